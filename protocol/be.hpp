@@ -1,0 +1,77 @@
+// Big-endian (network order) integer fields for wire headers. A field is a byte array with
+// alignment 1, so packed header structs can sit at any offset in a frame; reads and writes go
+// through get()/set() and never through raw shifts at the call site.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+namespace roce::proto {
+
+template <std::size_t N, typename T>
+struct BeInt {
+  static_assert(N <= sizeof(T));
+  std::array<std::uint8_t, N> bytes{};
+
+  constexpr T get() const noexcept {
+    T v = 0;
+    for (std::size_t i = 0; i < N; ++i) v = static_cast<T>((v << 8) | bytes[i]);
+    return v;
+  }
+  constexpr void set(T v) noexcept {
+    for (std::size_t i = N; i-- > 0;) {
+      bytes[i] = static_cast<std::uint8_t>(v & 0xFF);
+      v = static_cast<T>(v >> 8);
+    }
+  }
+  static constexpr BeInt of(T v) noexcept {
+    BeInt b;
+    b.set(v);
+    return b;
+  }
+  friend constexpr bool operator==(const BeInt&, const BeInt&) = default;
+};
+
+using Be16 = BeInt<2, std::uint16_t>;
+using Be24 = BeInt<3, std::uint32_t>;
+using Be32 = BeInt<4, std::uint32_t>;
+using Be64 = BeInt<8, std::uint64_t>;
+static_assert(sizeof(Be16) == 2 && sizeof(Be24) == 3 && sizeof(Be32) == 4 && sizeof(Be64) == 8);
+static_assert(alignof(Be64) == 1);
+
+// Little-endian 32-bit field: only the ICRC trailer is stored this way on the wire.
+struct Le32 {
+  std::array<std::uint8_t, 4> bytes{};
+  constexpr std::uint32_t get() const noexcept {
+    return std::uint32_t{bytes[0]} | std::uint32_t{bytes[1]} << 8 | std::uint32_t{bytes[2]} << 16 |
+           std::uint32_t{bytes[3]} << 24;
+  }
+  constexpr void set(std::uint32_t v) noexcept {
+    for (auto& b : bytes) {
+      b = static_cast<std::uint8_t>(v & 0xFF);
+      v >>= 8;
+    }
+  }
+};
+static_assert(sizeof(Le32) == 4);
+
+using ByteSpan = std::span<const std::byte>;
+using MutableByteSpan = std::span<std::byte>;
+
+// Copies a packed header out of a span that the caller has already bounds-checked.
+template <typename H>
+inline H load_header(ByteSpan s, std::size_t off) noexcept {
+  H h;
+  std::memcpy(&h, s.data() + off, sizeof(H));
+  return h;
+}
+
+template <typename H>
+inline void store_header(MutableByteSpan s, std::size_t off, const H& h) noexcept {
+  std::memcpy(s.data() + off, &h, sizeof(H));
+}
+
+}  // namespace roce::proto

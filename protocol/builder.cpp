@@ -1,0 +1,150 @@
+#include "protocol/builder.hpp"
+
+#include <cstring>
+
+#include "protocol/checksum.hpp"
+#include "protocol/payload_rule.hpp"
+
+namespace roce::proto {
+
+void FrameSpec::set_ecn(Ecn e) {
+  const auto bits = static_cast<std::uint8_t>(e);
+  ipv4.tos = static_cast<std::uint8_t>((ipv4.tos & ~3u) | bits);
+  ipv6.traffic_class = static_cast<std::uint8_t>((ipv6.traffic_class & ~3u) | bits);
+}
+
+FrameLayout layout_frame(const FrameSpec& spec, std::uint32_t payload_length) noexcept {
+  FrameLayout l;
+  const OpcodeInfo& info = opcode_info(spec.bth.opcode);
+  if (!info.valid) {
+    l.error = BuildError::UnknownOpcode;
+    return l;
+  }
+  if (spec.validate) {
+    switch (check_payload_length(info, payload_length, spec.pmtu)) {
+      case PayloadVerdict::Ok: break;
+      case PayloadVerdict::AbovePmtu: l.error = BuildError::PayloadAbovePmtu; return l;
+      case PayloadVerdict::LengthInvalid: l.error = BuildError::PayloadLengthInvalid; return l;
+    }
+  }
+  const std::size_t l2 = spec.with_ethernet ? sizeof(EthernetHeader) + spec.eth.vlan_count * sizeof(VlanTag) : 0;
+  l.l3_offset = l2;
+  l.payload_length = payload_length;
+  l.pad = pad_for(payload_length);
+  const std::size_t ip_len = ip_header_bytes(spec.ip_version);
+  l.payload_offset = l2 + ip_len + sizeof(UdpHeader) + sizeof(Bth) + info.ext_bytes;
+  l.length = l.payload_offset + payload_length + l.pad + kIcrcBytes;
+  const std::size_t ip_total = l.length - l2;
+  if (ip_total - (spec.ip_version == IpVersion::V6 ? ip_len : 0) > 0xFFFF) l.error = BuildError::TooLarge;
+  return l;
+}
+
+FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, MutableByteSpan out) noexcept {
+  FrameLayout l = layout_frame(spec, payload_length);
+  if (!l.ok()) return l;
+  if (out.size() < l.length) {
+    l.error = BuildError::BufferTooSmall;
+    return l;
+  }
+  std::size_t off = 0;
+  if (spec.with_ethernet) {
+    EthernetHeader eth{spec.eth.dst, spec.eth.src, {}};
+    const std::uint16_t l3_type = spec.ip_version == IpVersion::V4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
+    eth.ether_type.set(spec.eth.vlan_count ? spec.eth.vlan_tpid[0] : l3_type);
+    store_header(out, off, eth);
+    off += sizeof eth;
+    for (std::uint8_t i = 0; i < spec.eth.vlan_count; ++i) {
+      VlanTag tag{Be16::of(spec.eth.vlan_tci[i]),
+                  Be16::of(i + 1 < spec.eth.vlan_count ? spec.eth.vlan_tpid[i + 1] : l3_type)};
+      store_header(out, off, tag);
+      off += sizeof tag;
+    }
+  }
+  const std::size_t udp_length = l.length - l.l3_offset - ip_header_bytes(spec.ip_version);
+  if (spec.ip_version == IpVersion::V4) {
+    Ipv4Header ip{};
+    ip.version_ihl = 0x45;
+    ip.tos = spec.ipv4.tos;
+    ip.total_length.set(static_cast<std::uint16_t>(l.length - l.l3_offset));
+    ip.id.set(spec.ipv4.id);
+    ip.flags_fragment.set(spec.ipv4.flags_fragment);
+    ip.ttl = spec.ipv4.ttl;
+    ip.protocol = kIpProtoUdp;
+    ip.src = spec.ipv4.src;
+    ip.dst = spec.ipv4.dst;
+    ip.checksum.set(internet_checksum(std::as_bytes(std::span{&ip, 1})));
+    store_header(out, off, ip);
+    off += sizeof ip;
+  } else {
+    Ipv6Header ip{};
+    ip.ver_tc_flow.set(6u << 28 | std::uint32_t{spec.ipv6.traffic_class} << 20 | (spec.ipv6.flow_label & 0xFFFFF));
+    ip.payload_length.set(static_cast<std::uint16_t>(udp_length));
+    ip.next_header = kIpProtoUdp;
+    ip.hop_limit = spec.ipv6.hop_limit;
+    ip.src = spec.ipv6.src;
+    ip.dst = spec.ipv6.dst;
+    store_header(out, off, ip);
+    off += sizeof ip;
+  }
+  const UdpHeader udp{Be16::of(spec.udp_src_port), Be16::of(spec.udp_dst_port),
+                      Be16::of(static_cast<std::uint16_t>(udp_length)), Be16::of(spec.udp_checksum)};
+  store_header(out, off, udp);
+  off += sizeof udp;
+  Bth bth = spec.bth;
+  bth.set_pad_count(l.pad);
+  store_header(out, off, bth);
+  off += sizeof bth;
+  const OpcodeInfo& info = opcode_info(spec.bth.opcode);
+  for (std::size_t i = 0; i < kExtHeaderCount; ++i) {
+    const auto h = static_cast<ExtHeader>(i);
+    if (info.has(h)) std::memcpy(out.data() + off + info.offset[i], spec.ext.storage(h), kExtHeaderBytes[i]);
+  }
+  return l;
+}
+
+void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc) noexcept {
+  const std::size_t pad_off = l.payload_offset + l.payload_length;
+  std::memset(out.data() + pad_off, 0, l.pad);
+  const std::size_t icrc_off = pad_off + l.pad;
+  const auto datagram = out.subspan(l.l3_offset, icrc_off - l.l3_offset);
+  write_icrc(out.subspan(icrc_off, kIcrcBytes), compute_icrc(crc, spec.ip_version, datagram));
+}
+
+FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept {
+  FrameLayout l = write_headers(spec, static_cast<std::uint32_t>(payload.size()), out);
+  if (payload.size() > 0xFFFF) l.error = BuildError::TooLarge;
+  if (!l.ok()) return l;
+  if (!payload.empty()) std::memcpy(out.data() + l.payload_offset, payload.data(), payload.size());
+  seal(spec, l, out, crc);
+  return l;
+}
+
+FrameSpec frame_spec_from(const Packet& p) {
+  FrameSpec s;
+  s.with_ethernet = p.has_l2;
+  s.eth = p.eth;
+  s.ip_version = p.ip_version;
+  s.ipv4 = p.ipv4;
+  s.ipv6 = p.ipv6;
+  s.udp_src_port = p.udp_src_port;
+  s.udp_dst_port = p.udp_dst_port;
+  s.udp_checksum = p.udp_checksum;
+  s.bth = p.bth;
+  s.ext = p.ext;
+  s.validate = false;
+  return s;
+}
+
+std::string to_string(BuildError e) {
+  switch (e) {
+    case BuildError::None: return "ok";
+    case BuildError::BufferTooSmall: return "buffer-too-small";
+    case BuildError::UnknownOpcode: return "unknown-opcode";
+    case BuildError::PayloadAbovePmtu: return "payload-above-pmtu";
+    case BuildError::PayloadLengthInvalid: return "payload-length-invalid";
+    case BuildError::TooLarge: return "too-large";
+  }
+  return "unknown";
+}
+
+}  // namespace roce::proto

@@ -1,0 +1,57 @@
+// Writes complete RoCEv2 frames into a caller buffer: Ethernet (optional VLAN tags), IPv4 or
+// IPv6, UDP 4791, BTH, the opcode's extension headers, payload, pad and ICRC. Lengths, PadCnt,
+// the IPv4 header checksum and the ICRC are computed here; everything else comes from the spec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/packet.hpp"
+
+namespace roce::proto {
+
+struct FrameSpec {
+  bool with_ethernet = true;
+  EthernetFields eth{};
+  IpVersion ip_version = IpVersion::V4;
+  Ipv4Fields ipv4{};
+  Ipv6Fields ipv6{};
+  std::uint16_t udp_src_port = 0xC000;
+  std::uint16_t udp_dst_port = kRoceV2Port;
+  std::uint16_t udp_checksum = 0;  // RoCEv2 sends 0; the ICRC protects the packet
+  Bth bth{};                        // PadCnt is overwritten from the payload length
+  ExtHeaders ext{};
+  bool validate = true;             // refuse a payload length the opcode does not allow
+  std::uint32_t pmtu = 0;           // for validation; 0 = any IBA MTU
+
+  void set_ecn(Ecn e);
+};
+
+enum class BuildError : std::uint8_t { None, BufferTooSmall, UnknownOpcode, PayloadAbovePmtu, PayloadLengthInvalid, TooLarge };
+
+// Where the parts of a frame go, for callers that fill the payload themselves (scatter/gather
+// from registered memory) between write_headers() and seal().
+struct FrameLayout {
+  BuildError error = BuildError::None;
+  std::size_t l3_offset = 0;
+  std::size_t payload_offset = 0;
+  std::uint32_t payload_length = 0;
+  std::uint8_t pad = 0;
+  std::size_t length = 0;  // whole frame, ICRC included
+  bool ok() const { return error == BuildError::None; }
+};
+
+FrameLayout layout_frame(const FrameSpec& spec, std::uint32_t payload_length) noexcept;
+// Writes every header; the payload area is left for the caller.
+FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, MutableByteSpan out) noexcept;
+// Writes the pad bytes and the ICRC once the payload is in place.
+void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc) noexcept;
+// All of it, copying `payload`.
+FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept;
+
+// The spec that rebuilds a parsed packet byte for byte (the payload is packet.payload).
+FrameSpec frame_spec_from(const Packet& packet);
+
+std::string to_string(BuildError e);
+
+}  // namespace roce::proto

@@ -1,0 +1,61 @@
+#include "protocol/icrc.hpp"
+
+#include <array>
+#include <cstring>
+
+#include "protocol/headers.hpp"
+
+namespace roce::proto {
+namespace {
+
+constexpr std::size_t kFfPrefix = 8;
+constexpr std::size_t kMaskedBytesV6 = kFfPrefix + kIpv6HeaderBytes + sizeof(UdpHeader) + sizeof(Bth);
+
+}  // namespace
+
+std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept {
+  const std::size_t ip_len = ip_header_bytes(v);
+  const std::size_t fixed = ip_len + sizeof(UdpHeader) + sizeof(Bth);
+
+  // The masked headers are rebuilt in a small stack buffer so the packet itself is never
+  // written; the rest of the packet is then fed to the CRC in place.
+  std::array<std::byte, kMaskedBytesV6> masked;
+  std::memset(masked.data(), 0xFF, kFfPrefix);
+  std::memcpy(masked.data() + kFfPrefix, datagram.data(), fixed);
+  std::byte* ip = masked.data() + kFfPrefix;
+  const auto ones = std::byte{0xFF};
+  if (v == IpVersion::V4) {
+    ip[offsetof(Ipv4Header, tos)] = ones;
+    ip[offsetof(Ipv4Header, ttl)] = ones;
+    ip[offsetof(Ipv4Header, checksum)] = ones;
+    ip[offsetof(Ipv4Header, checksum) + 1] = ones;
+  } else {
+    ip[0] |= std::byte{0x0F};  // low nibble of byte 0 is the top of the traffic class
+    ip[1] = ones;
+    ip[2] = ones;
+    ip[3] = ones;
+    ip[offsetof(Ipv6Header, hop_limit)] = ones;
+  }
+  std::byte* udp = ip + ip_len;
+  udp[offsetof(UdpHeader, checksum)] = ones;
+  udp[offsetof(UdpHeader, checksum) + 1] = ones;
+  std::byte* bth = udp + sizeof(UdpHeader);
+  bth[offsetof(Bth, resv8a)] = ones;
+
+  std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
+  return crc32(backend, crc, datagram.data() + fixed, datagram.size() - fixed);
+}
+
+std::uint32_t read_icrc(ByteSpan four_bytes) noexcept {
+  Le32 v;
+  std::memcpy(&v, four_bytes.data(), sizeof v);
+  return v.get();
+}
+
+void write_icrc(MutableByteSpan four_bytes, std::uint32_t icrc) noexcept {
+  Le32 v;
+  v.set(icrc);
+  std::memcpy(four_bytes.data(), &v, sizeof v);
+}
+
+}  // namespace roce::proto

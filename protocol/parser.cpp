@@ -1,0 +1,169 @@
+#include "protocol/parser.hpp"
+
+#include <cstring>
+
+#include "protocol/checksum.hpp"
+#include "protocol/payload_rule.hpp"
+
+namespace roce::proto {
+namespace {
+
+// Everything from the UDP header on; the IP layer has set l4_offset and datagram_end.
+ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size_t l3_header_len) noexcept {
+  const std::size_t l4 = p.l4_offset;
+  if (buf.size() < l4 + sizeof(UdpHeader)) return ParseError::Truncated;
+  const auto udp = load_header<UdpHeader>(buf, l4);
+  p.udp_src_port = udp.src_port.get();
+  p.udp_dst_port = udp.dst_port.get();
+  p.udp_length = udp.length.get();
+  p.udp_checksum = udp.checksum.get();
+  if (p.udp_dst_port != kRoceV2Port) return ParseError::NotRoceV2Port;
+
+  const std::size_t ip_payload = p.datagram_end - l4;
+  if (p.udp_length != ip_payload) return ParseError::LengthMismatch;
+
+  const std::size_t bth_off = l4 + sizeof(UdpHeader);
+  p.bth_offset = bth_off;
+  if (p.udp_length < sizeof(UdpHeader) + sizeof(Bth) + kIcrcBytes)
+    return buf.size() < bth_off + sizeof(Bth) ? ParseError::Truncated : ParseError::LengthMismatch;
+  if (buf.size() < bth_off + sizeof(Bth)) return ParseError::Truncated;
+  p.bth = load_header<Bth>(buf, bth_off);
+  if (p.bth.tver() != 0) return ParseError::BadTver;
+
+  const OpcodeInfo& info = opcode_info(p.bth.opcode);
+  if (!info.valid) return ParseError::UnknownOpcode;
+  p.info = &info;
+
+  const std::size_t ext_off = bth_off + sizeof(Bth);
+  const std::size_t fixed = sizeof(UdpHeader) + sizeof(Bth) + info.ext_bytes + kIcrcBytes;
+  if (p.udp_length < fixed)
+    return buf.size() < ext_off + info.ext_bytes ? ParseError::Truncated : ParseError::LengthMismatch;
+  if (buf.size() < ext_off + info.ext_bytes) return ParseError::Truncated;
+  for (std::size_t i = 0; i < kExtHeaderCount; ++i) {
+    const auto h = static_cast<ExtHeader>(i);
+    if (info.has(h)) std::memcpy(p.ext.storage(h), buf.data() + ext_off + info.offset[i], kExtHeaderBytes[i]);
+  }
+
+  const std::uint32_t payload_and_pad = static_cast<std::uint32_t>(p.udp_length - fixed);
+  const std::uint8_t pad = p.bth.pad_count();
+  if (payload_and_pad % 4 != 0 || pad > payload_and_pad) return ParseError::PadCntInconsistent;
+  if (info.payload == PayloadRule::None && payload_and_pad == 0 && pad != 0) return ParseError::PadCntInconsistent;
+  p.payload_length = payload_and_pad - pad;
+  switch (check_payload_length(info, p.payload_length, opts.pmtu)) {
+    case PayloadVerdict::Ok: break;
+    case PayloadVerdict::AbovePmtu: return ParseError::PayloadAbovePmtu;
+    case PayloadVerdict::LengthInvalid: return ParseError::PayloadLengthInvalid;
+  }
+
+  p.payload_offset = ext_off + info.ext_bytes;
+  const std::size_t icrc_off = p.datagram_end - kIcrcBytes;
+  if (buf.size() < p.datagram_end) {
+    if (!opts.allow_snap_truncation) return ParseError::Truncated;
+    p.snap_truncated = true;
+    const std::size_t have = buf.size() > p.payload_offset ? buf.size() - p.payload_offset : 0;
+    p.payload = buf.subspan(p.payload_offset, have < p.payload_length ? have : p.payload_length);
+    p.icrc_status = IcrcStatus::NotCheckable;
+    return ParseError::None;
+  }
+  p.payload = buf.subspan(p.payload_offset, p.payload_length);
+  p.icrc = read_icrc(buf.subspan(icrc_off, kIcrcBytes));
+  if (p.ip_version == IpVersion::V4 && l3_header_len != kIpv4HeaderBytes) {
+    p.icrc_status = IcrcStatus::NotCheckable;
+  } else if (!opts.verify_icrc) {
+    p.icrc_status = IcrcStatus::NotChecked;
+  } else {
+    const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
+    p.icrc_status = compute_icrc(opts.crc, p.ip_version, datagram) == p.icrc ? IcrcStatus::Ok : IcrcStatus::Bad;
+  }
+  return ParseError::None;
+}
+
+ParseError parse_l3(ByteSpan buf, std::size_t l3, IpVersion v, const ParseOptions& opts, Packet& p) noexcept {
+  p.l3_offset = l3;
+  p.ip_version = v;
+  if (v == IpVersion::V4) {
+    if (buf.size() < l3 + sizeof(Ipv4Header)) return ParseError::Truncated;
+    const auto ip = load_header<Ipv4Header>(buf, l3);
+    const std::size_t hlen = ip.header_bytes();
+    if (ip.version() != 4 || hlen < sizeof(Ipv4Header)) return ParseError::BadIpHeader;
+    if (buf.size() < l3 + hlen) return ParseError::Truncated;
+    p.ipv4 = Ipv4Fields{ip.src, ip.dst, ip.tos, ip.id.get(), ip.flags_fragment.get(), ip.ttl};
+    p.ipv4_checksum = ip.checksum.get();
+    // A valid header sums to zero including its own checksum field.
+    p.ipv4_checksum_ok = internet_checksum(buf.subspan(l3, hlen)) == 0;
+    if (ip.flags_fragment.get() & (Ipv4Header::kMoreFragments | Ipv4Header::kFragmentOffsetMask))
+      return ParseError::IpFragment;
+    if (ip.protocol != kIpProtoUdp) return ParseError::NotUdp;
+    const std::size_t total = ip.total_length.get();
+    if (total < hlen) return ParseError::LengthMismatch;
+    p.l4_offset = l3 + hlen;
+    p.datagram_end = l3 + total;
+    return parse_l4(buf, opts, p, hlen);
+  }
+  if (buf.size() < l3 + sizeof(Ipv6Header)) return ParseError::Truncated;
+  const auto ip = load_header<Ipv6Header>(buf, l3);
+  if (ip.version() != 6) return ParseError::BadIpHeader;
+  p.ipv6 = Ipv6Fields{ip.src, ip.dst, ip.traffic_class(), ip.flow_label(), ip.hop_limit};
+  if (ip.next_header != kIpProtoUdp) return ParseError::NotUdp;
+  p.l4_offset = l3 + sizeof(Ipv6Header);
+  p.datagram_end = p.l4_offset + ip.payload_length.get();
+  return parse_l4(buf, opts, p, sizeof(Ipv6Header));
+}
+
+}  // namespace
+
+ParseError parse_frame(ByteSpan frame, const ParseOptions& opts, Packet& out) noexcept {
+  out = Packet{};
+  out.has_l2 = true;
+  if (frame.size() < sizeof(EthernetHeader)) return ParseError::Truncated;
+  const auto eth = load_header<EthernetHeader>(frame, 0);
+  out.eth.dst = eth.dst;
+  out.eth.src = eth.src;
+  std::uint16_t type = eth.ether_type.get();
+  std::size_t off = sizeof(EthernetHeader);
+  while ((type == kEtherTypeVlan || type == kEtherTypeQinQ) && out.eth.vlan_count < 2) {
+    if (frame.size() < off + sizeof(VlanTag)) return ParseError::Truncated;
+    const auto tag = load_header<VlanTag>(frame, off);
+    out.eth.vlan_tpid[out.eth.vlan_count] = type;
+    out.eth.vlan_tci[out.eth.vlan_count] = tag.tci.get();
+    ++out.eth.vlan_count;
+    type = tag.ether_type.get();
+    off += sizeof(VlanTag);
+  }
+  if (type == kEtherTypeRoceV1) return ParseError::RoceV1;
+  if (type == kEtherTypeIpv4) return parse_l3(frame, off, IpVersion::V4, opts, out);
+  if (type == kEtherTypeIpv6) return parse_l3(frame, off, IpVersion::V6, opts, out);
+  return ParseError::NotIp;
+}
+
+ParseError parse_ip(ByteSpan datagram, const ParseOptions& opts, Packet& out) noexcept {
+  out = Packet{};
+  if (datagram.empty()) return ParseError::Truncated;
+  const auto version = std::to_integer<std::uint8_t>(datagram[0]) >> 4;
+  if (version == 4) return parse_l3(datagram, 0, IpVersion::V4, opts, out);
+  if (version == 6) return parse_l3(datagram, 0, IpVersion::V6, opts, out);
+  return ParseError::BadIpHeader;
+}
+
+std::string to_string(ParseError e) {
+  switch (e) {
+    case ParseError::None: return "ok";
+    case ParseError::Truncated: return "truncated";
+    case ParseError::NotIp: return "not-ip";
+    case ParseError::RoceV1: return "rocev1";
+    case ParseError::BadIpHeader: return "bad-ip-header";
+    case ParseError::IpFragment: return "ip-fragment";
+    case ParseError::NotUdp: return "not-udp";
+    case ParseError::NotRoceV2Port: return "not-udp-4791";
+    case ParseError::LengthMismatch: return "length-mismatch";
+    case ParseError::BadTver: return "bad-tver";
+    case ParseError::UnknownOpcode: return "unknown-opcode";
+    case ParseError::PadCntInconsistent: return "padcnt-inconsistent";
+    case ParseError::PayloadAbovePmtu: return "payload-above-pmtu";
+    case ParseError::PayloadLengthInvalid: return "payload-length-invalid";
+    case ParseError::Count: break;
+  }
+  return "unknown";
+}
+
+}  // namespace roce::proto

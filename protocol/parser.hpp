@@ -1,0 +1,46 @@
+// Bounds-checked RoCEv2 parser over a byte span. It never reads outside the span; a frame it
+// cannot accept comes back with the reason, for the caller to count and drop.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/packet.hpp"
+
+namespace roce::proto {
+
+enum class ParseError : std::uint8_t {
+  None,
+  Truncated,             // the buffer ends inside a header (or, strictly, inside the datagram)
+  NotIp,                 // EtherType is neither IPv4 nor IPv6
+  RoceV1,                // EtherType 0x8915: RoCEv1 (IB GRH), not RoCEv2
+  BadIpHeader,           // wrong IP version, IPv4 IHL < 5
+  IpFragment,            // IPv4 fragment: RoCEv2 is never fragmented
+  NotUdp,                // IP protocol / next header is not UDP
+  NotRoceV2Port,         // UDP destination port is not 4791
+  LengthMismatch,        // IP and UDP lengths disagree, or headers do not fit in them
+  BadTver,               // BTH transport version is not 0
+  UnknownOpcode,         // an opcode the table does not define (RD, XRC, reserved, vendor)
+  PadCntInconsistent,    // payload+pad not a multiple of 4, PadCnt larger than it, or pad on no-payload opcode
+  PayloadAbovePmtu,      // more payload than the path MTU (or 4096 when no path MTU is known)
+  PayloadLengthInvalid,  // FIRST/MIDDLE not exactly PMTU, empty LAST, payload where the opcode has none
+  Count,
+};
+
+struct ParseOptions {
+  CrcBackend crc = CrcBackend::Isal;
+  bool verify_icrc = true;
+  std::uint32_t pmtu = 0;  // payload bytes per packet; 0 = unknown (any IBA MTU accepted)
+  // Accept a capture record cut short by the snap length, as long as every header is there;
+  // the ICRC is then not checkable and the payload span is the part that was captured.
+  bool allow_snap_truncation = false;
+};
+
+// Parses an Ethernet frame (with up to two VLAN tags).
+ParseError parse_frame(ByteSpan frame, const ParseOptions& opts, Packet& out) noexcept;
+// Parses starting at the IP header (Linux cooked captures, raw IP).
+ParseError parse_ip(ByteSpan datagram, const ParseOptions& opts, Packet& out) noexcept;
+
+std::string to_string(ParseError e);
+
+}  // namespace roce::proto
