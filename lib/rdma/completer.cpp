@@ -1,0 +1,369 @@
+#include "lib/rdma/completer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "protocol/aeth.hpp"
+#include "protocol/psn.hpp"
+
+namespace roce {
+
+using namespace roce::proto;
+
+namespace {
+
+ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    default: return IBV_WC_SEND;
+  }
+}
+
+ibv_wc_status nak_status(NakCode c) {
+  switch (c) {
+    case NakCode::InvalidRequest: return IBV_WC_REM_INV_REQ_ERR;
+    case NakCode::RemoteAccessError: return IBV_WC_REM_ACCESS_ERR;
+    case NakCode::RemoteOperationalError: return IBV_WC_REM_OP_ERR;
+    default: return IBV_WC_REM_INV_RD_REQ_ERR;
+  }
+}
+
+// 4.096 us x 2^timeout; 0 disables the timer (IBA: infinite).
+Nanos local_ack_timeout(std::uint8_t timeout) {
+  if (timeout == 0) return kNever;
+  return Nanos{4096} << std::min<unsigned>(timeout, 31);
+}
+
+}  // namespace
+
+ResponsePsnClass classify_response_psn(std::uint32_t psn, std::uint32_t una, std::uint32_t sent_end) {
+  if (psn_diff(psn, sent_end) >= 0) return ResponsePsnClass::Ghost;
+  if (psn_diff(psn, una) < -1) return ResponsePsnClass::Old;
+  return ResponsePsnClass::Valid;
+}
+
+void Completer::start(const QpContext& qp) {
+  una_ = qp.cfg.sq_psn & kPsnMask;
+  retry_left_ = qp.cfg.retry_cnt;
+  rnr_retry_left_ = qp.cfg.rnr_retry;
+  consecutive_rnr_ = 0;
+  rto_ = local_ack_timeout(qp.cfg.timeout);
+  retransmit_at_ = kNever;
+  rnr_at_ = kNever;
+}
+
+void Completer::finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status) {
+  if (w.state == WqeState::InFlight && w.needs_response_data()) req.release_rd_atomic();
+  w.state = WqeState::Done;
+  w.status = status;
+  (void)qp;
+}
+
+Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn,
+                                                   std::uint32_t* retry_psn) {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& w = qp.sq.at(i);
+    if (w.state == WqeState::Done) continue;
+    if (w.state != WqeState::InFlight) break;
+    if (psn_diff(w.last_psn(), end_psn) >= 0) {
+      // Partially covered: only a multi-packet SEND/WRITE can be acknowledged in part.
+      if (!w.needs_response_data() && psn_after(end_psn, una_)) una_ = end_psn;
+      break;
+    }
+    if (w.needs_response_data()) {
+      // The responder is past this READ/atomic, so its response was lost.
+      *retry_psn = psn_add(w.first_psn, w.read_packets_received);
+      if (psn_after(*retry_psn, una_)) una_ = *retry_psn;
+      return AckResult::ResponseLost;
+    }
+    finish(qp, req, w, IBV_WC_SUCCESS);
+    una_ = psn_next(w.last_psn());
+  }
+  return AckResult::Ok;
+}
+
+void Completer::progressed(const QpContext& qp, const Requester& req, Nanos now) {
+  retry_left_ = qp.cfg.retry_cnt;
+  rnr_retry_left_ = qp.cfg.rnr_retry;
+  retrying_ = false;
+  const bool outstanding = psn_before(una_, req.sent_end_psn());
+  retransmit_at_ = outstanding && rto_ != kNever ? now + rto_ : kNever;
+}
+
+void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos now) {
+  (void)qp;
+  (void)req;
+  if (retransmit_at_ == kNever && rto_ != kNever) retransmit_at_ = now + rto_;
+}
+
+CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout) {
+  // Packets already in flight when a go-back-N started keep arriving out of order; only
+  // progress or a timeout may start the next one (otherwise one loss burns every retry).
+  if (retrying_ && !timeout) return CompleterOutcome::Nothing;
+  if (retry_left_ == 0) {
+    qp.counters.inc(Counter::RetryExceededErr);
+    return fail_at(qp, req, una_, IBV_WC_RETRY_EXC_ERR);
+  }
+  --retry_left_;
+  if (timeout) qp.counters.inc(Counter::RetransmitTimeouts);
+  qp.counters.inc(Counter::CompleterRetryErr);
+  req.rewind(qp, psn);
+  retrying_ = true;
+  retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
+  return CompleterOutcome::Progress;
+}
+
+CompleterOutcome Completer::fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status) {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& w = qp.sq.at(i);
+    if (w.state == WqeState::Done) continue;
+    if (w.state == WqeState::InFlight && psn_diff(psn, w.first_psn) >= 0 && psn_diff(psn, w.last_psn()) <= 0) {
+      finish(qp, req, w, status);
+      return CompleterOutcome::Fatal;
+    }
+  }
+  // No WQE holds that PSN: fail the oldest one so the error is not lost.
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::Done) {
+      finish(qp, req, w, status);
+      break;
+    }
+  }
+  return CompleterOutcome::Fatal;
+}
+
+CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  const std::uint32_t psn = pkt.psn();
+  switch (classify_response_psn(psn, una_, req.sent_end_psn())) {
+    case ResponsePsnClass::Ghost:
+      qp.counters.inc(Counter::GhostResponses);
+      return CompleterOutcome::Nothing;
+    case ResponsePsnClass::Old:
+      qp.counters.inc(Counter::GhostResponses);
+      return CompleterOutcome::Nothing;
+    case ResponsePsnClass::Valid: break;
+  }
+  CompleterOutcome out;
+  switch (pkt.info->operation) {
+    case Operation::ReadResponse: out = on_read_response(qp, req, pkt, now); break;
+    case Operation::AtomicAck: out = on_atomic_ack(qp, req, pkt, now); break;
+    default: out = on_aeth(qp, req, pkt, now); break;
+  }
+  req.una_hint_ = una_;
+  return out;
+}
+
+CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  const std::uint32_t psn = pkt.psn();
+  const Syndrome syn{pkt.ext.aeth.syndrome};
+  const std::uint32_t before = una_;
+  std::uint32_t retry_psn = 0;
+  switch (syn.type()) {
+    case AckType::Ack: {
+      qp.counters.inc(Counter::AcksReceived);
+      consecutive_rnr_ = 0;
+      const auto r = acknowledge_before(qp, req, psn_next(psn), &retry_psn);
+      if (una_ != before) progressed(qp, req, now);
+      if (r == AckResult::ResponseLost) return retry(qp, req, retry_psn, now, false);
+      return una_ != before ? CompleterOutcome::Progress : CompleterOutcome::Nothing;
+    }
+    case AckType::RnrNak: {
+      qp.counters.inc(Counter::RcvdRnrErr);
+      const auto r = acknowledge_before(qp, req, psn, &retry_psn);
+      if (una_ != before) progressed(qp, req, now);
+      const std::uint32_t resume = r == AckResult::ResponseLost ? retry_psn : psn;
+      if (qp.cfg.rnr_retry != 7) {
+        if (rnr_retry_left_ == 0) {
+          qp.counters.inc(Counter::RetryRnrExceededErr);
+          return fail_at(qp, req, resume, IBV_WC_RNR_RETRY_EXC_ERR);
+        }
+        --rnr_retry_left_;
+      }
+      Nanos wait = static_cast<Nanos>(syn.rnr_wait_ns());
+      if (qp.tuning->rnr_exponential_backoff) wait <<= std::min<std::uint32_t>(consecutive_rnr_, 10);
+      ++consecutive_rnr_;
+      qp.counters.inc(Counter::RnrWaits);
+      rnr_at_ = now + wait;
+      retrying_ = false;
+      retransmit_at_ = kNever;
+      req.rewind(qp, resume);
+      req.enter_rnr_wait(rnr_at_);
+      return CompleterOutcome::Progress;
+    }
+    case AckType::Nak: {
+      qp.counters.inc(Counter::NaksReceived);
+      const auto r = acknowledge_before(qp, req, psn, &retry_psn);
+      if (una_ != before) progressed(qp, req, now);
+      if (syn.nak_code() == NakCode::PsnSequenceError) {
+        qp.counters.inc(Counter::RcvdSeqErr);
+        return retry(qp, req, r == AckResult::ResponseLost ? retry_psn : psn, now, false);
+      }
+      return fail_at(qp, req, r == AckResult::ResponseLost ? retry_psn : psn, nak_status(syn.nak_code()));
+    }
+    case AckType::Reserved: break;
+  }
+  qp.counters.inc(Counter::GhostResponses);
+  return CompleterOutcome::Nothing;
+}
+
+CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  const std::uint32_t psn = pkt.psn();
+  const std::uint32_t before = una_;
+  // A READ response acknowledges every request before it.
+  std::uint32_t retry_psn = 0;
+  if (acknowledge_before(qp, req, psn, &retry_psn) == AckResult::ResponseLost) {
+    if (una_ != before) progressed(qp, req, now);
+    return retry(qp, req, retry_psn, now, false);
+  }
+  if (una_ != before) progressed(qp, req, now);
+  SendWqe* w = nullptr;
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& c = qp.sq.at(i);
+    if (c.state == WqeState::InFlight) {
+      w = &c;
+      break;
+    }
+  }
+  if (w == nullptr || !w->is_read() || psn_diff(psn, w->first_psn) < 0 ||
+      psn_diff(psn, w->last_psn()) > 0) {
+    qp.counters.inc(Counter::GhostResponses);
+    return CompleterOutcome::Nothing;
+  }
+  const std::uint32_t expected = psn_add(w->first_psn, w->read_packets_received);
+  const std::int32_t d = psn_diff(psn, expected);
+  if (d < 0) {  // a duplicate of something already placed
+    qp.counters.inc(Counter::GhostResponses);
+    return CompleterOutcome::Nothing;
+  }
+  if (d > 0) return retry(qp, req, expected, now, false);  // responses in between were lost
+
+  const Position pos = pkt.info->position;
+  const bool starts = pos == Position::First || pos == Position::Only;
+  const std::uint64_t offset = std::uint64_t{w->read_packets_received} * qp.cfg.pmtu;
+  const std::uint64_t remaining = w->length - offset;
+  const bool ends = pos == Position::Last || pos == Position::Only;
+  const std::uint64_t want = ends ? remaining : qp.cfg.pmtu;
+  if (starts != w->read_expect_first || pkt.payload_length != want || (ends && remaining > qp.cfg.pmtu) ||
+      (!ends && remaining <= qp.cfg.pmtu)) {
+    qp.counters.inc(Counter::GhostResponses);
+    return retry(qp, req, expected, now, false);
+  }
+  if (pkt.payload_length)
+    copy_to_segments(qp.send_segs(*w), w->num_seg, offset, pkt.payload.data(), pkt.payload_length);
+  ++w->read_packets_received;
+  w->read_expect_first = false;
+  una_ = psn_next(psn);
+  if (ends) finish(qp, req, *w, IBV_WC_SUCCESS);
+  progressed(qp, req, now);
+  return CompleterOutcome::Progress;
+}
+
+CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  const std::uint32_t psn = pkt.psn();
+  const std::uint32_t before = una_;
+  std::uint32_t retry_psn = 0;
+  if (acknowledge_before(qp, req, psn, &retry_psn) == AckResult::ResponseLost) {
+    if (una_ != before) progressed(qp, req, now);
+    return retry(qp, req, retry_psn, now, false);
+  }
+  SendWqe* w = nullptr;
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& c = qp.sq.at(i);
+    if (c.state == WqeState::InFlight) {
+      w = &c;
+      break;
+    }
+  }
+  if (w == nullptr || !w->is_atomic() || w->first_psn != psn) {
+    qp.counters.inc(Counter::GhostResponses);
+    if (una_ != before) progressed(qp, req, now);
+    return una_ != before ? CompleterOutcome::Progress : CompleterOutcome::Nothing;
+  }
+  const std::uint64_t original = pkt.ext.atomic_ack.original_data.get();
+  copy_to_segments(qp.send_segs(*w), w->num_seg, 0, reinterpret_cast<const std::byte*>(&original), sizeof original);
+  una_ = psn_next(psn);
+  finish(qp, req, *w, IBV_WC_SUCCESS);
+  progressed(qp, req, now);
+  return CompleterOutcome::Progress;
+}
+
+CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
+  CompleterOutcome out = CompleterOutcome::Nothing;
+  if (rnr_at_ <= now) {
+    rnr_at_ = kNever;
+    req.leave_rnr_wait();
+    retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
+    out = CompleterOutcome::Progress;
+  }
+  if (retransmit_at_ <= now) {
+    retransmit_at_ = kNever;
+    if (psn_before(una_, req.sent_end_psn())) {
+      std::uint32_t resume = una_;
+      // Resume an oldest READ where its data stopped.
+      for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+        const SendWqe& w = qp.sq.at(i);
+        if (w.state == WqeState::Done) continue;
+        if (w.state == WqeState::InFlight && w.is_read()) resume = psn_add(w.first_psn, w.read_packets_received);
+        break;
+      }
+      out = retry(qp, req, resume, now, true);
+    }
+  }
+  req.una_hint_ = una_;
+  return out;
+}
+
+void Completer::retire(QpContext& qp, Requester& req) {
+  while (!qp.sq.empty()) {
+    SendWqe& w = qp.sq.at(qp.sq.head());
+    if (w.state != WqeState::Done) break;
+    if (w.signaled || w.status != IBV_WC_SUCCESS) {
+      ibv_wc wc{};
+      wc.wr_id = w.wr_id;
+      wc.status = w.status;
+      wc.opcode = wc_opcode(w.opcode);
+      wc.byte_len = w.length;
+      wc.qp_num = qp.cfg.qpn;
+      if (w.status != IBV_WC_SUCCESS) qp.counters.inc(Counter::WcErrors);
+      if (qp.send_cq) qp.send_cq->push(wc);
+    }
+    if (req.cursor_ == qp.sq.head()) ++req.cursor_;
+    qp.sq.pop();
+  }
+}
+
+void Completer::flush(QpContext& qp, Requester& req) {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::Done) finish(qp, req, w, IBV_WC_WR_FLUSH_ERR);
+  }
+  retransmit_at_ = kNever;
+  rnr_at_ = kNever;
+  retire(qp, req);
+}
+
+std::string to_string(CompleterOutcome o) {
+  switch (o) {
+    case CompleterOutcome::Nothing: return "nothing";
+    case CompleterOutcome::Progress: return "progress";
+    case CompleterOutcome::Fatal: return "fatal";
+  }
+  return "unknown";
+}
+
+std::string to_string(ResponsePsnClass c) {
+  switch (c) {
+    case ResponsePsnClass::Valid: return "valid";
+    case ResponsePsnClass::Old: return "old";
+    case ResponsePsnClass::Ghost: return "ghost";
+  }
+  return "unknown";
+}
+
+}  // namespace roce

@@ -1,0 +1,68 @@
+// Completer: consumes ACKs, NAKs, READ responses and atomic ACKs. It retires send WQEs in
+// posting order (cumulative and implicit acknowledgement), places READ and atomic results,
+// owns the retransmission and RNR timers and asks the requester to go back N.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lib/rdma/qp_context.hpp"
+#include "lib/rdma/requester.hpp"
+#include "protocol/packet.hpp"
+
+namespace roce {
+
+enum class CompleterOutcome : std::uint8_t {
+  Nothing,   // dropped or duplicate: no state changed
+  Progress,  // something was acknowledged, placed or retried
+  Fatal,     // a WQE failed: the QP must enter ERR
+};
+
+// What to do with a response PSN relative to the outstanding window: a pure decision.
+enum class ResponsePsnClass : std::uint8_t { Valid, Old, Ghost };
+ResponsePsnClass classify_response_psn(std::uint32_t psn, std::uint32_t una, std::uint32_t sent_end);
+
+class Completer {
+ public:
+  void start(const QpContext& qp);
+
+  CompleterOutcome on_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  CompleterOutcome on_timer(QpContext& qp, Requester& req, Nanos now);
+  // The requester sent a packet: make sure the retransmission timer runs.
+  void on_request_sent(const QpContext& qp, const Requester& req, Nanos now);
+
+  // Retires finished WQEs at the head of the SQ in order, writing CQEs.
+  void retire(QpContext& qp, Requester& req);
+  // Moves every unfinished send WQE to `status` (the first) and IBV_WC_WR_FLUSH_ERR (the rest).
+  void flush(QpContext& qp, Requester& req);
+
+  Nanos deadline() const { return retransmit_at_ < rnr_at_ ? retransmit_at_ : rnr_at_; }
+  Nanos retransmit_deadline() const { return retransmit_at_; }
+  std::uint32_t una() const { return una_; }
+
+ private:
+  enum class AckResult : std::uint8_t { Ok, ResponseLost };
+  AckResult acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn, std::uint32_t* retry_psn);
+  void finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status);
+  CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
+  CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
+  CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  void progressed(const QpContext& qp, const Requester& req, Nanos now);
+  Nanos rto() const { return rto_; }
+
+  std::uint32_t una_ = 0;
+  std::uint8_t retry_left_ = 7;
+  std::uint8_t rnr_retry_left_ = 7;
+  std::uint32_t consecutive_rnr_ = 0;
+  Nanos rto_ = kNever;
+  Nanos retransmit_at_ = kNever;
+  Nanos rnr_at_ = kNever;
+  bool retrying_ = false;  // a go-back-N is under way and has made no progress yet
+};
+
+std::string to_string(CompleterOutcome o);
+std::string to_string(ResponsePsnClass c);
+
+}  // namespace roce

@@ -1,0 +1,74 @@
+// Transport counters, per QP and per engine. Names follow Linux rxe's hw counters where rxe
+// has one, so tools and people comparing the two see the same words.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace roce {
+
+enum class Counter : std::uint16_t {
+  // rxe's names
+  SentPkts,
+  RcvdPkts,
+  DuplicateRequest,
+  OutOfSeqRequest,
+  RcvdRnrErr,
+  SendRnrErr,
+  RcvdSeqErr,
+  AckDeferred,
+  RetryExceededErr,
+  RetryRnrExceededErr,
+  CompleterRetryErr,
+  SendErr,
+  RdmaSends,
+  RdmaRecvs,
+  // ours
+  RetransmittedPkts,
+  RetransmitTimeouts,
+  RnrWaits,
+  AcksSent,
+  NaksSent,
+  ReadResponsesSent,
+  AtomicAcksSent,
+  AcksReceived,
+  NaksReceived,
+  GhostResponses,        // response whose PSN is outside the outstanding window
+  DuplicateAtomicReplayed,
+  DuplicateReadReexecuted,
+  RemoteAccessErrors,    // NAK remote access error sent (bad rkey, bounds, access)
+  InvalidRequests,       // NAK invalid request sent
+  RemoteOperationalErrors,
+  OpcodeSequenceErrors,  // MIDDLE without FIRST, FIRST while a message is open, ...
+  BadStateDrops,         // packet for a QP whose state does not accept it
+  ResponderBusyDrops,    // request dropped unexecuted: the response queue was full
+  QkeyViolations,
+  UcMessagesDropped,
+  UdNoReceiveDrops,
+  CnpSent,
+  CnpReceived,
+  CnpIgnored,
+  EcnCeReceived,
+  WcErrors,              // completions with a status other than success (flush included)
+  Count,
+};
+
+inline constexpr std::size_t kCounterCount = static_cast<std::size_t>(Counter::Count);
+
+std::string_view counter_name(Counter c);
+
+class Counters {
+ public:
+  void inc(Counter c, std::uint64_t n = 1) { v_[static_cast<std::size_t>(c)] += n; }
+  std::uint64_t get(Counter c) const { return v_[static_cast<std::size_t>(c)]; }
+  void add(const Counters& o) {
+    for (std::size_t i = 0; i < kCounterCount; ++i) v_[i] += o.v_[i];
+  }
+  const std::array<std::uint64_t, kCounterCount>& values() const { return v_; }
+
+ private:
+  std::array<std::uint64_t, kCounterCount> v_{};
+};
+
+}  // namespace roce

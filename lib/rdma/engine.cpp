@@ -1,0 +1,229 @@
+#include "lib/rdma/engine.hpp"
+
+#include <algorithm>
+
+#include "protocol/psn.hpp"
+
+namespace roce {
+
+using namespace roce::proto;
+
+Engine::Engine(EngineConfig cfg, MrTable& mrs)
+    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), active_(cfg_.max_qps) {}
+
+Engine::~Engine() = default;
+
+Result<CompletionQueue*> Engine::create_cq(std::uint32_t depth) {
+  if (depth == 0 || depth > cfg_.max_cqe)
+    return make_error(EINVAL, "CQ depth " + std::to_string(depth) + " outside 1.." + std::to_string(cfg_.max_cqe));
+  cqs_.push_back(std::make_unique<CompletionQueue>(depth));
+  return cqs_.back().get();
+}
+
+Status Engine::destroy_cq(CompletionQueue* cq) {
+  for (const auto& q : qps_)
+    if (q && (q->context().send_cq == cq || q->context().recv_cq == cq))
+      return make_error(EBUSY, "CQ still used by QP " + std::to_string(q->qpn()));
+  const auto it = std::find_if(cqs_.begin(), cqs_.end(), [cq](const auto& p) { return p.get() == cq; });
+  if (it == cqs_.end()) return make_error(EINVAL, "unknown CQ");
+  cqs_.erase(it);
+  return {};
+}
+
+Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
+  if (attr.type != IBV_QPT_RC && attr.type != IBV_QPT_UC && attr.type != IBV_QPT_UD)
+    return make_error(EINVAL, "QP type must be RC, UC or UD");
+  if (pd == 0 || pd > next_pd_) return make_error(EINVAL, "unknown protection domain");
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr) return make_error(EINVAL, "send_cq and recv_cq are required");
+  const ibv_qp_cap& c = attr.cap;
+  if (c.max_send_wr == 0 || c.max_send_wr > cfg_.max_qp_wr || c.max_recv_wr > cfg_.max_qp_wr)
+    return make_error(EINVAL, "max_send_wr/max_recv_wr must be 1.." + std::to_string(cfg_.max_qp_wr));
+  if (c.max_send_sge > cfg_.max_sge || c.max_recv_sge > cfg_.max_sge)
+    return make_error(EINVAL, "max_send_sge/max_recv_sge above " + std::to_string(cfg_.max_sge));
+  if (c.max_inline_data > cfg_.max_inline)
+    return make_error(EINVAL, "max_inline_data above " + std::to_string(cfg_.max_inline));
+  const auto slot_it = std::find(qps_.begin(), qps_.end(), nullptr);
+  if (slot_it == qps_.end()) return make_error(ENOMEM, "QP limit reached (" + std::to_string(cfg_.max_qps) + ")");
+  const auto slot = static_cast<std::uint32_t>(slot_it - qps_.begin());
+  QpConfig qc;
+  qc.type = attr.type;
+  qc.qpn = cfg_.qpn_base + slot * cfg_.qpn_stride;
+  if (qc.qpn > kPsnMask) return make_error(ENOMEM, "QPN space exhausted");
+  qc.pd = pd;
+  qc.sq_sig_all = attr.sq_sig_all;
+  qc.cap = c;
+  qc.cap.max_recv_wr = std::max<std::uint32_t>(c.max_recv_wr, 1);
+  *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
+  (*slot_it)->slot = slot;
+  return slot_it->get();
+}
+
+Status Engine::destroy_qp(QueuePair* qp) {
+  if (qp == nullptr || qp->slot >= qps_.size() || qps_[qp->slot].get() != qp) return make_error(EINVAL, "unknown QP");
+  retired_.add(qp->counters());
+  timers_.remove(qp->slot);
+  // Drop it from the active ring.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < active_count_; ++i) {
+    const std::uint32_t s = active_[(active_head_ + i) % active_.size()];
+    if (s != qp->slot) active_[(active_head_ + kept++) % active_.size()] = s;
+  }
+  active_count_ = kept;
+  qps_[qp->slot].reset();
+  return {};
+}
+
+Status Engine::modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask) {
+  Status s = qp->modify(attr, mask, cfg_.path);
+  refresh(*qp);
+  return s;
+}
+
+Result<AddressHandle*> Engine::create_ah(PdHandle pd, const ibv_ah_attr& attr) {
+  if (!attr.is_global) return make_error(EINVAL, "RoCE address handles need is_global and grh.dgid");
+  const IpAddress peer = ip_from_gid(attr.grh.dgid);
+  if (peer.version != cfg_.path.local.ip.version)
+    return make_error(EINVAL, "peer " + to_string(peer) + " is not of the local address family");
+  std::optional<MacAddr> mac = cfg_.path.resolve_mac ? cfg_.path.resolve_mac(peer) : std::nullopt;
+  if (!mac) return make_error(EHOSTUNREACH, "no MAC address known for peer " + to_string(peer));
+  auto ah = std::make_unique<AddressHandle>();
+  ah->pd = pd;
+  ah->dest.mac = *mac;
+  ah->dest.ipv6 = peer.version == IpVersion::V6;
+  ah->dest.ipv4 = peer.v4;
+  ah->dest.ipv6_addr = peer.v6;
+  ahs_.push_back(std::move(ah));
+  return ahs_.back().get();
+}
+
+Status Engine::destroy_ah(AddressHandle* ah) {
+  const auto it = std::find_if(ahs_.begin(), ahs_.end(), [ah](const auto& p) { return p.get() == ah; });
+  if (it == ahs_.end()) return make_error(EINVAL, "unknown address handle");
+  ahs_.erase(it);
+  return {};
+}
+
+int Engine::post_send(QueuePair* qp, const ibv_send_wr* wr, ibv_send_wr** bad) {
+  const int rc = qp->post_send(wr, bad);
+  refresh(*qp);
+  return rc;
+}
+
+int Engine::post_recv(QueuePair* qp, const ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  const int rc = qp->post_recv(wr, bad);
+  refresh(*qp);
+  return rc;
+}
+
+QueuePair* Engine::find_qp(std::uint32_t qpn) const {
+  if (qpn < cfg_.qpn_base) return nullptr;
+  const std::uint32_t off = qpn - cfg_.qpn_base;
+  if (off % cfg_.qpn_stride) return nullptr;
+  const std::uint32_t slot = off / cfg_.qpn_stride;
+  return slot < qps_.size() ? qps_[slot].get() : nullptr;
+}
+
+void Engine::activate(QueuePair& qp) {
+  if (qp.in_active_list) return;
+  qp.in_active_list = true;
+  active_[(active_head_ + active_count_) % active_.size()] = qp.slot;
+  ++active_count_;
+}
+
+void Engine::refresh(QueuePair& qp) {
+  if (qp.has_tx_work()) activate(qp);
+  timers_.set(qp.slot, qp.deadline());
+}
+
+void Engine::receive(ByteSpan frame, Nanos now) {
+  ++received_;
+  ParseOptions opts;
+  opts.crc = cfg_.tuning.crc;
+  Packet pkt;
+  const ParseError err = parse_frame(frame, opts, pkt);
+  if (err != ParseError::None) {
+    ++parse_drops_[static_cast<std::size_t>(err)];
+    return;
+  }
+  if (pkt.icrc_status != IcrcStatus::Ok) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
+    return;
+  }
+  const IpAddress& me = cfg_.path.local.ip;
+  if (cfg_.check_dest_ip && (pkt.ip_version != me.version ||
+                             (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6))) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::NotForUs)];
+    return;
+  }
+  QueuePair* qp = find_qp(pkt.dest_qp());
+  if (qp == nullptr) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::UnknownQp)];
+    return;
+  }
+  const Transport t = pkt.info->transport;
+  if (t == Transport::Cnp) {
+    qp->on_cnp(now);
+    refresh(*qp);
+    return;
+  }
+  const bool match = (t == Transport::Rc && qp->type() == IBV_QPT_RC) || (t == Transport::Uc && qp->type() == IBV_QPT_UC) ||
+                     (t == Transport::Ud && qp->type() == IBV_QPT_UD);
+  if (!match) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::WrongTransport)];
+    return;
+  }
+  qp->on_packet(pkt, frame, now);
+  refresh(*qp);
+}
+
+std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now) {
+  std::size_t n = 0;
+  while (n < frames.size() && active_count_ > 0) {
+    const std::uint32_t slot = active_[active_head_];
+    active_head_ = (active_head_ + 1) % active_.size();
+    --active_count_;
+    QueuePair& qp = *qps_[slot];
+    qp.in_active_list = false;
+    for (std::uint32_t k = 0; k < cfg_.tuning.tx_quantum && n < frames.size(); ++k) {
+      frames[n].length = 0;
+      if (!qp.build_next(frames[n], now)) {
+        if (!qp.has_tx_work()) break;
+        continue;  // a WQE finished without a packet (local error); look again
+      }
+      ++n;
+    }
+    refresh(qp);
+  }
+  return n;
+}
+
+void Engine::advance(Nanos now) {
+  while (!timers_.empty() && timers_.earliest() <= now) {
+    const std::uint32_t slot = timers_.earliest_owner();
+    QueuePair& qp = *qps_[slot];
+    qp.on_timer(now);
+    const Nanos next = qp.deadline();
+    timers_.set(slot, next <= now ? kNever : next);  // a timer that cannot move forward must not spin
+    if (qp.has_tx_work()) activate(qp);
+  }
+}
+
+Counters Engine::total_counters() const {
+  Counters c = retired_;
+  for (const auto& q : qps_)
+    if (q) c.add(q->counters());
+  return c;
+}
+
+std::string to_string(EngineDrop d) {
+  switch (d) {
+    case EngineDrop::IcrcBad: return "icrc_bad";
+    case EngineDrop::UnknownQp: return "unknown_qp";
+    case EngineDrop::NotForUs: return "not_for_us";
+    case EngineDrop::WrongTransport: return "wrong_transport";
+    case EngineDrop::Count: break;
+  }
+  return "unknown";
+}
+
+}  // namespace roce

@@ -1,0 +1,113 @@
+// One transport shard: the QPs one worker owns, with their CQs, the receive dispatcher
+// (requests to responders, responses to completers), the transmit scheduler and the timers.
+// Single-threaded by design: the dataplane gives each worker lcore its own Engine and shards
+// QPs by QPN; the memory region table may be shared.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/rdma/queue_pair.hpp"
+#include "lib/rdma/timer_heap.hpp"
+#include "lib/status.hpp"
+#include "protocol/parser.hpp"
+
+namespace roce {
+
+// What create_qp takes: ibv_qp_init_attr's fields, with this library's CQ type.
+struct QpInit {
+  ibv_qp_type type = IBV_QPT_RC;
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  ibv_qp_cap cap{};
+  bool sq_sig_all = false;
+};
+
+struct EngineConfig {
+  PathConfig path;                 // our addresses and how to find peers' MACs
+  TransportTuning tuning;
+  std::uint32_t max_qps = 1024;
+  std::uint32_t qpn_base = 0x11;   // first QPN this engine hands out (0 and 1 are special)
+  std::uint32_t qpn_stride = 1;    // QPNs of this engine are base + k * stride
+  std::uint32_t max_qp_wr = 16384;
+  std::uint32_t max_sge = 32;
+  std::uint32_t max_inline = 256;
+  std::uint32_t max_cqe = 1u << 20;
+  std::uint8_t max_rd_atomic = 16;
+  bool check_dest_ip = true;       // drop packets addressed to another IP
+};
+
+// Drops the engine counts before a packet reaches a QP.
+enum class EngineDrop : std::uint8_t { IcrcBad, UnknownQp, NotForUs, WrongTransport, Count };
+std::string to_string(EngineDrop d);
+
+class Engine {
+ public:
+  Engine(EngineConfig cfg, MrTable& mrs);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Control path (may allocate).
+  PdHandle alloc_pd() { return ++next_pd_; }
+  Result<CompletionQueue*> create_cq(std::uint32_t depth);
+  Status destroy_cq(CompletionQueue* cq);
+  Result<QueuePair*> create_qp(PdHandle pd, const QpInit& attr);
+  Status destroy_qp(QueuePair* qp);
+  Status modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask);
+  Result<AddressHandle*> create_ah(PdHandle pd, const ibv_ah_attr& attr);
+  Status destroy_ah(AddressHandle* ah);
+
+  // Verbs data path: same return conventions as libibverbs.
+  int post_send(QueuePair* qp, const ibv_send_wr* wr, ibv_send_wr** bad);
+  int post_recv(QueuePair* qp, const ibv_recv_wr* wr, ibv_recv_wr** bad);
+  int poll_cq(CompletionQueue* cq, int n, ibv_wc* wc) { return cq->poll(n, wc); }
+
+  // Packet path.
+  void receive(proto::ByteSpan frame, Nanos now);
+  std::size_t transmit(std::span<TxFrame> frames, Nanos now);
+  void advance(Nanos now);
+  Nanos next_deadline() const { return timers_.earliest(); }
+  bool has_tx_work() const { return active_count_ > 0; }
+
+  QueuePair* find_qp(std::uint32_t qpn) const;
+  const EngineConfig& config() const { return cfg_; }
+  MrTable& memory() { return mrs_; }
+  std::uint64_t parse_drops(proto::ParseError e) const { return parse_drops_[static_cast<std::size_t>(e)]; }
+  std::uint64_t drops(EngineDrop d) const { return drops_[static_cast<std::size_t>(d)]; }
+  std::uint64_t received() const { return received_; }
+  // Sum of every QP's counters (including destroyed ones).
+  Counters total_counters() const;
+  template <typename Fn>
+  void for_each_qp(Fn&& fn) const {
+    for (const auto& q : qps_)
+      if (q) fn(*q);
+  }
+
+ private:
+  void activate(QueuePair& qp);
+  void refresh(QueuePair& qp);
+
+  EngineConfig cfg_;
+  MrTable& mrs_;
+  PdHandle next_pd_ = 0;
+  std::vector<std::unique_ptr<QueuePair>> qps_;
+  std::vector<std::unique_ptr<CompletionQueue>> cqs_;
+  std::vector<std::unique_ptr<AddressHandle>> ahs_;
+  TimerHeap timers_;
+  std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
+  std::size_t active_head_ = 0;
+  std::size_t active_count_ = 0;
+  Counters retired_;  // counters of destroyed QPs
+  std::array<std::uint64_t, static_cast<std::size_t>(proto::ParseError::Count)> parse_drops_{};
+  std::array<std::uint64_t, static_cast<std::size_t>(EngineDrop::Count)> drops_{};
+  std::uint64_t received_ = 0;
+};
+
+}  // namespace roce

@@ -1,0 +1,109 @@
+#include "lib/rdma/memory.hpp"
+
+namespace roce {
+namespace {
+
+constexpr int kRemoteNeedsLocalWrite = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING;
+
+}  // namespace
+
+MrTable::MrTable(std::size_t capacity) : slots_(capacity) {}
+
+Result<const MemoryRegion*> MrTable::register_region(PdHandle pd, void* addr, std::size_t length, int access) {
+  if (access & ~kSupportedAccess) return make_error(EINVAL, "unsupported access flags " + std::to_string(access));
+  // Same rule as ibv_reg_mr: remote write or atomic access needs local write.
+  if ((access & kRemoteNeedsLocalWrite) && !(access & IBV_ACCESS_LOCAL_WRITE))
+    return make_error(EINVAL, "IBV_ACCESS_REMOTE_WRITE/ATOMIC require IBV_ACCESS_LOCAL_WRITE");
+  if (addr == nullptr && length != 0) return make_error(EINVAL, "null address with non-zero length");
+  const auto base = reinterpret_cast<std::uintptr_t>(addr);
+  if (length > UINT64_MAX - base) return make_error(EINVAL, "region wraps the address space");
+  if (in_use_ == slots_.size()) return make_error(ENOMEM, "memory region table full (" + std::to_string(slots_.size()) + " regions)");
+  std::size_t i = next_hint_;
+  while (slots_[i].taken) i = (i + 1) % slots_.size();
+  next_hint_ = (i + 1) % slots_.size();
+  Slot& s = slots_[i];
+  s.taken = true;
+  ++s.generation;
+  s.mr.key = static_cast<std::uint32_t>(i + 1) << 8 | s.generation;  // never 0
+  s.mr.pd = pd;
+  s.mr.addr = static_cast<std::byte*>(addr);
+  s.mr.iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : base;
+  s.mr.length = length;
+  s.mr.access = access;
+  s.published_key.store(s.mr.key, std::memory_order_release);
+  ++in_use_;
+  return &s.mr;
+}
+
+Status MrTable::deregister(std::uint32_t key) {
+  const std::size_t i = (key >> 8) - 1;
+  if ((key >> 8) == 0 || i >= slots_.size() || !slots_[i].taken || slots_[i].mr.key != key)
+    return make_error(EINVAL, "no memory region with key " + std::to_string(key));
+  Slot& s = slots_[i];
+  s.published_key.store(0, std::memory_order_release);
+  s.taken = false;
+  s.mr = MemoryRegion{};
+  --in_use_;
+  return {};
+}
+
+Status MrTable::invalidate(std::uint32_t key, PdHandle pd) {
+  const std::size_t i = (key >> 8) - 1;
+  if ((key >> 8) == 0 || i >= slots_.size() || slots_[i].published_key.load(std::memory_order_acquire) != key)
+    return make_error(EINVAL, "no valid memory region with key " + std::to_string(key));
+  if (slots_[i].mr.pd != pd) return make_error(EACCES, "memory region belongs to another protection domain");
+  slots_[i].published_key.store(0, std::memory_order_release);
+  return {};
+}
+
+const MemoryRegion* MrTable::find(std::uint32_t key) const noexcept {
+  const std::size_t idx = key >> 8;
+  if (idx == 0 || idx > slots_.size()) return nullptr;
+  const Slot& s = slots_[idx - 1];
+  return s.published_key.load(std::memory_order_acquire) == key ? &s.mr : nullptr;
+}
+
+AccessResult MrTable::check(std::uint32_t key, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,
+                            std::byte** out) const noexcept {
+  const MemoryRegion* mr = find(key);
+  if (mr == nullptr) return AccessResult::BadKey;
+  if (mr->pd != pd) return AccessResult::WrongPd;
+  if ((mr->access & required) != required) return AccessResult::NoPermission;
+  if (!range_within(mr->iova, mr->length, va, len)) return AccessResult::OutOfBounds;
+  *out = mr->addr + (va - mr->iova);
+  return AccessResult::Ok;
+}
+
+AccessResult MrTable::check_remote(std::uint32_t rkey, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,
+                                   std::byte** out) const noexcept {
+  return check(rkey, pd, va, len, required, out);
+}
+
+AccessResult MrTable::check_local(std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len, int required,
+                                  std::byte** out) const noexcept {
+  // Local SGEs carry the process address, whatever iova the region advertises remotely.
+  const MemoryRegion* mr = find(lkey);
+  if (mr == nullptr) return AccessResult::BadKey;
+  if (mr->pd != pd) return AccessResult::WrongPd;
+  if ((mr->access & required) != required) return AccessResult::NoPermission;
+  const auto base = reinterpret_cast<std::uintptr_t>(mr->addr);
+  if (!range_within(base, mr->length, addr, len)) return AccessResult::OutOfBounds;
+  *out = mr->addr + (addr - base);
+  return AccessResult::Ok;
+}
+
+std::string to_string(AccessResult r) {
+  switch (r) {
+    case AccessResult::Ok: return "ok";
+    case AccessResult::BadKey: return "bad-key";
+    case AccessResult::WrongPd: return "wrong-pd";
+    case AccessResult::NoPermission: return "no-permission";
+    case AccessResult::OutOfBounds: return "out-of-bounds";
+    case AccessResult::Misaligned: return "misaligned";
+  }
+  return "unknown";
+}
+
+}  // namespace roce

@@ -1,0 +1,80 @@
+// Protection domains and memory regions. A region registers caller memory under one key used
+// both as lkey and rkey: the low 8 bits are a generation so a stale key from a deregistered
+// region never matches the slot's next occupant.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/status.hpp"
+
+namespace roce {
+
+using PdHandle = std::uint32_t;
+
+struct MemoryRegion {
+  std::uint32_t key = 0;   // lkey == rkey
+  PdHandle pd = 0;
+  std::byte* addr = nullptr;
+  std::uint64_t iova = 0;  // address the peer uses (the virtual address, as ibv_reg_mr)
+  std::uint64_t length = 0;
+  int access = 0;          // IBV_ACCESS_* flags
+
+  std::uint32_t lkey() const { return key; }
+  std::uint32_t rkey() const { return key; }
+};
+
+enum class AccessResult : std::uint8_t { Ok, BadKey, WrongPd, NoPermission, OutOfBounds, Misaligned };
+
+class MrTable {
+ public:
+  explicit MrTable(std::size_t capacity = 4096);
+
+  Result<const MemoryRegion*> register_region(PdHandle pd, void* addr, std::size_t length, int access);
+  Status deregister(std::uint32_t key);
+  // Remote invalidation (SEND_WITH_INVALIDATE): the key stops working, the slot stays taken
+  // until deregistration.
+  Status invalidate(std::uint32_t key, PdHandle pd);
+
+  const MemoryRegion* find(std::uint32_t key) const noexcept;
+
+  // Checks a remote access [va, va+len) and translates it. The bounds test cannot overflow:
+  // a range whose end wraps past 2^64 is out of bounds, not a write somewhere else.
+  AccessResult check_remote(std::uint32_t rkey, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,
+                            std::byte** out) const noexcept;
+  // Checks a local SGE [addr, addr+len) under an lkey.
+  AccessResult check_local(std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len, int required,
+                           std::byte** out) const noexcept;
+
+  std::size_t size() const { return in_use_; }
+  std::size_t capacity() const { return slots_.size(); }
+
+ private:
+  struct Slot {
+    MemoryRegion mr;
+    std::atomic<std::uint32_t> published_key{0};  // 0 = free or invalidated
+    std::uint8_t generation = 0;
+    bool taken = false;
+  };
+  AccessResult check(std::uint32_t key, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,
+                     std::byte** out) const noexcept;
+
+  std::vector<Slot> slots_;
+  std::size_t in_use_ = 0;
+  std::size_t next_hint_ = 0;
+};
+
+// Range test used wherever a peer-supplied address meets a registered range.
+constexpr bool range_within(std::uint64_t base, std::uint64_t size, std::uint64_t va, std::uint64_t len) {
+  return va >= base && len <= size && va - base <= size - len;
+}
+
+std::string to_string(AccessResult r);
+
+}  // namespace roce

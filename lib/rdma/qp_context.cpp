@@ -1,0 +1,42 @@
+#include "lib/rdma/qp_context.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/psn.hpp"
+
+namespace roce {
+
+std::uint32_t SendWqe::last_psn() const { return proto::psn_add(first_psn, static_cast<std::int64_t>(npackets) - 1); }
+
+namespace {
+
+template <typename Fn>
+void walk_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, std::uint32_t len, Fn&& fn) {
+  std::uint32_t i = 0;
+  while (i < nseg && offset >= segs[i].length) {
+    offset -= segs[i].length;
+    ++i;
+  }
+  std::uint32_t done = 0;
+  for (; i < nseg && done < len; ++i) {
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(segs[i].length - offset, len - done));
+    fn(segs[i].ptr + offset, done, n);
+    done += n;
+    offset = 0;
+  }
+}
+
+}  // namespace
+
+void copy_from_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, std::byte* dst,
+                        std::uint32_t len) noexcept {
+  walk_segments(segs, nseg, offset, len, [dst](std::byte* p, std::uint32_t at, std::uint32_t n) { std::memcpy(dst + at, p, n); });
+}
+
+void copy_to_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, const std::byte* src,
+                      std::uint32_t len) noexcept {
+  walk_segments(segs, nseg, offset, len, [src](std::byte* p, std::uint32_t at, std::uint32_t n) { std::memcpy(p, src + at, n); });
+}
+
+}  // namespace roce

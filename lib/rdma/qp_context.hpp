@@ -1,0 +1,98 @@
+// What the requester, responder and completer of one QP share: its configuration, its work
+// queues, its completion queues, the header template of its path and its counters.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/rdma/completion_queue.hpp"
+#include "lib/rdma/counters.hpp"
+#include "lib/rdma/memory.hpp"
+#include "lib/rdma/qp_state.hpp"
+#include "lib/rdma/work_request.hpp"
+#include "lib/time.hpp"
+#include "protocol/builder.hpp"
+
+namespace roce {
+
+// A buffer the engine fills with one outgoing frame.
+struct TxFrame {
+  std::byte* data = nullptr;
+  std::uint32_t capacity = 0;
+  std::uint32_t length = 0;
+};
+
+struct QpConfig {
+  ibv_qp_type type = IBV_QPT_RC;
+  std::uint32_t qpn = 0;
+  PdHandle pd = 0;
+  bool sq_sig_all = false;
+  ibv_qp_cap cap{};
+
+  // Set by modify_qp.
+  std::uint32_t pmtu = 1024;
+  std::uint32_t dest_qpn = 0;
+  std::uint32_t qkey = 0;
+  int access = 0;  // IBV_ACCESS_REMOTE_* the QP permits as responder
+  std::uint8_t timeout = 14;
+  std::uint8_t retry_cnt = 7;
+  std::uint8_t rnr_retry = 7;
+  std::uint8_t min_rnr_timer = 12;
+  std::uint8_t max_rd_atomic = 1;
+  std::uint8_t max_dest_rd_atomic = 1;
+  std::uint16_t pkey = 0xFFFF;
+  std::uint32_t sq_psn = 0;
+  std::uint32_t rq_psn = 0;
+};
+
+// Knobs of the transport that verbs does not expose.
+struct TransportTuning {
+  std::uint32_t max_inflight_packets = 1024;  // go-back-N window, in PSNs
+  std::uint32_t ack_req_every = 64;           // also ask for an ACK every N packets of a long message
+  std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
+  bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
+  proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
+  proto::CrcBackend crc = proto::CrcBackend::Isal;
+};
+
+struct QpContext {
+  QpConfig cfg;
+  QpState state = QpState::Reset;
+  const TransportTuning* tuning = nullptr;
+  MrTable* mrs = nullptr;
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  Counters counters;
+
+  WorkQueue<SendWqe> sq;
+  WorkQueue<RecvWqe> rq;
+  std::vector<LocalSegment> send_segments;  // cap.max_send_sge per SQ slot
+  std::vector<LocalSegment> recv_segments;  // cap.max_recv_sge per RQ slot
+  std::vector<std::byte> inline_data;       // cap.max_inline_data per SQ slot
+
+  proto::FrameSpec path;  // addressing of every packet on this QP's connection
+
+  bool accepts_requests() const {
+    return state == QpState::Rtr || state == QpState::Rts || state == QpState::Sqd || state == QpState::Sqe;
+  }
+  bool sends_requests() const { return state == QpState::Rts || state == QpState::Sqd; }
+  bool is_rc() const { return cfg.type == IBV_QPT_RC; }
+
+  LocalSegment* send_segs(const SendWqe& w) { return send_segments.data() + w.seg_begin; }
+  LocalSegment* recv_segs(const RecvWqe& w) { return recv_segments.data() + w.seg_begin; }
+};
+
+// Copies between a frame and a list of local segments, starting `offset` bytes into the list.
+void copy_from_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, std::byte* dst,
+                        std::uint32_t len) noexcept;
+void copy_to_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, const std::byte* src,
+                      std::uint32_t len) noexcept;
+
+// Packets a message of `length` bytes takes at path MTU `pmtu` (a zero-length message takes one).
+constexpr std::uint32_t packets_for(std::uint64_t length, std::uint32_t pmtu) {
+  return length == 0 ? 1 : static_cast<std::uint32_t>((length + pmtu - 1) / pmtu);
+}
+
+}  // namespace roce

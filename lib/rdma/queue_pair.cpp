@@ -1,0 +1,376 @@
+#include "lib/rdma/queue_pair.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/mtu.hpp"
+#include "protocol/psn.hpp"
+
+namespace roce {
+
+using namespace roce::proto;
+
+namespace {
+
+constexpr std::uint32_t kMaxMessage = 1u << 31;
+
+bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode op) {
+  switch (type) {
+    case IBV_QPT_UD: return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+    case IBV_QPT_UC:
+      return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+             op == IBV_WR_RDMA_WRITE_WITH_IMM;
+    case IBV_QPT_RC:
+      return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
+             op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ ||
+             op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+QueuePair::QueuePair(const QpConfig& cfg, const TransportTuning* tuning, MrTable* mrs, CompletionQueue* send_cq,
+                     CompletionQueue* recv_cq) {
+  ctx_.cfg = cfg;
+  ctx_.tuning = tuning;
+  ctx_.mrs = mrs;
+  ctx_.send_cq = send_cq;
+  ctx_.recv_cq = recv_cq;
+  const ibv_qp_cap& cap = cfg.cap;
+  ctx_.sq = WorkQueue<SendWqe>(cap.max_send_wr);
+  ctx_.rq = WorkQueue<RecvWqe>(cap.max_recv_wr);
+  ctx_.send_segments.resize(std::size_t{cap.max_send_wr} * std::max<std::uint32_t>(cap.max_send_sge, 1));
+  ctx_.recv_segments.resize(std::size_t{cap.max_recv_wr} * std::max<std::uint32_t>(cap.max_recv_sge, 1));
+  ctx_.inline_data.resize(std::size_t{cap.max_send_wr} * cap.max_inline_data);
+}
+
+void QueuePair::set_state(QpState s) { ctx_.state = s; }
+
+void QueuePair::flush_receives() {
+  while (!ctx_.rq.empty()) {
+    const RecvWqe& r = ctx_.rq.at(ctx_.rq.head());
+    ibv_wc wc{};
+    wc.wr_id = r.wr_id;
+    wc.status = IBV_WC_WR_FLUSH_ERR;
+    wc.opcode = IBV_WC_RECV;
+    wc.qp_num = ctx_.cfg.qpn;
+    ctx_.counters.inc(Counter::WcErrors);
+    if (ctx_.recv_cq) ctx_.recv_cq->push(wc);
+    ctx_.rq.pop();
+  }
+}
+
+void QueuePair::enter_error() {
+  set_state(QpState::Err);
+  comp_.flush(ctx_, req_);
+  flush_receives();
+}
+
+Status QueuePair::build_path(const ibv_qp_attr& attr, const PathConfig& path) {
+  FrameSpec& t = ctx_.path;
+  t = FrameSpec{};
+  t.eth.src = path.local.mac;
+  t.ip_version = path.local.ip.version;
+  t.ipv4.src = path.local.ip.v4;
+  t.ipv6.src = path.local.ip.v6;
+  t.ipv4.ttl = path.ttl;
+  t.ipv6.hop_limit = path.ttl;
+  t.bth.pkey.set(ctx_.cfg.pkey);
+  std::uint32_t flow_label = 0;
+  if (ctx_.cfg.type != IBV_QPT_UD) {
+    if (!attr.ah_attr.is_global)
+      return make_error(EINVAL, "RoCE needs a global address: set ah_attr.is_global and grh.dgid");
+    const IpAddress peer = ip_from_gid(attr.ah_attr.grh.dgid);
+    if (peer.version != path.local.ip.version)
+      return make_error(EINVAL, "peer " + to_string(peer) + " is not of the local address family");
+    std::optional<MacAddr> mac = path.resolve_mac ? path.resolve_mac(peer) : std::nullopt;
+    if (!mac) return make_error(EHOSTUNREACH, "no MAC address known for peer " + to_string(peer));
+    t.eth.dst = *mac;
+    t.ipv4.dst = peer.v4;
+    t.ipv6.dst = peer.v6;
+    t.ipv4.tos = attr.ah_attr.grh.traffic_class;
+    t.ipv6.traffic_class = attr.ah_attr.grh.traffic_class;
+    flow_label = attr.ah_attr.grh.flow_label & 0xFFFFF;
+    t.ipv6.flow_label = flow_label;
+  }
+  t.set_ecn(ctx_.tuning->data_ecn);
+  t.bth.dest_qp.set(ctx_.cfg.dest_qpn);
+  t.udp_src_port = udp_sport(path.sport_scheme, ctx_.cfg.qpn, ctx_.cfg.dest_qpn, flow_label);
+  return {};
+}
+
+void QueuePair::apply(const ibv_qp_attr& a, int mask) {
+  QpConfig& c = ctx_.cfg;
+  if (mask & IBV_QP_ACCESS_FLAGS) c.access = static_cast<int>(a.qp_access_flags);
+  if (mask & IBV_QP_QKEY) c.qkey = a.qkey;
+  if (mask & IBV_QP_PATH_MTU) c.pmtu = mtu_bytes(static_cast<PathMtu>(a.path_mtu));
+  if (mask & IBV_QP_DEST_QPN) c.dest_qpn = a.dest_qp_num & kPsnMask;
+  if (mask & IBV_QP_RQ_PSN) c.rq_psn = a.rq_psn & kPsnMask;
+  if (mask & IBV_QP_SQ_PSN) c.sq_psn = a.sq_psn & kPsnMask;
+  if (mask & IBV_QP_TIMEOUT) c.timeout = a.timeout;
+  if (mask & IBV_QP_RETRY_CNT) c.retry_cnt = a.retry_cnt;
+  if (mask & IBV_QP_RNR_RETRY) c.rnr_retry = a.rnr_retry;
+  if (mask & IBV_QP_MIN_RNR_TIMER) c.min_rnr_timer = a.min_rnr_timer;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) c.max_rd_atomic = a.max_rd_atomic;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+}
+
+Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& path) {
+  const QpState cur = ctx_.state;
+  if ((mask & IBV_QP_CUR_STATE) && from_ibv(attr.cur_qp_state) != cur)
+    return make_error(EINVAL, "cur_qp_state is " + to_string(from_ibv(attr.cur_qp_state)) + " but the QP is in " +
+                                  to_string(cur));
+  const QpState to = (mask & IBV_QP_STATE) ? from_ibv(attr.qp_state) : cur;
+  if (const TransitionCheck chk = check_transition(ctx_.cfg.type, cur, to, mask); !chk.ok)
+    return make_error(EINVAL, "QP " + std::to_string(qpn()) + ": " + chk.reason);
+  if ((mask & IBV_QP_PATH_MTU) && !mtu_from_enum(attr.path_mtu))
+    return make_error(EINVAL, "path_mtu " + std::to_string(attr.path_mtu) + " is not an IBV_MTU_* value (1..5)");
+  if ((mask & IBV_QP_TIMEOUT) && attr.timeout > 31) return make_error(EINVAL, "timeout above 31");
+  if ((mask & IBV_QP_RETRY_CNT) && attr.retry_cnt > 7) return make_error(EINVAL, "retry_cnt above 7");
+  if ((mask & IBV_QP_RNR_RETRY) && attr.rnr_retry > 7) return make_error(EINVAL, "rnr_retry above 7");
+  if ((mask & IBV_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31) return make_error(EINVAL, "min_rnr_timer above 31");
+  if ((mask & IBV_QP_PORT) && attr.port_num != 1) return make_error(EINVAL, "port_num must be 1");
+  if ((mask & IBV_QP_PKEY_INDEX) && attr.pkey_index != 0) return make_error(EINVAL, "pkey_index must be 0");
+  if ((mask & IBV_QP_DEST_QPN) && attr.dest_qp_num > kPsnMask) return make_error(EINVAL, "dest_qp_num above 2^24");
+  if ((mask & IBV_QP_ACCESS_FLAGS) &&
+      (attr.qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+    return make_error(EINVAL, "unsupported qp_access_flags");
+
+  const QpConfig saved = ctx_.cfg;
+  apply(attr, mask);
+  if ((mask & IBV_QP_AV) || (to == QpState::Init && cur == QpState::Reset && ctx_.cfg.type == IBV_QPT_UD)) {
+    if (Status s = build_path(attr, path); !s) {
+      ctx_.cfg = saved;
+      return s;
+    }
+  }
+  if (to == cur) return {};
+  switch (to) {
+    case QpState::Reset:
+      while (!ctx_.sq.empty()) ctx_.sq.pop();
+      while (!ctx_.rq.empty()) ctx_.rq.pop();
+      resp_.clear_output();
+      req_ = Requester{};
+      comp_ = Completer{};
+      break;
+    case QpState::Rtr: resp_.start(ctx_); break;
+    case QpState::Rts:
+      if (cur == QpState::Rtr) {
+        req_.start(ctx_);
+        comp_.start(ctx_);
+      }
+      break;
+    case QpState::Err:
+      enter_error();
+      return {};
+    default: break;
+  }
+  set_state(to);
+  return {};
+}
+
+void QueuePair::query(ibv_qp_attr* a, ibv_qp_init_attr* init) const {
+  const QpConfig& c = ctx_.cfg;
+  if (a) {
+    *a = ibv_qp_attr{};
+    a->qp_state = to_ibv(ctx_.state);
+    a->cur_qp_state = a->qp_state;
+    a->path_mtu = static_cast<ibv_mtu>(*mtu_from_bytes(c.pmtu));
+    a->qkey = c.qkey;
+    a->rq_psn = resp_.expected_psn();
+    a->sq_psn = req_.next_psn();
+    a->dest_qp_num = c.dest_qpn;
+    a->qp_access_flags = static_cast<unsigned>(c.access);
+    a->cap = c.cap;
+    a->timeout = c.timeout;
+    a->retry_cnt = c.retry_cnt;
+    a->rnr_retry = c.rnr_retry;
+    a->min_rnr_timer = c.min_rnr_timer;
+    a->max_rd_atomic = c.max_rd_atomic;
+    a->max_dest_rd_atomic = c.max_dest_rd_atomic;
+    a->port_num = 1;
+    a->sq_draining = ctx_.state == QpState::Sqd && !req_.drained(ctx_);
+  }
+  if (init) {
+    *init = ibv_qp_init_attr{};
+    init->qp_type = c.type;
+    init->cap = c.cap;
+    init->sq_sig_all = c.sq_sig_all;
+  }
+}
+
+int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
+  for (; wr != nullptr; wr = wr->next) {
+    const QpState s = ctx_.state;
+    int err = 0;
+    if (s == QpState::Reset || s == QpState::Init || s == QpState::Rtr) err = EINVAL;
+    else if (ctx_.sq.full()) err = ENOMEM;
+    else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > ctx_.cfg.cap.max_send_sge) err = EINVAL;
+    else if (!opcode_allowed(ctx_.cfg.type, wr->opcode)) err = EINVAL;
+    std::uint64_t total = 0;
+    for (int i = 0; err == 0 && i < wr->num_sge; ++i) total += wr->sg_list[i].length;
+    const bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+    if (err == 0 && total > kMaxMessage) err = EINVAL;
+    if (err == 0 && atomic && total != 8) err = EINVAL;
+    if (err == 0 && ctx_.cfg.type == IBV_QPT_UD && (total > ctx_.cfg.pmtu || wr->wr.ud.ah == nullptr)) err = EINVAL;
+    if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) && (total > ctx_.cfg.cap.max_inline_data || atomic ||
+                                                           wr->opcode == IBV_WR_RDMA_READ))
+      err = EINVAL;
+    if (err) {
+      if (bad) *bad = const_cast<ibv_send_wr*>(wr);
+      return err;
+    }
+
+    const std::uint64_t index = ctx_.sq.tail();
+    SendWqe& w = ctx_.sq.push();
+    w = SendWqe{};
+    w.wr_id = wr->wr_id;
+    w.opcode = wr->opcode;
+    w.send_flags = wr->send_flags;
+    w.signaled = ctx_.cfg.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+    w.length = static_cast<std::uint32_t>(total);
+    w.seg_begin = ctx_.sq.slot_of(index) * std::max<std::uint32_t>(ctx_.cfg.cap.max_send_sge, 1);
+    w.imm_or_rkey = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : wr->imm_data;
+    if (atomic) {
+      w.remote_addr = wr->wr.atomic.remote_addr;
+      w.rkey = wr->wr.atomic.rkey;
+      w.compare_add = wr->wr.atomic.compare_add;
+      w.swap = wr->wr.atomic.swap;
+    } else {
+      w.remote_addr = wr->wr.rdma.remote_addr;
+      w.rkey = wr->wr.rdma.rkey;
+    }
+    if (ctx_.cfg.type == IBV_QPT_UD) {
+      const auto* ah = reinterpret_cast<const AddressHandle*>(wr->wr.ud.ah);
+      w.ud = ah->dest;
+      w.ud.remote_qpn = wr->wr.ud.remote_qpn & kPsnMask;
+      // IBA: a Q_Key with the high bit set means "use the QP's own Q_Key".
+      w.ud.remote_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? ctx_.cfg.qkey : wr->wr.ud.remote_qkey;
+    }
+    LocalSegment* segs = ctx_.send_segs(w);
+    if (wr->send_flags & IBV_SEND_INLINE) {
+      // Inline data is copied now; the caller's buffers are free once post_send returns.
+      std::byte* buf = ctx_.inline_data.data() + std::size_t{ctx_.sq.slot_of(index)} * ctx_.cfg.cap.max_inline_data;
+      std::uint32_t at = 0;
+      for (int i = 0; i < wr->num_sge; ++i) {
+        std::memcpy(buf + at, reinterpret_cast<const void*>(wr->sg_list[i].addr), wr->sg_list[i].length);
+        at += wr->sg_list[i].length;
+      }
+      segs[0] = LocalSegment{buf, at};
+      w.num_seg = 1;
+    } else {
+      // Reads and atomics write into local memory: they need IBV_ACCESS_LOCAL_WRITE.
+      const int need = (wr->opcode == IBV_WR_RDMA_READ || atomic) ? IBV_ACCESS_LOCAL_WRITE : 0;
+      w.num_seg = static_cast<std::uint32_t>(wr->num_sge);
+      for (int i = 0; i < wr->num_sge; ++i) {
+        const ibv_sge& g = wr->sg_list[i];
+        std::byte* p = nullptr;
+        if (g.length && ctx_.mrs->check_local(g.lkey, ctx_.cfg.pd, g.addr, g.length, need, &p) != AccessResult::Ok)
+          w.local_error = true;
+        segs[i] = LocalSegment{p, g.length};
+      }
+    }
+    if (s == QpState::Err) {
+      w.state = WqeState::Done;
+      w.status = IBV_WC_WR_FLUSH_ERR;
+      comp_.retire(ctx_, req_);
+    }
+  }
+  return 0;
+}
+
+int QueuePair::post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  for (; wr != nullptr; wr = wr->next) {
+    int err = 0;
+    if (ctx_.state == QpState::Reset) err = EINVAL;
+    else if (ctx_.rq.full()) err = ENOMEM;
+    else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > ctx_.cfg.cap.max_recv_sge) err = EINVAL;
+    if (err) {
+      if (bad) *bad = const_cast<ibv_recv_wr*>(wr);
+      return err;
+    }
+    const std::uint64_t index = ctx_.rq.tail();
+    RecvWqe& r = ctx_.rq.push();
+    r = RecvWqe{};
+    r.wr_id = wr->wr_id;
+    r.seg_begin = ctx_.rq.slot_of(index) * std::max<std::uint32_t>(ctx_.cfg.cap.max_recv_sge, 1);
+    r.num_seg = static_cast<std::uint32_t>(wr->num_sge);
+    LocalSegment* segs = ctx_.recv_segs(r);
+    std::uint64_t total = 0;
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const ibv_sge& g = wr->sg_list[i];
+      std::byte* p = nullptr;
+      if (g.length && ctx_.mrs->check_local(g.lkey, ctx_.cfg.pd, g.addr, g.length, IBV_ACCESS_LOCAL_WRITE, &p) !=
+                          AccessResult::Ok)
+        r.local_error = true;
+      segs[i] = LocalSegment{p, g.length};
+      total += g.length;
+    }
+    r.length = static_cast<std::uint32_t>(std::min<std::uint64_t>(total, kMaxMessage));
+    if (ctx_.state == QpState::Err) flush_receives();
+  }
+  return 0;
+}
+
+void QueuePair::after_completer(CompleterOutcome o) {
+  if (o == CompleterOutcome::Fatal) {
+    enter_error();
+    return;
+  }
+  comp_.retire(ctx_, req_);
+}
+
+void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
+  if (pkt.info->is_request) {
+    if (!ctx_.accepts_requests()) {
+      ctx_.counters.inc(Counter::BadStateDrops);
+      return;
+    }
+    if (resp_.on_request(ctx_, pkt, frame, now) == ResponderOutcome::Fatal) enter_error();
+    return;
+  }
+  if (!ctx_.is_rc() || !ctx_.sends_requests()) {
+    ctx_.counters.inc(Counter::BadStateDrops);
+    return;
+  }
+  after_completer(comp_.on_response(ctx_, req_, pkt, now));
+}
+
+void QueuePair::on_cnp(Nanos now) {
+  (void)now;
+  ctx_.counters.inc(Counter::CnpReceived);
+  // No reaction point is attached to this QP: the CNP is counted and has no effect.
+  ctx_.counters.inc(Counter::CnpIgnored);
+}
+
+bool QueuePair::has_tx_work() const { return resp_.has_output() || req_.can_send(ctx_); }
+
+bool QueuePair::build_next(TxFrame& frame, Nanos now) {
+  // Responses first: they release the peer's requester.
+  if (resp_.has_output()) return resp_.build_next(ctx_, frame);
+  bool local_error = false;
+  const bool built = req_.build_next(ctx_, frame, &local_error);
+  if (local_error) {
+    ctx_.counters.inc(Counter::SendErr);
+    enter_error();
+    return false;
+  }
+  if (!built) return false;
+  if (ctx_.is_rc()) comp_.on_request_sent(ctx_, req_, now);
+  else comp_.retire(ctx_, req_);
+  return frame.length != 0;
+}
+
+void QueuePair::on_timer(Nanos now) {
+  if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return;
+  after_completer(comp_.on_timer(ctx_, req_, now));
+}
+
+Nanos QueuePair::deadline() const {
+  if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return kNever;
+  return comp_.deadline();
+}
+
+}  // namespace roce

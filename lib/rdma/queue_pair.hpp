@@ -1,0 +1,80 @@
+// A queue pair: its shared context plus its requester, responder and completer. modify()
+// and enter_error() are the only places its state changes.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include "lib/rdma/address.hpp"
+#include "lib/rdma/completer.hpp"
+#include "lib/rdma/qp_context.hpp"
+#include "lib/rdma/requester.hpp"
+#include "lib/rdma/responder.hpp"
+#include "lib/status.hpp"
+#include "protocol/packet.hpp"
+#include "protocol/udp_sport.hpp"
+
+namespace roce {
+
+// What ibv_create_ah gives back: a UD destination. The ibv_ah comes first so the pointer a
+// work request carries converts back.
+struct AddressHandle {
+  ibv_ah base{};
+  PdHandle pd = 0;
+  UdDestination dest{};
+};
+
+struct PathConfig {
+  LocalAddress local{};
+  MacResolver resolve_mac;
+  proto::SportScheme sport_scheme = proto::SportScheme::FlowLabel;
+  std::uint8_t ttl = 64;  // rxe sends 64 whatever hop_limit the AV asks for
+};
+
+class QueuePair {
+ public:
+  QueuePair(const QpConfig& cfg, const TransportTuning* tuning, MrTable* mrs, CompletionQueue* send_cq,
+            CompletionQueue* recv_cq);
+
+  std::uint32_t qpn() const { return ctx_.cfg.qpn; }
+  QpState state() const { return ctx_.state; }
+  ibv_qp_type type() const { return ctx_.cfg.type; }
+  PdHandle pd() const { return ctx_.cfg.pd; }
+  const QpConfig& config() const { return ctx_.cfg; }
+  const Counters& counters() const { return ctx_.counters; }
+
+  Status modify(const ibv_qp_attr& attr, int mask, const PathConfig& path);
+  void query(ibv_qp_attr* attr, ibv_qp_init_attr* init) const;
+  int post_send(const ibv_send_wr* wr, ibv_send_wr** bad);
+  int post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad);
+
+  // Data path.
+  void on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
+  void on_cnp(Nanos now);
+  bool has_tx_work() const;
+  bool build_next(TxFrame& frame, Nanos now);
+  void on_timer(Nanos now);
+  Nanos deadline() const;
+
+  const Requester& requester() const { return req_; }
+  const Responder& responder() const { return resp_; }
+  const Completer& completer() const { return comp_; }
+  const QpContext& context() const { return ctx_; }
+
+  bool in_active_list = false;  // owned by the engine's scheduler
+  std::uint32_t slot = 0;       // index in the engine's QP table
+
+ private:
+  void enter_error();
+  void set_state(QpState s);
+  void flush_receives();
+  Status build_path(const ibv_qp_attr& attr, const PathConfig& path);
+  void apply(const ibv_qp_attr& attr, int mask);
+  void after_completer(CompleterOutcome o);
+
+  QpContext ctx_;
+  Requester req_;
+  Responder resp_;
+  Completer comp_;
+};
+
+}  // namespace roce

@@ -1,0 +1,230 @@
+#include "lib/rdma/requester.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/psn.hpp"
+
+namespace roce {
+
+using namespace roce::proto;
+
+namespace {
+
+// The request opcode for packet `index` of `npackets` of a work request on a QP type.
+Opcode request_opcode(ibv_qp_type type, const SendWqe& w, std::uint32_t index) {
+  const bool first = index == 0;
+  const bool last = index + 1 == w.npackets;
+  const bool uc = type == IBV_QPT_UC;
+  auto pick = [&](Opcode f, Opcode m, Opcode l, Opcode o) { return first ? (last ? o : f) : (last ? l : m); };
+  switch (w.opcode) {
+    case IBV_WR_SEND:
+      if (type == IBV_QPT_UD) return Opcode::UdSendOnly;
+      return uc ? pick(Opcode::UcSendFirst, Opcode::UcSendMiddle, Opcode::UcSendLast, Opcode::UcSendOnly)
+                : pick(Opcode::RcSendFirst, Opcode::RcSendMiddle, Opcode::RcSendLast, Opcode::RcSendOnly);
+    case IBV_WR_SEND_WITH_IMM:
+      if (type == IBV_QPT_UD) return Opcode::UdSendOnlyImm;
+      return uc ? pick(Opcode::UcSendFirst, Opcode::UcSendMiddle, Opcode::UcSendLastImm, Opcode::UcSendOnlyImm)
+                : pick(Opcode::RcSendFirst, Opcode::RcSendMiddle, Opcode::RcSendLastImm, Opcode::RcSendOnlyImm);
+    case IBV_WR_SEND_WITH_INV:
+      return pick(Opcode::RcSendFirst, Opcode::RcSendMiddle, Opcode::RcSendLastInv, Opcode::RcSendOnlyInv);
+    case IBV_WR_RDMA_WRITE:
+      return uc ? pick(Opcode::UcWriteFirst, Opcode::UcWriteMiddle, Opcode::UcWriteLast, Opcode::UcWriteOnly)
+                : pick(Opcode::RcWriteFirst, Opcode::RcWriteMiddle, Opcode::RcWriteLast, Opcode::RcWriteOnly);
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return uc ? pick(Opcode::UcWriteFirst, Opcode::UcWriteMiddle, Opcode::UcWriteLastImm, Opcode::UcWriteOnlyImm)
+                : pick(Opcode::RcWriteFirst, Opcode::RcWriteMiddle, Opcode::RcWriteLastImm, Opcode::RcWriteOnlyImm);
+    case IBV_WR_RDMA_READ: return Opcode::RcReadRequest;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return Opcode::RcCmpSwap;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return Opcode::RcFetchAdd;
+    default: return Opcode::RcSendOnly;  // post_send refuses other opcodes
+  }
+}
+
+}  // namespace
+
+void Requester::start(const QpContext& qp) {
+  next_psn_ = qp.cfg.sq_psn & kPsnMask;
+  sent_end_psn_ = next_psn_;
+  una_hint_ = next_psn_;
+  cursor_ = qp.sq.head();
+  state_ = State::Ready;
+  rnr_until_ = kNever;
+  inflight_rd_atomic_ = 0;
+  packets_since_ack_req_ = 0;
+}
+
+bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
+  if (qp.cfg.type == IBV_QPT_UD || qp.cfg.type == IBV_QPT_UC) return true;
+  const std::uint32_t psn = w.state == WqeState::Posted ? next_psn_ : psn_add(w.first_psn, w.next_packet);
+  if (psn_diff(psn, una_hint_) >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
+  if (w.state == WqeState::Posted) {
+    const std::uint32_t limit = std::max<std::uint32_t>(qp.cfg.max_rd_atomic, 1);
+    if (w.needs_response_data() && inflight_rd_atomic_ >= limit) return false;
+    // A fenced WQE waits for every earlier READ and atomic to finish.
+    if ((w.send_flags & IBV_SEND_FENCE) && inflight_rd_atomic_ > 0) return false;
+  }
+  return true;
+}
+
+bool Requester::can_send(const QpContext& qp) const {
+  if (!qp.sends_requests() || state_ != State::Ready) return false;
+  for (std::uint64_t i = cursor_; i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state == WqeState::Done) continue;
+    if (w.state == WqeState::InFlight && w.next_packet >= w.npackets) continue;
+    return window_allows(qp, w);
+  }
+  return false;
+}
+
+bool Requester::drained(const QpContext& qp) const {
+  for (std::uint64_t i = qp.sq.head(); i < cursor_ && i < qp.sq.tail(); ++i)
+    if (qp.sq.at(i).state != WqeState::Done) return false;
+  return true;
+}
+
+bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
+  *local_error = false;
+  if (!qp.sends_requests() || state_ != State::Ready) return false;
+  while (cursor_ < qp.sq.tail()) {
+    SendWqe& w = qp.sq.at(cursor_);
+    if (w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets)) {
+      ++cursor_;
+      continue;
+    }
+    if (!window_allows(qp, w)) return false;
+    if (w.state == WqeState::Posted) {
+      if (qp.state == QpState::Sqd) return false;  // draining: finish what is in flight, start nothing
+      if (w.local_error) {
+        w.state = WqeState::Done;
+        w.status = IBV_WC_LOC_PROT_ERR;
+        *local_error = true;
+        return false;
+      }
+      w.npackets = w.is_read() ? packets_for(w.length, qp.cfg.pmtu) : w.is_atomic() ? 1 : packets_for(w.length, qp.cfg.pmtu);
+      w.first_psn = next_psn_;
+      w.next_packet = 0;
+      w.read_packets_received = 0;
+      w.read_expect_first = true;
+      next_psn_ = psn_add(next_psn_, w.npackets);
+      w.state = WqeState::InFlight;
+      if (w.needs_response_data()) ++inflight_rd_atomic_;
+    }
+    write_packet(qp, w, frame);
+    return true;
+  }
+  return false;
+}
+
+void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
+  const std::uint32_t pmtu = qp.cfg.pmtu;
+  FrameSpec spec = qp.path;
+  std::uint32_t index = w.next_packet;
+  std::uint32_t psn = psn_add(w.first_psn, index);
+  std::uint64_t offset = std::uint64_t{index} * pmtu;
+  std::uint32_t payload = 0;
+  Opcode op;
+
+  if (w.is_read()) {
+    // One request covers every response packet still missing.
+    index = w.read_packets_received;
+    psn = psn_add(w.first_psn, index);
+    offset = std::uint64_t{index} * pmtu;
+    op = Opcode::RcReadRequest;
+    spec.ext.reth = Reth{Be64::of(w.remote_addr + offset), Be32::of(w.rkey),
+                         Be32::of(static_cast<std::uint32_t>(w.length - offset))};
+    w.next_packet = w.npackets;
+    w.read_expect_first = true;
+  } else if (w.is_atomic()) {
+    op = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? Opcode::RcCmpSwap : Opcode::RcFetchAdd;
+    spec.ext.atomic = AtomicEth{Be64::of(w.remote_addr), Be32::of(w.rkey),
+                                Be64::of(w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w.swap : w.compare_add),
+                                Be64::of(w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare_add : 0)};
+    w.next_packet = 1;
+  } else {
+    op = request_opcode(qp.cfg.type, w, index);
+    payload = static_cast<std::uint32_t>(std::min<std::uint64_t>(pmtu, w.length - std::min<std::uint64_t>(offset, w.length)));
+    const OpcodeInfo& info = opcode_info(op);
+    if (info.has(ExtHeader::Reth))
+      spec.ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+    if (info.has(ExtHeader::ImmDt)) std::memcpy(spec.ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+    if (info.has(ExtHeader::Ieth)) spec.ext.ieth.rkey.set(w.imm_or_rkey);
+    if (info.has(ExtHeader::Deth)) {
+      spec.ext.deth.qkey.set(w.ud.remote_qkey);
+      spec.ext.deth.src_qp.set(qp.cfg.qpn & kPsnMask);
+    }
+    if (info.ends_message() && (w.send_flags & IBV_SEND_SOLICITED)) spec.bth.set_se(true);
+    ++w.next_packet;
+    // UC and UD expect no acknowledgement: the WQE is done once its last packet is out.
+    if (!qp.is_rc() && w.next_packet >= w.npackets) w.state = WqeState::Done;
+  }
+
+  const OpcodeInfo& info = opcode_info(op);
+  spec.bth.opcode = raw(op);
+  spec.bth.psn.set(psn);
+  if (qp.cfg.type == IBV_QPT_UD) {
+    spec.bth.dest_qp.set(w.ud.remote_qpn);
+    spec.eth.dst = w.ud.mac;
+    if (w.ud.ipv6) spec.ipv6.dst = w.ud.ipv6_addr; else spec.ipv4.dst = w.ud.ipv4;
+  }
+  if (qp.is_rc()) {
+    ++packets_since_ack_req_;
+    const bool ask = info.ends_message() || packets_since_ack_req_ >= qp.tuning->ack_req_every;
+    spec.bth.set_ack_requested(ask);
+    if (ask) packets_since_ack_req_ = 0;
+  }
+
+  const FrameLayout l = write_headers(spec, payload, MutableByteSpan{frame.data, frame.capacity});
+  if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
+    frame.length = 0;
+    qp.counters.inc(Counter::SendErr);
+    return;
+  }
+  if (payload) {
+    copy_from_segments(qp.send_segs(w), w.num_seg, offset, frame.data + l.payload_offset, payload);
+  }
+  seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc);
+  frame.length = static_cast<std::uint32_t>(l.length);
+
+  qp.counters.inc(Counter::SentPkts);
+  if (info.ends_message() && info.operation == Operation::Send) qp.counters.inc(Counter::RdmaSends);
+  const std::uint32_t end = psn_add(psn, w.is_read() ? w.npackets - index : 1);
+  if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
+  if (psn_after(end, sent_end_psn_)) sent_end_psn_ = end;
+}
+
+void Requester::rewind(QpContext& qp, std::uint32_t psn) {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::InFlight) continue;
+    const std::int32_t d = psn_diff(psn, w.first_psn);
+    if (d >= static_cast<std::int32_t>(w.npackets)) continue;  // wholly before the rewind point
+    // The WQE containing the rewind point resumes there; later ones start over.
+    w.next_packet = d > 0 ? static_cast<std::uint32_t>(d) : 0;
+    if (w.is_read()) {
+      w.next_packet = 0;
+      w.read_expect_first = true;
+    }
+    for (std::uint64_t j = i + 1; j < qp.sq.tail(); ++j) {
+      SendWqe& later = qp.sq.at(j);
+      if (later.state != WqeState::InFlight) continue;
+      later.next_packet = 0;
+      later.read_packets_received = 0;
+      later.read_expect_first = true;
+    }
+    cursor_ = i;
+    packets_since_ack_req_ = 0;
+    return;
+  }
+}
+
+std::string to_string(Requester::State s) {
+  switch (s) {
+    case Requester::State::Ready: return "ready";
+    case Requester::State::RnrWait: return "rnr-wait";
+  }
+  return "unknown";
+}
+
+}  // namespace roce

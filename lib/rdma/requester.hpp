@@ -1,0 +1,66 @@
+// Requester: turns send queue entries into request packets. It segments by path MTU,
+// assigns PSNs (a READ takes one per expected response packet), keeps the go-back-N window
+// and the outstanding READ/atomic limit, and rewinds to a PSN when the completer asks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lib/rdma/qp_context.hpp"
+
+namespace roce {
+
+class Requester {
+ public:
+  enum class State : std::uint8_t {
+    Ready,    // sends whatever the window allows
+    RnrWait,  // the responder had no receive buffer: silent until the RNR timer
+  };
+
+  void start(const QpContext& qp);  // entering RTS from RTR: PSNs start at sq_psn
+
+  // True when build_next() would produce a packet now.
+  bool can_send(const QpContext& qp) const;
+  // Writes the next request packet into `frame`. A WQE whose local segments failed to
+  // translate is finished here with IBV_WC_LOC_PROT_ERR instead (returns false, sets *failed).
+  bool build_next(QpContext& qp, TxFrame& frame, bool* local_error);
+
+  // Go-back-N: retransmit from `psn`, which lies in an in-flight WQE at or after the SQ head.
+  void rewind(QpContext& qp, std::uint32_t psn);
+  void enter_rnr_wait(Nanos until) {
+    state_ = State::RnrWait;
+    rnr_until_ = until;
+  }
+  void leave_rnr_wait() { state_ = State::Ready; rnr_until_ = kNever; }
+  Nanos rnr_deadline() const { return rnr_until_; }
+  State state() const { return state_; }
+
+  // A WQE needing response data left flight (done or flushed).
+  void release_rd_atomic() {
+    if (inflight_rd_atomic_ > 0) --inflight_rd_atomic_;
+  }
+  std::uint32_t next_psn() const { return next_psn_; }
+  std::uint32_t sent_end_psn() const { return sent_end_psn_; }
+  std::uint64_t cursor() const { return cursor_; }
+  // SQD is reached once nothing is in flight and the cursor has no started WQE left.
+  bool drained(const QpContext& qp) const;
+
+ private:
+  bool window_allows(const QpContext& qp, const SendWqe& w) const;
+  void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
+
+  State state_ = State::Ready;
+  Nanos rnr_until_ = kNever;
+  std::uint32_t next_psn_ = 0;     // PSN the next new WQE starts at
+  std::uint32_t sent_end_psn_ = 0; // one past the highest PSN ever transmitted
+  std::uint32_t una_hint_ = 0;     // oldest unacknowledged PSN, kept by the completer
+  std::uint64_t cursor_ = 0;       // SQ index of the WQE transmitting next
+  std::uint32_t inflight_rd_atomic_ = 0;
+  std::uint32_t packets_since_ack_req_ = 0;
+
+  friend class Completer;
+};
+
+std::string to_string(Requester::State s);
+
+}  // namespace roce

@@ -1,0 +1,112 @@
+// Responder: checks each request's PSN (expected / duplicate / ahead), executes SEND, WRITE,
+// READ and atomics against posted receives and registered memory, and queues the ACKs, NAKs,
+// READ responses and atomic ACKs it owes, in PSN order. Duplicates are answered from saved
+// responder resources: READs re-executed, atomics replayed, never re-executed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/rdma/qp_context.hpp"
+#include "protocol/aeth.hpp"
+#include "protocol/packet.hpp"
+
+namespace roce {
+
+enum class RequestPsnClass : std::uint8_t { Expected, Duplicate, Ahead };
+RequestPsnClass classify_request_psn(std::uint32_t psn, std::uint32_t expected);
+
+enum class ResponderOutcome : std::uint8_t {
+  Nothing,   // dropped or answered without changing state
+  Progress,  // executed; the receive CQ or the output queue changed
+  Fatal,     // a class C error: the NAK is queued and the QP must enter ERR
+};
+
+class Responder {
+ public:
+  enum class SequenceState : std::uint8_t {
+    Normal,   // the next request is taken as it comes
+    NakSent,  // a NAK sequence error or RNR NAK went out: later PSNs are dropped silently
+  };
+  enum class Message : std::uint8_t { None, Send, Write };
+
+  void start(const QpContext& qp);  // entering RTR
+
+  ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
+
+  bool has_output() const { return out_count_ > 0; }
+  // Writes the next queued response packet.
+  bool build_next(QpContext& qp, TxFrame& frame);
+  void clear_output() { out_count_ = 0; }
+
+  std::uint32_t expected_psn() const { return epsn_; }
+  std::uint32_t msn() const { return msn_; }
+  SequenceState sequence_state() const { return seq_; }
+
+ private:
+  struct Resource {
+    enum class Kind : std::uint8_t { Free, Read, Atomic } kind = Kind::Free;
+    std::uint32_t first_psn = 0;
+    std::uint32_t npackets = 0;
+    std::uint64_t va = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t length = 0;
+    std::uint64_t original = 0;
+    std::uint32_t msn = 0;
+  };
+  struct Item {
+    enum class Kind : std::uint8_t { Ack, Nak, ReadResponse, AtomicAck } kind = Kind::Ack;
+    std::uint32_t psn = 0;  // ACK/NAK/atomic: the PSN; READ: PSN of the first response packet
+    std::uint32_t msn = 0;
+    proto::Syndrome syndrome{};
+    const std::byte* src = nullptr;  // READ: the data, already checked against the rkey
+    std::uint32_t length = 0;
+    std::uint32_t npackets = 0;
+    std::uint32_t sent = 0;
+    std::uint64_t original = 0;
+  };
+
+  ResponderOutcome on_rc_request(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome on_uc_request(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome on_ud_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
+  ResponderOutcome on_duplicate(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome execute(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome do_send(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome do_write(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome do_read(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome do_atomic(QpContext& qp, const proto::Packet& pkt);
+  ResponderOutcome class_c_error(QpContext& qp, std::uint32_t psn, proto::NakCode code);
+  void complete_receive(QpContext& qp, ibv_wc_status status, ibv_wc_opcode opcode, std::uint32_t byte_len,
+                        unsigned flags, std::uint32_t imm_or_rkey, std::uint32_t src_qp);
+  void end_of_request(QpContext& qp, const proto::Packet& pkt);
+
+  bool output_full() const { return out_count_ == out_.size(); }
+  Item& push_item();
+  void queue_ack(QpContext& qp, std::uint32_t psn);
+  void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
+  Resource& next_resource();
+  std::uint32_t pending_rd_atomic() const;
+
+  std::uint32_t epsn_ = 0;
+  std::uint32_t msn_ = 0;
+  SequenceState seq_ = SequenceState::Normal;
+  Message msg_ = Message::None;
+  std::uint32_t msg_offset_ = 0;     // SEND: bytes placed in the receive WQE so far
+  std::byte* write_dst_ = nullptr;   // WRITE: where the next payload byte goes
+  std::uint32_t write_remaining_ = 0;
+  std::uint32_t write_length_ = 0;
+  bool uc_dropping_ = false;         // UC: the current message lost a packet; skip to the next FIRST/ONLY
+
+  std::vector<Resource> resources_;
+  std::size_t next_resource_ = 0;
+  std::vector<Item> out_;
+  std::size_t out_head_ = 0;
+  std::size_t out_count_ = 0;
+};
+
+std::string to_string(RequestPsnClass c);
+std::string to_string(ResponderOutcome o);
+std::string to_string(Responder::SequenceState s);
+
+}  // namespace roce

@@ -1,0 +1,99 @@
+// Send and receive queue entries as the transport keeps them after post_send/post_recv:
+// the verbs work request plus the progress the requester and completer make on it.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "protocol/headers.hpp"
+
+namespace roce {
+
+// A scatter/gather element already translated through its lkey at post time.
+struct LocalSegment {
+  std::byte* ptr = nullptr;
+  std::uint32_t length = 0;
+};
+
+enum class WqeState : std::uint8_t {
+  Posted,    // not yet started: no PSN assigned
+  InFlight,  // PSNs assigned, some or all packets sent, not yet acknowledged
+  Done,      // finished (status says how); waits for older WQEs to complete in order
+};
+
+// Destination of a UD send (what an address handle stands for).
+struct UdDestination {
+  roce::proto::MacAddr mac{};
+  bool ipv6 = false;
+  roce::proto::Ipv4Addr ipv4{};
+  roce::proto::Ipv6Addr ipv6_addr{};
+  std::uint32_t remote_qpn = 0;
+  std::uint32_t remote_qkey = 0;
+};
+
+struct SendWqe {
+  std::uint64_t wr_id = 0;
+  ibv_wr_opcode opcode = IBV_WR_SEND;
+  unsigned send_flags = 0;
+  bool signaled = false;
+  bool local_error = false;     // an SGE failed lkey translation at post time
+  std::uint32_t seg_begin = 0;  // first LocalSegment of this WQE in the QP's pool
+  std::uint32_t num_seg = 0;
+  std::uint32_t length = 0;     // total payload bytes (READ: bytes to read; atomics: 8)
+  std::uint32_t imm_or_rkey = 0;  // immediate data (network order as verbs gives it) or rkey to invalidate
+  std::uint64_t remote_addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t compare_add = 0;
+  std::uint64_t swap = 0;
+  UdDestination ud{};
+
+  // Progress.
+  WqeState state = WqeState::Posted;
+  ibv_wc_status status = IBV_WC_SUCCESS;
+  std::uint32_t first_psn = 0;
+  std::uint32_t npackets = 1;   // PSNs the WQE consumes
+  std::uint32_t next_packet = 0;  // requester cursor: next packet index to (re)transmit
+  std::uint32_t read_packets_received = 0;  // READ: response packets placed so far
+  bool read_expect_first = true;            // READ: next response must be FIRST or ONLY
+
+  bool is_read() const { return opcode == IBV_WR_RDMA_READ; }
+  bool is_atomic() const { return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD; }
+  // READs and atomics finish on their response data, not on an acknowledgement.
+  bool needs_response_data() const { return is_read() || is_atomic(); }
+  std::uint32_t last_psn() const;
+};
+
+struct RecvWqe {
+  std::uint64_t wr_id = 0;
+  std::uint32_t seg_begin = 0;
+  std::uint32_t num_seg = 0;
+  std::uint32_t length = 0;  // capacity in bytes
+  bool local_error = false;
+};
+
+// Fixed-capacity FIFO; indices only grow, so a WQE's slot is index % capacity.
+template <typename T>
+class WorkQueue {
+ public:
+  explicit WorkQueue(std::uint32_t depth = 0) : slots_(depth) {}
+  std::uint32_t depth() const { return static_cast<std::uint32_t>(slots_.size()); }
+  bool full() const { return tail_ - head_ == slots_.size(); }
+  bool empty() const { return tail_ == head_; }
+  std::uint64_t head() const { return head_; }
+  std::uint64_t tail() const { return tail_; }
+  std::uint32_t slot_of(std::uint64_t index) const { return static_cast<std::uint32_t>(index % slots_.size()); }
+  T& at(std::uint64_t index) { return slots_[slot_of(index)]; }
+  const T& at(std::uint64_t index) const { return slots_[slot_of(index)]; }
+  T& push() { return slots_[slot_of(tail_++)]; }
+  void pop() { ++head_; }
+  std::uint64_t size() const { return tail_ - head_; }
+
+ private:
+  std::vector<T> slots_;
+  std::uint64_t head_ = 0;
+  std::uint64_t tail_ = 0;
+};
+
+}  // namespace roce

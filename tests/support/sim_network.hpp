@@ -1,0 +1,91 @@
+// A simulated network for transport tests: engines joined by point-to-point links that can
+// lose, reorder, duplicate, corrupt and delay frames and limit bandwidth, all from one seed,
+// driven by a discrete-event loop on virtual time.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lib/rdma/engine.hpp"
+#include "tests/support/pcap_dump.hpp"
+
+namespace roce::test {
+
+struct LinkFaults {
+  double loss = 0;       // probability a frame vanishes
+  double duplicate = 0;  // probability a frame is delivered twice
+  double reorder = 0;    // probability a frame is held back by reorder_delay
+  double corrupt = 0;    // probability one byte of the frame is flipped (the ICRC must catch it)
+  Nanos delay = 2 * kMicro;
+  Nanos reorder_delay = 10 * kMicro;
+  double bandwidth_bps = 0;  // 0 = unlimited
+  // Optional hook deciding a frame's fate (for targeted drops); return true to drop it.
+  std::function<bool(std::span<const std::byte>, std::uint64_t index)> drop_if;
+};
+
+struct LinkStats {
+  std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0;
+};
+
+class SimNetwork {
+ public:
+  explicit SimNetwork(std::uint64_t seed) : rng_(seed) {}
+
+  // Adds a host with its own engine; `mrs` may be shared between hosts or not.
+  Engine& add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, EngineConfig cfg = {});
+  Engine& host(const std::string& name) { return *hosts_.at(index_.at(name)).engine; }
+  MrTable& memory(const std::string& name) { return *hosts_.at(index_.at(name)).mrs; }
+  void connect(const std::string& a, const std::string& b, const LinkFaults& a_to_b, const LinkFaults& b_to_a);
+
+  Nanos now() const { return now_; }
+  // Runs until `done` holds or virtual time passes `limit`; returns whether `done` held.
+  bool run_until(const std::function<bool()>& done, Nanos limit);
+  // Runs until nothing is left to do (no frames, no work, no timers) or `limit`.
+  void run_idle(Nanos limit);
+  void step();
+
+  const LinkStats& stats(const std::string& from) const { return hosts_.at(index_.at(from)).link_stats; }
+  void capture_to(const std::string& path) { pcap_ = std::make_unique<PcapDump>(path); }
+  // Observes every frame put on a link (before faults): for tests that count packets.
+  std::function<void(const std::string& from, std::span<const std::byte>, Nanos)> on_transmit;
+
+ private:
+  struct InFlight {
+    Nanos at;
+    std::uint64_t seq;
+    std::size_t to;
+    std::vector<std::byte> frame;
+    bool operator>(const InFlight& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  struct Host {
+    std::string name;
+    std::unique_ptr<MrTable> mrs;
+    std::unique_ptr<Engine> engine;
+    std::optional<std::size_t> peer;
+    LinkFaults faults;
+    LinkStats link_stats;
+    Nanos link_free_at = 0;
+    std::uint64_t frames_out = 0;
+    std::vector<std::vector<std::byte>> buffers;
+  };
+  void transmit_all();
+  void emit(Host& from, std::span<const std::byte> frame);
+  Nanos next_event() const;
+
+  std::mt19937_64 rng_;
+  std::vector<Host> hosts_;
+  std::map<std::string, std::size_t> index_;
+  std::map<std::string, proto::MacAddr> macs_by_ip_;
+  std::vector<InFlight> queue_;  // min-heap on (at, seq)
+  std::uint64_t seq_ = 0;
+  Nanos now_ = 0;
+  std::unique_ptr<PcapDump> pcap_;
+};
+
+}  // namespace roce::test
