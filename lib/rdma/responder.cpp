@@ -84,6 +84,18 @@ Responder::Resource& Responder::next_resource() {
   return r;
 }
 
+Responder::Item* Responder::truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn) {
+  for (std::size_t i = 0; i < out_count_; ++i) {
+    Item& it = out_[(out_head_ + i) % out_.size()];
+    const std::uint32_t span = it.kind == Item::Kind::ReadResponse ? it.npackets : 1;
+    if (psn_diff(psn_add(it.psn, span - 1), psn) < 0) continue;  // wholly before psn: still owed
+    const bool same_read = it.kind == Item::Kind::ReadResponse && it.psn == read_first_psn && psn_diff(psn, it.psn) >= 0;
+    out_count_ = same_read ? i + 1 : i;
+    return same_read ? &it : nullptr;
+  }
+  return nullptr;
+}
+
 std::uint32_t Responder::pending_rd_atomic() const {
   std::uint32_t n = 0;
   for (std::size_t i = 0; i < out_count_; ++i) {
@@ -383,6 +395,14 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
           qp.counters.inc(Counter::InvalidRequests);
           return ResponderOutcome::Nothing;
         }
+        qp.counters.inc(Counter::DuplicateReadReexecuted);
+        // The requester went back to this PSN and will ask again for everything after it:
+        // answers still queued from here on are stale. A response stream of this same READ
+        // that is still going out restarts at the requested packet instead.
+        if (Item* same = truncate_output_at(psn, r.first_psn)) {
+          same->sent = static_cast<std::uint32_t>(d);
+          return ResponderOutcome::Progress;
+        }
         Item& it = push_item();
         it.kind = Item::Kind::ReadResponse;
         it.psn = psn;
@@ -390,7 +410,6 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         it.src = src;
         it.length = len;
         it.npackets = packets_for(len, qp.cfg.pmtu);
-        qp.counters.inc(Counter::DuplicateReadReexecuted);
         return ResponderOutcome::Progress;
       }
       return ResponderOutcome::Nothing;  // too old to answer: the requester has moved on

@@ -87,6 +87,9 @@ class Responder {
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
   std::uint32_t pending_rd_atomic() const;
+  // Drops queued answers for PSNs at or after `psn`; returns the READ response stream of the
+  // request that started at `read_first_psn` if it is among them (kept, for a restart).
+  Item* truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn);
 
   std::uint32_t epsn_ = 0;
   std::uint32_t msn_ = 0;

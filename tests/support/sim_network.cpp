@@ -9,6 +9,7 @@ using namespace roce::proto;
 namespace {
 constexpr std::size_t kBurst = 32;
 constexpr std::uint32_t kFrameBytes = 4096 + 256;
+constexpr Nanos kTxRingNs = 2 * kMicro;  // what a small NIC TX ring holds at the link rate
 }  // namespace
 
 Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, EngineConfig cfg) {
@@ -82,7 +83,9 @@ void SimNetwork::emit(Host& from, std::span<const std::byte> frame) {
 
 void SimNetwork::transmit_all() {
   for (Host& h : hosts_) {
-    for (;;) {
+    // Like a NIC with a short TX ring: the engine is asked for frames only while the link is
+    // free, so what it queues later (a retransmission, an ACK) is not stuck behind a backlog.
+    while (h.link_free_at <= now_ + kTxRingNs) {
       std::vector<TxFrame> frames(kBurst);
       for (std::size_t i = 0; i < kBurst; ++i) frames[i] = TxFrame{h.buffers[i].data(), kFrameBytes, 0};
       const std::size_t n = h.engine->transmit(frames, now_);
@@ -98,7 +101,10 @@ void SimNetwork::transmit_all() {
 
 Nanos SimNetwork::next_event() const {
   Nanos t = queue_.empty() ? kNever : queue_.front().at;
-  for (const Host& h : hosts_) t = std::min(t, h.engine->next_deadline());
+  for (const Host& h : hosts_) {
+    t = std::min(t, h.engine->next_deadline());
+    if (h.engine->has_tx_work()) t = std::min(t, std::max(h.link_free_at - kTxRingNs, now_));
+  }
   return t;
 }
 
