@@ -1,6 +1,9 @@
 #include "tests/support/sim_network.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cstdlib>
 
 namespace roce::test {
 
@@ -11,6 +14,17 @@ constexpr std::size_t kBurst = 32;
 constexpr std::uint32_t kFrameBytes = 4096 + 256;
 constexpr Nanos kTxRingNs = 2 * kMicro;  // what a small NIC TX ring holds at the link rate
 }  // namespace
+
+SimNetwork::SimNetwork(std::uint64_t seed) : rng_(seed) {
+  const char* dir = std::getenv("ROCE_TEST_PCAP_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  std::string name = "network";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    name = std::string(info->test_suite_name()) + "." + info->name();
+  for (char& c : name)
+    if (c == '/') c = '_';
+  capture_to(std::string(dir) + "/" + name + "-" + std::to_string(seed) + ".pcap");
+}
 
 Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, EngineConfig cfg) {
   Host h;

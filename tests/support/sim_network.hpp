@@ -35,7 +35,9 @@ struct LinkStats {
 
 class SimNetwork {
  public:
-  explicit SimNetwork(std::uint64_t seed) : rng_(seed) {}
+  // With ROCE_TEST_PCAP_DIR set, every network writes its traffic to
+  // <dir>/<test suite>.<test name>-<seed>.pcap, for Wireshark.
+  explicit SimNetwork(std::uint64_t seed);
 
   // Adds a host with its own engine; `mrs` may be shared between hosts or not.
   Engine& add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, EngineConfig cfg = {});
