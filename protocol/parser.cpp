@@ -145,6 +145,32 @@ ParseError parse_ip(ByteSpan datagram, const ParseOptions& opts, Packet& out) no
   return ParseError::BadIpHeader;
 }
 
+std::optional<std::uint32_t> peek_dest_qp(ByteSpan frame) noexcept {
+  std::size_t off = sizeof(EthernetHeader);
+  if (frame.size() < off) return std::nullopt;
+  std::uint16_t type = load_header<EthernetHeader>(frame, 0).ether_type.get();
+  for (int tags = 0; (type == kEtherTypeVlan || type == kEtherTypeQinQ) && tags < 2; ++tags) {
+    if (frame.size() < off + sizeof(VlanTag)) return std::nullopt;
+    type = load_header<VlanTag>(frame, off).ether_type.get();
+    off += sizeof(VlanTag);
+  }
+  if (type == kEtherTypeIpv4) {
+    if (frame.size() < off + sizeof(Ipv4Header)) return std::nullopt;
+    const auto ip = load_header<Ipv4Header>(frame, off);
+    if (ip.protocol != kIpProtoUdp || ip.header_bytes() < sizeof(Ipv4Header)) return std::nullopt;
+    off += ip.header_bytes();
+  } else if (type == kEtherTypeIpv6) {
+    if (frame.size() < off + sizeof(Ipv6Header)) return std::nullopt;
+    if (load_header<Ipv6Header>(frame, off).next_header != kIpProtoUdp) return std::nullopt;
+    off += sizeof(Ipv6Header);
+  } else {
+    return std::nullopt;
+  }
+  if (frame.size() < off + sizeof(UdpHeader) + sizeof(Bth)) return std::nullopt;
+  if (load_header<UdpHeader>(frame, off).dst_port.get() != kRoceV2Port) return std::nullopt;
+  return load_header<Bth>(frame, off + sizeof(UdpHeader)).dest_qp.get();
+}
+
 std::string to_string(ParseError e) {
   switch (e) {
     case ParseError::None: return "ok";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "protocol/packet.hpp"
@@ -40,6 +41,10 @@ struct ParseOptions {
 ParseError parse_frame(ByteSpan frame, const ParseOptions& opts, Packet& out) noexcept;
 // Parses starting at the IP header (Linux cooked captures, raw IP).
 ParseError parse_ip(ByteSpan datagram, const ParseOptions& opts, Packet& out) noexcept;
+
+// Just the BTH destination QP of a RoCEv2 frame, for steering it to the worker that owns the
+// QP before anything else is parsed. nullopt for anything that is not Ethernet/IP/UDP 4791.
+std::optional<std::uint32_t> peek_dest_qp(ByteSpan frame) noexcept;
 
 std::string to_string(ParseError e);
 

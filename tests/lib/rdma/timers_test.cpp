@@ -115,7 +115,9 @@ TEST_P(RnrTimers, RnrNakWaitFollowsTheTimerCodeThenRnrRetryExceeded) {
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(Syndrome{b_out_[i].syndrome}.is_rnr_nak());
     EXPECT_EQ(Syndrome{b_out_[i].syndrome}.value(), o.min_rnr_timer);
-    if (i > 0) EXPECT_EQ(a_out_[i].at, b_out_[i - 1].at + kDelay + wait) << "retry " << i;
+    if (i > 0) {
+      EXPECT_EQ(a_out_[i].at, b_out_[i - 1].at + kDelay + wait) << "retry " << i;
+    }
   }
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_RNR_RETRY_EXC_ERR);

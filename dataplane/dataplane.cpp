@@ -1,0 +1,185 @@
+#include "dataplane/dataplane.hpp"
+
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include <thread>
+
+namespace roce::dp {
+
+using namespace roce::proto;
+
+namespace {
+constexpr std::uint32_t kQpnBase = 0x11;
+constexpr unsigned kMaxWorkers = 16;
+}  // namespace
+
+Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) {
+  if (o.workers == 0 || o.workers > kMaxWorkers)
+    return make_error(EINVAL, "workers must be 1.." + std::to_string(kMaxWorkers));
+  if (o.ip.version != IpVersion::V4 && o.mode == Mode::Pipeline)
+    return make_error(EINVAL, "pipeline mode answers ARP and needs an IPv4 address");
+  std::unique_ptr<Dataplane> dp(new Dataplane());
+  const std::string pool_name = o.name + "_pool";
+  dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
+  if (dp->pool_ == nullptr)
+    return make_error(rte_errno, "cannot create mbuf pool '" + pool_name + "' of " + std::to_string(o.mbufs) + " x " +
+                                     std::to_string(o.mbuf_data_room) + " B: " + rte_strerror(rte_errno) +
+                                     " (give DPDK more memory with -m, or use fewer mbufs)");
+  PortOptions po = o.port;
+  po.queues = o.mode == Mode::Pipeline ? 1 : static_cast<std::uint16_t>(o.workers);
+  auto port = open_port(po, dp->pool_);
+  if (!port) return port.error();
+  dp->port_ = *port;
+  dp->port_open_ = true;
+  dp->local_.mac = o.mac.value_or(dp->port_.mac);
+  dp->local_.ip = o.ip;
+
+  for (unsigned w = 0; w < o.workers; ++w) {
+    WorkerConfig wc;
+    wc.port = dp->port_.id;
+    wc.queue = o.mode == Mode::Pipeline ? 0 : static_cast<std::uint16_t>(w);
+    wc.pool = dp->pool_;
+    wc.tx_flush_ns = o.tx_flush_ns;
+    wc.engine = o.engine;
+    wc.engine.path.local = dp->local_;
+    wc.engine.qpn_base = kQpnBase + w;
+    wc.engine.qpn_stride = o.workers;
+    Dataplane* self = dp.get();
+    if (!wc.engine.path.resolve_mac)
+      wc.engine.path.resolve_mac = [self](const IpAddress& ip) -> std::optional<MacAddr> {
+        return ip.version == IpVersion::V4 ? self->arp_.lookup(ip.v4) : std::nullopt;
+      };
+    if (o.mode == Mode::Pipeline) {
+      const std::string rx = o.name + "_w" + std::to_string(w) + "_rx", tx = o.name + "_w" + std::to_string(w) + "_tx";
+      wc.rx_ring = rte_ring_create(rx.c_str(), o.ring_size, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+      wc.tx_ring = rte_ring_create(tx.c_str(), o.ring_size, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (!wc.rx_ring || !wc.tx_ring)
+        return make_error(rte_errno, "cannot create worker rings for " + o.name + ": " + rte_strerror(rte_errno));
+      dp->rings_.push_back(wc.rx_ring);
+      dp->rings_.push_back(wc.tx_ring);
+    }
+    dp->workers_.push_back(std::make_unique<Worker>(wc, dp->mrs_, dp->arp_));
+  }
+  if (o.mode == Mode::Pipeline) {
+    IoConfig io;
+    io.port = dp->port_.id;
+    io.pool = dp->pool_;
+    io.local = dp->local_;
+    io.qpn_base = kQpnBase;
+    for (auto& w : dp->workers_) {
+      io.worker_rx.push_back(w->config().rx_ring);
+      io.worker_tx.push_back(w->config().tx_ring);
+    }
+    dp->io_ = std::make_unique<IoLoop>(io, dp->arp_);
+    dp->loops_.push_back({dp.get(), -1});
+  }
+  for (unsigned w = 0; w < o.workers; ++w) dp->loops_.push_back({dp.get(), static_cast<int>(w)});
+  return dp;
+}
+
+Dataplane::~Dataplane() {
+  stop();
+  wait();
+  workers_.clear();  // returns stashed mbufs and flushes
+  io_.reset();
+  if (port_open_) close_port(port_.id);
+  for (rte_ring* r : rings_) {
+    rte_mbuf* m;
+    while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
+    rte_ring_free(r);
+  }
+  rte_mempool_free(pool_);
+}
+
+unsigned Dataplane::owner_of(std::uint32_t qpn) const {
+  return qpn < kQpnBase ? 0 : (qpn - kQpnBase) % static_cast<std::uint32_t>(workers_.size());
+}
+
+void Dataplane::poll_once() {
+  const Nanos t = clock_.now();
+  if (io_) io_->poll(t);
+  for (auto& w : workers_) w->poll(t);
+  if (io_) io_->drain_tx();
+}
+
+void Dataplane::flush() {
+  for (auto& w : workers_) w->flush();
+  if (io_) io_->drain_tx();
+}
+
+void Dataplane::run_loop(int index) {
+  if (index < 0) {
+    while (!stop_.load(std::memory_order_relaxed)) io_->poll(clock_.now());
+    // Let the workers' last frames out.
+    for (int i = 0; i < 1000; ++i) io_->drain_tx();
+    return;
+  }
+  Worker& w = *workers_[static_cast<std::size_t>(index)];
+  while (!stop_.load(std::memory_order_relaxed)) w.poll(clock_.now());
+  w.flush();
+}
+
+int Dataplane::loop_main(void* arg) {
+  auto* l = static_cast<Loop*>(arg);
+  l->dp->run_loop(l->index);
+  return 0;
+}
+
+Status Dataplane::launch(const std::vector<unsigned>& lcores) {
+  if (launched_) return make_error(EALREADY, "dataplane already launched");
+  const std::size_t need = loops_.size();
+  if (lcores.size() + 1 < need)
+    return make_error(EINVAL, "too few lcores: " + std::to_string(need) + " loops (" +
+                                  std::string(io_ ? "1 IO + " : "") + std::to_string(workers_.size()) +
+                                  " workers) need " + std::to_string(need - 1) + " worker lcores besides the main one, have " +
+                                  std::to_string(lcores.size()) + " (use -l 0-" + std::to_string(need - 1) + ")");
+  stop_ = false;
+  running_ = true;
+  launched_ = true;
+  std::size_t i = 0;
+  for (; i < need && i < lcores.size(); ++i) {
+    if (int rc = rte_eal_remote_launch(&Dataplane::loop_main, &loops_[i], lcores[i]); rc != 0) {
+      stop();
+      wait();
+      return make_error(-rc, "cannot launch on lcore " + std::to_string(lcores[i]) + ": " + rte_strerror(-rc));
+    }
+    launched_lcores_.push_back(lcores[i]);
+  }
+  main_loop_ = i < need ? static_cast<int>(i) : -2;
+  return {};
+}
+
+void Dataplane::run_on_this_thread() {
+  if (main_loop_ != -2) run_loop(loops_[static_cast<std::size_t>(main_loop_)].index);
+  wait();
+}
+
+void Dataplane::stop() { stop_.store(true, std::memory_order_relaxed); }
+
+void Dataplane::wait() {
+  for (unsigned l : launched_lcores_) rte_eal_wait_lcore(l);
+  launched_lcores_.clear();
+  launched_ = false;
+  running_ = false;
+}
+
+std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
+  if (ip.version != IpVersion::V4) return std::nullopt;
+  if (auto m = arp_.lookup(ip.v4)) return m;
+  workers_[0]->request_arp(ip.v4);
+  const Nanos deadline = clock_.now() + wait_ns;
+  while (clock_.now() < deadline) {
+    if (!launched_) poll_once();
+    if (auto m = arp_.lookup(ip.v4)) return m;
+    if (launched_) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return std::nullopt;
+}
+
+unsigned Dataplane::mbufs_in_use() const { return rte_mempool_in_use_count(pool_); }
+
+std::string to_string(Mode m) { return m == Mode::Pipeline ? "pipeline" : "run-to-completion"; }
+
+}  // namespace roce::dp

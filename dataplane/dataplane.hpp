@@ -1,0 +1,118 @@
+// The dataplane: a port, an mbuf pool, and the transport workers that serve it, either one
+// lcore doing everything (run to completion) or an IO lcore feeding workers over rte_rings
+// (pipeline). QPs are sharded across workers by QPN. Runs on its own lcores or is stepped
+// by hand (tests).
+#pragma once
+
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/io_loop.hpp"
+#include "dataplane/port.hpp"
+#include "dataplane/tsc_clock.hpp"
+#include "dataplane/worker.hpp"
+
+namespace roce::dp {
+
+enum class Mode : std::uint8_t { RunToCompletion, Pipeline };
+
+struct DataplaneOptions {
+  std::string name = "dp0";     // names this dataplane's pool and rings
+  PortOptions port;
+  IpAddress ip = IpAddress::ipv4({10, 0, 0, 1});
+  std::optional<proto::MacAddr> mac;  // default: the port's MAC
+  unsigned workers = 1;
+  Mode mode = Mode::RunToCompletion;
+  std::uint32_t mbufs = 8191;
+  std::uint16_t mbuf_data_room = 4096 + 512 + RTE_PKTMBUF_HEADROOM;
+  std::uint32_t ring_size = 4096;
+  EngineConfig engine;          // per-worker engine settings (addresses and QPN shard are set here)
+  Nanos tx_flush_ns = 20 * kMicro;
+};
+
+class Dataplane {
+ public:
+  static Result<std::unique_ptr<Dataplane>> create(const DataplaneOptions& o);
+  ~Dataplane();
+  Dataplane(const Dataplane&) = delete;
+  Dataplane& operator=(const Dataplane&) = delete;
+
+  unsigned worker_count() const { return static_cast<unsigned>(workers_.size()); }
+  Worker& worker(unsigned i) { return *workers_[i]; }
+  // The worker that owns a QPN.
+  unsigned owner_of(std::uint32_t qpn) const;
+  MrTable& memory() { return mrs_; }
+  ArpCache& arp() { return arp_; }
+  const PortInfo& port() const { return port_; }
+  const LocalAddress& local() const { return local_; }
+  rte_mempool* pool() const { return pool_; }
+  const IoStats* io_stats() const { return io_ ? &io_->stats() : nullptr; }
+  Nanos now() const { return clock_.now(); }
+
+  // The MAC of a peer: from the ARP cache, else by asking on the link for up to `wait`.
+  // Needs the dataplane to be running (launched or stepped from another thread).
+  std::optional<proto::MacAddr> resolve(const IpAddress& ip, Nanos wait);
+
+  // Stepping by hand: every loop polls once.
+  void poll_once();
+  void flush();
+
+  // Running on lcores: each loop gets one of `lcores` (worker lcores, not the main one); with
+  // one lcore too few, the last loop runs in run() on the calling (main) lcore.
+  Status launch(const std::vector<unsigned>& lcores);
+  void run_on_this_thread();  // returns after stop()
+  void stop();                // graceful: loops exit, TX is flushed
+  void wait();                // joins the launched lcores
+  bool running() const { return running_.load(std::memory_order_relaxed); }
+
+  // Runs `fn(engine)` on the owning worker's thread and returns its result.
+  template <typename Fn>
+  auto call(unsigned worker, Fn&& fn) -> decltype(fn(std::declval<Engine&>())) {
+    using R = decltype(fn(std::declval<Engine&>()));
+    if (!launched_) return fn(workers_[worker]->engine());
+    auto task = std::make_shared<std::packaged_task<R(Engine&)>>(std::forward<Fn>(fn));
+    auto fut = task->get_future();
+    workers_[worker]->post_command([task](Engine& e) { (*task)(e); });
+    return fut.get();
+  }
+
+  // mbufs currently out of the pool (for leak checks).
+  unsigned mbufs_in_use() const;
+
+ private:
+  Dataplane() = default;
+  static int loop_main(void* arg);
+  struct Loop {
+    Dataplane* dp;
+    int index;  // -1 = IO loop, else worker index
+  };
+  void run_loop(int index);
+
+  TscClock clock_;
+  PortInfo port_{};
+  LocalAddress local_{};
+  rte_mempool* pool_ = nullptr;
+  MrTable mrs_;
+  ArpCache arp_;
+  std::vector<rte_ring*> rings_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<IoLoop> io_;
+  std::vector<Loop> loops_;
+  std::vector<unsigned> launched_lcores_;
+  bool launched_ = false;
+  bool port_open_ = false;
+  int main_loop_ = -2;  // loop index the main lcore runs in run_on_this_thread(); -2 = none
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_{false};
+};
+
+std::string to_string(Mode m);
+
+}  // namespace roce::dp

@@ -1,0 +1,39 @@
+// One ethdev port: found by name or id, configured with the queues the pipeline needs, with
+// checksum and RSS offloads when the PMD reports them, and started.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mempool.h>
+
+#include <string>
+
+#include "lib/status.hpp"
+#include "protocol/headers.hpp"
+
+namespace roce::dp {
+
+struct PortOptions {
+  std::string name;          // ethdev name (net_ring0, net_tap0, 0000:3b:00.0) or a port number
+  std::uint16_t queues = 1;  // RX and TX queue pairs
+  std::uint16_t rx_desc = 1024;
+  std::uint16_t tx_desc = 1024;
+  std::uint16_t mtu = 0;     // 0 = leave the PMD's default
+  bool promiscuous = false;
+};
+
+struct PortInfo {
+  std::uint16_t id = 0;
+  std::string name;
+  std::string driver;
+  proto::MacAddr mac{};
+  std::uint16_t queues = 1;
+  bool tx_ipv4_checksum = false;
+  bool rss_udp = false;
+  std::uint16_t mtu = 1500;
+};
+
+Result<PortInfo> open_port(const PortOptions& o, rte_mempool* pool);
+void close_port(std::uint16_t id);
+std::string describe_ports();  // "0: net_ring0 (net_ring), 1: ..." for error messages
+
+}  // namespace roce::dp

@@ -1,0 +1,99 @@
+// A transport worker: one lcore, one Engine, one RX/TX queue pair. Each iteration receives a
+// burst, hands RoCEv2 frames to the engine (ARP to the ARP responder), runs the application
+// hook and the timers, then fills fresh mbufs with whatever the engine has to send and
+// transmits them through a buffered TX that is flushed when full or on a short timer.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dataplane/arp.hpp"
+#include "lib/rdma/engine.hpp"
+
+namespace roce::dp {
+
+inline constexpr unsigned kBurst = 32;
+
+struct WorkerStats {
+  std::uint64_t rx_packets = 0;
+  std::uint64_t rx_bytes = 0;
+  std::uint64_t tx_packets = 0;
+  std::uint64_t tx_bytes = 0;
+  std::uint64_t tx_dropped = 0;      // refused by the PMD after the flush retries
+  std::uint64_t rx_multi_segment = 0;  // chained mbufs: not taken (the pool is sized for one segment)
+  std::uint64_t arp_replies = 0;
+  std::uint64_t arp_requests_sent = 0;
+  std::uint64_t mbuf_alloc_failures = 0;
+  std::uint64_t iterations = 0;
+};
+
+struct WorkerConfig {
+  std::uint16_t port = 0;
+  std::uint16_t queue = 0;
+  // Pipeline mode: frames come from and go to an IO lcore over these rings instead of the port.
+  rte_ring* rx_ring = nullptr;
+  rte_ring* tx_ring = nullptr;
+  rte_mempool* pool = nullptr;
+  EngineConfig engine;
+  Nanos tx_flush_ns = 20 * kMicro;
+  bool ipv4_checksum_offload = false;
+};
+
+class Worker {
+ public:
+  Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // One poll-loop iteration at time `now`. Returns frames received.
+  unsigned poll(Nanos now);
+  // Sends everything buffered (graceful stop, tests).
+  void flush();
+
+  Engine& engine() { return engine_; }
+  const WorkerStats& stats() const { return stats_; }
+  const WorkerConfig& config() const { return cfg_; }
+
+  // Runs once per iteration on the worker's lcore (the application's verbs work: post WRs,
+  // poll CQs). Not per packet.
+  std::function<void(Engine&, Nanos)> app_hook;
+
+  // Runs `fn` on the worker's thread at the start of its next iteration (control path).
+  void post_command(std::function<void(Engine&)> fn);
+  // Sends an ARP request for `ip` from this worker's queue at its next iteration.
+  void request_arp(const proto::Ipv4Addr& ip);
+
+ private:
+  void handle_rx(rte_mbuf* m, Nanos now);
+  void transmit(Nanos now);
+  void send_frame(rte_mbuf* m);
+  void emit(rte_mbuf** m, unsigned n);
+  void run_commands();
+  rte_mbuf* take_mbuf();
+
+  WorkerConfig cfg_;
+  Engine engine_;
+  ArpCache& arp_;
+  WorkerStats stats_;
+  rte_eth_dev_tx_buffer* txb_ = nullptr;
+  Nanos last_flush_ = 0;
+  std::array<rte_mbuf*, kBurst> stash_{};
+  unsigned stash_count_ = 0;
+  std::uint32_t frame_capacity_ = 0;
+
+  std::atomic<bool> has_commands_{false};
+  std::mutex commands_mutex_;
+  std::vector<std::function<void(Engine&)>> commands_;
+  std::vector<proto::Ipv4Addr> arp_wanted_;
+};
+
+}  // namespace roce::dp
