@@ -34,8 +34,13 @@ Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp)
 
 Worker::~Worker() {
   flush();
-  if (stash_count_) rte_pktmbuf_free_bulk(stash_.data(), stash_count_);
+  release_stash();
   rte_free(txb_);
+}
+
+void Worker::release_stash() {
+  if (stash_count_) rte_pktmbuf_free_bulk(stash_.data(), stash_count_);
+  stash_count_ = 0;
 }
 
 void Worker::post_command(std::function<void(Engine&)> fn) {

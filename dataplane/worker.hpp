@@ -58,6 +58,8 @@ class Worker {
   unsigned poll(Nanos now);
   // Sends everything buffered (graceful stop, tests).
   void flush();
+  // Gives the mbufs kept for the next transmit back to the pool (leak checks, shutdown).
+  void release_stash();
 
   Engine& engine() { return engine_; }
   const WorkerStats& stats() const { return stats_; }
@@ -86,7 +88,7 @@ class Worker {
   WorkerStats stats_;
   rte_eth_dev_tx_buffer* txb_ = nullptr;
   Nanos last_flush_ = 0;
-  std::array<rte_mbuf*, kBurst> stash_{};
+  std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
   std::uint32_t frame_capacity_ = 0;
 
