@@ -1,0 +1,119 @@
+// Per-packet cost of the protocol layer: parse (with and without ICRC check), build, the ICRC
+// on each CRC backend, and a memcpy of the same bytes as the yardstick. One RC WRITE_ONLY over
+// IPv4 per payload size (64 B, 1 KiB, 4 KiB). Every benchmark reports Mpps and GB/s; absolute
+// figures move with the machine, the ratios to memcpy are what to compare
+// (bench/run_protocol_bench.sh prints them).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "protocol/builder.hpp"
+#include "protocol/parser.hpp"
+
+namespace roce::proto {
+namespace {
+
+struct Fixture {
+  FrameSpec spec;
+  std::vector<std::byte> payload;
+  std::vector<std::byte> frame;
+  std::size_t l3 = 0;
+
+  explicit Fixture(std::size_t payload_len) : payload(payload_len) {
+    for (std::size_t i = 0; i < payload_len; ++i) payload[i] = static_cast<std::byte>(i * 131 + 7);
+    spec.eth.dst = {0x52, 0x54, 0x00, 0x0a, 0xaa, 0xba};
+    spec.eth.src = {0x52, 0x54, 0x00, 0xbf, 0x43, 0x69};
+    spec.ipv4.src = {192, 168, 65, 4};
+    spec.ipv4.dst = {192, 168, 65, 5};
+    spec.ipv4.tos = 0x02;
+    spec.bth.opcode = raw(Opcode::RcWriteOnly);
+    spec.bth.pkey.set(0xFFFF);
+    spec.bth.dest_qp.set(0x11);
+    spec.bth.psn.set(0x8C84DD);
+    spec.bth.set_ack_requested(true);
+    spec.ext.reth.va.set(0x0000aaab09dd5000);
+    spec.ext.reth.rkey.set(0x2d5);
+    spec.ext.reth.dma_length.set(static_cast<std::uint32_t>(payload_len));
+    frame.resize(payload_len + 128);
+    const FrameLayout l = build_frame(spec, payload, frame, CrcBackend::Isal);
+    if (!l.ok()) std::abort();
+    frame.resize(l.length);
+    l3 = l.l3_offset;
+  }
+  // What the ICRC runs over: the IP datagram without the ICRC itself.
+  ByteSpan datagram() const { return ByteSpan(frame).subspan(l3, frame.size() - l3 - kIcrcBytes); }
+};
+
+void report(benchmark::State& state, std::size_t bytes_per_op) {
+  const auto ops = static_cast<double>(state.iterations());
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes_per_op));
+  // Rates print with a "/s" suffix: "Mpkt=10.9/s" is Mpps, "GB=1.5/s" is GB/s (10^9 bytes).
+  state.counters["Mpkt"] = benchmark::Counter(ops / 1e6, benchmark::Counter::kIsRate);
+  state.counters["GB"] = benchmark::Counter(ops * static_cast<double>(bytes_per_op) / 1e9, benchmark::Counter::kIsRate);
+  state.counters["bytes_per_op"] = static_cast<double>(bytes_per_op);
+}
+
+void BM_Parse(benchmark::State& state, bool verify_icrc) {
+  const Fixture f(static_cast<std::size_t>(state.range(0)));
+  ParseOptions o;
+  o.verify_icrc = verify_icrc;
+  Packet p;
+  for (auto _ : state) {
+    const ParseError e = parse_frame(f.frame, o, p);
+    benchmark::DoNotOptimize(e);
+    benchmark::DoNotOptimize(p);
+  }
+  if (parse_frame(f.frame, o, p) != ParseError::None) state.SkipWithError("parse failed");
+  report(state, f.frame.size());
+}
+BENCHMARK_CAPTURE(BM_Parse, icrc_isal, true)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Parse, headers_only, false)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+
+void BM_Build(benchmark::State& state) {
+  const Fixture f(static_cast<std::size_t>(state.range(0)));
+  std::vector<std::byte> out(f.frame.size());
+  for (auto _ : state) {
+    const FrameLayout l = build_frame(f.spec, f.payload, out, CrcBackend::Isal);
+    benchmark::DoNotOptimize(l);
+    benchmark::ClobberMemory();
+  }
+  if (out != f.frame) state.SkipWithError("build differs from the fixture");
+  report(state, f.frame.size());
+}
+BENCHMARK(BM_Build)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+
+void BM_Icrc(benchmark::State& state, CrcBackend backend) {
+  const Fixture f(static_cast<std::size_t>(state.range(0)));
+  const ByteSpan d = f.datagram();
+  for (auto _ : state) {
+    std::uint32_t crc = compute_icrc(backend, IpVersion::V4, d);
+    benchmark::DoNotOptimize(crc);
+  }
+  if (compute_icrc(backend, IpVersion::V4, d) != read_icrc(ByteSpan(f.frame).last(kIcrcBytes)))
+    state.SkipWithError("ICRC differs from the frame's");
+  report(state, d.size());
+}
+BENCHMARK_CAPTURE(BM_Icrc, isal, CrcBackend::Isal)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Icrc, zlib, CrcBackend::Zlib)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Icrc, portable, CrcBackend::Portable)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+
+// Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
+void BM_Memcpy(benchmark::State& state) {
+  const Fixture f(static_cast<std::size_t>(state.range(0)));
+  const ByteSpan d = f.datagram();
+  std::vector<std::byte> out(d.size());
+  for (auto _ : state) {
+    std::memcpy(out.data(), d.data(), d.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  report(state, d.size());
+}
+BENCHMARK(BM_Memcpy)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+
+}  // namespace
+}  // namespace roce::proto
+
+BENCHMARK_MAIN();
