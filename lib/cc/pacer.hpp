@@ -20,6 +20,12 @@
 
 namespace roce::cc {
 
+// The bytes a frame occupies on an Ethernet link: the frame from the destination MAC through the
+// ICRC (what proto::build_frame() writes), plus the 4-byte FCS, 8 bytes of preamble and SFD, and
+// the 12-byte inter-frame gap. Pacing and the DCQCN byte counter both use this, so Rc = C is
+// exactly the line rate.
+constexpr std::uint32_t link_bytes(std::uint32_t frame_bytes) { return frame_bytes + 4 + 8 + 12; }
+
 class Pacer {
  public:
   static constexpr std::uint32_t kMaxBurstBytes = 100'000'000;

@@ -108,6 +108,14 @@ TEST(Pacer, RateChangeAppliesFromTheNextPacket) {
   EXPECT_TRUE(pacer.may_send(20400, 1000));
 }
 
+TEST(Pacer, LinkBytesAddFcsPreambleAndGap) {
+  static_assert(link_bytes(74) == 98);  // an untagged CNP: 74 B frame, 78 B with FCS
+  // 1024 B payload RC WRITE MIDDLE: 14 + 20 + 8 + 12 + 1024 + 4 = 1082 B frame.
+  Pacer pacer(100e9, 1);
+  pacer.on_sent(0, link_bytes(1082));
+  EXPECT_EQ(pacer.earliest_departure(link_bytes(1082)), 89) << "1106 B at 100 Gb/s = 88.48 ns, rounded up";
+}
+
 TEST(Pacer, ZeroRateNeverDeparts) {
   Pacer pacer(0, 1);
   pacer.on_sent(0, 1000);
