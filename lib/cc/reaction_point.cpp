@@ -3,6 +3,7 @@
 #include "lib/cc/reaction_point.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace roce::cc {
 
