@@ -33,7 +33,7 @@ bool NotificationPoint::on_ce_packet(Nanos now) {
         return false;
       }
       pending_ = true;
-      deadline_ = (now / params_.interval + 1) * params_.interval;
+      deadline_ = params_.interval > 0 ? (now / params_.interval + 1) * params_.interval : now;
       return false;
   }
   return false;

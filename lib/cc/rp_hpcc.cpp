@@ -22,7 +22,8 @@ void ReactionPoint::cnp_hpcc(Nanos now) {
   s_.rc_bps = s_.rt_bps = p.rate_on_first_cnp * s_.rc_bps;
   s_.timer_stage = s_.byte_stage = 0;
   s_.alpha_deadline = after(now, p.alpha_resume_interval);
-  s_.decrease_deadline = after(after(now, p.rate_decrease_interval), p.first_check_offset);
+  const Nanos first_check = after(now, p.rate_decrease_interval);
+  s_.decrease_deadline = first_check == kNever ? kNever : first_check + p.first_check_offset;
   s_.increase_deadline = kNever;
   s_.cc_active = true;
 }

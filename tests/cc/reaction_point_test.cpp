@@ -298,6 +298,16 @@ TEST(ReactionPointPaper, SnapshotReportsTheRateState) {
   EXPECT_EQ(classify_cnp(true, true), CnpDisposition::Apply);
 }
 
+TEST(RpParams, AZeroPeriodThatSlipsPastCheckDisablesTheTimerInsteadOfSpinning) {
+  RpParams p = spec_params();
+  p.paper.alpha_interval = 0;
+  ASSERT_NE(check(p), std::nullopt);
+  ReactionPoint rp(p);
+  rp.on_cnp(0);
+  EXPECT_EQ(rp.state().alpha_deadline, kNever);
+  EXPECT_EQ(rp.advance(from_us(55)), 1) << "only the increase timer";
+}
+
 TEST(RpParams, CheckRejectsUnusableValues) {
   EXPECT_EQ(check(paper_params(100 * kGbps)), std::nullopt);
   EXPECT_EQ(check(mlx_params(100 * kGbps)), std::nullopt);

@@ -62,6 +62,16 @@ TEST(ReactionPointHpcc, LaterCnpsSetBothFlagsAndCutAtTheNextCheck) {
   EXPECT_LT(rp.rc_bps(), rc);
 }
 
+TEST(ReactionPointHpcc, ZeroOffsetPutsTheFirstCheckOnTheAlphaDeadline) {
+  RpParams p = hpcc_params(100 * kGbps);
+  p.hpcc.first_check_offset = 0;
+  ReactionPoint rp(p);
+  rp.on_cnp(0);
+  EXPECT_EQ(rp.state().decrease_deadline, from_us(4));
+  rp.advance(from_us(4));
+  EXPECT_REL(rp.rc_bps(), 50.77668427256867 * kGbps) << "alpha first at the tie, as with the offset";
+}
+
 TEST(ReactionPointHpcc, NoByteCounter) {
   ReactionPoint rp(hpcc_params(100 * kGbps));
   rp.on_cnp(0);
