@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/rdma/completion_queue.hpp"
+#include "lib/rdma/congestion.hpp"
 #include "lib/rdma/counters.hpp"
 #include "lib/rdma/memory.hpp"
 #include "lib/rdma/qp_state.hpp"
@@ -55,6 +56,7 @@ struct TransportTuning {
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;
+  CongestionConfig congestion{};              // DCQCN on RC and UC QPs
 };
 
 struct QpContext {

@@ -43,6 +43,7 @@ QueuePair::QueuePair(const QpConfig& cfg, const TransportTuning* tuning, MrTable
   ctx_.send_segments.resize(std::size_t{cap.max_send_wr} * std::max<std::uint32_t>(cap.max_send_sge, 1));
   ctx_.recv_segments.resize(std::size_t{cap.max_recv_wr} * std::max<std::uint32_t>(cap.max_recv_sge, 1));
   ctx_.inline_data.resize(std::size_t{cap.max_send_wr} * cap.max_inline_data);
+  if (tuning->congestion.enabled && cfg.type != IBV_QPT_UD) cc_ = std::make_unique<QpCongestion>(tuning->congestion, 0);
 }
 
 void QueuePair::set_state(QpState s) { ctx_.state = s; }
@@ -323,6 +324,10 @@ void QueuePair::after_completer(CompleterOutcome o) {
 }
 
 void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
+  if (pkt.ecn() == Ecn::Ce) {
+    ctx_.counters.inc(Counter::EcnCeReceived);
+    if (cc_ && cc::triggers_cnp(pkt) && ctx_.accepts_requests() && cc_->on_ce(now)) cnp_pending_ = true;
+  }
   if (pkt.info->is_request) {
     if (!ctx_.accepts_requests()) {
       ctx_.counters.inc(Counter::BadStateDrops);
@@ -339,17 +344,68 @@ void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
 }
 
 void QueuePair::on_cnp(Nanos now) {
-  (void)now;
   ctx_.counters.inc(Counter::CnpReceived);
-  // No reaction point is attached to this QP: the CNP is counted and has no effect.
-  ctx_.counters.inc(Counter::CnpIgnored);
+  if (!cc_ || ctx_.state == QpState::Reset || ctx_.state == QpState::Err) {
+    ctx_.counters.inc(Counter::CnpIgnored);  // no reaction point on this QP
+    return;
+  }
+  cc_->on_cnp(now);
 }
 
-bool QueuePair::has_tx_work() const { return resp_.has_output() || req_.can_send(ctx_); }
+bool QueuePair::has_tx_work() const {
+  if (cnp_pending_) return true;
+  if (pacer_wake_ != kNever) return false;
+  return resp_.has_output() || req_.can_send(ctx_);
+}
+
+std::uint32_t QueuePair::max_frame_bytes() const {
+  // Ethernet + IPv6 + UDP + BTH + the largest extension headers + ICRC, around one path MTU.
+  return 14 + 8 + 40 + 8 + 12 + 28 + ctx_.cfg.pmtu + 4;
+}
+
+bool QueuePair::paced_out(Nanos now) {
+  if (!cc_ || cc_->may_send(now, max_frame_bytes())) return false;
+  pacer_wake_ = cc_->earliest_departure(max_frame_bytes());
+  if (pacer_wake_ <= now) pacer_wake_ = now + 1;
+  return true;
+}
+
+bool QueuePair::build_cnp(TxFrame& frame) {
+  cnp_pending_ = false;
+  const FrameSpec& p = ctx_.path;
+  cc::CnpEndpoints ep;
+  ep.ip_version = p.ip_version;
+  ep.src4 = p.ipv4.src;
+  ep.dst4 = p.ipv4.dst;
+  ep.src6 = p.ipv6.src;
+  ep.dst6 = p.ipv6.dst;
+  FrameSpec spec = cc::cnp_frame_spec(ep, ctx_.cfg.dest_qpn, ctx_.tuning->congestion.cnp);
+  spec.with_ethernet = true;
+  spec.eth.src = p.eth.src;
+  spec.eth.dst = p.eth.dst;
+  const FrameLayout l = build_frame(spec, {}, MutableByteSpan{frame.data, frame.capacity}, ctx_.tuning->crc);
+  if (!l.ok()) {
+    ctx_.counters.inc(Counter::SendErr);
+    return false;
+  }
+  frame.length = static_cast<std::uint32_t>(l.length);
+  ctx_.counters.inc(Counter::CnpSent);
+  ctx_.counters.inc(Counter::SentPkts);
+  return true;
+}
 
 bool QueuePair::build_next(TxFrame& frame, Nanos now) {
+  if (cnp_pending_) return build_cnp(frame);
+  if (pacer_wake_ != kNever) return false;
   // Responses first: they release the peer's requester.
-  if (resp_.has_output()) return resp_.build_next(ctx_, frame);
+  if (resp_.has_output()) {
+    if (resp_.next_is_data() && paced_out(now)) return false;
+    const bool data = resp_.next_is_data();
+    const bool built = resp_.build_next(ctx_, frame);
+    if (built && data && cc_) cc_->on_data_sent(now, frame.length);
+    return built;
+  }
+  if (cc_ && req_.can_send(ctx_) && paced_out(now)) return false;
   bool local_error = false;
   const bool built = req_.build_next(ctx_, frame, &local_error);
   if (local_error) {
@@ -358,6 +414,7 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
     return false;
   }
   if (!built) return false;
+  if (cc_) cc_->on_data_sent(now, frame.length);
   if (ctx_.is_rc()) comp_.on_request_sent(ctx_, req_, now);
   else comp_.retire(ctx_, req_);
   return frame.length != 0;
@@ -365,12 +422,16 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
 
 void QueuePair::on_timer(Nanos now) {
   if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return;
+  if (pacer_wake_ <= now) pacer_wake_ = kNever;
+  if (cc_ && cc_->advance(now)) cnp_pending_ = true;
   after_completer(comp_.on_timer(ctx_, req_, now));
 }
 
 Nanos QueuePair::deadline() const {
   if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return kNever;
-  return comp_.deadline();
+  Nanos d = std::min(comp_.deadline(), pacer_wake_);
+  if (cc_) d = std::min(d, cc_->next_deadline());
+  return d;
 }
 
 }  // namespace roce

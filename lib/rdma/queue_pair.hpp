@@ -4,6 +4,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <memory>
+
 #include "lib/rdma/address.hpp"
 #include "lib/rdma/completer.hpp"
 #include "lib/rdma/qp_context.hpp"
@@ -59,6 +61,7 @@ class QueuePair {
   const Responder& responder() const { return resp_; }
   const Completer& completer() const { return comp_; }
   const QpContext& context() const { return ctx_; }
+  const QpCongestion* congestion() const { return cc_.get(); }
 
   bool in_active_list = false;  // owned by the engine's scheduler
   std::uint32_t slot = 0;       // index in the engine's QP table
@@ -70,11 +73,18 @@ class QueuePair {
   Status build_path(const ibv_qp_attr& attr, const PathConfig& path);
   void apply(const ibv_qp_attr& attr, int mask);
   void after_completer(CompleterOutcome o);
+  bool build_cnp(TxFrame& frame);
+  // Whether the pacer lets a data frame go now; if not, the QP sleeps until it does.
+  bool paced_out(Nanos now);
+  std::uint32_t max_frame_bytes() const;
 
   QpContext ctx_;
   Requester req_;
   Responder resp_;
   Completer comp_;
+  std::unique_ptr<QpCongestion> cc_;
+  bool cnp_pending_ = false;
+  Nanos pacer_wake_ = kNever;  // set while the pacer holds the QP back
 };
 
 }  // namespace roce

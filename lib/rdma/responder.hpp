@@ -36,6 +36,8 @@ class Responder {
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
 
   bool has_output() const { return out_count_ > 0; }
+  // The next packet out carries data (a READ response): the pacer governs it.
+  bool next_is_data() const { return out_count_ > 0 && out_[out_head_].kind == Item::Kind::ReadResponse; }
   // Writes the next queued response packet.
   bool build_next(QpContext& qp, TxFrame& frame);
   void clear_output() { out_count_ = 0; }

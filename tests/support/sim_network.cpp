@@ -1,5 +1,7 @@
 #include "tests/support/sim_network.hpp"
 
+#include "protocol/checksum.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,21 @@ using namespace roce::proto;
 
 namespace {
 constexpr std::size_t kBurst = 32;
+
+// Sets CE on an ECN-capable IPv4 frame and fixes the header checksum (the ICRC masks TOS).
+bool mark_ce(std::vector<std::byte>& f) {
+  constexpr std::size_t l3 = sizeof(EthernetHeader);
+  if (f.size() < l3 + sizeof(Ipv4Header) || std::to_integer<unsigned>(f[12]) != 0x08 || std::to_integer<unsigned>(f[13]) != 0x00)
+    return false;
+  const auto tos = std::to_integer<std::uint8_t>(f[l3 + 1]);
+  if ((tos & 3) == 0 || (tos & 3) == 3) return false;
+  f[l3 + 1] = std::byte{static_cast<std::uint8_t>(tos | 3)};
+  f[l3 + 10] = f[l3 + 11] = std::byte{0};
+  const std::uint16_t sum = internet_checksum(std::span{f}.subspan(l3, sizeof(Ipv4Header)));
+  f[l3 + 10] = std::byte{static_cast<std::uint8_t>(sum >> 8)};
+  f[l3 + 11] = std::byte{static_cast<std::uint8_t>(sum & 0xFF)};
+  return true;
+}
 constexpr std::uint32_t kFrameBytes = 4096 + 256;
 constexpr Nanos kTxRingNs = 2 * kMicro;  // what a small NIC TX ring holds at the link rate
 }  // namespace
@@ -80,6 +97,7 @@ void SimNetwork::emit(Host& from, std::span<const std::byte> frame) {
     copy[pos(rng_)] ^= std::byte{0x5A};
     ++st.corrupted;
   }
+  if (f.ce_mark > 0 && u(rng_) < f.ce_mark && mark_ce(copy)) ++st.ce_marked;
   Nanos at = depart + f.delay;
   if (f.reorder > 0 && u(rng_) < f.reorder) {
     at += f.reorder_delay;

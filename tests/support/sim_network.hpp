@@ -22,6 +22,7 @@ struct LinkFaults {
   double duplicate = 0;  // probability a frame is delivered twice
   double reorder = 0;    // probability a frame is held back by reorder_delay
   double corrupt = 0;    // probability one byte of the frame is flipped (the ICRC must catch it)
+  double ce_mark = 0;    // probability an ECN-capable IPv4 frame is marked CE, as a switch would
   Nanos delay = 2 * kMicro;
   Nanos reorder_delay = 10 * kMicro;
   double bandwidth_bps = 0;  // 0 = unlimited
@@ -30,7 +31,7 @@ struct LinkFaults {
 };
 
 struct LinkStats {
-  std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0;
+  std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0, ce_marked = 0;
 };
 
 class SimNetwork {

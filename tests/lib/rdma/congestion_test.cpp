@@ -1,0 +1,118 @@
+// DCQCN through the transport: CE marks on the path come back as CNPs, the sender's reaction
+// point cuts its rate and the pacer spaces its packets at the new rate.
+#include <gtest/gtest.h>
+
+#include "protocol/parser.hpp"
+#include "tests/support/sim_network.hpp"
+#include "tests/support/verbs_helpers.hpp"
+
+namespace roce::test {
+namespace {
+
+using namespace roce::proto;
+
+EngineConfig cc_config(double line_bps) {
+  EngineConfig c;
+  c.tuning.congestion.enabled = true;
+  c.tuning.congestion.rp = cc::paper_params(line_bps);
+  return c;
+}
+
+struct Net {
+  SimNetwork net{11};
+  Endpoint a, b;
+  std::vector<Nanos> a_data_times;
+  std::vector<Nanos> b_cnp_times;
+  Net(LinkFaults a_to_b, bool cc = true) {
+    net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cc ? cc_config(10e9) : EngineConfig{});
+    net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cc ? cc_config(10e9) : EngineConfig{});
+    net.connect("a", "b", a_to_b, {});
+    net.on_transmit = [this](const std::string& from, std::span<const std::byte> f, Nanos t) {
+      Packet p;
+      if (parse_frame(f, {}, p) != ParseError::None) return;
+      if (from == "a" && p.info->operation == Operation::Write) a_data_times.push_back(t);
+      if (from == "b" && p.opcode() == raw(Opcode::Cnp)) b_cnp_times.push_back(t);
+    };
+    QpOptions o;
+    o.mtu = IBV_MTU_4096;
+    a = make_endpoint(net.host("a"), o);
+    b = make_endpoint(net.host("b"), o);
+    connect_pair(a, b, o);
+  }
+  void write(std::size_t bytes, int count) {
+    static std::vector<std::byte> src(4 << 20), dst(4 << 20);
+    auto* sm = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
+    auto* dm = reg(*b.engine, b.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    for (int i = 0; i < count; ++i) {
+      ibv_sge g = sge(src.data(), static_cast<std::uint32_t>(bytes), sm);
+      ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, static_cast<std::uint64_t>(i), &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
+    }
+    int done = 0;
+    ASSERT_TRUE(net.run_until([&] { done += static_cast<int>(drain(a).size()); return done == count; }, net.now() + 10 * kSecond));
+  }
+};
+
+TEST(Congestion, CeMarkedDataIsAnsweredWithPacedCnpsThatCutTheSenderRate) {
+  LinkFaults mark_all;
+  mark_all.ce_mark = 1.0;
+  mark_all.bandwidth_bps = 10e9;
+  Net n(mark_all);
+  n.write(1 << 20, 4);
+  const QpCongestion* rp_side = n.a.qp->congestion();
+  ASSERT_NE(rp_side, nullptr);
+  EXPECT_LT(rp_side->reaction_point().rc_bps(), 10e9);
+  EXPECT_GT(rp_side->reaction_point().counters().rate_decreases, 0u);
+  EXPECT_GT(n.a.qp->counters().get(Counter::CnpReceived), 0u);
+  EXPECT_EQ(n.a.qp->counters().get(Counter::CnpIgnored), 0u);
+  EXPECT_EQ(n.b.qp->counters().get(Counter::CnpSent), n.b_cnp_times.size());
+  // The notification point sends at most one CNP per 50 us for the QP.
+  for (std::size_t i = 1; i < n.b_cnp_times.size(); ++i) EXPECT_GE(n.b_cnp_times[i] - n.b_cnp_times[i - 1], 50 * kMicro);
+  EXPECT_GT(n.b.qp->counters().get(Counter::EcnCeReceived), 0u);
+}
+
+TEST(Congestion, PacerHoldsTheSenderToItsRateAfterACut) {
+  LinkFaults mark_all;
+  mark_all.ce_mark = 1.0;
+  Net n(mark_all);
+  n.write(1 << 20, 2);
+  const double rc = n.a.qp->congestion()->reaction_point().rc_bps();
+  ASSERT_LT(rc, 10e9);
+  // Departures of the last full-size packets are spaced by at least their link time at Rc.
+  const auto& t = n.a_data_times;
+  ASSERT_GT(t.size(), 100u);
+  const std::size_t k = t.size() - 50;
+  const double span_ns = static_cast<double>(t.back() - t[k]);
+  const double bits = 49.0 * cc::link_bytes(4096 + 58) * 8;
+  EXPECT_GE(bits / span_ns * 1e9, 0.5 * rc);  // not slower than the rate (rc may rise in between)
+  EXPECT_LE(bits / span_ns * 1e9, 10e9 * 1.01);
+}
+
+TEST(Congestion, DataGoesOutEct0AndNoCnpWithoutCe) {
+  Net n(LinkFaults{});
+  n.write(1 << 20, 2);
+  EXPECT_TRUE(n.b_cnp_times.empty());
+  EXPECT_EQ(n.a.qp->congestion()->reaction_point().rc_bps(), 10e9);
+}
+
+TEST(Congestion, CnpForAQpWithoutReactionPointIsCountedAsIgnored) {
+  LinkFaults mark_all;
+  mark_all.ce_mark = 1.0;
+  SimNetwork net{12};
+  net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1});               // no DCQCN
+  net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cc_config(10e9));  // sends CNPs
+  net.connect("a", "b", mark_all, {});
+  QpOptions o;
+  Endpoint a = make_endpoint(net.host("a"), o), b = make_endpoint(net.host("b"), o);
+  connect_pair(a, b, o);
+  std::vector<std::byte> src(4096), dst(4096);
+  auto* sm = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  auto* dm = reg(*b.engine, b.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_sge g = sge(src.data(), 4096, sm);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
+  net.run_idle(kSecond);
+  EXPECT_EQ(drain(a).size(), 1u);
+  EXPECT_GT(a.qp->counters().get(Counter::CnpIgnored), 0u);
+}
+
+}  // namespace
+}  // namespace roce::test
