@@ -1,0 +1,123 @@
+#include "apps/common/oob/perftest.hpp"
+
+#include <array>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+
+#include "protocol/be.hpp"
+
+namespace roce::app {
+
+namespace {
+
+constexpr std::size_t kVersionBytes = 16;
+constexpr std::size_t kDoneBytes = 5;
+
+std::pair<int, int> version_numbers(const std::string& v) {
+  int major = 0, minor = 0;
+  std::sscanf(v.c_str(), "%d.%d", &major, &minor);
+  return {major, minor};
+}
+
+template <typename T>
+std::span<const std::byte> bytes_of(const T& v) {
+  return std::as_bytes(std::span{&v, 1});
+}
+
+}  // namespace
+
+int compare_versions(const std::string& a, const std::string& b) {
+  const auto x = version_numbers(a), y = version_numbers(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+std::uint64_t double_to_wire(double v) { return std::bit_cast<std::uint64_t>(v); }
+double double_from_wire(std::uint64_t bits) { return std::bit_cast<double>(bits); }
+
+Status PerftestSession::swap_bytes(std::span<const std::byte> mine, std::span<std::byte> theirs) {
+  if (role_ == OobRole::Client) {
+    if (Status s = tcp_.write_all(mine); !s) return s;
+    return tcp_.read_exact(theirs, timeout_);
+  }
+  if (Status s = tcp_.read_exact(theirs, timeout_); !s) return s;
+  return tcp_.write_all(mine);
+}
+
+Status PerftestSession::exchange_versions() {
+  std::array<char, kVersionBytes> mine{};
+  std::strncpy(mine.data(), kVersion, mine.size() - 1);
+  std::array<char, kVersionBytes> theirs{};
+  if (Status s = swap_bytes(std::as_bytes(std::span{mine}), std::as_writable_bytes(std::span{theirs})); !s) return s;
+  theirs.back() = '\0';
+  remote_version_ = theirs.data();
+  if (compare_versions(remote_version_, "5.31") < 0)
+    return make_error(EPROTO, "perftest " + remote_version_ + " is older than 5.31, whose exchange this tool speaks");
+  return {};
+}
+
+Status PerftestSession::exchange_sizes(std::uint32_t cycle_buffer, std::uint32_t cache_line) {
+  if (compare_versions(remote_version_, "5.32") < 0) return {};
+  for (std::uint32_t v : {cycle_buffer, cache_line}) {
+    const proto::Be32 mine = proto::Be32::of(v);
+    proto::Be32 theirs;
+    if (Status s = swap_bytes(bytes_of(mine), std::as_writable_bytes(std::span{&theirs, 1})); !s) return s;
+  }
+  return {};
+}
+
+Result<ibv_mtu> PerftestSession::exchange_mtu(ibv_mtu mine) {
+  const std::array<char, 2> out{static_cast<char>('0' + static_cast<int>(mine)), '\0'};
+  std::array<char, 2> in{};
+  if (Status s = swap_bytes(std::as_bytes(std::span{out}), std::as_writable_bytes(std::span{in})); !s) return s.error();
+  const int theirs = in[0] - '0';
+  if (theirs < IBV_MTU_256 || theirs > IBV_MTU_4096)
+    return make_error(EPROTO, std::string("the peer sent MTU '") + in[0] + "', not 1..5");
+  return static_cast<ibv_mtu>(std::min<int>(theirs, static_cast<int>(mine)));
+}
+
+Result<PerftestDest> PerftestSession::exchange_dest(const PerftestDest& mine) {
+  const std::string rec = format_perftest(mine);
+  std::string in(rec.size(), '\0');
+  if (Status s = swap_bytes(std::as_bytes(std::span{rec}), std::as_writable_bytes(std::span{in})); !s) return s.error();
+  return parse_perftest(std::as_bytes(std::span{in}));
+}
+
+Result<PerftestResults> PerftestSession::exchange_results(const PerftestResults& mine) {
+  PerftestResults theirs;
+  const bool wide_iters = compare_versions(remote_version_, "5.33") >= 0;
+  auto swap64 = [&](std::uint64_t v, std::uint64_t& out) -> Status {
+    const proto::Be64 m = proto::Be64::of(v);
+    proto::Be64 t;
+    if (Status s = swap_bytes(bytes_of(m), std::as_writable_bytes(std::span{&t, 1})); !s) return s;
+    out = t.get();
+    return {};
+  };
+  std::uint64_t peak, avg, rate;
+  if (Status s = swap64(mine.size, theirs.size); !s) return s.error();
+  if (wide_iters) {
+    if (Status s = swap64(mine.iters, theirs.iters); !s) return s.error();
+  } else {
+    const proto::Be32 m = proto::Be32::of(static_cast<std::uint32_t>(mine.iters));
+    proto::Be32 t;
+    if (Status s = swap_bytes(bytes_of(m), std::as_writable_bytes(std::span{&t, 1})); !s) return s.error();
+    theirs.iters = t.get();
+  }
+  if (Status s = swap64(double_to_wire(mine.bw_peak), peak); !s) return s.error();
+  if (Status s = swap64(double_to_wire(mine.bw_avg), avg); !s) return s.error();
+  if (Status s = swap64(double_to_wire(mine.msg_rate), rate); !s) return s.error();
+  theirs.bw_peak = double_from_wire(peak);
+  theirs.bw_avg = double_from_wire(avg);
+  theirs.msg_rate = double_from_wire(rate);
+  return theirs;
+}
+
+Status PerftestSession::exchange_done() {
+  static constexpr char kDone[kDoneBytes] = {'d', 'o', 'n', 'e', '\0'};
+  std::array<char, kDoneBytes> in{};
+  // Both sides send "done" without waiting for each other; then each reads the other's.
+  if (Status s = tcp_.write_all(std::as_bytes(std::span{kDone})); !s) return s;
+  return tcp_.read_exact(std::as_writable_bytes(std::span{in}), timeout_);
+}
+
+}  // namespace roce::app

@@ -1,0 +1,59 @@
+// perftest's Ethernet-mode exchange (ib_*_bw / ib_*_lat, perftest 4.5, ../shared/interop/OOB.md):
+// fixed-size records with no framing, where in every step the client writes then reads and
+// the server reads then writes. The test programs sequence the steps.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <string>
+
+#include "apps/common/oob/records.hpp"
+#include "apps/common/tcp.hpp"
+
+namespace roce::app {
+
+enum class OobRole : std::uint8_t { Client, Server };
+
+struct PerftestResults {
+  std::uint64_t size = 0;
+  std::uint64_t iters = 0;
+  double bw_peak = 0;  // as perftest reports them (MB/s or Gb/s)
+  double bw_avg = 0;
+  double msg_rate = 0;  // Mpps
+};
+
+// perftest version strings compare as major.minor numbers ("5.32" < "6.06").
+int compare_versions(const std::string& a, const std::string& b);
+
+class PerftestSession {
+ public:
+  static constexpr const char* kVersion = "6.06";  // what perftest 4.5 (Debian 12) sends
+
+  PerftestSession(TcpStream& tcp, OobRole role, int timeout_ms = 30'000) : tcp_(tcp), role_(role), timeout_(timeout_ms) {}
+
+  Status exchange_versions();
+  // Cycle-buffer (page) size and cache line: each side keeps the larger. Skipped for peers
+  // older than 5.32, as perftest does.
+  Status exchange_sizes(std::uint32_t cycle_buffer = 4096, std::uint32_t cache_line = 64);
+  // Both sides use the smaller MTU.
+  Result<ibv_mtu> exchange_mtu(ibv_mtu mine);
+  Result<PerftestDest> exchange_dest(const PerftestDest& mine);
+  Result<PerftestResults> exchange_results(const PerftestResults& mine);
+  Status exchange_done();
+
+  const std::string& remote_version() const { return remote_version_; }
+
+ private:
+  Status swap_bytes(std::span<const std::byte> mine, std::span<std::byte> theirs);
+
+  TcpStream& tcp_;
+  OobRole role_;
+  int timeout_;
+  std::string remote_version_ = kVersion;
+};
+
+// Big-endian IEEE 754 bytes of a double (perftest's hton_double) and back.
+std::uint64_t double_to_wire(double v);
+double double_from_wire(std::uint64_t bits);
+
+}  // namespace roce::app

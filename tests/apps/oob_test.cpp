@@ -1,0 +1,176 @@
+// The out-of-band records and exchanges of ibv_rc_pingpong and perftest, checked against the
+// bytes real tools sent (../shared/captures) and end to end over a local TCP connection.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "apps/common/oob/perftest.hpp"
+#include "apps/common/oob/pingpong.hpp"
+#include "tests/support/hex.hpp"
+
+namespace roce::app {
+namespace {
+
+std::vector<std::byte> text_record(const std::string& s) {
+  std::vector<std::byte> v(s.size() + 1);
+  std::memcpy(v.data(), s.c_str(), s.size() + 1);
+  return v;
+}
+
+// rc_pingpong.pcap (rxe, 10.77.0.3 client): "0000:000011:4ae6c8:...ffff0a4d0003"
+TEST(PingpongRecord, ParsesAndReformatsTheRecordRdmaCoreSent) {
+  const auto rec = text_record("0000:000011:4ae6c8:00000000000000000000ffff0a4d0003");
+  ASSERT_EQ(rec.size(), kPingpongRecordBytes);
+  auto d = parse_pingpong(rec);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->qpn, 0x11u);
+  EXPECT_EQ(d->psn, 0x4ae6c8u);
+  EXPECT_EQ(d->gid.raw[10], 0xFF);
+  EXPECT_EQ(d->gid.raw[15], 0x03);
+  const auto again = format_pingpong(*d);
+  EXPECT_TRUE(std::equal(again.begin(), again.end(), rec.begin()));
+}
+
+TEST(PingpongRecord, RejectsGarbageWithAReason) {
+  EXPECT_FALSE(parse_pingpong(text_record("hello")).ok());
+  auto bad = text_record("0000:00001z:4ae6c8:00000000000000000000ffff0a4d0003");
+  const auto r = parse_pingpong(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("LID:QPN:PSN:GID"), std::string::npos);
+}
+
+// ib_write_bw.pcap (rxe client) and connectx_ib_send_bw.pcap (ConnectX client).
+TEST(PerftestRecord, ParsesTheRecordsPerftestSent) {
+  const auto rxe = text_record(
+      "0000:0001:000018:932a2e:0000082b:0000563016685000:00:00:00:00:00:00:00:00:00:00:ff:ff:0a:4d:00:03:00000000:");
+  ASSERT_EQ(rxe.size(), kPerftestRecordBytes);
+  auto d = parse_perftest(rxe);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->out_reads, 1);
+  EXPECT_EQ(d->qpn, 0x18u);
+  EXPECT_EQ(d->psn, 0x932a2eu);
+  EXPECT_EQ(d->rkey, 0x82bu);
+  EXPECT_EQ(d->vaddr, 0x0000563016685000ull);
+  EXPECT_EQ(d->gid.raw[14], 0x00);
+  EXPECT_EQ(d->gid.raw[15], 0x03);
+  EXPECT_EQ(format_perftest(*d), std::string(reinterpret_cast<const char*>(rxe.data()), rxe.size()));
+
+  const auto cx = text_record("0000:0001:00018b:1d8791:001bdee1:0000555c79c19000:00:00:00:00:00:00:00:00:00:00:ff:ff:0a:0a:0a:1a:00000000:");
+  auto c = parse_perftest(cx);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rkey, 0x001bdee1u);
+}
+
+TEST(PerftestRecord, TheNoGidFormIs59Bytes) {
+  PerftestDest d;
+  d.has_gid = false;
+  d.qpn = 0x42;
+  const std::string rec = format_perftest(d);
+  EXPECT_EQ(rec.size(), kPerftestRecordNoGidBytes);
+  auto back = parse_perftest(std::as_bytes(std::span{rec}));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->has_gid);
+  EXPECT_EQ(back->qpn, 0x42u);
+}
+
+TEST(PerftestWire, DoublesTravelBigEndian) {
+  // ib_write_bw.pcap: the client's bw_peak field is 40 25 47 aa 9a a7 c8 1b.
+  const double v = double_from_wire(0x402547aa9aa7c81bULL);
+  EXPECT_NEAR(v, 10.639, 0.001);
+  EXPECT_EQ(double_to_wire(v), 0x402547aa9aa7c81bULL);
+  EXPECT_LT(compare_versions("5.31", "6.06"), 0);
+  EXPECT_GT(compare_versions("6.06", "5.33"), 0);
+  EXPECT_EQ(compare_versions("5.99", "5.99"), 0);
+}
+
+struct LoopbackPair {
+  TcpStream client, server;
+  LoopbackPair() {
+    auto l = TcpListener::listen("127.0.0.1", 0);
+    EXPECT_TRUE(l.ok());
+    std::thread t([&] {
+      auto c = TcpStream::connect("127.0.0.1", l->port(), 2000);
+      EXPECT_TRUE(c.ok());
+      client = std::move(*c);
+    });
+    auto s = l->accept(5000);
+    t.join();
+    EXPECT_TRUE(s.ok());
+    server = std::move(*s);
+  }
+};
+
+TEST(PerftestSession, ClientAndServerAgreeOnEveryStep) {
+  LoopbackPair p;
+  PerftestDest c_dest, s_dest;
+  c_dest.qpn = 0x11;
+  c_dest.rkey = 0xabc;
+  s_dest.qpn = 0x22;
+  s_dest.vaddr = 0x7f0000001000;
+  PerftestResults c_res{4096, 32, 10.5, 9.5, 0.3};
+  std::thread server([&] {
+    PerftestSession s(p.server, OobRole::Server);
+    ASSERT_TRUE(s.exchange_versions().ok());
+    ASSERT_TRUE(s.exchange_sizes().ok());
+    auto mtu = s.exchange_mtu(IBV_MTU_4096);
+    ASSERT_TRUE(mtu.ok());
+    EXPECT_EQ(*mtu, IBV_MTU_1024);
+    auto peer = s.exchange_dest(s_dest);
+    ASSERT_TRUE(peer.ok());
+    EXPECT_EQ(peer->qpn, 0x11u);
+    auto res = s.exchange_results(PerftestResults{});
+    ASSERT_TRUE(res.ok());
+    EXPECT_EQ(res->iters, 32u);
+    EXPECT_DOUBLE_EQ(res->bw_avg, 9.5);
+    EXPECT_TRUE(s.exchange_done().ok());
+  });
+  PerftestSession c(p.client, OobRole::Client);
+  ASSERT_TRUE(c.exchange_versions().ok());
+  EXPECT_EQ(c.remote_version(), "6.06");
+  ASSERT_TRUE(c.exchange_sizes().ok());
+  auto mtu = c.exchange_mtu(IBV_MTU_1024);
+  ASSERT_TRUE(mtu.ok());
+  EXPECT_EQ(*mtu, IBV_MTU_1024);
+  auto peer = c.exchange_dest(c_dest);
+  ASSERT_TRUE(peer.ok());
+  EXPECT_EQ(peer->vaddr, 0x7f0000001000u);
+  ASSERT_TRUE(c.exchange_results(c_res).ok());
+  EXPECT_TRUE(c.exchange_done().ok());
+  server.join();
+}
+
+TEST(PingpongExchange, ServerConnectsBeforeAnswering) {
+  LoopbackPair p;
+  PingpongDest c_dest, s_dest;
+  c_dest.qpn = 0x11;
+  c_dest.psn = 0x123;
+  s_dest.qpn = 0x33;
+  bool connected = false;
+  std::thread server([&] {
+    auto r = pingpong_server_exchange(p.server, s_dest, [&](const PingpongDest& d) {
+      EXPECT_EQ(d.psn, 0x123u);
+      connected = true;
+      return Status{};
+    });
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  });
+  auto r = pingpong_client_exchange(p.client, c_dest);
+  server.join();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->qpn, 0x33u);
+  EXPECT_TRUE(connected);
+}
+
+TEST(PingpongExchange, PeerClosingMidRecordIsAClearError) {
+  LoopbackPair p;
+  const std::string half = "0000:000011";
+  ASSERT_TRUE(p.client.write_all(std::as_bytes(std::span{half})).ok());
+  p.client = TcpStream{};
+  auto r = pingpong_server_exchange(p.server, PingpongDest{}, [](const PingpongDest&) { return Status{}; }, 2000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("closed"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace roce::app
