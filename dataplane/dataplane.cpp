@@ -170,10 +170,11 @@ std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
   if (auto m = arp_.lookup(ip.v4)) return m;
   workers_[0]->request_arp(ip.v4);
   const Nanos deadline = clock_.now() + wait_ns;
+  const bool polled_elsewhere = launched_ || driven_elsewhere_;
   while (clock_.now() < deadline) {
-    if (!launched_) poll_once();
+    if (!polled_elsewhere) poll_once();
     if (auto m = arp_.lookup(ip.v4)) return m;
-    if (launched_) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (polled_elsewhere) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return std::nullopt;
 }

@@ -60,8 +60,10 @@ class Dataplane {
   // Needs the dataplane to be running (launched or stepped from another thread).
   std::optional<proto::MacAddr> resolve(const IpAddress& ip, Nanos wait);
 
-  // Stepping by hand: every loop polls once.
+  // Stepping by hand: every loop polls once. When another thread does the stepping (several
+  // dataplanes sharing one polling lcore), say so, so that call() goes through the mailbox.
   void poll_once();
+  void set_driven_by_other_thread(bool on) { driven_elsewhere_ = on; }
   void flush();
 
   // Running on lcores: each loop gets one of `lcores` (worker lcores, not the main one); with
@@ -76,7 +78,7 @@ class Dataplane {
   template <typename Fn>
   auto call(unsigned worker, Fn&& fn) -> decltype(fn(std::declval<Engine&>())) {
     using R = decltype(fn(std::declval<Engine&>()));
-    if (!launched_) return fn(workers_[worker]->engine());
+    if (!launched_ && !driven_elsewhere_) return fn(workers_[worker]->engine());
     auto task = std::make_shared<std::packaged_task<R(Engine&)>>(std::forward<Fn>(fn));
     auto fut = task->get_future();
     workers_[worker]->post_command([task](Engine& e) { (*task)(e); });
@@ -107,6 +109,7 @@ class Dataplane {
   std::vector<Loop> loops_;
   std::vector<unsigned> launched_lcores_;
   bool launched_ = false;
+  std::atomic<bool> driven_elsewhere_{false};
   bool port_open_ = false;
   int main_loop_ = -2;  // loop index the main lcore runs in run_on_this_thread(); -2 = none
   std::atomic<bool> running_{false};

@@ -33,7 +33,7 @@ Status Engine::destroy_cq(CompletionQueue* cq) {
 Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   if (attr.type != IBV_QPT_RC && attr.type != IBV_QPT_UC && attr.type != IBV_QPT_UD)
     return make_error(EINVAL, "QP type must be RC, UC or UD");
-  if (pd == 0 || pd > next_pd_) return make_error(EINVAL, "unknown protection domain");
+  if (!mrs_.pd_exists(pd)) return make_error(EINVAL, "unknown protection domain");
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr) return make_error(EINVAL, "send_cq and recv_cq are required");
   const ibv_qp_cap& c = attr.cap;
   if (c.max_send_wr == 0 || c.max_send_wr > cfg_.max_qp_wr || c.max_recv_wr > cfg_.max_qp_wr)

@@ -55,7 +55,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Control path (may allocate).
-  PdHandle alloc_pd() { return ++next_pd_; }
+  PdHandle alloc_pd() { return mrs_.alloc_pd(); }
   Result<CompletionQueue*> create_cq(std::uint32_t depth);
   Status destroy_cq(CompletionQueue* cq);
   Result<QueuePair*> create_qp(PdHandle pd, const QpInit& attr);
@@ -96,7 +96,6 @@ class Engine {
 
   EngineConfig cfg_;
   MrTable& mrs_;
-  PdHandle next_pd_ = 0;
   std::vector<std::unique_ptr<QueuePair>> qps_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<std::unique_ptr<AddressHandle>> ahs_;

@@ -36,6 +36,11 @@ class MrTable {
  public:
   explicit MrTable(std::size_t capacity = 4096);
 
+  // Protection domains are numbered here, not per engine: engines sharing this table must
+  // never hand out the same PD.
+  PdHandle alloc_pd() { return next_pd_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  bool pd_exists(PdHandle pd) const { return pd != 0 && pd <= next_pd_.load(std::memory_order_relaxed); }
+
   Result<const MemoryRegion*> register_region(PdHandle pd, void* addr, std::size_t length, int access);
   Status deregister(std::uint32_t key);
   // Remote invalidation (SEND_WITH_INVALIDATE): the key stops working, the slot stays taken
@@ -68,6 +73,7 @@ class MrTable {
   std::vector<Slot> slots_;
   std::size_t in_use_ = 0;
   std::size_t next_hint_ = 0;
+  std::atomic<PdHandle> next_pd_{0};
 };
 
 // Range test used wherever a peer-supplied address meets a registered range.
