@@ -16,7 +16,7 @@ constexpr const char* kDescription =
     "tshark or Wireshark) and prints one line per frame: verdict, BTH fields, AETH/RETH,\n"
     "payload length and whether the ICRC is correct.\n";
 
-constexpr const char* kEpilog = R"(
+constexpr const char* kVerdicts = R"(
 Link types: Ethernet, Linux cooked (SLL, SLL2: tcpdump -i any), raw IP.
 
 Verdict of each frame:
@@ -24,9 +24,11 @@ Verdict of each frame:
   rocev1     EtherType 0x8915 (RoCEv1); not decoded further
   not-roce   other traffic (ARP, TCP, UDP to other ports...); Reason says why
   malformed  looks like RoCEv2 but breaks a rule (Reason names it), or is cut inside a header
+)";
 
+constexpr const char* kColumns = R"(
 Columns: DestQP and PSN are the BTH fields in hex; ECN is the IP ECN codepoint
-(not-ect, ect0, ect1, ce); FECN/BECN/Ack are BTH bits (BECN=1 marks a CNP); Payload is the
+(not-ect, ect0, ect1, ce); FECN/BECN/Ack are BTH bits (CNPs carry BECN=1); Payload is the
 payload length without pad; ICRC is ok, bad, or not-checkable (frame cut by the snap length).
 Details show the AETH (syndrome, credits or NAK code, MSN) and RETH (VA, R_Key, DMA length).
 
@@ -38,6 +40,22 @@ Examples:
   roce-inspect trace.pcapng --summary
   roce-inspect trace.pcap --json | jq 'select(.verdict=="malformed")'
 )";
+
+// The reason names come from the parser, so this list cannot drift from what is printed.
+std::string reasons_text() {
+  std::string s = "\nReasons:";
+  std::size_t line = s.size() - 1;
+  for (int i = 0; i < static_cast<int>(roce::proto::ParseError::Count); ++i) {
+    const std::string r = roce::proto::to_string(static_cast<roce::proto::ParseError>(i));
+    if (line + r.size() + 1 > 90) {
+      s += "\n ";
+      line = 1;
+    }
+    s += " " + r;
+    line += r.size() + 1;
+  }
+  return s + "\n";
+}
 
 struct Usage {
   roce::inspect::InspectOptions opts;
@@ -62,7 +80,8 @@ Usage parse_command_line(int argc, char** argv) {
       ("h,help", "show this help")
       ("file", "capture file", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"file"});
-  u.help_text = options.help() + kEpilog;
+  options.set_width(100);
+  u.help_text = options.help() + kVerdicts + reasons_text() + kColumns;
   try {
     const auto r = options.parse(argc, argv);
     if (r.count("help")) {
