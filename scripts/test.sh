@@ -49,10 +49,11 @@ if [[ -f "$testlog" ]]; then
   count() { awk -v k="$1:" '$1 == k { n = $2 } END { print n + 0 }' "$testlog"; }
   echo "  meson test programs: $(count Ok) ok, $(count Fail) failed, $(count Timeout) timed out, $(count Skipped) skipped"
   # GoogleTest cases that skipped themselves (e.g. ../shared/captures not found), with the reason.
-  skips=$(grep -cE '^\[  SKIPPED \] [A-Za-z_]' "$testlog" || true)
+  skips=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$testlog" || true)
   if ((skips > 0)); then
     echo "  $skips GoogleTest case(s) skipped:"
-    awk '/: Skipped$/ { getline; print "    " $0 }' "$testlog" | sort | uniq -c | sed 's/^/  /'
+    awk '/: Skipped$/ { getline; print }' "$testlog" | sort | uniq -c |
+      awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "    %d x %s\n", n, $0 }'
   fi
 fi
 for line in "${summary[@]}"; do echo "  $line"; done
