@@ -33,7 +33,8 @@ TEST(CapturesRebuild, EveryRoceV2FrameRebuildsByteForByteUpToTheDatagramEnd) {
   std::uint64_t rebuilt = 0;
   std::vector<std::byte> out(16 * 1024);
   for (const auto& e : fs::recursive_directory_iterator(*dir)) {
-    if (!e.is_regular_file() || e.path().extension() != ".pcap") continue;
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".pcap" && ext != ".pcapng")) continue;
     const std::string rel = fs::relative(e.path(), *dir).generic_string();
     capture::CaptureReader reader;
     ASSERT_TRUE(reader.open(e.path().string())) << rel << ": " << reader.error();
