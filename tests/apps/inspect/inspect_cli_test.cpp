@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,9 +72,13 @@ void expect_one_line_error(const CommandResult& r) {
 }
 
 // Link-layer lengths differ between the Ethernet and cooked versions of the same frame.
-std::string without_lengths(const std::string& json_line) {
-  static const std::regex kLengths(R"("caplen":[0-9]+,"len":[0-9]+,)");
-  return std::regex_replace(json_line, kLengths, "");
+// (<regex> is avoided: GCC 12 sanitizer builds warn inside it.)
+std::string without_lengths(std::string json_line) {
+  const auto from = json_line.find("\"caplen\":");
+  const auto len = json_line.find("\"len\":", from);
+  const auto to = json_line.find(',', len);
+  if (from == std::string::npos || len == std::string::npos || to == std::string::npos) return json_line;
+  return json_line.erase(from, to + 1 - from);
 }
 
 class InspectCli : public ::testing::Test {
