@@ -1,0 +1,70 @@
+#include "apps/capture/capture_reader.hpp"
+
+#include <pcap/pcap.h>
+
+namespace roce::capture {
+
+std::string to_string(ReadStatus s) {
+  switch (s) {
+    case ReadStatus::Record: return "record";
+    case ReadStatus::End: return "end";
+    case ReadStatus::Error: return "error";
+  }
+  return "unknown";
+}
+
+CaptureReader::~CaptureReader() { close(); }
+
+void CaptureReader::close() {
+  if (pcap_) pcap_close(pcap_);
+  pcap_ = nullptr;
+}
+
+bool CaptureReader::open(const std::string& path) {
+  close();
+  records_ = 0;
+  error_.clear();
+  char errbuf[PCAP_ERRBUF_SIZE] = {};
+  // Nanosecond precision keeps pcapng and nanosecond-pcap timestamps exact.
+  pcap_ = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
+  if (!pcap_) {
+    error_ = errbuf[0] ? errbuf : "cannot open capture";
+    return false;
+  }
+  const int dlt = pcap_datalink(pcap_);
+  const auto link = link_type_from_dlt(dlt);
+  if (!link) {
+    const char* name = pcap_datalink_val_to_name(dlt);
+    error_ = "link type " + std::to_string(dlt) + " (" + (name ? name : "unknown") +
+             ") is not supported; supported: Ethernet, Linux cooked (SLL, SLL2), raw IP";
+    close();
+    return false;
+  }
+  link_ = *link;
+  return true;
+}
+
+ReadStatus CaptureReader::next(CaptureRecord& out) {
+  if (!pcap_) {
+    error_ = "no capture open";
+    return ReadStatus::Error;
+  }
+  pcap_pkthdr* hdr = nullptr;
+  const u_char* data = nullptr;
+  const int rc = pcap_next_ex(pcap_, &hdr, &data);
+  if (rc == PCAP_ERROR_BREAK) return ReadStatus::End;
+  if (rc != 1) {
+    error_ = pcap_geterr(pcap_);
+    return ReadStatus::Error;
+  }
+  ++records_;
+  out.index = records_;
+  out.ts_sec = hdr->ts.tv_sec;
+  out.ts_nsec = static_cast<std::uint32_t>(hdr->ts.tv_usec);  // nanoseconds at this precision
+  out.caplen = hdr->caplen;
+  out.wire_len = hdr->len;
+  out.data = proto::ByteSpan(reinterpret_cast<const std::byte*>(data), hdr->caplen);
+  return ReadStatus::Record;
+}
+
+}  // namespace roce::capture

@@ -1,0 +1,27 @@
+// roce-inspect's work once the options are parsed: read the capture, decode every record,
+// print the per-frame table or JSON lines, or the summary.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "protocol/parser.hpp"
+
+namespace roce::inspect {
+
+struct InspectOptions {
+  std::string path;
+  bool json = false;
+  bool summary = false;
+  proto::ParseOptions parse{};
+};
+
+// Exit codes of roce-inspect.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitReadError = 1;  // file missing, not a capture, unsupported link type, cut mid-record
+inline constexpr int kExitUsage = 2;      // bad command line
+
+// Prints to `out`; a read error goes to `err` as one line, after the frames read before it.
+int run_inspect(const InspectOptions& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace roce::inspect

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds with -Dwerror=true, runs every meson test suite, then every
+# executable scripts/test.d/*.sh in name order, and prints a summary. Exit status is non-zero
+# if anything failed.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+ensure_packages
+configure_and_build
+
+failed=0
+declare -a summary
+
+log "meson test -C $BUILD_DIR (all suites)"
+if meson test -C "$BUILD_DIR" --print-errorlogs; then
+  summary+=("meson test: ok")
+else
+  summary+=("meson test: FAILED (log: $BUILD_DIR/meson-logs/testlog.txt)")
+  failed=1
+fi
+testlog="$BUILD_DIR/meson-logs/testlog.txt"
+
+# ---- extra test steps -------------------------------------------------------------------
+# Every executable scripts/test.d/*.sh runs here, in name order (e.g. 10-fuzz-smoke.sh,
+# 20-scapy-xcheck.sh), from the repository root with BUILD_DIR and ROOT exported. A step
+# reports by its exit status: 0 passed, 77 skipped (it should print why), anything else failed.
+export ROOT BUILD_DIR
+shopt -s nullglob
+for step in "$ROOT"/scripts/test.d/*.sh; do
+  [[ -x "$step" ]] || continue
+  name="test.d/$(basename "$step")"
+  log "$name"
+  set +e
+  (cd "$ROOT" && "$step")
+  rc=$?
+  set -e
+  case $rc in
+    0) summary+=("$name: ok") ;;
+    77) summary+=("$name: skipped") ;;
+    *) summary+=("$name: FAILED (exit $rc)"); failed=1 ;;
+  esac
+done
+shopt -u nullglob
+# ------------------------------------------------------------------------------------------
+
+echo
+log "summary"
+if [[ -f "$testlog" ]]; then
+  count() { awk -v k="$1:" '$1 == k { n = $2 } END { print n + 0 }' "$testlog"; }
+  echo "  meson test programs: $(count Ok) ok, $(count Fail) failed, $(count Timeout) timed out, $(count Skipped) skipped"
+  # GoogleTest cases that skipped themselves (e.g. ../shared/captures not found), with the reason.
+  skips=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$testlog" || true)
+  if ((skips > 0)); then
+    echo "  $skips GoogleTest case(s) skipped:"
+    awk '/: Skipped$/ { getline; print }' "$testlog" | sort | uniq -c |
+      awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "    %d x %s\n", n, $0 }'
+  fi
+fi
+for line in "${summary[@]}"; do echo "  $line"; done
+if ((failed)); then
+  echo "RESULT: FAILED"
+  exit 1
+fi
+echo "RESULT: all passed"
