@@ -2,16 +2,21 @@
 
 namespace roce::app {
 
-Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed)
-    : dp_(dp), pd_(dp.memory().alloc_pd()), psn_state_(psn_seed | 1) {}
+Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd)
+    : dp_(dp), pd_(pd ? pd : dp.memory().alloc_pd()), psn_state_(psn_seed | 1) {}
 
 Result<LocalQp> Connector::create(const QpParams& p, int worker) {
-  const unsigned w = worker >= 0 ? static_cast<unsigned>(worker) : next_worker_++ % dp_.worker_count();
-  // xorshift: a different starting PSN per QP, as lrand48() gives the real tools.
-  psn_state_ ^= psn_state_ << 13;
-  psn_state_ ^= psn_state_ >> 7;
-  psn_state_ ^= psn_state_ << 17;
-  const std::uint32_t psn = static_cast<std::uint32_t>(psn_state_ & 0xFFFFFF);
+  unsigned w;
+  std::uint32_t psn;
+  {
+    std::lock_guard lock(mutex_);
+    w = worker >= 0 ? static_cast<unsigned>(worker) : next_worker_++ % dp_.worker_count();
+    // xorshift: a different starting PSN per QP, as lrand48() gives the real tools.
+    psn_state_ ^= psn_state_ << 13;
+    psn_state_ ^= psn_state_ >> 7;
+    psn_state_ ^= psn_state_ << 17;
+    psn = static_cast<std::uint32_t>(psn_state_ & 0xFFFFFF);
+  }
   const PdHandle pd = pd_;
   return dp_.call(w, [&](Engine& e) -> Result<LocalQp> {
     auto cq = e.create_cq(p.send_depth + p.recv_depth + 16);

@@ -5,6 +5,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <mutex>
+
 #include "dataplane/dataplane.hpp"
 
 namespace roce::app {
@@ -41,7 +43,8 @@ struct RemoteQp {
 
 class Connector {
  public:
-  Connector(dp::Dataplane& dp, std::uint64_t psn_seed);
+  // pd = 0: a new protection domain. Sessions that share memory share a PD.
+  Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd = 0);
 
   PdHandle pd() const { return pd_; }
   dp::Dataplane& dataplane() { return dp_; }
@@ -57,6 +60,7 @@ class Connector {
  private:
   dp::Dataplane& dp_;
   PdHandle pd_;
+  std::mutex mutex_;  // several control threads (one per session) create QPs
   unsigned next_worker_ = 0;
   std::uint64_t psn_state_;
 };

@@ -3,6 +3,7 @@
 // Dataplane::call), so the loop needs no lock.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -35,7 +36,7 @@ class DriverSet {
   };
   dp::Dataplane& dp_;
   std::vector<std::vector<Entry>> per_worker_;
-  std::uint64_t next_id_ = 1;
+  std::atomic<std::uint64_t> next_id_{1};
 };
 
 }  // namespace roce::app
