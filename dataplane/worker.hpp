@@ -1,7 +1,8 @@
 // A transport worker: one lcore, one Engine, one RX/TX queue pair. Each iteration receives a
 // burst, hands RoCEv2 frames to the engine (ARP to the ARP responder), runs the application
 // hook and the timers, then fills fresh mbufs with whatever the engine has to send and
-// transmits them through a buffered TX that is flushed when full or on a short timer.
+// transmits them in bursts, flushed when full or on a short timer. A port that takes fewer
+// frames than offered holds the engine back (backpressure) instead of losing them.
 #pragma once
 
 #include <rte_ethdev.h>
@@ -27,7 +28,7 @@ struct WorkerStats {
   std::uint64_t rx_bytes = 0;
   std::uint64_t tx_packets = 0;
   std::uint64_t tx_bytes = 0;
-  std::uint64_t tx_dropped = 0;      // refused by the PMD after the flush retries
+  std::uint64_t tx_dropped = 0;      // never taken by the port (only at shutdown, or ARP overflow)
   std::uint64_t rx_multi_segment = 0;  // chained mbufs: not taken (the pool is sized for one segment)
   std::uint64_t arp_replies = 0;
   std::uint64_t arp_requests_sent = 0;
@@ -58,6 +59,8 @@ class Worker {
   unsigned poll(Nanos now);
   // Sends everything buffered (graceful stop, tests).
   void flush();
+  // Frees what the port never took (shutdown), counting it as dropped.
+  void drop_pending();
   // Gives the mbufs kept for the next transmit back to the pool (leak checks, shutdown).
   void release_stash();
 
@@ -79,6 +82,7 @@ class Worker {
   void transmit(Nanos now);
   void send_frame(rte_mbuf* m);
   void emit(rte_mbuf** m, unsigned n);
+  bool push_out();
   void run_commands();
   rte_mbuf* take_mbuf();
 
@@ -86,7 +90,8 @@ class Worker {
   Engine engine_;
   ArpCache& arp_;
   WorkerStats stats_;
-  rte_eth_dev_tx_buffer* txb_ = nullptr;
+  std::array<rte_mbuf*, 4 * kBurst> pending_{};  // built frames the port has not taken yet
+  unsigned pending_count_ = 0;
   Nanos last_flush_ = 0;
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
