@@ -160,7 +160,8 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     // Wait, with a progress line each second.
     const auto t0 = std::chrono::steady_clock::now();
     auto next_report = t0 + std::chrono::seconds(1);
-    std::uint64_t last_done = 0;
+    std::uint64_t last_done = 0, last_seen = 0;
+    auto last_progress = t0;
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       bool all = true;
@@ -174,6 +175,18 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
       }
       if (all) break;
       const auto now = std::chrono::steady_clock::now();
+      if (done_ops != last_seen) {
+        last_seen = done_ops;
+        last_progress = now;
+      } else if (now - last_progress > std::chrono::nanoseconds(o.stall_timeout)) {
+        for (std::size_t i = 0; i < qps.size(); ++i) drivers.remove(qps[i].local.worker, ids[i]);
+        for (ClientQp& q : qps) conn.destroy(q.local);
+        return make_error(ETIMEDOUT, "no operation completed for " + std::to_string(o.stall_timeout / kSecond) +
+                                         " s (" + std::to_string(done_ops) + " done)" +
+                                         (spec.verb == Verb::Send && spec.measure == Measure::Latency
+                                              ? ": a SEND latency test needs a server that echoes (roce-appliance --echo)"
+                                              : ": is the peer still there?"));
+      }
       if (now >= next_report && progress) {
         const double secs = std::chrono::duration<double>(now - t0).count();
         const double gbps = static_cast<double>(done_ops - last_done) * op_bytes(spec) * 8 / 1e9;

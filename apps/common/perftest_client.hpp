@@ -21,6 +21,9 @@ struct ClientOptions {
   std::vector<std::uint32_t> sizes;  // more than one: -a
   bool verify = false;
   int oob_timeout_ms = 30'000;
+  // A run that completes nothing for this long fails with a hint instead of hanging (a SEND
+  // latency test against a server that does not echo, a peer that went away).
+  Nanos stall_timeout = 10 * kSecond;
 };
 
 struct ClientRun {

@@ -7,7 +7,7 @@ namespace roce::app {
 namespace {
 
 constexpr int kReap = 32;
-constexpr std::size_t kPeakWindow = 64;
+constexpr Nanos kPeakInterval = kMilli;
 
 int post_op(Engine& e, const LocalQp& qp, Verb verb, std::uint64_t wr_id, LocalBuffer local, std::uint32_t size,
             RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
@@ -43,7 +43,7 @@ void note_error(DriverStatus& st, ibv_wc_status s) {
 }  // namespace
 
 BwClient::BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote)
-    : qp_(qp), spec_(spec), local_(local), remote_(remote), window_(kPeakWindow + 1, 0) {}
+    : qp_(qp), spec_(spec), local_(local), remote_(remote) {}
 
 bool BwClient::may_post(Nanos now) {
   if (st_.done) return false;
@@ -63,6 +63,7 @@ bool BwClient::may_post(Nanos now) {
 void BwClient::poll(Engine& e, Nanos now) {
   if (first_post_ < 0) {
     first_post_ = now;
+    bucket_start_ = now;
     tokens_at_ = now;
     tokens_ = op_bytes(spec_);
     if (spec_.duration > 0) deadline_ = now + spec_.duration;
@@ -77,12 +78,15 @@ void BwClient::poll(Engine& e, Nanos now) {
     }
     ++st_.completed;
     last_completion_ = now;
-    window_[window_pos_ % window_.size()] = now;
-    if (window_pos_ >= kPeakWindow) {
-      const Nanos span = now - window_[(window_pos_ - kPeakWindow) % window_.size()];
-      if (span > 0) peak_ = std::max(peak_, static_cast<double>(kPeakWindow) * op_bytes(spec_) * 1e9 / static_cast<double>(span));
-    }
-    ++window_pos_;
+    ++bucket_ops_;
+  }
+  // Completions arrive in bursts (one coalesced ACK retires many WRs), so the peak is measured
+  // over whole intervals, never over a handful of completions.
+  if (now - bucket_start_ >= kPeakInterval) {
+    const double rate = static_cast<double>(bucket_ops_) * op_bytes(spec_) * 1e9 / static_cast<double>(now - bucket_start_);
+    if (bucket_start_ > first_post_ || bucket_ops_ > 0) peak_ = std::max(peak_, rate);
+    bucket_start_ = now;
+    bucket_ops_ = 0;
   }
   while (may_post(now)) {
     if (post_op(e, qp_, spec_.verb, posted_, local_, spec_.size, remote_) != 0) {

@@ -32,8 +32,8 @@ struct DriverStatus {
 };
 
 // Bandwidth client: keeps tx_depth operations in flight until `iters` completed (or until the
-// duration ran out), records the time of the first post and last completion, and the best
-// rate over any window of `peak_window` completions.
+// duration ran out), records the time of the first post and last completion, and the peak:
+// the best rate over the whole 1 ms intervals of the run (the average when it ran shorter).
 class BwClient {
  public:
   BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
@@ -55,8 +55,8 @@ class BwClient {
   Nanos deadline_ = kNever;
   double tokens_ = 0;  // rate limit, bytes
   Nanos tokens_at_ = 0;
-  std::vector<Nanos> window_;  // completion times, ring
-  std::size_t window_pos_ = 0;
+  Nanos bucket_start_ = 0;
+  std::uint64_t bucket_ops_ = 0;
   double peak_ = 0;
   DriverStatus st_;
 };
