@@ -30,6 +30,9 @@ Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp)
     rte_eth_tx_buffer_set_err_callback(txb_, count_unsent, &stats_.tx_dropped);
   }
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
+  WorkerSnapshot first;
+  first.worker = cfg_.index;
+  published_.publish(first);
 }
 
 Worker::~Worker() {
@@ -156,6 +159,18 @@ void Worker::flush() {
   if (txb_ && !cfg_.tx_ring) rte_eth_tx_buffer_flush(cfg_.port, cfg_.queue, txb_);
 }
 
+void Worker::publish_stats(Nanos now) {
+  collect(engine_, cfg_.index, scratch_);
+  scratch_.worker = cfg_.index;
+  scratch_.lcore = current_lcore();
+  scratch_.sequence = ++publications_;
+  scratch_.taken_at = now;
+  scratch_.stats = stats_;
+  published_.publish(scratch_);
+  published_seq_.store(publications_, std::memory_order_release);
+  last_publish_ = now;
+}
+
 unsigned Worker::poll(Nanos now) {
   ++stats_.iterations;
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
@@ -177,6 +192,7 @@ unsigned Worker::poll(Nanos now) {
     flush();
     last_flush_ = now;
   }
+  if (now - last_publish_ >= cfg_.stats_interval_ns) publish_stats(now);
   return n;
 }
 
