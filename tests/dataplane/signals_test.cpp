@@ -5,6 +5,7 @@
 #include <rte_lcore.h>
 
 #include <csignal>
+#include <thread>
 
 #include "dataplane/signals.hpp"
 #include "tests/dataplane/dataplane_pair.hpp"
@@ -114,6 +115,74 @@ TEST(GracefulStop, SigtermStopsALaunchedDataplaneThatFlushesAndPublishesItsFinal
   const Json report = parse_json(pair->a->report_json());
   EXPECT_EQ(report["workers"]["0"]["rx_packets"].u64(), live.rx_packets);
   EXPECT_EQ(report["qps"][std::to_string(a.qp->qpn())]["counters"]["rcvd_pkts"].u64(), a.qp->counters().get(Counter::RcvdPkts));
+  pair->expect_no_mbuf_leak();
+}
+
+TEST(GracefulStop, SigintStopsAPipelineWhoseIoLoopDrainsTheWorkersLastFrames) {
+  const unsigned lcore = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
+  if (lcore >= RTE_MAX_LCORE) GTEST_SKIP() << "needs a worker lcore besides the main one; the EAL has " << rte_lcore_count();
+  PairOptions po;
+  po.mode = dp::Mode::Pipeline;
+  auto pair = DataplanePair::create("sigp", po);
+  ASSERT_NE(pair, nullptr);
+  QpOptions qo;
+  Endpoint a = make_endpoint(pair->a->worker(0).engine(), qo);
+  Endpoint b = make_endpoint(pair->b->worker(0).engine(), qo);
+  connect_pair(a, b, qo);
+  std::vector<std::byte> mem(1 << 20), src(1 << 20, std::byte{0x5C}), back(1 << 20);
+  auto* am = reg(*a.engine, a.pd, mem, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  auto* sm = reg(*b.engine, b.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  auto* bm = reg(*b.engine, b.pd, back, IBV_ACCESS_LOCAL_WRITE);
+
+  ASSERT_TRUE(StopSignals::install().ok());
+  StopSignals::clear();
+  pair->a->watch_stop_flag(&StopSignals::flag());
+  // Two loops, one worker lcore: the IO loop goes there, the worker loop runs on this thread.
+  ASSERT_TRUE(pair->a->launch({lcore}).ok());
+
+  // b is stepped from a plain thread, which raises SIGINT once its work is done.
+  std::size_t good = 0;
+  std::thread peer([&] {
+    ibv_sge g = sge(src.data(), 1 << 20, sm);
+    ibv_sge r = sge(back.data(), 1 << 20, bm);
+    if (post(b, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(mem.data()), am->rkey()) == 0 &&
+        post(b, IBV_WR_RDMA_READ, 2, &r, 1, reinterpret_cast<std::uint64_t>(mem.data()), am->rkey()) == 0) {
+      std::size_t seen = 0;
+      const Nanos limit = pair->b->now() + 30 * kSecond;
+      while (seen < 2 && pair->b->now() < limit) {
+        pair->b->poll_once();
+        for (const ibv_wc& w : drain(b)) {
+          ++seen;
+          good += w.status == IBV_WC_SUCCESS;
+        }
+      }
+    }
+    std::raise(SIGINT);
+  });
+  pair->a->run_on_this_thread();  // the worker loop, until SIGINT; then waits for the IO loop
+  peer.join();
+  EXPECT_FALSE(pair->a->running());
+  EXPECT_EQ(StopSignals::last_signal(), SIGINT);
+  StopSignals::clear();
+  StopSignals::restore();
+  EXPECT_EQ(good, 2u);
+  EXPECT_EQ(back, src);
+
+  // Both loops published on their way out, each from its own lcore.
+  const dp::WorkerSnapshot w = pair->a->worker(0).published_stats();
+  const dp::DataplaneSnapshot snap = pair->a->snapshot();
+  ASSERT_TRUE(snap.io.has_value());
+  EXPECT_EQ(w.lcore, static_cast<int>(rte_get_main_lcore()));
+  EXPECT_EQ(snap.io->lcore, static_cast<int>(lcore));
+  EXPECT_EQ(snap.io->stats.rx_packets, pair->a->io_stats()->rx_packets);
+  EXPECT_EQ(w.stats.tx_packets, pair->a->worker(0).stats().tx_packets);
+  // Drained: every frame the worker queued left through the IO loop, none was left in the ring.
+  const dp::IoStats& io = *pair->a->io_stats();
+  EXPECT_EQ(w.stats.tx_packets - w.stats.tx_dropped, io.tx_packets + io.tx_dropped);
+  EXPECT_EQ(io.tx_dropped, 0u);
+  rte_eth_stats st{};
+  ASSERT_EQ(rte_eth_stats_get(pair->a->port().id, &st), 0);
+  EXPECT_EQ(st.opackets, io.tx_packets + io.arp_replies);
   pair->expect_no_mbuf_leak();
 }
 
