@@ -22,9 +22,11 @@ struct PairOptions {
 
 class DataplanePair {
  public:
-  // Names its ports and dataplanes after `tag` (unique per process); nullptr after a failure
-  // already reported to gtest.
-  static std::unique_ptr<DataplanePair> create(const std::string& tag, const PairOptions& o) {
+  // Names its ports and dataplanes after `tag` and a counter (ring and pool names must be new
+  // in the process, also under --gtest_repeat); nullptr after a failure reported to gtest.
+  static std::unique_ptr<DataplanePair> create(const std::string& base, const PairOptions& o) {
+    static int serial = 0;
+    const std::string tag = base + std::to_string(serial++);
     std::unique_ptr<DataplanePair> p(new DataplanePair());
     auto pair = dp::make_ring_pair("ring" + tag + "a", "ring" + tag + "b");
     if (!pair.ok()) {

@@ -109,8 +109,7 @@ class Telemetry : public ::testing::Test {
     o.engine.tuning.congestion.enabled = true;
     o.engine.tuning.congestion.rp = cc::paper_params(25e9);
     o.engine.tuning.data_ecn = proto::Ecn::Ce;
-    static int n = 0;
-    pair = DataplanePair::create("tel" + std::to_string(n++), o);
+    pair = DataplanePair::create("tel", o);
     ASSERT_NE(pair, nullptr);
     const std::string why = client.connect_to(dp::telemetry_socket_path());
     ASSERT_EQ(why, "") << "the dataplane tests run the EAL with telemetry on";
