@@ -11,6 +11,9 @@ using namespace roce::proto;
 Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp)
     : cfg_(std::move(cfg)), engine_(cfg_.engine, mrs), arp_(arp) {
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
+  WorkerSnapshot first;
+  first.worker = cfg_.index;
+  published_.publish(first);
 }
 
 Worker::~Worker() {
@@ -156,6 +159,18 @@ void Worker::handle_rx(rte_mbuf* m, Nanos now) {
   engine_.receive(frame, now);
 }
 
+void Worker::publish_stats(Nanos now) {
+  collect(engine_, cfg_.index, scratch_);
+  scratch_.worker = cfg_.index;
+  scratch_.lcore = current_lcore();
+  scratch_.sequence = ++publications_;
+  scratch_.taken_at = now;
+  scratch_.stats = stats_;
+  published_.publish(scratch_);
+  published_seq_.store(publications_, std::memory_order_release);
+  last_publish_ = now;
+}
+
 unsigned Worker::poll(Nanos now) {
   ++stats_.iterations;
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
@@ -178,6 +193,7 @@ unsigned Worker::poll(Nanos now) {
     push_out();
     last_flush_ = now;
   }
+  if (now - last_publish_ >= cfg_.stats_interval_ns) publish_stats(now);
   return n;
 }
 

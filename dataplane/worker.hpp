@@ -17,24 +17,12 @@
 #include <vector>
 
 #include "dataplane/arp.hpp"
+#include "dataplane/stats.hpp"
 #include "lib/rdma/engine.hpp"
 
 namespace roce::dp {
 
 inline constexpr unsigned kBurst = 32;
-
-struct WorkerStats {
-  std::uint64_t rx_packets = 0;
-  std::uint64_t rx_bytes = 0;
-  std::uint64_t tx_packets = 0;
-  std::uint64_t tx_bytes = 0;
-  std::uint64_t tx_dropped = 0;      // never taken by the port (only at shutdown, or ARP overflow)
-  std::uint64_t rx_multi_segment = 0;  // chained mbufs: not taken (the pool is sized for one segment)
-  std::uint64_t arp_replies = 0;
-  std::uint64_t arp_requests_sent = 0;
-  std::uint64_t mbuf_alloc_failures = 0;
-  std::uint64_t iterations = 0;
-};
 
 struct WorkerConfig {
   std::uint16_t port = 0;
@@ -45,6 +33,8 @@ struct WorkerConfig {
   rte_mempool* pool = nullptr;
   EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
+  Nanos stats_interval_ns = 10 * kMilli;  // how often the loop publishes a stats snapshot
+  unsigned index = 0;                     // this worker's number in its dataplane
   bool ipv4_checksum_offload = false;
 };
 
@@ -65,7 +55,15 @@ class Worker {
   void release_stash();
 
   Engine& engine() { return engine_; }
+  // Live counters: read them only on the worker's own thread (or while it is stopped).
   const WorkerStats& stats() const { return stats_; }
+
+  // Copies the live counters into the published snapshot. Runs on the worker's thread: from
+  // poll() every stats_interval_ns, at loop exit, or when stepped by hand.
+  void publish_stats(Nanos now);
+  // The last published snapshot; safe from any thread.
+  WorkerSnapshot published_stats() const { return published_.read(); }
+  std::uint64_t published_sequence() const { return published_seq_.load(std::memory_order_acquire); }
   const WorkerConfig& config() const { return cfg_; }
 
   // Runs once per iteration on the worker's lcore (the application's verbs work: post WRs,
@@ -96,6 +94,12 @@ class Worker {
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
   std::uint32_t frame_capacity_ = 0;
+
+  Nanos last_publish_ = 0;
+  std::uint64_t publications_ = 0;
+  std::atomic<std::uint64_t> published_seq_{0};
+  WorkerSnapshot scratch_;  // filled without a lock, then swapped with the published one
+  Published<WorkerSnapshot> published_;
 
   std::atomic<bool> has_commands_{false};
   std::mutex commands_mutex_;

@@ -345,6 +345,7 @@ void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
 }
 
 void QueuePair::on_cnp(Nanos now) {
+  ctx_.counters.inc(Counter::RcvdPkts);  // as sent_pkts counts the CNPs we send
   ctx_.counters.inc(Counter::CnpReceived);
   if (!cc_ || ctx_.state == QpState::Reset || ctx_.state == QpState::Err) {
     ctx_.counters.inc(Counter::CnpIgnored);  // no reaction point on this QP
