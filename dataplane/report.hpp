@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/json.hpp"
+#include "lib/util/json_writer.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/stats_schema.hpp"

@@ -131,7 +131,7 @@ void Appliance::run() {
   const auto t0 = std::chrono::steady_clock::now();
   auto next_status = t0 + std::chrono::duration<double>(o_.status_interval_s);
   auto last_status = t0;
-  while (!stop_ && !stop_requested()) {
+  while (!stop_ && !dp::StopSignals::requested()) {
     auto tcp = listener_->accept(100);
     if (tcp) accept_one(std::move(*tcp));
     reap_sessions(false);

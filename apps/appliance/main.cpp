@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> eal = split.eal;
   for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
-  install_stop_signals();
+  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
   dp::DataplaneOptions dopt;
   dopt.name = "appliance";

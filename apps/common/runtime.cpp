@@ -6,15 +6,9 @@
 #include <rte_lcore.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstring>
 
 namespace roce::app {
-
-namespace {
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
-}  // namespace
 
 std::vector<std::string> default_eal_args(const std::string& prog) {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -55,17 +49,6 @@ void RunningDataplane::stop() {
   if (thread_.joinable()) thread_.join();
   dp_ = nullptr;
 }
-
-void install_stop_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-}
-
-bool stop_requested() { return g_stop.load(std::memory_order_relaxed); }
-void request_stop() { g_stop.store(true, std::memory_order_relaxed); }
 
 std::optional<std::uint64_t> parse_size(const std::string& s) {
   if (s.empty()) return std::nullopt;

@@ -11,6 +11,7 @@
 
 #include "dataplane/dataplane.hpp"
 #include "dataplane/eal.hpp"
+#include "dataplane/signals.hpp"
 
 namespace roce::app {
 
@@ -35,11 +36,6 @@ class RunningDataplane {
   std::atomic<bool> stop_{false};
   bool launched_ = false;
 };
-
-// SIGINT/SIGTERM set this flag; the apps poll it.
-void install_stop_signals();
-bool stop_requested();
-void request_stop();
 
 // "64M" / "4K" / "1G" / "4096" -> bytes.
 std::optional<std::uint64_t> parse_size(const std::string& s);

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> eal = split.eal;
   for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
-  install_stop_signals();
+  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
@@ -105,17 +105,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", g.oob_port);
     std::atomic<bool> stop{false};
     Result<TcpStream> tcp = make_error(ETIMEDOUT, "no client");
-    while (!stop_requested()) {
+    while (!dp::StopSignals::requested()) {
       tcp = listener->accept(200);
       if (tcp || tcp.error().code != ETIMEDOUT) break;
     }
     if (!tcp) {
-      rc = fail(stop_requested() ? "stopped before a client came" : tcp.error().message);
+      rc = fail(dp::StopSignals::requested() ? "stopped before a client came" : tcp.error().message);
     } else {
       OobServer server(conn, drivers, cfg);
       std::thread watch([&] {
         while (!stop) {
-          if (stop_requested()) stop = true;
+          if (dp::StopSignals::requested()) stop = true;
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
       });

@@ -1,4 +1,4 @@
-#include "dataplane/json.hpp"
+#include "lib/util/json_writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 namespace roce::test {
 namespace {
 
-using dp::JsonWriter;
+using roce::JsonWriter;
 
 TEST(JsonWriter, NestedObjectsAndArraysGetTheirCommasAndColons) {
   JsonWriter w;
