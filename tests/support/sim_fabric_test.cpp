@@ -115,9 +115,10 @@ TEST(SimFabric, TwoLineRateSendersQueueInTheSwitchAndMarkedFramesStayValid) {
   ASSERT_TRUE(s.write_all(2'000'000));
   EXPECT_TRUE(s.data_intact());
   const cc::CpCounters& k = s.fabric.egress(0).counters();
-  // 2 x 10 Gb/s into 10 Gb/s: about half of 4 MB waits in the switch (the hosts' TX rings hold
-  // a few frames at most), and above Kmin the port marks.
-  EXPECT_GT(k.max_occupancy_bytes, 1'900'000u);
+  // 2 x 10 Gb/s into 10 Gb/s: about half of the 4 MB, or what the go-back-N windows let into
+  // flight if that is less (2 x 256 frames: 1.86 MB), waits in the switch; the hosts' TX rings
+  // hold a few frames at most. Above Kmin the port marks.
+  EXPECT_GT(k.max_occupancy_bytes, 1'500'000u);
   EXPECT_EQ(k.dropped_buffer_full, 0u);
   EXPECT_GT(k.marked_ce, 0u);
   EXPECT_EQ(ce_seen, k.marked_ce);
