@@ -352,6 +352,13 @@ void QueuePair::on_cnp(Nanos now) {
     return;
   }
   cc_->on_cnp(now);
+  repace(now);
+}
+
+void QueuePair::repace(Nanos now) {
+  if (pacer_wake_ == kNever || !cc_) return;
+  const Nanos t = cc_->earliest_departure(max_frame_bytes());
+  pacer_wake_ = t <= now ? kNever : t;
 }
 
 bool QueuePair::has_tx_work() const {
@@ -426,6 +433,7 @@ void QueuePair::on_timer(Nanos now) {
   if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return;
   if (pacer_wake_ <= now) pacer_wake_ = kNever;
   if (cc_ && cc_->advance(now)) cnp_pending_ = true;
+  repace(now);
   after_completer(comp_.on_timer(ctx_, req_, now));
 }
 
