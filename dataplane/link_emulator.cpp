@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "dataplane/ecn_mark.hpp"
-#include "dataplane/worker.hpp"
 #include "lib/cc/pacer.hpp"
 
 namespace roce::dp {
@@ -87,6 +86,8 @@ void LinkEmulator::free_held(Path& p) {
     while (auto d = p.queue->dequeue(kNever)) rte_pktmbuf_free(d->packet);
   while (!p.wire.empty()) rte_pktmbuf_free(p.wire.pop());
   while (!p.held.empty()) rte_pktmbuf_free(p.held.pop());
+  if (p.pending_count) rte_pktmbuf_free_bulk(p.pending.data(), p.pending_count);
+  p.pending_count = 0;
   p.counters.set(LinkCounter::Held, 0);
 }
 
@@ -102,7 +103,7 @@ unsigned LinkEmulator::poll(Nanos now) {
     if (p->queue) service_queue(*p, now);
     release(*p, now);
     const std::size_t queued = p->queue ? p->queue->size() : 0;
-    p->counters.set(LinkCounter::Held, queued + p->wire.size() + p->held.size());
+    p->counters.set(LinkCounter::Held, queued + p->wire.size() + p->held.size() + p->pending_count);
     if (p->queue) p->counters.set(LinkCounter::QueueMaxBytes, p->queue->counters().max_occupancy_bytes);
   }
   return n;
@@ -110,9 +111,9 @@ unsigned LinkEmulator::poll(Nanos now) {
 
 unsigned LinkEmulator::receive(Path& p, Nanos now) {
   unsigned total = 0;
-  std::array<rte_mbuf*, kBurst> rx;
+  std::array<rte_mbuf*, kBurstFrames> rx;
   for (unsigned b = 0; b < rx_bursts_; ++b) {
-    const std::uint16_t n = rte_eth_rx_burst(p.in_port, 0, rx.data(), kBurst);
+    const std::uint16_t n = rte_eth_rx_burst(p.in_port, 0, rx.data(), kBurstFrames);
     total += n;
     for (std::uint16_t i = 0; i < n; ++i) {
       rte_mbuf* m = rx[i];
@@ -130,7 +131,7 @@ unsigned LinkEmulator::receive(Path& p, Nanos now) {
       admit(p, m, now);
       if (copy) admit(p, copy, now);
     }
-    if (n < kBurst) break;
+    if (n < kBurstFrames) break;
   }
   return total;
 }
@@ -184,30 +185,40 @@ void LinkEmulator::put_on_wire(Path& p, rte_mbuf* m, Nanos departed) {
 }
 
 void LinkEmulator::release(Path& p, Nanos now) {
-  std::array<rte_mbuf*, kBurst> tx;
+  if (p.pending_count) {
+    std::array<rte_mbuf*, kBurstFrames> retry;
+    const std::uint16_t n = p.pending_count;
+    std::copy_n(p.pending.begin(), n, retry.begin());
+    p.pending_count = 0;
+    if (!send(p, retry.data(), n)) return;
+  }
+  std::array<rte_mbuf*, kBurstFrames> tx;
   std::uint16_t n = 0;
   for (;;) {
     const Nanos a = p.wire.next_release(), b = p.held.next_release();
     if (std::min(a, b) > now) break;
     tx[n++] = a <= b ? p.wire.pop() : p.held.pop();
-    if (n == kBurst) {
-      send(p, tx.data(), n);
+    if (n == kBurstFrames) {
+      if (!send(p, tx.data(), n)) return;
       n = 0;
     }
   }
   if (n) send(p, tx.data(), n);
 }
 
-void LinkEmulator::send(Path& p, rte_mbuf** frames, std::uint16_t n) {
+bool LinkEmulator::send(Path& p, rte_mbuf** frames, std::uint16_t n) {
   // Bytes are summed before the PMD owns the mbufs (a receiver may free them at once).
-  std::array<std::uint64_t, kBurst> bytes;
-  for (std::uint16_t i = 0; i < n; ++i) bytes[i] = frames[i]->pkt_len;
+  std::uint64_t bytes = 0;
+  for (std::uint16_t i = 0; i < n; ++i) bytes += frames[i]->pkt_len;
   const std::uint16_t sent = rte_eth_tx_burst(p.out_port, 0, frames, n);
-  std::uint64_t sent_bytes = 0;
-  for (std::uint16_t i = 0; i < sent; ++i) sent_bytes += bytes[i];
+  for (std::uint16_t i = sent; i < n; ++i) bytes -= frames[i]->pkt_len;
   p.counters.add(LinkCounter::Forwarded, sent);
-  p.counters.add(LinkCounter::ForwardedBytes, sent_bytes);
-  for (std::uint16_t i = sent; i < n; ++i) drop(p, frames[i], LinkCounter::TxDropped);
+  p.counters.add(LinkCounter::ForwardedBytes, bytes);
+  if (sent == n) return true;
+  p.counters.add(LinkCounter::TxBusy, n - sent);
+  std::copy(frames + sent, frames + n, p.pending.begin());
+  p.pending_count = static_cast<std::uint16_t>(n - sent);
+  return false;
 }
 
 LinkStats LinkEmulator::stats(Direction d) const {
@@ -219,7 +230,7 @@ LinkStats LinkEmulator::stats(Direction d) const {
 
 std::size_t LinkEmulator::frames_held() const {
   std::size_t n = 0;
-  for (const auto& p : paths_) n += (p->queue ? p->queue->size() : 0) + p->wire.size() + p->held.size();
+  for (const auto& p : paths_) n += (p->queue ? p->queue->size() : 0) + p->wire.size() + p->held.size() + p->pending_count;
   return n;
 }
 
@@ -228,6 +239,7 @@ Nanos LinkEmulator::next_release() const {
   for (const auto& p : paths_) {
     if (p->queue) t = std::min(t, p->queue->next_dequeue_time());
     t = std::min({t, p->wire.next_release(), p->held.next_release()});
+    if (p->pending_count) t = 0;  // due now
   }
   return t;
 }

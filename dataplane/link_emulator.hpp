@@ -18,6 +18,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -73,6 +74,8 @@ class LinkEmulator {
   const PortInfo& port(Direction from) const { return from == Direction::XtoY ? x_ : y_; }
 
  private:
+  static constexpr std::uint16_t kBurstFrames = 32;
+
   // A uniform [0, 1) draw from a seeded mt19937_64, the same on every platform.
   struct Rng {
     explicit Rng(std::uint64_t seed) : gen(seed) {}
@@ -100,6 +103,10 @@ class LinkEmulator {
     DelayLine<rte_mbuf*> wire;  // in order: release times never decrease
     DelayLine<rte_mbuf*> held;  // held back by reorder_delay; in order among themselves
     Nanos last_release = 0;
+    // Frames the egress port refused: they go first at the next poll, and until then nothing
+    // else leaves (a full TX ring is a busy wire, not a loss).
+    std::array<rte_mbuf*, kBurstFrames> pending{};
+    std::uint16_t pending_count = 0;
     Counters counters;
   };
 
@@ -111,7 +118,8 @@ class LinkEmulator {
   void put_on_wire(Path& p, rte_mbuf* m, Nanos departed);
   void mark_ce(Path& p, rte_mbuf* m);
   void release(Path& p, Nanos now);
-  void send(Path& p, rte_mbuf** frames, std::uint16_t n);
+  // False when the port took only part of them (the rest are pending).
+  bool send(Path& p, rte_mbuf** frames, std::uint16_t n);
   void drop(Path& p, rte_mbuf* m, LinkCounter why);
   void free_held(Path& p);
 

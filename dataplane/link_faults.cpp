@@ -64,7 +64,7 @@ std::string to_string(LinkCounter c) {
     case LinkCounter::MarkNotWritable: return "mark_not_writable";
     case LinkCounter::TailDropped: return "tail_dropped";
     case LinkCounter::DelayLineFull: return "delay_line_full";
-    case LinkCounter::TxDropped: return "tx_dropped";
+    case LinkCounter::TxBusy: return "tx_busy";
     case LinkCounter::Held: return "held";
     case LinkCounter::QueueMaxBytes: return "queue_max_bytes";
     case LinkCounter::Count: break;

@@ -41,7 +41,7 @@ enum class Direction : std::uint8_t { XtoY, YtoX };
 std::string to_string(Direction d);
 
 // Every fate of a frame, counted per direction. Conservation:
-//   Received + Duplicated = Forwarded + Lost + TailDropped + DelayLineFull + TxDropped + Held.
+//   Received + Duplicated = Forwarded + Lost + TailDropped + DelayLineFull + Held.
 enum class LinkCounter : std::uint8_t {
   Received,
   ReceivedBytes,
@@ -55,7 +55,7 @@ enum class LinkCounter : std::uint8_t {
   MarkNotWritable,  // chosen for CE but the mbuf was shared or its headers not in one segment
   TailDropped,      // the bottleneck buffer was full
   DelayLineFull,    // more frames in flight than the delay line holds
-  TxDropped,        // the egress port refused the frame
+  TxBusy,           // the egress port refused a frame for now; it waits and goes again
   Held,             // gauge: frames in the queue and on the wire now
   QueueMaxBytes,    // gauge: highest bottleneck occupancy seen
   Count,
