@@ -240,9 +240,11 @@ TEST(RawFrameGenerator, PayloadPatterns) {
   s.payload_bytes = 300;
   s.pattern = PayloadPattern::Byte;
   s.pattern_byte = 0xAB;
-  for (std::byte b : craft(s, 1)[0].packet.payload) ASSERT_EQ(b, std::byte{0xAB});
+  const auto bytes = craft(s, 1);  // owns the bytes the payload spans point into
+  for (std::byte b : bytes[0].packet.payload) ASSERT_EQ(b, std::byte{0xAB});
   s.pattern = PayloadPattern::Zero;
-  for (std::byte b : craft(s, 1)[0].packet.payload) ASSERT_EQ(b, std::byte{0});
+  const auto zeros = craft(s, 1);
+  for (std::byte b : zeros[0].packet.payload) ASSERT_EQ(b, std::byte{0});
   s.pattern = PayloadPattern::Random;
   const auto r = craft(s, 2);
   EXPECT_TRUE(std::equal(r[0].packet.payload.begin(), r[0].packet.payload.end(), r[1].packet.payload.begin()));
