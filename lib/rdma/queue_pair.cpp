@@ -324,6 +324,7 @@ void QueuePair::after_completer(CompleterOutcome o) {
 }
 
 void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
+  ctx_.counters.inc(Counter::RcvdPkts);
   if (pkt.ecn() == Ecn::Ce) {
     ctx_.counters.inc(Counter::EcnCeReceived);
     if (cc_ && cc::triggers_cnp(pkt) && ctx_.accepts_requests() && cc_->on_ce(now)) cnp_pending_ = true;
@@ -344,6 +345,7 @@ void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
 }
 
 void QueuePair::on_cnp(Nanos now) {
+  ctx_.counters.inc(Counter::RcvdPkts);  // as sent_pkts counts the CNPs we send
   ctx_.counters.inc(Counter::CnpReceived);
   if (!cc_ || ctx_.state == QpState::Reset || ctx_.state == QpState::Err) {
     ctx_.counters.inc(Counter::CnpIgnored);  // no reaction point on this QP
