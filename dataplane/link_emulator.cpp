@@ -55,6 +55,8 @@ Result<std::unique_ptr<LinkEmulator>> LinkEmulator::create(const LinkEmulatorOpt
                                      " (give DPDK more memory with -m, or use fewer mbufs)");
   PortOptions px = o.x, py = o.y;
   px.promiscuous = py.promiscuous = true;
+  // What leaves one side came in on the other, from whatever pool the far side used.
+  px.tx_fast_free = py.tx_fast_free = false;
   px.queues = py.queues = 1;
   auto x = open_port(px, e->pool_);
   if (!x) return x.error();

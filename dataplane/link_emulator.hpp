@@ -6,7 +6,9 @@
 //
 // Duplicates are deep copies (rte_pktmbuf_copy from the emulator's own pool), not a second
 // reference to the same mbuf: the bottleneck may set CE on one of the two and not the other,
-// which a shared data buffer cannot express, and PMDs with MBUF_FAST_FREE require refcnt 1.
+// which a shared data buffer cannot express, and a reference count above 1 is what a PMD's
+// MBUF_FAST_FREE path may not meet (the emulator leaves that offload off anyway: it sends mbufs
+// of other pools).
 // The copy costs a memcpy, paid only by the few frames a duplication rate picks.
 //
 // Ownership: every mbuf it takes is either sent, freed and counted, or held (queue, wire) and
@@ -35,7 +37,7 @@ namespace roce::dp {
 
 struct LinkEmulatorOptions {
   std::string name = "emu0";  // names the pool
-  PortOptions x;               // opened here, promiscuous (a bump in the wire takes every frame)
+  PortOptions x;               // opened here, promiscuous (a bump in the wire takes every frame), no fast free
   PortOptions y;
   DirectionFaults x_to_y;
   DirectionFaults y_to_x;
