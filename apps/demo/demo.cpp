@@ -129,12 +129,14 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   ao.listen_ip = "127.0.0.1";
   ao.mr_bytes = 16 << 20;
   ao.status_interval_s = 0;
-  Appliance appliance(*appl, ao);
-  if (Status s = appliance.start(); !s) {
+  // Destroyed before finish(): its destructor detaches drivers through the (still polling) worker.
+  auto appliance = std::make_unique<Appliance>(*appl, ao);
+  if (Status s = appliance->start(); !s) {
+    appliance.reset();
     finish();
     return s.error();
   }
-  std::thread serving([&] { appliance.run(); });
+  std::thread serving([&] { appliance->run(); });
 
   // The DCQCN trace: the generator's QP rates every 200 us while the test runs.
   std::atomic<bool> tracing{true};
@@ -162,15 +164,16 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
               to_string(o.spec.measure).c_str(), o.spec.size, static_cast<unsigned long long>(o.spec.iters), o.line_rate_gbps);
   ClientOptions co;
   co.server = "127.0.0.1";
-  co.port = appliance.oob_port();
+  co.port = appliance->oob_port();
   co.spec = o.spec;
   co.verify = o.spec.verb != Verb::Send;
   auto run = run_perftest_client(*gen, co, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
   tracing = false;
   tracer.join();
   csv.close();
-  appliance.stop();
+  appliance->stop();
   serving.join();
+  appliance.reset();
   const dp::LinkStats there = (*emu)->stats(dp::Direction::XtoY);
   const dp::LinkStats back = (*emu)->stats(dp::Direction::YtoX);
   finish();
