@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> eal = split.eal;
   for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
   dp::DataplaneOptions dopt;
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     if (g.spec.verb == Verb::Write && g.spec.measure == Measure::Latency) cfg.write_echo_size = g.spec.size;
     auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
     if (!listener) return fail(listener.error().message);
-    std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", g.oob_port);
+    std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", listener->port());
     std::atomic<bool> stop{false};
     Result<TcpStream> tcp = make_error(ETIMEDOUT, "no client");
     while (!dp::StopSignals::requested()) {
@@ -164,6 +165,5 @@ int main(int argc, char** argv) {
   }
   running.stop();
   dpr->reset();
-  dp::Eal::cleanup();
   return rc;
 }

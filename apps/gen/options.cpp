@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 
 #include "apps/common/runtime.hpp"
+#include "apps/common/option_error.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {
@@ -68,13 +69,14 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   try {
     r = opts.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const std::exception& e) {
-    return make_error(EINVAL, e.what());
+    return make_error(EINVAL, explain_option_error(e.what(), args));
   }
   if (r.count("help")) {
     g.help = true;
     g.help_text = opts.help({"Test", "Connection", "Dataplane"});
     return g;
   }
+  if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
   if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic or pingpong");
   if (test == "pingpong") {
     g.pingpong = true;
@@ -88,7 +90,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (r.count("lat") && r.count("bw")) return make_error(EINVAL, "--bw and --lat exclude each other");
   if (r.count("lat")) g.spec.measure = Measure::Latency;
   const auto sz = parse_size(size);
-  if (!sz || *sz > (1u << 31)) return make_error(EINVAL, "bad --size '" + size + "' (bytes, up to 2G)");
+  if (!sz || *sz == 0 || *sz > (1u << 31)) return make_error(EINVAL, "bad --size '" + size + "' (bytes, 1 up to 2G)");
   g.spec.size = static_cast<std::uint32_t>(*sz);
   if (g.spec.verb == Verb::Atomic) g.spec.size = 8;
   g.spec.iters = r["iters"].as<std::uint64_t>();
@@ -116,6 +118,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   g.json = r.count("json") > 0;
   g.listen = r.count("listen") > 0;
   if (g.listen == !g.server.empty()) return make_error(EINVAL, "give exactly one of --server ADDR (client) or --listen (server)");
+  if (g.oob_port == 0 && !g.listen) return make_error(EINVAL, "--oob-port 0 works with --listen only (a free port is chosen)");
   if (r.count("vdev")) g.vdevs = r["vdev"].as<std::vector<std::string>>();
   if (g.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to use (e.g. --vdev net_tap0 --dev net_tap0)");
   const auto addr = parse_ipv4(ip);
