@@ -26,7 +26,8 @@ constexpr const char* kUsage = R"(roce-appliance: turns a host with a plain NIC 
 It exposes one memory region (anonymous, or a file with --mr-file so it serves as remote memory)
 and accepts RC connections set up the way the real tools do it, over TCP port 18515:
 ibv_rc_pingpong clients (SENDs are echoed) and perftest clients (ib_write_bw, ib_read_bw,
-ib_send_bw, ib_atomic_bw and the _lat tests; SENDs are sunk unless --echo). Any RDMA peer can
+ib_send_bw, ib_atomic_bw and the _lat tests; SENDs are sunk unless --echo, and ib_write_lat
+-s SIZE needs --write-echo SIZE). Any RDMA peer can
 WRITE, READ and run atomics on the region with the rkey and address the exchange gives it.
 A line of status every second; a JSON report at the end; a control socket with --control.
 
@@ -59,13 +60,14 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
-  std::string ip, mr_size, recv_size, mtu, dcqcn, profile;
+  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo;
   opts.add_options("Memory")
       ("mr-size", "size of the exposed region (K/M/G suffixes)", cxxopts::value<std::string>(mr_size)->default_value("64M"))
       ("mr-file", "back the exposed region with this file (kept after exit)", cxxopts::value<std::string>(o.mr_file))
       ("recv-size", "receive buffer: the largest SEND accepted", cxxopts::value<std::string>(recv_size)->default_value("4M"))
       ("recv-depth", "receives kept posted per QP", cxxopts::value<std::uint32_t>(o.recv_depth)->default_value("256"))
-      ("echo", "send every received SEND back (for send latency tests)");
+      ("echo", "send every received SEND back (for send latency tests)")
+      ("write-echo", "write every WRITE of this size back (for write latency tests with -s SIZE)", cxxopts::value<std::string>(write_echo));
   opts.add_options("Connections")
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
@@ -122,6 +124,13 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
     return make_error(ENAMETOOLONG, "--control path longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
                                         " bytes: " + o.control_socket);
   o.echo = r.count("echo") > 0;
+  if (r.count("write-echo")) {
+    const auto we = parse_size(write_echo);
+    // Each peer's QP uses [send half | landing half] of the exposed region.
+    if (!we || *we == 0 || 2 * *we > o.mr_bytes)
+      return make_error(EINVAL, "bad --write-echo '" + write_echo + "': 1 byte up to half of --mr-size");
+    o.write_echo_size = static_cast<std::uint32_t>(*we);
+  }
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   o.dcqcn = dcqcn == "on";
   const auto prof = cc::profile_from_string(profile);

@@ -51,7 +51,7 @@ TEST(ApplianceCli, HelpExplainsWhatItServesAndTheMainOptions) {
   const auto r = appliance({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
-  for (const char* w : {"ibv_rc_pingpong", "ib_write_bw", "--dev", "--ip", "--mr-size", "--mr-file", "--echo",
+  for (const char* w : {"ibv_rc_pingpong", "ib_write_bw", "--dev", "--ip", "--mr-size", "--mr-file", "--echo", "--write-echo",
                         "--control", "--report", "--duration", "--vdev", "Example"})
     EXPECT_NE(r.out.find(w), std::string::npos) << w;
   EXPECT_EQ(appliance({"-h"}).out, r.out);
@@ -87,6 +87,8 @@ TEST(ApplianceCli, BadSizesAndCountsAreRefused) {
   expect_refused(with({"--status-interval", "-1"}), "--status-interval must not be negative");
   expect_refused(with({"--duration", "-2"}), "--duration must not be negative");
   expect_refused(with({"--duration", "later"}), "later");
+  expect_refused(with({"--write-echo", "0"}), "bad --write-echo '0'");
+  expect_refused(with({"--mr-size", "1M", "--write-echo", "600K"}), "half of --mr-size");
 }
 
 TEST(ApplianceCli, AnUnusableMrFileIsRefusedBeforeDpdkStarts) {
