@@ -202,6 +202,8 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
                                          " s (" + std::to_string(done_ops) + " done)" +
                                          (spec.verb == Verb::Send && spec.measure == Measure::Latency
                                               ? ": a SEND latency test needs a server that echoes (roce-appliance --echo)"
+                                          : spec.verb == Verb::Write && spec.measure == Measure::Latency
+                                              ? ": a WRITE latency test needs a server that writes back (roce-appliance --write-echo SIZE)"
                                               : ": is the peer still there?"));
       }
       if (now >= next_report && progress) {

@@ -22,9 +22,9 @@ int fail(const std::string& why, int code = 1) {
 }
 
 void print_results(const GenOptions& g, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                   const RunCounters& c) {
+                   const RunCounters& c, const std::string& verify = {}) {
   if (g.json) {
-    std::printf("%s\n", to_json(g.spec, bw, lat, c, g.gbits).c_str());
+    std::printf("%s\n", to_json(g.spec, bw, lat, c, g.gbits, verify).c_str());
     return;
   }
   std::printf("%s", table_rule().c_str());
@@ -133,7 +133,10 @@ int main(int argc, char** argv) {
       }
     }
   } else if (g.pingpong) {
-    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp);
+    const bool live = !g.json && (g.spec.duration > kSecond || g.spec.iters > 100'000);
+    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp, [live](const std::string& line) {
+      if (live) std::fprintf(stderr, "%s\n", line.c_str());
+    });
     if (!run) {
       rc = fail(run.error().message);
     } else {
@@ -156,10 +159,12 @@ int main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_results(g, run->bw, run->lat, run->counters);
-      if (g.verify && !g.json)
-        std::printf(" verify: %s\n", g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
-                                                               : run->verified ? "remote memory as written" : "MISMATCH");
+      const std::string verify = !g.verify                   ? ""
+                                 : g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
+                                 : run->verified             ? "remote memory as written"
+                                                             : "MISMATCH";
+      print_results(g, run->bw, run->lat, run->counters, verify);
+      if (!verify.empty() && !g.json) std::printf(" verify: %s\n", verify.c_str());
       rc = run->counters.errors || (g.verify && g.spec.verb != Verb::Send && !run->verified) ? 1 : 0;
     }
   }
