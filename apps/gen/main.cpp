@@ -6,6 +6,8 @@
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_client.hpp"
 #include "apps/common/runtime.hpp"
+#include "apps/craft/craft_run.hpp"
+#include "apps/gen/emulate.hpp"
 #include "apps/gen/options.hpp"
 #include "apps/gen/pingpong_client.hpp"
 
@@ -54,6 +56,25 @@ std::vector<std::uint32_t> all_sizes(Verb v) {
 
 int main(int argc, char** argv) {
   const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-gen"));
+  // Two more modes with their own options: raw packet streams (roce-craft's) and the link emulator.
+  const std::string mode = split.app.size() > 1 ? split.app[1] : "";
+  if (mode == "raw") {
+    std::vector<std::string> app{"roce-gen raw"};
+    app.insert(app.end(), split.app.begin() + 2, split.app.end());
+    return craft::craft_main("roce-gen raw", split.eal, app);
+  }
+  if (mode == "emulate") {
+    auto eo = parse_emulate_options(split.app);
+    if (!eo) {
+      std::fprintf(stderr, "roce-gen emulate: %s (try --help)\n", eo.error().message.c_str());
+      return 2;
+    }
+    if (eo->help) {
+      std::cout << eo->help_text;
+      return 0;
+    }
+    return run_emulate(*eo, split.eal);
+  }
   auto parsed = parse_gen_options(split.app);
   if (!parsed) return fail(parsed.error().message + " (try --help)", 2);
   const GenOptions& g = *parsed;

@@ -17,7 +17,9 @@ constexpr const char* kUsage = R"(roce-gen: RDMA traffic over this project's sof
   roce-gen [DPDK EAL arguments --] TEST [options]
 
 TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat) or pingpong
-(ibv_rc_pingpong's SEND ping-pong). Run one side with --listen and the other with --server ADDR,
+(ibv_rc_pingpong's SEND ping-pong). Two more modes have their own options (see their --help):
+`roce-gen raw` crafts raw RoCEv2 packet streams to a port or a pcap file, and
+`roce-gen emulate` is a link with loss, reordering, delay and ECN marking between two ports. Run one side with --listen and the other with --server ADDR,
 or point --server at roce-appliance, at a real perftest server (ib_write_bw with no address) or
 at ibv_rc_pingpong. The out-of-band exchange runs over the kernel's TCP (port 18515).
 

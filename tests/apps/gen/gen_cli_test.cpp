@@ -8,13 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/json.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace roce::app {
 namespace {
 
 #ifndef ROCE_GEN_BIN
 #define ROCE_GEN_BIN ""
+#endif
+#ifndef ROCE_CRAFT_BIN
+#define ROCE_CRAFT_BIN ""
 #endif
 
 test::CommandResult gen(const std::vector<std::string>& args) { return test::run_command(ROCE_GEN_BIN, args); }
@@ -34,12 +39,13 @@ std::vector<std::string> client(std::vector<std::string> extra) {
   return a;
 }
 
-void expect_refused(const std::vector<std::string>& args, const std::string& words) {
+void expect_refused(const std::vector<std::string>& args, const std::string& words,
+                    const std::string& prefix = "roce-gen: ") {
   const auto r = gen(args);
   EXPECT_EQ(r.signal, 0) << joined(args);
   EXPECT_EQ(r.exit_code, 2) << joined(args) << "\n" << r.err;
   EXPECT_EQ(lines(r.err), 1u) << joined(args) << "\n" << r.err;
-  EXPECT_EQ(r.err.rfind("roce-gen: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
   EXPECT_NE(r.err.find(words), std::string::npos) << joined(args) << "\n" << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
@@ -133,6 +139,87 @@ TEST(GenCli, AMissingPortIsOneLineAndNoLeftovers) {
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("net_null7"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "runtime folder left behind";
+}
+
+// `roce-gen raw` is roce-craft: the same options give the same packets.
+TEST(GenRaw, WritesTheSameStreamAsRoceCraft) {
+  test::TempDir dir;
+  const std::vector<std::string> opts{"--count", "64", "--opcode", "RC_SEND_FIRST,RC_SEND_MIDDLE,RC_SEND_LAST",
+                                      "--ce-every", "4", "--bad-icrc-every", "9", "--start-time", "1700000000"};
+  std::vector<std::string> a{"raw", "--pcap", (dir / "gen.pcap").string()}, b{"--pcap", (dir / "craft.pcap").string()};
+  a.insert(a.end(), opts.begin(), opts.end());
+  b.insert(b.end(), opts.begin(), opts.end());
+  const auto ra = gen(a);
+  const auto rb = test::run_command(ROCE_CRAFT_BIN, b);
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  EXPECT_NE(ra.out.find("64 frames"), std::string::npos) << ra.out;
+  EXPECT_NE(ra.out.find("CE 16"), std::string::npos) << ra.out;
+  const auto pa = test::read_file(dir / "gen.pcap"), pb = test::read_file(dir / "craft.pcap");
+  EXPECT_GT(pa.size(), 64u * 60);
+  EXPECT_EQ(pa, pb);
+}
+
+TEST(GenRaw, HelpAndErrorsNameRoceGenRaw) {
+  const auto r = gen({"raw", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("roce-gen raw --pcap"), std::string::npos);
+  EXPECT_EQ(r.out.find("roce-craft"), std::string::npos);
+  expect_refused({"raw", "--pcap", "a.pcap", "--vlan", "5000"}, "--vlan: 5000 is above 4094", "roce-gen raw: ");
+  expect_refused({"raw"}, "no output", "roce-gen raw: ");
+}
+
+TEST(GenEmulate, BadFaultsAndPortsAreRefused) {
+  const auto help = gen({"emulate", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* w : {"--port-a", "--port-b", "--loss", "--dup", "--reorder", "--delay", "--rate", "--red", "--seed"})
+    EXPECT_NE(help.out.find(w), std::string::npos) << w;
+  const std::string p = "roce-gen emulate: ";
+  const std::vector<std::string> ports{"emulate", "--port-a", "net_null0", "--port-b", "net_null1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = ports;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expect_refused({"emulate", "--port-a", "x"}, "give both ports", p);
+  expect_refused({"emulate", "--port-a", "x", "--port-b", "x"}, "two different ports", p);
+  expect_refused(with({"--loss", "1.5"}), "loss must be a probability", p);
+  expect_refused(with({"--dup", "-0.1"}), "duplicate must be a probability", p);
+  expect_refused(with({"--reorder", "2"}), "reorder must be a probability", p);
+  expect_refused(with({"--delay", "-5"}), "delays must not be negative", p);
+  expect_refused(with({"--rate", "-1"}), "--rate must be 0", p);
+  expect_refused(with({"--rate", "10", "--red", "9,5,0.1"}), "bottleneck queue", p);
+  expect_refused(with({"--red", "1,2"}), "bad --red '1,2'", p);
+  expect_refused(with({"--red", "a,b,c"}), "bad --red", p);
+  expect_refused(with({"--seed", "x"}), "--seed", p);
+  expect_refused(with({"--duration", "-1"}), "must not be negative", p);
+  expect_refused(with({"stray"}), "unexpected argument 'stray'", p);
+}
+
+// Two null ports: each "receives" an endless stream of 64-byte frames, so the emulator forwards
+// at full speed both ways and the seeded loss shows in the counters.
+TEST(GenEmulate, ForwardsBothWaysAndLosesTheShareAsked) {
+  const std::string prefix = "gen_emu_apptests_" + std::to_string(::getpid());
+  const auto r = gen({"--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + prefix, "--log-level=error",
+                      "--no-telemetry", "-l", "0", "--", "emulate", "--vdev", "net_null0", "--vdev", "net_null1",
+                      "--port-a", "net_null0", "--port-b", "net_null1", "--loss", "0.25", "--dup", "0.05", "--seed",
+                      "7", "--duration", "1.5", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix));
+  EXPECT_NE(r.err.find("net_null0->net_null1"), std::string::npos) << "a progress line per second\n" << r.err;
+  const test::Json j = test::parse_json(r.out);
+  EXPECT_GT(j["seconds"].num(), 1.4);
+  EXPECT_EQ(j["seed"].u64(), 7u);
+  for (const char* dir : {"a_to_b", "b_to_a"}) {
+    const test::Json& d = j[dir];
+    const double received = d["received"].num(), lost = d["lost"].num();
+    ASSERT_GT(received, 10'000) << dir;
+    EXPECT_NEAR(lost / received, 0.25, 0.02) << dir;
+    EXPECT_NEAR(d["duplicated"].num() / (received - lost), 0.05, 0.01) << dir;
+    // Every frame received is lost, forwarded, or still held; every duplicate is forwarded too.
+    EXPECT_LE(d["forwarded"].num() + lost, received + d["duplicated"].num()) << dir;
+    EXPECT_GT(d["forwarded"].num(), 0) << dir;
+  }
 }
 
 }  // namespace
