@@ -4,12 +4,31 @@
 #include <rte_errno.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <set>
 
 namespace roce::dp {
 namespace {
 std::atomic<bool> g_initialised{false};
+
+// Where DPDK 22.11 puts runtime folders (eal_get_runtime_dir: root, XDG, /tmp).
+std::vector<std::filesystem::path> runtime_bases() {
+  std::vector<std::filesystem::path> b{"/var/run/dpdk", "/tmp/dpdk"};
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR")) b.push_back(std::filesystem::path(x) / "dpdk");
+  return b;
 }
+
+std::set<std::filesystem::path> existing_runtime_dirs() {
+  std::set<std::filesystem::path> out;
+  for (const auto& base : runtime_bases()) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec))
+      out.insert(it->path());
+  }
+  return out;
+}
+}  // namespace
 
 SplitArgs split_args(int argc, char** argv, const std::vector<std::string>& defaults) {
   SplitArgs s;
@@ -38,10 +57,18 @@ Status Eal::init(const std::vector<std::string>& eal_args) {
   std::vector<char*> argv;
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const auto before = existing_runtime_dirs();
   const int rc = rte_eal_init(static_cast<int>(copy.size()), argv.data());
   if (rc < 0) {
     g_initialised = false;
     const int err = rte_errno;
+    // A failed init (a bad --vdev, say) leaves the runtime folder it made; remove it unless it
+    // was there before, where it may belong to a running process with the same prefix.
+    const std::filesystem::path dir = rte_eal_get_runtime_dir();
+    if (!dir.empty() && !before.count(dir)) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
     std::string line;
     for (std::size_t i = 1; i < eal_args.size(); ++i) line += (i > 1 ? " " : "") + eal_args[i];
     return make_error(err ? err : EINVAL, std::string("DPDK EAL initialisation failed (") + rte_strerror(err) +

@@ -28,6 +28,9 @@ struct ApplianceOptions {
   std::uint64_t recv_bytes = 4ull << 20;
   std::uint32_t recv_depth = 256;
   bool echo = false;
+  // WRITE latency (ib_write_lat, roce-gen write --lat) needs the server to write each message
+  // back, and its size: the exchange does not carry it. 0: no write echo.
+  std::uint32_t write_echo_size = 0;
   std::string listen_ip = "0.0.0.0";
   std::uint16_t oob_port = 18515;
   QpParams qp;

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> eal = split.eal;
   for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
   dp::DataplaneOptions dopt;
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
       rc = fail(s.error().message);
     } else {
       std::fprintf(stderr, "roce-appliance: serving %s on %s (%s), TCP exchange on port %u%s%s\n",
-                   to_string(IpAddress::ipv4(o.ip)).c_str(), o.dev.c_str(), (*dpr)->port().driver.c_str(), o.oob_port,
+                   to_string(IpAddress::ipv4(o.ip)).c_str(), o.dev.c_str(), (*dpr)->port().driver.c_str(), appliance.oob_port(),
                    o.control_socket.empty() ? "" : ", control socket ", o.control_socket.c_str());
       appliance.run();
       const std::string report = appliance.report_json();
@@ -62,9 +63,9 @@ int main(int argc, char** argv) {
         if (!f) rc = fail("cannot write the report to " + o.report_path);
       }
     }
-    running.stop();
+    // Leaving the block destroys the appliance first (its control socket, sessions and drivers
+    // still talk to the workers), then stops the loops.
   }
   dpr->reset();
-  dp::Eal::cleanup();
   return rc;
 }

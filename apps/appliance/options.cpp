@@ -4,6 +4,15 @@
 #define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "apps/common/option_error.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {
@@ -17,12 +26,32 @@ constexpr const char* kUsage = R"(roce-appliance: turns a host with a plain NIC 
 It exposes one memory region (anonymous, or a file with --mr-file so it serves as remote memory)
 and accepts RC connections set up the way the real tools do it, over TCP port 18515:
 ibv_rc_pingpong clients (SENDs are echoed) and perftest clients (ib_write_bw, ib_read_bw,
-ib_send_bw, ib_atomic_bw and the _lat tests; SENDs are sunk unless --echo). Any RDMA peer can
+ib_send_bw, ib_atomic_bw and the _lat tests; SENDs are sunk unless --echo, and ib_write_lat
+-s SIZE needs --write-echo SIZE). Any RDMA peer can
 WRITE, READ and run atomics on the region with the rkey and address the exchange gives it.
 A line of status every second; a JSON report at the end; a control socket with --control.
 
 Example (no NIC: a TAP device):
   roce-appliance --vdev net_tap0,iface=rdp0 --dev net_tap0 --ip 10.77.0.2 --control /run/roce.sock)";
+
+// The region file is opened only after DPDK is up; a path that cannot work is refused here, at
+// the command line, with the reason.
+Status check_mr_file(const std::string& path) {
+  if (path.empty()) return make_error(EINVAL, "--mr-file needs a path");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) return make_error(EINVAL, "--mr-file " + path + " is not a regular file");
+    if (::access(path.c_str(), R_OK | W_OK) != 0)
+      return make_error(errno, "--mr-file " + path + ": " + std::strerror(errno));
+    return {};
+  }
+  if (errno != ENOENT) return make_error(errno, "--mr-file " + path + ": " + std::strerror(errno));
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string d = dir.empty() ? "." : dir.string();
+  if (::access(d.c_str(), W_OK | X_OK) != 0)
+    return make_error(errno, "--mr-file " + path + ": cannot create it in " + d + ": " + std::strerror(errno));
+  return {};
+}
 
 }  // namespace
 
@@ -31,13 +60,14 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
-  std::string ip, mr_size, recv_size, mtu, dcqcn, profile;
+  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo;
   opts.add_options("Memory")
       ("mr-size", "size of the exposed region (K/M/G suffixes)", cxxopts::value<std::string>(mr_size)->default_value("64M"))
       ("mr-file", "back the exposed region with this file (kept after exit)", cxxopts::value<std::string>(o.mr_file))
       ("recv-size", "receive buffer: the largest SEND accepted", cxxopts::value<std::string>(recv_size)->default_value("4M"))
       ("recv-depth", "receives kept posted per QP", cxxopts::value<std::uint32_t>(o.recv_depth)->default_value("256"))
-      ("echo", "send every received SEND back (for send latency tests)");
+      ("echo", "send every received SEND back (for send latency tests)")
+      ("write-echo", "write every WRITE of this size back (for write latency tests with -s SIZE)", cxxopts::value<std::string>(write_echo));
   opts.add_options("Connections")
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
@@ -62,7 +92,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   try {
     r = opts.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const std::exception& e) {
-    return make_error(EINVAL, e.what());
+    return make_error(EINVAL, explain_option_error(e.what(), args));
   }
   if (r.count("help")) {
     cli.help = true;
@@ -70,6 +100,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
     return cli;
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
+  if (!parse_ipv4(o.listen_ip)) return make_error(EINVAL, "bad --listen-ip '" + o.listen_ip + "': an IPv4 address");
   if (r.count("vdev")) o.vdevs = r["vdev"].as<std::vector<std::string>>();
   if (o.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to serve on");
   const auto addr = parse_ipv4(ip);
@@ -87,14 +118,28 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
   if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");
   o.qp.mtu = static_cast<ibv_mtu>(*pm);
+  if (r.count("mr-file"))
+    if (Status s = check_mr_file(o.mr_file); !s) return s.error();
+  if (o.control_socket.size() >= sizeof(sockaddr_un{}.sun_path))
+    return make_error(ENAMETOOLONG, "--control path longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
+                                        " bytes: " + o.control_socket);
   o.echo = r.count("echo") > 0;
+  if (r.count("write-echo")) {
+    const auto we = parse_size(write_echo);
+    // Each peer's QP uses [send half | landing half] of the exposed region.
+    if (!we || *we == 0 || 2 * *we > o.mr_bytes)
+      return make_error(EINVAL, "bad --write-echo '" + write_echo + "': 1 byte up to half of --mr-size");
+    o.write_echo_size = static_cast<std::uint32_t>(*we);
+  }
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   o.dcqcn = dcqcn == "on";
   const auto prof = cc::profile_from_string(profile);
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   o.dcqcn_profile = *prof;
   if (o.workers == 0 || o.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
-  if (o.status_interval_s < 0 || o.duration_s < 0) return make_error(EINVAL, "intervals must not be negative");
+  if (o.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
+  if (o.status_interval_s < 0) return make_error(EINVAL, "--status-interval must not be negative");
+  if (o.duration_s < 0) return make_error(EINVAL, "--duration must not be negative");
   if (o.max_sessions == 0) return make_error(EINVAL, "--max-sessions must be at least 1");
   return cli;
 }

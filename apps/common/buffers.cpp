@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,7 +39,13 @@ Result<MappedBuffer> MappedBuffer::file(const std::string& path, std::size_t byt
   if (bytes == 0) return make_error(EINVAL, "a region of 0 bytes");
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return make_error(errno, "cannot open " + path + ": " + std::strerror(errno));
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+  // Grow a short file; never cut a longer one (it may be someone's data, served as remote memory).
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(EINVAL, path + " is not a regular file");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) < bytes && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const int err = errno;
     ::close(fd);
     return make_error(err, "cannot size " + path + " to " + std::to_string(bytes) + " bytes: " + std::strerror(err));

@@ -23,12 +23,12 @@ struct ClientQp {
   PerftestDest peer;
 };
 
-// Swaps each QP's record once (a perftest handshake round).
-Status handshake(PerftestSession& s, std::vector<ClientQp>& qps, bool first) {
-  for (ClientQp& q : qps) {
-    auto peer = s.exchange_dest(q.mine);
+// Swaps each QP's record once (a perftest handshake round); the peers' records when `peers`.
+Status handshake(PerftestSession& s, const std::vector<PerftestDest>& mine, std::vector<PerftestDest>* peers) {
+  for (const PerftestDest& d : mine) {
+    auto peer = s.exchange_dest(d);
     if (!peer) return peer.error();
-    if (first) q.peer = *peer;
+    if (peers) peers->push_back(*peer);
   }
   return {};
 }
@@ -65,6 +65,35 @@ Status read_back(dp::Dataplane& dp, DriverSet& drivers, const LocalQp& qp, Local
 
 }  // namespace
 
+Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine) {
+  if (Status st = s.exchange_versions(); !st) return st.error();
+  if (Status st = s.exchange_sizes(); !st) return st.error();
+  return s.exchange_mtu(mine);
+}
+
+Result<std::vector<PerftestDest>> perftest_client_handshakes(
+    PerftestSession& s, const std::vector<PerftestDest>& mine, const TrafficSpec& spec,
+    const std::function<Status(const std::vector<PerftestDest>&)>& connect) {
+  std::vector<PerftestDest> peers;
+  if (Status st = handshake(s, mine, &peers); !st) return st.error();
+  if (Status st = connect(peers); !st) return st.error();
+  for (int r = 1; r < pre_traffic_handshakes(spec); ++r)
+    if (Status st = handshake(s, mine, nullptr); !st) return st.error();
+  return peers;
+}
+
+Status perftest_client_epilogue(PerftestSession& s, const std::vector<PerftestDest>& mine, const TrafficSpec& spec,
+                                const PerftestResults& results) {
+  if (Status st = handshake(s, mine, nullptr); !st) return st;
+  if (spec.measure == Measure::Bandwidth && spec.verb != Verb::Send) {
+    if (auto r = s.exchange_results(results); !r) return r.error();
+    if (Status st = handshake(s, mine, nullptr); !st) return st;
+  }
+  if (spec.measure == Measure::Bandwidth)
+    if (Status st = s.exchange_done(); !st) return st;
+  return {};
+}
+
 int pre_traffic_handshakes(const TrafficSpec& s) {
   // As perftest 4.5 does it (../shared/captures/rxe): the record, "remote print", "after RTR",
   // and for SEND bandwidth one more so the server's receives are up before the first SEND.
@@ -80,11 +109,9 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   auto tcp = TcpStream::connect(o.server, o.port, o.oob_timeout_ms);
   if (!tcp) return tcp.error();
   PerftestSession session(*tcp, OobRole::Client, o.oob_timeout_ms);
-  if (Status s = session.exchange_versions(); !s) return s.error();
-  run.remote_version = session.remote_version();
-  if (Status s = session.exchange_sizes(); !s) return s.error();
-  auto mtu = session.exchange_mtu(o.qp.mtu);
+  auto mtu = perftest_client_preamble(session, o.qp.mtu);
   if (!mtu) return mtu.error();
+  run.remote_version = session.remote_version();
   run.mtu = *mtu;
   QpParams qp_params = o.qp;
   qp_params.mtu = *mtu;
@@ -111,11 +138,16 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     q.mine.gid = conn.local_gid();
     qps.push_back(q);
   }
-  if (Status s = handshake(session, qps, true); !s) return s.error();
-  for (ClientQp& q : qps)
-    if (Status s = conn.connect(q.local, RemoteQp{q.peer.qpn, q.peer.psn, q.peer.gid}, qp_params); !s) return s.error();
-  for (int r = 1; r < pre_traffic_handshakes(o.spec); ++r)
-    if (Status s = handshake(session, qps, false); !s) return s.error();
+  std::vector<PerftestDest> mine;
+  for (const ClientQp& q : qps) mine.push_back(q.mine);
+  auto peers = perftest_client_handshakes(session, mine, o.spec, [&](const std::vector<PerftestDest>& p) -> Status {
+    for (std::size_t i = 0; i < qps.size(); ++i) {
+      qps[i].peer = p[i];
+      if (Status s = conn.connect(qps[i].local, RemoteQp{p[i].qpn, p[i].psn, p[i].gid}, qp_params); !s) return s;
+    }
+    return {};
+  });
+  if (!peers) return peers.error();
 
   DriverSet drivers(dp);
   for (std::uint32_t size : sizes) {
@@ -202,6 +234,8 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
                                          " s (" + std::to_string(done_ops) + " done)" +
                                          (spec.verb == Verb::Send && spec.measure == Measure::Latency
                                               ? ": a SEND latency test needs a server that echoes (roce-appliance --echo)"
+                                          : spec.verb == Verb::Write && spec.measure == Measure::Latency
+                                              ? ": a WRITE latency test needs a server that writes back (roce-appliance --write-echo SIZE)"
                                               : ": is the peer still there?"));
       }
       if (now >= next_report && progress) {
@@ -274,16 +308,13 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   }
 
   // Post-traffic: one handshake, the results (RDMA bandwidth tests), another handshake, "done".
-  if (Status s = handshake(session, qps, false); !s) return s.error();
-  if (o.spec.measure == Measure::Bandwidth && o.spec.verb != Verb::Send) {
+  PerftestResults results;
+  if (!run.bw.empty()) {
     const BwFigures& f = run.bw.back();
-    PerftestResults mine{f.size, f.iterations, f.bw_peak_bps / (1024.0 * 1024.0), f.bw_avg_bps / (1024.0 * 1024.0),
-                         f.msg_rate_mpps};
-    if (auto r = session.exchange_results(mine); !r) return r.error();
-    if (Status s = handshake(session, qps, false); !s) return s.error();
+    results = PerftestResults{f.size, f.iterations, f.bw_peak_bps / (1024.0 * 1024.0), f.bw_avg_bps / (1024.0 * 1024.0),
+                              f.msg_rate_mpps};
   }
-  if (o.spec.measure == Measure::Bandwidth)
-    if (Status s = session.exchange_done(); !s) return s.error();
+  if (Status s = perftest_client_epilogue(session, mine, o.spec, results); !s) return s.error();
 
   for (ClientQp& q : qps) {
     const Counters c = dp.call(q.local.worker, [&](Engine&) { return q.local.qp->counters(); });

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/common/connector.hpp"
+#include "apps/common/oob/perftest.hpp"
 #include "apps/common/traffic/results.hpp"
 
 namespace roce::app {
@@ -41,5 +42,19 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
 
 // Pre-traffic handshakes perftest does for a test: the QP records once, then syncs.
 int pre_traffic_handshakes(const TrafficSpec& s);
+
+// The client's side of perftest's exchange in the order perftest 4.5 runs it (the recorded
+// streams in tests/apps/fixtures/oob show it); run_perftest_client runs the traffic in between.
+// Versions, cycle-buffer and cache-line sizes, then the MTU: the smaller one is returned.
+Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine);
+// The QP records before traffic: the first round gives the peers' records, `connect` then brings
+// the QPs up (perftest moves to RTR and RTS there), and the sync rounds follow.
+Result<std::vector<PerftestDest>> perftest_client_handshakes(
+    PerftestSession& s, const std::vector<PerftestDest>& mine, const TrafficSpec& spec,
+    const std::function<Status(const std::vector<PerftestDest>&)>& connect);
+// After traffic: a sync round, for RDMA bandwidth tests the results and another sync, and for
+// bandwidth tests "done".
+Status perftest_client_epilogue(PerftestSession& s, const std::vector<PerftestDest>& mine, const TrafficSpec& spec,
+                                const PerftestResults& results);
 
 }  // namespace roce::app

@@ -46,7 +46,11 @@ void RunningDataplane::stop() {
     launched_ = false;
   }
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    // Nobody polls any more: later Dataplane::call()s run on the caller instead of waiting.
+    dp_->set_driven_by_other_thread(false);
+  }
   dp_ = nullptr;
 }
 

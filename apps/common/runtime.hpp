@@ -19,6 +19,15 @@ namespace roce::app {
 // file prefix, two lcores when the machine has two cores.
 std::vector<std::string> default_eal_args(const std::string& prog);
 
+// Cleans the EAL up (and its runtime folder) when main leaves by any path once it is up.
+// Declare it before the dataplane so the dataplane goes first.
+struct EalGuard {
+  EalGuard() = default;
+  EalGuard(const EalGuard&) = delete;
+  EalGuard& operator=(const EalGuard&) = delete;
+  ~EalGuard() { dp::Eal::cleanup(); }
+};
+
 class RunningDataplane {
  public:
   RunningDataplane() = default;

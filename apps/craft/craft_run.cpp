@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <iostream>
 
 #include "apps/gen/raw/pcap_output.hpp"
 #include "apps/gen/raw/port_sender.hpp"
@@ -22,10 +23,10 @@ constexpr std::uint32_t kPoolMbufs = 8191;
 
 }  // namespace
 
-int run_pcap(const CraftCommand& cmd, std::ostream& out, std::ostream& err) {
+int run_pcap(const CraftCommand& cmd, std::ostream& out, std::ostream& err, const std::string& prog) {
   auto gen = gen::RawFrameGenerator::create(cmd.spec);
   if (!gen) {
-    err << "roce-craft: " << gen.error().message << '\n';
+    err << prog << ": " << gen.error().message << '\n';
     return kExitUsage;
   }
   gen::PcapOutput o;
@@ -37,21 +38,22 @@ int run_pcap(const CraftCommand& cmd, std::ostream& out, std::ostream& err) {
                                          .count());
   auto stats = gen::write_pcap(*gen, o);
   if (!stats) {
-    err << "roce-craft: " << stats.error().message << '\n';
+    err << prog << ": " << stats.error().message << '\n';
     return kExitFailed;
   }
   out << cmd.pcap_path << ": " << gen::summary(*stats);
   return kExitOk;
 }
 
-int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, std::ostream& out, std::ostream& err) {
+int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, std::ostream& out, std::ostream& err,
+             const std::string& prog) {
   auto gen = gen::RawFrameGenerator::create(cmd.spec);
   if (!gen) {
-    err << "roce-craft: " << gen.error().message << '\n';
+    err << prog << ": " << gen.error().message << '\n';
     return kExitUsage;
   }
   if (auto s = dp::Eal::init(eal_args); !s.ok()) {
-    err << "roce-craft: " << s.error().message << '\n';
+    err << prog << ": " << s.error().message << '\n';
     return kExitFailed;
   }
   int rc = kExitFailed;
@@ -65,7 +67,7 @@ int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, 
     po.name = cmd.port;
     auto port = dp::open_port(po, pool);
     if (!port) {
-      err << "roce-craft: " << port.error().message << '\n';
+      err << prog << ": " << port.error().message << '\n';
     } else {
       gen::PortSenderOptions so;
       so.port = port->id;
@@ -74,7 +76,7 @@ int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, 
       so.count = cmd.count;
       auto sender = gen::RawPortSender::create(std::move(*gen), so);
       if (!sender) {
-        err << "roce-craft: " << sender.error().message << '\n';
+        err << prog << ": " << sender.error().message << '\n';
       } else {
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
@@ -92,6 +94,27 @@ int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, 
   }
   dp::Eal::cleanup();
   return rc;
+}
+
+int craft_main(const std::string& prog, const std::vector<std::string>& eal, const std::vector<std::string>& app) {
+  const CraftUsage u = parse_craft_args(app);
+  if (u.help) {
+    std::string text = u.help_text;
+    for (std::size_t at = 0; (at = text.find("roce-craft", at)) != std::string::npos; at += prog.size())
+      text.replace(at, 10, prog);
+    std::cout << text;
+    return kExitOk;
+  }
+  if (u.list_opcodes) {
+    std::cout << opcode_list();
+    return kExitOk;
+  }
+  if (!u.error.empty()) {
+    std::cerr << prog << ": " << u.error << '\n';
+    return kExitUsage;
+  }
+  if (!u.cmd.pcap_path.empty()) return run_pcap(u.cmd, std::cout, std::cerr, prog);
+  return run_port(u.cmd, eal, std::cout, std::cerr, prog);
 }
 
 }  // namespace roce::craft

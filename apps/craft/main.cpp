@@ -1,8 +1,7 @@
-// roce-craft: start-up only. DPDK options (port mode) come before `--`, roce-craft's after it;
-// with no `--` everything is roce-craft's. The work is in craft_run.cpp.
+// roce-craft: start-up only; `roce-gen raw` is the same tool. DPDK options (port mode) come
+// before `--`, roce-craft's after it; with no `--` everything is roce-craft's. The work is in
+// craft_run.cpp.
 #include <unistd.h>
-
-#include <iostream>
 
 #include "apps/craft/craft_options.hpp"
 #include "apps/craft/craft_run.hpp"
@@ -16,19 +15,5 @@ int main(int argc, char** argv) {
                                                  "--log-level=error",
                                                  "--file-prefix=roce-craft-" + std::to_string(getpid())};
   const auto split = roce::dp::split_args(argc, argv, eal_defaults);
-  const CraftUsage u = parse_craft_args(split.app);
-  if (u.help) {
-    std::cout << u.help_text;
-    return kExitOk;
-  }
-  if (u.list_opcodes) {
-    std::cout << opcode_list();
-    return kExitOk;
-  }
-  if (!u.error.empty()) {
-    std::cerr << "roce-craft: " << u.error << '\n';
-    return kExitUsage;
-  }
-  if (!u.cmd.pcap_path.empty()) return run_pcap(u.cmd, std::cout, std::cerr);
-  return run_port(u.cmd, split.eal, std::cout, std::cerr);
+  return craft_main("roce-craft", split.eal, split.app);
 }

@@ -6,6 +6,8 @@
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_client.hpp"
 #include "apps/common/runtime.hpp"
+#include "apps/craft/craft_run.hpp"
+#include "apps/gen/emulate.hpp"
 #include "apps/gen/options.hpp"
 #include "apps/gen/pingpong_client.hpp"
 
@@ -22,9 +24,9 @@ int fail(const std::string& why, int code = 1) {
 }
 
 void print_results(const GenOptions& g, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                   const RunCounters& c) {
+                   const RunCounters& c, const std::string& verify = {}) {
   if (g.json) {
-    std::printf("%s\n", to_json(g.spec, bw, lat, c, g.gbits).c_str());
+    std::printf("%s\n", to_json(g.spec, bw, lat, c, g.gbits, verify).c_str());
     return;
   }
   std::printf("%s", table_rule().c_str());
@@ -54,6 +56,25 @@ std::vector<std::uint32_t> all_sizes(Verb v) {
 
 int main(int argc, char** argv) {
   const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-gen"));
+  // Two more modes with their own options: raw packet streams (roce-craft's) and the link emulator.
+  const std::string mode = split.app.size() > 1 ? split.app[1] : "";
+  if (mode == "raw") {
+    std::vector<std::string> app{"roce-gen raw"};
+    app.insert(app.end(), split.app.begin() + 2, split.app.end());
+    return craft::craft_main("roce-gen raw", split.eal, app);
+  }
+  if (mode == "emulate") {
+    auto eo = parse_emulate_options(split.app);
+    if (!eo) {
+      std::fprintf(stderr, "roce-gen emulate: %s (try --help)\n", eo.error().message.c_str());
+      return 2;
+    }
+    if (eo->help) {
+      std::cout << eo->help_text;
+      return 0;
+    }
+    return run_emulate(*eo, split.eal);
+  }
   auto parsed = parse_gen_options(split.app);
   if (!parsed) return fail(parsed.error().message + " (try --help)", 2);
   const GenOptions& g = *parsed;
@@ -64,6 +85,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> eal = split.eal;
   for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
   dp::DataplaneOptions dopt;
@@ -102,7 +124,7 @@ int main(int argc, char** argv) {
     if (g.spec.verb == Verb::Write && g.spec.measure == Measure::Latency) cfg.write_echo_size = g.spec.size;
     auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
     if (!listener) return fail(listener.error().message);
-    std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", g.oob_port);
+    std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", listener->port());
     std::atomic<bool> stop{false};
     Result<TcpStream> tcp = make_error(ETIMEDOUT, "no client");
     while (!dp::StopSignals::requested()) {
@@ -132,7 +154,10 @@ int main(int argc, char** argv) {
       }
     }
   } else if (g.pingpong) {
-    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp);
+    const bool live = !g.json && (g.spec.duration > kSecond || g.spec.iters > 100'000);
+    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp, [live](const std::string& line) {
+      if (live) std::fprintf(stderr, "%s\n", line.c_str());
+    });
     if (!run) {
       rc = fail(run.error().message);
     } else {
@@ -155,15 +180,16 @@ int main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_results(g, run->bw, run->lat, run->counters);
-      if (g.verify && !g.json)
-        std::printf(" verify: %s\n", g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
-                                                               : run->verified ? "remote memory as written" : "MISMATCH");
+      const std::string verify = !g.verify                   ? ""
+                                 : g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
+                                 : run->verified             ? "remote memory as written"
+                                                             : "MISMATCH";
+      print_results(g, run->bw, run->lat, run->counters, verify);
+      if (!verify.empty() && !g.json) std::printf(" verify: %s\n", verify.c_str());
       rc = run->counters.errors || (g.verify && g.spec.verb != Verb::Send && !run->verified) ? 1 : 0;
     }
   }
   running.stop();
   dpr->reset();
-  dp::Eal::cleanup();
   return rc;
 }

@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 
 #include "apps/common/runtime.hpp"
+#include "apps/common/option_error.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {
@@ -16,7 +17,9 @@ constexpr const char* kUsage = R"(roce-gen: RDMA traffic over this project's sof
   roce-gen [DPDK EAL arguments --] TEST [options]
 
 TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat) or pingpong
-(ibv_rc_pingpong's SEND ping-pong). Run one side with --listen and the other with --server ADDR,
+(ibv_rc_pingpong's SEND ping-pong). Two more modes have their own options (see their --help):
+`roce-gen raw` crafts raw RoCEv2 packet streams to a port or a pcap file, and
+`roce-gen emulate` is a link with loss, reordering, delay and ECN marking between two ports. Run one side with --listen and the other with --server ADDR,
 or point --server at roce-appliance, at a real perftest server (ib_write_bw with no address) or
 at ibv_rc_pingpong. The out-of-band exchange runs over the kernel's TCP (port 18515).
 
@@ -68,13 +71,14 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   try {
     r = opts.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const std::exception& e) {
-    return make_error(EINVAL, e.what());
+    return make_error(EINVAL, explain_option_error(e.what(), args));
   }
   if (r.count("help")) {
     g.help = true;
     g.help_text = opts.help({"Test", "Connection", "Dataplane"});
     return g;
   }
+  if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
   if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic or pingpong");
   if (test == "pingpong") {
     g.pingpong = true;
@@ -88,7 +92,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (r.count("lat") && r.count("bw")) return make_error(EINVAL, "--bw and --lat exclude each other");
   if (r.count("lat")) g.spec.measure = Measure::Latency;
   const auto sz = parse_size(size);
-  if (!sz || *sz > (1u << 31)) return make_error(EINVAL, "bad --size '" + size + "' (bytes, up to 2G)");
+  if (!sz || *sz == 0 || *sz > (1u << 31)) return make_error(EINVAL, "bad --size '" + size + "' (bytes, 1 up to 2G)");
   g.spec.size = static_cast<std::uint32_t>(*sz);
   if (g.spec.verb == Verb::Atomic) g.spec.size = 8;
   g.spec.iters = r["iters"].as<std::uint64_t>();
@@ -116,6 +120,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   g.json = r.count("json") > 0;
   g.listen = r.count("listen") > 0;
   if (g.listen == !g.server.empty()) return make_error(EINVAL, "give exactly one of --server ADDR (client) or --listen (server)");
+  if (g.oob_port == 0 && !g.listen) return make_error(EINVAL, "--oob-port 0 works with --listen only (a free port is chosen)");
   if (r.count("vdev")) g.vdevs = r["vdev"].as<std::vector<std::string>>();
   if (g.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to use (e.g. --vdev net_tap0 --dev net_tap0)");
   const auto addr = parse_ipv4(ip);

@@ -12,7 +12,8 @@
 namespace roce::app {
 
 Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& server, std::uint16_t port,
-                                        const TrafficSpec& spec, const QpParams& qp) {
+                                        const TrafficSpec& spec, const QpParams& qp,
+                                        const std::function<void(const std::string&)>& progress) {
   auto tcp = TcpStream::connect(server, port, 30'000);
   if (!tcp) return tcp.error();
   auto buf = MappedBuffer::anonymous(std::max<std::size_t>(spec.size, 64));
@@ -41,6 +42,9 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
   // No progress for 10 s (the peer went away) or a signal ends the run.
   std::uint64_t last = 0;
   auto last_progress = std::chrono::steady_clock::now();
+  const auto t0 = last_progress;
+  auto next_report = t0 + std::chrono::seconds(1);
+  std::uint64_t last_reported = 0;
   for (;;) {
     const DriverStatus st = drivers.inspect(lq->worker, [&] { return client.status(); });
     if (st.done) break;
@@ -54,6 +58,13 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
       conn.destroy(*lq);
       return make_error(ETIMEDOUT, dp::StopSignals::requested() ? "stopped by a signal"
                                                                  : "no answer from the pingpong server for 10 s");
+    }
+    if (progress && now >= next_report) {
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - t0).count();
+      progress("  " + std::to_string(s.size) + " B: " + std::to_string(st.completed) + " round trips after " +
+               std::to_string(secs) + " s, " + std::to_string(st.completed - last_reported) + " in the last second");
+      last_reported = st.completed;
+      next_report += std::chrono::seconds(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -119,6 +119,7 @@ void LatClient::start_one(Engine& e, Nanos now) {
   // echo lands in the next `size` bytes.
   if (spec_.verb == Verb::Write && spec_.size > 0) local_.ptr[spec_.size - 1] = std::byte{seq_};
   started_ = now;
+  if (run_started_ < 0) run_started_ = now;
   in_flight_ = true;
   send_done_ = recv_done_ = false;
   if (post_op(e, qp_, spec_.verb, seq_, local_, spec_.size, remote_) != 0) note_error(st_, IBV_WC_GENERAL_ERR);
@@ -149,7 +150,7 @@ void LatClient::poll(Engine& e, Nanos now) {
     ++st_.completed;
     in_flight_ = false;
   }
-  const bool more = spec_.duration > 0 ? (samples_.empty() || now - started_ < spec_.duration) && samples_.size() < samples_.capacity()
+  const bool more = spec_.duration > 0 ? (samples_.empty() || now - run_started_ < spec_.duration) && samples_.size() < samples_.capacity()
                                        : st_.completed < spec_.iters;
   if (!more) {
     st_.done = true;

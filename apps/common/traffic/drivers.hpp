@@ -81,7 +81,8 @@ class LatClient {
   RemoteBuffer remote_;
   bool in_flight_ = false;
   bool send_done_ = false, recv_done_ = false;
-  Nanos started_ = 0;
+  Nanos started_ = 0;      // of the operation in flight
+  Nanos run_started_ = -1;  // of the first operation: -D counts from here
   std::uint8_t seq_ = 0;
   std::vector<Nanos> samples_;
   DriverStatus st_;

@@ -80,7 +80,7 @@ std::string lat_table_row(const LatFigures& f) {
 }
 
 std::string to_json(const TrafficSpec& spec, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                    const RunCounters& c, bool gbits) {
+                    const RunCounters& c, bool gbits, const std::string& verify) {
   JsonWriter w;
   w.begin_object().field("test", to_string(spec.verb) + "_" + to_string(spec.measure)).key("results").begin_array();
   for (const BwFigures& f : bw)
@@ -111,8 +111,9 @@ std::string to_json(const TrafficSpec& spec, const std::vector<BwFigures>& bw, c
       .field("naks", c.naks)
       .field("timeouts", c.timeouts)
       .field("cnps_received", c.cnps_received)
-      .field("cnps_sent", c.cnps_sent)
-      .end_object();
+      .field("cnps_sent", c.cnps_sent);
+  if (!verify.empty()) w.field("verify", verify);
+  w.end_object();
   return w.str();
 }
 

@@ -44,7 +44,8 @@ std::string lat_table_header();
 std::string lat_table_row(const LatFigures& f);
 std::string table_rule();
 
+// `verify`: the outcome of --verify in words; left out when empty (no --verify).
 std::string to_json(const TrafficSpec& spec, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                    const RunCounters& c, bool gbits);
+                    const RunCounters& c, bool gbits, const std::string& verify = {});
 
 }  // namespace roce::app

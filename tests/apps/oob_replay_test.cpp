@@ -1,0 +1,364 @@
+// The out-of-band exchanges replayed from real captures (TCP 18515 of ConnectX and rxe runs of
+// ib_write_bw, ib_read_bw, ib_send_bw and ibv_rc_pingpong; fixtures made by
+// scripts/extract_oob_streams.sh). Our client code talks to the recorded server and our server
+// to the recorded client: each must accept the real peer's records and answer with records of
+// the same size, layout and sequence as the real tool did.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "apps/common/buffers.hpp"
+#include "apps/common/oob/pingpong.hpp"
+#include "apps/common/oob_server.hpp"
+#include "apps/common/perftest_client.hpp"
+#include "dataplane/ring_port.hpp"
+
+#ifndef ROCE_SOURCE_ROOT
+#define ROCE_SOURCE_ROOT "."
+#endif
+
+namespace roce::app {
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+// One step of the exchange: what the client sent and what the server sent (either may be
+// empty: ibv_rc_pingpong's "done" gets no answer). Within a step each side's order follows
+// perftest's rule (the client writes then reads, the server reads then writes), which is what
+// our code does too; the capture's order of the two segments inside a step does not matter.
+struct Step {
+  Bytes client, server;
+};
+
+Bytes from_hex(const std::string& h) {
+  Bytes b;
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2)
+    b.push_back(static_cast<std::byte>(std::stoi(h.substr(i, 2), nullptr, 16)));
+  return b;
+}
+
+std::vector<Step> load(const std::string& name) {
+  std::ifstream in(std::string(ROCE_SOURCE_ROOT) + "/tests/apps/fixtures/oob/" + name + ".txt");
+  std::vector<std::pair<char, Bytes>> segs;
+  std::string line;
+  while (std::getline(in, line))
+    if (line.size() > 2 && (line[0] == 'C' || line[0] == 'S')) segs.emplace_back(line[0], from_hex(line.substr(2)));
+  std::vector<Step> steps;
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    Step s;
+    (segs[i].first == 'C' ? s.client : s.server) = segs[i].second;
+    if (i + 1 < segs.size() && segs[i + 1].first != segs[i].first) {
+      (segs[i + 1].first == 'C' ? s.client : s.server) = segs[i + 1].second;
+      ++i;
+    }
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+std::string text(const Bytes& b) {
+  std::string s(reinterpret_cast<const char*>(b.data()), b.size());
+  return s.substr(0, s.find('\0'));
+}
+
+// The positions of the ':' separators and of the NUL: a record's layout.
+std::vector<std::size_t> layout(const Bytes& b) {
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < b.size(); ++i)
+    if (b[i] == std::byte{':'} || b[i] == std::byte{0}) at.push_back(i);
+  return at;
+}
+
+std::uint64_t be64(const Bytes& b) {
+  std::uint64_t v = 0;
+  for (std::byte x : b) v = v << 8 | std::to_integer<std::uint64_t>(x);
+  return v;
+}
+
+ibv_gid gid_of(proto::Ipv4Addr ip) { return gid_from_ip(IpAddress::ipv4(ip)); }
+
+// Plays one side of `steps` over `tcp`; collects what the other side sent, step by step.
+std::vector<Bytes> play(TcpStream& tcp, const std::vector<Step>& steps, bool as_client, std::string& error) {
+  std::vector<Bytes> got;
+  for (const Step& s : steps) {
+    const Bytes& mine = as_client ? s.client : s.server;
+    Bytes theirs(as_client ? s.server.size() : s.client.size());
+    if (as_client && !mine.empty())
+      if (Status st = tcp.write_all(mine); !st) return error = st.error().message, got;
+    if (!theirs.empty())
+      if (Status st = tcp.read_exact(theirs, 10'000); !st) return error = st.error().message, got;
+    if (!as_client && !mine.empty())
+      if (Status st = tcp.write_all(mine); !st) return error = st.error().message, got;
+    got.push_back(std::move(theirs));
+  }
+  // Nothing more after the last step: the peer closes.
+  std::byte extra[1];
+  if (tcp.read_exact(extra, 5'000)) error = "the peer sent more than the recorded exchange";
+  return got;
+}
+
+struct Capture {
+  const char* fixture;
+  Verb verb;
+  proto::Ipv4Addr client_ip, server_ip;
+  bool complete;  // the ConnectX capture stops after the pre-traffic handshakes
+};
+
+const Capture kPerftest[] = {
+    {"rxe_ib_write_bw", Verb::Write, {10, 77, 0, 3}, {10, 77, 0, 2}, true},
+    {"rxe_ib_read_bw", Verb::Read, {10, 77, 0, 3}, {10, 77, 0, 2}, true},
+    {"rxe_ib_send_bw", Verb::Send, {10, 77, 0, 3}, {10, 77, 0, 2}, true},
+    {"connectx_ib_send_bw", Verb::Send, {10, 10, 10, 26}, {10, 10, 10, 27}, false},
+};
+
+void PrintTo(const Capture& c, std::ostream* os) { *os << c.fixture; }
+
+class OobReplay : public ::testing::TestWithParam<Capture> {};
+
+// Checks the records one side of ours sent against what the real tool sent in the same steps.
+void expect_same_records(const std::vector<Step>& steps, const std::vector<Bytes>& ours, bool ours_is_client) {
+  ASSERT_EQ(ours.size(), steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Bytes& real = ours_is_client ? steps[i].client : steps[i].server;
+    const Bytes& mine = ours[i];
+    ASSERT_EQ(mine.size(), real.size()) << "step " << i;
+    if (real.size() == 108) {
+      EXPECT_EQ(layout(mine), layout(real)) << "step " << i << ": " << text(mine) << " vs " << text(real);
+      EXPECT_TRUE(parse_perftest(mine).ok()) << text(mine);
+    } else if (real.size() == 8) {
+      continue;  // a results field: our own figures
+    } else if (i == 0) {
+      // The version: 16 bytes, "M.mm" and NULs (perftest 4.5 says 6.06; the ConnectX host ran 5.99).
+      EXPECT_EQ(text(mine), PerftestSession::kVersion);
+      EXPECT_EQ(text(real).size(), 4u);
+      EXPECT_TRUE(std::all_of(mine.begin() + 4, mine.end(), [](std::byte b) { return b == std::byte{0}; }));
+    } else {
+      // Version, cycle buffer, cache line, MTU and "done" match byte for byte.
+      EXPECT_EQ(mine, real) << "step " << i << ": '" << text(mine) << "' vs '" << text(real) << "'";
+    }
+  }
+}
+
+TEST_P(OobReplay, OurClientAcceptsTheRealServerAndSendsWhatTheRealClientSent) {
+  const Capture& c = GetParam();
+  const auto steps = load(c.fixture);
+  ASSERT_GE(steps.size(), 8u) << "fixture " << c.fixture << " missing or short";
+  auto l = TcpListener::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l.ok());
+  std::vector<Bytes> sent;
+  std::string server_error;
+  std::thread server([&] {
+    auto tcp = l->accept(10'000);
+    if (!tcp) return void(server_error = tcp.error().message);
+    sent = play(*tcp, steps, false, server_error);
+  });
+  {
+    auto tcp = TcpStream::connect("127.0.0.1", l->port(), 5'000);
+    ASSERT_TRUE(tcp.ok());
+    PerftestSession session(*tcp, OobRole::Client, 10'000);
+    auto mtu = perftest_client_preamble(session, IBV_MTU_1024);  // what the recorded client offered
+    ASSERT_TRUE(mtu.ok()) << mtu.error().message;
+    EXPECT_EQ(*mtu, IBV_MTU_1024);
+    EXPECT_EQ(session.remote_version(), text(steps[0].server));
+    PerftestDest me;
+    me.qpn = 0x11;
+    me.psn = 0x123456;
+    me.rkey = 0x2000;
+    me.vaddr = 0x7f0012345000;
+    me.gid = gid_of(c.client_ip);
+    TrafficSpec spec;
+    spec.verb = c.verb;
+    std::vector<PerftestDest> connected;
+    auto peers = perftest_client_handshakes(session, {me}, spec, [&](const std::vector<PerftestDest>& p) {
+      connected = p;
+      return Status{};
+    });
+    ASSERT_TRUE(peers.ok()) << peers.error().message;
+    ASSERT_EQ(connected.size(), 1u);
+    auto real = parse_perftest(steps[4].server);
+    ASSERT_TRUE(real.ok());
+    EXPECT_EQ(connected[0].qpn, real->qpn);
+    EXPECT_EQ(connected[0].psn, real->psn);
+    EXPECT_EQ(connected[0].rkey, real->rkey);
+    EXPECT_EQ(connected[0].vaddr, real->vaddr);
+    EXPECT_EQ(0, std::memcmp(connected[0].gid.raw, gid_of(c.server_ip).raw, 16)) << gid_to_string(connected[0].gid);
+    if (c.complete) {
+      const PerftestResults results{65536, 5000, 1000.5, 990.25, 0.0158};
+      Status st = perftest_client_epilogue(session, {me}, spec, results);
+      EXPECT_TRUE(st.ok()) << st.error().message;
+    }
+  }
+  server.join();
+  EXPECT_EQ(server_error, "");
+  expect_same_records(steps, sent, true);
+  // Results fields, where the test has them: size, iterations, then three doubles, big-endian.
+  std::vector<Bytes> results;
+  for (const Bytes& b : sent)
+    if (b.size() == 8) results.push_back(b);
+  if (c.complete && c.verb != Verb::Send) {
+    ASSERT_EQ(results.size(), 5u);
+    EXPECT_EQ(be64(results[0]), 65536u);
+    EXPECT_EQ(be64(results[1]), 5000u);
+    EXPECT_EQ(double_from_wire(be64(results[2])), 1000.5);
+    EXPECT_EQ(double_from_wire(be64(results[3])), 990.25);
+  } else {
+    EXPECT_TRUE(results.empty()) << "SEND bandwidth exchanges no results";
+  }
+}
+
+// Our server on a dataplane (a ring port nobody listens to: the exchange is all that runs).
+class ServerReplay : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    const std::string sfx = std::to_string(n++);
+    auto pair = dp::make_ring_pair("orp_a" + sfx, "orp_b" + sfx);
+    ASSERT_TRUE(pair.ok());
+    dp::DataplaneOptions o;
+    o.name = "orp" + sfx;
+    o.port.name = std::to_string(pair->a);
+    o.ip = IpAddress::ipv4({10, 77, 0, 2});
+    o.mbufs = 2047;
+    auto d = dp::Dataplane::create(o);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    dp_ = std::move(*d);
+    dp_->set_driven_by_other_thread(true);
+    poller_ = std::thread([this] {
+      while (!stop_) dp_->poll_once();
+    });
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (poller_.joinable()) poller_.join();
+  }
+
+  // Serves one recorded client; returns what our server sent per step.
+  std::vector<Bytes> serve(const std::vector<Step>& steps, proto::Ipv4Addr client_ip, SessionReport& report) {
+    dp_->arp().learn(client_ip, proto::MacAddr{0x02, 0, 0, 0, 0, 3});  // the recorded peer "answers ARP"
+    auto exposed = MappedBuffer::anonymous(1 << 20);
+    auto recv = MappedBuffer::anonymous(1 << 16);
+    EXPECT_TRUE(exposed.ok() && recv.ok());
+    std::vector<Bytes> got;
+    {
+      Connector conn(*dp_, 99);
+      auto emr = conn.register_memory(exposed->data(), exposed->size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+      auto rmr = conn.register_memory(recv->data(), recv->size(), IBV_ACCESS_LOCAL_WRITE);
+      EXPECT_TRUE(emr.ok() && rmr.ok());
+      DriverSet drivers(*dp_);
+      ServerConfig cfg;
+      cfg.exposed = LocalBuffer{exposed->data(), exposed->size(), (*emr)->lkey()};
+      cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
+      cfg.oob_timeout_ms = 10'000;
+      cfg.pingpong_idle_timeout = kSecond / 5;  // no traffic follows the replayed records
+      OobServer server(conn, drivers, cfg);
+      auto l = TcpListener::listen("127.0.0.1", 0);
+      EXPECT_TRUE(l.ok());
+      std::atomic<bool> stop{false};
+      Result<SessionReport> r = make_error(EINVAL, "not run");
+      std::thread srv([&] {
+        auto tcp = l->accept(10'000);
+        if (!tcp) return void(r = tcp.error());
+        r = server.serve(*tcp, stop);
+      });
+      std::string error;
+      {
+        auto tcp = TcpStream::connect("127.0.0.1", l->port(), 5'000);
+        EXPECT_TRUE(tcp.ok());
+        got = play(*tcp, steps, true, error);
+      }
+      srv.join();
+      EXPECT_EQ(error, "");
+      EXPECT_TRUE(r.ok()) << r.error().message;
+      if (r.ok()) report = *r;
+      dp_->memory().deregister((*emr)->rkey());
+      dp_->memory().deregister((*rmr)->rkey());
+    }
+    return got;
+  }
+
+  std::unique_ptr<dp::Dataplane> dp_;
+  std::thread poller_;
+  std::atomic<bool> stop_{false};
+};
+
+TEST_F(ServerReplay, AnswersEachRecordedPerftestClientAsTheRealServerDid) {
+  for (const Capture& c : kPerftest) {
+    if (!c.complete) continue;  // the server would wait for the rest of the exchange
+    SCOPED_TRACE(c.fixture);
+    const auto steps = load(c.fixture);
+    ASSERT_GE(steps.size(), 8u);
+    SessionReport report;
+    const auto sent = serve(steps, c.client_ip, report);
+    expect_same_records(steps, sent, false);
+    EXPECT_EQ(report.tool, "perftest");
+    EXPECT_EQ(report.remote_version, text(steps[0].client));
+    EXPECT_EQ(report.qps, 1u);
+    EXPECT_EQ(report.mtu, IBV_MTU_1024);
+    // Every 108-byte record we sent names the same QP, with our address as its GID.
+    std::vector<std::uint32_t> qpns;
+    for (const Bytes& b : sent)
+      if (b.size() == 108) {
+        auto d = parse_perftest(b);
+        ASSERT_TRUE(d.ok());
+        qpns.push_back(d->qpn);
+        EXPECT_EQ(0, std::memcmp(d->gid.raw, gid_of({10, 77, 0, 2}).raw, 16)) << gid_to_string(d->gid);
+      }
+    ASSERT_FALSE(qpns.empty());
+    EXPECT_EQ(std::count(qpns.begin(), qpns.end(), qpns[0]), static_cast<long>(qpns.size()));
+  }
+}
+
+TEST_F(ServerReplay, AnswersTheRecordedPingpongClientAsTheRealServerDid) {
+  const auto steps = load("rxe_rc_pingpong");
+  ASSERT_EQ(steps.size(), 2u);  // records, then "done" with no answer
+  SessionReport report;
+  const auto sent = serve(steps, {10, 77, 0, 3}, report);
+  ASSERT_EQ(sent.size(), 2u);
+  ASSERT_EQ(sent[0].size(), kPingpongRecordBytes);
+  auto mine = parse_pingpong(sent[0]);
+  ASSERT_TRUE(mine.ok()) << mine.error().message;
+  EXPECT_EQ(layout(sent[0]), layout(steps[0].server));
+  EXPECT_EQ(0, std::memcmp(mine->gid.raw, gid_of({10, 77, 0, 2}).raw, 16));
+  EXPECT_EQ(report.tool, "ibv_rc_pingpong");
+}
+
+TEST(PingpongReplay, OurClientAcceptsTheRealServerAndSendsWhatTheRealClientSent) {
+  const auto steps = load("rxe_rc_pingpong");
+  ASSERT_EQ(steps.size(), 2u);
+  auto l = TcpListener::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l.ok());
+  std::vector<Bytes> sent;
+  std::string server_error;
+  std::thread server([&] {
+    auto tcp = l->accept(10'000);
+    if (!tcp) return void(server_error = tcp.error().message);
+    sent = play(*tcp, steps, false, server_error);
+  });
+  {
+    auto tcp = TcpStream::connect("127.0.0.1", l->port(), 5'000);
+    ASSERT_TRUE(tcp.ok());
+    PingpongDest me{0, 0x11, 0x4ae6c8, gid_of({10, 77, 0, 3})};
+    auto peer = pingpong_client_exchange(*tcp, me, 10'000);
+    ASSERT_TRUE(peer.ok()) << peer.error().message;
+    auto real = parse_pingpong(steps[0].server);
+    ASSERT_TRUE(real.ok());
+    EXPECT_EQ(peer->qpn, real->qpn);
+    EXPECT_EQ(peer->psn, real->psn);
+    EXPECT_EQ(0, std::memcmp(peer->gid.raw, gid_of({10, 77, 0, 2}).raw, 16));
+  }
+  server.join();
+  EXPECT_EQ(server_error, "");
+  ASSERT_EQ(sent.size(), 2u);
+  // Same QPN and PSN as the recorded client, so the whole record matches byte for byte.
+  EXPECT_EQ(sent[0], steps[0].client) << text(sent[0]) << " vs " << text(steps[0].client);
+  EXPECT_EQ(sent[1], steps[1].client);
+}
+
+INSTANTIATE_TEST_SUITE_P(Captures, OobReplay, ::testing::ValuesIn(kPerftest),
+                         [](const auto& info) { return std::string(info.param.fixture); });
+
+}  // namespace
+}  // namespace roce::app

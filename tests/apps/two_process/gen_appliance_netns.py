@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""roce-gen against roce-appliance as two processes in two network namespaces, joined by a
+veth pair that each drives through DPDK's net_af_packet: every roce-gen mode with --verify where
+it applies and --json output checked, then a run long enough to show live progress lines.
+
+Usage: gen_appliance_netns.py ROCE_GEN ROCE_APPLIANCE
+Exit status 0 passed, 77 skipped (not root, no netns/veth; the reason is printed), 1 failed.
+The namespaces (and with them the veth pair) and every process started are removed on any exit.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TAG = "apt%d" % (os.getpid() % 100000)
+NS_GEN, NS_APPL = TAG + "g", TAG + "a"
+VETH_GEN, VETH_APPL = TAG + "g0", TAG + "a0"
+TCP_GEN, TCP_APPL = "10.79.0.1", "10.79.0.2"   # kernel addresses: the TCP exchange
+ROCE_GEN, ROCE_APPL = "10.79.1.1", "10.79.1.2"  # DPDK addresses: RoCEv2 on the same veth
+SIZE, ITERS = 4096, 500
+EAL = ["--no-huge", "--no-pci", "-m", "256", "--log-level=error", "--no-telemetry"]
+
+procs = []
+failures = []
+
+
+def sh(*args, check=True):
+    r = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(args), r.stderr.strip()))
+    return r
+
+
+def cleanup():
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    for ns in (NS_GEN, NS_APPL):
+        sh("ip", "netns", "del", ns, check=False)
+    for prefix in (TAG + "_gen", TAG + "_appl"):
+        sh("rm", "-rf", "/var/run/dpdk/" + prefix, check=False)
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def setup_network():
+    if os.geteuid() != 0:
+        skip("not root: network namespaces and veth pairs need root")
+    if sh("ip", "netns", "add", NS_GEN, check=False).returncode != 0:
+        skip("cannot create a network namespace (ip netns add failed)")
+    sh("ip", "netns", "add", NS_APPL)
+    if sh("ip", "link", "add", VETH_GEN, "type", "veth", "peer", "name", VETH_APPL, check=False).returncode != 0:
+        skip("cannot create a veth pair")
+    for ns, dev, addr in ((NS_GEN, VETH_GEN, TCP_GEN), (NS_APPL, VETH_APPL, TCP_APPL)):
+        sh("ip", "link", "set", dev, "netns", ns)
+        sh("ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+
+def start_appliance(binary, tmp, extra):
+    """Starts the appliance in its namespace; returns (process, report path) once it serves."""
+    report = os.path.join(tmp, "report-%d.json" % len(procs))
+    err = open(os.path.join(tmp, "appliance-%d.err" % len(procs)), "w+")
+    cmd = ["ip", "netns", "exec", NS_APPL, binary] + EAL + ["--file-prefix=" + TAG + "_appl", "-l", "0-1", "--",
+           "--vdev", "net_af_packet0,iface=" + VETH_APPL, "--dev", "net_af_packet0", "--ip", ROCE_APPL,
+           "--listen-ip", TCP_APPL, "--mr-size", "16M", "--status-interval", "0", "--report", report] + extra
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True)
+    procs.append(p)
+    deadline = time.time() + 40
+    while time.time() < deadline:
+        err.seek(0)
+        text = err.read()
+        if "serving " in text:
+            return p, report
+        if p.poll() is not None:
+            raise RuntimeError("roce-appliance exited %d: %s" % (p.returncode, text.strip()))
+        time.sleep(0.1)
+    raise RuntimeError("roce-appliance did not start in 40 s")
+
+
+def stop_appliance(p, report):
+    p.send_signal(signal.SIGTERM)
+    p.wait(20)
+    if p.returncode != 0:
+        failures.append("roce-appliance exited %d" % p.returncode)
+    with open(report) as f:
+        return json.load(f)
+
+
+def gen(binary, args, json_out=True, timeout=60):
+    cmd = ["ip", "netns", "exec", NS_GEN, binary] + EAL + ["--file-prefix=" + TAG + "_gen", "--lcores=0@1,1@0", "--"]
+    cmd += args + ["--vdev", "net_af_packet0,iface=" + VETH_GEN, "--dev", "net_af_packet0", "--ip", ROCE_GEN,
+                   "--server", TCP_APPL]
+    if json_out:
+        cmd.append("--json")
+    t0 = time.time()
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    return r, time.time() - t0
+
+
+def check_run(binary, mode, extra, expect_size):
+    name = " ".join(mode + extra)
+    r, secs = gen(binary, mode + ["-s", str(SIZE), "-n", str(ITERS)] + extra)
+    if r.returncode != 0:
+        failures.append("%s: exit %d: %s" % (name, r.returncode, r.stderr.strip()))
+        return
+    try:
+        j = json.loads(r.stdout)
+    except ValueError as e:
+        failures.append("%s: output is not JSON (%s): %r" % (name, e, r.stdout[:200]))
+        return
+    problems = []
+    if j.get("errors") != 0 or j.get("first_error"):
+        problems.append("errors %s (%s)" % (j.get("errors"), j.get("first_error")))
+    results = j.get("results") or []
+    if len(results) != 1:
+        problems.append("%d result rows" % len(results))
+    else:
+        row = results[0]
+        if row.get("iterations") != ITERS:
+            problems.append("iterations %s, not %d" % (row.get("iterations"), ITERS))
+        if row.get("bytes") != expect_size:
+            problems.append("bytes %s, not %d" % (row.get("bytes"), expect_size))
+        speed = row.get("bw_average", row.get("t_avg_us"))
+        if not isinstance(speed, (int, float)) or speed <= 0:
+            problems.append("no bandwidth or latency figure")
+    if "--verify" in extra and j.get("verify") != "remote memory as written":
+        problems.append("verify: %s" % j.get("verify"))
+    print("  %-22s %-9s %5.1f s  %s" % (name, j.get("test"), secs, "; ".join(problems) or "ok"))
+    for p in problems:
+        failures.append("%s: %s" % (name, p))
+
+
+def check_progress(binary, modes):
+    # Runs longer than a second print a progress line per second on stderr.
+    for mode in modes:
+        r, secs = gen(binary, mode + ["-s", str(SIZE), "-D", "2.5"], json_out=False)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        name = " ".join(mode) + " -D 2.5"
+        print("  %-22s %5.1f s  %d progress line(s)%s" % (name, secs, len(lines), (": " + lines[0]) if lines else ""))
+        if r.returncode != 0:
+            failures.append("%s: exit %d: %s" % (name, r.returncode, r.stderr.strip()))
+        elif len(lines) < 2:
+            failures.append("%s: %d progress lines on stderr for a 2.5 s run" % (name, len(lines)))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    gen_bin, appl_bin = sys.argv[1], sys.argv[2]
+    t0 = time.time()
+    try:
+        setup_network()
+        with tempfile.TemporaryDirectory(prefix="rocev2-dp-netns-") as tmp:
+            # Sink SENDs; echo WRITEs of the test size (write latency). One session per run.
+            p, report = start_appliance(appl_bin, tmp, ["--write-echo", str(SIZE)])
+            runs = 0
+            for verb in ("write", "read", "send", "atomic"):
+                for measure in ([], ["--lat"]):
+                    if verb == "send" and measure:
+                        continue  # needs the echoing appliance below
+                    extra = [] if verb == "send" else ["--verify"]
+                    check_run(gen_bin, [verb] + measure, extra, 8 if verb == "atomic" else SIZE)
+                    runs += 1
+            check_progress(gen_bin, (["write"], ["read", "--lat"]))
+            runs += 2
+            rep = stop_appliance(p, report)
+            if rep.get("sessions_failed") != 0 or rep.get("errors") or len(rep.get("sessions", [])) != runs:
+                failures.append("appliance report: %d sessions for %d runs, failed %s, errors %s" %
+                                (len(rep.get("sessions", [])), runs, rep.get("sessions_failed"), rep.get("errors")))
+            # SEND latency and ibv_rc_pingpong need SENDs echoed.
+            p, report = start_appliance(appl_bin, tmp, ["--echo"])
+            check_run(gen_bin, ["send", "--lat"], [], SIZE)
+            check_run(gen_bin, ["pingpong"], [], SIZE)
+            check_progress(gen_bin, (["pingpong"],))
+            rep = stop_appliance(p, report)
+            tools = sorted(s.get("tool") for s in rep.get("sessions", []))
+            if rep.get("sessions_failed") != 0 or tools != ["ibv_rc_pingpong", "ibv_rc_pingpong", "perftest"]:
+                failures.append("echoing appliance report: sessions %s, failed %s, errors %s" %
+                                (tools, rep.get("sessions_failed"), rep.get("errors")))
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+        failures.append(str(e))
+    finally:
+        cleanup()
+    print("%.0f s" % (time.time() - t0))
+    for f in failures:
+        print("FAIL: " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # meson's timeout: still clean up
+    sys.exit(main())
