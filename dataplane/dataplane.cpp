@@ -11,7 +11,6 @@ namespace roce::dp {
 using namespace roce::proto;
 
 namespace {
-constexpr std::uint32_t kQpnBase = 0x11;
 constexpr unsigned kMaxWorkers = 16;
 }  // namespace
 
@@ -20,7 +19,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     return make_error(EINVAL, "workers must be 1.." + std::to_string(kMaxWorkers));
   if (o.ip.version != IpVersion::V4 && o.mode == Mode::Pipeline)
     return make_error(EINVAL, "pipeline mode answers ARP and needs an IPv4 address");
+  if (o.engine.qpn_base < 2 || o.engine.qpn_base > 0xFFFFFF)
+    return make_error(EINVAL, "engine.qpn_base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
   std::unique_ptr<Dataplane> dp(new Dataplane());
+  dp->qpn_base_ = o.engine.qpn_base;
   const std::string pool_name = o.name + "_pool";
   dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
   if (dp->pool_ == nullptr)
@@ -44,7 +46,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.tx_flush_ns = o.tx_flush_ns;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
-    wc.engine.qpn_base = kQpnBase + w;
+    wc.engine.qpn_base = o.engine.qpn_base + w;
     wc.engine.qpn_stride = o.workers;
     Dataplane* self = dp.get();
     if (!wc.engine.path.resolve_mac)
@@ -67,7 +69,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     io.port = dp->port_.id;
     io.pool = dp->pool_;
     io.local = dp->local_;
-    io.qpn_base = kQpnBase;
+    io.qpn_base = o.engine.qpn_base;
     for (auto& w : dp->workers_) {
       io.worker_rx.push_back(w->config().rx_ring);
       io.worker_tx.push_back(w->config().tx_ring);
@@ -94,7 +96,7 @@ Dataplane::~Dataplane() {
 }
 
 unsigned Dataplane::owner_of(std::uint32_t qpn) const {
-  return qpn < kQpnBase ? 0 : (qpn - kQpnBase) % static_cast<std::uint32_t>(workers_.size());
+  return qpn < qpn_base_ ? 0 : (qpn - qpn_base_) % static_cast<std::uint32_t>(workers_.size());
 }
 
 void Dataplane::poll_once() {

@@ -74,6 +74,12 @@ class Worker {
   // Sends an ARP request for `ip` from this worker's queue at its next iteration.
   void request_arp(const proto::Ipv4Addr& ip);
 
+  // Frames taken per RX burst, 0..kBurst (default kBurst). 0 leaves arriving frames queued
+  // while timers and transmissions still run: a capture replay releases frames one at a time,
+  // at their capture offsets. Set from the thread that polls.
+  void set_rx_burst(unsigned n) { rx_burst_ = n < kBurst ? n : kBurst; }
+  unsigned rx_burst() const { return rx_burst_; }
+
  private:
   void handle_rx(rte_mbuf* m, Nanos now);
   void transmit(Nanos now);
@@ -91,6 +97,7 @@ class Worker {
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
   std::uint32_t frame_capacity_ = 0;
+  unsigned rx_burst_ = kBurst;
 
   std::atomic<bool> has_commands_{false};
   std::mutex commands_mutex_;
