@@ -1,0 +1,188 @@
+#include "apps/replay/dpdk_run.hpp"
+
+#include <rte_ethdev.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "apps/replay/setup.hpp"
+#include "dataplane/dataplane.hpp"
+#include "dataplane/eal.hpp"
+
+namespace roce::replay {
+
+namespace {
+
+constexpr const char* kPortName = "net_pcap0";
+// Polls a released frame may take to come off the PMD before the run gives up on it.
+constexpr int kRxAttempts = 1000;
+
+struct RxRewrite {
+  const KeyMap* keys = nullptr;
+  std::uint64_t mapped = 0;
+  std::uint64_t unmapped = 0;
+};
+
+// Runs inside rte_eth_rx_burst on the polling thread: the capture's keys become ours before
+// the worker sees the frame, as the plain engine path does before receive().
+std::uint16_t rewrite_keys(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint16_t n, std::uint16_t, void* arg) {
+  auto* rw = static_cast<RxRewrite*>(arg);
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (pkts[i]->nb_segs != 1) continue;  // the worker counts and drops these
+    const proto::MutableByteSpan frame{rte_pktmbuf_mtod(pkts[i], std::byte*), pkts[i]->data_len};
+    const Rewrite r = rw->keys->rewrite(frame);
+    rw->mapped += r == Rewrite::Mapped;
+    rw->unmapped += r == Rewrite::Unmapped;
+  }
+  return n;
+}
+
+// Capture offsets with long idle gaps shortened: the clock the frames are released on.
+class Timeline {
+ public:
+  Timeline(const std::vector<Nanos>& frame_offsets, Nanos max_gap) : at_(frame_offsets), max_gap_(max_gap) {
+    real_.reserve(at_.size());
+    for (std::size_t k = 0; k < at_.size(); ++k)
+      real_.push_back(k == 0 ? std::min(at_[0], max_gap_) : real_[k - 1] + std::min(at_[k] - at_[k - 1], max_gap_));
+  }
+  Nanos frame(std::size_t k) const { return real_[k]; }
+  // A time on the capture's clock (an action's at_us) on the release clock.
+  Nanos map(Nanos t) const {
+    const auto it = std::upper_bound(at_.begin(), at_.end(), t);
+    if (it == at_.begin()) return std::min(t, max_gap_);
+    const auto k = static_cast<std::size_t>(it - at_.begin() - 1);
+    const Nanos d = t - at_[k];
+    return real_[k] + (it == at_.end() ? d : std::min(d, max_gap_));
+  }
+
+ private:
+  std::vector<Nanos> at_;
+  std::vector<Nanos> real_;
+  Nanos max_gap_;
+};
+
+class DpdkRun {
+ public:
+  DpdkRun(const Scenario& s, const std::vector<Frame>& input, const DpdkRunOptions& o) : s_(s), input_(input), o_(o) {}
+
+  Result<RunResult> run() {
+    if (o_.input.find(',') != std::string::npos || o_.output.find(',') != std::string::npos)
+      return make_error(EINVAL, "--dpdk: the capture paths may not contain ',' (the net_pcap device arguments split on it)");
+    if (Status st = dp::Eal::init(dpdk_eal_args(o_)); !st) return st.error();
+    Result<RunResult> r = run_dataplane();
+    dp::Eal::cleanup();
+    if (!r) return r;
+    auto sent = read_frames(o_.output);
+    if (!sent) return make_error(EIO, "reading what net_pcap wrote: " + sent.error().message);
+    r->sent = std::move(*sent);
+    r->start = r->sent.empty() ? 0 : r->sent.front().ts;
+    return r;
+  }
+
+ private:
+  Result<RunResult> run_dataplane() {
+    dp::DataplaneOptions o;
+    o.name = "replay";
+    o.port.name = kPortName;
+    o.ip = s_.local.ip;
+    o.mac = s_.local.mac;
+    o.workers = 1;
+    o.mbufs = 2047;
+    o.engine = engine_config(s_);
+    auto made = dp::Dataplane::create(o);
+    if (!made) return made.error();
+    std::unique_ptr<dp::Dataplane> d = std::move(*made);
+    dp::Worker& w = d->worker(0);
+    w.set_rx_burst(0);  // nothing comes off the PMD until the timeline releases it
+    Result<RunResult> r = drive(*d, w);
+    return r;
+  }
+
+  Result<RunResult> drive(dp::Dataplane& d, dp::Worker& w) {
+    auto setup = ReplaySetup::create(w.engine(), s_);
+    if (!setup) return setup.error();
+    RxRewrite rw{&(*setup)->keys()};
+    const rte_eth_rxtx_callback* cb = rte_eth_add_rx_callback(d.port().id, 0, rewrite_keys, &rw);
+    if (cb == nullptr) return make_error(EINVAL, "cannot add an RX callback to " + std::string(kPortName));
+    Result<RunResult> r = release_frames(d, w, **setup);
+    rte_eth_remove_rx_callback(d.port().id, 0, cb);
+    if (!r) return r;
+    (*setup)->poll_completions();
+    r->counters = snapshot(w.engine(), (*setup)->completions());
+    r->keys_mapped = rw.mapped;
+    r->keys_unmapped = rw.unmapped;
+    d.flush();
+    w.release_stash();
+    // The setup deregisters its regions from the dataplane's table before the dataplane goes.
+    setup->reset();
+    return r;
+  }
+
+  Result<RunResult> release_frames(dp::Dataplane& d, dp::Worker& w, ReplaySetup& setup) {
+    RunResult out;
+    const Nanos start = start_time(s_.start, input_);
+    std::vector<Nanos> offsets;
+    Nanos last = 0;
+    for (const Frame& f : input_) offsets.push_back(last = std::max(last, f.ts - start));
+    const Timeline tl(offsets, o_.max_gap);
+    const auto& actions = setup.actions();
+    const Nanos t0 = d.now();
+    auto poll_held = [&] {
+      w.set_rx_burst(0);
+      d.poll_once();
+    };
+    std::size_t k = 0, a = 0;
+    while (k < input_.size() || a < actions.size()) {
+      const Nanos now = d.now() - t0;
+      const bool action_first = a < actions.size() && (k >= input_.size() || actions[a].at <= offsets[k]);
+      if (action_first && tl.map(actions[a].at) <= now) {
+        poll_held();  // timers due before it go first
+        if (Status st = setup.apply(actions[a]); !st) return st.error();
+        ++a;
+        continue;
+      }
+      if (!action_first && tl.frame(k) <= now) {
+        poll_held();
+        w.set_rx_burst(1);
+        const std::uint64_t before = w.stats().rx_packets;
+        for (int i = 0; i < kRxAttempts && w.stats().rx_packets == before; ++i) d.poll_once();
+        if (w.stats().rx_packets == before)
+          return make_error(EIO, "net_pcap delivered " + std::to_string(k) + " of the capture's " +
+                                     std::to_string(input_.size()) + " frames");
+        ++k;
+        ++out.frames_in;
+        continue;
+      }
+      poll_held();
+    }
+    const Nanos end = (input_.empty() ? 0 : tl.frame(input_.size() - 1)) + s_.tail;
+    const Nanos until = std::max(end, actions.empty() ? 0 : tl.map(actions.back().at) + s_.tail);
+    do poll_held();
+    while (d.now() - t0 < until);
+    return out;
+  }
+
+  const Scenario& s_;
+  const std::vector<Frame>& input_;
+  const DpdkRunOptions& o_;
+};
+
+}  // namespace
+
+std::vector<std::string> dpdk_eal_args(const DpdkRunOptions& o) {
+  std::vector<std::string> args = o.eal_args;
+  if (args.size() <= 1) {
+    if (args.empty()) args.push_back("roce-replay");
+    for (const char* a : {"--no-huge", "--no-pci", "--no-shconf", "-m", "256", "--log-level=error", "--no-telemetry"})
+      args.emplace_back(a);
+    args.push_back("--file-prefix=roce_replay_" + std::to_string(getpid()));
+  }
+  args.push_back(std::string("--vdev=") + kPortName + ",rx_pcap=" + o.input + ",tx_pcap=" + o.output);
+  return args;
+}
+
+Result<RunResult> run_on_dpdk(const Scenario& s, const std::vector<Frame>& input, const DpdkRunOptions& o) {
+  return DpdkRun(s, input, o).run();
+}
+
+}  // namespace roce::replay
