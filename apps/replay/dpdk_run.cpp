@@ -1,9 +1,11 @@
 #include "apps/replay/dpdk_run.hpp"
 
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "apps/replay/setup.hpp"
 #include "dataplane/dataplane.hpp"
@@ -68,9 +70,14 @@ class DpdkRun {
   Result<RunResult> run() {
     if (o_.input.find(',') != std::string::npos || o_.output.find(',') != std::string::npos)
       return make_error(EINVAL, "--dpdk: the capture paths may not contain ',' (the net_pcap device arguments split on it)");
+    const bool own_prefix = o_.eal_args.size() <= 1;
     if (Status st = dp::Eal::init(dpdk_eal_args(o_)); !st) return st.error();
+    const std::string runtime_dir = rte_eal_get_runtime_dir();
     Result<RunResult> r = run_dataplane();
     dp::Eal::cleanup();
+    // With the default arguments the runtime directory is this run's own; leave nothing behind.
+    std::error_code ec;
+    if (own_prefix) std::filesystem::remove_all(runtime_dir, ec);
     if (!r) return r;
     auto sent = read_frames(o_.output);
     if (!sent) return make_error(EIO, "reading what net_pcap wrote: " + sent.error().message);
