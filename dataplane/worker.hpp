@@ -75,8 +75,8 @@ class Worker {
   void request_arp(const proto::Ipv4Addr& ip);
 
   // Frames taken per RX burst, 0..kBurst (default kBurst). 0 leaves arriving frames queued
-  // while timers and transmissions still run: a capture replay releases frames one at a time,
-  // at their capture offsets. Set from the thread that polls.
+  // while timers and transmissions still run: a capture replay (apps/replay) takes frames one
+  // at a time, each at its capture time. Set from the thread that polls.
   void set_rx_burst(unsigned n) { rx_burst_ = n < kBurst ? n : kBurst; }
   unsigned rx_burst() const { return rx_burst_; }
 

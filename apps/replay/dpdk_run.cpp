@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "apps/replay/setup.hpp"
+#include "apps/replay/timeline.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/eal.hpp"
 
@@ -16,7 +17,7 @@ namespace roce::replay {
 namespace {
 
 constexpr const char* kPortName = "net_pcap0";
-// Polls a released frame may take to come off the PMD before the run gives up on it.
+// Polls a delivered frame may take to come off the PMD before the run gives up on it.
 constexpr int kRxAttempts = 1000;
 
 struct RxRewrite {
@@ -39,28 +40,31 @@ std::uint16_t rewrite_keys(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::u
   return n;
 }
 
-// Capture offsets with long idle gaps shortened: the clock the frames are released on.
-class Timeline {
- public:
-  Timeline(const std::vector<Nanos>& frame_offsets, Nanos max_gap) : at_(frame_offsets), max_gap_(max_gap) {
-    real_.reserve(at_.size());
-    for (std::size_t k = 0; k < at_.size(); ++k)
-      real_.push_back(k == 0 ? std::min(at_[0], max_gap_) : real_[k - 1] + std::min(at_[k] - at_[k - 1], max_gap_));
-  }
-  Nanos frame(std::size_t k) const { return real_[k]; }
-  // A time on the capture's clock (an action's at_us) on the release clock.
-  Nanos map(Nanos t) const {
-    const auto it = std::upper_bound(at_.begin(), at_.end(), t);
-    if (it == at_.begin()) return std::min(t, max_gap_);
-    const auto k = static_cast<std::size_t>(it - at_.begin() - 1);
-    const Nanos d = t - at_[k];
-    return real_[k] + (it == at_.end() ? d : std::min(d, max_gap_));
-  }
+// The timeline's host (timeline.hpp) on the dataplane: each step is one iteration of the
+// worker's own poll loop, handed the capture's time instead of the TSC's. The worker takes no
+// frame from the PMD except when one is delivered.
+struct WorkerSteps {
+  dp::Worker& w;
+  ReplaySetup& setup;
+  std::uint64_t frames_in = 0;
 
- private:
-  std::vector<Nanos> at_;
-  std::vector<Nanos> real_;
-  Nanos max_gap_;
+  Nanos next_deadline() const { return w.engine().next_deadline(); }
+  Status apply(const Action& a) { return setup.apply(a); }
+  Status step(Nanos now) {
+    w.set_rx_burst(0);
+    w.poll(now);
+    return {};
+  }
+  Status deliver(std::size_t k, Nanos now) {
+    w.set_rx_burst(1);
+    const std::uint64_t before = w.stats().rx_packets;
+    for (int i = 0; i < kRxAttempts && w.stats().rx_packets == before; ++i) w.poll(now);
+    w.set_rx_burst(0);
+    if (w.stats().rx_packets == before)
+      return make_error(EIO, "net_pcap delivered " + std::to_string(k) + " frames of the capture, then none");
+    ++frames_in;
+    return {};
+  }
 };
 
 class DpdkRun {
@@ -111,62 +115,21 @@ class DpdkRun {
     RxRewrite rw{&(*setup)->keys()};
     const rte_eth_rxtx_callback* cb = rte_eth_add_rx_callback(d.port().id, 0, rewrite_keys, &rw);
     if (cb == nullptr) return make_error(EINVAL, "cannot add an RX callback to " + std::string(kPortName));
-    Result<RunResult> r = release_frames(d, w, **setup);
+    WorkerSteps host{w, **setup};
+    const Status st = run_timeline(input_, start_time(s_.start, input_), (*setup)->actions(), s_.tail, host);
     rte_eth_remove_rx_callback(d.port().id, 0, cb);
-    if (!r) return r;
+    if (!st) return st.error();
+    RunResult r;
+    r.frames_in = host.frames_in;
     (*setup)->poll_completions();
-    r->counters = snapshot(w.engine(), (*setup)->completions());
-    r->keys_mapped = rw.mapped;
-    r->keys_unmapped = rw.unmapped;
+    r.counters = snapshot(w.engine(), (*setup)->completions());
+    r.keys_mapped = rw.mapped;
+    r.keys_unmapped = rw.unmapped;
     d.flush();
     w.release_stash();
     // The setup deregisters its regions from the dataplane's table before the dataplane goes.
     setup->reset();
     return r;
-  }
-
-  Result<RunResult> release_frames(dp::Dataplane& d, dp::Worker& w, ReplaySetup& setup) {
-    RunResult out;
-    const Nanos start = start_time(s_.start, input_);
-    std::vector<Nanos> offsets;
-    Nanos last = 0;
-    for (const Frame& f : input_) offsets.push_back(last = std::max(last, f.ts - start));
-    const Timeline tl(offsets, o_.max_gap);
-    const auto& actions = setup.actions();
-    const Nanos t0 = d.now();
-    auto poll_held = [&] {
-      w.set_rx_burst(0);
-      d.poll_once();
-    };
-    std::size_t k = 0, a = 0;
-    while (k < input_.size() || a < actions.size()) {
-      const Nanos now = d.now() - t0;
-      const bool action_first = a < actions.size() && (k >= input_.size() || actions[a].at <= offsets[k]);
-      if (action_first && tl.map(actions[a].at) <= now) {
-        poll_held();  // timers due before it go first
-        if (Status st = setup.apply(actions[a]); !st) return st.error();
-        ++a;
-        continue;
-      }
-      if (!action_first && tl.frame(k) <= now) {
-        poll_held();
-        w.set_rx_burst(1);
-        const std::uint64_t before = w.stats().rx_packets;
-        for (int i = 0; i < kRxAttempts && w.stats().rx_packets == before; ++i) d.poll_once();
-        if (w.stats().rx_packets == before)
-          return make_error(EIO, "net_pcap delivered " + std::to_string(k) + " of the capture's " +
-                                     std::to_string(input_.size()) + " frames");
-        ++k;
-        ++out.frames_in;
-        continue;
-      }
-      poll_held();
-    }
-    const Nanos end = (input_.empty() ? 0 : tl.frame(input_.size() - 1)) + s_.tail;
-    const Nanos until = std::max(end, actions.empty() ? 0 : tl.map(actions.back().at) + s_.tail);
-    do poll_held();
-    while (d.now() - t0 < until);
-    return out;
   }
 
   const Scenario& s_;

@@ -24,8 +24,9 @@ opcode, QPN, PSN, AETH syndrome and MSN, RETH, payload, ICRC status; see docs/re
 the differences that are allowed (credit codes, timing, UDP source port, IP ID and TTL).
 
 --dpdk runs the same scenario on the DPDK dataplane with the net_pcap PMD reading the
-capture and writing the output. EAL arguments go before `--`; without them the run uses
---no-huge --no-pci --no-shconf -m 256. Timing is not compared in that mode.
+capture and writing the output; the worker's poll loop is stepped with the capture's clock.
+EAL arguments go before `--`; without them the run uses --no-huge --no-pci --no-shconf -m 256.
+The PMD stamps the output with the wall clock, so timing is not compared in that mode.
 
 Exit status: 0 the output matches (or nothing was to be compared); 1 it differs, or a counter
 in the scenario's [expect] section does; 2 bad command line or input.
@@ -58,7 +59,6 @@ Usage parse_command_line(const std::vector<std::string>& args) {
       ("max-diffs", "show at most N differences", cxxopts::value<std::uint32_t>(), "N")
       ("dump-scenario", "write the scenario used (derived or read) to FILE", cxxopts::value<std::string>(), "FILE")
       ("dpdk", "run on the DPDK dataplane with the net_pcap PMD")
-      ("max-gap-us", "with --dpdk: shorten idle gaps in the capture to this", cxxopts::value<std::string>()->default_value("10000"), "US")
       ("v,verbose", "print every non-zero counter")
       ("h,help", "show this help");
   options.set_width(100);
@@ -105,12 +105,6 @@ Usage parse_command_line(const std::vector<std::string>& args) {
     o.ignore_timing = r.count("ignore-timing") > 0;
     o.dpdk = r.count("dpdk") > 0;
     o.verbose = r.count("verbose") > 0;
-    const auto gap = roce::replay::parse_micros(r["max-gap-us"].as<std::string>());
-    if (!gap || *gap == 0) {
-      u.error = "--max-gap-us: '" + r["max-gap-us"].as<std::string>() + "' is not a positive number of microseconds";
-      return u;
-    }
-    o.max_gap = *gap;
   } catch (const std::exception& e) {
     u.error = e.what();
   }

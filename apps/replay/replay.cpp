@@ -94,7 +94,6 @@ ReplayReport replay(const ReplayOptions& o, std::ostream& out, std::ostream& err
     d.eal_args = o.eal_args;
     d.input = o.input;
     d.output = o.output.empty() ? scratch.path() : o.output;
-    d.max_gap = o.max_gap;
     if (d.output.empty()) return fail("cannot make a scratch directory for net_pcap's output");
     run = run_on_dpdk(scenario, *input, d);
   } else {

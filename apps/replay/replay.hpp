@@ -30,7 +30,6 @@ struct ReplayOptions {
   std::string dump_scenario;              // write the scenario used (derived or read) here
   bool dpdk = false;
   std::vector<std::string> eal_args;
-  Nanos max_gap = 10 * kMilli;            // --dpdk: idle gaps in the capture are shortened to this
   bool verbose = false;                   // print every non-zero counter
 };
 
