@@ -99,8 +99,8 @@ GoldenCase gap_nak() {
                "executed and ACKed in order (across the PSN wrap at 0xFFFFFF)",
                {}, {}};
   Exchange& x = c.frames;
-  const std::uint32_t e = 0xFFFFFE;
-  auto psn = [e](std::uint32_t k) { return (e + k) & 0xFFFFFF; };
+  constexpr std::uint32_t e = 0xFFFFFE;
+  auto psn = [](std::uint32_t k) { return (e + k) & 0xFFFFFF; };
   auto write = [&](double at, std::uint32_t k) {
     x.request(at, O::RcWriteOnly, psn(k), reth(kVa + 8 * k, kRkey, 8), data(8, static_cast<std::uint8_t>(k)));
   };
