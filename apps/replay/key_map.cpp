@@ -53,4 +53,13 @@ Rewrite KeyMap::rewrite(MutableByteSpan frame, CrcBackend crc) const {
   return unmapped ? Rewrite::Unmapped : Rewrite::Mapped;
 }
 
+std::string to_string(Rewrite r) {
+  switch (r) {
+    case Rewrite::None: return "none";
+    case Rewrite::Mapped: return "mapped";
+    case Rewrite::Unmapped: return "unmapped";
+  }
+  return "unknown";
+}
+
 }  // namespace roce::replay

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "lib/rdma/address.hpp"
@@ -26,6 +27,8 @@ enum class Rewrite : std::uint8_t {
   Mapped,     // the key was one the scenario declares
   Unmapped,   // an undeclared key: replaced by 0, which no region ever has
 };
+
+std::string to_string(Rewrite r);
 
 class KeyMap {
  public:

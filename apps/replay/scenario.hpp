@@ -115,7 +115,8 @@ struct Scenario {
 // Parses the text format. Errors name the source and line.
 Result<Scenario> parse_scenario(std::string_view text, const std::string& source);
 Result<Scenario> load_scenario(const std::string& path);
-// Writes a scenario back in the text format (parse_scenario reads it unchanged).
+// Writes a scenario back in the text format (parse_scenario reads it unchanged;
+// scenario_writer.cpp).
 std::string to_text(const Scenario& s);
 
 // Byte i of a region filled with `f`.
@@ -130,5 +131,6 @@ constexpr std::uint8_t fill_byte_at(Fill f, std::uint8_t value, std::uint64_t i)
 
 std::string to_string(Fill f);
 std::string wr_opcode_name(ibv_wr_opcode op);
+std::string access_text(int ibv_access_flags);  // "local_write,remote_read" as the format spells it
 
 }  // namespace roce::replay

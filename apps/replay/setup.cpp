@@ -246,4 +246,12 @@ void ReplaySetup::poll_completions() {
     for (int i = 0; i < n; ++i) ++(wc[i].status == IBV_WC_SUCCESS ? wc_.ok : wc_.error);
 }
 
+std::string to_string(Action::Kind k) {
+  switch (k) {
+    case Action::Kind::PostRecv: return "post-recv";
+    case Action::Kind::PostSend: return "post-send";
+  }
+  return "unknown";
+}
+
 }  // namespace roce::replay

@@ -25,6 +25,8 @@ struct Action {
   std::size_t index = 0;  // into Scenario::recvs or Scenario::wrs
 };
 
+std::string to_string(Action::Kind k);
+
 class ReplaySetup {
  public:
   // `s` must outlive the setup; the setup must go before the engine's MrTable does.
