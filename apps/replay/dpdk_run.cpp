@@ -4,7 +4,6 @@
 #include <rte_ethdev.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <filesystem>
 
 #include "apps/replay/setup.hpp"
