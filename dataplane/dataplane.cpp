@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include "dataplane/telemetry.hpp"
+
 namespace roce::dp {
 
 using namespace roce::proto;
@@ -19,9 +21,14 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     return make_error(EINVAL, "workers must be 1.." + std::to_string(kMaxWorkers));
   if (o.ip.version != IpVersion::V4 && o.mode == Mode::Pipeline)
     return make_error(EINVAL, "pipeline mode answers ARP and needs an IPv4 address");
+  if (o.name.empty() || o.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    return make_error(EINVAL, "dataplane name '" + o.name + "' must be letters, digits and '_' (it names pools, rings and telemetry keys)");
+  if (o.stats_interval_ns <= 0) return make_error(EINVAL, "stats_interval_ns must be positive");
   if (o.engine.qpn_base < 2 || o.engine.qpn_base > 0xFFFFFF)
     return make_error(EINVAL, "engine.qpn_base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
   std::unique_ptr<Dataplane> dp(new Dataplane());
+  dp->name_ = o.name;
+  dp->mode_ = o.mode;
   dp->qpn_base_ = o.engine.qpn_base;
   const std::string pool_name = o.name + "_pool";
   dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
@@ -44,6 +51,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.queue = o.mode == Mode::Pipeline ? 0 : static_cast<std::uint16_t>(w);
     wc.pool = dp->pool_;
     wc.tx_flush_ns = o.tx_flush_ns;
+    wc.stats_interval_ns = o.stats_interval_ns;
+    wc.index = w;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
     wc.engine.qpn_base = o.engine.qpn_base + w;
@@ -70,6 +79,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     io.pool = dp->pool_;
     io.local = dp->local_;
     io.qpn_base = o.engine.qpn_base;
+    io.stats_interval_ns = o.stats_interval_ns;
     for (auto& w : dp->workers_) {
       io.worker_rx.push_back(w->config().rx_ring);
       io.worker_tx.push_back(w->config().tx_ring);
@@ -78,10 +88,13 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     dp->loops_.push_back({dp.get(), -1});
   }
   for (unsigned w = 0; w < o.workers; ++w) dp->loops_.push_back({dp.get(), static_cast<int>(w)});
+  telemetry_attach(dp.get());
+  dp->attached_ = true;
   return dp;
 }
 
 Dataplane::~Dataplane() {
+  if (attached_) telemetry_detach(this);  // first: no telemetry read may see what follows
   stop();
   wait();
   workers_.clear();  // returns stashed mbufs and flushes
@@ -113,14 +126,20 @@ void Dataplane::flush() {
 
 void Dataplane::run_loop(int index) {
   if (index < 0) {
-    while (!stop_.load(std::memory_order_relaxed)) io_->poll(clock_.now());
-    // Let the workers' last frames out.
-    for (int i = 0; i < 1000; ++i) io_->drain_tx();
+    while (!stopping()) io_->poll(clock_.now());
+    // RX has stopped; let the workers' last frames out until every worker loop has flushed
+    // (bounded, in case a worker loop was never started on the main lcore).
+    const Nanos deadline = clock_.now() + 100 * kMilli;
+    while (workers_looping_.load(std::memory_order_acquire) > 0 && clock_.now() < deadline) io_->drain_tx();
+    for (int i = 0; i < 8; ++i) io_->drain_tx();
+    io_->publish_stats(clock_.now());
     return;
   }
   Worker& w = *workers_[static_cast<std::size_t>(index)];
-  while (!stop_.load(std::memory_order_relaxed)) w.poll(clock_.now());
+  while (!stopping()) w.poll(clock_.now());
   w.flush();
+  w.publish_stats(clock_.now());
+  workers_looping_.fetch_sub(1, std::memory_order_release);
 }
 
 int Dataplane::loop_main(void* arg) {
@@ -140,6 +159,7 @@ Status Dataplane::launch(const std::vector<unsigned>& lcores) {
   stop_ = false;
   running_ = true;
   launched_ = true;
+  workers_looping_ = static_cast<unsigned>(workers_.size());
   std::size_t i = 0;
   for (; i < need && i < lcores.size(); ++i) {
     if (int rc = rte_eal_remote_launch(&Dataplane::loop_main, &loops_[i], lcores[i]); rc != 0) {
@@ -179,6 +199,45 @@ std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
     if (polled_elsewhere) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return std::nullopt;
+}
+
+void Dataplane::publish_stats() {
+  if (!launched_) {
+    const Nanos t = clock_.now();
+    for (auto& w : workers_) w->publish_stats(t);
+    if (io_) io_->publish_stats(t);
+    return;
+  }
+  // Launched: ask each loop, then wait for its next publication. A loop that is stopping
+  // publishes on its way out instead, so stop waiting then.
+  std::vector<std::uint64_t> before;
+  for (auto& w : workers_) {
+    before.push_back(w->published_sequence());
+    Worker* wp = w.get();
+    wp->post_command([this, wp](Engine&) { wp->publish_stats(clock_.now()); });
+  }
+  const Nanos deadline = clock_.now() + kSecond;
+  for (std::size_t i = 0; i < workers_.size(); ++i)
+    while (workers_[i]->published_sequence() == before[i] && !stopping() && clock_.now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+DataplaneSnapshot Dataplane::snapshot() const {
+  DataplaneSnapshot s;
+  s.name = name_;
+  s.mode = to_string(mode_);
+  s.port = port_;
+  s.local = local_;
+  if (port_open_) s.port_stats = read_port_stats(port_.id);
+  if (io_) s.io = io_->published_stats();
+  s.workers.reserve(workers_.size());
+  for (const auto& w : workers_) s.workers.push_back(w->published_stats());
+  return s;
+}
+
+std::string Dataplane::report_json() {
+  if (!launched_) publish_stats();
+  return dp::report_json(snapshot());
 }
 
 unsigned Dataplane::mbufs_in_use() const { return rte_mempool_in_use_count(pool_); }

@@ -16,6 +16,7 @@
 
 #include "dataplane/io_loop.hpp"
 #include "dataplane/port.hpp"
+#include "dataplane/report.hpp"
 #include "dataplane/tsc_clock.hpp"
 #include "dataplane/worker.hpp"
 
@@ -24,7 +25,7 @@ namespace roce::dp {
 enum class Mode : std::uint8_t { RunToCompletion, Pipeline };
 
 struct DataplaneOptions {
-  std::string name = "dp0";     // names this dataplane's pool and rings
+  std::string name = "dp0";     // [A-Za-z0-9_]: names its pool, rings and telemetry entries
   PortOptions port;
   IpAddress ip = IpAddress::ipv4({10, 0, 0, 1});
   std::optional<proto::MacAddr> mac;  // default: the port's MAC
@@ -37,6 +38,7 @@ struct DataplaneOptions {
   // engine.qpn_base + w + k * workers.
   EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
+  Nanos stats_interval_ns = 10 * kMilli;  // how often each loop publishes its counters
 };
 
 class Dataplane {
@@ -46,6 +48,8 @@ class Dataplane {
   Dataplane(const Dataplane&) = delete;
   Dataplane& operator=(const Dataplane&) = delete;
 
+  const std::string& name() const { return name_; }
+  Mode mode() const { return mode_; }
   unsigned worker_count() const { return static_cast<unsigned>(workers_.size()); }
   Worker& worker(unsigned i) { return *workers_[i]; }
   // The worker that owns a QPN.
@@ -72,9 +76,22 @@ class Dataplane {
   // one lcore too few, the last loop runs in run() on the calling (main) lcore.
   Status launch(const std::vector<unsigned>& lcores);
   void run_on_this_thread();  // returns after stop()
-  void stop();                // graceful: loops exit, TX is flushed
+  void stop();                // graceful: RX stops, TX is flushed, final counters are published
   void wait();                // joins the launched lcores
   bool running() const { return running_.load(std::memory_order_relaxed); }
+  // The loops also stop when `flag` becomes true (StopSignals::flag() for SIGINT/SIGTERM).
+  // Set it before launch(); the flag must outlive the dataplane.
+  void watch_stop_flag(const std::atomic<bool>* flag) { external_stop_ = flag; }
+
+  // Observability. Every loop publishes a snapshot of its counters every stats_interval_ns
+  // and when it stops. publish_stats() makes the workers publish now: directly when stepped
+  // by hand, through their command queue (waiting for it) when launched.
+  void publish_stats();
+  // What the loops last published plus the port's rte_eth_stats; safe from any thread.
+  DataplaneSnapshot snapshot() const;
+  // The JSON report of snapshot(), fresh: when stepped by hand it publishes first; when
+  // launched, call it after wait() for final figures (else they are up to one interval old).
+  std::string report_json();
 
   // Runs `fn(engine)` on the owning worker's thread and returns its result.
   template <typename Fn>
@@ -98,7 +115,13 @@ class Dataplane {
     int index;  // -1 = IO loop, else worker index
   };
   void run_loop(int index);
+  bool stopping() const {
+    return stop_.load(std::memory_order_relaxed) ||
+           (external_stop_ != nullptr && external_stop_->load(std::memory_order_relaxed));
+  }
 
+  std::string name_;
+  Mode mode_ = Mode::RunToCompletion;
   TscClock clock_;
   std::uint32_t qpn_base_ = 0x11;
   PortInfo port_{};
@@ -117,6 +140,9 @@ class Dataplane {
   int main_loop_ = -2;  // loop index the main lcore runs in run_on_this_thread(); -2 = none
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
+  const std::atomic<bool>* external_stop_ = nullptr;
+  std::atomic<unsigned> workers_looping_{0};  // worker loops still running (the IO loop drains until 0)
+  bool attached_ = false;                     // listed in the telemetry commands
 };
 
 std::string to_string(Mode m);

@@ -4,6 +4,7 @@
 #include <rte_errno.h>
 
 #include <atomic>
+#include <filesystem>
 
 namespace roce::dp {
 namespace {
@@ -50,7 +51,16 @@ Status Eal::init(const std::vector<std::string>& eal_args) {
 }
 
 void Eal::cleanup() {
-  if (g_initialised.exchange(false)) rte_eal_cleanup();
+  if (!g_initialised.exchange(false)) return;
+  // DPDK 22.11 leaves its runtime folder (config, fbarrays, sockets: megabytes of tmpfs under
+  // /var/run/dpdk) behind; a primary process that is done removes it.
+  const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+  const std::string dir = rte_eal_get_runtime_dir();
+  rte_eal_cleanup();
+  if (primary && !dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
 }
 
 bool Eal::initialised() { return g_initialised; }

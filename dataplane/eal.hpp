@@ -21,6 +21,7 @@ class Eal {
  public:
   // Initialises the EAL once per process; a second call is an error.
   static Status init(const std::vector<std::string>& eal_args);
+  // Releases the EAL and removes the runtime folder a primary process leaves behind.
   static void cleanup();
   static bool initialised();
 };

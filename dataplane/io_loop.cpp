@@ -13,7 +13,6 @@ namespace roce::dp {
 using namespace roce::proto;
 
 unsigned IoLoop::poll(Nanos now) {
-  (void)now;
   std::array<rte_mbuf*, kBurst> rx;
   const std::uint16_t n = rte_eth_rx_burst(cfg_.port, 0, rx.data(), kBurst);
   stats_.rx_packets += n;
@@ -62,7 +61,18 @@ unsigned IoLoop::poll(Nanos now) {
     }
   }
   drain_tx();
+  if (now - last_publish_ >= cfg_.stats_interval_ns) publish_stats(now);
   return n;
+}
+
+void IoLoop::publish_stats(Nanos now) {
+  IoSnapshot s;
+  s.lcore = current_lcore();
+  s.sequence = ++publications_;
+  s.taken_at = now;
+  s.stats = stats_;
+  published_.publish(s);
+  last_publish_ = now;
 }
 
 void IoLoop::drain_tx() {

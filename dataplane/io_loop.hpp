@@ -9,21 +9,11 @@
 #include <vector>
 
 #include "dataplane/arp.hpp"
+#include "dataplane/stats.hpp"
 #include "lib/rdma/address.hpp"
 #include "lib/time.hpp"
 
 namespace roce::dp {
-
-struct IoStats {
-  std::uint64_t rx_packets = 0;
-  std::uint64_t tx_packets = 0;
-  std::uint64_t steered = 0;
-  std::uint64_t not_roce = 0;        // neither ARP nor UDP 4791: dropped here
-  std::uint64_t unknown_worker = 0;  // QPN outside every worker's shard
-  std::uint64_t worker_ring_full = 0;
-  std::uint64_t tx_dropped = 0;
-  std::uint64_t arp_replies = 0;
-};
 
 struct IoConfig {
   std::uint16_t port = 0;
@@ -32,6 +22,7 @@ struct IoConfig {
   std::uint32_t qpn_base = 0x11;
   std::vector<rte_ring*> worker_rx;  // one per worker, in shard order
   std::vector<rte_ring*> worker_tx;
+  Nanos stats_interval_ns = 10 * kMilli;
 };
 
 class IoLoop {
@@ -40,11 +31,17 @@ class IoLoop {
   unsigned poll(Nanos now);
   const IoStats& stats() const { return stats_; }
   void drain_tx();
+  // As Worker::publish_stats: on the IO lcore's thread only.
+  void publish_stats(Nanos now);
+  IoSnapshot published_stats() const { return published_.read(); }
 
  private:
   IoConfig cfg_;
   ArpCache& arp_;
   IoStats stats_;
+  Nanos last_publish_ = 0;
+  std::uint64_t publications_ = 0;
+  Published<IoSnapshot> published_;
 };
 
 }  // namespace roce::dp

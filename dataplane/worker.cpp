@@ -1,6 +1,5 @@
 #include "dataplane/worker.hpp"
 
-#include <rte_malloc.h>
 #include <rte_prefetch.h>
 
 #include <cstring>
@@ -9,33 +8,18 @@ namespace roce::dp {
 
 using namespace roce::proto;
 
-namespace {
-
-// Counts frames the PMD would not take after a flush and frees them: a TX drop is counted,
-// never a leak.
-void count_unsent(rte_mbuf** pkts, std::uint16_t unsent, void* userdata) {
-  auto* dropped = static_cast<std::uint64_t*>(userdata);
-  *dropped += unsent;
-  rte_pktmbuf_free_bulk(pkts, unsent);
-}
-
-}  // namespace
-
 Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp)
     : cfg_(std::move(cfg)), engine_(cfg_.engine, mrs), arp_(arp) {
-  txb_ = static_cast<rte_eth_dev_tx_buffer*>(
-      rte_zmalloc_socket("tx_buffer", RTE_ETH_TX_BUFFER_SIZE(kBurst), 0, rte_eth_dev_socket_id(cfg_.port)));
-  if (txb_) {
-    rte_eth_tx_buffer_init(txb_, kBurst);
-    rte_eth_tx_buffer_set_err_callback(txb_, count_unsent, &stats_.tx_dropped);
-  }
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
+  WorkerSnapshot first;
+  first.worker = cfg_.index;
+  published_.publish(first);
 }
 
 Worker::~Worker() {
   flush();
+  drop_pending();
   release_stash();
-  rte_free(txb_);
 }
 
 void Worker::release_stash() {
@@ -87,17 +71,64 @@ rte_mbuf* Worker::take_mbuf() {
 void Worker::send_frame(rte_mbuf* m) { emit(&m, 1); }
 
 void Worker::emit(rte_mbuf** m, unsigned n) {
-  for (unsigned i = 0; i < n; ++i) stats_.tx_bytes += m[i]->pkt_len;
-  stats_.tx_packets += n;
-  if (cfg_.tx_ring) {
-    const unsigned sent = rte_ring_sp_enqueue_burst(cfg_.tx_ring, reinterpret_cast<void**>(m), n, nullptr);
-    if (sent < n) {
-      stats_.tx_dropped += n - sent;
-      rte_pktmbuf_free_bulk(m + sent, n - sent);
+  for (unsigned i = 0; i < n; ++i) {
+    if (pending_count_ == pending_.size()) {  // only a burst of ARP replies can get here
+      ++stats_.tx_dropped;
+      rte_pktmbuf_free(m[i]);
+      continue;
     }
-    return;
+    stats_.tx_bytes += m[i]->pkt_len;
+    ++stats_.tx_packets;
+    pending_[pending_count_++] = m[i];
   }
-  for (unsigned i = 0; i < n; ++i) rte_eth_tx_buffer(cfg_.port, cfg_.queue, txb_, m[i]);
+  if (pending_count_ >= kBurst) push_out();
+}
+
+bool Worker::push_out() {
+  if (pending_count_ == 0) return true;
+  const unsigned sent =
+      cfg_.tx_ring ? rte_ring_sp_enqueue_burst(cfg_.tx_ring, reinterpret_cast<void**>(pending_.data()), pending_count_, nullptr)
+                   : rte_eth_tx_burst(cfg_.port, cfg_.queue, pending_.data(), static_cast<std::uint16_t>(pending_count_));
+  // What the PMD (or ring) did not take stays queued: the engine is asked for nothing more
+  // until it drains, so a full TX ring slows the requester instead of losing its packets.
+  std::copy(pending_.begin() + sent, pending_.begin() + pending_count_, pending_.begin());
+  pending_count_ -= sent;
+  return pending_count_ == 0;
+}
+
+void Worker::transmit(Nanos now) {
+  while (engine_.has_tx_work() && pending_count_ < kBurst) {
+    std::array<TxFrame, kBurst> frames;
+    std::array<rte_mbuf*, kBurst> mbufs;
+    unsigned have = 0;
+    for (; have < kBurst; ++have) {
+      rte_mbuf* m = take_mbuf();
+      if (m == nullptr) break;
+      mbufs[have] = m;
+      frames[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
+    }
+    if (have == 0) return;
+    const std::size_t n = engine_.transmit(std::span{frames.data(), have}, now);
+    for (std::size_t i = 0; i < n; ++i) {
+      mbufs[i]->data_len = static_cast<std::uint16_t>(frames[i].length);
+      mbufs[i]->pkt_len = frames[i].length;
+    }
+    emit(mbufs.data(), static_cast<unsigned>(n));
+    // Unused mbufs go back to the stash for the next round.
+    for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
+    if (n < have) break;
+  }
+}
+
+void Worker::flush() {
+  for (int attempt = 0; attempt < 1000 && !push_out(); ++attempt) {
+  }
+}
+
+void Worker::drop_pending() {
+  stats_.tx_dropped += pending_count_;
+  if (pending_count_) rte_pktmbuf_free_bulk(pending_.data(), pending_count_);
+  pending_count_ = 0;
 }
 
 void Worker::handle_rx(rte_mbuf* m, Nanos now) {
@@ -128,32 +159,16 @@ void Worker::handle_rx(rte_mbuf* m, Nanos now) {
   engine_.receive(frame, now);
 }
 
-void Worker::transmit(Nanos now) {
-  while (engine_.has_tx_work()) {
-    std::array<TxFrame, kBurst> frames;
-    std::array<rte_mbuf*, kBurst> mbufs;
-    unsigned have = 0;
-    for (; have < kBurst; ++have) {
-      rte_mbuf* m = take_mbuf();
-      if (m == nullptr) break;
-      mbufs[have] = m;
-      frames[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
-    }
-    if (have == 0) return;
-    const std::size_t n = engine_.transmit(std::span{frames.data(), have}, now);
-    for (std::size_t i = 0; i < n; ++i) {
-      mbufs[i]->data_len = static_cast<std::uint16_t>(frames[i].length);
-      mbufs[i]->pkt_len = frames[i].length;
-    }
-    emit(mbufs.data(), static_cast<unsigned>(n));
-    // Unused mbufs go back to the stash for the next round.
-    for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
-    if (n < have) break;
-  }
-}
-
-void Worker::flush() {
-  if (txb_ && !cfg_.tx_ring) rte_eth_tx_buffer_flush(cfg_.port, cfg_.queue, txb_);
+void Worker::publish_stats(Nanos now) {
+  collect(engine_, cfg_.index, scratch_);
+  scratch_.worker = cfg_.index;
+  scratch_.lcore = current_lcore();
+  scratch_.sequence = ++publications_;
+  scratch_.taken_at = now;
+  scratch_.stats = stats_;
+  published_.publish(scratch_);
+  published_seq_.store(publications_, std::memory_order_release);
+  last_publish_ = now;
 }
 
 unsigned Worker::poll(Nanos now) {
@@ -173,11 +188,13 @@ unsigned Worker::poll(Nanos now) {
   if (n) rte_pktmbuf_free_bulk(rx.data(), n);
   if (app_hook) app_hook(engine_, now);
   engine_.advance(now);
+  push_out();
   transmit(now);
   if (now - last_flush_ >= cfg_.tx_flush_ns) {
-    flush();
+    push_out();
     last_flush_ = now;
   }
+  if (now - last_publish_ >= cfg_.stats_interval_ns) publish_stats(now);
   return n;
 }
 

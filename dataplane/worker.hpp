@@ -1,7 +1,8 @@
 // A transport worker: one lcore, one Engine, one RX/TX queue pair. Each iteration receives a
 // burst, hands RoCEv2 frames to the engine (ARP to the ARP responder), runs the application
 // hook and the timers, then fills fresh mbufs with whatever the engine has to send and
-// transmits them through a buffered TX that is flushed when full or on a short timer.
+// transmits them in bursts, flushed when full or on a short timer. A port that takes fewer
+// frames than offered holds the engine back (backpressure) instead of losing them.
 #pragma once
 
 #include <rte_ethdev.h>
@@ -16,24 +17,12 @@
 #include <vector>
 
 #include "dataplane/arp.hpp"
+#include "dataplane/stats.hpp"
 #include "lib/rdma/engine.hpp"
 
 namespace roce::dp {
 
 inline constexpr unsigned kBurst = 32;
-
-struct WorkerStats {
-  std::uint64_t rx_packets = 0;
-  std::uint64_t rx_bytes = 0;
-  std::uint64_t tx_packets = 0;
-  std::uint64_t tx_bytes = 0;
-  std::uint64_t tx_dropped = 0;      // refused by the PMD after the flush retries
-  std::uint64_t rx_multi_segment = 0;  // chained mbufs: not taken (the pool is sized for one segment)
-  std::uint64_t arp_replies = 0;
-  std::uint64_t arp_requests_sent = 0;
-  std::uint64_t mbuf_alloc_failures = 0;
-  std::uint64_t iterations = 0;
-};
 
 struct WorkerConfig {
   std::uint16_t port = 0;
@@ -44,6 +33,8 @@ struct WorkerConfig {
   rte_mempool* pool = nullptr;
   EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
+  Nanos stats_interval_ns = 10 * kMilli;  // how often the loop publishes a stats snapshot
+  unsigned index = 0;                     // this worker's number in its dataplane
   bool ipv4_checksum_offload = false;
 };
 
@@ -58,11 +49,21 @@ class Worker {
   unsigned poll(Nanos now);
   // Sends everything buffered (graceful stop, tests).
   void flush();
+  // Frees what the port never took (shutdown), counting it as dropped.
+  void drop_pending();
   // Gives the mbufs kept for the next transmit back to the pool (leak checks, shutdown).
   void release_stash();
 
   Engine& engine() { return engine_; }
+  // Live counters: read them only on the worker's own thread (or while it is stopped).
   const WorkerStats& stats() const { return stats_; }
+
+  // Copies the live counters into the published snapshot. Runs on the worker's thread: from
+  // poll() every stats_interval_ns, at loop exit, or when stepped by hand.
+  void publish_stats(Nanos now);
+  // The last published snapshot; safe from any thread.
+  WorkerSnapshot published_stats() const { return published_.read(); }
+  std::uint64_t published_sequence() const { return published_seq_.load(std::memory_order_acquire); }
   const WorkerConfig& config() const { return cfg_; }
 
   // Runs once per iteration on the worker's lcore (the application's verbs work: post WRs,
@@ -85,6 +86,7 @@ class Worker {
   void transmit(Nanos now);
   void send_frame(rte_mbuf* m);
   void emit(rte_mbuf** m, unsigned n);
+  bool push_out();
   void run_commands();
   rte_mbuf* take_mbuf();
 
@@ -92,12 +94,19 @@ class Worker {
   Engine engine_;
   ArpCache& arp_;
   WorkerStats stats_;
-  rte_eth_dev_tx_buffer* txb_ = nullptr;
+  std::array<rte_mbuf*, 4 * kBurst> pending_{};  // built frames the port has not taken yet
+  unsigned pending_count_ = 0;
   Nanos last_flush_ = 0;
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
+
+  Nanos last_publish_ = 0;
+  std::uint64_t publications_ = 0;
+  std::atomic<std::uint64_t> published_seq_{0};
+  WorkerSnapshot scratch_;  // filled without a lock, then swapped with the published one
+  Published<WorkerSnapshot> published_;
 
   std::atomic<bool> has_commands_{false};
   std::mutex commands_mutex_;

@@ -97,6 +97,8 @@ Status TcpStream::write_all(std::span<const std::byte> data) {
   return {};
 }
 
+bool TcpStream::wait_readable(int timeout_ms) const { return wait_fd(fd_, POLLIN, timeout_ms, "read").ok(); }
+
 std::string TcpStream::peer_address() const {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -25,6 +25,8 @@ class TcpStream {
   // Reads exactly out.size() bytes or fails (peer closed, timeout, error).
   Status read_exact(std::span<std::byte> out, int timeout_ms);
   Status write_all(std::span<const std::byte> data);
+  // Waits until data (or the peer's close) can be read; false on timeout.
+  bool wait_readable(int timeout_ms) const;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
   std::string peer_address() const;  // the peer's IP, as text

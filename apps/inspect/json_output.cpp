@@ -3,7 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "apps/inspect/json_writer.hpp"
+#include "lib/util/json_writer.hpp"
 
 namespace roce::inspect {
 

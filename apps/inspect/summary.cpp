@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "apps/inspect/json_writer.hpp"
+#include "lib/util/json_writer.hpp"
 
 namespace roce::inspect {
 namespace {

@@ -50,7 +50,7 @@ struct QpConfig {
 
 // Knobs of the transport that verbs does not expose.
 struct TransportTuning {
-  std::uint32_t max_inflight_packets = 1024;  // go-back-N window, in PSNs
+  std::uint32_t max_inflight_packets = 256;   // go-back-N window, in PSNs
   std::uint32_t ack_req_every = 64;           // also ask for an ACK every N packets of a long message
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK

@@ -324,6 +324,7 @@ void QueuePair::after_completer(CompleterOutcome o) {
 }
 
 void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
+  ctx_.counters.inc(Counter::RcvdPkts);
   if (pkt.ecn() == Ecn::Ce) {
     ctx_.counters.inc(Counter::EcnCeReceived);
     if (cc_ && cc::triggers_cnp(pkt) && ctx_.accepts_requests() && cc_->on_ce(now)) cnp_pending_ = true;
@@ -344,12 +345,20 @@ void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
 }
 
 void QueuePair::on_cnp(Nanos now) {
+  ctx_.counters.inc(Counter::RcvdPkts);  // as sent_pkts counts the CNPs we send
   ctx_.counters.inc(Counter::CnpReceived);
   if (!cc_ || ctx_.state == QpState::Reset || ctx_.state == QpState::Err) {
     ctx_.counters.inc(Counter::CnpIgnored);  // no reaction point on this QP
     return;
   }
   cc_->on_cnp(now);
+  repace(now);
+}
+
+void QueuePair::repace(Nanos now) {
+  if (pacer_wake_ == kNever || !cc_) return;
+  const Nanos t = cc_->earliest_departure(max_frame_bytes());
+  pacer_wake_ = t <= now ? kNever : t;
 }
 
 bool QueuePair::has_tx_work() const {
@@ -424,6 +433,7 @@ void QueuePair::on_timer(Nanos now) {
   if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return;
   if (pacer_wake_ <= now) pacer_wake_ = kNever;
   if (cc_ && cc_->advance(now)) cnp_pending_ = true;
+  repace(now);
   after_completer(comp_.on_timer(ctx_, req_, now));
 }
 

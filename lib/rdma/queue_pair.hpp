@@ -76,6 +76,9 @@ class QueuePair {
   bool build_cnp(TxFrame& frame);
   // Whether the pacer lets a data frame go now; if not, the QP sleeps until it does.
   bool paced_out(Nanos now);
+  // The wake time of a QP held back by the pacer is where its next frame may leave at the current
+  // rate; after a rate change (an increase above all: a 4 KB frame at 1 Mb/s waits 33 ms) it moves.
+  void repace(Nanos now);
   std::uint32_t max_frame_bytes() const;
 
   QpContext ctx_;

@@ -5,17 +5,9 @@
 
 #include "lib/cc/pacer.hpp"
 #include "lib/cc/reaction_point.hpp"
+#include "tests/support/jain_index.hpp"
 
 namespace roce::cc::test {
-
-double jain_index(const std::vector<double>& x) {
-  double sum = 0, sq = 0;
-  for (double v : x) {
-    sum += v;
-    sq += v * v;
-  }
-  return sq == 0 ? 0 : sum * sum / (static_cast<double>(x.size()) * sq);
-}
 
 namespace {
 
@@ -173,7 +165,7 @@ LoopResult Loop::run() {
     total += bytes * 8 / window_s;
   }
   r.utilisation = total / c_.cp.line_rate_bps;
-  r.jain = jain_index(r.throughput_bps);
+  r.jain = roce::test::jain_index(r.throughput_bps);
   r.mean_queue_bytes = queue_area_ / static_cast<double>(c_.duration - c_.measure_from);
   r.max_queue_bytes_window = queue_max_window_;
   r.max_queue_bytes = cp_.counters().max_occupancy_bytes;

@@ -44,8 +44,6 @@ struct LoopResult {
   std::uint64_t rate_increases = 0;
 };
 
-double jain_index(const std::vector<double>& x);
-
 // Runs the loop; writes `t_us,qp,rc_gbps,rt_gbps,alpha` rows to `trace` if it is not null.
 LoopResult run_closed_loop(const LoopConfig& config, std::ostream* trace);
 

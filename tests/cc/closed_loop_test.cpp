@@ -6,12 +6,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "tests/cc/closed_loop_sim.hpp"
+#include "tests/support/rate_plot.hpp"
 
 namespace roce::cc::test {
 namespace {
@@ -82,32 +82,23 @@ void expect_queue_near_fluid_model(const LoopConfig& c, const LoopResult& r) {
   EXPECT_LT(r.mean_queue_bytes, 1.5 * q);
 }
 
-std::filesystem::path out_dir() {
-  const char* d = std::getenv("CC_TRACE_OUT_DIR");
-  return d ? std::filesystem::path(d) : std::filesystem::current_path();
-}
-
 LoopResult run_traced(const std::string& name, const LoopConfig& c) {
-  const auto csv = out_dir() / (name + ".csv");
+  const auto csv = roce::test::trace_out_dir() / (name + ".csv");
   LoopResult r;
   {
     std::ofstream trace(csv);
     r = run_closed_loop(c, trace ? &trace : nullptr);
   }
   print(name, c, r);
-  const char* python = std::getenv("ROCE_PYTHON3");
-  const char* script = std::getenv("ROCE_PLOT_RATES");
-  if (!python || !*python || !script) {
+  const roce::test::PlotResult plot = roce::test::plot_rates(csv, name);
+  if (!plot.attempted) {
     std::printf("[%s] not plotting: ROCE_PYTHON3/ROCE_PLOT_RATES not set (python3 not found at configure)\n",
                 name.c_str());
     return r;
   }
-  const auto svg = out_dir() / (name + ".svg");
-  const std::string cmd = std::string("'") + python + "' '" + script + "' --title '" + name + "' '" + csv.string() +
-                          "' '" + svg.string() + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  EXPECT_TRUE(std::filesystem::exists(svg));
-  std::printf("[%s] rate trace %s, picture %s\n", name.c_str(), csv.c_str(), svg.c_str());
+  EXPECT_EQ(plot.status, 0) << plot.command;
+  EXPECT_TRUE(std::filesystem::exists(plot.svg));
+  std::printf("[%s] rate trace %s, picture %s\n", name.c_str(), csv.c_str(), plot.svg.c_str());
   return r;
 }
 
@@ -171,11 +162,6 @@ TEST(ClosedLoop, BoundsCatchALoopWithoutRateIncrease) {
   EXPECT_EQ(r.rate_increases, 0u);
   EXPECT_FALSE(converged(c, r, 0.99));
   EXPECT_LT(r.utilisation, 0.5);
-}
-
-TEST(JainIndex, EqualSharesAreOneAndOneHogIsOneOverN) {
-  EXPECT_DOUBLE_EQ(jain_index({5, 5, 5, 5}), 1.0);
-  EXPECT_DOUBLE_EQ(jain_index({8, 0, 0, 0}), 0.25);
 }
 
 }  // namespace

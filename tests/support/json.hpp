@@ -1,5 +1,5 @@
 // A small strict JSON parser for tests that check the tools' JSON output. Written separately
-// from apps/inspect/json_writer so a writer bug cannot hide behind a matching reader bug.
+// from lib/util/json_writer so a writer bug cannot hide behind a matching reader bug.
 #pragma once
 
 #include <cstdint>

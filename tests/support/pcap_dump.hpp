@@ -4,6 +4,7 @@
 
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -24,12 +25,14 @@ class PcapDump {
   PcapDump& operator=(const PcapDump&) = delete;
 
   bool ok() const { return dumper_ != nullptr; }
-  void write(std::span<const std::byte> frame, std::int64_t time_ns) {
+  // `frame` may be the first part of a longer frame of `wire_length` bytes (a snap length).
+  void write(std::span<const std::byte> frame, std::int64_t time_ns, std::size_t wire_length = 0) {
     if (!dumper_) return;
     pcap_pkthdr h{};
     h.ts.tv_sec = static_cast<time_t>(time_ns / 1'000'000'000);
     h.ts.tv_usec = static_cast<suseconds_t>((time_ns % 1'000'000'000) / 1000);
-    h.caplen = h.len = static_cast<bpf_u_int32>(frame.size());
+    h.caplen = static_cast<bpf_u_int32>(frame.size());
+    h.len = static_cast<bpf_u_int32>(std::max(frame.size(), wire_length));
     pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, reinterpret_cast<const u_char*>(frame.data()));
   }
 

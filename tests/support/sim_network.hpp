@@ -14,6 +14,7 @@
 
 #include "lib/rdma/engine.hpp"
 #include "tests/support/pcap_dump.hpp"
+#include "tests/support/sim_host.hpp"
 
 namespace roce::test {
 
@@ -22,7 +23,7 @@ struct LinkFaults {
   double duplicate = 0;  // probability a frame is delivered twice
   double reorder = 0;    // probability a frame is held back by reorder_delay
   double corrupt = 0;    // probability one byte of the frame is flipped (the ICRC must catch it)
-  double ce_mark = 0;    // probability an ECN-capable IPv4 frame is marked CE, as a switch would
+  double ce_mark = 0;    // probability an ECN-capable IP frame is marked CE, as a switch would
   Nanos delay = 2 * kMicro;
   Nanos reorder_delay = 10 * kMicro;
   double bandwidth_bps = 0;  // 0 = unlimited
@@ -42,8 +43,8 @@ class SimNetwork {
 
   // Adds a host with its own engine; `mrs` may be shared between hosts or not.
   Engine& add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, EngineConfig cfg = {});
-  Engine& host(const std::string& name) { return *hosts_.at(index_.at(name)).engine; }
-  MrTable& memory(const std::string& name) { return *hosts_.at(index_.at(name)).mrs; }
+  Engine& host(const std::string& name) { return hosts_.at(index_.at(name)).sim.engine(); }
+  MrTable& memory(const std::string& name) { return hosts_.at(index_.at(name)).sim.memory(); }
   void connect(const std::string& a, const std::string& b, const LinkFaults& a_to_b, const LinkFaults& b_to_a);
 
   Nanos now() const { return now_; }
@@ -67,15 +68,11 @@ class SimNetwork {
     bool operator>(const InFlight& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   struct Host {
-    std::string name;
-    std::unique_ptr<MrTable> mrs;
-    std::unique_ptr<Engine> engine;
+    SimHost sim;
     std::optional<std::size_t> peer;
     LinkFaults faults;
     LinkStats link_stats;
-    Nanos link_free_at = 0;
     std::uint64_t frames_out = 0;
-    std::vector<std::vector<std::byte>> buffers;
   };
   void transmit_all();
   void emit(Host& from, std::span<const std::byte> frame);
@@ -84,7 +81,7 @@ class SimNetwork {
   std::mt19937_64 rng_;
   std::vector<Host> hosts_;
   std::map<std::string, std::size_t> index_;
-  std::map<std::string, proto::MacAddr> macs_by_ip_;
+  AddressBook addresses_;
   std::vector<InFlight> queue_;  // min-heap on (at, seq)
   std::uint64_t seq_ = 0;
   Nanos now_ = 0;

@@ -42,6 +42,8 @@ class PerftestSession {
   Status exchange_done();
 
   const std::string& remote_version() const { return remote_version_; }
+  // For a server that read the version itself (to tell perftest from other tools).
+  void set_remote_version(std::string v) { remote_version_ = std::move(v); }
 
  private:
   Status swap_bytes(std::span<const std::byte> mine, std::span<std::byte> theirs);

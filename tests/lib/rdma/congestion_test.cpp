@@ -94,6 +94,54 @@ TEST(Congestion, DataGoesOutEct0AndNoCnpWithoutCe) {
   EXPECT_EQ(n.a.qp->congestion()->reaction_point().rc_bps(), 10e9);
 }
 
+// A CNP from b to a's QP, as b's notification point would send it.
+std::vector<std::byte> cnp_to(const Endpoint& sender, const Endpoint& receiver) {
+  const PathConfig& to = sender.engine->config().path;
+  const PathConfig& from = receiver.engine->config().path;
+  cc::CnpEndpoints ep;
+  ep.src4 = from.local.ip.v4;
+  ep.dst4 = to.local.ip.v4;
+  FrameSpec spec = cc::cnp_frame_spec(ep, sender.qp->qpn(), {});
+  spec.with_ethernet = true;
+  spec.eth.src = from.local.mac;
+  spec.eth.dst = to.local.mac;
+  std::vector<std::byte> frame(128);
+  const FrameLayout l = build_frame(spec, {}, MutableByteSpan{frame.data(), frame.size()}, CrcBackend::Isal);
+  EXPECT_TRUE(l.ok());
+  frame.resize(l.length);
+  return frame;
+}
+
+// Cut to the 1 Mb/s floor, a QP waits about 33 ms for the credit of its next 4 KB frame. When the
+// increase timer raises the rate, that wait must shrink with it: the QP sleeps until its next
+// frame may leave at the current rate, not at the rate of the moment it was held back.
+TEST(Congestion, QpHeldByThePacerWakesEarlierWhenTheIncreaseTimerRaisesItsRate) {
+  Net n(LinkFaults{});
+  static std::vector<std::byte> src(4 << 20), dst(4 << 20);
+  auto* sm = reg(*n.a.engine, n.a.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  auto* dm = reg(*n.b.engine, n.b.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_sge g = sge(src.data(), static_cast<std::uint32_t>(src.size()), sm);
+  ASSERT_EQ(post(n.a, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
+  n.net.run_until([&] { return n.a_data_times.size() >= 10; }, kMilli);
+
+  // 14 CNPs in a row halve Rc 14 times (alpha stays 1): 10 Gb/s / 2^14 is below the floor.
+  const std::vector<std::byte> cnp = cnp_to(n.a, n.b);
+  for (int i = 0; i < 14; ++i) n.a.engine->receive(cnp, n.net.now());
+  const cc::ReactionPoint& rp = n.a.qp->congestion()->reaction_point();
+  ASSERT_EQ(rp.rc_bps(), 1e6);
+  const Nanos cut = n.net.now();
+  // What the pacer's burst allowance still lets through goes now; then the QP is held back.
+  n.net.run_until([] { return false; }, cut + 10 * kMicro);
+  const std::size_t held = n.a_data_times.size();
+
+  // FR climbs back to Rt (2 Mb/s) in 5 x 55 us, then AI adds 40 Mb/s to Rt every 55 us: the
+  // frame's debt is paid about 0.5 ms after the cut (at Rc near 0.12 Gb/s). A QP that kept the
+  // wake time of the 1-2 Mb/s moment slept 13 ms, until Rc was back above 9 Gb/s.
+  ASSERT_TRUE(n.net.run_until([&] { return n.a_data_times.size() > held; }, cut + 100 * kMilli));
+  EXPECT_LT(n.a_data_times[held] - cut, kMilli) << "Rc now " << rp.rc_bps() / 1e9 << " Gb/s";
+  EXPECT_GT(rp.counters().increases_additive, 0u);
+}
+
 TEST(Congestion, CnpForAQpWithoutReactionPointIsCountedAsIgnored) {
   LinkFaults mark_all;
   mark_all.ce_mark = 1.0;

@@ -1,8 +1,11 @@
-#include "apps/inspect/json_writer.hpp"
+#include "lib/util/json_writer.hpp"
+
+#include <charconv>
+#include <cmath>
 
 #include <cstdio>
 
-namespace roce::inspect {
+namespace roce {
 
 std::string json_quote(std::string_view s) {
   std::string q;
@@ -100,10 +103,19 @@ JsonWriter& JsonWriter::value(bool b) {
   return *this;
 }
 
+JsonWriter& JsonWriter::value(double d) {
+  if (!std::isfinite(d)) return null();
+  before_value();
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d);
+  out_.append(buf, r.ptr);
+  return *this;
+}
+
 JsonWriter& JsonWriter::null() {
   before_value();
   out_ += "null";
   return *this;
 }
 
-}  // namespace roce::inspect
+}  // namespace roce

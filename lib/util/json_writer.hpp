@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace roce::inspect {
+namespace roce {
 
 class JsonWriter {
  public:
@@ -24,6 +24,7 @@ class JsonWriter {
   JsonWriter& value(std::uint32_t n) { return value(std::uint64_t{n}); }
   JsonWriter& value(int n) { return value(std::int64_t{n}); }
   JsonWriter& value(bool b);
+  JsonWriter& value(double d);  // shortest form that reads back exactly; NaN/inf become null
   JsonWriter& null();
 
   template <typename T>
@@ -46,4 +47,4 @@ class JsonWriter {
 // `s` as a JSON string literal, quotes included.
 std::string json_quote(std::string_view s);
 
-}  // namespace roce::inspect
+}  // namespace roce

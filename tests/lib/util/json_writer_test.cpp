@@ -1,10 +1,10 @@
-#include "apps/inspect/json_writer.hpp"
+#include "lib/util/json_writer.hpp"
 
 #include <gtest/gtest.h>
 
 #include "tests/support/json.hpp"
 
-namespace roce::inspect {
+namespace roce {
 namespace {
 
 TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
@@ -43,4 +43,4 @@ TEST(JsonWriter, PlacesCommasAndColonsInNestedObjectsAndArrays) {
 }
 
 }  // namespace
-}  // namespace roce::inspect
+}  // namespace roce

@@ -1,0 +1,70 @@
+// roce-appliance: start-up and wiring only (apps/appliance/appliance.cpp does the work).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "apps/appliance/options.hpp"
+
+using namespace roce;
+using namespace roce::app;
+
+namespace {
+int fail(const std::string& why, int code = 1) {
+  std::fprintf(stderr, "roce-appliance: %s\n", why.c_str());
+  return code;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-appliance"));
+  auto cli = parse_appliance_options(split.app);
+  if (!cli) return fail(cli.error().message + " (try --help)", 2);
+  if (cli->help) {
+    std::cout << cli->help_text;
+    return 0;
+  }
+  const ApplianceOptions& o = cli->options;
+  std::vector<std::string> eal = split.eal;
+  for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
+
+  dp::DataplaneOptions dopt;
+  dopt.name = "appliance";
+  dopt.port.name = o.dev;
+  dopt.ip = IpAddress::ipv4(o.ip);
+  dopt.workers = o.workers;
+  dopt.mode = o.workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;
+  if (o.dcqcn) {
+    dopt.engine.tuning.congestion.enabled = true;
+    dopt.engine.tuning.congestion.rp = cc::params_for(o.dcqcn_profile, o.line_rate_gbps * 1e9);
+  }
+  auto dpr = dp::Dataplane::create(dopt);
+  if (!dpr) return fail(dpr.error().message);
+  int rc = 0;
+  {
+    RunningDataplane running;
+    if (Status s = running.start(**dpr); !s) return fail(s.error().message);
+    Appliance appliance(**dpr, o);
+    if (Status s = appliance.start(); !s) {
+      rc = fail(s.error().message);
+    } else {
+      std::fprintf(stderr, "roce-appliance: serving %s on %s (%s), TCP exchange on port %u%s%s\n",
+                   to_string(IpAddress::ipv4(o.ip)).c_str(), o.dev.c_str(), (*dpr)->port().driver.c_str(), o.oob_port,
+                   o.control_socket.empty() ? "" : ", control socket ", o.control_socket.c_str());
+      appliance.run();
+      const std::string report = appliance.report_json();
+      if (o.report_path == "-") {
+        std::printf("%s\n", report.c_str());
+      } else {
+        std::ofstream f(o.report_path);
+        f << report << "\n";
+        if (!f) rc = fail("cannot write the report to " + o.report_path);
+      }
+    }
+    running.stop();
+  }
+  dpr->reset();
+  dp::Eal::cleanup();
+  return rc;
+}

@@ -1,0 +1,102 @@
+#include "apps/appliance/options.hpp"
+
+// --vdev values carry commas (net_tap0,iface=x): keep them whole.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
+#include <cxxopts.hpp>
+
+#include "protocol/mtu.hpp"
+
+namespace roce::app {
+
+namespace {
+
+constexpr const char* kUsage = R"(roce-appliance: turns a host with a plain NIC into a RoCEv2 endpoint.
+
+  roce-appliance [DPDK EAL arguments --] --dev PORT --ip ADDR [options]
+
+It exposes one memory region (anonymous, or a file with --mr-file so it serves as remote memory)
+and accepts RC connections set up the way the real tools do it, over TCP port 18515:
+ibv_rc_pingpong clients (SENDs are echoed) and perftest clients (ib_write_bw, ib_read_bw,
+ib_send_bw, ib_atomic_bw and the _lat tests; SENDs are sunk unless --echo). Any RDMA peer can
+WRITE, READ and run atomics on the region with the rkey and address the exchange gives it.
+A line of status every second; a JSON report at the end; a control socket with --control.
+
+Example (no NIC: a TAP device):
+  roce-appliance --vdev net_tap0,iface=rdp0 --dev net_tap0 --ip 10.77.0.2 --control /run/roce.sock)";
+
+}  // namespace
+
+Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& args) {
+  ApplianceCli cli;
+  ApplianceOptions& o = cli.options;
+  cxxopts::Options opts("roce-appliance", kUsage);
+  opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
+  std::string ip, mr_size, recv_size, mtu, dcqcn, profile;
+  opts.add_options("Memory")
+      ("mr-size", "size of the exposed region (K/M/G suffixes)", cxxopts::value<std::string>(mr_size)->default_value("64M"))
+      ("mr-file", "back the exposed region with this file (kept after exit)", cxxopts::value<std::string>(o.mr_file))
+      ("recv-size", "receive buffer: the largest SEND accepted", cxxopts::value<std::string>(recv_size)->default_value("4M"))
+      ("recv-depth", "receives kept posted per QP", cxxopts::value<std::uint32_t>(o.recv_depth)->default_value("256"))
+      ("echo", "send every received SEND back (for send latency tests)");
+  opts.add_options("Connections")
+      ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
+      ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
+      ("m,mtu", "largest path MTU offered: 256 .. 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
+      ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"));
+  opts.add_options("Operation")
+      ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("dev", "DPDK port to serve on (name or number)", cxxopts::value<std::string>(o.dev))
+      ("ip", "the appliance's IPv4 address on that port", cxxopts::value<std::string>(ip))
+      ("workers", "transport worker lcores", cxxopts::value<unsigned>(o.workers)->default_value("1"))
+      ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
+      ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
+      ("line-rate", "line rate for DCQCN, Gb/s", cxxopts::value<double>(o.line_rate_gbps)->default_value("10"))
+      ("control", "control socket path (JSON lines, owner only)", cxxopts::value<std::string>(o.control_socket))
+      ("status-interval", "seconds between status lines (0: none)", cxxopts::value<double>(o.status_interval_s)->default_value("1"))
+      ("report", "write the final JSON report here (- for stdout)", cxxopts::value<std::string>(o.report_path)->default_value("-"))
+      ("duration", "stop after this many seconds (0: until SIGINT or the stop command)", cxxopts::value<double>(o.duration_s)->default_value("0"))
+      ("h,help", "this text");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  cxxopts::ParseResult r;
+  try {
+    r = opts.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const std::exception& e) {
+    return make_error(EINVAL, e.what());
+  }
+  if (r.count("help")) {
+    cli.help = true;
+    cli.help_text = opts.help({"Memory", "Connections", "Operation"});
+    return cli;
+  }
+  if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
+  if (r.count("vdev")) o.vdevs = r["vdev"].as<std::vector<std::string>>();
+  if (o.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to serve on");
+  const auto addr = parse_ipv4(ip);
+  if (!addr) return make_error(EINVAL, "--ip is required: the appliance's IPv4 address (got '" + ip + "')");
+  o.ip = *addr;
+  const auto mrb = parse_size(mr_size);
+  if (!mrb || *mrb == 0 || *mrb > (256ull << 30)) return make_error(EINVAL, "bad --mr-size '" + mr_size + "'");
+  o.mr_bytes = *mrb;
+  const auto rb = parse_size(recv_size);
+  if (!rb || *rb == 0 || *rb > (1ull << 31)) return make_error(EINVAL, "bad --recv-size '" + recv_size + "' (up to 2G)");
+  o.recv_bytes = *rb;
+  if (o.recv_depth == 0 || o.recv_depth > 16384) return make_error(EINVAL, "--recv-depth must be 1..16384");
+  o.qp.recv_depth = o.recv_depth + 16;
+  const auto m = parse_size(mtu);
+  const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
+  if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");
+  o.qp.mtu = static_cast<ibv_mtu>(*pm);
+  o.echo = r.count("echo") > 0;
+  if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
+  o.dcqcn = dcqcn == "on";
+  const auto prof = cc::profile_from_string(profile);
+  if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
+  o.dcqcn_profile = *prof;
+  if (o.workers == 0 || o.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
+  if (o.status_interval_s < 0 || o.duration_s < 0) return make_error(EINVAL, "intervals must not be negative");
+  if (o.max_sessions == 0) return make_error(EINVAL, "--max-sessions must be at least 1");
+  return cli;
+}
+
+}  // namespace roce::app

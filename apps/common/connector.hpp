@@ -1,0 +1,68 @@
+// Creates QPs on a dataplane's workers and brings them to RTS against a peer described by
+// an out-of-band record, from the control thread: every engine call runs on the worker that
+// owns the QP (Dataplane::call).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <mutex>
+
+#include "dataplane/dataplane.hpp"
+
+namespace roce::app {
+
+struct QpParams {
+  ibv_qp_type type = IBV_QPT_RC;
+  ibv_mtu mtu = IBV_MTU_1024;
+  std::uint8_t timeout = 14;
+  std::uint8_t retry_cnt = 7;
+  std::uint8_t rnr_retry = 7;
+  std::uint8_t min_rnr_timer = 12;
+  std::uint8_t max_rd_atomic = 16;
+  std::uint32_t send_depth = 512;
+  std::uint32_t recv_depth = 512;
+  std::uint32_t max_sge = 1;
+  std::uint32_t max_inline = 0;
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+};
+
+struct LocalQp {
+  unsigned worker = 0;
+  QueuePair* qp = nullptr;
+  CompletionQueue* cq = nullptr;
+  PdHandle pd = 0;
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;  // our starting send PSN
+};
+
+struct RemoteQp {
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;
+  ibv_gid gid{};
+};
+
+class Connector {
+ public:
+  // pd = 0: a new protection domain. Sessions that share memory share a PD.
+  Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd = 0);
+
+  PdHandle pd() const { return pd_; }
+  dp::Dataplane& dataplane() { return dp_; }
+  ibv_gid local_gid() const { return gid_from_ip(dp_.local().ip); }
+
+  // A QP on the next worker in turn (or on `worker`), in INIT.
+  Result<LocalQp> create(const QpParams& p, int worker = -1);
+  // Resolves the peer's MAC (ARP) and moves the QP to RTR and RTS.
+  Status connect(const LocalQp& qp, const RemoteQp& peer, const QpParams& p, Nanos arp_wait = 3 * kSecond);
+  Status destroy(const LocalQp& qp);
+  Result<const MemoryRegion*> register_memory(void* addr, std::size_t len, int access);
+
+ private:
+  dp::Dataplane& dp_;
+  PdHandle pd_;
+  std::mutex mutex_;  // several control threads (one per session) create QPs
+  unsigned next_worker_ = 0;
+  std::uint64_t psn_state_;
+};
+
+}  // namespace roce::app

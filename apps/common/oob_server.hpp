@@ -1,0 +1,74 @@
+// The server side of the real tools' exchanges, for roce-appliance and roce-gen's server mode.
+// It tells ibv_rc_pingpong (a 52-byte record first) from perftest (a version string first) by
+// the first bytes, then answers perftest reactively: every QP record gets ours back (new QPs on
+// the first round), every results field gets ours, "done" gets "done". That serves
+// ib_write/read/send/atomic_bw and the _lat tests without being told which one runs.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/common/connector.hpp"
+#include "apps/common/driver_set.hpp"
+#include "apps/common/oob/records.hpp"
+#include "apps/common/tcp.hpp"
+#include "apps/common/traffic/drivers.hpp"
+
+namespace roce::app {
+
+struct ServerConfig {
+  QpParams qp;
+  LocalBuffer exposed;      // what peers WRITE, READ and run atomics on (its lkey is the rkey)
+  LocalBuffer recv_region;  // every receive lands here (SEND sink/echo)
+  std::uint32_t recv_depth = 256;
+  bool echo_sends = false;  // echo every SEND (ib_send_lat, ibv_rc_pingpong); else sink
+  // roce-gen's server knows its test: for WRITE latency it echoes writes of this size, using
+  // the exposed buffer as [send half | landing half].
+  std::optional<std::uint32_t> write_echo_size;
+  Nanos pingpong_idle_timeout = 10 * kSecond;  // a pingpong QP is torn down after this quiet
+  int oob_timeout_ms = 30'000;
+};
+
+struct SessionReport {
+  std::string peer;
+  std::string tool;  // "perftest" or "ibv_rc_pingpong"
+  std::string remote_version;
+  unsigned qps = 0;
+  std::uint64_t received_messages = 0;
+  std::uint64_t received_bytes = 0;
+  ibv_mtu mtu = IBV_MTU_1024;
+};
+
+class OobServer {
+ public:
+  OobServer(Connector& conn, DriverSet& drivers, ServerConfig cfg) : conn_(conn), drivers_(drivers), cfg_(std::move(cfg)) {}
+
+  // Serves one accepted connection to its end. `stop` aborts waiting.
+  Result<SessionReport> serve(TcpStream& tcp, const std::atomic<bool>& stop);
+
+ private:
+  struct ServedQp {
+    LocalQp local;
+    PerftestDest mine;
+    std::unique_ptr<ReceiveServer> receiver;
+    std::unique_ptr<WriteEcho> echo;
+    std::uint64_t driver_id = 0;
+  };
+  Result<SessionReport> serve_pingpong(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
+  Result<SessionReport> serve_perftest(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
+  Result<ServedQp*> add_qp(const QpParams& p, const RemoteQp& peer, std::uint32_t out_reads, bool echo);
+  void teardown(SessionReport& r);
+  bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop);
+
+  Connector& conn_;
+  DriverSet& drivers_;
+  ServerConfig cfg_;
+  std::vector<std::unique_ptr<ServedQp>> qps_;
+  std::map<std::uint32_t, ServedQp*> by_remote_qpn_;
+};
+
+}  // namespace roce::app

@@ -1,0 +1,23 @@
+#include "apps/common/traffic/spec.hpp"
+
+namespace roce::app {
+
+std::string to_string(Verb v) {
+  switch (v) {
+    case Verb::Write: return "write";
+    case Verb::Read: return "read";
+    case Verb::Send: return "send";
+    case Verb::Atomic: return "atomic";
+  }
+  return "unknown";
+}
+
+std::optional<Verb> verb_from_string(std::string_view s) {
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Send, Verb::Atomic})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::string to_string(Measure m) { return m == Measure::Bandwidth ? "bw" : "lat"; }
+
+}  // namespace roce::app

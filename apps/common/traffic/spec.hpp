@@ -1,0 +1,35 @@
+// What a perftest-shaped test does: which verb, bandwidth or latency, message size, how many
+// iterations or for how long, and how deep the send queue runs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lib/time.hpp"
+
+namespace roce::app {
+
+enum class Verb : std::uint8_t { Write, Read, Send, Atomic };
+enum class Measure : std::uint8_t { Bandwidth, Latency };
+
+struct TrafficSpec {
+  Verb verb = Verb::Write;
+  Measure measure = Measure::Bandwidth;
+  std::uint32_t size = 65536;
+  std::uint64_t iters = 5000;
+  Nanos duration = 0;            // > 0: run for this long instead of `iters`
+  std::uint32_t tx_depth = 128;  // outstanding work requests per QP (bandwidth tests)
+  double rate_limit_gbps = 0;    // 0 = as fast as possible
+  bool verify = false;           // fill the source with a pattern and check the far side after
+};
+
+std::string to_string(Verb v);
+std::optional<Verb> verb_from_string(std::string_view s);
+std::string to_string(Measure m);
+
+// Bytes one operation moves: atomics are 8 bytes whatever -s says.
+constexpr std::uint32_t op_bytes(const TrafficSpec& s) { return s.verb == Verb::Atomic ? 8 : s.size; }
+
+}  // namespace roce::app

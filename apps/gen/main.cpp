@@ -1,0 +1,169 @@
+// roce-gen: start-up and wiring only; the tests live in apps/common and apps/gen.
+#include <cstdio>
+#include <iostream>
+
+#include "apps/common/buffers.hpp"
+#include "apps/common/oob_server.hpp"
+#include "apps/common/perftest_client.hpp"
+#include "apps/common/runtime.hpp"
+#include "apps/gen/options.hpp"
+#include "apps/gen/pingpong_client.hpp"
+
+using namespace roce;
+using namespace roce::app;
+
+namespace {
+
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+int fail(const std::string& why, int code = 1) {
+  std::fprintf(stderr, "roce-gen: %s\n", why.c_str());
+  return code;
+}
+
+void print_results(const GenOptions& g, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
+                   const RunCounters& c) {
+  if (g.json) {
+    std::printf("%s\n", to_json(g.spec, bw, lat, c, g.gbits).c_str());
+    return;
+  }
+  std::printf("%s", table_rule().c_str());
+  if (!bw.empty()) {
+    std::printf("%s", bw_table_header(g.gbits).c_str());
+    for (const auto& f : bw) std::printf("%s", bw_table_row(f, g.gbits).c_str());
+  } else {
+    std::printf("%s", lat_table_header().c_str());
+    for (const auto& f : lat) std::printf("%s", lat_table_row(f).c_str());
+  }
+  std::printf("%s", table_rule().c_str());
+  std::printf(" errors %llu%s%s, retransmitted packets %llu, NAKs %llu, timeouts %llu, CNPs received %llu\n",
+              static_cast<unsigned long long>(c.errors), c.first_error.empty() ? "" : " (first: ",
+              c.first_error.empty() ? "" : (c.first_error + ")").c_str(), static_cast<unsigned long long>(c.retransmits),
+              static_cast<unsigned long long>(c.naks), static_cast<unsigned long long>(c.timeouts),
+              static_cast<unsigned long long>(c.cnps_received));
+}
+
+std::vector<std::uint32_t> all_sizes(Verb v) {
+  if (v == Verb::Atomic) return {8};
+  std::vector<std::uint32_t> s;
+  for (std::uint32_t n = 2; n <= (8u << 20); n *= 2) s.push_back(n);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-gen"));
+  auto parsed = parse_gen_options(split.app);
+  if (!parsed) return fail(parsed.error().message + " (try --help)", 2);
+  const GenOptions& g = *parsed;
+  if (g.help) {
+    std::cout << g.help_text;
+    return 0;
+  }
+  std::vector<std::string> eal = split.eal;
+  for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
+
+  dp::DataplaneOptions dopt;
+  dopt.name = "gen";
+  dopt.port.name = g.dev;
+  dopt.ip = IpAddress::ipv4(g.ip);
+  dopt.workers = g.workers;
+  dopt.mode = g.workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;
+  if (g.dcqcn) {
+    dopt.engine.tuning.congestion.enabled = true;
+    dopt.engine.tuning.congestion.rp = cc::params_for(g.dcqcn_profile, g.line_rate_gbps * 1e9);
+  }
+  auto dpr = dp::Dataplane::create(dopt);
+  if (!dpr) return fail(dpr.error().message);
+  dp::Dataplane& dp = **dpr;
+  RunningDataplane running;
+  if (Status s = running.start(dp); !s) return fail(s.error().message);
+
+  int rc = 0;
+  if (g.listen) {
+    // Server mode: one client, like a perftest server.
+    const std::size_t exposed_bytes = std::max<std::size_t>(2 * std::size_t{g.spec.size}, 1 << 20);
+    auto exposed = MappedBuffer::anonymous(exposed_bytes);
+    auto recv = MappedBuffer::anonymous(std::max<std::size_t>(g.spec.size, 4096));
+    if (!exposed || !recv) return fail("cannot allocate buffers");
+    Connector conn(dp, static_cast<std::uint64_t>(dp.now()) | 1);
+    auto emr = conn.register_memory(exposed->data(), exposed->size(), kAll);
+    auto rmr = conn.register_memory(recv->data(), recv->size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!emr || !rmr) return fail("cannot register buffers");
+    DriverSet drivers(dp);
+    ServerConfig cfg;
+    cfg.qp = g.qp;
+    cfg.exposed = LocalBuffer{exposed->data(), exposed->size(), (*emr)->lkey()};
+    cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
+    cfg.echo_sends = g.spec.measure == Measure::Latency;
+    if (g.spec.verb == Verb::Write && g.spec.measure == Measure::Latency) cfg.write_echo_size = g.spec.size;
+    auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
+    if (!listener) return fail(listener.error().message);
+    std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", g.oob_port);
+    std::atomic<bool> stop{false};
+    Result<TcpStream> tcp = make_error(ETIMEDOUT, "no client");
+    while (!dp::StopSignals::requested()) {
+      tcp = listener->accept(200);
+      if (tcp || tcp.error().code != ETIMEDOUT) break;
+    }
+    if (!tcp) {
+      rc = fail(dp::StopSignals::requested() ? "stopped before a client came" : tcp.error().message);
+    } else {
+      OobServer server(conn, drivers, cfg);
+      std::thread watch([&] {
+        while (!stop) {
+          if (dp::StopSignals::requested()) stop = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      });
+      auto report = server.serve(*tcp, stop);
+      stop = true;
+      watch.join();
+      if (!report) {
+        rc = fail(report.error().message);
+      } else {
+        std::printf("served %s %s from %s: %u QP(s), %llu messages received (%llu bytes)\n", report->tool.c_str(),
+                    report->remote_version.c_str(), report->peer.c_str(), report->qps,
+                    static_cast<unsigned long long>(report->received_messages),
+                    static_cast<unsigned long long>(report->received_bytes));
+      }
+    }
+  } else if (g.pingpong) {
+    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp);
+    if (!run) {
+      rc = fail(run.error().message);
+    } else {
+      print_results(g, {}, {run->lat}, run->counters);
+      rc = run->counters.errors ? 1 : 0;
+    }
+  } else {
+    ClientOptions co;
+    co.server = g.server;
+    co.port = g.oob_port;
+    co.spec = g.spec;
+    co.qps = g.qps;
+    co.qp = g.qp;
+    co.verify = g.verify;
+    if (g.all_sizes) co.sizes = all_sizes(g.spec.verb);
+    const bool live = !g.json && (g.spec.duration > kSecond || g.spec.iters * g.spec.size > (1ull << 30));
+    auto run = run_perftest_client(dp, co, [live](const std::string& line) {
+      if (live) std::fprintf(stderr, "%s\n", line.c_str());
+    });
+    if (!run) {
+      rc = fail(run.error().message);
+    } else {
+      print_results(g, run->bw, run->lat, run->counters);
+      if (g.verify && !g.json)
+        std::printf(" verify: %s\n", g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
+                                                               : run->verified ? "remote memory as written" : "MISMATCH");
+      rc = run->counters.errors || (g.verify && g.spec.verb != Verb::Send && !run->verified) ? 1 : 0;
+    }
+  }
+  running.stop();
+  dpr->reset();
+  dp::Eal::cleanup();
+  return rc;
+}

@@ -1,0 +1,135 @@
+#include "apps/gen/options.hpp"
+
+// --vdev values carry commas (net_tap0,iface=x): keep them whole.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
+#include <cxxopts.hpp>
+
+#include "apps/common/runtime.hpp"
+#include "protocol/mtu.hpp"
+
+namespace roce::app {
+
+namespace {
+
+constexpr const char* kUsage = R"(roce-gen: RDMA traffic over this project's software RoCEv2 transport, perftest style.
+
+  roce-gen [DPDK EAL arguments --] TEST [options]
+
+TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat) or pingpong
+(ibv_rc_pingpong's SEND ping-pong). Run one side with --listen and the other with --server ADDR,
+or point --server at roce-appliance, at a real perftest server (ib_write_bw with no address) or
+at ibv_rc_pingpong. The out-of-band exchange runs over the kernel's TCP (port 18515).
+
+Examples (no NIC: a TAP device in a network namespace):
+  roce-gen write --vdev net_tap0,iface=rdp0 --dev net_tap0 --ip 10.77.0.10 --server 10.77.0.2 -s 65536 -n 5000
+  roce-gen read --lat --vdev ... --dev ... --ip ... --listen)";
+
+}  // namespace
+
+Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
+  GenOptions g;
+  cxxopts::Options opts("roce-gen", kUsage);
+  opts.custom_help("[EAL args --] TEST [options]");
+  opts.positional_help("");
+  std::string test, mtu, size, rate, profile, ip, dcqcn;
+  opts.add_options("Test")
+      ("test", "write | read | send | atomic | pingpong", cxxopts::value<std::string>(test))
+      ("bw", "measure bandwidth (default)")
+      ("lat", "measure latency")
+      ("s,size", "message size in bytes (K/M suffixes)", cxxopts::value<std::string>(size)->default_value("65536"))
+      ("n,iters", "iterations per size", cxxopts::value<std::uint64_t>()->default_value("5000"))
+      ("D,duration", "run for this many seconds instead of -n", cxxopts::value<double>()->default_value("0"))
+      ("q,qps", "queue pairs", cxxopts::value<unsigned>(g.qps)->default_value("1"))
+      ("a,all", "every size from 2 B to 8 MiB (powers of two)")
+      ("t,tx-depth", "work requests in flight per QP", cxxopts::value<std::uint32_t>()->default_value("128"))
+      ("m,mtu", "path MTU: 256, 512, 1024, 2048 or 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
+      ("rate-limit", "cap each QP at this many Gb/s", cxxopts::value<std::string>(rate)->default_value("0"))
+      ("verify", "check the far side's memory after the run (write, read, atomic)")
+      ("report_gbits", "bandwidth in Gb/s instead of MB/s")
+      ("json", "print the results as JSON (with errors, retransmits, NAKs, CNPs)");
+  opts.add_options("Connection")
+      ("server", "client mode: the server's address", cxxopts::value<std::string>(g.server))
+      ("listen", "server mode: wait for one client")
+      ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(g.oob_port)->default_value("18515"));
+  opts.add_options("Dataplane")
+      ("vdev", "create a DPDK virtual device first (repeatable), e.g. net_tap0,iface=rdp0", cxxopts::value<std::vector<std::string>>())
+      ("dev", "DPDK port to use (name or number)", cxxopts::value<std::string>(g.dev))
+      ("ip", "this endpoint's IPv4 address on that port", cxxopts::value<std::string>(ip))
+      ("workers", "transport worker lcores", cxxopts::value<unsigned>(g.workers)->default_value("1"))
+      ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
+      ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
+      ("line-rate", "line rate for DCQCN, Gb/s", cxxopts::value<double>(g.line_rate_gbps)->default_value("10"))
+      ("h,help", "this text");
+  opts.parse_positional({"test"});
+
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  cxxopts::ParseResult r;
+  try {
+    r = opts.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const std::exception& e) {
+    return make_error(EINVAL, e.what());
+  }
+  if (r.count("help")) {
+    g.help = true;
+    g.help_text = opts.help({"Test", "Connection", "Dataplane"});
+    return g;
+  }
+  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic or pingpong");
+  if (test == "pingpong") {
+    g.pingpong = true;
+    g.spec.verb = Verb::Send;
+    g.spec.measure = Measure::Latency;
+  } else if (auto v = verb_from_string(test)) {
+    g.spec.verb = *v;
+  } else {
+    return make_error(EINVAL, "unknown test '" + test + "': write, read, send, atomic or pingpong");
+  }
+  if (r.count("lat") && r.count("bw")) return make_error(EINVAL, "--bw and --lat exclude each other");
+  if (r.count("lat")) g.spec.measure = Measure::Latency;
+  const auto sz = parse_size(size);
+  if (!sz || *sz > (1u << 31)) return make_error(EINVAL, "bad --size '" + size + "' (bytes, up to 2G)");
+  g.spec.size = static_cast<std::uint32_t>(*sz);
+  if (g.spec.verb == Verb::Atomic) g.spec.size = 8;
+  g.spec.iters = r["iters"].as<std::uint64_t>();
+  if (g.spec.iters == 0) return make_error(EINVAL, "--iters must be at least 1");
+  const double secs = r["duration"].as<double>();
+  if (secs < 0) return make_error(EINVAL, "--duration must not be negative");
+  g.spec.duration = static_cast<Nanos>(secs * 1e9);
+  g.spec.tx_depth = r["tx-depth"].as<std::uint32_t>();
+  if (g.spec.tx_depth == 0 || g.spec.tx_depth > 8192) return make_error(EINVAL, "--tx-depth must be 1..8192");
+  g.qp.send_depth = std::max<std::uint32_t>(g.spec.tx_depth, 16) + 16;
+  if (g.qps == 0 || g.qps > 1024) return make_error(EINVAL, "--qps must be 1..1024");
+  g.all_sizes = r.count("all") > 0;
+  const auto m = parse_size(mtu);
+  const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
+  if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");
+  g.qp.mtu = static_cast<ibv_mtu>(*pm);
+  try {
+    g.spec.rate_limit_gbps = std::stod(rate);
+  } catch (...) {
+    return make_error(EINVAL, "bad --rate-limit '" + rate + "'");
+  }
+  if (g.spec.rate_limit_gbps < 0) return make_error(EINVAL, "--rate-limit must not be negative");
+  g.verify = r.count("verify") > 0;
+  g.gbits = r.count("report_gbits") > 0;
+  g.json = r.count("json") > 0;
+  g.listen = r.count("listen") > 0;
+  if (g.listen == !g.server.empty()) return make_error(EINVAL, "give exactly one of --server ADDR (client) or --listen (server)");
+  if (r.count("vdev")) g.vdevs = r["vdev"].as<std::vector<std::string>>();
+  if (g.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to use (e.g. --vdev net_tap0 --dev net_tap0)");
+  const auto addr = parse_ipv4(ip);
+  if (!addr) return make_error(EINVAL, "--ip is required: this endpoint's IPv4 address (got '" + ip + "')");
+  g.ip = *addr;
+  if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
+  g.dcqcn = dcqcn == "on";
+  const auto prof = cc::profile_from_string(profile);
+  if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
+  g.dcqcn_profile = *prof;
+  if (g.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
+  if (g.workers == 0 || g.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
+  if (g.pingpong && g.spec.size > 4096 * 16) return make_error(EINVAL, "pingpong sizes above 64 KiB are not useful");
+  return g;
+}
+
+}  // namespace roce::app

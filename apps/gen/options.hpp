@@ -1,0 +1,41 @@
+// roce-gen's command line: perftest's spirit (-s, -n, -D, -q, -a, -m, --report_gbits) plus
+// where to run (DPDK port, IP) and congestion control.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/common/connector.hpp"
+#include "apps/common/traffic/spec.hpp"
+#include "lib/cc/params.hpp"
+
+namespace roce::app {
+
+struct GenOptions {
+  bool help = false;                 // --help: print `help_text` and exit
+  std::string help_text;
+  TrafficSpec spec;
+  bool pingpong = false;             // ibv_rc_pingpong's exchange and SEND ping-pong
+  std::string server;                // client mode: the peer's address for the TCP exchange
+  bool listen = false;               // server mode
+  std::uint16_t oob_port = 18515;
+  unsigned qps = 1;
+  bool all_sizes = false;
+  bool gbits = false;
+  bool json = false;
+  bool verify = false;
+  QpParams qp;
+  std::string dev;                   // DPDK port name
+  std::vector<std::string> vdevs;    // virtual devices to create first
+  proto::Ipv4Addr ip{};
+  bool dcqcn = false;
+  cc::Profile dcqcn_profile = cc::Profile::Paper;
+  double line_rate_gbps = 10;
+  unsigned workers = 1;
+};
+
+// Parses the arguments after `--` (argv[0] included). On error returns the one-line reason.
+Result<GenOptions> parse_gen_options(const std::vector<std::string>& args);
+
+}  // namespace roce::app

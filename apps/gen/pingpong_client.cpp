@@ -1,0 +1,56 @@
+#include "apps/gen/pingpong_client.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "apps/common/buffers.hpp"
+#include "apps/common/driver_set.hpp"
+#include "apps/common/oob/pingpong.hpp"
+#include "apps/common/traffic/drivers.hpp"
+
+namespace roce::app {
+
+Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& server, std::uint16_t port,
+                                        const TrafficSpec& spec, const QpParams& qp) {
+  auto tcp = TcpStream::connect(server, port, 30'000);
+  if (!tcp) return tcp.error();
+  auto buf = MappedBuffer::anonymous(std::max<std::size_t>(spec.size, 64));
+  if (!buf) return buf.error();
+  Connector conn(dp, static_cast<std::uint64_t>(dp.now()) | 1);
+  auto mr = conn.register_memory(buf->data(), buf->size(), IBV_ACCESS_LOCAL_WRITE);
+  if (!mr) return mr.error();
+  QpParams p = qp;
+  p.max_rd_atomic = 1;
+  auto lq = conn.create(p);
+  if (!lq) return lq.error();
+  PingpongDest mine;
+  mine.qpn = lq->qpn;
+  mine.psn = lq->psn;
+  mine.gid = conn.local_gid();
+  auto peer = pingpong_client_exchange(*tcp, mine);
+  if (!peer) return peer.error();
+  if (Status s = conn.connect(*lq, RemoteQp{peer->qpn, peer->psn, peer->gid}, p); !s) return s.error();
+
+  DriverSet drivers(dp);
+  TrafficSpec s = spec;
+  s.verb = Verb::Send;
+  s.measure = Measure::Latency;
+  LatClient client(*lq, s, LocalBuffer{buf->data(), buf->size(), (*mr)->lkey()}, RemoteBuffer{});
+  const auto id = drivers.add(lq->worker, [&client](Engine& e, Nanos now) { client.poll(e, now); });
+  while (!drivers.inspect(lq->worker, [&] { return client.status().done; }))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  drivers.remove(lq->worker, id);
+  PingpongRun run;
+  run.lat = summarise_latency(s.size, client.samples(), true);
+  run.counters.errors = client.status().errors;
+  if (client.status().errors) run.counters.first_error = ibv_wc_status_str(client.status().first_error);
+  const Counters c = dp.call(lq->worker, [&](Engine&) { return lq->qp->counters(); });
+  run.counters.retransmits = c.get(Counter::RetransmittedPkts);
+  run.counters.naks = c.get(Counter::NaksReceived);
+  run.counters.timeouts = c.get(Counter::RetransmitTimeouts);
+  conn.destroy(*lq);
+  dp.memory().deregister((*mr)->rkey());
+  return run;
+}
+
+}  // namespace roce::app

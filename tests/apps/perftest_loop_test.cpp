@@ -1,0 +1,191 @@
+// roce-gen's perftest client against the appliance's server over two dataplanes joined by a
+// net_ring pair, the out-of-band exchange over loopback TCP: every verb, bandwidth and latency,
+// data verified where the test allows.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "apps/common/buffers.hpp"
+#include "apps/common/oob_server.hpp"
+#include "apps/common/perftest_client.hpp"
+#include "dataplane/ring_port.hpp"
+
+namespace roce::app {
+namespace {
+
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+class PerftestLoop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    const std::string sfx = std::to_string(n++);
+    auto pair = dp::make_ring_pair("pl_a" + sfx, "pl_b" + sfx);
+    ASSERT_TRUE(pair.ok());
+    client_dp_ = make_dp("pla" + sfx, pair->a, {10, 0, 0, 1});
+    server_dp_ = make_dp("plb" + sfx, pair->b, {10, 0, 0, 2});
+    ASSERT_TRUE(client_dp_ && server_dp_);
+    client_dp_->set_driven_by_other_thread(true);
+    server_dp_->set_driven_by_other_thread(true);
+    poller_ = std::thread([this] {
+      while (!stop_poller_) {
+        client_dp_->poll_once();
+        server_dp_->poll_once();
+      }
+    });
+    auto l = TcpListener::listen("127.0.0.1", 0);
+    ASSERT_TRUE(l.ok());
+    listener_ = std::make_unique<TcpListener>(std::move(*l));
+  }
+  void TearDown() override {
+    stop_poller_ = true;
+    if (poller_.joinable()) poller_.join();
+  }
+  std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip) {
+    dp::DataplaneOptions o;
+    o.name = name;
+    o.port.name = std::to_string(port);
+    o.ip = IpAddress::ipv4(ip);
+    o.mbufs = 8191;
+    auto d = dp::Dataplane::create(o);
+    EXPECT_TRUE(d.ok()) << d.error().message;
+    return d.ok() ? std::move(*d) : nullptr;
+  }
+
+  // Runs one client test against a fresh server session.
+  Result<ClientRun> run(TrafficSpec spec, bool verify, unsigned qps = 1, std::optional<std::uint32_t> write_echo = {},
+                        std::vector<std::uint32_t> sizes = {}) {
+    auto exposed = MappedBuffer::anonymous(16 << 20);
+    auto recv = MappedBuffer::anonymous(4 << 20);
+    EXPECT_TRUE(exposed.ok() && recv.ok());
+    Connector server_conn(*server_dp_, 77);
+    auto emr = server_conn.register_memory(exposed->data(), exposed->size(), kAll);
+    auto rmr = server_conn.register_memory(recv->data(), recv->size(), IBV_ACCESS_LOCAL_WRITE);
+    EXPECT_TRUE(emr.ok() && rmr.ok());
+    DriverSet server_drivers(*server_dp_);
+    ServerConfig cfg;
+    cfg.exposed = LocalBuffer{exposed->data(), exposed->size(), (*emr)->lkey()};
+    cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
+    cfg.echo_sends = spec.measure == Measure::Latency;
+    cfg.write_echo_size = write_echo;
+    OobServer server(server_conn, server_drivers, cfg);
+    std::atomic<bool> stop{false};
+    Result<SessionReport> report = make_error(EINVAL, "not run");
+    std::thread srv([&] {
+      auto tcp = listener_->accept(10'000);
+      if (!tcp) {
+        report = tcp.error();
+        return;
+      }
+      report = server.serve(*tcp, stop);
+    });
+    ClientOptions o;
+    o.server = "127.0.0.1";
+    o.port = listener_->port();
+    o.spec = spec;
+    o.qps = qps;
+    o.verify = verify;
+    o.sizes = std::move(sizes);
+    auto r = run_perftest_client(*client_dp_, o, nullptr);
+    if (!r.ok()) stop = true;
+    srv.join();
+    EXPECT_TRUE(report.ok()) << report.error().message;
+    if (report.ok()) last_report_ = *report;
+    server_dp_->memory().deregister((*emr)->rkey());
+    server_dp_->memory().deregister((*rmr)->rkey());
+    return r;
+  }
+
+  std::unique_ptr<dp::Dataplane> client_dp_, server_dp_;
+  std::thread poller_;
+  std::atomic<bool> stop_poller_{false};
+  std::unique_ptr<TcpListener> listener_;
+  SessionReport last_report_;
+};
+
+TrafficSpec spec(Verb v, Measure m, std::uint32_t size, std::uint64_t iters) {
+  TrafficSpec s;
+  s.verb = v;
+  s.measure = m;
+  s.size = size;
+  s.iters = iters;
+  s.tx_depth = 32;
+  return s;
+}
+
+TEST_F(PerftestLoop, WriteBandwidthVerifiesRemoteMemory) {
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 65536, 200), true, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->bw.size(), 1u);
+  EXPECT_EQ(r->bw[0].iterations, 400u);
+  EXPECT_GT(r->bw[0].bw_avg_bps, 0);
+  EXPECT_GE(r->bw[0].bw_peak_bps, r->bw[0].bw_avg_bps);
+  EXPECT_TRUE(r->verified);
+  EXPECT_EQ(r->counters.errors, 0u);
+  EXPECT_EQ(last_report_.qps, 2u);
+  EXPECT_EQ(last_report_.tool, "perftest");
+}
+
+TEST_F(PerftestLoop, ReadBandwidthReadsWhatWasWritten) {
+  auto r = run(spec(Verb::Read, Measure::Bandwidth, 8192, 300), true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->bw[0].iterations, 300u);
+  EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, SendBandwidthLandsInTheServersReceives) {
+  auto r = run(spec(Verb::Send, Measure::Bandwidth, 4096, 500), false);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->bw[0].iterations, 500u);
+  EXPECT_EQ(last_report_.received_messages, 500u);
+  EXPECT_EQ(last_report_.received_bytes, 500u * 4096);
+}
+
+TEST_F(PerftestLoop, AtomicBandwidthAddsExactlyOncePerOperation) {
+  auto r = run(spec(Verb::Atomic, Measure::Bandwidth, 8, 1000), true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->bw[0].iterations, 1000u);
+  EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, LatencyTestsReportEveryColumn) {
+  for (Verb v : {Verb::Read, Verb::Send, Verb::Atomic}) {
+    auto r = run(spec(v, Measure::Latency, 64, 300), false);
+    ASSERT_TRUE(r.ok()) << to_string(v) << ": " << r.error().message;
+    ASSERT_EQ(r->lat.size(), 1u);
+    const LatFigures& f = r->lat[0];
+    EXPECT_EQ(f.iterations, 300u) << to_string(v);
+    EXPECT_GT(f.t_min_us, 0) << to_string(v);
+    EXPECT_LE(f.t_min_us, f.t_typical_us);
+    EXPECT_LE(f.t_typical_us, f.p99_us);
+    EXPECT_LE(f.p99_us, f.p999_us);
+    EXPECT_LE(f.p999_us, f.t_max_us);
+  }
+}
+
+TEST_F(PerftestLoop, WriteLatencyAgainstAnEchoingServer) {
+  auto r = run(spec(Verb::Write, Measure::Latency, 256, 200), false, 1, 256u);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->lat[0].iterations, 200u);
+}
+
+TEST_F(PerftestLoop, AllSizesRunInOneConnection) {
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 2, 50), true, 1, {}, {2, 64, 4096, 65536});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->bw.size(), 4u);
+  EXPECT_EQ(r->bw[0].size, 2u);
+  EXPECT_EQ(r->bw[3].size, 65536u);
+  EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, RefusedConnectionIsAClearError) {
+  ClientOptions o;
+  o.server = "127.0.0.1";
+  o.port = 1;  // nothing listens there
+  auto r = run_perftest_client(*client_dp_, o, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cannot connect"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace roce::app
