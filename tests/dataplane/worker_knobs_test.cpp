@@ -11,6 +11,13 @@ namespace {
 
 using dp::Dataplane;
 
+// Rings, pools and dataplanes live for the whole process: every test run needs fresh names
+// (--gtest_repeat).
+std::string fresh(const std::string& stem) {
+  static int n = 0;
+  return stem + "_" + std::to_string(n++);
+}
+
 std::unique_ptr<Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip, proto::MacAddr mac,
                                    unsigned workers, std::uint32_t qpn_base) {
   dp::DataplaneOptions o;
@@ -28,9 +35,9 @@ std::unique_ptr<Dataplane> make_dp(const std::string& name, std::uint16_t port, 
 }
 
 TEST(DataplaneKnobs, QpnsStartAtTheConfiguredBaseAndShardFromThere) {
-  auto pair = dp::make_ring_pair("knobA0", "knobB0");
+  auto pair = dp::make_ring_pair(fresh("knobA"), fresh("knobB"));
   ASSERT_TRUE(pair.ok()) << pair.error().message;
-  auto d = make_dp("knob0", pair->a, {10, 0, 1, 1}, {2, 0, 0, 0, 1, 1}, 2, 0x169);
+  auto d = make_dp(fresh("knob"), pair->a, {10, 0, 1, 1}, {2, 0, 0, 0, 1, 1}, 2, 0x169);
   ASSERT_TRUE(d);
   QpOptions o;
   for (unsigned w = 0; w < 2; ++w) {
@@ -51,10 +58,10 @@ TEST(DataplaneKnobs, QpnBaseBelowTwoIsRefused) {
 }
 
 TEST(DataplaneKnobs, RxBurstZeroHoldsFramesAndOneTakesOneFramePerPoll) {
-  auto pair = dp::make_ring_pair("knobA1", "knobB1");
+  auto pair = dp::make_ring_pair(fresh("knobA"), fresh("knobB"));
   ASSERT_TRUE(pair.ok()) << pair.error().message;
-  auto a = make_dp("knob1a", pair->a, {10, 0, 2, 1}, {2, 0, 0, 0, 2, 1}, 1, 0x11);
-  auto b = make_dp("knob1b", pair->b, {10, 0, 2, 2}, {2, 0, 0, 0, 2, 2}, 1, 0x11);
+  auto a = make_dp(fresh("knob"), pair->a, {10, 0, 2, 1}, {2, 0, 0, 0, 2, 1}, 1, 0x11);
+  auto b = make_dp(fresh("knob"), pair->b, {10, 0, 2, 2}, {2, 0, 0, 0, 2, 2}, 1, 0x11);
   ASSERT_TRUE(a && b);
   b->worker(0).set_rx_burst(0);
   for (int i = 0; i < 3; ++i) a->worker(0).request_arp({10, 0, 2, 2});
