@@ -45,8 +45,25 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   dp->local_.mac = o.mac.value_or(dp->port_.mac);
   dp->local_.ip = o.ip;
 
+  // Run-to-completion over several queues: each worker gets an inbox for frames that reach
+  // another worker's queue but belong to its QPs.
+  std::vector<rte_ring*> inboxes;
+  if (o.mode == Mode::RunToCompletion && o.workers > 1) {
+    for (unsigned w = 0; w < o.workers; ++w) {
+      const std::string name = o.name + "_w" + std::to_string(w) + "_in";
+      rte_ring* r = rte_ring_create(name.c_str(), o.ring_size, SOCKET_ID_ANY, RING_F_SC_DEQ);
+      if (!r) return make_error(rte_errno, "cannot create worker inbox " + name + ": " + rte_strerror(rte_errno));
+      dp->rings_.push_back(r);
+      inboxes.push_back(r);
+    }
+  }
   for (unsigned w = 0; w < o.workers; ++w) {
     WorkerConfig wc;
+    if (!inboxes.empty()) {
+      wc.inbox = inboxes[w];
+      wc.shard_inboxes = inboxes;
+      wc.qpn_base = o.engine.qpn_base;
+    }
     wc.port = dp->port_.id;
     wc.queue = o.mode == Mode::Pipeline ? 0 : static_cast<std::uint16_t>(w);
     wc.pool = dp->pool_;

@@ -34,6 +34,9 @@ struct WorkerStats {
   std::uint64_t arp_requests_sent = 0;
   std::uint64_t mbuf_alloc_failures = 0;
   std::uint64_t iterations = 0;
+  std::uint64_t rx_handed_off = 0;       // arrived on this worker's queue, owned by another worker's QP
+  std::uint64_t rx_handoff_dropped = 0;  // the owner's inbox was full (the transport retransmits)
+  std::uint64_t rx_from_inbox = 0;       // handed to this worker by another
 };
 
 struct IoStats {

@@ -110,6 +110,9 @@ void worker_stats(Sink& s, const WorkerStats& w) {
   s.u64("arp_requests_sent", w.arp_requests_sent);
   s.u64("mbuf_alloc_failures", w.mbuf_alloc_failures);
   s.u64("iterations", w.iterations);
+  s.u64("rx_handed_off", w.rx_handed_off);
+  s.u64("rx_handoff_dropped", w.rx_handoff_dropped);
+  s.u64("rx_from_inbox", w.rx_from_inbox);
 }
 
 template <typename Sink>

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "protocol/parser.hpp"
+
 namespace roce::dp {
 
 using namespace roce::proto;
@@ -131,12 +133,26 @@ void Worker::drop_pending() {
   pending_count_ = 0;
 }
 
-void Worker::handle_rx(rte_mbuf* m, Nanos now) {
+bool Worker::hand_off(rte_mbuf* m, std::span<const std::byte> frame) {
+  const auto qpn = peek_dest_qp(frame);
+  if (!qpn || *qpn < cfg_.qpn_base) return false;  // not RoCE, or a QPN no shard owns: ours to count
+  const std::size_t owner = (*qpn - cfg_.qpn_base) % cfg_.shard_inboxes.size();
+  if (owner == cfg_.index) return false;
+  if (rte_ring_mp_enqueue(cfg_.shard_inboxes[owner], m) != 0) {
+    ++stats_.rx_handoff_dropped;
+    rte_pktmbuf_free(m);
+  } else {
+    ++stats_.rx_handed_off;
+  }
+  return true;
+}
+
+bool Worker::handle_rx(rte_mbuf* m, Nanos now) {
   ++stats_.rx_packets;
   stats_.rx_bytes += m->pkt_len;
   if (m->nb_segs != 1) {
     ++stats_.rx_multi_segment;
-    return;
+    return true;
   }
   const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
   if (frame.size() >= sizeof(EthernetHeader)) {
@@ -153,10 +169,12 @@ void Worker::handle_rx(rte_mbuf* m, Nanos now) {
           ++stats_.arp_replies;
         }
       }
-      return;
+      return true;
     }
   }
+  if (!cfg_.shard_inboxes.empty() && hand_off(m, frame)) return false;
   engine_.receive(frame, now);
+  return true;
 }
 
 void Worker::publish_stats(Nanos now) {
@@ -181,11 +199,18 @@ unsigned Worker::poll(Nanos now) {
                                     : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), want);
   constexpr unsigned kPrefetchAhead = 3;
   for (unsigned i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(rx[i], void*));
+  unsigned done = 0;  // frames to free: handed-off ones belong to their owner now
   for (unsigned i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(rx[i + kPrefetchAhead], void*));
-    handle_rx(rx[i], now);
+    if (handle_rx(rx[i], now)) rx[done++] = rx[i];
   }
-  if (n) rte_pktmbuf_free_bulk(rx.data(), n);
+  if (done) rte_pktmbuf_free_bulk(rx.data(), done);
+  if (cfg_.inbox) {
+    const unsigned k = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(rx.data()), kBurst, nullptr);
+    stats_.rx_from_inbox += k;
+    for (unsigned i = 0; i < k; ++i) engine_.receive({rte_pktmbuf_mtod(rx[i], const std::byte*), rx[i]->data_len}, now);
+    if (k) rte_pktmbuf_free_bulk(rx.data(), k);
+  }
   if (app_hook) app_hook(engine_, now);
   engine_.advance(now);
   push_out();

@@ -30,6 +30,12 @@ struct WorkerConfig {
   // Pipeline mode: frames come from and go to an IO lcore over these rings instead of the port.
   rte_ring* rx_ring = nullptr;
   rte_ring* tx_ring = nullptr;
+  // Run-to-completion with several workers on a multi-queue port: RSS (or the peer) decides
+  // the queue, the QPN decides the owner. A frame for another worker's QP goes to that
+  // worker's inbox (shard_inboxes[owner]); this worker drains its own `inbox`.
+  rte_ring* inbox = nullptr;
+  std::vector<rte_ring*> shard_inboxes;
+  std::uint32_t qpn_base = 0;
   rte_mempool* pool = nullptr;
   EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
@@ -82,7 +88,9 @@ class Worker {
   unsigned rx_burst() const { return rx_burst_; }
 
  private:
-  void handle_rx(rte_mbuf* m, Nanos now);
+  // False when the frame was handed to its owner worker (which then frees it).
+  bool handle_rx(rte_mbuf* m, Nanos now);
+  bool hand_off(rte_mbuf* m, std::span<const std::byte> frame);
   void transmit(Nanos now);
   void send_frame(rte_mbuf* m);
   void emit(rte_mbuf** m, unsigned n);

@@ -40,12 +40,23 @@ std::uint16_t drop_some(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint
   return kept;
 }
 
-class RingPair : public ::testing::TestWithParam<dp::Mode> {
+// How the dataplanes are laid out: one run-to-completion worker; a pipeline (IO lcore steering
+// to two workers); two run-to-completion workers on two queues each, where QP pairs are
+// connected crosswise so every frame reaches the queue of a worker that does not own its QP
+// and must be handed over.
+struct Layout {
+  dp::Mode mode;
+  unsigned workers;
+  unsigned queues;
+  const char* name;
+};
+
+class RingPair : public ::testing::TestWithParam<Layout> {
  public:
   void SetUp() override {
     static int n = 0;
     const std::string sfx = std::to_string(n++);
-    auto pair = dp::make_ring_pair("ringA" + sfx, "ringB" + sfx);
+    auto pair = dp::make_ring_pair("ringA" + sfx, "ringB" + sfx, 4096, GetParam().queues);
     ASSERT_TRUE(pair.ok()) << pair.error().message;
     ports_ = *pair;
     a_ = make_dp("a" + sfx, std::to_string(ports_.a), {10, 0, 0, 1}, {2, 0, 0, 0, 0, 1});
@@ -69,7 +80,7 @@ class RingPair : public ::testing::TestWithParam<dp::Mode> {
       for (unsigned w = 0; w < d->worker_count(); ++w) d->worker(w).release_stash();
       EXPECT_EQ(d->mbufs_in_use(), 0u) << "mbufs leaked by " << d->port().name;
     }
-    if (loss_) rte_eth_remove_rx_callback(ports_.b, 0, loss_cb_);
+    for (std::uint16_t q = 0; q < loss_cbs_.size(); ++q) rte_eth_remove_rx_callback(ports_.b, q, loss_cbs_[q]);
   }
 
   std::unique_ptr<Dataplane> make_dp(const std::string& name, const std::string& port, proto::Ipv4Addr ip,
@@ -79,8 +90,8 @@ class RingPair : public ::testing::TestWithParam<dp::Mode> {
     o.port.name = port;
     o.ip = IpAddress::ipv4(ip);
     o.mac = mac;
-    o.mode = GetParam();
-    o.workers = GetParam() == dp::Mode::Pipeline ? 2 : 1;
+    o.mode = GetParam().mode;
+    o.workers = GetParam().workers;
     o.mbufs = 4095;
     auto d = Dataplane::create(o);
     EXPECT_TRUE(d.ok()) << d.error().message;
@@ -116,16 +127,21 @@ class RingPair : public ::testing::TestWithParam<dp::Mode> {
 
   void add_loss(double p, std::uint64_t seed) {
     loss_ = std::make_unique<Loss>(Loss{std::mt19937_64(seed), p});
-    loss_cb_ = rte_eth_add_rx_callback(ports_.b, 0, drop_some, loss_.get());
-    ASSERT_NE(loss_cb_, nullptr);
+    for (std::uint16_t q = 0; q < GetParam().queues; ++q) {
+      loss_cbs_.push_back(rte_eth_add_rx_callback(ports_.b, q, drop_some, loss_.get()));
+      ASSERT_NE(loss_cbs_.back(), nullptr);
+    }
   }
 
-  // One QP pair per shard so both workers of the pipeline carry traffic.
+  // One QP pair per shard so both workers carry traffic. With several queues the far QP lives
+  // on the other worker: a's worker i sends on queue i, which b's worker i polls, but the QP
+  // belongs to b's worker i+1.
   std::vector<std::pair<Endpoint, Endpoint>> connect(unsigned count, const QpOptions& o) {
     std::vector<std::pair<Endpoint, Endpoint>> out;
+    const unsigned cross = GetParam().queues > 1 ? 1 : 0;
     for (unsigned i = 0; i < count; ++i) {
       Endpoint ea = make_endpoint(a_->worker(i % a_->worker_count()).engine(), o);
-      Endpoint eb = make_endpoint(b_->worker(i % b_->worker_count()).engine(), o);
+      Endpoint eb = make_endpoint(b_->worker((i + cross) % b_->worker_count()).engine(), o);
       EXPECT_EQ(a_->owner_of(ea.qp->qpn()), i % a_->worker_count());
       connect_pair(ea, eb, o);
       out.emplace_back(ea, eb);
@@ -136,7 +152,7 @@ class RingPair : public ::testing::TestWithParam<dp::Mode> {
   dp::RingPair ports_;
   std::unique_ptr<Dataplane> a_, b_;
   std::unique_ptr<Loss> loss_;
-  const rte_eth_rxtx_callback* loss_cb_ = nullptr;
+  std::vector<const rte_eth_rxtx_callback*> loss_cbs_;
 };
 
 std::string counters_of(const Endpoint& e) {
@@ -214,6 +230,14 @@ TEST_P(RingPair, EveryOperationOfManySizesIsByteExact) {
   auto qps = connect(2, o);
   for (std::size_t i = 0; i < qps.size(); ++i) run_workload(this, qps[i], 10 + i);
   EXPECT_EQ(a_->worker(0).stats().mbuf_alloc_failures, 0u);
+  if (GetParam().queues > 1) {
+    for (Dataplane* d : {a_.get(), b_.get()})
+      for (unsigned w = 0; w < d->worker_count(); ++w) {
+        EXPECT_GT(d->worker(w).stats().rx_handed_off, 0u) << d->port().name << "/w" << w;
+        EXPECT_GT(d->worker(w).stats().rx_from_inbox, 0u) << d->port().name << "/w" << w;
+        EXPECT_EQ(d->worker(w).stats().rx_handoff_dropped, 0u) << d->port().name << "/w" << w;
+      }
+  }
 }
 
 TEST_P(RingPair, GoBackNRecoversFromLossOnTheRing) {
@@ -228,8 +252,11 @@ TEST_P(RingPair, GoBackNRecoversFromLossOnTheRing) {
   EXPECT_GT(retransmitted, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, RingPair, ::testing::Values(dp::Mode::RunToCompletion, dp::Mode::Pipeline),
-                         [](const auto& info) { return info.param == dp::Mode::Pipeline ? "Pipeline" : "RunToCompletion"; });
+INSTANTIATE_TEST_SUITE_P(Modes, RingPair,
+                         ::testing::Values(Layout{dp::Mode::RunToCompletion, 1, 1, "RunToCompletion"},
+                                           Layout{dp::Mode::Pipeline, 2, 1, "Pipeline"},
+                                           Layout{dp::Mode::RunToCompletion, 2, 2, "TwoQueuesHandOff"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace roce::test
