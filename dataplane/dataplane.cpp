@@ -13,7 +13,6 @@ namespace roce::dp {
 using namespace roce::proto;
 
 namespace {
-constexpr std::uint32_t kQpnBase = 0x11;
 constexpr unsigned kMaxWorkers = 16;
 }  // namespace
 
@@ -25,9 +24,12 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   if (o.name.empty() || o.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     return make_error(EINVAL, "dataplane name '" + o.name + "' must be letters, digits and '_' (it names pools, rings and telemetry keys)");
   if (o.stats_interval_ns <= 0) return make_error(EINVAL, "stats_interval_ns must be positive");
+  if (o.engine.qpn_base < 2 || o.engine.qpn_base > 0xFFFFFF)
+    return make_error(EINVAL, "engine.qpn_base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
   std::unique_ptr<Dataplane> dp(new Dataplane());
   dp->name_ = o.name;
   dp->mode_ = o.mode;
+  dp->qpn_base_ = o.engine.qpn_base;
   const std::string pool_name = o.name + "_pool";
   dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
   if (dp->pool_ == nullptr)
@@ -60,7 +62,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     if (!inboxes.empty()) {
       wc.inbox = inboxes[w];
       wc.shard_inboxes = inboxes;
-      wc.qpn_base = kQpnBase;
+      wc.qpn_base = o.engine.qpn_base;
     }
     wc.port = dp->port_.id;
     wc.queue = o.mode == Mode::Pipeline ? 0 : static_cast<std::uint16_t>(w);
@@ -70,7 +72,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.index = w;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
-    wc.engine.qpn_base = kQpnBase + w;
+    wc.engine.qpn_base = o.engine.qpn_base + w;
     wc.engine.qpn_stride = o.workers;
     Dataplane* self = dp.get();
     if (!wc.engine.path.resolve_mac)
@@ -93,7 +95,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     io.port = dp->port_.id;
     io.pool = dp->pool_;
     io.local = dp->local_;
-    io.qpn_base = kQpnBase;
+    io.qpn_base = o.engine.qpn_base;
     io.stats_interval_ns = o.stats_interval_ns;
     for (auto& w : dp->workers_) {
       io.worker_rx.push_back(w->config().rx_ring);
@@ -124,7 +126,7 @@ Dataplane::~Dataplane() {
 }
 
 unsigned Dataplane::owner_of(std::uint32_t qpn) const {
-  return qpn < kQpnBase ? 0 : (qpn - kQpnBase) % static_cast<std::uint32_t>(workers_.size());
+  return qpn < qpn_base_ ? 0 : (qpn - qpn_base_) % static_cast<std::uint32_t>(workers_.size());
 }
 
 void Dataplane::poll_once() {

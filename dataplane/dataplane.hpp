@@ -34,7 +34,9 @@ struct DataplaneOptions {
   std::uint32_t mbufs = 8191;
   std::uint16_t mbuf_data_room = 4096 + 512 + RTE_PKTMBUF_HEADROOM;
   std::uint32_t ring_size = 4096;
-  EngineConfig engine;          // per-worker engine settings (addresses and QPN shard are set here)
+  // Per-worker engine settings. Addresses are set here; worker w hands out QPNs
+  // engine.qpn_base + w + k * workers.
+  EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often each loop publishes its counters
 };
@@ -121,6 +123,7 @@ class Dataplane {
   std::string name_;
   Mode mode_ = Mode::RunToCompletion;
   TscClock clock_;
+  std::uint32_t qpn_base_ = 0x11;
   PortInfo port_{};
   LocalAddress local_{};
   rte_mempool* pool_ = nullptr;

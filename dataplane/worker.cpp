@@ -193,9 +193,10 @@ unsigned Worker::poll(Nanos now) {
   ++stats_.iterations;
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
   std::array<rte_mbuf*, kBurst> rx;
-  const unsigned n = cfg_.rx_ring
-                         ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx.data()), kBurst, nullptr)
-                         : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), kBurst);
+  const auto want = static_cast<std::uint16_t>(rx_burst_);
+  const unsigned n = want == 0     ? 0
+                     : cfg_.rx_ring ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx.data()), want, nullptr)
+                                    : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), want);
   constexpr unsigned kPrefetchAhead = 3;
   for (unsigned i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(rx[i], void*));
   unsigned done = 0;  // frames to free: handed-off ones belong to their owner now

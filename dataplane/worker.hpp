@@ -81,6 +81,12 @@ class Worker {
   // Sends an ARP request for `ip` from this worker's queue at its next iteration.
   void request_arp(const proto::Ipv4Addr& ip);
 
+  // Frames taken per RX burst, 0..kBurst (default kBurst). 0 leaves arriving frames queued
+  // while timers and transmissions still run: a capture replay (apps/replay) takes frames one
+  // at a time, each at its capture time. Set from the thread that polls.
+  void set_rx_burst(unsigned n) { rx_burst_ = n < kBurst ? n : kBurst; }
+  unsigned rx_burst() const { return rx_burst_; }
+
  private:
   // False when the frame was handed to its owner worker (which then frees it).
   bool handle_rx(rte_mbuf* m, Nanos now);
@@ -102,6 +108,7 @@ class Worker {
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
   std::uint32_t frame_capacity_ = 0;
+  unsigned rx_burst_ = kBurst;
 
   Nanos last_publish_ = 0;
   std::uint64_t publications_ = 0;

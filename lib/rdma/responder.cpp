@@ -323,7 +323,7 @@ ResponderOutcome Responder::do_read(QpContext& qp, const Packet& pkt) {
   const std::uint32_t npackets = packets_for(len, qp.cfg.pmtu);
   msn_ = psn_next(msn_);
   Resource& r = next_resource();
-  r = Resource{Resource::Kind::Read, pkt.psn(), npackets, va, pkt.ext.reth.rkey.get(), len, 0, msn_};
+  r = Resource{Resource::Kind::Read, pkt.psn(), npackets, va, pkt.ext.reth.rkey.get(), len, 0};
   Item& it = push_item();
   it.kind = Item::Kind::ReadResponse;
   it.psn = pkt.psn();
@@ -360,7 +360,7 @@ ResponderOutcome Responder::do_atomic(QpContext& qp, const Packet& pkt) {
   }
   msn_ = psn_next(msn_);
   Resource& r = next_resource();
-  r = Resource{Resource::Kind::Atomic, pkt.psn(), 1, va, pkt.ext.atomic.rkey.get(), 8, original, msn_};
+  r = Resource{Resource::Kind::Atomic, pkt.psn(), 1, va, pkt.ext.atomic.rkey.get(), 8, original};
   Item& it = push_item();
   it.kind = Item::Kind::AtomicAck;
   it.psn = pkt.psn();
@@ -401,12 +401,15 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         // that is still going out restarts at the requested packet instead.
         if (Item* same = truncate_output_at(psn, r.first_psn)) {
           same->sent = static_cast<std::uint32_t>(d);
+          same->msn = msn_;
           return ResponderOutcome::Progress;
         }
+        // Like every response, it carries the MSN the responder holds now (as rxe does), which
+        // counts the messages completed since the original.
         Item& it = push_item();
         it.kind = Item::Kind::ReadResponse;
         it.psn = psn;
-        it.msn = r.msn;
+        it.msn = msn_;
         it.src = src;
         it.length = len;
         it.npackets = packets_for(len, qp.cfg.pmtu);
@@ -420,7 +423,7 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         Item& it = push_item();
         it.kind = Item::Kind::AtomicAck;
         it.psn = psn;
-        it.msn = r.msn;
+        it.msn = msn_;
         it.original = r.original;  // replayed, never executed twice
         qp.counters.inc(Counter::DuplicateAtomicReplayed);
         return ResponderOutcome::Progress;

@@ -55,7 +55,6 @@ class Responder {
     std::uint32_t rkey = 0;
     std::uint32_t length = 0;
     std::uint64_t original = 0;
-    std::uint32_t msn = 0;
   };
   struct Item {
     enum class Kind : std::uint8_t { Ack, Nak, ReadResponse, AtomicAck } kind = Kind::Ack;

@@ -176,6 +176,40 @@ TEST_F(Responder, DuplicateAtomicIsReplayedNeverExecutedTwice) {
   EXPECT_EQ(ep_.qp->counters().get(Counter::DuplicateAtomicReplayed), 1u);
 }
 
+// Every response carries the MSN the responder holds when it sends it (rxe does the same):
+// a duplicate answered after later messages completed counts them too.
+TEST_F(Responder, DuplicateReadCarriesTheCurrentMsnNotTheOriginals) {
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(), mr_->rkey(), 100)));
+  auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].pkt.ext.aeth.msn.get(), 1u);
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn + 1, reth(va(200), mr_->rkey(), 4), bytes(4, 3)));
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(), mr_->rkey(), 100)));
+  out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].pkt.opcode(), raw(Opcode::RcReadResponseOnly));
+  EXPECT_EQ(out[0].pkt.psn(), kEpsn);
+  EXPECT_EQ(out[0].pkt.ext.aeth.msn.get(), 2u);
+}
+
+TEST_F(Responder, DuplicateAtomicCarriesTheCurrentMsnAndTheOriginalValue) {
+  std::uint64_t* word = reinterpret_cast<std::uint64_t*>(mem_.data() + 64);
+  *word = 40;
+  const auto req = peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(64), mr_->rkey(), 2, 0));
+  peer_->send(req);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn + 1, reth(va(200), mr_->rkey(), 4), bytes(4, 3)));
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(req);
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].pkt.psn(), kEpsn);
+  EXPECT_EQ(out[0].pkt.ext.aeth.msn.get(), 2u);
+  EXPECT_EQ(out[0].pkt.ext.atomic_ack.original_data.get(), 40u);
+  EXPECT_EQ(*word, 42u);
+}
+
 TEST_F(Responder, CompareAndSwapSwapsOnlyOnEqual) {
   std::uint64_t* word = reinterpret_cast<std::uint64_t*>(mem_.data() + 128);
   *word = 7;
