@@ -5,7 +5,8 @@
 //
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
-//              [--max-inflight PSNs] [--ack-req-every N]   (TransportTuning of every engine)
+//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N]
+//              (TransportTuning of every engine)
 // Cases: baselines, responder, goodput, rtt, loss, cycles.
 #include <unistd.h>
 
@@ -73,6 +74,8 @@ int main(int argc, char** argv) {
       c.sizes = parse_sizes(args.app[++i]);
     } else if (a == "--max-inflight" && has) {
       c.tuning.max_inflight_packets = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+    } else if (a == "--max-inflight-bytes" && has) {
+      c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--ack-req-every" && has) {
       c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--only" && has) {
@@ -123,7 +126,8 @@ int main(int argc, char** argv) {
   w.field("runs", c.runs).field("window_s", c.window).field("rtt_samples", c.rtt_samples);
   w.field("big_buffer_mib", static_cast<std::uint64_t>(c.big_bytes >> 20)).field("llc_reported_mib", static_cast<std::uint64_t>(llc >> 20));
   w.field("smoke", c.smoke).field("ok", ok);
-  w.field("max_inflight_packets", c.tuning.max_inflight_packets).field("ack_req_every", c.tuning.ack_req_every);
+  w.field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
+  w.field("ack_req_every", c.tuning.ack_req_every);
   w.end_object();
   r.write(w);
   w.end_object();

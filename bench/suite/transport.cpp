@@ -163,6 +163,18 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
           const Health h1 = health_of(rig->ea());
           fig.note("retransmitted", static_cast<double>(h1.retransmitted - h0.retransmitted));
           fig.note("timeouts", static_cast<double>(h1.timeouts - h0.timeouts));
+          {
+            const auto& sa = rig->a().worker(0).stats();
+            const auto& sb = rig->b().worker(0).stats();
+            fig.note("a_tx", static_cast<double>(sa.tx_packets)).note("b_rx", static_cast<double>(sb.rx_packets));
+            fig.note("b_tx", static_cast<double>(sb.tx_packets)).note("a_rx", static_cast<double>(sa.rx_packets));
+            fig.note("mbuf_fail", static_cast<double>(sa.mbuf_alloc_failures + sb.mbuf_alloc_failures));
+            fig.note("tx_dropped", static_cast<double>(sa.tx_dropped + sb.tx_dropped));
+            const Counters ca = rig->ea().total_counters(), cb = rig->eb().total_counters();
+            fig.note("busy_drops", static_cast<double>(ca.get(Counter::ResponderBusyDrops) + cb.get(Counter::ResponderBusyDrops)));
+            fig.note("naks", static_cast<double>(ca.get(Counter::NaksReceived)));
+            fig.note("out_of_seq", static_cast<double>(cb.get(Counter::OutOfSeqRequest)));
+          }
           if (verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024) {
             Figure rate{"message_rate", {}, "Mpps", {}, {}};
             rate.with("verb", "WRITE").with("size", 64).with("qps", 1);
