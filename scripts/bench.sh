@@ -83,7 +83,7 @@ meta = {
     "uname": run("uname", "-srvm"),
     "cpu_model": lscpu.get("Model name", "?"),
     "cpus": "{} ({} thread(s) per core)".format(lscpu.get("CPU(s)", "?"), lscpu.get("Thread(s) per core", "?")),
-    "l3": lscpu.get("L3 cache", "?"),
+    "l3": lscpu.get("L3 cache", lscpu.get("L3", "not reported by lscpu")),
     "memory": mem[1].split()[1] + " GiB" if len(mem) > 1 else "?",
     "compiler": run("c++", "--version").splitlines()[0] if run("c++", "--version") else "?",
     "buildtype": buildtype + " (" + build.rsplit("/", 1)[-1] + ")",
