@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "bench/suite/samples.hpp"
@@ -27,6 +28,8 @@ bool forward_baseline(const SuiteConfig& c, std::uint32_t payload, Results& out)
 bool memcpy_bandwidth(const SuiteConfig& c, Results& out);
 bool icrc_bandwidth(const SuiteConfig& c, Results& out);
 bool memcpy_icrc_ceiling(const SuiteConfig& c, std::uint32_t payload, Results& out);
+// One window of the ceiling into `big`; payload Gbit/s.
+double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double seconds);
 bool ring_pingpong(const SuiteConfig& c, Results& out);
 
 // The transport.
