@@ -215,6 +215,10 @@ unsigned Worker::poll(Nanos now) {
   engine_.advance(now);
   push_out();
   transmit(now);
+  // A short RX burst means the link is not busy: batching the rest would only add latency
+  // (an ACK or a lone WRITE would wait for the next iteration). A full burst means more is
+  // waiting, so partial TX bursts keep collecting until the flush timer.
+  if (n < kBurst) push_out();
   if (now - last_flush_ >= cfg_.tx_flush_ns) {
     push_out();
     last_flush_ = now;

@@ -51,6 +51,10 @@ struct QpConfig {
 // Knobs of the transport that verbs does not expose.
 struct TransportTuning {
   std::uint32_t max_inflight_packets = 256;   // go-back-N window, in PSNs
+  // ... and in bytes (PSNs x path MTU; 0 = no limit). Go-back-N resends everything in flight
+  // after a loss, so the window should not exceed the bandwidth-delay product much: 256 KiB is
+  // 64 packets at a 4 KiB MTU, still the 256-packet cap at 1 KiB.
+  std::uint32_t max_inflight_bytes = 256 * 1024;
   std::uint32_t ack_req_every = 64;           // also ask for an ACK every N packets of a long message
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK

@@ -57,7 +57,11 @@ void Requester::start(const QpContext& qp) {
 bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   if (qp.cfg.type == IBV_QPT_UD || qp.cfg.type == IBV_QPT_UC) return true;
   const std::uint32_t psn = w.state == WqeState::Posted ? next_psn_ : psn_add(w.first_psn, w.next_packet);
-  if (psn_diff(psn, una_hint_) >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
+  const std::int32_t inflight = psn_diff(psn, una_hint_);
+  if (inflight >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
+  if (qp.tuning->max_inflight_bytes != 0 && inflight > 0 &&
+      static_cast<std::uint64_t>(inflight) * qp.cfg.pmtu >= qp.tuning->max_inflight_bytes)
+    return false;
   if (w.state == WqeState::Posted) {
     const std::uint32_t limit = std::max<std::uint32_t>(qp.cfg.max_rd_atomic, 1);
     if (w.needs_response_data() && inflight_rd_atomic_ >= limit) return false;

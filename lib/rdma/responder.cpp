@@ -105,6 +105,27 @@ std::uint32_t Responder::pending_rd_atomic() const {
   return n;
 }
 
+bool Responder::make_room_for_rd_atomic() {
+  if (pending_rd_atomic() < resources_.size()) return true;
+  // A new READ/atomic recycles the oldest resource. A requester keeps at most max_rd_atomic
+  // (<= our max_dest_rd_atomic) outstanding, so it sends this one only after the oldest one
+  // completed on its side: answers still queued for that one are replays of a duplicate (its
+  // retry timer fired while the first answer was still on the way) and nobody waits for them.
+  // First-time answers are never dropped: a requester that really exceeds the limit still gets
+  // NAK invalid request.
+  const Resource& oldest = resources_[next_resource_];
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out_count_; ++i) {
+    const Item it = out_[(out_head_ + i) % out_.size()];
+    const bool stale = it.reexecuted && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck) &&
+                       psn_diff(it.psn, oldest.first_psn) >= 0 &&
+                       psn_diff(it.psn, oldest.first_psn) < static_cast<std::int32_t>(std::max<std::uint32_t>(oldest.npackets, 1));
+    if (!stale) out_[(out_head_ + kept++) % out_.size()] = it;
+  }
+  out_count_ = kept;
+  return pending_rd_atomic() < resources_.size();
+}
+
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, Nanos now) {
   (void)now;
   switch (qp.cfg.type) {
@@ -306,7 +327,7 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
 }
 
 ResponderOutcome Responder::do_read(QpContext& qp, const Packet& pkt) {
-  if (!(qp.cfg.access & IBV_ACCESS_REMOTE_READ) || pending_rd_atomic() >= resources_.size()) {
+  if (!(qp.cfg.access & IBV_ACCESS_REMOTE_READ) || !make_room_for_rd_atomic()) {
     qp.counters.inc(Counter::InvalidRequests);
     return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
   }
@@ -336,7 +357,7 @@ ResponderOutcome Responder::do_read(QpContext& qp, const Packet& pkt) {
 }
 
 ResponderOutcome Responder::do_atomic(QpContext& qp, const Packet& pkt) {
-  if (!(qp.cfg.access & IBV_ACCESS_REMOTE_ATOMIC) || pending_rd_atomic() >= resources_.size()) {
+  if (!(qp.cfg.access & IBV_ACCESS_REMOTE_ATOMIC) || !make_room_for_rd_atomic()) {
     qp.counters.inc(Counter::InvalidRequests);
     return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
   }
@@ -402,11 +423,13 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         if (Item* same = truncate_output_at(psn, r.first_psn)) {
           same->sent = static_cast<std::uint32_t>(d);
           same->msn = msn_;
+          same->reexecuted = true;
           return ResponderOutcome::Progress;
         }
         // Like every response, it carries the MSN the responder holds now (as rxe does), which
         // counts the messages completed since the original.
         Item& it = push_item();
+        it.reexecuted = true;
         it.kind = Item::Kind::ReadResponse;
         it.psn = psn;
         it.msn = msn_;
@@ -421,6 +444,7 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
       for (const Resource& r : resources_) {
         if (r.kind != Resource::Kind::Atomic || r.first_psn != psn) continue;
         Item& it = push_item();
+        it.reexecuted = true;
         it.kind = Item::Kind::AtomicAck;
         it.psn = psn;
         it.msn = msn_;

@@ -66,6 +66,7 @@ class Responder {
     std::uint32_t npackets = 0;
     std::uint32_t sent = 0;
     std::uint64_t original = 0;
+    bool reexecuted = false;  // queued for a duplicate request (a retry), not the first time
   };
 
   ResponderOutcome on_rc_request(QpContext& qp, const proto::Packet& pkt);
@@ -88,6 +89,9 @@ class Responder {
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
   std::uint32_t pending_rd_atomic() const;
+  // Room for one more READ/atomic answer: true if there is, possibly after dropping retry
+  // answers that belong to the resource the new request recycles (see the definition).
+  bool make_room_for_rd_atomic();
   // Drops queued answers for PSNs at or after `psn`; returns the READ response stream of the
   // request that started at `read_first_psn` if it is among them (kept, for a restart).
   Item* truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn);

@@ -18,6 +18,14 @@ using namespace roce::proto;
 
 constexpr int kRemoteWrite = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 
+// Senders bounded only by their 256-packet go-back-N window, so that line-rate senders fill the
+// switch queue as these tests expect (the 256 KiB byte window would keep it shallow).
+EngineConfig line_rate_config() {
+  EngineConfig cfg;
+  cfg.tuning.max_inflight_bytes = 0;
+  return cfg;
+}
+
 // Hosts h0..h(n-1) at 10.0.0.(i+1); flows from every host but h0 to h0.
 struct Star {
   SimFabric fabric{7};
@@ -31,7 +39,7 @@ struct Star {
     opts.mtu = IBV_MTU_4096;
     for (int i = 0; i < n; ++i) {
       const auto b = static_cast<std::uint8_t>(i + 1);
-      hosts.push_back(fabric.add_host("h" + std::to_string(i), {2, 0, 0, 0, 0, b}, {10, 0, 0, b}, {}, link, port));
+      hosts.push_back(fabric.add_host("h" + std::to_string(i), {2, 0, 0, 0, 0, b}, {10, 0, 0, b}, line_rate_config(), link, port));
     }
     delivered_to.assign(hosts.size(), 0);
     fabric.on_deliver = [this](std::size_t h, std::span<const std::byte>, Nanos) { ++delivered_to[h]; };

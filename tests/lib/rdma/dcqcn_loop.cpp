@@ -58,6 +58,9 @@ class Loop {
 
 void Loop::build() {
   EngineConfig cfg;
+  // Senders bounded only by their 256-packet go-back-N window, as the queue bounds of these
+  // experiments assume (the 256 KiB byte window would keep the switch queue shallow).
+  cfg.tuning.max_inflight_bytes = 0;
   cfg.tuning.congestion.enabled = true;
   cfg.tuning.congestion.rp = c_.rp;
   const FabricLink link{c_.line_rate_bps, c_.link_delay};

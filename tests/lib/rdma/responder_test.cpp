@@ -358,6 +358,24 @@ TEST_F(Responder, TooManyOutstandingReadsIsInvalidRequest) {
   EXPECT_EQ(syn(out[4]).raw, 0x61);
 }
 
+TEST_F(Responder, NewReadRecyclesTheOldestResourceDespiteItsQueuedRetryAnswer) {
+  // Four READs answered; the requester's timer fires and it asks for all four again; the first
+  // original answer then reaches it, so it starts a fifth READ. The replay of the first is
+  // stale and yields: no NAK, the three other replays and the new READ are answered.
+  for (std::uint32_t i = 0; i < 4; ++i)
+    peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + i, reth(va(), mr_->rkey(), 8)));
+  ASSERT_EQ(peer_->collect().size(), 4u);
+  for (std::uint32_t i = 0; i < 4; ++i)
+    peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + i, reth(va(), mr_->rkey(), 8)));
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + 4, reth(va(), mr_->rkey(), 8)));
+  auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 4u);
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[i].pkt.opcode(), raw(Opcode::RcReadResponseOnly));
+    EXPECT_EQ(out[i].pkt.psn(), kEpsn + 1 + i);
+  }
+}
+
 TEST_F(Responder, CorruptedFrameIsDroppedAndCounted) {
   auto f = peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(), mr_->rkey(), 4), bytes(4, 1));
   f[f.size() - 6] ^= std::byte{1};

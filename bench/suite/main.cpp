@@ -1,0 +1,142 @@
+// perf_suite: the transport's figures next to same-run baselines, as JSON (raw samples; the
+// medians, ratios, table and plot come from scripts/bench_report.py). Timings are printed,
+// never asserted: the exit status says only whether the transport worked (no errors, drops or
+// lost completions) while measured.
+//
+//   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
+//              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
+//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N]
+//              (TransportTuning of every engine)
+// Cases: baselines, responder, goodput, rtt, loss, cycles.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "bench/suite/cases.hpp"
+#include "dataplane/eal.hpp"
+
+namespace {
+
+using namespace roce;
+using namespace roce::bench;
+
+std::size_t llc_bytes() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? static_cast<std::size_t>(l3) : 32u << 20;
+}
+
+std::vector<std::uint32_t> parse_sizes(const std::string& s) {
+  std::vector<std::uint32_t> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(static_cast<std::uint32_t>(std::stoul(item)));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string prefix = "--file-prefix=roce_perf_suite_" + std::to_string(getpid());
+  const dp::SplitArgs args =
+      dp::split_args(argc, argv, {"--no-huge", "--no-pci", "-m", "2048", prefix, "--log-level=error", "--no-telemetry"});
+  SuiteConfig c;
+  c.sizes = {64, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
+  std::string out_path = "perf_suite.json";
+  std::set<std::string> only;
+  std::size_t big_mib = 0;
+  for (std::size_t i = 1; i < args.app.size(); ++i) {
+    const std::string& a = args.app[i];
+    const bool has = i + 1 < args.app.size();
+    if (a == "--smoke") {
+      c.smoke = true;
+      c.runs = 2;
+      c.window = 0.01;
+      c.rtt_samples = 200;
+      c.sizes = {64, 4096, 65536};
+      big_mib = big_mib ? big_mib : 64;
+    } else if (a == "--out" && has) {
+      out_path = args.app[++i];
+    } else if (a == "--runs" && has) {
+      c.runs = static_cast<unsigned>(std::stoul(args.app[++i]));
+    } else if (a == "--window" && has) {
+      c.window = std::stod(args.app[++i]);
+    } else if (a == "--rtt-samples" && has) {
+      c.rtt_samples = static_cast<unsigned>(std::stoul(args.app[++i]));
+    } else if (a == "--big-mib" && has) {
+      big_mib = std::stoul(args.app[++i]);
+    } else if (a == "--sizes" && has) {
+      c.sizes = parse_sizes(args.app[++i]);
+    } else if (a == "--max-inflight" && has) {
+      c.tuning.max_inflight_packets = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+    } else if (a == "--max-inflight-bytes" && has) {
+      c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+    } else if (a == "--ack-req-every" && has) {
+      c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+    } else if (a == "--only" && has) {
+      std::stringstream in(args.app[++i]);
+      std::string item;
+      while (std::getline(in, item, ',')) only.insert(item);
+    } else {
+      std::fprintf(stderr, "perf_suite: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {
+    std::fprintf(stderr, "perf_suite: --runs, --window, --rtt-samples and --sizes must be positive\n");
+    return 2;
+  }
+  const std::size_t llc = llc_bytes();
+  c.big_bytes = big_mib ? big_mib << 20 : std::clamp<std::size_t>(2 * llc, 256u << 20, 1u << 30);
+  if (const auto s = dp::Eal::init(args.eal); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.error().message.c_str());
+    return 1;
+  }
+  auto want = [&](const char* name) { return only.empty() || only.count(name); };
+  Results r;
+  bool ok = true;
+  auto run = [&](const char* name, auto&& fn) {
+    if (!want(name) || !ok) return;
+    std::fprintf(stderr, "perf_suite: %s\n", name);
+    if (!fn()) {
+      std::fprintf(stderr, "perf_suite: %s failed\n", name);
+      ok = false;
+    }
+  };
+  run("baselines", [&] {
+    bool good = memcpy_bandwidth(c, r) && icrc_bandwidth(c, r) && ring_pingpong(c, r);
+    for (const std::uint32_t p : {64u, 256u, 1024u, 4096u})
+      good = good && forward_baseline(c, p, r) && memcpy_icrc_ceiling(c, p, r);
+    return good;
+  });
+  run("responder", [&] { return responder_worker(c, 64, 64, r) && responder_worker(c, 4096, 65536, r); });
+  run("goodput", [&] { return goodput_sweep(c, r); });
+  run("rtt", [&] { return write_rtt(c, r); });
+  run("loss", [&] { return loss_goodput(c, r); });
+  run("cycles", [&] { return cycles_per_packet(c, r); });
+
+  JsonWriter w;
+  w.begin_object();
+  w.key("config").begin_object();
+  w.field("runs", c.runs).field("window_s", c.window).field("rtt_samples", c.rtt_samples);
+  w.field("big_buffer_mib", static_cast<std::uint64_t>(c.big_bytes >> 20)).field("llc_reported_mib", static_cast<std::uint64_t>(llc >> 20));
+  w.field("smoke", c.smoke).field("ok", ok);
+  w.field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
+  w.field("ack_req_every", c.tuning.ack_req_every);
+  w.end_object();
+  r.write(w);
+  w.end_object();
+  std::ofstream f(out_path);
+  f << w.str() << '\n';
+  if (!f) {
+    std::fprintf(stderr, "perf_suite: cannot write %s\n", out_path.c_str());
+    ok = false;
+  }
+  dp::Eal::cleanup();
+  return ok ? 0 : 1;
+}

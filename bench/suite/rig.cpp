@@ -1,0 +1,188 @@
+#include "bench/suite/rig.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "dataplane/ring_port.hpp"
+
+namespace roce::bench {
+namespace {
+
+using namespace roce::dp;
+
+constexpr proto::MacAddr kMacA{0x02, 0, 0, 0, 0x0C, 0x01};
+constexpr proto::MacAddr kMacB{0x02, 0, 0, 0, 0x0C, 0x02};
+constexpr proto::Ipv4Addr kIpA{10, 0, 12, 1};
+constexpr proto::Ipv4Addr kIpB{10, 0, 12, 2};
+
+std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port, proto::MacAddr mac, proto::Ipv4Addr ip,
+                                     std::uint32_t mbufs, const TransportTuning& tuning) {
+  DataplaneOptions o;
+  o.engine.tuning = tuning;
+  o.name = name;
+  o.port.name = std::to_string(port);
+  o.mac = mac;
+  o.ip = IpAddress::ipv4(ip);
+  o.mbufs = mbufs;
+  auto d = Dataplane::create(o);
+  if (!d.ok()) {
+    std::fprintf(stderr, "dataplane %s: %s\n", name.c_str(), d.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(*d);
+}
+
+}  // namespace
+
+bool bring_up(Engine& e, QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
+              std::uint32_t rq_psn, std::uint32_t sq_psn) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (!e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok()) return false;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = o.mtu;
+  a.dest_qp_num = peer_qpn;
+  a.rq_psn = rq_psn;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(peer_ip));
+  a.ah_attr.port_num = 1;
+  a.max_dest_rd_atomic = 16;
+  a.min_rnr_timer = 1;
+  if (!e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+           .ok())
+    return false;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = sq_psn;
+  a.timeout = o.timeout;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 16;
+  return e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                IBV_QP_MAX_QP_RD_ATOMIC)
+      .ok();
+}
+
+QueuePair* make_qp(Engine& e, PdHandle pd, CompletionQueue* cq, std::uint32_t depth) {
+  QpInit init;
+  init.send_cq = cq;
+  init.recv_cq = cq;
+  init.cap = ibv_qp_cap{depth, depth, 1, 1, 0};
+  auto qp = e.create_qp(pd, init);
+  if (!qp.ok()) {
+    std::fprintf(stderr, "create_qp: %s\n", qp.error().message.c_str());
+    return nullptr;
+  }
+  return *qp;
+}
+
+std::unique_ptr<Rig> Rig::create(const RigOptions& o) {
+  std::unique_ptr<Rig> r(new Rig);
+  auto p1 = make_ring_pair("bsa" + o.tag, "bsb" + o.tag);
+  if (!p1.ok()) return nullptr;
+  std::uint16_t port_b = p1->b;
+  if (o.loss >= 0) {
+    auto p2 = make_ring_pair("bsc" + o.tag, "bsd" + o.tag);
+    if (!p2.ok()) return nullptr;
+    LinkEmulatorOptions e;
+    e.name = "bsemu" + o.tag;
+    e.x.name = std::to_string(p1->b);
+    e.y.name = std::to_string(p2->a);
+    e.x_to_y.loss = o.loss;
+    e.y_to_x.loss = o.loss;
+    e.seed = o.seed;
+    auto emu = LinkEmulator::create(e);
+    if (!emu.ok()) {
+      std::fprintf(stderr, "link emulator: %s\n", emu.error().message.c_str());
+      return nullptr;
+    }
+    r->emu_ = std::move(*emu);
+    port_b = p2->b;
+  }
+  r->a_ = make_side("bsA" + o.tag, p1->a, kMacA, kIpA, o.mbufs, o.tuning);
+  r->b_ = make_side("bsB" + o.tag, port_b, kMacB, kIpB, o.mbufs, o.tuning);
+  if (!r->a_ || !r->b_) return nullptr;
+  r->a_->arp().learn(kIpB, kMacB);
+  r->b_->arp().learn(kIpA, kMacA);
+  r->pda_ = r->ea().alloc_pd();
+  r->pdb_ = r->eb().alloc_pd();
+  auto ca = r->ea().create_cq(1u << 16);
+  auto cb = r->eb().create_cq(1u << 16);
+  if (!ca.ok() || !cb.ok()) return nullptr;
+  r->cqa_ = *ca;
+  r->cqb_ = *cb;
+  return r;
+}
+
+Rig::~Rig() {
+  // The emulator sends mbufs of the sides' pools: drain it before they go.
+  if (a_ && b_) settle();
+  if (a_) a_->worker(0).release_stash();
+  if (b_) b_->worker(0).release_stash();
+  emu_.reset();
+}
+
+std::vector<QpPair> Rig::connect(const QpSetOptions& o) {
+  std::vector<QpPair> out;
+  for (unsigned i = 0; i < o.count; ++i) {
+    QpPair p{make_qp(ea(), pda_, cqa_, o.depth), make_qp(eb(), pdb_, cqb_, o.depth)};
+    if (!p.a || !p.b) return {};
+    const std::uint32_t psn_a = next_psn_, psn_b = next_psn_ + 0x100000;
+    next_psn_ += 0x1000;
+    if (!bring_up(ea(), p.a, p.b->qpn(), kIpB, o, psn_b, psn_a) || !bring_up(eb(), p.b, p.a->qpn(), kIpA, o, psn_a, psn_b)) {
+      std::fprintf(stderr, "QP bring-up failed\n");
+      return {};
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+void Rig::step() {
+  a_->poll_once();
+  if (emu_) emu_->poll(emu_->now());
+  b_->poll_once();
+  if (emu_) emu_->poll(emu_->now());
+}
+
+void Rig::settle() {
+  const Nanos until = now() + 2 * kMilli;
+  while (now() < until || ea().has_tx_work() || eb().has_tx_work()) {
+    step();
+    if (now() > until + 200 * kMilli) break;
+  }
+  a_->flush();
+  b_->flush();
+  for (int i = 0; i < 100; ++i) step();
+}
+
+bool register_region(Dataplane& d, PdHandle pd, Region& r, std::span<std::byte> bytes) {
+  r.bytes = bytes;
+  auto mr = d.memory().register_region(pd, r.bytes.data(), r.bytes.size(),
+                                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  if (!mr.ok()) {
+    std::fprintf(stderr, "register_region: %s\n", mr.error().message.c_str());
+    return false;
+  }
+  r.mr = *mr;
+  return true;
+}
+
+Health health_of(const Engine& e) {
+  Health h;
+  for (std::size_t i = 1; i < static_cast<std::size_t>(proto::ParseError::Count); ++i)
+    h.parse_drops += e.parse_drops(static_cast<proto::ParseError>(i));
+  for (std::size_t i = 0; i < static_cast<std::size_t>(EngineDrop::Count); ++i) h.drops += e.drops(static_cast<EngineDrop>(i));
+  const Counters c = e.total_counters();
+  h.errors = c.get(Counter::RemoteAccessErrors) + c.get(Counter::WcErrors) + c.get(Counter::OpcodeSequenceErrors);
+  h.naks = c.get(Counter::NaksSent);
+  h.retransmitted = c.get(Counter::RetransmittedPkts);
+  h.timeouts = c.get(Counter::RetransmitTimeouts);
+  return h;
+}
+
+}  // namespace roce::bench

@@ -1,0 +1,91 @@
+// Two dataplanes (requester side A, responder side B), one worker each, joined by net_ring
+// ports, directly or through the link emulator, stepped alternately on the calling thread:
+// one lcore carries both sides' packet work. QPs are created in sets of N connected pairs.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dataplane/dataplane.hpp"
+#include "dataplane/link_emulator.hpp"
+
+namespace roce::bench {
+
+using dp::Dataplane;
+using dp::LinkEmulator;
+
+struct RigOptions {
+  std::string tag;           // unique part of the DPDK object names
+  double loss = -1;          // >= 0: put the link emulator between the sides, with this loss each way
+  std::uint64_t seed = 1;
+  std::uint32_t mbufs = 8191;
+  TransportTuning tuning{};  // both engines
+};
+
+struct QpPair {
+  QueuePair* a = nullptr;  // requester
+  QueuePair* b = nullptr;  // responder
+};
+
+struct QpSetOptions {
+  unsigned count = 1;
+  ibv_mtu mtu = IBV_MTU_4096;
+  std::uint32_t depth = 512;   // send and receive queue entries
+  std::uint8_t timeout = 14;   // local ACK timeout: 4.096 us * 2^timeout (perftest's default)
+};
+
+class Rig {
+ public:
+  static std::unique_ptr<Rig> create(const RigOptions& o);
+  ~Rig();
+
+  Dataplane& a() { return *a_; }
+  Dataplane& b() { return *b_; }
+  Engine& ea() { return a_->worker(0).engine(); }
+  Engine& eb() { return b_->worker(0).engine(); }
+  CompletionQueue* cqa() const { return cqa_; }
+  CompletionQueue* cqb() const { return cqb_; }
+  PdHandle pda() const { return pda_; }
+  PdHandle pdb() const { return pdb_; }
+  LinkEmulator* emulator() { return emu_.get(); }
+
+  // N freshly connected QP pairs (old ones stay; they are idle).
+  std::vector<QpPair> connect(const QpSetOptions& o);
+  // One iteration of each loop (and of the emulator).
+  void step();
+  Nanos now() const { return a_->now(); }
+  // Steps until both sides have nothing in flight for a while (between cases).
+  void settle();
+
+ private:
+  Rig() = default;
+  std::unique_ptr<Dataplane> a_, b_;
+  std::unique_ptr<LinkEmulator> emu_;
+  CompletionQueue* cqa_ = nullptr;
+  CompletionQueue* cqb_ = nullptr;
+  PdHandle pda_ = 0, pdb_ = 0;
+  std::uint32_t next_psn_ = 0x1000;
+};
+
+// RESET -> RTS towards `peer_qpn` at `peer_ip` (WRITE and READ allowed), and a QP on one CQ.
+bool bring_up(Engine& e, QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
+              std::uint32_t rq_psn, std::uint32_t sq_psn);
+QueuePair* make_qp(Engine& e, PdHandle pd, CompletionQueue* cq, std::uint32_t depth);
+
+// A buffer registered with one side (the caller owns and pre-touches the memory, so page
+// faults stay out of the timings; one buffer may be registered with several rigs).
+struct Region {
+  std::span<std::byte> bytes;
+  const MemoryRegion* mr = nullptr;
+};
+bool register_region(Dataplane& d, PdHandle pd, Region& r, std::span<std::byte> bytes);
+
+// Drops, NAKs, errors the transport counted since creation (for the "healthy" check).
+struct Health {
+  std::uint64_t drops = 0, parse_drops = 0, errors = 0, retransmitted = 0, naks = 0, timeouts = 0;
+};
+Health health_of(const Engine& e);
+
+}  // namespace roce::bench

@@ -1,0 +1,52 @@
+// Keeps verbs traffic going on a set of QP pairs of a Rig: `depth` messages outstanding per QP,
+// posted in chains whose last WR is signalled; receives kept posted for SEND. Counts completed
+// bytes so a caller can time windows.
+#pragma once
+
+#include <vector>
+
+#include "bench/suite/rig.hpp"
+
+namespace roce::bench {
+
+enum class Verb { Write, Read, Send };
+const char* to_string(Verb v);
+
+class Traffic {
+ public:
+  // `recvs` counts the receives outstanding per QP at B: it belongs to the QP set, since
+  // receives outlive a case; each is `recv_len` bytes long (the largest SEND to come).
+  Traffic(Rig& rig, std::vector<QpPair> qps, Verb verb, std::uint32_t size, Region& region_a, Region& region_b,
+          std::vector<std::uint32_t>& recvs, std::uint32_t recv_len);
+  // Posts what the windows allow, steps the rig once, reaps completions. False on an error
+  // completion or a failed post.
+  bool step();
+  std::uint64_t bytes() const { return bytes_; }
+  // Stops posting and steps until everything posted completed (or `timeout` passed).
+  bool finish(Nanos timeout);
+
+ private:
+  struct PerQp {
+    std::uint64_t posted = 0, completed = 0;
+    std::uint64_t src_offset = 0;
+  };
+  bool post(unsigned i);
+  bool reap();
+
+  Rig& rig_;
+  std::vector<QpPair> qps_;
+  std::vector<PerQp> st_;
+  Verb verb_;
+  std::uint32_t size_;
+  Region& ra_;
+  Region& rb_;
+  std::vector<std::uint32_t>& recvs_;
+  std::uint32_t recv_len_;
+  std::uint64_t recv_slots_ = 1;
+  std::uint32_t depth_, batch_;
+  std::uint64_t slots_, next_slot_ = 0;
+  std::uint64_t bytes_ = 0;
+  bool posting_ = true;
+};
+
+}  // namespace roce::bench

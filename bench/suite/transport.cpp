@@ -1,0 +1,283 @@
+// The transport's figures: a responder worker on preloaded frames, the goodput sweep, the
+// 64 B message rate, WRITE round trips, and goodput under loss.
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/suite/cases.hpp"
+#include "bench/suite/frames.hpp"
+#include "bench/suite/traffic.hpp"
+
+namespace roce::bench {
+namespace {
+
+using namespace roce::dp;
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int g_tag = 0;
+std::string tag(const char* base) { return base + std::to_string(g_tag++); }
+
+constexpr unsigned kRound = 2048;
+
+// The buffers of both sides: allocated and touched once for the whole suite.
+struct Buffers {
+  std::vector<std::byte> a, b;
+};
+Buffers& buffers(const SuiteConfig& c) {
+  static Buffers bufs{std::vector<std::byte>(c.big_bytes, std::byte{1}), std::vector<std::byte>(c.big_bytes, std::byte{2})};
+  return bufs;
+}
+
+bool checked(const Engine& e, const char* what) {
+  const Health h = health_of(e);
+  if (h.drops + h.parse_drops + h.errors == 0) return true;
+  std::fprintf(stderr, "%s: the transport misbehaved: %llu drops, %llu parse drops, %llu errors\n", what,
+               static_cast<unsigned long long>(h.drops), static_cast<unsigned long long>(h.parse_drops),
+               static_cast<unsigned long long>(h.errors));
+  return false;
+}
+
+// Runs `t` for a warm-up and then c.runs windows of `window` seconds; samples in Gbit/s.
+bool time_windows(Traffic& t, unsigned runs, double window, std::vector<double>& samples) {
+  const auto w0 = Clock::now();
+  while (since(w0) < window / 4)
+    if (!t.step()) return false;
+  for (unsigned r = 0; r < runs; ++r) {
+    const std::uint64_t b0 = t.bytes();
+    const auto t0 = Clock::now();
+    double s = 0;
+    do {
+      for (int i = 0; i < 16; ++i)
+        if (!t.step()) return false;
+    } while ((s = since(t0)) < window);
+    samples.push_back(static_cast<double>(t.bytes() - b0) * 8 / s / 1e9);
+  }
+  return true;
+}
+
+}  // namespace
+
+// One run-to-completion worker taking WRITEs from its RX ring (parse, ICRC check, copy into
+// registered memory, ACKs out), frames preloaded by a feeder port: the receive path of one
+// lcore alone. Samples in payload Gbit/s.
+bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t message, Results& out) {
+  Feeder f;
+  if (!make_feeder(f, tag("rw"), false, 3 * kRound - 1)) return false;
+  DataplaneOptions o;
+  o.name = tag("bsrw");
+  o.port.name = std::to_string(f.ports.b);
+  o.mac = kDutMac;
+  o.ip = IpAddress::ipv4(kDutIp);
+  o.mbufs = 3 * kRound - 1;
+  o.engine.tuning = c.tuning;
+  auto dp = Dataplane::create(o);
+  if (!dp.ok()) return false;
+  Dataplane& dut = **dp;
+  dut.arp().learn(kPeerIp, kPeerMac);
+  Worker& worker = dut.worker(0);
+  Engine& e = worker.engine();
+  const PdHandle pd = e.alloc_pd();
+  Region dst;
+  if (!register_region(dut, pd, dst, buffers(c).b)) return false;
+  auto cq = e.create_cq(4096);
+  QpInit init;
+  init.send_cq = *cq;
+  init.recv_cq = *cq;
+  init.cap = ibv_qp_cap{256, 16, 1, 1, 0};
+  auto qp = e.create_qp(pd, init);
+  if (!qp.ok()) return false;
+  {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    bool ok = e.modify_qp(*qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok();
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
+    a.dest_qp_num = kPeerQpn;
+    a.rq_psn = 0;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
+    a.ah_attr.port_num = 1;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    ok = ok && e.modify_qp(*qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+                     .ok();
+    if (!ok) return false;
+  }
+  WriteFrames frames(payload, message, payload <= 1024 ? 1024 : 4096, (*qp)->qpn(), dst.mr->rkey(), dst.bytes.data(),
+                     dst.bytes.size());
+  Figure fig{"responder_worker", {}, "Gbit/s", {}, {}};
+  fig.with("verb", "WRITE").with("payload", payload).with("size", message);
+  // The load of this shared machine drifts: each sample is also divided by a ceiling window
+  // measured right before it, so the ratio compares like with like.
+  Figure ratio{"responder_vs_ceiling", {}, "ratio", {}, {}};
+  ratio.with("payload", payload);
+  std::uint64_t k = 0;
+  for (unsigned run = 0; run < c.runs; ++run) {
+    const double ceiling = ceiling_window(buffers(c).a, payload, c.window);
+    double busy = 0;
+    std::uint64_t n = 0;
+    while (busy < c.window) {
+      if (!preload(f.ports.a, f.pool, frames, k, kRound)) return false;
+      const std::uint64_t target = worker.stats().rx_packets + kRound;
+      const auto t0 = Clock::now();
+      while (worker.stats().rx_packets < target || e.has_tx_work()) dut.poll_once();
+      dut.flush();
+      busy += since(t0);
+      n += kRound;
+      drain(f.ports.a);
+      k += kRound;
+    }
+    fig.samples.push_back(static_cast<double>(n) * payload * 8 / busy / 1e9);
+    if (ceiling > 0) ratio.samples.push_back(fig.samples.back() / ceiling);
+  }
+  out.add(std::move(ratio));
+  const bool ok = checked(e, "responder worker") && (*qp)->counters().get(Counter::RcvdPkts) == k;
+  worker.release_stash();
+  out.add(std::move(fig));
+  return ok;
+}
+
+bool goodput_sweep(const SuiteConfig& c, Results& out) {
+  auto rig = Rig::create(RigOptions{tag("gp"), -1, 1, 8191, c.tuning});
+  if (!rig) return false;
+  Region ra, rb;
+  if (!register_region(rig->a(), rig->pda(), ra, buffers(c).a) || !register_region(rig->b(), rig->pdb(), rb, buffers(c).b))
+    return false;
+  const std::uint32_t largest = *std::max_element(c.sizes.begin(), c.sizes.end());
+  for (const ibv_mtu mtu : {IBV_MTU_1024, IBV_MTU_4096}) {
+    for (const unsigned nqp : {1u, 16u}) {
+      const auto qps = rig->connect(QpSetOptions{nqp, mtu, 512, 14});
+      if (qps.empty()) return false;
+      std::vector<std::uint32_t> recvs;
+      for (const Verb verb : {Verb::Write, Verb::Read, Verb::Send}) {
+        for (const std::uint32_t size : c.sizes) {
+          const Health h0 = health_of(rig->ea());
+          Traffic t(*rig, qps, verb, size, ra, rb, recvs, largest);
+          Figure fig{"goodput", {}, "Gbit/s", {}, {}};
+          fig.with("verb", to_string(verb)).with("size", size).with("mtu", 256u << (mtu - 1)).with("qps", nqp);
+          if (!time_windows(t, c.runs, c.window, fig.samples) || !t.finish(2 * kSecond)) return false;
+          const Health h1 = health_of(rig->ea());
+          fig.note("retransmitted", static_cast<double>(h1.retransmitted - h0.retransmitted));
+          fig.note("timeouts", static_cast<double>(h1.timeouts - h0.timeouts));
+          {
+            const auto& sa = rig->a().worker(0).stats();
+            const auto& sb = rig->b().worker(0).stats();
+            fig.note("a_tx", static_cast<double>(sa.tx_packets)).note("b_rx", static_cast<double>(sb.rx_packets));
+            fig.note("b_tx", static_cast<double>(sb.tx_packets)).note("a_rx", static_cast<double>(sa.rx_packets));
+            fig.note("mbuf_fail", static_cast<double>(sa.mbuf_alloc_failures + sb.mbuf_alloc_failures));
+            fig.note("tx_dropped", static_cast<double>(sa.tx_dropped + sb.tx_dropped));
+            const Counters ca = rig->ea().total_counters(), cb = rig->eb().total_counters();
+            fig.note("busy_drops", static_cast<double>(ca.get(Counter::ResponderBusyDrops) + cb.get(Counter::ResponderBusyDrops)));
+            fig.note("naks", static_cast<double>(ca.get(Counter::NaksReceived)));
+            fig.note("out_of_seq", static_cast<double>(cb.get(Counter::OutOfSeqRequest)));
+          }
+          if (verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024) {
+            Figure rate{"message_rate", {}, "Mpps", {}, {}};
+            rate.with("verb", "WRITE").with("size", 64).with("qps", 1);
+            for (double g : fig.samples) rate.samples.push_back(g * 1e9 / 8 / 64 / 1e6);
+            out.add(std::move(rate));
+          }
+          std::fprintf(stderr, "  goodput %s %7u B mtu %u qps %2u: %.2f Gbit/s\n", to_string(verb), size, 256u << (mtu - 1), nqp,
+                       fig.median());
+          out.add(std::move(fig));
+          if (!checked(rig->ea(), "goodput requester") || !checked(rig->eb(), "goodput responder")) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// 64 B WRITEs one at a time, signalled: post -> completion (the ACK came back). Both sides
+// stepped on this thread, as the raw ping-pong is.
+bool write_rtt(const SuiteConfig& c, Results& out) {
+  auto rig = Rig::create(RigOptions{tag("rt"), -1, 1, 4095, c.tuning});
+  if (!rig) return false;
+  Region ra, rb;
+  if (!register_region(rig->a(), rig->pda(), ra, std::span(buffers(c).a).first(1u << 20)) ||
+      !register_region(rig->b(), rig->pdb(), rb, std::span(buffers(c).b).first(1u << 20)))
+    return false;
+  const auto qps = rig->connect(QpSetOptions{1, IBV_MTU_1024, 64, 14});
+  if (qps.empty()) return false;
+  const double ns_per_cycle = 1e9 / static_cast<double>(rte_get_tsc_hz());
+  Figure p50{"rtt", {}, "us", {}, {}}, p99 = p50, p999 = p50;
+  p50.with("path", "write").with("stat", "p50");
+  p99.with("path", "write").with("stat", "p99");
+  p999.with("path", "write").with("stat", "p99.9");
+  std::vector<double> s(c.rtt_samples);
+  ibv_sge sg{reinterpret_cast<std::uint64_t>(ra.bytes.data()), 64, ra.mr->lkey()};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.sg_list = &sg;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(rb.bytes.data());
+  wr.wr.rdma.rkey = rb.mr->rkey();
+  for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
+    for (unsigned i = 0; i < c.rtt_samples; ++i) {
+      ibv_send_wr* bad = nullptr;
+      const std::uint64_t t0 = rte_rdtsc();
+      if (rig->ea().post_send(qps[0].a, &wr, &bad) != 0) return false;
+      ibv_wc wc;
+      int n = 0;
+      while ((n = rig->ea().poll_cq(rig->cqa(), 1, &wc)) == 0) rig->step();
+      if (n < 0 || wc.status != IBV_WC_SUCCESS) return false;
+      s[i] = static_cast<double>(rte_rdtsc() - t0) * ns_per_cycle / 1e3;
+    }
+    if (run == 0) continue;
+    std::sort(s.begin(), s.end());
+    p50.samples.push_back(s[s.size() / 2]);
+    p99.samples.push_back(s[std::min(s.size() - 1, s.size() * 99 / 100)]);
+    p999.samples.push_back(s[std::min(s.size() - 1, s.size() * 999 / 1000)]);
+  }
+  out.add(std::move(p50));
+  out.add(std::move(p99));
+  out.add(std::move(p999));
+  return checked(rig->ea(), "rtt requester") && checked(rig->eb(), "rtt responder");
+}
+
+// 64 KiB WRITEs at a 4 KiB MTU, 1 QP, through the link emulator losing frames at random in both
+// directions (data and ACKs). Same emulator at 0 % for the lossless reference.
+bool loss_goodput(const SuiteConfig& c, Results& out) {
+  for (const double loss : {0.0, 0.001, 0.01, 0.05}) {
+    auto rig = Rig::create(RigOptions{tag("ls"), loss, 42, 8191, c.tuning});
+    if (!rig) return false;
+    Region ra, rb;
+    if (!register_region(rig->a(), rig->pda(), ra, buffers(c).a) || !register_region(rig->b(), rig->pdb(), rb, buffers(c).b))
+      return false;
+    const auto qps = rig->connect(QpSetOptions{1, IBV_MTU_4096, 512, 14});
+    if (qps.empty()) return false;
+    std::vector<std::uint32_t> recvs;
+    Traffic t(*rig, qps, Verb::Write, 65536, ra, rb, recvs, 65536);
+    Figure fig{"loss_goodput", {}, "Gbit/s", {}, {}};
+    fig.with("verb", "WRITE").with("size", 65536).with("mtu", 4096).with("loss_pct", loss * 100);
+    if (!time_windows(t, c.runs, 2 * c.window, fig.samples) || !t.finish(10 * kSecond)) return false;
+    const Health h = health_of(rig->ea());
+    const auto& emu = *rig->emulator();
+    const std::uint64_t lost = emu.stats(Direction::XtoY).get(LinkCounter::Lost) + emu.stats(Direction::YtoX).get(LinkCounter::Lost);
+    fig.note("lost_frames", static_cast<double>(lost));
+    fig.note("retransmitted", static_cast<double>(h.retransmitted));
+    fig.note("timeouts", static_cast<double>(h.timeouts));
+    fig.note("naks_sent", static_cast<double>(health_of(rig->eb()).naks));
+    fig.note("sent_packets", static_cast<double>(rig->a().worker(0).stats().tx_packets));
+    std::fprintf(stderr, "  loss %.1f %%: %.2f Gbit/s, %llu lost, %llu retransmitted, %llu timeouts\n", loss * 100, fig.median(),
+                 static_cast<unsigned long long>(lost), static_cast<unsigned long long>(h.retransmitted),
+                 static_cast<unsigned long long>(h.timeouts));
+    out.add(std::move(fig));
+    if (!checked(rig->ea(), "loss requester") || !checked(rig->eb(), "loss responder")) return false;
+  }
+  return true;
+}
+
+}  // namespace roce::bench
