@@ -15,8 +15,8 @@ constexpr const char* kUsage = R"(roce-gen: RDMA traffic over this project's sof
 
   roce-gen [DPDK EAL arguments --] TEST [options]
 
-TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat) or pingpong
-(ibv_rc_pingpong's SEND ping-pong). Run one side with --listen and the other with --server ADDR,
+TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat), pingpong
+(ibv_rc_pingpong's SEND ping-pong) or ud-pingpong (ibv_ud_pingpong's, client only). Run one side with --listen and the other with --server ADDR,
 or point --server at roce-appliance, at a real perftest server (ib_write_bw with no address) or
 at ibv_rc_pingpong. The out-of-band exchange runs over the kernel's TCP (port 18515).
 
@@ -33,7 +33,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   opts.positional_help("");
   std::string test, mtu, size, rate, profile, ip, dcqcn;
   opts.add_options("Test")
-      ("test", "write | read | send | atomic | pingpong", cxxopts::value<std::string>(test))
+      ("test", "write | read | send | atomic | pingpong | ud-pingpong", cxxopts::value<std::string>(test))
       ("bw", "measure bandwidth (default)")
       ("lat", "measure latency")
       ("s,size", "message size in bytes (K/M suffixes)", cxxopts::value<std::string>(size)->default_value("65536"))
@@ -75,15 +75,16 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     g.help_text = opts.help({"Test", "Connection", "Dataplane"});
     return g;
   }
-  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic or pingpong");
-  if (test == "pingpong") {
-    g.pingpong = true;
+  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic, pingpong or ud-pingpong");
+  if (test == "pingpong" || test == "ud-pingpong") {
+    g.pingpong = test == "pingpong";
+    g.ud_pingpong = test == "ud-pingpong";
     g.spec.verb = Verb::Send;
     g.spec.measure = Measure::Latency;
   } else if (auto v = verb_from_string(test)) {
     g.spec.verb = *v;
   } else {
-    return make_error(EINVAL, "unknown test '" + test + "': write, read, send, atomic or pingpong");
+    return make_error(EINVAL, "unknown test '" + test + "': write, read, send, atomic, pingpong or ud-pingpong");
   }
   if (r.count("lat") && r.count("bw")) return make_error(EINVAL, "--bw and --lat exclude each other");
   if (r.count("lat")) g.spec.measure = Measure::Latency;
@@ -129,6 +130,9 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
   if (g.workers == 0 || g.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
   if (g.pingpong && g.spec.size > 4096 * 16) return make_error(EINVAL, "pingpong sizes above 64 KiB are not useful");
+  if (g.ud_pingpong && g.listen) return make_error(EINVAL, "ud-pingpong is a client only: give --server ADDR");
+  // A datagram is one packet: it must fit the peer's path MTU, which rxe takes from its netdev.
+  if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");
   return g;
 }
 
