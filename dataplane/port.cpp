@@ -48,7 +48,8 @@ Result<PortInfo> open_port(const PortOptions& o, rte_mempool* pool) {
     conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_NONFRAG_IPV4_UDP & info.flow_type_rss_offloads;
     p.rss_udp = true;
   }
-  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+  if (o.tx_fast_free && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE))
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
   if (int rc = rte_eth_dev_configure(id, o.queues, o.queues, &conf); rc != 0)
     return make_error(-rc, "cannot configure port " + o.name + ": " + rte_strerror(-rc));
   std::uint16_t rxd = o.rx_desc, txd = o.tx_desc;

@@ -19,6 +19,9 @@ struct PortOptions {
   std::uint16_t tx_desc = 1024;
   std::uint16_t mtu = 0;     // 0 = leave the PMD's default
   bool promiscuous = false;
+  // MBUF_FAST_FREE when the PMD offers it: only for ports whose transmitted mbufs all come from
+  // one pool with refcnt 1 (a forwarder sending other pools' mbufs must leave it off).
+  bool tx_fast_free = true;
 };
 
 struct PortInfo {

@@ -58,6 +58,8 @@ class Appliance {
   void run();
   void stop();
   std::string report_json();
+  // The TCP port the exchange listens on (the one chosen when --oob-port was 0).
+  std::uint16_t oob_port() const { return listener_ ? listener_->port() : o_.oob_port; }
 
   // Control socket commands.
   std::string handle(const JsonValue& cmd);

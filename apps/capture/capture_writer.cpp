@@ -8,11 +8,16 @@ namespace roce::capture {
 
 CaptureWriter::~CaptureWriter() { close(); }
 
-bool CaptureWriter::open(const std::string& path, LinkType link, std::uint32_t snaplen) {
+std::string to_string(TimestampPrecision p) { return p == TimestampPrecision::Nano ? "nano" : "micro"; }
+
+bool CaptureWriter::open(const std::string& path, LinkType link, std::uint32_t snaplen, TimestampPrecision precision) {
   close();
   error_.clear();
   snaplen_ = snaplen;
-  pcap_ = pcap_open_dead(dlt_of(link), static_cast<int>(snaplen));
+  precision_ = precision;
+  pcap_ = pcap_open_dead_with_tstamp_precision(
+      dlt_of(link), static_cast<int>(snaplen),
+      precision == TimestampPrecision::Nano ? PCAP_TSTAMP_PRECISION_NANO : PCAP_TSTAMP_PRECISION_MICRO);
   if (!pcap_) {
     error_ = "pcap_open_dead failed";
     return false;
@@ -27,14 +32,25 @@ bool CaptureWriter::open(const std::string& path, LinkType link, std::uint32_t s
   return true;
 }
 
+bool CaptureWriter::write_ns(std::int64_t ts_sec, std::uint32_t ts_nsec, proto::ByteSpan data, std::uint32_t wire_len) {
+  // libpcap's header has one field for the fraction; its unit is the file's precision.
+  const std::uint32_t fraction = precision_ == TimestampPrecision::Nano ? ts_nsec : ts_nsec / 1000;
+  return write_fraction(ts_sec, fraction, data, wire_len);
+}
+
 bool CaptureWriter::write(std::int64_t ts_sec, std::uint32_t ts_usec, proto::ByteSpan data, std::uint32_t wire_len) {
+  return write_fraction(ts_sec, precision_ == TimestampPrecision::Nano ? ts_usec * 1000 : ts_usec, data, wire_len);
+}
+
+bool CaptureWriter::write_fraction(std::int64_t ts_sec, std::uint32_t fraction, proto::ByteSpan data,
+                                   std::uint32_t wire_len) {
   if (!dumper_) {
     error_ = "no capture open for writing";
     return false;
   }
   pcap_pkthdr hdr{};
   hdr.ts.tv_sec = static_cast<time_t>(ts_sec);
-  hdr.ts.tv_usec = static_cast<suseconds_t>(ts_usec);
+  hdr.ts.tv_usec = static_cast<suseconds_t>(fraction);
   hdr.caplen = static_cast<bpf_u_int32>(std::min<std::size_t>(data.size(), snaplen_));
   hdr.len = wire_len ? wire_len : static_cast<bpf_u_int32>(data.size());
   pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, reinterpret_cast<const u_char*>(data.data()));

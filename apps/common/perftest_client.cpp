@@ -9,6 +9,7 @@
 #include "apps/common/driver_set.hpp"
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/traffic/drivers.hpp"
+#include "dataplane/signals.hpp"
 
 namespace roce::app {
 
@@ -47,10 +48,15 @@ Status read_back(dp::Dataplane& dp, DriverSet& drivers, const LocalQp& qp, Local
   LatClient reader(qp, s, into, remote);
   const auto id = drivers.add(qp.worker, [&reader](Engine& e, Nanos now) { reader.poll(e, now); });
   DriverStatus st;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   do {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     st = drivers.inspect(qp.worker, [&] { return reader.status(); });
-  } while (!st.done);
+  } while (!st.done && !dp::StopSignals::requested() && std::chrono::steady_clock::now() < deadline);
+  if (!st.done) {
+    drivers.remove(qp.worker, id);
+    return make_error(ETIMEDOUT, "the verification READ did not complete");
+  }
   drivers.remove(qp.worker, id);
   (void)dp;
   if (st.errors) return make_error(EIO, std::string("verification READ failed: ") + ibv_wc_status_str(st.first_error));
@@ -130,8 +136,14 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
         w.iters = 1;
         BwClient writer(qps[i].local, w, LocalBuffer{base, size, (*mr)->lkey()}, RemoteBuffer{qps[i].peer.vaddr, qps[i].peer.rkey});
         const auto id = drivers.add(qps[i].local.worker, [&writer](Engine& e, Nanos now) { writer.poll(e, now); });
-        while (!drivers.inspect(qps[i].local.worker, [&] { return writer.status().done; }))
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!drivers.inspect(qps[i].local.worker, [&] { return writer.status().done; })) {
+          if (dp::StopSignals::requested() || std::chrono::steady_clock::now() > deadline) {
+            drivers.remove(qps[i].local.worker, id);
+            return make_error(ETIMEDOUT, "writing the pattern to verify READs did not complete");
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
         drivers.remove(qps[i].local.worker, id);
         std::memset(base, 0, size);
       }
@@ -175,6 +187,11 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
       }
       if (all) break;
       const auto now = std::chrono::steady_clock::now();
+      if (dp::StopSignals::requested()) {
+        for (std::size_t i = 0; i < qps.size(); ++i) drivers.remove(qps[i].local.worker, ids[i]);
+        for (ClientQp& q : qps) conn.destroy(q.local);
+        return make_error(ECANCELED, "stopped by a signal after " + std::to_string(done_ops) + " operations");
+      }
       if (done_ops != last_seen) {
         last_seen = done_ops;
         last_progress = now;

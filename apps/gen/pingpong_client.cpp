@@ -7,6 +7,7 @@
 #include "apps/common/driver_set.hpp"
 #include "apps/common/oob/pingpong.hpp"
 #include "apps/common/traffic/drivers.hpp"
+#include "dataplane/signals.hpp"
 
 namespace roce::app {
 
@@ -37,8 +38,25 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
   s.measure = Measure::Latency;
   LatClient client(*lq, s, LocalBuffer{buf->data(), buf->size(), (*mr)->lkey()}, RemoteBuffer{});
   const auto id = drivers.add(lq->worker, [&client](Engine& e, Nanos now) { client.poll(e, now); });
-  while (!drivers.inspect(lq->worker, [&] { return client.status().done; }))
+  // No progress for 10 s (the peer went away) or a signal ends the run.
+  std::uint64_t last = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  for (;;) {
+    const DriverStatus st = drivers.inspect(lq->worker, [&] { return client.status(); });
+    if (st.done) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (st.completed != last) {
+      last = st.completed;
+      last_progress = now;
+    }
+    if (dp::StopSignals::requested() || now - last_progress > std::chrono::seconds(10)) {
+      drivers.remove(lq->worker, id);
+      conn.destroy(*lq);
+      return make_error(ETIMEDOUT, dp::StopSignals::requested() ? "stopped by a signal"
+                                                                 : "no answer from the pingpong server for 10 s");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   drivers.remove(lq->worker, id);
   PingpongRun run;
   run.lat = summarise_latency(s.size, client.samples(), true);

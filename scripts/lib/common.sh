@@ -6,7 +6,7 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 
 PACKAGES=(
   build-essential meson ninja-build pkg-config
-  libdpdk-dev dpdk libibverbs-dev libtbb-dev libcxxopts-dev
+  libdpdk-dev dpdk dpdk-dev libibverbs-dev libtbb-dev libcxxopts-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcap-dev libisal-dev zlib1g-dev
   tshark python3-scapy clang libclang-rt-14-dev iproute2 tcpdump

@@ -1,0 +1,97 @@
+#include "apps/craft/craft_run.hpp"
+
+#include <rte_errno.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+
+#include "apps/gen/raw/pcap_output.hpp"
+#include "apps/gen/raw/port_sender.hpp"
+#include "dataplane/eal.hpp"
+#include "dataplane/port.hpp"
+
+namespace roce::craft {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop.store(true); }
+
+constexpr std::uint32_t kPoolMbufs = 8191;
+
+}  // namespace
+
+int run_pcap(const CraftCommand& cmd, std::ostream& out, std::ostream& err) {
+  auto gen = gen::RawFrameGenerator::create(cmd.spec);
+  if (!gen) {
+    err << "roce-craft: " << gen.error().message << '\n';
+    return kExitUsage;
+  }
+  gen::PcapOutput o;
+  o.path = cmd.pcap_path;
+  o.count = cmd.count;
+  o.rate = cmd.rate.value_or(gen::Rate::pps(1e6));
+  o.start_ns = cmd.start_ns.value_or(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
+  auto stats = gen::write_pcap(*gen, o);
+  if (!stats) {
+    err << "roce-craft: " << stats.error().message << '\n';
+    return kExitFailed;
+  }
+  out << cmd.pcap_path << ": " << gen::summary(*stats);
+  return kExitOk;
+}
+
+int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, std::ostream& out, std::ostream& err) {
+  auto gen = gen::RawFrameGenerator::create(cmd.spec);
+  if (!gen) {
+    err << "roce-craft: " << gen.error().message << '\n';
+    return kExitUsage;
+  }
+  if (auto s = dp::Eal::init(eal_args); !s.ok()) {
+    err << "roce-craft: " << s.error().message << '\n';
+    return kExitFailed;
+  }
+  int rc = kExitFailed;
+  // The pool holds whole frames: a stream never needs chained mbufs.
+  const auto room = static_cast<std::uint16_t>(std::max<std::size_t>(gen->max_frame_bytes(), 2048) + RTE_PKTMBUF_HEADROOM);
+  rte_mempool* pool = rte_pktmbuf_pool_create("craft_pool", kPoolMbufs, 256, 0, room, SOCKET_ID_ANY);
+  if (!pool) {
+    err << "roce-craft: cannot create an mbuf pool: " << rte_strerror(rte_errno) << " (give DPDK more memory with -m)\n";
+  } else {
+    dp::PortOptions po;
+    po.name = cmd.port;
+    auto port = dp::open_port(po, pool);
+    if (!port) {
+      err << "roce-craft: " << port.error().message << '\n';
+    } else {
+      gen::PortSenderOptions so;
+      so.port = port->id;
+      so.pool = pool;
+      so.rate = cmd.rate.value_or(gen::Rate{});
+      so.count = cmd.count;
+      auto sender = gen::RawPortSender::create(std::move(*gen), so);
+      if (!sender) {
+        err << "roce-craft: " << sender.error().message << '\n';
+      } else {
+        std::signal(SIGINT, on_signal);
+        std::signal(SIGTERM, on_signal);
+        const Nanos limit = cmd.duration_s > 0 ? static_cast<Nanos>(cmd.duration_s * 1e9) : kNever;
+        const Nanos ran = sender->run(g_stop, limit);
+        const auto& st = sender->stats();
+        out << cmd.port << ": " << gen::summary(st.crafted);
+        out << "  ran " << static_cast<double>(ran) / 1e6 << " ms; port busy " << st.tx_busy << " times; mbuf shortages "
+            << st.mbuf_alloc_failures << '\n';
+        rc = kExitOk;
+      }
+      dp::close_port(port->id);
+    }
+    rte_mempool_free(pool);
+  }
+  dp::Eal::cleanup();
+  return rc;
+}
+
+}  // namespace roce::craft

@@ -1,0 +1,31 @@
+// The main job: roce-gen's perftest client and roce-appliance's server, each on its own
+// dataplane, joined through the link emulator (a little loss, a bottleneck with ECN marking)
+// over net_ring ports in one process. Shows the perftest result, retransmissions and CNPs, a
+// pcap of the first packets and a DCQCN rate trace.
+#pragma once
+
+#include <string>
+
+#include "apps/common/traffic/spec.hpp"
+#include "lib/status.hpp"
+
+namespace roce::app {
+
+struct DemoOptions {
+  TrafficSpec spec;
+  double loss = 0.001;
+  double bottleneck_gbps = 2;
+  double line_rate_gbps = 10;  // the senders' DCQCN start rate
+  std::string out_dir = "demo-out";
+  std::uint32_t capture_frames = 300;
+  bool gbits = true;
+};
+
+struct DemoResult {
+  int exit_code = 0;
+};
+
+// Runs the whole demonstration; EAL must be initialised (with at least 2 lcores for speed).
+Result<DemoResult> run_demo(const DemoOptions& o);
+
+}  // namespace roce::app
