@@ -8,6 +8,9 @@
 #   --quick   the short list meson's 'interop' suite runs (default: every case)
 #   --cases   only the cases whose name matches the extended regex
 #   --out     logs, captures and results (default BUILD_DIR/interop/run)
+# The guest image (kernel, initramfs, the downloaded .deb files) is cached outside the
+# repository in ROCE_INTEROP_CACHE (default /var/cache/rocev2-dp-interop) and rebuilt when it
+# is missing or guest/build.sh or guest/init changed.
 # Exit: 0 every case passed (known failures aside), 1 a case failed, 77 skipped (no root, no
 # qemu, or the guest image cannot be built; the reason is printed).
 set -uo pipefail
@@ -23,7 +26,7 @@ while (($#)); do
     --cases) filter=$2; shift ;;
     --out) OUT_DIR=$2; shift ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -52,17 +55,18 @@ for b in apps/gen/roce-gen apps/appliance/roce-appliance tests/interop/interop_c
 done
 
 T0=$SECONDS
-IMAGE=$BUILD_DIR/interop/guest
+IMAGE=${ROCE_INTEROP_CACHE:-/var/cache/rocev2-dp-interop}/guest
 echo "interop: guest image in $IMAGE"
-"$here/guest/build.sh" "$IMAGE" > "$BUILD_DIR/interop-guest-build.log" 2>&1
+mkdir -p "$OUT_DIR"
+"$here/guest/build.sh" "$IMAGE" > "$OUT_DIR/guest-build.log" 2>&1
 case $? in
   0) ;;
-  77) skip "guest image: $(tail -1 "$BUILD_DIR/interop-guest-build.log")" ;;
-  *) echo "interop: guest image build failed:"; tail -5 "$BUILD_DIR/interop-guest-build.log"; exit 1 ;;
+  77) skip "guest image: $(tail -1 "$OUT_DIR/guest-build.log")" ;;
+  *) echo "interop: guest image build failed:"; tail -5 "$OUT_DIR/guest-build.log"; exit 1 ;;
 esac
 T_IMAGE=$((SECONDS - T0))
 
-rm -rf "$OUT_DIR"
+rm -rf "$OUT_DIR/cases" "$OUT_DIR/guest" "$OUT_DIR"/appliance_*
 mkdir -p "$OUT_DIR/cases"
 cleanup() {
   capture_stop

@@ -1,8 +1,11 @@
 # Sourced by run.sh: our side of a case, roce-gen or roce-appliance, on the veth end veng0
-# through DPDK's net_af_packet. A ring frame of 4640 bytes holds a 4096-byte-MTU packet and fits
-# the dataplane's 4608-byte mbufs.
+# through DPDK's net_af_packet. A ring frame of 4608 bytes holds a 4096-byte-MTU packet (4170
+# bytes) and fits the dataplane's 4608-byte mbufs. The block size must be a multiple of the frame
+# size: the PMD walks its ring as frames back to back, the kernel lays them out block by block,
+# and with 4640-byte frames in 8192-byte blocks the two disagree from the second frame on (the
+# port then receives one frame and sends one, and stalls).
 
-ENGINE_VDEV="net_af_packet0,iface=veng0,blocksz=8192,framesz=4640,framecnt=512"
+ENGINE_VDEV="net_af_packet0,iface=veng0,blocksz=36864,framesz=4608,framecnt=512"
 
 # EAL arguments: no hugepages or PCI, a per-run file prefix; the worker on lcore 1, the
 # control thread on lcore 0 (the qemu guest shares the machine).
