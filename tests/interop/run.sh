@@ -73,6 +73,7 @@ cleanup() {
   appliance_stop
   guest_stop
   net_down
+  rm -rf "/var/run/dpdk/interop_gen_$$" "/var/run/dpdk/interop_app_$$"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -41,29 +41,31 @@ read/rxe>app/m1024/s65536               from-rxe read     1024 0 65536 16
 LIST
 }
 
+# Sizes: 1 B (one packet, no payload split), 64 KiB (64 or 16 packets per message), 1 MiB (1024
+# or 256; perftest runs at least 5 iterations); every size at MTU 1024, the large ones again at
+# 4096. The 5 % loss cases use 100 x 4 KiB at MTU 1024 (when the guest only answers, 100 ACKs:
+# a few are lost) and 5 x 1 MiB at 4096. Iterations are few: the guest runs rxe under TCG at a few MB/s.
 cases_full() {
-  local mtu dir kind verb size loss iters
-  for mtu in 1024 4096; do
-    for dir in to-rxe from-rxe; do
-      [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
-      echo "pingpong/$kind/m$mtu/s4096 $dir pingpong $mtu 0 4096 8"
-      for verb in write read send atomic; do
-        for loss in 0 5; do
-          if [[ $verb == atomic ]]; then
-            echo "atomic/$kind/m$mtu$([[ $loss != 0 ]] && echo /loss$loss)/s8 $dir atomic $mtu $loss 8 64"
-            continue
-          fi
-          for size in 1 65536 1048576; do
-            iters=32
-            ((size >= 1048576)) && iters=4
-            [[ $loss != 0 && $size == 1 ]] && continue
-            echo "$verb/$kind/m$mtu$([[ $loss != 0 ]] && echo /loss$loss)/s$size $dir $verb $mtu $loss $size $iters"
-          done
-        done
-      done
+  local dir kind verb
+  for dir in to-rxe from-rxe; do
+    [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
+    echo "pingpong/$kind/m1024/s4096 $dir pingpong 1024 0 4096 16"
+    echo "pingpong/$kind/m4096/s65536 $dir pingpong 4096 0 65536 8"
+    for verb in write read send; do
+      echo "$verb/$kind/m1024/s1 $dir $verb 1024 0 1 64"
+      echo "$verb/$kind/m1024/s65536 $dir $verb 1024 0 65536 16"
+      echo "$verb/$kind/m1024/s1048576 $dir $verb 1024 0 1048576 5"
+      echo "$verb/$kind/m4096/s65536 $dir $verb 4096 0 65536 16"
+      echo "$verb/$kind/m4096/s1048576 $dir $verb 4096 0 1048576 5"
+      echo "$verb/$kind/m1024/loss5/s4096 $dir $verb 1024 5 4096 100"
+      echo "$verb/$kind/m4096/loss5/s1048576 $dir $verb 4096 5 1048576 5"
     done
+    echo "atomic/$kind/m1024/s8 $dir atomic 1024 0 8 64"
+    echo "atomic/$kind/m4096/s8 $dir atomic 4096 0 8 64"
+    echo "atomic/$kind/m1024/loss5/s8 $dir atomic 1024 5 8 64"
   done
-  echo "ud-pingpong/gen>rxe/m4096/s1024 to-rxe ud-pingpong 4096 0 1024 8"
+  echo "ud-pingpong/gen>rxe/s1024 to-rxe ud-pingpong 4096 0 1024 16"
+  echo "ud-pingpong/gen>rxe/s4096 to-rxe ud-pingpong 4096 0 4096 16"
 }
 
 known_failure() {
@@ -75,8 +77,12 @@ known_failure() {
   return 1
 }
 
-# First row of a perftest-style table (#bytes #iterations peak avg rate): "avg MB/s".
-bw_figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print $4; exit }' "$1"; }
+# First row of a perftest-style table (#bytes #iterations peak avg Mpps): "avg MB/s" and, for
+# small messages where MB/s rounds to nothing, the message rate.
+bw_figure() {
+  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
+    if ($1 < 4096) printf "%.0fmsg/s", $5 * 1e6; else printf "%sMB/s", $4; exit }' "$1"
+}
 # roce-gen's latency table: typical microseconds (column 5).
 lat_figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 { print $5; exit }' "$1"; }
 
@@ -107,7 +113,9 @@ run_case() {
   capture_start "$dir/capture.pcap"
 
   if [[ $kind == to-rxe ]]; then
-    guest_run 30 "bg server $tool $args && listening 18515 20" > /dev/null
+    # Wait for the server's TCP port, or for the server to end (bad arguments).
+    # (One line: the guest agent reads a command per line.)
+    guest_run 40 "bg server $tool $args; s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null
     if [[ $? != 0 ]]; then
       ok=0 CASE_NOTE="guest server did not listen"
     fi
@@ -116,7 +124,9 @@ run_case() {
       pingpong) gen_args=(pingpong -s "$size" -n "$iters" -m "$mtu") ;;
       ud-pingpong) gen_args=(ud-pingpong -s "$size" -n "$iters") ;;
       send) gen_args=(send -s "$size" -n "$iters" -m "$mtu") ;;
-      *) gen_args=("$verb" -s "$size" -n "$iters" -m "$mtu" --verify) ;;
+      # No --verify: it READs back what was written (and WRITEs what is to be read), and a
+      # perftest server grants its QP and MR only the access of its own verb.
+      *) gen_args=("$verb" -s "$size" -n "$iters" -m "$mtu") ;;
     esac
     if ((ok)); then
       gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
@@ -132,9 +142,7 @@ run_case() {
       grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
     else
       CASE_FIGURE=$(bw_figure "$dir/roce-gen.log")
-      [[ -n $CASE_FIGURE ]] && CASE_FIGURE="${CASE_FIGURE}MB/s"
     fi
-    [[ $verb == write || $verb == read || $verb == atomic ]] && ((ok)) && CASE_NOTE="remote memory verified"
     local rt
     rt=$(grep -o 'retransmitted packets [0-9]*, NAKs [0-9]*, timeouts [0-9]*' "$dir/roce-gen.log")
     [[ -n $rt ]] && CASE_NOTE+="${CASE_NOTE:+; }${rt/retransmitted packets/retx}"
@@ -148,7 +156,7 @@ run_case() {
       grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no iterations reported"; }
     else
       CASE_FIGURE=$(bw_figure "$dir/guest.log")
-      [[ -n $CASE_FIGURE ]] && CASE_FIGURE="${CASE_FIGURE}MB/s" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no result line"; }
+      [[ -n $CASE_FIGURE ]] || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no result line"; }
     fi
   fi
 
