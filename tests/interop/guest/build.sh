@@ -29,7 +29,7 @@ kver=${kpkg#linux-image-}
 
 # Userspace: the programs the cases run, and every library they load.
 pkgs=(
-  "$kpkg" ibverbs-providers libibverbs1 librdmacm1 ibverbs-utils perftest iproute2
+  "$kpkg" ibverbs-providers libibverbs1 librdmacm1 libibumad3 ibverbs-utils perftest iproute2
   libc6 libgcc-s1 libnl-3-200 libnl-route-3-200 libelf1 libmnl0 libbpf1 libcap2 libbsd0 libmd0
   libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1
   libssl3 libxtables12 libdb5.3 libselinux1 libpcre2-8-0 zlib1g libpci3 libudev1
@@ -78,10 +78,15 @@ programs=(
 for p in "${programs[@]}"; do
   [[ -e $stage/$p ]] || { echo "guest build: $p is not in the packages" >&2; exit 1; }
   put "$stage/$p"
+  deps=$(LD_LIBRARY_PATH=$libpath ldd "$stage/$p")
+  if grep -q "not found" <<< "$deps"; then
+    echo "guest build: $p needs $(grep "not found" <<< "$deps" | awk '{ print $1 }' | tr '\n' ' ')which no listed package has" >&2
+    exit 1
+  fi
   while read -r lib; do
     [[ $lib == "$stage"/* ]] || { echo "guest build: $p needs $lib, which no listed package has" >&2; exit 1; }
     put "$lib"
-  done < <(LD_LIBRARY_PATH=$libpath ldd "$stage/$p" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+  done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 }' <<< "$deps")
 done
 put "$stage/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
