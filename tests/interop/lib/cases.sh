@@ -10,6 +10,11 @@
 # Cases known to fail against rxe, with the reason: "NAME-GLOB|reason" lines. A known failure
 # is reported as XFAIL and does not fail the run; if it passes it shows as XPASS.
 KNOWN_FAILURES=(
+  # Passed 2 runs of 3. A response lost on our side (af_packet ring, CPU shared with the TCG
+  # guest) makes us re-issue the READ; the emulated rxe needs longer than our 67 ms timer
+  # (timeout 14, as perftest) to answer a 1 MiB READ, and it replays every re-issued READ in
+  # full and in order, so our re-issues queue up behind each other until retry_cnt runs out.
+  "read/gen>rxe/m1024/s1048576|re-issued READs queue up in the emulated rxe (timer 67 ms < its answer time); flaky"
 )
 
 # perftest/ibverbs example program of a verb.
@@ -180,7 +185,9 @@ run_case() {
 
 capture_start() {
   CAPTURE_FILE=$1
-  ip netns exec "$NETNS" tcpdump -i veng0-br -s 0 -U -B 16384 -w "$CAPTURE_FILE" > "$CAPTURE_FILE.log" 2>&1 &
+  # --immediate-mode: without it packets wait in the kernel's TPACKET_V3 blocks, and a stop
+  # under load lost a whole case ("132 packets received by filter, 0 captured").
+  ip netns exec "$NETNS" tcpdump -i veng0-br --immediate-mode -s 0 -U -B 16384 -w "$CAPTURE_FILE" > "$CAPTURE_FILE.log" 2>&1 &
   CAPTURE_PID=$!
   local i
   for i in $(seq 50); do grep -q "listening on" "$CAPTURE_FILE.log" 2>/dev/null && return 0; sleep 0.1; done
@@ -188,7 +195,7 @@ capture_start() {
 
 capture_stop() {
   [[ -n ${CAPTURE_PID:-} ]] || return 0
-  sleep 0.2
+  sleep 0.5
   kill -INT "$CAPTURE_PID" 2>/dev/null
   wait "$CAPTURE_PID" 2>/dev/null
   CAPTURE_PID=""
