@@ -43,6 +43,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("a,all", "every size from 2 B to 8 MiB (powers of two)")
       ("t,tx-depth", "work requests in flight per QP", cxxopts::value<std::uint32_t>()->default_value("128"))
       ("m,mtu", "path MTU: 256, 512, 1024, 2048 or 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
+      ("u,qp-timeout", "local ACK timeout: 4.096 us x 2^N, N 1..31 (perftest's -u)",
+       cxxopts::value<unsigned>()->default_value("14"))
       ("rate-limit", "cap each QP at this many Gb/s", cxxopts::value<std::string>(rate)->default_value("0"))
       ("verify", "check the far side's memory after the run (write, read, atomic)")
       ("report_gbits", "bandwidth in Gb/s instead of MB/s")
@@ -106,6 +108,9 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
   if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");
   g.qp.mtu = static_cast<ibv_mtu>(*pm);
+  const unsigned qp_timeout = r["qp-timeout"].as<unsigned>();
+  if (qp_timeout < 1 || qp_timeout > 31) return make_error(EINVAL, "--qp-timeout must be 1..31");
+  g.qp.timeout = static_cast<std::uint8_t>(qp_timeout);
   try {
     g.spec.rate_limit_gbps = std::stod(rate);
   } catch (...) {
