@@ -207,10 +207,18 @@ void Dataplane::wait() {
 std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
   if (ip.version != IpVersion::V4) return std::nullopt;
   if (auto m = arp_.lookup(ip.v4)) return m;
+  // The request or its answer may be lost (seen live: a 5 % lossy link failed a connection
+  // setup), so ask again every 200 ms until the deadline, as the kernel re-probes.
+  constexpr Nanos kArpRetry = 200'000'000;
   workers_[0]->request_arp(ip.v4);
+  Nanos next_request = clock_.now() + kArpRetry;
   const Nanos deadline = clock_.now() + wait_ns;
   const bool polled_elsewhere = launched_ || driven_elsewhere_;
   while (clock_.now() < deadline) {
+    if (clock_.now() >= next_request) {
+      workers_[0]->request_arp(ip.v4);
+      next_request = clock_.now() + kArpRetry;
+    }
     if (!polled_elsewhere) poll_once();
     if (auto m = arp_.lookup(ip.v4)) return m;
     if (polled_elsewhere) std::this_thread::sleep_for(std::chrono::microseconds(100));

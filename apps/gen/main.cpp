@@ -10,6 +10,7 @@
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/options.hpp"
 #include "apps/gen/pingpong_client.hpp"
+#include "apps/gen/ud_pingpong_client.hpp"
 
 using namespace roce;
 using namespace roce::app;
@@ -163,6 +164,17 @@ int main(int argc, char** argv) {
     } else {
       print_results(g, {}, {run->lat}, run->counters);
       rc = run->counters.errors ? 1 : 0;
+    }
+  } else if (g.ud_pingpong) {
+    auto run = run_ud_pingpong_client(dp, g.server, g.oob_port, g.spec);
+    if (!run) {
+      rc = fail(run.error().message);
+    } else {
+      print_results(g, {}, {run->lat}, run->counters);
+      if (!g.json) std::printf(" payload check: %llu of %llu echoes differ from what was sent\n",
+                               static_cast<unsigned long long>(run->payload_mismatches),
+                               static_cast<unsigned long long>(run->lat.iterations));
+      rc = run->counters.errors || run->payload_mismatches ? 1 : 0;
     }
   } else {
     ClientOptions co;

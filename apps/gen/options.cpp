@@ -16,10 +16,11 @@ constexpr const char* kUsage = R"(roce-gen: RDMA traffic over this project's sof
 
   roce-gen [DPDK EAL arguments --] TEST [options]
 
-TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat) or pingpong
-(ibv_rc_pingpong's SEND ping-pong). Two more modes have their own options (see their --help):
-`roce-gen raw` crafts raw RoCEv2 packet streams to a port or a pcap file, and
-`roce-gen emulate` is a link with loss, reordering, delay and ECN marking between two ports. Run one side with --listen and the other with --server ADDR,
+TEST is write, read, send, atomic (perftest's ib_TEST_bw / ib_TEST_lat), pingpong
+(ibv_rc_pingpong's SEND ping-pong) or ud-pingpong (ibv_ud_pingpong's, client only). Two more
+modes have their own options (see their --help): `roce-gen raw` crafts raw RoCEv2 packet
+streams to a port or a pcap file, and `roce-gen emulate` is a link with loss, reordering, delay
+and ECN marking between two ports. Run one side with --listen and the other with --server ADDR,
 or point --server at roce-appliance, at a real perftest server (ib_write_bw with no address) or
 at ibv_rc_pingpong. The out-of-band exchange runs over the kernel's TCP (port 18515).
 
@@ -36,7 +37,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   opts.positional_help("");
   std::string test, mtu, size, rate, profile, ip, dcqcn;
   opts.add_options("Test")
-      ("test", "write | read | send | atomic | pingpong", cxxopts::value<std::string>(test))
+      ("test", "write | read | send | atomic | pingpong | ud-pingpong", cxxopts::value<std::string>(test))
       ("bw", "measure bandwidth (default)")
       ("lat", "measure latency")
       ("s,size", "message size in bytes (K/M suffixes)", cxxopts::value<std::string>(size)->default_value("65536"))
@@ -46,6 +47,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("a,all", "every size from 2 B to 8 MiB (powers of two)")
       ("t,tx-depth", "work requests in flight per QP", cxxopts::value<std::uint32_t>()->default_value("128"))
       ("m,mtu", "path MTU: 256, 512, 1024, 2048 or 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
+      ("u,qp-timeout", "local ACK timeout: 4.096 us x 2^N, N 1..31 (perftest's -u)",
+       cxxopts::value<unsigned>()->default_value("14"))
       ("rate-limit", "cap each QP at this many Gb/s", cxxopts::value<std::string>(rate)->default_value("0"))
       ("verify", "check the far side's memory after the run (write, read, atomic)")
       ("report_gbits", "bandwidth in Gb/s instead of MB/s")
@@ -79,15 +82,16 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     return g;
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
-  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic or pingpong");
-  if (test == "pingpong") {
-    g.pingpong = true;
+  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic, pingpong or ud-pingpong");
+  if (test == "pingpong" || test == "ud-pingpong") {
+    g.pingpong = test == "pingpong";
+    g.ud_pingpong = test == "ud-pingpong";
     g.spec.verb = Verb::Send;
     g.spec.measure = Measure::Latency;
   } else if (auto v = verb_from_string(test)) {
     g.spec.verb = *v;
   } else {
-    return make_error(EINVAL, "unknown test '" + test + "': write, read, send, atomic or pingpong");
+    return make_error(EINVAL, "unknown test '" + test + "': write, read, send, atomic, pingpong or ud-pingpong");
   }
   if (r.count("lat") && r.count("bw")) return make_error(EINVAL, "--bw and --lat exclude each other");
   if (r.count("lat")) g.spec.measure = Measure::Latency;
@@ -109,6 +113,9 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
   if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");
   g.qp.mtu = static_cast<ibv_mtu>(*pm);
+  const unsigned qp_timeout = r["qp-timeout"].as<unsigned>();
+  if (qp_timeout < 1 || qp_timeout > 31) return make_error(EINVAL, "--qp-timeout must be 1..31");
+  g.qp.timeout = static_cast<std::uint8_t>(qp_timeout);
   try {
     g.spec.rate_limit_gbps = std::stod(rate);
   } catch (...) {
@@ -134,6 +141,9 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
   if (g.workers == 0 || g.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
   if (g.pingpong && g.spec.size > 4096 * 16) return make_error(EINVAL, "pingpong sizes above 64 KiB are not useful");
+  if (g.ud_pingpong && g.listen) return make_error(EINVAL, "ud-pingpong is a client only: give --server ADDR");
+  // A datagram is one packet: it must fit the peer's path MTU, which rxe takes from its netdev.
+  if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");
   return g;
 }
 

@@ -17,6 +17,7 @@ struct GenOptions {
   std::string help_text;
   TrafficSpec spec;
   bool pingpong = false;             // ibv_rc_pingpong's exchange and SEND ping-pong
+  bool ud_pingpong = false;          // ibv_ud_pingpong's: UD datagrams, echoed
   std::string server;                // client mode: the peer's address for the TCP exchange
   bool listen = false;               // server mode
   std::uint16_t oob_port = 18515;

@@ -249,7 +249,11 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
   const std::uint64_t remaining = w->length - offset;
   const bool ends = pos == Position::Last || pos == Position::Only;
   const std::uint64_t want = ends ? remaining : qp.cfg.pmtu;
-  if (starts != w->read_expect_first || pkt.payload_length != want || (ends && remaining > qp.cfg.pmtu) ||
+  // After a READ was re-issued from the middle of its message, the responder may answer it as a
+  // new request (FIRST/ONLY, as the IBA describes) or continue its original response (MIDDLE/
+  // LAST: Linux rxe replays its saved response state). Both carry the bytes at this offset.
+  const bool resumed = w->read_expect_first && w->read_packets_received > 0;
+  if ((!resumed && starts != w->read_expect_first) || pkt.payload_length != want || (ends && remaining > qp.cfg.pmtu) ||
       (!ends && remaining <= qp.cfg.pmtu)) {
     qp.counters.inc(Counter::GhostResponses);
     return retry(qp, req, expected, now, false);

@@ -53,6 +53,7 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   qc.sq_sig_all = attr.sq_sig_all;
   qc.cap = c;
   qc.cap.max_recv_wr = std::max<std::uint32_t>(c.max_recv_wr, 1);
+  if (qc.type == IBV_QPT_UD) qc.pmtu = cfg_.ud_mtu;
   *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
   (*slot_it)->slot = slot;
   return slot_it->get();

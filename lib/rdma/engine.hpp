@@ -40,6 +40,9 @@ struct EngineConfig {
   std::uint32_t max_inline = 256;
   std::uint32_t max_cqe = 1u << 20;
   std::uint8_t max_rd_atomic = 16;
+  // Largest UD datagram: the port's MTU as verbs reports it (UD QPs have no path MTU; rxe takes
+  // the netdev MTU rounded down to an IB MTU, 4096 on a jumbo link).
+  std::uint32_t ud_mtu = 4096;
   bool check_dest_ip = true;       // drop packets addressed to another IP
 };
 

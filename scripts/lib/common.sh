@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcap-dev libisal-dev zlib1g-dev
   tshark python3-scapy clang libclang-rt-14-dev iproute2 tcpdump
+  qemu-system-x86 busybox-static kmod cpio
 )
 
 log() { printf '==> %s\n' "$*"; }

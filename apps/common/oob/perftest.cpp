@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -117,7 +118,12 @@ Status PerftestSession::exchange_done() {
   std::array<char, kDoneBytes> in{};
   // Both sides send "done" without waiting for each other; then each reads the other's.
   if (Status s = tcp_.write_all(std::as_bytes(std::span{kDone})); !s) return s;
-  return tcp_.read_exact(std::as_writable_bytes(std::span{in}), timeout_);
+  Status s = tcp_.read_exact(std::as_writable_bytes(std::span{in}), timeout_);
+  // perftest's server closes right after its "done". If that segment is lost and resent, our
+  // "done" reaches a closed socket first and the reset overtakes the resent "done" (seen with
+  // 5 % loss against rxe). The run is over and both sides said so: a reset here is no failure.
+  if (!s && s.error().code == ECONNRESET) return {};
+  return s;
 }
 
 }  // namespace roce::app

@@ -161,6 +161,19 @@ TEST_F(UdTest, NoReceivePostedDropsTheDatagram) {
   EXPECT_EQ(n_->b.qp->counters().get(Counter::UdNoReceiveDrops), 1u);
 }
 
+TEST_F(UdTest, DatagramOfThePortMtuIsAccepted) {
+  std::vector<std::byte> big(4096);
+  auto* bm = reg(*n_->a.engine, n_->a.pd, big, IBV_ACCESS_LOCAL_WRITE);
+  ibv_sge g = sge(big.data(), 4096, bm);
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &g;
+  wr.num_sge = 1;
+  wr.wr.ud.ah = &ah_->base;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(n_->a.engine->post_send(n_->a.qp, &wr, &bad), 0);
+}
+
 TEST_F(UdTest, DatagramAbovePathMtuIsRefusedAtPost) {
   std::vector<std::byte> big(5000);
   auto* bm = reg(*n_->a.engine, n_->a.pd, big, IBV_ACCESS_LOCAL_WRITE);

@@ -1,0 +1,200 @@
+# Sourced by run.sh: the case list and how one case runs.
+#
+# A case is one line: NAME KIND VERB MTU LOSS SIZE ITERS
+#   KIND  to-rxe     our roce-gen is the client of a guest server (ibv_rc_pingpong, ib_VERB_bw,
+#                    ibv_ud_pingpong)
+#         from-rxe   the guest's client (ibv_rc_pingpong, ib_VERB_bw) against roce-appliance
+#   VERB  pingpong | ud-pingpong | write | read | send | atomic
+#   LOSS  percent of the guest's egress frames dropped by netem (0: none)
+
+# Cases known to fail against rxe, with the reason: "NAME-GLOB|reason" lines. A known failure
+# is reported as XFAIL and does not fail the run; if it passes it shows as XPASS.
+KNOWN_FAILURES=(
+)
+
+# perftest/ibverbs example program of a verb.
+guest_tool() {
+  case $1 in
+    pingpong) echo ibv_rc_pingpong ;;
+    ud-pingpong) echo ibv_ud_pingpong ;;
+    *) echo "ib_$1_bw" ;;
+  esac
+}
+
+# Arguments of the guest tool for a case (server side when no address is given).
+guest_args() {
+  local verb=$1 mtu=$2 size=$3 iters=$4
+  case $verb in
+    pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters" ;;
+    ud-pingpong) echo "-d rxe0 -g \$G -s $size -n $iters" ;;
+    atomic) echo "-d rxe0 -x \$G -F -m $mtu -n $iters" ;;
+    *) echo "-d rxe0 -x \$G -F -m $mtu -s $size -n $iters" ;;
+  esac
+}
+
+cases_quick() {
+  cat <<'LIST'
+pingpong/gen>rxe/m1024/s4096            to-rxe   pingpong 1024 0 4096 8
+pingpong/rxe>app/m1024/s4096            from-rxe pingpong 1024 0 4096 8
+write/gen>rxe/m4096/s65536              to-rxe   write    4096 0 65536 16
+read/rxe>app/m1024/s65536               from-rxe read     1024 0 65536 16
+LIST
+}
+
+# Sizes: 1 B (one packet, no payload split), 64 KiB (64 or 16 packets per message), 1 MiB (1024
+# or 256; perftest runs at least 5 iterations); every size at MTU 1024, the large ones again at
+# 4096. The 5 % loss cases use 100 x 4 KiB at MTU 1024 (when the guest only answers, 100 ACKs:
+# a few are lost) and 5 x 1 MiB at 4096. Iterations are few: the guest runs rxe under TCG at a few MB/s.
+cases_full() {
+  local dir kind verb
+  for dir in to-rxe from-rxe; do
+    [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
+    echo "pingpong/$kind/m1024/s4096 $dir pingpong 1024 0 4096 16"
+    echo "pingpong/$kind/m4096/s65536 $dir pingpong 4096 0 65536 8"
+    for verb in write read send; do
+      echo "$verb/$kind/m1024/s1 $dir $verb 1024 0 1 64"
+      echo "$verb/$kind/m1024/s65536 $dir $verb 1024 0 65536 16"
+      echo "$verb/$kind/m1024/s1048576 $dir $verb 1024 0 1048576 5"
+      echo "$verb/$kind/m4096/s65536 $dir $verb 4096 0 65536 16"
+      echo "$verb/$kind/m4096/s1048576 $dir $verb 4096 0 1048576 5"
+      echo "$verb/$kind/m1024/loss5/s4096 $dir $verb 1024 5 4096 100"
+      echo "$verb/$kind/m4096/loss5/s1048576 $dir $verb 4096 5 1048576 5"
+    done
+    echo "atomic/$kind/m1024/s8 $dir atomic 1024 0 8 64"
+    echo "atomic/$kind/m4096/s8 $dir atomic 4096 0 8 64"
+    echo "atomic/$kind/m1024/loss5/s8 $dir atomic 1024 5 8 64"
+  done
+  echo "ud-pingpong/gen>rxe/s1024 to-rxe ud-pingpong 4096 0 1024 16"
+  echo "ud-pingpong/gen>rxe/s4096 to-rxe ud-pingpong 4096 0 4096 16"
+}
+
+known_failure() {
+  local name=$1 entry
+  for entry in "${KNOWN_FAILURES[@]}"; do
+    # shellcheck disable=SC2053  # the pattern is a glob on purpose
+    [[ $name == ${entry%%|*} ]] && { echo "${entry#*|}"; return 0; }
+  done
+  return 1
+}
+
+# First row of a perftest-style table (#bytes #iterations peak avg Mpps): "avg MB/s" and, for
+# small messages where MB/s rounds to nothing, the message rate.
+bw_figure() {
+  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
+    if ($1 < 4096) printf "%.0fmsg/s", $5 * 1e6; else printf "%sMB/s", $4; exit }' "$1"
+}
+# roce-gen's latency table: typical microseconds (column 5).
+lat_figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 { print $5; exit }' "$1"; }
+
+# run_case LINE: runs one case; sets CASE_VERDICT (pass/FAIL), CASE_FIGURE, CASE_NOTE.
+run_case() {
+  local name kind verb mtu loss size iters
+  read -r name kind verb mtu loss size iters <<< "$1"
+  local dir=$OUT_DIR/cases/${name//[\/>]/_}
+  mkdir -p "$dir"
+  CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
+  local tool args ok=1 t0=$SECONDS
+  tool=$(guest_tool "$verb")
+  args=$(guest_args "$verb" "$mtu" "$size" "$iters")
+
+  if [[ $kind == from-rxe ]]; then
+    if [[ ${APPLIANCE_MTU:-} != "$mtu" ]]; then
+      appliance_stop
+      appliance_start "$OUT_DIR/appliance_m$mtu.log" "$mtu" || { CASE_NOTE="roce-appliance did not start"; return; }
+      APPLIANCE_MTU=$mtu
+    fi
+  else
+    appliance_stop
+    APPLIANCE_MTU=""
+  fi
+  if [[ $loss != 0 ]]; then
+    guest_run 10 "/sbin/tc qdisc add dev eth0 root netem loss $loss%" || { CASE_NOTE="netem: $GUEST_OUT"; return; }
+  fi
+  capture_start "$dir/capture.pcap"
+
+  if [[ $kind == to-rxe ]]; then
+    # Wait for the server's TCP port, or for the server to end (bad arguments).
+    # (One line: the guest agent reads a command per line.)
+    guest_run 40 "bg server $tool $args; s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null
+    if [[ $? != 0 ]]; then
+      ok=0 CASE_NOTE="guest server did not listen"
+    fi
+    local gen_args=()
+    # QP timeout 17 (537 ms) instead of perftest's 14 (67 ms): the emulated rxe takes longer
+    # than 67 ms to answer a 1 MiB READ or to catch up with a burst, and it replays every
+    # re-issued READ in full and in order, so with 14 our re-issues queue up behind each other
+    # until retry_cnt runs out (docs/interop.md).
+    case $verb in
+      pingpong) gen_args=(pingpong -s "$size" -n "$iters" -m "$mtu" -u 17) ;;
+      ud-pingpong) gen_args=(ud-pingpong -s "$size" -n "$iters") ;;
+      # No --verify: it READs back what was written (and WRITEs what is to be read), and a
+      # perftest server grants its QP and MR only the access of its own verb.
+      *) gen_args=("$verb" -s "$size" -n "$iters" -m "$mtu" -u 17) ;;
+    esac
+    if ((ok)); then
+      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
+      grep -q "MISMATCH" "$dir/roce-gen.log" && { ok=0; CASE_NOTE="data check failed"; }
+    fi
+    guest_run 90 "fg server 60"
+    local grc=$?
+    printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+    ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $tool exit $grc"; }
+    if [[ $verb == *pingpong ]]; then
+      CASE_FIGURE=$(lat_figure "$dir/roce-gen.log")
+      [[ -n $CASE_FIGURE ]] && CASE_FIGURE="${CASE_FIGURE}us"
+      grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
+    else
+      CASE_FIGURE=$(bw_figure "$dir/roce-gen.log")
+    fi
+    local rt
+    rt=$(grep -o 'retransmitted packets [0-9]*, NAKs [0-9]*, timeouts [0-9]*' "$dir/roce-gen.log")
+    [[ -n $rt ]] && CASE_NOTE+="${CASE_NOTE:+; }${rt/retransmitted packets/retx}"
+  else
+    guest_run 150 "timeout 120 $tool $args $NET_BRIDGE_IP"
+    local grc=$?
+    printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+    ((grc == 0)) || { ok=0; CASE_NOTE="guest $tool exit $grc: $(grep -m1 -iE 'error|fail|couldn' "$dir/guest.log")"; }
+    if [[ $verb == pingpong ]]; then
+      CASE_FIGURE=$(awk '/usec\/iter/ { print $(NF-1) "us/iter"; exit }' "$dir/guest.log")
+      grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no iterations reported"; }
+    else
+      CASE_FIGURE=$(bw_figure "$dir/guest.log")
+      [[ -n $CASE_FIGURE ]] || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no result line"; }
+    fi
+  fi
+
+  capture_stop
+  if [[ $loss != 0 ]]; then
+    guest_run 10 "/sbin/tc -s qdisc show dev eth0; /sbin/tc qdisc del dev eth0 root"
+    CASE_NOTE+="${CASE_NOTE:+; }netem dropped $(grep -o 'dropped [0-9]*' <<< "$GUEST_OUT" | head -1 | cut -d' ' -f2)"
+  fi
+  local pmtu=$mtu
+  [[ $verb == ud-pingpong ]] && pmtu=0
+  if "$BUILD_DIR/tests/interop/interop_capture_check" "$dir/capture.pcap" --ours "$NET_ENGINE_IP" \
+      --peer "$NET_GUEST_IP" --pmtu "$pmtu" > "$dir/capture_check.txt" 2>&1; then
+    CASE_CAPTURE=ok
+  else
+    CASE_CAPTURE=FAIL
+    ok=0
+  fi
+  CASE_SECONDS=$((SECONDS - t0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
+capture_start() {
+  CAPTURE_FILE=$1
+  # --immediate-mode: without it packets wait in the kernel's TPACKET_V3 blocks, and a stop
+  # under load lost a whole case ("132 packets received by filter, 0 captured").
+  ip netns exec "$NETNS" tcpdump -i veng0-br --immediate-mode -s 0 -U -B 16384 -w "$CAPTURE_FILE" > "$CAPTURE_FILE.log" 2>&1 &
+  CAPTURE_PID=$!
+  local i
+  for i in $(seq 50); do grep -q "listening on" "$CAPTURE_FILE.log" 2>/dev/null && return 0; sleep 0.1; done
+}
+
+capture_stop() {
+  [[ -n ${CAPTURE_PID:-} ]] || return 0
+  sleep 0.5
+  kill -INT "$CAPTURE_PID" 2>/dev/null
+  wait "$CAPTURE_PID" 2>/dev/null
+  CAPTURE_PID=""
+}

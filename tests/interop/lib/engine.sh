@@ -1,0 +1,49 @@
+# Sourced by run.sh: our side of a case, roce-gen or roce-appliance, on the veth end veng0
+# through DPDK's net_af_packet. A ring frame of 4608 bytes holds a 4096-byte-MTU packet (4170
+# bytes) and fits the dataplane's 4608-byte mbufs. The block size must be a multiple of the frame
+# size: the PMD walks its ring as frames back to back, the kernel lays them out block by block,
+# and with 4640-byte frames in 8192-byte blocks the two disagree from the second frame on (the
+# port then receives one frame and sends one, and stalls).
+
+ENGINE_VDEV="net_af_packet0,iface=veng0,blocksz=36864,framesz=4608,framecnt=512"
+
+# EAL arguments: no hugepages or PCI, a per-run file prefix; the worker on lcore 1, the
+# control thread on lcore 0 (the qemu guest shares the machine).
+engine_eal() { echo "--no-huge --no-pci -m 512 --file-prefix=interop_$1_$$ --log-level=error -l 0-1"; }
+
+# gen_run LOG ARGS...: roce-gen client against the guest; returns roce-gen's status.
+gen_run() {
+  local log=$1
+  shift
+  # shellcheck disable=SC2046  # EAL arguments are words
+  timeout 120 ip netns exec "$NETNS" "$BUILD_DIR/apps/gen/roce-gen" $(engine_eal gen) -- "$@" \
+    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" > "$log" 2>&1
+}
+
+# appliance_start LOG MTU: roce-appliance serving the guest's clients until appliance_stop.
+appliance_start() {
+  APPLIANCE_LOG=$1
+  # shellcheck disable=SC2046
+  ip netns exec "$NETNS" "$BUILD_DIR/apps/appliance/roce-appliance" $(engine_eal app) -- \
+    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" --mtu "$2" --status-interval 0 \
+    --report "$APPLIANCE_LOG.report.json" > "$APPLIANCE_LOG" 2>&1 &
+  APPLIANCE_PID=$!
+  local i
+  for i in $(seq 100); do
+    grep -q "serving" "$APPLIANCE_LOG" 2>/dev/null && return 0
+    kill -0 "$APPLIANCE_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "roce-appliance did not start: $(tail -3 "$APPLIANCE_LOG")" >&2
+  return 1
+}
+
+appliance_stop() {
+  [[ -n ${APPLIANCE_PID:-} ]] || return 0
+  kill -INT "$APPLIANCE_PID" 2>/dev/null
+  local i
+  for i in $(seq 50); do kill -0 "$APPLIANCE_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$APPLIANCE_PID" 2>/dev/null
+  wait "$APPLIANCE_PID" 2>/dev/null
+  APPLIANCE_PID=""
+}
