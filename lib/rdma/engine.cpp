@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "protocol/pkey.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -149,6 +150,10 @@ void Engine::receive(ByteSpan frame, Nanos now) {
     ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
     return;
   }
+  if (pkt.ip_version == IpVersion::V4 && !pkt.ipv4_checksum_ok) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::Ipv4ChecksumBad)];
+    return;
+  }
   const IpAddress& me = cfg_.path.local.ip;
   if (cfg_.check_dest_ip && (pkt.ip_version != me.version ||
                              (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6))) {
@@ -164,6 +169,12 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   if (t == Transport::Cnp) {
     qp->on_cnp(now);
     refresh(*qp);
+    return;
+  }
+  // CNPs carry the default P_Key whatever the QP's partition (as ConnectX sends them), so only
+  // transport packets are checked.
+  if (!pkey_matches(pkt.bth.pkey.get(), qp->context().cfg.pkey)) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::PkeyMismatch)];
     return;
   }
   const bool match = (t == Transport::Rc && qp->type() == IBV_QPT_RC) || (t == Transport::Uc && qp->type() == IBV_QPT_UC) ||
@@ -221,6 +232,8 @@ std::string to_string(EngineDrop d) {
     case EngineDrop::UnknownQp: return "unknown_qp";
     case EngineDrop::NotForUs: return "not_for_us";
     case EngineDrop::WrongTransport: return "wrong_transport";
+    case EngineDrop::Ipv4ChecksumBad: return "ipv4_checksum_bad";
+    case EngineDrop::PkeyMismatch: return "pkey_mismatch";
     case EngineDrop::Count: break;
   }
   return "unknown";

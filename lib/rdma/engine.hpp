@@ -44,7 +44,15 @@ struct EngineConfig {
 };
 
 // Drops the engine counts before a packet reaches a QP.
-enum class EngineDrop : std::uint8_t { IcrcBad, UnknownQp, NotForUs, WrongTransport, Count };
+enum class EngineDrop : std::uint8_t {
+  IcrcBad,
+  UnknownQp,
+  NotForUs,
+  WrongTransport,
+  Ipv4ChecksumBad,  // the ICRC masks the IPv4 checksum, so it is checked on its own
+  PkeyMismatch,     // BTH P_Key does not match the QP's partition (IBA 10.9.3)
+  Count,
+};
 std::string to_string(EngineDrop d);
 
 class Engine {
