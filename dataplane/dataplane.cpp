@@ -25,7 +25,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   if (o.name.empty() || o.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     return make_error(EINVAL, "dataplane name '" + o.name + "' must be letters, digits and '_' (it names pools, rings and telemetry keys)");
   if (o.stats_interval_ns <= 0) return make_error(EINVAL, "stats_interval_ns must be positive");
-  std::unique_ptr<Dataplane> dp(new Dataplane());
+  if (o.max_mrs == 0) return make_error(EINVAL, "max_mrs must be at least 1");
+  std::unique_ptr<Dataplane> dp(new Dataplane(o.max_mrs));
   dp->name_ = o.name;
   dp->mode_ = o.mode;
   const std::string pool_name = o.name + "_pool";

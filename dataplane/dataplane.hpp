@@ -35,6 +35,7 @@ struct DataplaneOptions {
   std::uint16_t mbuf_data_room = 4096 + 512 + RTE_PKTMBUF_HEADROOM;
   std::uint32_t ring_size = 4096;
   EngineConfig engine;          // per-worker engine settings (addresses and QPN shard are set here)
+  std::uint32_t max_mrs = 4096; // memory regions, all workers together (the MR limit)
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often each loop publishes its counters
 };
@@ -106,7 +107,7 @@ class Dataplane {
   unsigned mbufs_in_use() const;
 
  private:
-  Dataplane() = default;
+  explicit Dataplane(std::size_t max_mrs) : mrs_(max_mrs) {}
   static int loop_main(void* arg);
   struct Loop {
     Dataplane* dp;
