@@ -102,7 +102,7 @@ std::uint32_t Responder::pending_rd_atomic() const {
   std::uint32_t n = 0;
   for (std::size_t i = 0; i < out_count_; ++i) {
     const Item& it = out_[(out_head_ + i) % out_.size()];
-    n += it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck;
+    n += !it.replay && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck);
   }
   return n;
 }
@@ -413,6 +413,7 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         }
         Item& it = push_item();
         it.kind = Item::Kind::ReadResponse;
+        it.replay = true;
         it.psn = psn;
         it.msn = r.msn;
         it.va = va;
@@ -428,6 +429,7 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         if (r.kind != Resource::Kind::Atomic || r.first_psn != psn) continue;
         Item& it = push_item();
         it.kind = Item::Kind::AtomicAck;
+        it.replay = true;
         it.psn = psn;
         it.msn = r.msn;
         it.original = r.original;  // replayed, never executed twice

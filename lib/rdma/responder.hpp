@@ -74,6 +74,7 @@ class Responder {
     std::uint32_t npackets = 0;
     std::uint32_t sent = 0;
     std::uint64_t original = 0;
+    bool replay = false;  // the answer to a duplicate: takes no responder resource
   };
 
   ResponderOutcome on_rc_request(QpContext& qp, const proto::Packet& pkt);
@@ -95,6 +96,8 @@ class Responder {
   void queue_ack(QpContext& qp, std::uint32_t psn);
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
+  // READ/atomic answers queued for new requests (replays for duplicates do not count: the
+  // requester already counted that request once).
   std::uint32_t pending_rd_atomic() const;
   // Drops queued answers for PSNs at or after `psn`; returns the READ response stream of the
   // request that started at `read_first_psn` if it is among them (kept, for a restart).

@@ -636,6 +636,20 @@ TEST_F(HostileInput, MoreOutstandingReadsThanNegotiatedIsInvalidRequest) {
   EXPECT_EQ(ep_.qp->state(), QpState::Err);
 }
 
+TEST_F(HostileInput, ReplayedDuplicatesDoNotCountAgainstOutstandingReads) {
+  // A duplicated atomic is answered again from the saved result; those replays must not use up
+  // max_dest_rd_atomic (4) and make the next new request look like one too many.
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 1, 0)));
+  for (int i = 0; i < 3; ++i) peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 1, 0)));
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn + 1, atomic_eth(va(Rw), rkey(Rw), 1, 0)));
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 5u);
+  for (const Reply& r : out) EXPECT_EQ(r.pkt.opcode(), raw(Opcode::RcAtomicAck));
+  EXPECT_EQ(out[4].pkt.psn(), kEpsn + 1);
+  EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), 3u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
 // ---- floods ------------------------------------------------------------------------------
 
 TEST_F(HostileInput, FloodOfDuplicateWritesIsAcknowledgedNeverReexecuted) {
