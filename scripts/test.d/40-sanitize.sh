@@ -4,18 +4,18 @@
 # instrumented tests about twice as fast as g++ here, and the build then also holds the
 # libFuzzer targets, which 50-fuzz.sh and 55-fuzz-receive.sh reuse), else c++;
 # SANITIZE_CXX=g++ to switch. Leak checking is on; a UBSan report fails the run like an ASan one.
-#   SANITIZE_SUITES    space-separated suites (default: every suite but the DPDK-heavy
-#                      dataplane one and the scapy/tshark cross-checks; see docs/robustness.md)
-#   SANITIZE_DATAPLANE gtest filter of dataplane_tests also run (default: the ring pair tests;
-#                      empty: none)
+#   SANITIZE_SUITES    space-separated suites (default: all but apps and the scapy/tshark
+#                      cross-checks; see docs/robustness.md)
+#   SANITIZE_TESTS     single tests of the mixed apps suite also run (default: those that need
+#                      no DPDK)
 #   SANITIZE_BUILD_DIR (default build-asan)
 set -eu
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 build=${SANITIZE_BUILD_DIR:-build-asan}
-suites=${SANITIZE_SUITES:-protocol support util cc rdma apps fuzz}
-dataplane=${SANITIZE_DATAPLANE-RingPair*}
+suites=${SANITIZE_SUITES:-protocol support util cc rdma dataplane fuzz}
+tests=${SANITIZE_TESTS-oob_tests raw_gen_tests apps_capture_tests apps_inspect_tests apps_demo_pcap_tests apps_craft_tests}
 if [ -z "${SANITIZE_CXX:-}" ] && command -v clang++ >/dev/null 2>&1; then
   cxx=clang++
 else
@@ -41,9 +41,10 @@ for s in $suites; do
     echo "40-sanitize.sh: no tests in suite '$s' in this build; skipping it"
   fi
 done
+# Two runs: meson intersects --suite with test names rather than adding them.
 # shellcheck disable=SC2086  # one --suite per word
 meson test -C "$build" --print-errorlogs $args
-if [ -n "$dataplane" ]; then
-  echo "40-sanitize.sh: dataplane_tests --gtest_filter=$dataplane"
-  "$build/tests/dataplane/dataplane_tests" --gtest_filter="$dataplane"
+if [ -n "$tests" ]; then
+  # shellcheck disable=SC2086  # one test name per word
+  meson test -C "$build" --print-errorlogs $tests
 fi
