@@ -26,7 +26,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   if (o.stats_interval_ns <= 0) return make_error(EINVAL, "stats_interval_ns must be positive");
   if (o.engine.qpn_base < 2 || o.engine.qpn_base > 0xFFFFFF)
     return make_error(EINVAL, "engine.qpn_base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
-  std::unique_ptr<Dataplane> dp(new Dataplane());
+  if (o.max_mrs == 0) return make_error(EINVAL, "max_mrs must be at least 1");
+  std::unique_ptr<Dataplane> dp(new Dataplane(o.max_mrs));
   dp->name_ = o.name;
   dp->mode_ = o.mode;
   dp->qpn_base_ = o.engine.qpn_base;

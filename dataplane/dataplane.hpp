@@ -37,6 +37,7 @@ struct DataplaneOptions {
   // Per-worker engine settings. Addresses are set here; worker w hands out QPNs
   // engine.qpn_base + w + k * workers.
   EngineConfig engine;
+  std::uint32_t max_mrs = 4096;  // memory regions, all workers together (the MR limit)
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often each loop publishes its counters
 };
@@ -108,7 +109,7 @@ class Dataplane {
   unsigned mbufs_in_use() const;
 
  private:
-  Dataplane() = default;
+  explicit Dataplane(std::size_t max_mrs) : mrs_(max_mrs) {}
   static int loop_main(void* arg);
   struct Loop {
     Dataplane* dp;

@@ -1,9 +1,14 @@
 #!/bin/sh
-# Builds the libFuzzer target of the parser (clang, ASan+UBSan) in build-fuzz and runs it for a
-# bounded time from a seed corpus made at run time: our builder's frames for every opcode, plus
-# the frames of ../shared/captures when present. Fails on any crash, sanitizer report or
-# invariant violation; the crashing input is left in build-fuzz/fuzz/artifacts/. Exit 77 (skip)
+# Builds a libFuzzer target (clang, ASan+UBSan) in build-fuzz and runs it for a bounded time
+# from a seed corpus made at run time. Fails on any crash, sanitizer report or invariant
+# violation; the crashing input is left in build-fuzz/fuzz/<target>/artifacts/. Exit 77 (skip)
 # when clang++ is not installed.
+#   scripts/fuzz.sh [parser|receive]
+#     parser   the frame parser (tests/protocol/fuzz_parser); seeds: our builder's frames for
+#              every opcode plus the frames of ../shared/captures when present (default)
+#     receive  the whole receive path: parser, engine, responder, completer with RC/UC/UD QPs
+#              set up (tests/lib/rdma/fuzz_receive); seeds: frames aimed at its QPs plus
+#              windows of pcap/ and ../shared/captures
 #   FUZZ_SECONDS  total fuzzing time (default 60)
 #   FUZZ_BUILD_DIR (default build-fuzz)
 #   ROCE_CAPTURES_DIR (default: the first shared/captures beside the repository or above it)
@@ -11,6 +16,11 @@ set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+target=${1:-parser}
+case $target in
+  parser | receive) ;;
+  *) echo "usage: $0 [parser|receive]" >&2; exit 2 ;;
+esac
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 # ../shared/captures of the repository, or of a directory above it (git worktrees live deeper).
@@ -34,22 +44,31 @@ if [ ! -f "$build/build.ninja" ]; then
   CXX=clang++ meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
     -Dwerror=true -Dbenchmarks=disabled
 fi
-ninja -C "$build" tests/protocol/fuzz_parser tests/protocol/fuzz_seeds
-
-work=$build/fuzz
+work=$build/fuzz/$target
 rm -rf "$work/seeds"
 mkdir -p "$work/seeds" "$work/corpus" "$work/artifacts"
-if [ -n "$captures" ] && [ -d "$captures" ]; then
-  "$build/tests/protocol/fuzz_seeds" "$work/seeds" "$captures"
+if [ -z "$captures" ] || [ ! -d "$captures" ]; then
+  echo "fuzz.sh: no shared/captures found (ROCE_CAPTURES_DIR='${ROCE_CAPTURES_DIR:-}'); seeding without them"
+  captures=
+fi
+if [ "$target" = parser ]; then
+  ninja -C "$build" tests/protocol/fuzz_parser tests/protocol/fuzz_seeds
+  # shellcheck disable=SC2086  # no captures: no argument
+  "$build/tests/protocol/fuzz_seeds" "$work/seeds" $captures
+  fuzzer=$build/tests/protocol/fuzz_parser
+  max_len=4400
 else
-  echo "fuzz.sh: no shared/captures found (ROCE_CAPTURES_DIR='${ROCE_CAPTURES_DIR:-}'); seeding from the builder only"
-  "$build/tests/protocol/fuzz_seeds" "$work/seeds"
+  ninja -C "$build" tests/lib/rdma/fuzz_receive tests/lib/rdma/fuzz_receive_seeds
+  # shellcheck disable=SC2086
+  "$build/tests/lib/rdma/fuzz_receive_seeds" "$work/seeds" "$root/pcap" $captures
+  fuzzer=$build/tests/lib/rdma/fuzz_receive
+  max_len=20000
 fi
 
 # UBSan reports must stop the run like ASan's do.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-echo "fuzz.sh: fuzzing the parser for ${seconds}s"
+echo "fuzz.sh: fuzzing $target for ${seconds}s"
 # libFuzzer's default exit status on a crash is 77, which test.sh reads as "skipped".
-"$build/tests/protocol/fuzz_parser" -max_total_time="$seconds" -max_len=4400 -timeout=10 \
+"$fuzzer" -max_total_time="$seconds" -max_len=$max_len -timeout=10 \
   -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds"

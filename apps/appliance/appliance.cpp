@@ -281,12 +281,23 @@ std::string Appliance::report_json() {
           .field("arp_replies", st.arp_replies)
           .field("icrc_bad", e.drops(EngineDrop::IcrcBad))
           .field("unknown_qp", e.drops(EngineDrop::UnknownQp))
-          .field("not_for_us", e.drops(EngineDrop::NotForUs))
-          .end_object();
+          .field("not_for_us", e.drops(EngineDrop::NotForUs));
+      w.key("limit_hits").begin_object();
+      for (std::size_t l = 0; l < static_cast<std::size_t>(EngineLimit::Count); ++l)
+        w.field(to_string(static_cast<EngineLimit>(l)), e.limit_hits(static_cast<EngineLimit>(l)));
+      w.end_object().end_object();
       return 0;
     });
   }
   w.end_array();
+  w.key("limits").begin_object()
+      .field("max_qps", o_.max_qps)
+      .field("max_mrs", o_.max_mrs)
+      .field("max_qp_wr", o_.max_qp_wr)
+      .field("max_rd_atomic", static_cast<std::uint32_t>(o_.max_rd_atomic))
+      .field("mrs_in_use", static_cast<std::uint64_t>(dp_.memory().size()))
+      .field("mr_registrations_refused", dp_.memory().refused_full())
+      .end_object();
   w.key("transport").begin_object();
   for (std::size_t k = 0; k < kCounterCount; ++k) w.field(counter_name(static_cast<Counter>(k)), total.values()[k]);
   w.end_object();

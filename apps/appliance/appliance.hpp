@@ -43,6 +43,11 @@ struct ApplianceOptions {
   cc::Profile dcqcn_profile = cc::Profile::Paper;
   double line_rate_gbps = 10;
   std::uint32_t max_sessions = 64;
+  // Resource limits (EngineConfig / MrTable): what one client can take.
+  std::uint32_t max_qps = 1024;       // per worker
+  std::uint32_t max_mrs = 4096;       // all workers
+  std::uint32_t max_qp_wr = 16384;    // outstanding WRs per queue
+  std::uint8_t max_rd_atomic = 16;    // outstanding READ/atomics per QP
 };
 
 struct ManualMr {

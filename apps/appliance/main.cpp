@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   dopt.ip = IpAddress::ipv4(o.ip);
   dopt.workers = o.workers;
   dopt.mode = o.workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;
+  dopt.max_mrs = o.max_mrs;
+  dopt.engine.max_qps = o.max_qps;
+  dopt.engine.max_qp_wr = o.max_qp_wr;
+  dopt.engine.max_rd_atomic = o.max_rd_atomic;
   if (o.dcqcn) {
     dopt.engine.tuning.congestion.enabled = true;
     dopt.engine.tuning.congestion.rp = cc::params_for(o.dcqcn_profile, o.line_rate_gbps * 1e9);

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -73,6 +74,12 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
       ("m,mtu", "largest path MTU offered: 256 .. 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
       ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"));
+  unsigned max_rd_atomic = 16;
+  opts.add_options("Limits")
+      ("max-qps", "queue pairs per worker", cxxopts::value<std::uint32_t>(o.max_qps)->default_value("1024"))
+      ("max-mrs", "memory regions in all", cxxopts::value<std::uint32_t>(o.max_mrs)->default_value("4096"))
+      ("max-qp-wr", "outstanding work requests per send or receive queue", cxxopts::value<std::uint32_t>(o.max_qp_wr)->default_value("16384"))
+      ("max-rd-atomic", "outstanding RDMA READ/atomic requests per QP, each way", cxxopts::value<unsigned>(max_rd_atomic)->default_value("16"));
   opts.add_options("Operation")
       ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("dev", "DPDK port to serve on (name or number)", cxxopts::value<std::string>(o.dev))
@@ -96,7 +103,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   }
   if (r.count("help")) {
     cli.help = true;
-    cli.help_text = opts.help({"Memory", "Connections", "Operation"});
+    cli.help_text = opts.help({"Memory", "Connections", "Limits", "Operation"});
     return cli;
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
@@ -141,6 +148,17 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   if (o.status_interval_s < 0) return make_error(EINVAL, "--status-interval must not be negative");
   if (o.duration_s < 0) return make_error(EINVAL, "--duration must not be negative");
   if (o.max_sessions == 0) return make_error(EINVAL, "--max-sessions must be at least 1");
+  // The appliance itself needs QPs and regions to serve anyone: its exposed region and receive
+  // buffer, and at least one QP per session.
+  if (o.max_qps == 0 || o.max_qps > (1u << 16)) return make_error(EINVAL, "--max-qps must be 1..65536");
+  if (o.max_mrs < 2 || o.max_mrs > (1u << 20)) return make_error(EINVAL, "--max-mrs must be 2..1048576 (the appliance registers 2 itself)");
+  const std::uint32_t queue_depth = std::max(o.qp.send_depth, o.qp.recv_depth);
+  if (o.max_qp_wr < queue_depth || o.max_qp_wr > (1u << 20))
+    return make_error(EINVAL, "--max-qp-wr must be " + std::to_string(queue_depth) +
+                                  " (the appliance's own queue depth, see --recv-depth) .. 1048576");
+  if (max_rd_atomic == 0 || max_rd_atomic > 255) return make_error(EINVAL, "--max-rd-atomic must be 1..255");
+  o.max_rd_atomic = static_cast<std::uint8_t>(max_rd_atomic);
+  o.qp.max_rd_atomic = std::min(o.qp.max_rd_atomic, o.max_rd_atomic);
   return cli;
 }
 

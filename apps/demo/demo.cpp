@@ -13,6 +13,7 @@
 
 #include "apps/appliance/appliance.hpp"
 #include "apps/capture/capture_writer.hpp"
+#include "apps/demo/soak.hpp"
 #include "apps/common/perftest_client.hpp"
 #include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
@@ -92,6 +93,8 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   eo.y.name = std::to_string(right->a);
   dp::DirectionFaults f;
   f.loss = o.loss;
+  f.duplicate = o.duplicate;
+  f.reorder = o.reorder;
   f.delay = 5 * kMicro;
   f.rate_bps = o.bottleneck_gbps * 1e9;
   f.queue_bytes = 4 << 20;
@@ -137,6 +140,14 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
     return s.error();
   }
   std::thread serving([&] { appliance->run(); });
+  if (o.soak_s > 0) {
+    const SoakOutcome soaked = run_soak(*gen, *appl, **emu, appliance->oob_port(), o);
+    appliance->stop();
+    serving.join();
+    appliance.reset();
+    finish();
+    return finish_soak(soaked, *gen, *appl, **emu);
+  }
 
   // The DCQCN trace: the generator's QP rates every 200 us while the test runs.
   std::atomic<bool> tracing{true};

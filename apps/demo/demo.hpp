@@ -14,6 +14,10 @@ namespace roce::app {
 struct DemoOptions {
   TrafficSpec spec;
   double loss = 0.001;
+  double duplicate = 0;       // probability a frame is delivered twice, each way
+  double reorder = 0;         // probability a frame is held back (100 us), each way
+  double soak_s = 0;          // > 0: soak mode for this long (see soak.hpp)
+  double soak_rss_slack_mib = 16;
   double bottleneck_gbps = 2;
   double line_rate_gbps = 10;  // the senders' DCQCN start rate
   std::string out_dir = "demo-out";

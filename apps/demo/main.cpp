@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
       ("s,size", "message size in bytes", cxxopts::value<std::string>(size)->default_value("65536"))
       ("n,iters", "messages", cxxopts::value<std::uint64_t>(d.spec.iters)->default_value("4000"))
       ("loss", "loss probability on the link, each way", cxxopts::value<double>(d.loss)->default_value("0.001"))
+      ("dup", "duplication probability on the link, each way", cxxopts::value<double>(d.duplicate)->default_value("0"))
+      ("reorder", "probability a frame is held back 100 us (reordered), each way", cxxopts::value<double>(d.reorder)->default_value("0"))
+      ("soak", "soak mode: verified WRITE/READ/atomic rounds for this many seconds, watching memory and mbufs",
+       cxxopts::value<double>(d.soak_s)->default_value("0"))
+      ("soak-rss-slack", "soak: resident memory growth allowed after warm-up, MiB", cxxopts::value<double>(d.soak_rss_slack_mib)->default_value("16"))
       ("bottleneck", "bottleneck rate, Gb/s", cxxopts::value<double>(d.bottleneck_gbps)->default_value("2"))
       ("out", "directory for the pcap and the rate trace", cxxopts::value<std::string>(d.out_dir)->default_value("demo-out"))
       ("h,help", "this text");
@@ -47,8 +52,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   d.spec.size = static_cast<std::uint32_t>(*sz);
-  if (d.loss < 0 || d.loss >= 0.5 || d.bottleneck_gbps <= 0 || d.spec.iters == 0) {
-    std::fprintf(stderr, "roce-demo: --loss must be in [0, 0.5), --bottleneck and --iters positive\n");
+  if (d.loss < 0 || d.loss >= 0.5 || d.duplicate < 0 || d.duplicate >= 0.5 || d.reorder < 0 || d.reorder >= 0.5 ||
+      d.bottleneck_gbps <= 0 || d.spec.iters == 0 || d.soak_s < 0 || d.soak_rss_slack_mib < 0) {
+    std::fprintf(stderr, "roce-demo: --loss, --dup and --reorder must be in [0, 0.5), --bottleneck and --iters positive, --soak not negative\n");
     return 2;
   }
   std::vector<std::string> eal = split.eal;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "protocol/pkey.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -14,8 +15,10 @@ Engine::Engine(EngineConfig cfg, MrTable& mrs)
 Engine::~Engine() = default;
 
 Result<CompletionQueue*> Engine::create_cq(std::uint32_t depth) {
-  if (depth == 0 || depth > cfg_.max_cqe)
+  if (depth == 0 || depth > cfg_.max_cqe) {
+    if (depth != 0) hit(EngineLimit::QueueCaps);
     return make_error(EINVAL, "CQ depth " + std::to_string(depth) + " outside 1.." + std::to_string(cfg_.max_cqe));
+  }
   cqs_.push_back(std::make_unique<CompletionQueue>(depth));
   return cqs_.back().get();
 }
@@ -36,14 +39,24 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   if (!mrs_.pd_exists(pd)) return make_error(EINVAL, "unknown protection domain");
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr) return make_error(EINVAL, "send_cq and recv_cq are required");
   const ibv_qp_cap& c = attr.cap;
-  if (c.max_send_wr == 0 || c.max_send_wr > cfg_.max_qp_wr || c.max_recv_wr > cfg_.max_qp_wr)
+  if (c.max_send_wr == 0) return make_error(EINVAL, "max_send_wr must be at least 1");
+  if (c.max_send_wr > cfg_.max_qp_wr || c.max_recv_wr > cfg_.max_qp_wr) {
+    hit(EngineLimit::QueueCaps);
     return make_error(EINVAL, "max_send_wr/max_recv_wr must be 1.." + std::to_string(cfg_.max_qp_wr));
-  if (c.max_send_sge > cfg_.max_sge || c.max_recv_sge > cfg_.max_sge)
+  }
+  if (c.max_send_sge > cfg_.max_sge || c.max_recv_sge > cfg_.max_sge) {
+    hit(EngineLimit::QueueCaps);
     return make_error(EINVAL, "max_send_sge/max_recv_sge above " + std::to_string(cfg_.max_sge));
-  if (c.max_inline_data > cfg_.max_inline)
+  }
+  if (c.max_inline_data > cfg_.max_inline) {
+    hit(EngineLimit::QueueCaps);
     return make_error(EINVAL, "max_inline_data above " + std::to_string(cfg_.max_inline));
+  }
   const auto slot_it = std::find(qps_.begin(), qps_.end(), nullptr);
-  if (slot_it == qps_.end()) return make_error(ENOMEM, "QP limit reached (" + std::to_string(cfg_.max_qps) + ")");
+  if (slot_it == qps_.end()) {
+    hit(EngineLimit::Qps);
+    return make_error(ENOMEM, "QP limit reached (max_qps " + std::to_string(cfg_.max_qps) + ")");
+  }
   const auto slot = static_cast<std::uint32_t>(slot_it - qps_.begin());
   QpConfig qc;
   qc.type = attr.type;
@@ -75,6 +88,12 @@ Status Engine::destroy_qp(QueuePair* qp) {
 }
 
 Status Engine::modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask) {
+  if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr.max_rd_atomic > cfg_.max_rd_atomic) ||
+      ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr.max_dest_rd_atomic > cfg_.max_rd_atomic)) {
+    hit(EngineLimit::RdAtomic);
+    return make_error(EINVAL, "max_rd_atomic/max_dest_rd_atomic above " + std::to_string(cfg_.max_rd_atomic) +
+                                  " outstanding READ/atomic requests");
+  }
   Status s = qp->modify(attr, mask, cfg_.path);
   refresh(*qp);
   return s;
@@ -106,12 +125,14 @@ Status Engine::destroy_ah(AddressHandle* ah) {
 
 int Engine::post_send(QueuePair* qp, const ibv_send_wr* wr, ibv_send_wr** bad) {
   const int rc = qp->post_send(wr, bad);
+  if (rc == ENOMEM) hit(EngineLimit::SendQueueFull);
   refresh(*qp);
   return rc;
 }
 
 int Engine::post_recv(QueuePair* qp, const ibv_recv_wr* wr, ibv_recv_wr** bad) {
   const int rc = qp->post_recv(wr, bad);
+  if (rc == ENOMEM) hit(EngineLimit::RecvQueueFull);
   refresh(*qp);
   return rc;
 }
@@ -150,6 +171,10 @@ void Engine::receive(ByteSpan frame, Nanos now) {
     ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
     return;
   }
+  if (pkt.ip_version == IpVersion::V4 && !pkt.ipv4_checksum_ok) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::Ipv4ChecksumBad)];
+    return;
+  }
   const IpAddress& me = cfg_.path.local.ip;
   if (cfg_.check_dest_ip && (pkt.ip_version != me.version ||
                              (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6))) {
@@ -165,6 +190,12 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   if (t == Transport::Cnp) {
     qp->on_cnp(now);
     refresh(*qp);
+    return;
+  }
+  // CNPs carry the default P_Key whatever the QP's partition (as ConnectX sends them), so only
+  // transport packets are checked.
+  if (!pkey_matches(pkt.bth.pkey.get(), qp->context().cfg.pkey)) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::PkeyMismatch)];
     return;
   }
   const bool match = (t == Transport::Rc && qp->type() == IBV_QPT_RC) || (t == Transport::Uc && qp->type() == IBV_QPT_UC) ||
@@ -222,7 +253,21 @@ std::string to_string(EngineDrop d) {
     case EngineDrop::UnknownQp: return "unknown_qp";
     case EngineDrop::NotForUs: return "not_for_us";
     case EngineDrop::WrongTransport: return "wrong_transport";
+    case EngineDrop::Ipv4ChecksumBad: return "ipv4_checksum_bad";
+    case EngineDrop::PkeyMismatch: return "pkey_mismatch";
     case EngineDrop::Count: break;
+  }
+  return "unknown";
+}
+
+std::string to_string(EngineLimit l) {
+  switch (l) {
+    case EngineLimit::Qps: return "max_qps";
+    case EngineLimit::QueueCaps: return "queue_caps";
+    case EngineLimit::RdAtomic: return "max_rd_atomic";
+    case EngineLimit::SendQueueFull: return "send_queue_full";
+    case EngineLimit::RecvQueueFull: return "recv_queue_full";
+    case EngineLimit::Count: break;
   }
   return "unknown";
 }

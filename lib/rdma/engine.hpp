@@ -32,6 +32,8 @@ struct QpInit {
 struct EngineConfig {
   PathConfig path;                 // our addresses and how to find peers' MACs
   TransportTuning tuning;
+  // Resource limits: a request beyond one fails with a clear error and is counted
+  // (Engine::limit_hits), so a misbehaving client cannot take the whole shard.
   std::uint32_t max_qps = 1024;
   std::uint32_t qpn_base = 0x11;   // first QPN this engine hands out (0 and 1 are special)
   std::uint32_t qpn_stride = 1;    // QPNs of this engine are base + k * stride
@@ -39,7 +41,7 @@ struct EngineConfig {
   std::uint32_t max_sge = 32;
   std::uint32_t max_inline = 256;
   std::uint32_t max_cqe = 1u << 20;
-  std::uint8_t max_rd_atomic = 16;
+  std::uint8_t max_rd_atomic = 16; // outstanding READ/atomic requests per QP, each direction
   // Largest UD datagram: the port's MTU as verbs reports it (UD QPs have no path MTU; rxe takes
   // the netdev MTU rounded down to an IB MTU, 4096 on a jumbo link).
   std::uint32_t ud_mtu = 4096;
@@ -47,8 +49,27 @@ struct EngineConfig {
 };
 
 // Drops the engine counts before a packet reaches a QP.
-enum class EngineDrop : std::uint8_t { IcrcBad, UnknownQp, NotForUs, WrongTransport, Count };
+enum class EngineDrop : std::uint8_t {
+  IcrcBad,
+  UnknownQp,
+  NotForUs,
+  WrongTransport,
+  Ipv4ChecksumBad,  // the ICRC masks the IPv4 checksum, so it is checked on its own
+  PkeyMismatch,     // BTH P_Key does not match the QP's partition (IBA 10.9.3)
+  Count,
+};
 std::string to_string(EngineDrop d);
+
+// Resource limits an application ran into (each one also returned an error).
+enum class EngineLimit : std::uint8_t {
+  Qps,            // create_qp beyond max_qps
+  QueueCaps,      // create_qp/create_cq asking for more WRs, SGEs, inline bytes or CQEs than allowed
+  RdAtomic,       // modify_qp asking for more outstanding READ/atomics than max_rd_atomic
+  SendQueueFull,  // post_send with max_send_wr requests already outstanding
+  RecvQueueFull,  // post_recv with max_recv_wr receives already posted
+  Count,
+};
+std::string to_string(EngineLimit l);
 
 class Engine {
  public:
@@ -85,6 +106,7 @@ class Engine {
   std::uint64_t parse_drops(proto::ParseError e) const { return parse_drops_[static_cast<std::size_t>(e)]; }
   std::uint64_t drops(EngineDrop d) const { return drops_[static_cast<std::size_t>(d)]; }
   std::uint64_t received() const { return received_; }
+  std::uint64_t limit_hits(EngineLimit l) const { return limit_hits_[static_cast<std::size_t>(l)]; }
   // Sum of every QP's counters (including destroyed ones).
   Counters total_counters() const;
   template <typename Fn>
@@ -110,6 +132,8 @@ class Engine {
   std::array<std::uint64_t, static_cast<std::size_t>(proto::ParseError::Count)> parse_drops_{};
   std::array<std::uint64_t, static_cast<std::size_t>(EngineDrop::Count)> drops_{};
   std::uint64_t received_ = 0;
+  std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
+  void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
 };
 
 }  // namespace roce

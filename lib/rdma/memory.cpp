@@ -19,7 +19,10 @@ Result<const MemoryRegion*> MrTable::register_region(PdHandle pd, void* addr, st
   if (addr == nullptr && length != 0) return make_error(EINVAL, "null address with non-zero length");
   const auto base = reinterpret_cast<std::uintptr_t>(addr);
   if (length > UINT64_MAX - base) return make_error(EINVAL, "region wraps the address space");
-  if (in_use_ == slots_.size()) return make_error(ENOMEM, "memory region table full (" + std::to_string(slots_.size()) + " regions)");
+  if (in_use_ == slots_.size()) {
+    refused_full_.fetch_add(1, std::memory_order_relaxed);
+    return make_error(ENOMEM, "memory region table full (max_mrs " + std::to_string(slots_.size()) + ")");
+  }
   std::size_t i = next_hint_;
   while (slots_[i].taken) i = (i + 1) % slots_.size();
   next_hint_ = (i + 1) % slots_.size();

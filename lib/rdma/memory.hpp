@@ -59,6 +59,8 @@ class MrTable {
 
   std::size_t size() const { return in_use_; }
   std::size_t capacity() const { return slots_.size(); }
+  // Registrations refused because the table was full (the MR limit).
+  std::uint64_t refused_full() const { return refused_full_.load(std::memory_order_relaxed); }
 
  private:
   struct Slot {
@@ -74,6 +76,7 @@ class MrTable {
   std::size_t in_use_ = 0;
   std::size_t next_hint_ = 0;
   std::atomic<PdHandle> next_pd_{0};
+  std::atomic<std::uint64_t> refused_full_{0};
 };
 
 // Range test used wherever a peer-supplied address meets a registered range.

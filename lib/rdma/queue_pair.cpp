@@ -411,6 +411,10 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
     if (resp_.next_is_data() && paced_out(now)) return false;
     const bool data = resp_.next_is_data();
     const bool built = resp_.build_next(ctx_, frame);
+    if (resp_.take_fatal()) {
+      enter_error();
+      return built;
+    }
     if (built && data && cc_) cc_->on_data_sent(now, frame.length);
     return built;
   }

@@ -31,8 +31,10 @@ void Responder::start(const QpContext& qp) {
   seq_ = SequenceState::Normal;
   msg_ = Message::None;
   msg_offset_ = 0;
-  write_dst_ = nullptr;
+  write_va_ = 0;
+  write_rkey_ = 0;
   write_remaining_ = 0;
+  fatal_ = false;
   uc_dropping_ = false;
   const std::size_t rd = std::max<std::size_t>(qp.cfg.max_dest_rd_atomic, 1);
   resources_.assign(rd, Resource{});
@@ -100,7 +102,7 @@ std::uint32_t Responder::pending_rd_atomic() const {
   std::uint32_t n = 0;
   for (std::size_t i = 0; i < out_count_; ++i) {
     const Item& it = out_[(out_head_ + i) % out_.size()];
-    n += it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck;
+    n += !it.replay && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck);
   }
   return n;
 }
@@ -292,7 +294,8 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
             AccessResult::Ok)
       return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
     msg_ = Message::Write;
-    write_dst_ = dst;
+    write_va_ = va;
+    write_rkey_ = pkt.ext.reth.rkey.get();
     write_remaining_ = len;
     write_length_ = len;
   }
@@ -309,8 +312,12 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
     return ResponderOutcome::Progress;
   }
   if (pkt.payload_length) {
-    std::memcpy(write_dst_, pkt.payload.data(), pkt.payload_length);
-    write_dst_ += pkt.payload_length;
+    std::byte* dst = nullptr;
+    if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
+        AccessResult::Ok)
+      return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
+    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+    write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
   }
   if (info.ends_message()) {
@@ -349,7 +356,8 @@ ResponderOutcome Responder::do_read(QpContext& qp, const Packet& pkt) {
   it.kind = Item::Kind::ReadResponse;
   it.psn = pkt.psn();
   it.msn = msn_;
-  it.src = src;
+  it.va = va;
+  it.rkey = pkt.ext.reth.rkey.get();
   it.length = len;
   it.npackets = npackets;
   epsn_ = psn_add(pkt.psn(), npackets);
@@ -431,9 +439,11 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         Item& it = push_item();
         it.reexecuted = true;
         it.kind = Item::Kind::ReadResponse;
+        it.replay = true;
         it.psn = psn;
         it.msn = msn_;
-        it.src = src;
+        it.va = va;
+        it.rkey = pkt.ext.reth.rkey.get();
         it.length = len;
         it.npackets = packets_for(len, qp.cfg.pmtu);
         return ResponderOutcome::Progress;
@@ -446,6 +456,7 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         Item& it = push_item();
         it.reexecuted = true;
         it.kind = Item::Kind::AtomicAck;
+        it.replay = true;
         it.psn = psn;
         it.msn = msn_;
         it.original = r.original;  // replayed, never executed twice
@@ -522,7 +533,8 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
                          AccessResult::Ok))
       return drop(Counter::RemoteAccessErrors);
     msg_ = Message::Write;
-    write_dst_ = dst;
+    write_va_ = va;
+    write_rkey_ = pkt.ext.reth.rkey.get();
     write_remaining_ = len;
     write_length_ = len;
   }
@@ -530,8 +542,12 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
     return drop(Counter::UcMessagesDropped);
   if (info.has_immediate() && qp.rq.empty()) return drop(Counter::UdNoReceiveDrops);
   if (pkt.payload_length) {
-    std::memcpy(write_dst_, pkt.payload.data(), pkt.payload_length);
-    write_dst_ += pkt.payload_length;
+    std::byte* dst = nullptr;
+    if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
+        AccessResult::Ok)
+      return drop(Counter::RemoteAccessErrors);
+    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+    write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
   }
   if (info.ends_message()) {
@@ -610,7 +626,21 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
                               : (last ? Opcode::RcReadResponseLast : Opcode::RcReadResponseMiddle);
       const std::uint64_t offset = std::uint64_t{it.sent} * qp.cfg.pmtu;
       payload = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, it.length - offset));
-      src = it.src + offset;
+      std::byte* data = nullptr;
+      if (payload != 0 && qp.mrs->check_remote(it.rkey, qp.cfg.pd, it.va + offset, payload, IBV_ACCESS_REMOTE_READ,
+                                               &data) != AccessResult::Ok) {
+        // The region went away (deregistered or invalidated) after the request was accepted:
+        // no data can be sent, so the rest of the READ fails as a class C error.
+        spec.bth.opcode = raw(Opcode::RcAck);
+        spec.bth.psn.set(psn_add(it.psn, static_cast<std::int32_t>(it.sent)));
+        spec.ext.aeth = Aeth{Syndrome::nak(NakCode::RemoteAccessError).raw, Be24::of(it.msn)};
+        qp.counters.inc(Counter::RemoteAccessErrors);
+        qp.counters.inc(Counter::NaksSent);
+        payload = 0;
+        fatal_ = true;
+        break;
+      }
+      src = data;
       spec.bth.opcode = raw(op);
       spec.bth.psn.set(psn_add(it.psn, it.sent));
       spec.ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(it.msn)};

@@ -41,6 +41,12 @@ class Responder {
   // Writes the next queued response packet.
   bool build_next(QpContext& qp, TxFrame& frame);
   void clear_output() { out_count_ = 0; }
+  // A READ response found its region gone and went out as a NAK: the QP must enter ERR.
+  bool take_fatal() {
+    const bool f = fatal_;
+    fatal_ = false;
+    return f;
+  }
 
   std::uint32_t expected_psn() const { return epsn_; }
   std::uint32_t msn() const { return msn_; }
@@ -61,12 +67,16 @@ class Responder {
     std::uint32_t psn = 0;  // ACK/NAK/atomic: the PSN; READ: PSN of the first response packet
     std::uint32_t msn = 0;
     proto::Syndrome syndrome{};
-    const std::byte* src = nullptr;  // READ: the data, already checked against the rkey
+    std::uint64_t va = 0;            // READ: where the data starts; the R_Key is checked again
+    std::uint32_t rkey = 0;          // for every response packet (the region may be gone by then)
     std::uint32_t length = 0;
     std::uint32_t npackets = 0;
     std::uint32_t sent = 0;
     std::uint64_t original = 0;
-    bool reexecuted = false;  // queued for a duplicate request (a retry), not the first time
+    // Queued or restarted for a duplicate request (a retry): dropped when its resource is
+    // recycled by a new READ/atomic (see make_room_for_rd_atomic).
+    bool reexecuted = false;
+    bool replay = false;  // a fresh answer to a duplicate: takes no responder resource
   };
 
   ResponderOutcome on_rc_request(QpContext& qp, const proto::Packet& pkt);
@@ -88,6 +98,8 @@ class Responder {
   void queue_ack(QpContext& qp, std::uint32_t psn);
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
+  // READ/atomic answers queued for new requests (replays for duplicates do not count: the
+  // requester already counted that request once).
   std::uint32_t pending_rd_atomic() const;
   // Room for one more READ/atomic answer: true if there is, possibly after dropping retry
   // answers that belong to the resource the new request recycles (see the definition).
@@ -101,10 +113,14 @@ class Responder {
   SequenceState seq_ = SequenceState::Normal;
   Message msg_ = Message::None;
   std::uint32_t msg_offset_ = 0;     // SEND: bytes placed in the receive WQE so far
-  std::byte* write_dst_ = nullptr;   // WRITE: where the next payload byte goes
+  // WRITE: where the next payload byte goes. Every packet's range is checked against the R_Key
+  // again, so a region deregistered or invalidated in the middle of a message is never written.
+  std::uint64_t write_va_ = 0;
+  std::uint32_t write_rkey_ = 0;
   std::uint32_t write_remaining_ = 0;
   std::uint32_t write_length_ = 0;
-  bool uc_dropping_ = false;         // UC: the current message lost a packet; skip to the next FIRST/ONLY
+  bool uc_dropping_ = false;
+  bool fatal_ = false;         // UC: the current message lost a packet; skip to the next FIRST/ONLY
 
   std::vector<Resource> resources_;
   std::size_t next_resource_ = 0;

@@ -76,6 +76,9 @@ class RawPeer {
   }
 
   std::uint32_t qpn() const { return qpn_; }
+  // The template every frame starts from: hostile-input tests bend its fields (P_Key, TVer,
+  // addresses) to build what a well-behaved peer never sends.
+  proto::FrameSpec& spec() { return spec_; }
 
  private:
   Engine& target_;

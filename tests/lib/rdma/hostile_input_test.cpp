@@ -1,0 +1,712 @@
+// One test per row of docs/robustness.md: a hostile or broken frame goes into Engine::receive
+// and the test checks what it gets (the NAK the IB spec prescribes, or a counted drop) and that
+// no byte of host memory changed that the request had no right to change. Every registered
+// region sits in one arena between guard bands; the guards are checked after every test.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "protocol/aeth.hpp"
+#include "protocol/checksum.hpp"
+#include "protocol/icrc.hpp"
+#include "tests/support/raw_peer.hpp"
+#include "tests/support/verbs_helpers.hpp"
+
+namespace roce::test {
+namespace {
+
+using namespace roce::proto;
+
+constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xAA};
+constexpr Ipv4Addr kPeerIp{10, 0, 0, 9};
+constexpr std::uint32_t kPeerQpn = 0x77;
+constexpr std::uint32_t kEpsn = 0x1000;
+constexpr std::uint32_t kPmtu = 1024;
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr std::uint8_t kNakPsnSeq = 0x60;
+constexpr std::uint8_t kNakInvalidRequest = 0x61;
+constexpr std::uint8_t kNakRemoteAccess = 0x62;
+
+constexpr std::size_t kGuard = 256;
+constexpr std::size_t kRegionBytes = 4096;
+enum Region : std::size_t { Rw, ReadOnly, NoAtomic, Recv, OtherPd, kRegions };
+constexpr std::size_t kEthBytes = sizeof(EthernetHeader);
+constexpr std::size_t kIpOffset = kEthBytes;
+constexpr std::size_t kUdpOffset = kIpOffset + sizeof(Ipv4Header);
+constexpr std::size_t kBthOffset = kUdpOffset + sizeof(UdpHeader);
+
+template <typename Header>
+Header read_header(const std::vector<std::byte>& f, std::size_t off) {
+  Header h;
+  std::memcpy(&h, f.data() + off, sizeof h);
+  return h;
+}
+template <typename Header>
+void write_header(std::vector<std::byte>& f, std::size_t off, const Header& h) {
+  std::memcpy(f.data() + off, &h, sizeof h);
+}
+
+void fix_ipv4_checksum(std::vector<std::byte>& f) {
+  auto ip = read_header<Ipv4Header>(f, kIpOffset);
+  ip.checksum.set(0);
+  write_header(f, kIpOffset, ip);
+  ip.checksum.set(internet_checksum(std::span{f}.subspan(kIpOffset, sizeof(Ipv4Header))));
+  write_header(f, kIpOffset, ip);
+}
+
+// Recomputes the ICRC after a test changed a covered byte, so the change itself is what the
+// engine sees, not a bad ICRC.
+void reseal(std::vector<std::byte>& f) {
+  const auto datagram = std::span{f}.subspan(kIpOffset, f.size() - kIpOffset - 4);
+  write_icrc(std::span{f}.last(4), compute_icrc(CrcBackend::Isal, IpVersion::V4, datagram));
+}
+
+class HostileInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineConfig cfg;
+    cfg.path.local.mac = {2, 0, 0, 0, 0, 1};
+    cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 1});
+    cfg.path.resolve_mac = [](const IpAddress&) -> std::optional<MacAddr> { return kPeerMac; };
+    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    QpOptions o;
+    o.min_rnr_timer = 14;
+    ep_ = make_endpoint(*engine_, o);
+    to_rtr(ep_.qp);
+    to_rts(ep_.qp);
+    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+
+    arena_.resize(kGuard + kRegions * (kRegionBytes + kGuard));
+    for (std::size_t i = 0; i < arena_.size(); ++i) arena_[i] = static_cast<std::byte>(0xA5 ^ (i * 31));
+    const int access[kRegions] = {kAll, IBV_ACCESS_REMOTE_READ,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+                                  IBV_ACCESS_LOCAL_WRITE, kAll};
+    for (std::size_t r = 0; r < kRegions; ++r) {
+      const PdHandle pd = r == OtherPd ? engine_->alloc_pd() : ep_.pd;
+      auto mr = mrs_.register_region(pd, region(r), kRegionBytes, access[r]);
+      ASSERT_TRUE(mr.ok()) << mr.error().message;
+      mr_[r] = *mr;
+    }
+    before_ = arena_;
+  }
+
+  void TearDown() override {
+    // Whatever a test did, nothing outside a registered region may have changed.
+    for (std::size_t g = 0; g <= kRegions; ++g) {
+      const std::size_t off = g * (kRegionBytes + kGuard);
+      EXPECT_TRUE(std::equal(arena_.begin() + static_cast<std::ptrdiff_t>(off),
+                             arena_.begin() + static_cast<std::ptrdiff_t>(off + kGuard),
+                             before_.begin() + static_cast<std::ptrdiff_t>(off)))
+          << "guard band " << g << " was written";
+    }
+  }
+
+  void to_rtr(QueuePair* qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.qp_access_flags = kAll;
+    a.port_num = 1;
+    ASSERT_TRUE(engine_->modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok());
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = kPeerQpn;
+    a.rq_psn = kEpsn;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 14;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
+    ASSERT_TRUE(engine_->modify_qp(qp, a,
+                                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+                    .ok());
+  }
+
+  void to_rts(QueuePair* qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0x500;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 4;
+    ASSERT_TRUE(engine_->modify_qp(qp, a,
+                                   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
+                    .ok());
+  }
+
+  std::byte* region(std::size_t r) { return arena_.data() + kGuard + r * (kRegionBytes + kGuard); }
+  std::uint64_t va(std::size_t r, std::size_t off = 0) { return reinterpret_cast<std::uint64_t>(region(r) + off); }
+  std::uint32_t rkey(std::size_t r) const { return mr_[r]->rkey(); }
+  static std::vector<std::byte> bytes(std::size_t n, std::uint8_t v) { return std::vector<std::byte>(n, std::byte{v}); }
+  static std::uint8_t syn(const Reply& r) { return r.pkt.ext.aeth.syndrome; }
+
+  bool memory_untouched() const { return arena_ == before_; }
+  std::uint64_t parse_drops() const {
+    std::uint64_t n = 0;
+    for (std::size_t e = 1; e < static_cast<std::size_t>(ParseError::Count); ++e)
+      n += engine_->parse_drops(static_cast<ParseError>(e));
+    return n;
+  }
+  std::uint64_t count(Counter c) const { return ep_.qp->counters().get(c); }
+
+  // The one answer a request got: a NAK with `syndrome` for the request's PSN, the QP in ERR.
+  void expect_fatal_nak(std::uint8_t syndrome, std::uint32_t psn = kEpsn) {
+    const auto out = peer_->collect();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].pkt.opcode(), raw(Opcode::RcAck));
+    EXPECT_EQ(syn(out[0]), syndrome);
+    EXPECT_EQ(out[0].pkt.psn(), psn);
+    EXPECT_EQ(ep_.qp->state(), QpState::Err);
+  }
+
+  std::vector<std::byte> valid_write(std::size_t n = 64) {
+    return peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), static_cast<std::uint32_t>(n)), bytes(n, 0xEE));
+  }
+
+  MrTable mrs_;
+  std::unique_ptr<Engine> engine_;
+  Endpoint ep_;
+  std::unique_ptr<RawPeer> peer_;
+  std::vector<std::byte> arena_;
+  std::vector<std::byte> before_;
+  const MemoryRegion* mr_[kRegions] = {};
+};
+
+// ---- frames that never reach a QP --------------------------------------------------------
+
+TEST_F(HostileInput, FrameCutAtEveryHeaderBoundaryIsATruncatedDrop) {
+  const auto whole = valid_write(64);
+  const std::size_t reth_end = kBthOffset + sizeof(Bth) + sizeof(Reth);
+  const std::size_t cuts[] = {0, 6, kEthBytes - 1, kEthBytes, kUdpOffset - 1, kUdpOffset, kBthOffset - 1, kBthOffset,
+                              kBthOffset + 4, kBthOffset + sizeof(Bth), reth_end - 1, reth_end, reth_end + 32,
+                              whole.size() - 4, whole.size() - 1};
+  for (const std::size_t cut : cuts) {
+    const std::vector<std::byte> f(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(cut));
+    peer_->send(f);
+  }
+  EXPECT_EQ(engine_->parse_drops(ParseError::Truncated), std::size(cuts));
+  EXPECT_EQ(parse_drops(), std::size(cuts));
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(count(Counter::RcvdPkts), 0u);
+}
+
+TEST_F(HostileInput, BadIcrcIsACountedDrop) {
+  auto f = valid_write();
+  f[kBthOffset + sizeof(Bth) + sizeof(Reth) + 3] ^= std::byte{0x10};  // one payload bit
+  peer_->send(f);
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, IpTotalLengthDisagreeingWithTheFrameIsADrop) {
+  for (const int delta : {-8, +8}) {
+    auto f = valid_write();
+    auto ip = read_header<Ipv4Header>(f, kIpOffset);
+    ip.total_length.set(static_cast<std::uint16_t>(ip.total_length.get() + delta));
+    write_header(f, kIpOffset, ip);
+    fix_ipv4_checksum(f);
+    peer_->send(f);
+  }
+  // Longer than the frame, or too short for the UDP datagram in it.
+  EXPECT_EQ(engine_->parse_drops(ParseError::LengthMismatch), 2u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, UdpLengthDisagreeingWithIpIsALengthMismatchDrop) {
+  for (const int delta : {-4, +4}) {
+    auto f = valid_write();
+    auto udp = read_header<UdpHeader>(f, kUdpOffset);
+    udp.length.set(static_cast<std::uint16_t>(udp.length.get() + delta));
+    write_header(f, kUdpOffset, udp);
+    reseal(f);
+    peer_->send(f);
+  }
+  EXPECT_EQ(engine_->parse_drops(ParseError::LengthMismatch), 2u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, BadIpv4HeaderChecksumIsACountedDrop) {
+  // The ICRC masks the IPv4 checksum, so only the checksum itself can catch this.
+  auto f = valid_write();
+  auto ip = read_header<Ipv4Header>(f, kIpOffset);
+  ip.checksum.set(static_cast<std::uint16_t>(ip.checksum.get() ^ 0x0101));
+  write_header(f, kIpOffset, ip);
+  peer_->send(f);
+  EXPECT_EQ(engine_->drops(EngineDrop::Ipv4ChecksumBad), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, NonZeroTverIsADrop) {
+  peer_->spec().bth.flags = static_cast<std::uint8_t>(peer_->spec().bth.flags | 0x1);
+  peer_->send(valid_write());
+  EXPECT_EQ(engine_->parse_drops(ParseError::BadTver), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WrongPkeyIsACountedDrop) {
+  peer_->spec().bth.pkey.set(0x1234);
+  peer_->send(valid_write());
+  EXPECT_EQ(engine_->drops(EngineDrop::PkeyMismatch), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  // A limited member of our partition may still talk to us (we are a full member).
+  peer_->spec().bth.pkey.set(0x7FFF);
+  peer_->send(valid_write());
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(Syndrome{syn(out[0])}.is_ack());
+}
+
+TEST_F(HostileInput, FrameForAnotherIpAddressIsACountedDrop) {
+  peer_->spec().ipv4.dst = Ipv4Addr{10, 0, 0, 2};
+  peer_->send(valid_write());
+  EXPECT_EQ(engine_->drops(EngineDrop::NotForUs), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, UnknownQpnIsACountedDrop) {
+  RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0xABCDE);
+  stranger.send(stranger.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_TRUE(stranger.collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, DestroyedQpnIsACountedDrop) {
+  QpOptions o;
+  Endpoint gone = make_endpoint(*engine_, o, ep_.pd);
+  to_rtr(gone.qp);
+  const std::uint32_t qpn = gone.qp->qpn();
+  ASSERT_TRUE(engine_->destroy_qp(gone.qp).ok());
+  RawPeer late(*engine_, kPeerMac, kPeerIp, kPeerQpn, qpn);
+  late.send(late.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_TRUE(late.collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, UcOpcodeForAnRcQpIsAWrongTransportDrop) {
+  peer_->send(peer_->frame(Opcode::UcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  EXPECT_EQ(engine_->drops(EngineDrop::WrongTransport), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, RoceV1FrameIsACountedDrop) {
+  auto f = valid_write();
+  auto eth = read_header<EthernetHeader>(f, 0);
+  eth.ether_type.set(kEtherTypeRoceV1);
+  write_header(f, 0, eth);
+  peer_->send(f);
+  EXPECT_EQ(engine_->parse_drops(ParseError::RoceV1), 1u);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, NonRoceFramesAreCountedDrops) {
+  auto arp = valid_write();
+  auto eth = read_header<EthernetHeader>(arp, 0);
+  eth.ether_type.set(kEtherTypeArp);
+  write_header(arp, 0, eth);
+  peer_->send(arp);
+
+  auto tcp = valid_write();
+  auto ip = read_header<Ipv4Header>(tcp, kIpOffset);
+  ip.protocol = 6;
+  write_header(tcp, kIpOffset, ip);
+  fix_ipv4_checksum(tcp);
+  peer_->send(tcp);
+
+  auto other_port = valid_write();
+  auto udp = read_header<UdpHeader>(other_port, kUdpOffset);
+  udp.dst_port.set(4792);
+  write_header(other_port, kUdpOffset, udp);
+  peer_->send(other_port);
+
+  auto fragment = valid_write();
+  ip = read_header<Ipv4Header>(fragment, kIpOffset);
+  ip.flags_fragment.set(0x2000);  // more fragments
+  write_header(fragment, kIpOffset, ip);
+  fix_ipv4_checksum(fragment);
+  peer_->send(fragment);
+
+  EXPECT_EQ(engine_->parse_drops(ParseError::NotIp), 1u);
+  EXPECT_EQ(engine_->parse_drops(ParseError::NotUdp), 1u);
+  EXPECT_EQ(engine_->parse_drops(ParseError::NotRoceV2Port), 1u);
+  EXPECT_EQ(engine_->parse_drops(ParseError::IpFragment), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, InconsistentPadCountIsADrop) {
+  // A READ request carries no payload, so any pad count is a lie.
+  peer_->spec().validate = false;
+  auto f = peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 8));
+  auto bth = read_header<Bth>(f, kBthOffset);
+  bth.set_pad_count(3);
+  write_header(f, kBthOffset, bth);
+  reseal(f);
+  peer_->send(f);
+  EXPECT_EQ(engine_->parse_drops(ParseError::PadCntInconsistent), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+}
+
+TEST_F(HostileInput, PayloadAboveTheLargestMtuIsADrop) {
+  peer_->spec().validate = false;
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 4100), bytes(4100, 1)));
+  EXPECT_EQ(engine_->parse_drops(ParseError::PayloadAbovePmtu), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, CnpForAnUnknownQpIsACountedDrop) {
+  RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0xABCDE);
+  stranger.send(stranger.frame(Opcode::Cnp, 0, {}, {}, false));
+  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_TRUE(stranger.collect().empty());
+}
+
+TEST_F(HostileInput, CnpForAQpWithoutDcqcnIsCountedAndIgnored) {
+  peer_->send(peer_->frame(Opcode::Cnp, 0, {}, {}, false));
+  EXPECT_EQ(count(Counter::CnpIgnored), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+// ---- QP state and PSN --------------------------------------------------------------------
+
+TEST_F(HostileInput, RequestToAQpInInitIsABadStateDrop) {
+  QpOptions o;
+  Endpoint fresh = make_endpoint(*engine_, o, ep_.pd);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.qp_access_flags = kAll;
+  a.port_num = 1;
+  ASSERT_TRUE(engine_->modify_qp(fresh.qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok());
+  RawPeer p(*engine_, kPeerMac, kPeerIp, kPeerQpn, fresh.qp->qpn());
+  p.send(p.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  EXPECT_EQ(fresh.qp->counters().get(Counter::BadStateDrops), 1u);
+  EXPECT_TRUE(p.collect().empty());
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(fresh.qp->state(), QpState::Init);
+}
+
+TEST_F(HostileInput, ResponseToAQpThatSendsNoRequestsIsABadStateDrop) {
+  QpOptions o;
+  Endpoint rtr = make_endpoint(*engine_, o, ep_.pd);
+  to_rtr(rtr.qp);
+  RawPeer p(*engine_, kPeerMac, kPeerIp, kPeerQpn, rtr.qp->qpn());
+  ExtHeaders ext;
+  ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
+  p.send(p.frame(Opcode::RcReadResponseOnly, 0x500, ext, bytes(8, 1), false));
+  EXPECT_EQ(rtr.qp->counters().get(Counter::BadStateDrops), 1u);
+  EXPECT_TRUE(p.collect().empty());
+  EXPECT_EQ(rtr.qp->state(), QpState::Rtr);
+}
+
+TEST_F(HostileInput, UnsolicitedResponseIsAGhostAndChangesNothing) {
+  ExtHeaders ext;
+  ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
+  peer_->send(peer_->frame(Opcode::RcReadResponseOnly, 0x500, ext, bytes(8, 1), false));
+  peer_->send(peer_->frame(Opcode::RcAck, 0x400, ext, {}, false));  // far behind the window
+  EXPECT_EQ(count(Counter::GhostResponses), 2u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_TRUE(drain(ep_).empty());
+}
+
+TEST_F(HostileInput, RequestToAQpInErrorIsABadStateDrop) {
+  peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn, {}, bytes(kPmtu, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  before_ = arena_;
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  EXPECT_EQ(count(Counter::BadStateDrops), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, PsnAheadGetsOneSequenceNakThenSilence) {
+  for (std::uint32_t i = 1; i <= 5; ++i)
+    peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn + i * 100, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(syn(out[0]), kNakPsnSeq);
+  EXPECT_EQ(out[0].pkt.psn(), kEpsn);
+  EXPECT_EQ(count(Counter::OutOfSeqRequest), 5u);
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);  // class B: the QP carries on
+}
+
+TEST_F(HostileInput, PsnFarBehindIsADuplicateAcknowledgedNotExecuted) {
+  const std::uint32_t far = (kEpsn - (1u << 22)) & 0xFFFFFF;
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, far, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(Syndrome{syn(out[0])}.is_ack());
+  EXPECT_EQ(out[0].pkt.psn(), (kEpsn - 1) & 0xFFFFFF);
+  EXPECT_EQ(count(Counter::DuplicateRequest), 1u);
+  EXPECT_TRUE(memory_untouched());
+}
+
+// ---- opcode sequence and payload sizes (NAK invalid request, class C) ---------------------
+
+TEST_F(HostileInput, MiddleWithoutFirstIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcSendMiddle, kEpsn, {}, bytes(kPmtu, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, LastAfterOnlyIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 2), false));
+  peer_->send(peer_->frame(Opcode::RcWriteLast, kEpsn + 1, {}, bytes(8, 3)));
+  expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
+  EXPECT_EQ(count(Counter::OpcodeSequenceErrors), 1u);
+  EXPECT_EQ(region(Rw)[0], std::byte{2});  // the ONLY landed, the LAST did not
+  EXPECT_TRUE(std::equal(arena_.begin() + kGuard + 8, arena_.end(), before_.begin() + kGuard + 8));
+}
+
+TEST_F(HostileInput, FirstWhileAMessageIsOpenIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 2 * kPmtu), bytes(kPmtu, 2), false));
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn + 1, reth(va(Rw, kPmtu), rkey(Rw), 2 * kPmtu), bytes(kPmtu, 3)));
+  expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
+  EXPECT_TRUE(std::equal(arena_.begin() + kGuard + kPmtu, arena_.end(), before_.begin() + kGuard + kPmtu));
+}
+
+TEST_F(HostileInput, PayloadAboveThePathMtuIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 2048), bytes(2048, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, FirstOrMiddleNotPmtuSizedIsInvalidRequest) {
+  // 512 is an IBA MTU, so the parser lets it through; the QP's path MTU is 1024.
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 4096), bytes(kPmtu / 2, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, ShortMiddleIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 3 * kPmtu), bytes(kPmtu, 1), false));
+  peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, bytes(kPmtu / 2, 2)));
+  expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
+  EXPECT_TRUE(std::equal(arena_.begin() + kGuard + kPmtu, arena_.end(), before_.begin() + kGuard + kPmtu));
+}
+
+TEST_F(HostileInput, RethLengthDisagreeingWithPayloadIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 16), bytes(64, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, LastOverrunningItsRethIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), kPmtu + 8), bytes(kPmtu, 1), false));
+  peer_->send(peer_->frame(Opcode::RcWriteLast, kEpsn + 1, {}, bytes(64, 2)));
+  expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
+  EXPECT_TRUE(std::equal(arena_.begin() + kGuard + kPmtu, arena_.end(), before_.begin() + kGuard + kPmtu));
+}
+
+TEST_F(HostileInput, SendLongerThanTheReceiveBufferIsInvalidRequest) {
+  ibv_sge g = sge(region(Recv), 16, mr_[Recv]);
+  ASSERT_EQ(post_recv(ep_, 9, &g, 1), 0);
+  peer_->send(peer_->frame(Opcode::RcSendOnly, kEpsn, {}, bytes(64, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  const auto wcs = drain(ep_);
+  ASSERT_FALSE(wcs.empty());
+  EXPECT_EQ(wcs[0].status, IBV_WC_LOC_LEN_ERR);
+  EXPECT_TRUE(memory_untouched());
+}
+
+// ---- memory access (NAK remote access error, class C) -------------------------------------
+
+TEST_F(HostileInput, VaPlusLengthOverflowIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(UINT64_MAX - 15, rkey(Rw), 64), bytes(64, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WriteEndingPastTheRegionIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw, kRegionBytes - 8), rkey(Rw), 16), bytes(16, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WriteStartingBeforeTheRegionIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw) - 8, rkey(Rw), 16), bytes(16, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, MultiPacketWriteLongerThanTheRegionIsRefusedAtFirst) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), kRegionBytes + kPmtu), bytes(kPmtu, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, ReadPastTheRegionIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw, 8), rkey(Rw), kRegionBytes)));
+  expect_fatal_nak(kNakRemoteAccess);
+}
+
+TEST_F(HostileInput, RegionDeregisteredInTheMiddleOfAWriteIsNeverWritten) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 2 * kPmtu), bytes(kPmtu, 1), false));
+  ASSERT_TRUE(mrs_.deregister(rkey(Rw)).ok());  // the application frees it: the memory may be reused
+  peer_->send(peer_->frame(Opcode::RcWriteLast, kEpsn + 1, {}, bytes(kPmtu, 2)));
+  expect_fatal_nak(kNakRemoteAccess, kEpsn + 1);
+  EXPECT_TRUE(std::equal(arena_.begin() + kGuard + kPmtu, arena_.end(), before_.begin() + kGuard + kPmtu));
+}
+
+TEST_F(HostileInput, RegionDeregisteredBeforeTheReadResponseIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 2 * kPmtu)));
+  ASSERT_TRUE(mrs_.deregister(rkey(Rw)).ok());  // before the engine got to send the data
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_EQ(count(Counter::ReadResponsesSent), 0u);
+}
+
+TEST_F(HostileInput, BadRkeyIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), 0xDEAD00, 8), bytes(8, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, StaleRkeyOfADeregisteredRegionIsRemoteAccessError) {
+  const std::uint32_t stale = rkey(Rw);
+  ASSERT_TRUE(mrs_.deregister(stale).ok());
+  // The same memory registered again gets a new key: the old one must not reach it.
+  auto again = mrs_.register_region(ep_.pd, region(Rw), kRegionBytes, kAll);
+  ASSERT_TRUE(again.ok());
+  ASSERT_NE((*again)->rkey(), stale);
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), stale, 8), bytes(8, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, RkeyOfAnotherProtectionDomainIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(OtherPd), rkey(OtherPd), 8), bytes(8, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WriteToAReadOnlyRegionIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(ReadOnly), rkey(ReadOnly), 8), bytes(8, 1)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, AtomicOnARegionWithoutAtomicAccessIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(NoAtomic), rkey(NoAtomic), 1, 0)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, MisalignedAtomicIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcCmpSwap, kEpsn, atomic_eth(va(Rw, 4), rkey(Rw), 1, 0)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, AlignedAtomicJustPastTheRegionIsRemoteAccessError) {
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw, kRegionBytes), rkey(Rw), 1, 0)));
+  expect_fatal_nak(kNakRemoteAccess);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, ReadLargerThanAMessageMayBeIsInvalidRequest) {
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 0x80000001u)));
+  expect_fatal_nak(kNakInvalidRequest);
+}
+
+TEST_F(HostileInput, MoreOutstandingReadsThanNegotiatedIsInvalidRequest) {
+  for (std::uint32_t i = 0; i < 5; ++i)
+    peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + i, reth(va(Rw), rkey(Rw), 8)));
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i].pkt.opcode(), raw(Opcode::RcReadResponseOnly));
+  EXPECT_EQ(out[4].pkt.opcode(), raw(Opcode::RcAck));
+  EXPECT_EQ(syn(out[4]), kNakInvalidRequest);
+  EXPECT_EQ(out[4].pkt.psn(), kEpsn + 4);
+  EXPECT_EQ(ep_.qp->state(), QpState::Err);
+}
+
+TEST_F(HostileInput, ReplayedDuplicatesDoNotCountAgainstOutstandingReads) {
+  // A duplicated atomic is answered again from the saved result; those replays must not use up
+  // max_dest_rd_atomic (4) and make the next new request look like one too many.
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 1, 0)));
+  for (int i = 0; i < 3; ++i) peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 1, 0)));
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn + 1, atomic_eth(va(Rw), rkey(Rw), 1, 0)));
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 5u);
+  for (const Reply& r : out) EXPECT_EQ(r.pkt.opcode(), raw(Opcode::RcAtomicAck));
+  EXPECT_EQ(out[4].pkt.psn(), kEpsn + 1);
+  EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), 3u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+// ---- floods ------------------------------------------------------------------------------
+
+TEST_F(HostileInput, FloodOfDuplicateWritesIsAcknowledgedNeverReexecuted) {
+  peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 7)));
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  before_ = arena_;
+  std::size_t answers = 0;
+  for (int round = 0; round < 100; ++round) {
+    for (int i = 0; i < 100; ++i)
+      peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 9)));
+    const auto out = peer_->collect();
+    ASSERT_LE(out.size(), 1u);  // coalesced: one ACK per burst
+    answers += out.size();
+  }
+  EXPECT_EQ(answers, 100u);
+  EXPECT_EQ(count(Counter::DuplicateRequest), 10000u);
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+TEST_F(HostileInput, FloodOfDuplicateReadsIsBoundedByTheResponseQueue) {
+  peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 2 * kPmtu)));
+  ASSERT_EQ(peer_->collect().size(), 2u);
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 100; ++i) peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 2 * kPmtu)));
+    // Each retried READ restarts the same response stream instead of queueing another.
+    EXPECT_LE(peer_->collect().size(), 2u);
+  }
+  EXPECT_EQ(count(Counter::DuplicateRequest), 5000u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, FloodOfDuplicateAtomicsIsReplayedNeverReexecuted) {
+  peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 5, 0)));
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  before_ = arena_;
+  for (int round = 0; round < 100; ++round) {
+    for (int i = 0; i < 100; ++i) peer_->send(peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 5, 0)));
+    EXPECT_LE(peer_->collect().size(), 2u * 4 + 4);  // the response queue (2 x max_dest_rd_atomic + 4), no more
+  }
+  // Once the response queue is full the rest are dropped unexecuted (the requester retries).
+  EXPECT_GT(count(Counter::ResponderBusyDrops), 0u);
+  EXPECT_EQ(count(Counter::DuplicateRequest) + count(Counter::ResponderBusyDrops), 10000u);
+  EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), count(Counter::DuplicateRequest));
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, FloodOfFramesForUnknownQpsLeavesNothingBehind) {
+  for (std::uint32_t q = 0; q < 10000; ++q) {
+    RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0x100000 + q);
+    stranger.send(stranger.frame(Opcode::RcWriteOnly, q, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
+  }
+  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 10000u);
+  EXPECT_FALSE(engine_->has_tx_work());
+  EXPECT_TRUE(memory_untouched());
+}
+
+}  // namespace
+}  // namespace roce::test
