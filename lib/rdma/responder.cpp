@@ -108,13 +108,12 @@ std::uint32_t Responder::pending_rd_atomic() const {
 }
 
 bool Responder::make_room_for_rd_atomic() {
-  if (pending_rd_atomic() < resources_.size()) return true;
   // A new READ/atomic recycles the oldest resource. A requester keeps at most max_rd_atomic
   // (<= our max_dest_rd_atomic) outstanding, so it sends this one only after the oldest one
   // completed on its side: answers still queued for that one are replays of a duplicate (its
   // retry timer fired while the first answer was still on the way) and nobody waits for them.
   // First-time answers are never dropped: a requester that really exceeds the limit still gets
-  // NAK invalid request.
+  // NAK invalid request. (Fresh replays take no resource, but a stale one still costs the link.)
   const Resource& oldest = resources_[next_resource_];
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out_count_; ++i) {
