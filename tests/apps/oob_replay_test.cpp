@@ -311,6 +311,28 @@ TEST_F(ServerReplay, AnswersEachRecordedPerftestClientAsTheRealServerDid) {
   }
 }
 
+TEST_F(ServerReplay, AResultsFieldThatLooksLikeARecordIsStillAResult) {
+  // A bandwidth double whose fifth byte is ':' once made the server read it as the start of a
+  // 108-byte record and wait forever (the soak found it after ~100 sessions).
+  for (const Capture& c : kPerftest) {
+    if (!c.complete || c.verb == Verb::Send) continue;
+    SCOPED_TRACE(c.fixture);
+    auto steps = load(c.fixture);
+    std::size_t first_result = steps.size();
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].client.size() == 8) {
+        first_result = i;
+        break;
+      }
+    ASSERT_LT(first_result + 2, steps.size());
+    steps[first_result + 2].client[4] = std::byte{':'};  // the peak bandwidth field
+    SessionReport report;
+    const auto sent = serve(steps, c.client_ip, report);
+    EXPECT_EQ(report.qps, 1u);
+    EXPECT_EQ(std::count_if(sent.begin(), sent.end(), [](const Bytes& b) { return b.size() == 8; }), 5);
+  }
+}
+
 TEST_F(ServerReplay, AnswersTheRecordedPingpongClientAsTheRealServerDid) {
   const auto steps = load("rxe_rc_pingpong");
   ASSERT_EQ(steps.size(), 2u);  // records, then "done" with no answer
