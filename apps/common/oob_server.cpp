@@ -55,6 +55,11 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const RemoteQp
   return raw;
 }
 
+OobServer::~OobServer() {
+  SessionReport discarded;
+  teardown(discarded);
+}
+
 void OobServer::teardown(SessionReport& r) {
   for (auto& q : qps_) {
     drivers_.remove(q->local.worker, q->driver_id);

@@ -46,6 +46,11 @@ struct SessionReport {
 class OobServer {
  public:
   OobServer(Connector& conn, DriverSet& drivers, ServerConfig cfg) : conn_(conn), drivers_(drivers), cfg_(std::move(cfg)) {}
+  // A session that ended in an error still owns QPs whose drivers run on the workers: they are
+  // detached and destroyed here, before the receivers they point to go away.
+  ~OobServer();
+  OobServer(const OobServer&) = delete;
+  OobServer& operator=(const OobServer&) = delete;
 
   // Serves one accepted connection to its end. `stop` aborts waiting.
   Result<SessionReport> serve(TcpStream& tcp, const std::atomic<bool>& stop);

@@ -236,7 +236,8 @@ class ServerReplay : public ::testing::Test {
   }
 
   // Serves one recorded client; returns what our server sent per step.
-  std::vector<Bytes> serve(const std::vector<Step>& steps, proto::Ipv4Addr client_ip, SessionReport& report) {
+  std::vector<Bytes> serve(const std::vector<Step>& steps, proto::Ipv4Addr client_ip, SessionReport& report,
+                           bool expect_ok = true) {
     dp_->arp().learn(client_ip, proto::MacAddr{0x02, 0, 0, 0, 0, 3});  // the recorded peer "answers ARP"
     auto exposed = MappedBuffer::anonymous(1 << 20);
     auto recv = MappedBuffer::anonymous(1 << 16);
@@ -271,7 +272,7 @@ class ServerReplay : public ::testing::Test {
       }
       srv.join();
       EXPECT_EQ(error, "");
-      EXPECT_TRUE(r.ok()) << r.error().message;
+      EXPECT_EQ(r.ok(), expect_ok) << (r.ok() ? std::string("served") : r.error().message);
       if (r.ok()) report = *r;
       dp_->memory().deregister((*emr)->rkey());
       dp_->memory().deregister((*rmr)->rkey());
@@ -331,6 +332,31 @@ TEST_F(ServerReplay, AResultsFieldThatLooksLikeARecordIsStillAResult) {
     EXPECT_EQ(report.qps, 1u);
     EXPECT_EQ(std::count_if(sent.begin(), sent.end(), [](const Bytes& b) { return b.size() == 8; }), 5);
   }
+}
+
+std::size_t qps_on(dp::Dataplane& d) {
+  return d.call(0, [](Engine& e) {
+    std::size_t n = 0;
+    e.for_each_qp([&](const QueuePair&) { ++n; });
+    return n;
+  });
+}
+
+TEST_F(ServerReplay, ASessionThatFailsMidwayLeavesNoQpBehind) {
+  // After the QP records the client sends a broken record: the session fails, and its QP (whose
+  // traffic driver points into the session) must be gone with it, not left running on the worker.
+  auto steps = load("rxe_ib_write_bw");
+  std::size_t cut = 0;
+  while (cut < steps.size() && steps[cut].client.size() != kPerftestRecordBytes) ++cut;
+  ASSERT_LT(cut, steps.size());
+  steps.resize(cut + 1);
+  Bytes broken(kPerftestRecordBytes, std::byte{'z'});
+  for (int i = 0; i < 4; ++i) broken[static_cast<std::size_t>(i)] = std::byte{'0'};
+  broken[4] = std::byte{':'};
+  steps.push_back(Step{broken, {}});
+  SessionReport report;
+  serve(steps, {10, 77, 0, 3}, report, false);
+  EXPECT_EQ(qps_on(*dp_), 0u);
 }
 
 TEST_F(ServerReplay, AnswersTheRecordedPingpongClientAsTheRealServerDid) {
