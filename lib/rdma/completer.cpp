@@ -55,6 +55,12 @@ void Completer::start(const QpContext& qp) {
   rto_ = local_ack_timeout(qp.cfg.timeout);
   retransmit_at_ = kNever;
   rnr_at_ = kNever;
+  early_at_ = kNever;
+  early_backoff_ = 0;
+  srtt_ = rttvar_ = 0;
+  sample_end_ = una_;
+  sample_sent_at_ = kNever;
+  ack_req_end_ = una_;
 }
 
 void Completer::finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status) {
@@ -91,14 +97,60 @@ void Completer::progressed(const QpContext& qp, const Requester& req, Nanos now)
   retry_left_ = qp.cfg.retry_cnt;
   rnr_retry_left_ = qp.cfg.rnr_retry;
   retrying_ = false;
-  const bool outstanding = psn_before(una_, req.sent_end_psn());
-  retransmit_at_ = outstanding && rto_ != kNever ? now + rto_ : kNever;
+  early_backoff_ = 0;
+  take_rtt_sample(now);
+  if (psn_before(una_, req.sent_end_psn())) {
+    arm_timers(qp, now);
+  } else {
+    retransmit_at_ = kNever;
+    early_at_ = kNever;
+  }
+}
+
+void Completer::take_rtt_sample(Nanos now) {
+  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
+  const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
+  sample_sent_at_ = kNever;
+  if (srtt_ == 0) {
+    srtt_ = r;
+    rttvar_ = r / 2;
+  } else {
+    const Nanos err = srtt_ > r ? srtt_ - r : r - srtt_;
+    rttvar_ = (3 * rttvar_ + err) / 4;
+    srtt_ = (7 * srtt_ + r) / 8;
+  }
+}
+
+void Completer::arm_timers(const QpContext& qp, Nanos now) {
+  retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
+  arm_early(qp, now);
+}
+
+void Completer::arm_early(const QpContext& qp, Nanos now) {
+  early_at_ = kNever;
+  const Nanos floor = qp.tuning ? qp.tuning->early_retransmit_min : 0;
+  // Only while a packet that asked for an ACK is unacknowledged: a sender paced so slowly
+  // (DCQCN) that no AckReq went out for a while is not waiting for anything.
+  if (floor <= 0 || srtt_ == 0 || rto_ == kNever || early_backoff_ >= 32 || !psn_before(una_, ack_req_end_)) return;
+  const Nanos wait = std::max(floor, srtt_ + 4 * rttvar_) << early_backoff_;
+  if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
 
 void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos now) {
-  (void)qp;
-  (void)req;
-  if (retransmit_at_ == kNever && rto_ != kNever) retransmit_at_ = now + rto_;
+  if (retransmit_at_ == kNever && rnr_at_ == kNever) {
+    arm_timers(qp, now);
+  }
+  if (req.last_asked_ack()) {
+    // An ACK is owed about one round trip after each AckReq: the early timer runs from the
+    // latest one.
+    if (psn_after(req.last_end_psn(), ack_req_end_)) ack_req_end_ = req.last_end_psn();
+    if (retransmit_at_ != kNever) arm_early(qp, now);
+  }
+  // A packet carrying a PSN never sent before starts an RTT sample if none is pending.
+  if (sample_sent_at_ == kNever && !retrying_ && psn_after(req.sent_end_psn(), sample_end_)) {
+    sample_end_ = req.sent_end_psn();
+    sample_sent_at_ = now;
+  }
 }
 
 CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout) {
@@ -112,10 +164,26 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   --retry_left_;
   if (timeout) qp.counters.inc(Counter::RetransmitTimeouts);
   qp.counters.inc(Counter::CompleterRetryErr);
+  go_back(qp, req, psn, now);
+  return CompleterOutcome::Progress;
+}
+
+void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now) {
   req.rewind(qp, psn);
   retrying_ = true;
-  retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
-  return CompleterOutcome::Progress;
+  sample_sent_at_ = kNever;  // Karn: an ACK may now answer either copy
+  sample_end_ = req.sent_end_psn();
+  arm_timers(qp, now);
+}
+
+std::uint32_t Completer::resume_psn(const QpContext& qp) const {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state == WqeState::Done) continue;
+    if (w.state == WqeState::InFlight && w.is_read()) return psn_add(w.first_psn, w.read_packets_received);
+    break;
+  }
+  return una_;
 }
 
 CompleterOutcome Completer::fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status) {
@@ -192,6 +260,7 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
       rnr_at_ = now + wait;
       retrying_ = false;
       retransmit_at_ = kNever;
+      early_at_ = kNever;
       req.rewind(qp, resume);
       req.enter_rnr_wait(rnr_at_);
       return CompleterOutcome::Progress;
@@ -302,21 +371,26 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
   if (rnr_at_ <= now) {
     rnr_at_ = kNever;
     req.leave_rnr_wait();
-    retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
+    arm_timers(qp, now);
     out = CompleterOutcome::Progress;
   }
+  const bool outstanding = psn_before(una_, req.sent_end_psn());
   if (retransmit_at_ <= now) {
     retransmit_at_ = kNever;
-    if (psn_before(una_, req.sent_end_psn())) {
-      std::uint32_t resume = una_;
-      // Resume an oldest READ where its data stopped.
-      for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
-        const SendWqe& w = qp.sq.at(i);
-        if (w.state == WqeState::Done) continue;
-        if (w.state == WqeState::InFlight && w.is_read()) resume = psn_add(w.first_psn, w.read_packets_received);
-        break;
-      }
-      out = retry(qp, req, resume, now, true);
+    early_at_ = kNever;
+    if (outstanding) out = retry(qp, req, resume_psn(qp), now, true);
+  } else if (early_at_ <= now) {
+    early_at_ = kNever;
+    if (outstanding && rnr_at_ == kNever) {
+      qp.counters.inc(Counter::EarlyRetransmits);
+      ++early_backoff_;
+      // The local ACK timer keeps running from the last progress: early retransmissions must
+      // not postpone the QP's failure on a dead path.
+      const Nanos ack_timer = retransmit_at_;
+      go_back(qp, req, resume_psn(qp), now);
+      retransmit_at_ = ack_timer;
+      arm_early(qp, now);
+      out = CompleterOutcome::Progress;
     }
   }
   req.una_hint_ = una_;
@@ -349,6 +423,7 @@ void Completer::flush(QpContext& qp, Requester& req) {
   }
   retransmit_at_ = kNever;
   rnr_at_ = kNever;
+  early_at_ = kNever;
   retire(qp, req);
 }
 

@@ -3,6 +3,7 @@
 // owns the retransmission and RNR timers and asks the requester to go back N.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -36,8 +37,10 @@ class Completer {
   // Moves every unfinished send WQE to `status` (the first) and IBV_WC_WR_FLUSH_ERR (the rest).
   void flush(QpContext& qp, Requester& req);
 
-  Nanos deadline() const { return retransmit_at_ < rnr_at_ ? retransmit_at_ : rnr_at_; }
+  Nanos deadline() const { return std::min({retransmit_at_, rnr_at_, early_at_}); }
   Nanos retransmit_deadline() const { return retransmit_at_; }
+  Nanos early_retransmit_deadline() const { return early_at_; }
+  Nanos srtt() const { return srtt_; }  // 0 until the first sample
   std::uint32_t una() const { return una_; }
 
  private:
@@ -45,11 +48,17 @@ class Completer {
   AckResult acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn, std::uint32_t* retry_psn);
   void finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status);
   CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
+  void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
   CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   void progressed(const QpContext& qp, const Requester& req, Nanos now);
+  // Oldest PSN to resend from: una, or where the oldest outstanding READ's data stopped.
+  std::uint32_t resume_psn(const QpContext& qp) const;
+  void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer
+  void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
+  void take_rtt_sample(Nanos now);
   Nanos rto() const { return rto_; }
 
   std::uint32_t una_ = 0;
@@ -60,6 +69,15 @@ class Completer {
   Nanos retransmit_at_ = kNever;
   Nanos rnr_at_ = kNever;
   bool retrying_ = false;  // a go-back-N is under way and has made no progress yet
+
+  // Early retransmission: RTT smoothed as in RFC 6298, sampled by Karn's rule (only PSNs sent
+  // once: a retransmission drops the pending sample).
+  Nanos early_at_ = kNever;
+  std::uint32_t early_backoff_ = 0;   // doublings since the last progress
+  Nanos srtt_ = 0, rttvar_ = 0;
+  std::uint32_t sample_end_ = 0;      // the sample completes once una reaches this PSN
+  Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
+  std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
 };
 
 std::string to_string(CompleterOutcome o);

@@ -27,6 +27,7 @@ enum class Counter : std::uint16_t {
   // ours
   RetransmittedPkts,
   RetransmitTimeouts,
+  EarlyRetransmits,      // go-back-N started by the early retransmission timer
   RnrWaits,
   AcksSent,
   NaksSent,

@@ -56,6 +56,13 @@ struct TransportTuning {
   // 64 packets at a 4 KiB MTU, still the 256-packet cap at 1 KiB.
   std::uint32_t max_inflight_bytes = 256 * 1024;
   std::uint32_t ack_req_every = 64;           // also ask for an ACK every N packets of a long message
+  // Early retransmission (ConnectX calls its version adaptive retransmission): after no progress
+  // for max(this, srtt + 4 rttvar), doubling on each try, resend from the oldest unacknowledged
+  // PSN without using up retry_cnt. Go-back-N has no answer for a lost NAK, a lost
+  // retransmission or a lost tail but the local ACK timeout (67 ms at the usual timeout 14);
+  // duplicates are always safe for the responder. The local ACK timeout still counts retries
+  // and fails the QP. Only after a first RTT sample; 0 disables it.
+  Nanos early_retransmit_min = kMilli;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send

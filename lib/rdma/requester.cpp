@@ -174,8 +174,16 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   }
   if (qp.is_rc()) {
     ++packets_since_ack_req_;
-    const bool ask = info.ends_message() || packets_since_ack_req_ >= qp.tuning->ack_req_every;
+    // Also when this packet fills the go-back-N window: nothing more goes out until an ACK
+    // comes, and the responder only ACKs on request.
+    const std::int32_t inflight_after = psn_diff(psn, una_hint_) + 1;
+    const bool fills_window =
+        inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
+        (qp.tuning->max_inflight_bytes != 0 &&
+         static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
+    const bool ask = info.ends_message() || packets_since_ack_req_ >= qp.tuning->ack_req_every || fills_window;
     spec.bth.set_ack_requested(ask);
+    last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;
   }
 
@@ -196,6 +204,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   const std::uint32_t end = psn_add(psn, w.is_read() ? w.npackets - index : 1);
   if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
   if (psn_after(end, sent_end_psn_)) sent_end_psn_ = end;
+  last_end_psn_ = end;
 }
 
 void Requester::rewind(QpContext& qp, std::uint32_t psn) {

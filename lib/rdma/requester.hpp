@@ -42,6 +42,9 @@ class Requester {
   std::uint32_t next_psn() const { return next_psn_; }
   std::uint32_t sent_end_psn() const { return sent_end_psn_; }
   std::uint64_t cursor() const { return cursor_; }
+  // The packet build_next() wrote last: whether it set AckReq, and one past its PSNs.
+  bool last_asked_ack() const { return last_asked_ack_; }
+  std::uint32_t last_end_psn() const { return last_end_psn_; }
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
 
@@ -57,6 +60,8 @@ class Requester {
   std::uint64_t cursor_ = 0;       // SQ index of the WQE transmitting next
   std::uint32_t inflight_rd_atomic_ = 0;
   std::uint32_t packets_since_ack_req_ = 0;
+  bool last_asked_ack_ = false;
+  std::uint32_t last_end_psn_ = 0;
 
   friend class Completer;
 };

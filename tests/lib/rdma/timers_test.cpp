@@ -16,19 +16,20 @@ struct Timed {
   std::uint8_t opcode;
   std::uint32_t psn;
   std::uint8_t syndrome;
+  bool ack_req;
 };
 
 class Timers : public ::testing::Test {
  protected:
   void start(const QpOptions& o, LinkFaults a_to_b, LinkFaults b_to_a = {}) {
-    net_.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1});
-    net_.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2});
+    net_.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg_);
+    net_.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg_);
     a_to_b.delay = b_to_a.delay = kDelay;
     net_.connect("a", "b", a_to_b, b_to_a);
     net_.on_transmit = [this](const std::string& from, std::span<const std::byte> f, Nanos t) {
       Packet p;
       if (parse_frame(f, {}, p) != ParseError::None) return;
-      (from == "a" ? a_out_ : b_out_).push_back({t, p.opcode(), p.psn(), p.ext.aeth.syndrome});
+      (from == "a" ? a_out_ : b_out_).push_back({t, p.opcode(), p.psn(), p.ext.aeth.syndrome, p.bth.ack_requested()});
     };
     a_ = make_endpoint(net_.host("a"), o);
     b_ = make_endpoint(net_.host("b"), o);
@@ -49,6 +50,7 @@ class Timers : public ::testing::Test {
   }
 
   static constexpr Nanos kDelay = 3 * kMicro;
+  EngineConfig cfg_;
   SimNetwork net_{42};
   Endpoint a_, b_;
   std::vector<std::byte> buf_, remote_;
@@ -158,7 +160,7 @@ TEST_F(Timers, RnrExponentialBackoffDoublesTheWait) {
   net_.connect("a", "b", f, f);
   net_.on_transmit = [this](const std::string& from, std::span<const std::byte> fr, Nanos t) {
     Packet p;
-    if (parse_frame(fr, {}, p) == ParseError::None) (from == "a" ? a_out_ : b_out_).push_back({t, p.opcode(), p.psn(), 0});
+    if (parse_frame(fr, {}, p) == ParseError::None) (from == "a" ? a_out_ : b_out_).push_back({t, p.opcode(), p.psn(), 0, p.bth.ack_requested()});
   };
   a_ = make_endpoint(net_.host("a"), o);
   b_ = make_endpoint(net_.host("b"), o);
@@ -197,6 +199,141 @@ TEST_F(Timers, SequenceNakTriggersImmediateGoBackN) {
   EXPECT_LT(net_.now(), 100 * kMicro);
   EXPECT_EQ(a_.qp->counters().get(Counter::RcvdSeqErr), 1u);
   EXPECT_EQ(a_.qp->counters().get(Counter::RetransmittedPkts), 4u);
+}
+
+TEST_F(Timers, PacketFillingTheWindowAsksForAnAck) {
+  // A window shorter than ack_req_every: without AckReq on the packet that fills it, the
+  // responder would stay silent and the requester would wait for the local ACK timeout.
+  cfg_.tuning.max_inflight_packets = 8;
+  cfg_.tuning.max_inflight_bytes = 0;
+  cfg_.tuning.ack_req_every = 64;
+  start(QpOptions{}, {});
+  std::vector<std::byte> big(20 * 1024, std::byte{5}), dst(20 * 1024);
+  const MemoryRegion* bm = reg(*a_.engine, a_.pd, big, IBV_ACCESS_LOCAL_WRITE);
+  const MemoryRegion* dm = reg(*b_.engine, b_.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_sge g = sge(big.data(), static_cast<std::uint32_t>(big.size()), bm);
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
+  auto wcs = run_for_completion(kSecond);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst, big);
+  EXPECT_EQ(a_.qp->counters().get(Counter::RetransmittedPkts), 0u);
+  EXPECT_LT(net_.now(), 200 * kMicro);
+  ASSERT_EQ(a_out_.size(), 20u);
+  EXPECT_FALSE(a_out_[6].ack_req);
+  EXPECT_TRUE(a_out_[7].ack_req);  // the 8th packet fills the window
+  EXPECT_TRUE(a_out_[19].ack_req);
+}
+
+// Early retransmission: a go-back-N whose first retransmitted packet is lost again leaves the
+// responder silent (it sent its one NAK for that PSN), so only a timer can restart it.
+class EarlyRetransmit : public Timers {
+ protected:
+  // One small WRITE (frame 0) gives the requester its first RTT sample; then a 5-packet WRITE
+  // (frames 1-5) loses its second packet (frame 2) and, after the NAK, the retransmission of
+  // that packet too (frame 6).
+  void run_lost_retransmission(Nanos early_min) {
+    cfg_.tuning.early_retransmit_min = early_min;
+    LinkFaults faults;
+    faults.drop_if = [](std::span<const std::byte>, std::uint64_t index) { return index == 2 || index == 6; };
+    start(QpOptions{}, faults);
+    ibv_sge g = sge(buf_.data(), 100, a_mr_);
+    ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+    auto first = run_for_completion(kSecond);
+    ASSERT_EQ(first.size(), 1u);
+    ASSERT_EQ(first[0].status, IBV_WC_SUCCESS);
+    big_.assign(5000, std::byte{7});
+    dst_.assign(5000, std::byte{0});
+    const MemoryRegion* bm = reg(*a_.engine, a_.pd, big_, IBV_ACCESS_LOCAL_WRITE);
+    const MemoryRegion* dm = reg(*b_.engine, b_.pd, dst_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    g = sge(big_.data(), 5000, bm);
+    posted_at_ = net_.now();
+    ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 2, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data()), dm->rkey()), 0);
+    wcs_ = run_for_completion(kSecond);
+  }
+  std::uint64_t count(Counter c) const { return a_.qp->counters().get(c); }
+
+  std::vector<std::byte> big_, dst_;
+  std::vector<ibv_wc> wcs_;
+  Nanos posted_at_ = 0;
+};
+
+TEST_F(EarlyRetransmit, LostRetransmissionIsResentAfterTheEarlyTimerNotTheLocalAckTimeout) {
+  run_lost_retransmission(kMilli);
+  ASSERT_EQ(wcs_.size(), 1u);
+  EXPECT_EQ(wcs_[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst_, big_);
+  EXPECT_EQ(count(Counter::RetransmitTimeouts), 0u);
+  EXPECT_EQ(count(Counter::EarlyRetransmits), 1u);
+  EXPECT_EQ(count(Counter::RcvdSeqErr), 1u);
+  // Frames 6-9 are the go-back-N after the NAK; frame 10 restarts at the lost PSN one early
+  // timeout (max(1 ms, srtt + 4 rttvar) = 1 ms here) after it.
+  ASSERT_GE(a_out_.size(), 11u);
+  EXPECT_EQ(a_out_[6].psn, a_out_[2].psn);
+  EXPECT_EQ(a_out_[10].psn, a_out_[2].psn);
+  EXPECT_EQ(a_out_[10].at - a_out_[6].at, kMilli);
+  EXPECT_LT(net_.now() - posted_at_, 2 * kMilli);  // the local ACK timeout is 67 ms
+}
+
+TEST_F(EarlyRetransmit, DisabledTheLostRetransmissionWaitsForTheLocalAckTimeout) {
+  run_lost_retransmission(0);
+  ASSERT_EQ(wcs_.size(), 1u);
+  EXPECT_EQ(wcs_[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst_, big_);
+  EXPECT_EQ(count(Counter::RetransmitTimeouts), 1u);
+  EXPECT_EQ(count(Counter::EarlyRetransmits), 0u);
+  ASSERT_GE(a_out_.size(), 11u);
+  EXPECT_EQ(a_out_[10].at - a_out_[6].at, Nanos{4096} << 14);
+}
+
+TEST_F(EarlyRetransmit, NoRttSampleNoEarlyRetransmission) {
+  // Nothing ever came back, so there is no RTT to base an early timer on: only the IBA timer.
+  cfg_.tuning.early_retransmit_min = kMicro;
+  QpOptions o;
+  o.timeout = 10;
+  o.retry_cnt = 1;
+  LinkFaults blackhole;
+  blackhole.loss = 1.0;
+  start(o, blackhole);
+  ibv_sge g = sge(buf_.data(), 100, a_mr_);
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  auto wcs = run_for_completion(10 * kSecond);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(a_out_.size(), 2u);
+  EXPECT_EQ(a_.qp->counters().get(Counter::EarlyRetransmits), 0u);
+}
+
+TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExceeded) {
+  cfg_.tuning.early_retransmit_min = 500 * kMicro;
+  QpOptions o;
+  o.timeout = 10;  // 4.194304 ms
+  o.retry_cnt = 2;
+  bool dead = false;
+  LinkFaults faults;
+  faults.drop_if = [&dead](std::span<const std::byte>, std::uint64_t) { return dead; };
+  start(o, faults);
+  ibv_sge g = sge(buf_.data(), 100, a_mr_);
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  auto first = run_for_completion(kSecond);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].status, IBV_WC_SUCCESS);
+  dead = true;
+  const Nanos posted = net_.now();
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 2, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  auto wcs = run_for_completion(10 * kSecond);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
+  const Nanos rto = Nanos{4096} << 10;
+  EXPECT_EQ(net_.now() - posted, (1 + o.retry_cnt) * rto);
+  EXPECT_EQ(a_.qp->counters().get(Counter::RetransmitTimeouts), 2u);
+  // Doubling from 0.5 ms while below the 4.2 ms timeout: 0.5, 1 and 2 ms after the post (the
+  // next, 4 ms later, would come after the timeout); after each timeout the doubling goes on.
+  EXPECT_GE(a_.qp->counters().get(Counter::EarlyRetransmits), 3u);
+  std::size_t early = 0;
+  for (const Timed& t : a_out_)
+    if (t.at > posted && t.at < posted + rto) ++early;
+  EXPECT_EQ(early, 3u);
 }
 
 }  // namespace
