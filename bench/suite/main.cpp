@@ -6,6 +6,7 @@
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N]
+//              [--early-retransmit-us U] (0: off)
 //              (TransportTuning of every engine)
 // Cases: baselines, responder, goodput, rtt, loss, cycles.
 #include <unistd.h>
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
       c.tuning.max_inflight_packets = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--max-inflight-bytes" && has) {
       c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+    } else if (a == "--early-retransmit-us" && has) {
+      c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
     } else if (a == "--ack-req-every" && has) {
       c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--only" && has) {
@@ -128,6 +131,7 @@ int main(int argc, char** argv) {
   w.field("smoke", c.smoke).field("ok", ok);
   w.field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
   w.field("ack_req_every", c.tuning.ack_req_every);
+  w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
   w.end_object();
   r.write(w);
   w.end_object();

@@ -182,6 +182,7 @@ Health health_of(const Engine& e) {
   h.naks = c.get(Counter::NaksSent);
   h.retransmitted = c.get(Counter::RetransmittedPkts);
   h.timeouts = c.get(Counter::RetransmitTimeouts);
+  h.early_retransmits = c.get(Counter::EarlyRetransmits);
   return h;
 }
 

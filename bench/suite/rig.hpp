@@ -84,7 +84,7 @@ bool register_region(Dataplane& d, PdHandle pd, Region& r, std::span<std::byte> 
 
 // Drops, NAKs, errors the transport counted since creation (for the "healthy" check).
 struct Health {
-  std::uint64_t drops = 0, parse_drops = 0, errors = 0, retransmitted = 0, naks = 0, timeouts = 0;
+  std::uint64_t drops = 0, parse_drops = 0, errors = 0, retransmitted = 0, naks = 0, timeouts = 0, early_retransmits = 0;
 };
 Health health_of(const Engine& e);
 
