@@ -1,5 +1,6 @@
 #include "protocol/builder.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "protocol/checksum.hpp"
@@ -48,11 +49,13 @@ FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, M
   }
   std::size_t off = 0;
   if (spec.with_ethernet) {
-    EthernetHeader eth{spec.eth.dst, spec.eth.src, {}};
+    // Field by field into the frame: a whole-header temporary with 6-byte MACs is read back
+    // through store-forwarding stalls.
     const std::uint16_t l3_type = spec.ip_version == IpVersion::V4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
-    eth.ether_type.set(spec.eth.vlan_count ? spec.eth.vlan_tpid[0] : l3_type);
-    store_header(out, off, eth);
-    off += sizeof eth;
+    std::memcpy(out.data() + offsetof(EthernetHeader, dst), spec.eth.dst.data(), sizeof(MacAddr));
+    std::memcpy(out.data() + offsetof(EthernetHeader, src), spec.eth.src.data(), sizeof(MacAddr));
+    store_header(out, offsetof(EthernetHeader, ether_type), Be16::of(spec.eth.vlan_count ? spec.eth.vlan_tpid[0] : l3_type));
+    off += sizeof(EthernetHeader);
     for (std::uint8_t i = 0; i < spec.eth.vlan_count; ++i) {
       VlanTag tag{Be16::of(spec.eth.vlan_tci[i]),
                   Be16::of(i + 1 < spec.eth.vlan_count ? spec.eth.vlan_tpid[i + 1] : l3_type)};
@@ -72,7 +75,8 @@ FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, M
     ip.protocol = kIpProtoUdp;
     ip.src = spec.ipv4.src;
     ip.dst = spec.ipv4.dst;
-    ip.checksum.set(internet_checksum(std::as_bytes(std::span{&ip, 1})));
+    ip.checksum.set(ipv4_header_checksum(ip.tos, ip.total_length.get(), spec.ipv4.id, spec.ipv4.flags_fragment, ip.ttl,
+                                         ip.protocol, ip.src, ip.dst));
     store_header(out, off, ip);
     off += sizeof ip;
   } else {
@@ -90,15 +94,20 @@ FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, M
                       Be16::of(static_cast<std::uint16_t>(udp_length)), Be16::of(spec.udp_checksum)};
   store_header(out, off, udp);
   off += sizeof udp;
-  Bth bth = spec.bth;
-  bth.set_pad_count(l.pad);
-  store_header(out, off, bth);
-  off += sizeof bth;
+  // The BTH goes out as the spec has it, then its flags byte is patched in the frame: changing
+  // a stack copy and storing it whole reads the copy back through a store-forwarding stall.
+  store_header(out, off, spec.bth);
+  Bth with_pad{};
+  with_pad.flags = spec.bth.flags;
+  with_pad.set_pad_count(l.pad);
+  store_header(out, off + offsetof(Bth, flags), with_pad.flags);
+  off += sizeof(Bth);
   const OpcodeInfo& info = opcode_info(spec.bth.opcode);
-  for (std::size_t i = 0; i < kExtHeaderCount; ++i) {
-    const auto h = static_cast<ExtHeader>(i);
-    if (info.has(h)) std::memcpy(out.data() + off + info.offset[i], spec.ext.storage(h), kExtHeaderBytes[i]);
-  }
+  for_each_ext_header(spec.ext, [&](const auto& h, auto kind) {
+    constexpr auto i = static_cast<std::size_t>(decltype(kind)::value);
+    static_assert(sizeof h == kExtHeaderBytes[i]);
+    if (info.has(kind)) std::memcpy(out.data() + off + info.offset[i], &h, sizeof h);
+  });
   return l;
 }
 

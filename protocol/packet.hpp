@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "protocol/headers.hpp"
 #include "protocol/icrc.hpp"
@@ -30,6 +31,24 @@ struct ExtHeaders {
     return const_cast<ExtHeaders*>(this)->storage(h);
   }
 };
+
+// Calls f(header, std::integral_constant<ExtHeader, kind>) for every extension header in wire
+// order: the per-packet copies then have compile-time sizes (no memcpy call per header).
+template <typename Ext, typename F>
+constexpr void for_each_ext_header(Ext& e, F&& f) {
+  using H = ExtHeader;
+  f(e.rdeth, std::integral_constant<H, H::Rdeth>{});
+  f(e.deth, std::integral_constant<H, H::Deth>{});
+  f(e.feth, std::integral_constant<H, H::Feth>{});
+  f(e.reth, std::integral_constant<H, H::Reth>{});
+  f(e.atomic, std::integral_constant<H, H::AtomicEth>{});
+  f(e.aeth, std::integral_constant<H, H::Aeth>{});
+  f(e.atomic_ack, std::integral_constant<H, H::AtomicAckEth>{});
+  f(e.imm, std::integral_constant<H, H::ImmDt>{});
+  f(e.ieth, std::integral_constant<H, H::Ieth>{});
+  f(e.cnp, std::integral_constant<H, H::CnpReserved>{});
+  static_assert(static_cast<std::size_t>(H::CnpReserved) + 1 == kExtHeaderCount, "a header is missing above");
+}
 
 struct EthernetFields {
   MacAddr dst{};
