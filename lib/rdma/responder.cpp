@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "protocol/psn.hpp"
@@ -39,14 +40,17 @@ void Responder::start(const QpContext& qp) {
   const std::size_t rd = std::max<std::size_t>(qp.cfg.max_dest_rd_atomic, 1);
   resources_.assign(rd, Resource{});
   next_resource_ = 0;
-  // Room for one READ/atomic answer per resource, with an ACK or NAK between each.
-  out_.assign(2 * rd + 4, Item{});
+  // Room for one READ/atomic answer per resource, with an ACK or NAK between each. The ring is
+  // rounded up to a power of two so a slot is a mask, not a division; the bound stays exact.
+  out_capacity_ = 2 * rd + 4;
+  out_.assign(std::bit_ceil(out_capacity_), Item{});
   out_head_ = 0;
   out_count_ = 0;
+  replays_queued_ = false;
 }
 
 Responder::Item& Responder::push_item() {
-  Item& it = out_[(out_head_ + out_count_) % out_.size()];
+  Item& it = out_[slot(out_count_)];
   ++out_count_;
   it = Item{};
   return it;
@@ -54,7 +58,7 @@ Responder::Item& Responder::push_item() {
 
 void Responder::queue_ack(QpContext& qp, std::uint32_t psn) {
   if (out_count_ > 0) {
-    Item& tail = out_[(out_head_ + out_count_ - 1) % out_.size()];
+    Item& tail = out_[slot(out_count_ - 1)];
     if (tail.kind == Item::Kind::Ack) {  // coalesce: one ACK covers everything up to psn
       tail.psn = psn;
       tail.msn = msn_;
@@ -88,7 +92,7 @@ Responder::Resource& Responder::next_resource() {
 
 Responder::Item* Responder::truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn) {
   for (std::size_t i = 0; i < out_count_; ++i) {
-    Item& it = out_[(out_head_ + i) % out_.size()];
+    Item& it = out_[slot(i)];
     const std::uint32_t span = it.kind == Item::Kind::ReadResponse ? it.npackets : 1;
     if (psn_diff(psn_add(it.psn, span - 1), psn) < 0) continue;  // wholly before psn: still owed
     const bool same_read = it.kind == Item::Kind::ReadResponse && it.psn == read_first_psn && psn_diff(psn, it.psn) >= 0;
@@ -101,7 +105,7 @@ Responder::Item* Responder::truncate_output_at(std::uint32_t psn, std::uint32_t 
 std::uint32_t Responder::pending_rd_atomic() const {
   std::uint32_t n = 0;
   for (std::size_t i = 0; i < out_count_; ++i) {
-    const Item& it = out_[(out_head_ + i) % out_.size()];
+    const Item& it = out_[slot(i)];
     n += !it.replay && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck);
   }
   return n;
@@ -114,14 +118,15 @@ bool Responder::make_room_for_rd_atomic() {
   // retry timer fired while the first answer was still on the way) and nobody waits for them.
   // First-time answers are never dropped: a requester that really exceeds the limit still gets
   // NAK invalid request. (Fresh replays take no resource, but a stale one still costs the link.)
+  if (!replays_queued_) return pending_rd_atomic() < resources_.size();
   const Resource& oldest = resources_[next_resource_];
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out_count_; ++i) {
-    const Item it = out_[(out_head_ + i) % out_.size()];
+    const Item it = out_[slot(i)];
     const bool stale = it.reexecuted && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck) &&
                        psn_diff(it.psn, oldest.first_psn) >= 0 &&
                        psn_diff(it.psn, oldest.first_psn) < static_cast<std::int32_t>(std::max<std::uint32_t>(oldest.npackets, 1));
-    if (!stale) out_[(out_head_ + kept++) % out_.size()] = it;
+    if (!stale) out_[slot(kept++)] = it;
   }
   out_count_ = kept;
   return pending_rd_atomic() < resources_.size();
@@ -431,12 +436,14 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
           same->sent = static_cast<std::uint32_t>(d);
           same->msn = msn_;
           same->reexecuted = true;
+          replays_queued_ = true;
           return ResponderOutcome::Progress;
         }
         // Like every response, it carries the MSN the responder holds now (as rxe does), which
         // counts the messages completed since the original.
         Item& it = push_item();
         it.reexecuted = true;
+        replays_queued_ = true;
         it.kind = Item::Kind::ReadResponse;
         it.replay = true;
         it.psn = psn;
@@ -454,6 +461,7 @@ ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
         if (r.kind != Resource::Kind::Atomic || r.first_psn != psn) continue;
         Item& it = push_item();
         it.reexecuted = true;
+        replays_queued_ = true;
         it.kind = Item::Kind::AtomicAck;
         it.replay = true;
         it.psn = psn;
@@ -660,8 +668,8 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
     qp.counters.inc(Counter::SendErr);
   }
   if (done) {
-    out_head_ = (out_head_ + 1) % out_.size();
-    --out_count_;
+    out_head_ = slot(1);
+    if (--out_count_ == 0) replays_queued_ = false;
   }
   return frame.length != 0;
 }

@@ -40,7 +40,10 @@ class Responder {
   bool next_is_data() const { return out_count_ > 0 && out_[out_head_].kind == Item::Kind::ReadResponse; }
   // Writes the next queued response packet.
   bool build_next(QpContext& qp, TxFrame& frame);
-  void clear_output() { out_count_ = 0; }
+  void clear_output() {
+    out_count_ = 0;
+    replays_queued_ = false;
+  }
   // A READ response found its region gone and went out as a NAK: the QP must enter ERR.
   bool take_fatal() {
     const bool f = fatal_;
@@ -93,7 +96,7 @@ class Responder {
                         unsigned flags, std::uint32_t imm_or_rkey, std::uint32_t src_qp);
   void end_of_request(QpContext& qp, const proto::Packet& pkt);
 
-  bool output_full() const { return out_count_ == out_.size(); }
+  bool output_full() const { return out_count_ >= out_capacity_; }
   Item& push_item();
   void queue_ack(QpContext& qp, std::uint32_t psn);
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
@@ -127,6 +130,9 @@ class Responder {
   std::vector<Item> out_;
   std::size_t out_head_ = 0;
   std::size_t out_count_ = 0;
+  std::size_t out_capacity_ = 0;
+  bool replays_queued_ = false;  // some queued item was re-executed for a duplicate (until the queue empties)
+  std::size_t slot(std::size_t i) const { return (out_head_ + i) & (out_.size() - 1); }
 };
 
 std::string to_string(RequestPsnClass c);
