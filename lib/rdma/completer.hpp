@@ -39,8 +39,6 @@ class Completer {
 
   Nanos deadline() const { return std::min({retransmit_at_, rnr_at_, early_at_}); }
   Nanos retransmit_deadline() const { return retransmit_at_; }
-  Nanos early_retransmit_deadline() const { return early_at_; }
-  Nanos srtt() const { return srtt_; }  // 0 until the first sample
   std::uint32_t una() const { return una_; }
 
  private:
