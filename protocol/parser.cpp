@@ -95,7 +95,15 @@ ParseError parse_l3(ByteSpan buf, std::size_t l3, IpVersion v, const ParseOption
     const std::size_t hlen = ip.header_bytes();
     if (ip.version() != 4 || hlen < sizeof(Ipv4Header)) return ParseError::BadIpHeader;
     if (buf.size() < l3 + hlen) return ParseError::Truncated;
-    p.ipv4 = Ipv4Fields{ip.src, ip.dst, ip.tos, ip.id.get(), ip.flags_fragment.get(), ip.ttl};
+    // Field by field: a whole Ipv4Fields temporary is copied back with loads that straddle its
+    // stores, and a failed store forward waits for every older store (the previous packet's
+    // payload copy) to drain.
+    p.ipv4.src = ip.src;
+    p.ipv4.dst = ip.dst;
+    p.ipv4.tos = ip.tos;
+    p.ipv4.id = ip.id.get();
+    p.ipv4.flags_fragment = ip.flags_fragment.get();
+    p.ipv4.ttl = ip.ttl;
     p.ipv4_checksum = ip.checksum.get();
     // A valid header sums to zero including its own checksum field.
     p.ipv4_checksum_ok = internet_checksum(buf.subspan(l3, hlen)) == 0;
@@ -111,7 +119,11 @@ ParseError parse_l3(ByteSpan buf, std::size_t l3, IpVersion v, const ParseOption
   if (buf.size() < l3 + sizeof(Ipv6Header)) return ParseError::Truncated;
   const auto ip = load_header<Ipv6Header>(buf, l3);
   if (ip.version() != 6) return ParseError::BadIpHeader;
-  p.ipv6 = Ipv6Fields{ip.src, ip.dst, ip.traffic_class(), ip.flow_label(), ip.hop_limit};
+  p.ipv6.src = ip.src;
+  p.ipv6.dst = ip.dst;
+  p.ipv6.traffic_class = ip.traffic_class();
+  p.ipv6.flow_label = ip.flow_label();
+  p.ipv6.hop_limit = ip.hop_limit;
   if (ip.next_header != kIpProtoUdp) return ParseError::NotUdp;
   p.l4_offset = l3 + sizeof(Ipv6Header);
   p.datagram_end = p.l4_offset + ip.payload_length.get();
