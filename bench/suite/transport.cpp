@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/suite/big_buffer.hpp"
 #include "bench/suite/cases.hpp"
 #include "bench/suite/frames.hpp"
 #include "bench/suite/traffic.hpp"
@@ -26,12 +27,15 @@ std::string tag(const char* base) { return base + std::to_string(g_tag++); }
 
 constexpr unsigned kRound = 2048;
 
-// The buffers of both sides: allocated and touched once for the whole suite.
+// The buffers of both sides: allocated once for the whole suite, their pages touched again
+// before each case that uses them.
 struct Buffers {
   std::vector<std::byte> a, b;
 };
 Buffers& buffers(const SuiteConfig& c) {
-  static Buffers bufs{std::vector<std::byte>(c.big_bytes, std::byte{1}), std::vector<std::byte>(c.big_bytes, std::byte{2})};
+  static Buffers bufs{make_big_buffer(c.big_bytes, 1), make_big_buffer(c.big_bytes, 2)};
+  touch_pages(bufs.a, 1);
+  touch_pages(bufs.b, 2);
   return bufs;
 }
 
