@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "lib/util/placement_copy.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -320,7 +321,7 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
     if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
         AccessResult::Ok)
       return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+    placement_copy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
   }
@@ -553,7 +554,7 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
     if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
         AccessResult::Ok)
       return drop(Counter::RemoteAccessErrors);
-    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+    placement_copy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
   }
