@@ -37,6 +37,7 @@ struct WorkerStats {
   std::uint64_t rx_handed_off = 0;       // arrived on this worker's queue, owned by another worker's QP
   std::uint64_t rx_handoff_dropped = 0;  // the owner's inbox was full (the transport retransmits)
   std::uint64_t rx_from_inbox = 0;       // handed to this worker by another
+  std::uint64_t stalls = 0;              // gaps between iterations long enough to hold the timers
 };
 
 struct IoStats {

@@ -106,6 +106,7 @@ void worker_stats(Sink& s, const WorkerStats& w) {
   s.u64("tx_bytes", w.tx_bytes);
   s.u64("tx_dropped", w.tx_dropped);
   s.u64("rx_multi_segment", w.rx_multi_segment);
+  s.u64("stalls", w.stalls);
   s.u64("arp_replies", w.arp_replies);
   s.u64("arp_requests_sent", w.arp_requests_sent);
   s.u64("mbuf_alloc_failures", w.mbuf_alloc_failures);

@@ -200,6 +200,24 @@ void prefetch_rest(const rte_mbuf* m) {
 
 }  // namespace
 
+// After a stall (the lcore descheduled, a long control command) the ACKs that arrived during it
+// are still queued, and a peer stepped on the same thread has not answered yet: running the
+// retransmission timers first would resend what was never lost. They wait for the next
+// iteration whose RX burst came back short (the queue read to the end), at most kMaxHeld.
+bool Worker::timers_due(Nanos now, unsigned received, unsigned burst) {
+  constexpr unsigned kMaxHeld = 64;
+  const bool stalled = last_poll_ != 0 && now - last_poll_ > cfg_.stall_ns;
+  last_poll_ = now;
+  if (stalled) {
+    ++stats_.stalls;
+    timers_held_ = kMaxHeld;
+    return false;
+  }
+  if (timers_held_ == 0) return true;
+  if (received < burst || --timers_held_ == 0) timers_held_ = 0;
+  return timers_held_ == 0;
+}
+
 unsigned Worker::poll(Nanos now) {
   ++stats_.iterations;
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
@@ -225,7 +243,7 @@ unsigned Worker::poll(Nanos now) {
     if (k) rte_pktmbuf_free_bulk(rx.data(), k);
   }
   if (app_hook) app_hook(engine_, now);
-  engine_.advance(now);
+  if (timers_due(now, n, want)) engine_.advance(now);
   push_out();
   transmit(now);
   // A short RX burst means the link is not busy: batching the rest would only add latency

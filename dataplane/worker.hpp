@@ -41,6 +41,9 @@ struct WorkerConfig {
   EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often the loop publishes a stats snapshot
+  // A longer gap between two iterations is a stall of this lcore, not of the network: the
+  // transport's timers wait until what arrived meanwhile has been read.
+  Nanos stall_ns = 200 * kMicro;
   unsigned index = 0;                     // this worker's number in its dataplane
   bool ipv4_checksum_offload = false;
 };
@@ -92,6 +95,7 @@ class Worker {
   // False when the frame was handed to its owner worker (which then frees it).
   bool handle_rx(rte_mbuf* m, Nanos now);
   bool hand_off(rte_mbuf* m, std::span<const std::byte> frame);
+  bool timers_due(Nanos now, unsigned received, unsigned burst);
   void transmit(Nanos now);
   void send_frame(rte_mbuf* m);
   void emit(rte_mbuf** m, unsigned n);
@@ -106,6 +110,8 @@ class Worker {
   std::array<rte_mbuf*, 4 * kBurst> pending_{};  // built frames the port has not taken yet
   unsigned pending_count_ = 0;
   Nanos last_flush_ = 0;
+  Nanos last_poll_ = 0;
+  unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
   std::uint32_t frame_capacity_ = 0;
