@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "lib/rdma/engine.hpp"
@@ -85,6 +86,68 @@ class RawPeer {
   std::uint32_t qpn_;
   proto::FrameSpec spec_;
 };
+
+// The engine a RawPeer drives: 02:00:00:00:00:01 at 10.0.0.1, every address resolving to the
+// peer's MAC.
+inline EngineConfig raw_peer_target(proto::MacAddr peer_mac) {
+  EngineConfig cfg;
+  cfg.path.local.mac = {2, 0, 0, 0, 0, 1};
+  cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 1});
+  cfg.path.resolve_mac = [peer_mac](const IpAddress&) -> std::optional<proto::MacAddr> { return peer_mac; };
+  return cfg;
+}
+
+// What the target QP is told about the raw peer on its way to RTR (path MTU 1024).
+struct RawPeerPath {
+  proto::Ipv4Addr peer_ip{};
+  std::uint32_t peer_qpn = 0;
+  std::uint32_t rq_psn = 0;
+  unsigned access = 0;
+  std::uint8_t max_dest_rd_atomic = 4;
+  std::uint8_t min_rnr_timer = 14;
+};
+
+inline void to_init(Engine& e, QueuePair* qp, unsigned access) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.qp_access_flags = access;
+  a.port_num = 1;
+  const Status s = e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+}
+
+// INIT, then RTR towards the raw peer.
+inline void to_rtr(Engine& e, QueuePair* qp, const RawPeerPath& p) {
+  to_init(e, qp, p.access);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = p.peer_qpn;
+  a.rq_psn = p.rq_psn;
+  a.max_dest_rd_atomic = p.max_dest_rd_atomic;
+  a.min_rnr_timer = p.min_rnr_timer;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(p.peer_ip));
+  const Status s = e.modify_qp(qp, a,
+                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+}
+
+// RTR to RTS with perftest's retry settings.
+inline void to_rts(Engine& e, QueuePair* qp, std::uint32_t sq_psn, std::uint8_t max_rd_atomic) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = sq_psn;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = max_rd_atomic;
+  const Status s = e.modify_qp(qp, a,
+                               IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_MAX_QP_RD_ATOMIC);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+}
 
 inline proto::ExtHeaders reth(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) {
   proto::ExtHeaders e;

@@ -64,11 +64,7 @@ void reseal(std::vector<std::byte>& f) {
 class HostileInput : public ::testing::Test {
  protected:
   void SetUp() override {
-    EngineConfig cfg;
-    cfg.path.local.mac = {2, 0, 0, 0, 0, 1};
-    cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 1});
-    cfg.path.resolve_mac = [](const IpAddress&) -> std::optional<MacAddr> { return kPeerMac; };
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
     QpOptions o;
     o.min_rnr_timer = 14;
     ep_ = make_endpoint(*engine_, o);
@@ -101,40 +97,8 @@ class HostileInput : public ::testing::Test {
     }
   }
 
-  void to_rtr(QueuePair* qp) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.qp_access_flags = kAll;
-    a.port_num = 1;
-    ASSERT_TRUE(engine_->modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok());
-    a = ibv_qp_attr{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = kPeerQpn;
-    a.rq_psn = kEpsn;
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = 14;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
-    ASSERT_TRUE(engine_->modify_qp(qp, a,
-                                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-                    .ok());
-  }
-
-  void to_rts(QueuePair* qp) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTS;
-    a.sq_psn = 0x500;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 4;
-    ASSERT_TRUE(engine_->modify_qp(qp, a,
-                                   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
-                    .ok());
-  }
+  void to_rtr(QueuePair* qp) { test::to_rtr(*engine_, qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll}); }
+  void to_rts(QueuePair* qp) { test::to_rts(*engine_, qp, 0x500, 4); }
 
   std::byte* region(std::size_t r) { return arena_.data() + kGuard + r * (kRegionBytes + kGuard); }
   std::uint64_t va(std::size_t r, std::size_t off = 0) { return reinterpret_cast<std::uint64_t>(region(r) + off); }
@@ -387,11 +351,7 @@ TEST_F(HostileInput, CnpForAQpWithoutDcqcnIsCountedAndIgnored) {
 TEST_F(HostileInput, RequestToAQpInInitIsABadStateDrop) {
   QpOptions o;
   Endpoint fresh = make_endpoint(*engine_, o, ep_.pd);
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.qp_access_flags = kAll;
-  a.port_num = 1;
-  ASSERT_TRUE(engine_->modify_qp(fresh.qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok());
+  to_init(*engine_, fresh.qp, kAll);
   RawPeer p(*engine_, kPeerMac, kPeerIp, kPeerQpn, fresh.qp->qpn());
   p.send(p.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
   EXPECT_EQ(fresh.qp->counters().get(Counter::BadStateDrops), 1u);

@@ -22,41 +22,10 @@ constexpr std::uint32_t kLength = 3000;  // three responses at MTU 1024: 1024 + 
 class ReadResume : public ::testing::Test {
  protected:
   void SetUp() override {
-    EngineConfig cfg;
-    cfg.path.local.mac = {2, 0, 0, 0, 0, 1};
-    cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 1});
-    cfg.path.resolve_mac = [](const IpAddress&) -> std::optional<MacAddr> { return kPeerMac; };
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
     ep_ = make_endpoint(*engine_, QpOptions{});
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-    ASSERT_TRUE(engine_->modify_qp(ep_.qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok());
-    a = ibv_qp_attr{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = kPeerQpn;
-    a.rq_psn = 0x100;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
-    ASSERT_TRUE(engine_->modify_qp(ep_.qp, a,
-                                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-                    .ok());
-    a = ibv_qp_attr{};
-    a.qp_state = IBV_QPS_RTS;
-    a.sq_psn = kSqPsn;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    ASSERT_TRUE(engine_->modify_qp(ep_.qp, a,
-                                   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                       IBV_QP_MAX_QP_RD_ATOMIC)
-                    .ok());
+    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0x100, IBV_ACCESS_LOCAL_WRITE, 1, 12});
+    to_rts(*engine_, ep_.qp, kSqPsn, 1);
     peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
     local_.assign(kLength, std::byte{0});
     mr_ = reg(*engine_, ep_.pd, local_, IBV_ACCESS_LOCAL_WRITE);

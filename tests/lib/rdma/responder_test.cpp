@@ -21,33 +21,11 @@ class Responder : public ::testing::Test {
   void SetUp() override { bring_up(kEpsn); }
 
   void bring_up(std::uint32_t epsn) {
-    EngineConfig cfg;
-    cfg.path.local.mac = {2, 0, 0, 0, 0, 1};
-    cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 1});
-    cfg.path.resolve_mac = [](const IpAddress&) -> std::optional<MacAddr> { return kPeerMac; };
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
     QpOptions o;
     o.min_rnr_timer = 14;
     ep_ = make_endpoint(*engine_, o);
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.qp_access_flags = kAll;
-    a.port_num = 1;
-    const Status init = engine_->modify_qp(ep_.qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    ASSERT_TRUE(init.ok()) << init.error().message;
-    a = ibv_qp_attr{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = kPeerQpn;
-    a.rq_psn = epsn;
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = 14;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
-    ASSERT_TRUE(engine_->modify_qp(ep_.qp, a,
-                                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-                    .ok());
+    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, epsn, kAll});
     peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
     mem_.assign(64 * 1024, std::byte{0});
     for (std::size_t i = 0; i < mem_.size(); ++i) mem_[i] = static_cast<std::byte>(i * 7);

@@ -39,6 +39,17 @@ class Timers : public ::testing::Test {
     remote_.assign(4096, std::byte{0});
     b_mr_ = reg(*b_.engine, b_.pd, remote_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   }
+  // Nothing a sends arrives: only a's timers act.
+  void start_blackholed(const QpOptions& o) {
+    LinkFaults blackhole;
+    blackhole.loss = 1.0;
+    start(o, blackhole);
+  }
+  // A 100-byte WRITE from a into b's region.
+  int post_write(std::uint64_t wr_id) {
+    ibv_sge g = sge(buf_.data(), 100, a_mr_);
+    return post(a_, IBV_WR_RDMA_WRITE, wr_id, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey());
+  }
   std::vector<ibv_wc> run_for_completion(Nanos limit) {
     std::vector<ibv_wc> got;
     net_.run_until([&] {
@@ -62,12 +73,10 @@ TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
   QpOptions o;
   o.timeout = 10;  // 4.096 us * 2^10 = 4.194304 ms
   o.retry_cnt = 3;
-  LinkFaults blackhole;
-  blackhole.loss = 1.0;
-  start(o, blackhole);
+  start_blackholed(o);
   ibv_sge g = sge(buf_.data(), 100, a_mr_);
-  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 9, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
-  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 10, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  ASSERT_EQ(post_write(9), 0);
+  ASSERT_EQ(post_write(10), 0);
   auto wcs = run_for_completion(10 * kSecond);
   const Nanos rto = 4096LL << 10;
   // The first transmission carries both WRs; each retry resends both.
@@ -91,11 +100,8 @@ TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
 TEST_F(Timers, TimeoutZeroMeansNoRetransmission) {
   QpOptions o;
   o.timeout = 0;
-  LinkFaults blackhole;
-  blackhole.loss = 1.0;
-  start(o, blackhole);
-  ibv_sge g = sge(buf_.data(), 100, a_mr_);
-  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  start_blackholed(o);
+  ASSERT_EQ(post_write(1), 0);
   auto wcs = run_for_completion(100 * kSecond);
   EXPECT_TRUE(wcs.empty());
   EXPECT_EQ(a_out_.size(), 1u);
@@ -237,8 +243,7 @@ class EarlyRetransmit : public Timers {
     LinkFaults faults;
     faults.drop_if = [](std::span<const std::byte>, std::uint64_t index) { return index == 2 || index == 6; };
     start(QpOptions{}, faults);
-    ibv_sge g = sge(buf_.data(), 100, a_mr_);
-    ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+    ASSERT_EQ(post_write(1), 0);
     auto first = run_for_completion(kSecond);
     ASSERT_EQ(first.size(), 1u);
     ASSERT_EQ(first[0].status, IBV_WC_SUCCESS);
@@ -246,7 +251,7 @@ class EarlyRetransmit : public Timers {
     dst_.assign(5000, std::byte{0});
     const MemoryRegion* bm = reg(*a_.engine, a_.pd, big_, IBV_ACCESS_LOCAL_WRITE);
     const MemoryRegion* dm = reg(*b_.engine, b_.pd, dst_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    g = sge(big_.data(), 5000, bm);
+    ibv_sge g = sge(big_.data(), 5000, bm);
     posted_at_ = net_.now();
     ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 2, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data()), dm->rkey()), 0);
     wcs_ = run_for_completion(kSecond);
@@ -292,11 +297,8 @@ TEST_F(EarlyRetransmit, NoRttSampleNoEarlyRetransmission) {
   QpOptions o;
   o.timeout = 10;
   o.retry_cnt = 1;
-  LinkFaults blackhole;
-  blackhole.loss = 1.0;
-  start(o, blackhole);
-  ibv_sge g = sge(buf_.data(), 100, a_mr_);
-  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  start_blackholed(o);
+  ASSERT_EQ(post_write(1), 0);
   auto wcs = run_for_completion(10 * kSecond);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
@@ -313,14 +315,13 @@ TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExc
   LinkFaults faults;
   faults.drop_if = [&dead](std::span<const std::byte>, std::uint64_t) { return dead; };
   start(o, faults);
-  ibv_sge g = sge(buf_.data(), 100, a_mr_);
-  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  ASSERT_EQ(post_write(1), 0);
   auto first = run_for_completion(kSecond);
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(first[0].status, IBV_WC_SUCCESS);
   dead = true;
   const Nanos posted = net_.now();
-  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 2, &g, 1, reinterpret_cast<std::uint64_t>(remote_.data()), b_mr_->rkey()), 0);
+  ASSERT_EQ(post_write(2), 0);
   auto wcs = run_for_completion(10 * kSecond);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
