@@ -79,7 +79,7 @@ bool forward_baseline(const SuiteConfig& c, std::uint32_t payload, Results& out)
 bool memcpy_bandwidth(const SuiteConfig& c, Results& out) {
   constexpr std::size_t kChunk = 1u << 20;
   std::vector<std::byte> src(kChunk, std::byte{3});
-  std::vector<std::byte> big = make_big_buffer(c.big_bytes, 1);
+  std::span<std::byte> big = big_buffers(c.big_bytes).a;
   Figure fig{"memcpy", {}, "GB/s", {}, {}};
   std::size_t at = 0;
   for (unsigned run = 0; run < c.runs; ++run) {
@@ -128,7 +128,7 @@ bool icrc_bandwidth(const SuiteConfig& c, Results& out) {
 // Per frame of `payload` bytes: memcpy the frame into consecutive places of a buffer larger
 // than the LLC and run ISA-L's CRC-32 over the copy. Samples in payload Gbit/s.
 bool memcpy_icrc_ceiling(const SuiteConfig& c, std::uint32_t payload, Results& out) {
-  std::vector<std::byte> big = make_big_buffer(c.big_bytes, 1);
+  std::span<std::byte> big = big_buffers(c.big_bytes).a;
   Figure fig{"ceiling", {}, "Gbit/s", {}, {}};
   fig.with("payload", payload);
   for (unsigned run = 0; run < c.runs; ++run) fig.samples.push_back(ceiling_window(big, payload, c.window));

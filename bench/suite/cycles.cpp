@@ -45,7 +45,7 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
     ibv_mtu mtu;
   };
   std::vector<std::byte> src(1u << 20, std::byte{7});
-  std::vector<std::byte> dst = make_big_buffer(c.big_bytes, 3);
+  std::span<std::byte> dst = big_buffers(c.big_bytes).b;
   for (const Shape shape : {Shape{64, 64, IBV_MTU_1024}, Shape{1024, 65536, IBV_MTU_1024}, Shape{4096, 65536, IBV_MTU_4096}}) {
     MrTable mrs;
     Engine ea(config_of(kMacA, kIpA, kMacB, c.tuning), mrs);

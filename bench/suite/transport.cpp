@@ -27,17 +27,7 @@ std::string tag(const char* base) { return base + std::to_string(g_tag++); }
 
 constexpr unsigned kRound = 2048;
 
-// The buffers of both sides: allocated once for the whole suite, their pages touched again
-// before each case that uses them.
-struct Buffers {
-  std::vector<std::byte> a, b;
-};
-Buffers& buffers(const SuiteConfig& c) {
-  static Buffers bufs{make_big_buffer(c.big_bytes, 1), make_big_buffer(c.big_bytes, 2)};
-  touch_pages(bufs.a, 1);
-  touch_pages(bufs.b, 2);
-  return bufs;
-}
+BigBuffers& buffers(const SuiteConfig& c) { return big_buffers(c.big_bytes); }
 
 bool checked(const Engine& e, const char* what) {
   const Health h = health_of(e);
