@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "lib/util/placement_copy.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -37,7 +36,12 @@ void copy_from_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint6
 
 void copy_to_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, const std::byte* src,
                       std::uint32_t len) noexcept {
-  walk_segments(segs, nseg, offset, len, [src](std::byte* p, std::uint32_t at, std::uint32_t n) { placement_copy(p, src + at, n); });
+  walk_segments(segs, nseg, offset, len, [src](std::byte* p, std::uint32_t at, std::uint32_t n) { std::memcpy(p, src + at, n); });
+}
+
+void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
+                                 std::uint32_t len) noexcept {
+  walk_segments(segs, nseg, offset, len, [](std::byte* p, std::uint32_t, std::uint32_t n) { prefetch_for_write(p, n); });
 }
 
 }  // namespace roce

@@ -103,6 +103,17 @@ void copy_from_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint6
 void copy_to_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, const std::byte* src,
                       std::uint32_t len) noexcept;
 
+// Where the next packet of a message will be placed, asked for ahead: the reads for ownership
+// of those lines then run while that packet is parsed and its ICRC checked. Without it the
+// copy fills the store buffer with stores waiting on memory, and every store after it (the next
+// packet's parse, the ACK) waits too. Prefetches never fault, so the range needs no check.
+inline void prefetch_for_write(const std::byte* p, std::uint64_t len) noexcept {
+  constexpr std::uint64_t kLine = 64;
+  for (std::uint64_t at = 0; at < len; at += kLine) __builtin_prefetch(p + at, 1, 3);
+}
+void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
+                                 std::uint32_t len) noexcept;
+
 // Packets a message of `length` bytes takes at path MTU `pmtu` (a zero-length message takes one).
 constexpr std::uint32_t packets_for(std::uint64_t length, std::uint32_t pmtu) {
   return length == 0 ? 1 : static_cast<std::uint32_t>((length + pmtu - 1) / pmtu);

@@ -5,7 +5,6 @@
 #include <bit>
 #include <cstring>
 
-#include "lib/util/placement_copy.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -15,6 +14,7 @@ using namespace roce::proto;
 namespace {
 
 constexpr std::uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
+
 constexpr std::uint32_t kGrhBytes = 40;
 
 bool is_first_or_only(const OpcodeInfo& i) { return i.starts_message(); }
@@ -254,6 +254,9 @@ ResponderOutcome Responder::do_send(QpContext& qp, const Packet& pkt) {
   if (pkt.payload_length)
     copy_to_segments(qp.recv_segs(r), r.num_seg, msg_offset_, pkt.payload.data(), pkt.payload_length);
   msg_offset_ += pkt.payload_length;
+  if (!info.ends_message())
+    prefetch_segments_for_write(qp.recv_segs(r), r.num_seg, msg_offset_,
+                                std::min<std::uint32_t>(pkt.payload_length, r.length - msg_offset_));
   if (info.ends_message()) {
     unsigned flags = 0;
     std::uint32_t extra = 0;
@@ -321,9 +324,10 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
     if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
         AccessResult::Ok)
       return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-    placement_copy(dst, pkt.payload.data(), pkt.payload_length);
+    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
+    prefetch_for_write(dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length));
   }
   if (info.ends_message()) {
     msn_ = psn_next(msn_);
@@ -554,9 +558,10 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
     if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
         AccessResult::Ok)
       return drop(Counter::RemoteAccessErrors);
-    placement_copy(dst, pkt.payload.data(), pkt.payload_length);
+    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
+    prefetch_for_write(dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length));
   }
   if (info.ends_message()) {
     msg_ = Message::None;
