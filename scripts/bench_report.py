@@ -189,11 +189,10 @@ def markdown(fig, proto, meta, svg_name):
     w("building or parsing headers and an ICRC on each side, a copy, and the transport's bookkeeping (see")
     w("the cycles per packet below): the 64 B rate and RTT targets are off by an order of magnitude that no")
     w("tuning of this design closes. The goodput and loss targets are within reach and are the ones the")
-    w("changes in [perf-changes.md](perf-changes.md) went after. The 4 KiB receive target has a floor of its")
-    w("own: a responder must check the ICRC before it places a byte (a corrupted RETH would otherwise steer")
-    w("the copy), so its CRC reads the frame and its copy then writes the region, one after the other, while")
-    w("the ceiling copies first and runs the CRC over the copy still in cache. Section 6 of perf-changes.md")
-    w("measures both orders apart on this machine.")
+    w("changes in [perf-changes.md](perf-changes.md) went after. For the 4 KiB receive target the responder")
+    w("checks the ICRC before it places a byte (a corrupted RETH would otherwise steer the copy) while the")
+    w("ceiling copies first and CRCs the copy in cache; measured apart the two orders cost the same, so what")
+    w("separates them is the responder's own per-packet work (section 6 of perf-changes.md).")
     w("")
 
     # Goodput sweep.
