@@ -39,6 +39,8 @@ fi
 ninja -C "$build" -j2 bench/perf_suite bench/protocol_bench >/dev/null || { ninja -C "$build" -j2 bench/perf_suite bench/protocol_bench; exit 1; }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# Whether the measured tree differs from HEAD, taken before this run rewrites its own outputs.
+dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -1)
 if ((smoke)); then
   suite=(--smoke)
   proto=(--benchmark_min_time=0.01 --benchmark_repetitions=2)
@@ -54,9 +56,9 @@ trap 'rm -rf "/var/run/dpdk/$prefix"' EXIT
 "$build/bench/protocol_bench" "${proto[@]}" --benchmark_out="$data/protocol_bench.json" --benchmark_out_format=json >/dev/null
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$data/meta.json" "$root" "$build" "$load_before" "$load_after" "${suite[*]} ${suite_args[*]:-}" <<'PY'
+python3 - "$data/meta.json" "$root" "$build" "$load_before" "$load_after" "${suite[*]} ${suite_args[*]:-}" "$dirty" <<'PY'
 import json, subprocess, sys, datetime, platform
-meta_path, root, build, before, after, args = sys.argv[1:]
+meta_path, root, build, before, after, args, dirty = sys.argv[1:]
 def run(*cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
@@ -67,7 +69,7 @@ for line in run("lscpu").splitlines():
     k, _, v = line.partition(":")
     lscpu[k.strip()] = v.strip()
 rev = run("git", "-C", root, "rev-parse", "--short", "HEAD")
-if run("git", "-C", root, "status", "--porcelain", "--untracked-files=no"):
+if dirty:
     rev += " (with uncommitted changes)"
 mem = run("free", "-g").splitlines()
 buildtype = "?"
