@@ -329,9 +329,10 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
   }
   if (pkt.payload_length)
     copy_to_segments(qp.send_segs(*w), w->num_seg, offset, pkt.payload.data(), pkt.payload_length);
-  if (!ends)
-    prefetch_segments_for_write(qp.send_segs(*w), w->num_seg, offset + pkt.payload_length,
-                                static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, remaining - pkt.payload_length)));
+  if (!ends) {
+    const auto next = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, remaining - pkt.payload_length));
+    prefetch_segments_for_write(qp.send_segs(*w), w->num_seg, offset + pkt.payload_length, next);
+  }
   ++w->read_packets_received;
   w->read_expect_first = false;
   una_ = psn_next(psn);

@@ -14,7 +14,6 @@ using namespace roce::proto;
 namespace {
 
 constexpr std::uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
-
 constexpr std::uint32_t kGrhBytes = 40;
 
 bool is_first_or_only(const OpcodeInfo& i) { return i.starts_message(); }
