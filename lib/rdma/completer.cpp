@@ -57,9 +57,11 @@ void Completer::start(const QpContext& qp) {
   rnr_at_ = kNever;
   early_at_ = kNever;
   early_backoff_ = 0;
+  early_sent_at_ = kNever;
   srtt_ = rttvar_ = 0;
-  sample_end_ = una_;
+  sample_end_ = sample_from_ = una_;
   sample_sent_at_ = kNever;
+  sample_resent_ = false;
   ack_req_end_ = una_;
 }
 
@@ -93,12 +95,15 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   return AckResult::Ok;
 }
 
-void Completer::progressed(const QpContext& qp, const Requester& req, Nanos now) {
+void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retry_left_ = qp.cfg.retry_cnt;
   rnr_retry_left_ = qp.cfg.rnr_retry;
   retrying_ = false;
   early_backoff_ = 0;
-  take_rtt_sample(now);
+  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
+  if (first_copy_answered) qp.counters.inc(Counter::SpuriousEarlyRetransmits);
+  early_sent_at_ = kNever;
+  take_rtt_sample(now, first_copy_answered);
   if (psn_before(una_, req.sent_end_psn())) {
     arm_timers(qp, now);
   } else {
@@ -107,10 +112,13 @@ void Completer::progressed(const QpContext& qp, const Requester& req, Nanos now)
   }
 }
 
-void Completer::take_rtt_sample(Nanos now) {
+void Completer::take_rtt_sample(Nanos now, bool first_copy_answered) {
   if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
   const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
   sample_sent_at_ = kNever;
+  const bool ambiguous = sample_resent_ && !first_copy_answered;
+  sample_resent_ = false;
+  if (ambiguous) return;
   if (srtt_ == 0) {
     srtt_ = r;
     rttvar_ = r / 2;
@@ -147,8 +155,8 @@ void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos
     if (retransmit_at_ != kNever) arm_early(qp, now);
   }
   // A packet carrying a PSN never sent before starts an RTT sample if none is pending.
-  if (sample_sent_at_ == kNever && !retrying_ && psn_after(req.sent_end_psn(), sample_end_)) {
-    sample_end_ = req.sent_end_psn();
+  if (sample_sent_at_ == kNever && !retrying_ && psn_after(req.sent_end_psn(), sample_from_)) {
+    sample_end_ = sample_from_ = req.sent_end_psn();
     sample_sent_at_ = now;
   }
 }
@@ -168,11 +176,16 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   return CompleterOutcome::Progress;
 }
 
-void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now) {
+void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early) {
   req.rewind(qp, psn);
   retrying_ = true;
-  sample_sent_at_ = kNever;  // Karn: an ACK may now answer either copy
-  sample_end_ = req.sent_end_psn();
+  if (early && sample_sent_at_ != kNever) {
+    sample_resent_ = true;  // judged when its ACK comes back
+  } else {
+    sample_sent_at_ = kNever;  // Karn: an ACK may now answer either copy
+    sample_resent_ = false;
+  }
+  sample_from_ = req.sent_end_psn();
   arm_timers(qp, now);
 }
 
@@ -391,7 +404,8 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
       // The local ACK timer keeps running from the last progress: early retransmissions must
       // not postpone the QP's failure on a dead path.
       const Nanos ack_timer = retransmit_at_;
-      go_back(qp, req, resume_psn(qp), now);
+      go_back(qp, req, resume_psn(qp), now, true);
+      early_sent_at_ = now;
       retransmit_at_ = ack_timer;
       arm_early(qp, now);
       out = CompleterOutcome::Progress;

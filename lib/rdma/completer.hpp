@@ -46,17 +46,17 @@ class Completer {
   AckResult acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn, std::uint32_t* retry_psn);
   void finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status);
   CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
-  void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now);
+  void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
   CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
-  void progressed(const QpContext& qp, const Requester& req, Nanos now);
+  void progressed(QpContext& qp, const Requester& req, Nanos now);
   // Oldest PSN to resend from: una, or where the oldest outstanding READ's data stopped.
   std::uint32_t resume_psn(const QpContext& qp) const;
   void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
-  void take_rtt_sample(Nanos now);
+  void take_rtt_sample(Nanos now, bool first_copy_answered);
   Nanos rto() const { return rto_; }
 
   std::uint32_t una_ = 0;
@@ -69,12 +69,18 @@ class Completer {
   bool retrying_ = false;  // a go-back-N is under way and has made no progress yet
 
   // Early retransmission: RTT smoothed as in RFC 6298, sampled by Karn's rule (only PSNs sent
-  // once: a retransmission drops the pending sample).
+  // once: a retransmission drops the pending sample), but for one case: an ACK that comes back
+  // within half a smoothed round trip of an early retransmission cannot answer it, so the first
+  // copy got through and the sample stands. Dropping it there froze srtt below a round trip
+  // grown by queueing, and every window after was resent.
   Nanos early_at_ = kNever;
   std::uint32_t early_backoff_ = 0;   // doublings since the last progress
+  Nanos early_sent_at_ = kNever;      // the latest early retransmission since the last progress
   Nanos srtt_ = 0, rttvar_ = 0;
   std::uint32_t sample_end_ = 0;      // the sample completes once una reaches this PSN
+  std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
+  bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
 };
 

@@ -21,6 +21,7 @@ std::string_view counter_name(Counter c) {
     case Counter::RetransmittedPkts: return "retransmitted_pkts";
     case Counter::RetransmitTimeouts: return "retransmit_timeouts";
     case Counter::EarlyRetransmits: return "early_retransmits";
+    case Counter::SpuriousEarlyRetransmits: return "spurious_early_retransmits";
     case Counter::RnrWaits: return "rnr_waits";
     case Counter::AcksSent: return "acks_sent";
     case Counter::NaksSent: return "naks_sent";

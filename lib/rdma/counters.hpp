@@ -28,6 +28,7 @@ enum class Counter : std::uint16_t {
   RetransmittedPkts,
   RetransmitTimeouts,
   EarlyRetransmits,      // go-back-N started by the early retransmission timer
+  SpuriousEarlyRetransmits,  // ... whose ACK came back too soon to answer it (the first copy got through)
   RnrWaits,
   AcksSent,
   NaksSent,

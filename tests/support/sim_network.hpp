@@ -55,6 +55,8 @@ class SimNetwork {
   void step();
 
   const LinkStats& stats(const std::string& from) const { return hosts_.at(index_.at(from)).link_stats; }
+  // The faults of `from`'s outgoing link, for a path that changes mid-test.
+  LinkFaults& faults(const std::string& from) { return hosts_.at(index_.at(from)).faults; }
   void capture_to(const std::string& path) { pcap_ = std::make_unique<PcapDump>(path); }
   // Observes every frame put on a link (before faults): for tests that count packets.
   std::function<void(const std::string& from, std::span<const std::byte>, Nanos)> on_transmit;

@@ -337,5 +337,29 @@ TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExc
   EXPECT_EQ(early, 3u);
 }
 
+TEST_F(EarlyRetransmit, ARoundTripGrownPastTheTimerIsLearnedFromTheAckOfTheFirstCopy) {
+  // A steady 100 us round trip, then 130 us (a queue builds): the timer, about srtt after the
+  // AckReq, fires before the first message's ACK, which comes back 30 us after the early
+  // retransmission, under half a round trip: it answers the first copy. Taking that sample
+  // moves the timer past 130 us. Dropping it (plain Karn) left srtt at 100 us and resent every
+  // message after.
+  cfg_.tuning.early_retransmit_min = 20 * kMicro;
+  start(QpOptions{}, {});
+  net_.faults("a").delay = net_.faults("b").delay = 50 * kMicro;
+  auto write_and_wait = [&](std::uint64_t id) {
+    ASSERT_EQ(post_write(id), 0);
+    auto wcs = run_for_completion(kSecond);
+    ASSERT_EQ(wcs.size(), 1u);
+    ASSERT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  };
+  for (std::uint64_t id = 1; id <= 30; ++id) write_and_wait(id);
+  ASSERT_EQ(count(Counter::EarlyRetransmits), 0u);
+  net_.faults("a").delay = net_.faults("b").delay = 65 * kMicro;
+  for (std::uint64_t id = 31; id <= 50; ++id) write_and_wait(id);
+  EXPECT_EQ(count(Counter::EarlyRetransmits), 1u);
+  EXPECT_EQ(count(Counter::SpuriousEarlyRetransmits), 1u);
+  EXPECT_EQ(count(Counter::RetransmitTimeouts), 0u);
+}
+
 }  // namespace
 }  // namespace roce::test
