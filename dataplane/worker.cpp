@@ -2,6 +2,8 @@
 
 #include <rte_prefetch.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "protocol/parser.hpp"
@@ -99,26 +101,28 @@ bool Worker::push_out() {
 }
 
 void Worker::transmit(Nanos now) {
+  constexpr unsigned kMinOffer = 4;
   while (engine_.has_tx_work() && pending_count_ < kBurst) {
-    std::array<TxFrame, kBurst> frames;
     std::array<rte_mbuf*, kBurst> mbufs;
     unsigned have = 0;
-    for (; have < kBurst; ++have) {
+    for (; have < tx_offer_; ++have) {
       rte_mbuf* m = take_mbuf();
       if (m == nullptr) break;
       mbufs[have] = m;
-      frames[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
+      tx_frames_[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
     }
     if (have == 0) return;
-    const std::size_t n = engine_.transmit(std::span{frames.data(), have}, now);
+    const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now);
     for (std::size_t i = 0; i < n; ++i) {
-      mbufs[i]->data_len = static_cast<std::uint16_t>(frames[i].length);
-      mbufs[i]->pkt_len = frames[i].length;
+      mbufs[i]->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
+      mbufs[i]->pkt_len = tx_frames_[i].length;
     }
     emit(mbufs.data(), static_cast<unsigned>(n));
     // Unused mbufs go back to the stash for the next round.
     for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
-    if (n < have) break;
+    const bool filled = n == have;
+    tx_offer_ = filled ? kBurst : std::max(kMinOffer, static_cast<unsigned>(n));
+    if (!filled) break;
   }
 }
 

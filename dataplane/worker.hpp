@@ -114,6 +114,10 @@ class Worker {
   unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless
   std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
   unsigned stash_count_ = 0;
+  // Frames offered to the engine per call: as many as it filled last time (at least a few),
+  // so a lone ACK does not cost a burst of mbuf headers read and handed back.
+  unsigned tx_offer_ = kBurst;
+  std::array<TxFrame, kBurst> tx_frames_{};
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
 
