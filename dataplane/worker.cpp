@@ -3,7 +3,6 @@
 #include <rte_prefetch.h>
 
 #include <algorithm>
-
 #include <cstring>
 
 #include "protocol/parser.hpp"
