@@ -14,13 +14,15 @@ constexpr std::size_t kOneCallRest = 256;  // bytes after the BTH that are copie
 
 }  // namespace
 
-std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept {
+namespace {
+
+using MaskedHeaders = std::array<std::byte, kMaskedBytesV6 + kOneCallRest>;
+
+// Writes the 0xFF prefix and the IP, UDP and BTH headers with their variant fields set to ones
+// into `masked`, so the packet itself is never written; returns the length of those headers.
+std::size_t mask_headers(IpVersion v, ByteSpan datagram, MaskedHeaders& masked) noexcept {
   const std::size_t ip_len = ip_header_bytes(v);
   const std::size_t fixed = ip_len + sizeof(UdpHeader) + sizeof(Bth);
-
-  // The masked headers are rebuilt in a small stack buffer so the packet itself is never
-  // written; the rest of the packet is then fed to the CRC in place.
-  std::array<std::byte, kMaskedBytesV6 + kOneCallRest> masked;
   std::memset(masked.data(), 0xFF, kFfPrefix);
   std::memcpy(masked.data() + kFfPrefix, datagram.data(), fixed);
   std::byte* ip = masked.data() + kFfPrefix;
@@ -42,7 +44,14 @@ std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) n
   udp[offsetof(UdpHeader, checksum) + 1] = ones;
   std::byte* bth = udp + sizeof(UdpHeader);
   bth[offsetof(Bth, resv8a)] = ones;
+  return fixed;
+}
 
+}  // namespace
+
+std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept {
+  MaskedHeaders masked;
+  const std::size_t fixed = mask_headers(v, datagram, masked);
   const std::size_t rest = datagram.size() - fixed;
   if (rest <= kOneCallRest) {
     // Small packet: each CRC call costs a setup and a final reduction worth tens of bytes, so
@@ -50,7 +59,19 @@ std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) n
     std::memcpy(masked.data() + kFfPrefix + fixed, datagram.data() + fixed, rest);
     return crc32(backend, 0, masked.data(), kFfPrefix + fixed + rest);
   }
-  std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
+  const std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
+  return crc32(backend, crc, datagram.data() + fixed, rest);
+}
+
+std::uint32_t icrc_prefix(CrcBackend backend, IpVersion v, ByteSpan datagram, std::size_t upto) noexcept {
+  MaskedHeaders masked;
+  const std::size_t fixed = mask_headers(v, datagram, masked);
+  const std::size_t rest = upto - fixed;
+  if (rest <= kOneCallRest) {  // extension headers: one CRC call with the masked ones
+    std::memcpy(masked.data() + kFfPrefix + fixed, datagram.data() + fixed, rest);
+    return crc32(backend, 0, masked.data(), kFfPrefix + fixed + rest);
+  }
+  const std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
   return crc32(backend, crc, datagram.data() + fixed, rest);
 }
 

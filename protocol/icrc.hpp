@@ -21,6 +21,9 @@ constexpr std::size_t ip_header_bytes(IpVersion v) { return v == IpVersion::V4 ?
 // UDP as next header) to the last pad byte, excluding the ICRC. It must hold at least the
 // IP, UDP and BTH headers; the caller checks that.
 std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept;
+// The CRC state after the masked headers and the next bytes up to `upto` bytes into the
+// datagram (upto >= the IP, UDP and BTH headers): continue it with crc32() over the rest.
+std::uint32_t icrc_prefix(CrcBackend backend, IpVersion v, ByteSpan datagram, std::size_t upto) noexcept;
 
 // The ICRC value as the four bytes at the end of the packet read it.
 std::uint32_t read_icrc(ByteSpan four_bytes) noexcept;

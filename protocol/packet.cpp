@@ -26,6 +26,7 @@ std::string to_string(IcrcStatus s) {
     case IcrcStatus::Bad: return "bad";
     case IcrcStatus::NotCheckable: return "not-checkable";
     case IcrcStatus::NotChecked: return "not-checked";
+    case IcrcStatus::Deferred: return "deferred";
   }
   return "unknown";
 }

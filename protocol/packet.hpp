@@ -80,6 +80,7 @@ enum class IcrcStatus : std::uint8_t {
   Bad,
   NotCheckable,  // the capture holds fewer bytes than the packet, or IPv4 options are present
   NotChecked,    // the caller asked not to verify
+  Deferred,      // headers checked; the payload's share is left to whoever copies it (icrc_deferred.hpp)
 };
 
 struct Packet {
@@ -110,6 +111,8 @@ struct Packet {
   std::uint32_t payload_length = 0;
   std::uint32_t icrc = 0;  // as on the wire, read least-significant byte first
   IcrcStatus icrc_status = IcrcStatus::NotChecked;
+  std::uint32_t icrc_partial = 0;  // Deferred: the CRC of everything before the payload
+  bool payload_placed = false;     // the receiver copied the payload while settling that CRC
 
   Ecn ecn() const { return ip_version == IpVersion::V4 ? static_cast<Ecn>(ipv4.tos & 3) : static_cast<Ecn>(ipv6.traffic_class & 3); }
   std::uint8_t opcode() const { return bth.opcode; }

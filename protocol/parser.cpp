@@ -79,6 +79,13 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
     p.icrc_status = IcrcStatus::NotCheckable;
   } else if (!opts.verify_icrc) {
     p.icrc_status = IcrcStatus::NotChecked;
+  } else if (opts.defer_icrc_from != 0 && p.payload_length >= opts.defer_icrc_from && info.transport == Transport::Rc &&
+             (info.operation == Operation::ReadResponse ||
+              ((info.operation == Operation::Send || info.operation == Operation::Write) && !info.starts_message() &&
+               !info.has_immediate()))) {
+    const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
+    p.icrc_partial = icrc_prefix(opts.crc, p.ip_version, datagram, p.payload_offset - p.l3_offset);
+    p.icrc_status = IcrcStatus::Deferred;
   } else {
     const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
     p.icrc_status = compute_icrc(opts.crc, p.ip_version, datagram) == p.icrc ? IcrcStatus::Ok : IcrcStatus::Bad;

@@ -294,6 +294,36 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   return CompleterOutcome::Nothing;
 }
 
+Completer::ReadPlacement Completer::read_placement(const QpContext& qp, const SendWqe& w, const Packet& pkt) {
+  const Position pos = pkt.info->position;
+  const bool starts = pos == Position::First || pos == Position::Only;
+  ReadPlacement at;
+  at.offset = std::uint64_t{w.read_packets_received} * qp.cfg.pmtu;
+  at.remaining = w.length - at.offset;
+  at.ends = pos == Position::Last || pos == Position::Only;
+  const std::uint64_t want = at.ends ? at.remaining : qp.cfg.pmtu;
+  // After a READ was re-issued from the middle of its message, the responder may answer it as a
+  // new request (FIRST/ONLY, as the IBA describes) or continue its original response (MIDDLE/
+  // LAST: Linux rxe replays its saved response state). Both carry the bytes at this offset.
+  const bool resumed = w.read_expect_first && w.read_packets_received > 0;
+  at.ok = (resumed || starts == w.read_expect_first) && pkt.payload_length == want &&
+          !(at.ends && at.remaining > qp.cfg.pmtu) && !(!at.ends && at.remaining <= qp.cfg.pmtu);
+  return at;
+}
+
+std::byte* Completer::continuation_target(const QpContext& qp, const Packet& pkt) const {
+  if (pkt.info->operation != Operation::ReadResponse || pkt.payload_length == 0) return nullptr;
+  const SendWqe* w = nullptr;
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail() && w == nullptr; ++i)
+    if (qp.sq.at(i).state != WqeState::Done) w = &qp.sq.at(i);
+  if (w == nullptr || w->state != WqeState::InFlight || !w->is_read() ||
+      pkt.psn() != psn_add(w->first_psn, w->read_packets_received))
+    return nullptr;
+  const ReadPlacement at = read_placement(qp, *w, pkt);
+  if (!at.ok) return nullptr;
+  return contiguous_in_segments(qp.send_segments.data() + w->seg_begin, w->num_seg, at.offset, pkt.payload_length);
+}
+
 CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
   const std::uint32_t psn = pkt.psn();
   const std::uint32_t before = una_;
@@ -325,22 +355,14 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
   }
   if (d > 0) return retry(qp, req, expected, now, false);  // responses in between were lost
 
-  const Position pos = pkt.info->position;
-  const bool starts = pos == Position::First || pos == Position::Only;
-  const std::uint64_t offset = std::uint64_t{w->read_packets_received} * qp.cfg.pmtu;
-  const std::uint64_t remaining = w->length - offset;
-  const bool ends = pos == Position::Last || pos == Position::Only;
-  const std::uint64_t want = ends ? remaining : qp.cfg.pmtu;
-  // After a READ was re-issued from the middle of its message, the responder may answer it as a
-  // new request (FIRST/ONLY, as the IBA describes) or continue its original response (MIDDLE/
-  // LAST: Linux rxe replays its saved response state). Both carry the bytes at this offset.
-  const bool resumed = w->read_expect_first && w->read_packets_received > 0;
-  if ((!resumed && starts != w->read_expect_first) || pkt.payload_length != want || (ends && remaining > qp.cfg.pmtu) ||
-      (!ends && remaining <= qp.cfg.pmtu)) {
+  const ReadPlacement at = read_placement(qp, *w, pkt);
+  if (!at.ok) {
     qp.counters.inc(Counter::GhostResponses);
     return retry(qp, req, expected, now, false);
   }
-  if (pkt.payload_length)
+  const std::uint64_t offset = at.offset, remaining = at.remaining;
+  const bool ends = at.ends;
+  if (pkt.payload_length && !pkt.payload_placed)
     copy_to_segments(qp.send_segs(*w), w->num_seg, offset, pkt.payload.data(), pkt.payload_length);
   if (!ends) {
     const auto next = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, remaining - pkt.payload_length));

@@ -37,12 +37,25 @@ class Completer {
   // Moves every unfinished send WQE to `status` (the first) and IBV_WC_WR_FLUSH_ERR (the rest).
   void flush(QpContext& qp, Requester& req);
 
+  // Where a READ response's payload goes when it is the one the oldest unfinished WQE, a
+  // READ, expects next and on_read_response would place it: the engine copies it there while it
+  // settles the packet's deferred ICRC. nullptr otherwise. Reads state only.
+  std::byte* continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
+
   Nanos deadline() const { return std::min({retransmit_at_, rnr_at_, early_at_}); }
   Nanos retransmit_deadline() const { return retransmit_at_; }
   std::uint32_t una() const { return una_; }
 
  private:
   enum class AckResult : std::uint8_t { Ok, ResponseLost };
+  // Where the READ response the WQE expects next lands, and whether this packet is it.
+  struct ReadPlacement {
+    bool ok = false;
+    bool ends = false;
+    std::uint64_t offset = 0;
+    std::uint64_t remaining = 0;
+  };
+  static ReadPlacement read_placement(const QpContext& qp, const SendWqe& w, const proto::Packet& pkt);
   AckResult acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn, std::uint32_t* retry_psn);
   void finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status);
   CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);

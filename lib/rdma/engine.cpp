@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "protocol/icrc_deferred.hpp"
 #include "protocol/pkey.hpp"
 #include "protocol/psn.hpp"
 
@@ -157,35 +158,44 @@ void Engine::refresh(QueuePair& qp) {
   timers_.set(qp.slot, qp.deadline());
 }
 
+namespace {
+// Payload bytes from which a continuing SEND or WRITE packet has its ICRC settled while its
+// payload is copied. At a 4 KiB MTU that made SEND 17-25 % faster and WRITE no slower; at
+// 1 KiB it was 2 % slower (the separate reductions cost what the second read saved).
+constexpr std::uint32_t kDeferIcrcFrom = 2048;
+}  // namespace
+
 void Engine::receive(ByteSpan frame, Nanos now) {
   ++received_;
   ParseOptions opts;
   opts.crc = cfg_.tuning.crc;
+  opts.defer_icrc_from = kDeferIcrcFrom;
   Packet pkt;
   const ParseError err = parse_frame(frame, opts, pkt);
   if (err != ParseError::None) {
     ++parse_drops_[static_cast<std::size_t>(err)];
     return;
   }
-  if (pkt.icrc_status != IcrcStatus::Ok) {
+  // A deferred ICRC is settled where the payload is placed; a packet dropped before that has it
+  // settled first, so a corrupted packet is counted as corrupted whatever else it would fail.
+  const auto corrupted = [&] {
+    if (pkt.icrc_status == IcrcStatus::Deferred)
+      pkt.icrc_status = settle_icrc(pkt, opts.crc) ? IcrcStatus::Ok : IcrcStatus::Bad;
+    if (pkt.icrc_status == IcrcStatus::Ok) return false;
     ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
-    return;
-  }
-  if (pkt.ip_version == IpVersion::V4 && !pkt.ipv4_checksum_ok) {
-    ++drops_[static_cast<std::size_t>(EngineDrop::Ipv4ChecksumBad)];
-    return;
-  }
+    return true;
+  };
+  const auto drop = [&](EngineDrop d) {
+    if (!corrupted()) ++drops_[static_cast<std::size_t>(d)];
+  };
+  if (pkt.icrc_status != IcrcStatus::Deferred && corrupted()) return;
+  if (pkt.ip_version == IpVersion::V4 && !pkt.ipv4_checksum_ok) return drop(EngineDrop::Ipv4ChecksumBad);
   const IpAddress& me = cfg_.path.local.ip;
   if (cfg_.check_dest_ip && (pkt.ip_version != me.version ||
-                             (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6))) {
-    ++drops_[static_cast<std::size_t>(EngineDrop::NotForUs)];
-    return;
-  }
+                             (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6)))
+    return drop(EngineDrop::NotForUs);
   QueuePair* qp = find_qp(pkt.dest_qp());
-  if (qp == nullptr) {
-    ++drops_[static_cast<std::size_t>(EngineDrop::UnknownQp)];
-    return;
-  }
+  if (qp == nullptr) return drop(EngineDrop::UnknownQp);
   const Transport t = pkt.info->transport;
   if (t == Transport::Cnp) {
     qp->on_cnp(now);
@@ -194,15 +204,22 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   }
   // CNPs carry the default P_Key whatever the QP's partition (as ConnectX sends them), so only
   // transport packets are checked.
-  if (!pkey_matches(pkt.bth.pkey.get(), qp->context().cfg.pkey)) {
-    ++drops_[static_cast<std::size_t>(EngineDrop::PkeyMismatch)];
-    return;
-  }
+  if (!pkey_matches(pkt.bth.pkey.get(), qp->context().cfg.pkey)) return drop(EngineDrop::PkeyMismatch);
   const bool match = (t == Transport::Rc && qp->type() == IBV_QPT_RC) || (t == Transport::Uc && qp->type() == IBV_QPT_UC) ||
                      (t == Transport::Ud && qp->type() == IBV_QPT_UD);
-  if (!match) {
-    ++drops_[static_cast<std::size_t>(EngineDrop::WrongTransport)];
-    return;
+  if (!match) return drop(EngineDrop::WrongTransport);
+  if (pkt.icrc_status == IcrcStatus::Deferred) {
+    // The payload is read once, on its way to where the responder would copy it.
+    if (std::byte* dst = qp->payload_target(pkt)) {
+      if (!settle_icrc_copying(pkt, opts.crc, dst)) {
+        ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
+        return;
+      }
+      pkt.icrc_status = IcrcStatus::Ok;
+      pkt.payload_placed = true;
+    } else if (corrupted()) {
+      return;
+    }
   }
   qp->on_packet(pkt, frame, now);
   refresh(*qp);

@@ -39,6 +39,15 @@ void copy_to_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_
   walk_segments(segs, nseg, offset, len, [src](std::byte* p, std::uint32_t at, std::uint32_t n) { std::memcpy(p, src + at, n); });
 }
 
+std::byte* contiguous_in_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
+                                  std::uint32_t len) noexcept {
+  for (std::uint32_t i = 0; i < nseg; ++i) {
+    if (offset < segs[i].length) return len <= segs[i].length - offset ? segs[i].ptr + offset : nullptr;
+    offset -= segs[i].length;
+  }
+  return nullptr;
+}
+
 void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
                                  std::uint32_t len) noexcept {
   walk_segments(segs, nseg, offset, len, [](std::byte* p, std::uint32_t, std::uint32_t n) { prefetch_for_write(p, n); });

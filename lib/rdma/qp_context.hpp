@@ -111,6 +111,9 @@ inline void prefetch_for_write(const std::byte* p, std::uint64_t len) noexcept {
   constexpr std::uint64_t kLine = 64;
   for (std::uint64_t at = 0; at < len; at += kLine) __builtin_prefetch(p + at, 1, 3);
 }
+// The bytes [offset, offset + len) of a segment list when they lie in one segment, else nullptr.
+std::byte* contiguous_in_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
+                                  std::uint32_t len) noexcept;
 void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
                                  std::uint32_t len) noexcept;
 

@@ -196,6 +196,28 @@ ResponderOutcome Responder::execute(QpContext& qp, const Packet& pkt) {
   }
 }
 
+std::byte* Responder::continuation_target(const QpContext& qp, const Packet& pkt) const {
+  const OpcodeInfo& info = *pkt.info;
+  if (!qp.is_rc() || !qp.accepts_requests() || output_full() || pkt.psn() != epsn_ || info.starts_message() ||
+      info.has_immediate() || pkt.payload_length == 0 || pkt.payload_length > qp.cfg.pmtu ||
+      (info.payload == PayloadRule::ExactPmtu && pkt.payload_length != qp.cfg.pmtu))
+    return nullptr;
+  if (info.operation == Operation::Write && msg_ == Message::Write) {
+    if (pkt.payload_length > write_remaining_ || (info.ends_message() && pkt.payload_length != write_remaining_))
+      return nullptr;
+    std::byte* dst = nullptr;
+    const auto access =
+        qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst);
+    return access == AccessResult::Ok ? dst : nullptr;
+  }
+  if (info.operation == Operation::Send && msg_ == Message::Send && !qp.rq.empty()) {
+    const RecvWqe& r = qp.rq.at(qp.rq.head());
+    if (r.local_error || std::uint64_t{msg_offset_} + pkt.payload_length > r.length) return nullptr;
+    return contiguous_in_segments(qp.recv_segments.data() + r.seg_begin, r.num_seg, msg_offset_, pkt.payload_length);
+  }
+  return nullptr;
+}
+
 ResponderOutcome Responder::class_c_error(QpContext& qp, std::uint32_t psn, NakCode code) {
   if (code == NakCode::RemoteAccessError) qp.counters.inc(Counter::RemoteAccessErrors);
   if (code == NakCode::RemoteOperationalError) qp.counters.inc(Counter::RemoteOperationalErrors);
@@ -250,7 +272,7 @@ ResponderOutcome Responder::do_send(QpContext& qp, const Packet& pkt) {
     qp.counters.inc(Counter::InvalidRequests);
     return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
   }
-  if (pkt.payload_length)
+  if (pkt.payload_length && !pkt.payload_placed)
     copy_to_segments(qp.recv_segs(r), r.num_seg, msg_offset_, pkt.payload.data(), pkt.payload_length);
   msg_offset_ += pkt.payload_length;
   if (!info.ends_message())
@@ -323,7 +345,7 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
     if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
         AccessResult::Ok)
       return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+    if (!pkt.payload_placed) std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
     prefetch_for_write(dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length));

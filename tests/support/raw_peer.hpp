@@ -97,7 +97,7 @@ inline EngineConfig raw_peer_target(proto::MacAddr peer_mac) {
   return cfg;
 }
 
-// What the target QP is told about the raw peer on its way to RTR (path MTU 1024).
+// What the target QP is told about the raw peer on its way to RTR.
 struct RawPeerPath {
   proto::Ipv4Addr peer_ip{};
   std::uint32_t peer_qpn = 0;
@@ -105,6 +105,7 @@ struct RawPeerPath {
   unsigned access = 0;
   std::uint8_t max_dest_rd_atomic = 4;
   std::uint8_t min_rnr_timer = 14;
+  ibv_mtu mtu = IBV_MTU_1024;
 };
 
 inline void to_init(Engine& e, QueuePair* qp, unsigned access) {
@@ -121,7 +122,7 @@ inline void to_rtr(Engine& e, QueuePair* qp, const RawPeerPath& p) {
   to_init(e, qp, p.access);
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
+  a.path_mtu = p.mtu;
   a.dest_qp_num = p.peer_qpn;
   a.rq_psn = p.rq_psn;
   a.max_dest_rd_atomic = p.max_dest_rd_atomic;

@@ -1,0 +1,100 @@
+// Continuing SEND and WRITE packets at a 4 KiB MTU have their ICRC settled while the payload is
+// copied into place: a corrupted one must leave the responder as if it never came (no ACK, no
+// NAK, the expected PSN unchanged), be counted as corrupted, and be replaced by its resend.
+#include <gtest/gtest.h>
+
+#include "protocol/aeth.hpp"
+#include "tests/support/raw_peer.hpp"
+#include "tests/support/verbs_helpers.hpp"
+
+namespace roce::test {
+namespace {
+
+using namespace roce::proto;
+
+constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xAB};
+constexpr Ipv4Addr kPeerIp{10, 0, 0, 8};
+constexpr std::uint32_t kPeerQpn = 0x78;
+constexpr std::uint32_t kEpsn = 0x2000;
+constexpr std::uint32_t kMtu = 4096;
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+class DeferredIcrc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
+    ep_ = make_endpoint(*engine_, QpOptions{});
+    RawPeerPath path{kPeerIp, kPeerQpn, kEpsn, kAll};
+    path.mtu = IBV_MTU_4096;
+    to_rtr(*engine_, ep_.qp, path);
+    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    mem_.assign(4 * kMtu, std::byte{0});
+    mr_ = reg(*engine_, ep_.pd, mem_, kAll);
+    data_.resize(3 * kMtu);
+    for (std::size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<std::byte>(i * 13 + 5);
+  }
+  std::span<const std::byte> part(unsigned i) const { return std::span(data_).subspan(i * kMtu, kMtu); }
+  static std::vector<std::byte> corrupted(std::vector<std::byte> f, std::size_t at) {
+    f[at] ^= std::byte{0x40};
+    return f;
+  }
+  std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
+
+  MrTable mrs_;
+  std::unique_ptr<Engine> engine_;
+  Endpoint ep_;
+  std::unique_ptr<RawPeer> peer_;
+  std::vector<std::byte> mem_, data_;
+  const MemoryRegion* mr_ = nullptr;
+};
+
+TEST_F(DeferredIcrc, CorruptedWriteMiddleChangesNothingAndItsResendCompletesTheWrite) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(reinterpret_cast<std::uint64_t>(mem_.data()), mr_->rkey(), 3 * kMtu),
+                           part(0), false));
+  const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
+  // A payload byte and a BTH byte (the PSN: it would otherwise ask for a sequence NAK).
+  peer_->send(corrupted(middle, middle.size() - 100));
+  peer_->send(corrupted(middle, 14 + 20 + 8 + 11));
+  EXPECT_EQ(icrc_bad(), 2u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->responder().expected_psn(), kEpsn + 1);
+  peer_->send(middle);
+  peer_->send(peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true));
+  const auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(Syndrome{out[0].pkt.ext.aeth.syndrome}.is_ack());
+  EXPECT_EQ(out[0].pkt.psn(), kEpsn + 2);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+  EXPECT_EQ(icrc_bad(), 2u);
+}
+
+TEST_F(DeferredIcrc, CorruptedSendLastLeavesTheReceiveOpenAndItsResendCompletesIt) {
+  ibv_sge g = sge(mem_.data(), static_cast<std::uint32_t>(mem_.size()), mr_);
+  ASSERT_EQ(post_recv(ep_, 9, &g, 1), 0);
+  peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn, {}, part(0), false));
+  peer_->send(peer_->frame(Opcode::RcSendMiddle, kEpsn + 1, {}, part(1), false));
+  const auto last = peer_->frame(Opcode::RcSendLast, kEpsn + 2, {}, part(2), true);
+  peer_->send(corrupted(last, last.size() - 5));  // the last payload byte
+  EXPECT_EQ(icrc_bad(), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(drain(ep_).empty());
+  peer_->send(last);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].byte_len, 3 * kMtu);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+}
+
+TEST_F(DeferredIcrc, CorruptedMiddleNobodyExpectsIsStillCountedAsCorrupted) {
+  // No message open: the usual way would NAK it; corrupted, it is only counted.
+  const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn, {}, part(1), true);
+  peer_->send(corrupted(middle, middle.size() - 100));
+  EXPECT_EQ(icrc_bad(), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(std::all_of(mem_.begin(), mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+}
+
+}  // namespace
+}  // namespace roce::test

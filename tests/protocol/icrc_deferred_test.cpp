@@ -1,0 +1,93 @@
+// Deferred ICRC: which packets the parser defers, and that settling it (in place or while
+// copying) accepts exactly the packets a full check accepts, on both IP versions, with pad.
+#include "protocol/icrc_deferred.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "protocol/builder.hpp"
+#include "protocol/parser.hpp"
+
+namespace roce::proto {
+namespace {
+
+std::vector<std::byte> frame_of(Opcode op, std::size_t payload_len, IpVersion v) {
+  FrameSpec s;
+  s.ip_version = v;
+  s.ipv4.src = {10, 0, 0, 1};
+  s.ipv4.dst = {10, 0, 0, 2};
+  s.bth.opcode = raw(op);
+  s.bth.pkey.set(0xFFFF);
+  s.bth.dest_qp.set(0x11);
+  s.bth.psn.set(5);
+  std::vector<std::byte> payload(payload_len);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i * 29 + 3);
+  std::vector<std::byte> out(payload_len + 200);
+  const auto l = build_frame(s, payload, out, CrcBackend::Isal);
+  EXPECT_TRUE(l.ok());
+  out.resize(l.length);
+  return out;
+}
+
+ParseOptions deferring() {
+  ParseOptions o;
+  o.defer_icrc_from = 512;
+  return o;
+}
+
+TEST(IcrcDeferred, ContinuingSendAndWriteAndReadResponsesFromTheThresholdAreDeferred) {
+  struct Case {
+    Opcode op;
+    std::size_t len;
+    IcrcStatus want;
+  };
+  const Case cases[] = {
+      {Opcode::RcWriteMiddle, 4096, IcrcStatus::Deferred}, {Opcode::RcWriteLast, 1000, IcrcStatus::Deferred},
+      {Opcode::RcSendMiddle, 1024, IcrcStatus::Deferred},  {Opcode::RcSendLast, 513, IcrcStatus::Deferred},
+      {Opcode::RcWriteLast, 511, IcrcStatus::Ok},          // under the threshold
+      {Opcode::RcWriteFirst, 4096, IcrcStatus::Ok},        // RETH steers the copy: checked first
+      {Opcode::RcSendOnly, 1024, IcrcStatus::Ok},          {Opcode::RcWriteLastImm, 1024, IcrcStatus::Ok},
+      {Opcode::UcWriteMiddle, 4096, IcrcStatus::Ok},
+      // READ responses land where the requester's WQE says, whatever their position.
+      {Opcode::RcReadResponseFirst, 4096, IcrcStatus::Deferred}, {Opcode::RcReadResponseMiddle, 4096, IcrcStatus::Deferred},
+      {Opcode::RcReadResponseOnly, 600, IcrcStatus::Deferred},
+  };
+  for (const Case& c : cases) {
+    const auto f = frame_of(c.op, c.len, IpVersion::V4);
+    Packet p;
+    ASSERT_EQ(parse_frame(f, deferring(), p), ParseError::None) << raw(c.op);
+    EXPECT_EQ(p.icrc_status, c.want) << "opcode " << int{raw(c.op)} << " payload " << c.len;
+  }
+}
+
+TEST(IcrcDeferred, SettlingAcceptsWhatTheFullCheckAcceptsAndCopiesThePayload) {
+  for (const IpVersion v : {IpVersion::V4, IpVersion::V6}) {
+    for (const std::size_t len : {512u, 513u, 1022u, 4096u}) {  // 513 and 1022 carry pad bytes
+      auto f = frame_of(Opcode::RcWriteLast, len, v);
+      for (const std::size_t flip : {std::size_t{0}, std::size_t{30}, f.size() - 5, f.size() - 1}) {
+        auto g = f;
+        if (flip) g[flip] ^= std::byte{0x10};  // a header byte, a pad or last payload byte, the ICRC
+        Packet full, deferred;
+        ASSERT_EQ(parse_frame(g, {}, full), ParseError::None);
+        ASSERT_EQ(parse_frame(g, deferring(), deferred), ParseError::None);
+        ASSERT_EQ(deferred.icrc_status, IcrcStatus::Deferred);
+        const bool ok = full.icrc_status == IcrcStatus::Ok;
+        EXPECT_EQ(ok, flip == 0);
+        EXPECT_EQ(settle_icrc(deferred, CrcBackend::Isal), ok) << "payload " << len << " flip " << flip;
+        for (const CrcBackend b : {CrcBackend::Isal, CrcBackend::Zlib, CrcBackend::Portable}) {
+          Packet q;
+          ParseOptions o = deferring();
+          o.crc = b;
+          ASSERT_EQ(parse_frame(g, o, q), ParseError::None);
+          std::vector<std::byte> dst(len);
+          EXPECT_EQ(settle_icrc_copying(q, b, dst.data()), ok) << to_string(b) << " payload " << len << " flip " << flip;
+          EXPECT_TRUE(std::equal(dst.begin(), dst.end(), q.payload.begin()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace roce::proto
