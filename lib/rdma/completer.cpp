@@ -99,9 +99,13 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retry_left_ = qp.cfg.retry_cnt;
   rnr_retry_left_ = qp.cfg.rnr_retry;
   retrying_ = false;
-  early_backoff_ = 0;
   const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
-  if (first_copy_answered) qp.counters.inc(Counter::SpuriousEarlyRetransmits);
+  // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
+  if (first_copy_answered) {
+    qp.counters.inc(Counter::SpuriousEarlyRetransmits);
+  } else {
+    early_backoff_ = 0;
+  }
   early_sent_at_ = kNever;
   take_rtt_sample(now, first_copy_answered);
   if (psn_before(una_, req.sent_end_psn())) {
@@ -140,7 +144,9 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // Only while a packet that asked for an ACK is unacknowledged: a sender paced so slowly
   // (DCQCN) that no AckReq went out for a while is not waiting for anything.
   if (floor <= 0 || srtt_ == 0 || rto_ == kNever || early_backoff_ >= 32 || !psn_before(una_, ack_req_end_)) return;
-  const Nanos wait = std::max(floor, srtt_ + 4 * rttvar_) << early_backoff_;
+  // At least twice the smoothed round trip: a queue that grows past srtt + 4 rttvar would have
+  // every QP on it resend its window, which doubles the queue and keeps the round trip there.
+  const Nanos wait = std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_}) << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
 

@@ -87,7 +87,7 @@ class Completer {
   // copy got through and the sample stands. Dropping it there froze srtt below a round trip
   // grown by queueing, and every window after was resent.
   Nanos early_at_ = kNever;
-  std::uint32_t early_backoff_ = 0;   // doublings since the last progress
+  std::uint32_t early_backoff_ = 0;   // doublings since the last progress (kept over one that answered a first copy)
   Nanos early_sent_at_ = kNever;      // the latest early retransmission since the last progress
   Nanos srtt_ = 0, rttvar_ = 0;
   std::uint32_t sample_end_ = 0;      // the sample completes once una reaches this PSN

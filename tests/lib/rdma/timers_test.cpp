@@ -338,10 +338,10 @@ TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExc
 }
 
 TEST_F(EarlyRetransmit, ARoundTripGrownPastTheTimerIsLearnedFromTheAckOfTheFirstCopy) {
-  // A steady 100 us round trip, then 130 us (a queue builds): the timer, about srtt after the
-  // AckReq, fires before the first message's ACK, which comes back 30 us after the early
+  // A steady 100 us round trip, then 240 us (a queue builds): the timer, twice srtt after the
+  // AckReq, fires before the first message's ACK, which comes back 40 us after the early
   // retransmission, under half a round trip: it answers the first copy. Taking that sample
-  // moves the timer past 130 us. Dropping it (plain Karn) left srtt at 100 us and resent every
+  // moves the timer past 240 us. Dropping it (plain Karn) left srtt at 100 us and resent every
   // message after.
   cfg_.tuning.early_retransmit_min = 20 * kMicro;
   start(QpOptions{}, {});
@@ -354,7 +354,7 @@ TEST_F(EarlyRetransmit, ARoundTripGrownPastTheTimerIsLearnedFromTheAckOfTheFirst
   };
   for (std::uint64_t id = 1; id <= 30; ++id) write_and_wait(id);
   ASSERT_EQ(count(Counter::EarlyRetransmits), 0u);
-  net_.faults("a").delay = net_.faults("b").delay = 65 * kMicro;
+  net_.faults("a").delay = net_.faults("b").delay = 120 * kMicro;
   for (std::uint64_t id = 31; id <= 50; ++id) write_and_wait(id);
   EXPECT_EQ(count(Counter::EarlyRetransmits), 1u);
   EXPECT_EQ(count(Counter::SpuriousEarlyRetransmits), 1u);
