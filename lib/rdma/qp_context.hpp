@@ -57,7 +57,7 @@ struct TransportTuning {
   std::uint32_t max_inflight_bytes = 256 * 1024;
   std::uint32_t ack_req_every = 64;           // also ask for an ACK every N packets of a long message
   // Early retransmission (ConnectX calls its version adaptive retransmission): after no progress
-  // for max(this, srtt + 4 rttvar), doubling on each try, resend from the oldest unacknowledged
+  // for max(this, srtt + 4 rttvar, 2 srtt), doubling on each try, resend from the oldest unacknowledged
   // PSN without using up retry_cnt. Go-back-N has no answer for a lost NAK, a lost
   // retransmission or a lost tail but the local ACK timeout (67 ms at the usual timeout 14);
   // duplicates are always safe for the responder. The local ACK timeout still counts retries

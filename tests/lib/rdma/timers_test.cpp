@@ -272,7 +272,7 @@ TEST_F(EarlyRetransmit, LostRetransmissionIsResentAfterTheEarlyTimerNotTheLocalA
   EXPECT_EQ(count(Counter::EarlyRetransmits), 1u);
   EXPECT_EQ(count(Counter::RcvdSeqErr), 1u);
   // Frames 6-9 are the go-back-N after the NAK; frame 10 restarts at the lost PSN one early
-  // timeout (max(1 ms, srtt + 4 rttvar) = 1 ms here) after it.
+  // timeout (max(1 ms, srtt + 4 rttvar, 2 srtt) = 1 ms here) after it.
   ASSERT_GE(a_out_.size(), 11u);
   EXPECT_EQ(a_out_[6].psn, a_out_[2].psn);
   EXPECT_EQ(a_out_[10].psn, a_out_[2].psn);
