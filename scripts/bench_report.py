@@ -189,10 +189,11 @@ def markdown(fig, proto, meta, svg_name):
     w("building or parsing headers and an ICRC on each side, a copy, and the transport's bookkeeping (see")
     w("the cycles per packet below): the 64 B rate and RTT targets are off by an order of magnitude that no")
     w("tuning of this design closes. The goodput and loss targets are within reach and are the ones the")
-    w("changes in [perf-changes.md](perf-changes.md) went after. For the 4 KiB receive target the responder")
-    w("checks the ICRC before it places a byte (a corrupted RETH would otherwise steer the copy) while the")
-    w("ceiling copies first and CRCs the copy in cache; measured apart the two orders cost the same, so what")
-    w("separates them is the responder's own per-packet work (section 6 of perf-changes.md).")
+    w("changes in [perf-changes.md](perf-changes.md) went after. For the 4 KiB receive target: packets")
+    w("that continue a message now have their ICRC computed while the payload is copied (section 10 of")
+    w("perf-changes.md), which raised READ and SEND end to end, but the responder-worker case reads frames")
+    w("preloaded long before it runs, cold, and there the loads of the frame cost the same whoever issues")
+    w("them; the rest is the responder's own per-packet work (section 6).")
     w("")
 
     # Goodput sweep.
@@ -239,9 +240,10 @@ def markdown(fig, proto, meta, svg_name):
     if lossless_retx:
         w("Nothing is lost on this path, yet {} packets were retransmitted ({} local ACK timeouts). Every frame".format(
             lossless_retx, lossless_timeouts))
-        w("sent was received (no NAK, no responder drop): the single polling thread was descheduled for longer")
-        w("than a timer (early retransmission: 1 ms at least; local ACK timeout: 67 ms), so a requester's timer")
-        w("ran before it read the ACKs waiting in its RX ring. Seen on this machine only under heavy load.")
+        w("sent was received (no NAK, no responder drop). They are early retransmissions: at 16 QPs while the")
+        w("ring pair fills at the start of a case (the round trip grows from microseconds to milliseconds faster")
+        w("than the timer learns it), or after the single polling thread was descheduled for longer than a")
+        w("timer (sections 7 and 8 of perf-changes.md).")
         w("")
     w("64 B WRITE message rate (1 QP, MTU 1024, end to end): {} Mpps.".format(mmm(rate64, 3)))
     w("")
