@@ -178,9 +178,7 @@ ResponderOutcome Responder::execute(QpContext& qp, const Packet& pkt) {
     qp.counters.inc(Counter::OpcodeSequenceErrors);
     return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
   }
-  // FIRST/MIDDLE carry exactly one path MTU, LAST/ONLY at most one.
-  const bool exact = info.payload == PayloadRule::ExactPmtu;
-  if ((exact && pkt.payload_length != qp.cfg.pmtu) || pkt.payload_length > qp.cfg.pmtu) {
+  if (!fits_pmtu(qp, pkt)) {
     qp.counters.inc(Counter::InvalidRequests);
     return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
   }
@@ -196,15 +194,23 @@ ResponderOutcome Responder::execute(QpContext& qp, const Packet& pkt) {
   }
 }
 
+bool Responder::fits_pmtu(const QpContext& qp, const Packet& pkt) {
+  // FIRST/MIDDLE carry exactly one path MTU, LAST/ONLY at most one.
+  return pkt.payload_length <= qp.cfg.pmtu &&
+         (pkt.info->payload != PayloadRule::ExactPmtu || pkt.payload_length == qp.cfg.pmtu);
+}
+
+bool Responder::fits_open_write(const Packet& pkt) const {
+  return pkt.payload_length <= write_remaining_ && (!pkt.info->ends_message() || pkt.payload_length == write_remaining_);
+}
+
 std::byte* Responder::continuation_target(const QpContext& qp, const Packet& pkt) const {
   const OpcodeInfo& info = *pkt.info;
   if (!qp.is_rc() || !qp.accepts_requests() || output_full() || pkt.psn() != epsn_ || info.starts_message() ||
-      info.has_immediate() || pkt.payload_length == 0 || pkt.payload_length > qp.cfg.pmtu ||
-      (info.payload == PayloadRule::ExactPmtu && pkt.payload_length != qp.cfg.pmtu))
+      info.has_immediate() || pkt.payload_length == 0 || !fits_pmtu(qp, pkt))
     return nullptr;
   if (info.operation == Operation::Write && msg_ == Message::Write) {
-    if (pkt.payload_length > write_remaining_ || (info.ends_message() && pkt.payload_length != write_remaining_))
-      return nullptr;
+    if (!fits_open_write(pkt)) return nullptr;
     std::byte* dst = nullptr;
     const auto access =
         qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst);
@@ -328,7 +334,7 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
     write_remaining_ = len;
     write_length_ = len;
   }
-  if (pkt.payload_length > write_remaining_ || (info.ends_message() && pkt.payload_length != write_remaining_)) {
+  if (!fits_open_write(pkt)) {
     qp.counters.inc(Counter::InvalidRequests);
     return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
   }
@@ -520,8 +526,7 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
     qp.counters.inc(Counter::OpcodeSequenceErrors);
     return ResponderOutcome::Nothing;
   }
-  if (pkt.payload_length > qp.cfg.pmtu ||
-      (info.payload == PayloadRule::ExactPmtu && pkt.payload_length != qp.cfg.pmtu)) {
+  if (!fits_pmtu(qp, pkt)) {
     uc_dropping_ = true;
     msg_ = Message::None;
     return ResponderOutcome::Nothing;
@@ -571,8 +576,7 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
     write_remaining_ = len;
     write_length_ = len;
   }
-  if (pkt.payload_length > write_remaining_ || (info.ends_message() && pkt.payload_length != write_remaining_))
-    return drop(Counter::UcMessagesDropped);
+  if (!fits_open_write(pkt)) return drop(Counter::UcMessagesDropped);
   if (info.has_immediate() && qp.rq.empty()) return drop(Counter::UdNoReceiveDrops);
   if (pkt.payload_length) {
     std::byte* dst = nullptr;

@@ -104,6 +104,8 @@ class Responder {
   void end_of_request(QpContext& qp, const proto::Packet& pkt);
 
   bool output_full() const { return out_count_ >= out_capacity_; }
+  static bool fits_pmtu(const QpContext& qp, const proto::Packet& pkt);  // the payload rule of the opcode
+  bool fits_open_write(const proto::Packet& pkt) const;  // within the open WRITE, and all of its rest at LAST
   Item& push_item();
   void queue_ack(QpContext& qp, std::uint32_t psn);
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
