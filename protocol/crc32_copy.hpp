@@ -9,11 +9,25 @@
 
 namespace roce::proto {
 
+// Where the next copy will write, asked for ahead. A destination that is not in cache costs a
+// read for ownership per line; asked for a few lines at a time during this copy, those reads
+// overlap with it. Asked for all at once after it, they stall behind the loads of a frame that
+// is not in cache either (the receive path of a NIC's DMA). Prefetches never fault, so the
+// range needs no check.
+struct WriteAhead {
+  std::byte* at = nullptr;
+  std::size_t len = 0;
+};
+
 // Copies `len` bytes from `src` to `dst` (not overlapping) and returns crc32(backend, crc, src,
-// len). The one-pass path needs AVX-512 and VPCLMULQDQ and is taken for the ISA-L backend;
-// otherwise it is a copy and then the CRC of the copy.
-std::uint32_t crc32_copy(CrcBackend backend, std::uint32_t crc, std::byte* dst, const std::byte* src,
-                         std::size_t len) noexcept;
+// len), asking for `ahead` with write intent on the way. The one-pass path needs AVX-512 and
+// VPCLMULQDQ and is taken for the ISA-L backend; otherwise it is a copy and then the CRC of
+// the copy.
+std::uint32_t crc32_copy(CrcBackend backend, std::uint32_t crc, std::byte* dst, const std::byte* src, std::size_t len,
+                         WriteAhead ahead = {}) noexcept;
+
+// Asks for the lines of `ahead` with write intent, all at once.
+void prefetch_for_write(WriteAhead ahead) noexcept;
 
 // Whether crc32_copy takes the one-pass path on this CPU.
 bool crc32_copy_is_one_pass() noexcept;

@@ -1,7 +1,5 @@
 #include "protocol/icrc_deferred.hpp"
 
-#include "protocol/crc32_copy.hpp"
-
 namespace roce::proto {
 namespace {
 
@@ -16,8 +14,8 @@ bool settle_icrc(const Packet& p, CrcBackend backend) noexcept {
   return ends_right(p, backend, crc32(backend, p.icrc_partial, p.payload.data(), p.payload_length));
 }
 
-bool settle_icrc_copying(const Packet& p, CrcBackend backend, std::byte* dst) noexcept {
-  return ends_right(p, backend, crc32_copy(backend, p.icrc_partial, dst, p.payload.data(), p.payload_length));
+bool settle_icrc_copying(const Packet& p, CrcBackend backend, std::byte* dst, WriteAhead ahead) noexcept {
+  return ends_right(p, backend, crc32_copy(backend, p.icrc_partial, dst, p.payload.data(), p.payload_length, ahead));
 }
 
 }  // namespace roce::proto

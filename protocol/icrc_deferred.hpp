@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "protocol/crc32_copy.hpp"
 #include "protocol/packet.hpp"
 
 namespace roce::proto {
@@ -12,7 +13,7 @@ namespace roce::proto {
 // Whether the packet's ICRC holds, reading the payload where it is.
 bool settle_icrc(const Packet& p, CrcBackend backend) noexcept;
 // The same while copying the payload to `dst` (payload_length bytes), whatever the outcome: a
-// packet that fails leaves its bytes there.
-bool settle_icrc_copying(const Packet& p, CrcBackend backend, std::byte* dst) noexcept;
+// packet that fails leaves its bytes there. `ahead` is where the next packet will be copied.
+bool settle_icrc_copying(const Packet& p, CrcBackend backend, std::byte* dst, WriteAhead ahead = {}) noexcept;
 
 }  // namespace roce::proto

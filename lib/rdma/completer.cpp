@@ -317,17 +317,22 @@ Completer::ReadPlacement Completer::read_placement(const QpContext& qp, const Se
   return at;
 }
 
-std::byte* Completer::continuation_target(const QpContext& qp, const Packet& pkt) const {
-  if (pkt.info->operation != Operation::ReadResponse || pkt.payload_length == 0) return nullptr;
+PayloadTarget Completer::continuation_target(const QpContext& qp, const Packet& pkt) const {
+  if (pkt.info->operation != Operation::ReadResponse || pkt.payload_length == 0) return {};
   const SendWqe* w = nullptr;
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail() && w == nullptr; ++i)
     if (qp.sq.at(i).state != WqeState::Done) w = &qp.sq.at(i);
   if (w == nullptr || w->state != WqeState::InFlight || !w->is_read() ||
       pkt.psn() != psn_add(w->first_psn, w->read_packets_received))
-    return nullptr;
+    return {};
   const ReadPlacement at = read_placement(qp, *w, pkt);
-  if (!at.ok) return nullptr;
-  return contiguous_in_segments(qp.send_segments.data() + w->seg_begin, w->num_seg, at.offset, pkt.payload_length);
+  if (!at.ok) return {};
+  const LocalSegment* segs = qp.send_segs(*w);
+  PayloadTarget to{contiguous_in_segments(segs, w->num_seg, at.offset, pkt.payload_length), {}};
+  if (to.dst && !at.ends)
+    to.next = write_ahead_in_segments(segs, w->num_seg, at.offset + pkt.payload_length,
+                                      std::min<std::uint64_t>(qp.cfg.pmtu, at.remaining - pkt.payload_length));
+  return to;
 }
 
 CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
@@ -370,7 +375,7 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
   const bool ends = at.ends;
   if (pkt.payload_length && !pkt.payload_placed)
     copy_to_segments(qp.send_segs(*w), w->num_seg, offset, pkt.payload.data(), pkt.payload_length);
-  if (!ends) {
+  if (!ends && !pkt.payload_placed) {
     const auto next = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, remaining - pkt.payload_length));
     prefetch_segments_for_write(qp.send_segs(*w), w->num_seg, offset + pkt.payload_length, next);
   }

@@ -39,8 +39,8 @@ class Completer {
 
   // Where a READ response's payload goes when it is the one the oldest unfinished WQE, a
   // READ, expects next and on_read_response would place it: the engine copies it there while it
-  // settles the packet's deferred ICRC. nullptr otherwise. Reads state only.
-  std::byte* continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
+  // settles the packet's deferred ICRC. No dst otherwise. Reads state only.
+  PayloadTarget continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
 
   Nanos deadline() const { return std::min({retransmit_at_, rnr_at_, early_at_}); }
   Nanos retransmit_deadline() const { return retransmit_at_; }

@@ -211,8 +211,8 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   if (!match) return drop(EngineDrop::WrongTransport);
   if (pkt.icrc_status == IcrcStatus::Deferred) {
     // The payload is read once, on its way to where the responder or completer would copy it.
-    if (std::byte* dst = qp->payload_target(pkt)) {
-      if (!settle_icrc_copying(pkt, opts.crc, dst)) {
+    if (const PayloadTarget to = qp->payload_target(pkt); to.dst) {
+      if (!settle_icrc_copying(pkt, opts.crc, to.dst, to.next)) {
         ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
         return;
       }

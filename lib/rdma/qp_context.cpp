@@ -48,9 +48,19 @@ std::byte* contiguous_in_segments(const LocalSegment* segs, std::uint32_t nseg, 
   return nullptr;
 }
 
+proto::WriteAhead write_ahead_in_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
+                                          std::uint64_t len) noexcept {
+  for (std::uint32_t i = 0; i < nseg; ++i) {
+    if (offset < segs[i].length) return {segs[i].ptr + offset, std::min(len, segs[i].length - offset)};
+    offset -= segs[i].length;
+  }
+  return {};
+}
+
 void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
                                  std::uint32_t len) noexcept {
-  walk_segments(segs, nseg, offset, len, [](std::byte* p, std::uint32_t, std::uint32_t n) { prefetch_for_write(p, n); });
+  walk_segments(segs, nseg, offset, len,
+                [](std::byte* p, std::uint32_t, std::uint32_t n) { proto::prefetch_for_write({p, n}); });
 }
 
 }  // namespace roce

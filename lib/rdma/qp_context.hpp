@@ -15,6 +15,7 @@
 #include "lib/rdma/work_request.hpp"
 #include "lib/time.hpp"
 #include "protocol/builder.hpp"
+#include "protocol/crc32_copy.hpp"
 
 namespace roce {
 
@@ -95,6 +96,8 @@ struct QpContext {
 
   LocalSegment* send_segs(const SendWqe& w) { return send_segments.data() + w.seg_begin; }
   LocalSegment* recv_segs(const RecvWqe& w) { return recv_segments.data() + w.seg_begin; }
+  const LocalSegment* send_segs(const SendWqe& w) const { return send_segments.data() + w.seg_begin; }
+  const LocalSegment* recv_segs(const RecvWqe& w) const { return recv_segments.data() + w.seg_begin; }
 };
 
 // Copies between a frame and a list of local segments, starting `offset` bytes into the list.
@@ -103,19 +106,28 @@ void copy_from_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint6
 void copy_to_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, const std::byte* src,
                       std::uint32_t len) noexcept;
 
-// Where the next packet of a message will be placed, asked for ahead: the reads for ownership
-// of those lines then run while that packet is parsed and its ICRC checked. Without it the
-// copy fills the store buffer with stores waiting on memory, and every store after it (the next
-// packet's parse, the ACK) waits too. Prefetches never fault, so the range needs no check.
-inline void prefetch_for_write(const std::byte* p, std::uint64_t len) noexcept {
-  constexpr std::uint64_t kLine = 64;
-  for (std::uint64_t at = 0; at < len; at += kLine) __builtin_prefetch(p + at, 1, 3);
-}
 // The bytes [offset, offset + len) of a segment list when they lie in one segment, else nullptr.
 std::byte* contiguous_in_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
                                   std::uint32_t len) noexcept;
+// The part of [offset, offset + len) that lies in the segment holding `offset`.
+proto::WriteAhead write_ahead_in_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
+                                          std::uint64_t len) noexcept;
+
+// Where the next packet of a message will be placed, asked for ahead: the reads for ownership
+// of those lines then run while that packet is parsed and its ICRC checked. Without it the
+// copy fills the store buffer with stores waiting on memory, and every store after it (the next
+// packet's parse, the ACK) waits too. A packet whose payload the engine placed while settling
+// its ICRC asked for them during that copy (PayloadTarget::next).
 void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
                                  std::uint32_t len) noexcept;
+
+// Where a continuing packet's payload goes, for the engine to copy it there while it settles
+// the packet's deferred ICRC (dst; nullptr: the packet takes the usual way), and where the
+// packet after it will go (next; empty when this one ends the message).
+struct PayloadTarget {
+  std::byte* dst = nullptr;
+  proto::WriteAhead next;
+};
 
 // Packets a message of `length` bytes takes at path MTU `pmtu` (a zero-length message takes one).
 constexpr std::uint32_t packets_for(std::uint64_t length, std::uint32_t pmtu) {

@@ -344,9 +344,9 @@ void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
   after_completer(comp_.on_response(ctx_, req_, pkt, now));
 }
 
-std::byte* QueuePair::payload_target(const Packet& pkt) const {
-  if (pkt.info->is_request) return ctx_.accepts_requests() ? resp_.continuation_target(ctx_, pkt) : nullptr;
-  return ctx_.is_rc() && ctx_.sends_requests() ? comp_.continuation_target(ctx_, pkt) : nullptr;
+PayloadTarget QueuePair::payload_target(const Packet& pkt) const {
+  if (pkt.info->is_request) return ctx_.accepts_requests() ? resp_.continuation_target(ctx_, pkt) : PayloadTarget{};
+  return ctx_.is_rc() && ctx_.sends_requests() ? comp_.continuation_target(ctx_, pkt) : PayloadTarget{};
 }
 
 void QueuePair::on_cnp(Nanos now) {

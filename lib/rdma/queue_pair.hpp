@@ -52,8 +52,8 @@ class QueuePair {
   // Data path.
   void on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
   // Where a continuing SEND or WRITE request's or a READ response's payload will be placed if it
-  // is the packet expected (Responder/Completer::continuation_target); nullptr otherwise.
-  std::byte* payload_target(const proto::Packet& pkt) const;
+  // is the packet expected (Responder/Completer::continuation_target); no dst otherwise.
+  PayloadTarget payload_target(const proto::Packet& pkt) const;
   void on_cnp(Nanos now);
   bool has_tx_work() const;
   bool build_next(TxFrame& frame, Nanos now);

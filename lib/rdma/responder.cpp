@@ -204,24 +204,30 @@ bool Responder::fits_open_write(const Packet& pkt) const {
   return pkt.payload_length <= write_remaining_ && (!pkt.info->ends_message() || pkt.payload_length == write_remaining_);
 }
 
-std::byte* Responder::continuation_target(const QpContext& qp, const Packet& pkt) const {
+PayloadTarget Responder::continuation_target(const QpContext& qp, const Packet& pkt) const {
   const OpcodeInfo& info = *pkt.info;
   if (!qp.is_rc() || !qp.accepts_requests() || output_full() || pkt.psn() != epsn_ || info.starts_message() ||
       info.has_immediate() || pkt.payload_length == 0 || !fits_pmtu(qp, pkt))
-    return nullptr;
+    return {};
+  const std::uint32_t len = pkt.payload_length;
   if (info.operation == Operation::Write && msg_ == Message::Write) {
-    if (!fits_open_write(pkt)) return nullptr;
+    if (!fits_open_write(pkt)) return {};
     std::byte* dst = nullptr;
-    const auto access =
-        qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst);
-    return access == AccessResult::Ok ? dst : nullptr;
+    if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, len, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
+      return {};
+    // The open WRITE continues in the same region, right after these bytes.
+    return {dst, {dst + len, info.ends_message() ? 0 : std::min(write_remaining_ - len, len)}};
   }
   if (info.operation == Operation::Send && msg_ == Message::Send && !qp.rq.empty()) {
     const RecvWqe& r = qp.rq.at(qp.rq.head());
-    if (r.local_error || std::uint64_t{msg_offset_} + pkt.payload_length > r.length) return nullptr;
-    return contiguous_in_segments(qp.recv_segments.data() + r.seg_begin, r.num_seg, msg_offset_, pkt.payload_length);
+    if (r.local_error || std::uint64_t{msg_offset_} + len > r.length) return {};
+    const LocalSegment* segs = qp.recv_segs(r);
+    PayloadTarget to{contiguous_in_segments(segs, r.num_seg, msg_offset_, len), {}};
+    if (to.dst && !info.ends_message())
+      to.next = write_ahead_in_segments(segs, r.num_seg, msg_offset_ + len, std::min(len, r.length - msg_offset_ - len));
+    return to;
   }
-  return nullptr;
+  return {};
 }
 
 ResponderOutcome Responder::class_c_error(QpContext& qp, std::uint32_t psn, NakCode code) {
@@ -281,7 +287,7 @@ ResponderOutcome Responder::do_send(QpContext& qp, const Packet& pkt) {
   if (pkt.payload_length && !pkt.payload_placed)
     copy_to_segments(qp.recv_segs(r), r.num_seg, msg_offset_, pkt.payload.data(), pkt.payload_length);
   msg_offset_ += pkt.payload_length;
-  if (!info.ends_message())
+  if (!info.ends_message() && !pkt.payload_placed)
     prefetch_segments_for_write(qp.recv_segs(r), r.num_seg, msg_offset_,
                                 std::min<std::uint32_t>(pkt.payload_length, r.length - msg_offset_));
   if (info.ends_message()) {
@@ -351,10 +357,12 @@ ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
     if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
         AccessResult::Ok)
       return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-    if (!pkt.payload_placed) std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
-    prefetch_for_write(dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length));
+    if (!pkt.payload_placed) {
+      std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+      proto::prefetch_for_write({dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length)});
+    }
   }
   if (info.ends_message()) {
     msn_ = psn_next(msn_);
@@ -586,7 +594,7 @@ ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
     std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
     write_va_ += pkt.payload_length;
     write_remaining_ -= pkt.payload_length;
-    prefetch_for_write(dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length));
+    proto::prefetch_for_write({dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length)});
   }
   if (info.ends_message()) {
     msg_ = Message::None;

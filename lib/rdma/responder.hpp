@@ -53,10 +53,10 @@ class Responder {
 
   // Where the payload of a continuing SEND or WRITE goes when the packet is the one expected
   // next and execute() would place it: the engine copies it there while it settles the
-  // packet's deferred ICRC. nullptr otherwise (the packet then takes the usual way). Reads
+  // packet's deferred ICRC. No dst otherwise (the packet then takes the usual way). Reads
   // state only: a packet that fails its ICRC leaves nothing changed but those bytes, inside the
   // open message, where the resent packet will put its own.
-  std::byte* continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
+  PayloadTarget continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
 
   std::uint32_t expected_psn() const { return epsn_; }
   std::uint32_t msn() const { return msn_; }

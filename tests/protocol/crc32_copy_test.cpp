@@ -1,5 +1,6 @@
 // crc32_copy against a copy and the portable CRC: every length class of the one-pass path
-// (below it, exact strides, strides plus a tail), misaligned ends, and CRCs carried in.
+// (below it, exact strides, strides plus a tail), misaligned ends, CRCs carried in, and the
+// next destination asked for ahead.
 #include "protocol/crc32_copy.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +23,9 @@ TEST(Crc32Copy, CopiesAndMatchesThePortableCrcForEveryBackend) {
       const std::size_t from = rng() % 64, to = rng() % 64;
       const std::uint32_t carried = n % 3 == 0 ? 0 : static_cast<std::uint32_t>(rng());
       std::fill(dst.begin(), dst.end(), std::byte{0});
-      const std::uint32_t got = crc32_copy(backend, carried, dst.data() + to, src.data() + from, n);
+      // Asking ahead for the bytes after the copy (shorter, as long, longer) writes nothing there.
+      const WriteAhead ahead{dst.data() + to + n, std::min<std::size_t>(dst.size() - to - n, n * (n % 3) / 2)};
+      const std::uint32_t got = crc32_copy(backend, carried, dst.data() + to, src.data() + from, n, ahead);
       ASSERT_EQ(got, crc32_portable(carried, src.data() + from, n)) << to_string(backend) << " length " << n;
       ASSERT_EQ(std::memcmp(dst.data() + to, src.data() + from, n), 0) << "length " << n;
       // Nothing written past the end.

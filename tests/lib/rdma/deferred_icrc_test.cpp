@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/aeth.hpp"
+#include "protocol/parser.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -39,6 +40,14 @@ class DeferredIcrc : public ::testing::Test {
     return f;
   }
   std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
+  // Where the engine would place this frame's payload, and what it would ask for ahead.
+  PayloadTarget target_of(const std::vector<std::byte>& frame) const {
+    Packet pkt;
+    ParseOptions o;
+    o.defer_icrc_from = 2048;
+    EXPECT_EQ(parse_frame(frame, o, pkt), ParseError::None);
+    return ep_.qp->payload_target(pkt);
+  }
 
   MrTable mrs_;
   std::unique_ptr<Engine> engine_;
@@ -85,6 +94,39 @@ TEST_F(DeferredIcrc, CorruptedSendLastLeavesTheReceiveOpenAndItsResendCompletesI
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(wcs[0].byte_len, 3 * kMtu);
   EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+}
+
+// The placement of each continuing packet asks for the lines of the next one (the reads for
+// ownership then run during this copy): exactly where that packet lands, as long as the
+// message goes on, and nothing after its last packet.
+TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(reinterpret_cast<std::uint64_t>(mem_.data()), mr_->rkey(), 3 * kMtu),
+                           part(0), false));
+  const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
+  const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
+  const PayloadTarget m = target_of(middle);
+  EXPECT_EQ(m.dst, mem_.data() + kMtu);
+  EXPECT_EQ(m.next.at, mem_.data() + 2 * kMtu);
+  EXPECT_EQ(m.next.len, kMtu);
+  peer_->send(middle);
+  const PayloadTarget l = target_of(last);
+  EXPECT_EQ(l.dst, m.next.at);
+  EXPECT_EQ(l.next.len, 0u);
+  peer_->send(last);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+
+  // A SEND into two segments: ahead stops at the end of the segment the next packet starts in.
+  ibv_sge g[2] = {sge(mem_.data(), 2 * kMtu + kMtu / 2, mr_), sge(mem_.data() + 3 * kMtu, kMtu, mr_)};
+  ASSERT_EQ(post_recv(ep_, 9, g, 2), 0);
+  peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn + 3, {}, part(0), false));
+  const auto send_middle = peer_->frame(Opcode::RcSendMiddle, kEpsn + 4, {}, part(1), false);
+  const PayloadTarget sm = target_of(send_middle);
+  EXPECT_EQ(sm.dst, mem_.data() + kMtu);
+  EXPECT_EQ(sm.next.at, mem_.data() + 2 * kMtu);
+  EXPECT_EQ(sm.next.len, kMtu / 2);
+  peer_->send(send_middle);
+  // The last packet straddles the two segments: it takes the usual way, no target.
+  EXPECT_EQ(target_of(peer_->frame(Opcode::RcSendLast, kEpsn + 5, {}, part(2), true)).dst, nullptr);
 }
 
 TEST_F(DeferredIcrc, CorruptedMiddleNobodyExpectsIsStillCountedAsCorrupted) {

@@ -2,9 +2,11 @@
 // may answer that request as a new READ (FIRST ... LAST, as the IBA describes) or, like Linux
 // rxe, by continuing its original response (MIDDLE ... LAST from the re-issued PSN). Found live
 // against rxe: our requester took only the first form and retried until the retry count ran out.
+// Either way, each response is placed, and the next one asked for ahead, at its own offset.
 #include <gtest/gtest.h>
 
 #include "protocol/aeth.hpp"
+#include "protocol/parser.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -90,6 +92,27 @@ TEST_F(ReadResume, AnswerContinuingTheOriginalResponseCompletes) {
   lose_the_middle();
   peer_->send(response(Opcode::RcReadResponseMiddle, 1));
   peer_->send(response(Opcode::RcReadResponseLast, 2));
+  expect_one_good_completion();
+}
+
+TEST_F(ReadResume, ContinuedResponsesArePlacedAndAskedAheadAtTheirOffsets) {
+  lose_the_middle();
+  auto target_of = [&](const std::vector<std::byte>& frame) {
+    Packet pkt;
+    EXPECT_EQ(parse_frame(frame, ParseOptions{}, pkt), ParseError::None);
+    return ep_.qp->payload_target(pkt);
+  };
+  const auto middle = response(Opcode::RcReadResponseMiddle, 1);
+  const PayloadTarget m = target_of(middle);
+  EXPECT_EQ(m.dst, local_.data() + 1024);
+  EXPECT_EQ(m.next.at, local_.data() + 2048);
+  EXPECT_EQ(m.next.len, kLength - 2048);
+  peer_->send(middle);
+  const auto last = response(Opcode::RcReadResponseLast, 2);
+  const PayloadTarget l = target_of(last);
+  EXPECT_EQ(l.dst, local_.data() + 2048);
+  EXPECT_EQ(l.next.len, 0u);
+  peer_->send(last);
   expect_one_good_completion();
 }
 
