@@ -66,11 +66,10 @@ __attribute__((target("avx512f,vpclmulqdq"))) std::uint32_t one_pass(std::uint32
   __m512i a2 = load_store(128);
   __m512i a3 = load_store(192);
   // The lines `ahead` has at the offset this copy has reached: the reads for ownership run one
-  // packet ahead of the stores. Asked for before this stride's loads, not after its stores (the
-  // loads wait on the frame, the stores on the reads for ownership; measured, after was slower).
-  // The first stride of `ahead` is left to the hardware prefetcher (asking for it before the
-  // first loads was slower too). The prefetches stay in this loop: GCC 12 takes a helper made of
-  // prefetches alone for one without effects and drops the call.
+  // packet ahead of the stores, spread over the copy. The first stride of `ahead` is left to the
+  // hardware prefetcher (asking for it before the first loads was slower). The prefetches stay
+  // in this loop: GCC 12 takes a helper made of prefetches alone for one without effects and
+  // drops the call.
   for (std::size_t at = kStride; at < len; at += kStride) {
     for (std::size_t l = at; l < at + kStride && l < ahead.len; l += kLine) __builtin_prefetch(ahead.at + l, 1, 3);
     a0 = fold(a0, k, load_store(at));
