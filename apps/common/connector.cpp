@@ -1,5 +1,7 @@
 #include "apps/common/connector.hpp"
 
+#include "lib/rdma/qp_transitions.hpp"
+
 namespace roce::app {
 
 Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd)
@@ -28,18 +30,8 @@ Result<LocalQp> Connector::create(const QpParams& p, int worker) {
     init.cap = ibv_qp_cap{p.send_depth, p.recv_depth, p.max_sge, p.max_sge, p.max_inline};
     auto qp = e.create_qp(pd, init);
     if (!qp) return qp.error();
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-    if (p.type == IBV_QPT_UD) {
-      a.qkey = 0x11111111;
-      mask |= IBV_QP_QKEY;
-    } else {
-      a.qp_access_flags = static_cast<unsigned>(p.access);
-      mask |= IBV_QP_ACCESS_FLAGS;
-    }
-    if (Status s = e.modify_qp(*qp, a, mask); !s) return s.error();
+    const QpTransition to_init = init_transition(p.type, p.access, 0x11111111);
+    if (Status s = e.modify_qp(*qp, to_init.attr, to_init.mask); !s) return s.error();
     return LocalQp{w, *qp, *cq, pd, (*qp)->qpn(), psn};
   });
 }
@@ -49,37 +41,17 @@ Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParam
   if (ip.version == proto::IpVersion::V4 && !dp_.resolve(ip, arp_wait))
     return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(ip) + " (is the peer on this port's link?)");
   return dp_.call(qp.worker, [&](Engine& e) -> Status {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    int mask = IBV_QP_STATE;
-    if (p.type != IBV_QPT_UD) {
-      a.path_mtu = p.mtu;
-      a.dest_qp_num = peer.qpn;
-      a.rq_psn = peer.psn;
-      a.ah_attr.is_global = 1;
-      a.ah_attr.grh.dgid = peer.gid;
-      a.ah_attr.grh.hop_limit = 64;
-      a.ah_attr.port_num = 1;
-      mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-      if (p.type == IBV_QPT_RC) {
-        a.max_dest_rd_atomic = p.max_rd_atomic;
-        a.min_rnr_timer = p.min_rnr_timer;
-        mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-      }
-    }
-    if (Status s = e.modify_qp(qp.qp, a, mask); !s) return s;
-    a = ibv_qp_attr{};
-    a.qp_state = IBV_QPS_RTS;
-    a.sq_psn = qp.psn;
-    mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-    if (p.type == IBV_QPT_RC) {
-      a.timeout = p.timeout;
-      a.retry_cnt = p.retry_cnt;
-      a.rnr_retry = p.rnr_retry;
-      a.max_rd_atomic = p.max_rd_atomic;
-      mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-    }
-    return e.modify_qp(qp.qp, a, mask);
+    PeerPath path;
+    path.mtu = p.mtu;
+    path.dest_qpn = peer.qpn;
+    path.rq_psn = peer.psn;
+    path.dgid = peer.gid;
+    path.max_dest_rd_atomic = p.max_rd_atomic;
+    path.min_rnr_timer = p.min_rnr_timer;
+    const QpTransition rtr = rtr_transition(p.type, path);
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(p.type, SendSide{qp.psn, p.timeout, p.retry_cnt, p.rnr_retry, p.max_rd_atomic});
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "apps/replay/text_values.hpp"
+#include "lib/rdma/qp_transitions.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::replay {
@@ -116,53 +117,21 @@ Status ReplaySetup::create_qps() {
 }
 
 Status ReplaySetup::bring_up(QueuePair* qp, const QpSpec& q) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-  if (q.type == IBV_QPT_UD) {
-    a.qkey = q.qkey;
-    mask |= IBV_QP_QKEY;
-  } else {
-    a.qp_access_flags = static_cast<unsigned>(q.access);
-    mask |= IBV_QP_ACCESS_FLAGS;
-  }
-  if (Status s = engine_.modify_qp(qp, a, mask); !s) return s;
-
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  mask = IBV_QP_STATE;
-  if (q.type != IBV_QPT_UD) {
-    a.path_mtu = static_cast<ibv_mtu>(*proto::mtu_from_bytes(q.mtu));
-    a.dest_qp_num = q.peer_qpn;
-    a.rq_psn = q.rq_psn;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = gid_from_ip(q.peer_ip);
-    a.ah_attr.grh.traffic_class = q.traffic_class;
-    a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.port_num = 1;
-    mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-    if (q.type == IBV_QPT_RC) {
-      a.max_dest_rd_atomic = q.max_dest_rd_atomic;
-      a.min_rnr_timer = q.min_rnr_timer;
-      mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    }
-  }
-  if (Status s = engine_.modify_qp(qp, a, mask); !s) return s;
+  const QpTransition init = init_transition(q.type, q.access, q.qkey);
+  if (Status s = engine_.modify_qp(qp, init.attr, init.mask); !s) return s;
+  PeerPath path;
+  if (q.type != IBV_QPT_UD) path.mtu = static_cast<ibv_mtu>(*proto::mtu_from_bytes(q.mtu));
+  path.dest_qpn = q.peer_qpn;
+  path.rq_psn = q.rq_psn;
+  path.dgid = gid_from_ip(q.peer_ip);
+  path.traffic_class = q.traffic_class;
+  path.max_dest_rd_atomic = q.max_dest_rd_atomic;
+  path.min_rnr_timer = q.min_rnr_timer;
+  const QpTransition rtr = rtr_transition(q.type, path);
+  if (Status s = engine_.modify_qp(qp, rtr.attr, rtr.mask); !s) return s;
   if (!q.rts) return {};
-
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = q.sq_psn;
-  mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-  if (q.type == IBV_QPT_RC) {
-    a.timeout = q.timeout;
-    a.retry_cnt = q.retry_cnt;
-    a.rnr_retry = q.rnr_retry;
-    a.max_rd_atomic = q.max_rd_atomic;
-    mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-  }
-  return engine_.modify_qp(qp, a, mask);
+  const QpTransition rts = rts_transition(q.type, SendSide{q.sq_psn, q.timeout, q.retry_cnt, q.rnr_retry, q.max_rd_atomic});
+  return engine_.modify_qp(qp, rts.attr, rts.mask);
 }
 
 Status ReplaySetup::register_regions() {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "dataplane/ring_port.hpp"
+#include "lib/rdma/qp_transitions.hpp"
 
 namespace roce::bench {
 namespace {
@@ -36,35 +37,22 @@ std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port
 
 bool bring_up(Engine& e, QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (!e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok()) return false;
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = o.mtu;
-  a.dest_qp_num = peer_qpn;
-  a.rq_psn = rq_psn;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(peer_ip));
-  a.ah_attr.port_num = 1;
-  a.max_dest_rd_atomic = 16;
-  a.min_rnr_timer = 1;
-  if (!e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-           .ok())
-    return false;
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = sq_psn;
-  a.timeout = o.timeout;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 16;
-  return e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                IBV_QP_MAX_QP_RD_ATOMIC)
-      .ok();
+  const QpTransition init =
+      init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  if (!e.modify_qp(qp, init.attr, init.mask).ok()) return false;
+  PeerPath path;
+  path.mtu = o.mtu;
+  path.dest_qpn = peer_qpn;
+  path.rq_psn = rq_psn;
+  path.dgid = gid_from_ip(IpAddress::ipv4(peer_ip));
+  path.min_rnr_timer = 1;
+  const QpTransition rtr = rtr_transition(IBV_QPT_RC, path);
+  if (!e.modify_qp(qp, rtr.attr, rtr.mask).ok()) return false;
+  SendSide send;
+  send.sq_psn = sq_psn;
+  send.timeout = o.timeout;
+  const QpTransition rts = rts_transition(IBV_QPT_RC, send);
+  return e.modify_qp(qp, rts.attr, rts.mask).ok();
 }
 
 QueuePair* make_qp(Engine& e, PdHandle pd, CompletionQueue* cq, std::uint32_t depth) {

@@ -14,6 +14,7 @@
 #include "bench/suite/cases.hpp"
 #include "bench/suite/frames.hpp"
 #include "bench/suite/traffic.hpp"
+#include "lib/rdma/qp_transitions.hpp"
 
 namespace roce::bench {
 namespace {
@@ -88,25 +89,14 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   auto qp = e.create_qp(pd, init);
   if (!qp.ok()) return false;
   {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-    bool ok = e.modify_qp(*qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok();
-    a = ibv_qp_attr{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
-    a.dest_qp_num = kPeerQpn;
-    a.rq_psn = 0;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
-    a.ah_attr.port_num = 1;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    ok = ok && e.modify_qp(*qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-                     .ok();
-    if (!ok) return false;
+    const QpTransition init = init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    PeerPath path;
+    path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
+    path.dest_qpn = kPeerQpn;
+    path.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
+    path.max_dest_rd_atomic = 1;
+    const QpTransition rtr = rtr_transition(IBV_QPT_RC, path);
+    if (!e.modify_qp(*qp, init.attr, init.mask).ok() || !e.modify_qp(*qp, rtr.attr, rtr.mask).ok()) return false;
   }
   WriteFrames frames(payload, message, payload <= 1024 ? 1024 : 4096, (*qp)->qpn(), dst.mr->rkey(), dst.bytes.data(),
                      dst.bytes.size());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/rdma/engine.hpp"
+#include "lib/rdma/qp_transitions.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
@@ -109,44 +110,33 @@ struct RawPeerPath {
 };
 
 inline void to_init(Engine& e, QueuePair* qp, unsigned access) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.qp_access_flags = access;
-  a.port_num = 1;
-  const Status s = e.modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  const QpTransition t = init_transition(IBV_QPT_RC, static_cast<int>(access));
+  const Status s = e.modify_qp(qp, t.attr, t.mask);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 
 // INIT, then RTR towards the raw peer.
 inline void to_rtr(Engine& e, QueuePair* qp, const RawPeerPath& p) {
   to_init(e, qp, p.access);
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = p.mtu;
-  a.dest_qp_num = p.peer_qpn;
-  a.rq_psn = p.rq_psn;
-  a.max_dest_rd_atomic = p.max_dest_rd_atomic;
-  a.min_rnr_timer = p.min_rnr_timer;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(p.peer_ip));
-  const Status s = e.modify_qp(qp, a,
-                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  PeerPath path;
+  path.mtu = p.mtu;
+  path.dest_qpn = p.peer_qpn;
+  path.rq_psn = p.rq_psn;
+  path.dgid = gid_from_ip(IpAddress::ipv4(p.peer_ip));
+  path.max_dest_rd_atomic = p.max_dest_rd_atomic;
+  path.min_rnr_timer = p.min_rnr_timer;
+  const QpTransition t = rtr_transition(IBV_QPT_RC, path);
+  const Status s = e.modify_qp(qp, t.attr, t.mask);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 
 // RTR to RTS with perftest's retry settings.
 inline void to_rts(Engine& e, QueuePair* qp, std::uint32_t sq_psn, std::uint8_t max_rd_atomic) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = sq_psn;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = max_rd_atomic;
-  const Status s = e.modify_qp(qp, a,
-                               IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_MAX_QP_RD_ATOMIC);
+  SendSide send;
+  send.sq_psn = sq_psn;
+  send.max_rd_atomic = max_rd_atomic;
+  const QpTransition t = rts_transition(IBV_QPT_RC, send);
+  const Status s = e.modify_qp(qp, t.attr, t.mask);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/rdma/engine.hpp"
+#include "lib/rdma/qp_transitions.hpp"
 
 namespace roce::test {
 
@@ -60,55 +61,20 @@ inline ibv_gid gid_of(const Engine& e) { return gid_from_ip(e.config().path.loca
 // RESET -> INIT -> RTR -> RTS with the attributes ibv_rc_pingpong uses.
 inline void bring_up(Endpoint& me, const Endpoint& peer, const QpOptions& o, std::uint32_t my_psn,
                      std::uint32_t peer_psn) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.pkey_index = 0;
-  a.port_num = 1;
-  int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-  if (o.type == IBV_QPT_UD) {
-    a.qkey = o.qkey;
-    mask |= IBV_QP_QKEY;
-  } else {
-    a.qp_access_flags = static_cast<unsigned>(o.access);
-    mask |= IBV_QP_ACCESS_FLAGS;
+  PeerPath path;
+  path.mtu = o.mtu;
+  path.dest_qpn = peer.qp->qpn();
+  path.rq_psn = peer_psn;
+  path.dgid = gid_of(*peer.engine);
+  path.hop_limit = 1;
+  path.max_dest_rd_atomic = o.max_rd_atomic;
+  path.min_rnr_timer = o.min_rnr_timer;
+  for (const QpTransition& t :
+       {init_transition(o.type, o.access, o.qkey), rtr_transition(o.type, path),
+        rts_transition(o.type, SendSide{my_psn, o.timeout, o.retry_cnt, o.rnr_retry, o.max_rd_atomic})}) {
+    const auto s = me.engine->modify_qp(me.qp, t.attr, t.mask);
+    ASSERT_TRUE(s.ok()) << s.error().message;
   }
-  auto s = me.engine->modify_qp(me.qp, a, mask);
-  ASSERT_TRUE(s.ok()) << s.error().message;
-
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  mask = IBV_QP_STATE;
-  if (o.type != IBV_QPT_UD) {
-    a.path_mtu = o.mtu;
-    a.dest_qp_num = peer.qp->qpn();
-    a.rq_psn = peer_psn;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = gid_of(*peer.engine);
-    a.ah_attr.grh.hop_limit = 1;
-    a.ah_attr.port_num = 1;
-    mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-    if (o.type == IBV_QPT_RC) {
-      a.max_dest_rd_atomic = o.max_rd_atomic;
-      a.min_rnr_timer = o.min_rnr_timer;
-      mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    }
-  }
-  s = me.engine->modify_qp(me.qp, a, mask);
-  ASSERT_TRUE(s.ok()) << s.error().message;
-
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = my_psn;
-  mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-  if (o.type == IBV_QPT_RC) {
-    a.timeout = o.timeout;
-    a.retry_cnt = o.retry_cnt;
-    a.rnr_retry = o.rnr_retry;
-    a.max_rd_atomic = o.max_rd_atomic;
-    mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-  }
-  s = me.engine->modify_qp(me.qp, a, mask);
-  ASSERT_TRUE(s.ok()) << s.error().message;
 }
 
 inline void connect_pair(Endpoint& a, Endpoint& b, const QpOptions& o) {
