@@ -90,10 +90,6 @@ __attribute__((target("avx512f,vpclmulqdq"))) std::uint32_t one_pass(std::uint32
 
 bool crc32_copy_is_one_pass() noexcept { return kOnePass; }
 
-void prefetch_for_write(WriteAhead ahead) noexcept {
-  for (std::size_t at = 0; at < ahead.len; at += kLine) __builtin_prefetch(ahead.at + at, 1, 3);
-}
-
 std::uint32_t crc32_copy(CrcBackend backend, std::uint32_t crc, std::byte* dst, const std::byte* src, std::size_t len,
                          WriteAhead ahead) noexcept {
   std::size_t done = 0;
