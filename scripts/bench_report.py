@@ -244,6 +244,20 @@ def markdown(fig, proto, meta, svg_name):
         w("ring pair fills at the start of a case (the round trip grows from microseconds to milliseconds faster")
         w("than the timer learns it), or after the single polling thread was descheduled for longer than a")
         w("timer (sections 7 and 8 of perf-changes.md).")
+        timed_out = [f for f in fig.all("goodput") if f["notes"].get("timeouts", 0)]
+        if timed_out:
+            w("")
+            w("Cases with local ACK timeouts, and the stalls of the polling thread (gaps between iterations")
+            w("over 200 us) recorded during them:")
+            w("")
+            for f in timed_out:
+                p, n = f["params"], f["notes"]
+                stalls = n.get("stalls")
+                t = int(n["timeouts"])
+                w("- {} {} at MTU {}, {} QPs: {} timeout{}, {}.".format(
+                    p.get("verb"), size_label(p.get("size")), p.get("mtu"), p.get("qps"), t, "" if t == 1 else "s",
+                    "stall count not recorded" if stalls is None else
+                    "{} stalls".format(int(stalls)) if stalls else "no stall recorded: cause unknown"))
         w("")
     w("64 B WRITE message rate (1 QP, MTU 1024, end to end): {} Mpps.".format(mmm(rate64, 3)))
     w("")

@@ -147,6 +147,10 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
       for (const Verb verb : {Verb::Write, Verb::Read, Verb::Send}) {
         for (const std::uint32_t size : c.sizes) {
           const Health h0 = health_of(rig->ea());
+          // Gaps between iterations of either worker long enough to hold its timers: the host
+          // descheduled this thread (a 67 ms local ACK timeout needs one of those, or a loss).
+          auto stalls = [&] { return rig->a().worker(0).stats().stalls + rig->b().worker(0).stats().stalls; };
+          const std::uint64_t stalls0 = stalls();
           Traffic t(*rig, qps, verb, size, ra, rb, recvs, largest);
           Figure fig{"goodput", {}, "Gbit/s", {}, {}};
           fig.with("verb", to_string(verb)).with("size", size).with("mtu", 256u << (mtu - 1)).with("qps", nqp);
@@ -154,6 +158,7 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
           const Health h1 = health_of(rig->ea());
           fig.note("retransmitted", static_cast<double>(h1.retransmitted - h0.retransmitted));
           fig.note("timeouts", static_cast<double>(h1.timeouts - h0.timeouts));
+          fig.note("stalls", static_cast<double>(stalls() - stalls0));
           {
             const auto& sa = rig->a().worker(0).stats();
             const auto& sb = rig->b().worker(0).stats();
