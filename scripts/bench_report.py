@@ -240,7 +240,7 @@ def markdown(fig, proto, meta, svg_name):
     if lossless_retx:
         w("Nothing is lost on this path, yet {} packets were retransmitted ({} local ACK timeouts). Every frame".format(
             lossless_retx, lossless_timeouts))
-        w("sent was received (no NAK, no responder drop). They are early retransmissions: at 16 QPs while the")
+        w("sent was received (no NAK, no responder drop). Timers fired before the ACK came: at 16 QPs while the")
         w("ring pair fills at the start of a case (the round trip grows from microseconds to milliseconds faster")
         w("than the timer learns it), or after the single polling thread was descheduled for longer than a")
         w("timer (sections 7 and 8 of perf-changes.md).")
