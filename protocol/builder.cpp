@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/checksum.hpp"
+#include "protocol/crc32_copy.hpp"
 #include "protocol/payload_rule.hpp"
 
 namespace roce::proto {
@@ -119,12 +120,28 @@ void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcB
   write_icrc(out.subspan(icrc_off, kIcrcBytes), compute_icrc(crc, spec.ip_version, datagram));
 }
 
+void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
+                    const std::byte* payload) noexcept {
+  if (l.payload_length < kSealCopyingFrom) {
+    if (l.payload_length) std::memcpy(out.data() + l.payload_offset, payload, l.payload_length);
+    seal(spec, l, out, crc);
+    return;
+  }
+  const std::size_t pad_off = l.payload_offset + l.payload_length;
+  std::memset(out.data() + pad_off, 0, l.pad);
+  const std::size_t icrc_off = pad_off + l.pad;
+  const auto datagram = out.subspan(l.l3_offset, icrc_off - l.l3_offset);
+  std::uint32_t c = icrc_prefix(crc, spec.ip_version, datagram, l.payload_offset - l.l3_offset);
+  c = crc32_copy(crc, c, out.data() + l.payload_offset, payload, l.payload_length);
+  c = crc32(crc, c, out.data() + pad_off, l.pad);
+  write_icrc(out.subspan(icrc_off, kIcrcBytes), c);
+}
+
 FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept {
   FrameLayout l = write_headers(spec, static_cast<std::uint32_t>(payload.size()), out);
   if (payload.size() > 0xFFFF) l.error = BuildError::TooLarge;
   if (!l.ok()) return l;
-  if (!payload.empty()) std::memcpy(out.data() + l.payload_offset, payload.data(), payload.size());
-  seal(spec, l, out, crc);
+  place_and_seal(spec, l, out, crc, payload.data());
   return l;
 }
 

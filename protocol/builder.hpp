@@ -46,6 +46,12 @@ FrameLayout layout_frame(const FrameSpec& spec, std::uint32_t payload_length) no
 FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, MutableByteSpan out) noexcept;
 // Writes the pad bytes and the ICRC once the payload is in place.
 void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc) noexcept;
+// Puts the payload (layout.payload_length bytes from `payload`) in place and seals. From
+// kSealCopyingFrom bytes the payload's share of the ICRC is computed as it is copied
+// (crc32_copy), so the payload is read once; below it, a copy and then seal.
+void place_and_seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
+                    const std::byte* payload) noexcept;
+inline constexpr std::uint32_t kSealCopyingFrom = 2048;
 // All of it, copying `payload`.
 FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept;
 

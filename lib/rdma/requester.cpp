@@ -193,10 +193,13 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     qp.counters.inc(Counter::SendErr);
     return;
   }
-  if (payload) {
+  const MutableByteSpan out{frame.data, frame.capacity};
+  if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
+    place_and_seal(spec, l, out, qp.tuning->crc, src);
+  } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, frame.data + l.payload_offset, payload);
+    seal(spec, l, out, qp.tuning->crc);
   }
-  seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc);
   frame.length = static_cast<std::uint32_t>(l.length);
 
   qp.counters.inc(Counter::SentPkts);

@@ -698,8 +698,7 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
   }
   const FrameLayout l = write_headers(spec, payload, MutableByteSpan{frame.data, frame.capacity});
   if (l.ok()) {
-    if (payload) std::memcpy(frame.data + l.payload_offset, src, payload);
-    seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc);
+    place_and_seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc, src);
     frame.length = static_cast<std::uint32_t>(l.length);
     qp.counters.inc(Counter::SentPkts);
   } else {

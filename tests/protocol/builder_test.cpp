@@ -102,5 +102,30 @@ TEST(Builder, HeadersThenSealEqualsOneShotBuild) {
   EXPECT_TRUE(std::equal(a.begin(), a.begin() + static_cast<long>(la.length), b.begin()));
 }
 
+// From kSealCopyingFrom bytes the payload's ICRC share is computed while it is copied: the frame
+// must be the same bytes as a copy followed by seal, at every pad count, on both IP versions and
+// with every CRC backend.
+TEST(Builder, PlacingWhileSealingEqualsCopyThenSeal) {
+  std::vector<std::byte> payload(5000);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(i * 37 + 11);
+  for (const IpVersion v : {IpVersion::V4, IpVersion::V6}) {
+    FrameSpec s;
+    s.ip_version = v;
+    s.bth.opcode = raw(Opcode::RcSendOnly);
+    for (const CrcBackend crc : {CrcBackend::Isal, CrcBackend::Zlib, CrcBackend::Portable}) {
+      for (std::uint32_t len : {0u, 1u, 2047u, 2048u, 2049u, 2050u, 2051u, 3001u, 4095u, 4096u}) {
+        std::vector<std::byte> a(4300, std::byte{0xEE}), b(4300, std::byte{0xEE});
+        const auto la = write_headers(s, len, a);
+        ASSERT_TRUE(la.ok());
+        std::copy_n(payload.begin() + 1, len, a.begin() + static_cast<long>(la.payload_offset));
+        seal(s, la, a, CrcBackend::Portable);
+        const auto lb = write_headers(s, len, b);
+        place_and_seal(s, lb, b, crc, payload.data() + 1);
+        ASSERT_EQ(a, b) << to_string(crc) << " payload " << len << (v == IpVersion::V4 ? " IPv4" : " IPv6");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace roce::proto
