@@ -112,12 +112,25 @@ FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, M
   return l;
 }
 
-void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc) noexcept {
+namespace {
+
+// Zeroes the pad bytes; returns what the ICRC covers (IP header to the end of the pad), which
+// the ICRC follows.
+MutableByteSpan pad_datagram(const FrameLayout& l, MutableByteSpan out) noexcept {
   const std::size_t pad_off = l.payload_offset + l.payload_length;
   std::memset(out.data() + pad_off, 0, l.pad);
-  const std::size_t icrc_off = pad_off + l.pad;
-  const auto datagram = out.subspan(l.l3_offset, icrc_off - l.l3_offset);
-  write_icrc(out.subspan(icrc_off, kIcrcBytes), compute_icrc(crc, spec.ip_version, datagram));
+  return out.subspan(l.l3_offset, pad_off + l.pad - l.l3_offset);
+}
+
+MutableByteSpan icrc_field(const FrameLayout& l, MutableByteSpan datagram, MutableByteSpan out) noexcept {
+  return out.subspan(l.l3_offset + datagram.size(), kIcrcBytes);
+}
+
+}  // namespace
+
+void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc) noexcept {
+  const MutableByteSpan datagram = pad_datagram(l, out);
+  write_icrc(icrc_field(l, datagram, out), compute_icrc(crc, spec.ip_version, datagram));
 }
 
 void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
@@ -127,14 +140,11 @@ void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan
     seal(spec, l, out, crc);
     return;
   }
-  const std::size_t pad_off = l.payload_offset + l.payload_length;
-  std::memset(out.data() + pad_off, 0, l.pad);
-  const std::size_t icrc_off = pad_off + l.pad;
-  const auto datagram = out.subspan(l.l3_offset, icrc_off - l.l3_offset);
+  const MutableByteSpan datagram = pad_datagram(l, out);
   std::uint32_t c = icrc_prefix(crc, spec.ip_version, datagram, l.payload_offset - l.l3_offset);
   c = crc32_copy(crc, c, out.data() + l.payload_offset, payload, l.payload_length);
-  c = crc32(crc, c, out.data() + pad_off, l.pad);
-  write_icrc(out.subspan(icrc_off, kIcrcBytes), c);
+  c = crc32(crc, c, datagram.data() + datagram.size() - l.pad, l.pad);
+  write_icrc(icrc_field(l, datagram, out), c);
 }
 
 FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept {
