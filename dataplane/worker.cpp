@@ -99,30 +99,30 @@ bool Worker::push_out() {
   return pending_count_ == 0;
 }
 
+// One burst per iteration, as on the receive side. Letting the engine fill bursts until it ran
+// dry put a whole READ's responses (or a 16-QP window) in the ring at once: the receiver then
+// found them cold, having left the cache while they waited (perf-changes.md section 13).
 void Worker::transmit(Nanos now) {
   constexpr unsigned kMinOffer = 4;
-  while (engine_.has_tx_work() && pending_count_ < kBurst) {
-    std::array<rte_mbuf*, kBurst> mbufs;
-    unsigned have = 0;
-    for (; have < tx_offer_; ++have) {
-      rte_mbuf* m = take_mbuf();
-      if (m == nullptr) break;
-      mbufs[have] = m;
-      tx_frames_[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
-    }
-    if (have == 0) return;
-    const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now);
-    for (std::size_t i = 0; i < n; ++i) {
-      mbufs[i]->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
-      mbufs[i]->pkt_len = tx_frames_[i].length;
-    }
-    emit(mbufs.data(), static_cast<unsigned>(n));
-    // Unused mbufs go back to the stash for the next round.
-    for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
-    const bool filled = n == have;
-    tx_offer_ = filled ? kBurst : std::max(kMinOffer, static_cast<unsigned>(n));
-    if (!filled) break;
+  if (!engine_.has_tx_work() || pending_count_ >= kBurst) return;
+  std::array<rte_mbuf*, kBurst> mbufs;
+  unsigned have = 0;
+  for (; have < tx_offer_; ++have) {
+    rte_mbuf* m = take_mbuf();
+    if (m == nullptr) break;
+    mbufs[have] = m;
+    tx_frames_[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
   }
+  if (have == 0) return;
+  const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now);
+  for (std::size_t i = 0; i < n; ++i) {
+    mbufs[i]->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
+    mbufs[i]->pkt_len = tx_frames_[i].length;
+  }
+  emit(mbufs.data(), static_cast<unsigned>(n));
+  // Unused mbufs go back to the stash for the next round.
+  for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
+  tx_offer_ = n == have ? kBurst : std::max(kMinOffer, static_cast<unsigned>(n));
 }
 
 void Worker::flush() {
