@@ -152,4 +152,13 @@ inline proto::ExtHeaders atomic_eth(std::uint64_t va, std::uint32_t rkey, std::u
   return e;
 }
 
+// Where `qp` would place the payload of `frame` if it came in now, and what it would ask for
+// ahead (the engine's question before it settles a deferred ICRC while copying).
+inline PayloadTarget payload_target_of(const QueuePair& qp, std::span<const std::byte> frame,
+                                       const proto::ParseOptions& o = {}) {
+  proto::Packet pkt;
+  EXPECT_EQ(proto::parse_frame(frame, o, pkt), proto::ParseError::None);
+  return qp.payload_target(pkt);
+}
+
 }  // namespace roce::test

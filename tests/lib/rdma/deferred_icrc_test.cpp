@@ -42,11 +42,9 @@ class DeferredIcrc : public ::testing::Test {
   std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
   // Where the engine would place this frame's payload, and what it would ask for ahead.
   PayloadTarget target_of(const std::vector<std::byte>& frame) const {
-    Packet pkt;
     ParseOptions o;
     o.defer_icrc_from = 2048;
-    EXPECT_EQ(parse_frame(frame, o, pkt), ParseError::None);
-    return ep_.qp->payload_target(pkt);
+    return payload_target_of(*ep_.qp, frame, o);
   }
 
   MrTable mrs_;

@@ -97,19 +97,14 @@ TEST_F(ReadResume, AnswerContinuingTheOriginalResponseCompletes) {
 
 TEST_F(ReadResume, ContinuedResponsesArePlacedAndAskedAheadAtTheirOffsets) {
   lose_the_middle();
-  auto target_of = [&](const std::vector<std::byte>& frame) {
-    Packet pkt;
-    EXPECT_EQ(parse_frame(frame, ParseOptions{}, pkt), ParseError::None);
-    return ep_.qp->payload_target(pkt);
-  };
   const auto middle = response(Opcode::RcReadResponseMiddle, 1);
-  const PayloadTarget m = target_of(middle);
+  const PayloadTarget m = payload_target_of(*ep_.qp, middle);
   EXPECT_EQ(m.dst, local_.data() + 1024);
   EXPECT_EQ(m.next.at, local_.data() + 2048);
   EXPECT_EQ(m.next.len, kLength - 2048);
   peer_->send(middle);
   const auto last = response(Opcode::RcReadResponseLast, 2);
-  const PayloadTarget l = target_of(last);
+  const PayloadTarget l = payload_target_of(*ep_.qp, last);
   EXPECT_EQ(l.dst, local_.data() + 2048);
   EXPECT_EQ(l.next.len, 0u);
   peer_->send(last);
