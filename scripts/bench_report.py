@@ -284,7 +284,8 @@ def markdown(fig, proto, meta, svg_name):
     w("")
     w("The loss rates take turns window by window; each lossy window is divided by the lossless window of")
     w("the same turn (fraction of lossless: median [min-max] of those paired ratios). Early retransmissions")
-    w("(after max(1 ms, srtt + 4 rttvar, 2 srtt) without progress) recover what go-back-N cannot report: a lost NAK,")
+    w("(after max({} us, srtt + 4 rttvar, 2 srtt) without progress) recover what go-back-N cannot report: a lost NAK,".format(
+        fig.doc["config"].get("early_retransmit_us", "?")))
     w("a lost retransmission, a lost tail; the timeouts column counts the 67 ms local ACK timeouts.")
     w("")
     w("| loss | goodput Gbit/s | fraction of lossless | frames lost | retransmitted | retransmitted per lost | early retransmissions | timeouts | NAKs sent |")

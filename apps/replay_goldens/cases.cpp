@@ -404,8 +404,8 @@ GoldenCase requester_write_read() {
                "as requester: a WRITE, a READ and a SEND posted as work requests go out with consecutive PSNs from "
                "sq_psn (the READ taking one PSN per response packet), AckReq on the last packet of each message; "
                "the peer's ACK and READ responses complete them; the SEND nobody ACKs is sent again by the early "
-               "retransmission timer (1 ms, then 2 ms more: the WRITE's ACK gave an RTT sample) and after the local "
-               "ACK timeout (4.096 us x 2^timeout), which the early ones do not postpone",
+               "retransmission timer (250 us, doubling: 0.5, 1 and 2 ms more; the WRITE's ACK gave an RTT sample) and "
+               "after the local ACK timeout (4.096 us x 2^timeout), which the early ones do not postpone",
                {}, {}};
   Exchange& x = c.frames;
   const auto mem = pattern(0, kRegionBytes);
@@ -423,8 +423,8 @@ GoldenCase requester_write_read() {
   x.peer_response(30, Packet{O::RcReadResponseFirst, s + 2, r, data(1024, 0x70)});
   x.peer_response(31, Packet{O::RcReadResponseLast, s + 3, r, data(476, 0x71)});
   x.our_request(50, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
-  x.our_request(50 + 1000, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
-  x.our_request(50 + 3000, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
+  for (const int at : {250, 750, 1750, 3750})
+    x.our_request(50 + at, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
   x.our_request(50 + 4.096 * (1 << kTimeout), Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
   ExtHeaders ack3;
   ack3.aeth = Aeth{Syndrome::ack().raw, Be24::of(3)};
@@ -442,7 +442,7 @@ GoldenCase requester_write_read() {
       hex(kPeerRkey) +
       "\nat_us = 0\n"
       "\n[wr send]\nqp = responder\nopcode = send\nmr = data\noffset = 1024\nlength = 64\nat_us = 50\n";
-  t.expect = "wc.ok = 3\ncounter.retransmit_timeouts = 1\ncounter.early_retransmits = 2\n";
+  t.expect = "wc.ok = 3\ncounter.retransmit_timeouts = 1\ncounter.early_retransmits = 4\n";
   c.scenario = scenario_text(c.name, c.pins, t);
   return c;
 }

@@ -62,8 +62,10 @@ struct TransportTuning {
   // PSN without using up retry_cnt. Go-back-N has no answer for a lost NAK, a lost
   // retransmission or a lost tail but the local ACK timeout (67 ms at the usual timeout 14);
   // duplicates are always safe for the responder. The local ACK timeout still counts retries
-  // and fails the QP. Only after a first RTT sample; 0 disables it.
-  Nanos early_retransmit_min = kMilli;
+  // and fails the QP. Only after a first RTT sample; 0 disables it. The floor is well above a
+  // quiet round trip and above the 200 us after which a worker counts a stall of its own (and
+  // holds the timers); lower, the timer would fire on a peer's scheduling jitter.
+  Nanos early_retransmit_min = 250 * kMicro;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
