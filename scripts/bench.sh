@@ -96,5 +96,6 @@ meta = {
 json.dump(meta, open(meta_path, "w"), indent=1)
 PY
 python3 "$root/scripts/bench_report.py" --suite "$data/perf_suite.json" --protocol "$data/protocol_bench.json" \
-  --meta "$data/meta.json" --markdown "$out/BENCHMARKS.md" --svg "$data/goodput.svg" --svg-link benchmarks/goodput.svg
+  --meta "$data/meta.json" --markdown "$out/BENCHMARKS.md" --svg "$data/goodput.svg" --svg-link benchmarks/goodput.svg \
+  --before-after "$root/docs/benchmarks/before-after.md"
 echo "bench.sh: wrote $out/BENCHMARKS.md and $data/"
