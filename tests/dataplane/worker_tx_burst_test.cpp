@@ -1,5 +1,5 @@
 // A worker hands the port at most one burst per iteration, as it takes at most one: a READ of
-// 100 packets must not land in the peer's queue all at once, where it would wait long enough
+// several bursts of packets must not land in the peer's queue all at once, where it would wait long enough
 // to leave the cache before the peer reads it.
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ TEST(WorkerTxBurst, ALongReadIsAnsweredOneBurstPerIteration) {
   Endpoint a = make_endpoint(pair->a->worker(0).engine(), o);
   Endpoint b = make_endpoint(pair->b->worker(0).engine(), o);
   connect_pair(a, b, o);
-  constexpr std::uint32_t kPackets = 100;
+  constexpr std::uint32_t kPackets = 3 * dp::kBurst + 4;
   std::vector<std::byte> local(kPackets * 1024, std::byte{0}), remote(kPackets * 1024);
   for (std::size_t i = 0; i < remote.size(); ++i) remote[i] = static_cast<std::byte>(i * 7 + 1);
   const MemoryRegion* local_mr = reg(*a.engine, a.pd, local, IBV_ACCESS_LOCAL_WRITE);
