@@ -209,7 +209,7 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     w("message have their ICRC computed while the payload is copied (section 10), and that copy asks")
     w("for the next packet's destination a few lines at a time as it goes (section 11); the responder")
     w("worker, whose frames are preloaded and cold as a NIC's DMA leaves them, went from about 0.70 to")
-    w("about 0.85 of the ceiling.")
+    w("0.76-0.87 of the ceiling, around its 0.80 line: compare that figure over several runs.")
     w("")
 
     # Goodput sweep.

@@ -1,6 +1,6 @@
 // A worker hands the port at most one burst per iteration, as it takes at most one: a READ of
-// several bursts of packets must not land in the peer's queue all at once, where it would wait long enough
-// to leave the cache before the peer reads it.
+// several bursts of packets must not land in the peer's queue all at once, where it would wait
+// long enough to leave the cache before the peer reads it.
 #include <gtest/gtest.h>
 
 #include "tests/dataplane/dataplane_pair.hpp"
