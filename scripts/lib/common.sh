@@ -17,8 +17,10 @@ log() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # The packages of "$@" that dpkg reports as installed, one per line (one dpkg call for all).
+# dpkg -s exits 1 when any of them is missing; under pipefail and set -e that status would end
+# the calling script silently, before it installs anything, so it is not passed on.
 installed_packages() {
-  dpkg -s "$@" 2>/dev/null | awk '/^Package:/ { p = $2 } /^Status: install ok installed/ { print p }'
+  { dpkg -s "$@" 2>/dev/null || true; } | awk '/^Package:/ { p = $2 } /^Status: install ok installed/ { print p }'
 }
 
 # apt-get runs only when something is missing, so a re-run costs one dpkg query.
