@@ -314,8 +314,6 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     results = PerftestResults{f.size, f.iterations, f.bw_peak_bps / (1024.0 * 1024.0), f.bw_avg_bps / (1024.0 * 1024.0),
                               f.msg_rate_mpps};
   }
-  if (Status s = perftest_client_epilogue(session, mine, o.spec, results); !s) return s.error();
-
   for (ClientQp& q : qps) {
     const Counters c = dp.call(q.local.worker, [&](Engine&) { return q.local.qp->counters(); });
     run.counters.retransmits += c.get(Counter::RetransmittedPkts);
@@ -323,8 +321,18 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     run.counters.timeouts += c.get(Counter::RetransmitTimeouts);
     run.counters.cnps_received += c.get(Counter::CnpReceived);
     run.counters.cnps_sent += c.get(Counter::CnpSent);
-    conn.destroy(q.local);
   }
+  // A failed operation never reaches the server, which keeps waiting for it and would not
+  // answer the closing exchange: say what failed now rather than time out on the peer.
+  if (run.counters.errors) {
+    for (ClientQp& q : qps) conn.destroy(q.local);
+    return make_error(EIO, std::to_string(run.counters.errors) + " operation(s) completed with an error (first: " +
+                               run.counters.first_error + "); retransmitted packets " +
+                               std::to_string(run.counters.retransmits) + ", NAKs " + std::to_string(run.counters.naks) +
+                               ", timeouts " + std::to_string(run.counters.timeouts));
+  }
+  if (Status s = perftest_client_epilogue(session, mine, o.spec, results); !s) return s.error();
+  for (ClientQp& q : qps) conn.destroy(q.local);
   dp.memory().deregister((*mr)->rkey());
   return run;
 }
