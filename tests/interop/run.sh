@@ -99,6 +99,8 @@ for line in "${CASES[@]}"; do
   row=$(printf "$fmt" "$n" "$name" "$verdict" "${CASE_FIGURE:--}" "${CASE_CAPTURE:--}" "${CASE_SECONDS:-?}" "$CASE_NOTE")
   echo "$row" >> "$results"
   echo "interop: $row"
+  # CI keeps only what is printed: a failure brings its logs and last frames with it.
+  [[ $verdict == FAIL ]] && case_dump "$OUT_DIR/cases/${name//[\/>]/_}"
 done
 appliance_stop
 guest_stop

@@ -39,6 +39,7 @@ class PerftestSession {
   Result<ibv_mtu> exchange_mtu(ibv_mtu mine);
   Result<PerftestDest> exchange_dest(const PerftestDest& mine);
   Result<PerftestResults> exchange_results(const PerftestResults& mine);
+  // Writes "done"; the peer's is read for up to 2 s but not required (perftest never reads it).
   Status exchange_done();
 
   const std::string& remote_version() const { return remote_version_; }

@@ -181,6 +181,24 @@ run_case() {
   ((ok)) && CASE_VERDICT=pass
 }
 
+# case_dump DIR: the tails of a failed case's logs and of its capture, for the run's output.
+case_dump() {
+  local dir=$1 f
+  for f in "$dir"/*.log "$dir"/capture_check.txt; do
+    [[ -s $f ]] || continue
+    echo "---- $(basename "$f") (last 25 lines)"
+    tail -25 "$f" | sed 's/^/    /'
+  done
+  [[ -s $dir/capture.pcap ]] || return 0
+  echo "---- capture.pcap: the last 40 frames (seconds, source, destination, PSN, AETH syndrome, summary)"
+  if command -v tshark >/dev/null; then
+    tshark -r "$dir/capture.pcap" -T fields -E separator=' ' -e frame.time_relative -e ip.src -e ip.dst \
+      -e infiniband.bth.psn -e infiniband.aeth.syndrome -e _ws.col.Info 2>/dev/null | tail -40 | sed 's/^/    /'
+  else
+    tcpdump -r "$dir/capture.pcap" -nn -tt 2>/dev/null | tail -40 | sed 's/^/    /'
+  fi
+}
+
 capture_start() {
   CAPTURE_FILE=$1
   # --immediate-mode: without it packets wait in the kernel's TPACKET_V3 blocks, and a stop
