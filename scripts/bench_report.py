@@ -108,7 +108,7 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     w("| transport tuning | max_inflight_packets {}, max_inflight_bytes {}, ack_req_every {}, early_retransmit_min {} us |".format(
         c.get("max_inflight_packets", "?"), c.get("max_inflight_bytes", "?"), c.get("ack_req_every", "?"),
         c.get("early_retransmit_us", "?")))
-    w("| samples per figure | {} (windows of {} s; RTT: {} round trips per sample) |".format(
+    w("| samples per figure | {} (windows of {} s; each transport case first runs an untimed warm-up; RTT: {} round trips per sample) |".format(
         c["runs"], c["window_s"], c["rtt_samples"]))
     w("| buffers larger than the LLC | {} MiB (LLC reported by sysconf: {} MiB) |".format(
         c["big_buffer_mib"], c["llc_reported_mib"]))
