@@ -209,7 +209,11 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     w("message have their ICRC computed while the payload is copied (section 10), and that copy asks")
     w("for the next packet's destination a few lines at a time as it goes (section 11); the responder")
     w("worker, whose frames are preloaded and cold as a NIC's DMA leaves them, went from about 0.70 to")
-    w("0.76-0.87 of the ceiling, around its 0.80 line: compare that figure over several runs.")
+    w("0.76-0.87 of the ceiling on the Intel guest of the earlier runs. This run: {}. On the AMD EPYC".format(fmt(r1)))
+    w("guest of 2026-12-03, whole runs of one binary minutes apart gave medians from 0.59 to 0.80, each")
+    w("run's own samples within a few hundredths of its median (perf-changes.md section 18): the period")
+    w("the shared host is in moves this figure more than the last changes did, so compare it over")
+    w("several runs.")
     w("")
 
     # Goodput sweep.
