@@ -2,7 +2,6 @@
 // bytes real tools sent (../shared/captures) and end to end over a local TCP connection.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -148,15 +147,13 @@ TEST(PerftestSession, ThePeersDoneIsNotWaitedForBeyondAShortGrace) {
   std::thread server([&] {
     std::array<std::byte, 5> done{};
     EXPECT_TRUE(p.server.read_exact(done, 5000).ok());
-    // Keeps the connection open and silent past the client's grace.
+    // Silent and open until the client closes: waiting for this side's "done" could only end
+    // in the exchange's 30 s timeout, an error.
     std::array<std::byte, 1> more{};
-    (void)p.server.read_exact(more, 4000);
+    (void)p.server.read_exact(more, 60'000);
   });
   PerftestSession c(p.client, OobRole::Client, 30'000);
-  const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(c.exchange_done().ok());
-  // Not a timing assertion: the old behaviour waited the full 30 s exchange timeout.
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
   p.client = TcpStream();
   server.join();
 }
