@@ -100,7 +100,7 @@ for line in "${CASES[@]}"; do
   echo "$row" >> "$results"
   echo "interop: $row"
   # CI keeps only what is printed: a failure brings its logs and last frames with it.
-  [[ $verdict == FAIL ]] && case_dump "$OUT_DIR/cases/${name//[\/>]/_}"
+  [[ $verdict == FAIL ]] && case_dump "$CASE_DIR"
 done
 appliance_stop
 guest_stop

@@ -86,13 +86,14 @@ bw_figure() {
 # roce-gen's latency table: typical microseconds (column 5).
 lat_figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 { print $5; exit }' "$1"; }
 
-# run_case LINE: runs one case; sets CASE_VERDICT (pass/FAIL), CASE_FIGURE, CASE_NOTE.
+# run_case LINE: runs one case; sets CASE_VERDICT (pass/FAIL), CASE_FIGURE, CASE_NOTE and CASE_DIR
+# (its logs and capture).
 run_case() {
   local name kind verb mtu loss size iters
   read -r name kind verb mtu loss size iters <<< "$1"
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
-  CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
+  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
   local tool args ok=1 t0=$SECONDS
   tool=$(guest_tool "$verb")
   args=$(guest_args "$verb" "$mtu" "$size" "$iters")
