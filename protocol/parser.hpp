@@ -40,6 +40,9 @@ struct ParseOptions {
   // receiver's state, not from the packet, so it may settle the payload's share of the ICRC
   // while copying it (icrc_deferred.hpp). 0: never.
   std::uint32_t defer_icrc_from = 0;
+  // The same for MIDDLE packets of those kinds from this many payload bytes, when lower than
+  // defer_icrc_from (0: no separate threshold).
+  std::uint32_t defer_icrc_middle_from = 0;
 };
 
 // Parses an Ethernet frame (with up to two VLAN tags).

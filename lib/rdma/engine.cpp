@@ -161,9 +161,12 @@ void Engine::refresh(QueuePair& qp) {
 namespace {
 // Payload bytes from which a continuing SEND or WRITE packet or a READ response has its ICRC
 // settled while its payload is copied. At a 4 KiB MTU that made READ and SEND 8-26 % faster
-// and WRITE no slower; at 1 KiB it was 2 % slower (the separate reductions cost what the
-// second read saved).
+// and WRITE no slower; at 1 KiB it was 2 % slower on the Intel guest (the separate reductions
+// cost what the second read saved). MIDDLE packets are deferred from 1 KiB: on the AMD guest
+// that made long READs and SENDs at MTU 1024 faster, while deferring every 1 KiB packet
+// cost messages of one or two packets 2-8 % (docs/perf-changes.md section 18).
 constexpr std::uint32_t kDeferIcrcFrom = 2048;
+constexpr std::uint32_t kDeferIcrcMiddleFrom = 1024;
 }  // namespace
 
 void Engine::receive(ByteSpan frame, Nanos now) {
@@ -171,6 +174,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   ParseOptions opts;
   opts.crc = cfg_.tuning.crc;
   opts.defer_icrc_from = kDeferIcrcFrom;
+  opts.defer_icrc_middle_from = kDeferIcrcMiddleFrom;
   Packet pkt;
   const ParseError err = parse_frame(frame, opts, pkt);
   if (err != ParseError::None) {

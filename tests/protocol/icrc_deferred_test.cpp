@@ -61,6 +61,33 @@ TEST(IcrcDeferred, ContinuingSendAndWriteAndReadResponsesFromTheThresholdAreDefe
   }
 }
 
+// A lower threshold for MIDDLE packets (the engine's 1 KiB): packets that start or end a message
+// keep the general one.
+TEST(IcrcDeferred, MiddlePacketsHaveTheirOwnThreshold) {
+  ParseOptions o;
+  o.defer_icrc_from = 2048;
+  o.defer_icrc_middle_from = 1024;
+  struct Case {
+    Opcode op;
+    std::size_t len;
+    IcrcStatus want;
+  };
+  const Case cases[] = {
+      {Opcode::RcWriteMiddle, 1024, IcrcStatus::Deferred},        {Opcode::RcSendMiddle, 1024, IcrcStatus::Deferred},
+      {Opcode::RcReadResponseMiddle, 1024, IcrcStatus::Deferred}, {Opcode::RcWriteMiddle, 512, IcrcStatus::Ok},  
+      {Opcode::RcWriteLast, 1024, IcrcStatus::Ok},                {Opcode::RcSendLast, 1024, IcrcStatus::Ok},
+      {Opcode::RcReadResponseFirst, 1024, IcrcStatus::Ok},        {Opcode::RcReadResponseLast, 1024, IcrcStatus::Ok},
+      {Opcode::RcReadResponseOnly, 1024, IcrcStatus::Ok},         {Opcode::UcWriteMiddle, 1024, IcrcStatus::Ok},
+      {Opcode::RcWriteLast, 2048, IcrcStatus::Deferred},          {Opcode::RcReadResponseOnly, 2048, IcrcStatus::Deferred},
+  };
+  for (const Case& c : cases) {
+    const auto f = frame_of(c.op, c.len, IpVersion::V4);
+    Packet p;
+    ASSERT_EQ(parse_frame(f, o, p), ParseError::None) << raw(c.op);
+    EXPECT_EQ(p.icrc_status, c.want) << "opcode " << int{raw(c.op)} << " payload " << c.len;
+  }
+}
+
 TEST(IcrcDeferred, SettlingAcceptsWhatTheFullCheckAcceptsAndCopiesThePayload) {
   for (const IpVersion v : {IpVersion::V4, IpVersion::V6}) {
     for (const std::size_t len : {512u, 513u, 1022u, 4096u}) {  // 513 and 1022 carry pad bytes
