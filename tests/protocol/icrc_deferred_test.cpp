@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <vector>
 
 #include "protocol/builder.hpp"
@@ -36,13 +37,24 @@ ParseOptions deferring() {
   return o;
 }
 
+struct StatusCase {
+  Opcode op;
+  std::size_t len;
+  IcrcStatus want;
+};
+
+// Parses a frame of each case's opcode and payload length and checks the ICRC status it gets.
+void expect_statuses(const ParseOptions& o, std::span<const StatusCase> cases) {
+  for (const StatusCase& c : cases) {
+    const auto f = frame_of(c.op, c.len, IpVersion::V4);
+    Packet p;
+    ASSERT_EQ(parse_frame(f, o, p), ParseError::None) << raw(c.op);
+    EXPECT_EQ(p.icrc_status, c.want) << "opcode " << int{raw(c.op)} << " payload " << c.len;
+  }
+}
+
 TEST(IcrcDeferred, ContinuingSendAndWriteAndReadResponsesFromTheThresholdAreDeferred) {
-  struct Case {
-    Opcode op;
-    std::size_t len;
-    IcrcStatus want;
-  };
-  const Case cases[] = {
+  const StatusCase cases[] = {
       {Opcode::RcWriteMiddle, 4096, IcrcStatus::Deferred}, {Opcode::RcWriteLast, 1000, IcrcStatus::Deferred},
       {Opcode::RcSendMiddle, 1024, IcrcStatus::Deferred},  {Opcode::RcSendLast, 513, IcrcStatus::Deferred},
       {Opcode::RcWriteLast, 511, IcrcStatus::Ok},          // under the threshold
@@ -53,12 +65,7 @@ TEST(IcrcDeferred, ContinuingSendAndWriteAndReadResponsesFromTheThresholdAreDefe
       {Opcode::RcReadResponseFirst, 4096, IcrcStatus::Deferred}, {Opcode::RcReadResponseMiddle, 4096, IcrcStatus::Deferred},
       {Opcode::RcReadResponseOnly, 600, IcrcStatus::Deferred},
   };
-  for (const Case& c : cases) {
-    const auto f = frame_of(c.op, c.len, IpVersion::V4);
-    Packet p;
-    ASSERT_EQ(parse_frame(f, deferring(), p), ParseError::None) << raw(c.op);
-    EXPECT_EQ(p.icrc_status, c.want) << "opcode " << int{raw(c.op)} << " payload " << c.len;
-  }
+  expect_statuses(deferring(), cases);
 }
 
 // A lower threshold for MIDDLE packets (the engine's 1 KiB): packets that start or end a message
@@ -67,25 +74,15 @@ TEST(IcrcDeferred, MiddlePacketsHaveTheirOwnThreshold) {
   ParseOptions o;
   o.defer_icrc_from = 2048;
   o.defer_icrc_middle_from = 1024;
-  struct Case {
-    Opcode op;
-    std::size_t len;
-    IcrcStatus want;
-  };
-  const Case cases[] = {
+  const StatusCase cases[] = {
       {Opcode::RcWriteMiddle, 1024, IcrcStatus::Deferred},        {Opcode::RcSendMiddle, 1024, IcrcStatus::Deferred},
-      {Opcode::RcReadResponseMiddle, 1024, IcrcStatus::Deferred}, {Opcode::RcWriteMiddle, 512, IcrcStatus::Ok},  
+      {Opcode::RcReadResponseMiddle, 1024, IcrcStatus::Deferred}, {Opcode::RcWriteMiddle, 512, IcrcStatus::Ok},
       {Opcode::RcWriteLast, 1024, IcrcStatus::Ok},                {Opcode::RcSendLast, 1024, IcrcStatus::Ok},
       {Opcode::RcReadResponseFirst, 1024, IcrcStatus::Ok},        {Opcode::RcReadResponseLast, 1024, IcrcStatus::Ok},
       {Opcode::RcReadResponseOnly, 1024, IcrcStatus::Ok},         {Opcode::UcWriteMiddle, 1024, IcrcStatus::Ok},
       {Opcode::RcWriteLast, 2048, IcrcStatus::Deferred},          {Opcode::RcReadResponseOnly, 2048, IcrcStatus::Deferred},
   };
-  for (const Case& c : cases) {
-    const auto f = frame_of(c.op, c.len, IpVersion::V4);
-    Packet p;
-    ASSERT_EQ(parse_frame(f, o, p), ParseError::None) << raw(c.op);
-    EXPECT_EQ(p.icrc_status, c.want) << "opcode " << int{raw(c.op)} << " payload " << c.len;
-  }
+  expect_statuses(o, cases);
 }
 
 TEST(IcrcDeferred, SettlingAcceptsWhatTheFullCheckAcceptsAndCopiesThePayload) {
