@@ -230,8 +230,10 @@ struct CmConfig {
   // How long the consumer may take to answer a REQ, a REP (with RTU) or a SIDR_REQ before the
   // CM rejects it with reason "timeout" and frees the ID.
   Nanos consumer_timeout = 30 * kSecond;
-  // A SIDR_REP is kept this long to answer a retransmitted SIDR_REQ with the same reply.
-  Nanos sidr_reply_cache = 30 * kSecond;
+  // A SIDR_REP is kept this long to answer a retransmitted SIDR_REQ with the same reply: longer
+  // than rdma_cm's whole SIDR retry window (16 x 4096 ms), so that a request is never delivered
+  // to the consumer twice.
+  Nanos sidr_reply_cache = 120 * kSecond;
   std::size_t max_sidr_reply_cache = 4096;
   // Transports a REQ may ask for; others get REJ "invalid transport type".
   bool accept_uc = true;
