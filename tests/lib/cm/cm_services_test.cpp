@@ -191,5 +191,21 @@ TEST(CmAlternatePath, LapAndAprAreCountedAndIgnoredAsLinuxDoesOnRoce) {
   EXPECT_TRUE(p.wire.empty());
 }
 
+TEST(CmCounters, EveryCounterHasADistinctNameAndTheExchangeIsCounted) {
+  CmPair p;
+  ASSERT_TRUE(p.b.cm.listen(kUdService).ok());
+  p.inject(p.b, class_port_info_get());
+  std::map<std::string, std::uint64_t> seen;
+  p.b.cm.counters().for_each([&](const std::string& name, std::uint64_t v) {
+    EXPECT_TRUE(seen.emplace(name, v).second) << "counter name used twice: " << name;
+  });
+  EXPECT_EQ(seen.at("cm_rx_msgs.ClassPortInfo"), 1u);
+  EXPECT_EQ(seen.at("cm_tx_msgs.ClassPortInfo"), 1u);
+  EXPECT_EQ(seen.at("class_port_info_answered"), 1u);
+  EXPECT_EQ(seen.count("rej_sent.stale_connection"), 1u);
+  EXPECT_EQ(seen.count("rx_malformed.truncated"), 1u);
+  EXPECT_GT(seen.size(), 100u);
+}
+
 }  // namespace
 }  // namespace roce::cm::test
