@@ -223,6 +223,10 @@ struct CmConfig {
   // timeout 24, CMA_CM_MRA_SETTING) so that the active side waits longer; 0 disables.
   std::uint8_t mra_service_timeout = 24;
   bool auto_drep = true;              // answer a DREQ at once, as rdma_cm does
+  // A peer's CM response timeouts (REQ Local CM Response Timeout, MRA Service Timeout) are
+  // used up to this exponent: 31 would hold a half-open ID for 16 x 2.3 hours. 24 (67 s) is
+  // what rdma_cm itself asks for in its MRA.
+  std::uint8_t max_peer_response_timeout = 24;
   // Bounded state: a REQ beyond these gets REJ "no resources".
   std::size_t max_connections = 65536;        // every ID, TIMEWAIT included
   std::size_t max_half_open = 1024;           // passive IDs not yet established

@@ -297,7 +297,7 @@ void CommunicationManager::on_req(const ParsedMad& p, const MadPeer& from, Nanos
   c.peer.pkey = req.partition_key.get();
   c.remote_ca_guid = guid;
   c.remote_qpn = req.local_qpn();
-  c.timeout = cm_time(req.local_cm_response_timeout());
+  c.timeout = cm_time(std::min(req.local_cm_response_timeout(), config_.max_peer_response_timeout));
   c.max_cm_retries = req.max_cm_retries();
   c.av_timeout = req.primary.local_ack_timeout();
   index_remote_id(c);
@@ -456,7 +456,7 @@ void CommunicationManager::on_mra(const ParsedMad& p, Nanos now, CmOutput& out) 
     case MraAction::ExtendReq:
     case MraAction::ExtendRep:
       set_state(*c, action == MraAction::ExtendReq ? CmState::MraReqRcvd : CmState::MraRepRcvd);
-      arm(*c, now + cm_time(mra.service_timeout()) + cm_time(c->av_timeout));
+      arm(*c, now + cm_time(std::min(mra.service_timeout(), config_.max_peer_response_timeout)) + cm_time(c->av_timeout));
       emit(*c, out, CmEvent{CmEventType::MraReceived, 0, MraInfo{mra.service_timeout()}, to_vector(mra.private_data)});
       return;
     case MraAction::Duplicate: ++counters_.rx_duplicates[slot]; return;

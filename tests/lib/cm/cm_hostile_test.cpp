@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "lib/cm/cm_timing.hpp"
 #include "protocol/cm_disconnect.hpp"
 #include "protocol/cma_header.hpp"
 #include "tests/lib/cm/cm_pair.hpp"
@@ -140,6 +141,19 @@ TEST(CmFlood, AcceptedReqsThatNeverRtuAreFreedByTheRepTimerAndTimewait) {
   EXPECT_EQ(b.cm.counters().timewait_exits, 128u);
   EXPECT_EQ(b.cm.id_count(), 0u);
   EXPECT_EQ(b.cm.half_open_count(), 0u);
+}
+
+TEST(CmFlood, AReqAskingForHoursOfRepRetriesIsHeldToTheConfiguredMaximum) {
+  Passive b;
+  b.accept = true;
+  Mad req = flood_req(1, 1);
+  req[proto::kMadHeaderBytes + 47] = std::byte{0xF8};  // local CM response timeout 31: 2^23 ms
+  b.receive(req, gid_of(66));
+  ASSERT_EQ(b.cm.half_open_count(), 1u);
+  EXPECT_EQ(b.cm.next_deadline(), cm_time(24));  // 65536 ms, not 2.3 hours
+  b.run_timers_until(16 * cm_time(24) + 2048 * kMilli + 1 * kMilli);
+  EXPECT_EQ(b.cm.counters().rep_timeouts, 1u);
+  EXPECT_EQ(b.cm.id_count(), 0u);
 }
 
 TEST(CmFlood, TheSameReqRepeatedMakesOneIdAndOneAnswerEach) {
