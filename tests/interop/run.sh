@@ -3,9 +3,11 @@
 # (roce-gen and roce-appliance) on a private bridge, one capture per case checked with the
 # project's parser, and a table of the results.
 #
-#   tests/interop/run.sh [--build-dir DIR] [--quick] [--cases REGEX] [--out DIR] [--list]
+#   tests/interop/run.sh [--build-dir DIR] [--quick|--full] [--cases REGEX] [--out DIR] [--list]
 #
-#   --quick   the short list meson's 'interop' suite runs (default: every case)
+#   --quick   the short list meson's 'interop' suite runs
+#   --full    every case (default: the CI list, which runs every test, direction and flag at
+#             least once but not every combination; lib/cases.sh)
 #   --cases   only the cases whose name matches the extended regex
 #   --out     logs, captures and results (default BUILD_DIR/interop/run)
 # The guest image (kernel, initramfs, the downloaded .deb files) is cached outside the
@@ -18,15 +20,16 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BUILD_DIR=${ROCE_BUILD_DIR:-$root/build}
 OUT_DIR=""
-quick=0 filter="" list=0
+quick=0 full=0 filter="" list=0
 while (($#)); do
   case $1 in
     --build-dir) BUILD_DIR=$2; shift ;;
     --quick) quick=1 ;;
+    --full) full=1 ;;
     --cases) filter=$2; shift ;;
     --out) OUT_DIR=$2; shift ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -39,7 +42,9 @@ source "$here/lib/guest.sh"
 source "$here/lib/engine.sh"
 source "$here/lib/cases.sh"
 
-if ((quick)); then mapfile -t CASES < <(cases_quick); else mapfile -t CASES < <(cases_full); fi
+if ((quick)); then mapfile -t CASES < <(cases_quick)
+elif ((full)); then mapfile -t CASES < <(cases_full)
+else mapfile -t CASES < <(cases_ci); fi
 if [[ -n $filter ]]; then
   mapfile -t CASES < <(printf '%s\n' "${CASES[@]}" | awk -v re="$filter" '$1 ~ re')
 fi

@@ -1,35 +1,78 @@
 # Sourced by run.sh: the case list and how one case runs.
 #
-# A case is one line: NAME KIND VERB MTU LOSS SIZE ITERS
+# A case is one line: NAME KIND VERB MTU LOSS SIZE ITERS [FLAGS]
 #   KIND  to-rxe     our roce-gen is the client of a guest server (ibv_rc_pingpong, ib_VERB_bw,
-#                    ibv_ud_pingpong)
-#         from-rxe   the guest's client (ibv_rc_pingpong, ib_VERB_bw) against roce-appliance
+#                    ib_VERB_lat, ibv_ud_pingpong)
+#         from-rxe   the guest's client (ibv_rc_pingpong, ib_VERB_bw, ib_VERB_lat) against
+#                    roce-appliance
 #   VERB  pingpong | ud-pingpong | write | read | send | atomic
 #   LOSS  percent of the guest's egress frames dropped by netem (0: none)
+#   FLAGS comma-separated, given to both programs: lat (ib_VERB_lat; roce-gen --lat), qN (-q N),
+#         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused)
 
 # Cases known to fail against rxe, with the reason: "NAME-GLOB|reason" lines. A known failure
 # is reported as XFAIL and does not fail the run; if it passes it shows as XPASS.
 KNOWN_FAILURES=(
 )
 
+has_flag() { [[ ,$1, == *,$2,* ]]; }
+
 # perftest/ibverbs example program of a verb.
 guest_tool() {
-  case $1 in
+  local verb=$1 flags=${2:-}
+  case $verb in
     pingpong) echo ibv_rc_pingpong ;;
     ud-pingpong) echo ibv_ud_pingpong ;;
-    *) echo "ib_$1_bw" ;;
+    *) if has_flag "$flags" lat; then echo "ib_${verb}_lat"; else echo "ib_${verb}_bw"; fi ;;
   esac
+}
+
+# The perftest options a case's FLAGS stand for; both sides take the same spelling.
+perftest_flags() {
+  local flags=$1 f out=()
+  for f in ${flags//,/ }; do
+    case $f in
+      q[0-9]*) out+=(-q "${f#q}") ;;
+      cas) out+=(-A CMP_AND_SWAP) ;;
+      uc) out+=(-c UC) ;;
+      ud) out+=(-c UD) ;;
+      all) out+=(-a) ;;
+    esac
+  done
+  echo "${out[*]}"
+}
+
+# -s SIZE, or nothing for atomics (always 8) and -a sweeps.
+size_flag() {
+  local verb=$1 size=$2 flags=$3
+  [[ $verb == atomic ]] || has_flag "$flags" all || echo "-s $size"
 }
 
 # Arguments of the guest tool for a case (server side when no address is given).
 guest_args() {
-  local verb=$1 mtu=$2 size=$3 iters=$4
+  local verb=$1 mtu=$2 size=$3 iters=$4 flags=${5:-}
   case $verb in
     pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters" ;;
     ud-pingpong) echo "-d rxe0 -g \$G -s $size -n $iters" ;;
-    atomic) echo "-d rxe0 -x \$G -F -m $mtu -n $iters" ;;
-    *) echo "-d rxe0 -x \$G -F -m $mtu -s $size -n $iters" ;;
+    *) echo "-d rxe0 -x \$G -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $(perftest_flags "$flags")" ;;
   esac
+}
+
+# roce-appliance's options for a case beyond port and MTU: the transport (-c) and, for the two
+# latency tests whose server does more than answer (ib_write_lat writes first, ib_send_lat
+# echoes), the test it serves, with the size and iterations ib_write_lat's own server needs.
+appliance_args() {
+  local verb=$1 size=$2 iters=$3 flags=$4 out=()
+  has_flag "$flags" uc && out+=(-c UC)
+  has_flag "$flags" ud && out+=(-c UD)
+  if has_flag "$flags" lat; then
+    case $verb in
+      write) out+=(--perftest ib_write_lat -n "$iters")
+        if has_flag "$flags" all; then out+=(-a); else out+=(-s "$size"); fi ;;
+      send) out+=(--perftest ib_send_lat) ;;
+    esac
+  fi
+  echo "${out[*]}"
 }
 
 cases_quick() {
@@ -45,7 +88,7 @@ LIST
 # or 256; perftest runs at least 5 iterations); every size at MTU 1024, the large ones again at
 # 4096. The 5 % loss cases use 100 x 4 KiB at MTU 1024 (when the guest only answers, 100 ACKs:
 # a few are lost) and 5 x 1 MiB at 4096. Iterations are few: the guest runs rxe under TCG at a few MB/s.
-cases_full() {
+cases_base() {
   local dir kind verb
   for dir in to-rxe from-rxe; do
     [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
@@ -68,6 +111,59 @@ cases_full() {
   echo "ud-pingpong/gen>rxe/s4096 to-rxe ud-pingpong 4096 0 4096 16"
 }
 
+# The exchange and the roles of every perftest test (issue 19): -q 2/4/8 for each verb, each
+# _lat test, CMP_AND_SWAP, UC, UD and -a, in both directions. Small sizes and few iterations:
+# the point is the exchange and who does what, not the data path (the cases above cover that).
+# Each line starts with "ci" (the default list covers every test, direction and flag at least
+# once) or "full" (only with --full).
+cases_exchange_tagged() {
+  local dir kind verb q size ci_q
+  for dir in to-rxe from-rxe; do
+    [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
+    for verb in write read send atomic; do
+      size=4096
+      [[ $verb == atomic ]] && size=8
+      # Each verb runs one -q in CI, a different one per direction.
+      case $dir/$verb in
+        to-rxe/write|from-rxe/read) ci_q=2 ;;
+        to-rxe/read|from-rxe/atomic|from-rxe/send) ci_q=4 ;;
+        *) ci_q=8 ;;
+      esac
+      [[ $dir/$verb == to-rxe/atomic ]] && ci_q=2
+      for q in 2 4 8; do
+        echo "$([[ $q == "$ci_q" ]] && echo ci || echo full) $verb/$kind/m1024/q$q/s$size $dir $verb 1024 0 $size 16 q$q"
+      done
+      [[ $verb == atomic ]] && size=8 || size=64
+      echo "ci $verb-lat/$kind/m1024/s$size $dir $verb 1024 0 $size 16 lat"
+      echo "full $verb-lat/$kind/m1024/q2/s$size $dir $verb 1024 0 $size 16 lat,q2"
+      echo "full $verb-lat/$kind/m4096/s65536 $dir $verb 4096 0 65536 8 lat"
+    done
+    echo "$([[ $dir == to-rxe ]] && echo ci || echo full) atomic/$kind/m1024/cas/s8 $dir atomic 1024 0 8 16 cas"
+    echo "$([[ $dir == from-rxe ]] && echo ci || echo full) atomic-lat/$kind/m1024/cas/s8 $dir atomic 1024 0 8 16 lat,cas"
+    echo "$([[ $dir == to-rxe ]] && echo ci || echo full) write/$kind/m1024/uc/s4096 $dir write 1024 0 4096 16 uc"
+    echo "$([[ $dir == from-rxe ]] && echo ci || echo full) send/$kind/m1024/uc/s4096 $dir send 1024 0 4096 16 uc"
+    echo "$([[ $dir == from-rxe ]] && echo ci || echo full) write-lat/$kind/m1024/uc/s64 $dir write 1024 0 64 16 lat,uc"
+    echo "$([[ $dir == to-rxe ]] && echo ci || echo full) send-lat/$kind/m1024/uc/s64 $dir send 1024 0 64 16 lat,uc"
+    echo "ci send/$kind/m1024/ud/s1024 $dir send 1024 0 1024 16 ud"
+    echo "ci send-lat/$kind/m1024/ud/s64 $dir send 1024 0 64 16 lat,ud"
+    echo "full send/$kind/m4096/ud/q4/s4096 $dir send 4096 0 4096 16 ud,q4"
+    echo "$([[ $dir == to-rxe ]] && echo ci || echo full) write/$kind/m4096/all $dir write 4096 0 0 5 all"
+    echo "full read/$kind/m4096/all $dir read 4096 0 0 5 all"
+    echo "full send/$kind/m4096/all $dir send 4096 0 0 5 all"
+    echo "full send/$kind/m1024/ud/all $dir send 1024 0 0 5 ud,all"
+    echo "full write-lat/$kind/m4096/all $dir write 4096 0 0 5 lat,all"
+    echo "$([[ $dir == from-rxe ]] && echo ci || echo full) read-lat/$kind/m4096/all $dir read 4096 0 0 5 lat,all"
+    echo "full send-lat/$kind/m4096/all $dir send 4096 0 0 5 lat,all"
+  done
+}
+
+cases_exchange_ci() { cases_exchange_tagged | awk '$1 == "ci" { sub(/^ci /, ""); print }'; }
+cases_exchange_full() { cases_exchange_tagged | sed 's/^[a-z]* //'; }
+
+# The default list (CI: scripts/test.d/60-interop.sh) and --full.
+cases_ci() { cases_base; cases_exchange_ci; }
+cases_full() { cases_base; cases_exchange_full; }
+
 known_failure() {
   local name=$1 entry
   for entry in "${KNOWN_FAILURES[@]}"; do
@@ -85,28 +181,38 @@ bw_figure() {
 }
 # roce-gen's latency table: typical microseconds (column 5).
 lat_figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 { print $5; exit }' "$1"; }
+# perftest's latency table (#bytes #iterations t_min t_max t_typical ...): t_typical.
+perftest_lat_figure() {
+  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 7 { printf "%sus", $5; exit }' "$1"
+}
 
 # run_case LINE: runs one case; sets CASE_VERDICT (pass/FAIL), CASE_FIGURE, CASE_NOTE and CASE_DIR
 # (its logs and capture).
 run_case() {
-  local name kind verb mtu loss size iters
-  read -r name kind verb mtu loss size iters <<< "$1"
+  local name kind verb mtu loss size iters flags
+  read -r name kind verb mtu loss size iters flags <<< "$1"
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
   local tool args ok=1 t0=$SECONDS
-  tool=$(guest_tool "$verb")
-  args=$(guest_args "$verb" "$mtu" "$size" "$iters")
+  tool=$(guest_tool "$verb" "$flags")
+  args=$(guest_args "$verb" "$mtu" "$size" "$iters" "$flags")
 
   if [[ $kind == from-rxe ]]; then
-    if [[ ${APPLIANCE_MTU:-} != "$mtu" ]]; then
+    # One appliance serves consecutive cases that need the same options.
+    local app_args
+    app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
+    if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
       appliance_stop
-      appliance_start "$OUT_DIR/appliance_m$mtu.log" "$mtu" || { CASE_NOTE="roce-appliance did not start"; return; }
-      APPLIANCE_MTU=$mtu
+      APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
+      # shellcheck disable=SC2086  # options are words
+      appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_m$mtu.log" "$mtu" $app_args ||
+        { CASE_NOTE="roce-appliance did not start"; APPLIANCE_KEY=""; return; }
+      APPLIANCE_KEY="$mtu $app_args"
     fi
   else
     appliance_stop
-    APPLIANCE_MTU=""
+    APPLIANCE_KEY=""
   fi
   if [[ $loss != 0 ]]; then
     guest_run 10 "/sbin/tc qdisc add dev eth0 root netem loss $loss%" || { CASE_NOTE="netem: $GUEST_OUT"; return; }
@@ -130,7 +236,10 @@ run_case() {
       ud-pingpong) gen_args=(ud-pingpong -s "$size" -n "$iters") ;;
       # No --verify: it READs back what was written (and WRITEs what is to be read), and a
       # perftest server grants its QP and MR only the access of its own verb.
-      *) gen_args=("$verb" -s "$size" -n "$iters" -m "$mtu" -u 17) ;;
+      *)
+        # shellcheck disable=SC2046  # options are words
+        gen_args=("$verb" $(size_flag "$verb" "$size" "$flags") -n "$iters" -m "$mtu" -u 17 $(perftest_flags "$flags"))
+        has_flag "$flags" lat && gen_args+=(--lat) ;;
     esac
     if ((ok)); then
       gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
@@ -140,10 +249,10 @@ run_case() {
     local grc=$?
     printf '%s' "$GUEST_OUT" > "$dir/guest.log"
     ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $tool exit $grc"; }
-    if [[ $verb == *pingpong ]]; then
+    if [[ $verb == *pingpong ]] || has_flag "$flags" lat; then
       CASE_FIGURE=$(lat_figure "$dir/roce-gen.log")
       [[ -n $CASE_FIGURE ]] && CASE_FIGURE="${CASE_FIGURE}us"
-      grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
+      [[ $verb == *pingpong ]] && ! grep -q "iters in" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
     else
       CASE_FIGURE=$(bw_figure "$dir/roce-gen.log")
     fi
@@ -158,6 +267,9 @@ run_case() {
     if [[ $verb == pingpong ]]; then
       CASE_FIGURE=$(awk '/usec\/iter/ { print $(NF-1) "us/iter"; exit }' "$dir/guest.log")
       grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no iterations reported"; }
+    elif has_flag "$flags" lat; then
+      CASE_FIGURE=$(perftest_lat_figure "$dir/guest.log")
+      [[ -n $CASE_FIGURE ]] || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no result line"; }
     else
       CASE_FIGURE=$(bw_figure "$dir/guest.log")
       [[ -n $CASE_FIGURE ]] || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no result line"; }

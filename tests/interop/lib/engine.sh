@@ -20,13 +20,16 @@ gen_run() {
     --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" > "$log" 2>&1
 }
 
-# appliance_start LOG MTU: roce-appliance serving the guest's clients until appliance_stop.
+# appliance_start LOG MTU [OPTIONS...]: roce-appliance serving the guest's clients until
+# appliance_stop.
 appliance_start() {
   APPLIANCE_LOG=$1
+  local mtu=$2
+  shift 2
   # shellcheck disable=SC2046
   ip netns exec "$NETNS" "$BUILD_DIR/apps/appliance/roce-appliance" $(engine_eal app) -- \
-    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" --mtu "$2" --status-interval 0 \
-    --report "$APPLIANCE_LOG.report.json" > "$APPLIANCE_LOG" 2>&1 &
+    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" --mtu "$mtu" --status-interval 0 \
+    --report "$APPLIANCE_LOG.report.json" "$@" > "$APPLIANCE_LOG" 2>&1 &
   APPLIANCE_PID=$!
   local i
   for i in $(seq 100); do
