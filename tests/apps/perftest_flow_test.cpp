@@ -1,0 +1,119 @@
+// perftest 4.5's exchange per test, pinned to what its mains do (src/*_bw.c, *_lat.c at tag
+// v4.5-0.17; docs/perftest.md walks through them): R = one record per QP, F = QP 0's record
+// alone, C = QPs up, T = one size's traffic, X = results, D = "done".
+#include <gtest/gtest.h>
+
+#include "apps/common/oob/perftest_flow.hpp"
+
+namespace roce::app {
+namespace {
+
+std::string letters(const std::vector<FlowOp>& f) {
+  std::string s;
+  for (const FlowOp& op : f) {
+    switch (op.step) {
+      case FlowStep::RecordsAll: s += 'R'; break;
+      case FlowStep::RecordFirst: s += 'F'; break;
+      case FlowStep::Connect: s += 'C'; break;
+      case FlowStep::Traffic: s += 'T'; break;
+      case FlowStep::Results: s += 'X'; break;
+      case FlowStep::Done: s += 'D'; break;
+    }
+  }
+  return s;
+}
+
+std::string flow(Verb v, Measure m, std::uint32_t sizes = 1, bool duplex = false, bool duration = false,
+                 bool infinite = false) {
+  PerftestTest t;
+  t.verb = v;
+  t.measure = m;
+  t.sizes = sizes;
+  t.all_sizes = sizes > 1;
+  t.duplex = duplex;
+  t.duration = duration;
+  t.infinite = infinite;
+  return letters(perftest_flow(t));
+}
+
+TEST(PerftestFlow, RdmaBandwidthTestsSyncThenTheClientReportsAndBothClose) {
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Atomic}) {
+    SCOPED_TRACE(to_string(v));
+    EXPECT_EQ(flow(v, Measure::Bandwidth), "RCRFTFXFD");
+  }
+  // A sweep runs its sizes back to back with no sync between them.
+  EXPECT_EQ(flow(Verb::Write, Measure::Bandwidth, 3), "RCRFTTTFXFD");
+  EXPECT_EQ(flow(Verb::Read, Measure::Bandwidth, 2), "RCRFTTFXFD");
+  // Atomics run one size even with -a.
+  EXPECT_EQ(flow(Verb::Atomic, Measure::Bandwidth, 23), "RCRFTFXFD");
+}
+
+TEST(PerftestFlow, BidirectionalBandwidthSyncsAndReportsPerSize) {
+  EXPECT_EQ(flow(Verb::Write, Measure::Bandwidth, 1, true), "RCRFFTXFD");
+  EXPECT_EQ(flow(Verb::Read, Measure::Bandwidth, 2, true), "RCRFFTFXFTFXFD");
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth, 1, true), "RCFRFTXFD");
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth, 1, true, true), "RCFRFTFD");
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth, 2, true), "RCFRFTXFFTXFFD");
+}
+
+TEST(PerftestFlow, SendTestsSyncAfterRtrAndBeforeEachSize) {
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth), "RCFRFTFD");
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth, 2), "RCFRFTFFTFFD");
+  EXPECT_EQ(flow(Verb::Send, Measure::Latency), "RCFRFTFD");
+  EXPECT_EQ(flow(Verb::Send, Measure::Latency, 3), "RCFRFTFTFTFD");
+}
+
+TEST(PerftestFlow, LatencyTestsSendQpZerosRecordFirstAndWriteLatNeverCloses) {
+  EXPECT_EQ(flow(Verb::Write, Measure::Latency), "FRCRFT");
+  EXPECT_EQ(flow(Verb::Write, Measure::Latency, 3), "FRCRFTTT");
+  EXPECT_EQ(flow(Verb::Read, Measure::Latency), "FRCRFTFD");
+  EXPECT_EQ(flow(Verb::Read, Measure::Latency, 2), "FRCRFTTFD");
+  EXPECT_EQ(flow(Verb::Atomic, Measure::Latency), "FRCRFTFD");
+  EXPECT_EQ(flow(Verb::Atomic, Measure::Latency, 23), "FRCRFTFD");
+}
+
+TEST(PerftestFlow, RunInfinitelyHasNoClosingExchange) {
+  EXPECT_EQ(flow(Verb::Write, Measure::Bandwidth, 1, false, false, true), "RCRFT");
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth, 1, false, false, true), "RCFRFT");
+}
+
+TEST(PerftestFlow, TrafficStepsCountTheSizes) {
+  PerftestTest t;
+  t.verb = Verb::Send;
+  t.measure = Measure::Latency;
+  t.sizes = 3;
+  t.all_sizes = true;
+  std::vector<std::uint32_t> seen;
+  for (const FlowOp& op : perftest_flow(t))
+    if (op.step == FlowStep::Traffic) seen.push_back(op.size_index);
+  EXPECT_EQ(seen, (std::vector<std::uint32_t>{0, 1, 2}));
+}
+
+TEST(PerftestFlow, ProgramNamesRoundTrip) {
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Send, Verb::Atomic})
+    for (Measure m : {Measure::Bandwidth, Measure::Latency}) {
+      const auto p = parse_perftest_program(perftest_program(v, m));
+      ASSERT_TRUE(p.has_value());
+      EXPECT_EQ(p->first, v);
+      EXPECT_EQ(p->second, m);
+    }
+  EXPECT_EQ(perftest_program(Verb::Write, Measure::Latency), "ib_write_lat");
+  EXPECT_FALSE(parse_perftest_program("ib_write").has_value());
+  EXPECT_FALSE(parse_perftest_program("ib_send_bw ").has_value());
+}
+
+TEST(PerftestFlow, StepsAreDescribedByRoundAndPhase) {
+  PerftestTest t;
+  t.verb = Verb::Read;
+  t.measure = Measure::Bandwidth;
+  const auto f = perftest_flow(t);
+  EXPECT_EQ(describe_step(f, 0, 2), "QP 2's record in the 1st round of QP records (before the traffic)");
+  EXPECT_EQ(describe_step(f, 2, 3), "QP 3's record in the 2nd round of QP records (before the traffic)");
+  EXPECT_EQ(describe_step(f, 3), "QP 0's record in the 3rd round of QP records (before the traffic)");
+  EXPECT_EQ(describe_step(f, 5), "QP 0's record in the 4th round of QP records (after the traffic)");
+  EXPECT_EQ(describe_step(f, 6), "the results (after the traffic)");
+  EXPECT_EQ(describe_step(f, 8), "\"done\"");
+}
+
+}  // namespace
+}  // namespace roce::app
