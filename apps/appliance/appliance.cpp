@@ -72,8 +72,7 @@ void Appliance::accept_one(TcpStream tcp) {
   cfg.exposed = LocalBuffer{exposed_.data(), exposed_.size(), exposed_mr_->lkey()};
   cfg.recv_region = LocalBuffer{recv_.data(), recv_.size(), recv_mr_->lkey()};
   cfg.recv_depth = o_.recv_depth;
-  cfg.echo_sends = o_.echo;
-  if (o_.write_echo_size) cfg.write_echo_size = o_.write_echo_size;
+  cfg.test = o_.test;
   raw->thread = std::thread([this, raw, cfg, t = std::move(tcp)]() mutable {
     OobServer server(*conn_, *drivers_, cfg);
     raw->report = server.serve(t, stop_);

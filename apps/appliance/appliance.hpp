@@ -25,12 +25,10 @@ struct ApplianceOptions {
   proto::Ipv4Addr ip{};
   std::uint64_t mr_bytes = 64ull << 20;
   std::string mr_file;  // back the exposed region with this file
-  std::uint64_t recv_bytes = 4ull << 20;
+  std::uint64_t recv_bytes = 8ull << 20;  // ib_send_lat -a sends up to 8 MiB
   std::uint32_t recv_depth = 256;
-  bool echo = false;
-  // WRITE latency (ib_write_lat, roce-gen write --lat) needs the server to write each message
-  // back, and its size: the exchange does not carry it. 0: no write echo.
-  std::uint32_t write_echo_size = 0;
+  // The perftest test the clients run, where the server must act (ib_send_lat, ib_write_lat).
+  std::optional<ServedTest> test;
   std::string listen_ip = "0.0.0.0";
   std::uint16_t oob_port = 18515;
   QpParams qp;

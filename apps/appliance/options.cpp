@@ -25,11 +25,15 @@ constexpr const char* kUsage = R"(roce-appliance: turns a host with a plain NIC 
   roce-appliance [DPDK EAL arguments --] --dev PORT --ip ADDR [options]
 
 It exposes one memory region (anonymous, or a file with --mr-file so it serves as remote memory)
-and accepts RC connections set up the way the real tools do it, over TCP port 18515:
-ibv_rc_pingpong clients (SENDs are echoed) and perftest clients (ib_write_bw, ib_read_bw,
-ib_send_bw, ib_atomic_bw and the _lat tests; SENDs are sunk unless --echo, and ib_write_lat
--s SIZE needs --write-echo SIZE). Any RDMA peer can
-WRITE, READ and run atomics on the region with the rkey and address the exchange gives it.
+and accepts connections set up the way the real tools do it, over TCP port 18515:
+ibv_rc_pingpong clients (SENDs are echoed) and perftest clients. Every perftest bandwidth test
+(ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, any -q, -a, -n) and ib_read_lat and
+ib_atomic_lat need no option. Two latency tests need the server to act, and perftest's exchange
+does not say which test runs, so name it as perftest's own server is named: --perftest
+ib_send_lat (each SEND is answered) or --perftest ib_write_lat (the server writes first; give it
+the client's -s, or -a and -n, as ib_write_lat's server needs them). UC and UD clients need -c UC
+or -c UD, as perftest's server does. Any RDMA peer can WRITE, READ and run atomics on the region
+with the rkey and address the exchange gives it.
 A line of status every second; a JSON report at the end; a control socket with --control.
 
 Example (no NIC: a TAP device):
@@ -54,6 +58,55 @@ Status check_mr_file(const std::string& path) {
   return {};
 }
 
+// --perftest and the options that go with it (--echo and --write-echo are its older spellings).
+Status parse_served_test(const cxxopts::ParseResult& r, const std::string& perftest, const std::string& size,
+                         const std::string& write_echo, const std::string& connection, ApplianceOptions& o) {
+  const int named = (r.count("perftest") > 0) + (r.count("echo") > 0) + (r.count("write-echo") > 0);
+  if (named > 1) return make_error(EINVAL, "give one of --perftest, --echo and --write-echo");
+  std::optional<std::pair<Verb, Measure>> test;
+  if (r.count("perftest")) {
+    test = parse_perftest_program(perftest);
+    if (!test)
+      return make_error(EINVAL, "bad --perftest '" + perftest + "': a perftest program such as ib_write_lat or ib_send_lat");
+  }
+  if (r.count("echo")) test = std::pair{Verb::Send, Measure::Latency};
+  if (r.count("write-echo")) test = std::pair{Verb::Write, Measure::Latency};
+  const bool write_lat = test && *test == std::pair{Verb::Write, Measure::Latency};
+  if (!write_lat && (r.count("size") || r.count("iters") || r.count("all")))
+    return make_error(EINVAL, "-s, -n and -a are for --perftest ib_write_lat: the other tests' servers need not know them");
+  if (r.count("write-echo") && r.count("size")) return make_error(EINVAL, "--write-echo gives the size: leave out -s");
+  if (connection == "RC") o.qp.type = IBV_QPT_RC;
+  else if (connection == "UC") o.qp.type = IBV_QPT_UC;
+  else if (connection == "UD") o.qp.type = IBV_QPT_UD;
+  else return make_error(EINVAL, "bad --connection '" + connection + "': RC, UC or UD");
+  if (test && o.qp.type == IBV_QPT_UC && (test->first == Verb::Read || test->first == Verb::Atomic))
+    return make_error(EINVAL, "-c UC serves write and send tests only (UC has no READ or atomics)");
+  if (test && o.qp.type == IBV_QPT_UD && test->first != Verb::Send) return make_error(EINVAL, "-c UD serves send tests only");
+  if (!test) return {};
+  ServedTest t;
+  t.verb = test->first;
+  t.measure = test->second;
+  if (write_lat) {
+    const std::string& text = r.count("write-echo") ? write_echo : size;
+    const auto sz = parse_size(text);
+    if (!sz || *sz == 0 || *sz > (1u << 30))
+      return make_error(EINVAL, std::string("bad ") + (r.count("write-echo") ? "--write-echo" : "-s") + " '" + text +
+                                    "': 1 byte up to 1G");
+    if (r.count("all")) {
+      // ib_write_lat -a: 2 B to 8 MiB, each size -n times (perftest's default 1000).
+      t.sizes.clear();
+      for (std::uint32_t n = 2; n <= (8u << 20); n *= 2) t.sizes.push_back(n);
+      t.iters = 1000;
+    } else {
+      t.sizes = {static_cast<std::uint32_t>(*sz)};
+    }
+    if (r.count("iters")) t.iters = r["iters"].as<std::uint64_t>();
+    if (r.count("iters") && t.iters < 5) return make_error(EINVAL, "-n must be at least 5, as perftest's");
+  }
+  o.test = t;
+  return {};
+}
+
 }  // namespace
 
 Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& args) {
@@ -61,14 +114,22 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
-  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo;
+  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size;
   opts.add_options("Memory")
       ("mr-size", "size of the exposed region (K/M/G suffixes)", cxxopts::value<std::string>(mr_size)->default_value("64M"))
       ("mr-file", "back the exposed region with this file (kept after exit)", cxxopts::value<std::string>(o.mr_file))
-      ("recv-size", "receive buffer: the largest SEND accepted", cxxopts::value<std::string>(recv_size)->default_value("4M"))
+      ("recv-size", "receive buffer: the largest SEND accepted", cxxopts::value<std::string>(recv_size)->default_value("8M"))
       ("recv-depth", "receives kept posted per QP", cxxopts::value<std::uint32_t>(o.recv_depth)->default_value("256"))
-      ("echo", "send every received SEND back (for send latency tests)")
-      ("write-echo", "write every WRITE of this size back (for write latency tests with -s SIZE)", cxxopts::value<std::string>(write_echo));
+      ("echo", "the same as --perftest ib_send_lat")
+      ("write-echo", "the same as --perftest ib_write_lat -s SIZE", cxxopts::value<std::string>(write_echo));
+  opts.add_options("perftest")
+      ("perftest", "the perftest test the clients run, where the server must act: ib_send_lat, ib_write_lat",
+       cxxopts::value<std::string>(perftest))
+      ("s,size", "ib_write_lat: the clients' -s", cxxopts::value<std::string>(size)->default_value("2"))
+      ("n,iters", "ib_write_lat: the clients' -n (default: answer until the client leaves; 1000 with -a)",
+       cxxopts::value<std::uint64_t>())
+      ("a,all", "ib_write_lat: the clients run -a")
+      ("c,connection", "the clients' transport: RC, UC or UD", cxxopts::value<std::string>(connection)->default_value("RC"));
   opts.add_options("Connections")
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
@@ -103,7 +164,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   }
   if (r.count("help")) {
     cli.help = true;
-    cli.help_text = opts.help({"Memory", "Connections", "Limits", "Operation"});
+    cli.help_text = opts.help({"Memory", "perftest", "Connections", "Limits", "Operation"});
     return cli;
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
@@ -130,14 +191,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   if (o.control_socket.size() >= sizeof(sockaddr_un{}.sun_path))
     return make_error(ENAMETOOLONG, "--control path longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
                                         " bytes: " + o.control_socket);
-  o.echo = r.count("echo") > 0;
-  if (r.count("write-echo")) {
-    const auto we = parse_size(write_echo);
-    // Each peer's QP uses [send half | landing half] of the exposed region.
-    if (!we || *we == 0 || 2 * *we > o.mr_bytes)
-      return make_error(EINVAL, "bad --write-echo '" + write_echo + "': 1 byte up to half of --mr-size");
-    o.write_echo_size = static_cast<std::uint32_t>(*we);
-  }
+  if (Status s = parse_served_test(r, perftest, size, write_echo, connection, o); !s) return s.error();
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   o.dcqcn = dcqcn == "on";
   const auto prof = cc::profile_from_string(profile);

@@ -1,7 +1,9 @@
 #include "apps/common/oob_server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -15,6 +17,16 @@ namespace {
 constexpr std::size_t kProbe = 5;
 constexpr char kDone[kProbe] = {'d', 'o', 'n', 'e', '\0'};
 
+std::string hex_bytes(std::span<const std::byte> b) {
+  std::string out;
+  char x[4];
+  for (std::byte v : b) {
+    std::snprintf(x, sizeof x, "%02x", std::to_integer<unsigned>(v));
+    out += x;
+  }
+  return out;
+}
+
 bool looks_like_record(std::span<const std::byte> first) {
   // Both records start with a 4-hex-digit LID and a colon ("0000:"); perftest's version does not.
   return first.size() == kProbe && std::to_integer<char>(first[4]) == ':';
@@ -22,13 +34,14 @@ bool looks_like_record(std::span<const std::byte> first) {
 
 }  // namespace
 
-bool OobServer::wait_input(TcpStream& tcp, const std::atomic<bool>& stop) {
+bool OobServer::wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms) {
   while (!stop.load(std::memory_order_relaxed))
-    if (tcp.wait_readable(200)) return true;
+    if (tcp.wait_readable(ms)) return true;
   return false;
 }
 
-Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const RemoteQp& peer, std::uint32_t out_reads, bool echo) {
+Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads,
+                                               bool echo) {
   auto lq = conn_.create(p);
   if (!lq) return lq.error();
   auto q = std::make_unique<ServedQp>();
@@ -36,20 +49,52 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const RemoteQp
   q->mine.out_reads = static_cast<std::uint16_t>(out_reads);
   q->mine.qpn = lq->qpn;
   q->mine.psn = lq->psn;
-  q->mine.rkey = cfg_.exposed.lkey;
-  q->mine.vaddr = reinterpret_cast<std::uint64_t>(cfg_.exposed.ptr) + cfg_.write_echo_size.value_or(0);
+  if (write_mr_) {
+    // ib_write_lat: the client's WRITEs land in the session's own area, where we watch for them.
+    q->mine.rkey = write_mr_->rkey();
+    q->mine.vaddr = reinterpret_cast<std::uint64_t>(write_area_.data()) + write_max_;
+  } else {
+    q->mine.rkey = cfg_.exposed.lkey;
+    q->mine.vaddr = reinterpret_cast<std::uint64_t>(cfg_.exposed.ptr);
+  }
   q->mine.gid = conn_.local_gid();
-  q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, cfg_.recv_depth, echo);
+  const bool ud = p.type == IBV_QPT_UD;
+  if (!write_mr_) q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, cfg_.recv_depth, echo, ud);
   ServedQp* raw = q.get();
   // Receives go up before the QP leaves INIT, so a SEND never meets an empty queue.
   q->driver_id = drivers_.add(q->local.worker, [raw](Engine& e, Nanos now) {
-    raw->receiver->poll(e, now);
-    if (raw->echo) raw->echo->poll(e, now);
+    if (raw->receiver) raw->receiver->poll(e, now);
+    if (raw->writer) raw->writer->poll(e, now);
   });
-  if (Status s = conn_.connect(q->local, peer, p); !s) {
-    drivers_.remove(q->local.worker, q->driver_id);
-    conn_.destroy(q->local);
+  auto undo = [&] {
+    drivers_.remove(raw->local.worker, raw->driver_id);
+    if (raw->ah) conn_.dataplane().call(raw->local.worker, [&](Engine& e) { return e.destroy_ah(raw->ah); });
+    conn_.destroy(raw->local);
+  };
+  if (Status s = conn_.connect(q->local, RemoteQp{peer.qpn, peer.psn, peer.gid}, p); !s) {
+    undo();
     return s.error();
+  }
+  if (ud) {
+    // Answers to a UD client go through an address handle to its GID and QP (Q_Key 0x11111111).
+    auto ah = conn_.dataplane().call(q->local.worker, [&](Engine& e) {
+      ibv_ah_attr a{};
+      a.is_global = 1;
+      a.grh.dgid = peer.gid;
+      a.grh.hop_limit = 64;
+      a.port_num = 1;
+      return e.create_ah(raw->local.pd, a);
+    });
+    if (!ah) {
+      undo();
+      return ah.error();
+    }
+    q->ah = *ah;
+    if (q->receiver)
+      drivers_.inspect(q->local.worker, [&] {
+        raw->receiver->set_ud_peer(RemoteBuffer{0, 0, raw->ah, peer.qpn});
+        return 0;
+      });
   }
   qps_.push_back(std::move(q));
   return raw;
@@ -58,17 +103,51 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const RemoteQp
 OobServer::~OobServer() {
   SessionReport discarded;
   teardown(discarded);
+  if (write_mr_) conn_.dataplane().memory().deregister(write_mr_->rkey());
 }
 
 void OobServer::teardown(SessionReport& r) {
   for (auto& q : qps_) {
     drivers_.remove(q->local.worker, q->driver_id);
-    r.received_messages += q->receiver->received();
-    r.received_bytes += q->receiver->bytes();
+    if (q->receiver) {
+      r.received_messages += q->receiver->received();
+      r.received_bytes += q->receiver->bytes();
+    }
+    if (q->writer) r.writes_answered += q->writer->status().completed;
+    if (q->ah) conn_.dataplane().call(q->local.worker, [&](Engine& e) { return e.destroy_ah(q->ah); });
     conn_.destroy(q->local);
   }
   qps_.clear();
   by_remote_qpn_.clear();
+}
+
+std::uint64_t OobServer::packets_received() {
+  std::uint64_t n = 0;
+  for (auto& q : qps_)
+    n += conn_.dataplane().call(q->local.worker, [&](Engine&) { return q->local.qp->counters().get(Counter::RcvdPkts); });
+  return n;
+}
+
+Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r) {
+  const ServedTest& t = *cfg_.test;
+  if (q.writer) {
+    const DriverStatus st = drivers_.inspect(q.local.worker, [&] { return q.writer->status(); });
+    if (st.errors)
+      return make_error(EIO, std::string("our WRITE to the client failed (") + ibv_wc_status_str(st.first_error) +
+                                 "): the client does not take WRITEs, so it is not ib_write_lat");
+    if (!st.done) return true;
+    r.writes_answered += st.completed;
+    ++write_size_index_;
+  }
+  if (write_size_index_ >= t.sizes.size()) return false;
+  auto w = std::make_unique<WriteLatency>(q.local, t.sizes[write_size_index_], t.iters, true,
+                                          LocalBuffer{write_area_.data(), write_max_, write_mr_->lkey()},
+                                          write_area_.data() + write_max_, RemoteBuffer{peer.vaddr, peer.rkey});
+  drivers_.inspect(q.local.worker, [&] {
+    q.writer = std::move(w);
+    return 0;
+  });
+  return true;
 }
 
 Result<SessionReport> OobServer::serve(TcpStream& tcp, const std::atomic<bool>& stop) {
@@ -90,7 +169,12 @@ Result<SessionReport> OobServer::serve_pingpong(TcpStream& tcp, std::span<const 
   if (!peer) return peer.error();
   QpParams p = cfg_.qp;
   p.max_rd_atomic = 1;  // what ibv_rc_pingpong sets
-  auto qp = add_qp(p, RemoteQp{peer->qpn, peer->psn, peer->gid}, 1, true);
+  p.type = IBV_QPT_RC;
+  PerftestDest d;
+  d.qpn = peer->qpn;
+  d.psn = peer->psn;
+  d.gid = peer->gid;
+  auto qp = add_qp(p, d, 1, true);
   if (!qp) return qp.error();
   PingpongDest mine;
   mine.qpn = (*qp)->local.qpn;
@@ -133,11 +217,11 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     return s.error();
   version.back() = '\0';
   r.remote_version = version.data();
-  if (compare_versions(r.remote_version, "5.31") < 0)
-    return make_error(EPROTO, "perftest " + r.remote_version + " is older than 5.31, whose exchange this server speaks");
   std::array<char, 16> mine_version{};
   std::strncpy(mine_version.data(), PerftestSession::kVersion, mine_version.size() - 1);
   if (Status s = tcp.write_all(std::as_bytes(std::span{mine_version})); !s) return s.error();
+  // Like perftest, ours goes out first: an old client then says itself what it does not support.
+  if (Status s = check_remote_version(r.remote_version); !s) return make_error(s.error().code, r.peer + ": " + s.error().message);
   // The version went by hand above (the probe took its first bytes); sizes and MTU follow.
   PerftestSession session(tcp, OobRole::Server, cfg_.oob_timeout_ms);
   session.set_remote_version(r.remote_version);
@@ -148,64 +232,139 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   QpParams p = cfg_.qp;
   p.mtu = *mtu;
 
+  const bool write_lat = cfg_.test && cfg_.test->verb == Verb::Write && cfg_.test->measure == Measure::Latency;
+  const bool send_lat = cfg_.test && cfg_.test->verb == Verb::Send && cfg_.test->measure == Measure::Latency;
+  const std::string served = cfg_.test ? perftest_program(cfg_.test->verb, cfg_.test->measure) : "";
+  if (write_lat) {
+    write_max_ = std::max<std::uint32_t>(*std::max_element(cfg_.test->sizes.begin(), cfg_.test->sizes.end()), 64);
+    auto area = MappedBuffer::anonymous(2 * std::size_t{write_max_});
+    if (!area) return area.error();
+    write_area_ = std::move(*area);
+    auto mr = conn_.register_memory(write_area_.data(), write_area_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!mr) return mr.error();
+    write_mr_ = *mr;
+  }
+  auto fail = [&](int code, const std::string& why) -> Result<SessionReport> {
+    teardown(r);
+    return make_error(code, r.peer + " (perftest " + r.remote_version + ", " + std::to_string(r.qps) + " QP(s)): " + why);
+  };
+
   // Once the results exchange has begun, its five 8-byte fields (size, iterations, peak, average,
   // message rate) come in a row: a field whose fifth byte happens to be ':' (a double's mantissa
   // can be anything) is not a record then. perftest syncs with one more record pair afterwards.
   constexpr int kResultFields = 5;
   int results_left = 0;
+  RecordOrder order;
+  ServedQp* writer_qp = nullptr;  // ib_write_lat: QP 0's, once the records are all in
+  PerftestDest writer_peer;
+  bool writing = false;
+  std::uint64_t activity = 0, writes_seen = 0;
+  auto quiet_since = std::chrono::steady_clock::now();
   for (;;) {
-    if (!wait_input(tcp, stop)) {
+    if (writing) {
+      auto more = advance_write_latency(*writer_qp, writer_peer, r);
+      if (!more) return fail(more.error().code, more.error().message);
+      writing = *more;
+    }
+    if (stop.load(std::memory_order_relaxed)) {
       teardown(r);
       return make_error(ECANCELED, "stopped");
     }
+    if (!tcp.wait_readable(writing ? 2 : 200)) {
+      // Quiet: no record and, on the QPs, no packet (ib_write_lat: no answer to our WRITEs).
+      const auto now = std::chrono::steady_clock::now();
+      const std::uint64_t seen = writer_qp && writer_qp->writer
+                                     ? drivers_.inspect(writer_qp->local.worker, [&] { return writer_qp->writer->received(); })
+                                     : packets_received();
+      if (seen != activity || r.qps == 0) {
+        activity = seen;
+        quiet_since = now;
+        continue;
+      }
+      if (now - quiet_since < std::chrono::nanoseconds(cfg_.quiet_timeout)) continue;
+      const std::string secs = std::to_string(cfg_.quiet_timeout / kSecond) + " s";
+      if (writer_qp)
+        return fail(ETIMEDOUT, "the client has not answered our WRITE " + std::to_string(writes_seen + seen + 1) +
+                                   " for " + secs + ": is it " + served + " with -s " +
+                                   std::to_string(cfg_.test->sizes[std::min(write_size_index_, cfg_.test->sizes.size() - 1)]) +
+                                   (cfg_.test->sizes.size() > 1 ? " -a -n " + std::to_string(cfg_.test->iters) : "") + "?");
+      std::uint64_t sends = 0;
+      for (auto& q : qps_)
+        if (q->receiver) sends += drivers_.inspect(q->local.worker, [&] { return q->receiver->received(); });
+      if (!send_lat && sends > 0 && sends < 4)
+        return fail(ETIMEDOUT, "the client sent " + std::to_string(sends) + " SEND(s) and has waited " + secs +
+                                   " since: an ib_send_lat client waits for an answer to each SEND (serve it with "
+                                   "--perftest ib_send_lat)");
+      if (!write_lat && order.latency_prelude_complete() && activity == 0)
+        return fail(ETIMEDOUT, "nothing from the client for " + secs + " after a latency test's records: an ib_write_lat "
+                                   "client waits for the server's first WRITE (serve it with --perftest ib_write_lat, "
+                                   "and its -s)");
+      return fail(ETIMEDOUT, "nothing from the client for " + secs + ", on the socket or its QPs: it went away");
+    }
+    quiet_since = std::chrono::steady_clock::now();
     std::array<std::byte, kProbe> head{};
     if (Status s = tcp.read_exact(head, cfg_.oob_timeout_ms); !s) {
-      teardown(r);
-      // perftest's latency tests close the connection without "done": that is their end.
-      if (s.error().code == ECONNRESET && r.qps > 0) return r;
-      return s.error();
+      // perftest's ib_write_lat closes the connection without "done": that is its end.
+      if (s.error().code == ECONNRESET && r.qps > 0 && (!write_lat || writer_qp)) {
+        teardown(r);
+        return r;
+      }
+      return fail(s.error().code, s.error().message);
     }
     if (std::memcmp(head.data(), kDone, kProbe) == 0) {
       tcp.write_all(std::as_bytes(std::span{kDone}));
+      if (writing) {
+        auto more = advance_write_latency(*writer_qp, writer_peer, r);  // a WRITE that failed says why
+        if (!more) return fail(more.error().code, more.error().message);
+      }
       teardown(r);
       return r;
     }
     if (results_left == 0 && looks_like_record(head)) {
       std::array<std::byte, kPerftestRecordBytes> rec{};
       std::memcpy(rec.data(), head.data(), kProbe);
-      if (Status s = tcp.read_exact(std::span{rec}.subspan(kProbe), cfg_.oob_timeout_ms); !s) return s.error();
+      if (Status s = tcp.read_exact(std::span{rec}.subspan(kProbe), cfg_.oob_timeout_ms); !s)
+        return fail(s.error().code, s.error().message);
       auto peer = parse_perftest(rec);
-      if (!peer) return peer.error();
+      if (!peer) return fail(peer.error().code, peer.error().message);
+      order.add(peer->qpn);
       ServedQp* q = nullptr;
       if (auto it = by_remote_qpn_.find(peer->qpn); it != by_remote_qpn_.end()) {
         q = it->second;
       } else {
-        auto added = add_qp(p, RemoteQp{peer->qpn, peer->psn, peer->gid}, p.max_rd_atomic, cfg_.echo_sends);
-        if (!added) return added.error();
+        auto added = add_qp(p, *peer, p.max_rd_atomic, send_lat);
+        if (!added) return fail(added.error().code, added.error().message);
         q = *added;
-        if (cfg_.write_echo_size) {
-          auto echo = std::make_unique<WriteEcho>(q->local, *cfg_.write_echo_size, cfg_.exposed,
-                                                  RemoteBuffer{peer->vaddr, peer->rkey});
-          // Hand it over on the worker's thread: the QP's driver already runs there.
-          drivers_.inspect(q->local.worker, [&] {
-            q->echo = std::move(echo);
-            return 0;
-          });
-        }
         by_remote_qpn_[peer->qpn] = q;
         ++r.qps;
+        if (r.qps == 1) writer_peer = *peer;
       }
       const std::string out = format_perftest(q->mine);
-      if (Status s = tcp.write_all(std::as_bytes(std::span{out})); !s) return s.error();
+      if (Status s = tcp.write_all(std::as_bytes(std::span{out})); !s) return fail(s.error().code, s.error().message);
+      if (write_lat && !writer_qp) {
+        if (order.bandwidth_order())
+          return fail(EPROTO, "the client sends its QP records in the order of a bandwidth or SEND test (all its QPs "
+                              "first); ib_write_lat, which this server serves, opens with QP 0's record alone");
+        if (order.latency_prelude_complete()) {
+          // ib_write_lat's server WRITEs first, on QP 0, as soon as the records are all in.
+          writer_qp = by_remote_qpn_.at(writer_peer.qpn);
+          writing = true;
+          activity = 0;
+        }
+      }
       continue;
     }
+    if (writer_qp)
+      return fail(EPROTO, "the client sent " + hex_bytes(head) + "... after " + served +
+                              "'s records, where its client sends nothing: it runs another test (a bandwidth test's "
+                              "results?); this server serves " + served);
     // A results field (8 bytes; 4 for iterations from old peers we refuse above): ours are zero,
     // the client reports its own figures.
     results_left = (results_left == 0 ? kResultFields : results_left) - 1;
     std::array<std::byte, 3> rest{};
-    if (Status s = tcp.read_exact(rest, cfg_.oob_timeout_ms); !s) return s.error();
+    if (Status s = tcp.read_exact(rest, cfg_.oob_timeout_ms); !s) return fail(s.error().code, s.error().message);
     const std::array<std::byte, 8> zero{};
-    if (Status s = tcp.write_all(zero); !s) return s.error();
+    if (Status s = tcp.write_all(zero); !s) return fail(s.error().code, s.error().message);
   }
 }
 

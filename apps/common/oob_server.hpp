@@ -1,35 +1,51 @@
 // The server side of the real tools' exchanges, for roce-appliance and roce-gen's server mode.
 // It tells ibv_rc_pingpong (a 52-byte record first) from perftest (a version string first) by
 // the first bytes, then answers perftest reactively: every QP record gets ours back (new QPs on
-// the first round), every results field gets ours, "done" gets "done". That serves
-// ib_write/read/send/atomic_bw and the _lat tests without being told which one runs.
+// the first round), every results field gets ours, "done" gets "done". That serves every
+// perftest bandwidth test and ib_read_lat / ib_atomic_lat, whatever -q, -a or -n, without being
+// told which one runs. Two latency tests need the server to act, which the exchange does not
+// announce: ib_send_lat's server answers each SEND, ib_write_lat's writes first. ServedTest names
+// them, as perftest's own server is named by its program.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "apps/common/buffers.hpp"
 #include "apps/common/connector.hpp"
 #include "apps/common/driver_set.hpp"
+#include "apps/common/oob/perftest_flow.hpp"
 #include "apps/common/oob/records.hpp"
 #include "apps/common/tcp.hpp"
 #include "apps/common/traffic/drivers.hpp"
 
 namespace roce::app {
 
+// The perftest test a server serves, when it must know (ib_send_lat, ib_write_lat).
+struct ServedTest {
+  Verb verb = Verb::Write;
+  Measure measure = Measure::Bandwidth;
+  // ib_write_lat: the server writes `sizes` (-s, or -a's sweep) one after the other, `iters`
+  // times each (-n); iters 0 answers each of the client's WRITEs until it leaves (one size only).
+  std::vector<std::uint32_t> sizes{2};
+  std::uint64_t iters = 0;
+};
+
 struct ServerConfig {
-  QpParams qp;
+  QpParams qp;              // qp.type: RC, UC or UD (perftest's -c: the exchange does not carry it)
   LocalBuffer exposed;      // what peers WRITE, READ and run atomics on (its lkey is the rkey)
   LocalBuffer recv_region;  // every receive lands here (SEND sink/echo)
   std::uint32_t recv_depth = 256;
-  bool echo_sends = false;  // echo every SEND (ib_send_lat, ibv_rc_pingpong); else sink
-  // roce-gen's server knows its test: for WRITE latency it echoes writes of this size, using
-  // the exposed buffer as [send half | landing half].
-  std::optional<std::uint32_t> write_echo_size;
+  std::optional<ServedTest> test;
   Nanos pingpong_idle_timeout = 10 * kSecond;  // a pingpong QP is torn down after this quiet
+  // A perftest session with no TCP input and no packet on its QPs for this long has lost its
+  // client (or the client waits for a server role we were not given): it ends with the reason.
+  Nanos quiet_timeout = 15 * kSecond;
   int oob_timeout_ms = 30'000;
 };
 
@@ -40,6 +56,7 @@ struct SessionReport {
   unsigned qps = 0;
   std::uint64_t received_messages = 0;
   std::uint64_t received_bytes = 0;
+  std::uint64_t writes_answered = 0;  // ib_write_lat: our WRITEs
   ibv_mtu mtu = IBV_MTU_1024;
 };
 
@@ -59,21 +76,31 @@ class OobServer {
   struct ServedQp {
     LocalQp local;
     PerftestDest mine;
-    std::unique_ptr<ReceiveServer> receiver;
-    std::unique_ptr<WriteEcho> echo;
+    std::unique_ptr<ReceiveServer> receiver;  // SEND tests and pingpong
+    std::unique_ptr<WriteLatency> writer;     // ib_write_lat, one size at a time
+    AddressHandle* ah = nullptr;              // UD: the client's QP, for answers
     std::uint64_t driver_id = 0;
   };
   Result<SessionReport> serve_pingpong(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
   Result<SessionReport> serve_perftest(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
-  Result<ServedQp*> add_qp(const QpParams& p, const RemoteQp& peer, std::uint32_t out_reads, bool echo);
+  Result<ServedQp*> add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads, bool echo);
+  // ib_write_lat: starts the next size's WRITEs on QP 0 when the previous one is done; false
+  // when every size is done.
+  Result<bool> advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r);
+  std::uint64_t packets_received();
   void teardown(SessionReport& r);
-  bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop);
+  bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms = 200);
 
   Connector& conn_;
   DriverSet& drivers_;
   ServerConfig cfg_;
   std::vector<std::unique_ptr<ServedQp>> qps_;
   std::map<std::uint32_t, ServedQp*> by_remote_qpn_;
+  // ib_write_lat's [send | landing] area of the session, sized for its largest message.
+  MappedBuffer write_area_;
+  const MemoryRegion* write_mr_ = nullptr;
+  std::uint32_t write_max_ = 0;
+  std::size_t write_size_index_ = 0;
 };
 
 }  // namespace roce::app

@@ -108,9 +108,10 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (g.listen) {
     // Server mode: one client, like a perftest server.
-    const std::size_t exposed_bytes = std::max<std::size_t>(2 * std::size_t{g.spec.size}, 1 << 20);
+    const std::uint32_t largest = g.all_sizes ? all_sizes(g.spec.verb).back() : g.spec.size;
+    const std::size_t exposed_bytes = std::max<std::size_t>(2 * std::size_t{largest}, 1 << 20);
     auto exposed = MappedBuffer::anonymous(exposed_bytes);
-    auto recv = MappedBuffer::anonymous(std::max<std::size_t>(g.spec.size, 4096));
+    auto recv = MappedBuffer::anonymous(std::max<std::size_t>(largest + kUdGrhBytes, 4096));
     if (!exposed || !recv) return fail("cannot allocate buffers");
     Connector conn(dp, static_cast<std::uint64_t>(dp.now()) | 1);
     auto emr = conn.register_memory(exposed->data(), exposed->size(), kAll);
@@ -121,8 +122,13 @@ int main(int argc, char** argv) {
     cfg.qp = g.qp;
     cfg.exposed = LocalBuffer{exposed->data(), exposed->size(), (*emr)->lkey()};
     cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
-    cfg.echo_sends = g.spec.measure == Measure::Latency;
-    if (g.spec.verb == Verb::Write && g.spec.measure == Measure::Latency) cfg.write_echo_size = g.spec.size;
+    // roce-gen's server knows its test, as perftest's does (ib_send_lat answers, ib_write_lat writes first).
+    ServedTest served;
+    served.verb = g.spec.verb;
+    served.measure = g.spec.measure;
+    served.sizes = g.all_sizes ? all_sizes(g.spec.verb) : std::vector<std::uint32_t>{g.spec.size};
+    served.iters = g.spec.duration > 0 ? 0 : g.spec.iters;
+    cfg.test = served;
     auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
     if (!listener) return fail(listener.error().message);
     std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", listener->port());

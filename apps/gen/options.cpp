@@ -35,7 +35,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   cxxopts::Options opts("roce-gen", kUsage);
   opts.custom_help("[EAL args --] TEST [options]");
   opts.positional_help("");
-  std::string test, mtu, size, rate, profile, ip, dcqcn;
+  std::string test, mtu, size, rate, profile, ip, dcqcn, connection, atomic;
   opts.add_options("Test")
       ("test", "write | read | send | atomic | pingpong | ud-pingpong", cxxopts::value<std::string>(test))
       ("bw", "measure bandwidth (default)")
@@ -46,6 +46,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("q,qps", "queue pairs", cxxopts::value<unsigned>(g.qps)->default_value("1"))
       ("a,all", "every size from 2 B to 8 MiB (powers of two)")
       ("t,tx-depth", "work requests in flight per QP", cxxopts::value<std::uint32_t>()->default_value("128"))
+      ("c,connection", "transport: RC, UC (write, send) or UD (send)", cxxopts::value<std::string>(connection)->default_value("RC"))
+      ("A,atomic_type", "atomic: FETCH_AND_ADD or CMP_AND_SWAP", cxxopts::value<std::string>(atomic)->default_value("FETCH_AND_ADD"))
       ("m,mtu", "path MTU: 256, 512, 1024, 2048 or 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
       ("u,qp-timeout", "local ACK timeout: 4.096 us x 2^N, N 1..31 (perftest's -u)",
        cxxopts::value<unsigned>()->default_value("14"))
@@ -109,6 +111,18 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   g.qp.send_depth = std::max<std::uint32_t>(g.spec.tx_depth, 16) + 16;
   if (g.qps == 0 || g.qps > 1024) return make_error(EINVAL, "--qps must be 1..1024");
   g.all_sizes = r.count("all") > 0;
+  if (connection == "RC") g.qp.type = IBV_QPT_RC;
+  else if (connection == "UC") g.qp.type = IBV_QPT_UC;
+  else if (connection == "UD") g.qp.type = IBV_QPT_UD;
+  else return make_error(EINVAL, "bad --connection '" + connection + "': RC, UC or UD");
+  // What perftest runs: UC has no READ or atomics, UD only SENDs.
+  if (g.qp.type == IBV_QPT_UC && (g.spec.verb == Verb::Read || g.spec.verb == Verb::Atomic))
+    return make_error(EINVAL, "-c UC runs write and send tests only (UC has no READ or atomics)");
+  if (g.qp.type == IBV_QPT_UD && g.spec.verb != Verb::Send) return make_error(EINVAL, "-c UD runs send tests only");
+  const auto aop = atomic_op_from_string(atomic);
+  if (!aop) return make_error(EINVAL, "bad --atomic_type '" + atomic + "': FETCH_AND_ADD or CMP_AND_SWAP");
+  if (r.count("atomic_type") && g.spec.verb != Verb::Atomic) return make_error(EINVAL, "-A is for the atomic test");
+  g.spec.atomic = *aop;
   const auto m = parse_size(mtu);
   const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
   if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");
@@ -141,6 +155,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
   if (g.workers == 0 || g.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
   if (g.pingpong && g.spec.size > 4096 * 16) return make_error(EINVAL, "pingpong sizes above 64 KiB are not useful");
+  if ((g.pingpong || g.ud_pingpong) && r.count("connection"))
+    return make_error(EINVAL, "-c is for the perftest tests: pingpong runs RC, ud-pingpong UD");
   if (g.ud_pingpong && g.listen) return make_error(EINVAL, "ud-pingpong is a client only: give --server ADDR");
   // A datagram is one packet: it must fit the peer's path MTU, which rxe takes from its netdev.
   if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");

@@ -169,14 +169,27 @@ TEST_P(OobReplay, OurClientAcceptsTheRealServerAndSendsWhatTheRealClientSent) {
     me.rkey = 0x2000;
     me.vaddr = 0x7f0012345000;
     me.gid = gid_of(c.client_ip);
-    TrafficSpec spec;
-    spec.verb = c.verb;
+    PerftestTest test;
+    test.verb = c.verb;
     std::vector<PerftestDest> connected;
-    auto peers = perftest_client_handshakes(session, {me}, spec, [&](const std::vector<PerftestDest>& p) {
+    const PerftestResults results{65536, 5000, 1000.5, 990.25, 0.0158};
+    ClientHooks hooks;
+    hooks.connect = [&](const std::vector<PerftestDest>& p) {
       connected = p;
       return Status{};
-    });
-    ASSERT_TRUE(peers.ok()) << peers.error().message;
+    };
+    // The ConnectX capture ends where the traffic begins.
+    hooks.traffic = [&](std::uint32_t) -> Result<PerftestResults> {
+      if (!c.complete) return make_error(ECANCELED, "the capture ends here");
+      return results;
+    };
+    auto peers = perftest_client_exchange(session, test, {me}, hooks);
+    if (c.complete) {
+      ASSERT_TRUE(peers.ok()) << peers.error().message;
+    } else {
+      ASSERT_FALSE(peers.ok());
+      EXPECT_EQ(peers.error().code, ECANCELED) << peers.error().message;
+    }
     ASSERT_EQ(connected.size(), 1u);
     auto real = parse_perftest(steps[4].server);
     ASSERT_TRUE(real.ok());
@@ -185,11 +198,6 @@ TEST_P(OobReplay, OurClientAcceptsTheRealServerAndSendsWhatTheRealClientSent) {
     EXPECT_EQ(connected[0].rkey, real->rkey);
     EXPECT_EQ(connected[0].vaddr, real->vaddr);
     EXPECT_EQ(0, std::memcmp(connected[0].gid.raw, gid_of(c.server_ip).raw, 16)) << gid_to_string(connected[0].gid);
-    if (c.complete) {
-      const PerftestResults results{65536, 5000, 1000.5, 990.25, 0.0158};
-      Status st = perftest_client_epilogue(session, {me}, spec, results);
-      EXPECT_TRUE(st.ok()) << st.error().message;
-    }
   }
   server.join();
   EXPECT_EQ(server_error, "");

@@ -115,5 +115,63 @@ TEST(PerftestFlow, StepsAreDescribedByRoundAndPhase) {
   EXPECT_EQ(describe_step(f, 8), "\"done\"");
 }
 
+// The records a client of each test sends before its traffic, QP numbers 10, 11, ...
+std::vector<std::uint32_t> prelude(const PerftestTest& t, unsigned qps) {
+  std::vector<std::uint32_t> out;
+  for (const FlowOp& op : perftest_flow(t)) {
+    if (op.step == FlowStep::Traffic) break;
+    if (op.step == FlowStep::RecordFirst) out.push_back(10);
+    if (op.step == FlowStep::RecordsAll)
+      for (unsigned i = 0; i < qps; ++i) out.push_back(10 + i);
+  }
+  return out;
+}
+
+TEST(RecordOrder, FindsTheEndOfALatencyTestsRecordsForEveryQpCount) {
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Atomic})
+    for (unsigned n = 1; n <= 8; ++n) {
+      SCOPED_TRACE(to_string(v) + " -q " + std::to_string(n));
+      PerftestTest t;
+      t.verb = v;
+      t.measure = Measure::Latency;
+      const auto qpns = prelude(t, n);
+      ASSERT_EQ(qpns.size(), 2 * n + 2);
+      RecordOrder order;
+      for (std::size_t k = 0; k < qpns.size(); ++k) {
+        EXPECT_FALSE(order.latency_prelude_complete()) << "after " << k << " records";
+        order.add(qpns[k]);
+        EXPECT_FALSE(order.bandwidth_order());
+      }
+      EXPECT_TRUE(order.latency_prelude_complete());
+      EXPECT_EQ(order.latency_qps(), n);
+    }
+}
+
+TEST(RecordOrder, OtherTestsShowTheirOrderFromTheSecondRecordWithMoreThanOneQp) {
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Atomic, Verb::Send})
+    for (Measure m : {Measure::Bandwidth, Measure::Latency}) {
+      if (m == Measure::Latency && v != Verb::Send) continue;
+      PerftestTest t;
+      t.verb = v;
+      t.measure = m;
+      RecordOrder order;
+      for (std::uint32_t q : prelude(t, 4)) order.add(q);
+      EXPECT_TRUE(order.bandwidth_order()) << perftest_program(v, m);
+      EXPECT_FALSE(order.latency_prelude_complete()) << perftest_program(v, m);
+    }
+}
+
+TEST(RecordOrder, OneQpLooksTheSameInEveryTest) {
+  PerftestTest t;
+  t.verb = Verb::Write;
+  t.measure = Measure::Bandwidth;
+  RecordOrder order;
+  for (std::uint32_t q : prelude(t, 1)) order.add(q);
+  EXPECT_FALSE(order.bandwidth_order());
+  EXPECT_FALSE(order.latency_prelude_complete());  // 3 records: a latency test would send a 4th
+  order.add(10);
+  EXPECT_TRUE(order.latency_prelude_complete());
+}
+
 }  // namespace
 }  // namespace roce::app

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "protocol/be.hpp"
@@ -18,11 +19,8 @@ constexpr std::size_t kDoneBytes = 5;
 // How long the client waits for the peer's "done" (see exchange_done).
 constexpr int kDoneGraceMs = 2'000;
 
-std::pair<int, int> version_numbers(const std::string& v) {
-  int major = 0, minor = 0;
-  std::sscanf(v.c_str(), "%d.%d", &major, &minor);
-  return {major, minor};
-}
+// As perftest reads them: atof ("6.06" is 6.06, and "5.7" the same as "5.70").
+double version_number(const std::string& v) { return std::strtod(v.c_str(), nullptr); }
 
 template <typename T>
 std::span<const std::byte> bytes_of(const T& v) {
@@ -31,8 +29,21 @@ std::span<const std::byte> bytes_of(const T& v) {
 
 }  // namespace
 
+Status check_remote_version(const std::string& v) {
+  // perftest 4.5 itself stops there (check_version_compatibility): "not compatible with versions
+  // older than 5.70". An empty or unreadable version is another program altogether.
+  if (!(version_number(v) > 0))
+    return make_error(EPROTO, "the peer's first 16 bytes are no perftest version ('" + v +
+                                  "'): it is not a perftest program in its default exchange (-R, --dont_xchg_versions?)");
+  if (compare_versions(v, kOldestPeerVersion) < 0)
+    return make_error(EPROTO, "the peer speaks perftest exchange version " + v + "; perftest 4.5 (" +
+                                  PerftestSession::kVersion + ") and this tool talk to " + kOldestPeerVersion +
+                                  " and newer only");
+  return {};
+}
+
 int compare_versions(const std::string& a, const std::string& b) {
-  const auto x = version_numbers(a), y = version_numbers(b);
+  const double x = version_number(a), y = version_number(b);
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
@@ -55,9 +66,7 @@ Status PerftestSession::exchange_versions() {
   if (Status s = swap_bytes(std::as_bytes(std::span{mine}), std::as_writable_bytes(std::span{theirs})); !s) return s;
   theirs.back() = '\0';
   remote_version_ = theirs.data();
-  if (compare_versions(remote_version_, "5.31") < 0)
-    return make_error(EPROTO, "perftest " + remote_version_ + " is older than 5.31, whose exchange this tool speaks");
-  return {};
+  return check_remote_version(remote_version_);
 }
 
 Status PerftestSession::exchange_sizes(std::uint32_t cycle_buffer, std::uint32_t cache_line) {

@@ -25,6 +25,12 @@ struct PerftestResults {
 // perftest version strings compare as major.minor numbers ("5.32" < "6.06").
 int compare_versions(const std::string& a, const std::string& b);
 
+// The oldest peer perftest 4.5 talks to. Newer ones (6.28 and up negotiate their parameters) keep
+// the old exchange when the peer says 6.06.
+inline constexpr const char* kOldestPeerVersion = "5.70";
+// A clear error for a version string perftest 4.5 would refuse.
+Status check_remote_version(const std::string& version);
+
 class PerftestSession {
  public:
   static constexpr const char* kVersion = "6.06";  // what perftest 4.5 (Debian 12) sends

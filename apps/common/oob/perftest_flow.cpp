@@ -128,4 +128,20 @@ std::string describe_step(const std::vector<FlowOp>& flow, std::size_t index, un
   return "?";
 }
 
+std::optional<unsigned> RecordOrder::latency_qps() const {
+  if (qpns_.size() < 3 || bandwidth_order()) return std::nullopt;
+  for (std::size_t k = 2; k < qpns_.size(); ++k)
+    if (qpns_[k] == qpns_[0]) return static_cast<unsigned>(k - 1);
+  return std::nullopt;
+}
+
+bool RecordOrder::latency_prelude_complete() const {
+  const auto n = latency_qps();
+  if (!n || qpns_.size() < 2 * *n + 2) return false;
+  // The second round repeats the first, and QP 0's sync closes it.
+  for (unsigned i = 0; i < *n; ++i)
+    if (qpns_[1 + *n + i] != qpns_[1 + i]) return false;
+  return qpns_[2 * *n + 1] == qpns_[0];
+}
+
 }  // namespace roce::app

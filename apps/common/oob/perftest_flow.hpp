@@ -54,4 +54,24 @@ std::vector<FlowOp> perftest_flow(const PerftestTest& t);
 // records", "the results (after the traffic)", ...
 std::string describe_step(const std::vector<FlowOp>& flow, std::size_t index, unsigned qp = 0);
 
+// A server's view of a client's records: it knows neither the test nor -q, but the order tells.
+// ib_{write,read,atomic}_lat open with QP 0's record alone (q0 | q0..qN-1 | q0..qN-1 | q0 before
+// their traffic); every other test opens with all its QPs (q0..qN-1 | ...). Once QP 0 comes round
+// again in a latency test's order, N and the end of its 2N+2 records before the traffic are known.
+// (With one QP the orders look alike until the traffic.)
+class RecordOrder {
+ public:
+  void add(std::uint32_t qpn) { qpns_.push_back(qpn); }
+  std::size_t count() const { return qpns_.size(); }
+  // The second record named another QP than the first: not a latency test.
+  bool bandwidth_order() const { return qpns_.size() >= 2 && qpns_[1] != qpns_[0]; }
+  // N, once a latency test's order shows it (the third record of QP 0 opens the 2nd round).
+  std::optional<unsigned> latency_qps() const;
+  // All 2N+2 records before a latency test's traffic are in, in that test's order.
+  bool latency_prelude_complete() const;
+
+ private:
+  std::vector<std::uint32_t> qpns_;
+};
+
 }  // namespace roce::app

@@ -9,8 +9,8 @@ namespace {
 constexpr int kReap = 32;
 constexpr Nanos kPeakInterval = kMilli;
 
-int post_op(Engine& e, const LocalQp& qp, Verb verb, std::uint64_t wr_id, LocalBuffer local, std::uint32_t size,
-            RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
+int post_op(Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint64_t wr_id, LocalBuffer local,
+            std::uint32_t size, RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
   ibv_sge sge{reinterpret_cast<std::uint64_t>(local.ptr), verb == Verb::Atomic ? 8u : size, local.lkey};
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
@@ -21,18 +21,35 @@ int post_op(Engine& e, const LocalQp& qp, Verb verb, std::uint64_t wr_id, LocalB
     case Verb::Write: wr.opcode = IBV_WR_RDMA_WRITE; break;
     case Verb::Read: wr.opcode = IBV_WR_RDMA_READ; break;
     case Verb::Send: wr.opcode = IBV_WR_SEND; break;
-    case Verb::Atomic: wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD; break;
+    case Verb::Atomic:
+      wr.opcode = atomic == AtomicOp::CmpAndSwap ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+      break;
   }
   if (verb == Verb::Atomic) {
     wr.wr.atomic.remote_addr = remote.addr;
     wr.wr.atomic.rkey = remote.rkey;
-    wr.wr.atomic.compare_add = 1;
+    // perftest: FETCH_AND_ADD adds 1; CMP_AND_SWAP compares with 0 and swaps in 0.
+    wr.wr.atomic.compare_add = atomic == AtomicOp::FetchAndAdd ? 1 : 0;
+    wr.wr.atomic.swap = 0;
+  } else if (verb == Verb::Send && remote.ah) {
+    wr.wr.ud.ah = &remote.ah->base;
+    wr.wr.ud.remote_qpn = remote.ud_qpn;
+    wr.wr.ud.remote_qkey = kPerftestQkey;
   } else {
     wr.wr.rdma.remote_addr = remote.addr;
     wr.wr.rdma.rkey = remote.rkey;
   }
   ibv_send_wr* bad = nullptr;
   return e.post_send(qp.qp, &wr, &bad);
+}
+
+int post_recv(Engine& e, const LocalQp& qp, std::byte* at, std::uint32_t len, std::uint32_t lkey) {
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(at), len, lkey};
+  ibv_recv_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  return e.post_recv(qp.qp, &wr, &bad);
 }
 
 void note_error(DriverStatus& st, ibv_wc_status s) {
@@ -89,7 +106,7 @@ void BwClient::poll(Engine& e, Nanos now) {
     bucket_ops_ = 0;
   }
   while (may_post(now)) {
-    if (post_op(e, qp_, spec_.verb, posted_, local_, spec_.size, remote_) != 0) {
+    if (post_op(e, qp_, spec_.verb, spec_.atomic, posted_, local_, spec_.size, remote_) != 0) {
       note_error(st_, IBV_WC_GENERAL_ERR);
       break;
     }
@@ -105,24 +122,17 @@ LatClient::LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer loc
 }
 
 void LatClient::start_one(Engine& e, Nanos now) {
-  ++seq_;
-  if (seq_ == 0) seq_ = 1;  // the buffer starts zeroed: never wait for 0
   if (spec_.verb == Verb::Send) {
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(local_.ptr), spec_.size, local_.lkey};
-    ibv_recv_wr rwr{};
-    rwr.sg_list = &sge;
-    rwr.num_sge = 1;
-    ibv_recv_wr* rbad = nullptr;
-    if (e.post_recv(qp_.qp, &rwr, &rbad) != 0) note_error(st_, IBV_WC_GENERAL_ERR);
+    // The answer lands in front of what we send (it comes only after ours arrived).
+    const std::uint32_t len = spec_.size + (remote_.ah ? kUdGrhBytes : 0);
+    if (post_recv(e, qp_, local_.ptr, len, local_.lkey) != 0) note_error(st_, IBV_WC_GENERAL_ERR);
   }
-  // WRITE: the first `size` bytes go out carrying the sequence in their last byte; the peer's
-  // echo lands in the next `size` bytes.
-  if (spec_.verb == Verb::Write && spec_.size > 0) local_.ptr[spec_.size - 1] = std::byte{seq_};
   started_ = now;
   if (run_started_ < 0) run_started_ = now;
   in_flight_ = true;
   send_done_ = recv_done_ = false;
-  if (post_op(e, qp_, spec_.verb, seq_, local_, spec_.size, remote_) != 0) note_error(st_, IBV_WC_GENERAL_ERR);
+  if (post_op(e, qp_, spec_.verb, spec_.atomic, st_.completed, local_, spec_.size, remote_) != 0)
+    note_error(st_, IBV_WC_GENERAL_ERR);
 }
 
 void LatClient::poll(Engine& e, Nanos now) {
@@ -138,14 +148,7 @@ void LatClient::poll(Engine& e, Nanos now) {
     else send_done_ = true;
   }
   if (in_flight_) {
-    bool complete = false;
-    switch (spec_.verb) {
-      case Verb::Read:
-      case Verb::Atomic: complete = send_done_; break;
-      case Verb::Send: complete = send_done_ && recv_done_; break;
-      case Verb::Write: complete = spec_.size == 0 ? send_done_ : local_.ptr[2 * spec_.size - 1] == std::byte{seq_}; break;
-    }
-    if (!complete) return;
+    if (!send_done_ || (spec_.verb == Verb::Send && !recv_done_)) return;
     samples_.push_back(now - started_);
     ++st_.completed;
     in_flight_ = false;
@@ -159,17 +162,61 @@ void LatClient::poll(Engine& e, Nanos now) {
   start_one(e, now);
 }
 
-ReceiveServer::ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo)
-    : qp_(qp), region_(region), depth_(depth), echo_(echo) {}
+WriteLatency::WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t iters, bool writes_first,
+                           LocalBuffer send, const std::byte* landing, RemoteBuffer remote, Nanos duration)
+    : qp_(qp),
+      size_(std::max<std::uint32_t>(size, 1)),
+      iters_(iters),
+      send_(send),
+      poll_byte_(landing + size_ - 1),
+      remote_(remote),
+      duration_(duration),
+      posting_next_(writes_first) {
+  samples_.reserve(iters ? iters : 1 << 16);
+}
+
+void WriteLatency::poll(Engine& e, Nanos now) {
+  if (st_.done) return;
+  if (run_started_ < 0) run_started_ = now;
+  ibv_wc wc[kReap];
+  const int n = e.poll_cq(qp_.cq, kReap, wc);
+  for (int i = 0; i < n; ++i) {
+    if (wc[i].status != IBV_WC_SUCCESS) {
+      note_error(st_, wc[i].status);
+      return;
+    }
+    ++st_.completed;
+  }
+  const bool out_of_time = duration_ > 0 && now - run_started_ >= duration_;
+  for (;;) {
+    if (posting_next_) {
+      if ((iters_ && posted_ >= iters_) || out_of_time) break;
+      send_.ptr[size_ - 1] = static_cast<std::byte>(static_cast<std::uint8_t>(posted_ + 1));
+      if (post_op(e, qp_, Verb::Write, AtomicOp::FetchAndAdd, posted_, send_, size_, remote_) != 0) {
+        note_error(st_, IBV_WC_GENERAL_ERR);
+        return;
+      }
+      ++posted_;
+      last_post_ = now;
+      posting_next_ = false;
+    } else {
+      if (iters_ && received_ >= iters_) break;
+      if (*poll_byte_ != static_cast<std::byte>(static_cast<std::uint8_t>(received_ + 1))) break;
+      ++received_;
+      if (last_post_ >= 0 && samples_.size() < samples_.capacity()) samples_.push_back(now - last_post_);
+      posting_next_ = true;
+    }
+  }
+  const bool finished = out_of_time || (iters_ && posted_ >= iters_ && received_ >= iters_);
+  if (finished && st_.completed + st_.errors >= posted_) st_.done = true;
+}
+
+ReceiveServer::ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo, bool ud)
+    : qp_(qp), region_(region), depth_(depth), echo_(echo), ud_(ud) {}
 
 void ReceiveServer::post_receives(Engine& e) {
   while (posted_ < depth_) {
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(region_.ptr), static_cast<std::uint32_t>(region_.length), region_.lkey};
-    ibv_recv_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    if (e.post_recv(qp_.qp, &wr, &bad) != 0) break;
+    if (post_recv(e, qp_, region_.ptr, static_cast<std::uint32_t>(region_.length), region_.lkey) != 0) break;
     ++posted_;
   }
 }
@@ -188,25 +235,15 @@ void ReceiveServer::poll(Engine& e, Nanos now) {
     if (!(wc[i].opcode & IBV_WC_RECV)) continue;  // our echo SEND finished
     --posted_;
     ++received_;
-    bytes_ += wc[i].byte_len;
-    if (echo_) post_op(e, qp_, Verb::Send, 0, region_, wc[i].byte_len, {});
+    const std::uint32_t grh = ud_ ? kUdGrhBytes : 0;
+    const std::uint32_t len = wc[i].byte_len > grh ? wc[i].byte_len - grh : 0;
+    bytes_ += len;
+    if (echo_ && (!ud_ || ud_peer_.ah)) {
+      const LocalBuffer payload{region_.ptr + grh, region_.length - grh, region_.lkey};
+      post_op(e, qp_, Verb::Send, AtomicOp::FetchAndAdd, 0, payload, len, ud_peer_);
+    }
   }
   post_receives(e);
-}
-
-WriteEcho::WriteEcho(const LocalQp& qp, std::uint32_t size, LocalBuffer local, RemoteBuffer remote)
-    : qp_(qp), size_(size), local_(local), remote_(remote) {}
-
-void WriteEcho::poll(Engine& e, Nanos now) {
-  (void)now;
-  ibv_wc wc[kReap];
-  e.poll_cq(qp_.cq, kReap, wc);
-  if (size_ == 0 || local_.ptr[2 * size_ - 1] != std::byte{expect_}) return;
-  local_.ptr[size_ - 1] = std::byte{expect_};
-  post_op(e, qp_, Verb::Write, expect_, local_, size_, remote_);
-  ++echoed_;
-  ++expect_;
-  if (expect_ == 0) expect_ = 1;
 }
 
 }  // namespace roce::app

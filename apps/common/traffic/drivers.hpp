@@ -18,10 +18,18 @@ struct LocalBuffer {
   std::uint32_t lkey = 0;
 };
 
+// Where operations go: the peer's buffer for RDMA and atomics; for SENDs on a UD QP also the
+// address handle and QP number of the peer (Q_Key: perftest's 0x11111111).
 struct RemoteBuffer {
   std::uint64_t addr = 0;
   std::uint32_t rkey = 0;
+  AddressHandle* ah = nullptr;
+  std::uint32_t ud_qpn = 0;
 };
+
+// A UD receive starts with the 40-byte GRH (IPv4: its last 20 bytes are the IPv4 header).
+inline constexpr std::uint32_t kUdGrhBytes = 40;
+inline constexpr std::uint32_t kPerftestQkey = 0x11111111;
 
 // Outcome shared by the drivers: what finished, and the first error if any.
 struct DriverStatus {
@@ -61,17 +69,17 @@ class BwClient {
   DriverStatus st_;
 };
 
-// Latency client: one operation at a time. READ/atomic: time to the completion. SEND: until the
-// echoed SEND arrives. WRITE: until the peer's WRITE of the same sequence lands in the second
-// half of our 2 x size buffer (see WriteEcho).
+// Latency client of READ, atomics and SEND: one operation at a time. READ/atomic: time to the
+// completion. SEND: until the peer's SEND comes back (perftest's run_iter_lat_send: the client
+// sends first, the server answers each message). WRITE is WriteLatency.
 class LatClient {
  public:
   LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
   void poll(Engine& e, Nanos now);
   const DriverStatus& status() const { return st_; }
   const std::vector<Nanos>& samples() const { return samples_; }
-  // SEND and WRITE measure a round trip; perftest reports half of it.
-  bool round_trip() const { return spec_.verb == Verb::Send || spec_.verb == Verb::Write; }
+  // SEND measures a round trip; perftest reports half of it.
+  bool round_trip() const { return spec_.verb == Verb::Send; }
 
  private:
   void start_one(Engine& e, Nanos now);
@@ -83,17 +91,50 @@ class LatClient {
   bool send_done_ = false, recv_done_ = false;
   Nanos started_ = 0;      // of the operation in flight
   Nanos run_started_ = -1;  // of the first operation: -D counts from here
-  std::uint8_t seq_ = 0;
+  std::vector<Nanos> samples_;
+  DriverStatus st_;
+};
+
+// perftest's ib_write_lat on either side (run_iter_lat_write): the server writes first; each side
+// then waits until the peer's WRITE carrying the count it expects lands (the last byte of `size`
+// bytes at the address it gave the peer) and writes its own next count from `send`. The count goes
+// as its low byte and wraps through 0, as perftest's char does. `iters` 0: no end (a server that
+// does not know the client's count answers until it is removed); `duration` > 0: a client stops
+// writing after it. A sample is the time from a WRITE to the peer's next one: a round trip.
+class WriteLatency {
+ public:
+  WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t iters, bool writes_first, LocalBuffer send,
+               const std::byte* landing, RemoteBuffer remote, Nanos duration = 0);
+  void poll(Engine& e, Nanos now);
+  const DriverStatus& status() const { return st_; }  // completed: WRITEs done
+  const std::vector<Nanos>& samples() const { return samples_; }
+  std::uint64_t received() const { return received_; }
+
+ private:
+  LocalQp qp_;
+  std::uint32_t size_;
+  std::uint64_t iters_;
+  LocalBuffer send_;
+  const volatile std::byte* poll_byte_;
+  RemoteBuffer remote_;
+  Nanos duration_;
+  bool posting_next_;  // the next step writes (else it waits for the peer's)
+  std::uint64_t posted_ = 0, received_ = 0;
+  Nanos last_post_ = -1, run_started_ = -1;
   std::vector<Nanos> samples_;
   DriverStatus st_;
 };
 
 // Server side of SEND tests: keeps receives posted (all into one region: a sink) and, in echo
-// mode, sends every message back (ibv_rc_pingpong's server, ib_send_lat's server).
+// mode, sends every message back (ibv_rc_pingpong's server, ib_send_lat's server). On a UD QP
+// each receive starts with the GRH, which is neither counted nor echoed; answers go to the peer
+// set with set_ud_peer.
 class ReceiveServer {
  public:
-  ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo);
+  ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo, bool ud = false);
   void poll(Engine& e, Nanos now);
+  // UD: where answers go, once the address handle exists (call on the QP's worker).
+  void set_ud_peer(RemoteBuffer peer) { ud_peer_ = peer; }
   std::uint64_t received() const { return received_; }
   std::uint64_t bytes() const { return bytes_; }
   const DriverStatus& status() const { return st_; }
@@ -104,29 +145,12 @@ class ReceiveServer {
   LocalBuffer region_;
   std::uint32_t depth_;
   bool echo_;
+  bool ud_;
+  RemoteBuffer ud_peer_;
   std::uint32_t posted_ = 0;
   std::uint64_t received_ = 0;
   std::uint64_t bytes_ = 0;
   DriverStatus st_;
-};
-
-// Server side of the WRITE latency test. Both sides keep 2 x size bytes: they send from the
-// first half and the peer writes into the second (the address each advertises). The echo
-// watches the last byte of its second half and, when the client's sequence number lands,
-// writes its first half back carrying the same number.
-class WriteEcho {
- public:
-  WriteEcho(const LocalQp& qp, std::uint32_t size, LocalBuffer local, RemoteBuffer remote);
-  void poll(Engine& e, Nanos now);
-  std::uint64_t echoed() const { return echoed_; }
-
- private:
-  LocalQp qp_;
-  std::uint32_t size_;
-  LocalBuffer local_;
-  RemoteBuffer remote_;
-  std::uint8_t expect_ = 1;
-  std::uint64_t echoed_ = 0;
 };
 
 }  // namespace roce::app

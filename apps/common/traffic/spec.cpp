@@ -20,4 +20,12 @@ std::optional<Verb> verb_from_string(std::string_view s) {
 
 std::string to_string(Measure m) { return m == Measure::Bandwidth ? "bw" : "lat"; }
 
+std::string to_string(AtomicOp a) { return a == AtomicOp::CmpAndSwap ? "CMP_AND_SWAP" : "FETCH_AND_ADD"; }
+
+std::optional<AtomicOp> atomic_op_from_string(std::string_view s) {
+  for (AtomicOp a : {AtomicOp::FetchAndAdd, AtomicOp::CmpAndSwap})
+    if (s == to_string(a)) return a;
+  return std::nullopt;
+}
+
 }  // namespace roce::app

@@ -13,10 +13,14 @@ namespace roce::app {
 
 enum class Verb : std::uint8_t { Write, Read, Send, Atomic };
 enum class Measure : std::uint8_t { Bandwidth, Latency };
+// perftest's -A: the atomic an atomic test runs (CMP_AND_SWAP compares with 0 and swaps in 0,
+// FETCH_AND_ADD adds 1, as perftest's work requests do).
+enum class AtomicOp : std::uint8_t { FetchAndAdd, CmpAndSwap };
 
 struct TrafficSpec {
   Verb verb = Verb::Write;
   Measure measure = Measure::Bandwidth;
+  AtomicOp atomic = AtomicOp::FetchAndAdd;
   std::uint32_t size = 65536;
   std::uint64_t iters = 5000;
   Nanos duration = 0;            // > 0: run for this long instead of `iters`
@@ -28,6 +32,8 @@ struct TrafficSpec {
 std::string to_string(Verb v);
 std::optional<Verb> verb_from_string(std::string_view s);
 std::string to_string(Measure m);
+std::string to_string(AtomicOp a);  // perftest's spelling: "FETCH_AND_ADD", "CMP_AND_SWAP"
+std::optional<AtomicOp> atomic_op_from_string(std::string_view s);
 
 // Bytes one operation moves: atomics are 8 bytes whatever -s says.
 constexpr std::uint32_t op_bytes(const TrafficSpec& s) { return s.verb == Verb::Atomic ? 8 : s.size; }
