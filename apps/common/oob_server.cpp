@@ -240,7 +240,9 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     auto area = MappedBuffer::anonymous(2 * std::size_t{write_max_});
     if (!area) return area.error();
     write_area_ = std::move(*area);
-    auto mr = conn_.register_memory(write_area_.data(), write_area_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    // perftest's grants REMOTE_WRITE alone; READ too lets roce-gen --verify read back.
+    auto mr = conn_.register_memory(write_area_.data(), write_area_.size(),
+                                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     if (!mr) return mr.error();
     write_mr_ = *mr;
   }

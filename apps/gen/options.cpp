@@ -110,6 +110,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.spec.tx_depth == 0 || g.spec.tx_depth > 8192) return make_error(EINVAL, "--tx-depth must be 1..8192");
   g.qp.send_depth = std::max<std::uint32_t>(g.spec.tx_depth, 16) + 16;
   if (g.qps == 0 || g.qps > 1024) return make_error(EINVAL, "--qps must be 1..1024");
+  // As perftest 4.5's parser: its latency tests run one QP.
+  if (g.qps > 1 && g.spec.measure == Measure::Latency) return make_error(EINVAL, "-q is for bandwidth tests: a latency test runs one QP");
   g.all_sizes = r.count("all") > 0;
   if (connection == "RC") g.qp.type = IBV_QPT_RC;
   else if (connection == "UC") g.qp.type = IBV_QPT_UC;

@@ -4,7 +4,8 @@
 // and keep one UDP source port per QP. It also prints what differs between the two sides:
 // opcodes, ACK coalescing, NAKs, retransmitted PSNs, the UDP source port scheme, ECN.
 //
-//   interop_capture_check FILE.pcap --ours IP --peer IP [--pmtu N]
+//   interop_capture_check FILE.pcap --ours IP --peer IP [--pmtu N] [--one-way ours|peer]
+// --one-way: only that side sends RoCEv2 (UC and UD bandwidth tests: nothing is acknowledged).
 // Exit: 0 all of our frames (and the peer's) passed, 1 some did not, 2 usage or read error.
 #include <cstdio>
 #include <cstring>
@@ -114,21 +115,25 @@ bool parse_ip(const char* text, proto::Ipv4Addr& out) {
 
 }  // namespace
 
+constexpr const char* kUsage = "usage: interop_capture_check FILE --ours IP --peer IP [--pmtu N] [--one-way ours|peer]\n";
+
 int main(int argc, char** argv) {
   Side ours("ours"), peer("peer");
   std::string path;
   proto::ParseOptions opts;
   bool have_ours = false, have_peer = false;
+  std::string one_way;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--ours" && i + 1 < argc) have_ours = parse_ip(argv[++i], ours.ip);
     else if (a == "--peer" && i + 1 < argc) have_peer = parse_ip(argv[++i], peer.ip);
     else if (a == "--pmtu" && i + 1 < argc) opts.pmtu = static_cast<std::uint32_t>(std::stoul(argv[++i]));
+    else if (a == "--one-way" && i + 1 < argc && (std::string(argv[i + 1]) == "ours" || std::string(argv[i + 1]) == "peer"))
+      one_way = argv[++i];
     else if (path.empty() && a[0] != '-') path = a;
-    else return std::fprintf(stderr, "usage: interop_capture_check FILE --ours IP --peer IP [--pmtu N]\n"), 2;
+    else return std::fprintf(stderr, "%s", kUsage), 2;
   }
-  if (path.empty() || !have_ours || !have_peer)
-    return std::fprintf(stderr, "usage: interop_capture_check FILE --ours IP --peer IP [--pmtu N]\n"), 2;
+  if (path.empty() || !have_ours || !have_peer) return std::fprintf(stderr, "%s", kUsage), 2;
   capture::CaptureReader reader;
   if (!reader.open(path)) return std::fprintf(stderr, "%s: %s\n", path.c_str(), reader.error().c_str()), 2;
 
@@ -167,7 +172,8 @@ int main(int argc, char** argv) {
   else std::printf(", rxe -\n");
   // UDP source ports: one per QP, and which formula made them (a single QP pair: the QPNs are
   // each side's destination QP).
-  bool ok = ours.bad == 0 && peer.bad == 0 && ours.frames > 0 && peer.frames > 0;
+  const bool ours_send = one_way != "peer", peer_sends = one_way != "ours";
+  bool ok = ours.bad == 0 && peer.bad == 0 && (ours.frames > 0 || !ours_send) && (peer.frames > 0 || !peer_sends);
   for (Side* s : {&ours, &peer})
     for (const auto& [qp, ports] : s->sports)
       if (ports.size() != 1) {
@@ -183,8 +189,9 @@ int main(int argc, char** argv) {
   for (const auto& [k, v] : ours.problems) (void)v, ok = ok && k.rfind("DF", 0) != 0 && k.rfind("IPv4", 0) != 0;
   if (ours.ttl.size() != 1 || ours.ttl.count("64") == 0) ok = ours.frames == 0 ? ok : (std::printf("PROBLEM ours: TTL not always 64\n"), false);
   if (ours.nonzero_udp_csum) ok = (std::printf("PROBLEM ours: UDP checksum not 0\n"), false);
-  if (ours.frames == 0) std::printf("PROBLEM: no RoCEv2 frame of ours in the capture\n");
-  if (peer.frames == 0) std::printf("PROBLEM: no RoCEv2 frame of the peer in the capture\n");
+  if (ours.frames == 0 && ours_send) std::printf("PROBLEM: no RoCEv2 frame of ours in the capture\n");
+  if (peer.frames == 0 && peer_sends) std::printf("PROBLEM: no RoCEv2 frame of the peer in the capture\n");
+  if (!one_way.empty()) std::printf("one-way test: only %s sends\n", one_way == "ours" ? "ours" : "the peer");
   std::printf("capture check: %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -52,7 +52,7 @@ TEST(ApplianceCli, HelpExplainsWhatItServesAndTheMainOptions) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   for (const char* w : {"ibv_rc_pingpong", "ib_write_bw", "--dev", "--ip", "--mr-size", "--mr-file", "--echo", "--write-echo",
-                        "--control", "--report", "--duration", "--vdev", "Example"})
+                        "--perftest", "ib_send_lat", "ib_write_lat", "-c UC", "--control", "--report", "--duration", "--vdev", "Example"})
     EXPECT_NE(r.out.find(w), std::string::npos) << w;
   EXPECT_EQ(appliance({"-h"}).out, r.out);
 }
@@ -88,7 +88,20 @@ TEST(ApplianceCli, BadSizesAndCountsAreRefused) {
   expect_refused(with({"--duration", "-2"}), "--duration must not be negative");
   expect_refused(with({"--duration", "later"}), "later");
   expect_refused(with({"--write-echo", "0"}), "bad --write-echo '0'");
-  expect_refused(with({"--mr-size", "1M", "--write-echo", "600K"}), "half of --mr-size");
+  expect_refused(with({"--write-echo", "2G"}), "1 byte up to 1G");
+}
+
+TEST(ApplianceCli, ThePerftestTestAndItsOptionsAreChecked) {
+  expect_refused(with({"--perftest", "ib_write"}), "bad --perftest 'ib_write'");
+  expect_refused(with({"--perftest", "ib_read_lat", "-s", "64"}), "-s, -n and -a are for --perftest ib_write_lat");
+  expect_refused(with({"-a"}), "-s, -n and -a are for --perftest ib_write_lat");
+  expect_refused(with({"--echo", "--write-echo", "8"}), "give one of --perftest, --echo and --write-echo");
+  expect_refused(with({"--write-echo", "8", "-s", "8"}), "--write-echo gives the size");
+  expect_refused(with({"--perftest", "ib_write_lat", "-n", "2"}), "-n must be at least 5");
+  expect_refused(with({"--perftest", "ib_write_lat", "-s", "0"}), "bad -s '0'");
+  expect_refused(with({"-c", "XRC"}), "bad --connection 'XRC'");
+  expect_refused(with({"-c", "UC", "--perftest", "ib_read_bw"}), "UC serves write and send tests only");
+  expect_refused(with({"-c", "UD", "--perftest", "ib_write_lat"}), "UD serves send tests only");
 }
 
 TEST(ApplianceCli, AnUnusableMrFileIsRefusedBeforeDpdkStarts) {

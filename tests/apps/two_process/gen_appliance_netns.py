@@ -165,13 +165,14 @@ def main():
     try:
         setup_network()
         with tempfile.TemporaryDirectory(prefix="rocev2-dp-netns-") as tmp:
-            # Sink SENDs; echo WRITEs of the test size (write latency). One session per run.
-            p, report = start_appliance(appl_bin, tmp, ["--write-echo", str(SIZE)])
+            # With no option the appliance serves every bandwidth test, ib_read_lat and
+            # ib_atomic_lat (SENDs are sunk). One session per run.
+            p, report = start_appliance(appl_bin, tmp, [])
             runs = 0
             for verb in ("write", "read", "send", "atomic"):
                 for measure in ([], ["--lat"]):
-                    if verb == "send" and measure:
-                        continue  # needs the echoing appliance below
+                    if measure and verb in ("write", "send"):
+                        continue  # their servers act: the appliances below
                     extra = [] if verb == "send" else ["--verify"]
                     check_run(gen_bin, [verb] + measure, extra, 8 if verb == "atomic" else SIZE)
                     runs += 1
@@ -181,6 +182,14 @@ def main():
             if rep.get("sessions_failed") != 0 or rep.get("errors") or len(rep.get("sessions", [])) != runs:
                 failures.append("appliance report: %d sessions for %d runs, failed %s, errors %s" %
                                 (len(rep.get("sessions", [])), runs, rep.get("sessions_failed"), rep.get("errors")))
+            # ib_write_lat's server writes first, and must know the size (as perftest's does).
+            p, report = start_appliance(appl_bin, tmp, ["--perftest", "ib_write_lat", "-s", str(SIZE)])
+            check_run(gen_bin, ["write", "--lat"], ["--verify"], SIZE)
+            check_progress(gen_bin, (["write", "--lat"],))
+            rep = stop_appliance(p, report)
+            if rep.get("sessions_failed") != 0 or rep.get("errors") or len(rep.get("sessions", [])) != 2:
+                failures.append("ib_write_lat appliance report: %d sessions for 2 runs, failed %s, errors %s" %
+                                (len(rep.get("sessions", [])), rep.get("sessions_failed"), rep.get("errors")))
             # SEND latency and ibv_rc_pingpong need SENDs echoed.
             p, report = start_appliance(appl_bin, tmp, ["--echo"])
             check_run(gen_bin, ["send", "--lat"], [], SIZE)
