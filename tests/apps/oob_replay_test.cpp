@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -245,7 +246,8 @@ class ServerReplay : public ::testing::Test {
 
   // Serves one recorded client; returns what our server sent per step.
   std::vector<Bytes> serve(const std::vector<Step>& steps, proto::Ipv4Addr client_ip, SessionReport& report,
-                           bool expect_ok = true) {
+                           bool expect_ok = true, const std::function<void(ServerConfig&)>& tweak = {},
+                           std::string* server_error = nullptr) {
     dp_->arp().learn(client_ip, proto::MacAddr{0x02, 0, 0, 0, 0, 3});  // the recorded peer "answers ARP"
     auto exposed = MappedBuffer::anonymous(1 << 20);
     auto recv = MappedBuffer::anonymous(1 << 16);
@@ -262,6 +264,7 @@ class ServerReplay : public ::testing::Test {
       cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
       cfg.oob_timeout_ms = 10'000;
       cfg.pingpong_idle_timeout = kSecond / 5;  // no traffic follows the replayed records
+      if (tweak) tweak(cfg);
       OobServer server(conn, drivers, cfg);
       auto l = TcpListener::listen("127.0.0.1", 0);
       EXPECT_TRUE(l.ok());
@@ -282,6 +285,7 @@ class ServerReplay : public ::testing::Test {
       EXPECT_EQ(error, "");
       EXPECT_EQ(r.ok(), expect_ok) << (r.ok() ? std::string("served") : r.error().message);
       if (r.ok()) report = *r;
+      if (!r.ok() && server_error) *server_error = r.error().message;
       dp_->memory().deregister((*emr)->rkey());
       dp_->memory().deregister((*rmr)->rkey());
     }
@@ -365,6 +369,62 @@ TEST_F(ServerReplay, ASessionThatFailsMidwayLeavesNoQpBehind) {
   SessionReport report;
   serve(steps, {10, 77, 0, 3}, report, false);
   EXPECT_EQ(qps_on(*dp_), 0u);
+}
+
+// A perftest client's opening (version 6.06, sizes, MTU 1024) and then its QP records, as
+// perftest sends them; the server's answers are read by size.
+std::vector<Step> scripted_client(const std::vector<std::uint32_t>& record_qpns, const char* version = "6.06") {
+  std::vector<Step> steps;
+  Bytes v(16, std::byte{0});
+  std::memcpy(v.data(), version, std::strlen(version));
+  steps.push_back({v, Bytes(16)});
+  steps.push_back({Bytes{std::byte{0}, std::byte{0}, std::byte{0x10}, std::byte{0}}, Bytes(4)});
+  steps.push_back({Bytes{std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x40}}, Bytes(4)});
+  steps.push_back({Bytes{std::byte{'3'}, std::byte{0}}, Bytes(2)});
+  for (std::uint32_t qpn : record_qpns) {
+    PerftestDest d;
+    d.qpn = qpn;
+    d.psn = 0x1234;
+    d.gid = gid_of({10, 77, 0, 3});
+    const std::string rec = format_perftest(d);
+    Bytes b(rec.size());
+    std::memcpy(b.data(), rec.data(), rec.size());
+    steps.push_back({b, Bytes(kPerftestRecordBytes)});
+  }
+  return steps;
+}
+
+TEST_F(ServerReplay, AnIbWriteLatServerRefusesABandwidthTestsRecordOrder) {
+  // ib_write_bw -q 2 opens with both QPs' records; ib_write_lat with QP 0's alone.
+  SessionReport report;
+  std::string error;
+  serve(scripted_client({0x31, 0x32}), {10, 77, 0, 3}, report, false,
+        [](ServerConfig& c) { c.test = ServedTest{Verb::Write, Measure::Latency, {64}, 0}; }, &error);
+  EXPECT_NE(error.find("the order of a bandwidth or SEND test"), std::string::npos) << error;
+  EXPECT_NE(error.find("perftest 6.06, 2 QP(s)"), std::string::npos) << error;
+  EXPECT_EQ(qps_on(*dp_), 0u);
+}
+
+TEST_F(ServerReplay, AClientQuietAfterALatencyTestsRecordsIsToldWhatTheServerLacks) {
+  // ib_write_lat's client waits for the server's first WRITE; a server not told the test
+  // cannot know, and says so instead of waiting for ever.
+  SessionReport report;
+  std::string error;
+  serve(scripted_client({0x31, 0x31, 0x31, 0x31}), {10, 77, 0, 3}, report, false,
+        [](ServerConfig& c) { c.quiet_timeout = kSecond / 3; }, &error);
+  EXPECT_NE(error.find("after a latency test's records"), std::string::npos) << error;
+  EXPECT_NE(error.find("--perftest ib_write_lat"), std::string::npos) << error;
+  EXPECT_EQ(qps_on(*dp_), 0u);
+}
+
+TEST_F(ServerReplay, AVersionPerftestRefusesIsRefusedAfterOursWentOut) {
+  SessionReport report;
+  std::string error;
+  const auto sent = serve({scripted_client({}, "5.60").front()}, {10, 77, 0, 3}, report, false, {}, &error);
+  EXPECT_NE(error.find("5.60"), std::string::npos) << error;
+  EXPECT_NE(error.find("5.70 and newer"), std::string::npos) << error;
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(text(sent[0]), "6.06");  // as perftest: ours first, then the old client stops itself
 }
 
 TEST_F(ServerReplay, AnswersTheRecordedPingpongClientAsTheRealServerDid) {

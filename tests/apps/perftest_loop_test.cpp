@@ -3,6 +3,7 @@
 // data verified where the test allows.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 
 #include "apps/common/buffers.hpp"
@@ -83,6 +84,8 @@ class PerftestLoop : public ::testing::Test {
     served.sizes = sizes.empty() ? std::vector<std::uint32_t>{spec.size} : sizes;
     served.iters = spec.iters;
     cfg.test = served;
+    cfg.qp.type = type_;
+    if (tweak_server_) tweak_server_(cfg);
     OobServer server(server_conn, server_drivers, cfg);
     std::atomic<bool> stop{false};
     Result<SessionReport> report = make_error(EINVAL, "not run");
@@ -101,6 +104,8 @@ class PerftestLoop : public ::testing::Test {
     o.qps = qps;
     o.verify = verify;
     o.sizes = std::move(sizes);
+    o.qp.type = type_;
+    o.stall_timeout = stall_timeout_;
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok()) stop = true;
     srv.join();
@@ -108,6 +113,7 @@ class PerftestLoop : public ::testing::Test {
       EXPECT_TRUE(report.ok()) << report.error().message;
     }
     if (report.ok()) last_report_ = *report;
+    server_error_ = report.ok() ? "" : report.error().message;
     server_dp_->memory().deregister((*emr)->rkey());
     server_dp_->memory().deregister((*rmr)->rkey());
     return r;
@@ -118,7 +124,11 @@ class PerftestLoop : public ::testing::Test {
   std::atomic<bool> stop_poller_{false};
   std::unique_ptr<TcpListener> listener_;
   SessionReport last_report_;
+  std::string server_error_;
   int exposed_access_ = kAll;
+  ibv_qp_type type_ = IBV_QPT_RC;
+  Nanos stall_timeout_ = 10 * kSecond;
+  std::function<void(ServerConfig&)> tweak_server_;
 };
 
 TrafficSpec spec(Verb v, Measure m, std::uint32_t size, std::uint64_t iters) {
@@ -194,6 +204,80 @@ TEST_F(PerftestLoop, AllSizesRunInOneConnection) {
   EXPECT_EQ(r->bw[0].size, 2u);
   EXPECT_EQ(r->bw[3].size, 65536u);
   EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, CmpAndSwapSwapsZeroForZeroAndLeavesTheWordAsItWas) {
+  TrafficSpec s = spec(Verb::Atomic, Measure::Bandwidth, 8, 300);
+  s.atomic = AtomicOp::CmpAndSwap;
+  auto r = run(s, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->bw[0].iterations, 300u);
+  EXPECT_TRUE(r->verified);
+  s.measure = Measure::Latency;
+  r = run(s, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, UcCarriesWritesAndSendsBothWays) {
+  type_ = IBV_QPT_UC;
+  auto w = run(spec(Verb::Write, Measure::Bandwidth, 4096, 100), false, 2);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->bw[0].iterations, 200u);
+  auto sb = run(spec(Verb::Send, Measure::Bandwidth, 4096, 100), false);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(last_report_.received_messages, 100u);
+  for (Verb v : {Verb::Send, Verb::Write}) {
+    auto l = run(spec(v, Measure::Latency, 64, 100), false);
+    ASSERT_TRUE(l.ok()) << to_string(v) << ": " << l.error().message;
+    EXPECT_EQ(l->lat[0].iterations, 100u);
+  }
+}
+
+TEST_F(PerftestLoop, UdSendsFitTheMtuAndAreAnsweredThroughAnAddressHandle) {
+  type_ = IBV_QPT_UD;
+  auto bw = run(spec(Verb::Send, Measure::Bandwidth, 1024, 100), false, 2);
+  ASSERT_TRUE(bw.ok()) << bw.error().message;
+  EXPECT_EQ(last_report_.received_messages, 200u);
+  EXPECT_EQ(last_report_.received_bytes, 200u * 1024);  // the GRH in front is not payload
+  auto lat = run(spec(Verb::Send, Measure::Latency, 256, 100), false);
+  ASSERT_TRUE(lat.ok()) << lat.error().message;
+  EXPECT_EQ(lat->lat[0].iterations, 100u);
+  // A sweep stops at the MTU (1024 here), as perftest's does; a larger -s is refused.
+  auto sweep = run(spec(Verb::Send, Measure::Bandwidth, 2, 20), false, 1, {2, 512, 1024, 2048, 4096});
+  ASSERT_TRUE(sweep.ok()) << sweep.error().message;
+  EXPECT_EQ(sweep->bw.size(), 3u);
+  auto big = run(spec(Verb::Send, Measure::Bandwidth, 4096, 20), false);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("must fit the path MTU of 1024 bytes"), std::string::npos) << big.error().message;
+}
+
+TEST_F(PerftestLoop, LatencySweepsRunEverySizeInOneConnection) {
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Send}) {
+    auto r = run(spec(v, Measure::Latency, 2, 20), false, 1, {2, 64, 4096, 65536});
+    ASSERT_TRUE(r.ok()) << to_string(v) << ": " << r.error().message;
+    ASSERT_EQ(r->lat.size(), 4u);
+    EXPECT_EQ(r->lat[3].size, 65536u);
+    EXPECT_EQ(r->lat[3].iterations, 20u);
+  }
+}
+
+// Both sides ours, and the server not told the test it serves: each side says what is missing.
+TEST_F(PerftestLoop, ALatencyTestWhoseServerDoesNotActEndsWithTheReasonOnBothSides) {
+  // The server notices first here; the client gives up later (by default 15 s and 10 s).
+  stall_timeout_ = 2 * kSecond;
+  tweak_server_ = [](ServerConfig& c) {
+    c.test.reset();
+    c.quiet_timeout = kSecond / 2;
+  };
+  auto w = run(spec(Verb::Write, Measure::Latency, 64, 20), false);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("in ib_write_lat the server WRITEs first"), std::string::npos) << w.error().message;
+  EXPECT_NE(server_error_.find("--perftest ib_write_lat"), std::string::npos) << server_error_;
+  auto s = run(spec(Verb::Send, Measure::Latency, 64, 20), false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("in ib_send_lat the server answers each SEND"), std::string::npos) << s.error().message;
+  EXPECT_NE(server_error_.find("--perftest ib_send_lat"), std::string::npos) << server_error_;
 }
 
 // A failed WRITE never reaches the server, which then waits for it instead of answering the
