@@ -113,6 +113,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   // As perftest 4.5's parser: its latency tests run one QP.
   if (g.qps > 1 && g.spec.measure == Measure::Latency) return make_error(EINVAL, "-q is for bandwidth tests: a latency test runs one QP");
   g.all_sizes = r.count("all") > 0;
+  // perftest: "Message size cannot be changed for Atomic tests" (its -a sweeps sizes).
+  if (g.all_sizes && g.spec.verb == Verb::Atomic) return make_error(EINVAL, "-a sweeps message sizes: atomics are 8 bytes");
   if (connection == "RC") g.qp.type = IBV_QPT_RC;
   else if (connection == "UC") g.qp.type = IBV_QPT_UC;
   else if (connection == "UD") g.qp.type = IBV_QPT_UD;

@@ -15,8 +15,7 @@ void rdma_bw(const PerftestTest& t, std::vector<FlowOp>& f) {
   add(f, Connect);
   add(f, RecordsAll);
   add(f, RecordFirst);
-  // Atomics run one size even with -a (atomic_bw.c treats RUN_ALL as RUN_REGULAR).
-  const bool sweep = t.all_sizes && t.verb != Verb::Atomic;
+  const bool sweep = t.all_sizes;
   const std::uint32_t sizes = sweep ? t.sizes : 1;
   for (std::uint32_t i = 0; i < sizes; ++i) {
     if (t.duplex) add(f, RecordFirst);
@@ -65,7 +64,7 @@ void rdma_lat(const PerftestTest& t, std::vector<FlowOp>& f) {
   add(f, Connect);
   add(f, RecordsAll);
   add(f, RecordFirst);
-  const std::uint32_t sizes = t.all_sizes && t.verb != Verb::Atomic ? t.sizes : 1;
+  const std::uint32_t sizes = t.all_sizes ? t.sizes : 1;
   for (std::uint32_t i = 0; i < sizes; ++i) add(f, Traffic, i);
   if (t.verb == Verb::Write) return;
   add(f, RecordFirst);

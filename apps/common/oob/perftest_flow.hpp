@@ -31,8 +31,8 @@ struct FlowOp {
   std::uint32_t size_index = 0;  // Traffic: which size of a -a sweep
 };
 
-// What decides the sequence. `sizes` > 1 is a -a sweep (perftest's RUN_ALL: atomics have one size
-// there too). `duplex` is -b, `duration` -D, `infinite` --run_infinitely.
+// What decides the sequence. `all_sizes` is a -a sweep of `sizes` sizes (perftest's RUN_ALL; its
+// atomic tests refuse -a). `duplex` is -b, `duration` -D, `infinite` --run_infinitely.
 struct PerftestTest {
   Verb verb = Verb::Write;
   Measure measure = Measure::Bandwidth;

@@ -72,6 +72,24 @@ TEST(GenCli, TestAndRoleMistakesAreRefused) {
   expect_refused(client({"--no-such-flag"}), "no-such-flag");
 }
 
+// What perftest 4.5's parser refuses, refused the same way.
+TEST(GenCli, PerftestCombinationsPerftestRefusesAreRefused) {
+  auto test = [](std::string t, std::vector<std::string> extra) {
+    std::vector<std::string> a{t, "--dev", "net_null0", "--ip", "10.0.0.1", "--server", "10.0.0.2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expect_refused(client({"-c", "XRC"}), "bad --connection 'XRC'");
+  expect_refused(test("read", {"-c", "UC"}), "UC runs write and send tests only");
+  expect_refused(test("atomic", {"-c", "UC"}), "UC runs write and send tests only");
+  expect_refused(client({"-c", "UD"}), "-c UD runs send tests only");
+  expect_refused(test("pingpong", {"-c", "UC"}), "-c is for the perftest tests");
+  expect_refused(test("atomic", {"-A", "SWAP"}), "bad --atomic_type 'SWAP'");
+  expect_refused(client({"-A", "CMP_AND_SWAP"}), "-A is for the atomic test");
+  expect_refused(client({"--lat", "-q", "2"}), "-q is for bandwidth tests");
+  expect_refused(test("atomic", {"-a"}), "atomics are 8 bytes");
+}
+
 TEST(GenCli, WhereToRunMistakesAreRefused) {
   expect_refused({"write", "--ip", "10.0.0.1", "--server", "10.0.0.2"}, "--dev is required");
   expect_refused({"write", "--dev", "x", "--server", "10.0.0.2"}, "--ip is required");
