@@ -312,6 +312,7 @@ std::string Appliance::report_json() {
         .field("qps", r.qps)
         .field("received_messages", r.received_messages)
         .field("received_bytes", r.received_bytes)
+        .field("writes_sent", r.writes_sent)
         .end_object();
   w.end_array();
   w.key("errors").begin_array();

@@ -113,7 +113,7 @@ void OobServer::teardown(SessionReport& r) {
       r.received_messages += q->receiver->received();
       r.received_bytes += q->receiver->bytes();
     }
-    if (q->writer) r.writes_answered += q->writer->status().completed;
+    if (q->writer) r.writes_sent += q->writer->status().completed;
     if (q->ah) conn_.dataplane().call(q->local.worker, [&](Engine& e) { return e.destroy_ah(q->ah); });
     conn_.destroy(q->local);
   }
@@ -136,8 +136,12 @@ Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& p
       return make_error(EIO, std::string("our WRITE to the client failed (") + ibv_wc_status_str(st.first_error) +
                                  "): the client does not take WRITEs, so it is not ib_write_lat");
     if (!st.done) return true;
-    r.writes_answered += st.completed;
+    r.writes_sent += st.completed;
     ++write_size_index_;
+    drivers_.inspect(q.local.worker, [&] {
+      q.writer.reset();
+      return 0;
+    });
   }
   if (write_size_index_ >= t.sizes.size()) return false;
   auto w = std::make_unique<WriteLatency>(q.local, t.sizes[write_size_index_], t.iters, true,
@@ -260,7 +264,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   ServedQp* writer_qp = nullptr;  // ib_write_lat: QP 0's, once the records are all in
   PerftestDest writer_peer;
   bool writing = false;
-  std::uint64_t activity = 0, writes_seen = 0;
+  std::uint64_t activity = 0;
   auto quiet_since = std::chrono::steady_clock::now();
   for (;;) {
     if (writing) {
@@ -285,11 +289,14 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       }
       if (now - quiet_since < std::chrono::nanoseconds(cfg_.quiet_timeout)) continue;
       const std::string secs = std::to_string(cfg_.quiet_timeout / kSecond) + " s";
-      if (writer_qp)
-        return fail(ETIMEDOUT, "the client has not answered our WRITE " + std::to_string(writes_seen + seen + 1) +
-                                   " for " + secs + ": is it " + served + " with -s " +
-                                   std::to_string(cfg_.test->sizes[std::min(write_size_index_, cfg_.test->sizes.size() - 1)]) +
-                                   (cfg_.test->sizes.size() > 1 ? " -a -n " + std::to_string(cfg_.test->iters) : "") + "?");
+      if (writer_qp) {
+        const std::uint32_t size = cfg_.test->sizes[std::min(write_size_index_, cfg_.test->sizes.size() - 1)];
+        return fail(ETIMEDOUT, "the client has not answered our WRITE " + std::to_string(seen + 1) + " of " +
+                                   std::to_string(size) + " bytes for " + secs + ": is it " + served +
+                                   (cfg_.test->sizes.size() > 1 ? " -a -n " + std::to_string(cfg_.test->iters)
+                                                                : " -s " + std::to_string(size)) +
+                                   "?");
+      }
       std::uint64_t sends = 0;
       for (auto& q : qps_)
         if (q->receiver) sends += drivers_.inspect(q->local.worker, [&] { return q->receiver->received(); });

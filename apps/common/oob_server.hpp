@@ -56,7 +56,7 @@ struct SessionReport {
   unsigned qps = 0;
   std::uint64_t received_messages = 0;
   std::uint64_t received_bytes = 0;
-  std::uint64_t writes_answered = 0;  // ib_write_lat: our WRITEs
+  std::uint64_t writes_sent = 0;  // ib_write_lat: the server's WRITEs
   ibv_mtu mtu = IBV_MTU_1024;
 };
 
