@@ -7,6 +7,7 @@
 
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/pingpong.hpp"
+#include "tests/support/loopback_tcp.hpp"
 #include "tests/support/hex.hpp"
 
 namespace roce::app {
@@ -84,22 +85,7 @@ TEST(PerftestWire, DoublesTravelBigEndian) {
   EXPECT_EQ(compare_versions("5.99", "5.99"), 0);
 }
 
-struct LoopbackPair {
-  TcpStream client, server;
-  LoopbackPair() {
-    auto l = TcpListener::listen("127.0.0.1", 0);
-    EXPECT_TRUE(l.ok());
-    std::thread t([&] {
-      auto c = TcpStream::connect("127.0.0.1", l->port(), 2000);
-      EXPECT_TRUE(c.ok());
-      client = std::move(*c);
-    });
-    auto s = l->accept(5000);
-    t.join();
-    EXPECT_TRUE(s.ok());
-    server = std::move(*s);
-  }
-};
+using test::LoopbackPair;
 
 TEST(PerftestSession, ClientAndServerAgreeOnEveryStep) {
   LoopbackPair p;

@@ -9,26 +9,12 @@
 #include <thread>
 
 #include "apps/common/perftest_client.hpp"
+#include "tests/support/loopback_tcp.hpp"
 
 namespace roce::app {
 namespace {
 
-struct LoopbackPair {
-  TcpStream client, server;
-  LoopbackPair() {
-    auto l = TcpListener::listen("127.0.0.1", 0);
-    EXPECT_TRUE(l.ok());
-    std::thread t([&] {
-      auto c = TcpStream::connect("127.0.0.1", l->port(), 2000);
-      EXPECT_TRUE(c.ok());
-      client = std::move(*c);
-    });
-    auto s = l->accept(5000);
-    t.join();
-    EXPECT_TRUE(s.ok());
-    server = std::move(*s);
-  }
-};
+using test::LoopbackPair;
 
 // The server's script: R = one record per QP (read the client's, check it, answer with ours),
 // F = QP 0's record alone, X = the five results fields, D = "done" (written, then the client's

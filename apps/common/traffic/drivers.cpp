@@ -57,6 +57,21 @@ void note_error(DriverStatus& st, ibv_wc_status s) {
   st.done = true;
 }
 
+// Reaps the QP's CQ; `each` sees every successful completion. False once one failed (noted).
+template <typename Each>
+bool reap(Engine& e, const LocalQp& qp, DriverStatus& st, Each&& each) {
+  ibv_wc wc[kReap];
+  const int n = e.poll_cq(qp.cq, kReap, wc);
+  for (int i = 0; i < n; ++i) {
+    if (wc[i].status != IBV_WC_SUCCESS) {
+      note_error(st, wc[i].status);
+      return false;
+    }
+    each(wc[i]);
+  }
+  return true;
+}
+
 }  // namespace
 
 BwClient::BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote)
@@ -137,16 +152,11 @@ void LatClient::start_one(Engine& e, Nanos now) {
 
 void LatClient::poll(Engine& e, Nanos now) {
   if (st_.done) return;
-  ibv_wc wc[kReap];
-  const int n = e.poll_cq(qp_.cq, kReap, wc);
-  for (int i = 0; i < n; ++i) {
-    if (wc[i].status != IBV_WC_SUCCESS) {
-      note_error(st_, wc[i].status);
-      return;
-    }
-    if (wc[i].opcode == IBV_WC_RECV) recv_done_ = true;
+  const bool ok = reap(e, qp_, st_, [this](const ibv_wc& wc) {
+    if (wc.opcode == IBV_WC_RECV) recv_done_ = true;
     else send_done_ = true;
-  }
+  });
+  if (!ok) return;
   if (in_flight_) {
     if (!send_done_ || (spec_.verb == Verb::Send && !recv_done_)) return;
     samples_.push_back(now - started_);
@@ -178,15 +188,7 @@ WriteLatency::WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t 
 void WriteLatency::poll(Engine& e, Nanos now) {
   if (st_.done) return;
   if (run_started_ < 0) run_started_ = now;
-  ibv_wc wc[kReap];
-  const int n = e.poll_cq(qp_.cq, kReap, wc);
-  for (int i = 0; i < n; ++i) {
-    if (wc[i].status != IBV_WC_SUCCESS) {
-      note_error(st_, wc[i].status);
-      return;
-    }
-    ++st_.completed;
-  }
+  if (!reap(e, qp_, st_, [this](const ibv_wc&) { ++st_.completed; })) return;
   const bool out_of_time = duration_ > 0 && now - run_started_ >= duration_;
   for (;;) {
     if (posting_next_) {
