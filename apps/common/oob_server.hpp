@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,7 +31,11 @@ struct ServerConfig {
   // the exposed buffer as [send half | landing half].
   std::optional<std::uint32_t> write_echo_size;
   Nanos pingpong_idle_timeout = 10 * kSecond;  // a pingpong QP is torn down after this quiet
-  int oob_timeout_ms = 30'000;
+  // Until the client's QPs are connected (its first bytes through the answer to its first QP
+  // record) the whole exchange must take no longer than this: a stalled or dripping client
+  // gives its session up instead of holding it. Real tools take milliseconds.
+  int handshake_timeout_ms = 5'000;
+  int oob_timeout_ms = 30'000;  // afterwards, for each record once it has begun
 };
 
 struct SessionReport {
@@ -52,7 +57,8 @@ class OobServer {
   OobServer(const OobServer&) = delete;
   OobServer& operator=(const OobServer&) = delete;
 
-  // Serves one accepted connection to its end. `stop` aborts waiting.
+  // Serves one accepted connection to its end. `stop` aborts waiting. A session that fails
+  // before its handshake is done tells the client why (oob/refusal.hpp); errors name the peer.
   Result<SessionReport> serve(TcpStream& tcp, const std::atomic<bool>& stop);
 
  private:
@@ -67,7 +73,13 @@ class OobServer {
   Result<SessionReport> serve_perftest(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
   Result<ServedQp*> add_qp(const QpParams& p, const RemoteQp& peer, std::uint32_t out_reads, bool echo);
   void teardown(SessionReport& r);
+  Result<SessionReport> serve_exchange(TcpStream& tcp, const std::atomic<bool>& stop);
   bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop);
+  // The time a read may take now: what is left of the handshake, or oob_timeout_ms after it.
+  int read_timeout_ms() const;
+
+  std::chrono::steady_clock::time_point handshake_deadline_{};
+  bool handshake_done_ = false;
 
   Connector& conn_;
   DriverSet& drivers_;
