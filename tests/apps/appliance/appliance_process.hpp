@@ -170,19 +170,35 @@ class RawTcp {
   bool closed_ = false;
 };
 
+// Where and how the appliance runs.
+struct ApplianceSetup {
+  std::vector<std::string> wrapper;  // e.g. {"ip", "netns", "exec", NS} (it must exec the appliance)
+  std::string vdev = "net_null0";
+  std::string dev = "net_null0";
+  bool telemetry = false;
+};
+
 class ApplianceProcess {
  public:
-  // `extra` are roce-appliance options after the common ones (null port, control socket, an
+  // `extra` are roce-appliance options after the common ones (a null port, control socket, an
   // ephemeral exchange port, a report file).
-  explicit ApplianceProcess(const std::vector<std::string>& extra, const std::string& tag = "appl") {
+  explicit ApplianceProcess(const std::vector<std::string>& extra, const std::string& tag = "appl",
+                            const ApplianceSetup& setup = {}) {
     socket_ = (dir_ / "ctl.sock").string();
     report_ = (dir_ / "report.json").string();
     prefix_ = tag + "_apptests_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++);
-    std::vector<std::string> args{ROCE_APPLIANCE_BIN, "--no-huge", "--no-pci", "-m", "256",
-                                  "--file-prefix=" + prefix_, "--log-level=error", "--no-telemetry", "-l", "0",
-                                  "--", "--vdev", "net_null0", "--dev", "net_null0", "--ip", "10.0.0.2",
-                                  "--oob-port", "0", "--mr-size", "1M", "--recv-size", "64K", "--status-interval",
-                                  "0", "--control", socket_, "--report", report_};
+    std::vector<std::string> args = setup.wrapper;
+    for (const std::string& a : {std::string(ROCE_APPLIANCE_BIN), std::string("--no-huge"), std::string("--no-pci"),
+                                 std::string("-m"), std::string("256"), "--file-prefix=" + prefix_,
+                                 std::string("--log-level=error"), std::string("-l"), std::string("0")})
+      args.push_back(a);
+    if (!setup.telemetry) args.push_back("--no-telemetry");
+    for (const std::string& a : {std::string("--"), std::string("--vdev"), setup.vdev, std::string("--dev"), setup.dev,
+                                 std::string("--ip"), std::string("10.0.0.2"), std::string("--oob-port"), std::string("0"),
+                                 std::string("--mr-size"), std::string("1M"), std::string("--recv-size"), std::string("64K"),
+                                 std::string("--status-interval"), std::string("0"), std::string("--control"), socket_,
+                                 std::string("--report"), report_})
+      args.push_back(a);
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -196,7 +212,7 @@ class ApplianceProcess {
       const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       if (in < 0 || o < 0 || e < 0 || ::dup2(in, 0) < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(127);
-      ::execv(argv[0], argv.data());
+      ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
     // Ready once the banner names the exchange port (the socket exists by then too).
@@ -236,6 +252,7 @@ class ApplianceProcess {
   const std::string& report_path() const { return report_; }
   const std::string& prefix() const { return prefix_; }
   const TempDir& dir() const { return dir_; }
+  std::string telemetry_socket() const { return "/var/run/dpdk/" + prefix_ + "/dpdk_telemetry.v2"; }
   std::string stderr_text() const { return file_text(dir_ / "stderr"); }
 
   // SIGTERM and wait (up to 20 s); the exit status, or -1.
