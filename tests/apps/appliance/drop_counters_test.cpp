@@ -13,10 +13,9 @@
 
 #include <cstring>
 
-#include "protocol/checksum.hpp"
-#include "protocol/icrc.hpp"
 #include "tests/apps/appliance/appliance_process.hpp"
 #include "tests/dataplane/telemetry_client.hpp"
+#include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -32,9 +31,7 @@ using test::Json;
 
 constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0x99};
 constexpr Ipv4Addr kPeerIp{10, 0, 0, 9};
-constexpr std::size_t kIpOffset = sizeof(EthernetHeader);
-constexpr std::size_t kUdpOffset = kIpOffset + sizeof(Ipv4Header);
-constexpr std::size_t kBthOffset = kUdpOffset + sizeof(UdpHeader);
+using namespace roce::test::frame_edit;
 
 int run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
 
@@ -99,28 +96,6 @@ class VethNamespace {
   int fd_ = -1;
   int ifindex_ = 0;
 };
-
-template <typename Header>
-Header read_header(const std::vector<std::byte>& f, std::size_t off) {
-  Header h;
-  std::memcpy(&h, f.data() + off, sizeof h);
-  return h;
-}
-template <typename Header>
-void write_header(std::vector<std::byte>& f, std::size_t off, const Header& h) {
-  std::memcpy(f.data() + off, &h, sizeof h);
-}
-void fix_ipv4_checksum(std::vector<std::byte>& f) {
-  auto ip = read_header<Ipv4Header>(f, kIpOffset);
-  ip.checksum.set(0);
-  write_header(f, kIpOffset, ip);
-  ip.checksum.set(internet_checksum(std::span{f}.subspan(kIpOffset, sizeof(Ipv4Header))));
-  write_header(f, kIpOffset, ip);
-}
-void reseal(std::vector<std::byte>& f) {
-  const auto datagram = std::span{f}.subspan(kIpOffset, f.size() - kIpOffset - 4);
-  write_icrc(std::span{f}.last(4), compute_icrc(CrcBackend::Isal, IpVersion::V4, datagram));
-}
 
 // One frame of (at least) every kind of drop the engine knows, aimed at an appliance at
 // 10.0.0.2 whose only QP is an RC QP 0x11 in INIT.
