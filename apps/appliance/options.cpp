@@ -117,7 +117,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
       ("m,mtu", "largest path MTU offered: 256 .. 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
       ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"))
-      ("handshake-timeout", "seconds a client may take to send its first bytes, and then to finish its exchange", cxxopts::value<double>(handshake_s)->default_value("5"));
+      ("handshake-timeout", "seconds a client may take to send its first bytes, and again to send what follows them at once (perftest: version, sizes, MTU)", cxxopts::value<double>(handshake_s)->default_value("5"));
   unsigned max_rd_atomic = 16;
   opts.add_options("Limits")
       ("max-qps", "queue pairs per worker", cxxopts::value<std::uint32_t>(o.max_qps)->default_value("1024"))

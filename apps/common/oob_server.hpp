@@ -31,11 +31,12 @@ struct ServerConfig {
   // the exposed buffer as [send half | landing half].
   std::optional<std::uint32_t> write_echo_size;
   Nanos pingpong_idle_timeout = 10 * kSecond;  // a pingpong QP is torn down after this quiet
-  // Until the client's QPs are connected (its first bytes through the answer to its first QP
-  // record) the whole exchange must take no longer than this: a stalled or dripping client
-  // gives its session up instead of holding it. Real tools take milliseconds.
+  // The prelude a client sends as soon as it connects (perftest's version, sizes and MTU;
+  // ibv_rc_pingpong's whole exchange) must be over within this, so a stalled or dripping client
+  // gives its session up instead of holding it; real tools take milliseconds. Between perftest's
+  // MTU and its first QP record the client registers its memory, and has oob_timeout_ms.
   int handshake_timeout_ms = 5'000;
-  int oob_timeout_ms = 30'000;  // afterwards, for each record once it has begun
+  int oob_timeout_ms = 30'000;  // that set-up; and each record once the QPs are connected
 };
 
 struct SessionReport {

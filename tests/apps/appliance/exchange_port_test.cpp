@@ -67,7 +67,7 @@ TEST(ExchangePort, HundredsOfSilentConnectionsDoNotLockOutAClient) {
   std::printf("silent connections: %d made way, %d timed out\n", made_way, timed_out);
   // The client that stalled after its version gives its session up too, told why.
   const std::string stalled = client.read_some(512, 30'000);
-  EXPECT_NE(stalled.find("REFUSED handshake not finished within 3000 ms"), std::string::npos) << stalled;
+  EXPECT_NE(stalled.find("REFUSED handshake not finished in time"), std::string::npos) << stalled;
   // The session is counted once the accept loop has reaped it (within its next turns).
   ControlClient ctl(appliance.socket());
   Json report = ctl.call(R"({"cmd":"counters"})");
@@ -101,7 +101,7 @@ TEST(ExchangePort, AClientPastMaxSessionsIsToldWhyAndAStalledSessionGivesItsSlot
   EXPECT_TRUE(second.closed());
   // The stalled session ends at the handshake timeout; then a client is served again.
   const std::string stalled = first.read_some(512, 30'000);
-  EXPECT_NE(stalled.find("REFUSED handshake not finished within 3000 ms"), std::string::npos) << stalled;
+  EXPECT_NE(stalled.find("REFUSED handshake not finished in time"), std::string::npos) << stalled;
   bool served = false;
   for (int i = 0; i < 50 && !served; ++i) {
     RawTcp next(appliance.port());
