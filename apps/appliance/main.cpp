@@ -15,7 +15,7 @@ int fail(const std::string& why, int code = 1) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+int appliance_main(int argc, char** argv) {
   const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-appliance"));
   auto cli = parse_appliance_options(split.app);
   if (!cli) return fail(cli.error().message + " (try --help)", 2);
@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
   const ApplianceOptions& o = cli->options;
   std::vector<std::string> eal = split.eal;
   for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  // Exit status 2: the command line (DPDK's part included) asks for something that cannot be:
+  // a bad option, a port that is not there, a path or TCP port that cannot be used.
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
   const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
@@ -45,14 +47,14 @@ int main(int argc, char** argv) {
     dopt.engine.tuning.congestion.rp = cc::params_for(o.dcqcn_profile, o.line_rate_gbps * 1e9);
   }
   auto dpr = dp::Dataplane::create(dopt);
-  if (!dpr) return fail(dpr.error().message);
+  if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
   int rc = 0;
   {
     RunningDataplane running;
     if (Status s = running.start(**dpr); !s) return fail(s.error().message);
     Appliance appliance(**dpr, o);
     if (Status s = appliance.start(); !s) {
-      rc = fail(s.error().message);
+      rc = fail(s.error().message, 2);
     } else {
       std::fprintf(stderr, "roce-appliance: serving %s on %s (%s), TCP exchange on port %u%s%s\n",
                    to_string(IpAddress::ipv4(o.ip)).c_str(), o.dev.c_str(), (*dpr)->port().driver.c_str(), appliance.oob_port(),
@@ -72,4 +74,14 @@ int main(int argc, char** argv) {
   }
   dpr->reset();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  // Anything thrown is a bug, but it ends with one line and the EAL cleaned up (the guards in
+  // run() unwind), never an abort.
+  try {
+    return appliance_main(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  }
 }

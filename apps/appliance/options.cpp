@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "apps/common/option_error.hpp"
 #include "protocol/mtu.hpp"
@@ -39,8 +40,18 @@ A line of status every second; a JSON report at the end; a control socket with -
 Example (no NIC: a TAP device):
   roce-appliance --vdev net_tap0,iface=rdp0 --dev net_tap0 --ip 10.77.0.2 --control /run/roce.sock)";
 
-// The region file is opened only after DPDK is up; a path that cannot work is refused here, at
-// the command line, with the reason.
+// A file the appliance will create (or replace) once DPDK is up: refused here, at the command
+// line, with the reason, when it cannot work.
+Status check_creatable(const std::string& option, const std::string& path) {
+  if (path.empty()) return make_error(EINVAL, option + " needs a path");
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string d = dir.empty() ? "." : dir.string();
+  if (::access(d.c_str(), W_OK | X_OK) != 0)
+    return make_error(errno, option + " " + path + ": cannot create it in " + d + ": " + std::strerror(errno));
+  return {};
+}
+
+// The region file is opened only after DPDK is up; a path that cannot work is refused here.
 Status check_mr_file(const std::string& path) {
   if (path.empty()) return make_error(EINVAL, "--mr-file needs a path");
   struct stat st {};
@@ -51,11 +62,24 @@ Status check_mr_file(const std::string& path) {
     return {};
   }
   if (errno != ENOENT) return make_error(errno, "--mr-file " + path + ": " + std::strerror(errno));
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  const std::string d = dir.empty() ? "." : dir.string();
-  if (::access(d.c_str(), W_OK | X_OK) != 0)
-    return make_error(errno, "--mr-file " + path + ": cannot create it in " + d + ": " + std::strerror(errno));
-  return {};
+  return check_creatable("--mr-file", path);
+}
+
+Status check_report(const std::string& path) {
+  if (path == "-") return {};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return make_error(EISDIR, "--report " + path + " is a directory");
+    if (::access(path.c_str(), W_OK) != 0) return make_error(errno, "--report " + path + ": " + std::strerror(errno));
+    return {};
+  }
+  return check_creatable("--report", path);
+}
+
+// Seconds on the command line, milliseconds inside; 0.001 s .. 1 day.
+Result<int> milliseconds(const std::string& option, double seconds) {
+  if (!(seconds >= 0.001 && seconds <= 86400)) return make_error(EINVAL, option + " must be 0.001 .. 86400 seconds");
+  return static_cast<int>(seconds * 1000 + 0.5);
 }
 
 // --perftest and the options that go with it (--echo and --write-echo are its older spellings).
@@ -109,12 +133,31 @@ Status parse_served_test(const cxxopts::ParseResult& r, const std::string& perft
 
 }  // namespace
 
+std::uint64_t default_mr_quota() {
+  // Half the machine's memory: regions are pinned-style working memory the kernel cannot
+  // reclaim from us, and the rest of the host (DPDK's pool included) needs room too.
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key) {
+    if (key == "MemTotal:") {
+      meminfo >> kib;
+      break;
+    }
+    std::getline(meminfo, key);
+  }
+  if (kib == 0) return 4ull << 30;  // no /proc: a conservative 4 GiB
+  return kib * 1024 / 2;
+}
+
 Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& args) {
   ApplianceCli cli;
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
-  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size;
+  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size, mr_quota;
+  double handshake_s = 5, control_idle_s = 60, control_line_s = 10;
+  std::uint32_t control_clients = 16;
   opts.add_options("Memory")
       ("mr-size", "size of the exposed region (K/M/G suffixes)", cxxopts::value<std::string>(mr_size)->default_value("64M"))
       ("mr-file", "back the exposed region with this file (kept after exit)", cxxopts::value<std::string>(o.mr_file))
@@ -134,13 +177,18 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
       ("m,mtu", "largest path MTU offered: 256 .. 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
-      ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"));
+      ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"))
+      ("handshake-timeout", "seconds a client may take to send its first bytes, and again to send what follows them at once (perftest: version, sizes, MTU)", cxxopts::value<double>(handshake_s)->default_value("5"));
   unsigned max_rd_atomic = 16;
   opts.add_options("Limits")
       ("max-qps", "queue pairs per worker", cxxopts::value<std::uint32_t>(o.max_qps)->default_value("1024"))
       ("max-mrs", "memory regions in all", cxxopts::value<std::uint32_t>(o.max_mrs)->default_value("4096"))
       ("max-qp-wr", "outstanding work requests per send or receive queue", cxxopts::value<std::uint32_t>(o.max_qp_wr)->default_value("16384"))
-      ("max-rd-atomic", "outstanding RDMA READ/atomic requests per QP, each way", cxxopts::value<unsigned>(max_rd_atomic)->default_value("16"));
+      ("max-rd-atomic", "outstanding RDMA READ/atomic requests per QP, each way", cxxopts::value<unsigned>(max_rd_atomic)->default_value("16"))
+      ("mr-quota", "bytes of memory regions in all: the exposed region, the receive buffer and what create_mr makes (K/M/G; default: half the machine's memory)", cxxopts::value<std::string>(mr_quota))
+      ("control-clients", "control socket clients at once", cxxopts::value<std::uint32_t>(control_clients)->default_value("16"))
+      ("control-idle-timeout", "seconds a control client may stay silent before it is closed", cxxopts::value<double>(control_idle_s)->default_value("60"))
+      ("control-line-timeout", "seconds a control command line may take from its first byte to its newline", cxxopts::value<double>(control_line_s)->default_value("10"));
   opts.add_options("Operation")
       ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("dev", "DPDK port to serve on (name or number)", cxxopts::value<std::string>(o.dev))
@@ -188,6 +236,9 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   o.qp.mtu = static_cast<ibv_mtu>(*pm);
   if (r.count("mr-file"))
     if (Status s = check_mr_file(o.mr_file); !s) return s.error();
+  if (Status s = check_report(o.report_path); !s) return s.error();
+  if (!o.control_socket.empty())
+    if (Status s = check_creatable("--control", o.control_socket); !s) return s.error();
   if (o.control_socket.size() >= sizeof(sockaddr_un{}.sun_path))
     return make_error(ENAMETOOLONG, "--control path longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
                                         " bytes: " + o.control_socket);
@@ -202,6 +253,27 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   if (o.status_interval_s < 0) return make_error(EINVAL, "--status-interval must not be negative");
   if (o.duration_s < 0) return make_error(EINVAL, "--duration must not be negative");
   if (o.max_sessions == 0) return make_error(EINVAL, "--max-sessions must be at least 1");
+  auto hs = milliseconds("--handshake-timeout", handshake_s);
+  if (!hs) return hs.error();
+  o.handshake_timeout_ms = *hs;
+  auto idle = milliseconds("--control-idle-timeout", control_idle_s);
+  if (!idle) return idle.error();
+  o.control.idle_timeout_ms = *idle;
+  auto line = milliseconds("--control-line-timeout", control_line_s);
+  if (!line) return line.error();
+  o.control.line_timeout_ms = *line;
+  if (control_clients == 0 || control_clients > 1024) return make_error(EINVAL, "--control-clients must be 1..1024");
+  o.control.max_clients = control_clients;
+  if (r.count("mr-quota")) {
+    const auto q = parse_size(mr_quota);
+    if (!q || *q == 0) return make_error(EINVAL, "bad --mr-quota '" + mr_quota + "' (bytes, with K/M/G)");
+    o.mr_quota = *q;
+  } else {
+    o.mr_quota = default_mr_quota();
+  }
+  if (o.mr_bytes + o.recv_bytes > o.mr_quota)
+    return make_error(EDQUOT, "--mr-size " + mr_size + " and --recv-size " + recv_size + " exceed the memory region quota (" +
+                                  std::to_string(o.mr_quota >> 20) + " MiB; --mr-quota)");
   // The appliance itself needs QPs and regions to serve anyone: its exposed region and receive
   // buffer, and at least one QP per session.
   if (o.max_qps == 0 || o.max_qps > (1u << 16)) return make_error(EINVAL, "--max-qps must be 1..65536");

@@ -16,4 +16,7 @@ struct ApplianceCli {
 
 Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& args);
 
+// --mr-quota's default: half of MemTotal.
+std::uint64_t default_mr_quota();
+
 }  // namespace roce::app

@@ -55,6 +55,15 @@ Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParam
   });
 }
 
+Status Connector::ready_datagram(const LocalQp& qp) {
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    const QpTransition rtr = rtr_transition(IBV_QPT_UD, PeerPath{});
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(IBV_QPT_UD, SendSide{qp.psn});
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  });
+}
+
 Status Connector::destroy(const LocalQp& qp) {
   return dp_.call(qp.worker, [&](Engine& e) -> Status {
     if (Status s = e.destroy_qp(qp.qp); !s) return s;

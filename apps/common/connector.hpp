@@ -54,6 +54,8 @@ class Connector {
   Result<LocalQp> create(const QpParams& p, int worker = -1);
   // Resolves the peer's MAC (ARP) and moves the QP to RTR and RTS.
   Status connect(const LocalQp& qp, const RemoteQp& peer, const QpParams& p, Nanos arp_wait = 3 * kSecond);
+  // UD: RTR and RTS straight away (a datagram QP has no peer).
+  Status ready_datagram(const LocalQp& qp);
   Status destroy(const LocalQp& qp);
   Result<const MemoryRegion*> register_memory(void* addr, std::size_t len, int access);
 

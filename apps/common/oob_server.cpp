@@ -9,6 +9,7 @@
 
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/pingpong.hpp"
+#include "apps/common/oob/refusal.hpp"
 
 namespace roce::app {
 
@@ -35,9 +36,17 @@ bool looks_like_record(std::span<const std::byte> first) {
 }  // namespace
 
 bool OobServer::wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms) {
-  while (!stop.load(std::memory_order_relaxed))
+  while (!stop.load(std::memory_order_relaxed)) {
+    if (!handshake_done_ && std::chrono::steady_clock::now() >= handshake_deadline_) return true;  // the read times out
     if (tcp.wait_readable(ms)) return true;
+  }
   return false;
+}
+
+int OobServer::read_timeout_ms() const {
+  if (handshake_done_) return cfg_.oob_timeout_ms;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(handshake_deadline_ - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<std::int64_t>(left.count(), 0));
 }
 
 Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads,
@@ -155,9 +164,24 @@ Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& p
 }
 
 Result<SessionReport> OobServer::serve(TcpStream& tcp, const std::atomic<bool>& stop) {
+  handshake_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.handshake_timeout_ms);
+  handshake_done_ = false;
+  refusal_sent_ = false;
+  const std::string peer = tcp.peer_endpoint();
+  auto r = serve_exchange(tcp, stop);
+  if (r || r.error().code == ECANCELED) return r;
+  std::string why = r.error().message;
+  if (!handshake_done_ && !refusal_sent_) {
+    if (r.error().code == ETIMEDOUT) why = "handshake not finished in time: " + why;
+    send_refusal(tcp, why);
+  }
+  return make_error(r.error().code, peer + ": " + why);
+}
+
+Result<SessionReport> OobServer::serve_exchange(TcpStream& tcp, const std::atomic<bool>& stop) {
   std::array<std::byte, kProbe> first{};
   if (!wait_input(tcp, stop)) return make_error(ECANCELED, "stopped");
-  if (Status s = tcp.read_exact(first, cfg_.oob_timeout_ms); !s) return s.error();
+  if (Status s = tcp.read_exact(first, read_timeout_ms()); !s) return s.error();
   return looks_like_record(first) ? serve_pingpong(tcp, first, stop) : serve_perftest(tcp, first, stop);
 }
 
@@ -168,7 +192,7 @@ Result<SessionReport> OobServer::serve_pingpong(TcpStream& tcp, std::span<const 
   r.tool = "ibv_rc_pingpong";
   std::array<std::byte, kPingpongRecordBytes> rec{};
   std::memcpy(rec.data(), first.data(), first.size());
-  if (Status s = tcp.read_exact(std::span{rec}.subspan(first.size()), cfg_.oob_timeout_ms); !s) return s.error();
+  if (Status s = tcp.read_exact(std::span{rec}.subspan(first.size()), read_timeout_ms()); !s) return s.error();
   auto peer = parse_pingpong(rec);
   if (!peer) return peer.error();
   QpParams p = cfg_.qp;
@@ -187,7 +211,8 @@ Result<SessionReport> OobServer::serve_pingpong(TcpStream& tcp, std::span<const 
   const auto out = format_pingpong(mine);
   if (Status s = tcp.write_all(out); !s) return s.error();
   std::array<std::byte, kProbe> done{};
-  if (Status s = tcp.read_exact(done, cfg_.oob_timeout_ms); !s) return s.error();
+  if (Status s = tcp.read_exact(done, read_timeout_ms()); !s) return s.error();
+  handshake_done_ = true;
   r.qps = 1;
   r.mtu = p.mtu;
   // The client closes the TCP connection and ping-pongs; echo until it goes quiet.
@@ -217,7 +242,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   // The version: 16 bytes, of which `first` holds 5.
   std::array<char, 16> version{};
   std::memcpy(version.data(), first.data(), first.size());
-  if (Status s = tcp.read_exact(std::as_writable_bytes(std::span{version}).subspan(first.size()), cfg_.oob_timeout_ms); !s)
+  if (Status s = tcp.read_exact(std::as_writable_bytes(std::span{version}).subspan(first.size()), read_timeout_ms()); !s)
     return s.error();
   version.back() = '\0';
   r.remote_version = version.data();
@@ -225,13 +250,19 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   std::strncpy(mine_version.data(), PerftestSession::kVersion, mine_version.size() - 1);
   if (Status s = tcp.write_all(std::as_bytes(std::span{mine_version})); !s) return s.error();
   // Like perftest, ours goes out first: an old client then says itself what it does not support.
-  if (Status s = check_remote_version(r.remote_version); !s) return make_error(s.error().code, r.peer + ": " + s.error().message);
+  if (Status s = check_remote_version(r.remote_version); !s) {
+    refusal_sent_ = true;  // our version told it: perftest refuses ours itself, a refusal line would only confuse it
+    return make_error(s.error().code, r.peer + ": " + s.error().message);
+  }
   // The version went by hand above (the probe took its first bytes); sizes and MTU follow.
-  PerftestSession session(tcp, OobRole::Server, cfg_.oob_timeout_ms);
+  PerftestSession session(tcp, OobRole::Server, read_timeout_ms());
   session.set_remote_version(r.remote_version);
   if (Status s = session.exchange_sizes(); !s) return s.error();
   auto mtu = session.exchange_mtu(cfg_.qp.mtu);
   if (!mtu) return mtu.error();
+  // Now the client sets its QPs and memory up (perftest's ctx_init registers its buffers, which
+  // takes a while on a slow host) before its first QP record: it gets oob_timeout_ms for that.
+  handshake_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.oob_timeout_ms);
   r.mtu = *mtu;
   QpParams p = cfg_.qp;
   p.mtu = *mtu;
@@ -312,7 +343,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     }
     quiet_since = std::chrono::steady_clock::now();
     std::array<std::byte, kProbe> head{};
-    if (Status s = tcp.read_exact(head, cfg_.oob_timeout_ms); !s) {
+    if (Status s = tcp.read_exact(head, read_timeout_ms()); !s) {
       // perftest's ib_write_lat closes the connection without "done": that is its end.
       if (s.error().code == ECONNRESET && r.qps > 0 && (!write_lat || writer_qp)) {
         teardown(r);
@@ -332,7 +363,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     if (results_left == 0 && looks_like_record(head)) {
       std::array<std::byte, kPerftestRecordBytes> rec{};
       std::memcpy(rec.data(), head.data(), kProbe);
-      if (Status s = tcp.read_exact(std::span{rec}.subspan(kProbe), cfg_.oob_timeout_ms); !s)
+      if (Status s = tcp.read_exact(std::span{rec}.subspan(kProbe), read_timeout_ms()); !s)
         return fail(s.error().code, s.error().message);
       auto peer = parse_perftest(rec);
       if (!peer) return fail(peer.error().code, peer.error().message);
@@ -350,6 +381,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       }
       const std::string out = format_perftest(q->mine);
       if (Status s = tcp.write_all(std::as_bytes(std::span{out})); !s) return fail(s.error().code, s.error().message);
+      handshake_done_ = true;
       if (write_lat && !writer_qp) {
         if (order.bandwidth_order())
           return fail(EPROTO, "the client sends its QP records in the order of a bandwidth or SEND test (all its QPs "
@@ -371,7 +403,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     // the client reports its own figures.
     results_left = (results_left == 0 ? kResultFields : results_left) - 1;
     std::array<std::byte, 3> rest{};
-    if (Status s = tcp.read_exact(rest, cfg_.oob_timeout_ms); !s) return fail(s.error().code, s.error().message);
+    if (Status s = tcp.read_exact(rest, read_timeout_ms()); !s) return fail(s.error().code, s.error().message);
     const std::array<std::byte, 8> zero{};
     if (Status s = tcp.write_all(zero); !s) return fail(s.error().code, s.error().message);
   }

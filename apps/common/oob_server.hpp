@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,7 +47,12 @@ struct ServerConfig {
   // A perftest session with no TCP input and no packet on its QPs for this long has lost its
   // client (or the client waits for a server role we were not given): it ends with the reason.
   Nanos quiet_timeout = 15 * kSecond;
-  int oob_timeout_ms = 30'000;
+  // The prelude a client sends as soon as it connects (perftest's version, sizes and MTU;
+  // ibv_rc_pingpong's whole exchange) must be over within this, so a stalled or dripping client
+  // gives its session up instead of holding it; real tools take milliseconds. Between perftest's
+  // MTU and its first QP record the client registers its memory, and has oob_timeout_ms.
+  int handshake_timeout_ms = 5'000;
+  int oob_timeout_ms = 30'000;  // that set-up; and each record once the QPs are connected
 };
 
 struct SessionReport {
@@ -69,7 +75,8 @@ class OobServer {
   OobServer(const OobServer&) = delete;
   OobServer& operator=(const OobServer&) = delete;
 
-  // Serves one accepted connection to its end. `stop` aborts waiting.
+  // Serves one accepted connection to its end. `stop` aborts waiting. A session that fails
+  // before its handshake is done tells the client why (oob/refusal.hpp); errors name the peer.
   Result<SessionReport> serve(TcpStream& tcp, const std::atomic<bool>& stop);
 
  private:
@@ -89,7 +96,14 @@ class OobServer {
   Result<bool> advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r);
   std::uint64_t packets_received();
   void teardown(SessionReport& r);
+  Result<SessionReport> serve_exchange(TcpStream& tcp, const std::atomic<bool>& stop);
   bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms = 200);
+  // The time a read may take now: what is left of the handshake, or oob_timeout_ms after it.
+  int read_timeout_ms() const;
+
+  std::chrono::steady_clock::time_point handshake_deadline_{};
+  bool handshake_done_ = false;
+  bool refusal_sent_ = false;  // the client already knows why it is refused
 
   Connector& conn_;
   DriverSet& drivers_;

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace roce::app {
@@ -67,20 +69,37 @@ Result<TcpStream> TcpStream::connect(const std::string& host, std::uint16_t port
 }
 
 Status TcpStream::read_exact(std::span<std::byte> out, int timeout_ms) {
+  // One deadline for the whole record: a peer dripping a byte now and then cannot stretch it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
   std::size_t got = 0;
   while (got < out.size()) {
-    if (Status s = wait_fd(fd_, POLLIN, timeout_ms, "read from the peer"); !s) return s;
+    int wait_ms = -1;
+    if (timeout_ms >= 0) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      wait_ms = static_cast<int>(std::max<std::int64_t>(left, 0));
+    }
+    if (Status s = wait_fd(fd_, POLLIN, wait_ms, "read from the peer"); !s) {
+      if (s.error().code == ETIMEDOUT)
+        return make_error(ETIMEDOUT, "timed out after " + std::to_string(timeout_ms) + " ms waiting for the peer (" +
+                                         std::to_string(got) + " of " + std::to_string(out.size()) + " bytes came)");
+      return s;
+    }
     const ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, 0);
     if (n == 0)
       return make_error(ECONNRESET, "the peer closed the connection after " + std::to_string(got) + " of " +
                                         std::to_string(out.size()) + " bytes");
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
       return make_error(errno, std::string("read failed: ") + std::strerror(errno));
     }
     got += static_cast<std::size_t>(n);
   }
   return {};
+}
+
+std::size_t TcpStream::read_some(std::span<std::byte> out) {
+  const ssize_t n = ::recv(fd_, out.data(), out.size(), MSG_DONTWAIT);
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
 Status TcpStream::write_all(std::span<const std::byte> data) {
@@ -99,23 +118,33 @@ Status TcpStream::write_all(std::span<const std::byte> data) {
 
 bool TcpStream::wait_readable(int timeout_ms) const { return wait_fd(fd_, POLLIN, timeout_ms, "read").ok(); }
 
-std::string TcpStream::peer_address() const {
+namespace {
+std::string endpoint_text(int fd, bool with_port) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
   char buf[INET6_ADDRSTRLEN] = {};
-  if (ss.ss_family == AF_INET)
+  std::uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
     ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
-  else
+    port = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  } else {
     ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
-  return buf;
+    port = ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  }
+  if (!with_port) return buf;
+  return ss.ss_family == AF_INET6 ? "[" + std::string(buf) + "]:" + std::to_string(port) : std::string(buf) + ":" + std::to_string(port);
 }
+}  // namespace
+
+std::string TcpStream::peer_address() const { return endpoint_text(fd_, false); }
+std::string TcpStream::peer_endpoint() const { return endpoint_text(fd_, true); }
 
 TcpListener::~TcpListener() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<TcpListener> TcpListener::listen(const std::string& bind_address, std::uint16_t port) {
+Result<TcpListener> TcpListener::listen(const std::string& bind_address, std::uint16_t port, int backlog) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error(errno, std::string("socket: ") + std::strerror(errno));
   const int one = 1;
@@ -129,7 +158,7 @@ Result<TcpListener> TcpListener::listen(const std::string& bind_address, std::ui
     ::close(fd);
     return make_error(EINVAL, "not an IPv4 address to listen on: " + bind_address);
   }
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, backlog) != 0) {
     const int err = errno;
     ::close(fd);
     return make_error(err, "cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(err));

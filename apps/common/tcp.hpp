@@ -22,14 +22,18 @@ class TcpStream {
 
   static Result<TcpStream> connect(const std::string& host, std::uint16_t port, int timeout_ms);
 
-  // Reads exactly out.size() bytes or fails (peer closed, timeout, error).
+  // Reads exactly out.size() bytes within timeout_ms in all (-1: no limit) or fails (peer
+  // closed, timeout, error).
   Status read_exact(std::span<std::byte> out, int timeout_ms);
+  // What is there now, without waiting (0 when nothing is).
+  std::size_t read_some(std::span<std::byte> out);
   Status write_all(std::span<const std::byte> data);
   // Waits until data (or the peer's close) can be read; false on timeout.
   bool wait_readable(int timeout_ms) const;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
-  std::string peer_address() const;  // the peer's IP, as text
+  std::string peer_address() const;   // the peer's IP, as text
+  std::string peer_endpoint() const;  // "IP:port", for messages about one connection
 
  private:
   int fd_ = -1;
@@ -41,7 +45,9 @@ class TcpListener {
   ~TcpListener();
   TcpListener(TcpListener&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   TcpListener& operator=(TcpListener&&) = delete;
-  static Result<TcpListener> listen(const std::string& bind_address, std::uint16_t port);
+  // A backlog large enough that a burst of connections does not push a real client into SYN
+  // retries while the server sorts them out.
+  static Result<TcpListener> listen(const std::string& bind_address, std::uint16_t port, int backlog = 128);
   // Waits up to timeout_ms (-1: forever) for one connection; ETIMEDOUT when none came.
   Result<TcpStream> accept(int timeout_ms);
   std::uint16_t port() const;

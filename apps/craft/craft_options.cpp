@@ -45,7 +45,8 @@ RC_ATOMIC_WRITE 8, and opcodes without payload (READ requests, ACKs, atomics, CN
 RETH DMA length defaults to the packet's payload (READ requests: --size).
 
 Numbers may be decimal or 0x-hex; --pps and --gbps take a decimal with an optional k, M or G.
-Exit status: 0 done, 1 the file or port could not be used, 2 bad command line.
+Exit status: 0 done, 1 the run could not be finished, 2 bad command line (an option, a DPDK
+argument, or a port or file that cannot be used).
 
 Examples:
   roce-craft --pcap w.pcap --opcode RC_RDMA_WRITE_ONLY --size 4096 --pmtu 4096 --gbps 100

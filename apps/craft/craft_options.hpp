@@ -12,8 +12,8 @@
 namespace roce::craft {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;  // the run could not be done (file, EAL, port)
-inline constexpr int kExitUsage = 2;   // bad command line
+inline constexpr int kExitFailed = 1;  // the run could not be finished
+inline constexpr int kExitUsage = 2;   // bad command line: options, DPDK arguments, a port or file that cannot be used
 
 struct CraftCommand {
   gen::RawStreamSpec spec;

@@ -39,7 +39,8 @@ int run_pcap(const CraftCommand& cmd, std::ostream& out, std::ostream& err, cons
   auto stats = gen::write_pcap(*gen, o);
   if (!stats) {
     err << prog << ": " << stats.error().message << '\n';
-    return kExitFailed;
+    // A file that cannot be made is the command line's fault; one that fails half-way is not.
+    return stats.error().code == EIO ? kExitFailed : kExitUsage;
   }
   out << cmd.pcap_path << ": " << gen::summary(*stats);
   return kExitOk;
@@ -54,7 +55,7 @@ int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, 
   }
   if (auto s = dp::Eal::init(eal_args); !s.ok()) {
     err << prog << ": " << s.error().message << '\n';
-    return kExitFailed;
+    return kExitUsage;
   }
   int rc = kExitFailed;
   // The pool holds whole frames: a stream never needs chained mbufs.
@@ -68,6 +69,7 @@ int run_port(const CraftCommand& cmd, const std::vector<std::string>& eal_args, 
     auto port = dp::open_port(po, pool);
     if (!port) {
       err << prog << ": " << port.error().message << '\n';
+      if (port.error().code == ENODEV) rc = kExitUsage;
     } else {
       gen::PortSenderOptions so;
       so.port = port->id;

@@ -37,6 +37,9 @@ constexpr const char* kIntro =
     "run.py dcqcn. The options below override the profile's value; for mlx and hpcc each\n"
     "option says which knob it sets. --g and --f may also be written -g and -f.\n"
     "\n"
+    "Exit status: 0 every line was replayed; 2 a bad option or input line (one line on stderr\n"
+    "names it; the CSV printed before it stands).\n"
+    "\n"
     "Example (the spec's T1/T2):\n"
     "  printf '0 cnp\\n550 end\\n' | dcqcn-trace --rmin-mbps 0\n";
 
@@ -97,7 +100,7 @@ int main(int argc, char** argv) {
     if (problem) {
       std::cout.flush();
       std::cerr << "dcqcn-trace: line " << number << ": " << *problem << '\n';
-      return 1;
+      return 2;  // bad input, like a bad option
     }
   }
   std::cout.flush();

@@ -3,9 +3,12 @@
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -77,8 +80,19 @@ std::unique_ptr<dp::Dataplane> make_dp(const char* name, std::uint16_t port, pro
 
 }  // namespace
 
+Status prepare_out_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(ec.value(), "--out " + dir + ": cannot make the directory: " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec)) return make_error(ENOTDIR, "--out " + dir + " is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return make_error(errno, "--out " + dir + ": cannot write in it: " + std::strerror(errno));
+  return {};
+}
+
 Result<DemoResult> run_demo(const DemoOptions& o) {
-  std::filesystem::create_directories(o.out_dir);
+  if (o.soak_s == 0)
+    if (Status s = prepare_out_dir(o.out_dir); !s) return s.error();
   auto left = dp::make_ring_pair("demo_gen", "demo_emu_x");
   auto right = dp::make_ring_pair("demo_emu_y", "demo_appl");
   if (!left || !right) return make_error(EIO, "cannot create the ring ports");
@@ -152,6 +166,7 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   // The DCQCN trace: the generator's QP rates every 200 us while the test runs.
   std::atomic<bool> tracing{true};
   std::ofstream csv(o.out_dir + "/dcqcn_rates.csv");
+  if (!csv) return make_error(EIO, "cannot write " + o.out_dir + "/dcqcn_rates.csv");
   csv << "t_us,qp,rc_gbps,rt_gbps,alpha\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::thread tracer([&] {

@@ -29,6 +29,9 @@ struct DemoResult {
   int exit_code = 0;
 };
 
+// Makes --out (and its parents) if needed and checks it can be written in.
+Status prepare_out_dir(const std::string& dir);
+
 // Runs the whole demonstration; EAL must be initialised (with at least 2 lcores for speed).
 Result<DemoResult> run_demo(const DemoOptions& o);
 

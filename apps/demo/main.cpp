@@ -10,7 +10,7 @@
 using namespace roce;
 using namespace roce::app;
 
-int main(int argc, char** argv) {
+int demo_main(int argc, char** argv) {
   const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-demo"));
   cxxopts::Options opts("roce-demo",
                         "roce-demo: roce-gen and roce-appliance in one process, over virtual DPDK ports joined by a link\n"
@@ -57,17 +57,35 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "roce-demo: --loss, --dup and --reorder must be in [0, 0.5), --bottleneck and --iters positive, --soak not negative\n");
     return 2;
   }
+  // Before DPDK starts: a directory that cannot be made is the command line's fault (exit 2).
+  // The soak writes no files.
+  if (d.soak_s == 0)
+    if (Status s = prepare_out_dir(d.out_dir); !s) {
+      std::fprintf(stderr, "roce-demo: %s\n", s.error().message.c_str());
+      return 2;
+    }
   std::vector<std::string> eal = split.eal;
-  if (eal.size() > 1 && eal[3] == "512") eal[3] = "1024";  // the default: three mbuf pools need more room
+  if (eal.size() > 3 && eal[3] == "512") eal[3] = "1024";  // the default: three mbuf pools need more room
   if (Status s = dp::Eal::init(eal); !s) {
     std::fprintf(stderr, "roce-demo: %s\n", s.error().message.c_str());
-    return 1;
+    return 2;
   }
+  const EalGuard eal_guard;
   auto r = run_demo(d);
-  dp::Eal::cleanup();
   if (!r) {
     std::fprintf(stderr, "roce-demo: %s\n", r.error().message.c_str());
     return 1;
   }
   return r->exit_code;
+}
+
+int main(int argc, char** argv) {
+  // Anything thrown is a bug, but it ends with one line and the EAL cleaned up (EalGuard
+  // unwinds), never an abort.
+  try {
+    return demo_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "roce-demo: internal error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -129,13 +129,13 @@ std::string summary_json(const EmulateOptions& o, const dp::LinkStats& ab, const
 }  // namespace
 
 int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal_args) {
-  auto fail = [](const std::string& why) {
+  auto fail = [](const std::string& why, int code = 1) {
     std::fprintf(stderr, "roce-gen emulate: %s\n", why.c_str());
-    return 1;
+    return code;
   };
   std::vector<std::string> eal = eal_args;
   for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
   const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
   dp::LinkEmulatorOptions eo;
@@ -146,7 +146,7 @@ int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal_arg
   eo.y_to_x = o.faults;
   eo.seed = o.seed;
   auto emu = dp::LinkEmulator::create(eo);
-  if (!emu) return fail(emu.error().message);
+  if (!emu) return fail(emu.error().message, emu.error().code == ENODEV ? 2 : 1);
   dp::LinkEmulator& e = **emu;
   std::fprintf(stderr, "roce-gen emulate: %s <-> %s, %s, seed %llu\n", o.port_a.c_str(), o.port_b.c_str(),
                dp::to_string(o.faults).c_str(), static_cast<unsigned long long>(o.seed));

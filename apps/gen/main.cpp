@@ -55,7 +55,7 @@ std::vector<std::uint32_t> all_sizes(Verb v) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int gen_main(int argc, char** argv) {
   const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-gen"));
   // Two more modes with their own options: raw packet streams (roce-craft's) and the link emulator.
   const std::string mode = split.app.size() > 1 ? split.app[1] : "";
@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> eal = split.eal;
   for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message);
+  // Exit status 2 for what the command line asks and cannot be (DPDK's part included).
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
   const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
 
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
     dopt.engine.tuning.congestion.rp = cc::params_for(g.dcqcn_profile, g.line_rate_gbps * 1e9);
   }
   auto dpr = dp::Dataplane::create(dopt);
-  if (!dpr) return fail(dpr.error().message);
+  if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
   dp::Dataplane& dp = **dpr;
   RunningDataplane running;
   if (Status s = running.start(dp); !s) return fail(s.error().message);
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
     served.iters = g.spec.duration > 0 ? 0 : g.spec.iters;
     cfg.test = served;
     auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
-    if (!listener) return fail(listener.error().message);
+    if (!listener) return fail(listener.error().message, 2);
     std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", listener->port());
     std::atomic<bool> stop{false};
     Result<TcpStream> tcp = make_error(ETIMEDOUT, "no client");
@@ -210,4 +211,14 @@ int main(int argc, char** argv) {
   running.stop();
   dpr->reset();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  // Anything thrown is a bug, but it ends with one line and the EAL cleaned up (the guards in
+  // gen_main unwind), never an abort.
+  try {
+    return gen_main(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  }
 }

@@ -13,7 +13,7 @@ int run_inspect(const InspectOptions& opts, std::ostream& out, std::ostream& err
   capture::CaptureReader reader;
   if (!reader.open(opts.path)) {
     err << "roce-inspect: " << opts.path << ": " << reader.error() << '\n';
-    return kExitReadError;
+    return kExitUsage;
   }
   proto::ParseOptions parse = opts.parse;
   // Records cut by the snap length still show their headers; their ICRC is not checkable.
@@ -37,7 +37,7 @@ int run_inspect(const InspectOptions& opts, std::ostream& out, std::ostream& err
   if (!complete) {
     err << "roce-inspect: " << opts.path << ": " << reader.error() << " (after " << reader.records_read()
         << " complete frames)\n";
-    return kExitReadError;
+    return kExitCut;
   }
   return kExitOk;
 }

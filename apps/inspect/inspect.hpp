@@ -18,8 +18,8 @@ struct InspectOptions {
 
 // Exit codes of roce-inspect.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitReadError = 1;  // file missing, not a capture, unsupported link type, cut mid-record
-inline constexpr int kExitUsage = 2;      // bad command line
+inline constexpr int kExitCut = 1;    // the capture ends in the middle of a record (frames before it printed)
+inline constexpr int kExitUsage = 2;  // bad command line, or a file that is missing, not a capture, or of an unsupported link type
 
 // Prints to `out`; a read error goes to `err` as one line, after the frames read before it.
 int run_inspect(const InspectOptions& opts, std::ostream& out, std::ostream& err);

@@ -32,8 +32,9 @@ Columns: DestQP and PSN are the BTH fields in hex; ECN is the IP ECN codepoint
 payload length without pad; ICRC is ok, bad, or not-checkable (frame cut by the snap length).
 Details show the AETH (syndrome, credits or NAK code, MSN) and RETH (VA, R_Key, DMA length).
 
-Exit status: 0 the whole file was read; 1 the file could not be read or ends in the middle
-of a record (frames before that are still printed); 2 bad command line.
+Exit status: 0 the whole file was read; 1 the file ends in the middle of a record (frames
+before that are still printed); 2 bad command line, or a file that is missing, unreadable, not
+a capture or of an unsupported link type.
 
 Examples:
   roce-inspect trace.pcap

@@ -47,7 +47,8 @@ Status MrTable::deregister(std::uint32_t key) {
   Slot& s = slots_[i];
   s.published_key.store(0, std::memory_order_release);
   s.taken = false;
-  s.mr = MemoryRegion{};
+  // s.mr stays as it was: a worker that found the key just before this store may still read it
+  // (the caller waits for every worker before releasing the memory or registering again).
   --in_use_;
   return {};
 }

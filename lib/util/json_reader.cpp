@@ -146,6 +146,7 @@ class Parser {
     for (;;) {
       skip_ws();
       if (pos_ >= t_.size() || t_[pos_] != '"') return fail("expected a key");
+      const std::size_t key_at = pos_;
       auto k = string();
       if (!k) return k.error();
       skip_ws();
@@ -153,7 +154,13 @@ class Parser {
       ++pos_;
       auto v = value(depth + 1);
       if (!v) return v;
-      o[std::move(*k)] = std::move(*v);
+      // RFC 8259 leaves a repeated name's meaning open; parsers differ on which one wins, so a
+      // command that repeats one ({"cmd":"counters","cmd":"stop"}) is refused, not guessed at.
+      const auto [it, added] = o.try_emplace(std::move(*k), std::move(*v));
+      if (!added) {
+        pos_ = key_at;
+        return fail("duplicate key \"" + it->first + "\"");
+      }
       skip_ws();
       if (pos_ < t_.size() && t_[pos_] == ',') {
         ++pos_;

@@ -1,6 +1,6 @@
 // A small JSON parser for control-socket commands: objects, arrays, strings (with escapes,
 // \u included), numbers, true/false/null. Depth- and size-limited, so a hostile line is an
-// error message, never a crash.
+// error message, never a crash; an object that repeats a key is an error too.
 #pragma once
 
 #include <map>

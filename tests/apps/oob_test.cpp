@@ -2,11 +2,14 @@
 // bytes real tools sent (../shared/captures) and end to end over a local TCP connection.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/pingpong.hpp"
+#include "apps/common/oob/refusal.hpp"
 #include "tests/support/loopback_tcp.hpp"
 #include "tests/support/hex.hpp"
 
@@ -174,6 +177,67 @@ TEST(PingpongExchange, PeerClosingMidRecordIsAClearError) {
   auto r = pingpong_server_exchange(p.server, PingpongDest{}, [](const PingpongDest&) { return Status{}; }, 2000);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("closed"), std::string::npos) << r.error().message;
+}
+
+// A server that will not serve says why in place of its next record, then closes; the clients
+// report the reason, whether the line is longer or shorter than the record they waited for.
+TEST(Refusal, PerftestAndPingpongClientsReportTheServersReason) {
+  for (const std::string& reason : {std::string("1 sessions are running (--max-sessions 1); try again when one has ended"),
+                                   std::string("QP limit")}) {
+    {
+      LoopbackPair p;
+      std::thread server([&] {
+        std::array<std::byte, 16> version{};
+        EXPECT_TRUE(p.server.read_exact(version, 5000).ok());
+        send_refusal(p.server, reason);
+        p.server = TcpStream();
+      });
+      PerftestSession c(p.client, OobRole::Client, 5000);
+      const Status s = c.exchange_versions();
+      server.join();
+      ASSERT_FALSE(s.ok());
+      EXPECT_EQ(s.error().message, "the server refused: " + reason);
+    }
+    {
+      LoopbackPair p;
+      std::thread server([&] {
+        std::array<std::byte, kPingpongRecordBytes> rec{};
+        EXPECT_TRUE(p.server.read_exact(rec, 5000).ok());
+        send_refusal(p.server, reason);
+        p.server = TcpStream();
+      });
+      auto r = pingpong_client_exchange(p.client, PingpongDest{}, 5000);
+      server.join();
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.error().message, "the server refused: " + reason);
+    }
+  }
+}
+
+TEST(Refusal, ARecordIsNotTakenForARefusal) {
+  LoopbackPair p;
+  const auto rec = format_pingpong(PingpongDest{});
+  EXPECT_FALSE(read_refusal(rec, p.client).has_value());
+  EXPECT_EQ(format_refusal("a\nb"), "REFUSED a b\n");
+}
+
+// A record must arrive whole within the timeout: a byte every 100 ms does not stretch it.
+TEST(TcpStream, AReadHasOneDeadlineForTheWholeRecord) {
+  LoopbackPair p;
+  std::atomic<bool> stop{false};
+  std::thread dripper([&] {
+    for (int i = 0; i < 40 && !stop; ++i) {
+      const std::byte b{'x'};
+      (void)p.client.write_all(std::span{&b, 1});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::array<std::byte, 52> rec{};
+  const Status s = p.server.read_exact(rec, 1000);
+  stop = true;
+  dripper.join();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ETIMEDOUT) << s.error().message;
 }
 
 }  // namespace

@@ -18,17 +18,20 @@ namespace roce::test {
 struct CommandResult {
   int exit_code = -1;  // -1 when the program did not exit normally (killed by a signal)
   int signal = 0;
+  pid_t pid = 0;  // the process it was (DPDK's default runtime folders are named after it)
   std::string out;
   std::string err;
 };
 
-inline CommandResult run_command(const std::string& program, const std::vector<std::string>& args) {
+// `stdin_path`: a file to read standard input from (default /dev/null).
+inline CommandResult run_command(const std::string& program, const std::vector<std::string>& args,
+                                 const std::string& stdin_path = "/dev/null") {
   TempDir dir;
   const std::string out_path = (dir / "stdout").string();
   const std::string err_path = (dir / "stderr").string();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   std::vector<char*> argv;
@@ -42,6 +45,7 @@ inline CommandResult run_command(const std::string& program, const std::vector<s
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) throw std::runtime_error("waitpid failed for " + program);
   CommandResult r;
+  r.pid = pid;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   const auto out = read_file(out_path);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "apps/common/oob/refusal.hpp"
 #include "protocol/be.hpp"
 
 namespace roce::app {
@@ -53,7 +54,11 @@ double double_from_wire(std::uint64_t bits) { return std::bit_cast<double>(bits)
 Status PerftestSession::swap_bytes(std::span<const std::byte> mine, std::span<std::byte> theirs) {
   if (role_ == OobRole::Client) {
     if (Status s = tcp_.write_all(mine); !s) return s;
-    return tcp_.read_exact(theirs, timeout_);
+    // A refusal may be shorter than the record (the bytes that came are in `theirs` even when
+    // the read fails on the server's close).
+    const Status s = tcp_.read_exact(theirs, timeout_);
+    if (auto why = read_refusal(theirs, tcp_)) return make_error(ECONNREFUSED, "the server refused: " + *why);
+    return s;
   }
   if (Status s = tcp_.read_exact(theirs, timeout_); !s) return s;
   return tcp_.write_all(mine);

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "apps/common/oob/refusal.hpp"
+
 namespace roce::app {
 
 namespace {
@@ -13,7 +15,9 @@ Result<PingpongDest> pingpong_client_exchange(TcpStream& tcp, const PingpongDest
   const auto out = format_pingpong(mine);
   if (Status s = tcp.write_all(out); !s) return s.error();
   std::array<std::byte, kPingpongRecordBytes> in{};
-  if (Status s = tcp.read_exact(in, timeout_ms); !s) return s.error();
+  const Status got = tcp.read_exact(in, timeout_ms);
+  if (auto why = read_refusal(in, tcp)) return make_error(ECONNREFUSED, "the server refused: " + *why);
+  if (!got) return got.error();
   auto remote = parse_pingpong(in);
   if (!remote) return remote;
   if (Status s = tcp.write_all(std::as_bytes(std::span{kDone})); !s) return s.error();

@@ -11,7 +11,7 @@ Result<CraftStats> write_pcap(RawFrameGenerator& gen, const PcapOutput& out) {
   if (auto e = check(out.rate)) return make_error(EINVAL, *e);
   capture::CaptureWriter w;
   if (!w.open(out.path, capture::LinkType::Ethernet, 65535, capture::TimestampPrecision::Nano))
-    return make_error(EIO, "cannot write " + out.path + ": " + w.error());
+    return make_error(EACCES, "cannot write " + out.path + ": " + w.error());
   std::vector<std::byte> buf(gen.max_frame_bytes());
   StreamClock clock(out.rate);
   CraftStats stats;

@@ -1,6 +1,6 @@
 // roce-appliance's command line as a user meets it: --help, and every bad option or value
-// refused with exit status 2 and one line on stderr, before DPDK starts. Failures after the EAL
-// is up (a bad --vdev) exit 1 with our line last and leave no runtime folder.
+// refused with exit status 2 and one line on stderr, before DPDK starts. A bad --vdev stops at
+// the EAL with exit status 2 too, one line, and no runtime folder left.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -128,7 +128,8 @@ TEST(ApplianceCli, ABadVdevStopsAtTheEalWithAReasonAndNoLeftovers) {
                             "--no-telemetry", "--", "--vdev", "net_nosuchdriver0", "--dev", "net_nosuchdriver0", "--ip",
                             "10.0.0.2"});
   EXPECT_EQ(r.signal, 0);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_EQ(last_line(r.err).rfind("roce-appliance: DPDK EAL initialisation failed", 0), 0u) << r.err;
   EXPECT_NE(last_line(r.err).find("net_nosuchdriver0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "runtime folder left behind";

@@ -2,166 +2,37 @@
 // through its Unix socket with JSON lines. Every command, bad lines answered with an error (the
 // appliance keeps serving), owner-only permissions, peers of another uid refused, and `stop`
 // ending the process cleanly with its report. The tests run in order on one process.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <memory>
-#include <string>
-#include <thread>
-#include <vector>
+#include <algorithm>
+#include <fstream>
+#include <map>
 
-#include "tests/support/json.hpp"
-#include "tests/support/temp_dir.hpp"
+#include "tests/apps/appliance/appliance_process.hpp"
 
 namespace roce::app {
 namespace {
 
-#ifndef ROCE_APPLIANCE_BIN
-#define ROCE_APPLIANCE_BIN ""
-#endif
-
+using test::ControlClient;
+using test::error_of;
+using test::file_text;
 using test::Json;
+using test::ok;
 using Clock = std::chrono::steady_clock;
-
-std::string file_text(const std::filesystem::path& p) {
-  const auto v = test::read_file(p);
-  return {v.begin(), v.end()};
-}
-
-// One client connection; each call sends lines and reads as many response lines.
-class ControlClient {
- public:
-  explicit ControlClient(const std::string& path) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    std::strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-      error_ = std::strerror(errno);
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~ControlClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return fd_ >= 0; }
-  const std::string& error() const { return error_; }
-
-  void send_raw(const std::string& bytes) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      done += static_cast<std::size_t>(n);
-    }
-  }
-  // The next response line ("" when the appliance closed the connection or went silent).
-  std::string read_line(int timeout_ms = 10'000) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (true) {
-      const auto nl = buf_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        return line;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return "";
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) <= 0) return "";
-      char chunk[4096];
-      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
-      if (n <= 0) return "";
-      buf_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
-  Json call(const std::string& line, int timeout_ms = 10'000) {
-    send_raw(line + "\n");
-    const std::string out = read_line(timeout_ms);
-    if (out.empty()) throw std::runtime_error("no answer to " + line);
-    return test::parse_json(out);
-  }
-
- private:
-  int fd_ = -1;
-  std::string buf_;
-  std::string error_;
-};
-
-bool ok(const Json& j) { return j.has("ok") && j["ok"].boolean(); }
-std::string error_of(const Json& j) { return j.has("error") ? j["error"].str() : "(no error field)"; }
 
 class ApplianceControl : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::make_unique<test::TempDir>();
-    socket_ = (*dir_ / "ctl.sock").string();
-    report_ = (*dir_ / "report.json").string();
-    prefix_ = "ctl_apptests_" + std::to_string(::getpid());
-    const std::vector<std::string> args{ROCE_APPLIANCE_BIN, "--no-huge", "--no-pci", "-m", "256",
-                                        "--file-prefix=" + prefix_, "--log-level=error", "--no-telemetry", "-l", "0",
-                                        "--", "--vdev", "net_null0", "--dev", "net_null0", "--ip", "10.0.0.2",
-                                        "--oob-port", "0", "--mr-size", "1M", "--recv-size", "64K", "--status-interval",
-                                        "0", "--control", socket_, "--report", report_};
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const std::string out = (*dir_ / "stdout").string(), err = (*dir_ / "stderr").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // Should this test die, the appliance gets SIGTERM and stops cleanly instead of lingering.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      const int in = ::open("/dev/null", O_RDONLY);
-      const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (in < 0 || o < 0 || e < 0 || ::dup2(in, 0) < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(127);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    // Ready once the socket exists (it is made after the dataplane is up).
-    const auto deadline = Clock::now() + std::chrono::seconds(30);
-    while (pid_ > 0 && Clock::now() < deadline && !std::filesystem::exists(socket_)) {
-      int st;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-
-  static void TearDownTestSuite() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int st;
-      ::waitpid(pid_, &st, 0);
-      pid_ = -1;
-    }
-    std::error_code ec;
-    std::filesystem::remove_all("/var/run/dpdk/" + prefix_, ec);
-    dir_.reset();
-  }
+  static void SetUpTestSuite() { appliance_ = std::make_unique<test::ApplianceProcess>(std::vector<std::string>{}, "ctl"); }
+  static void TearDownTestSuite() { appliance_.reset(); }
 
   void SetUp() override {
-    ASSERT_GT(pid_, 0) << "roce-appliance did not start:\n" << file_text(*dir_ / "stderr");
-    ASSERT_TRUE(std::filesystem::exists(socket_)) << file_text(*dir_ / "stderr");
+    ASSERT_TRUE(appliance_->running()) << "roce-appliance did not start:\n" << appliance_->stderr_text();
+    socket_ = appliance_->socket();
   }
 
-  static inline std::unique_ptr<test::TempDir> dir_;
-  static inline std::string socket_, report_, prefix_;
-  static inline pid_t pid_ = -1;
+  static inline std::unique_ptr<test::ApplianceProcess> appliance_;
+  std::string socket_;
 };
 
 TEST_F(ApplianceControl, SocketIsOwnerOnly) {
@@ -202,14 +73,203 @@ TEST_F(ApplianceControl, CreateMrAddsARemotelyAccessibleRegion) {
   EXPECT_EQ(mrs[2]["addr"].u64(), made["addr"].u64());
   EXPECT_NE(made["rkey"].u64(), mrs[0]["rkey"].u64());
 
-  for (const char* bad : {R"({"cmd":"create_mr"})", R"({"cmd":"create_mr","size":0})",
-                          R"({"cmd":"create_mr","size":-5})", R"({"cmd":"create_mr","size":"big"})",
-                          R"({"cmd":"create_mr","size":99999999999999})"}) {
-    const Json j = c.call(bad);
-    EXPECT_FALSE(ok(j)) << bad;
-    EXPECT_NE(error_of(j).find("create_mr needs \"size\""), std::string::npos) << bad << ": " << error_of(j);
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {R"({"cmd":"create_mr"})", "create_mr: \"size\" is missing"},
+      {R"({"cmd":"create_mr","size":0})", "create_mr: \"size\" 0 is outside 1 .."},
+      {R"({"cmd":"create_mr","size":-5})", "create_mr: \"size\" must be a whole number"},
+      {R"({"cmd":"create_mr","size":"big"})", "not a string"},
+      {R"({"cmd":"create_mr","size":4096,"access":"all"})", "create_mr: unknown field \"access\" (create_mr takes size)"},
+      {R"({"cmd":"create_mr","size":99999999999999})", "refused: the memory region quota is"},
+  };
+  for (const auto& [cmd, words] : bad) {
+    const Json j = c.call(cmd);
+    EXPECT_FALSE(ok(j)) << cmd;
+    EXPECT_NE(error_of(j).find(words), std::string::npos) << cmd << ": " << error_of(j);
   }
   EXPECT_EQ(c.call(R"({"cmd":"list_mrs"})")["mrs"].array().size(), 3u);
+}
+
+std::uint64_t mem_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib)
+    if (key == "MemTotal:") return kib * 1024;
+  return 0;
+}
+
+// The default quota is half the machine's memory, so 33 GiB on a 24 GiB host is refused, and
+// so is anything above what is left of the quota, whatever the host.
+TEST_F(ApplianceControl, CreateMrBeyondTheMemoryQuotaIsRefused) {
+  ControlClient c(socket_);
+  ASSERT_TRUE(c.connected()) << c.error();
+  // Only the exposed region and the receive buffer (earlier tests' regions went with their clients).
+  constexpr std::uint64_t kOwn = (1u << 20) + (64u << 10);
+  Json listed = c.call(R"({"cmd":"list_mrs"})");
+  for (const auto deadline = Clock::now() + std::chrono::seconds(10); listed["bytes_in_use"].u64() != kOwn && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    listed = c.call(R"({"cmd":"list_mrs"})");
+  }
+  const std::uint64_t quota = listed["quota_bytes"].u64();
+  EXPECT_EQ(quota, mem_total_bytes() / 2);
+  EXPECT_EQ(listed["bytes_in_use"].u64(), kOwn);
+  const std::uint64_t left = quota - listed["bytes_in_use"].u64();
+  Json j = c.call(R"({"cmd":"create_mr","size":)" + std::to_string(left + 1) + "}");
+  EXPECT_FALSE(ok(j));
+  EXPECT_NE(error_of(j).find("refused: the memory region quota is"), std::string::npos) << error_of(j);
+  if (mem_total_bytes() < (66ull << 30)) {
+    j = c.call(R"({"cmd":"create_mr","size":35433480192})");
+    EXPECT_NE(error_of(j).find("create_mr: 33 GiB refused"), std::string::npos) << error_of(j);
+  }
+  EXPECT_EQ(c.call(R"({"cmd":"list_mrs"})")["bytes_in_use"].u64(), listed["bytes_in_use"].u64()) << "a refusal takes nothing";
+}
+
+// Which of two equal keys wins differs between parsers: the command is refused whole, and this
+// one must not stop the appliance.
+TEST_F(ApplianceControl, ARepeatedKeyIsRefusedAndDoesNotStopTheAppliance) {
+  ControlClient c(socket_);
+  ASSERT_TRUE(c.connected()) << c.error();
+  for (const char* cmd : {R"({"cmd":"counters","cmd":"stop"})", R"({"cmd":"stop","cmd":"counters"})",
+                          R"({"cmd":"create_mr","size":4096,"size":8192})"}) {
+    const Json j = c.call(cmd);
+    EXPECT_FALSE(ok(j)) << cmd;
+    EXPECT_NE(error_of(j).find("duplicate key"), std::string::npos) << cmd << ": " << error_of(j);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the accept loop would have seen a stop by now
+  EXPECT_EQ(::kill(appliance_->pid(), 0), 0) << "the appliance stopped";
+  EXPECT_TRUE(ok(c.call(R"({"cmd":"status"})")));
+}
+
+TEST_F(ApplianceControl, EveryCommandRefusesUnknownFieldsAndWrongTypes) {
+  ControlClient c(socket_);
+  ASSERT_TRUE(c.connected()) << c.error();
+  for (const char* name : {"status", "counters", "list_qps", "list_mrs", "list_sessions", "create_mr", "destroy_mr",
+                           "create_qp", "connect_qp", "destroy_qp", "disconnect", "stop", "help"}) {
+    const Json j = c.call(std::string(R"({"cmd":")") + name + R"(","bogus":1})");
+    EXPECT_FALSE(ok(j)) << name;
+    EXPECT_NE(error_of(j).find(std::string(name) + ": unknown field \"bogus\""), std::string::npos) << error_of(j);
+  }
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {R"({"cmd":["stop"]})", "\"cmd\" must be a string"},
+      {R"({"cmd":null})", "\"cmd\" must be a string"},
+      {R"({"cmd":"create_qp","type":5})", "create_qp: \"type\" must be a string, not a number"},
+      {R"({"cmd":"destroy_qp","qpn":true})", "destroy_qp: \"qpn\" must be a whole number"},
+      {R"({"cmd":"destroy_mr","rkey":4294967296})", "destroy_mr: \"rkey\" 4294967296 is outside 1 .. 4294967295"},
+      {R"({"cmd":"disconnect","session":"1"})", "disconnect: \"session\" must be a whole number"},
+      {R"({"cmd":"disconnect"})", "disconnect: \"session\" is missing"},
+  };
+  for (const auto& [cmd, words] : bad) {
+    const Json j = c.call(cmd);
+    EXPECT_FALSE(ok(j)) << cmd;
+    EXPECT_NE(error_of(j).find(words), std::string::npos) << cmd << ": " << error_of(j);
+  }
+  EXPECT_EQ(::kill(appliance_->pid(), 0), 0) << "the appliance stopped";
+}
+
+TEST_F(ApplianceControl, CreateQpMakesTheTypeAskedForOrRefusesIt) {
+  ControlClient c(socket_);
+  ASSERT_TRUE(c.connected()) << c.error();
+  std::map<std::uint64_t, std::string> made;
+  for (const char* type : {"rc", "uc", "ud", "UD"}) {
+    const Json j = c.call(std::string(R"({"cmd":"create_qp","type":")") + type + "\"}");
+    ASSERT_TRUE(ok(j)) << type << ": " << error_of(j);
+    made[j["qpn"].u64()] = j["type"].str();
+    EXPECT_EQ(j["state"].str(), std::string(type) == "rc" || std::string(type) == "uc" ? "INIT" : "RTS") << type;
+  }
+  const Json listed = c.call(R"({"cmd":"list_qps"})");
+  std::map<std::uint64_t, std::string> seen;
+  for (const Json& q : listed["qps"].array())
+    if (made.count(q["qpn"].u64())) seen[q["qpn"].u64()] = q["type"].str();
+  EXPECT_EQ(seen, made);
+  std::vector<std::string> types;
+  for (const auto& [qpn, type] : made) types.push_back(type);
+  std::sort(types.begin(), types.end());
+  EXPECT_EQ(types, (std::vector<std::string>{"RC", "UC", "UD", "UD"}));
+  for (const char* type : {"xx", "xrc", "", "rd"}) {
+    const Json j = c.call(std::string(R"({"cmd":"create_qp","type":")") + type + "\"}");
+    EXPECT_FALSE(ok(j)) << type;
+    EXPECT_NE(error_of(j).find("is not a QP type: rc, uc or ud"), std::string::npos) << error_of(j);
+  }
+  // A UD QP has no peer.
+  const std::string ud = std::to_string(std::prev(made.end())->first);
+  Json j = c.call(R"({"cmd":"connect_qp","qpn":)" + ud + R"(,"remote_qpn":17,"remote_psn":1,"remote_ip":"10.0.0.9"})");
+  for (const auto& [qpn, type] : made)
+    if (type == "UD") j = c.call(R"({"cmd":"connect_qp","qpn":)" + std::to_string(qpn) + R"(,"remote_qpn":17,"remote_psn":1,"remote_ip":"10.0.0.9"})");
+  EXPECT_NE(error_of(j).find("is UD: it has no peer"), std::string::npos) << error_of(j);
+}
+
+bool listed_qpn(ControlClient& c, std::uint64_t qpn) {
+  const Json j = c.call(R"({"cmd":"list_qps"})");
+  for (const Json& q : j["qps"].array())
+    if (q["qpn"].u64() == qpn) return true;
+  return false;
+}
+
+bool listed_rkey(ControlClient& c, std::uint64_t rkey) {
+  const Json j = c.call(R"({"cmd":"list_mrs"})");
+  for (const Json& m : j["mrs"].array())
+    if (m["rkey"].u64() == rkey) return true;
+  return false;
+}
+
+TEST_F(ApplianceControl, DestroyQpAndDestroyMrFreeWhatCreateMade) {
+  ControlClient c(socket_);
+  ASSERT_TRUE(c.connected()) << c.error();
+  const Json q = c.call(R"({"cmd":"create_qp"})");
+  const Json m = c.call(R"({"cmd":"create_mr","size":65536})");
+  ASSERT_TRUE(ok(q) && ok(m)) << error_of(q) << error_of(m);
+  const std::uint64_t in_use = c.call(R"({"cmd":"list_mrs"})")["bytes_in_use"].u64();
+  EXPECT_TRUE(listed_qpn(c, q["qpn"].u64()));
+  EXPECT_TRUE(listed_rkey(c, m["rkey"].u64()));
+  Json j = c.call(R"({"cmd":"destroy_qp","qpn":)" + std::to_string(q["qpn"].u64()) + "}");
+  EXPECT_TRUE(ok(j)) << error_of(j);
+  j = c.call(R"({"cmd":"destroy_mr","rkey":)" + std::to_string(m["rkey"].u64()) + "}");
+  EXPECT_TRUE(ok(j)) << error_of(j);
+  EXPECT_FALSE(listed_qpn(c, q["qpn"].u64()));
+  EXPECT_FALSE(listed_rkey(c, m["rkey"].u64()));
+  EXPECT_EQ(c.call(R"({"cmd":"list_mrs"})")["bytes_in_use"].u64(), in_use - 65536);
+  // Twice, or something create did not make: an error saying so.
+  j = c.call(R"({"cmd":"destroy_qp","qpn":)" + std::to_string(q["qpn"].u64()) + "}");
+  EXPECT_NE(error_of(j).find("no QP " + std::to_string(q["qpn"].u64()) + " made by create_qp"), std::string::npos) << error_of(j);
+  j = c.call(R"({"cmd":"destroy_mr","rkey":)" + std::to_string(m["rkey"].u64()) + "}");
+  EXPECT_NE(error_of(j).find("no region with rkey"), std::string::npos) << error_of(j);
+  const Json all = c.call(R"({"cmd":"list_mrs"})");
+  const std::uint64_t exposed = all["mrs"].array()[0]["rkey"].u64();
+  j = c.call(R"({"cmd":"destroy_mr","rkey":)" + std::to_string(exposed) + "}");
+  EXPECT_NE(error_of(j).find("the appliance's own region; it stays"), std::string::npos) << error_of(j);
+  EXPECT_TRUE(listed_rkey(c, exposed));
+}
+
+// What a control client made is its own: when it disconnects, its QPs and regions go.
+TEST_F(ApplianceControl, QpsAndRegionsGoWithTheClientThatMadeThem) {
+  ControlClient watcher(socket_);
+  ASSERT_TRUE(watcher.connected()) << watcher.error();
+  std::uint64_t qpn = 0, rkey = 0;
+  const std::uint64_t in_use = watcher.call(R"({"cmd":"list_mrs"})")["bytes_in_use"].u64();
+  {
+    ControlClient maker(socket_);
+    ASSERT_TRUE(maker.connected()) << maker.error();
+    qpn = maker.call(R"({"cmd":"create_qp"})")["qpn"].u64();
+    rkey = maker.call(R"({"cmd":"create_mr","size":8192})")["rkey"].u64();
+    ASSERT_TRUE(listed_qpn(watcher, qpn));
+    ASSERT_TRUE(listed_rkey(watcher, rkey));
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline && (listed_qpn(watcher, qpn) || listed_rkey(watcher, rkey)))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(listed_qpn(watcher, qpn)) << "QP still there 10 s after its client went";
+  EXPECT_FALSE(listed_rkey(watcher, rkey)) << "region still there 10 s after its client went";
+  EXPECT_EQ(watcher.call(R"({"cmd":"list_mrs"})")["bytes_in_use"].u64(), in_use);
+}
+
+TEST_F(ApplianceControl, ListSessionsAndDisconnectOfAnUnknownSession) {
+  ControlClient c(socket_);
+  ASSERT_TRUE(c.connected()) << c.error();
+  const Json j = c.call(R"({"cmd":"list_sessions"})");
+  ASSERT_TRUE(ok(j)) << error_of(j);
+  EXPECT_TRUE(j["sessions"].array().empty());
+  const Json d = c.call(R"({"cmd":"disconnect","session":99})");
+  EXPECT_NE(error_of(d).find("no running session 99 (see list_sessions)"), std::string::npos) << error_of(d);
 }
 
 TEST_F(ApplianceControl, CreateQpGivesAnInitQpThatListQpsShows) {
@@ -240,11 +300,28 @@ TEST_F(ApplianceControl, ConnectQpChecksItsArgumentsAndThePeer) {
   const std::string qpn = std::to_string(made["qpn"].u64());
   Json j = c.call(R"({"cmd":"connect_qp","qpn":)" + qpn + R"(,"remote_qpn":17})");
   EXPECT_FALSE(ok(j));
-  EXPECT_NE(error_of(j).find("connect_qp needs"), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("connect_qp: \"remote_psn\" is missing"), std::string::npos) << error_of(j);
   j = c.call(R"({"cmd":"connect_qp","qpn":)" + qpn + R"(,"remote_qpn":17,"remote_psn":1,"remote_ip":"10.0.0.999"})");
-  EXPECT_NE(error_of(j).find("connect_qp needs"), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("\"remote_ip\" '10.0.0.999' is not an IPv4 address"), std::string::npos) << error_of(j);
   j = c.call(R"({"cmd":"connect_qp","qpn":1,"remote_qpn":17,"remote_psn":1,"remote_ip":"10.0.0.9"})");
   EXPECT_NE(error_of(j).find("no QP 1 made by create_qp"), std::string::npos) << error_of(j);
+  // Every number within its range: 2^40 would have been stored as 0, 2^24 as 0 too.
+  const std::vector<std::pair<std::string, std::string>> out_of_range{
+      {R"("remote_qpn":1099511627776,"remote_psn":1)", "\"remote_qpn\" 1099511627776 is outside 2 .. 16777215"},
+      {R"("remote_qpn":16777216,"remote_psn":1)", "\"remote_qpn\" 16777216 is outside 2 .. 16777215"},
+      {R"("remote_qpn":1,"remote_psn":1)", "0 and 1 are special QPs"},
+      {R"("remote_qpn":17,"remote_psn":16777216)", "\"remote_psn\" 16777216 is outside 0 .. 16777215 (24 bits)"},
+      {R"("remote_qpn":17,"remote_psn":1.5)", "\"remote_psn\" must be a whole number"},
+      {R"("remote_qpn":"17","remote_psn":1)", "\"remote_qpn\" must be a whole number 2 .. 16777215, not a string"},
+      {R"("remote_qpn":17,"remote_psn":1,"remote_gid":"::1")", "unknown field \"remote_gid\""},
+  };
+  for (const auto& [fields, words] : out_of_range) {
+    j = c.call(R"({"cmd":"connect_qp","qpn":)" + qpn + "," + fields + R"(,"remote_ip":"10.0.0.9"})");
+    EXPECT_FALSE(ok(j)) << fields;
+    EXPECT_NE(error_of(j).find(words), std::string::npos) << fields << ": " << error_of(j);
+  }
+  j = c.call(R"({"cmd":"connect_qp","qpn":16777216,"remote_qpn":17,"remote_psn":1,"remote_ip":"10.0.0.9"})");
+  EXPECT_NE(error_of(j).find("\"qpn\" 16777216 is outside 0 .. 16777215"), std::string::npos) << error_of(j);
   // Nothing answers ARP on a null port: a clear error after the ARP wait, and the QP stays INIT.
   j = c.call(R"({"cmd":"connect_qp","qpn":)" + qpn + R"(,"remote_qpn":17,"remote_psn":1,"remote_ip":"10.0.0.9"})",
              15'000);
@@ -284,10 +361,14 @@ TEST_F(ApplianceControl, BadLinesGetAnErrorAndTheConnectionStaysUsable) {
   }
   const Json unknown = c.call(R"({"cmd":"reboot"})");
   EXPECT_NE(error_of(unknown).find("unknown command 'reboot'"), std::string::npos) << error_of(unknown);
-  EXPECT_NE(error_of(unknown).find("list_qps, list_mrs, create_mr, create_qp, connect_qp"), std::string::npos);
-  // Several commands in one write are answered in order; blank lines are skipped.
+  for (const char* name : {"list_qps", "list_mrs", "list_sessions", "create_mr", "destroy_mr", "create_qp", "connect_qp",
+                           "destroy_qp", "disconnect", "counters", "stop"})
+    EXPECT_NE(error_of(unknown).find(name), std::string::npos) << name;
+  // Several commands in one write are answered in order; an empty line gets an answer too.
   c.send_raw("{\"cmd\":\"list_mrs\"}\n\n{\"cmd\":\"nope\"}\n{\"cmd\":\"list_qps\"}\n");
   EXPECT_TRUE(test::parse_json(c.read_line()).has("mrs"));
+  const Json empty = test::parse_json(c.read_line());
+  EXPECT_NE(error_of(empty).find("empty line"), std::string::npos) << error_of(empty);
   EXPECT_FALSE(ok(test::parse_json(c.read_line())));
   EXPECT_TRUE(test::parse_json(c.read_line()).has("qps"));
   EXPECT_TRUE(ok(c.call(R"({"cmd":"list_qps"})")));
@@ -334,7 +415,8 @@ TEST_F(ApplianceControl, PeersOfAnotherUserAreRefused) {
   // Second line: the peer's credentials. Open the file (and the test's private folder) up for a
   // moment so `nobody` gets through the permission checks; the appliance must still refuse it
   // and say why.
-  ASSERT_EQ(::chmod(dir_->path().c_str(), 0711), 0);
+  const std::string dir = appliance_->dir().path().string();
+  ASSERT_EQ(::chmod(dir.c_str(), 0711), 0);
   ASSERT_EQ(::chmod(socket_.c_str(), 0666), 0);
   const int refused = as_nobody([&path] {
     ControlClient c(path);
@@ -345,7 +427,7 @@ TEST_F(ApplianceControl, PeersOfAnotherUserAreRefused) {
     return c.read_line(2000).empty() ? 0 : 5;  // and closed
   });
   ::chmod(socket_.c_str(), 0600);
-  ::chmod(dir_->path().c_str(), 0700);
+  ::chmod(dir.c_str(), 0700);
   EXPECT_EQ(refused, 0) << "3: could not connect, 4: not refused, 5: not closed";
   ControlClient owner(socket_);
   ASSERT_TRUE(owner.connected());
@@ -361,17 +443,12 @@ TEST_F(ApplianceControl, StopEndsTheApplianceWithItsReport) {
     EXPECT_TRUE(ok(j)) << error_of(j);
     EXPECT_TRUE(j["stopping"].boolean());
   }
-  int st = 0;
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  pid_t got = 0;
-  while (Clock::now() < deadline && (got = ::waitpid(pid_, &st, WNOHANG)) == 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ(got, pid_) << "still running 20 s after stop";
-  pid_ = -1;
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << file_text(*dir_ / "stderr");
+  const int status = appliance_->wait_exit(20'000);
+  ASSERT_NE(status, -1) << "still running 20 s after stop";
+  EXPECT_EQ(status, 0) << appliance_->stderr_text();
   EXPECT_FALSE(std::filesystem::exists(socket_)) << "socket file left behind";
-  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix_)) << "DPDK runtime folder left behind";
-  const Json report = test::parse_json(file_text(report_));
+  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + appliance_->prefix())) << "DPDK runtime folder left behind";
+  const Json report = test::parse_json(file_text(appliance_->report_path()));
   EXPECT_TRUE(ok(report));
   EXPECT_EQ(report["sessions_failed"].u64(), 0u);
 }

@@ -144,14 +144,14 @@ TEST(CraftCli, SendsOnADpdkPort) {
   EXPECT_NE(r.out.find("CE 500"), std::string::npos) << r.out;
 }
 
-TEST(CraftCli, AMissingPortOrUnwritableFileIsARunFailure) {
+TEST(CraftCli, AMissingPortOrUnwritableFileIsBadInput) {
   const std::string prefix = "--file-prefix=craft_cli_np_" + std::to_string(getpid());
   auto r = craft({"--no-huge", "--no-pci", "-m", "256", prefix, "--log-level=error", "--no-telemetry", "--", "--port",
                   "net_ring7"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no DPDK port named 'net_ring7'"), std::string::npos) << r.err;
   r = craft({"--pcap", "/nonexistent-dir/x.pcap"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 

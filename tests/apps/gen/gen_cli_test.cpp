@@ -140,20 +140,21 @@ TEST(GenCli, ABadVdevStopsAtTheEalWithAReasonAndNoLeftovers) {
                       "--no-telemetry", "--", "write", "--vdev", "net_nosuchdriver0", "--dev", "net_nosuchdriver0",
                       "--ip", "10.0.0.1", "--server", "10.0.0.2"});
   EXPECT_EQ(r.signal, 0);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_EQ(last_line(r.err).rfind("roce-gen: DPDK EAL initialisation failed", 0), 0u) << r.err;
   EXPECT_NE(last_line(r.err).find("net_nosuchdriver0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "runtime folder left behind";
 }
 
-// A well-formed command line gets past the parser (exit status 1, not 2) to a port that is not there.
+// A well-formed command line gets past the parser to a port that is not there: bad input too.
 TEST(GenCli, AMissingPortIsOneLineAndNoLeftovers) {
   const std::string prefix = "gen_cli_apptests_np_" + std::to_string(::getpid());
   const auto r = gen({"--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + prefix, "--log-level=error",
                       "--no-telemetry", "--", "write", "--vdev", "net_null0", "--dev", "net_null7", "--ip",
                       "10.0.0.1", "--server", "10.0.0.2"});
   EXPECT_EQ(r.signal, 0);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("net_null7"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "runtime folder left behind";

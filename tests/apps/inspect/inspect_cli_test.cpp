@@ -322,7 +322,7 @@ TEST_F(InspectCli, MissingEmptyAndNonCaptureFilesFailWithOneLine) {
       std::vector<std::string> args{path};
       args.insert(args.end(), mode.begin(), mode.end());
       const auto r = inspect(args);
-      EXPECT_EQ(r.exit_code, 1);
+      EXPECT_EQ(r.exit_code, 2);
       EXPECT_EQ(r.out, "");
       expect_one_line_error(r);
       EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
@@ -336,7 +336,7 @@ TEST_F(InspectCli, UnsupportedLinkTypeFailsWithOneLine) {
   const auto path = dir_ / "wifi.pcap";
   test::write_file(path, hdr, sizeof hdr);
   const auto r = inspect({path.string()});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   expect_one_line_error(r);
   EXPECT_NE(r.err.find("not supported"), std::string::npos) << r.err;
 }

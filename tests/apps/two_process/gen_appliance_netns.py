@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """roce-gen against roce-appliance as two processes in two network namespaces, joined by a
 veth pair that each drives through DPDK's net_af_packet: every roce-gen mode with --verify where
-it applies and --json output checked, then a run long enough to show live progress lines.
+it applies and --json output checked, then a run long enough to show live progress lines, and a
+run while 80 idle TCP connections sit on the exchange port.
 
 Usage: gen_appliance_netns.py ROCE_GEN ROCE_APPLIANCE
 Exit status 0 passed, 77 skipped (not root, no netns/veth; the reason is printed), 1 failed.
@@ -156,6 +157,41 @@ def check_progress(binary, modes):
             failures.append("%s: %d progress lines on stderr for a 2.5 s run" % (name, len(lines)))
 
 
+IDLE_CONNECTIONS = 80  # more than --max-sessions (64)
+
+
+def check_idle_connections_lock_nobody_out(gen_bin, appl_bin, tmp):
+    """80 TCP connections to the exchange port that never say a word, then a real client."""
+    p, report = start_appliance(appl_bin, tmp, [])
+    holder = subprocess.Popen(
+        ["ip", "netns", "exec", NS_GEN, sys.executable, "-c",
+         "import socket, sys, time\n"
+         "s = [socket.create_connection((%r, 18515)) for _ in range(%d)]\n"
+         "print('open', flush=True)\n"
+         "sys.stdin.read()\n" % (TCP_APPL, IDLE_CONNECTIONS)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    procs.append(holder)
+    try:
+        if holder.stdout.readline().strip() != "open":
+            failures.append("could not open %d idle connections" % IDLE_CONNECTIONS)
+            return
+        print("  %d idle connections open" % IDLE_CONNECTIONS)
+        check_run(gen_bin, ["write"], ["--verify"], SIZE)
+        # Stopped while they are still open, so the report shows where they are.
+        rep = stop_appliance(p, report)
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    dropped, waiting = rep.get("handshakes_dropped", 0), rep.get("connections_waiting", 0)
+    if rep.get("sessions_failed") != 0 or len(rep.get("sessions", [])) != 1:
+        failures.append("appliance with idle connections: sessions %d, failed %s, errors %s" %
+                        (len(rep.get("sessions", [])), rep.get("sessions_failed"), rep.get("errors")))
+    if dropped + waiting != IDLE_CONNECTIONS:
+        failures.append("appliance with idle connections: %d closed at the handshake timeout + %d waiting, not %d" %
+                        (dropped, waiting, IDLE_CONNECTIONS))
+    print("  idle connections: %d closed at the handshake timeout, %d still waiting at the end" % (dropped, waiting))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -197,6 +233,7 @@ def main():
             check_progress(gen_bin, (["pingpong"],))
             rep = stop_appliance(p, report)
             tools = sorted(s.get("tool") for s in rep.get("sessions", []))
+            check_idle_connections_lock_nobody_out(gen_bin, appl_bin, tmp)
             if rep.get("sessions_failed") != 0 or tools != ["ibv_rc_pingpong", "ibv_rc_pingpong", "perftest"]:
                 failures.append("echoing appliance report: sessions %s, failed %s, errors %s" %
                                 (tools, rep.get("sessions_failed"), rep.get("errors")))

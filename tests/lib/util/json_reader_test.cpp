@@ -42,5 +42,20 @@ TEST(JsonReader, HostileTextIsAnErrorWithAnOffset) {
   EXPECT_FALSE(parse_json(std::string(2 << 20, ' ')).ok());
 }
 
+// Which of two equal keys wins differs between parsers (and the last one winning let
+// {"cmd":"counters","cmd":"stop"} stop the appliance): a repeated key is an error, at any depth.
+TEST(JsonReader, ARepeatedKeyIsAnErrorNamingIt) {
+  for (const char* bad : {R"({"cmd":"counters","cmd":"stop"})", R"({"a":1,"b":2,"a":1})", R"({"x":{"k":1,"k":2}})",
+                          R"([{"cmd":"a"},{"cmd":"b","cmd":"b"}])", R"({"c\u006dd":"x","cmd":"y"})"}) {
+    auto v = parse_json(bad);
+    ASSERT_FALSE(v.ok()) << bad;
+    EXPECT_NE(v.error().message.find("duplicate key"), std::string::npos) << bad << ": " << v.error().message;
+  }
+  auto v = parse_json(R"({"cmd":"counters","cmd":"stop"})");
+  EXPECT_NE(v.error().message.find("\"cmd\""), std::string::npos) << v.error().message;
+  // The same key in sibling objects is fine.
+  EXPECT_TRUE(parse_json(R"([{"cmd":"a"},{"cmd":"b"}])").ok());
+}
+
 }  // namespace
 }  // namespace roce
