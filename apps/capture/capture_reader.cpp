@@ -2,6 +2,8 @@
 
 #include <pcap/pcap.h>
 
+#include <cstdio>
+
 namespace roce::capture {
 
 std::string to_string(ReadStatus s) {
@@ -42,6 +44,12 @@ bool CaptureReader::open(const std::string& path) {
   }
   link_ = *link;
   return true;
+}
+
+std::int64_t CaptureReader::file_position() const {
+  if (!pcap_) return -1;
+  FILE* f = pcap_file(pcap_);
+  return f ? static_cast<std::int64_t>(std::ftell(f)) : -1;
 }
 
 ReadStatus CaptureReader::next(CaptureRecord& out) {

@@ -43,6 +43,8 @@ class CaptureReader {
   LinkType link_type() const { return link_; }
   const std::string& error() const { return error_; }
   std::uint64_t records_read() const { return records_; }
+  // Bytes of the file read so far (for progress lines); -1 when unknown.
+  std::int64_t file_position() const;
 
  private:
   void close();

@@ -1,5 +1,9 @@
 #include "apps/capture/frame_decoder.hpp"
 
+#include <algorithm>
+
+#include "protocol/rocev1.hpp"
+
 namespace roce::capture {
 namespace {
 
@@ -13,9 +17,12 @@ ParseError parse_after_ethertype(proto::ByteSpan rec, std::size_t off, std::uint
     type = proto::load_header<proto::VlanTag>(rec, off).ether_type.get();
     off += sizeof(proto::VlanTag);
   }
+  out.ip_offset = off;  // for RoCEv1, where the GRH starts
   if (type == proto::kEtherTypeRoceV1) return ParseError::RoceV1;
-  if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) return ParseError::NotIp;
-  out.ip_offset = off;
+  if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) {
+    out.ip_offset = 0;
+    return ParseError::NotIp;
+  }
   return proto::parse_ip(rec.subspan(off), opts, out.packet);
 }
 
@@ -23,7 +30,8 @@ ParseError decode(LinkType link, proto::ByteSpan rec, const proto::ParseOptions&
   switch (link) {
     case LinkType::Ethernet: {
       const ParseError e = proto::parse_frame(rec, opts, out.packet);
-      out.ip_offset = out.packet.l3_offset;
+      out.ip_offset = e == ParseError::RoceV1 ? sizeof(proto::EthernetHeader) + sizeof(proto::VlanTag) * out.packet.eth.vlan_count
+                                              : out.packet.l3_offset;
       return e;
     }
     case LinkType::LinuxSll: {
@@ -41,6 +49,18 @@ ParseError decode(LinkType link, proto::ByteSpan rec, const proto::ParseOptions&
   return ParseError::NotIp;
 }
 
+// The parser stops at the first problem; these say which headers it had read by then.
+void note_headers_read(LinkType link, proto::ByteSpan record, DecodedFrame& out) noexcept {
+  const proto::Packet& p = out.packet;
+  const bool entered_ip = link == LinkType::Ethernet ? p.l3_offset != 0 : out.error != ParseError::NotIp && out.error != ParseError::RoceV1;
+  if (!entered_ip || out.error == ParseError::NotIp || out.error == ParseError::RoceV1 || out.error == ParseError::BadIpHeader) return;
+  const std::size_t size = link == LinkType::Ethernet ? record.size() : record.size() - std::min(record.size(), out.ip_offset);
+  const std::size_t ip_header = p.ip_version == proto::IpVersion::V4 ? sizeof(proto::Ipv4Header) : sizeof(proto::Ipv6Header);
+  out.ip_read = size >= p.l3_offset + ip_header;
+  out.udp_read = out.ip_read && out.error != ParseError::IpFragment && out.error != ParseError::NotUdp && p.l4_offset != 0 &&
+                 size >= p.l4_offset + sizeof(proto::UdpHeader);
+}
+
 }  // namespace
 
 std::string to_string(Verdict v) {
@@ -49,6 +69,7 @@ std::string to_string(Verdict v) {
     case Verdict::RoceV1: return "rocev1";
     case Verdict::NotRoce: return "not-roce";
     case Verdict::Malformed: return "malformed";
+    case Verdict::Dc: return "dc";
   }
   return "unknown";
 }
@@ -81,8 +102,31 @@ bool bth_decoded(ParseError e) {
 void decode_frame(LinkType link, proto::ByteSpan record, const proto::ParseOptions& opts, DecodedFrame& out) noexcept {
   out.packet = proto::Packet{};
   out.ip_offset = 0;
+  out.ip_read = out.udp_read = false;
+  out.rocev1_decoded = false;
+  out.dc_decoded = false;
   out.error = decode(link, record, opts, out);
+  note_headers_read(link, record, out);
   out.verdict = verdict_of(out.error);
+}
+
+void decode_frame_all(LinkType link, proto::ByteSpan record, const proto::ParseOptions& opts, DecodedFrame& out) noexcept {
+  decode_frame(link, record, opts, out);
+  if (out.error == ParseError::RoceV1) {
+    // Offsets count from the start of the record on Ethernet, from the GRH otherwise (as for IP).
+    const bool ethernet = link == LinkType::Ethernet;
+    const proto::ByteSpan buf = ethernet ? record : record.subspan(out.ip_offset);
+    out.error = proto::parse_rocev1(buf, ethernet ? out.ip_offset : 0, opts, out.packet);
+    out.rocev1_decoded = true;
+    out.verdict = out.error == ParseError::None ? Verdict::RoceV1 : Verdict::Malformed;
+    return;
+  }
+  if (out.error == ParseError::UnknownOpcode && proto::is_dc_opcode(out.packet.bth.opcode)) {
+    const proto::ByteSpan buf = out.packet.has_l2 ? record : record.subspan(out.ip_offset);
+    out.error = proto::parse_dc(buf, opts, out.packet, out.dc);
+    out.dc_decoded = out.error == ParseError::None;
+    out.verdict = out.dc_decoded ? Verdict::Dc : verdict_of(out.error);
+  }
 }
 
 }  // namespace roce::capture

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "protocol/builder.hpp"
+#include "tests/support/vendor_frames.hpp"
 
 namespace roce::capture {
 namespace {
@@ -162,10 +163,65 @@ TEST(FrameDecoder, UnknownOpcodeIsMalformedButItsBthIsDecoded) {
   EXPECT_FALSE(bth_decoded(ParseError::LengthMismatch));
 }
 
+TEST(FrameDecoder, DecodeAllGoesOnIntoDcFramesWhereTheEnginesParserStops) {
+  test::VendorFrameSpec s;
+  s.opcode = 0x4A;
+  s.ext.reth.dma_length.set(4);
+  s.payload.assign(4, std::byte{1});
+  const auto frame = test::dc_frame(s);
+  DecodedFrame f;
+  decode_frame(LinkType::Ethernet, frame, {}, f);
+  EXPECT_EQ(f.verdict, Verdict::Malformed);
+  decode_frame_all(LinkType::Ethernet, frame, {}, f);
+  EXPECT_EQ(f.verdict, Verdict::Dc);
+  EXPECT_EQ(f.error, ParseError::None);
+  EXPECT_TRUE(f.dc_decoded);
+  EXPECT_EQ(f.dc.dct_eth, s.dct_eth);
+  EXPECT_EQ(f.packet.icrc_status, proto::IcrcStatus::Ok);
+  // The same datagram behind a Linux cooked header.
+  const std::vector<std::byte> ip(frame.begin() + 14, frame.end());
+  decode_frame_all(LinkType::LinuxSll, with_link_header(sll(proto::kEtherTypeIpv4), ip), {}, f);
+  EXPECT_EQ(f.verdict, Verdict::Dc);
+  EXPECT_EQ(f.packet.icrc_status, proto::IcrcStatus::Ok);
+}
+
+TEST(FrameDecoder, DecodeAllDecodesRoceV1OnEthernetAndCookedLinks) {
+  test::VendorFrameSpec s;
+  s.opcode = proto::raw(proto::Opcode::RcSendOnly);
+  s.payload.assign(10, std::byte{2});
+  const auto frame = test::rocev1_frame(s);
+  DecodedFrame f;
+  decode_frame_all(LinkType::Ethernet, frame, {}, f);
+  EXPECT_EQ(f.verdict, Verdict::RoceV1);
+  EXPECT_EQ(f.error, ParseError::None);
+  EXPECT_TRUE(f.rocev1_decoded);
+  EXPECT_EQ(f.packet.payload_length, 10u);
+  EXPECT_EQ(f.packet.icrc_status, proto::IcrcStatus::Ok);
+  const std::vector<std::byte> grh(frame.begin() + 14, frame.end());
+  decode_frame_all(LinkType::LinuxSll2, with_link_header(sll2(proto::kEtherTypeRoceV1), grh), {}, f);
+  EXPECT_EQ(f.verdict, Verdict::RoceV1);
+  EXPECT_EQ(f.packet.icrc_status, proto::IcrcStatus::Ok);
+  EXPECT_EQ(f.ip_offset, 20u);
+}
+
+TEST(FrameDecoder, SaysWhichHeadersWereReadBeforeTheParserStopped) {
+  DecodedFrame f;
+  auto frame = write_only_frame(true);
+  frame[14 + 9] = std::byte{6};  // TCP
+  decode_frame(LinkType::Ethernet, frame, {}, f);
+  EXPECT_EQ(f.error, ParseError::NotUdp);
+  EXPECT_TRUE(f.ip_read);
+  EXPECT_FALSE(f.udp_read);
+  decode_frame(LinkType::Ethernet, write_only_frame(true), {}, f);
+  EXPECT_TRUE(f.ip_read && f.udp_read);
+  decode_frame(LinkType::Ethernet, std::span{frame}.first(20), {}, f);
+  EXPECT_FALSE(f.ip_read);
+}
+
 TEST(FrameDecoder, VerdictsAndLinkTypesHaveDistinctNames) {
   std::set<std::string> names;
-  for (auto v : {Verdict::Roce, Verdict::RoceV1, Verdict::NotRoce, Verdict::Malformed}) names.insert(to_string(v));
-  EXPECT_EQ(names.size(), 4u);
+  for (auto v : {Verdict::Roce, Verdict::RoceV1, Verdict::NotRoce, Verdict::Malformed, Verdict::Dc}) names.insert(to_string(v));
+  EXPECT_EQ(names.size(), 5u);
   names.clear();
   for (auto l : {LinkType::Ethernet, LinkType::LinuxSll, LinkType::LinuxSll2, LinkType::RawIp})
     names.insert(to_string(l));
