@@ -1,4 +1,5 @@
-// The default human output: one aligned line per frame, like tshark's packet list.
+// The default human output: one line per frame, like tshark's packet list, with every header
+// decoded in the Details column.
 #pragma once
 
 #include <string>
@@ -7,7 +8,21 @@
 
 namespace roce::inspect {
 
-std::string table_header();
-std::string table_row(const FrameView& v);
+enum class TimeFormat : std::uint8_t {
+  Both,      // relative seconds and UTC date/time (default)
+  Relative,  // -t r: seconds since the first frame
+  Utc,       // -t ud: UTC date and time
+  Epoch,     // -t e: seconds since 1970
+};
+
+struct TableOptions {
+  TimeFormat time = TimeFormat::Both;
+  bool link = false;  // -e: MAC addresses too
+};
+
+std::string table_header(const TableOptions& o);
+std::string table_row(const FrameView& v, const TableOptions& o);
+// The Details column alone (extension headers, cut frames, analysis flags).
+std::string frame_details(const FrameView& v);
 
 }  // namespace roce::inspect

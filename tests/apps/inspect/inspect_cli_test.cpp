@@ -16,6 +16,7 @@
 #include "tests/support/json.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/vendor_frames.hpp"
 
 namespace roce::inspect {
 namespace {
@@ -71,14 +72,25 @@ void expect_one_line_error(const CommandResult& r) {
   EXPECT_EQ(r.signal, 0);
 }
 
-// Link-layer lengths differ between the Ethernet and cooked versions of the same frame.
-// (<regex> is avoided: GCC 12 sanitizer builds warn inside it.)
-std::string without_lengths(std::string json_line) {
-  const auto from = json_line.find("\"caplen\":");
-  const auto len = json_line.find("\"len\":", from);
-  const auto to = json_line.find(',', len);
-  if (from == std::string::npos || len == std::string::npos || to == std::string::npos) return json_line;
-  return json_line.erase(from, to + 1 - from);
+// The same frame read from another file or link type differs in these keys only.
+bool is_record_key(const std::string& k) {
+  return k == "file" || k == "caplen" || k == "len" || k.rfind("time", 0) == 0 || k.rfind("eth.", 0) == 0;
+}
+
+// `a` and `b` hold the same keys with the same values, record keys aside.
+void expect_same_frame(const std::string& a_line, const std::string& b_line) {
+  const Json a = test::parse_json(a_line), b = test::parse_json(b_line);
+  auto text = [](const Json& v) {
+    if (v.is_string()) return "\"" + v.str() + "\"";
+    if (v.is_bool()) return std::string(v.boolean() ? "true" : "false");
+    return std::to_string(v.num());
+  };
+  std::map<std::string, std::string> ka, kb;
+  for (const auto& [k, v] : a.object())
+    if (!is_record_key(k)) ka[k] = text(v);
+  for (const auto& [k, v] : b.object())
+    if (!is_record_key(k)) kb[k] = text(v);
+  EXPECT_EQ(ka, kb) << a_line << "\n" << b_line;
 }
 
 class InspectCli : public ::testing::Test {
@@ -99,10 +111,15 @@ TEST_F(InspectCli, TablePrintsAHeaderAndOneLinePerFrame) {
   EXPECT_NE(l[0].find("Verdict"), std::string::npos);
   EXPECT_NE(l[0].find("ICRC"), std::string::npos);
   for (std::size_t i = 1; i < l.size(); ++i) {
-    EXPECT_EQ(l[i].find(std::to_string(i) + "  roce  "), l[i].find_first_not_of(' ')) << l[i];
+    const std::string no = std::to_string(i) + " ";
+    EXPECT_EQ(l[i].find(no), l[i].find_first_not_of(' ')) << l[i];
+    EXPECT_EQ(l[i].find("0.000"), l[i].find_first_not_of(' ', l[i].find(no) + no.size())) << l[i];
+    EXPECT_NE(l[i].find("2023-11-14 22:13:20.000"), std::string::npos) << l[i];
+    EXPECT_NE(l[i].find("  roce  "), std::string::npos) << l[i];
     EXPECT_NE(l[i].find("  ok  "), std::string::npos) << l[i];
   }
   EXPECT_NE(l[6].find("CNP"), std::string::npos);
+  EXPECT_NE(l[1].find("10.0.0.1         10.0.0.2         57236"), std::string::npos) << l[1];
 }
 
 TEST_F(InspectCli, JsonLinesCarryEveryFrameOfTheDemo) {
@@ -116,14 +133,17 @@ TEST_F(InspectCli, JsonLinesCarryEveryFrameOfTheDemo) {
     EXPECT_EQ(js[i]["reason"].str(), "ok");
     EXPECT_EQ(js[i]["icrc"].str(), "ok");
   }
-  EXPECT_EQ(js[0]["reth"]["dma_length"].u64(), 2500u);
-  EXPECT_EQ(js[3]["aeth"]["msn"].u64(), 1u);
-  EXPECT_EQ(js[4]["ecn"].str(), "ce");
-  EXPECT_EQ(js[4]["payload_length"].u64(), 18u);
-  EXPECT_EQ(js[5]["opcode_name"].str(), "CNP");
+  EXPECT_EQ(js[0]["reth.len"].u64(), 2500u);
+  EXPECT_EQ(js[3]["aeth.msn"].u64(), 1u);
+  EXPECT_EQ(js[4]["ip.ecn"].str(), "ce");
+  EXPECT_TRUE(js[4]["ce"].boolean());
+  EXPECT_EQ(js[4]["payload.len"].u64(), 18u);
+  EXPECT_EQ(js[5]["opcode.name"].str(), "CNP");
   EXPECT_TRUE(js[5]["becn"].boolean());
-  EXPECT_EQ(js[5]["dest_qp"].u64(), 0x11u);
-  EXPECT_EQ(js[10]["aeth"]["msn"].u64(), 3u);
+  EXPECT_EQ(js[5]["qpn"].u64(), 0x11u);
+  EXPECT_EQ(js[10]["aeth.msn"].u64(), 3u);
+  EXPECT_EQ(js[10]["time"].num(), 100e-6);
+  EXPECT_EQ(js[10]["time.epoch"].str(), "1700000000.000100000");
 }
 
 TEST_F(InspectCli, SummaryCountsPerOpcodeAndVerdictInJsonAndText) {
@@ -167,7 +187,7 @@ TEST_F(InspectCli, PmtuOptionRejectsPacketsLargerThanThePathMtu) {
   ASSERT_EQ(js.size(), 11u);
   EXPECT_EQ(js[0]["verdict"].str(), "malformed");
   EXPECT_EQ(js[0]["reason"].str(), "payload-above-pmtu");
-  EXPECT_EQ(js[0]["opcode_name"].str(), "RC_RDMA_WRITE_FIRST");  // the BTH still shows
+  EXPECT_EQ(js[0]["opcode.name"].str(), "RC_RDMA_WRITE_FIRST");  // the BTH still shows
   EXPECT_EQ(js[3]["verdict"].str(), "roce");                     // the ACK has no payload
 }
 
@@ -177,14 +197,19 @@ TEST_F(InspectCli, PcapngGivesTheSameFramesAsPcap) {
   const std::string ng = (dir_ / "demo.pcapng").string();
   const auto conv = test::run_command(editcap, {"-F", "pcapng", fixture(), ng});
   ASSERT_EQ(conv.exit_code, 0) << conv.err;
-  const auto pcap = inspect({fixture(), "--json"});
+  const auto pcap = lines(inspect({fixture(), "--json"}).out);
   const auto pcapng = inspect({ng, "--json"});
   ASSERT_EQ(pcapng.exit_code, 0) << pcapng.err;
-  EXPECT_EQ(pcapng.out, pcap.out);
+  const auto ngl = lines(pcapng.out);
+  ASSERT_EQ(ngl.size(), pcap.size());
+  for (std::size_t i = 0; i < ngl.size(); ++i) {
+    expect_same_frame(ngl[i], pcap[i]);
+    EXPECT_EQ(test::parse_json(ngl[i])["time.epoch"].str(), test::parse_json(pcap[i])["time.epoch"].str());
+  }
 }
 
 // The demo frames without their Ethernet header behind a Linux cooked (or no) link header,
-// followed by other traffic: ARP, RoCEv1, UDP to port 53, TCP.
+// followed by other traffic: ARP, a RoCEv1 SEND, UDP to port 53, TCP.
 void write_cooked(const std::string& path, capture::LinkType link) {
   std::vector<std::pair<std::uint16_t, std::vector<std::byte>>> frames;  // EtherType, IP datagram
   for (const auto& f : demo::demo_exchange()) frames.emplace_back(proto::kEtherTypeIpv4, std::vector(f.bytes.begin() + 14, f.bytes.end()));
@@ -198,7 +223,11 @@ void write_cooked(const std::string& path, capture::LinkType link) {
   tcp[9] = std::byte{6};
   if (link != capture::LinkType::RawIp) {
     frames.emplace_back(proto::kEtherTypeArp, std::vector<std::byte>(28));
-    frames.emplace_back(proto::kEtherTypeRoceV1, std::vector<std::byte>(60));
+    roce::test::VendorFrameSpec v1;
+    v1.opcode = proto::raw(proto::Opcode::RcSendOnly);
+    v1.payload.assign(6, std::byte{9});
+    const auto f = roce::test::rocev1_frame(v1);
+    frames.emplace_back(proto::kEtherTypeRoceV1, std::vector(f.begin() + 14, f.end()));
   }
   frames.emplace_back(proto::kEtherTypeIpv4, udp);
   frames.emplace_back(proto::kEtherTypeIpv4, tcp);
@@ -242,12 +271,14 @@ TEST_F(InspectCli, CookedAndRawIpCapturesDecodeLikeEthernet) {
     const auto js = json_lines(r.out);
     const bool cooked = link != capture::LinkType::RawIp;
     ASSERT_EQ(js.size(), cooked ? 15u : 13u);
-    for (std::size_t i = 0; i < eth.size(); ++i) EXPECT_EQ(without_lengths(l[i]), without_lengths(eth[i]));
+    for (std::size_t i = 0; i < eth.size(); ++i) expect_same_frame(l[i], eth[i]);
     std::size_t i = eth.size();
     if (cooked) {
       EXPECT_EQ(js[i]["verdict"].str(), "not-roce");
       EXPECT_EQ(js[i++]["reason"].str(), "not-ip");
-      EXPECT_EQ(js[i++]["verdict"].str(), "rocev1");
+      EXPECT_EQ(js[i]["verdict"].str(), "rocev1");
+      EXPECT_EQ(js[i]["icrc"].str(), "ok");
+      EXPECT_EQ(js[i++]["payload.len"].u64(), 6u);
     }
     EXPECT_EQ(js[i]["verdict"].str(), "not-roce");
     EXPECT_EQ(js[i++]["reason"].str(), "not-udp-4791");
@@ -277,8 +308,13 @@ TEST_F(InspectCli, SnapTruncatedRecordsShowHeadersWithIcrcNotCheckable) {
     EXPECT_EQ(j["verdict"].str(), "roce");
     EXPECT_EQ(j["icrc"].str(), j["len"].u64() > 80 ? "not-checkable" : "ok");
   }
-  EXPECT_EQ(js[0]["payload_length"].u64(), 1024u);  // from the headers, not from the 80 bytes captured
-  EXPECT_EQ(js[0]["reth"]["dma_length"].u64(), 2500u);
+  EXPECT_EQ(js[0]["payload.len"].u64(), 1024u);  // from the headers
+  EXPECT_EQ(js[0]["payload.captured"].u64(), 80u - 14 - 20 - 8 - 12 - 16);  // what the 80 bytes hold of it
+  EXPECT_TRUE(js[0]["cut"].boolean());
+  EXPECT_FALSE(js[3].has("cut"));  // the 62-byte ACK fits
+  EXPECT_EQ(js[0]["reth.len"].u64(), 2500u);
+  const auto table = lines(inspect({path}).out);
+  EXPECT_NE(table[1].find("cut by the snap length: captured 80 of 1098 bytes"), std::string::npos) << table[1];
 }
 
 TEST_F(InspectCli, FileCutMidRecordPrintsTheFramesBeforeItAndFails) {
@@ -350,7 +386,20 @@ TEST_F(InspectCli, BadCommandLinesExitTwoWithOneLine) {
       {fixture(), "--pmtu"},
       {fixture(), "--crc", "md5"},
       {fixture(), "--bogus"},
-      {fixture(), fixture()},
+      {fixture(), "-Y", "qpm == 1"},
+      {fixture(), "-Y", "psn >"},
+      {fixture(), "-c", "0"},
+      {fixture(), "-c", "x"},
+      {fixture(), "-T", "pdml"},
+      {fixture(), "-T", "fields"},
+      {fixture(), "-T", "fields", "-e", "nope"},
+      {fixture(), "-E", "quote=d"},
+      {fixture(), "-t", "zz"},
+      {fixture(), "--plot", "psn.png"},
+      {fixture(), fixture(), "--plot", "psn.svg"},
+      {fixture(), "--threads", "0"},
+      {fixture(), "--interval", "-1"},
+      {fixture(), "--summary", "-T", "json"},
   };
   for (const auto& args : bad) {
     SCOPED_TRACE(::testing::PrintToString(args));
@@ -366,8 +415,83 @@ TEST_F(InspectCli, HelpExplainsUsageOptionsVerdictsAndExitStatus) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "");
   for (const char* s : {"Usage", "FILE.pcap", "--json", "--summary", "--pmtu", "--crc", "malformed", "not-roce",
-                        "rocev1", "Exit status", "not-checkable"})
+                        "rocev1", "Exit status", "not-checkable", "-Y", "-T", "Fields", "infiniband.bth.destqp",
+                        "hex64", "retransmission", "DC", "--plot", "Karn"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST_F(InspectCli, FilterCountAndFieldsLikeTshark) {
+  const auto r = inspect({fixture(), "-Y", "opcode == RC_ACKNOWLEDGE or cnp", "-T", "fields", "-e", "frame", "-e", "qpn",
+                          "-e", "infiniband.bth.psn", "-e", "aeth.meaning", "-E", "separator=,", "-E", "header=y"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "frame,qpn,infiniband.bth.psn,aeth.meaning\n"
+            "4,0x000011,40962,ACK credits=32\n"
+            "6,0x000011,0,\n"
+            "7,0x000011,40963,ACK credits=32\n");
+  const auto two = inspect({fixture(), "-Y", "ip.src == 10.0.0.2", "-c", "2", "--json"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto js = json_lines(two.out);
+  ASSERT_EQ(js.size(), 2u);
+  EXPECT_EQ(js[0]["frame"].u64(), 4u);
+  EXPECT_EQ(js[1]["frame"].u64(), 6u);
+  // -c counts frames shown: the table has its header and two frames.
+  EXPECT_EQ(lines(inspect({fixture(), "-c", "2"}).out).size(), 3u);
+}
+
+TEST_F(InspectCli, DashEWithoutFieldsShowsMacAddresses) {
+  const auto r = inspect({fixture(), "-e", "-c", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Src MAC"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("02:00:00:00:00:01  02:00:00:00:00:02"), std::string::npos) << r.out;
+}
+
+TEST_F(InspectCli, SeveralFilesAtOnceEachWithItsOwnNumbersAndSummary) {
+  const auto r = inspect({fixture(), fixture(), "-T", "fields", "-e", "file", "-e", "frame", "-c", "13"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto l = lines(r.out);
+  ASSERT_EQ(l.size(), 13u);
+  EXPECT_EQ(l[10], fixture() + "\t11");
+  EXPECT_EQ(l[11], fixture() + "\t1");
+  const auto table = lines(inspect({fixture(), fixture()}).out);
+  EXPECT_EQ(table.size(), 1u + 2 * (1 + 11));
+  EXPECT_EQ(table[1], "==> " + fixture() + " <==");
+  const auto s = json_lines(inspect({fixture(), (dir_ / "missing.pcap").string(), fixture(), "--summary", "--json"}).out);
+  EXPECT_EQ(s.size(), 2u);  // the missing file gets its error line, the others their summaries
+}
+
+TEST_F(InspectCli, SummaryShowsConnectionsAndPlotDrawsThem) {
+  const std::string svg = (dir_ / "psn.svg").string();
+  const auto r = inspect({fixture(), "--summary", "--plot", svg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("A 10.0.0.1 qp 0x000011 <-> B 10.0.0.2 qp 0x000012  RC"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CNPs: 0 to B's QP, 1 to A's QP"), std::string::npos) << r.out;
+  const auto pic = test::read_file(svg);
+  const std::string text(reinterpret_cast<const char*>(pic.data()), pic.size());
+  EXPECT_EQ(text.rfind("<?xml", 0), 0u);
+  EXPECT_NE(text.find("QP 0x000012"), std::string::npos);
+}
+
+TEST_F(InspectCli, DcFramesAreDecodedAsDc) {
+  const std::string path = (dir_ / "dc.pcap").string();
+  capture::CaptureWriter w;
+  ASSERT_TRUE(w.open(path, capture::LinkType::Ethernet)) << w.error();
+  roce::test::VendorFrameSpec s;
+  s.opcode = 0x4A;
+  s.ext.reth.dma_length.set(8);
+  s.payload.assign(8, std::byte{1});
+  ASSERT_TRUE(w.write(demo::kDemoStartSec, 0, roce::test::dc_frame(s)));
+  s.opcode = 0x51;
+  s.payload.clear();
+  ASSERT_TRUE(w.write(demo::kDemoStartSec, 5, roce::test::dc_frame(s)));
+  ASSERT_TRUE(w.close());
+  const auto js = json_lines(inspect({path, "--json"}).out);
+  ASSERT_EQ(js.size(), 2u);
+  EXPECT_EQ(js[0]["verdict"].str(), "dc");
+  EXPECT_EQ(js[0]["opcode.name"].str(), "DC_RDMA_WRITE_ONLY");
+  EXPECT_EQ(js[0]["dc.eth"].str(), "0x1122334455667788");
+  EXPECT_EQ(js[1]["opcode.name"].str(), "DC_ACKNOWLEDGE");
+  EXPECT_EQ(js[1]["icrc"].str(), "ok");
 }
 
 TEST_F(InspectCli, RealMixedCaptureSeparatesRoceV1FromRoceV2) {
@@ -381,7 +505,7 @@ TEST_F(InspectCli, RealMixedCaptureSeparatesRoceV1FromRoceV2) {
   EXPECT_EQ(js[0]["frames"].u64(), 624u);
   EXPECT_EQ(js[0]["verdicts"]["roce"].u64(), 301u);
   EXPECT_EQ(js[0]["verdicts"]["rocev1"].u64(), 323u);
-  EXPECT_EQ(js[0]["icrc"]["ok"].u64(), 301u);
+  EXPECT_EQ(js[0]["icrc"]["ok"].u64(), 624u);  // RoCEv1 ICRCs (GRH masked) verify too
   EXPECT_EQ(js[0]["icrc"]["bad"].u64(), 0u);
 }
 
