@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "apps/capture/link_layer.hpp"
@@ -50,6 +51,7 @@ class CaptureReader {
   void close();
 
   pcap* pcap_ = nullptr;
+  std::unique_ptr<char[]> buffer_;  // the FILE's read buffer; outlives pcap_, which closes the FILE
   LinkType link_ = LinkType::Ethernet;
   std::string error_;
   std::uint64_t records_ = 0;

@@ -31,7 +31,31 @@ struct Slot {
   capture::CaptureRecord rec;
   std::vector<std::byte> bytes;
   FrameView view;
+  bool shown = false;
+  std::string text;  // its line of output
 };
+
+// Runs f(i) for i in [0, n): on this thread, or spread over TBB's workers.
+template <typename F>
+void for_each_slot(std::size_t n, bool parallel, F&& f) {
+  if (!parallel || n < kParallelGrain) {
+    for (std::size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, kParallelGrain), [&](const tbb::blocked_range<std::size_t>& r) {
+    for (std::size_t i = r.begin(); i != r.end(); ++i) f(i);
+  });
+}
+
+std::string format_frame(const FrameView& v, const InspectOptions& opts, const FieldContext& ctx) {
+  switch (opts.output) {
+    case Output::Table: return table_row(v, opts.table) + '\n';
+    case Output::Fields: return fields_row(v, ctx, opts.fields) + '\n';
+    case Output::Json: return frame_json(v, ctx) + '\n';
+    case Output::None: break;
+  }
+  return {};
+}
 
 void decode_slot(Slot& s, capture::LinkType link, const proto::ParseOptions& parse, std::uint32_t file) {
   capture::DecodedFrame d;
@@ -142,37 +166,37 @@ int run_inspect(const InspectOptions& opts, std::ostream& out, std::ostream& err
         const proto::ByteSpan d = batch[n].rec.data;
         batch[n].bytes.assign(d.begin(), d.end());
       }
-      if (opts.threads == 1 || n < kParallelGrain) {
-        for (std::size_t i = 0; i < n; ++i) decode_slot(batch[i], reader.link_type(), parse, file);
-      } else {
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, kParallelGrain), [&](const tbb::blocked_range<std::size_t>& r) {
-          for (std::size_t i = r.begin(); i != r.end(); ++i) decode_slot(batch[i], reader.link_type(), parse, file);
-        });
-      }
-      text.clear();
+      // Decoding (the ICRC) and formatting run in parallel; the analysis, which follows each
+      // flow's sequence, and the display filter, which may test what it found, run in order.
+      const bool parallel = opts.threads != 1;
+      for_each_slot(n, parallel, [&](std::size_t i) { decode_slot(batch[i], reader.link_type(), parse, file); });
+      std::size_t used = n;
       for (std::size_t i = 0; i < n; ++i) {
-        FrameView& v = batch[i].view;
+        Slot& slot = batch[i];
+        FrameView& v = slot.view;
         if (!have_first) {
           have_first = true;
           first_ns = v.ts_ns;
         }
         v.rel_ns = v.ts_ns - first_ns;
-        const bool show = analysis.observe(v, [&](const FrameView& f) { return !opts.filter || opts.filter->matches(f, ctx); });
-        if (!show) continue;
+        slot.shown = analysis.observe(v, [&](const FrameView& f) { return !opts.filter || opts.filter->matches(f, ctx); });
+        if (!slot.shown) continue;
         summary.add(v);
-        switch (opts.output) {
-          case Output::Table: text += table_row(v, opts.table); break;
-          case Output::Fields: text += fields_row(v, ctx, opts.fields); break;
-          case Output::Json: text += frame_json(v, ctx); break;
-          case Output::None: break;
-        }
-        if (opts.output != Output::None) text += '\n';
         if (opts.count && ++shown >= *opts.count) {
           result.stop = true;
+          used = i + 1;
           break;
         }
       }
-      out << text;
+      if (opts.output != Output::None) {
+        for_each_slot(used, parallel, [&](std::size_t i) {
+          if (batch[i].shown) batch[i].text = format_frame(batch[i].view, opts, ctx);
+        });
+        text.clear();
+        for (std::size_t i = 0; i < used; ++i)
+          if (batch[i].shown) text += batch[i].text;
+      }
+      if (opts.output != Output::None) out << text;
       frames_read += n;
       progress.update(frames_read, done_bytes + reader.file_position());
     }
