@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "apps/replay/text_values.hpp"
 #include "lib/rdma/qp_context.hpp"
@@ -19,6 +20,8 @@ namespace {
 
 constexpr std::uint64_t kMaxDerivedRegion = 1ull << 30;
 constexpr std::uint8_t kDerivedRdAtomic = 16;
+constexpr std::uint32_t kGsiQp = 1;          // management datagrams: not the engine's to answer
+constexpr std::uint32_t kUdGrhBytes = 40;    // a UD receive buffer holds the GRH before the payload
 
 struct Seen {
   const Frame* frame;
@@ -32,12 +35,16 @@ struct Request {
 
 struct OurQp {
   std::uint32_t qpn = 0;
-  const Seen* first = nullptr;
+  Transport transport = Transport::Rc;
+  const Seen* first = nullptr;          // the first request fed: it starts a message
+  std::vector<const Seen*> lead;        // requests before it (the end of a message joined halfway)
   std::vector<Request> requests;
   std::vector<const Seen*> responses;
   std::optional<std::uint32_t> peer_qpn;
   std::uint32_t recv_count = 0;
   std::uint64_t recv_size = 0;
+  std::uint32_t completions = 0;        // receive completions the requests make (UC and UD checks)
+  std::uint32_t qkey = 0;
 };
 
 IpAddress src_of(const Packet& p) {
@@ -47,7 +54,13 @@ IpAddress dst_of(const Packet& p) {
   return p.ip_version == IpVersion::V4 ? IpAddress::ipv4(p.ipv4.dst) : IpAddress::ipv6(p.ipv6.dst);
 }
 
-bool is_rc(const Packet& p) { return p.info->transport == Transport::Rc; }
+bool replayable(const Packet& p) {
+  const Transport t = p.info->transport;
+  if (t == Transport::Ud) return p.dest_qp() != kGsiQp;
+  return t == Transport::Rc || t == Transport::Uc;
+}
+
+ibv_qp_type qp_type(Transport t) { return t == Transport::Uc ? IBV_QPT_UC : t == Transport::Ud ? IBV_QPT_UD : IBV_QPT_RC; }
 
 // Memory one R_Key covers, with the bytes the capture reveals.
 struct RegionSketch {
@@ -72,11 +85,14 @@ class Deriver {
     decode();
     if (Status st = pick_responder(); !st) return st.error();
     collect();
-    if (qps_.empty()) return make_error(EINVAL, source_ + ": no RC request to " + to_string(responder_) + " with a good ICRC");
+    if (qps_.empty())
+      return make_error(EINVAL, source_ + ": no RC, UC or UD request to " + to_string(responder_) +
+                                    " with a good ICRC (try --responder with the other host)");
     pick_mtu();
     match_responses();
     if (Status st = sketch_memory(); !st) return st.error();
     count_receives();
+    find_gaps();
     build();
     return std::move(out_);
   }
@@ -87,7 +103,7 @@ class Deriver {
     for (const Frame& f : capture_) {
       Seen s{&f, {}};
       if (parse_frame(f.bytes, ParseOptions{}, s.pkt) != ParseError::None || s.pkt.icrc_status != IcrcStatus::Ok ||
-          !is_rc(s.pkt))
+          !replayable(s.pkt))
         continue;
       seen_.push_back(s);
     }
@@ -98,24 +114,44 @@ class Deriver {
       responder_ = *o_.responder_ip;
       return {};
     }
-    for (const Seen& s : seen_)
+    bool responses = false;
+    for (const Seen& s : seen_) {
       if (s.pkt.info->is_request) {
         responder_ = dst_of(s.pkt);
         return {};
       }
-    return make_error(EINVAL, source_ + ": no RC request with a good ICRC to stand in for its responder");
+      responses = true;
+    }
+    return make_error(EINVAL, source_ + ": no RC, UC or UD request with a good ICRC to stand in for its responder" +
+                                  (responses ? std::string(" (it holds only responses: give a capture that begins before the requests do)")
+                                             : std::string(" (roce-inspect FILE --summary shows what it holds)")));
   }
 
+  // A QP's requests are fed from the first one that starts a message: a capture that joins a
+  // message halfway holds packets its responder took in before the capture began.
   void collect() {
     for (const Seen& s : seen_) {
       if (!s.pkt.info->is_request || !(dst_of(s.pkt) == responder_)) continue;
       OurQp& q = qps_[s.pkt.dest_qp()];
       if (!q.first) {
         q.qpn = s.pkt.dest_qp();
+        q.transport = s.pkt.info->transport;
+        if (!s.pkt.info->starts_message()) {
+          q.lead.push_back(&s);
+          continue;
+        }
         q.first = &s;
       }
       q.requests.push_back(Request{&s, 1});
+      if (q.transport == Transport::Ud) q.qkey = s.pkt.ext.deth.qkey.get();
     }
+    std::erase_if(qps_, [this](const auto& kv) {
+      if (kv.second.first) return false;
+      out_.notes.push_back("QP " + format_hex(kv.first, 6) + ": " + std::to_string(kv.second.lead.size()) +
+                           " requests, none starting a message: not replayed");
+      for (const Seen* s : kv.second.lead) out_.skipped_frames.push_back(s->frame->index);
+      return true;
+    });
   }
 
   // FIRST and MIDDLE packets carry exactly the path MTU; without any, the smallest MTU that
@@ -139,14 +175,15 @@ class Deriver {
     out_.notes.push_back("path MTU " + std::to_string(pmtu_) + (exact ? " (from FIRST/MIDDLE packets)" : " (no FIRST/MIDDLE packet; smallest that fits)"));
   }
 
-  // A response belongs to the QP that received a request whose PSNs it carries; its
-  // destination QP is that QP's peer.
+  // A response belongs to the RC QP that received a request whose PSNs it carries; its
+  // destination QP is that QP's peer. Responses to the requests left out are left out too.
   void match_responses() {
     for (const Seen& s : seen_) {
       if (s.pkt.info->is_request || !(src_of(s.pkt) == responder_)) continue;
       const IpAddress to = dst_of(s.pkt);
       for (auto& [qpn, q] : qps_) {
-        if (!(src_of(q.first->pkt) == to) || (q.peer_qpn && *q.peer_qpn != s.pkt.dest_qp())) continue;
+        if (q.transport != Transport::Rc || !(src_of(q.first->pkt) == to) || (q.peer_qpn && *q.peer_qpn != s.pkt.dest_qp()))
+          continue;
         const bool answers = std::any_of(q.requests.begin(), q.requests.end(), [&](const Request& r) {
           const std::int32_t d = psn_diff(s.pkt.psn(), r.seen->pkt.psn());
           return d >= 0 && d < static_cast<std::int32_t>(r.npackets);
@@ -202,24 +239,95 @@ class Deriver {
     }
   }
 
-  // One receive per SEND message (and WRITE with immediate), each as large as the largest SEND.
+  // One receive per SEND message (and WRITE with immediate), each as large as the largest
+  // SEND (plus the GRH on UD). A message counts as a completion when all its packets are here.
   void count_receives() {
     for (auto& [qpn, q] : qps_) {
       std::uint64_t msg = 0;
+      bool whole = true;
+      std::optional<std::uint32_t> next;
       for (const Request& r : q.requests) {
         const OpcodeInfo& info = *r.seen->pkt.info;
+        const std::uint32_t psn = r.seen->pkt.psn();
+        if (info.starts_message()) whole = true;
+        else if (next && psn != *next) whole = false;
+        next = psn_add(psn, r.npackets);
         if (info.operation == Operation::Send) {
           if (info.starts_message()) {
             ++q.recv_count;
             msg = 0;
           }
           msg += r.seen->pkt.payload_length;
-          q.recv_size = std::max(q.recv_size, msg);
+          q.recv_size = std::max(q.recv_size, msg + (q.transport == Transport::Ud ? kUdGrhBytes : 0));
+          if (info.ends_message() && whole) ++q.completions;
         } else if (info.operation == Operation::Write && info.has_immediate()) {
-          ++q.recv_count;
+          if (info.starts_message()) ++q.recv_count;
+          if (info.ends_message() && whole) ++q.completions;
         }
       }
     }
+  }
+
+  // Request PSNs the capture skips. For RC the real responder's answers tell whether it got
+  // them: an answer past the gap (and no sequence NAK at its start) means the sniffer, not
+  // the network, lost them.
+  void find_gaps() {
+    for (auto& [qpn, q] : qps_) {
+      if (q.transport == Transport::Ud) continue;
+      std::optional<std::uint32_t> next;
+      std::uint64_t last_frame = 0;
+      for (const Request& r : q.requests) {
+        const std::uint32_t psn = r.seen->pkt.psn();
+        if (next && psn_after(psn, *next)) {
+          CaptureGap g;
+          g.qpn = qpn;
+          g.answers_to = q.peer_qpn.value_or(0);
+          g.first = *next;
+          g.last = psn_add(psn, -1);
+          g.after_frame = last_frame;
+          if (q.transport == Transport::Rc && !responder_missed(q, g, g.acked_past)) out_.gaps.push_back(g);
+          else if (q.transport == Transport::Uc)
+            out_.notes.push_back("QP " + format_hex(qpn, 6) + ": PSNs " + format_hex(g.first, 6) + ".." + format_hex(g.last, 6) +
+                                 " are missing after frame " + std::to_string(g.after_frame) +
+                                 "; UC sends no answer to tell whether the sniffer or the network lost them");
+        }
+        if (!next || psn_diff(psn_add(psn, r.npackets), *next) > 0) next = psn_add(psn, r.npackets);
+        last_frame = r.seen->frame->index;
+      }
+    }
+  }
+
+  // The real responder asked for the gap's first PSN again (it missed the packets too: the
+  // network lost them, and our engine will NAK as it did). Sets `acked_past` when one of its
+  // answers acknowledges beyond the gap.
+  bool responder_missed(const OurQp& q, const CaptureGap& g, bool& acked_past) const {
+    acked_past = false;
+    for (const Seen* s : q.responses) {
+      const Syndrome syn{s->pkt.info->has(ExtHeader::Aeth) ? s->pkt.ext.aeth.syndrome : std::uint8_t{0}};
+      if (syn.is_nak() && s->pkt.psn() == g.first) return true;
+      if (psn_diff(s->pkt.psn(), g.last) >= 0 && !syn.is_nak() && !syn.is_rnr_nak()) acked_past = true;
+    }
+    return false;
+  }
+
+  // Our MSN for the first of the real responder's responses that carries one: the messages the
+  // requests fed to us complete up to its PSN (before it, for a NAK). The difference to the
+  // real one is how many messages the connection had completed when the capture began.
+  std::optional<std::uint32_t> msn_offset(const OurQp& q) const {
+    for (const Seen* s : q.responses) {
+      if (!s->pkt.info->has(ExtHeader::Aeth)) continue;
+      const Syndrome syn{s->pkt.ext.aeth.syndrome};
+      const bool before_only = syn.is_nak() || syn.is_rnr_nak();
+      std::set<std::uint32_t> done;
+      for (const Request& r : q.requests) {
+        const Packet& p = r.seen->pkt;
+        if (!p.info->ends_message()) continue;
+        const std::int32_t d = psn_diff(p.psn(), s->pkt.psn());
+        if (d < 0 || (d == 0 && !before_only)) done.insert(p.psn());
+      }
+      return (s->pkt.ext.aeth.msn.get() - static_cast<std::uint32_t>(done.size())) & kPsnMask;
+    }
+    return std::nullopt;
   }
 
   void build() {
@@ -231,12 +339,14 @@ class Deriver {
     // How often a responder ACKs is its own choice (rxe: each AckReq; the Huawei NIC also
     // unrequested ones): an ACK the other side folds into a later one is not a difference.
     s.compare.coalesce_acks = true;
-    bool real_credits = false;
+    bool real_credits = false, silent = false;
+    std::uint64_t completions = 0;
     for (auto& [qpn, q] : qps_) {
       const Packet& first = q.first->pkt;
       s.local.mac = first.eth.dst;
       QpSpec spec;
       spec.name = "q" + format_hex(qpn).substr(2);
+      spec.type = qp_type(q.transport);
       spec.qpn = qpn;
       spec.rts = false;
       spec.peer_qpn = q.peer_qpn.value_or(0);
@@ -245,19 +355,61 @@ class Deriver {
       spec.rq_psn = first.psn();
       spec.mtu = pmtu_;
       spec.max_dest_rd_atomic = kDerivedRdAtomic;
+      spec.qkey = q.qkey;
       s.qps.push_back(spec);
       if (q.recv_count) s.recvs.push_back(RecvSpec{spec.name, q.recv_count, static_cast<std::uint32_t>(std::max<std::uint64_t>(q.recv_size, 1)), 0, 0});
+      completions += q.completions;
+      silent |= q.transport != Transport::Rc;
       for (const Seen* r : q.responses)
         if (r->pkt.info->has(ExtHeader::Aeth) && Syndrome{r->pkt.ext.aeth.syndrome}.is_ack() &&
             Syndrome{r->pkt.ext.aeth.syndrome}.value() != kCreditInvalid)
           real_credits = true;
-      out_.notes.push_back("QP " + format_hex(qpn, 6) + " on " + to_string(responder_) + ": " +
-                           std::to_string(q.requests.size()) + " requests from " + to_string(spec.peer_ip) + ", first PSN " +
-                           format_hex(spec.rq_psn, 6) + ", peer QP " +
-                           (q.peer_qpn ? format_hex(*q.peer_qpn, 6) : std::string("unknown (no response)")) + ", " +
-                           std::to_string(q.responses.size()) + " responses to compare, " + std::to_string(q.recv_count) +
-                           " receives of " + std::to_string(q.recv_size) + " B");
+      std::string line = "QP " + format_hex(qpn, 6) + " (" + to_string(q.transport) + ") on " + to_string(responder_) + ": " +
+                         std::to_string(q.requests.size()) + " requests from " + to_string(spec.peer_ip) + ", first PSN " +
+                         format_hex(spec.rq_psn, 6);
+      if (q.transport == Transport::Rc)
+        line += ", peer QP " + (q.peer_qpn ? format_hex(*q.peer_qpn, 6) : std::string("unknown (no response)")) + ", " +
+                std::to_string(q.responses.size()) + " responses to compare";
+      else
+        line += ", " + std::to_string(q.completions) + " receive completions to check (" + to_string(q.transport) + " sends no answers)";
+      if (q.transport == Transport::Ud) line += ", Q_Key " + format_hex(q.qkey, 8);
+      line += ", " + std::to_string(q.recv_count) + " receives of " + std::to_string(q.recv_size) + " B";
+      out_.notes.push_back(line);
+      if (!q.lead.empty()) {
+        out_.notes.push_back("QP " + format_hex(qpn, 6) + ": the capture joins a message halfway: " + std::to_string(q.lead.size()) +
+                             " requests before PSN " + format_hex(spec.rq_psn, 6) + " (frames " +
+                             std::to_string(q.lead.front()->frame->index) + ".." + std::to_string(q.lead.back()->frame->index) +
+                             ") are not fed; the PSN base is the first message start");
+        for (const Seen* l : q.lead) out_.skipped_frames.push_back(l->frame->index);
+      }
+      if (q.peer_qpn) {
+        if (const auto off = msn_offset(q); off && *off != 0) {
+          s.compare.msn_offset[*q.peer_qpn] = *off;
+          out_.notes.push_back("QP " + format_hex(qpn, 6) + ": the capture starts mid-connection: the real responder had completed " +
+                               std::to_string(*off) + " messages before it (its first MSN says so); MSNs are compared as ours + " +
+                               std::to_string(*off));
+        }
+      }
     }
+    std::map<std::uint32_t, std::size_t> gaps_per_qp;
+    for (const CaptureGap& g : out_.gaps) ++gaps_per_qp[g.qpn];
+    for (const auto& [qpn, n] : gaps_per_qp) {
+      const CaptureGap& g = *std::find_if(out_.gaps.begin(), out_.gaps.end(), [qpn](const CaptureGap& x) { return x.qpn == qpn; });
+      out_.notes.push_back("QP " + format_hex(qpn, 6) + ": " + std::to_string(n) + " gap" + (n == 1 ? "" : "s") +
+                           " in the request PSNs the real responder did not NAK, the first " + format_hex(g.first, 6) + ".." +
+                           format_hex(g.last, 6) + " after frame " + std::to_string(g.after_frame) +
+                           ": the sniffer dropped them, and differences from there on are its");
+    }
+    if (std::all_of(qps_.begin(), qps_.end(), [](const auto& kv) { return kv.second.transport == Transport::Rc && kv.second.responses.empty(); }))
+      out_.notes.push_back("no answer of " + to_string(responder_) +
+                           " to these requests is in the capture: nothing to compare ours with (--responder picks the other host)");
+    // UC and UD answer nothing: what they did is in the completions of the receives.
+    if (silent) {
+      s.expect.emplace_back("wc.ok", completions);
+      s.expect.emplace_back("wc.error", 0);
+      out_.notes.push_back("expecting " + std::to_string(completions) + " receive completions and no error completion");
+    }
+    std::sort(out_.skipped_frames.begin(), out_.skipped_frames.end());
     // rxe sends credit code 0x1F (no end-to-end credits) as we do; hardware counts real credits.
     s.compare.credits = !real_credits;
     if (real_credits) out_.notes.push_back("ACK credit codes not compared: the real responder sends real credit counts, we send 0x1F");
@@ -297,6 +449,14 @@ class Deriver {
 
 Result<Derived> derive_scenario(const std::vector<Frame>& capture, const DeriveOptions& o, const std::string& source) {
   return Deriver(capture, o, source).run();
+}
+
+std::vector<Frame> without_frames(const std::vector<Frame>& capture, const std::vector<std::uint64_t>& skipped) {
+  std::vector<Frame> out;
+  out.reserve(capture.size());
+  for (const Frame& f : capture)
+    if (!std::binary_search(skipped.begin(), skipped.end(), f.index)) out.push_back(f);
+  return out;
 }
 
 }  // namespace roce::replay

@@ -207,8 +207,16 @@ class Parser {
       else fail("ack_coalescing: '" + std::string(v) + "' is not exact or allow");
     } else if (k == "max_diffs") {
       number(v, s_.compare.max_diffs, 100000, "max_diffs");
+    } else if (k == "msn_offset") {
+      // QPN:OFFSET, repeatable: responses to that QP carry our MSN plus OFFSET.
+      const auto colon = v.find(':');
+      const auto qpn = colon == std::string_view::npos ? std::nullopt : parse_u64(v.substr(0, colon));
+      const auto off = colon == std::string_view::npos ? std::nullopt : parse_u64(v.substr(colon + 1));
+      if (!qpn || !off || *qpn > 0xFFFFFF || *off > 0xFFFFFF)
+        return fail("msn_offset: '" + std::string(v) + "' is not QPN:OFFSET (two 24-bit numbers)");
+      s_.compare.msn_offset[static_cast<std::uint32_t>(*qpn)] = static_cast<std::uint32_t>(*off);
     } else {
-      fail("[replay]: unknown key '" + k + "' (start, tail_us, compare_timing, credits, ack_coalescing, max_diffs)");
+      fail("[replay]: unknown key '" + k + "' (start, tail_us, compare_timing, credits, ack_coalescing, max_diffs, msn_offset)");
     }
   }
 

@@ -7,6 +7,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,6 +93,9 @@ struct CompareOptions {
   bool credits = true;         // ACK credit codes must agree (else only the ACK type is compared)
   bool coalesce_acks = false;  // an ACK that a later response on the other side covers may be absent
   std::uint32_t max_diffs = 10;
+  // Responses to these QPs: the expected MSN is ours plus this (mod 2^24). A capture that
+  // starts mid-connection shows a responder that had completed messages before it began.
+  std::map<std::uint32_t, std::uint32_t> msn_offset;
 };
 
 struct Scenario {

@@ -20,6 +20,7 @@ std::string to_text(const Scenario& s) {
   o << "credits = " << (s.compare.credits ? "exact" : "ignore") << "\n";
   o << "ack_coalescing = " << (s.compare.coalesce_acks ? "allow" : "exact") << "\n";
   o << "max_diffs = " << s.compare.max_diffs << "\n";
+  for (const auto& [qpn, off] : s.compare.msn_offset) o << "msn_offset = " << format_hex(qpn, 6) << ":" << off << "\n";
   o << "\n[local]\nmac = " << proto::mac_to_string(s.local.mac) << "\nip = " << to_string(s.local.ip) << "\n";
   if (s.dcqcn) {
     o << "\n[dcqcn]\nenabled = yes\nnp_interval_us = " << format_micros(s.np.interval)
