@@ -2,7 +2,8 @@
 # Installs what is missing, builds, and runs the main job on its embedded default: roce-demo,
 # which runs roce-gen against roce-appliance over virtual DPDK ports (net_ring, no NIC, no
 # hugepages) through a link emulator with a little loss and an ECN-marking bottleneck. Then it
-# draws the DCQCN rate trace and summarises the captured first packets with roce-inspect.
+# draws the DCQCN pictures (flows sharing the bottleneck, and the live run's sender rates) and
+# summarises the captured first packets with roce-inspect.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -14,9 +15,9 @@ log "roce-demo (write bandwidth through an emulated link; output in ${out#"$ROOT
 "$BUILD_DIR/apps/demo/roce-demo" --out "$out" "$@"
 
 echo
-log "DCQCN rate trace -> ${out#"$ROOT"/}/dcqcn_rates.svg"
-python3 "$ROOT/scripts/plot_rates.py" --rt --title "roce-demo: sender rate (DCQCN)" \
-  "$out/dcqcn_rates.csv" "$out/dcqcn_rates.svg"
+log "DCQCN pictures -> ${out#"$ROOT"/}/dcqcn_share.svg (flows sharing the bottleneck), dcqcn_rates.svg (this run)"
+python3 "$ROOT/scripts/plot_rates.py" --rt "$out/dcqcn_share.csv" "$out/dcqcn_share.svg"
+python3 "$ROOT/scripts/plot_rates.py" --rt "$out/dcqcn_rates.csv" "$out/dcqcn_rates.svg"
 
 echo
 log "roce-inspect ${out#"$ROOT"/}/first_packets.pcap --summary"

@@ -16,6 +16,7 @@
 
 #include "apps/appliance/appliance.hpp"
 #include "apps/capture/capture_writer.hpp"
+#include "apps/demo/dcqcn_share.hpp"
 #include "apps/demo/soak.hpp"
 #include "apps/common/perftest_client.hpp"
 #include "dataplane/link_emulator.hpp"
@@ -24,6 +25,32 @@
 namespace roce::app {
 
 namespace {
+
+// The emulator's bottleneck marks with RED; the simulated picture uses the same thresholds.
+constexpr cc::RedParams kBottleneckRed{20'000, 200'000, 0.2};
+
+// The DCQCN figure: the same reaction, notification and congestion points stepped on a
+// virtual clock (dcqcn_share.hpp), written next to the live trace and summed up in one line.
+void draw_share(const DemoOptions& o) {
+  ShareConfig c;
+  c.flows = o.flows;
+  c.line_rate_bps = o.line_rate_gbps * 1e9;
+  c.bottleneck_bps = o.bottleneck_gbps * 1e9;
+  c.red = kBottleneckRed;
+  std::ofstream csv(o.out_dir + "/dcqcn_share.csv");
+  if (!csv) {
+    std::printf(" DCQCN picture: cannot write %s/dcqcn_share.csv\n\n", o.out_dir.c_str());
+    return;
+  }
+  csv << "# title=DCQCN: " << o.flows << " flows share a " << o.bottleneck_gbps
+      << " Gb/s bottleneck (lib/cc on a virtual clock)\n# bottleneck_gbps=" << o.bottleneck_gbps
+      << "\n# ymax_gbps=" << 2.5 * o.bottleneck_gbps << "\n# flows=" << o.flows << "\n";
+  const ShareResult r = run_dcqcn_share(c, csv);
+  std::printf(" DCQCN picture (lib/cc on a virtual clock, %s/dcqcn_share.csv): %u flows joining %.0f ms apart on the %.1f Gb/s\n"
+              "   bottleneck settle at", o.out_dir.c_str(), o.flows, static_cast<double>(c.join_every) / 1e6, o.bottleneck_gbps);
+  for (std::size_t i = 0; i < r.throughput_bps.size(); ++i) std::printf("%s %.2f", i ? "," : "", r.throughput_bps[i] / 1e9);
+  std::printf(" Gb/s (fair share %.2f, Jain index %.3f)\n\n", o.bottleneck_gbps / o.flows, r.jain);
+}
 
 // The first frames crossing the emulator, in both directions, for the pcap.
 struct Tap {
@@ -112,7 +139,7 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   f.delay = 5 * kMicro;
   f.rate_bps = o.bottleneck_gbps * 1e9;
   f.queue_bytes = 4 << 20;
-  f.red = cc::RedParams{20'000, 200'000, 0.2};
+  f.red = kBottleneckRed;
   eo.x_to_y = f;
   eo.y_to_x = f;
   eo.seed = 2026;
@@ -163,10 +190,14 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
     return finish_soak(soaked, *gen, *appl, **emu);
   }
 
+  draw_share(o);
   // The DCQCN trace: the generator's QP rates every 200 us while the test runs.
   std::atomic<bool> tracing{true};
   std::ofstream csv(o.out_dir + "/dcqcn_rates.csv");
   if (!csv) return make_error(EIO, "cannot write " + o.out_dir + "/dcqcn_rates.csv");
+  // What the picture needs besides the samples (scripts/plot_rates.py reads these comments).
+  csv << "# title=roce-demo: the DCQCN rates of its " << o.flows << " sender QPs in this run\n# label=QP\n# bottleneck_gbps="
+      << o.bottleneck_gbps << "\n# ymax_gbps=" << 2.5 * o.bottleneck_gbps << "\n# flows=" << o.flows << "\n";
   csv << "t_us,qp,rc_gbps,rt_gbps,alpha\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::thread tracer([&] {
@@ -186,12 +217,14 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
 
   std::printf("roce-demo: roce-gen (10.77.0.1) -> link emulator (loss %.2f %%, %.1f Gb/s bottleneck with RED ECN marking) -> roce-appliance (10.77.0.2)\n",
               o.loss * 100, o.bottleneck_gbps);
-  std::printf("           %s %s, %u B x %llu, DCQCN paper profile at %.0f Gb/s line rate\n\n", to_string(o.spec.verb).c_str(),
-              to_string(o.spec.measure).c_str(), o.spec.size, static_cast<unsigned long long>(o.spec.iters), o.line_rate_gbps);
+  std::printf("           %s %s, %u B x %llu on each of %u QPs, DCQCN paper profile at %.0f Gb/s line rate\n\n",
+              to_string(o.spec.verb).c_str(), to_string(o.spec.measure).c_str(), o.spec.size,
+              static_cast<unsigned long long>(o.spec.iters), o.flows, o.line_rate_gbps);
   ClientOptions co;
   co.server = "127.0.0.1";
   co.port = appliance->oob_port();
   co.spec = o.spec;
+  co.qps = o.flows;
   co.verify = o.spec.verb != Verb::Send;
   auto run = run_perftest_client(*gen, co, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
   tracing = false;

@@ -20,6 +20,7 @@ struct DemoOptions {
   double soak_rss_slack_mib = 16;
   double bottleneck_gbps = 2;
   double line_rate_gbps = 10;  // the senders' DCQCN start rate
+  unsigned flows = 2;          // sender QPs sharing the bottleneck
   std::string out_dir = "demo-out";
   std::uint32_t capture_frames = 300;
   bool gbits = true;

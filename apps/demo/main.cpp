@@ -31,6 +31,7 @@ int demo_main(int argc, char** argv) {
        cxxopts::value<double>(d.soak_s)->default_value("0"))
       ("soak-rss-slack", "soak: resident memory growth allowed after warm-up, MiB", cxxopts::value<double>(d.soak_rss_slack_mib)->default_value("16"))
       ("bottleneck", "bottleneck rate, Gb/s", cxxopts::value<double>(d.bottleneck_gbps)->default_value("2"))
+      ("q,qps", "sender QPs (flows) sharing the bottleneck, each with its own DCQCN rate", cxxopts::value<unsigned>(d.flows)->default_value("2"))
       ("out", "directory for the pcap and the rate trace", cxxopts::value<std::string>(d.out_dir)->default_value("demo-out"))
       ("h,help", "this text");
   std::vector<const char*> av;
@@ -53,8 +54,8 @@ int demo_main(int argc, char** argv) {
   }
   d.spec.size = static_cast<std::uint32_t>(*sz);
   if (d.loss < 0 || d.loss >= 0.5 || d.duplicate < 0 || d.duplicate >= 0.5 || d.reorder < 0 || d.reorder >= 0.5 ||
-      d.bottleneck_gbps <= 0 || d.spec.iters == 0 || d.soak_s < 0 || d.soak_rss_slack_mib < 0) {
-    std::fprintf(stderr, "roce-demo: --loss, --dup and --reorder must be in [0, 0.5), --bottleneck and --iters positive, --soak not negative\n");
+      d.bottleneck_gbps <= 0 || d.spec.iters == 0 || d.soak_s < 0 || d.soak_rss_slack_mib < 0 || d.flows == 0 || d.flows > 16) {
+    std::fprintf(stderr, "roce-demo: --loss, --dup and --reorder must be in [0, 0.5), --bottleneck and --iters positive, --qps 1..16, --soak not negative\n");
     return 2;
   }
   // Before DPDK starts: a directory that cannot be made is the command line's fault (exit 2).

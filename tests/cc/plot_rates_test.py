@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks scripts/plot_rates.py: a valid SVG (parsed with xml.etree) with axes, ticks, one
-line per QP and a legend; dcqcn-trace output accepted; bad input refused. Usage:
+line per QP and a legend; the bottleneck and fair-share lines, a time axis that ends with the
+data and a rate scale cut at --ymax; dcqcn-trace output accepted; bad input refused. Usage:
 plot_rates_test.py <plot_rates.py> <sample_rates.csv>"""
 
 import os
@@ -42,7 +43,8 @@ def main():
                 x, y = (float(v) for v in pair.split(","))
                 check(0 <= x <= 960 and 0 <= y <= 600, "point outside the picture: {}".format(pair))
         words = texts(root)
-        for label in ("QP 1", "QP 2", "rate (Gb/s)", "alpha", "time (\u00b5s)", "two <QPs>"):
+        for label in ("flow 1: Rc", "flow 2: Rc", "rate (Gb/s)", "alpha", "time (\u00b5s)", "two <QPs>",
+                      "Rc: current rate", "Rt: target rate", "alpha: congestion estimate"):
             check(label in words, "missing text " + label)
         check("100" in words and "0" in words, "rate ticks missing: {}".format(words))
 
@@ -52,7 +54,28 @@ def main():
         check(r.returncode == 0, "dcqcn-trace input failed: " + r.stderr)
         root = ET.fromstring(r.stdout)
         check(len(list(root.iter(SVG + "polyline"))) == 2, "one Rc and one alpha line")
-        check("QP" in texts(root), "legend for the single series")
+        check("QP: Rc" in texts(root), "legend for the single series")
+
+        # Two flows, the second joining at 1000 us, on a 2 Gb/s bottleneck named in the trace.
+        share = os.path.join(tmp, "share.csv")
+        with open(share, "w") as f:
+            f.write("# bottleneck_gbps=2\n# ymax_gbps=5\nt_us,qp,rc_gbps,rt_gbps,alpha\n")
+            for t in range(0, 2500, 100):
+                f.write("{},1,{},{},0.5\n".format(t, 10 if t == 0 else 1.5, 1.6))
+                if t >= 1000:
+                    f.write("{},2,{},{},0.5\n".format(t, 10 if t == 1000 else 0.8, 0.9))
+        r = run(script, ["--rt", share, out])
+        check(r.returncode == 0, "share trace failed: " + r.stderr)
+        root = ET.parse(out).getroot()
+        words = texts(root)
+        for label in ("bottleneck 2 Gb/s", "fair share", "cut at 5 Gb/s (peak 10)"):
+            check(label in words, "missing " + label + " in " + str(words))
+        fair = [l for l in root.iter(SVG + "polyline") if l.get("stroke-dasharray") == "2,3"]
+        check(len(fair) == 1 and len(fair[0].get("points").split()) == 4, "fair share steps from 2 to 1 Gb/s")
+        # Ticks every 500 us: without the data ending the axis it would run on to 2500.
+        check("2000" in words and "2500" not in words, "the time axis ends with the data (last sample 2400 us): {}".format(words))
+        r = run(script, ["--bottleneck", "-1", share, out])
+        check(r.returncode != 0 and "positive" in r.stderr, "a negative bottleneck is refused: " + r.stderr)
 
         # Long traces switch the axis to milliseconds and stay small.
         long_csv = os.path.join(tmp, "long.csv")
