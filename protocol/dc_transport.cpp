@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "protocol/payload_tail.hpp"
+
 namespace roce::proto {
 namespace {
 
@@ -108,17 +110,12 @@ ParseError parse_dc(ByteSpan buf, const ParseOptions& opts, Packet& p, DcHeaders
   p.payload_length = payload_and_pad - pad;
   p.payload_offset = off;
 
-  const std::size_t icrc_off = p.datagram_end - kIcrcBytes;
-  if (buf.size() < p.datagram_end) {
-    if (!opts.allow_snap_truncation) return ParseError::Truncated;
-    p.snap_truncated = true;
-    const std::size_t have = buf.size() > p.payload_offset ? buf.size() - p.payload_offset : 0;
-    p.payload = buf.subspan(p.payload_offset, have < p.payload_length ? have : p.payload_length);
-    p.icrc_status = IcrcStatus::NotCheckable;
-    return ParseError::None;
+  switch (place_payload(buf, opts, p)) {
+    case PayloadTail::Refused: return ParseError::Truncated;
+    case PayloadTail::Cut: return ParseError::None;
+    case PayloadTail::Whole: break;
   }
-  p.payload = buf.subspan(p.payload_offset, p.payload_length);
-  p.icrc = read_icrc(buf.subspan(icrc_off, kIcrcBytes));
+  const std::size_t icrc_off = p.datagram_end - kIcrcBytes;
   const bool ipv4_options = p.ip_version == IpVersion::V4 && p.l4_offset - p.l3_offset != kIpv4HeaderBytes;
   if (ipv4_options) {
     p.icrc_status = IcrcStatus::NotCheckable;

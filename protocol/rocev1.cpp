@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/payload_rule.hpp"
+#include "protocol/payload_tail.hpp"
 
 namespace roce::proto {
 
@@ -66,17 +67,12 @@ ParseError parse_rocev1(ByteSpan buf, std::size_t grh_offset, const ParseOptions
     case PayloadVerdict::LengthInvalid: return ParseError::PayloadLengthInvalid;
   }
   p.payload_offset = ext_off + info.ext_bytes;
-  if (buf.size() < p.datagram_end) {
-    if (!opts.allow_snap_truncation) return ParseError::Truncated;
-    p.snap_truncated = true;
-    const std::size_t have = buf.size() > p.payload_offset ? buf.size() - p.payload_offset : 0;
-    p.payload = buf.subspan(p.payload_offset, have < p.payload_length ? have : p.payload_length);
-    p.icrc_status = IcrcStatus::NotCheckable;
-    return ParseError::None;
+  switch (place_payload(buf, opts, p)) {
+    case PayloadTail::Refused: return ParseError::Truncated;
+    case PayloadTail::Cut: return ParseError::None;
+    case PayloadTail::Whole: break;
   }
   const std::size_t icrc_off = p.datagram_end - kIcrcBytes;
-  p.payload = buf.subspan(p.payload_offset, p.payload_length);
-  p.icrc = read_icrc(buf.subspan(icrc_off, kIcrcBytes));
   if (!opts.verify_icrc) {
     p.icrc_status = IcrcStatus::NotChecked;
   } else {

@@ -277,6 +277,19 @@ def render(series, title, show_rt, width, height, bottleneck=None, ymax=None):
     return "\n".join(out) + "\n"
 
 
+def gbps_option(given, meta, key, option):
+    """A rate in Gb/s from the command line, else from the trace's `# key=value`; None if neither."""
+    value = given
+    if value is None and key in meta:
+        try:
+            value = float(meta[key])
+        except ValueError:
+            raise ValueError("{}={!r} is not a number".format(key, meta[key]))
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise ValueError("{} must be a positive number of Gb/s".format(option))
+    return value
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="Plot a DCQCN rate trace CSV (t_us,qp,rc_gbps,rt_gbps,alpha) as SVG.")
     parser.add_argument("input", help="trace CSV, or - for standard input")
@@ -300,25 +313,11 @@ def main(argv):
     except (OSError, TraceError) as e:
         sys.stderr.write("plot_rates: {}: {}\n".format(args.input, e))
         return 1
-    bottleneck = args.bottleneck
-    if bottleneck is None and "bottleneck_gbps" in meta:
-        try:
-            bottleneck = float(meta["bottleneck_gbps"])
-        except ValueError:
-            sys.stderr.write("plot_rates: {}: bottleneck_gbps={!r} is not a number\n".format(args.input, meta["bottleneck_gbps"]))
-            return 1
-    if bottleneck is not None and not (bottleneck > 0 and math.isfinite(bottleneck)):
-        sys.stderr.write("plot_rates: the bottleneck must be a positive number of Gb/s\n")
-        return 1
-    ymax = args.ymax
-    if ymax is None and "ymax_gbps" in meta:
-        try:
-            ymax = float(meta["ymax_gbps"])
-        except ValueError:
-            sys.stderr.write("plot_rates: {}: ymax_gbps={!r} is not a number\n".format(args.input, meta["ymax_gbps"]))
-            return 1
-    if ymax is not None and not (ymax > 0 and math.isfinite(ymax)):
-        sys.stderr.write("plot_rates: --ymax must be a positive number of Gb/s\n")
+    try:
+        bottleneck = gbps_option(args.bottleneck, meta, "bottleneck_gbps", "--bottleneck")
+        ymax = gbps_option(args.ymax, meta, "ymax_gbps", "--ymax")
+    except ValueError as e:
+        sys.stderr.write("plot_rates: {}: {}\n".format(args.input, e))
         return 1
     title = args.title or meta.get("title", "DCQCN rates")
     svg = render(series, title, args.rt, args.width, args.height, bottleneck, ymax)

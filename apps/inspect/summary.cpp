@@ -37,31 +37,23 @@ std::string hex24(std::uint32_t v) {
   return buf;
 }
 
-std::string bytes_text(double b) {
+// `v` in the largest unit it reaches (steps of 1000, largest first), with `decimals` digits.
+struct Unit {
+  double scale;
+  const char* name;
+  int decimals;
+};
+std::string scaled(double v, std::initializer_list<Unit> units) {
   char buf[32];
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
-  else if (b >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  const Unit* u = units.begin();
+  while (u + 1 != units.end() && v < u->scale) ++u;
+  std::snprintf(buf, sizeof buf, "%.*f %s", u->decimals, v / u->scale, u->name);
   return buf;
 }
 
-std::string rate_text(double bps) {
-  char buf[32];
-  if (bps >= 1e9) std::snprintf(buf, sizeof buf, "%.3f Gb/s", bps / 1e9);
-  else if (bps >= 1e6) std::snprintf(buf, sizeof buf, "%.3f Mb/s", bps / 1e6);
-  else if (bps >= 1e3) std::snprintf(buf, sizeof buf, "%.3f kb/s", bps / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f b/s", bps);
-  return buf;
-}
-
-std::string time_text(double s) {
-  char buf[32];
-  if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  return buf;
-}
+std::string bytes_text(double b) { return scaled(b, {{1e9, "GB", 2}, {1e6, "MB", 2}, {1e3, "kB", 1}, {1, "B", 0}}); }
+std::string rate_text(double bps) { return scaled(bps, {{1e9, "Gb/s", 3}, {1e6, "Mb/s", 3}, {1e3, "kb/s", 3}, {1, "b/s", 0}}); }
+std::string time_text(double s) { return scaled(s, {{1, "s", 3}, {1e-3, "ms", 3}, {1e-6, "us", 1}}); }
 
 // The two directions of one connection: A -> (B, qp b) and B -> (A, qp a); either may be absent.
 struct Connection {
