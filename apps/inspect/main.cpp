@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "apps/inspect/cm_mad_view.hpp"
 #include "apps/inspect/inspect.hpp"
+#include "apps/inspect/mad_hook.hpp"
 #include "protocol/mtu.hpp"
 
 namespace {
@@ -366,6 +368,7 @@ Usage parse_command_line(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
+  roce::inspect::set_mad_describer(&roce::inspect::describe_cm_mad);
   const Usage u = parse_command_line(argc, argv);
   if (u.help) {
     std::cout << u.help_text;
