@@ -55,6 +55,20 @@ std::string bytes_text(double b) { return scaled(b, {{1e9, "GB", 2}, {1e6, "MB",
 std::string rate_text(double bps) { return scaled(bps, {{1e9, "Gb/s", 3}, {1e6, "Mb/s", 3}, {1e3, "kb/s", 3}, {1, "b/s", 0}}); }
 std::string time_text(double s) { return scaled(s, {{1, "s", 3}, {1e-3, "ms", 3}, {1e-6, "us", 1}}); }
 
+// "5 7..9 12": consecutive PSNs as ranges, `times` appended where a PSN went more than once.
+std::string psn_ranges(const std::map<std::uint32_t, std::uint32_t>& psns) {
+  std::string s;
+  for (auto it = psns.begin(); it != psns.end();) {
+    auto last = it;
+    while (std::next(last) != psns.end() && std::next(last)->first == last->first + 1 && std::next(last)->second == it->second)
+      ++last;
+    s += " " + std::to_string(it->first) + (last != it ? ".." + std::to_string(last->first) : "");
+    if (it->second > 1) s += " (x" + std::to_string(it->second) + ")";
+    it = std::next(last);
+  }
+  return s;
+}
+
 // The two directions of one connection: A -> (B, qp b) and B -> (A, qp a); either may be absent.
 struct Connection {
   const Flow* ab = nullptr;
@@ -127,8 +141,7 @@ std::string requests_text(const Flow* f, const char* dir) {
   std::string s = std::string("    requests ") + dir + ": " + std::to_string(f->requests) + ", " + std::to_string(f->retransmitted) +
                   " retransmitted";
   if (f->retransmitted) {
-    s += " (" + std::to_string(f->retransmitted_distinct) + " PSNs:";
-    for (const auto& [psn, n] : f->retransmitted_psns) s += " " + std::to_string(psn) + (n > 1 ? " (x" + std::to_string(n) + ")" : "");
+    s += " (" + std::to_string(f->retransmitted_distinct) + " PSNs:" + psn_ranges(f->retransmitted_psns);
     if (f->retransmitted_distinct > f->retransmitted_psns.size()) s += " ...";
     s += ")";
   }
