@@ -194,7 +194,15 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   // The DCQCN trace: the generator's QP rates every 200 us while the test runs.
   std::atomic<bool> tracing{true};
   std::ofstream csv(o.out_dir + "/dcqcn_rates.csv");
-  if (!csv) return make_error(EIO, "cannot write " + o.out_dir + "/dcqcn_rates.csv");
+  if (!csv) {
+    // The appliance thread is running: stop and join it before leaving (a joinable std::thread
+    // going out of scope would end the process).
+    appliance->stop();
+    serving.join();
+    appliance.reset();
+    finish();
+    return make_error(EIO, "cannot write " + o.out_dir + "/dcqcn_rates.csv");
+  }
   // What the picture needs besides the samples (scripts/plot_rates.py reads these comments).
   csv << "# title=roce-demo: the DCQCN rates of its " << o.flows << " sender QPs in this run\n# label=QP\n# bottleneck_gbps="
       << o.bottleneck_gbps << "\n# ymax_gbps=" << 2.5 * o.bottleneck_gbps << "\n# flows=" << o.flows << "\n";
