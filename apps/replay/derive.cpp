@@ -393,7 +393,8 @@ class Deriver {
     }
     std::map<std::uint32_t, std::size_t> gaps_per_qp;
     for (const CaptureGap& g : out_.gaps) ++gaps_per_qp[g.qpn];
-    for (const auto& [qpn, n] : gaps_per_qp) {
+    for (const auto& [gap_qpn, n] : gaps_per_qp) {
+      const std::uint32_t qpn = gap_qpn;  // clang 14 cannot capture a structured binding
       const CaptureGap& g = *std::find_if(out_.gaps.begin(), out_.gaps.end(), [qpn](const CaptureGap& x) { return x.qpn == qpn; });
       out_.notes.push_back("QP " + format_hex(qpn, 6) + ": " + std::to_string(n) + " gap" + (n == 1 ? "" : "s") +
                            " in the request PSNs the real responder did not NAK, the first " + format_hex(g.first, 6) + ".." +

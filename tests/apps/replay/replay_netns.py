@@ -61,7 +61,8 @@ def count_received(replay, inspect, capture, extra):
     work = tempfile.mkdtemp(prefix="replay-netns-")
     rx = os.path.join(work, "rx.pcap")
     try:
-        dump = subprocess.Popen(["ip", "netns", "exec", NS_RX, "tcpdump", "-i", VETH_RX, "-U", "-s", "0", "-w", rx],
+        dump = subprocess.Popen(["ip", "netns", "exec", NS_RX, "tcpdump", "-i", VETH_RX, "--immediate-mode", "-U", "-s", "0",
+                                 "-w", rx],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = dump.stderr.readline()  # "tcpdump: listening on ..." once it captures
         if "listening" not in line:
@@ -69,7 +70,9 @@ def count_received(replay, inspect, capture, extra):
         r = subprocess.run(["ip", "netns", "exec", NS_TX, replay] + EAL + ["--vdev=net_af_packet0,iface=" + VETH_TX, "--",
                             "-i", capture, "--dev", "net_af_packet0", "--topspeed"] + extra,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
-        time.sleep(0.5)  # the last frames through the veth and into tcpdump's file
+        # Without --immediate-mode tcpdump's TPACKET_V3 ring hands a block over only when it is
+        # full or its timeout expires, and frames still in the ring at SIGINT are never written.
+        time.sleep(1.0)
         dump.send_signal(signal.SIGINT)
         dump.wait(10)
         if r.returncode != 0:
