@@ -5,17 +5,20 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+started=$SECONDS
 ensure_packages
 configure_and_build
+declare -a summary
+summary+=("packages and build: $((SECONDS - started)) s")
 
 failed=0
-declare -a summary
 
 log "meson test -C $BUILD_DIR (all suites)"
+step_start=$SECONDS
 if meson test -C "$BUILD_DIR" --print-errorlogs; then
-  summary+=("meson test: ok")
+  summary+=("meson test: ok ($((SECONDS - step_start)) s)")
 else
-  summary+=("meson test: FAILED (log: $BUILD_DIR/meson-logs/testlog.txt)")
+  summary+=("meson test: FAILED after $((SECONDS - step_start)) s (log: $BUILD_DIR/meson-logs/testlog.txt)")
   failed=1
 fi
 testlog="$BUILD_DIR/meson-logs/testlog.txt"
@@ -31,13 +34,15 @@ for step in "$ROOT"/scripts/test.d/*.sh; do
   name="test.d/$(basename "$step")"
   log "$name"
   set +e
+  step_start=$SECONDS
   (cd "$ROOT" && "$step")
   rc=$?
+  took="$((SECONDS - step_start)) s"
   set -e
   case $rc in
-    0) summary+=("$name: ok") ;;
-    77) summary+=("$name: skipped") ;;
-    *) summary+=("$name: FAILED (exit $rc)"); failed=1 ;;
+    0) summary+=("$name: ok ($took)") ;;
+    77) summary+=("$name: skipped ($took)") ;;
+    *) summary+=("$name: FAILED (exit $rc, after $took)"); failed=1 ;;
   esac
 done
 shopt -u nullglob
@@ -57,6 +62,7 @@ if [[ -f "$testlog" ]]; then
   fi
 fi
 for line in "${summary[@]}"; do echo "  $line"; done
+echo "  total: $((SECONDS - started)) s"
 if ((failed)); then
   echo "RESULT: FAILED"
   exit 1
