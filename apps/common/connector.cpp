@@ -46,6 +46,7 @@ Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParam
     path.dest_qpn = peer.qpn;
     path.rq_psn = peer.psn;
     path.dgid = peer.gid;
+    path.traffic_class = p.traffic_class;
     path.max_dest_rd_atomic = p.max_rd_atomic;
     path.min_rnr_timer = p.min_rnr_timer;
     const QpTransition rtr = rtr_transition(p.type, path);

@@ -23,6 +23,7 @@ struct QpParams {
   std::uint32_t recv_depth = 512;
   std::uint32_t max_sge = 1;
   std::uint32_t max_inline = 0;
+  std::uint8_t traffic_class = 0;  // the IP TOS byte of what the QP sends (its ECN bits are the engine's)
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 };
 

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include "apps/common/buffers.hpp"
+#include "apps/common/cpu_util.hpp"
 #include "apps/common/driver_set.hpp"
 #include "apps/common/traffic/drivers.hpp"
+#include "apps/common/traffic/perftest_text.hpp"
 #include "dataplane/signals.hpp"
 
 namespace roce::app {
@@ -67,6 +71,35 @@ Status read_back(DriverSet& drivers, const LocalQp& qp, LocalBuffer into, Remote
   return {};
 }
 
+// perftest's figures of one size: every QP's operations together, over the whole run (with
+// the peak from each operation's post and completion time), or under -D over the window.
+BwFigures bw_figures(const TrafficSpec& spec, const std::vector<std::unique_ptr<BwClient>>& bw) {
+  BwInput in;
+  in.size = op_bytes(spec);
+  in.cq_mod = spec.cq_mod;
+  in.post_list = spec.post_list;
+  in.first = kNever;
+  BwTimestamps times;
+  for (const auto& d : bw) {
+    if (spec.duration > 0) {
+      in.ops += d->window_ops();
+      in.first = std::min(in.first, d->window_start());
+      in.last = std::max(in.last, d->window_end());
+    } else {
+      in.ops += d->status().completed;
+      in.first = std::min(in.first, d->first_post());
+      in.last = std::max(in.last, d->last_completion());
+      times.posted.insert(times.posted.end(), d->posted_times().begin(), d->posted_times().end());
+      times.completed.insert(times.completed.end(), d->completed_times().begin(), d->completed_times().end());
+    }
+  }
+  // The k-th operation of the run, whichever QP it went on (perftest's one loop posts them in turn).
+  std::sort(times.posted.begin(), times.posted.end());
+  std::sort(times.completed.begin(), times.completed.end());
+  if (spec.record_peak && spec.duration == 0) in.times = &times;
+  return perftest_bw(in);
+}
+
 struct ClientQp {
   LocalQp local;
   PerftestDest mine;
@@ -78,7 +111,7 @@ struct ClientQp {
 class ClientTraffic {
  public:
   ClientTraffic(dp::Dataplane& dp, const ClientOptions& o, std::uint32_t max_size, ClientRun& run,
-                const std::function<void(const std::string&)>& progress)
+                const std::function<void(const ClientProgress&)>& progress)
       : dp_(dp), o_(o), max_size_(max_size), per_qp_(3 * std::size_t{max_size} + 64), run_(run), progress_(progress),
         conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(dp) {}
   ~ClientTraffic() {
@@ -86,7 +119,7 @@ class ClientTraffic {
       if (q.ah) dp_.call(q.local.worker, [&](Engine& e) { return e.destroy_ah(q.ah); });
       conn_.destroy(q.local);
     }
-    if (mr_) dp_.memory().deregister(mr_->rkey());
+    for (const MemoryRegion* mr : mrs_) dp_.memory().deregister(mr->rkey());
   }
 
   Status create(const QpParams& p) {
@@ -94,9 +127,13 @@ class ClientTraffic {
     auto buffer = MappedBuffer::anonymous(per_qp_ * o_.qps);
     if (!buffer) return buffer.error();
     buffer_ = std::move(*buffer);
-    auto mr = conn_.register_memory(buffer_.data(), buffer_.size(), kAllAccess);
-    if (!mr) return mr.error();
-    mr_ = *mr;
+    // One region for all QPs, or one per QP (--mr_per_qp).
+    for (unsigned i = 0; i < (o_.mr_per_qp ? o_.qps : 1u); ++i) {
+      auto region = o_.mr_per_qp ? conn_.register_memory(base(i), per_qp_, kAllAccess)
+                                 : conn_.register_memory(buffer_.data(), buffer_.size(), kAllAccess);
+      if (!region) return region.error();
+      mrs_.push_back(*region);
+    }
     for (unsigned i = 0; i < o_.qps; ++i) {
       auto lq = conn_.create(p);
       if (!lq) return lq.error();
@@ -105,7 +142,7 @@ class ClientTraffic {
       q.mine.out_reads = p.max_rd_atomic;
       q.mine.qpn = lq->qpn;
       q.mine.psn = lq->psn;
-      q.mine.rkey = mr_->rkey();
+      q.mine.rkey = mr(i)->rkey();
       q.mine.vaddr = reinterpret_cast<std::uint64_t>(landing(i));  // where the server's WRITEs land
       q.mine.gid = conn_.local_gid();
       qps_.push_back(q);
@@ -144,6 +181,7 @@ class ClientTraffic {
 
  private:
   std::byte* base(std::size_t i) { return buffer_.data() + i * per_qp_; }
+  const MemoryRegion* mr(std::size_t i) const { return mrs_[o_.mr_per_qp ? i : 0]; }
   std::byte* landing(std::size_t i) { return base(i) + max_size_; }
   std::byte* scratch(std::size_t i) { return base(i) + 2 * std::size_t{max_size_}; }
   RemoteBuffer remote(std::size_t i) const {
@@ -157,12 +195,12 @@ class ClientTraffic {
   std::uint32_t max_size_;
   std::size_t per_qp_;  // [send area | landing area | scratch] of max_size each, and room for a GRH
   ClientRun& run_;
-  const std::function<void(const std::string&)>& progress_;
+  const std::function<void(const ClientProgress&)>& progress_;
   Connector conn_;
   DriverSet drivers_;
   QpParams params_;
   MappedBuffer buffer_;
-  const MemoryRegion* mr_ = nullptr;
+  std::vector<const MemoryRegion*> mrs_;
   std::vector<ClientQp> qps_;
 };
 
@@ -175,12 +213,14 @@ Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std
     w.verb = Verb::Write;
     w.measure = Measure::Bandwidth;
     w.iters = 1;
-    BwClient writer(qps_[i].local, w, LocalBuffer{send, spec.size, mr_->lkey()}, remote(i));
+    w.duration = 0;
+    w.cq_mod = w.post_list = 1;
+    BwClient writer(qps_[i].local, w, LocalBuffer{send, spec.size, mr(i)->lkey()}, remote(i));
     if (!run_to_end(drivers_, qps_[i].local.worker, writer, std::chrono::seconds(10)))
       return make_error(ETIMEDOUT, "writing the pattern to verify READs did not complete");
     std::memset(send, 0, spec.size);
   } else if (spec.verb == Verb::Atomic) {
-    if (Status s = read_back(drivers_, qps_[i].local, LocalBuffer{scratch(i), 8, mr_->lkey()}, remote(i), 8); !s) return s;
+    if (Status s = read_back(drivers_, qps_[i].local, LocalBuffer{scratch(i), 8, mr(i)->lkey()}, remote(i), 8); !s) return s;
     std::memcpy(&atomic_before, scratch(i), 8);
   } else {
     // Every QP writes the same pattern: a server may give them all the same address (the
@@ -191,7 +231,7 @@ Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std
 }
 
 Status ClientTraffic::check_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t ops, std::uint64_t atomic_before) {
-  const LocalBuffer into{scratch(i), std::max<std::uint32_t>(spec.size, 8), mr_->lkey()};
+  const LocalBuffer into{scratch(i), std::max<std::uint32_t>(spec.size, 8), mr(i)->lkey()};
   if (spec.verb == Verb::Write) {
     if (Status s = read_back(drivers_, qps_[i].local, into, remote(i), spec.size); !s) return s;
     run_.verified = run_.verified && std::memcmp(scratch(i), base(i), spec.size) == 0;
@@ -219,13 +259,16 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
   std::vector<std::uint64_t> ids;
   std::vector<std::uint64_t> atomic_before(active, 0);
   const bool write_lat = spec.measure == Measure::Latency && spec.verb == Verb::Write;
+  // --run_infinitely: the drivers run until stopped; spec.duration is the reporting period.
+  TrafficSpec driver_spec = spec;
+  if (o_.run_infinitely) driver_spec.duration = std::numeric_limits<Nanos>::max() / 4;
   for (std::size_t i = 0; i < active; ++i) {
     if (o_.verify)
       if (Status s = prepare_verify(spec, i, atomic_before[i]); !s) return s.error();
-    const LocalBuffer local{base(i), 2 * std::size_t{max_size_}, mr_->lkey()};
+    const LocalBuffer local{base(i), 2 * std::size_t{max_size_}, mr(i)->lkey()};
     const unsigned w = qps_[i].local.worker;
     if (spec.measure == Measure::Bandwidth) {
-      bw.push_back(std::make_unique<BwClient>(qps_[i].local, spec, local, remote(i)));
+      bw.push_back(std::make_unique<BwClient>(qps_[i].local, driver_spec, local, remote(i)));
       BwClient* d = bw.back().get();
       ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
     } else if (write_lat) {
@@ -248,11 +291,15 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
   auto remove_all = [&] {
     for (std::size_t i = 0; i < active; ++i) drivers_.remove(qps_[i].local.worker, ids[i]);
   };
-  // Wait, with a progress line each second.
+  // Wait, reporting progress about once a second (and each period of --run_infinitely).
   const auto t0 = std::chrono::steady_clock::now();
   auto next_report = t0 + std::chrono::seconds(1);
-  std::uint64_t last_done = 0, last_seen = 0;
+  auto period_start = t0;
+  std::uint64_t last_done = 0, last_seen = 0, period_done = 0;
   auto last_progress = t0;
+  std::optional<CpuTimes> cpu_before, cpu_after;
+  const auto margin = std::chrono::nanoseconds(spec.margin);
+  bool stopping = false;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     bool all = true;
@@ -264,9 +311,24 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
     }
     if (all) break;
     const auto now = std::chrono::steady_clock::now();
+    if (o_.cpu_util && spec.duration > 0 && !o_.run_infinitely) {
+      if (!cpu_before && now - t0 >= margin) cpu_before = read_cpu_times();
+      if (!cpu_after && now - t0 >= std::chrono::nanoseconds(spec.duration) - margin) cpu_after = read_cpu_times();
+    }
     if (dp::StopSignals::requested()) {
-      remove_all();
-      return make_error(ECANCELED, "stopped by a signal after " + std::to_string(done_ops) + " operations");
+      if (!o_.run_infinitely || stopping || bw.empty()) {
+        remove_all();
+        return make_error(ECANCELED, "stopped by a signal after " + std::to_string(done_ops) + " operations");
+      }
+      // The end of an endless run: stop posting, let what is in flight complete, then close the
+      // exchange as perftest's server expects.
+      dp::StopSignals::clear();
+      stopping = true;
+      run_.stopped = true;
+      for (std::size_t i = 0; i < active; ++i) drivers_.inspect(qps_[i].local.worker, [&] {
+        bw[i]->stop();
+        return 0;
+      });
     }
     if (done_ops != last_seen) {
       last_seen = done_ops;
@@ -283,11 +345,27 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
       return make_error(ETIMEDOUT, "no operation completed for " + std::to_string(o_.stall_timeout / kSecond) + " s (" +
                                        std::to_string(done_ops) + " done)" + why);
     }
-    if (now >= next_report && progress_) {
-      const double secs = std::chrono::duration<double>(now - t0).count();
-      const double gbps = static_cast<double>(done_ops - last_done) * op_bytes(spec) * 8 / 1e9;
-      progress_("  " + std::to_string(spec.size) + " B: " + std::to_string(done_ops) + " ops after " +
-                std::to_string(static_cast<int>(secs)) + " s, " + std::to_string(gbps).substr(0, 6) + " Gb/s in the last second");
+    if (o_.run_infinitely && !stopping && now - period_start >= std::chrono::nanoseconds(spec.duration)) {
+      // perftest's run_iter_bw_infinitely: a row per period, its operations over its time, no peak.
+      BwInput in;
+      in.size = op_bytes(spec);
+      in.ops = done_ops - period_done;
+      in.last = std::chrono::duration_cast<std::chrono::nanoseconds>(now - period_start).count();
+      const BwFigures f = perftest_bw(in);
+      period_done = done_ops;
+      period_start = now;
+      run_.bw.push_back(f);
+      if (o_.on_bw) o_.on_bw(f);
+    }
+    if (now >= next_report && progress_ && !o_.run_infinitely) {
+      ClientProgress p;
+      p.size = spec.size;
+      p.done_ops = done_ops;
+      p.target_ops = spec.duration > 0 ? 0 : spec.iters * active;
+      p.elapsed_s = std::chrono::duration<double>(now - t0).count();
+      p.duration_s = static_cast<double>(spec.duration) / 1e9;
+      p.bytes_per_s = static_cast<double>(done_ops - last_done) * op_bytes(spec);
+      progress_(p);
       last_done = done_ops;
       next_report += std::chrono::seconds(1);
     }
@@ -300,38 +378,46 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
   };
   PerftestResults results;
   std::vector<std::uint64_t> ops(active, 0);
+  const std::optional<double> cpu =
+      cpu_before && cpu_after ? std::optional<double>(cpu_util_percent(*cpu_before, *cpu_after)) : std::nullopt;
+  if (cpu) run_.cpu_util_percent = cpu;
   if (spec.measure == Measure::Bandwidth) {
-    BwFigures f;
-    f.size = op_bytes(spec);
-    Nanos first = kNever, last = 0;
     for (std::size_t i = 0; i < active; ++i) {
-      const BwClient& d = *bw[i];
-      ops[i] = d.status().completed;
-      f.iterations += d.status().completed;
-      note(d.status());
-      first = std::min(first, d.first_post());
-      last = std::max(last, d.last_completion());
-      f.bw_peak_bps += d.peak_bytes_per_s();
+      ops[i] = bw[i]->status().completed;
+      note(bw[i]->status());
     }
-    f.elapsed = last > first ? last - first : 0;
-    if (f.elapsed > 0) {
-      f.bw_avg_bps = static_cast<double>(f.iterations) * f.size * 1e9 / static_cast<double>(f.elapsed);
-      f.msg_rate_mpps = static_cast<double>(f.iterations) / static_cast<double>(f.elapsed) * 1e3;
+    if (!o_.run_infinitely) {
+      BwFigures f = bw_figures(spec, bw);
+      f.cpu_util_percent = cpu;
+      run_.bw.push_back(f);
+      if (o_.on_bw && run_.counters.errors == 0) o_.on_bw(f);
     }
-    f.bw_peak_bps = std::max(f.bw_peak_bps, f.bw_avg_bps);
-    run_.bw.push_back(f);
-    results = PerftestResults{f.size, f.iterations, f.bw_peak_bps / (1024.0 * 1024.0), f.bw_avg_bps / (1024.0 * 1024.0),
-                              f.msg_rate_mpps};
-  } else if (write_lat) {
-    note(wlat->status());
-    ops[0] = wlat->status().completed;
-    LatFigures f = summarise_latency(op_bytes(spec), wlat->samples(), true);
-    f.iterations = wlat->status().completed;
-    run_.lat.push_back(f);
+    if (!run_.bw.empty()) {
+      // In the client's units, as perftest sends them (MB/sec, or Gb/sec with --report_gbits).
+      const BwFigures& f = run_.bw.back();
+      results = PerftestResults{f.size, f.iterations, perftest_bw_units(f.bw_peak_bps, o_.gbits),
+                                perftest_bw_units(f.bw_avg_bps, o_.gbits), f.msg_rate_mpps};
+    }
   } else {
-    note(lat[0]->status());
-    ops[0] = lat[0]->status().completed;
-    run_.lat.push_back(summarise_latency(op_bytes(spec), lat[0]->samples(), lat[0]->round_trip()));
+    // perftest times the intervals between its posts: iters - 1 of them. The WRITE client's
+    // samples are those (it posts on the server's WRITE, the first of which it does not time);
+    // the others time every operation, the last one being an interval perftest never sees.
+    const DriverStatus st = write_lat ? wlat->status() : lat[0]->status();
+    note(st);
+    ops[0] = st.completed;
+    std::vector<Nanos> samples = write_lat ? wlat->samples() : lat[0]->samples();
+    const int rtt_factor = write_lat || lat[0]->round_trip() ? 2 : 1;
+    if (spec.duration > 0) {
+      LatDurationFigures f = perftest_latency_duration(op_bytes(spec), samples.size(),
+                                                       std::accumulate(samples.begin(), samples.end(), Nanos{0}), rtt_factor);
+      f.cpu_util_percent = cpu;
+      run_.lat_duration.push_back(f);
+      if (o_.on_lat_duration && run_.counters.errors == 0) o_.on_lat_duration(f);
+    } else {
+      if (!write_lat && !samples.empty()) samples.pop_back();
+      run_.lat.push_back(perftest_latency(op_bytes(spec), spec.iters, std::move(samples), rtt_factor));
+      if (o_.on_lat && run_.counters.errors == 0) o_.on_lat(run_.lat.back());
+    }
   }
   // A failed operation never reaches the server, which keeps waiting for it and would not
   // answer the rest of the exchange: say what failed now rather than time out on the peer.
@@ -447,7 +533,7 @@ Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, c
 }
 
 Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
-                                      const std::function<void(const std::string&)>& progress) {
+                                      const std::function<void(const ClientProgress&)>& progress) {
   ClientRun run;
   std::vector<std::uint32_t> sizes = o.sizes.empty() ? std::vector<std::uint32_t>{o.spec.size} : o.sizes;
 
@@ -480,7 +566,11 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   test.all_sizes = sizes.size() > 1;
   test.duration = o.spec.duration > 0;
   ClientHooks hooks;
-  hooks.connect = [&](const std::vector<PerftestDest>& p) { return traffic.connect(p); };
+  hooks.connect = [&](const std::vector<PerftestDest>& p) -> Status {
+    if (Status s = traffic.connect(p); !s) return s;
+    if (o.on_connected) o.on_connected(ClientConnection{run.local, p, run.mtu, run.remote_version});
+    return {};
+  };
   hooks.traffic = [&](std::uint32_t i) {
     TrafficSpec spec = o.spec;
     spec.size = sizes[i];

@@ -4,15 +4,34 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/common/connector.hpp"
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/perftest_flow.hpp"
+#include "apps/common/traffic/perftest_math.hpp"
 #include "apps/common/traffic/results.hpp"
 
 namespace roce::app {
+
+// Where a run stands, about once a second (for a live progress line).
+struct ClientProgress {
+  std::uint32_t size = 0;
+  std::uint64_t done_ops = 0;
+  std::uint64_t target_ops = 0;  // 0 under -D
+  double elapsed_s = 0;
+  double duration_s = 0;         // -D, else 0
+  double bytes_per_s = 0;        // over the last second
+};
+
+// What the client knew when its QPs came up: both sides' QP records and the path MTU.
+struct ClientConnection {
+  std::vector<PerftestDest> mine, peers;
+  ibv_mtu mtu = IBV_MTU_1024;
+  std::string remote_version;
+};
 
 struct ClientOptions {
   std::string server;
@@ -26,6 +45,15 @@ struct ClientOptions {
   // A run that completes nothing for this long fails with a hint instead of hanging (a SEND
   // latency test against a server that does not echo, a peer that went away).
   Nanos stall_timeout = 10 * kSecond;
+  bool mr_per_qp = false;       // one memory region per QP (perftest's --mr_per_qp)
+  bool run_infinitely = false;  // a result every spec.duration until a stop signal
+  bool cpu_util = false;        // -D: the host's CPU use over the measured window
+  bool gbits = false;           // the figures the server gets are in Gb/sec (else MB/sec), as perftest sends them
+  // perftest prints as the run goes: the header once the QPs are up, a row per size.
+  std::function<void(const ClientConnection&)> on_connected;
+  std::function<void(const BwFigures&)> on_bw;
+  std::function<void(const LatFigures&)> on_lat;
+  std::function<void(const LatDurationFigures&)> on_lat_duration;
 };
 
 struct ClientRun {
@@ -36,11 +64,14 @@ struct ClientRun {
   std::string remote_version;
   std::vector<PerftestDest> local, remote;  // the QP records, ours and the server's
   bool verified = false;  // --verify ran and the far side held what was written
+  std::vector<LatDurationFigures> lat_duration;  // -D latency tests
+  std::optional<double> cpu_util_percent;        // --cpu_util under -D
+  bool stopped = false;   // --run_infinitely ended by a stop signal (its normal end)
 };
 
-// `progress` gets one line per second of a running size (throughput so far).
+// `progress` is called about once a second while a size runs.
 Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
-                                      const std::function<void(const std::string&)>& progress);
+                                      const std::function<void(const ClientProgress&)>& progress);
 
 // The client's side of perftest's exchange in the order perftest 4.5 runs it (the recorded
 // streams in tests/apps/fixtures/oob show it); run_perftest_client runs the traffic in between.

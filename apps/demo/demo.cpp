@@ -19,6 +19,7 @@
 #include "apps/demo/dcqcn_share.hpp"
 #include "apps/demo/soak.hpp"
 #include "apps/common/perftest_client.hpp"
+#include "apps/common/traffic/perftest_text.hpp"
 #include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
 
@@ -234,7 +235,10 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   co.spec = o.spec;
   co.qps = o.flows;
   co.verify = o.spec.verb != Verb::Send;
-  auto run = run_perftest_client(*gen, co, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  auto run = run_perftest_client(*gen, co, [](const ClientProgress& p) {
+    std::printf("  %u B: %llu ops after %.0f s, %.3f Gb/s in the last second\n", p.size,
+                static_cast<unsigned long long>(p.done_ops), p.elapsed_s, p.bytes_per_s * 8 / 1e9);
+  });
   tracing = false;
   tracer.join();
   csv.close();
@@ -246,10 +250,9 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   finish();
   if (!run) return run.error();
 
-  std::printf("%s", table_rule().c_str());
-  std::printf("%s", bw_table_header(o.gbits).c_str());
-  for (const auto& f : run->bw) std::printf("%s", bw_table_row(f, o.gbits).c_str());
-  std::printf("%s", table_rule().c_str());
+  std::printf("%s%s", perftest_rule().c_str(), perftest_bw_columns(o.gbits, false).c_str());
+  for (const auto& f : run->bw) std::printf("%s", perftest_bw_row(f, o.gbits).c_str());
+  std::printf("%s", perftest_rule().c_str());
   std::printf(" data check (READ back from the appliance): %s\n", run->verified ? "remote memory as written" : "MISMATCH");
   std::printf(" transport: %llu retransmitted packets, %llu NAKs, %llu timeouts, %llu CNPs received by the sender\n",
               static_cast<unsigned long long>(run->counters.retransmits), static_cast<unsigned long long>(run->counters.naks),

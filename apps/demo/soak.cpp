@@ -53,7 +53,7 @@ SoakOutcome run_soak(dp::Dataplane& gen, dp::Dataplane& appl, dp::LinkEmulator& 
     co.spec.size = co.spec.verb == Verb::Atomic ? 8 : o.spec.size + static_cast<std::uint32_t>(8 * (round % 64));
     co.verify = true;
     const auto start = Clock::now();
-    auto run = run_perftest_client(gen, co, [](const std::string&) {});
+    auto run = run_perftest_client(gen, co, nullptr);
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     if (!run) {
       std::printf("round %llu (%s): %s\n", static_cast<unsigned long long>(round), to_string(co.spec.verb).c_str(),

@@ -1,15 +1,21 @@
 // roce-gen: start-up and wiring only; the tests live in apps/common and apps/gen.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 
 #include "apps/common/buffers.hpp"
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_client.hpp"
+#include "apps/common/perftest_server_print.hpp"
 #include "apps/common/runtime.hpp"
+#include "apps/common/traffic/perftest_text.hpp"
 #include "apps/craft/craft_run.hpp"
 #include "apps/gen/emulate.hpp"
+#include "apps/gen/gen_json.hpp"
 #include "apps/gen/options.hpp"
 #include "apps/gen/pingpong_client.hpp"
+#include "apps/gen/progress_line.hpp"
 #include "apps/gen/ud_pingpong_client.hpp"
 
 using namespace roce;
@@ -18,27 +24,26 @@ using namespace roce::app;
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr std::uint32_t kMaxInline = 912;  // perftest's MAX_INLINE: what -I may ask for
+
+bool g_json_errors = false;
 
 int fail(const std::string& why, int code = 1) {
   std::fprintf(stderr, "roce-gen: %s\n", why.c_str());
+  if (g_json_errors) std::printf("%s\n", gen_error_json(why, code).c_str());
   return code;
 }
 
-void print_results(const GenOptions& g, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                   const RunCounters& c, const std::string& verify = {}) {
+// ibv_rc_pingpong and ibv_ud_pingpong are not perftest: their figures keep roce-gen's own table.
+void print_pingpong(const GenOptions& g, const LatFigures& lat, const RunCounters& c) {
   if (g.json) {
-    std::printf("%s\n", to_json(g.spec, bw, lat, c, g.gbits, verify).c_str());
+    GenJsonRun r;
+    r.lat = {lat};
+    r.counters = c;
+    std::printf("%s\n", gen_result_json(g, r).c_str());
     return;
   }
-  std::printf("%s", table_rule().c_str());
-  if (!bw.empty()) {
-    std::printf("%s", bw_table_header(g.gbits).c_str());
-    for (const auto& f : bw) std::printf("%s", bw_table_row(f, g.gbits).c_str());
-  } else {
-    std::printf("%s", lat_table_header().c_str());
-    for (const auto& f : lat) std::printf("%s", lat_table_row(f).c_str());
-  }
-  std::printf("%s", table_rule().c_str());
+  std::printf("%s%s%s%s", table_rule().c_str(), lat_table_header().c_str(), lat_table_row(lat).c_str(), table_rule().c_str());
   std::printf(" errors %llu%s%s, retransmitted packets %llu, NAKs %llu, timeouts %llu, CNPs received %llu\n",
               static_cast<unsigned long long>(c.errors), c.first_error.empty() ? "" : " (first: ",
               c.first_error.empty() ? "" : (c.first_error + ")").c_str(), static_cast<unsigned long long>(c.retransmits),
@@ -46,11 +51,91 @@ void print_results(const GenOptions& g, const std::vector<BwFigures>& bw, const 
               static_cast<unsigned long long>(c.cnps_received));
 }
 
+// The transport's side of a run, after perftest's table (perftest has no such line).
+void print_counters(const RunCounters& c) {
+  std::fprintf(stderr, "roce-gen: errors %llu%s%s, retransmitted packets %llu, NAKs %llu, timeouts %llu, CNPs received %llu\n",
+               static_cast<unsigned long long>(c.errors), c.first_error.empty() ? "" : " (first: ",
+               c.first_error.empty() ? "" : (c.first_error + ")").c_str(), static_cast<unsigned long long>(c.retransmits),
+               static_cast<unsigned long long>(c.naks), static_cast<unsigned long long>(c.timeouts),
+               static_cast<unsigned long long>(c.cnps_received));
+}
+
 std::vector<std::uint32_t> all_sizes(Verb v) {
   if (v == Verb::Atomic) return {8};
   std::vector<std::uint32_t> s;
   for (std::uint32_t n = 2; n <= (8u << 20); n *= 2) s.push_back(n);
   return s;
+}
+
+PerftestHeader client_header(const GenOptions& g, const ClientConnection& c) {
+  const PerftestFlags& p = g.perftest;
+  PerftestHeader h;
+  h.verb = g.spec.verb;
+  h.measure = g.spec.measure;
+  h.duplex = p.bidirectional;
+  h.device = g.dev;
+  h.qps = p.qps;
+  h.tx_depth = p.tx_depth;
+  h.rx_depth = p.rx_depth;
+  h.post_list = p.post_list;
+  h.cq_mod = p.cq_mod;
+  h.mtu_bytes = 128u << c.mtu;
+  h.gid_index = p.gid_index;
+  h.inline_size = p.inline_size;
+  h.out_reads = p.out_reads;
+  return h;
+}
+
+int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
+  const PerftestFlags& p = g.perftest;
+  ClientOptions co;
+  co.server = g.server;
+  co.port = g.oob_port;
+  co.spec = g.spec;
+  co.qps = p.qps;
+  co.qp = g.qp;
+  co.verify = g.verify;
+  co.mr_per_qp = p.mr_per_qp;
+  co.run_infinitely = p.run_infinitely;
+  co.cpu_util = p.cpu_util;
+  co.gbits = p.gbits;
+  if (p.all) co.sizes = all_sizes(g.spec.verb);
+  const PerftestStyle style{p.gbits, p.output, p.cpu_util, g.spec.duration > 0};
+  ProgressLine progress(!g.json && ::isatty(STDERR_FILENO), p.gbits);
+  auto print = [&](const std::string& s) {
+    if (g.json) return;
+    progress.clear();
+    std::fputs(s.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  co.on_connected = [&](const ClientConnection& c) { print(perftest_preamble(client_header(g, c), style, c.mine, c.peers)); };
+  co.on_bw = [&](const BwFigures& f) { print(perftest_result(style, f, f.cpu_util_percent)); };
+  co.on_lat = [&](const LatFigures& f) { print(perftest_result(style, f)); };
+  co.on_lat_duration = [&](const LatDurationFigures& f) { print(perftest_result(style, f, f.cpu_util_percent)); };
+  auto run = run_perftest_client(dp, co, [&](const ClientProgress& pr) { progress.show(pr); });
+  progress.clear();
+  if (!run) return fail(run.error().message);
+  const std::string verify = !g.verify                   ? ""
+                             : g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
+                             : run->verified             ? "remote memory as written"
+                                                         : "MISMATCH";
+  if (g.json) {
+    GenJsonRun r;
+    r.connection = &run->connection;
+    r.bw = run->bw;
+    r.lat = run->lat;
+    r.lat_duration = run->lat_duration;
+    r.counters = run->counters;
+    r.verify = verify;
+    r.cpu_util_percent = run->cpu_util_percent;
+    r.stopped = run->stopped;
+    std::printf("%s\n", gen_result_json(g, r).c_str());
+  } else {
+    print(perftest_closing(style));
+    if (p.output == PerftestOutput::Full) print_counters(run->counters);
+    if (!verify.empty()) std::fprintf(stderr, "roce-gen: verify: %s\n", verify.c_str());
+  }
+  return run->counters.errors || (g.verify && g.spec.verb != Verb::Send && !run->verified) ? 1 : 0;
 }
 
 }  // namespace
@@ -76,6 +161,7 @@ int gen_main(int argc, char** argv) {
     }
     return run_emulate(*eo, split.eal);
   }
+  g_json_errors = json_requested(split.app);
   auto parsed = parse_gen_options(split.app);
   if (!parsed) return fail(parsed.error().message + " (try --help)", 2);
   const GenOptions& g = *parsed;
@@ -83,6 +169,8 @@ int gen_main(int argc, char** argv) {
     std::cout << g.help_text;
     return 0;
   }
+  if (!g.json)
+    for (const std::string& note : g.perftest.notes) std::fprintf(stderr, "roce-gen: %s\n", note.c_str());
   std::vector<std::string> eal = split.eal;
   for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
   // Exit status 2 for what the command line asks and cannot be (DPDK's part included).
@@ -96,6 +184,9 @@ int gen_main(int argc, char** argv) {
   dopt.ip = IpAddress::ipv4(g.ip);
   dopt.workers = g.workers;
   dopt.mode = g.workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;
+  dopt.engine.max_inline = kMaxInline;
+  // -T: the ECN bits of the TOS byte are the engine's to set on every packet it sends.
+  if (g.perftest.traffic_class) dopt.engine.tuning.data_ecn = static_cast<proto::Ecn>(*g.perftest.traffic_class & 3);
   if (g.dcqcn) {
     dopt.engine.tuning.congestion.enabled = true;
     dopt.engine.tuning.congestion.rp = cc::params_for(g.dcqcn_profile, g.line_rate_gbps * 1e9);
@@ -155,21 +246,32 @@ int gen_main(int argc, char** argv) {
       if (!report) {
         rc = fail(report.error().message);
       } else {
-        std::printf("served %s %s from %s: %u QP(s), %llu messages received (%llu bytes)\n", report->tool.c_str(),
-                    report->remote_version.c_str(), report->peer.c_str(), report->qps,
-                    static_cast<unsigned long long>(report->received_messages),
-                    static_cast<unsigned long long>(report->received_bytes));
+        // What perftest's server prints; ours knows its test from the command line.
+        ServerPrintSettings ps;
+        ps.device = g.dev;
+        ps.recv_depth = cfg.recv_depth;
+        ps.max_rd_atomic = g.qp.max_rd_atomic;
+        ps.echo_sends = cfg.echo_sends;
+        ps.write_echo = cfg.write_echo_size.has_value();
+        if (report->tool == "perftest") {
+          ps.verb = g.spec.verb;
+          ps.measure = g.spec.measure;
+        }
+        if (!g.json) std::fputs(perftest_server_printout(*report, ps).c_str(), stdout);
+        std::fprintf(stderr, "roce-gen: served %s %s from %s: %u QP(s), %llu messages received (%llu bytes)\n",
+                     report->tool.c_str(), report->remote_version.c_str(), report->peer.c_str(), report->qps,
+                     static_cast<unsigned long long>(report->received_messages),
+                     static_cast<unsigned long long>(report->received_bytes));
       }
     }
   } else if (g.pingpong) {
-    const bool live = !g.json && (g.spec.duration > kSecond || g.spec.iters > 100'000);
-    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp, [live](const std::string& line) {
-      if (live) std::fprintf(stderr, "%s\n", line.c_str());
-    });
+    ProgressLine progress(!g.json && ::isatty(STDERR_FILENO), false);
+    auto run = run_pingpong_client(dp, g.server, g.oob_port, g.spec, g.qp, [&](const std::string& line) { progress.show(line); });
+    progress.clear();
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_results(g, {}, {run->lat}, run->counters);
+      print_pingpong(g, run->lat, run->counters);
       rc = run->counters.errors ? 1 : 0;
     }
   } else if (g.ud_pingpong) {
@@ -177,36 +279,14 @@ int gen_main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_results(g, {}, {run->lat}, run->counters);
+      print_pingpong(g, run->lat, run->counters);
       if (!g.json) std::printf(" payload check: %llu of %llu echoes differ from what was sent\n",
                                static_cast<unsigned long long>(run->payload_mismatches),
                                static_cast<unsigned long long>(run->lat.iterations));
       rc = run->counters.errors || run->payload_mismatches ? 1 : 0;
     }
   } else {
-    ClientOptions co;
-    co.server = g.server;
-    co.port = g.oob_port;
-    co.spec = g.spec;
-    co.qps = g.qps;
-    co.qp = g.qp;
-    co.verify = g.verify;
-    if (g.all_sizes) co.sizes = all_sizes(g.spec.verb);
-    const bool live = !g.json && (g.spec.duration > kSecond || g.spec.iters * g.spec.size > (1ull << 30));
-    auto run = run_perftest_client(dp, co, [live](const std::string& line) {
-      if (live) std::fprintf(stderr, "%s\n", line.c_str());
-    });
-    if (!run) {
-      rc = fail(run.error().message);
-    } else {
-      const std::string verify = !g.verify                   ? ""
-                                 : g.spec.verb == Verb::Send ? "not possible for SEND (the server keeps its receives)"
-                                 : run->verified             ? "remote memory as written"
-                                                             : "MISMATCH";
-      print_results(g, run->bw, run->lat, run->counters, verify);
-      if (!verify.empty() && !g.json) std::printf(" verify: %s\n", verify.c_str());
-      rc = run->counters.errors || (g.verify && g.spec.verb != Verb::Send && !run->verified) ? 1 : 0;
-    }
+    rc = run_perftest(g, dp);
   }
   running.stop();
   dpr->reset();

@@ -1,5 +1,6 @@
-// roce-gen's command line: perftest's spirit (-s, -n, -D, -q, -a, -m, --report_gbits) plus
-// where to run (DPDK port, IP) and congestion control.
+// roce-gen's command line: perftest 4.5's (every common flag of the ib_* tests, with its
+// meaning, defaults and messages: apps/gen/perftest_flags.hpp) plus where to run (DPDK port,
+// IP) and congestion control.
 #pragma once
 
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "apps/common/connector.hpp"
 #include "apps/common/traffic/spec.hpp"
+#include "apps/gen/perftest_flags.hpp"
 #include "lib/cc/params.hpp"
 
 namespace roce::app {
@@ -21,9 +23,7 @@ struct GenOptions {
   std::string server;                // client mode: the peer's address for the TCP exchange
   bool listen = false;               // server mode
   std::uint16_t oob_port = 18515;
-  unsigned qps = 1;
-  bool all_sizes = false;
-  bool gbits = false;
+  PerftestFlags perftest;            // the common flags of the perftest tests (write, read, send, atomic)
   bool json = false;
   bool verify = false;
   QpParams qp;
@@ -38,5 +38,9 @@ struct GenOptions {
 
 // Parses the arguments after `--` (argv[0] included). On error returns the one-line reason.
 Result<GenOptions> parse_gen_options(const std::vector<std::string>& args);
+
+// Whether --json is among the arguments: errors are then reported as JSON too, including the
+// ones that stop the parser.
+bool json_requested(const std::vector<std::string>& args);
 
 }  // namespace roce::app

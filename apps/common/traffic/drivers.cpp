@@ -7,14 +7,12 @@ namespace roce::app {
 namespace {
 
 constexpr int kReap = 32;
-constexpr Nanos kPeakInterval = kMilli;
 
-int post_op(Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint64_t wr_id, LocalBuffer local,
-            std::uint32_t size, RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
-  ibv_sge sge{reinterpret_cast<std::uint64_t>(local.ptr), verb == Verb::Atomic ? 8u : size, local.lkey};
+ibv_send_wr work_request(Verb verb, AtomicOp atomic, std::uint64_t wr_id, ibv_sge* sge, RemoteBuffer remote,
+                         unsigned flags) {
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
-  wr.sg_list = &sge;
+  wr.sg_list = sge;
   wr.num_sge = 1;
   wr.send_flags = flags;
   switch (verb) {
@@ -39,6 +37,13 @@ int post_op(Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint6
     wr.wr.rdma.remote_addr = remote.addr;
     wr.wr.rdma.rkey = remote.rkey;
   }
+  return wr;
+}
+
+int post_op(Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint64_t wr_id, LocalBuffer local,
+            std::uint32_t size, RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(local.ptr), verb == Verb::Atomic ? 8u : size, local.lkey};
+  ibv_send_wr wr = work_request(verb, atomic, wr_id, &sge, remote, flags);
   ibv_send_wr* bad = nullptr;
   return e.post_send(qp.qp, &wr, &bad);
 }
@@ -75,31 +80,53 @@ bool reap(Engine& e, const LocalQp& qp, DriverStatus& st, Each&& each) {
 }  // namespace
 
 BwClient::BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote)
-    : qp_(qp), spec_(spec), local_(local), remote_(remote) {}
-
-bool BwClient::may_post(Nanos now) {
-  if (st_.done) return false;
-  if (spec_.duration > 0 ? now >= deadline_ : posted_ >= spec_.iters) return false;
-  if (posted_ - st_.completed >= spec_.tx_depth) return false;
-  if (spec_.rate_limit_gbps > 0) {
-    // A token bucket of one message: the average stays at the limit.
-    const double rate = spec_.rate_limit_gbps * 1e9 / 8;
-    tokens_ = std::min<double>(tokens_ + rate * static_cast<double>(now - tokens_at_) / 1e9, op_bytes(spec_));
-    tokens_at_ = now;
-    if (tokens_ < op_bytes(spec_)) return false;
-    tokens_ -= op_bytes(spec_);
+    : qp_(qp), spec_(spec), local_(local), remote_(remote) {
+  spec_.cq_mod = std::max<std::uint32_t>(spec_.cq_mod, 1);
+  spec_.post_list = std::max<std::uint32_t>(spec_.post_list, 1);
+  wrs_.resize(spec_.post_list);
+  sges_.resize(spec_.post_list);
+  if (spec_.record_peak && spec_.duration == 0) {
+    posted_at_.resize(spec_.iters);
+    completed_at_.resize(spec_.iters);
   }
-  return true;
+}
+
+// How many operations to post now: a post list, or none. After a -D run's deadline, single
+// operations up to the next signalled one, so that the last operation posted is signalled and
+// the run ends with nothing unaccounted in flight.
+std::uint32_t BwClient::may_post(Nanos now) {
+  if (st_.done) return 0;
+  std::uint32_t n = spec_.post_list;
+  if (spec_.duration > 0) {
+    if (now >= deadline_) {
+      if (posted_ % spec_.cq_mod == 0) return 0;
+      n = 1;
+    }
+  } else {
+    if (posted_ >= spec_.iters) return 0;
+    n = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, spec_.iters - posted_));
+  }
+  if (posted_ - st_.completed + n > spec_.tx_depth) return 0;
+  if (spec_.rate_limit_gbps > 0) {
+    // A token bucket of one post list: the average stays at the limit.
+    const double rate = spec_.rate_limit_gbps * 1e9 / 8;
+    const double want = static_cast<double>(n) * op_bytes(spec_);
+    tokens_ = std::min<double>(tokens_ + rate * static_cast<double>(now - tokens_at_) / 1e9, want);
+    tokens_at_ = now;
+    if (tokens_ < want) return 0;
+    tokens_ -= want;
+  }
+  return n;
 }
 
 void BwClient::poll(Engine& e, Nanos now) {
   if (first_post_ < 0) {
     first_post_ = now;
-    bucket_start_ = now;
     tokens_at_ = now;
-    tokens_ = op_bytes(spec_);
+    tokens_ = static_cast<double>(spec_.post_list) * op_bytes(spec_);
     if (spec_.duration > 0) deadline_ = now + spec_.duration;
   }
+  if (stopping_) deadline_ = std::min(deadline_, now);
   ibv_wc wc[kReap];
   const int n = e.poll_cq(qp_.cq, kReap, wc);
   if (n < 0) note_error(st_, IBV_WC_GENERAL_ERR);  // CQ overrun
@@ -108,26 +135,44 @@ void BwClient::poll(Engine& e, Nanos now) {
       note_error(st_, wc[i].status);
       continue;
     }
-    ++st_.completed;
+    // A signalled completion retires every operation up to its own (the queue completes in order).
+    const std::uint64_t upto = wc[i].wr_id + 1;
+    if (upto <= st_.completed) continue;
+    for (std::uint64_t k = st_.completed; k < upto && stamped_completions_ < completed_at_.size(); ++k)
+      completed_at_[stamped_completions_++] = now;
+    st_.completed = upto;
     last_completion_ = now;
-    ++bucket_ops_;
   }
-  // Completions arrive in bursts (one coalesced ACK retires many WRs), so the peak is measured
-  // over whole intervals, never over a handful of completions.
-  if (now - bucket_start_ >= kPeakInterval) {
-    const double rate = static_cast<double>(bucket_ops_) * op_bytes(spec_) * 1e9 / static_cast<double>(now - bucket_start_);
-    if (bucket_start_ > first_post_ || bucket_ops_ > 0) peak_ = std::max(peak_, rate);
-    bucket_start_ = now;
-    bucket_ops_ = 0;
+  if (spec_.duration > 0) {
+    if (window_start_ == 0 && now >= first_post_ + spec_.margin) {
+      window_start_ = now;
+      window_start_ops_ = st_.completed;
+    }
+    if (window_end_ == 0 && now >= deadline_ - spec_.margin) {
+      window_end_ = now;
+      window_end_ops_ = st_.completed;
+    }
   }
-  while (may_post(now)) {
-    if (post_op(e, qp_, spec_.verb, spec_.atomic, posted_, local_, spec_.size, remote_) != 0) {
+  const bool inline_ok = (spec_.verb == Verb::Write || spec_.verb == Verb::Send) && spec_.size <= spec_.inline_size;
+  for (std::uint32_t count = may_post(now); count > 0; count = may_post(now)) {
+    for (std::uint32_t k = 0; k < count; ++k) {
+      const std::uint64_t index = posted_ + k;
+      const bool last = spec_.duration == 0 && index + 1 == spec_.iters;
+      unsigned flags = inline_ok ? IBV_SEND_INLINE : 0;
+      if ((index + 1) % spec_.cq_mod == 0 || last) flags |= IBV_SEND_SIGNALED;
+      sges_[k] = ibv_sge{reinterpret_cast<std::uint64_t>(local_.ptr), op_bytes(spec_), local_.lkey};
+      wrs_[k] = work_request(spec_.verb, spec_.atomic, index, &sges_[k], remote_, flags);
+      wrs_[k].next = k + 1 < count ? &wrs_[k + 1] : nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    if (e.post_send(qp_.qp, wrs_.data(), &bad) != 0) {
       note_error(st_, IBV_WC_GENERAL_ERR);
       break;
     }
-    ++posted_;
+    for (std::uint32_t k = 0; k < count && stamped_posts_ < posted_at_.size(); ++k) posted_at_[stamped_posts_++] = now;
+    posted_ += count;
   }
-  const bool all_posted = spec_.duration > 0 ? now >= deadline_ : posted_ >= spec_.iters;
+  const bool all_posted = spec_.duration > 0 ? now >= deadline_ && posted_ % spec_.cq_mod == 0 : posted_ >= spec_.iters;
   if (all_posted && st_.completed + st_.errors >= posted_) st_.done = true;
 }
 
@@ -224,7 +269,6 @@ void ReceiveServer::post_receives(Engine& e) {
 }
 
 void ReceiveServer::poll(Engine& e, Nanos now) {
-  (void)now;
   post_receives(e);
   ibv_wc wc[kReap];
   const int n = e.poll_cq(qp_.cq, kReap, wc);
@@ -236,7 +280,8 @@ void ReceiveServer::poll(Engine& e, Nanos now) {
     }
     if (!(wc[i].opcode & IBV_WC_RECV)) continue;  // our echo SEND finished
     --posted_;
-    ++received_;
+    if (received_++ == 0) first_received_ = now;
+    last_received_ = now;
     const std::uint32_t grh = ud_ ? kUdGrhBytes : 0;
     const std::uint32_t len = wc[i].byte_len > grh ? wc[i].byte_len - grh : 0;
     bytes_ += len;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,20 +40,30 @@ struct DriverStatus {
   ibv_wc_status first_error = IBV_WC_SUCCESS;
 };
 
-// Bandwidth client: keeps tx_depth operations in flight until `iters` completed (or until the
-// duration ran out), records the time of the first post and last completion, and the peak:
-// the best rate over the whole 1 ms intervals of the run (the average when it ran shorter).
+// Bandwidth client, perftest's run_iter_bw: keeps tx_depth operations in flight, posting
+// post_list at a time and asking for a completion every cq_mod (and for the last), until
+// `iters` completed or the duration ran out. It records the time of the first post and last
+// completion, with spec.record_peak every operation's post and completion time (for perftest's
+// peak, apps/common/traffic/perftest_math.hpp), and under -D the operations completed inside
+// the measured window (the run less spec.margin at each end).
 class BwClient {
  public:
   BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
   void poll(Engine& e, Nanos now);
+  // Ends a -D run early (--run_infinitely's stop): what is in flight completes, nothing more is posted.
+  void stop() { stopping_ = true; }
   const DriverStatus& status() const { return st_; }
   Nanos first_post() const { return first_post_; }
   Nanos last_completion() const { return last_completion_; }
-  double peak_bytes_per_s() const { return peak_; }
+  std::span<const Nanos> posted_times() const { return {posted_at_.data(), stamped_posts_}; }
+  std::span<const Nanos> completed_times() const { return {completed_at_.data(), stamped_completions_}; }
+  // -D: the measured window and the operations completed in it (0 until it has closed).
+  Nanos window_start() const { return window_start_; }
+  Nanos window_end() const { return window_end_; }
+  std::uint64_t window_ops() const { return window_end_ > 0 ? window_end_ops_ - window_start_ops_ : 0; }
 
  private:
-  bool may_post(Nanos now);
+  std::uint32_t may_post(Nanos now);
   LocalQp qp_;
   TrafficSpec spec_;
   LocalBuffer local_;
@@ -61,11 +72,15 @@ class BwClient {
   Nanos first_post_ = -1;
   Nanos last_completion_ = 0;
   Nanos deadline_ = kNever;
+  bool stopping_ = false;
   double tokens_ = 0;  // rate limit, bytes
   Nanos tokens_at_ = 0;
-  Nanos bucket_start_ = 0;
-  std::uint64_t bucket_ops_ = 0;
-  double peak_ = 0;
+  std::vector<ibv_send_wr> wrs_;  // one post list
+  std::vector<ibv_sge> sges_;
+  std::vector<Nanos> posted_at_, completed_at_;
+  std::size_t stamped_posts_ = 0, stamped_completions_ = 0;
+  Nanos window_start_ = 0, window_end_ = 0;
+  std::uint64_t window_start_ops_ = 0, window_end_ops_ = 0;
   DriverStatus st_;
 };
 
@@ -137,6 +152,9 @@ class ReceiveServer {
   void set_ud_peer(RemoteBuffer peer) { ud_peer_ = peer; }
   std::uint64_t received() const { return received_; }
   std::uint64_t bytes() const { return bytes_; }
+  // When the first and the last message arrived (perftest's SEND server reports that span).
+  Nanos first_received() const { return first_received_; }
+  Nanos last_received() const { return last_received_; }
   const DriverStatus& status() const { return st_; }
 
  private:
@@ -150,6 +168,7 @@ class ReceiveServer {
   std::uint32_t posted_ = 0;
   std::uint64_t received_ = 0;
   std::uint64_t bytes_ = 0;
+  Nanos first_received_ = 0, last_received_ = 0;
   DriverStatus st_;
 };
 

@@ -156,14 +156,13 @@ bool perftest_side_shows_table(const PerftestHeader& h) {
 }
 
 std::string perftest_preamble(const PerftestHeader& h, const PerftestStyle& st, const std::vector<PerftestDest>& mine,
-                              const std::vector<PerftestDest>& peers) {
+                              const std::vector<PerftestDest>& peers, bool table) {
   if (st.output != PerftestOutput::Full) return {};
   std::string s = perftest_header(h);
   for (const PerftestDest& d : mine) s += perftest_address(d, h.verb, false, h.gid_index >= 0);
   for (const PerftestDest& d : peers) s += perftest_address(d, h.verb, true, h.gid_index >= 0);
-  s += kRule;
-  if (!perftest_side_shows_table(h)) return s;
-  return s + (h.measure == Measure::Bandwidth ? perftest_bw_columns(st.gbits, st.cpu_util)
+  if (!table || !perftest_side_shows_table(h)) return s;
+  return s + std::string(kRule) + (h.measure == Measure::Bandwidth ? perftest_bw_columns(st.gbits, st.cpu_util)
                                               : perftest_lat_columns(st.duration, st.cpu_util));
 }
 

@@ -73,9 +73,10 @@ struct PerftestStyle {
 
 // The printout of a run in the order perftest prints it: the preamble once the QPs are up (the
 // header, every QP's local then remote address line, and the column titles of the table when
-// this side shows one), a row per result, and the closing rule. With --output only the figure.
+// this side shows one and `table`), a row per result, and the closing rule. With --output only
+// the figure.
 std::string perftest_preamble(const PerftestHeader& h, const PerftestStyle& st, const std::vector<PerftestDest>& mine,
-                              const std::vector<PerftestDest>& peers);
+                              const std::vector<PerftestDest>& peers, bool table = true);
 std::string perftest_result(const PerftestStyle& st, const BwFigures& f, std::optional<double> cpu_util_percent = {});
 std::string perftest_result(const PerftestStyle& st, const LatFigures& f, std::optional<double> cpu_util_percent = {});
 std::string perftest_result(const PerftestStyle& st, const LatDurationFigures& f, std::optional<double> cpu_util_percent = {});

@@ -1,7 +1,5 @@
 #include "apps/common/traffic/results.hpp"
 
-#include "lib/util/json_writer.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +8,6 @@
 namespace roce::app {
 
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-double bw_units(double bytes_per_s, bool gbits) { return gbits ? bytes_per_s * 8 / 1e9 : bytes_per_s / kMiB; }
 
 double pct(const std::vector<Nanos>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -48,21 +42,6 @@ LatFigures summarise_latency(std::uint32_t size, std::vector<Nanos> samples, boo
 
 std::string table_rule() { return std::string(87, '-') + "\n"; }
 
-std::string bw_table_header(bool gbits) {
-  char b[256];
-  std::snprintf(b, sizeof b, " %-10s %-14s %-18s %-21s %s\n", "#bytes", "#iterations",
-                gbits ? "BW peak[Gb/sec]" : "BW peak[MB/sec]", gbits ? "BW average[Gb/sec]" : "BW average[MB/sec]",
-                "MsgRate[Mpps]");
-  return b;
-}
-
-std::string bw_table_row(const BwFigures& f, bool gbits) {
-  char b[256];
-  std::snprintf(b, sizeof b, " %-10u %-14llu %-18.2f %-21.2f %.6f\n", f.size, static_cast<unsigned long long>(f.iterations),
-                bw_units(f.bw_peak_bps, gbits), bw_units(f.bw_avg_bps, gbits), f.msg_rate_mpps);
-  return b;
-}
-
 std::string lat_table_header() {
   char b[256];
   std::snprintf(b, sizeof b, " %-7s %-12s %-13s %-13s %-16s %-13s %-15s %-22s %s\n", "#bytes", "#iterations", "t_min[usec]",
@@ -77,44 +56,6 @@ std::string lat_table_row(const LatFigures& f) {
                 static_cast<unsigned long long>(f.iterations), f.t_min_us, f.t_max_us, f.t_typical_us, f.t_avg_us,
                 f.t_stdev_us, f.p99_us, f.p999_us);
   return b;
-}
-
-std::string to_json(const TrafficSpec& spec, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                    const RunCounters& c, bool gbits, const std::string& verify) {
-  JsonWriter w;
-  w.begin_object().field("test", to_string(spec.verb) + "_" + to_string(spec.measure)).key("results").begin_array();
-  for (const BwFigures& f : bw)
-    w.begin_object()
-        .field("bytes", f.size)
-        .field("iterations", f.iterations)
-        .field("bw_peak", bw_units(f.bw_peak_bps, gbits))
-        .field("bw_average", bw_units(f.bw_avg_bps, gbits))
-        .field("bw_unit", gbits ? "Gb/sec" : "MB/sec")
-        .field("msg_rate_mpps", f.msg_rate_mpps)
-        .end_object();
-  for (const LatFigures& f : lat)
-    w.begin_object()
-        .field("bytes", f.size)
-        .field("iterations", f.iterations)
-        .field("t_min_us", f.t_min_us)
-        .field("t_max_us", f.t_max_us)
-        .field("t_typical_us", f.t_typical_us)
-        .field("t_avg_us", f.t_avg_us)
-        .field("t_stdev_us", f.t_stdev_us)
-        .field("p99_us", f.p99_us)
-        .field("p999_us", f.p999_us)
-        .end_object();
-  w.end_array()
-      .field("errors", c.errors)
-      .field("first_error", c.first_error)
-      .field("retransmits", c.retransmits)
-      .field("naks", c.naks)
-      .field("timeouts", c.timeouts)
-      .field("cnps_received", c.cnps_received)
-      .field("cnps_sent", c.cnps_sent);
-  if (!verify.empty()) w.field("verify", verify);
-  w.end_object();
-  return w.str();
 }
 
 }  // namespace roce::app

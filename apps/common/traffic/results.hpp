@@ -1,7 +1,9 @@
-// Figures of a test run and their presentation: perftest's table columns, and JSON.
+// Figures of a test run, and roce-gen's own latency table for the ping-pong tests (perftest's
+// printout is apps/common/traffic/perftest_text.hpp).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ struct BwFigures {
   double bw_avg_bps = 0;
   double msg_rate_mpps = 0;
   Nanos elapsed = 0;
+  std::optional<double> cpu_util_percent;  // --cpu_util under -D
 };
 
 struct LatFigures {
@@ -35,17 +38,11 @@ struct RunCounters {
   std::string first_error;  // ibv_wc_status_str of the first failed completion
 };
 
-// Latency figures from raw samples (nanoseconds), perftest-style: typical is the median.
+// Latency figures of the ping-pong tests from raw samples (nanoseconds): typical is the median.
 LatFigures summarise_latency(std::uint32_t size, std::vector<Nanos> samples, bool halve);
 
-std::string bw_table_header(bool gbits);
-std::string bw_table_row(const BwFigures& f, bool gbits);
 std::string lat_table_header();
 std::string lat_table_row(const LatFigures& f);
 std::string table_rule();
-
-// `verify`: the outcome of --verify in words; left out when empty (no --verify).
-std::string to_json(const TrafficSpec& spec, const std::vector<BwFigures>& bw, const std::vector<LatFigures>& lat,
-                    const RunCounters& c, bool gbits, const std::string& verify = {});
 
 }  // namespace roce::app

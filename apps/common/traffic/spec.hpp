@@ -27,6 +27,13 @@ struct TrafficSpec {
   std::uint32_t tx_depth = 128;  // outstanding work requests per QP (bandwidth tests)
   double rate_limit_gbps = 0;    // 0 = as fast as possible
   bool verify = false;           // fill the source with a pattern and check the far side after
+  // perftest's -Q, -l, -I: a completion every cq_mod send WRs (and on the last), post_list WRs
+  // per post, payloads up to inline_size bytes copied at post time.
+  std::uint32_t cq_mod = 1;
+  std::uint32_t post_list = 1;
+  std::uint32_t inline_size = 0;
+  Nanos margin = 0;              // -D: left out of the figures at both ends of the run
+  bool record_peak = true;       // keep per-operation times for the peak (perftest's noPeak: false)
 };
 
 std::string to_string(Verb v);

@@ -56,7 +56,10 @@ TEST(GenCli, HelpNamesEveryTestAndTheMainOptions) {
   EXPECT_TRUE(r.err.empty()) << r.err;
   for (const char* w : {"write, read, send, atomic", "pingpong", "--server", "--listen", "--size", "--iters",
                         "--duration", "--qps", "--mtu", "--verify", "--json", "--vdev", "--dev", "--ip", "--dcqcn",
-                        "Examples"})
+                        "Examples", "--tx-depth", "--rx-depth", "--cq-mod", "--post_list", "--inline_size", "--outs",
+                        "--bidirectional", "--events", "--tos", "--tclass", "--run_infinitely", "--report_gbits",
+                        "--output", "--cpu_util", "--mr_per_qp", "--ib-dev", "--ib-port", "--gid-index", "--CPU-freq",
+                        "ib_write_bw"})
     EXPECT_NE(r.out.find(w), std::string::npos) << w;
   EXPECT_EQ(gen({"-h"}).out, r.out);
 }
@@ -68,7 +71,8 @@ TEST(GenCli, TestAndRoleMistakesAreRefused) {
   expect_refused({"write", "--dev", "x", "--ip", "10.0.0.1"}, "exactly one of --server ADDR (client) or --listen");
   expect_refused(client({"--listen"}), "exactly one of --server");
   expect_refused(client({"--bw", "--lat"}), "--bw and --lat exclude each other");
-  expect_refused(client({"stray"}), "unexpected argument 'stray'");
+  expect_refused(client({"stray"}), "two servers: --server 10.0.0.2 and stray");
+  expect_refused(client({"10.0.0.2", "stray"}), "unexpected argument 'stray'");
   expect_refused(client({"--no-such-flag"}), "no-such-flag");
 }
 
@@ -86,7 +90,7 @@ TEST(GenCli, PerftestCombinationsPerftestRefusesAreRefused) {
   expect_refused(test("pingpong", {"-c", "UC"}), "-c is for the perftest tests");
   expect_refused(test("atomic", {"-A", "SWAP"}), "bad --atomic_type 'SWAP'");
   expect_refused(client({"-A", "CMP_AND_SWAP"}), "-A is for the atomic test");
-  expect_refused(client({"--lat", "-q", "2"}), "-q is for bandwidth tests");
+  expect_refused(client({"--lat", "-q", "2"}), "-q 2: Multiple QPs only available on bw tests");
   expect_refused(test("atomic", {"-a"}), "atomics are 8 bytes");
 }
 
@@ -104,26 +108,53 @@ TEST(GenCli, WhereToRunMistakesAreRefused) {
   expect_refused(client({"--line-rate", "-10"}), "--line-rate must be positive");
 }
 
-TEST(GenCli, BadSizesCountsAndRatesAreRefused) {
-  expect_refused(client({"-s", "0"}), "bad --size '0'");
-  expect_refused(client({"-s", "4X"}), "bad --size '4X'");
-  expect_refused(client({"-s", "-1"}), "bad --size '-1'");
-  expect_refused(client({"-s", "3G"}), "bad --size '3G'");
-  expect_refused(client({"-n", "0"}), "--iters must be at least 1");
-  expect_refused(client({"-n", "-5"}), "-5");
-  expect_refused(client({"-n", "many"}), "many");
-  expect_refused(client({"-D", "-1"}), "--duration must not be negative");
-  expect_refused(client({"-D", "soon"}), "soon");
-  expect_refused(client({"-q", "0"}), "--qps must be 1..1024");
-  expect_refused(client({"-q", "-2"}), "-2");
-  expect_refused(client({"-q", "2000"}), "--qps must be 1..1024");
-  expect_refused(client({"-t", "0"}), "--tx-depth must be 1..8192");
+TEST(GenCli, BadSizesCountsAndRatesAreRefusedInPerftestsWords) {
+  expect_refused(client({"-s", "0"}), "-s 0: Message Size should be between 1 and 2147483647");
+  expect_refused(client({"-s", "4X"}), "-s 4X: Message Size should be between 1 and 2147483647");
+  expect_refused(client({"-s", "-1"}), "Message Size should be between 1 and 2147483647");
+  expect_refused(client({"-s", "3G"}), "Message Size should be between 1 and 2147483647");
+  expect_refused(client({"-n", "0"}), "-n 0: Iteration num should be between 5 and 100000000");
+  expect_refused(client({"-n", "-5"}), "Iteration num should be between 5 and 100000000");
+  expect_refused(client({"-n", "many"}), "-n many: Iteration num argument many should be int");
+  expect_refused(client({"-D", "-1"}), "-D -1: Duration period must be positive");
+  expect_refused(client({"-D", "soon"}), "-D soon: Duration period argument soon should be a number of seconds");
+  expect_refused(client({"-q", "0"}), "-q 0: num of Qps should be between 1 and 16384");
+  expect_refused(client({"-q", "-2"}), "num of Qps should be between 1 and 16384");
+  expect_refused(client({"-q", "20000"}), "num of Qps should be between 1 and 16384");
+  expect_refused(client({"-t", "0"}), "-t 0: Tx depth should be between 1 and 15000");
   expect_refused(client({"-m", "1500"}), "bad --mtu '1500'");
   expect_refused(client({"-m", "0"}), "bad --mtu '0'");
   expect_refused(client({"--rate-limit", "fast"}), "bad --rate-limit 'fast'");
   expect_refused(client({"--rate-limit", "-1"}), "--rate-limit must not be negative");
   expect_refused({"pingpong", "--dev", "x", "--ip", "10.0.0.1", "--server", "10.0.0.2", "-s", "1M"},
                  "pingpong sizes above 64 KiB");
+}
+
+// With --json an error is also a JSON object on stdout, and the exit status stays 2.
+TEST(GenCli, ErrorsComeOutAsJsonWithJson) {
+  for (const auto& args : {client({"-t", "0", "--json"}), std::vector<std::string>{"write", "--json"},
+                           client({"--json", "--no-such-flag"})}) {
+    const auto r = gen(args);
+    EXPECT_EQ(r.exit_code, 2) << joined(args);
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    const test::Json j = test::parse_json(r.out);
+    EXPECT_EQ(j["exit_status"].u64(), 2u) << r.out;
+    EXPECT_EQ("roce-gen: " + j["error"].str() + "\n", r.err) << r.out;
+  }
+}
+
+// Flags about a device the transport does not have are taken, each with one note on stderr;
+// the run then fails at the missing port (exit 1), past the parser.
+TEST(GenCli, DeviceFlagsAreAcceptedWithANoteEach) {
+  const std::string prefix = "gen_cli_apptests_dev_" + std::to_string(::getpid());
+  const auto r = gen({"--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + prefix, "--log-level=error",
+                      "--no-telemetry", "--", "ib_write_bw", "-d", "rxe0", "-i", "1", "-x", "3", "-F", "--vdev",
+                      "net_null0", "--dev", "net_null7", "--ip", "10.0.0.1", "10.0.0.2"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const char* w : {"-d rxe0: ignored", "-i 1: port 1", "-x 3: the GID is --ip's", "-F: nothing to check", "net_null7"})
+    EXPECT_NE(r.err.find(w), std::string::npos) << w << "\n" << r.err;
+  EXPECT_EQ(lines(r.err), 5u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix));
 }
 
 // The EAL's own complaints go to stderr as DPDK prints them; ours is the last line.
