@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "apps/common/perftest_server_print.hpp"
+
 namespace roce::app {
 
 namespace {
@@ -140,6 +142,17 @@ void Appliance::reap_sessions(bool all) {
   std::lock_guard lock(mutex_);
   for (auto& s : ended) {
     if (s->report) {
+      // What perftest's server prints, a block per session as each ends.
+      ServerPrintSettings ps;
+      ps.device = o_.dev;
+      ps.recv_depth = o_.recv_depth;
+      ps.max_rd_atomic = o_.qp.max_rd_atomic;
+      ps.test = o_.test;
+      const std::string printout = perftest_server_printout(*s->report, ps);
+      if (!printout.empty()) {
+        std::fputs(printout.c_str(), stdout);
+        std::fflush(stdout);
+      }
       finished_.add(*s->report);
     } else if (s->report.error().code != ECANCELED) {
       ++failed_sessions_;
@@ -170,8 +183,7 @@ void Appliance::run() {
     if (o_.duration_s > 0 && now - t0 >= std::chrono::duration<double>(o_.duration_s)) break;
     if (o_.status_interval_s > 0 && now >= next_status) {
       const double secs = std::chrono::duration<double>(now - last_status).count();
-      std::printf("%s\n", status_line(secs).c_str());
-      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", status_line(secs).c_str());
       last_status = now;
       next_status = now + std::chrono::duration<double>(o_.status_interval_s);
     }

@@ -35,7 +35,9 @@ ib_send_lat (each SEND is answered) or --perftest ib_write_lat (the server write
 the client's -s, or -a and -n, as ib_write_lat's server needs them). UC and UD clients need -c UC
 or -c UD, as perftest's server does. Any RDMA peer can WRITE, READ and run atomics on the region
 with the rkey and address the exchange gives it.
-A line of status every second; a JSON report at the end; a control socket with --control.
+For each perftest session it prints on stdout what perftest's server prints (the test, both
+sides' address lines, the figures). A line of status every second on stderr; a JSON report at
+the end (after the printout when it too goes to stdout); a control socket with --control.
 
 Example (no NIC: a TAP device):
   roce-appliance --vdev net_tap0,iface=rdp0 --dev net_tap0 --ip 10.77.0.2 --control /run/roce.sock)";

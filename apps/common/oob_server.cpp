@@ -10,6 +10,7 @@
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/pingpong.hpp"
 #include "apps/common/oob/refusal.hpp"
+#include "protocol/be.hpp"
 
 namespace roce::app {
 
@@ -121,8 +122,20 @@ void OobServer::teardown(SessionReport& r) {
     if (q->receiver) {
       r.received_messages += q->receiver->received();
       r.received_bytes += q->receiver->bytes();
+      if (q->receiver->received() > 0) {
+        if (r.first_received == 0 || q->receiver->first_received() < r.first_received)
+          r.first_received = q->receiver->first_received();
+        r.last_received = std::max(r.last_received, q->receiver->last_received());
+      }
     }
-    if (q->writer) r.writes_sent += q->writer->status().completed;
+    if (q->writer) {
+      r.writes_sent += q->writer->status().completed;
+      r.write_latency_samples = q->writer->samples();
+    }
+    const Counters c = conn_.dataplane().call(q->local.worker, [&](Engine&) { return q->local.qp->counters(); });
+    r.read_responses += c.get(Counter::ReadResponsesSent);
+    r.atomic_responses += c.get(Counter::AtomicAcksSent);
+    if (r.tool == "perftest") r.records.emplace_back(q->mine, q->peer);
     if (q->ah) conn_.dataplane().call(q->local.worker, [&](Engine& e) { return e.destroy_ah(q->ah); });
     conn_.destroy(q->local);
   }
@@ -297,6 +310,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   bool writing = false;
   std::uint64_t activity = 0;
   auto quiet_since = std::chrono::steady_clock::now();
+  std::array<std::uint64_t, kResultFields> results{};
   for (;;) {
     if (writing) {
       auto more = advance_write_latency(*writer_qp, writer_peer, r);
@@ -375,6 +389,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
         auto added = add_qp(p, *peer, p.max_rd_atomic, send_lat);
         if (!added) return fail(added.error().code, added.error().message);
         q = *added;
+        q->peer = *peer;
         by_remote_qpn_[peer->qpn] = q;
         ++r.qps;
         if (r.qps == 1) writer_peer = *peer;
@@ -400,10 +415,17 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
                               "'s records, where its client sends nothing: it runs another test (a bandwidth test's "
                               "results?); this server serves " + served);
     // A results field (8 bytes; 4 for iterations from old peers we refuse above): ours are zero,
-    // the client reports its own figures.
+    // the client reports its own figures, which we keep for the printout.
     results_left = (results_left == 0 ? kResultFields : results_left) - 1;
     std::array<std::byte, 3> rest{};
     if (Status s = tcp.read_exact(rest, read_timeout_ms()); !s) return fail(s.error().code, s.error().message);
+    proto::Be64 field;
+    std::memcpy(field.bytes.data(), head.data(), kProbe);
+    std::memcpy(field.bytes.data() + kProbe, rest.data(), rest.size());
+    results[static_cast<std::size_t>(kResultFields - 1 - results_left)] = field.get();
+    if (results_left == 0)
+      r.client_results = PerftestResults{results[0], results[1], double_from_wire(results[2]),
+                                         double_from_wire(results[3]), double_from_wire(results[4])};
     const std::array<std::byte, 8> zero{};
     if (Status s = tcp.write_all(zero); !s) return fail(s.error().code, s.error().message);
   }

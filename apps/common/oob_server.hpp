@@ -21,6 +21,7 @@
 #include "apps/common/connector.hpp"
 #include "apps/common/driver_set.hpp"
 #include "apps/common/oob/perftest_flow.hpp"
+#include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/records.hpp"
 #include "apps/common/tcp.hpp"
 #include "apps/common/traffic/drivers.hpp"
@@ -64,6 +65,14 @@ struct SessionReport {
   std::uint64_t received_bytes = 0;
   std::uint64_t writes_sent = 0;  // ib_write_lat: the server's WRITEs
   ibv_mtu mtu = IBV_MTU_1024;
+  // perftest sessions, for the printout perftest's server makes: each QP's records as
+  // exchanged, the client's figures (RDMA bandwidth tests send them), when SENDs arrived, and
+  // which operations the QPs answered (the exchange does not name the test).
+  std::vector<std::pair<PerftestDest, PerftestDest>> records;  // ours, the client's
+  std::optional<PerftestResults> client_results;
+  Nanos first_received = 0, last_received = 0;
+  std::uint64_t read_responses = 0, atomic_responses = 0;
+  std::vector<Nanos> write_latency_samples;  // ib_write_lat: the server's own round trips
 };
 
 class OobServer {
@@ -83,6 +92,7 @@ class OobServer {
   struct ServedQp {
     LocalQp local;
     PerftestDest mine;
+    PerftestDest peer;
     std::unique_ptr<ReceiveServer> receiver;  // SEND tests and pingpong
     std::unique_ptr<WriteLatency> writer;     // ib_write_lat, one size at a time
     AddressHandle* ah = nullptr;              // UD: the client's QP, for answers
