@@ -50,7 +50,8 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
     mine.push_back(ours);
     peers.push_back(theirs);
   }
-  const PerftestStyle style;
+  PerftestStyle style;
+  style.gbits = s.gbits;
   // perftest's WRITE and SEND latency servers time their side of the ping-pong too. Ours times
   // its WRITEs (it writes first, as ib_write_lat's server does); it answers SENDs without timing
   // them, so an ib_send_lat session shows no table rather than one without figures.
@@ -62,10 +63,11 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
     if (r.client_results) {
       // perftest's server prints the client's numbers as they came (in the client's units).
       const PerftestResults& c = *r.client_results;
+      const double unit = s.gbits ? 125e6 : 1048576.0;  // bytes/s per Gb/sec or MB/sec
       f.size = static_cast<std::uint32_t>(c.size);
       f.iterations = c.iters;
-      f.bw_peak_bps = c.bw_peak * 1048576.0;
-      f.bw_avg_bps = c.bw_avg * 1048576.0;
+      f.bw_peak_bps = c.bw_peak * unit;
+      f.bw_avg_bps = c.bw_avg * unit;
       f.msg_rate_mpps = c.msg_rate;
     } else {
       // SEND: the server's own figures over its receives, with no peak (perftest's noPeak).

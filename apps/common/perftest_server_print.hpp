@@ -17,10 +17,8 @@ struct ServerPrintSettings {
   std::string device;               // the DPDK port
   std::uint32_t recv_depth = 256;   // receives kept posted per QP (perftest's RX depth)
   std::uint32_t max_rd_atomic = 16; // READ/atomic requests a QP takes in flight
-  bool echo_sends = false;          // the server echoes SENDs (a SEND latency test)
-  bool write_echo = false;          // the server writes back (a WRITE latency test)
-  std::optional<Verb> verb;         // the test, when the server was told it
-  std::optional<Measure> measure;
+  std::optional<ServedTest> test;   // the test, when the server was told it (--perftest)
+  bool gbits = false;               // the server's --report_gbits (the column titles' unit)
 };
 
 struct SessionTest {

@@ -14,6 +14,7 @@
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/gen_json.hpp"
 #include "apps/gen/options.hpp"
+#include "apps/gen/perftest_printout.hpp"
 #include "apps/gen/pingpong_client.hpp"
 #include "apps/gen/progress_line.hpp"
 #include "apps/gen/ud_pingpong_client.hpp"
@@ -60,47 +61,10 @@ void print_counters(const RunCounters& c) {
                static_cast<unsigned long long>(c.cnps_received));
 }
 
-std::vector<std::uint32_t> all_sizes(Verb v) {
-  if (v == Verb::Atomic) return {8};
-  std::vector<std::uint32_t> s;
-  for (std::uint32_t n = 2; n <= (8u << 20); n *= 2) s.push_back(n);
-  return s;
-}
-
-PerftestHeader client_header(const GenOptions& g, const ClientConnection& c) {
-  const PerftestFlags& p = g.perftest;
-  PerftestHeader h;
-  h.verb = g.spec.verb;
-  h.measure = g.spec.measure;
-  h.duplex = p.bidirectional;
-  h.device = g.dev;
-  h.qps = p.qps;
-  h.tx_depth = p.tx_depth;
-  h.rx_depth = p.rx_depth;
-  h.post_list = p.post_list;
-  h.cq_mod = p.cq_mod;
-  h.mtu_bytes = 128u << c.mtu;
-  h.gid_index = p.gid_index;
-  h.inline_size = p.inline_size;
-  h.out_reads = p.out_reads;
-  return h;
-}
-
 int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
   const PerftestFlags& p = g.perftest;
-  ClientOptions co;
-  co.server = g.server;
-  co.port = g.oob_port;
-  co.spec = g.spec;
-  co.qps = p.qps;
-  co.qp = g.qp;
-  co.verify = g.verify;
-  co.mr_per_qp = p.mr_per_qp;
-  co.run_infinitely = p.run_infinitely;
-  co.cpu_util = p.cpu_util;
-  co.gbits = p.gbits;
-  if (p.all) co.sizes = all_sizes(g.spec.verb);
-  const PerftestStyle style{p.gbits, p.output, p.cpu_util, g.spec.duration > 0};
+  ClientOptions co = client_options_of(g);
+  const PerftestStyle style = style_of(g);
   ProgressLine progress(!g.json && ::isatty(STDERR_FILENO), p.gbits);
   auto print = [&](const std::string& s) {
     if (g.json) return;
@@ -108,10 +72,7 @@ int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
     std::fputs(s.c_str(), stdout);
     std::fflush(stdout);
   };
-  co.on_connected = [&](const ClientConnection& c) { print(perftest_preamble(client_header(g, c), style, c.mine, c.peers)); };
-  co.on_bw = [&](const BwFigures& f) { print(perftest_result(style, f, f.cpu_util_percent)); };
-  co.on_lat = [&](const LatFigures& f) { print(perftest_result(style, f)); };
-  co.on_lat_duration = [&](const LatDurationFigures& f) { print(perftest_result(style, f, f.cpu_util_percent)); };
+  print_as_perftest(co, g, print);
   auto run = run_perftest_client(dp, co, [&](const ClientProgress& pr) { progress.show(pr); });
   progress.clear();
   if (!run) return fail(run.error().message);
@@ -200,7 +161,8 @@ int gen_main(int argc, char** argv) {
   int rc = 0;
   if (g.listen) {
     // Server mode: one client, like a perftest server.
-    const std::uint32_t largest = g.all_sizes ? all_sizes(g.spec.verb).back() : g.spec.size;
+    const ServedTest served = served_test_of(g);
+    const std::uint32_t largest = served.sizes.back();
     const std::size_t exposed_bytes = std::max<std::size_t>(2 * std::size_t{largest}, 1 << 20);
     auto exposed = MappedBuffer::anonymous(exposed_bytes);
     auto recv = MappedBuffer::anonymous(std::max<std::size_t>(largest + kUdGrhBytes, 4096));
@@ -215,11 +177,6 @@ int gen_main(int argc, char** argv) {
     cfg.exposed = LocalBuffer{exposed->data(), exposed->size(), (*emr)->lkey()};
     cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
     // roce-gen's server knows its test, as perftest's does (ib_send_lat answers, ib_write_lat writes first).
-    ServedTest served;
-    served.verb = g.spec.verb;
-    served.measure = g.spec.measure;
-    served.sizes = g.all_sizes ? all_sizes(g.spec.verb) : std::vector<std::uint32_t>{g.spec.size};
-    served.iters = g.spec.duration > 0 ? 0 : g.spec.iters;
     cfg.test = served;
     auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
     if (!listener) return fail(listener.error().message, 2);
@@ -251,12 +208,8 @@ int gen_main(int argc, char** argv) {
         ps.device = g.dev;
         ps.recv_depth = cfg.recv_depth;
         ps.max_rd_atomic = g.qp.max_rd_atomic;
-        ps.echo_sends = cfg.echo_sends;
-        ps.write_echo = cfg.write_echo_size.has_value();
-        if (report->tool == "perftest") {
-          ps.verb = g.spec.verb;
-          ps.measure = g.spec.measure;
-        }
+        ps.gbits = g.perftest.gbits;
+        ps.test = cfg.test;
         if (!g.json) std::fputs(perftest_server_printout(*report, ps).c_str(), stdout);
         std::fprintf(stderr, "roce-gen: served %s %s from %s: %u QP(s), %llu messages received (%llu bytes)\n",
                      report->tool.c_str(), report->remote_version.c_str(), report->peer.c_str(), report->qps,
