@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """roce-gen against roce-appliance as two processes in two network namespaces, joined by a
 veth pair that each drives through DPDK's net_af_packet: every roce-gen mode with --verify where
-it applies and --json output checked, then a run long enough to show live progress lines, and a
-run while 80 idle TCP connections sit on the exchange port.
+it applies and --json output checked, then a run long enough to show the live progress line on
+a terminal (and none when stderr is piped), and a run while 80 idle TCP connections sit on the
+exchange port.
 
 Usage: gen_appliance_netns.py ROCE_GEN ROCE_APPLIANCE
 Exit status 0 passed, 77 skipped (not root, no netns/veth; the reason is printed), 1 failed.
@@ -10,6 +11,8 @@ The namespaces (and with them the veth pair) and every process started are remov
 """
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -100,20 +103,52 @@ def stop_appliance(p, report):
         return json.load(f)
 
 
-def gen(binary, args, json_out=True, timeout=60):
+def gen_cmd(binary, args, json_out):
     cmd = ["ip", "netns", "exec", NS_GEN, binary] + EAL + ["--file-prefix=" + TAG + "_gen", "--lcores=0@1,1@0", "--"]
     cmd += args + ["--vdev", "net_af_packet0,iface=" + VETH_GEN, "--dev", "net_af_packet0", "--ip", ROCE_GEN,
                    "--server", TCP_APPL]
     if json_out:
         cmd.append("--json")
+    return cmd
+
+
+def gen(binary, args, json_out=True, timeout=60):
     t0 = time.time()
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    r = subprocess.run(gen_cmd(binary, args, json_out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout)
     return r, time.time() - t0
+
+
+def gen_on_terminal(binary, args, timeout=60):
+    """roce-gen with its stderr on a pseudo-terminal: returns (exit status, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(gen_cmd(binary, args, False), stdout=subprocess.PIPE, stderr=slave)
+    procs.append(p)
+    os.close(slave)
+    seen = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the other end closed: the process is gone
+                break
+            if not data:
+                break
+            seen += data
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    out = p.stdout.read().decode(errors="replace")
+    p.wait(10)
+    return p.returncode, out, seen.decode(errors="replace")
 
 
 def check_run(binary, mode, extra, expect_size):
     name = " ".join(mode + extra)
-    r, secs = gen(binary, mode + ["-s", str(SIZE), "-n", str(ITERS)] + extra)
+    size = [] if mode[0] == "atomic" else ["-s", str(SIZE)]  # perftest's atomics take no -s
+    r, secs = gen(binary, mode + size + ["-n", str(ITERS)] + extra)
     if r.returncode != 0:
         failures.append("%s: exit %d: %s" % (name, r.returncode, r.stderr.strip()))
         return
@@ -145,16 +180,28 @@ def check_run(binary, mode, extra, expect_size):
 
 
 def check_progress(binary, modes):
-    # Runs longer than a second print a progress line per second on stderr.
+    # A run longer than a second keeps a progress line up to date on stderr when stderr is a
+    # terminal (rewritten in place with a carriage return, erased before the results print),
+    # and prints none when stderr is piped.
     for mode in modes:
-        r, secs = gen(binary, mode + ["-s", str(SIZE), "-D", "2.5"], json_out=False)
-        lines = [l for l in r.stderr.splitlines() if l.strip()]
         name = " ".join(mode) + " -D 2.5"
-        print("  %-22s %5.1f s  %d progress line(s)%s" % (name, secs, len(lines), (": " + lines[0]) if lines else ""))
+        r, secs = gen(binary, mode + ["-s", str(SIZE), "-D", "2.5"], json_out=False)
+        piped = [l for l in r.stderr.splitlines() if " B: " in l]
         if r.returncode != 0:
             failures.append("%s: exit %d: %s" % (name, r.returncode, r.stderr.strip()))
-        elif len(lines) < 2:
-            failures.append("%s: %d progress lines on stderr for a 2.5 s run" % (name, len(lines)))
+        elif piped:
+            failures.append("%s: progress lines on a piped stderr: %r" % (name, piped[:2]))
+        rc, out, term = gen_on_terminal(binary, mode + ["-s", str(SIZE), "-D", "2.5"])
+        updates = term.count("\r")
+        print("  %-22s %5.1f s  %d progress update(s) on a terminal, %d piped" % (name, secs, updates // 2, len(piped)))
+        if rc != 0:
+            failures.append("%s on a terminal: exit %d: %s" % (name, rc, term.strip()[-300:]))
+        elif " B: " not in term or updates < 2:
+            failures.append("%s: no progress line on a terminal: %r" % (name, term[-300:]))
+        elif not term.replace("\r\x1b[K", "").strip() or "\r\x1b[K" not in term:
+            failures.append("%s: the progress line was not erased: %r" % (name, term[-300:]))
+        if rc == 0 and "#bytes" not in out and "bytes" not in out:
+            failures.append("%s: no results table on stdout: %r" % (name, out[-300:]))
 
 
 IDLE_CONNECTIONS = 80  # more than --max-sessions (64)
@@ -213,7 +260,7 @@ def main():
                     check_run(gen_bin, [verb] + measure, extra, 8 if verb == "atomic" else SIZE)
                     runs += 1
             check_progress(gen_bin, (["write"], ["read", "--lat"]))
-            runs += 2
+            runs += 4  # each on a pipe and on a terminal
             rep = stop_appliance(p, report)
             if rep.get("sessions_failed") != 0 or rep.get("errors") or len(rep.get("sessions", [])) != runs:
                 failures.append("appliance report: %d sessions for %d runs, failed %s, errors %s" %
@@ -234,7 +281,7 @@ def main():
             rep = stop_appliance(p, report)
             tools = sorted(s.get("tool") for s in rep.get("sessions", []))
             check_idle_connections_lock_nobody_out(gen_bin, appl_bin, tmp)
-            if rep.get("sessions_failed") != 0 or tools != ["ibv_rc_pingpong", "ibv_rc_pingpong", "perftest"]:
+            if rep.get("sessions_failed") != 0 or tools != ["ibv_rc_pingpong"] * 3 + ["perftest"]:
                 failures.append("echoing appliance report: sessions %s, failed %s, errors %s" %
                                 (tools, rep.get("sessions_failed"), rep.get("errors")))
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
