@@ -128,10 +128,7 @@ void OobServer::teardown(SessionReport& r) {
         r.last_received = std::max(r.last_received, q->receiver->last_received());
       }
     }
-    if (q->writer) {
-      r.writes_sent += q->writer->status().completed;
-      r.write_latency_samples = q->writer->samples();
-    }
+    if (q->writer) r.writes_sent += q->writer->status().completed;
     const Counters c = conn_.dataplane().call(q->local.worker, [&](Engine&) { return q->local.qp->counters(); });
     r.read_responses += c.get(Counter::ReadResponsesSent);
     r.atomic_responses += c.get(Counter::AtomicAcksSent);
@@ -159,6 +156,7 @@ Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& p
                                  "): the client does not take WRITEs, so it is not ib_write_lat");
     if (!st.done) return true;
     r.writes_sent += st.completed;
+    r.write_latency.emplace_back(t.sizes[write_size_index_], q.writer->samples());
     ++write_size_index_;
     drivers_.inspect(q.local.worker, [&] {
       q.writer.reset();

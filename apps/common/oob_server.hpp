@@ -72,7 +72,8 @@ struct SessionReport {
   std::optional<PerftestResults> client_results;
   Nanos first_received = 0, last_received = 0;
   std::uint64_t read_responses = 0, atomic_responses = 0;
-  std::vector<Nanos> write_latency_samples;  // ib_write_lat: the server's own round trips
+  // ib_write_lat: the server's own round trips, per size it completed.
+  std::vector<std::pair<std::uint32_t, std::vector<Nanos>>> write_latency;
 };
 
 class OobServer {

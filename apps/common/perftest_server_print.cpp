@@ -55,7 +55,7 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
   // perftest's WRITE and SEND latency servers time their side of the ping-pong too. Ours times
   // its WRITEs (it writes first, as ib_write_lat's server does); it answers SENDs without timing
   // them, so an ib_send_lat session shows no table rather than one without figures.
-  const bool write_lat = t.measure == Measure::Latency && t.verb == Verb::Write && !r.write_latency_samples.empty();
+  const bool write_lat = t.measure == Measure::Latency && t.verb == Verb::Write && !r.write_latency.empty();
   const bool table = t.measure == Measure::Bandwidth || write_lat;
   std::string out = perftest_waiting_banner() + perftest_preamble(h, style, mine, peers, table);
   if (t.measure == Measure::Bandwidth) {
@@ -81,12 +81,12 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
     }
     out += perftest_result(style, f);
   } else if (write_lat) {
-    // The server writes first: its last round trip is the interval perftest does not time.
-    std::vector<Nanos> samples = r.write_latency_samples;
-    const std::uint64_t iters = samples.size();
-    samples.pop_back();
-    const std::uint32_t size = s.test && !s.test->sizes.empty() ? s.test->sizes.back() : 2;
-    out += perftest_result(style, perftest_latency(size, iters, std::move(samples), 2));
+    for (auto [size, samples] : r.write_latency) {
+      // The server writes first: its last round trip is the interval perftest does not time.
+      const std::uint64_t iters = samples.size();
+      if (!samples.empty()) samples.pop_back();
+      out += perftest_result(style, perftest_latency(size, iters, std::move(samples), 2));
+    }
   }
   return out + perftest_closing(style);
 }

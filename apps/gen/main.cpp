@@ -81,8 +81,9 @@ int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
                              : run->verified             ? "remote memory as written"
                                                          : "MISMATCH";
   if (g.json) {
+    const ClientConnection connection{run->local, run->remote, run->mtu, run->remote_version};
     GenJsonRun r;
-    r.connection = &run->connection;
+    r.connection = &connection;
     r.bw = run->bw;
     r.lat = run->lat;
     r.lat_duration = run->lat_duration;

@@ -261,6 +261,7 @@ TEST_F(PerftestOutput, LatencyTestsPrintAsPerftest) {
   expect_like(run({"ib_atomic_lat", "-n", "200"}, server), "atomic_lat.client.txt");
   expect_like(run({"ib_send_lat", "-n", "200", "-s", "64"}, server), "send_lat.client.txt");
   expect_like(run({"ib_write_lat", "-n", "200", "-s", "64"}, server), "write_lat.client.txt");
+  expect_like(server, "write_lat.server.txt");
   expect_like(run({"ib_read_lat", "-D", "1"}, server), "read_lat_duration.client.txt");
 }
 
