@@ -8,7 +8,10 @@
 #   VERB  pingpong | ud-pingpong | write | read | send | atomic
 #   LOSS  percent of the guest's egress frames dropped by netem (0: none)
 #   FLAGS comma-separated, given to both programs: lat (ib_VERB_lat; roce-gen --lat), qN (-q N),
-#         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused)
+#         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused),
+#         gbits (--report_gbits), DN (-D N), oN (-o N); to roce-gen alone, perftest's client
+#         flags: tN, QN, lN, IN, TN (-t -Q -l -I -T), mrqp (--mr_per_qp), cpu (--cpu_util),
+#         devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each)
 
 # Cases known to fail against rxe, with the reason: "NAME-GLOB|reason" lines. A known failure
 # is reported as XFAIL and does not fail the run; if it passes it shows as XPASS.
@@ -37,9 +40,38 @@ perftest_flags() {
       uc) out+=(-c UC) ;;
       ud) out+=(-c UD) ;;
       all) out+=(-a) ;;
+      gbits) out+=(--report_gbits) ;;
+      D[0-9]*) out+=(-D "${f#D}") ;;
+      o[0-9]*) out+=(-o "${f#o}") ;;
     esac
   done
   echo "${out[*]}"
+}
+
+# perftest's client-side flags in a case's FLAGS: roce-gen takes them, the guest's server does
+# not need them.
+gen_flags() {
+  local flags=$1 f out=()
+  for f in ${flags//,/ }; do
+    case $f in
+      t[0-9]*) out+=(-t "${f#t}") ;;
+      Q[0-9]*) out+=(-Q "${f#Q}") ;;
+      l[0-9]*) out+=(-l "${f#l}") ;;
+      I[0-9]*) out+=(-I "${f#I}") ;;
+      T[0-9]*) out+=(-T "${f#T}") ;;
+      mrqp) out+=(--mr_per_qp) ;;
+      cpu) out+=(--cpu_util) ;;
+      devflags) out+=(-d rxe0 -i 1 -x 1 -F) ;;
+    esac
+  done
+  echo "${out[*]}"
+}
+
+# The TOS byte -T gave roce-gen, as tcpdump prints it, or nothing.
+tos_of() {
+  local f
+  for f in ${1//,/ }; do [[ $f == T[0-9]* ]] && printf 'tos 0x%x' "${f#T}"; done
+  return 0
 }
 
 # -s SIZE, or nothing for atomics (always 8) and -a sweeps.
@@ -167,9 +199,17 @@ cases_exchange_ci() {
   done < <(cases_exchange_full)
 }
 
+# roce-gen as a drop-in for perftest's client with its common flags, against the real server
+# (issue 19): several flags at once, short runs. TOS 98 is DSCP 24 with ECN ECT(0).
+cases_flags() {
+  echo "write/gen>rxe/m1024/flags/s4096 to-rxe write 1024 0 4096 200 q2,gbits,t32,Q2,l4,T98,mrqp,devflags"
+  echo "send/gen>rxe/m1024/flags/s64 to-rxe send 1024 0 64 100 t16,Q4,I64,T98"
+  echo "read/gen>rxe/m1024/flags-D2/s65536 to-rxe read 1024 0 65536 5 D2,o4,cpu,gbits"
+}
+
 # The default list (CI: scripts/test.d/60-interop.sh) and --full.
-cases_ci() { cases_base; cases_exchange_ci; }
-cases_full() { cases_base; cases_exchange_full; }
+cases_ci() { cases_base; cases_exchange_ci; cases_flags; }
+cases_full() { cases_base; cases_exchange_full; cases_flags; }
 
 known_failure() {
   local name=$1 entry
@@ -180,11 +220,12 @@ known_failure() {
   return 1
 }
 
-# First row of a perftest-style table (#bytes #iterations peak avg Mpps): "avg MB/s" and, for
-# small messages where MB/s rounds to nothing, the message rate.
+# First row of a perftest-style table (#bytes #iterations peak avg Mpps): the average in MB/s (or
+# Gb/s under --report_gbits) and, for small messages where that rounds to nothing, the message rate.
 bw_figure() {
-  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
-    if ($1 < 4096) printf "%.0fmsg/s", $5 * 1e6; else printf "%sMB/s", $4; exit }' "$1"
+  awk '/BW average\[Gb\/sec\]/ { unit = "Gb/s" }
+    $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
+    if ($1 < 4096) printf "%.0fmsg/s", $5 * 1e6; else printf "%s%s", $4, unit ? unit : "MB/s"; exit }' "$1"
 }
 # roce-gen's latency table: typical microseconds (column 5).
 lat_figure() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 { print $5; exit }' "$1"; }
@@ -245,7 +286,8 @@ run_case() {
       # perftest server grants its QP and MR only the access of its own verb.
       *)
         # shellcheck disable=SC2046  # options are words
-        gen_args=("$verb" $(size_flag "$verb" "$size" "$flags") -n "$iters" -m "$mtu" -u 17 $(perftest_flags "$flags"))
+        gen_args=("$verb" $(size_flag "$verb" "$size" "$flags") -n "$iters" -m "$mtu" -u 17 $(perftest_flags "$flags")
+                  $(gen_flags "$flags"))
         has_flag "$flags" lat && gen_args+=(--lat) ;;
     esac
     if ((ok)); then
@@ -263,6 +305,14 @@ run_case() {
       [[ $verb == *pingpong ]] && ! grep -q "iters in" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
     else
       CASE_FIGURE=$(bw_figure "$dir/roce-gen.log")
+    fi
+    # perftest's printout: the test's header and its table's columns.
+    if ((ok)) && [[ $verb != *pingpong ]]; then
+      grep -q "^                    .* Test$" "$dir/roce-gen.log" && grep -q "^ #bytes" "$dir/roce-gen.log" ||
+        { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no perftest header or table"; }
+      if has_flag "$flags" gbits && ! grep -q "BW peak\[Gb/sec\]" "$dir/roce-gen.log"; then
+        ok=0 CASE_NOTE+="${CASE_NOTE:+; }no Gb/sec columns"
+      fi
     fi
     local rt
     rt=$(grep -o 'retransmitted packets [0-9]*, NAKs [0-9]*, timeouts [0-9]*' "$dir/roce-gen.log")
@@ -302,6 +352,19 @@ run_case() {
   else
     CASE_CAPTURE=FAIL
     ok=0
+  fi
+  # -T: every RoCEv2 frame of ours carries that TOS byte.
+  local tos
+  tos=$(tos_of "$flags")
+  if [[ -n $tos && $kind == to-rxe ]]; then
+    local ours mine
+    ours=$(tcpdump -r "$dir/capture.pcap" -nn -v "src host $NET_ENGINE_IP and udp dst port 4791" 2>/dev/null | grep -c "(tos ")
+    mine=$(tcpdump -r "$dir/capture.pcap" -nn -v "src host $NET_ENGINE_IP and udp dst port 4791" 2>/dev/null | grep -c "($tos,")
+    if ((ours == 0 || mine != ours)); then
+      ok=0 CASE_NOTE+="${CASE_NOTE:+; }-T: $mine of $ours frames with $tos"
+    else
+      CASE_NOTE+="${CASE_NOTE:+; }$ours frames with $tos"
+    fi
   fi
   CASE_SECONDS=$((SECONDS - t0))
   ((ok)) && CASE_VERDICT=pass
