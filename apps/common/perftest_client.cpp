@@ -390,7 +390,8 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
       BwFigures f = bw_figures(spec, bw);
       f.cpu_util_percent = cpu;
       run_.bw.push_back(f);
-      if (o_.on_bw && run_.counters.errors == 0) o_.on_bw(f);
+      // -b: the row is both sides' sum, shown once the server's figures came.
+      if (o_.on_bw && run_.counters.errors == 0 && !o_.duplex) o_.on_bw(f);
     }
     if (!run_.bw.empty()) {
       // In the client's units, as perftest sends them (MB/sec, or Gb/sec with --report_gbits).
@@ -521,9 +522,12 @@ Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, c
         after_traffic = true;
         break;
       }
-      case FlowStep::Results:
-        if (auto r = s.exchange_results(results); !r) return failed(k, 0, r.error());
+      case FlowStep::Results: {
+        auto r = s.exchange_results(results);
+        if (!r) return failed(k, 0, r.error());
+        if (hooks.results) hooks.results(*r);
         break;
+      }
       case FlowStep::Done:
         if (Status st = s.exchange_done(); !st) return failed(k, 0, st.error());
         break;
@@ -565,7 +569,18 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   test.sizes = static_cast<std::uint32_t>(sizes.size());
   test.all_sizes = sizes.size() > 1;
   test.duration = o.spec.duration > 0;
+  test.duplex = o.duplex;
   ClientHooks hooks;
+  hooks.results = [&](const PerftestResults& theirs) {
+    if (!o.duplex || run.bw.empty()) return;
+    // perftest's print_full_bw_report(my, rem): the figures added as they came (in each side's units).
+    BwFigures& f = run.bw.back();
+    const double unit = o.gbits ? 125e6 : 1048576.0;  // bytes/s per Gb/sec or MB/sec
+    f.bw_peak_bps += theirs.bw_peak * unit;
+    f.bw_avg_bps += theirs.bw_avg * unit;
+    f.msg_rate_mpps += theirs.msg_rate;
+    if (o.on_bw) o.on_bw(f);
+  };
   hooks.connect = [&](const std::vector<PerftestDest>& p) -> Status {
     if (Status s = traffic.connect(p); !s) return s;
     if (o.on_connected) o.on_connected(ClientConnection{run.local, p, run.mtu, run.remote_version});

@@ -49,6 +49,7 @@ struct ClientOptions {
   bool run_infinitely = false;  // a result every spec.duration until a stop signal
   bool cpu_util = false;        // -D: the host's CPU use over the measured window
   bool gbits = false;           // the figures the server gets are in Gb/sec (else MB/sec), as perftest sends them
+  bool duplex = false;          // -b: the server sends too; the figures shown are both sides' sum
   // perftest prints as the run goes: the header once the QPs are up, a row per size.
   std::function<void(const ClientConnection&)> on_connected;
   std::function<void(const BwFigures&)> on_bw;
@@ -85,6 +86,7 @@ Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine);
 struct ClientHooks {
   std::function<Status(const std::vector<PerftestDest>&)> connect;
   std::function<Result<PerftestResults>(std::uint32_t size_index)> traffic;
+  std::function<void(const PerftestResults& theirs)> results;  // the server's figures, when it sends them
 };
 Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, const PerftestTest& test,
                                                            const std::vector<PerftestDest>& mine,

@@ -26,6 +26,7 @@ ClientOptions client_options_of(const GenOptions& g) {
   co.run_infinitely = p.run_infinitely;
   co.cpu_util = p.cpu_util;
   co.gbits = p.gbits;
+  co.duplex = p.bidirectional;
   if (p.all) co.sizes = all_sizes(g.spec.verb);
   return co;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/gen/options.hpp"
+#include "apps/gen/perftest_printout.hpp"
 
 // The flags are given as designated initializers naming only the flags a case passes; the rest
 // are "not given" by their default member initializers, which is what -Wextra would flag.
@@ -267,6 +268,18 @@ TEST(GenOptions, FlagsReachTheQueuePairsAndTheRun) {
   g = parse_gen_options(cmd({"write", "-a", "10.0.0.2"}));
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->spec.size, 8u << 20) << "-a: buffers for the largest size";
+}
+
+TEST(GenOptions, BidirectionalRunsWhereTheClientTakesTheServersOperations) {
+  auto g = parse_gen_options(cmd({"write", "-b", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(g->perftest.bidirectional);
+  EXPECT_TRUE(client_options_of(*g).duplex);
+  EXPECT_TRUE(parse_gen_options(cmd({"ib_read_bw", "-b", "10.0.0.2"})).ok());
+  EXPECT_EQ(parse_gen_options(cmd({"send", "-b", "10.0.0.2"})).error().message,
+            "-b: bidirectional SEND is not supported by roce-gen (write, read and atomic are)");
+  EXPECT_EQ(parse_gen_options(cmd({"write", "-b", "--listen"})).error().message,
+            "-b: roce-gen --listen serves unidirectional tests only");
 }
 
 TEST(GenOptions, PingpongKeepsIbvRcPingpongsDefaults) {

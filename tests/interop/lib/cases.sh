@@ -9,7 +9,7 @@
 #   LOSS  percent of the guest's egress frames dropped by netem (0: none)
 #   FLAGS comma-separated, given to both programs: lat (ib_VERB_lat; roce-gen --lat), qN (-q N),
 #         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused),
-#         gbits (--report_gbits), DN (-D N), oN (-o N); to roce-gen alone, perftest's client
+#         gbits (--report_gbits), DN (-D N), oN (-o N), b (-b); to roce-gen alone, perftest's client
 #         flags: tN, QN, lN, IN, TN (-t -Q -l -I -T), mrqp (--mr_per_qp), cpu (--cpu_util),
 #         devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each)
 
@@ -43,6 +43,7 @@ perftest_flags() {
       gbits) out+=(--report_gbits) ;;
       D[0-9]*) out+=(-D "${f#D}") ;;
       o[0-9]*) out+=(-o "${f#o}") ;;
+      b) out+=(-b) ;;
     esac
   done
   echo "${out[*]}"
@@ -205,6 +206,7 @@ cases_flags() {
   echo "write/gen>rxe/m1024/flags/s4096 to-rxe write 1024 0 4096 200 q2,gbits,t32,Q2,l4,T98,mrqp,devflags"
   echo "send/gen>rxe/m1024/flags/s64 to-rxe send 1024 0 64 100 t16,Q4,I64,T98"
   echo "read/gen>rxe/m1024/flags-D2/s65536 to-rxe read 1024 0 65536 5 D2,o4,cpu,gbits"
+  echo "write/gen>rxe/m1024/bidir/s65536 to-rxe write 1024 0 65536 16 b"
 }
 
 # The default list (CI: scripts/test.d/60-interop.sh) and --full.
