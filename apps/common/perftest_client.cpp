@@ -274,7 +274,7 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
     } else if (write_lat) {
       // ib_write_lat's client waits for the server's first WRITE.
       wlat = std::make_unique<WriteLatency>(qps_[i].local, spec.size, spec.duration > 0 ? 0 : spec.iters, false, local,
-                                            landing(i), remote(i), spec.duration);
+                                            landing(i), remote(i), spec.duration, spec.inline_size);
       WriteLatency* d = wlat.get();
       ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
     } else {

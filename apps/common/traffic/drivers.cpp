@@ -191,7 +191,10 @@ void LatClient::start_one(Engine& e, Nanos now) {
   if (run_started_ < 0) run_started_ = now;
   in_flight_ = true;
   send_done_ = recv_done_ = false;
-  if (post_op(e, qp_, spec_.verb, spec_.atomic, st_.completed, local_, spec_.size, remote_) != 0)
+  // perftest's -I: WRITE and SEND payloads up to inline_size bytes are copied at post time.
+  const bool inline_ok = (spec_.verb == Verb::Write || spec_.verb == Verb::Send) && spec_.size <= spec_.inline_size;
+  if (post_op(e, qp_, spec_.verb, spec_.atomic, st_.completed, local_, spec_.size, remote_,
+              IBV_SEND_SIGNALED | (inline_ok ? IBV_SEND_INLINE : 0)) != 0)
     note_error(st_, IBV_WC_GENERAL_ERR);
 }
 
@@ -218,10 +221,12 @@ void LatClient::poll(Engine& e, Nanos now) {
 }
 
 WriteLatency::WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t iters, bool writes_first,
-                           LocalBuffer send, const std::byte* landing, RemoteBuffer remote, Nanos duration)
+                           LocalBuffer send, const std::byte* landing, RemoteBuffer remote, Nanos duration,
+                           std::uint32_t inline_size)
     : qp_(qp),
       size_(std::max<std::uint32_t>(size, 1)),
       iters_(iters),
+      send_flags_(IBV_SEND_SIGNALED | (size_ <= inline_size ? IBV_SEND_INLINE : 0)),
       send_(send),
       poll_byte_(landing + size_ - 1),
       remote_(remote),
@@ -239,7 +244,7 @@ void WriteLatency::poll(Engine& e, Nanos now) {
     if (posting_next_) {
       if ((iters_ && posted_ >= iters_) || out_of_time) break;
       send_.ptr[size_ - 1] = static_cast<std::byte>(static_cast<std::uint8_t>(posted_ + 1));
-      if (post_op(e, qp_, Verb::Write, AtomicOp::FetchAndAdd, posted_, send_, size_, remote_) != 0) {
+      if (post_op(e, qp_, Verb::Write, AtomicOp::FetchAndAdd, posted_, send_, size_, remote_, send_flags_) != 0) {
         note_error(st_, IBV_WC_GENERAL_ERR);
         return;
       }

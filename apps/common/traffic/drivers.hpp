@@ -118,8 +118,9 @@ class LatClient {
 // writing after it. A sample is the time from a WRITE to the peer's next one: a round trip.
 class WriteLatency {
  public:
+  // `inline_size`: WRITEs up to that many bytes go inline (perftest's -I).
   WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t iters, bool writes_first, LocalBuffer send,
-               const std::byte* landing, RemoteBuffer remote, Nanos duration = 0);
+               const std::byte* landing, RemoteBuffer remote, Nanos duration = 0, std::uint32_t inline_size = 0);
   void poll(Engine& e, Nanos now);
   const DriverStatus& status() const { return st_; }  // completed: WRITEs done
   const std::vector<Nanos>& samples() const { return samples_; }
@@ -129,6 +130,7 @@ class WriteLatency {
   LocalQp qp_;
   std::uint32_t size_;
   std::uint64_t iters_;
+  unsigned send_flags_;
   LocalBuffer send_;
   const volatile std::byte* poll_byte_;
   RemoteBuffer remote_;
