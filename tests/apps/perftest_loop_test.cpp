@@ -9,60 +9,16 @@
 #include "apps/common/buffers.hpp"
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_client.hpp"
-#include "dataplane/ring_port.hpp"
+#include "tests/support/dataplane_pair.hpp"
 
 namespace roce::app {
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-class PerftestLoop : public ::testing::Test {
+class PerftestLoop : public test::DataplanePairTest {
  protected:
-  void SetUp() override {
-    static int n = 0;
-    const std::string sfx = std::to_string(n++);
-    auto pair = dp::make_ring_pair("pl_a" + sfx, "pl_b" + sfx);
-    ASSERT_TRUE(pair.ok());
-    client_dp_ = make_dp("pla" + sfx, pair->a, {10, 0, 0, 1});
-    server_dp_ = make_dp("plb" + sfx, pair->b, {10, 0, 0, 2});
-    ASSERT_TRUE(client_dp_ && server_dp_);
-    client_dp_->set_driven_by_other_thread(true);
-    server_dp_->set_driven_by_other_thread(true);
-    poller_ = std::thread([this] {
-      while (!stop_poller_) {
-        client_dp_->poll_once();
-        server_dp_->poll_once();
-      }
-    });
-    auto l = TcpListener::listen("127.0.0.1", 0);
-    ASSERT_TRUE(l.ok());
-    listener_ = std::make_unique<TcpListener>(std::move(*l));
-  }
-  void TearDown() override {
-    stop_poller_ = true;
-    if (poller_.joinable()) poller_.join();
-    if (!client_dp_ || !server_dp_) return;
-    // Every mbuf back in its pool once the last frames have settled: nothing leaked on any path.
-    for (int i = 0; i < 2000; ++i)
-      for (dp::Dataplane* d : {client_dp_.get(), server_dp_.get()}) d->poll_once();
-    for (dp::Dataplane* d : {client_dp_.get(), server_dp_.get()}) d->flush();
-    for (int i = 0; i < 500; ++i)
-      for (dp::Dataplane* d : {client_dp_.get(), server_dp_.get()}) d->poll_once();
-    for (dp::Dataplane* d : {client_dp_.get(), server_dp_.get()}) {
-      for (unsigned w = 0; w < d->worker_count(); ++w) d->worker(w).release_stash();
-      EXPECT_EQ(d->mbufs_in_use(), 0u) << "mbufs leaked by " << d->name();
-    }
-  }
-  std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip) {
-    dp::DataplaneOptions o;
-    o.name = name;
-    o.port.name = std::to_string(port);
-    o.ip = IpAddress::ipv4(ip);
-    o.mbufs = 8191;
-    auto d = dp::Dataplane::create(o);
-    EXPECT_TRUE(d.ok()) << d.error().message;
-    return d.ok() ? std::move(*d) : nullptr;
-  }
+  PerftestLoop() : DataplanePairTest("pl") {}
 
   // Runs one client test against a fresh server session.
   // The server knows its test, as roce-gen's server and perftest's do.
@@ -119,10 +75,6 @@ class PerftestLoop : public ::testing::Test {
     return r;
   }
 
-  std::unique_ptr<dp::Dataplane> client_dp_, server_dp_;
-  std::thread poller_;
-  std::atomic<bool> stop_poller_{false};
-  std::unique_ptr<TcpListener> listener_;
   SessionReport last_report_;
   std::string server_error_;
   int exposed_access_ = kAll;

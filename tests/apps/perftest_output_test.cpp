@@ -17,7 +17,7 @@
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_server_print.hpp"
 #include "apps/gen/perftest_printout.hpp"
-#include "dataplane/ring_port.hpp"
+#include "tests/support/dataplane_pair.hpp"
 
 #ifndef ROCE_SOURCE_ROOT
 #define ROCE_SOURCE_ROOT "."
@@ -95,42 +95,9 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-class PerftestOutput : public ::testing::Test {
+class PerftestOutput : public test::DataplanePairTest {
  protected:
-  void SetUp() override {
-    static int n = 0;
-    const std::string sfx = std::to_string(n++);
-    auto pair = dp::make_ring_pair("po_a" + sfx, "po_b" + sfx);
-    ASSERT_TRUE(pair.ok());
-    client_dp_ = make_dp("poa" + sfx, pair->a, {10, 0, 0, 1});
-    server_dp_ = make_dp("pob" + sfx, pair->b, {10, 0, 0, 2});
-    ASSERT_TRUE(client_dp_ && server_dp_);
-    client_dp_->set_driven_by_other_thread(true);
-    server_dp_->set_driven_by_other_thread(true);
-    poller_ = std::thread([this] {
-      while (!stop_poller_) {
-        client_dp_->poll_once();
-        server_dp_->poll_once();
-      }
-    });
-    auto l = TcpListener::listen("127.0.0.1", 0);
-    ASSERT_TRUE(l.ok());
-    listener_ = std::make_unique<TcpListener>(std::move(*l));
-  }
-  void TearDown() override {
-    stop_poller_ = true;
-    if (poller_.joinable()) poller_.join();
-  }
-  std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip) {
-    dp::DataplaneOptions o;
-    o.name = name;
-    o.port.name = std::to_string(port);
-    o.ip = IpAddress::ipv4(ip);
-    o.engine.max_inline = 912;
-    auto d = dp::Dataplane::create(o);
-    EXPECT_TRUE(d.ok()) << d.error().message;
-    return d.ok() ? std::move(*d) : nullptr;
-  }
+  PerftestOutput() : DataplanePairTest("po") {}
 
   // roce-gen's client with `args` (its command line after the EAL's) against a fresh server
   // session; returns the client's printout, the server's in `server_text`.
@@ -186,10 +153,6 @@ class PerftestOutput : public ::testing::Test {
     EXPECT_EQ(joined(got), joined(want)) << "ours:\n" << ours << "\nperftest's (" << fixture_name << "):\n" << fixture(fixture_name);
   }
 
-  std::unique_ptr<dp::Dataplane> client_dp_, server_dp_;
-  std::thread poller_;
-  std::atomic<bool> stop_poller_{false};
-  std::unique_ptr<TcpListener> listener_;
 };
 
 TEST(PerftestOutputStructure, SeesFieldsUnitsAndRows) {
