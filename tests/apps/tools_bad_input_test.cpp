@@ -150,7 +150,7 @@ TEST_F(ToolsBadInput, Gen) {
   };
   const std::vector<Case> cases{
       {"roce-gen", g, with({"write", "--dev", "x", "--bogus"}), "bogus"},
-      {"roce-gen", g, with({"write", "--dev", "x", "-s", "0"}), "size"},
+      {"roce-gen", g, with({"write", "--dev", "x", "-s", "0"}), "Message Size should be between"},
       {"roce-gen", g, {"--bogus-eal", "--", "write", "--dev", "x", "--ip", "10.0.0.1", "--server", "10.0.0.2"}, "unrecognized option"},
       {"roce-gen", g, eal(with({"write", "--vdev", "net_nosuchdriver0", "--dev", "net_nosuchdriver0"})), "net_nosuchdriver0"},
       {"roce-gen", g, eal(with({"write", "--vdev", "net_null0", "--dev", "net_null7"})), "no DPDK port named 'net_null7'"},

@@ -144,14 +144,15 @@ TEST(GenCli, ErrorsComeOutAsJsonWithJson) {
 }
 
 // Flags about a device the transport does not have are taken, each with one note on stderr;
-// the run then fails at the missing port (exit 1), past the parser.
+// the run then stops at the missing port, past the parser.
 TEST(GenCli, DeviceFlagsAreAcceptedWithANoteEach) {
   const std::string prefix = "gen_cli_apptests_dev_" + std::to_string(::getpid());
   const auto r = gen({"--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + prefix, "--log-level=error",
                       "--no-telemetry", "--", "ib_write_bw", "-d", "rxe0", "-i", "1", "-x", "3", "-F", "--vdev",
                       "net_null0", "--dev", "net_null7", "--ip", "10.0.0.1", "10.0.0.2"});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  for (const char* w : {"-d rxe0: ignored", "-i 1: port 1", "-x 3: the GID is --ip's", "-F: nothing to check", "net_null7"})
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  for (const char* w : {"-d rxe0: ignored", "-i 1: port 1", "-x 3: the GID is --ip's", "-F: nothing to check",
+                        "no DPDK port named 'net_null7'"})
     EXPECT_NE(r.err.find(w), std::string::npos) << w << "\n" << r.err;
   EXPECT_EQ(lines(r.err), 5u) << r.err;
   EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix));
