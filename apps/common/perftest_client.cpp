@@ -347,9 +347,11 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
     }
     if (o_.run_infinitely && !stopping && now - period_start >= std::chrono::nanoseconds(spec.duration)) {
       // perftest's run_iter_bw_infinitely: a row per period, its operations over its time, no peak.
+      // Under -b perftest counts both sides as twice its own (run_inf_bi_factor; SEND -b has no
+      // endless mode).
       BwInput in;
       in.size = op_bytes(spec);
-      in.ops = done_ops - period_done;
+      in.ops = (done_ops - period_done) * (o_.duplex ? 2 : 1);
       in.last = std::chrono::duration_cast<std::chrono::nanoseconds>(now - period_start).count();
       const BwFigures f = perftest_bw(in);
       period_done = done_ops;
@@ -570,6 +572,7 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   test.all_sizes = sizes.size() > 1;
   test.duration = o.spec.duration > 0;
   test.duplex = o.duplex;
+  test.infinite = o.run_infinitely;
   ClientHooks hooks;
   hooks.results = [&](const PerftestResults& theirs) {
     if (!o.duplex || run.bw.empty()) return;

@@ -120,7 +120,13 @@ struct ClientOutcome {
   unsigned traffic = 0;
 };
 
-ClientOutcome run_client(TcpStream& tcp, Verb v, Measure m, unsigned qps, std::uint32_t sizes = 1, int timeout_ms = 3000) {
+struct RunMode {
+  bool duplex = false;    // -b
+  bool infinite = false;  // --run_infinitely (the traffic hook returns as a stop signal would end it)
+};
+
+ClientOutcome run_client(TcpStream& tcp, Verb v, Measure m, unsigned qps, std::uint32_t sizes = 1, int timeout_ms = 3000,
+                         RunMode mode = {}) {
   ClientOutcome out;
   PerftestSession s(tcp, OobRole::Client, timeout_ms);
   auto mtu = perftest_client_preamble(s, IBV_MTU_1024);
@@ -133,6 +139,9 @@ ClientOutcome run_client(TcpStream& tcp, Verb v, Measure m, unsigned qps, std::u
   t.measure = m;
   t.sizes = sizes;
   t.all_sizes = sizes > 1;
+  t.duplex = mode.duplex;
+  t.infinite = mode.infinite;
+  t.duration = mode.infinite;
   std::vector<PerftestDest> mine;
   for (unsigned i = 0; i < qps; ++i) mine.push_back(client_record(i));
   ClientHooks hooks;
@@ -192,6 +201,31 @@ TEST(PerftestExchange, SweepsSyncPerSizeOnlyInSendTests) {
     ASSERT_TRUE(c.peers.ok()) << c.peers.error().message;
     EXPECT_EQ(server_error, "");
     EXPECT_EQ(c.traffic, 3u);
+  }
+}
+
+// --run_infinitely, once the client is stopped: a one-way RDMA server still waits in its
+// closing sync and gets the results and "done"; a -b server and a SEND server post for ever
+// (perftest's run_iter_bw_infinitely*), so the client asks them nothing more and closes.
+TEST(PerftestExchange, RunInfinitelyEndsWhereTheServerStillListens) {
+  struct Case {
+    Verb v;
+    bool duplex;
+    const char* script;
+  };
+  for (const Case& k : {Case{Verb::Write, false, "RRFFXFD"}, Case{Verb::Read, false, "RRFFXFD"},
+                        Case{Verb::Atomic, false, "RRFFXFD"}, Case{Verb::Write, true, "RRF."},
+                        Case{Verb::Read, true, "RRF."}, Case{Verb::Send, false, "RFRF."}}) {
+    SCOPED_TRACE(perftest_program(k.v, Measure::Bandwidth) + (k.duplex ? " -b" : ""));
+    LoopbackPair p;
+    std::string server_error;
+    std::thread srv([&] { server_error = play_server(p.server, Script{k.script, 2}); });
+    ClientOutcome c = run_client(p.client, k.v, Measure::Bandwidth, 2, 1, 3000, RunMode{k.duplex, true});
+    p.client = TcpStream();
+    srv.join();
+    ASSERT_TRUE(c.peers.ok()) << c.peers.error().message;
+    EXPECT_EQ(server_error, "");
+    EXPECT_EQ(c.traffic, 1u);
   }
 }
 

@@ -15,6 +15,18 @@ void rdma_bw(const PerftestTest& t, std::vector<FlowOp>& f) {
   add(f, Connect);
   add(f, RecordsAll);
   add(f, RecordFirst);
+  if (t.infinite) {
+    // --run_infinitely: no sync before the traffic, and perftest's client posts until it is
+    // killed. A -b server posts for ever too, so nothing follows; a one-way server waits in its
+    // closing sync for the client's results, which is where a client that stops cleanly goes.
+    add(f, Traffic);
+    if (t.duplex) return;
+    add(f, RecordFirst);
+    add(f, Results);
+    add(f, RecordFirst);
+    add(f, Done);
+    return;
+  }
   const bool sweep = t.all_sizes;
   const std::uint32_t sizes = sweep ? t.sizes : 1;
   for (std::uint32_t i = 0; i < sizes; ++i) {
@@ -24,7 +36,6 @@ void rdma_bw(const PerftestTest& t, std::vector<FlowOp>& f) {
     if (t.duplex && sweep) add(f, RecordFirst);
     if (t.duplex) add(f, Results);
   }
-  if (t.infinite) return;
   if (!t.duplex) {
     add(f, RecordFirst);
     add(f, Results);

@@ -32,7 +32,9 @@ struct FlowOp {
 };
 
 // What decides the sequence. `all_sizes` is a -a sweep of `sizes` sizes (perftest's RUN_ALL; its
-// atomic tests refuse -a). `duplex` is -b, `duration` -D, `infinite` --run_infinitely.
+// atomic tests refuse -a). `duplex` is -b, `duration` -D, `infinite` --run_infinitely (whose
+// client perftest ends only by a signal: the steps after its traffic are those a server still
+// waits for when the client stops).
 struct PerftestTest {
   Verb verb = Verb::Write;
   Measure measure = Measure::Bandwidth;
