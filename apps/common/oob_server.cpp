@@ -307,6 +307,10 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   PerftestDest writer_peer;
   bool writing = false;
   std::uint64_t activity = 0;
+  // RoCE packets the QPs had received when the latest record came: none yet and results coming
+  // after traffic is perftest's -b client (its sync precedes the traffic; a one-way client's
+  // closing sync follows it).
+  std::optional<std::uint64_t> packets_at_record;
   auto quiet_since = std::chrono::steady_clock::now();
   std::array<std::uint64_t, kResultFields> results{};
   for (;;) {
@@ -380,6 +384,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       auto peer = parse_perftest(rec);
       if (!peer) return fail(peer.error().code, peer.error().message);
       order.add(peer->qpn);
+      packets_at_record = r.qps > 0 ? packets_received() : 0;
       ServedQp* q = nullptr;
       if (auto it = by_remote_qpn_.find(peer->qpn); it != by_remote_qpn_.end()) {
         q = it->second;
@@ -412,6 +417,9 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       return fail(EPROTO, "the client sent " + hex_bytes(head) + "... after " + served +
                               "'s records, where its client sends nothing: it runs another test (a bandwidth test's "
                               "results?); this server serves " + served);
+    if (results_left == 0 && packets_at_record == 0u && packets_received() > 0)
+      return fail(EPROTO, "the client sent its results right after its traffic, with no sync between: it runs -b "
+                          "(bidirectional), where the server sends too; this server serves one-way bandwidth tests");
     // A results field (8 bytes; 4 for iterations from old peers we refuse above): ours are zero,
     // the client reports its own figures, which we keep for the printout.
     results_left = (results_left == 0 ? kResultFields : results_left) - 1;

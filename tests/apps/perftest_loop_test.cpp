@@ -62,6 +62,7 @@ class PerftestLoop : public test::DataplanePairTest {
     o.sizes = std::move(sizes);
     o.qp.type = type_;
     o.stall_timeout = stall_timeout_;
+    o.duplex = duplex_;
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok()) stop = true;
     srv.join();
@@ -80,6 +81,7 @@ class PerftestLoop : public test::DataplanePairTest {
   int exposed_access_ = kAll;
   ibv_qp_type type_ = IBV_QPT_RC;
   Nanos stall_timeout_ = 10 * kSecond;
+  bool duplex_ = false;  // the client runs -b
   std::function<void(ServerConfig&)> tweak_server_;
 };
 
@@ -241,6 +243,19 @@ TEST_F(PerftestLoop, FailedOperationsAreReportedBeforeTheClosingExchange) {
   EXPECT_NE(r.error().message.find("completed with an error (first: remote access error)"), std::string::npos)
       << r.error().message;
   EXPECT_EQ(r.error().message.find("timed out"), std::string::npos) << r.error().message;
+}
+
+// perftest's -b client expects the server to send too, which ours does not: its results come
+// straight after its traffic (a one-way client syncs first), and the server says so instead of
+// letting the client print a one-way figure as a bidirectional one.
+TEST_F(PerftestLoop, ABidirectionalClientIsToldTheServerServesOneWayTests) {
+  duplex_ = true;
+  for (Verb v : {Verb::Write, Verb::Read}) {
+    SCOPED_TRACE(to_string(v));
+    auto r = run(spec(v, Measure::Bandwidth, 4096, 50), false);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(server_error_.find("it runs -b (bidirectional)"), std::string::npos) << server_error_;
+  }
 }
 
 TEST_F(PerftestLoop, RefusedConnectionIsAClearError) {
