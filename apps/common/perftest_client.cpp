@@ -110,9 +110,12 @@ struct ClientQp {
 // The traffic of one run: the QPs, their buffers, and one size at a time.
 class ClientTraffic {
  public:
-  ClientTraffic(dp::Dataplane& dp, const ClientOptions& o, std::uint32_t max_size, ClientRun& run,
-                const std::function<void(const ClientProgress&)>& progress)
-      : dp_(dp), o_(o), max_size_(max_size), per_qp_(3 * std::size_t{max_size} + 64), run_(run), progress_(progress),
+  // The landing area is perftest's BUFF_SIZE(size, cycle_buffer): a -b server walks its
+  // operations through a cycle buffer from the address we give it.
+  ClientTraffic(dp::Dataplane& dp, const ClientOptions& o, std::uint32_t max_size, std::uint32_t cycle_buffer,
+                ClientRun& run, const std::function<void(const ClientProgress&)>& progress)
+      : dp_(dp), o_(o), max_size_(max_size), landing_bytes_(std::max(max_size, cycle_buffer)),
+        per_qp_((2 * std::size_t{max_size} + landing_bytes_ + 64 + 63) / 64 * 64), run_(run), progress_(progress),
         conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(dp) {}
   ~ClientTraffic() {
     for (ClientQp& q : qps_) {
@@ -183,7 +186,7 @@ class ClientTraffic {
   std::byte* base(std::size_t i) { return buffer_.data() + i * per_qp_; }
   const MemoryRegion* mr(std::size_t i) const { return mrs_[o_.mr_per_qp ? i : 0]; }
   std::byte* landing(std::size_t i) { return base(i) + max_size_; }
-  std::byte* scratch(std::size_t i) { return base(i) + 2 * std::size_t{max_size_}; }
+  std::byte* scratch(std::size_t i) { return landing(i) + landing_bytes_; }
   RemoteBuffer remote(std::size_t i) const {
     return RemoteBuffer{qps_[i].peer.vaddr, qps_[i].peer.rkey, qps_[i].ah, qps_[i].peer.qpn};
   }
@@ -193,7 +196,8 @@ class ClientTraffic {
   dp::Dataplane& dp_;
   const ClientOptions& o_;
   std::uint32_t max_size_;
-  std::size_t per_qp_;  // [send area | landing area | scratch] of max_size each, and room for a GRH
+  std::uint32_t landing_bytes_;
+  std::size_t per_qp_;  // [send area | landing area | scratch of max_size and room for a GRH]
   ClientRun& run_;
   const std::function<void(const ClientProgress&)>& progress_;
   Connector conn_;
@@ -561,7 +565,7 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   }
   const std::uint32_t max_size = std::max<std::uint32_t>(*std::max_element(sizes.begin(), sizes.end()), 8);
 
-  ClientTraffic traffic(dp, o, max_size, run, progress);
+  ClientTraffic traffic(dp, o, max_size, session.cycle_buffer(), run, progress);
   if (Status s = traffic.create(qp_params); !s) return s.error();
   run.local = traffic.records();
 

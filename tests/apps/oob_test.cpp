@@ -101,7 +101,8 @@ TEST(PerftestSession, ClientAndServerAgreeOnEveryStep) {
   std::thread server([&] {
     PerftestSession s(p.server, OobRole::Server);
     ASSERT_TRUE(s.exchange_versions().ok());
-    ASSERT_TRUE(s.exchange_sizes().ok());
+    ASSERT_TRUE(s.exchange_sizes(65536).ok());  // a 64 KiB-page host
+    EXPECT_EQ(s.cycle_buffer(), 65536u);
     auto mtu = s.exchange_mtu(IBV_MTU_4096);
     ASSERT_TRUE(mtu.ok());
     EXPECT_EQ(*mtu, IBV_MTU_1024);
@@ -118,6 +119,7 @@ TEST(PerftestSession, ClientAndServerAgreeOnEveryStep) {
   ASSERT_TRUE(c.exchange_versions().ok());
   EXPECT_EQ(c.remote_version(), "6.06");
   ASSERT_TRUE(c.exchange_sizes().ok());
+  EXPECT_EQ(c.cycle_buffer(), 65536u);  // both keep the larger, as perftest's check_sys_data
   auto mtu = c.exchange_mtu(IBV_MTU_1024);
   ASSERT_TRUE(mtu.ok());
   EXPECT_EQ(*mtu, IBV_MTU_1024);

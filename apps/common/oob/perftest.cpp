@@ -75,12 +75,19 @@ Status PerftestSession::exchange_versions() {
 }
 
 Status PerftestSession::exchange_sizes(std::uint32_t cycle_buffer, std::uint32_t cache_line) {
+  cycle_buffer_ = cycle_buffer;
   if (compare_versions(remote_version_, "5.32") < 0) return {};
-  for (std::uint32_t v : {cycle_buffer, cache_line}) {
-    const proto::Be32 mine = proto::Be32::of(v);
+  std::array<std::uint32_t, 2> theirs_host{};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const proto::Be32 mine = proto::Be32::of(i == 0 ? cycle_buffer : cache_line);
     proto::Be32 theirs;
     if (Status s = swap_bytes(bytes_of(mine), std::as_writable_bytes(std::span{&theirs, 1})); !s) return s;
+    theirs_host[i] = theirs.get();
   }
+  if (theirs_host[0] > kMaxCycleBuffer)
+    return make_error(EPROTO, "the peer's cycle buffer of " + std::to_string(theirs_host[0]) + " bytes is more than " +
+                                  std::to_string(kMaxCycleBuffer) + " (perftest sends its page size)");
+  cycle_buffer_ = std::max(cycle_buffer, theirs_host[0]);
   return {};
 }
 

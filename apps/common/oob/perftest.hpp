@@ -40,7 +40,12 @@ class PerftestSession {
   Status exchange_versions();
   // Cycle-buffer (page) size and cache line: each side keeps the larger. Skipped for peers
   // older than 5.32, as perftest does.
+  // A peer's cycle buffer beyond kMaxCycleBuffer is refused (it sizes the memory we expose).
+  static constexpr std::uint32_t kMaxCycleBuffer = 1u << 20;
   Status exchange_sizes(std::uint32_t cycle_buffer = 4096, std::uint32_t cache_line = 64);
+  // The larger of both sides' cycle buffers once exchanged: a peer walks its WRITEs, READs and
+  // atomics of messages up to half of it through that many bytes from the address we gave it.
+  std::uint32_t cycle_buffer() const { return cycle_buffer_; }
   // Both sides use the smaller MTU.
   Result<ibv_mtu> exchange_mtu(ibv_mtu mine);
   Result<PerftestDest> exchange_dest(const PerftestDest& mine);
@@ -59,6 +64,7 @@ class PerftestSession {
   OobRole role_;
   int timeout_;
   std::string remote_version_ = kVersion;
+  std::uint32_t cycle_buffer_ = 4096;
 };
 
 // Big-endian IEEE 754 bytes of a double (perftest's hton_double) and back.
