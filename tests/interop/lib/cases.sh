@@ -9,7 +9,8 @@
 #   LOSS  percent of the guest's egress frames dropped by netem (0: none)
 #   FLAGS comma-separated, given to both programs: lat (ib_VERB_lat; roce-gen --lat), qN (-q N),
 #         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused),
-#         gbits (--report_gbits), DN (-D N), oN (-o N), b (-b); to roce-gen alone, perftest's client
+#         gbits (--report_gbits), DN (-D N), oN (-o N), b (-b), inf (--run_infinitely: roce-gen
+#         is stopped by SIGINT after 6 s and must end cleanly); to roce-gen alone, perftest's client
 #         flags: tN, QN, lN, IN, TN (-t -Q -l -I -T), mrqp (--mr_per_qp), cpu (--cpu_util),
 #         devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each)
 
@@ -44,6 +45,7 @@ perftest_flags() {
       D[0-9]*) out+=(-D "${f#D}") ;;
       o[0-9]*) out+=(-o "${f#o}") ;;
       b) out+=(-b) ;;
+      inf) out+=(--run_infinitely) ;;
     esac
   done
   echo "${out[*]}"
@@ -207,11 +209,20 @@ cases_flags() {
   echo "send/gen>rxe/m1024/flags/s64 to-rxe send 1024 0 64 100 t16,Q4,I64,T98"
   echo "read/gen>rxe/m1024/flags-D2/s65536 to-rxe read 1024 0 65536 5 D2,o4,cpu,gbits"
   echo "write/gen>rxe/m1024/bidir/s65536 to-rxe write 1024 0 65536 16 b"
+  # Stopped by a signal, roce-gen closes the exchange the one-way server still waits in (results,
+  # "done"), so both programs succeed; a period's row a second.
+  echo "write/gen>rxe/m1024/inf-D1/s65536 to-rxe write 1024 0 65536 5 inf,D1"
+}
+
+# More of the same for --full: -b on READ with -D and on atomics.
+cases_flags_full() {
+  echo "read/gen>rxe/m1024/bidir-D2/s65536 to-rxe read 1024 0 65536 5 b,D2"
+  echo "atomic/gen>rxe/m1024/bidir/s8 to-rxe atomic 1024 0 8 64 b"
 }
 
 # The default list (CI: scripts/test.d/60-interop.sh) and --full.
 cases_ci() { cases_base; cases_exchange_ci; cases_flags; }
-cases_full() { cases_base; cases_exchange_full; cases_flags; }
+cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; }
 
 known_failure() {
   local name=$1 entry
@@ -292,6 +303,9 @@ run_case() {
                   $(gen_flags "$flags"))
         has_flag "$flags" lat && gen_args+=(--lat) ;;
     esac
+    # --run_infinitely ends by a signal only.
+    local GEN_STOP_AFTER=""
+    has_flag "$flags" inf && GEN_STOP_AFTER=6
     if ((ok)); then
       gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
       grep -q "MISMATCH" "$dir/roce-gen.log" && { ok=0; CASE_NOTE="data check failed"; }
@@ -312,6 +326,12 @@ run_case() {
     if ((ok)) && [[ $verb != *pingpong ]]; then
       grep -q "^                    .* Test$" "$dir/roce-gen.log" && grep -q "^ #bytes" "$dir/roce-gen.log" ||
         { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no perftest header or table"; }
+      if has_flag "$flags" inf; then
+        local rows
+        rows=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5' "$dir/roce-gen.log" | wc -l)
+        ((rows >= 2)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }--run_infinitely: $rows rows, not one per -D period"; }
+        [[ -n $(bw_figure "$dir/guest.log") ]] || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }the server printed no result row"; }
+      fi
       if has_flag "$flags" gbits && ! grep -q "BW peak\[Gb/sec\]" "$dir/roce-gen.log"; then
         ok=0 CASE_NOTE+="${CASE_NOTE:+; }no Gb/sec columns"
       fi

@@ -11,12 +11,14 @@ ENGINE_VDEV="net_af_packet0,iface=veng0,blocksz=36864,framesz=4608,framecnt=512"
 # control thread on lcore 0 (the qemu guest shares the machine).
 engine_eal() { echo "--no-huge --no-pci -m 512 --file-prefix=interop_$1_$$ --log-level=error -l 0-1"; }
 
-# gen_run LOG ARGS...: roce-gen client against the guest; returns roce-gen's status.
+# gen_run LOG ARGS...: roce-gen client against the guest; returns roce-gen's status. With
+# GEN_STOP_AFTER=N it gets SIGINT after N seconds (its own exit status is kept).
 gen_run() {
-  local log=$1
+  local log=$1 stop=(120)
   shift
+  [[ -n ${GEN_STOP_AFTER:-} ]] && stop=(--preserve-status -s INT "$GEN_STOP_AFTER")
   # shellcheck disable=SC2046  # EAL arguments are words
-  timeout 120 ip netns exec "$NETNS" "$BUILD_DIR/apps/gen/roce-gen" $(engine_eal gen) -- "$@" \
+  timeout "${stop[@]}" ip netns exec "$NETNS" "$BUILD_DIR/apps/gen/roce-gen" $(engine_eal gen) -- "$@" \
     --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" > "$log" 2>&1
 }
 
