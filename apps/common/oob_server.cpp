@@ -307,10 +307,12 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   PerftestDest writer_peer;
   bool writing = false;
   std::uint64_t activity = 0;
-  // RoCE packets the QPs had received when the latest record came: none yet and results coming
-  // after traffic is perftest's -b client (its sync precedes the traffic; a one-way client's
-  // closing sync follows it).
+  // perftest's -b client shows itself at its results: they come right after its traffic (its
+  // sync precedes the traffic, where a one-way client's closing sync follows it: no packet had
+  // come when its latest record did), or once per size of a -a sweep (a one-way client sends
+  // them once).
   std::optional<std::uint64_t> packets_at_record;
+  int results_exchanges = 0;
   auto quiet_since = std::chrono::steady_clock::now();
   std::array<std::uint64_t, kResultFields> results{};
   for (;;) {
@@ -417,9 +419,11 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       return fail(EPROTO, "the client sent " + hex_bytes(head) + "... after " + served +
                               "'s records, where its client sends nothing: it runs another test (a bandwidth test's "
                               "results?); this server serves " + served);
-    if (results_left == 0 && packets_at_record == 0u && packets_received() > 0)
-      return fail(EPROTO, "the client sent its results right after its traffic, with no sync between: it runs -b "
-                          "(bidirectional), where the server sends too; this server serves one-way bandwidth tests");
+    if (results_left == 0 && (++results_exchanges > 1 || (packets_at_record == 0u && packets_received() > 0)))
+      return fail(EPROTO, std::string("the client sent its results ") +
+                              (results_exchanges > 1 ? "a second time" : "right after its traffic, with no sync between") +
+                              ": it runs -b (bidirectional), where the server sends too; this server serves one-way "
+                              "bandwidth tests");
     // A results field (8 bytes; 4 for iterations from old peers we refuse above): ours are zero,
     // the client reports its own figures, which we keep for the printout.
     results_left = (results_left == 0 ? kResultFields : results_left) - 1;
