@@ -12,7 +12,8 @@
 #         gbits (--report_gbits), DN (-D N), oN (-o N), b (-b), inf (--run_infinitely: roce-gen
 #         is stopped by SIGINT after 6 s and must end cleanly); to roce-gen alone, perftest's client
 #         flags: tN, QN, lN, IN, TN (-t -Q -l -I -T), mrqp (--mr_per_qp), cpu (--cpu_util),
-#         devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each)
+#         devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each); refused (from-rxe: the
+#         appliance must refuse the guest's client, which must fail, naming -b)
 
 # Cases known to fail against rxe, with the reason: "NAME-GLOB|reason" lines. A known failure
 # is reported as XFAIL and does not fail the run; if it passes it shows as XPASS.
@@ -220,6 +221,7 @@ cases_flags_full() {
   echo "read/gen>rxe/m1024/bidir-D2/s65536 to-rxe read 1024 0 65536 5 b,D2"
   echo "atomic/gen>rxe/m1024/bidir/s8 to-rxe atomic 1024 0 8 64 b"
   echo "write/gen>rxe/m1024/bidir/s64 to-rxe write 1024 0 64 100 b"
+  echo "write/rxe>app/m1024/bidir-refused/s4096 from-rxe write 1024 0 4096 16 b,refused"
 }
 
 # The default list (CI: scripts/test.d/60-interop.sh) and --full.
@@ -351,11 +353,24 @@ run_case() {
     rt=$(grep -o 'retransmitted packets [0-9]*, NAKs [0-9]*, timeouts [0-9]*' "$dir/roce-gen.log")
     [[ -n $rt ]] && CASE_NOTE+="${CASE_NOTE:+; }${rt/retransmitted packets/retx}"
   else
+    local app_lines
+    app_lines=$(wc -l < "$APPLIANCE_LOG")
     guest_run 150 "timeout 120 $tool $args $NET_BRIDGE_IP"
     local grc=$?
     printf '%s' "$GUEST_OUT" > "$dir/guest.log"
-    ((grc == 0)) || { ok=0; CASE_NOTE="guest $tool exit $grc: $(grep -m1 -iE 'error|fail|couldn' "$dir/guest.log")"; }
-    if [[ $verb == pingpong ]]; then
+    if has_flag "$flags" refused; then
+      # Our server does not send: a -b client must fail, and the appliance say why.
+      sleep 0.5
+      tail -n +"$((app_lines + 1))" "$APPLIANCE_LOG" > "$dir/appliance.log"
+      ((grc != 0)) || { ok=0; CASE_NOTE="guest $tool succeeded against a server that does not send"; }
+      grep -q "it runs -b (bidirectional)" "$dir/appliance.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }the appliance did not name -b"; }
+      CASE_FIGURE="refused"
+    elif ((grc != 0)); then
+      ok=0 CASE_NOTE="guest $tool exit $grc: $(grep -m1 -iE 'error|fail|couldn' "$dir/guest.log")"
+    fi
+    if has_flag "$flags" refused; then
+      :
+    elif [[ $verb == pingpong ]]; then
       CASE_FIGURE=$(awk '/usec\/iter/ { print $(NF-1) "us/iter"; exit }' "$dir/guest.log")
       grep -q "iters in" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }no iterations reported"; }
     elif has_flag "$flags" lat; then
