@@ -274,6 +274,10 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
     if (spec.measure == Measure::Bandwidth) {
       bw.push_back(std::make_unique<BwClient>(qps_[i].local, driver_spec, local, remote(i)));
       BwClient* d = bw.back().get();
+      // SEND -b: the server sends as many messages on each QP, into our receives.
+      if (o_.duplex && spec.verb == Verb::Send)
+        d->expect_sends(LocalBuffer{landing(i), landing_bytes_, mr(i)->lkey()}, params_.recv_depth,
+                        spec.duration > 0 ? 0 : spec.iters);
       ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
     } else if (write_lat) {
       // ib_write_lat's client waits for the server's first WRITE.
@@ -396,8 +400,10 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
       BwFigures f = bw_figures(spec, bw);
       f.cpu_util_percent = cpu;
       run_.bw.push_back(f);
-      // -b: the row is both sides' sum, shown once the server's figures came.
-      if (o_.on_bw && run_.counters.errors == 0 && !o_.duplex) o_.on_bw(f);
+      // -b: the row is both sides' sum, shown once the server's figures came; SEND -b under -D
+      // exchanges none and shows our own (perftest's print_report_bw).
+      const bool own_row = !o_.duplex || (spec.verb == Verb::Send && spec.duration > 0);
+      if (o_.on_bw && run_.counters.errors == 0 && own_row) o_.on_bw(f);
     }
     if (!run_.bw.empty()) {
       // In the client's units, as perftest sends them (MB/sec, or Gb/sec with --report_gbits).

@@ -84,7 +84,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("l,post_list", "post N work requests at once (bandwidth tests)", text())
       ("I,inline_size", "send payloads up to N bytes inline, 0 .. 912 (not READ/atomic)", text())
       ("o,outs", "READ/atomic requests in flight per QP (default and maximum: the device's)", text())
-      ("b,bidirectional", "both sides send (bandwidth tests; write, read, atomic): the sum is shown")
+      ("b,bidirectional", "both sides send (bandwidth tests; SEND over RC or UC): the sum is shown")
       ("e,events", "accepted: completions are polled (note on stderr); not for WRITE")
       ("N,noPeak", "no peak bandwidth (perftest leaves it out above 20000 iterations)")
       ("T,tos", "IP TOS byte of our packets: DSCP << 2 | ECN, 0 .. 255", text())
@@ -271,10 +271,10 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.ud_pingpong && g.listen) return make_error(EINVAL, "ud-pingpong is a client only: give --server ADDR");
   // A datagram is one packet: it must fit the peer's path MTU, which rxe takes from its netdev.
   if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");
-  // -b: the server's WRITEs, READs and atomics land in our region; its SENDs would need our
-  // receives, which the bandwidth client does not post.
-  if (g.perftest.bidirectional && g.spec.verb == Verb::Send)
-    return make_error(EINVAL, "-b: bidirectional SEND is not supported by roce-gen (write, read and atomic are)");
+  // -b: the server's operations land in our region, its SENDs in our receives (a UD receive
+  // would need room for the GRH past the message, which the landing area does not keep).
+  if (g.perftest.bidirectional && g.spec.verb == Verb::Send && g.qp.type == IBV_QPT_UD)
+    return make_error(EINVAL, "-b: bidirectional SEND over UD is not supported by roce-gen (RC and UC are)");
   if (g.perftest.bidirectional && g.listen) return make_error(EINVAL, "-b: roce-gen --listen serves unidirectional tests only");
   return g;
 }

@@ -127,12 +127,24 @@ void BwClient::poll(Engine& e, Nanos now) {
     if (spec_.duration > 0) deadline_ = now + spec_.duration;
   }
   if (stopping_) deadline_ = std::min(deadline_, now);
+  // SEND -b: receives for the peer's SENDs, never more than it will send (a sweep's next size
+  // finds the queue empty).
+  const bool endless_receives = recv_expected_ == 0;
+  while (recv_posted_ < recv_depth_ && (endless_receives || received_ + recv_posted_ < recv_expected_)) {
+    if (post_recv(e, qp_, recv_landing_.ptr, static_cast<std::uint32_t>(recv_landing_.length), recv_landing_.lkey) != 0) break;
+    ++recv_posted_;
+  }
   ibv_wc wc[kReap];
   const int n = e.poll_cq(qp_.cq, kReap, wc);
   if (n < 0) note_error(st_, IBV_WC_GENERAL_ERR);  // CQ overrun
   for (int i = 0; i < n; ++i) {
     if (wc[i].status != IBV_WC_SUCCESS) {
       note_error(st_, wc[i].status);
+      continue;
+    }
+    if (wc[i].opcode & IBV_WC_RECV) {
+      --recv_posted_;
+      ++received_;
       continue;
     }
     // A signalled completion retires every operation up to its own (the queue completes in order).
@@ -173,7 +185,8 @@ void BwClient::poll(Engine& e, Nanos now) {
     posted_ += count;
   }
   const bool all_posted = spec_.duration > 0 ? now >= deadline_ && posted_ % spec_.cq_mod == 0 : posted_ >= spec_.iters;
-  if (all_posted && st_.completed + st_.errors >= posted_) st_.done = true;
+  const bool all_received = recv_depth_ == 0 || endless_receives || received_ >= recv_expected_;
+  if (all_posted && st_.completed + st_.errors >= posted_ && all_received) st_.done = true;
 }
 
 LatClient::LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote)

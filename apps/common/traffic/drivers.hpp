@@ -52,6 +52,14 @@ class BwClient {
   void poll(Engine& e, Nanos now);
   // Ends a -D run early (--run_infinitely's stop): what is in flight completes, nothing more is posted.
   void stop() { stopping_ = true; }
+  // SEND -b: the peer sends `count` messages too (0: until the -D deadline), into `landing`, on
+  // this QP's receive queue with up to `depth` receives posted; the run is done once they came.
+  void expect_sends(LocalBuffer landing, std::uint32_t depth, std::uint64_t count) {
+    recv_landing_ = landing;
+    recv_depth_ = depth;
+    recv_expected_ = count;
+  }
+  std::uint64_t received() const { return received_; }
   const DriverStatus& status() const { return st_; }
   Nanos first_post() const { return first_post_; }
   Nanos last_completion() const { return last_completion_; }
@@ -81,6 +89,9 @@ class BwClient {
   std::size_t stamped_posts_ = 0, stamped_completions_ = 0;
   Nanos window_start_ = 0, window_end_ = 0;
   std::uint64_t window_start_ops_ = 0, window_end_ops_ = 0;
+  LocalBuffer recv_landing_;
+  std::uint32_t recv_depth_ = 0;  // 0: no receives (every test but SEND -b)
+  std::uint64_t recv_expected_ = 0, recv_posted_ = 0, received_ = 0;
   DriverStatus st_;
 };
 

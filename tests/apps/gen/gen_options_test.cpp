@@ -276,8 +276,12 @@ TEST(GenOptions, BidirectionalRunsWhereTheClientTakesTheServersOperations) {
   EXPECT_TRUE(g->perftest.bidirectional);
   EXPECT_TRUE(client_options_of(*g).duplex);
   EXPECT_TRUE(parse_gen_options(cmd({"ib_read_bw", "-b", "10.0.0.2"})).ok());
-  EXPECT_EQ(parse_gen_options(cmd({"send", "-b", "10.0.0.2"})).error().message,
-            "-b: bidirectional SEND is not supported by roce-gen (write, read and atomic are)");
+  g = parse_gen_options(cmd({"send", "-b", "-c", "UC", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(client_options_of(*g).duplex);
+  EXPECT_GE(g->qp.recv_depth, 512u) << "SEND -b posts -r receives";
+  EXPECT_EQ(parse_gen_options(cmd({"send", "-b", "-c", "UD", "10.0.0.2"})).error().message,
+            "-b: bidirectional SEND over UD is not supported by roce-gen (RC and UC are)");
   EXPECT_EQ(parse_gen_options(cmd({"write", "-b", "--listen"})).error().message,
             "-b: roce-gen --listen serves unidirectional tests only");
 }

@@ -222,6 +222,8 @@ cases_flags_full() {
   echo "atomic/gen>rxe/m1024/bidir/s8 to-rxe atomic 1024 0 8 64 b"
   echo "write/gen>rxe/m1024/bidir/s64 to-rxe write 1024 0 64 100 b"
   echo "write/rxe>app/m1024/bidir-refused/s4096 from-rxe write 1024 0 4096 16 b,refused"
+  echo "send/gen>rxe/m1024/bidir/s4096 to-rxe send 1024 0 4096 64 b"
+  echo "send/gen>rxe/m1024/uc/bidir-D2/s4096 to-rxe send 1024 0 4096 16 b,uc,D2"
 }
 
 # The default list (CI: scripts/test.d/60-interop.sh) and --full.
