@@ -4,12 +4,16 @@
 #include <pthread.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -34,16 +38,27 @@ void nap(Nanos ns) {
   ::clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
 }
 
-// The kernel interface behind a net_af_packet vdev ("iface=NAME"), for the GID's netdev index.
-int ifindex_of(const DeviceConfig& c) {
+// The kernel interface behind a net_af_packet vdev ("iface=NAME"): its index names the GID's
+// netdev, and its MTU is the link's (the PMD reports 1500 whatever the interface has).
+std::string kernel_interface(const DeviceConfig& c) {
   for (const auto& v : c.vdevs) {
     if (v.rfind("net_af_packet", 0) != 0) continue;
     const auto at = v.find("iface=");
     if (at == std::string::npos) continue;
-    const std::string name = v.substr(at + 6, v.find(',', at) - (at + 6));
-    return static_cast<int>(::if_nametoindex(name.c_str()));
+    return v.substr(at + 6, v.find(',', at) - (at + 6));
   }
-  return 0;
+  return {};
+}
+
+std::optional<std::uint32_t> kernel_mtu(const std::string& ifname) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  ifreq r{};
+  std::snprintf(r.ifr_name, sizeof r.ifr_name, "%s", ifname.c_str());
+  const int rc = ::ioctl(fd, SIOCGIFMTU, &r);
+  ::close(fd);
+  if (rc != 0) return std::nullopt;
+  return static_cast<std::uint32_t>(r.ifr_mtu);
 }
 
 // Stops the dataplane thread when the process exits, whether or not the program closed its
@@ -104,10 +119,14 @@ Status Runtime::bring_up() {
   std::uint16_t id = 0;
   if (rte_eth_dev_get_port_by_name(port.c_str(), &id) != 0)
     return make_error(ENODEV, "no DPDK port named '" + port + "'; ports: " + dp::describe_ports());
-  std::uint16_t eth_mtu = 1500;
-  rte_eth_dev_get_mtu(id, &eth_mtu);
+  std::uint16_t port_mtu = 1500;
+  rte_eth_dev_get_mtu(id, &port_mtu);
+  std::uint32_t eth_mtu = port_mtu;
+  if (const std::string iface = kernel_interface(cfg_); !iface.empty()) {
+    ifindex_ = static_cast<int>(::if_nametoindex(iface.c_str()));
+    eth_mtu = kernel_mtu(iface).value_or(eth_mtu);
+  }
   active_mtu_ = std::min(cfg_.max_mtu, proto::mtu_bytes(proto::mtu_for_ethernet(eth_mtu)));
-  ifindex_ = ifindex_of(cfg_);
 
   dp::DataplaneOptions o;
   o.name = "roce_verbs";
@@ -144,6 +163,14 @@ void Runtime::thread_main(std::promise<Status>* ready) {
   {
     EngineGuard g(lock_);
     dp_->flush();
+    // ROCE_VERBS_REPORT=FILE: the dataplane's counters (JSON) when the device goes down.
+    if (const char* path = std::getenv("ROCE_VERBS_REPORT"); path && *path) {
+      const std::string json = dp_->report_json();
+      if (FILE* f = std::strcmp(path, "-") == 0 ? stderr : std::fopen(path, "w")) {
+        std::fprintf(f, "%s\n", json.c_str());
+        if (f != stderr) std::fclose(f);
+      }
+    }
   }
   dp_.reset();
   dp::Eal::cleanup();
