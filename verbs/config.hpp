@@ -15,8 +15,10 @@
 namespace roce::verbs {
 
 // When nobody else drives the engine, the dataplane thread polls without a pause (busy), or
-// sleeps in short naps after a while without traffic (adaptive: less CPU, a first packet after
-// a quiet spell waits up to one nap).
+// sleeps in short naps after a while without traffic (adaptive: a first packet after a quiet
+// spell waits up to one nap, but a program's device no longer takes a core while idle, and on a
+// machine with more busy threads than cores the scheduler wakes a thread that sleeps promptly
+// where a spinning one waits for its time slice).
 enum class PollMode : std::uint8_t { Busy, Adaptive };
 
 struct DeviceConfig {
@@ -29,7 +31,7 @@ struct DeviceConfig {
   std::optional<unsigned> cpu;         // pin the dataplane thread to this CPU
   std::uint32_t memory_mb = 256;       // EAL -m
   std::uint32_t mbufs = 8191;
-  PollMode poll = PollMode::Busy;
+  PollMode poll = PollMode::Adaptive;
   std::uint32_t idle_nap_us = 50;      // adaptive: nap length once idle
   std::uint32_t max_qps = 1024;
   std::uint32_t max_mrs = 4096;

@@ -28,7 +28,7 @@ void usage(FILE* out) {
                "  --eal 'ARGS'      further EAL arguments\n"
                "  --cpu N           pin the dataplane thread to CPU N\n"
                "  --memory MB       DPDK memory (default 256)\n"
-               "  --poll busy|adaptive   adaptive naps when idle (default busy)\n"
+               "  --poll busy|adaptive   busy: never nap; adaptive (default): nap when idle for 1 ms\n"
                "  --config FILE     read options from FILE (\"key value\" lines)\n"
                "Environment: ROCE_VERBS_CONFIG (a config file), ROCE_VERBS_LIBRARY (the library to preload).\n");
 }

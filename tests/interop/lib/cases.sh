@@ -167,9 +167,10 @@ cases_exchange_ci() {
   done < <(cases_exchange_full)
 }
 
-# The default list (CI: scripts/test.d/60-interop.sh) and --full.
-cases_ci() { cases_base; cases_exchange_ci; }
-cases_full() { cases_base; cases_exchange_full; }
+# The default list (CI: scripts/test.d/60-interop.sh) and --full; the verbs device's cases are
+# in verbs.sh.
+cases_ci() { cases_base; cases_exchange_ci; cases_verbs_ci; }
+cases_full() { cases_base; cases_exchange_full; cases_verbs_full; }
 
 known_failure() {
   local name=$1 entry
@@ -198,6 +199,7 @@ perftest_lat_figure() {
 run_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  is_verbs_kind "$kind" && { run_verbs_case "$1"; return; }
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
