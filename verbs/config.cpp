@@ -185,6 +185,10 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
       const auto v = parse_uint(value, 65536);
       if (!v || *v == 0) return bad(key, value, "1..65536");
       c.max_qps = static_cast<std::uint32_t>(*v);
+    } else if (key == "max-rd-atomic") {
+      const auto v = parse_uint(value, 255);
+      if (!v || *v == 0) return bad(key, value, "1..255");
+      c.max_rd_atomic = static_cast<std::uint8_t>(*v);
     } else if (key == "max-mrs") {
       const auto v = parse_uint(value, 1u << 20);
       if (!v || *v == 0) return bad(key, value, "1..1048576");
@@ -214,7 +218,7 @@ Result<std::vector<std::string>> config_words_from_environment() {
 
 std::string config_usage() {
   return "options: --ip ADDR --vdev SPEC --dev NAME --mtu BYTES --name NAME --eal 'ARGS' --cpu N --memory MB "
-         "--mbufs N --poll busy|adaptive --idle-nap-us N --max-qps N --max-mrs N --config FILE";
+         "--mbufs N --poll busy|adaptive --idle-nap-us N --max-qps N --max-mrs N --max-rd-atomic N --config FILE";
 }
 
 std::string port_name(const DeviceConfig& c) {

@@ -35,6 +35,10 @@ struct DeviceConfig {
   std::uint32_t idle_nap_us = 50;      // adaptive: nap length once idle
   std::uint32_t max_qps = 1024;
   std::uint32_t max_mrs = 4096;
+  // Outstanding READ/atomic requests per QP, each direction. perftest's read and atomic tests
+  // set a QP's max_rd_atomic to the peer's max_qp_rd_atom; rxe reports 128, so a device with
+  // less cannot run them against rxe (modify to RTS fails, as it would on any device).
+  std::uint8_t max_rd_atomic = 128;
 };
 
 // Words as a shell would split them: whitespace separates, '...' and "..." quote, \ escapes.

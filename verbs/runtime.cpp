@@ -136,6 +136,7 @@ Status Runtime::bring_up() {
   o.mode = dp::Mode::RunToCompletion;
   o.mbufs = cfg_.mbufs;
   o.engine.max_qps = cfg_.max_qps;
+  o.engine.max_rd_atomic = cfg_.max_rd_atomic;
   o.engine.ud_mtu = active_mtu_;
   o.max_mrs = cfg_.max_mrs;
   auto dp = dp::Dataplane::create(o);
@@ -160,20 +161,19 @@ void Runtime::thread_main(std::promise<Status>* ready) {
   }
   ready->set_value({});
   loop();
-  {
-    EngineGuard g(lock_);
-    dp_->flush();
-    // ROCE_VERBS_REPORT=FILE: the dataplane's counters (JSON) when the device goes down.
-    if (const char* path = std::getenv("ROCE_VERBS_REPORT"); path && *path) {
-      const std::string json = dp_->report_json();
-      if (FILE* f = std::strcmp(path, "-") == 0 ? stderr : std::fopen(path, "w")) {
-        std::fprintf(f, "%s\n", json.c_str());
-        if (f != stderr) std::fclose(f);
-      }
+  // The process is exiting. The dataplane and the EAL stay as they are: the program's own
+  // exit-time code may still call verbs on them (they answer, nothing moves any more), and the
+  // kernel closes the port's socket and frees the memory; no file of the EAL exists to remove.
+  EngineGuard g(lock_);
+  dp_->flush();
+  // ROCE_VERBS_REPORT=FILE: the dataplane's counters (JSON) when the device goes down.
+  if (const char* path = std::getenv("ROCE_VERBS_REPORT"); path && *path) {
+    const std::string json = dp_->report_json();
+    if (FILE* f = std::strcmp(path, "-") == 0 ? stderr : std::fopen(path, "w")) {
+      std::fprintf(f, "%s\n", json.c_str());
+      if (f != stderr) std::fclose(f);
     }
   }
-  dp_.reset();
-  dp::Eal::cleanup();
 }
 
 void Runtime::loop() {
