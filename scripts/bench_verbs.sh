@@ -38,12 +38,8 @@ stop_app() {
 }
 cleanup() { stop_app; ip netns del "$ns" 2>/dev/null || true; rm -rf "$tmp" /var/run/dpdk/vbench_*_$$; }
 trap cleanup EXIT
-ip netns add "$ns"
-ip -n "$ns" link set lo up
-ip -n "$ns" link add va mtu 9000 type veth peer name vb mtu 9000
-ip -n "$ns" link set va up
-ip -n "$ns" link set vb up
-ip netns exec "$ns" sysctl -qw net.ipv6.conf.va.disable_ipv6=1 net.ipv6.conf.vb.disable_ipv6=1
+source "$root/scripts/lib/veth_pair.sh"
+veth_pair_up "$ns" va vb
 
 ring="blocksz=36864,framesz=4608,framecnt=1024"
 # Each DPDK process's lcores may run on either CPU: pinned, two processes would share one.

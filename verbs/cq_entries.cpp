@@ -36,8 +36,7 @@ int destroy_channel(Context& c, Channel* ch) {
     c.channels.erase(ch);
   }
   ::close(ch->fd);
-  ch->magic = Magic::Dead;
-  delete ch;
+  retire(ch);
   return 0;
 }
 }  // namespace roce::verbs
@@ -53,18 +52,10 @@ namespace {
 
 Cq* current_cq(ibv_cq_ex* cq) { return static_cast<Cq*>(cq); }
 
-// Takes the next completion into cq->current; a poll that finds none steps the dataplane once,
-// as ibv_poll_cq does.
+// Takes the next completion into cq->current (start_poll may step the dataplane once, as
+// ibv_poll_cq does).
 int take_one(Cq* c, bool may_step) {
-  int n;
-  {
-    EngineGuard g(c->rt->lock());
-    n = c->impl->poll(1, &c->current);
-    if (n == 0 && may_step) {
-      c->rt->step_from_app();
-      n = c->impl->poll(1, &c->current);
-    }
-  }
+  const int n = poll_or_step(*c, 1, &c->current, may_step);
   if (n < 0) return EIO;  // the CQ overran
   if (n == 0) return ENOENT;
   c->status = c->current.status;
@@ -181,8 +172,7 @@ int destroy_cq_unlocked(Context& c, Cq* q) {
   pthread_mutex_unlock(&q->mutex);
   pthread_cond_destroy(&q->cond);
   pthread_mutex_destroy(&q->mutex);
-  q->magic = Magic::Dead;
-  delete q;
+  retire(q);
   return 0;
 }
 

@@ -70,8 +70,7 @@ ROCE_VERBS_EXPORT int ibv_close_device(ibv_context* context) {
   release_everything(*c);
   if (context->async_fd >= 0) ::close(context->async_fd);
   pthread_mutex_destroy(&context->mutex);
-  c->magic = Magic::Dead;
-  delete c;
+  retire(c);
   return 0;
 }
 

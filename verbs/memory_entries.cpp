@@ -48,8 +48,7 @@ ROCE_VERBS_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
   EngineGuard g(c->rt->lock());
   if (p->users) return EBUSY;
   c->pds.erase(p);
-  p->magic = Magic::Dead;
-  delete p;
+  retire(p);
   return 0;
 }
 
@@ -95,8 +94,7 @@ int dereg_mr_locked(Context& c, Mr* m) {
   if (Status s = c.rt->memory().deregister(m->handle); !s) return s.code();
   --to_pd(m->pd)->users;
   c.mrs.erase(m);
-  m->magic = Magic::Dead;
-  delete m;
+  retire(m);
   return 0;
 }
 }  // namespace roce::verbs

@@ -123,6 +123,14 @@ inline Qp* to_qp(ibv_qp* q) { return ours<Qp>(reinterpret_cast<ibv_qp_ex*>(q), M
 inline Qp* to_qp(ibv_qp_ex* q) { return ours<Qp>(q, Magic::Qp); }
 inline Context* context_of(ibv_context* c) { return to_context(c); }
 
+// Frees one of our objects; its magic is cleared first, so a stale pointer to it is told apart
+// for as long as the allocator leaves the memory alone.
+template <typename T>
+void retire(T* o) {
+  o->magic = Magic::Dead;
+  delete o;
+}
+
 // Sets errno and returns the null pointer a failed create returns.
 template <typename T = void>
 T* fail(int err) {

@@ -28,18 +28,20 @@ int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return q->rt->engine().post_recv(q->impl, wr, bad);
 }
 
-// A poll that finds nothing runs one dataplane iteration on the calling thread and looks again,
-// so a busy-polling program drives the engine itself (runtime.hpp).
+int poll_or_step(Cq& c, int n, ibv_wc* wc, bool may_step) {
+  EngineGuard g(c.rt->lock());
+  int got = c.impl->poll(n, wc);
+  if (got == 0 && n > 0 && may_step) {
+    c.rt->step_from_app();
+    got = c.impl->poll(n, wc);
+  }
+  return got;
+}
+
 int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   Cq* c = to_cq(cq);
   if (c == nullptr || num_entries < 0) return -1;
-  EngineGuard g(c->rt->lock());
-  int n = c->impl->poll(num_entries, wc);
-  if (n == 0 && num_entries > 0) {
-    c->rt->step_from_app();
-    n = c->impl->poll(num_entries, wc);
-  }
-  return n;
+  return poll_or_step(*c, num_entries, wc, true);
 }
 
 // Arms the CQ for one event: the next completion, or at once when entries are already waiting
@@ -147,8 +149,7 @@ void release_everything(Context& c) {
   while (!c.channels.empty()) destroy_channel(c, *c.channels.begin());
   EngineGuard g(c.rt->lock());
   for (Pd* p : c.pds) {
-    p->magic = Magic::Dead;
-    delete p;
+    retire(p);
   }
   c.pds.clear();
 }

@@ -17,6 +17,9 @@ int query_device_ex_op(ibv_context* context, const ibv_query_device_ex_input* in
 int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc);
+// Takes up to n completions; when there are none and `may_step`, runs one dataplane iteration
+// on the calling thread and looks again (runtime.hpp: a polling program drives the engine).
+int poll_or_step(Cq& c, int n, ibv_wc* wc, bool may_step);
 int req_notify_cq_op(ibv_cq* cq, int solicited_only);
 ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr);
 ibv_cq_ex* create_cq_ex_op(ibv_context* context, ibv_cq_init_attr_ex* attr);

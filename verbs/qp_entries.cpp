@@ -119,8 +119,7 @@ int destroy_qp_locked(Context& c, Qp* q) {
   c.qps.erase(q);
   pthread_cond_destroy(&q->qp_base.cond);
   pthread_mutex_destroy(&q->qp_base.mutex);
-  q->magic = Magic::Dead;
-  delete q;
+  retire(q);
   return 0;
 }
 

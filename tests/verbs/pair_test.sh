@@ -24,12 +24,8 @@ cleanup() {
   rm -rf "$out"
 }
 trap cleanup EXIT
-ip netns add "$ns" || skip "cannot create a network namespace"
-ip -n "$ns" link set lo up
-ip -n "$ns" link add va mtu 9000 type veth peer name vb mtu 9000
-ip -n "$ns" link set va up
-ip -n "$ns" link set vb up
-ip netns exec "$ns" sysctl -qw net.ipv6.conf.va.disable_ipv6=1 net.ipv6.conf.vb.disable_ipv6=1
+source "$(dirname "$0")/../../scripts/lib/veth_pair.sh"
+veth_pair_up "$ns" va vb || skip "cannot create a network namespace with a veth pair"
 
 ring="blocksz=36864,framesz=4608,framecnt=1024"
 dev_a="--ip 10.55.0.1 --vdev net_af_packet0,iface=va,$ring"
@@ -67,10 +63,12 @@ pair() {
 
 both() { pair "$1" "$2" "$2"; }
 both rc_pingpong    "ibv_rc_pingpong -d rocedp0 -g 0 -s 4096 -n 200"
+both rc_pingpong_ev "ibv_rc_pingpong -d rocedp0 -g 0 -s 1024 -n 100 -e"
 both ud_pingpong    "ibv_ud_pingpong -d rocedp0 -g 0 -s 1024 -n 200"
 both write_bw_q4    "ib_write_bw -d rocedp0 -x 0 -F -s 65536 -n 200 -q 4"
 both read_bw        "ib_read_bw -d rocedp0 -x 0 -F -s 65536 -n 200"
 both send_bw_ud     "ib_send_bw -d rocedp0 -x 0 -F -c UD -s 2048 -n 500"
+both send_bw_events "ib_send_bw -d rocedp0 -x 0 -F -e -s 4096 -n 200"
 both atomic_bw      "ib_atomic_bw -d rocedp0 -x 0 -F -n 500"
 both write_lat      "ib_write_lat -d rocedp0 -x 0 -F -s 8 -n 500"
 both send_lat_uc    "ib_send_lat -d rocedp0 -x 0 -F -c UC -s 64 -n 500"

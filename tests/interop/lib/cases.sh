@@ -293,20 +293,28 @@ run_case() {
   fi
   local pmtu=$mtu
   [[ $verb == ud-pingpong ]] && pmtu=0
-  # UC and UD bandwidth tests send one way: nothing is acknowledged.
-  local one_way=()
+  local sender=ours
+  [[ $kind == to-rxe ]] || sender=peer
+  capture_verdict "$dir" "$NET_GUEST_IP" "$pmtu" "$flags" "$sender" || ok=0
+  CASE_SECONDS=$((SECONDS - t0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
+# capture_verdict DIR PEER_IP PMTU FLAGS SENDER: the capture check of a case's capture (our side
+# is NET_ENGINE_IP); sets CASE_CAPTURE, fails when the check does. UC and UD bandwidth tests send
+# one way (SENDER: ours or peer), and nothing is acknowledged.
+capture_verdict() {
+  local dir=$1 peer=$2 pmtu=$3 flags=$4 sender=$5 one_way=()
   if { has_flag "$flags" uc || has_flag "$flags" ud; } && ! has_flag "$flags" lat; then
-    [[ $kind == to-rxe ]] && one_way=(--one-way ours) || one_way=(--one-way peer)
+    one_way=(--one-way "$sender")
   fi
   if "$BUILD_DIR/tests/interop/interop_capture_check" "$dir/capture.pcap" --ours "$NET_ENGINE_IP" \
-      --peer "$NET_GUEST_IP" --pmtu "$pmtu" "${one_way[@]}" > "$dir/capture_check.txt" 2>&1; then
+      --peer "$peer" --pmtu "$pmtu" "${one_way[@]}" > "$dir/capture_check.txt" 2>&1; then
     CASE_CAPTURE=ok
   else
     CASE_CAPTURE=FAIL
-    ok=0
+    return 1
   fi
-  CASE_SECONDS=$((SECONDS - t0))
-  ((ok)) && CASE_VERDICT=pass
 }
 
 # case_dump DIR: the tails of a failed case's logs and of its capture, for the run's output.
