@@ -45,7 +45,7 @@ ring="blocksz=36864,framesz=4608,framecnt=1024"
 # Each DPDK process's lcores may run on either CPU: pinned, two processes would share one.
 eal() { echo "--no-huge --no-pci -m 512 --file-prefix=vbench_$1_$$ --log-level=error --lcores=0@(0-1),1@(0-1)"; }
 bw_iters=2000
-lat_iters=20000
+lat_iters=5000
 
 # start_app ARGS...: roce-appliance on va serving perftest clients until stop_app.
 start_app() {
@@ -63,9 +63,11 @@ gen() {
   ip netns exec "$ns" timeout 120 "$build/apps/gen/roce-gen" $(eal gen) -- "$@" --server 127.0.0.1 \
     --vdev "net_af_packet1,iface=vb,$ring" --dev net_af_packet1 --ip 10.56.0.2
 }
+# ROCE_RUN_OPTS: further roce-run options (experiments).
 verbs() {
-  ip netns exec "$ns" timeout 120 "$build/verbs/roce-run" --ip 10.56.0.2 --vdev "net_af_packet1,iface=vb,$ring" -- \
-    "$@" 127.0.0.1
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 120 "$build/verbs/roce-run" --ip 10.56.0.2 --vdev "net_af_packet1,iface=vb,$ring" \
+    ${ROCE_RUN_OPTS:-} -- "$@" 127.0.0.1
 }
 # The first result row of a perftest-style table: column 4 (BW average MB/s) or 5 (t_typical us).
 column() { awk -v c="$1" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print $c; exit }'; }

@@ -11,7 +11,7 @@ rr=$build/verbs/roce-run
 
 skip() { echo "verbs pair test: skipped: $*"; exit 77; }
 ((EUID == 0)) || skip "needs root (network namespace, veth)"
-for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong; do
+for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong; do
   command -v $p >/dev/null || skip "$p is not installed (apt-get install perftest ibverbs-utils)"
 done
 
@@ -65,6 +65,7 @@ both() { pair "$1" "$2" "$2"; }
 both rc_pingpong    "ibv_rc_pingpong -d rocedp0 -g 0 -s 4096 -n 200"
 both rc_pingpong_ev "ibv_rc_pingpong -d rocedp0 -g 0 -s 1024 -n 100 -e"
 both ud_pingpong    "ibv_ud_pingpong -d rocedp0 -g 0 -s 1024 -n 200"
+both uc_pingpong    "ibv_uc_pingpong -d rocedp0 -g 0 -s 1024 -n 100"
 both write_bw_q4    "ib_write_bw -d rocedp0 -x 0 -F -s 65536 -n 200 -q 4"
 both read_bw        "ib_read_bw -d rocedp0 -x 0 -F -s 65536 -n 200"
 both send_bw_ud     "ib_send_bw -d rocedp0 -x 0 -F -c UD -s 2048 -n 500"
@@ -72,7 +73,7 @@ both send_bw_events "ib_send_bw -d rocedp0 -x 0 -F -e -s 4096 -n 200"
 both atomic_bw      "ib_atomic_bw -d rocedp0 -x 0 -F -n 500"
 both write_lat      "ib_write_lat -d rocedp0 -x 0 -F -s 8 -n 500"
 both send_lat_uc    "ib_send_lat -d rocedp0 -x 0 -F -c UC -s 64 -n 500"
-both read_lat_all   "ib_read_lat -d rocedp0 -x 0 -F -a -n 20"
+both read_lat_all   "ib_read_lat -d rocedp0 -x 0 -F -a -n 5"
 
 # roce-gen (our stack's own client) against a perftest server on our device.
 if [[ -x $build/apps/gen/roce-gen ]]; then

@@ -28,7 +28,7 @@ verbs_device_args() {
 verbs_args() {
   local kind=$1 verb=$2 mtu=$3 size=$4 iters=$5 flags=$6
   case $verb in
-    pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters" ;;
+    pingpong | uc-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters" ;;
     ud-pingpong) echo "-d rocedp0 -g 0 -s $size -n $iters" ;;
     *)
       local u=""
@@ -216,9 +216,11 @@ cases_verbs_full() {
     echo "send-lat/$kind/m1024/ud/s64 $dir send 1024 0 64 16 lat,ud"
     echo "send/$kind/m1024/ud/all $dir send 1024 0 0 5 ud,all"
   done
-  # roce-appliance serves no UD pingpong; the guest does both roles.
+  # roce-appliance serves no UD or UC pingpong; the guest does both roles.
   echo "ud-pingpong/verbs>rxe/s1024 verbs-to-rxe ud-pingpong 4096 0 1024 16"
   echo "ud-pingpong/rxe>verbs/s1024 verbs-from-rxe ud-pingpong 4096 0 1024 16"
+  echo "uc-pingpong/verbs>rxe/m1024/s4096 verbs-to-rxe uc-pingpong 1024 0 4096 16"
+  echo "uc-pingpong/rxe>verbs/m1024/s4096 verbs-from-rxe uc-pingpong 1024 0 4096 16"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
