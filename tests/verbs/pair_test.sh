@@ -121,6 +121,28 @@ else
   failed=$((failed + 1))
 fi
 
+# rdma-core's ibv_devinfo on our device: the port is up, Ethernet, and its active MTU is the
+# largest IB MTU that fits the veth's 9000 bytes (4096). ibv_srq_pingpong needs an SRQ, which
+# the device refuses (docs/verbs.md): the program must say so and fail, not hang.
+# shellcheck disable=SC2086
+info=$(ip netns exec "$ns" timeout 30 "$rr" $dev_a -- ibv_devinfo -v 2>&1)
+if [[ $info == *"hca_id:"*"rocedp0"* && $info == *"PORT_ACTIVE"* && $info == *"link_layer:"*"Ethernet"* &&
+      $info =~ active_mtu:[[:space:]]+4096 && $info == *"GID[  0]:"*"::ffff:10.55.0.1"* ]]; then
+  echo "verbs pair: ibv_devinfo -v                        pass (rocedp0, PORT_ACTIVE, active_mtu 4096, GID 0)"
+else
+  echo "verbs pair: ibv_devinfo -v                        FAIL"
+  echo "$info" | head -40 | sed 's/^/    /'
+  failed=$((failed + 1))
+fi
+# shellcheck disable=SC2086
+msg=$(ip netns exec "$ns" timeout 30 "$rr" $dev_a -- ibv_srq_pingpong -d rocedp0 -g 0 2>&1)
+if [[ $? == 1 && $msg == *"Couldn't create SRQ"* ]]; then
+  echo "verbs pair: ibv_srq_pingpong                      refused (no SRQ), as documented"
+else
+  echo "verbs pair: ibv_srq_pingpong                      FAIL: '$msg'"
+  failed=$((failed + 1))
+fi
+
 # roce-run refuses bad options before starting anything; a program with no configuration sees
 # no device and is told why.
 check_refusal() {
