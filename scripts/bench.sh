@@ -95,7 +95,10 @@ meta = {
 }
 json.dump(meta, open(meta_path, "w"), indent=1)
 PY
+# Sections other benchmark scripts wrote (scripts/bench_verbs.sh: docs/benchmarks/verbs.md) stay in.
+sections=()
+[[ -f $root/docs/benchmarks/verbs.md ]] && sections+=(--section "$root/docs/benchmarks/verbs.md")
 python3 "$root/scripts/bench_report.py" --suite "$data/perf_suite.json" --protocol "$data/protocol_bench.json" \
   --meta "$data/meta.json" --markdown "$out/BENCHMARKS.md" --svg "$data/goodput.svg" --svg-link benchmarks/goodput.svg \
-  --before-after "$root/docs/benchmarks/before-after.md"
+  --before-after "$root/docs/benchmarks/before-after.md" "${sections[@]}"
 echo "bench.sh: wrote $out/BENCHMARKS.md and $data/"

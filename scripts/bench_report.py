@@ -450,6 +450,8 @@ def main(argv):
     p.add_argument("--svg", required=True)
     p.add_argument("--svg-link", help="how the markdown refers to the SVG (default: its file name)")
     p.add_argument("--before-after", help="hand-written markdown of the changes' before/after figures, appended")
+    p.add_argument("--section", action="append", default=[],
+                   help="a markdown section written by another benchmark script, appended as it is (repeatable)")
     a = p.parse_args(argv)
     fig = Figures(json.load(open(a.suite)))
     proto = json.load(open(a.protocol)) if a.protocol else None
@@ -461,6 +463,8 @@ def main(argv):
     with open(a.markdown, "w") as f:
         before_after = open(a.before_after).read() if a.before_after else None
         f.write(markdown(fig, proto, meta, a.svg_link or a.svg.rsplit("/", 1)[-1], before_after))
+        for section in a.section:
+            f.write("\n" + open(section).read().rstrip("\n") + "\n")
     return 0
 
 

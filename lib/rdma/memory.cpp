@@ -12,6 +12,12 @@ constexpr int kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRIT
 MrTable::MrTable(std::size_t capacity) : slots_(capacity) {}
 
 Result<const MemoryRegion*> MrTable::register_region(PdHandle pd, void* addr, std::size_t length, int access) {
+  return register_region(pd, addr, length, access,
+                         (access & IBV_ACCESS_ZERO_BASED) ? 0 : reinterpret_cast<std::uintptr_t>(addr));
+}
+
+Result<const MemoryRegion*> MrTable::register_region(PdHandle pd, void* addr, std::size_t length, int access,
+                                                     std::uint64_t iova) {
   if (access & ~kSupportedAccess) return make_error(EINVAL, "unsupported access flags " + std::to_string(access));
   // Same rule as ibv_reg_mr: remote write or atomic access needs local write.
   if ((access & kRemoteNeedsLocalWrite) && !(access & IBV_ACCESS_LOCAL_WRITE))
@@ -19,6 +25,7 @@ Result<const MemoryRegion*> MrTable::register_region(PdHandle pd, void* addr, st
   if (addr == nullptr && length != 0) return make_error(EINVAL, "null address with non-zero length");
   const auto base = reinterpret_cast<std::uintptr_t>(addr);
   if (length > UINT64_MAX - base) return make_error(EINVAL, "region wraps the address space");
+  if (length > UINT64_MAX - iova) return make_error(EINVAL, "iova range wraps the address space");
   if (in_use_ == slots_.size()) {
     refused_full_.fetch_add(1, std::memory_order_relaxed);
     return make_error(ENOMEM, "memory region table full (max_mrs " + std::to_string(slots_.size()) + ")");
@@ -32,7 +39,7 @@ Result<const MemoryRegion*> MrTable::register_region(PdHandle pd, void* addr, st
   s.mr.key = static_cast<std::uint32_t>(i + 1) << 8 | s.generation;  // never 0
   s.mr.pd = pd;
   s.mr.addr = static_cast<std::byte*>(addr);
-  s.mr.iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : base;
+  s.mr.iova = iova;
   s.mr.length = length;
   s.mr.access = access;
   s.published_key.store(s.mr.key, std::memory_order_release);

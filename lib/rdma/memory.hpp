@@ -42,6 +42,9 @@ class MrTable {
   bool pd_exists(PdHandle pd) const { return pd != 0 && pd <= next_pd_.load(std::memory_order_relaxed); }
 
   Result<const MemoryRegion*> register_region(PdHandle pd, void* addr, std::size_t length, int access);
+  // The same with the address the peer uses chosen by the caller (ibv_reg_mr_iova2).
+  Result<const MemoryRegion*> register_region(PdHandle pd, void* addr, std::size_t length, int access,
+                                              std::uint64_t iova);
   Status deregister(std::uint32_t key);
   // Remote invalidation (SEND_WITH_INVALIDATE): the key stops working, the slot stays taken
   // until deregistration.

@@ -41,6 +41,7 @@ source "$here/lib/net.sh"
 source "$here/lib/guest.sh"
 source "$here/lib/engine.sh"
 source "$here/lib/cases.sh"
+source "$here/lib/verbs.sh"
 
 if ((quick)); then mapfile -t CASES < <(cases_quick)
 elif ((full)); then mapfile -t CASES < <(cases_full)
@@ -55,7 +56,7 @@ skip() { echo "interop: skipped: $*"; exit 77; }
 ((EUID == 0)) || skip "needs root (network namespace, bridge, tap)"
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
 command -v tcpdump >/dev/null || skip "tcpdump is not installed"
-for b in apps/gen/roce-gen apps/appliance/roce-appliance tests/interop/interop_capture_check; do
+for b in apps/gen/roce-gen apps/appliance/roce-appliance tests/interop/interop_capture_check verbs/roce-run; do
   [[ -x $BUILD_DIR/$b ]] || { echo "run.sh: $BUILD_DIR/$b is not built" >&2; exit 1; }
 done
 
@@ -76,6 +77,7 @@ mkdir -p "$OUT_DIR/cases"
 cleanup() {
   capture_stop
   appliance_stop
+  verbs_stop
   guest_stop
   net_down
   rm -rf "/var/run/dpdk/interop_gen_$$" "/var/run/dpdk/interop_app_$$"

@@ -5,7 +5,7 @@
 #                    ib_VERB_lat, ibv_ud_pingpong)
 #         from-rxe   the guest's client (ibv_rc_pingpong, ib_VERB_bw, ib_VERB_lat) against
 #                    roce-appliance
-#   VERB  pingpong | ud-pingpong | write | read | send | atomic
+#   VERB  pingpong | ud-pingpong | uc-pingpong (verbs cases) | write | read | send | atomic
 #   LOSS  percent of the guest's egress frames dropped by netem (0: none)
 #   FLAGS comma-separated, given to both programs: lat (ib_VERB_lat; roce-gen --lat), qN (-q N),
 #         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused),
@@ -28,6 +28,7 @@ guest_tool() {
   case $verb in
     pingpong) echo ibv_rc_pingpong ;;
     ud-pingpong) echo ibv_ud_pingpong ;;
+    uc-pingpong) echo ibv_uc_pingpong ;;
     *) if has_flag "$flags" lat; then echo "ib_${verb}_lat"; else echo "ib_${verb}_bw"; fi ;;
   esac
 }
@@ -88,7 +89,7 @@ size_flag() {
 guest_args() {
   local verb=$1 mtu=$2 size=$3 iters=$4 flags=${5:-}
   case $verb in
-    pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters" ;;
+    pingpong | uc-pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters" ;;
     ud-pingpong) echo "-d rxe0 -g \$G -s $size -n $iters" ;;
     *) echo "-d rxe0 -x \$G -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $(perftest_flags "$flags")" ;;
   esac
@@ -226,9 +227,10 @@ cases_flags_full() {
   echo "send/gen>rxe/m1024/uc/bidir-D2/s4096 to-rxe send 1024 0 4096 16 b,uc,D2"
 }
 
-# The default list (CI: scripts/test.d/60-interop.sh) and --full.
-cases_ci() { cases_base; cases_exchange_ci; cases_flags; }
-cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; }
+# The default list (CI: scripts/test.d/60-interop.sh) and --full; the verbs device's cases are
+# in verbs.sh.
+cases_ci() { cases_base; cases_exchange_ci; cases_flags; cases_verbs_ci; }
+cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_verbs_full; }
 
 known_failure() {
   local name=$1 entry
@@ -258,6 +260,7 @@ perftest_lat_figure() {
 run_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  is_verbs_kind "$kind" && { run_verbs_case "$1"; return; }
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
@@ -391,18 +394,9 @@ run_case() {
   fi
   local pmtu=$mtu
   [[ $verb == ud-pingpong ]] && pmtu=0
-  # UC and UD bandwidth tests send one way: nothing is acknowledged.
-  local one_way=()
-  if { has_flag "$flags" uc || has_flag "$flags" ud; } && ! has_flag "$flags" lat; then
-    [[ $kind == to-rxe ]] && one_way=(--one-way ours) || one_way=(--one-way peer)
-  fi
-  if "$BUILD_DIR/tests/interop/interop_capture_check" "$dir/capture.pcap" --ours "$NET_ENGINE_IP" \
-      --peer "$NET_GUEST_IP" --pmtu "$pmtu" "${one_way[@]}" > "$dir/capture_check.txt" 2>&1; then
-    CASE_CAPTURE=ok
-  else
-    CASE_CAPTURE=FAIL
-    ok=0
-  fi
+  local sender=ours
+  [[ $kind == to-rxe ]] || sender=peer
+  capture_verdict "$dir" "$NET_GUEST_IP" "$pmtu" "$flags" "$sender" || ok=0
   # -T: every RoCEv2 frame of ours carries that TOS byte.
   local tos
   tos=$(tos_of "$flags")
@@ -418,6 +412,23 @@ run_case() {
   fi
   CASE_SECONDS=$((SECONDS - t0))
   ((ok)) && CASE_VERDICT=pass
+}
+
+# capture_verdict DIR PEER_IP PMTU FLAGS SENDER: the capture check of a case's capture (our side
+# is NET_ENGINE_IP); sets CASE_CAPTURE, fails when the check does. UC and UD bandwidth tests send
+# one way (SENDER: ours or peer), and nothing is acknowledged.
+capture_verdict() {
+  local dir=$1 peer=$2 pmtu=$3 flags=$4 sender=$5 one_way=()
+  if { has_flag "$flags" uc || has_flag "$flags" ud; } && ! has_flag "$flags" lat; then
+    one_way=(--one-way "$sender")
+  fi
+  if "$BUILD_DIR/tests/interop/interop_capture_check" "$dir/capture.pcap" --ours "$NET_ENGINE_IP" \
+      --peer "$peer" --pmtu "$pmtu" "${one_way[@]}" > "$dir/capture_check.txt" 2>&1; then
+    CASE_CAPTURE=ok
+  else
+    CASE_CAPTURE=FAIL
+    return 1
+  fi
 }
 
 # case_dump DIR: the tails of a failed case's logs and of its capture, for the run's output.

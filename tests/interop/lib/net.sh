@@ -8,6 +8,7 @@
 NET_BRIDGE_IP=10.77.0.1
 NET_GUEST_IP=10.77.0.2
 NET_ENGINE_IP=10.77.0.10
+NET_VERBS_IP=10.77.0.11   # a verbs program under roce-run while roce-appliance holds veng0 (verbs.sh)
 NET_GUEST_MAC=52:54:00:77:00:02
 NET_LINK_MTU=9000
 
@@ -24,9 +25,13 @@ net_up() {
     inns ip link set gtap0 mtu $NET_LINK_MTU master br0 up &&
     inns ip link add veng0 mtu $NET_LINK_MTU type veth peer name veng0-br mtu $NET_LINK_MTU &&
     inns ip link set veng0-br master br0 up &&
-    inns ip link set veng0 up || return 1
+    inns ip link set veng0 up &&
+    inns ip link add veng1 mtu $NET_LINK_MTU type veth peer name veng1-br mtu $NET_LINK_MTU &&
+    inns ip link set veng1-br master br0 up &&
+    inns ip link set veng1 up || return 1
   # The engine's side carries no kernel address and no IPv6: only the engine speaks on it.
   inns sysctl -qw net.ipv6.conf.veng0.disable_ipv6=1 net.ipv6.conf.veng0-br.disable_ipv6=1 \
+    net.ipv6.conf.veng1.disable_ipv6=1 net.ipv6.conf.veng1-br.disable_ipv6=1 \
     net.ipv6.conf.gtap0.disable_ipv6=1 net.ipv6.conf.br0.disable_ipv6=1 >/dev/null
 }
 

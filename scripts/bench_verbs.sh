@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The verbs device's benchmark (docs/verbs.md): Debian's ib_write_bw (64 KiB) and ib_write_lat
+# (8 B) through our device (roce-run) next to roce-gen's own figures for the same test, on the
+# same link against the same roce-appliance, in the same run, the two taking turns sample by
+# sample. Writes docs/benchmarks/verbs.json and the markdown section docs/benchmarks/verbs.md
+# (BENCHMARKS.md includes it). Figures are reported, never asserted.
+#   scripts/bench_verbs.sh [--build DIR] [--runs N] [--out DIR]
+# Needs root (a network namespace with a veth pair, made and deleted here) and perftest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-bench
+runs=5
+out=$root/docs/benchmarks
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --runs) runs=$2; shift ;;
+    --out) out=$2; shift ;;
+    *) echo "bench_verbs.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+((EUID == 0)) || { echo "bench_verbs.sh: needs root (network namespace)" >&2; exit 2; }
+command -v ib_write_bw >/dev/null || { echo "bench_verbs.sh: perftest is not installed" >&2; exit 2; }
+if [[ ! -f $build/build.ninja ]]; then
+  meson setup "$build" "$root" -Dbuildtype=release -Doptimization=2 -Dwerror=true -Dtests=disabled >/dev/null
+fi
+ninja -C "$build" -j2 verbs/roce-run verbs/libroce-verbs.so apps/gen/roce-gen apps/appliance/roce-appliance >/dev/null
+
+ns=roce-vbench-$$
+tmp=$(mktemp -d /tmp/roce-vbench.XXXXXX)
+app_pid=""
+stop_app() {
+  [[ -n $app_pid ]] || return 0
+  kill -INT "$app_pid" 2>/dev/null || true
+  wait "$app_pid" 2>/dev/null || true
+  app_pid=""
+}
+cleanup() { stop_app; ip netns del "$ns" 2>/dev/null || true; rm -rf "$tmp" /var/run/dpdk/vbench_*_$$; }
+trap cleanup EXIT
+source "$root/scripts/lib/veth_pair.sh"
+veth_pair_up "$ns" va vb
+
+ring="blocksz=36864,framesz=4608,framecnt=1024"
+# Each DPDK process's lcores may run on either CPU: pinned, two processes would share one.
+eal() { echo "--no-huge --no-pci -m 512 --file-prefix=vbench_$1_$$ --log-level=error --lcores=0@(0-1),1@(0-1)"; }
+bw_iters=2000
+lat_iters=5000
+
+# start_app ARGS...: roce-appliance on va serving perftest clients until stop_app.
+start_app() {
+  # shellcheck disable=SC2046
+  ip netns exec "$ns" "$build/apps/appliance/roce-appliance" $(eal app) -- --vdev "net_af_packet0,iface=va,$ring" \
+    --dev net_af_packet0 --ip 10.56.0.1 --mtu 4096 --status-interval 0 "$@" > "$tmp/app.log" 2>&1 &
+  app_pid=$!
+  local i
+  for i in $(seq 100); do grep -q serving "$tmp/app.log" && return 0; sleep 0.1; done
+  echo "bench_verbs.sh: roce-appliance did not start: $(tail -2 "$tmp/app.log")" >&2
+  exit 1
+}
+gen() {
+  # shellcheck disable=SC2046
+  ip netns exec "$ns" timeout 120 "$build/apps/gen/roce-gen" $(eal gen) -- "$@" --server 127.0.0.1 \
+    --vdev "net_af_packet1,iface=vb,$ring" --dev net_af_packet1 --ip 10.56.0.2
+}
+# ROCE_RUN_OPTS: further roce-run options (experiments).
+verbs() {
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 120 "$build/verbs/roce-run" --ip 10.56.0.2 --vdev "net_af_packet1,iface=vb,$ring" \
+    ${ROCE_RUN_OPTS:-} -- "$@" 127.0.0.1
+}
+# The first result row of a perftest-style table: column 4 (BW average MB/s) or 5 (t_typical us).
+column() { awk -v c="$1" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print $c; exit }'; }
+
+gen_bw=() verbs_bw=() gen_lat=() verbs_lat=()
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+start_app
+for ((r = 0; r < runs; ++r)); do
+  gen_bw+=("$(gen write -s 65536 -n $bw_iters -m 4096 | column 4)")
+  verbs_bw+=("$(verbs ib_write_bw -d rocedp0 -x 0 -F -m 4096 -s 65536 -n $bw_iters | column 4)")
+done
+stop_app
+start_app --perftest ib_write_lat -s 8 -n $lat_iters
+for ((r = 0; r < runs; ++r)); do
+  gen_lat+=("$(gen write --lat -s 8 -n $lat_iters -m 4096 | column 5)")
+  verbs_lat+=("$(verbs ib_write_lat -d rocedp0 -x 0 -F -m 4096 -s 8 -n $lat_iters | column 5)")
+done
+stop_app
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+mkdir -p "$out"
+python3 - "$out" "$runs" "$load_before" "$load_after" "$(git -C "$root" rev-parse --short HEAD)" \
+  "${gen_bw[*]}" "${verbs_bw[*]}" "${gen_lat[*]}" "${verbs_lat[*]}" "$bw_iters" "$lat_iters" <<'PY'
+import json, statistics, sys, datetime
+out, runs, before, after, rev = sys.argv[1:6]
+def nums(s): return [float(x) for x in s.split() if x]
+gb, vb, gl, vl = (nums(s) for s in sys.argv[6:10])
+bw_iters, lat_iters = sys.argv[10:12]
+doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "git_revision": rev,
+       "runs": int(runs), "load_before": before, "load_after": after,
+       "write_bw_64k_MBps": {"roce_gen": gb, "verbs": vb}, "write_lat_8b_us": {"roce_gen": gl, "verbs": vl}}
+json.dump(doc, open(out + "/verbs.json", "w"), indent=1)
+def mmm(v): return "{:.2f} [{:.2f}-{:.2f}]".format(statistics.median(v), min(v), max(v)) if v else "no figure"
+def ratio(a, b): return "{:.2f}".format(statistics.median(a) / statistics.median(b)) if a and b else "-"
+def verdict(ok): return "met" if ok else "**not met**"
+bw_r = statistics.median(vb) / statistics.median(gb) if vb and gb else 0
+lat_r = statistics.median(vl) / statistics.median(gl) if vl and gl else float("inf")
+md = f"""## Verbs device (unmodified perftest through roce-run)
+
+`scripts/bench_verbs.sh` at {rev}, {doc['date']}, load {before} before, {after} after; {runs} samples each,
+the two programs taking turns. Debian's perftest 4.5 under `roce-run` (library mode: the engine in
+the program's process) and roce-gen, each as the client of the same roce-appliance over one veth
+pair (net_af_packet, 4 KiB path MTU), both sides on this 2-core machine. Median [min-max].
+
+| test | through the device | roce-gen | ratio | target | verdict |
+|---|---|---|---:|---|---|
+| ib_write_bw 64 KiB, MB/s ({bw_iters} iterations) | {mmm(vb)} | {mmm(gb)} | {ratio(vb, gb)} | >= 0.90 | {verdict(bw_r >= 0.9)} |
+| ib_write_lat 8 B, t_typical us ({lat_iters} iterations) | {mmm(vl)} | {mmm(gl)} | {ratio(vl, gl)} | <= 1.20 | {verdict(lat_r <= 1.2)} |
+"""
+open(out + "/verbs.md", "w").write(md)
+print(md)
+PY
+
+# BENCHMARKS.md carries the section: regenerate it from the committed figures of the main suite.
+data=$root/docs/benchmarks
+if [[ $out == "$data" && -f $data/perf_suite.json ]]; then
+  python3 "$root/scripts/bench_report.py" --suite "$data/perf_suite.json" --protocol "$data/protocol_bench.json" \
+    --meta "$data/meta.json" --markdown "$root/docs/BENCHMARKS.md" --svg "$data/goodput.svg" \
+    --svg-link benchmarks/goodput.svg --before-after "$data/before-after.md" --section "$data/verbs.md"
+  echo "bench_verbs.sh: wrote $data/verbs.json, $data/verbs.md and docs/BENCHMARKS.md"
+fi

@@ -1,0 +1,238 @@
+# Sourced by run.sh: cases where our side is an unmodified verbs program (Debian's perftest,
+# ibv_rc_pingpong, ibv_ud_pingpong) run under roce-run, i.e. our transport as its RDMA device
+# (docs/verbs.md). The program's own verdict (exit status, its result line) decides.
+#
+# Case lines are those of cases.sh with these KINDs:
+#   verbs-to-rxe    our program is the client of the guest's server        (NAME .../verbs>rxe/...)
+#   verbs-from-rxe  the guest's client against our program as the server   (NAME .../rxe>verbs/...)
+#   verbs-to-app    our program is the client of roce-appliance (its port veng0, ours veng1)
+#                                                                           (NAME .../verbs>app/...)
+
+VERBS_VDEV="net_af_packet1,iface=veng1,blocksz=36864,framesz=4608,framecnt=512"
+
+is_verbs_kind() { [[ $1 == verbs-* ]]; }
+
+# Our program's port: veng0 at the engine address when the guest is the peer, veng1 at
+# NET_VERBS_IP when roce-appliance holds veng0.
+verbs_device_args() {
+  if [[ $1 == verbs-to-app ]]; then
+    echo "--ip $NET_VERBS_IP --vdev $VERBS_VDEV"
+  else
+    echo "--ip $NET_ENGINE_IP --vdev $ENGINE_VDEV"
+  fi
+}
+
+# The program's arguments on our device (GID 0) for a case, server side without an address.
+# A client facing the emulated guest gets perftest's -u 17 for the reason roce-gen does
+# (cases.sh); ibv_rc_pingpong has no such option.
+verbs_args() {
+  local kind=$1 verb=$2 mtu=$3 size=$4 iters=$5 flags=$6
+  case $verb in
+    pingpong | uc-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters" ;;
+    ud-pingpong) echo "-d rocedp0 -g 0 -s $size -n $iters" ;;
+    *)
+      local u=""
+      [[ $kind == verbs-to-rxe ]] && u="-u 17"
+      echo "-d rocedp0 -x 0 -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $u $(perftest_flags "$flags")" ;;
+  esac
+}
+
+# verbs_run LOG SECONDS DEVICE_ARGS -- PROGRAM ARGS...: our program in the foreground.
+verbs_run() {
+  local log=$1 secs=$2
+  shift 2
+  # shellcheck disable=SC2068
+  timeout "$secs" ip netns exec "$NETNS" "$BUILD_DIR/verbs/roce-run" $@ > "$log" 2>&1
+}
+
+# verbs_start LOG DEVICE_ARGS -- PROGRAM ARGS...: our server in the background (VERBS_PID).
+verbs_start() {
+  local log=$1
+  shift
+  # shellcheck disable=SC2068
+  timeout 120 ip netns exec "$NETNS" "$BUILD_DIR/verbs/roce-run" $@ > "$log" 2>&1 &
+  VERBS_PID=$!
+}
+
+verbs_stop() {
+  [[ -n ${VERBS_PID:-} ]] || return 0
+  kill -TERM "$VERBS_PID" 2>/dev/null
+  wait "$VERBS_PID" 2>/dev/null
+  VERBS_PID=""
+}
+
+# Waits up to 10 s for our server's TCP port (perftest and ibv_*_pingpong listen on 18515).
+verbs_wait_listen() {
+  local i
+  for i in $(seq 100); do
+    ip netns exec "$NETNS" ss -ltn 2>/dev/null | grep -q ':18515 ' && return 0
+    kill -0 "$VERBS_PID" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# A program's figure from its log: perftest's result row or the pingpong's usec/iter.
+verbs_figure() {
+  local verb=$1 flags=$2 log=$3
+  if [[ $verb == *pingpong ]]; then
+    awk '/usec\/iter/ { print $(NF-1) "us/iter"; exit }' "$log"
+  elif has_flag "$flags" lat; then
+    perftest_lat_figure "$log"
+  else
+    bw_figure "$log"
+  fi
+}
+
+# The program said it finished: a pingpong prints "iters in", perftest its result row.
+verbs_finished() {
+  local verb=$1 log=$2
+  if [[ $verb == *pingpong ]]; then grep -q "iters in" "$log"; else [[ -n $(verbs_figure "$verb" "$3" "$log") ]]; fi
+}
+
+# run_verbs_case LINE: as run_case (sets CASE_VERDICT, CASE_FIGURE, CASE_NOTE, CASE_DIR,
+# CASE_CAPTURE, CASE_SECONDS).
+run_verbs_case() {
+  local name kind verb mtu loss size iters flags
+  read -r name kind verb mtu loss size iters flags <<< "$1"
+  local dir=$OUT_DIR/cases/${name//[\/>]/_}
+  mkdir -p "$dir"
+  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
+  local tool ok=1 t0=$SECONDS ours dev peer_ip
+  tool=$(guest_tool "$verb" "$flags")
+  ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
+  dev=$(verbs_device_args "$kind")
+  if [[ $kind == verbs-to-app ]]; then
+    local app_args
+    app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
+    if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
+      appliance_stop
+      APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
+      # shellcheck disable=SC2086
+      appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_m$mtu.log" "$mtu" $app_args ||
+        { CASE_NOTE="roce-appliance did not start"; APPLIANCE_KEY=""; return; }
+      APPLIANCE_KEY="$mtu $app_args"
+    fi
+  else
+    appliance_stop
+    APPLIANCE_KEY=""
+  fi
+  capture_start "$dir/capture.pcap"
+  case $kind in
+    verbs-to-rxe)
+      guest_run 40 "bg server $tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags"); s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null ||
+        { ok=0; CASE_NOTE="guest server did not listen"; }
+      if ((ok)); then
+        # shellcheck disable=SC2086
+        verbs_run "$dir/ours.log" 100 $dev -- $tool $ours "$NET_GUEST_IP"
+        local vrc=$?
+        ((vrc == 0)) || { ok=0; CASE_NOTE="our $tool exit $vrc: $(grep -m1 -iE 'error|fail|couldn|unable|roce-verbs' "$dir/ours.log")"; }
+      fi
+      if ((ok)); then guest_run 90 "fg server 60"; else guest_run 40 "fg server 10"; fi
+      local grc=$?
+      printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+      ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $tool exit $grc"; }
+      verbs_finished "$verb" "$dir/ours.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool reported no result"; }
+      verbs_finished "$verb" "$dir/guest.log" "$flags" || [[ $verb != *pingpong ]] ||
+        { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
+      CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/ours.log")
+      peer_ip=$NET_GUEST_IP
+      ;;
+    verbs-from-rxe)
+      # shellcheck disable=SC2086
+      verbs_start "$dir/ours.log" $dev -- $tool $ours
+      verbs_wait_listen || { ok=0; CASE_NOTE="our $tool did not listen: $(tail -1 "$dir/ours.log")"; }
+      if ((ok)); then
+        guest_run 150 "timeout 120 $tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_BRIDGE_IP"
+        local grc=$?
+        printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+        ((grc == 0)) || { ok=0; CASE_NOTE="guest $tool exit $grc: $(grep -m1 -iE 'error|fail|couldn' "$dir/guest.log")"; }
+        verbs_finished "$verb" "$dir/guest.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest reported no result"; }
+        CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/guest.log")
+      fi
+      # Our server ends on its own once the client is done.
+      local i
+      for i in $(seq 100); do kill -0 "$VERBS_PID" 2>/dev/null || break; sleep 0.1; done
+      if kill -0 "$VERBS_PID" 2>/dev/null; then
+        ok=0
+        CASE_NOTE+="${CASE_NOTE:+; }our $tool did not finish"
+        verbs_stop
+      else
+        wait "$VERBS_PID"
+        local orc=$?
+        VERBS_PID=""
+        ((orc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool exit $orc"; }
+      fi
+      [[ $verb == *pingpong ]] && ! verbs_finished "$verb" "$dir/ours.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool did not finish its iterations"; }
+      peer_ip=$NET_GUEST_IP
+      ;;
+    verbs-to-app)
+      # shellcheck disable=SC2086
+      verbs_run "$dir/ours.log" 100 $dev -- $tool $ours "$NET_BRIDGE_IP"
+      local vrc=$?
+      ((vrc == 0)) || { ok=0; CASE_NOTE="our $tool exit $vrc: $(grep -m1 -iE 'error|fail|couldn|unable|roce-verbs' "$dir/ours.log")"; }
+      verbs_finished "$verb" "$dir/ours.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool reported no result"; }
+      CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/ours.log")
+      peer_ip=$NET_VERBS_IP
+      ;;
+  esac
+  capture_stop
+  local pmtu=$mtu sender=ours
+  [[ $verb == ud-pingpong ]] && pmtu=0
+  # veng0-br carries the side on veng0 ("ours" to the check): our program facing the guest, or the
+  # appliance, whose client (the check's peer) is the one sending in a one-way test.
+  [[ $kind == verbs-to-rxe ]] || sender=peer
+  capture_verdict "$dir" "$peer_ip" "$pmtu" "$flags" "$sender" || ok=0
+  CASE_SECONDS=$((SECONDS - t0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
+# Every program in each role it has: against the guest as client and server, against
+# roce-appliance as client; -q 4, -a, UC and UD where perftest has them.
+cases_verbs_full() {
+  local dir kind verb
+  for dir in verbs-to-rxe verbs-from-rxe verbs-to-app; do
+    case $dir in verbs-to-rxe) kind="verbs>rxe" ;; verbs-from-rxe) kind="rxe>verbs" ;; *) kind="verbs>app" ;; esac
+    echo "pingpong/$kind/m1024/s4096 $dir pingpong 1024 0 4096 16"
+    echo "pingpong/$kind/m4096/s65536 $dir pingpong 4096 0 65536 8"
+    for verb in write read send; do
+      echo "$verb/$kind/m1024/s65536 $dir $verb 1024 0 65536 16"
+      echo "$verb/$kind/m4096/s1048576 $dir $verb 4096 0 1048576 5"
+      echo "$verb/$kind/m1024/q4/s4096 $dir $verb 1024 0 4096 16 q4"
+      echo "$verb/$kind/m4096/all $dir $verb 4096 0 0 5 all"
+      echo "$verb-lat/$kind/m1024/s64 $dir $verb 1024 0 64 16 lat"
+      echo "$verb-lat/$kind/m4096/all $dir $verb 4096 0 0 5 lat,all"
+    done
+    echo "atomic/$kind/m1024/s8 $dir atomic 1024 0 8 64"
+    echo "atomic/$kind/m1024/q4/s8 $dir atomic 1024 0 8 16 q4"
+    echo "atomic/$kind/m1024/cas/s8 $dir atomic 1024 0 8 16 cas"
+    echo "atomic-lat/$kind/m1024/s8 $dir atomic 1024 0 8 16 lat"
+    echo "write/$kind/m1024/uc/s4096 $dir write 1024 0 4096 16 uc"
+    echo "send/$kind/m1024/uc/s4096 $dir send 1024 0 4096 16 uc"
+    echo "write-lat/$kind/m1024/uc/s64 $dir write 1024 0 64 16 lat,uc"
+    echo "send-lat/$kind/m1024/uc/s64 $dir send 1024 0 64 16 lat,uc"
+    echo "send/$kind/m1024/ud/s1024 $dir send 1024 0 1024 16 ud"
+    echo "send/$kind/m4096/ud/q4/s4096 $dir send 4096 0 4096 16 ud,q4"
+    echo "send-lat/$kind/m1024/ud/s64 $dir send 1024 0 64 16 lat,ud"
+    echo "send/$kind/m1024/ud/all $dir send 1024 0 0 5 ud,all"
+  done
+  # roce-appliance serves no UD or UC pingpong; the guest does both roles.
+  echo "ud-pingpong/verbs>rxe/s1024 verbs-to-rxe ud-pingpong 4096 0 1024 16"
+  echo "ud-pingpong/rxe>verbs/s1024 verbs-from-rxe ud-pingpong 4096 0 1024 16"
+  echo "uc-pingpong/verbs>rxe/m1024/s4096 verbs-to-rxe uc-pingpong 1024 0 4096 16"
+  echo "uc-pingpong/rxe>verbs/m1024/s4096 verbs-from-rxe uc-pingpong 1024 0 4096 16"
+}
+
+# The CI handful: each program kind in each role once, a few seconds each.
+CASES_VERBS_CI=(
+  "pingpong/verbs>rxe/m1024/s4096" "write/rxe>verbs/m1024/s65536" "read/verbs>rxe/m1024/q4/s4096"
+  "send-lat/rxe>verbs/m1024/ud/s64" "atomic/verbs>app/m1024/s8" "write-lat/verbs>app/m1024/s64"
+  "ud-pingpong/rxe>verbs/s1024"
+)
+
+cases_verbs_ci() {
+  local line
+  while read -r line; do
+    printf '%s\n' "${CASES_VERBS_CI[@]}" | grep -qxF -- "${line%% *}" && echo "$line"
+  done < <(cases_verbs_full)
+}

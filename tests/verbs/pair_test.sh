@@ -1,0 +1,174 @@
+#!/bin/bash
+# Two of our verbs programs against each other: Debian's perftest and ibverbs-utils binaries,
+# each run under roce-run on one end of a veth pair in a network namespace made (and deleted)
+# here, in both roles; roce-gen against a program on our device; a program killed mid-transfer
+# leaves no DPDK files; roce-run refuses bad options. The programs' own verdicts decide.
+#   pair_test.sh BUILD_DIR
+# Exit 0 all passed, 1 a case failed, 77 skipped (not root, or perftest/ibverbs-utils missing).
+set -uo pipefail
+build=$(cd "${1:?usage: pair_test.sh BUILD_DIR}" && pwd)
+rr=$build/verbs/roce-run
+
+skip() { echo "verbs pair test: skipped: $*"; exit 77; }
+((EUID == 0)) || skip "needs root (network namespace, veth)"
+for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong; do
+  command -v $p >/dev/null || skip "$p is not installed (apt-get install perftest ibverbs-utils)"
+done
+
+ns=roce-verbs-$$
+out=$(mktemp -d /tmp/roce-verbs-pair.XXXXXX)
+cleanup() {
+  local j
+  for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null; done
+  ip netns del "$ns" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+source "$(dirname "$0")/../../scripts/lib/veth_pair.sh"
+veth_pair_up "$ns" va vb || skip "cannot create a network namespace with a veth pair"
+
+ring="blocksz=36864,framesz=4608,framecnt=1024"
+dev_a="--ip 10.55.0.1 --vdev net_af_packet0,iface=va,$ring"
+dev_b="--ip 10.55.0.2 --vdev net_af_packet1,iface=vb,$ring"
+failed=0
+
+# pair NAME SERVER_CMD CLIENT_CMD: our server on va, our client on vb (TCP over the namespace's
+# loopback); both must exit 0 and the client must print its result.
+pair() {
+  local name=$1 server=$2 client=$3 t0=$SECONDS
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" $dev_a -- $server > "$out/$name.server" 2>&1 &
+  local sp=$!
+  local i
+  for i in $(seq 100); do
+    ip netns exec "$ns" ss -ltn | grep -q ':18515 ' && break
+    kill -0 $sp 2>/dev/null || break
+    sleep 0.1
+  done
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" $dev_b -- $client 127.0.0.1 > "$out/$name.client" 2>&1
+  local crc=$?
+  wait $sp
+  local src=$?
+  local result
+  result=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print; exit } /iters in/ { print; exit }' "$out/$name.client")
+  if ((crc == 0 && src == 0)) && [[ -n $result ]]; then
+    printf 'verbs pair: %-34s pass %3ds  %s\n' "$name" $((SECONDS - t0)) "$(echo $result | cut -c1-70)"
+  else
+    printf 'verbs pair: %-34s FAIL (server %d, client %d)\n' "$name" $src $crc
+    tail -5 "$out/$name.server" "$out/$name.client" | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+
+both() { pair "$1" "$2" "$2"; }
+both rc_pingpong    "ibv_rc_pingpong -d rocedp0 -g 0 -s 4096 -n 200"
+both rc_pingpong_ev "ibv_rc_pingpong -d rocedp0 -g 0 -s 1024 -n 100 -e"
+both ud_pingpong    "ibv_ud_pingpong -d rocedp0 -g 0 -s 1024 -n 200"
+both uc_pingpong    "ibv_uc_pingpong -d rocedp0 -g 0 -s 1024 -n 100"
+both write_bw_q4    "ib_write_bw -d rocedp0 -x 0 -F -s 65536 -n 200 -q 4"
+both read_bw        "ib_read_bw -d rocedp0 -x 0 -F -s 65536 -n 200"
+both send_bw_ud     "ib_send_bw -d rocedp0 -x 0 -F -c UD -s 2048 -n 500"
+both send_bw_events "ib_send_bw -d rocedp0 -x 0 -F -e -s 4096 -n 200"
+both atomic_bw      "ib_atomic_bw -d rocedp0 -x 0 -F -n 500"
+both write_lat      "ib_write_lat -d rocedp0 -x 0 -F -s 8 -n 500"
+both send_lat_uc    "ib_send_lat -d rocedp0 -x 0 -F -c UC -s 64 -n 500"
+both read_lat_all   "ib_read_lat -d rocedp0 -x 0 -F -a -n 5"
+
+# roce-gen (our stack's own client) against a perftest server on our device.
+if [[ -x $build/apps/gen/roce-gen ]]; then
+  t0=$SECONDS
+  ip netns exec "$ns" timeout 60 "$rr" $dev_a -- ib_write_bw -d rocedp0 -x 0 -F -s 65536 -n 200 > "$out/gen.server" 2>&1 &
+  sp=$!
+  for i in $(seq 100); do ip netns exec "$ns" ss -ltn | grep -q ':18515 ' && break; sleep 0.1; done
+  ip netns exec "$ns" timeout 60 "$build/apps/gen/roce-gen" --no-huge --no-pci -m 256 --file-prefix=verbs_pair_gen_$$ \
+    --log-level=error -l 0-1 -- write -s 65536 -n 200 --server 127.0.0.1 --vdev "net_af_packet1,iface=vb,$ring" \
+    --dev net_af_packet1 --ip 10.55.0.2 > "$out/gen.client" 2>&1
+  crc=$?
+  wait $sp
+  src=$?
+  rm -rf "/var/run/dpdk/verbs_pair_gen_$$"
+  if ((crc == 0 && src == 0)) && grep -q "BW average" "$out/gen.server"; then
+    printf 'verbs pair: %-34s pass %3ds\n' "roce-gen>ib_write_bw" $((SECONDS - t0))
+  else
+    printf 'verbs pair: %-34s FAIL (server %d, roce-gen %d)\n' "roce-gen>ib_write_bw" $src $crc
+    tail -5 "$out/gen.server" "$out/gen.client" | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+fi
+
+# A program killed mid-transfer (SIGKILL: no destructor runs) leaves no DPDK runtime folder;
+# its peer, left waiting, is killed too. Nothing of either may stay under /var/run/dpdk.
+ip netns exec "$ns" timeout 60 "$rr" $dev_a -- ib_write_bw -d rocedp0 -x 0 -F -s 65536 -n 1000000 > "$out/kill.server" 2>&1 &
+ks=$!
+for i in $(seq 100); do ip netns exec "$ns" ss -ltn | grep -q ':18515 ' && break; sleep 0.1; done
+ip netns exec "$ns" timeout 60 "$rr" $dev_b -- ib_write_bw -d rocedp0 -x 0 -F -s 65536 -n 1000000 127.0.0.1 > "$out/kill.client" 2>&1 &
+kc=$!
+sleep 3
+# timeout's children are the programs themselves (roce-run execs them): kill those, by PID.
+kc_prog=$(pgrep -P $kc)
+ks_prog=$(pgrep -P $ks)
+pids="$kc_prog $ks_prog"
+[[ -n $kc_prog ]] && kill -KILL $kc_prog
+sleep 0.5
+[[ -n $ks_prog ]] && kill -KILL $ks_prog
+wait $kc $ks 2>/dev/null
+left=$(ls -d /var/run/dpdk/roce_verbs_* /tmp/dpdk/roce_verbs_* 2>/dev/null | grep -E "roce_verbs_($(echo $pids | tr ' ' '|'))$")
+if [[ -z $left ]]; then
+  echo "verbs pair: killed mid-transfer                   pass (no DPDK files left)"
+else
+  echo "verbs pair: killed mid-transfer                   FAIL: left $left"
+  failed=$((failed + 1))
+fi
+
+# rdma-core's ibv_devinfo on our device: the port is up, Ethernet, and its active MTU is the
+# largest IB MTU that fits the veth's 9000 bytes (4096). ibv_srq_pingpong needs an SRQ, which
+# the device refuses (docs/verbs.md): the program must say so and fail, not hang.
+# shellcheck disable=SC2086
+info=$(ip netns exec "$ns" timeout 30 "$rr" $dev_a -- ibv_devinfo -v 2>&1)
+if [[ $info == *"hca_id:"*"rocedp0"* && $info == *"PORT_ACTIVE"* && $info == *"link_layer:"*"Ethernet"* &&
+      $info =~ active_mtu:[[:space:]]+4096 && $info == *"GID[  0]:"*"::ffff:10.55.0.1"* ]]; then
+  echo "verbs pair: ibv_devinfo -v                        pass (rocedp0, PORT_ACTIVE, active_mtu 4096, GID 0)"
+else
+  echo "verbs pair: ibv_devinfo -v                        FAIL"
+  echo "$info" | head -40 | sed 's/^/    /'
+  failed=$((failed + 1))
+fi
+# shellcheck disable=SC2086
+msg=$(ip netns exec "$ns" timeout 30 "$rr" $dev_a -- ibv_srq_pingpong -d rocedp0 -g 0 2>&1)
+if [[ $? == 1 && $msg == *"Couldn't create SRQ"* ]]; then
+  echo "verbs pair: ibv_srq_pingpong                      refused (no SRQ), as documented"
+else
+  echo "verbs pair: ibv_srq_pingpong                      FAIL: '$msg'"
+  failed=$((failed + 1))
+fi
+
+# roce-run refuses bad options before starting anything; a program with no configuration sees
+# no device and is told why.
+check_refusal() {
+  local want=$1
+  shift
+  local msg
+  msg=$("$rr" "$@" true 2>&1)
+  if [[ $? == 2 && $msg == *"$want"* ]]; then
+    echo "verbs pair: roce-run $* -> refused ($want)"
+  else
+    echo "verbs pair: roce-run $* -> FAIL: '$msg'"
+    failed=$((failed + 1))
+  fi
+}
+check_refusal "no --ip" --vdev net_ring0 --
+check_refusal "not an IPv4 address" --ip 10.1 --vdev net_ring0 --
+check_refusal "256, 512, 1024, 2048 or 4096" --ip 10.0.0.1 --vdev net_ring0 --mtu 1500 --
+check_refusal "unknown option --bogus" --ip 10.0.0.1 --vdev net_ring0 --bogus 1 --
+check_refusal "cannot read config file" --config /nonexistent --
+msg=$(env -u ROCE_VERBS_ARGS -u ROCE_VERBS_CONFIG LD_PRELOAD="$build/verbs/libroce-verbs.so" ibv_devices 2>&1)
+if [[ $msg == *"no device configured"* ]]; then
+  echo "verbs pair: unconfigured ibv_devices -> no device, says why"
+else
+  echo "verbs pair: unconfigured ibv_devices -> FAIL: '$msg'"
+  failed=$((failed + 1))
+fi
+
+echo "verbs pair: $failed failed"
+((failed == 0))

@@ -1,0 +1,175 @@
+// Device discovery, contexts and the queries: ibv_get_device_list .. ibv_query_pkey.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "verbs/device.hpp"
+#include "verbs/export.hpp"
+#include "verbs/objects.hpp"
+#include "verbs/ops.hpp"
+
+using namespace roce;
+using namespace roce::verbs;
+
+ROCE_VERBS_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
+  Device* d = configured_device();
+  auto** list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
+  if (list == nullptr) return fail<ibv_device*>(ENOMEM);
+  if (d) list[0] = d;
+  if (num_devices) *num_devices = d ? 1 : 0;
+  return list;
+}
+
+ROCE_VERBS_EXPORT void ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+ROCE_VERBS_EXPORT const char* ibv_get_device_name(ibv_device* device) {
+  if (!is_our_device(device)) return fail<const char>(EINVAL);
+  return device->name;
+}
+
+ROCE_VERBS_EXPORT int ibv_get_device_index(ibv_device* device) { return is_our_device(device) ? 0 : -1; }
+
+ROCE_VERBS_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
+  if (!is_our_device(device)) return 0;
+  // The GUID comes from the port's MAC: the device must be up to know it.
+  auto rt = Runtime::start(static_cast<Device*>(device)->config);
+  if (!rt) {
+    report(rt.error().message);
+    return 0;
+  }
+  EngineGuard g((*rt)->lock());
+  return node_guid((*rt)->local().mac);
+}
+
+ROCE_VERBS_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
+  if (!is_our_device(device)) return fail<ibv_context>(ENODEV);
+  auto rt = Runtime::start(static_cast<Device*>(device)->config);
+  if (!rt) {
+    report("cannot open " + std::string(device->name) + ": " + rt.error().message);
+    return fail<ibv_context>(rt.error().code);
+  }
+  auto* c = new Context{};
+  c->rt = *rt;
+  ibv_context& ctx = c->context;
+  ctx.device = device;
+  ctx.cmd_fd = -1;
+  ctx.async_fd = ::eventfd(0, EFD_CLOEXEC);  // no asynchronous events yet: never readable
+  ctx.num_comp_vectors = 1;
+  pthread_mutex_init(&ctx.mutex, nullptr);
+  ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  c->sz = sizeof(verbs_context);
+  install_ops(*c);
+  return &ctx;
+}
+
+ROCE_VERBS_EXPORT int ibv_close_device(ibv_context* context) {
+  Context* c = to_context(context);
+  if (c == nullptr) return EINVAL;
+  release_everything(*c);
+  if (context->async_fd >= 0) ::close(context->async_fd);
+  pthread_mutex_destroy(&context->mutex);
+  retire(c);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
+  Context* c = to_context(context);
+  if (c == nullptr || attr == nullptr) return EINVAL;
+  EngineGuard g(c->rt->lock());
+  fill_device_attr(*c->rt, *attr);
+  return 0;
+}
+
+// The exported ibv_query_port takes the old, shorter port attribute struct (programs built
+// against verbs.h reach query_port_op through the macro instead).
+struct CompatPortAttr {
+  ibv_port_state state;
+  ibv_mtu max_mtu, active_mtu;
+  int gid_tbl_len;
+  std::uint32_t port_cap_flags, max_msg_sz, bad_pkey_cntr, qkey_viol_cntr;
+  std::uint16_t pkey_tbl_len, lid, sm_lid;
+  std::uint8_t lmc, max_vl_num, sm_sl, subnet_timeout, init_type_reply, active_width, active_speed, phys_state,
+      link_layer, flags;
+};
+
+ROCE_VERBS_EXPORT int ibv_query_port(ibv_context* context, std::uint8_t port_num, _compat_ibv_port_attr* attr) {
+  ibv_port_attr full{};
+  if (int rc = query_port_op(context, port_num, &full, sizeof full); rc != 0) return rc;
+  std::memcpy(attr, &full, sizeof(CompatPortAttr));
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int _ibv_query_gid_ex(ibv_context* context, std::uint32_t port_num, std::uint32_t gid_index,
+                                        ibv_gid_entry* entry, std::uint32_t flags, std::size_t entry_size) {
+  Context* c = to_context(context);
+  if (c == nullptr || entry == nullptr || flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
+  if (port_num != 1) return EINVAL;
+  if (gid_index >= static_cast<std::uint32_t>(kGidTableLength)) return ENODATA;
+  *entry = ibv_gid_entry{};
+  entry->gid = gid_from_ip(*c->rt->config().ip);
+  entry->gid_index = gid_index;
+  entry->port_num = port_num;
+  entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+  entry->ndev_ifindex = static_cast<std::uint32_t>(c->rt->ifindex());
+  return 0;
+}
+
+ROCE_VERBS_EXPORT ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, std::size_t max_entries,
+                                               std::uint32_t flags, std::size_t entry_size) {
+  Context* c = to_context(context);
+  if (c == nullptr || flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+  if (max_entries < static_cast<std::size_t>(kGidTableLength)) return -EINVAL;
+  for (int i = 0; i < kGidTableLength; ++i) {
+    auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<char*>(entries) + i * entry_size);
+    if (int rc = _ibv_query_gid_ex(context, 1, static_cast<std::uint32_t>(i), e, 0, entry_size); rc != 0) return -rc;
+  }
+  return kGidTableLength;
+}
+
+ROCE_VERBS_EXPORT int ibv_query_gid(ibv_context* context, std::uint8_t port_num, int index, ibv_gid* gid) {
+  ibv_gid_entry e{};
+  if (index < 0 || gid == nullptr) return -1;
+  if (_ibv_query_gid_ex(context, port_num, static_cast<std::uint32_t>(index), &e, 0, sizeof e) != 0) return -1;
+  *gid = e.gid;
+  return 0;
+}
+
+// libibverbs' private form of the GID type (0: IB / RoCE v1, 1: RoCE v2), used by ibv_devinfo
+// and perftest's GID selection.
+ROCE_VERBS_EXPORT int ibv_query_gid_type(ibv_context* context, std::uint8_t port_num, unsigned index, int* type) {
+  ibv_gid_entry e{};
+  const int rc = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof e);
+  if (rc == ENODATA) {
+    *type = 0;
+    return 0;
+  }
+  if (rc != 0) return -1;
+  *type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int ibv_query_pkey(ibv_context* context, std::uint8_t port_num, int index, __be16* pkey) {
+  if (to_context(context) == nullptr || port_num != 1 || index != 0 || pkey == nullptr) return -1;
+  *pkey = 0xFFFF;  // the default partition, full membership (the same in either byte order)
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int ibv_get_pkey_index(ibv_context* context, std::uint8_t port_num, __be16 pkey) {
+  if (to_context(context) == nullptr || port_num != 1) return -EINVAL;
+  return pkey == 0xFFFF ? 0 : -ENOENT;
+}
+
+ROCE_VERBS_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
+  Context* c = to_context(context);
+  if (c == nullptr || event == nullptr) return -1;
+  // No asynchronous events are generated: block as on a device that never reports one.
+  std::uint64_t v;
+  if (::read(context->async_fd, &v, sizeof v) != sizeof v) return -1;
+  return -1;
+}
+
+ROCE_VERBS_EXPORT void ibv_ack_async_event(ibv_async_event*) {}
+
+ROCE_VERBS_EXPORT ibv_context* ibv_import_device(int) { return fail<ibv_context>(EOPNOTSUPP); }

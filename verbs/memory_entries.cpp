@@ -1,0 +1,122 @@
+// Protection domains and memory regions: ibv_alloc_pd .. ibv_dereg_mr, and the MR kinds this
+// device does not have (dma-buf, device memory, imported objects).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "verbs/export.hpp"
+#include "verbs/objects.hpp"
+#include "verbs/ops.hpp"
+
+using namespace roce;
+using namespace roce::verbs;
+
+namespace {
+
+// Access bits the kernel accepts for any device (IB_ACCESS_SUPPORTED as rdma-core 44 knows it).
+constexpr unsigned kKnownAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                  IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+                                  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |
+                                  static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
+
+// The memory must be mapped: a region the peer may write is written by the dataplane thread, so
+// an unmapped one must fail now (EFAULT, as pinning it fails on a real device) rather than there.
+bool mapped(const void* addr, std::size_t length) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const auto begin = reinterpret_cast<std::uintptr_t>(addr) & ~static_cast<std::uintptr_t>(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(addr) + length;
+  return ::msync(reinterpret_cast<void*>(begin), end - begin, MS_ASYNC) == 0;
+}
+
+}  // namespace
+
+ROCE_VERBS_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  Context* c = to_context(context);
+  if (c == nullptr) return fail<ibv_pd>(EINVAL);
+  EngineGuard g(c->rt->lock());
+  if (c->pds.size() >= 65536) return fail<ibv_pd>(ENOMEM);
+  auto* p = new Pd{};
+  p->context = context;
+  p->handle = c->rt->memory().alloc_pd();
+  c->pds.insert(p);
+  return p;
+}
+
+ROCE_VERBS_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
+  Pd* p = to_pd(pd);
+  Context* c = p ? to_context(p->context) : nullptr;
+  if (c == nullptr) return EINVAL;
+  EngineGuard g(c->rt->lock());
+  if (p->users) return EBUSY;
+  c->pds.erase(p);
+  retire(p);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova,
+                                           unsigned access) {
+  Pd* p = to_pd(pd);
+  Context* c = p ? to_context(p->context) : nullptr;
+  if (c == nullptr) return fail<ibv_mr>(EINVAL);
+  if (access & ~kKnownAccess) return fail<ibv_mr>(EINVAL);
+  if (access & IBV_ACCESS_ON_DEMAND) return fail<ibv_mr>(EOPNOTSUPP);  // no on-demand paging
+  // Optional bits are hints a device may ignore (libibverbs drops them for such devices);
+  // MW_BIND only allows binding windows, and no window can be allocated here; HUGETLB is a hint.
+  access &= ~(static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE) | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB);
+  if (length == 0 || addr == nullptr) return fail<ibv_mr>(EINVAL);
+  if (!mapped(addr, length)) return fail<ibv_mr>(EFAULT);
+  EngineGuard g(c->rt->lock());
+  auto r = c->rt->memory().register_region(p->handle, addr, length, static_cast<int>(access),
+                                           (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova);
+  if (!r) return fail<ibv_mr>(r.error().code);
+  auto* m = new Mr{};
+  m->context = p->context;
+  m->pd = pd;
+  m->addr = addr;
+  m->length = length;
+  m->handle = (*r)->key;
+  m->lkey = (*r)->lkey();
+  m->rkey = (*r)->rkey();
+  ++p->users;
+  c->mrs.insert(m);
+  return m;
+}
+
+ROCE_VERBS_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, std::size_t length, int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<std::uintptr_t>(addr), static_cast<unsigned>(access));
+}
+
+ROCE_VERBS_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, iova, static_cast<unsigned>(access));
+}
+
+namespace roce::verbs {
+int dereg_mr_locked(Context& c, Mr* m) {
+  if (Status s = c.rt->memory().deregister(m->handle); !s) return s.code();
+  --to_pd(m->pd)->users;
+  c.mrs.erase(m);
+  retire(m);
+  return 0;
+}
+}  // namespace roce::verbs
+
+ROCE_VERBS_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
+  Mr* m = to_mr(mr);
+  Context* c = m ? to_context(m->context) : nullptr;
+  if (c == nullptr) return EINVAL;
+  EngineGuard g(c->rt->lock());
+  return dereg_mr_locked(*c, m);
+}
+
+// Re-registration would change the keys the peer holds; programs fall back to dereg + reg.
+ROCE_VERBS_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, std::size_t, int) { return EOPNOTSUPP; }
+
+ROCE_VERBS_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, std::uint64_t, std::size_t, std::uint64_t, int, int) {
+  return fail<ibv_mr>(EOPNOTSUPP);
+}
+
+ROCE_VERBS_EXPORT ibv_pd* ibv_import_pd(ibv_context*, std::uint32_t) { return fail<ibv_pd>(EOPNOTSUPP); }
+ROCE_VERBS_EXPORT void ibv_unimport_pd(ibv_pd*) {}
+ROCE_VERBS_EXPORT ibv_mr* ibv_import_mr(ibv_pd*, std::uint32_t) { return fail<ibv_mr>(EOPNOTSUPP); }
+ROCE_VERBS_EXPORT void ibv_unimport_mr(ibv_mr*) {}
+ROCE_VERBS_EXPORT ibv_dm* ibv_import_dm(ibv_context*, std::uint32_t) { return fail<ibv_dm>(EOPNOTSUPP); }
+ROCE_VERBS_EXPORT void ibv_unimport_dm(ibv_dm*) {}

@@ -1,0 +1,193 @@
+// Queue pairs: ibv_create_qp / ibv_create_qp_ex .. ibv_destroy_qp, and the QP kinds and
+// features this device does not have (SRQ, XRC, multicast, ECE).
+#include <pthread.h>
+
+#include "verbs/export.hpp"
+#include "verbs/objects.hpp"
+#include "verbs/ops.hpp"
+
+using namespace roce;
+using namespace roce::verbs;
+
+namespace {
+
+constexpr Nanos kArpWait = 3 * kSecond;
+
+constexpr std::uint64_t kSupportedSendOps =
+    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+    IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+    IBV_QP_EX_WITH_SEND_WITH_INV;
+
+ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
+  Context* c = to_context(p->context);
+  Cq* scq = to_cq(a.send_cq);
+  Cq* rcq = to_cq(a.recv_cq);
+  if (scq == nullptr || rcq == nullptr || scq->context != p->context || rcq->context != p->context)
+    return fail<ibv_qp>(EINVAL);
+  if (a.srq != nullptr) return fail<ibv_qp>(EINVAL);  // no SRQ of ours can exist
+  switch (a.qp_type) {
+    case IBV_QPT_RC:
+    case IBV_QPT_UC:
+    case IBV_QPT_UD: break;
+    case IBV_QPT_RAW_PACKET:
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV:
+    case IBV_QPT_DRIVER: return fail<ibv_qp>(EOPNOTSUPP);
+    default: return fail<ibv_qp>(EINVAL);
+  }
+  QpInit init;
+  init.type = a.qp_type;
+  init.send_cq = scq->impl;
+  init.recv_cq = rcq->impl;
+  init.cap = a.cap;
+  init.sq_sig_all = a.sq_sig_all != 0;
+  EngineGuard g(c->rt->lock());
+  auto impl = c->rt->engine().create_qp(p->handle, init);
+  if (!impl) return fail<ibv_qp>(impl.error().code);
+  auto* q = new Qp{};
+  q->rt = c->rt;
+  q->impl = *impl;
+  q->extended = extended;
+  ibv_qp& b = q->qp_base;
+  b.context = p->context;
+  b.qp_context = a.qp_context;
+  b.pd = p;
+  b.send_cq = a.send_cq;
+  b.recv_cq = a.recv_cq;
+  b.srq = nullptr;
+  b.handle = (*impl)->qpn();
+  b.qp_num = (*impl)->qpn();
+  b.state = IBV_QPS_RESET;
+  b.qp_type = a.qp_type;
+  pthread_mutex_init(&b.mutex, nullptr);
+  pthread_cond_init(&b.cond, nullptr);
+  if (extended) {
+    q->comp_mask = 0;
+    install_wr_api(*q);
+  }
+  a.cap = (*impl)->config().cap;  // what the QP really got
+  ++p->users;
+  ++scq->qps;
+  ++rcq->qps;
+  c->qps.insert(q);
+  return &b;
+}
+
+}  // namespace
+
+ROCE_VERBS_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  Pd* p = to_pd(pd);
+  if (p == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+  ibv_qp_init_attr_ex a{};
+  a.qp_context = attr->qp_context;
+  a.send_cq = attr->send_cq;
+  a.recv_cq = attr->recv_cq;
+  a.srq = attr->srq;
+  a.cap = attr->cap;
+  a.qp_type = attr->qp_type;
+  a.sq_sig_all = attr->sq_sig_all;
+  ibv_qp* qp = make_qp(p, a, false);
+  if (qp) attr->cap = a.cap;
+  return qp;
+}
+
+namespace roce::verbs {
+
+ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if (to_context(context) == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+  const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                              IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (attr->comp_mask & ~known) return fail<ibv_qp>(EINVAL);
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) return fail<ibv_qp>(EINVAL);
+  if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
+                         IBV_QP_INIT_ATTR_RX_HASH))
+    return fail<ibv_qp>(EOPNOTSUPP);
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) return fail<ibv_qp>(EOPNOTSUPP);
+  const bool extended = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (extended && (attr->send_ops_flags & ~kSupportedSendOps)) return fail<ibv_qp>(EOPNOTSUPP);
+  Pd* p = to_pd(attr->pd);
+  if (p == nullptr || p->context != context) return fail<ibv_qp>(EINVAL);
+  return make_qp(p, *attr, extended);
+}
+
+int destroy_qp_locked(Context& c, Qp* q) {
+  if (Status s = c.rt->engine().destroy_qp(q->impl); !s) return s.code();
+  --to_pd(q->qp_base.pd)->users;
+  --to_cq(q->qp_base.send_cq)->qps;
+  --to_cq(q->qp_base.recv_cq)->qps;
+  c.qps.erase(q);
+  pthread_cond_destroy(&q->qp_base.cond);
+  pthread_mutex_destroy(&q->qp_base.mutex);
+  retire(q);
+  return 0;
+}
+
+}  // namespace roce::verbs
+
+ROCE_VERBS_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
+  Qp* q = to_qp(qp);
+  Context* c = q ? to_context(q->qp_base.context) : nullptr;
+  if (c == nullptr) return EINVAL;
+  EngineGuard g(c->rt->lock());
+  return destroy_qp_locked(*c, q);
+}
+
+ROCE_VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+  Qp* q = to_qp(qp);
+  if (q == nullptr || attr == nullptr) return EINVAL;
+  // A connected QP's path needs the peer's MAC: ask the link before taking the engine (the
+  // dataplane thread answers ARP meanwhile).
+  if ((mask & IBV_QP_AV) && qp->qp_type != IBV_QPT_UD && attr->ah_attr.is_global) {
+    const IpAddress peer = ip_from_gid(attr->ah_attr.grh.dgid);
+    if (peer.version == proto::IpVersion::V4 && !q->rt->resolve(peer, kArpWait)) return EHOSTUNREACH;
+  }
+  if ((mask & IBV_QP_AV) && attr->ah_attr.port_num > 1) return EINVAL;
+  EngineGuard g(q->rt->lock());
+  if (Status s = q->rt->engine().modify_qp(q->impl, *attr, mask); !s) return s.code();
+  if (mask & IBV_QP_AV) q->av = attr->ah_attr;
+  if (mask & IBV_QP_PORT) q->port_num = attr->port_num;
+  qp->state = to_ibv(q->impl->state());
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init_attr) {
+  Qp* q = to_qp(qp);
+  if (q == nullptr || attr == nullptr || init_attr == nullptr) return EINVAL;
+  EngineGuard g(q->rt->lock());
+  q->impl->query(attr, init_attr);
+  attr->ah_attr = q->av;
+  attr->port_num = q->port_num;
+  init_attr->qp_context = qp->qp_context;
+  init_attr->send_cq = qp->send_cq;
+  init_attr->recv_cq = qp->recv_cq;
+  init_attr->srq = nullptr;
+  qp->state = attr->qp_state;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
+  Qp* q = to_qp(qp);
+  if (q == nullptr || !q->extended) return fail<ibv_qp_ex>(EOPNOTSUPP);
+  return q;
+}
+
+// Data lands packet by packet in PSN order, but within a packet by memcpy, whose store order
+// is not specified: the last byte may be written before the others.
+ROCE_VERBS_EXPORT int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, std::uint32_t) { return 0; }
+
+ROCE_VERBS_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece*) { return to_qp(qp) ? EOPNOTSUPP : EINVAL; }
+ROCE_VERBS_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece*) { return to_qp(qp) ? EOPNOTSUPP : EINVAL; }
+
+ROCE_VERBS_EXPORT int ibv_attach_mcast(ibv_qp* qp, const ibv_gid*, std::uint16_t) {
+  return to_qp(qp) ? EOPNOTSUPP : EINVAL;
+}
+ROCE_VERBS_EXPORT int ibv_detach_mcast(ibv_qp* qp, const ibv_gid*, std::uint16_t) {
+  return to_qp(qp) ? EOPNOTSUPP : EINVAL;
+}
+
+// Shared receive queues do not exist in the engine yet.
+ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) { return fail<ibv_srq>(EOPNOTSUPP); }
+ROCE_VERBS_EXPORT int ibv_modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EINVAL; }
+ROCE_VERBS_EXPORT int ibv_query_srq(ibv_srq*, ibv_srq_attr*) { return EINVAL; }
+ROCE_VERBS_EXPORT int ibv_destroy_srq(ibv_srq*) { return EINVAL; }

@@ -1,0 +1,236 @@
+#include "verbs/runtime.hpp"
+
+#include <net/if.h>
+#include <pthread.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "dataplane/eal.hpp"
+#include "protocol/mtu.hpp"
+
+namespace roce::verbs {
+namespace {
+
+std::mutex g_start_mutex;
+Runtime* g_runtime = nullptr;
+
+// A program thread that polled within this long is driving the engine; the dataplane thread
+// naps meanwhile (in naps of kHandoffNap).
+constexpr Nanos kHandoff = 20 * kMicro;
+constexpr Nanos kHandoffNap = 10 * kMicro;
+// Adaptive polling: idle this long (nothing received, nothing to send) before napping.
+constexpr Nanos kIdleBeforeNap = kMilli;
+
+void nap(Nanos ns) {
+  timespec ts{0, static_cast<long>(ns)};
+  ::clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+}
+
+// The kernel interface behind a net_af_packet vdev ("iface=NAME"): its index names the GID's
+// netdev, and its MTU is the link's (the PMD reports 1500 whatever the interface has).
+std::string kernel_interface(const DeviceConfig& c) {
+  for (const auto& v : c.vdevs) {
+    if (v.rfind("net_af_packet", 0) != 0) continue;
+    const auto at = v.find("iface=");
+    if (at == std::string::npos) continue;
+    return v.substr(at + 6, v.find(',', at) - (at + 6));
+  }
+  return {};
+}
+
+std::optional<std::uint32_t> kernel_mtu(const std::string& ifname) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  ifreq r{};
+  std::snprintf(r.ifr_name, sizeof r.ifr_name, "%s", ifname.c_str());
+  const int rc = ::ioctl(fd, SIOCGIFMTU, &r);
+  ::close(fd);
+  if (rc != 0) return std::nullopt;
+  return static_cast<std::uint32_t>(r.ifr_mtu);
+}
+
+// Stops the dataplane thread when the process exits, whether or not the program closed its
+// device: the EAL is released and nothing of it stays behind.
+struct ExitHook {
+  ~ExitHook() {
+    std::lock_guard g(g_start_mutex);
+    if (g_runtime) g_runtime->shutdown();
+  }
+} g_exit_hook;
+
+}  // namespace
+
+Runtime* Runtime::running() {
+  std::lock_guard g(g_start_mutex);
+  return g_runtime && !g_runtime->stopped() ? g_runtime : nullptr;
+}
+
+Result<Runtime*> Runtime::start(const DeviceConfig& c) {
+  std::lock_guard g(g_start_mutex);
+  if (g_runtime) {
+    if (g_runtime->stopped()) return make_error(ESHUTDOWN, "the device was shut down (process exiting)");
+    return g_runtime;
+  }
+  if (dp::Eal::initialised())
+    return make_error(EBUSY, "this process already runs a DPDK EAL; a second one cannot be started for the device");
+  std::unique_ptr<Runtime> rt(new Runtime(c));
+  std::promise<Status> ready;
+  auto fut = ready.get_future();
+  rt->thread_ = std::thread([r = rt.get(), p = &ready] { r->thread_main(p); });
+  Status s = fut.get();
+  if (!s) {
+    rt->thread_.join();
+    return s.error();
+  }
+  g_runtime = rt.release();  // lives until the process exits (ExitHook stops it)
+  return g_runtime;
+}
+
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::shutdown() {
+  stop_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Runtime::bring_up() {
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const auto args = eal_arguments(cfg_, ::getpid(), cpus > 0 ? static_cast<unsigned>(cpus) : 1);
+  if (Status s = dp::Eal::init(args); !s) return s;
+  // Without shared config the EAL keeps no files, but it still makes its runtime folder: remove it now, so
+  // that a program killed with SIGKILL leaves nothing under /var/run/dpdk.
+  if (const char* dir = rte_eal_get_runtime_dir(); dir && *dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  const std::string port = port_name(cfg_);
+  std::uint16_t id = 0;
+  if (rte_eth_dev_get_port_by_name(port.c_str(), &id) != 0)
+    return make_error(ENODEV, "no DPDK port named '" + port + "'; ports: " + dp::describe_ports());
+  std::uint16_t port_mtu = 1500;
+  rte_eth_dev_get_mtu(id, &port_mtu);
+  std::uint32_t eth_mtu = port_mtu;
+  if (const std::string iface = kernel_interface(cfg_); !iface.empty()) {
+    ifindex_ = static_cast<int>(::if_nametoindex(iface.c_str()));
+    eth_mtu = kernel_mtu(iface).value_or(eth_mtu);
+  }
+  active_mtu_ = std::min(cfg_.max_mtu, proto::mtu_bytes(proto::mtu_for_ethernet(eth_mtu)));
+
+  dp::DataplaneOptions o;
+  o.name = "roce_verbs";
+  o.port.name = port;
+  o.ip = *cfg_.ip;
+  o.workers = 1;
+  o.mode = dp::Mode::RunToCompletion;
+  o.mbufs = cfg_.mbufs;
+  o.engine.max_qps = cfg_.max_qps;
+  o.engine.max_rd_atomic = cfg_.max_rd_atomic;
+  o.engine.ud_mtu = active_mtu_;
+  o.max_mrs = cfg_.max_mrs;
+  auto dp = dp::Dataplane::create(o);
+  if (!dp) return dp.error();
+  dp_ = std::move(*dp);
+  // Loopback: QPs of this device talking to each other resolve our own address.
+  if (cfg_.ip->version == proto::IpVersion::V4) dp_->arp().learn(cfg_.ip->v4, dp_->local().mac);
+  // resolve() waits for this thread to answer instead of stepping the dataplane itself.
+  dp_->set_driven_by_other_thread(true);
+  return {};
+}
+
+void Runtime::thread_main(std::promise<Status>* ready) {
+  ::pthread_setname_np(::pthread_self(), "roce-verbs-dp");
+  ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // naps of microseconds, not the default 50 us slack
+  Status s = bring_up();
+  if (!s) {
+    dp_.reset();
+    dp::Eal::cleanup();
+    ready->set_value(s);
+    return;
+  }
+  ready->set_value({});
+  loop();
+  // The process is exiting. The dataplane and the EAL stay as they are: the program's own
+  // exit-time code may still call verbs on them (they answer, nothing moves any more), and the
+  // kernel closes the port's socket and frees the memory; no file of the EAL exists to remove.
+  EngineGuard g(lock_);
+  dp_->flush();
+  // ROCE_VERBS_REPORT=FILE: the dataplane's counters (JSON) when the device goes down.
+  if (const char* path = std::getenv("ROCE_VERBS_REPORT"); path && *path) {
+    const std::string json = dp_->report_json();
+    if (FILE* f = std::strcmp(path, "-") == 0 ? stderr : std::fopen(path, "w")) {
+      std::fprintf(f, "%s\n", json.c_str());
+      if (f != stderr) std::fclose(f);
+    }
+  }
+}
+
+void Runtime::loop() {
+  dp::Worker& w = dp_->worker(0);
+  Nanos last_busy = dp_->now();
+  while (!stop_.load(std::memory_order_relaxed)) {
+    Nanos now = dp_->now();
+    if (now - last_app_step_.load(std::memory_order_relaxed) < kHandoff) {
+      nap(kHandoffNap);
+      continue;
+    }
+    unsigned received;
+    bool tx_work;
+    {
+      EngineGuard g(lock_);
+      now = dp_->now();
+      received = w.poll(now);
+      after_step();
+      tx_work = w.engine().has_tx_work();
+    }
+    if (cfg_.poll != PollMode::Adaptive) continue;
+    if (received || tx_work) {
+      last_busy = now;
+    } else if (now - last_busy > kIdleBeforeNap) {
+      nap(static_cast<Nanos>(cfg_.idle_nap_us) * kMicro);
+    }
+  }
+}
+
+void Runtime::step_from_app() {
+  const Nanos now = dp_->now();
+  last_app_step_.store(now, std::memory_order_relaxed);
+  dp_->worker(0).poll(now);
+  after_step();
+}
+
+void Runtime::after_step() {
+  if (watches_.empty()) return;
+  std::erase_if(watches_, [](CompletionWatch* w) { return w->check(); });
+}
+
+void Runtime::watch(CompletionWatch* w) {
+  if (std::find(watches_.begin(), watches_.end(), w) == watches_.end()) watches_.push_back(w);
+}
+
+void Runtime::unwatch(CompletionWatch* w) { std::erase(watches_, w); }
+
+std::optional<proto::MacAddr> Runtime::resolve(const IpAddress& ip, Nanos wait) { return dp_->resolve(ip, wait); }
+
+LinkState Runtime::link() const {
+  rte_eth_link l{};
+  LinkState s;
+  if (rte_eth_link_get_nowait(dp_->port().id, &l) == 0) {
+    s.up = l.link_status == RTE_ETH_LINK_UP;
+    s.speed_mbps = l.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : l.link_speed;
+  }
+  return s;
+}
+
+}  // namespace roce::verbs

@@ -1,0 +1,94 @@
+// The device runtime of one process (library mode): the EAL, one dataplane on the configured
+// port and the thread that drives it. Started by the first ibv_open_device and kept until the
+// process exits (DPDK's EAL cannot be initialised twice in a process).
+//
+// Who steps the engine: the dataplane thread, except while a program thread polls a CQ. A
+// poll that finds the CQ empty runs one dataplane iteration itself (under the engine lock), so
+// a program that busy-polls its CQ drives the engine from its own thread, as roce-gen's traffic
+// drivers do from the worker lcore, and the dataplane thread naps meanwhile instead of
+// spinning beside it. When program threads stop polling (they block, compute, or spin on
+// memory as ib_write_lat does) the dataplane thread takes over within `handoff`.
+#pragma once
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "dataplane/dataplane.hpp"
+#include "verbs/config.hpp"
+#include "verbs/engine_lock.hpp"
+
+namespace roce::verbs {
+
+// A CQ armed by ibv_req_notify_cq: checked after every dataplane iteration under the lock.
+class CompletionWatch {
+ public:
+  virtual ~CompletionWatch() = default;
+  // Signals the completion channel if the CQ has an entry; true when it did (the watch ends).
+  virtual bool check() = 0;
+};
+
+struct LinkState {
+  bool up = false;
+  std::uint32_t speed_mbps = 0;
+};
+
+class Runtime {
+ public:
+  // Brings the device up on first use (EAL, port, dataplane thread); later calls return the
+  // running one. Errors carry a message for the program's stderr.
+  static Result<Runtime*> start(const DeviceConfig& c);
+  // The running runtime, or nullptr.
+  static Runtime* running();
+
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const DeviceConfig& config() const { return cfg_; }
+  EngineLock& lock() { return lock_; }
+  // Engine and memory table: only with the lock held.
+  Engine& engine() { return dp_->worker(0).engine(); }
+  MrTable& memory() { return dp_->memory(); }
+  const LocalAddress& local() const { return dp_->local(); }
+  const dp::PortInfo& port() const { return dp_->port(); }
+  std::uint32_t active_mtu() const { return active_mtu_; }  // bytes
+  int ifindex() const { return ifindex_; }                   // of the kernel interface, 0 if none
+  LinkState link() const;
+
+  // One dataplane iteration by a program thread; the lock is held.
+  void step_from_app();
+  // Arms a watch (lock held); it is checked after every iteration until it fires.
+  void watch(CompletionWatch* w);
+  void unwatch(CompletionWatch* w);
+
+  // The MAC of a peer on the link: ARP, waiting up to `wait` (lock not held).
+  std::optional<proto::MacAddr> resolve(const IpAddress& ip, Nanos wait);
+
+  // Stops the dataplane thread (process exit); verbs fail afterwards.
+  void shutdown();
+  bool stopped() const { return stop_.load(std::memory_order_acquire); }
+
+ private:
+  explicit Runtime(DeviceConfig c) : cfg_(std::move(c)) {}
+  void thread_main(std::promise<Status>* ready);
+  Status bring_up();
+  void loop();
+  void after_step();
+
+  DeviceConfig cfg_;
+  EngineLock lock_;
+  std::unique_ptr<dp::Dataplane> dp_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::uint32_t active_mtu_ = 1024;
+  int ifindex_ = 0;
+  // Set by program threads that step: the dataplane thread leaves the engine to them meanwhile.
+  alignas(64) std::atomic<Nanos> last_app_step_{0};
+  std::vector<CompletionWatch*> watches_;  // under the lock
+};
+
+}  // namespace roce::verbs
