@@ -5,13 +5,14 @@
 
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/frame_edit.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
 
 using namespace roce::proto;
+using namespace roce::test::frame_edit;
 
 constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xAB};
 constexpr Ipv4Addr kPeerIp{10, 0, 0, 8};
@@ -20,25 +21,18 @@ constexpr std::uint32_t kEpsn = 0x2000;
 constexpr std::uint32_t kMtu = 4096;
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-class DeferredIcrc : public ::testing::Test {
+class DeferredIcrc : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    ep_ = make_endpoint(*engine_, QpOptions{});
-    RawPeerPath path{kPeerIp, kPeerQpn, kEpsn, kAll};
-    path.mtu = IBV_MTU_4096;
-    to_rtr(*engine_, ep_.qp, path);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, kEpsn, kAll};
+    s.mtu = IBV_MTU_4096;
+    bring_up(s);
     mem_.assign(4 * kMtu, std::byte{0});
     mr_ = reg(*engine_, ep_.pd, mem_, kAll);
     data_.resize(3 * kMtu);
     for (std::size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<std::byte>(i * 13 + 5);
   }
   std::span<const std::byte> part(unsigned i) const { return std::span(data_).subspan(i * kMtu, kMtu); }
-  static std::vector<std::byte> corrupted(std::vector<std::byte> f, std::size_t at) {
-    f[at] ^= std::byte{0x40};
-    return f;
-  }
   std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
   // Where the engine would place this frame's payload, and what it would ask for ahead.
   PayloadTarget target_of(const std::vector<std::byte>& frame) const {
@@ -47,10 +41,6 @@ class DeferredIcrc : public ::testing::Test {
     return payload_target_of(*ep_.qp, frame, o);
   }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> mem_, data_;
   const MemoryRegion* mr_ = nullptr;
 };

@@ -7,15 +7,14 @@
 #include <cstring>
 
 #include "protocol/aeth.hpp"
-#include "protocol/checksum.hpp"
-#include "protocol/icrc.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/frame_edit.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
 
 using namespace roce::proto;
+using namespace roce::test::frame_edit;
 
 constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xAA};
 constexpr Ipv4Addr kPeerIp{10, 0, 0, 9};
@@ -30,47 +29,14 @@ constexpr std::uint8_t kNakRemoteAccess = 0x62;
 constexpr std::size_t kGuard = 256;
 constexpr std::size_t kRegionBytes = 4096;
 enum Region : std::size_t { Rw, ReadOnly, NoAtomic, Recv, OtherPd, kRegions };
-constexpr std::size_t kEthBytes = sizeof(EthernetHeader);
-constexpr std::size_t kIpOffset = kEthBytes;
-constexpr std::size_t kUdpOffset = kIpOffset + sizeof(Ipv4Header);
-constexpr std::size_t kBthOffset = kUdpOffset + sizeof(UdpHeader);
-
-template <typename Header>
-Header read_header(const std::vector<std::byte>& f, std::size_t off) {
-  Header h;
-  std::memcpy(&h, f.data() + off, sizeof h);
-  return h;
-}
-template <typename Header>
-void write_header(std::vector<std::byte>& f, std::size_t off, const Header& h) {
-  std::memcpy(f.data() + off, &h, sizeof h);
-}
-
-void fix_ipv4_checksum(std::vector<std::byte>& f) {
-  auto ip = read_header<Ipv4Header>(f, kIpOffset);
-  ip.checksum.set(0);
-  write_header(f, kIpOffset, ip);
-  ip.checksum.set(internet_checksum(std::span{f}.subspan(kIpOffset, sizeof(Ipv4Header))));
-  write_header(f, kIpOffset, ip);
-}
-
-// Recomputes the ICRC after a test changed a covered byte, so the change itself is what the
-// engine sees, not a bad ICRC.
-void reseal(std::vector<std::byte>& f) {
-  const auto datagram = std::span{f}.subspan(kIpOffset, f.size() - kIpOffset - 4);
-  write_icrc(std::span{f}.last(4), compute_icrc(CrcBackend::Isal, IpVersion::V4, datagram));
-}
-
-class HostileInput : public ::testing::Test {
+class HostileInput : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    QpOptions o;
-    o.min_rnr_timer = 14;
-    ep_ = make_endpoint(*engine_, o);
-    to_rtr(ep_.qp);
-    to_rts(ep_.qp);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, kEpsn, kAll};
+    s.rts = true;
+    s.sq_psn = 0x500;
+    s.max_rd_atomic = 4;
+    bring_up(s);
 
     arena_.resize(kGuard + kRegions * (kRegionBytes + kGuard));
     for (std::size_t i = 0; i < arena_.size(); ++i) arena_[i] = static_cast<std::byte>(0xA5 ^ (i * 31));
@@ -97,9 +63,6 @@ class HostileInput : public ::testing::Test {
     }
   }
 
-  void to_rtr(QueuePair* qp) { test::to_rtr(*engine_, qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll}); }
-  void to_rts(QueuePair* qp) { test::to_rts(*engine_, qp, 0x500, 4); }
-
   std::byte* region(std::size_t r) { return arena_.data() + kGuard + r * (kRegionBytes + kGuard); }
   std::uint64_t va(std::size_t r, std::size_t off = 0) { return reinterpret_cast<std::uint64_t>(region(r) + off); }
   std::uint32_t rkey(std::size_t r) const { return mr_[r]->rkey(); }
@@ -113,7 +76,6 @@ class HostileInput : public ::testing::Test {
       n += engine_->parse_drops(static_cast<ParseError>(e));
     return n;
   }
-  std::uint64_t count(Counter c) const { return ep_.qp->counters().get(c); }
 
   // The one answer a request got: a NAK with `syndrome` for the request's PSN, the QP in ERR.
   void expect_fatal_nak(std::uint8_t syndrome, std::uint32_t psn = kEpsn) {
@@ -129,10 +91,6 @@ class HostileInput : public ::testing::Test {
     return peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), static_cast<std::uint32_t>(n)), bytes(n, 0xEE));
   }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> arena_;
   std::vector<std::byte> before_;
   const MemoryRegion* mr_[kRegions] = {};
@@ -249,7 +207,7 @@ TEST_F(HostileInput, UnknownQpnIsACountedDrop) {
 TEST_F(HostileInput, DestroyedQpnIsACountedDrop) {
   QpOptions o;
   Endpoint gone = make_endpoint(*engine_, o, ep_.pd);
-  to_rtr(gone.qp);
+  to_rtr(*engine_, gone.qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll});
   const std::uint32_t qpn = gone.qp->qpn();
   ASSERT_TRUE(engine_->destroy_qp(gone.qp).ok());
   RawPeer late(*engine_, kPeerMac, kPeerIp, kPeerQpn, qpn);
@@ -363,7 +321,7 @@ TEST_F(HostileInput, RequestToAQpInInitIsABadStateDrop) {
 TEST_F(HostileInput, ResponseToAQpThatSendsNoRequestsIsABadStateDrop) {
   QpOptions o;
   Endpoint rtr = make_endpoint(*engine_, o, ep_.pd);
-  to_rtr(rtr.qp);
+  to_rtr(*engine_, rtr.qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll});
   RawPeer p(*engine_, kPeerMac, kPeerIp, kPeerQpn, rtr.qp->qpn());
   ExtHeaders ext;
   ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};

@@ -7,8 +7,7 @@
 
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
@@ -21,14 +20,13 @@ constexpr std::uint32_t kPeerQpn = 0x99;
 constexpr std::uint32_t kSqPsn = 0x4000;
 constexpr std::uint32_t kLength = 3000;  // three responses at MTU 1024: 1024 + 1024 + 952
 
-class ReadResume : public ::testing::Test {
+class ReadResume : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    ep_ = make_endpoint(*engine_, QpOptions{});
-    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0x100, IBV_ACCESS_LOCAL_WRITE, 1, 12});
-    to_rts(*engine_, ep_.qp, kSqPsn, 1);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, 0x100, IBV_ACCESS_LOCAL_WRITE, 1, 12};
+    s.rts = true;
+    s.sq_psn = kSqPsn;
+    bring_up(s);
     local_.assign(kLength, std::byte{0});
     mr_ = reg(*engine_, ep_.pd, local_, IBV_ACCESS_LOCAL_WRITE);
     remote_.resize(kLength);
@@ -65,10 +63,6 @@ class ReadResume : public ::testing::Test {
     EXPECT_TRUE(std::equal(local_.begin(), local_.end(), remote_.begin()));
   }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> local_, remote_;
   const MemoryRegion* mr_ = nullptr;
 };
