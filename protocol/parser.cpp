@@ -9,19 +9,6 @@
 namespace roce::proto {
 namespace {
 
-// The packets ParseOptions::defer_icrc_from and defer_icrc_middle_from describe.
-bool icrc_deferrable(const OpcodeInfo& info, std::uint32_t payload, const ParseOptions& o) noexcept {
-  if (info.transport != Transport::Rc) return false;
-  const bool placed_by_state =
-      info.operation == Operation::ReadResponse ||
-      ((info.operation == Operation::Send || info.operation == Operation::Write) && !info.starts_message() &&
-       !info.has_immediate());
-  if (!placed_by_state) return false;
-  const bool middle = !info.starts_message() && !info.ends_message();
-  return (o.defer_icrc_from != 0 && payload >= o.defer_icrc_from) ||
-         (middle && o.defer_icrc_middle_from != 0 && payload >= o.defer_icrc_middle_from);
-}
-
 // Copying a constant empty packet compiles to plain wide moves; `out = Packet{}` built a
 // temporary on the stack with mixed-width stores and read it back (store-forwarding stalls,
 // a third of the header parse time).
@@ -92,7 +79,7 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
     p.icrc_status = IcrcStatus::NotCheckable;
   } else if (!opts.verify_icrc) {
     p.icrc_status = IcrcStatus::NotChecked;
-  } else if (icrc_deferrable(info, p.payload_length, opts)) {
+  } else if (opts.defer_icrc_from != 0 && p.payload_length >= opts.defer_icrc_from) {
     const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
     p.icrc_partial = icrc_prefix(opts.crc, p.ip_version, datagram, p.payload_offset - p.l3_offset);
     p.icrc_status = IcrcStatus::Deferred;

@@ -35,14 +35,11 @@ struct ParseOptions {
   // Accept a capture record cut short by the snap length, as long as every header is there;
   // the ICRC is then not checkable and the payload span is the part that was captured.
   bool allow_snap_truncation = false;
-  // RC SEND and WRITE MIDDLE/LAST packets without immediate, and RC READ responses, with at
-  // least this many payload bytes get IcrcStatus::Deferred: their placement comes from the
-  // receiver's state, not from the packet, so it may settle the payload's share of the ICRC
-  // while copying it (icrc_deferred.hpp). 0: never.
+  // Packets with at least this many payload bytes get IcrcStatus::Deferred: the headers' share
+  // of the ICRC is computed, the payload's is left to the receiver, which may settle it while
+  // it copies the payload (icrc_deferred.hpp). Which packets it places that way is its
+  // decision, not the parser's. 0: never.
   std::uint32_t defer_icrc_from = 0;
-  // The same for MIDDLE packets of those kinds from this many payload bytes, when lower than
-  // defer_icrc_from (0: no separate threshold).
-  std::uint32_t defer_icrc_middle_from = 0;
 };
 
 // Parses an Ethernet frame (with up to two VLAN tags).

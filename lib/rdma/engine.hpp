@@ -71,6 +71,11 @@ enum class EngineLimit : std::uint8_t {
 };
 std::string to_string(EngineLimit l);
 
+// Payload bytes from which the parser leaves the payload's share of a packet's ICRC to the QP
+// (ParseOptions::defer_icrc_from), so that the packets a QP places before their ICRC is known
+// (payload.hpp) are read once, on their way to where they belong. See docs/perf-changes.md.
+inline constexpr std::uint32_t kDeferIcrcFrom = 1024;
+
 class Engine {
  public:
   Engine(EngineConfig cfg, MrTable& mrs);

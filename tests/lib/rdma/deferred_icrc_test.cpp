@@ -35,11 +35,7 @@ class DeferredIcrc : public RawPeerTest {
   std::span<const std::byte> part(unsigned i) const { return std::span(data_).subspan(i * kMtu, kMtu); }
   std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
   // Where the engine would place this frame's payload, and what it would ask for ahead.
-  PayloadTarget target_of(const std::vector<std::byte>& frame) const {
-    ParseOptions o;
-    o.defer_icrc_from = 2048;
-    return payload_target_of(*ep_.qp, frame, o);
-  }
+  PayloadDest target_of(const std::vector<std::byte>& frame) const { return payload_dest_of(*ep_.qp, frame); }
 
   std::vector<std::byte> mem_, data_;
   const MemoryRegion* mr_ = nullptr;
@@ -92,12 +88,12 @@ TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
                            part(0), false));
   const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
   const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
-  const PayloadTarget m = target_of(middle);
+  const PayloadDest m = target_of(middle);
   EXPECT_EQ(m.dst, mem_.data() + kMtu);
   EXPECT_EQ(m.next.at, mem_.data() + 2 * kMtu);
   EXPECT_EQ(m.next.len, kMtu);
   peer_->send(middle);
-  const PayloadTarget l = target_of(last);
+  const PayloadDest l = target_of(last);
   EXPECT_EQ(l.dst, m.next.at);
   EXPECT_EQ(l.next.len, 0u);
   peer_->send(last);
@@ -108,7 +104,7 @@ TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
   ASSERT_EQ(post_recv(ep_, 9, g, 2), 0);
   peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn + 3, {}, part(0), false));
   const auto send_middle = peer_->frame(Opcode::RcSendMiddle, kEpsn + 4, {}, part(1), false);
-  const PayloadTarget sm = target_of(send_middle);
+  const PayloadDest sm = target_of(send_middle);
   EXPECT_EQ(sm.dst, mem_.data() + kMtu);
   EXPECT_EQ(sm.next.at, mem_.data() + 2 * kMtu);
   EXPECT_EQ(sm.next.len, kMtu / 2);

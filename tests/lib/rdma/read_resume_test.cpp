@@ -92,13 +92,13 @@ TEST_F(ReadResume, AnswerContinuingTheOriginalResponseCompletes) {
 TEST_F(ReadResume, ContinuedResponsesArePlacedAndAskedAheadAtTheirOffsets) {
   lose_the_middle();
   const auto middle = response(Opcode::RcReadResponseMiddle, 1);
-  const PayloadTarget m = payload_target_of(*ep_.qp, middle);
+  const PayloadDest m = payload_dest_of(*ep_.qp, middle);
   EXPECT_EQ(m.dst, local_.data() + 1024);
   EXPECT_EQ(m.next.at, local_.data() + 2048);
   EXPECT_EQ(m.next.len, kLength - 2048);
   peer_->send(middle);
   const auto last = response(Opcode::RcReadResponseLast, 2);
-  const PayloadTarget l = payload_target_of(*ep_.qp, last);
+  const PayloadDest l = payload_dest_of(*ep_.qp, last);
   EXPECT_EQ(l.dst, local_.data() + 2048);
   EXPECT_EQ(l.next.len, 0u);
   peer_->send(last);
