@@ -43,8 +43,9 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
 
   const std::size_t ext_off = bth_off + sizeof(Bth);
   const std::size_t fixed = sizeof(UdpHeader) + sizeof(Bth) + info.ext_bytes + kIcrcBytes;
-  if (p.udp_length < fixed)
-    return buf.size() < ext_off + info.ext_bytes ? ParseError::Truncated : ParseError::LengthMismatch;
+  // IP and UDP agree here: a datagram too short for its opcode's headers is the sender's doing
+  // unless the frame itself is cut.
+  if (p.udp_length < fixed) return buf.size() < p.datagram_end ? ParseError::Truncated : ParseError::ShortForOpcode;
   if (buf.size() < ext_off + info.ext_bytes) return ParseError::Truncated;
   for_each_ext_header(p.ext, [&](auto& h, auto kind) {
     constexpr auto i = static_cast<std::size_t>(decltype(kind)::value);
@@ -61,6 +62,7 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
     case PayloadVerdict::Ok: break;
     case PayloadVerdict::AbovePmtu: return ParseError::PayloadAbovePmtu;
     case PayloadVerdict::LengthInvalid: return ParseError::PayloadLengthInvalid;
+    case PayloadVerdict::NotAllowed: return ParseError::PayloadNotAllowed;
   }
 
   p.payload_offset = ext_off + info.ext_bytes;
@@ -212,6 +214,8 @@ std::string to_string(ParseError e) {
     case ParseError::PadCntInconsistent: return "padcnt-inconsistent";
     case ParseError::PayloadAbovePmtu: return "payload-above-pmtu";
     case ParseError::PayloadLengthInvalid: return "payload-length-invalid";
+    case ParseError::ShortForOpcode: return "short-for-opcode";
+    case ParseError::PayloadNotAllowed: return "payload-not-allowed";
     case ParseError::Count: break;
   }
   return "unknown";

@@ -19,12 +19,14 @@ enum class ParseError : std::uint8_t {
   IpFragment,            // IPv4 fragment: RoCEv2 is never fragmented
   NotUdp,                // IP protocol / next header is not UDP
   NotRoceV2Port,         // UDP destination port is not 4791
-  LengthMismatch,        // IP and UDP lengths disagree, or headers do not fit in them
+  LengthMismatch,        // IP and UDP lengths disagree, or the UDP datagram cannot hold a BTH
   BadTver,               // BTH transport version is not 0
   UnknownOpcode,         // an opcode the table does not define (RD, XRC, reserved, vendor)
   PadCntInconsistent,    // payload+pad not a multiple of 4, PadCnt larger than it, or pad on no-payload opcode
   PayloadAbovePmtu,      // more payload than the path MTU (or 4096 when no path MTU is known)
-  PayloadLengthInvalid,  // FIRST/MIDDLE not exactly PMTU, empty LAST, payload where the opcode has none
+  PayloadLengthInvalid,  // FIRST/MIDDLE not exactly PMTU, empty LAST, ATOMIC_WRITE not 8 bytes
+  ShortForOpcode,        // a datagram shorter than its opcode's headers (short AtomicETH, WRITE_IMM without ImmDt)
+  PayloadNotAllowed,     // bytes after the headers of an opcode without payload (READ request, atomics, ACK)
   Count,
 };
 

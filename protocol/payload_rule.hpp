@@ -10,7 +10,7 @@ namespace roce::proto {
 
 inline constexpr std::uint32_t kMaxPmtuBytes = 4096;
 
-enum class PayloadVerdict : std::uint8_t { Ok, AbovePmtu, LengthInvalid };
+enum class PayloadVerdict : std::uint8_t { Ok, AbovePmtu, LengthInvalid, NotAllowed };
 
 constexpr bool is_iba_mtu_bytes(std::uint32_t n) { return n == 256 || n == 512 || n == 1024 || n == 2048 || n == 4096; }
 
@@ -18,7 +18,7 @@ constexpr bool is_iba_mtu_bytes(std::uint32_t n) { return n == 256 || n == 512 |
 constexpr PayloadVerdict check_payload_length(const OpcodeInfo& info, std::uint32_t len, std::uint32_t pmtu) {
   const std::uint32_t limit = pmtu ? pmtu : kMaxPmtuBytes;
   switch (info.payload) {
-    case PayloadRule::None: return len == 0 ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
+    case PayloadRule::None: return len == 0 ? PayloadVerdict::Ok : PayloadVerdict::NotAllowed;
     case PayloadRule::Exactly8: return len == 8 ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
     case PayloadRule::ExactPmtu:
       if (len > limit) return PayloadVerdict::AbovePmtu;

@@ -263,6 +263,13 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   const Syndrome syn{pkt.ext.aeth.syndrome};
   const std::uint32_t before = una_;
   std::uint32_t retry_psn = 0;
+  // Nothing outstanding, or a NAK for a PSN already acknowledged (a NAK names a request not yet
+  // completed): it answers nothing here. An ACK for una - 1 with requests outstanding is an
+  // ordinary repeated ACK (a responder acknowledges a duplicate again, C9-105).
+  if (!psn_before(una_, req.sent_end_psn()) || (syn.type() != AckType::Ack && psn_before(psn, una_))) {
+    qp.counters.inc(Counter::UnsolicitedResponses);
+    return CompleterOutcome::Nothing;
+  }
   switch (syn.type()) {
     case AckType::Ack: {
       qp.counters.inc(Counter::AcksReceived);
@@ -364,7 +371,7 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
   }
   if (w == nullptr || !w->is_read() || psn_diff(psn, w->first_psn) < 0 ||
       psn_diff(psn, w->last_psn()) > 0) {
-    qp.counters.inc(Counter::GhostResponses);
+    qp.counters.inc(Counter::UnsolicitedResponses);  // no READ waits for this PSN
     return CompleterOutcome::Nothing;
   }
   const std::uint32_t expected = psn_add(w->first_psn, w->read_packets_received);
@@ -411,7 +418,7 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
     }
   }
   if (w == nullptr || !w->is_atomic() || w->first_psn != psn) {
-    qp.counters.inc(Counter::GhostResponses);
+    qp.counters.inc(Counter::UnsolicitedResponses);  // no atomic waits for this PSN
     if (una_ != before) progressed(qp, req, now);
     return una_ != before ? CompleterOutcome::Progress : CompleterOutcome::Nothing;
   }

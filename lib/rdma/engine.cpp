@@ -179,6 +179,12 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   const auto drop = [&](EngineDrop d) {
     if (!corrupted()) ++drops_[static_cast<std::size_t>(d)];
   };
+  // IPv4 options: no RoCEv2 sender uses them and the parser leaves the ICRC of such a packet
+  // unchecked (IcrcStatus::NotCheckable); it is dropped and counted as what it is, not as corrupted.
+  if (pkt.ip_version == IpVersion::V4 && pkt.l4_offset - pkt.l3_offset != kIpv4HeaderBytes) {
+    ++drops_[static_cast<std::size_t>(EngineDrop::Ipv4Options)];
+    return;
+  }
   if (pkt.icrc_status != IcrcStatus::Ok && pkt.icrc_status != IcrcStatus::Deferred) {
     ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
     return;
@@ -253,6 +259,7 @@ std::string to_string(EngineDrop d) {
     case EngineDrop::WrongTransport: return "wrong_transport";
     case EngineDrop::Ipv4ChecksumBad: return "ipv4_checksum_bad";
     case EngineDrop::PkeyMismatch: return "pkey_mismatch";
+    case EngineDrop::Ipv4Options: return "ipv4_options";
     case EngineDrop::Count: break;
   }
   return "unknown";

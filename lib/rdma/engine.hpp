@@ -56,6 +56,7 @@ enum class EngineDrop : std::uint8_t {
   WrongTransport,
   Ipv4ChecksumBad,  // the ICRC masks the IPv4 checksum, so it is checked on its own
   PkeyMismatch,     // BTH P_Key does not match the QP's partition (IBA 10.9.3)
+  Ipv4Options,      // an IPv4 header with options: its ICRC cannot be checked
   Count,
 };
 std::string to_string(EngineDrop d);

@@ -217,10 +217,64 @@ TEST_F(HostileInput, DestroyedQpnIsACountedDrop) {
   EXPECT_TRUE(memory_untouched());
 }
 
-TEST_F(HostileInput, UcOpcodeForAnRcQpIsAWrongTransportDrop) {
+TEST_F(HostileInput, OpcodeOfAnotherTransportForAnRcQpIsAWrongTransportDrop) {
   peer_->send(peer_->frame(Opcode::UcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
-  EXPECT_EQ(engine_->drops(EngineDrop::WrongTransport), 1u);
+  ExtHeaders deth;
+  deth.deth.qkey.set(0x11111111);
+  peer_->send(peer_->frame(Opcode::UdSendOnly, kEpsn, deth, bytes(8, 1)));
+  EXPECT_EQ(engine_->drops(EngineDrop::WrongTransport), 2u);
   EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+TEST_F(HostileInput, Ipv4HeaderWithOptionsIsCountedAsSuchNotAsCorrupted) {
+  // Four NOP options after the 20-byte header: IHL 6.
+  auto f = valid_write();
+  f.insert(f.begin() + static_cast<std::ptrdiff_t>(kUdpOffset), 4, std::byte{0x01});
+  auto ip = read_header<Ipv4Header>(f, kIpOffset);
+  ip.version_ihl = 0x46;
+  ip.total_length.set(static_cast<std::uint16_t>(f.size() - kIpOffset));
+  write_header(f, kIpOffset, ip);
+  fix_ipv4_checksum(f);
+  peer_->send(f);
+  EXPECT_EQ(engine_->drops(EngineDrop::Ipv4Options), 1u);
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 0u);
+  EXPECT_EQ(parse_drops(), 0u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, ReadRequestCarryingPayloadIsACountedDrop) {
+  peer_->send(with_tail(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 8)), 8));
+  EXPECT_EQ(engine_->parse_drops(ParseError::PayloadNotAllowed), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+TEST_F(HostileInput, AtomicWithAShortOrLongAtomicEthIsACountedDrop) {
+  const auto atomic = peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 1, 0));
+  peer_->send(with_tail(atomic, -8));
+  peer_->send(with_tail(atomic, 8));
+  EXPECT_EQ(engine_->parse_drops(ParseError::ShortForOpcode), 1u);
+  EXPECT_EQ(engine_->parse_drops(ParseError::PayloadNotAllowed), 1u);
+  EXPECT_EQ(parse_drops(), 2u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WriteWithImmediateMissingItsImmDtIsADropOrInvalidRequest) {
+  ibv_sge g = sge(region(Recv), 64, mr_[Recv]);
+  ASSERT_EQ(post_recv(ep_, 9, &g, 1), 0);
+  // Zero-length: the datagram is shorter than RETH + ImmDt.
+  peer_->send(with_opcode(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 0)), Opcode::RcWriteOnlyImm));
+  EXPECT_EQ(engine_->parse_drops(ParseError::ShortForOpcode), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  // With payload, its first four bytes are read as ImmDt and the rest disagrees with the RETH.
+  peer_->send(with_opcode(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 64), bytes(64, 1)),
+                          Opcode::RcWriteOnlyImm));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
   EXPECT_TRUE(memory_untouched());
 }
 
@@ -342,6 +396,40 @@ TEST_F(HostileInput, UnsolicitedResponseIsAGhostAndChangesNothing) {
   EXPECT_TRUE(drain(ep_).empty());
 }
 
+TEST_F(HostileInput, UnsolicitedAckAtomicAckReadResponseAndNakAreCountedAndChangeNothing) {
+  ExtHeaders ack;
+  ack.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
+  ExtHeaders nak;
+  nak.aeth = Aeth{Syndrome::nak(NakCode::RemoteAccessError).raw, Be24::of(1)};
+  const std::uint32_t before_first = 0x4FF;  // inside the window, but nothing is outstanding
+  peer_->send(peer_->frame(Opcode::RcAck, before_first, ack, {}, false));
+  peer_->send(peer_->frame(Opcode::RcAtomicAck, before_first, ack, {}, false));
+  peer_->send(peer_->frame(Opcode::RcReadResponseFirst, before_first, ack, bytes(kPmtu, 1), false));
+  peer_->send(peer_->frame(Opcode::RcAck, before_first, nak, {}, false));
+  EXPECT_EQ(count(Counter::UnsolicitedResponses), 4u);
+  EXPECT_EQ(count(Counter::GhostResponses), 0u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);  // the NAK used to fail the oldest WQE, and the QP
+  EXPECT_TRUE(drain(ep_).empty());
+  EXPECT_TRUE(memory_untouched());
+
+  // A NAK for a PSN already acknowledged names nothing outstanding either.
+  ibv_sge g = sge(region(Rw), 8, mr_[Rw]);
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, 1, &g, 1, 0x10000, 0x1234), 0);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(peer_->frame(Opcode::RcAck, 0x500, ack, {}, false));
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, 2, &g, 1, 0x10000, 0x1234), 0);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(peer_->frame(Opcode::RcAck, 0x500, nak, {}, false));
+  EXPECT_EQ(count(Counter::UnsolicitedResponses), 5u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  peer_->send(peer_->frame(Opcode::RcAck, 0x501, ack, {}, false));
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[1].status, IBV_WC_SUCCESS) << describe(wcs[1]);
+}
+
 TEST_F(HostileInput, RequestToAQpInErrorIsABadStateDrop) {
   peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn, {}, bytes(kPmtu, 1)));
   expect_fatal_nak(kNakInvalidRequest);
@@ -406,7 +494,7 @@ TEST_F(HostileInput, PayloadAboveThePathMtuIsInvalidRequest) {
 }
 
 TEST_F(HostileInput, FirstOrMiddleNotPmtuSizedIsInvalidRequest) {
-  // 512 is an IBA MTU, so the parser lets it through; the QP's path MTU is 1024.
+  // 512 is an IBA MTU; the QP's path MTU is 1024.
   peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 4096), bytes(kPmtu / 2, 1)));
   expect_fatal_nak(kNakInvalidRequest);
   EXPECT_TRUE(memory_untouched());
