@@ -58,7 +58,7 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
   if (payload_and_pad % 4 != 0 || pad > payload_and_pad) return ParseError::PadCntInconsistent;
   if (info.payload == PayloadRule::None && payload_and_pad == 0 && pad != 0) return ParseError::PadCntInconsistent;
   p.payload_length = payload_and_pad - pad;
-  switch (check_payload_length(info, p.payload_length, opts.pmtu)) {
+  switch (check_payload_length(info, p.payload_length, opts.pmtu, opts.mtu_rules)) {
     case PayloadVerdict::Ok: break;
     case PayloadVerdict::AbovePmtu: return ParseError::PayloadAbovePmtu;
     case PayloadVerdict::LengthInvalid: return ParseError::PayloadLengthInvalid;

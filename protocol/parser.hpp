@@ -42,6 +42,10 @@ struct ParseOptions {
   // it copies the payload (icrc_deferred.hpp). Which packets it places that way is its
   // decision, not the parser's. 0: never.
   std::uint32_t defer_icrc_from = 0;
+  // FIRST/MIDDLE carry exactly the path MTU (or an IBA MTU when pmtu is 0), LAST at least one
+  // byte. false: those rules are left to a receiver that knows the path MTU (a responder
+  // answers a wrong size with NAK invalid request instead of a silent drop).
+  bool mtu_rules = true;
 };
 
 // Parses an Ethernet frame (with up to two VLAN tags).

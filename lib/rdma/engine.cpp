@@ -163,6 +163,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   ParseOptions opts;
   opts.crc = cfg_.tuning.crc;
   opts.defer_icrc_from = kDeferIcrcFrom;
+  opts.mtu_rules = false;  // sizes against the path MTU are the QP's to check: a NAK, not a silent drop
   Packet pkt;
   const ParseError err = parse_frame(frame, opts, pkt);
   if (err != ParseError::None) {

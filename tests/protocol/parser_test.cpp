@@ -163,6 +163,15 @@ TEST(Parser, PayloadRulesFollowTheOpcodeTable) {
   EXPECT_EQ(parse_frame(build(Opcode::RcSendFirst, 4096), {}, p), ParseError::None);
   EXPECT_EQ(parse_frame(build(Opcode::RcSendFirst, 1000), {}, p), ParseError::PayloadLengthInvalid);
   EXPECT_EQ(parse_frame(build(Opcode::RcSendOnly, 4100), {}, p), ParseError::PayloadAbovePmtu);
+  // Without the MTU rules (a receiver that knows the path MTU checks them), only the largest
+  // MTU and the opcodes without payload remain.
+  ParseOptions receiver;
+  receiver.mtu_rules = false;
+  EXPECT_EQ(parse_frame(build(Opcode::RcSendFirst, 1000), receiver, p), ParseError::None);
+  EXPECT_EQ(parse_frame(build(Opcode::RcWriteMiddle, 100), receiver, p), ParseError::None);
+  EXPECT_EQ(parse_frame(build(Opcode::RcSendLast, 0), receiver, p), ParseError::None);
+  EXPECT_EQ(parse_frame(build(Opcode::RcWriteFirst, 4100), receiver, p), ParseError::PayloadAbovePmtu);
+  EXPECT_EQ(parse_frame(build(Opcode::RcReadRequest, 8), receiver, p), ParseError::PayloadNotAllowed);
 }
 
 TEST(Parser, ADatagramShorterThanItsOpcodesHeadersIsShortForOpcode) {

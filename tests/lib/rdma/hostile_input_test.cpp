@@ -500,6 +500,25 @@ TEST_F(HostileInput, FirstOrMiddleNotPmtuSizedIsInvalidRequest) {
   EXPECT_TRUE(memory_untouched());
 }
 
+TEST_F(HostileInput, WriteFirstShorterThanThePathMtuIsInvalidRequest) {
+  // 100 bytes is no MTU at all: still the responder's NAK, not a silent drop in the parser.
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 4096), bytes(100, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(parse_drops(), 0u);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, EmptyLastIsInvalidRequest) {
+  ibv_sge g = sge(region(Recv), kRegionBytes, mr_[Recv]);
+  ASSERT_EQ(post_recv(ep_, 9, &g, 1), 0);
+  peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn, {}, bytes(kPmtu, 1), false));
+  peer_->send(peer_->frame(Opcode::RcSendLast, kEpsn + 1, {}, {}));
+  expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
+  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(parse_drops(), 0u);
+}
+
 TEST_F(HostileInput, ShortMiddleIsInvalidRequest) {
   peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 3 * kPmtu), bytes(kPmtu, 1), false));
   peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, bytes(kPmtu / 2, 2)));
