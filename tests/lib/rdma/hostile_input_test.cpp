@@ -723,6 +723,65 @@ TEST_F(HostileInput, FloodOfDuplicateAtomicsIsReplayedNeverReexecuted) {
   EXPECT_TRUE(memory_untouched());
 }
 
+// max_dest_rd_atomic (4 here) bounds the READ answers a QP may have queued: first answers
+// beyond it get NAK invalid request (above), and a duplicate drops every answer queued after its
+// PSN (the requester went back there and asks again), so replays never pile up either.
+TEST_F(HostileInput, DuplicateReadsNeverQueueMoreThanTheNegotiatedResources) {
+  constexpr std::uint32_t kLen = 4 * kPmtu;
+  for (std::uint32_t r = 0; r < 4; ++r)
+    peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + 4 * r, reth(va(Rw), rkey(Rw), kLen)));
+  for (int round = 0; round < 50; ++round)
+    for (std::uint32_t r = 0; r < 4; ++r) {
+      peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + 4 * r, reth(va(Rw), rkey(Rw), kLen)));
+      ASSERT_LE(ep_.qp->responder().queued_read_packets(), 4u * 4);
+    }
+  EXPECT_EQ(count(Counter::DuplicateRequest), 200u);
+  EXPECT_EQ(count(Counter::InvalidRequests), 0u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+// One QP asked fifty times for the same 16 MiB must not hold up another QP's answer: each
+// duplicate restarts the one response stream, and the engine gives every QP with something to
+// send tx_quantum frames per turn.
+TEST_F(HostileInput, FiftyDuplicateLargeReadsCannotHoldUpAnotherQp) {
+  std::vector<std::byte> big(16u << 20);
+  const MemoryRegion* big_mr = reg(*engine_, ep_.pd, big, kAll);
+  const auto big_read = peer_->frame(Opcode::RcReadRequest, kEpsn, reth(reinterpret_cast<std::uint64_t>(big.data()),
+                                                                          big_mr->rkey(), static_cast<std::uint32_t>(big.size())));
+  for (int i = 0; i < 51; ++i) peer_->send(big_read);
+  EXPECT_EQ(count(Counter::DuplicateRequest), 50u);
+  EXPECT_EQ(ep_.qp->responder().queued_read_packets(), big.size() / kPmtu);  // one stream, not fifty
+
+  Endpoint other = make_endpoint(*engine_, QpOptions{}, ep_.pd);
+  bring_up_another(other.qp);
+  RawPeer other_peer(*engine_, kPeerMac, kPeerIp, kPeerQpn + 1, other.qp->qpn());
+  // The worker takes bursts of 32 frames; the hog has sent a few when the other request comes.
+  constexpr std::size_t kBurst = 32;
+  std::vector<std::vector<std::byte>> bufs(kBurst, std::vector<std::byte>(8192));
+  std::vector<TxFrame> burst(kBurst);
+  const auto transmit = [&] {
+    for (std::size_t i = 0; i < kBurst; ++i) burst[i] = TxFrame{bufs[i].data(), 8192, 0};
+    return engine_->transmit(burst, 0);
+  };
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(transmit(), kBurst);
+  other_peer.send(other_peer.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 3)));
+  const std::uint32_t quantum = engine_->config().tuning.tx_quantum;
+  std::uint32_t frames = 0;
+  bool answered = false;
+  while (!answered && frames < 100 * quantum) {
+    const std::size_t n = transmit();
+    ASSERT_EQ(n, kBurst);
+    for (std::size_t i = 0; i < n && !answered; ++i) {
+      ++frames;
+      Packet p;
+      ASSERT_EQ(parse_frame(std::span<const std::byte>(burst[i].data, burst[i].length), {}, p), ParseError::None);
+      answered = p.opcode() == raw(Opcode::RcAck);
+    }
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_LE(frames, quantum + 1) << "frames sent before the other QP's ACK";
+}
+
 TEST_F(HostileInput, FloodOfFramesForUnknownQpsLeavesNothingBehind) {
   for (std::uint32_t q = 0; q < 10000; ++q) {
     RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0x100000 + q);
