@@ -20,10 +20,7 @@ PayloadDest segment_dest(const LocalSegment* segs, std::uint32_t nseg, std::uint
 }
 
 bool placement_ahead_allowed(const Packet& pkt, bool reliable, const PayloadDest& dest) noexcept {
-  const OpcodeInfo& i = *pkt.info;
-  const bool by_state = i.operation == Operation::ReadResponse || (!i.starts_message() && !i.has_immediate());
-  return reliable && dest.dst != nullptr && by_state &&
-         (pkt.payload_length >= 2048 || (i.position == Position::Middle && pkt.payload_length >= 1024));
+  return reliable && pkt.info->position == Position::Middle && dest.dst != nullptr;
 }
 
 bool place_payload(const Packet& pkt, const PayloadDest& dest, CrcBackend crc, bool icrc_pending) noexcept {

@@ -33,11 +33,14 @@ struct PayloadDest {
 PayloadDest segment_dest(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, std::uint32_t len,
                          std::uint64_t next_len) noexcept;
 
-// Whether a packet may be placed before its deferred ICRC is known: a continuing SEND or WRITE
-// packet without immediate, or a READ response, of a reliable connection going to one
-// contiguous range, from 2 KiB (MIDDLE packets from 1 KiB). Its bytes go where the expected
-// PSN's packet goes; a corrupted one is dropped before anything else happens and the requester
-// resends from that PSN (go-back-N).
+// Whether a packet may be placed before its deferred ICRC is known: a MIDDLE packet of a
+// reliable connection going to one contiguous range. Its bytes lie inside a message that has
+// not completed and that nothing reports yet (no completion; not the last bytes, which a poller
+// watches), exactly where the packet with the expected PSN goes. A corrupted one is dropped
+// before anything else happens; the requester resends from that PSN (go-back-N: everything
+// after it is refused until then), and the good copy overwrites those bytes before the message
+// can complete. Never FIRST (its own RETH steers it: a corrupted one could point anywhere its
+// R_Key allows), LAST or ONLY (they complete the message and write the bytes a poller watches).
 bool placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const PayloadDest& dest) noexcept;
 
 // Copies the payload to `dest` and asks for `dest.next` ahead. With `icrc_pending` (only for a

@@ -1,6 +1,8 @@
-// Continuing SEND and WRITE packets at a 4 KiB MTU have their ICRC settled while the payload is
-// copied into place: a corrupted one must leave the responder as if it never came (no ACK, no
-// NAK, the expected PSN unchanged), be counted as corrupted, and be replaced by its resend.
+// Packets of 1 KiB and more have their ICRC settled by the QP: a corrupted one must leave the
+// responder as if it never came (no ACK, no NAK, the expected PSN unchanged), be counted as
+// corrupted, and be replaced by its resend. Only a MIDDLE packet is placed while its ICRC is
+// settled (payload.hpp); nothing that completes a message or writes the bytes a poller watches
+// reaches memory before its ICRC holds.
 #include <gtest/gtest.h>
 
 #include "protocol/aeth.hpp"
@@ -77,6 +79,65 @@ TEST_F(DeferredIcrc, CorruptedSendLastLeavesTheReceiveOpenAndItsResendCompletesI
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(wcs[0].byte_len, 3 * kMtu);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+}
+
+TEST_F(DeferredIcrc, CorruptedLastOrOnlyNeverReachesMemory) {
+  const auto va = reinterpret_cast<std::uint64_t>(mem_.data());
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va, mr_->rkey(), 3 * kMtu), part(0), false));
+  peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false));
+  const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
+  peer_->send(corrupted(last, last.size() - 100));
+  EXPECT_EQ(icrc_bad(), 1u);
+  // An application polling the last byte of the buffer (perftest's write latency does) sees
+  // nothing of the corrupted LAST.
+  EXPECT_TRUE(std::all_of(mem_.begin() + 2 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  peer_->send(last);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+
+  const auto only = peer_->frame(Opcode::RcWriteOnly, kEpsn + 3, reth(va + 3 * kMtu, mr_->rkey(), kMtu), part(1), true);
+  peer_->send(corrupted(only, only.size() - 100));
+  EXPECT_EQ(icrc_bad(), 2u);
+  EXPECT_TRUE(std::all_of(mem_.begin() + 3 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+}
+
+// A MIDDLE is placed while its ICRC is settled, so a corrupted one leaves its bytes behind; they
+// lie where its resend goes, and go-back-N brings that resend before anything after it is taken.
+TEST_F(DeferredIcrc, ACorruptedMiddlePlacedAheadIsRewrittenBeforeItsMessageCompletes) {
+  std::vector<std::byte> rbuf(64);
+  const MemoryRegion* rmr = reg(*engine_, ep_.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
+  ibv_sge g = sge(rbuf.data(), 64, rmr);
+  ASSERT_EQ(post_recv(ep_, 5, &g, 1), 0);
+  ExtHeaders imm;
+  imm.imm.bytes = {0, 0, 0, 7};
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn,
+                           reth(reinterpret_cast<std::uint64_t>(mem_.data()), mr_->rkey(), 3 * kMtu), part(0), false));
+  const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
+  const std::size_t flipped = middle.size() - 4 - 100;  // a payload byte
+  peer_->send(corrupted(middle, flipped));
+  EXPECT_EQ(icrc_bad(), 1u);
+  const auto middle_bytes = std::span(mem_).subspan(kMtu, kMtu);
+  EXPECT_FALSE(std::equal(middle_bytes.begin(), middle_bytes.end(), part(1).begin()));  // placed, corrupted
+  // The LAST comes next: ahead of the expected PSN, it is refused (one sequence NAK) and
+  // nothing completes.
+  const auto last = peer_->frame(Opcode::RcWriteLastImm, kEpsn + 2, imm, part(2), true);
+  peer_->send(last);
+  auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Syndrome{out[0].pkt.ext.aeth.syndrome}, Syndrome::nak(NakCode::PsnSequenceError));
+  EXPECT_EQ(out[0].pkt.psn(), kEpsn + 1);
+  EXPECT_TRUE(drain(ep_).empty());
+  EXPECT_TRUE(std::all_of(mem_.begin() + 2 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  // The requester goes back: the good MIDDLE rewrites the bytes, then the message completes.
+  peer_->send(middle);
+  peer_->send(last);
+  out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(Syndrome{out[0].pkt.ext.aeth.syndrome}.is_ack());
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
   EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
 }
 

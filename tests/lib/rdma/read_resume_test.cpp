@@ -7,6 +7,7 @@
 
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"
+#include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
@@ -101,6 +102,34 @@ TEST_F(ReadResume, ContinuedResponsesArePlacedAndAskedAheadAtTheirOffsets) {
   const PayloadDest l = payload_dest_of(*ep_.qp, last);
   EXPECT_EQ(l.dst, local_.data() + 2048);
   EXPECT_EQ(l.next.len, 0u);
+  peer_->send(last);
+  expect_one_good_completion();
+}
+
+// The completer places a READ response MIDDLE while it settles its ICRC (the same rule as the
+// responder's, payload.hpp): a corrupted one leaves bytes behind, the LAST after it is out of
+// order, the requester asks again from the MIDDLE, and the READ completes only once the good
+// copy rewrote them. A corrupted LAST never reaches memory.
+TEST_F(ReadResume, ACorruptedMiddlePlacedAheadIsRewrittenBeforeTheReadCompletes) {
+  ibv_sge sg = sge(local_.data(), kLength, mr_);
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_READ, 7, &sg, 1, 0x10000, 0x1234), 0);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(response(Opcode::RcReadResponseFirst, 0));
+  const auto middle = response(Opcode::RcReadResponseMiddle, 1);
+  peer_->send(test::corrupted(middle, middle.size() - 4 - 10));
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
+  EXPECT_FALSE(std::equal(local_.begin() + 1024, local_.begin() + 2048, remote_.begin() + 1024));  // placed, corrupted
+  const auto last = response(Opcode::RcReadResponseLast, 2);
+  peer_->send(test::corrupted(last, last.size() - 4 - 10));
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 2u);
+  EXPECT_TRUE(std::all_of(local_.begin() + 2048, local_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  peer_->send(last);
+  const auto again = peer_->collect();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].pkt.opcode(), raw(Opcode::RcReadRequest));
+  EXPECT_EQ(again[0].pkt.psn(), kSqPsn + 1);
+  EXPECT_TRUE(drain(ep_).empty());
+  peer_->send(middle);
   peer_->send(last);
   expect_one_good_completion();
 }

@@ -156,5 +156,25 @@ TEST(ResponderChecks, ReliableConnectionErrorsFollowTheIbaClasses) {
   EXPECT_EQ(error_policy(IBV_QPT_RC, RespState::ErrBusy).counter, Counter::ResponderBusyDrops);
 }
 
+TEST(ResponderChecks, OnlyMiddlePacketsOfAReliableConnectionArePlacedAheadOfTheirIcrc) {
+  std::byte buf[64];
+  PayloadDest contiguous;
+  contiguous.dst = buf;
+  const PayloadDest scattered;
+  Packet p;
+  for (const Opcode o : {Opcode::RcWriteMiddle, Opcode::RcSendMiddle, Opcode::RcReadResponseMiddle}) {
+    p.info = &op(o);
+    EXPECT_TRUE(placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+    EXPECT_FALSE(placement_ahead_allowed(p, false, contiguous)) << op(o).name;
+    EXPECT_FALSE(placement_ahead_allowed(p, true, scattered)) << op(o).name;
+  }
+  for (const Opcode o : {Opcode::RcWriteFirst, Opcode::RcWriteLast, Opcode::RcWriteOnly, Opcode::RcSendLast,
+                         Opcode::RcSendOnly, Opcode::RcSendLastInv, Opcode::RcReadResponseFirst,
+                         Opcode::RcReadResponseLast, Opcode::RcReadResponseOnly, Opcode::RcWriteLastImm}) {
+    p.info = &op(o);
+    EXPECT_FALSE(placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+  }
+}
+
 }  // namespace
 }  // namespace roce
