@@ -178,10 +178,10 @@ TEST(Parser, ADatagramShorterThanItsOpcodesHeadersIsShortForOpcode) {
   Packet p;
   const auto atomic = build(Opcode::RcFetchAdd, 0);
   ASSERT_EQ(parse_frame(atomic, {}, p), ParseError::None);
-  EXPECT_EQ(parse_frame(test::with_tail(atomic, -8), {}, p), ParseError::ShortForOpcode);
-  EXPECT_EQ(parse_frame(test::with_tail(atomic, 8), {}, p), ParseError::PayloadNotAllowed);
+  EXPECT_EQ(parse_frame(test::frame_edit::with_tail(atomic, -8), {}, p), ParseError::ShortForOpcode);
+  EXPECT_EQ(parse_frame(test::frame_edit::with_tail(atomic, 8), {}, p), ParseError::PayloadNotAllowed);
   // A zero-length WRITE with immediate that left its ImmDt out.
-  const auto write_imm = test::with_opcode(build(Opcode::RcWriteOnly, 0), Opcode::RcWriteOnlyImm);
+  const auto write_imm = test::frame_edit::with_opcode(build(Opcode::RcWriteOnly, 0), Opcode::RcWriteOnlyImm);
   EXPECT_EQ(parse_frame(write_imm, {}, p), ParseError::ShortForOpcode);
   // A frame cut short (the IP length says more) is still truncated.
   auto cut = atomic;

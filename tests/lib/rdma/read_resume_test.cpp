@@ -116,11 +116,11 @@ TEST_F(ReadResume, ACorruptedMiddlePlacedAheadIsRewrittenBeforeTheReadCompletes)
   ASSERT_EQ(peer_->collect().size(), 1u);
   peer_->send(response(Opcode::RcReadResponseFirst, 0));
   const auto middle = response(Opcode::RcReadResponseMiddle, 1);
-  peer_->send(test::corrupted(middle, middle.size() - 4 - 10));
+  peer_->send(test::frame_edit::corrupted(middle, middle.size() - 4 - 10));
   EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
   EXPECT_FALSE(std::equal(local_.begin() + 1024, local_.begin() + 2048, remote_.begin() + 1024));  // placed, corrupted
   const auto last = response(Opcode::RcReadResponseLast, 2);
-  peer_->send(test::corrupted(last, last.size() - 4 - 10));
+  peer_->send(test::frame_edit::corrupted(last, last.size() - 4 - 10));
   EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 2u);
   EXPECT_TRUE(std::all_of(local_.begin() + 2048, local_.end(), [](std::byte b) { return b == std::byte{0}; }));
   peer_->send(last);
