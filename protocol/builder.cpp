@@ -26,7 +26,8 @@ FrameLayout layout_frame(const FrameSpec& spec, std::uint32_t payload_length) no
     switch (check_payload_length(info, payload_length, spec.pmtu)) {
       case PayloadVerdict::Ok: break;
       case PayloadVerdict::AbovePmtu: l.error = BuildError::PayloadAbovePmtu; return l;
-      case PayloadVerdict::LengthInvalid: l.error = BuildError::PayloadLengthInvalid; return l;
+      case PayloadVerdict::LengthInvalid:
+      case PayloadVerdict::NotAllowed: l.error = BuildError::PayloadLengthInvalid; return l;
     }
   }
   const std::size_t l2 = spec.with_ethernet ? sizeof(EthernetHeader) + spec.eth.vlan_count * sizeof(VlanTag) : 0;

@@ -112,7 +112,6 @@ struct Packet {
   std::uint32_t icrc = 0;  // as on the wire, read least-significant byte first
   IcrcStatus icrc_status = IcrcStatus::NotChecked;
   std::uint32_t icrc_partial = 0;  // Deferred: the CRC of everything before the payload
-  bool payload_placed = false;     // the receiver copied the payload while settling that CRC
 
   Ecn ecn() const { return ip_version == IpVersion::V4 ? static_cast<Ecn>(ipv4.tos & 3) : static_cast<Ecn>(ipv6.traffic_class & 3); }
   std::uint8_t opcode() const { return bth.opcode; }

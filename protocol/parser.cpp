@@ -9,19 +9,6 @@
 namespace roce::proto {
 namespace {
 
-// The packets ParseOptions::defer_icrc_from and defer_icrc_middle_from describe.
-bool icrc_deferrable(const OpcodeInfo& info, std::uint32_t payload, const ParseOptions& o) noexcept {
-  if (info.transport != Transport::Rc) return false;
-  const bool placed_by_state =
-      info.operation == Operation::ReadResponse ||
-      ((info.operation == Operation::Send || info.operation == Operation::Write) && !info.starts_message() &&
-       !info.has_immediate());
-  if (!placed_by_state) return false;
-  const bool middle = !info.starts_message() && !info.ends_message();
-  return (o.defer_icrc_from != 0 && payload >= o.defer_icrc_from) ||
-         (middle && o.defer_icrc_middle_from != 0 && payload >= o.defer_icrc_middle_from);
-}
-
 // Copying a constant empty packet compiles to plain wide moves; `out = Packet{}` built a
 // temporary on the stack with mixed-width stores and read it back (store-forwarding stalls,
 // a third of the header parse time).
@@ -56,8 +43,9 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
 
   const std::size_t ext_off = bth_off + sizeof(Bth);
   const std::size_t fixed = sizeof(UdpHeader) + sizeof(Bth) + info.ext_bytes + kIcrcBytes;
-  if (p.udp_length < fixed)
-    return buf.size() < ext_off + info.ext_bytes ? ParseError::Truncated : ParseError::LengthMismatch;
+  // IP and UDP agree here: a datagram too short for its opcode's headers is the sender's doing
+  // unless the frame itself is cut.
+  if (p.udp_length < fixed) return buf.size() < p.datagram_end ? ParseError::Truncated : ParseError::ShortForOpcode;
   if (buf.size() < ext_off + info.ext_bytes) return ParseError::Truncated;
   for_each_ext_header(p.ext, [&](auto& h, auto kind) {
     constexpr auto i = static_cast<std::size_t>(decltype(kind)::value);
@@ -70,10 +58,11 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
   if (payload_and_pad % 4 != 0 || pad > payload_and_pad) return ParseError::PadCntInconsistent;
   if (info.payload == PayloadRule::None && payload_and_pad == 0 && pad != 0) return ParseError::PadCntInconsistent;
   p.payload_length = payload_and_pad - pad;
-  switch (check_payload_length(info, p.payload_length, opts.pmtu)) {
+  switch (check_payload_length(info, p.payload_length, opts.pmtu, opts.mtu_rules)) {
     case PayloadVerdict::Ok: break;
     case PayloadVerdict::AbovePmtu: return ParseError::PayloadAbovePmtu;
     case PayloadVerdict::LengthInvalid: return ParseError::PayloadLengthInvalid;
+    case PayloadVerdict::NotAllowed: return ParseError::PayloadNotAllowed;
   }
 
   p.payload_offset = ext_off + info.ext_bytes;
@@ -92,7 +81,7 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
     p.icrc_status = IcrcStatus::NotCheckable;
   } else if (!opts.verify_icrc) {
     p.icrc_status = IcrcStatus::NotChecked;
-  } else if (icrc_deferrable(info, p.payload_length, opts)) {
+  } else if (opts.defer_icrc_from != 0 && p.payload_length >= opts.defer_icrc_from) {
     const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
     p.icrc_partial = icrc_prefix(opts.crc, p.ip_version, datagram, p.payload_offset - p.l3_offset);
     p.icrc_status = IcrcStatus::Deferred;
@@ -225,6 +214,8 @@ std::string to_string(ParseError e) {
     case ParseError::PadCntInconsistent: return "padcnt-inconsistent";
     case ParseError::PayloadAbovePmtu: return "payload-above-pmtu";
     case ParseError::PayloadLengthInvalid: return "payload-length-invalid";
+    case ParseError::ShortForOpcode: return "short-for-opcode";
+    case ParseError::PayloadNotAllowed: return "payload-not-allowed";
     case ParseError::Count: break;
   }
   return "unknown";

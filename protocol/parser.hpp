@@ -19,12 +19,14 @@ enum class ParseError : std::uint8_t {
   IpFragment,            // IPv4 fragment: RoCEv2 is never fragmented
   NotUdp,                // IP protocol / next header is not UDP
   NotRoceV2Port,         // UDP destination port is not 4791
-  LengthMismatch,        // IP and UDP lengths disagree, or headers do not fit in them
+  LengthMismatch,        // IP and UDP lengths disagree, or the UDP datagram cannot hold a BTH
   BadTver,               // BTH transport version is not 0
   UnknownOpcode,         // an opcode the table does not define (RD, XRC, reserved, vendor)
   PadCntInconsistent,    // payload+pad not a multiple of 4, PadCnt larger than it, or pad on no-payload opcode
   PayloadAbovePmtu,      // more payload than the path MTU (or 4096 when no path MTU is known)
-  PayloadLengthInvalid,  // FIRST/MIDDLE not exactly PMTU, empty LAST, payload where the opcode has none
+  PayloadLengthInvalid,  // FIRST/MIDDLE not exactly PMTU, empty LAST, ATOMIC_WRITE not 8 bytes
+  ShortForOpcode,        // a datagram shorter than its opcode's headers (short AtomicETH, WRITE_IMM without ImmDt)
+  PayloadNotAllowed,     // bytes after the headers of an opcode without payload (READ request, atomics, ACK)
   Count,
 };
 
@@ -35,14 +37,15 @@ struct ParseOptions {
   // Accept a capture record cut short by the snap length, as long as every header is there;
   // the ICRC is then not checkable and the payload span is the part that was captured.
   bool allow_snap_truncation = false;
-  // RC SEND and WRITE MIDDLE/LAST packets without immediate, and RC READ responses, with at
-  // least this many payload bytes get IcrcStatus::Deferred: their placement comes from the
-  // receiver's state, not from the packet, so it may settle the payload's share of the ICRC
-  // while copying it (icrc_deferred.hpp). 0: never.
+  // Packets with at least this many payload bytes get IcrcStatus::Deferred: the headers' share
+  // of the ICRC is computed, the payload's is left to the receiver, which may settle it while
+  // it copies the payload (icrc_deferred.hpp). Which packets it places that way is its
+  // decision, not the parser's. 0: never.
   std::uint32_t defer_icrc_from = 0;
-  // The same for MIDDLE packets of those kinds from this many payload bytes, when lower than
-  // defer_icrc_from (0: no separate threshold).
-  std::uint32_t defer_icrc_middle_from = 0;
+  // FIRST/MIDDLE carry exactly the path MTU (or an IBA MTU when pmtu is 0), LAST at least one
+  // byte. false: those rules are left to a receiver that knows the path MTU (a responder
+  // answers a wrong size with NAK invalid request instead of a silent drop).
+  bool mtu_rules = true;
 };
 
 // Parses an Ethernet frame (with up to two VLAN tags).

@@ -10,22 +10,26 @@ namespace roce::proto {
 
 inline constexpr std::uint32_t kMaxPmtuBytes = 4096;
 
-enum class PayloadVerdict : std::uint8_t { Ok, AbovePmtu, LengthInvalid };
+enum class PayloadVerdict : std::uint8_t { Ok, AbovePmtu, LengthInvalid, NotAllowed };
 
 constexpr bool is_iba_mtu_bytes(std::uint32_t n) { return n == 256 || n == 512 || n == 1024 || n == 2048 || n == 4096; }
 
 // pmtu = 0 means the path MTU is unknown: FIRST/MIDDLE must then be one of the IBA sizes.
-constexpr PayloadVerdict check_payload_length(const OpcodeInfo& info, std::uint32_t len, std::uint32_t pmtu) {
+// Without mtu_rules, the rules that depend on the path MTU (FIRST/MIDDLE exactly one, LAST at
+// least one byte) are left to a receiver that knows it; only the largest MTU still applies.
+constexpr PayloadVerdict check_payload_length(const OpcodeInfo& info, std::uint32_t len, std::uint32_t pmtu,
+                                              bool mtu_rules = true) {
   const std::uint32_t limit = pmtu ? pmtu : kMaxPmtuBytes;
   switch (info.payload) {
-    case PayloadRule::None: return len == 0 ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
+    case PayloadRule::None: return len == 0 ? PayloadVerdict::Ok : PayloadVerdict::NotAllowed;
     case PayloadRule::Exactly8: return len == 8 ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
     case PayloadRule::ExactPmtu:
       if (len > limit) return PayloadVerdict::AbovePmtu;
+      if (!mtu_rules) return PayloadVerdict::Ok;
       return (pmtu ? len == pmtu : is_iba_mtu_bytes(len)) ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
     case PayloadRule::OneToPmtu:
       if (len > limit) return PayloadVerdict::AbovePmtu;
-      return len > 0 ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
+      return len > 0 || !mtu_rules ? PayloadVerdict::Ok : PayloadVerdict::LengthInvalid;
     case PayloadRule::ZeroToPmtu: return len > limit ? PayloadVerdict::AbovePmtu : PayloadVerdict::Ok;
   }
   return PayloadVerdict::LengthInvalid;

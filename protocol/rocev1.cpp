@@ -65,6 +65,7 @@ ParseError parse_rocev1(ByteSpan buf, std::size_t grh_offset, const ParseOptions
     case PayloadVerdict::Ok: break;
     case PayloadVerdict::AbovePmtu: return ParseError::PayloadAbovePmtu;
     case PayloadVerdict::LengthInvalid: return ParseError::PayloadLengthInvalid;
+    case PayloadVerdict::NotAllowed: return ParseError::PayloadNotAllowed;
   }
   p.payload_offset = ext_off + info.ext_bytes;
   switch (place_payload(buf, opts, p)) {

@@ -94,7 +94,9 @@ bool bth_decoded(ParseError e) {
     case ParseError::UnknownOpcode:
     case ParseError::PadCntInconsistent:
     case ParseError::PayloadAbovePmtu:
-    case ParseError::PayloadLengthInvalid: return true;
+    case ParseError::PayloadLengthInvalid:
+    case ParseError::ShortForOpcode:
+    case ParseError::PayloadNotAllowed: return true;
     default: return false;
   }
 }

@@ -6,8 +6,6 @@
 
 namespace roce::trace {
 
-using cc::Nanos;
-
 void add_param_options(cxxopts::Options& options) {
   options.add_options("DCQCN parameters")
       ("profile", "paper, mlx or hpcc", cxxopts::value<std::string>()->default_value("paper"))
@@ -69,7 +67,7 @@ struct Reader {
   bool period(const char* name, Nanos& out) {
     const std::string s = text(name);
     if (s == "inf" || s == "off") {
-      out = cc::kNever;
+      out = kNever;
       return true;
     }
     double us = 0;

@@ -4,9 +4,9 @@
 
 namespace roce::trace {
 
-std::string format_us(cc::Nanos ns) {
+std::string format_us(Nanos ns) {
   std::string s = std::to_string(ns / 1000);
-  if (const cc::Nanos frac = ns % 1000; frac != 0) {
+  if (const Nanos frac = ns % 1000; frac != 0) {
     std::string f = std::to_string(frac + 1000).substr(1);
     while (f.back() == '0') f.pop_back();
     s += '.' + f;
@@ -20,14 +20,14 @@ std::string format_double(double v) {
   return std::string(buf, r.ptr);
 }
 
-void TraceRunner::print(cc::Nanos t, cc::RpAction a) {
+void TraceRunner::print(Nanos t, cc::RpAction a) {
   out_ << format_us(t) << ',' << cc::to_string(a) << ',' << format_double(rp_.rc_bps() / 1e9) << ','
        << format_double(rp_.rt_bps() / 1e9) << ',' << format_double(rp_.alpha()) << '\n';
 }
 
-void TraceRunner::fire_timers(cc::Nanos up_to) {
+void TraceRunner::fire_timers(Nanos up_to) {
   for (;;) {
-    const cc::Nanos at = rp_.next_deadline();
+    const Nanos at = rp_.next_deadline();
     const cc::RpAction a = rp_.fire_next_timer(up_to);
     if (a == cc::RpAction::None) return;
     if (a != cc::RpAction::DecreaseCheckIdle) print(at, a);
@@ -40,7 +40,7 @@ std::optional<std::string> TraceRunner::apply(const TraceEvent& e) {
     return "time " + std::to_string(e.t_us) + " us is before the previous event at " + std::to_string(last_us_) +
            " us";
   last_us_ = e.t_us;
-  const cc::Nanos t = cc::from_us(e.t_us);
+  const Nanos t = from_us(e.t_us);
   switch (e.kind) {
     case EventKind::Cnp:
       fire_timers(t - 1);

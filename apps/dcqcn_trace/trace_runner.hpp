@@ -25,8 +25,8 @@ class TraceRunner {
   bool ended() const { return ended_; }
 
  private:
-  void fire_timers(cc::Nanos up_to);
-  void print(cc::Nanos t, cc::RpAction a);
+  void fire_timers(Nanos up_to);
+  void print(Nanos t, cc::RpAction a);
 
   cc::ReactionPoint rp_;
   std::ostream& out_;
@@ -35,7 +35,7 @@ class TraceRunner {
 };
 
 // `ns` as microseconds in decimal, exact: 4001 -> "4.001", 55000 -> "55".
-std::string format_us(cc::Nanos ns);
+std::string format_us(Nanos ns);
 // The shortest decimal that reads back as the same double (up to 17 significant digits).
 std::string format_double(double v);
 

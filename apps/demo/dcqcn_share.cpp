@@ -10,7 +10,6 @@
 namespace roce::app {
 namespace {
 
-using cc::Nanos;
 
 enum class EventKind : std::uint8_t { AtSwitch, AtReceiver, CnpAtSender };
 

@@ -12,6 +12,7 @@
 #include "lib/cc/congestion_point.hpp"
 #include "lib/cc/notification_point.hpp"
 #include "lib/cc/params.hpp"
+#include "lib/time.hpp"
 
 namespace roce::app {
 
@@ -19,10 +20,10 @@ struct ShareConfig {
   unsigned flows = 2;
   double line_rate_bps = 10e9;        // each sender's link, and its DCQCN start rate
   double bottleneck_bps = 2e9;
-  cc::Nanos join_every = 15'000'000;  // flow k starts k * this after the first
-  cc::Nanos run_after_last = 45'000'000;
-  cc::Nanos link_delay = 5'000;       // each way (the CNP's way back too)
-  cc::Nanos sample_every = 100'000;
+  Nanos join_every = 15'000'000;  // flow k starts k * this after the first
+  Nanos run_after_last = 45'000'000;
+  Nanos link_delay = 5'000;       // each way (the CNP's way back too)
+  Nanos sample_every = 100'000;
   std::uint32_t frame_bytes = 1078;   // a 1024-byte WRITE MIDDLE on the wire
   cc::RedParams red{20'000, 200'000, 0.2};
   cc::NpParams np{};

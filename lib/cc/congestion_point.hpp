@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/cc/time.hpp"
+#include "lib/time.hpp"
 #include "protocol/headers.hpp"
 
 namespace roce::cc {

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "lib/cc/counters.hpp"
-#include "lib/cc/time.hpp"
+#include "lib/time.hpp"
 
 namespace roce::cc {
 

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "lib/cc/time.hpp"
+#include "lib/time.hpp"
 
 namespace roce::cc {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/cc/time.hpp"
+#include "lib/time.hpp"
 
 namespace roce::cc {
 

@@ -20,7 +20,7 @@
 #include "lib/cc/counters.hpp"
 #include "lib/cc/increase.hpp"
 #include "lib/cc/params.hpp"
-#include "lib/cc/time.hpp"
+#include "lib/time.hpp"
 
 namespace roce::cc {
 

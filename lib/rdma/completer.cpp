@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "protocol/aeth.hpp"
+#include "protocol/icrc_deferred.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -226,11 +227,22 @@ CompleterOutcome Completer::fail_at(QpContext& qp, Requester& req, std::uint32_t
 }
 
 CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  // A deferred ICRC is settled before anything acts on the response, but for the READ response
+  // MIDDLE the oldest READ expects next: that one is placed while it is settled.
+  bool placed = false;
+  if (pkt.icrc_status == IcrcStatus::Deferred) {
+    PayloadDest dest;
+    if (pkt.info->operation == Operation::ReadResponse && read_destination(qp, pkt, &dest) &&
+        placement_ahead_allowed(pkt, true, dest)) {
+      if (!place_payload(pkt, dest, qp.tuning->crc, true)) return CompleterOutcome::Corrupted;
+      placed = true;
+    } else if (!settle_icrc(pkt, qp.tuning->crc)) {
+      return CompleterOutcome::Corrupted;
+    }
+  }
   const std::uint32_t psn = pkt.psn();
   switch (classify_response_psn(psn, una_, req.sent_end_psn())) {
     case ResponsePsnClass::Ghost:
-      qp.counters.inc(Counter::GhostResponses);
-      return CompleterOutcome::Nothing;
     case ResponsePsnClass::Old:
       qp.counters.inc(Counter::GhostResponses);
       return CompleterOutcome::Nothing;
@@ -238,7 +250,7 @@ CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Pac
   }
   CompleterOutcome out;
   switch (pkt.info->operation) {
-    case Operation::ReadResponse: out = on_read_response(qp, req, pkt, now); break;
+    case Operation::ReadResponse: out = on_read_response(qp, req, pkt, now, placed); break;
     case Operation::AtomicAck: out = on_atomic_ack(qp, req, pkt, now); break;
     default: out = on_aeth(qp, req, pkt, now); break;
   }
@@ -251,6 +263,13 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   const Syndrome syn{pkt.ext.aeth.syndrome};
   const std::uint32_t before = una_;
   std::uint32_t retry_psn = 0;
+  // Nothing outstanding, or a NAK for a PSN already acknowledged (a NAK names a request not yet
+  // completed): it answers nothing here. An ACK for una - 1 with requests outstanding is an
+  // ordinary repeated ACK (a responder acknowledges a duplicate again, C9-105).
+  if (!psn_before(una_, req.sent_end_psn()) || (syn.type() != AckType::Ack && psn_before(psn, una_))) {
+    qp.counters.inc(Counter::UnsolicitedResponses);
+    return CompleterOutcome::Nothing;
+  }
   switch (syn.type()) {
     case AckType::Ack: {
       qp.counters.inc(Counter::AcksReceived);
@@ -317,25 +336,22 @@ Completer::ReadPlacement Completer::read_placement(const QpContext& qp, const Se
   return at;
 }
 
-PayloadTarget Completer::continuation_target(const QpContext& qp, const Packet& pkt) const {
-  if (pkt.info->operation != Operation::ReadResponse || pkt.payload_length == 0) return {};
+bool Completer::read_destination(const QpContext& qp, const Packet& pkt, PayloadDest* dest) const {
+  if (pkt.payload_length == 0) return false;
   const SendWqe* w = nullptr;
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail() && w == nullptr; ++i)
     if (qp.sq.at(i).state != WqeState::Done) w = &qp.sq.at(i);
   if (w == nullptr || w->state != WqeState::InFlight || !w->is_read() ||
       pkt.psn() != psn_add(w->first_psn, w->read_packets_received))
-    return {};
+    return false;
   const ReadPlacement at = read_placement(qp, *w, pkt);
-  if (!at.ok) return {};
-  const LocalSegment* segs = qp.send_segs(*w);
-  PayloadTarget to{contiguous_in_segments(segs, w->num_seg, at.offset, pkt.payload_length), {}};
-  if (to.dst && !at.ends)
-    to.next = write_ahead_in_segments(segs, w->num_seg, at.offset + pkt.payload_length,
-                                      std::min<std::uint64_t>(qp.cfg.pmtu, at.remaining - pkt.payload_length));
-  return to;
+  if (!at.ok) return false;
+  *dest = segment_dest(qp.send_segs(*w), w->num_seg, at.offset, pkt.payload_length,
+                       at.ends ? 0 : std::min<std::uint64_t>(qp.cfg.pmtu, at.remaining - pkt.payload_length));
+  return true;
 }
 
-CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now, bool placed) {
   const std::uint32_t psn = pkt.psn();
   const std::uint32_t before = una_;
   // A READ response acknowledges every request before it.
@@ -355,7 +371,7 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
   }
   if (w == nullptr || !w->is_read() || psn_diff(psn, w->first_psn) < 0 ||
       psn_diff(psn, w->last_psn()) > 0) {
-    qp.counters.inc(Counter::GhostResponses);
+    qp.counters.inc(Counter::UnsolicitedResponses);  // no READ waits for this PSN
     return CompleterOutcome::Nothing;
   }
   const std::uint32_t expected = psn_add(w->first_psn, w->read_packets_received);
@@ -371,14 +387,12 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
     qp.counters.inc(Counter::GhostResponses);
     return retry(qp, req, expected, now, false);
   }
-  const std::uint64_t offset = at.offset, remaining = at.remaining;
   const bool ends = at.ends;
-  if (pkt.payload_length && !pkt.payload_placed)
-    copy_to_segments(qp.send_segs(*w), w->num_seg, offset, pkt.payload.data(), pkt.payload_length);
-  if (!ends && !pkt.payload_placed) {
-    const auto next = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, remaining - pkt.payload_length));
-    prefetch_segments_for_write(qp.send_segs(*w), w->num_seg, offset + pkt.payload_length, next);
-  }
+  if (!placed)
+    place_payload(pkt,
+                  segment_dest(qp.send_segs(*w), w->num_seg, at.offset, pkt.payload_length,
+                               ends ? 0 : std::min<std::uint64_t>(qp.cfg.pmtu, at.remaining - pkt.payload_length)),
+                  qp.tuning->crc, false);
   ++w->read_packets_received;
   w->read_expect_first = false;
   una_ = psn_next(psn);
@@ -404,7 +418,7 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
     }
   }
   if (w == nullptr || !w->is_atomic() || w->first_psn != psn) {
-    qp.counters.inc(Counter::GhostResponses);
+    qp.counters.inc(Counter::UnsolicitedResponses);  // no atomic waits for this PSN
     if (una_ != before) progressed(qp, req, now);
     return una_ != before ? CompleterOutcome::Progress : CompleterOutcome::Nothing;
   }
@@ -483,6 +497,7 @@ std::string to_string(CompleterOutcome o) {
     case CompleterOutcome::Nothing: return "nothing";
     case CompleterOutcome::Progress: return "progress";
     case CompleterOutcome::Fatal: return "fatal";
+    case CompleterOutcome::Corrupted: return "corrupted";
   }
   return "unknown";
 }

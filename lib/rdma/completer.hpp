@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/rdma/payload.hpp"
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/requester.hpp"
 #include "protocol/packet.hpp"
@@ -17,6 +18,7 @@ enum class CompleterOutcome : std::uint8_t {
   Nothing,   // dropped or duplicate: no state changed
   Progress,  // something was acknowledged, placed or retried
   Fatal,     // a WQE failed: the QP must enter ERR
+  Corrupted, // the deferred ICRC failed: nothing changed but the bytes of a MIDDLE placed ahead
 };
 
 // What to do with a response PSN relative to the outstanding window: a pure decision.
@@ -37,10 +39,10 @@ class Completer {
   // Moves every unfinished send WQE to `status` (the first) and IBV_WC_WR_FLUSH_ERR (the rest).
   void flush(QpContext& qp, Requester& req);
 
-  // Where a READ response's payload goes when it is the one the oldest unfinished WQE, a
-  // READ, expects next and on_read_response would place it: the engine copies it there while it
-  // settles the packet's deferred ICRC. No dst otherwise. Reads state only.
-  PayloadTarget continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
+  // Where a READ response's payload goes when it is the one the oldest unfinished WQE, a READ,
+  // expects next (the only response placed ahead of its deferred ICRC, if payload.hpp allows).
+  // Reads state only; false if it is not that response.
+  bool read_destination(const QpContext& qp, const proto::Packet& pkt, PayloadDest* dest) const;
 
   Nanos deadline() const { return std::min({retransmit_at_, rnr_at_, early_at_}); }
   Nanos retransmit_deadline() const { return retransmit_at_; }
@@ -61,7 +63,7 @@ class Completer {
   CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
   void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
-  CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now, bool placed);
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   void progressed(QpContext& qp, const Requester& req, Nanos now);

@@ -30,6 +30,7 @@ std::string_view counter_name(Counter c) {
     case Counter::AcksReceived: return "acks_received";
     case Counter::NaksReceived: return "naks_received";
     case Counter::GhostResponses: return "ghost_responses";
+    case Counter::UnsolicitedResponses: return "unsolicited_responses";
     case Counter::DuplicateAtomicReplayed: return "duplicate_atomic_replayed";
     case Counter::DuplicateReadReexecuted: return "duplicate_read_reexecuted";
     case Counter::RemoteAccessErrors: return "remote_access_errors";

@@ -36,7 +36,10 @@ enum class Counter : std::uint16_t {
   AtomicAcksSent,
   AcksReceived,
   NaksReceived,
-  GhostResponses,        // response whose PSN is outside the outstanding window
+  GhostResponses,        // response whose PSN is outside the outstanding window (or a duplicate of one placed)
+  UnsolicitedResponses,  // response in the window that answers nothing outstanding: an ACK or NAK with
+                         // nothing outstanding, a NAK for a PSN already acknowledged, an atomic ACK or a
+                         // READ response where no atomic or READ waits
   DuplicateAtomicReplayed,
   DuplicateReadReexecuted,
   RemoteAccessErrors,    // NAK remote access error sent (bad rkey, bounds, access)

@@ -56,6 +56,7 @@ enum class EngineDrop : std::uint8_t {
   WrongTransport,
   Ipv4ChecksumBad,  // the ICRC masks the IPv4 checksum, so it is checked on its own
   PkeyMismatch,     // BTH P_Key does not match the QP's partition (IBA 10.9.3)
+  Ipv4Options,      // an IPv4 header with options: its ICRC cannot be checked
   Count,
 };
 std::string to_string(EngineDrop d);
@@ -70,6 +71,11 @@ enum class EngineLimit : std::uint8_t {
   Count,
 };
 std::string to_string(EngineLimit l);
+
+// Payload bytes from which the parser leaves the payload's share of a packet's ICRC to the QP
+// (ParseOptions::defer_icrc_from), so that the packets a QP places before their ICRC is known
+// (payload.hpp) are read once, on their way to where they belong. See docs/perf-changes.md.
+inline constexpr std::uint32_t kDeferIcrcFrom = 1024;
 
 class Engine {
  public:

@@ -57,10 +57,4 @@ proto::WriteAhead write_ahead_in_segments(const LocalSegment* segs, std::uint32_
   return {};
 }
 
-void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
-                                 std::uint32_t len) noexcept {
-  walk_segments(segs, nseg, offset, len,
-                [](std::byte* p, std::uint32_t, std::uint32_t n) { proto::prefetch_for_write({p, n}); });
-}
-
 }  // namespace roce

@@ -115,22 +115,6 @@ std::byte* contiguous_in_segments(const LocalSegment* segs, std::uint32_t nseg, 
 proto::WriteAhead write_ahead_in_segments(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
                                           std::uint64_t len) noexcept;
 
-// Where the next packet of a message will be placed, asked for ahead: the reads for ownership
-// of those lines then run while that packet is parsed and its ICRC checked. Without it the
-// copy fills the store buffer with stores waiting on memory, and every store after it (the next
-// packet's parse, the ACK) waits too. A packet whose payload the engine placed while settling
-// its ICRC asked for them during that copy (PayloadTarget::next).
-void prefetch_segments_for_write(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset,
-                                 std::uint32_t len) noexcept;
-
-// Where a continuing packet's payload goes, for the engine to copy it there while it settles
-// the packet's deferred ICRC (dst; nullptr: the packet takes the usual way), and where the
-// packet after it will go (next; empty when this one ends the message).
-struct PayloadTarget {
-  std::byte* dst = nullptr;
-  proto::WriteAhead next;
-};
-
 // Packets a message of `length` bytes takes at path MTU `pmtu` (a zero-length message takes one).
 constexpr std::uint32_t packets_for(std::uint64_t length, std::uint32_t pmtu) {
   return length == 0 ? 1 : static_cast<std::uint32_t>((length + pmtu - 1) / pmtu);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/icrc_deferred.hpp"
 #include "protocol/mtu.hpp"
 #include "protocol/psn.hpp"
 
@@ -323,30 +324,43 @@ void QueuePair::after_completer(CompleterOutcome o) {
   comp_.retire(ctx_, req_);
 }
 
-void QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
-  ctx_.counters.inc(Counter::RcvdPkts);
-  if (pkt.ecn() == Ecn::Ce) {
-    ctx_.counters.inc(Counter::EcnCeReceived);
-    if (cc_ && cc::triggers_cnp(pkt) && ctx_.accepts_requests() && cc_->on_ce(now)) cnp_pending_ = true;
-  }
-  if (pkt.info->is_request) {
-    if (!ctx_.accepts_requests()) {
-      ctx_.counters.inc(Counter::BadStateDrops);
-      return;
-    }
-    if (resp_.on_request(ctx_, pkt, frame, now) == ResponderOutcome::Fatal) enter_error();
-    return;
-  }
-  if (!ctx_.is_rc() || !ctx_.sends_requests()) {
+bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
+  const bool request = pkt.info->is_request;
+  if (request ? !ctx_.accepts_requests() : !ctx_.is_rc() || !ctx_.sends_requests()) {
+    if (pkt.icrc_status == IcrcStatus::Deferred && !settle_icrc(pkt, ctx_.tuning->crc)) return false;
+    ctx_.counters.inc(Counter::RcvdPkts);
     ctx_.counters.inc(Counter::BadStateDrops);
-    return;
+    on_ecn(pkt, now);
+    return true;
   }
-  after_completer(comp_.on_response(ctx_, req_, pkt, now));
+  if (request) {
+    const ResponderOutcome o = resp_.on_request(ctx_, pkt, frame);
+    if (o == ResponderOutcome::Corrupted) return false;
+    ctx_.counters.inc(Counter::RcvdPkts);
+    on_ecn(pkt, now);
+    if (o == ResponderOutcome::Fatal) enter_error();
+    return true;
+  }
+  const CompleterOutcome o = comp_.on_response(ctx_, req_, pkt, now);
+  if (o == CompleterOutcome::Corrupted) return false;
+  ctx_.counters.inc(Counter::RcvdPkts);
+  on_ecn(pkt, now);
+  after_completer(o);
+  return true;
 }
 
-PayloadTarget QueuePair::payload_target(const Packet& pkt) const {
-  if (pkt.info->is_request) return ctx_.accepts_requests() ? resp_.continuation_target(ctx_, pkt) : PayloadTarget{};
-  return ctx_.is_rc() && ctx_.sends_requests() ? comp_.continuation_target(ctx_, pkt) : PayloadTarget{};
+PayloadDest QueuePair::payload_dest(const Packet& pkt) const {
+  PayloadDest d;
+  if (pkt.info->is_request) return ctx_.accepts_requests() ? resp_.destination(ctx_, pkt) : d;
+  if (ctx_.is_rc() && ctx_.sends_requests()) comp_.read_destination(ctx_, pkt, &d);
+  return d;
+}
+
+// Once the packet is known good: a corrupted one must not trigger a CNP either.
+void QueuePair::on_ecn(const Packet& pkt, Nanos now) {
+  if (pkt.ecn() != Ecn::Ce) return;
+  ctx_.counters.inc(Counter::EcnCeReceived);
+  if (cc_ && cc::triggers_cnp(pkt) && ctx_.accepts_requests() && cc_->on_ce(now)) cnp_pending_ = true;
 }
 
 void QueuePair::on_cnp(Nanos now) {

@@ -49,11 +49,12 @@ class QueuePair {
   int post_send(const ibv_send_wr* wr, ibv_send_wr** bad);
   int post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad);
 
-  // Data path.
-  void on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
-  // Where a continuing SEND or WRITE request's or a READ response's payload will be placed if it
-  // is the packet expected (Responder/Completer::continuation_target); no dst otherwise.
-  PayloadTarget payload_target(const proto::Packet& pkt) const;
+  // Data path. A packet whose ICRC the parser deferred is settled on its way through the
+  // responder or completer; false if it failed (the caller counts it as corrupted).
+  bool on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
+  // Where the payload of `pkt` would be placed if it came now (a request's per the responder's
+  // checks, a READ response's if it is the one the oldest READ expects): for tests.
+  PayloadDest payload_dest(const proto::Packet& pkt) const;
   void on_cnp(Nanos now);
   bool has_tx_work() const;
   bool build_next(TxFrame& frame, Nanos now);
@@ -76,6 +77,7 @@ class QueuePair {
   Status build_path(const ibv_qp_attr& attr, const PathConfig& path);
   void apply(const ibv_qp_attr& attr, int mask);
   void after_completer(CompleterOutcome o);
+  void on_ecn(const proto::Packet& pkt, Nanos now);
   bool build_cnp(TxFrame& frame);
   // Whether the pacer lets a data frame go now; if not, the QP sleeps until it does.
   bool paced_out(Nanos now);

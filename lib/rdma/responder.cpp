@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "protocol/icrc_deferred.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -13,35 +14,32 @@ using namespace roce::proto;
 
 namespace {
 
-constexpr std::uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
 constexpr std::uint32_t kGrhBytes = 40;
 
-bool is_first_or_only(const OpcodeInfo& i) { return i.starts_message(); }
+bool consumes_receive(const OpcodeInfo& info) {
+  return (info.operation == Operation::Send && info.starts_message()) ||
+         (info.operation == Operation::Write && info.has_immediate());
+}
 
 }  // namespace
-
-RequestPsnClass classify_request_psn(std::uint32_t psn, std::uint32_t expected) {
-  const std::int32_t d = psn_diff(psn, expected);
-  if (d == 0) return RequestPsnClass::Expected;
-  return d < 0 ? RequestPsnClass::Duplicate : RequestPsnClass::Ahead;
-}
 
 void Responder::start(const QpContext& qp) {
   epsn_ = qp.cfg.rq_psn & kPsnMask;
   msn_ = 0;
   seq_ = SequenceState::Normal;
-  msg_ = Message::None;
+  set_message(OpenMessage::None);
+  drop_msg_ = false;
   msg_offset_ = 0;
   write_va_ = 0;
   write_rkey_ = 0;
   write_remaining_ = 0;
   fatal_ = false;
-  uc_dropping_ = false;
   const std::size_t rd = std::max<std::size_t>(qp.cfg.max_dest_rd_atomic, 1);
   resources_.assign(rd, Resource{});
   next_resource_ = 0;
-  // Room for one READ/atomic answer per resource, with an ACK or NAK between each. The ring is
-  // rounded up to a power of two so a slot is a mask, not a division; the bound stays exact.
+  // Room for one READ/atomic answer per resource and one replay of each, with an ACK or NAK
+  // between them. The ring is rounded up to a power of two so a slot is a mask, not a
+  // division; the bound stays exact.
   out_capacity_ = 2 * rd + 4;
   out_.assign(std::bit_ceil(out_capacity_), Item{});
   out_head_ = 0;
@@ -49,193 +47,387 @@ void Responder::start(const QpContext& qp) {
   replays_queued_ = false;
 }
 
-Responder::Item& Responder::push_item() {
-  Item& it = out_[slot(out_count_)];
-  ++out_count_;
-  it = Item{};
-  return it;
-}
-
-void Responder::queue_ack(QpContext& qp, std::uint32_t psn) {
-  if (out_count_ > 0) {
-    Item& tail = out_[slot(out_count_ - 1)];
-    if (tail.kind == Item::Kind::Ack) {  // coalesce: one ACK covers everything up to psn
-      tail.psn = psn;
-      tail.msn = msn_;
-      qp.counters.inc(Counter::AckDeferred);
-      return;
+// The driver: the only place the walk's state changes. Checks run on the packet as parsed; the
+// first acting state needs its ICRC known, so a deferred one is settled here, once, unless the
+// packet is placed ahead of its verdict (Execute settles it during the copy).
+ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame) {
+  Walk w{pkt, frame};
+  w.icrc_known = pkt.icrc_status != IcrcStatus::Deferred;
+  RespState s = RespState::CheckPsn;
+  while (s != RespState::Done) {
+    if (is_check(s)) {
+      s = check(qp, w, s);
+      continue;
+    }
+    if (!w.icrc_known && !(s == RespState::Execute && places_ahead(qp, w))) {
+      w.icrc_known = true;
+      if (!settle_icrc(pkt, qp.tuning->crc)) s = RespState::ErrCorrupted;
+    }
+    switch (s) {
+      case RespState::Execute: s = execute(qp, w); break;
+      case RespState::Acknowledge: s = acknowledge(qp, w); break;
+      case RespState::Duplicate: s = duplicate(qp, w); break;
+      case RespState::ErrCorrupted:
+        w.outcome = ResponderOutcome::Corrupted;
+        s = RespState::Done;
+        break;
+      default: s = on_error(qp, w, s); break;
     }
   }
-  if (output_full()) return;  // callers check room first; an ACK is never worth a crash
-  Item& it = push_item();
-  it.kind = Item::Kind::Ack;
-  it.psn = psn;
-  it.msn = msn_;
-  it.syndrome = Syndrome::ack();
+  return w.outcome;
 }
 
-void Responder::queue_nak(QpContext& qp, std::uint32_t psn, Syndrome s) {
-  if (output_full()) return;
-  Item& it = push_item();
-  it.kind = Item::Kind::Nak;
-  it.psn = psn;
-  it.msn = msn_;
-  it.syndrome = s;
-  qp.counters.inc(s.is_rnr_nak() ? Counter::SendRnrErr : Counter::NaksSent);
+PayloadDest Responder::destination(const QpContext& qp, const Packet& pkt) const {
+  Walk w{pkt, {}};
+  RespState s = RespState::CheckPsn;
+  while (is_check(s)) s = check(qp, w, s);
+  return s == RespState::Execute ? w.dest : PayloadDest{};
 }
 
-Responder::Resource& Responder::next_resource() {
-  Resource& r = resources_[next_resource_];
-  next_resource_ = (next_resource_ + 1) % resources_.size();
-  return r;
+bool Responder::places_ahead(const QpContext& qp, const Walk& w) const {
+  return w.pkt.payload_length != 0 && placement_ahead_allowed(w.pkt, qp.is_rc(), w.dest);
 }
 
-Responder::Item* Responder::truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn) {
-  for (std::size_t i = 0; i < out_count_; ++i) {
-    Item& it = out_[slot(i)];
-    const std::uint32_t span = it.kind == Item::Kind::ReadResponse ? it.npackets : 1;
-    if (psn_diff(psn_add(it.psn, span - 1), psn) < 0) continue;  // wholly before psn: still owed
-    const bool same_read = it.kind == Item::Kind::ReadResponse && it.psn == read_first_psn && psn_diff(psn, it.psn) >= 0;
-    out_count_ = same_read ? i + 1 : i;
-    return same_read ? &it : nullptr;
+// ---- checks ------------------------------------------------------------------------------
+
+RespState Responder::check(const QpContext& qp, Walk& w, RespState s) const {
+  const Packet& pkt = w.pkt;
+  switch (s) {
+    case RespState::CheckPsn: return check_psn(qp, w);
+    case RespState::CheckOpSeq: return check_op_seq(msg_, *pkt.info);
+    case RespState::CheckOpValid: {
+      const RespState next = check_op_valid(qp.cfg.type, qp.cfg.access, *pkt.info);
+      if (next == RespState::CheckResource && qp.cfg.type == IBV_QPT_UD && pkt.ext.deth.qkey.get() != qp.cfg.qkey)
+        return RespState::ErrQkeyViolation;
+      return next;
+    }
+    case RespState::CheckResource: return check_resource(qp, w);
+    case RespState::CheckLength: return check_length(qp, w);
+    case RespState::CheckRkey: return check_rkey(qp, w);
+    default: return s;
   }
-  return nullptr;
 }
 
-std::uint32_t Responder::pending_rd_atomic() const {
-  std::uint32_t n = 0;
-  for (std::size_t i = 0; i < out_count_; ++i) {
-    const Item& it = out_[slot(i)];
-    n += !it.replay && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck);
-  }
-  return n;
-}
-
-bool Responder::make_room_for_rd_atomic() {
-  // A new READ/atomic recycles the oldest resource. A requester keeps at most max_rd_atomic
-  // (<= our max_dest_rd_atomic) outstanding, so it sends this one only after the oldest one
-  // completed on its side: answers still queued for that one are replays of a duplicate (its
-  // retry timer fired while the first answer was still on the way) and nobody waits for them.
-  // First-time answers are never dropped: a requester that really exceeds the limit still gets
-  // NAK invalid request. (Fresh replays take no resource, but a stale one still costs the link.)
-  if (!replays_queued_) return pending_rd_atomic() < resources_.size();
-  const Resource& oldest = resources_[next_resource_];
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < out_count_; ++i) {
-    const Item it = out_[slot(i)];
-    const bool stale = it.reexecuted && (it.kind == Item::Kind::ReadResponse || it.kind == Item::Kind::AtomicAck) &&
-                       psn_diff(it.psn, oldest.first_psn) >= 0 &&
-                       psn_diff(it.psn, oldest.first_psn) < static_cast<std::int32_t>(std::max<std::uint32_t>(oldest.npackets, 1));
-    if (!stale) out_[slot(kept++)] = it;
-  }
-  out_count_ = kept;
-  return pending_rd_atomic() < resources_.size();
-}
-
-ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, Nanos now) {
-  (void)now;
+RespState Responder::check_psn(const QpContext& qp, const Walk& w) const {
+  const Packet& pkt = w.pkt;
   switch (qp.cfg.type) {
-    case IBV_QPT_RC: return on_rc_request(qp, pkt);
-    case IBV_QPT_UC: return on_uc_request(qp, pkt);
-    case IBV_QPT_UD: return on_ud_request(qp, pkt, frame);
-    default: return ResponderOutcome::Nothing;
+    case IBV_QPT_RC:
+      // Every request may need one output slot (a coalesced ACK needs none, but keep it
+      // simple): with no room it is dropped unexecuted and the requester's retry brings it back.
+      if (output_full()) return RespState::ErrBusy;
+      switch (classify_request_psn(pkt.psn(), epsn_)) {
+        case RequestPsnClass::Expected: return RespState::CheckOpSeq;
+        case RequestPsnClass::Duplicate: return RespState::Duplicate;
+        case RequestPsnClass::Ahead: return RespState::ErrPsnOutOfSeq;
+      }
+      break;
+    case IBV_QPT_UC:
+      // A lost packet loses its message: a FIRST/ONLY starts over at its own PSN, anything else
+      // is dropped up to the next one.
+      if (drop_msg_ || pkt.psn() != epsn_)
+        return pkt.info->starts_message() ? RespState::CheckOpSeq : RespState::ErrPsnOutOfSeq;
+      return RespState::CheckOpSeq;
+    default: break;
+  }
+  return RespState::CheckOpSeq;  // UD has no sequence
+}
+
+RespState Responder::check_resource(const QpContext& qp, Walk& w) const {
+  const OpcodeInfo& info = *w.pkt.info;
+  switch (info.operation) {
+    case Operation::ReadRequest:
+    case Operation::CmpSwap:
+    case Operation::FetchAdd:
+      // First answers only: replays of duplicates take no resource (the requester counted the
+      // request once), and the replays the new request makes stale are dropped when it executes.
+      return rd_atomic_in_use() < resources_.size() ? RespState::CheckLength : RespState::ErrTooManyRdAtomic;
+    default: break;
+  }
+  // A SEND (or a WRITE with immediate) that starts a message takes the next receive; the rest
+  // of a SEND fills the receive its FIRST took, still at the head.
+  if (qp.cfg.type == IBV_QPT_UD || consumes_receive(info) || info.operation == Operation::Send) {
+    if (qp.rq.empty()) return RespState::ErrRnr;
+    w.recv = &qp.rq.at(qp.rq.head());
+  }
+  return RespState::CheckLength;
+}
+
+RespState Responder::check_length(const QpContext& qp, const Walk& w) const {
+  const Packet& pkt = w.pkt;
+  const OpcodeInfo& info = *pkt.info;
+  if (!fits_pmtu(info, pkt.payload_length, qp.cfg.pmtu)) return RespState::ErrLength;
+  switch (info.operation) {
+    case Operation::Write:
+      if (!fits_write(info, pkt.payload_length, pkt.ext.reth.dma_length.get(), write_remaining_)) return RespState::ErrLength;
+      break;
+    case Operation::ReadRequest:
+      if (pkt.ext.reth.dma_length.get() > kMaxMessageBytes) return RespState::ErrLength;
+      break;
+    case Operation::Send: {
+      const RecvWqe& r = *w.recv;
+      if (r.local_error) return RespState::ErrMalformedWqe;
+      const std::uint64_t offset = qp.cfg.type == IBV_QPT_UD  ? kGrhBytes
+                                   : info.starts_message() ? 0
+                                                           : msg_offset_;
+      if (offset + pkt.payload_length > r.length) return RespState::ErrRecvTooSmall;
+      break;
+    }
+    default: break;
+  }
+  return RespState::CheckRkey;
+}
+
+RespState Responder::check_rkey(const QpContext& qp, Walk& w) const {
+  const Packet& pkt = w.pkt;
+  const OpcodeInfo& info = *pkt.info;
+  const std::uint32_t len = pkt.payload_length;
+  switch (info.operation) {
+    case Operation::Write: {
+      std::uint64_t va = write_va_;
+      std::uint32_t rkey = write_rkey_;
+      std::uint64_t rest = write_remaining_;
+      if (info.starts_message()) {
+        va = pkt.ext.reth.va.get();
+        rkey = pkt.ext.reth.rkey.get();
+        rest = pkt.ext.reth.dma_length.get();
+        // The whole message is checked at its start; a zero-length WRITE touches no memory, so
+        // its R_Key is not checked (IBA 9.7.4.1.3).
+        std::byte* whole = nullptr;
+        if (rest != 0 && qp.mrs->check_remote(rkey, qp.cfg.pd, va, rest, IBV_ACCESS_REMOTE_WRITE, &whole) != AccessResult::Ok)
+          return RespState::ErrRkeyViolation;
+      }
+      if (len == 0) return RespState::Execute;
+      // ... and every packet's own range again: the region may have gone since.
+      std::byte* dst = nullptr;
+      if (qp.mrs->check_remote(rkey, qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
+        return RespState::ErrRkeyViolation;
+      w.dest.dst = dst;
+      if (!info.ends_message()) w.dest.next = {dst + len, std::min<std::uint64_t>(len, rest - len)};
+      return RespState::Execute;
+    }
+    case Operation::ReadRequest: {
+      const std::uint32_t rlen = pkt.ext.reth.dma_length.get();
+      std::byte* src = nullptr;
+      if (rlen != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, pkt.ext.reth.va.get(), rlen,
+                                            IBV_ACCESS_REMOTE_READ, &src) != AccessResult::Ok)
+        return RespState::ErrRkeyViolation;
+      return RespState::Execute;
+    }
+    case Operation::CmpSwap:
+    case Operation::FetchAdd:
+      if (pkt.ext.atomic.va.get() % 8 != 0) return RespState::ErrMisalignedAtomic;
+      if (qp.mrs->check_remote(pkt.ext.atomic.rkey.get(), qp.cfg.pd, pkt.ext.atomic.va.get(), 8, IBV_ACCESS_REMOTE_ATOMIC,
+                               &w.target) != AccessResult::Ok)
+        return RespState::ErrRkeyViolation;
+      return RespState::Execute;
+    case Operation::Send: {
+      // No R_Key: the payload goes to the receive's scatter list.
+      const RecvWqe& r = *w.recv;
+      const bool ud = qp.cfg.type == IBV_QPT_UD;
+      const std::uint64_t offset = ud ? kGrhBytes : info.starts_message() ? 0 : msg_offset_;
+      const std::uint64_t next = info.ends_message() ? 0 : std::min<std::uint64_t>(len, r.length - offset - len);
+      w.dest = segment_dest(qp.recv_segs(r), r.num_seg, offset, len, next);
+      return RespState::Execute;
+    }
+    default: break;
+  }
+  return RespState::Execute;
+}
+
+// ---- acting states -----------------------------------------------------------------------
+
+RespState Responder::execute(QpContext& qp, Walk& w) {
+  const OpcodeInfo& info = *w.pkt.info;
+  if (info.starts_message()) drop_msg_ = false;
+  switch (info.operation) {
+    case Operation::Send: return qp.cfg.type == IBV_QPT_UD ? execute_ud(qp, w) : execute_send(qp, w);
+    case Operation::Write: return execute_write(qp, w);
+    case Operation::ReadRequest: return execute_read(qp, w);
+    case Operation::CmpSwap:
+    case Operation::FetchAdd: return execute_atomic(w);
+    default: return RespState::ErrUnsupportedOpcode;
   }
 }
 
-ResponderOutcome Responder::on_rc_request(QpContext& qp, const Packet& pkt) {
-  // Any request may need one output slot (a coalesced ACK needs none, but keep it simple):
-  // with no room the request is dropped unexecuted and the requester's retry brings it back.
-  if (output_full()) {
-    qp.counters.inc(Counter::ResponderBusyDrops);
-    return ResponderOutcome::Nothing;
+RespState Responder::execute_send(QpContext& qp, Walk& w) {
+  const Packet& pkt = w.pkt;
+  const OpcodeInfo& info = *pkt.info;
+  if (!place_payload(pkt, w.dest, qp.tuning->crc, !w.icrc_known)) return RespState::ErrCorrupted;
+  w.icrc_known = true;
+  if (info.starts_message()) {
+    set_message(OpenMessage::Send);
+    msg_offset_ = 0;
   }
-  switch (classify_request_psn(pkt.psn(), epsn_)) {
-    case RequestPsnClass::Ahead:
-      qp.counters.inc(Counter::OutOfSeqRequest);
+  msg_offset_ += pkt.payload_length;
+  w.outcome = ResponderOutcome::Progress;
+  if (!info.ends_message()) return RespState::Acknowledge;
+  unsigned flags = 0;
+  std::uint32_t extra = 0;
+  if (info.has_immediate()) {
+    flags |= IBV_WC_WITH_IMM;
+    std::memcpy(&extra, pkt.ext.imm.bytes.data(), 4);
+  }
+  if (info.has_invalidate()) {
+    extra = pkt.ext.ieth.rkey.get();
+    if (!qp.mrs->invalidate(extra, qp.cfg.pd)) return RespState::ErrInvalidateRkey;
+    flags |= IBV_WC_WITH_INV;
+  }
+  msn_ = psn_next(msn_);
+  complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV, msg_offset_, flags, extra, 0);
+  set_message(OpenMessage::None);
+  return RespState::Acknowledge;
+}
+
+RespState Responder::execute_write(QpContext& qp, Walk& w) {
+  const Packet& pkt = w.pkt;
+  const OpcodeInfo& info = *pkt.info;
+  if (pkt.payload_length && !place_payload(pkt, w.dest, qp.tuning->crc, !w.icrc_known)) return RespState::ErrCorrupted;
+  w.icrc_known = true;
+  if (info.starts_message()) {
+    set_message(OpenMessage::Write);
+    write_va_ = pkt.ext.reth.va.get();
+    write_rkey_ = pkt.ext.reth.rkey.get();
+    write_remaining_ = pkt.ext.reth.dma_length.get();
+    write_length_ = write_remaining_;
+  }
+  write_va_ += pkt.payload_length;
+  write_remaining_ -= pkt.payload_length;
+  w.outcome = ResponderOutcome::Progress;
+  if (info.ends_message()) {
+    msn_ = psn_next(msn_);
+    set_message(OpenMessage::None);
+    if (info.has_immediate()) {
+      std::uint32_t imm = 0;
+      std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
+      complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_length_, IBV_WC_WITH_IMM, imm, 0);
+    }
+  }
+  return RespState::Acknowledge;
+}
+
+RespState Responder::execute_ud(QpContext& qp, Walk& w) {
+  const Packet& pkt = w.pkt;
+  const RecvWqe& r = *w.recv;
+  // The first 40 bytes hold the GRH; for IPv4 its last 20 bytes are the IPv4 header, as rxe does.
+  std::byte grh[kGrhBytes] = {};
+  if (pkt.ip_version == IpVersion::V6)
+    std::memcpy(grh, w.frame.data() + pkt.l3_offset, kGrhBytes);
+  else
+    std::memcpy(grh + 20, w.frame.data() + pkt.l3_offset, 20);
+  copy_to_segments(qp.recv_segs(r), r.num_seg, 0, grh, kGrhBytes);
+  place_payload(pkt, w.dest, qp.tuning->crc, false);
+  std::uint32_t imm = 0;
+  unsigned flags = IBV_WC_GRH;
+  if (pkt.info->has_immediate()) {
+    std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
+    flags |= IBV_WC_WITH_IMM;
+  }
+  complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV, kGrhBytes + pkt.payload_length, flags, imm, pkt.ext.deth.source_qp());
+  w.outcome = ResponderOutcome::Progress;
+  return RespState::Done;
+}
+
+RespState Responder::execute_read(QpContext& qp, Walk& w) {
+  const Packet& pkt = w.pkt;
+  drop_stale_replays();
+  const std::uint64_t va = pkt.ext.reth.va.get();
+  const std::uint32_t len = pkt.ext.reth.dma_length.get();
+  const std::uint32_t npackets = packets_for(len, qp.cfg.pmtu);
+  msn_ = psn_next(msn_);
+  Resource& r = next_resource();
+  r = Resource{Resource::Kind::Read, pkt.psn(), npackets, va, pkt.ext.reth.rkey.get(), len, 0};
+  Item& it = push_item();
+  it.kind = Item::Kind::ReadResponse;
+  it.psn = pkt.psn();
+  it.msn = msn_;
+  it.va = va;
+  it.rkey = pkt.ext.reth.rkey.get();
+  it.length = len;
+  it.npackets = npackets;
+  epsn_ = psn_add(pkt.psn(), npackets);
+  seq_ = SequenceState::Normal;
+  w.outcome = ResponderOutcome::Progress;
+  return RespState::Done;  // the responses acknowledge it
+}
+
+RespState Responder::execute_atomic(Walk& w) {
+  const Packet& pkt = w.pkt;
+  drop_stale_replays();
+  // Host memory may be shared with the application's threads: operate atomically.
+  std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(w.target));
+  std::uint64_t original;
+  if (pkt.info->operation == Operation::CmpSwap) {
+    original = pkt.ext.atomic.compare.get();
+    word.compare_exchange_strong(original, pkt.ext.atomic.swap_add.get());
+  } else {
+    original = word.fetch_add(pkt.ext.atomic.swap_add.get());
+  }
+  msn_ = psn_next(msn_);
+  Resource& r = next_resource();
+  r = Resource{Resource::Kind::Atomic, pkt.psn(), 1, pkt.ext.atomic.va.get(), pkt.ext.atomic.rkey.get(), 8, original};
+  Item& it = push_item();
+  it.kind = Item::Kind::AtomicAck;
+  it.psn = pkt.psn();
+  it.msn = msn_;
+  it.original = original;
+  epsn_ = psn_next(pkt.psn());
+  seq_ = SequenceState::Normal;
+  w.outcome = ResponderOutcome::Progress;
+  return RespState::Done;  // the atomic ACK acknowledges it
+}
+
+RespState Responder::acknowledge(QpContext& qp, Walk& w) {
+  epsn_ = psn_next(w.pkt.psn());
+  if (qp.is_rc()) {
+    seq_ = SequenceState::Normal;
+    if (w.pkt.bth.ack_requested()) queue_ack(qp, w.pkt.psn());
+  }
+  return RespState::Done;
+}
+
+RespState Responder::on_error(QpContext& qp, Walk& w, RespState error) {
+  const ErrorPolicy& p = error_policy(qp.cfg.type, error);
+  const Packet& pkt = w.pkt;
+  if (p.counter != Counter::Count) qp.counters.inc(p.counter);
+  if (p.recv_status != IBV_WC_SUCCESS && w.recv) {
+    // What the receive holds: a SEND with invalidate failed after its last bytes landed.
+    const bool placed = error == RespState::ErrInvalidateRkey || (!pkt.info->starts_message() && qp.cfg.type != IBV_QPT_UD);
+    complete_receive(qp, p.recv_status, IBV_WC_RECV, placed ? msg_offset_ : 0, 0, 0, 0);
+    w.outcome = ResponderOutcome::Progress;
+  }
+  switch (p.action) {
+    case ErrorAction::Drop: return RespState::Done;
+    case ErrorAction::Complete: return RespState::Done;
+    case ErrorAction::NakSequence:
       if (seq_ == SequenceState::Normal) {
         queue_nak(qp, epsn_, Syndrome::nak(NakCode::PsnSequenceError));
         seq_ = SequenceState::NakSent;
       }
-      return ResponderOutcome::Nothing;
-    case RequestPsnClass::Duplicate:
-      qp.counters.inc(Counter::DuplicateRequest);
-      return on_duplicate(qp, pkt);
-    case RequestPsnClass::Expected: break;
+      return RespState::Done;
+    case ErrorAction::NakRnr:
+      queue_nak(qp, pkt.psn(), Syndrome::rnr_nak(qp.cfg.min_rnr_timer));
+      seq_ = SequenceState::NakSent;
+      w.outcome = ResponderOutcome::Progress;
+      return RespState::Done;
+    case ErrorAction::NakFatal:
+      queue_nak(qp, pkt.psn(), Syndrome::nak(p.nak));
+      set_message(OpenMessage::None);
+      w.outcome = ResponderOutcome::Fatal;
+      return RespState::Done;
+    case ErrorAction::AbandonOpen:
+      // The open message never got its end; a FIRST/ONLY starts the next one.
+      set_message(OpenMessage::None);
+      if (pkt.info->starts_message()) return RespState::CheckOpValid;
+      drop_msg_ = true;
+      return RespState::Done;
+    case ErrorAction::DropMessage:
+      // UC: the message this packet belongs to is lost; wait for the next FIRST/ONLY.
+      if (msg_ != OpenMessage::None || pkt.info->starts_message()) qp.counters.inc(Counter::UcMessagesDropped);
+      set_message(OpenMessage::None);
+      drop_msg_ = !pkt.info->ends_message();
+      return RespState::Done;
   }
-  seq_ = SequenceState::Normal;
-  return execute(qp, pkt);
-}
-
-ResponderOutcome Responder::execute(QpContext& qp, const Packet& pkt) {
-  const OpcodeInfo& info = *pkt.info;
-  // Opcode sequence: an open message takes only its MIDDLE/LAST, no message takes them.
-  const bool open = msg_ != Message::None;
-  const bool continues = !is_first_or_only(info);
-  const Message kind = info.operation == Operation::Send ? Message::Send
-                       : info.operation == Operation::Write ? Message::Write
-                                                            : Message::None;
-  if (open != continues || (open && kind != msg_)) {
-    qp.counters.inc(Counter::OpcodeSequenceErrors);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  if (!fits_pmtu(qp, pkt)) {
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  switch (info.operation) {
-    case Operation::Send: return do_send(qp, pkt);
-    case Operation::Write: return do_write(qp, pkt);
-    case Operation::ReadRequest: return do_read(qp, pkt);
-    case Operation::CmpSwap:
-    case Operation::FetchAdd: return do_atomic(qp, pkt);
-    default:  // FLUSH and ATOMIC_WRITE are not offered by this responder
-      qp.counters.inc(Counter::InvalidRequests);
-      return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-}
-
-bool Responder::fits_pmtu(const QpContext& qp, const Packet& pkt) {
-  // FIRST/MIDDLE carry exactly one path MTU, LAST/ONLY at most one.
-  return pkt.payload_length <= qp.cfg.pmtu &&
-         (pkt.info->payload != PayloadRule::ExactPmtu || pkt.payload_length == qp.cfg.pmtu);
-}
-
-bool Responder::fits_open_write(const Packet& pkt) const {
-  return pkt.payload_length <= write_remaining_ && (!pkt.info->ends_message() || pkt.payload_length == write_remaining_);
-}
-
-PayloadTarget Responder::continuation_target(const QpContext& qp, const Packet& pkt) const {
-  const OpcodeInfo& info = *pkt.info;
-  if (!qp.is_rc() || !qp.accepts_requests() || output_full() || pkt.psn() != epsn_ || info.starts_message() ||
-      info.has_immediate() || pkt.payload_length == 0 || !fits_pmtu(qp, pkt))
-    return {};
-  const std::uint32_t len = pkt.payload_length;
-  if (info.operation == Operation::Write && msg_ == Message::Write) {
-    if (!fits_open_write(pkt)) return {};
-    std::byte* dst = nullptr;
-    if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, len, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
-      return {};
-    // The open WRITE continues in the same region, right after these bytes.
-    return {dst, {dst + len, info.ends_message() ? 0 : std::min(write_remaining_ - len, len)}};
-  }
-  if (info.operation == Operation::Send && msg_ == Message::Send && !qp.rq.empty()) {
-    const RecvWqe& r = qp.rq.at(qp.rq.head());
-    if (r.local_error || std::uint64_t{msg_offset_} + len > r.length) return {};
-    const LocalSegment* segs = qp.recv_segs(r);
-    PayloadTarget to{contiguous_in_segments(segs, r.num_seg, msg_offset_, len), {}};
-    if (to.dst && !info.ends_message())
-      to.next = write_ahead_in_segments(segs, r.num_seg, msg_offset_ + len, std::min(len, r.length - msg_offset_ - len));
-    return to;
-  }
-  return {};
-}
-
-ResponderOutcome Responder::class_c_error(QpContext& qp, std::uint32_t psn, NakCode code) {
-  if (code == NakCode::RemoteAccessError) qp.counters.inc(Counter::RemoteAccessErrors);
-  if (code == NakCode::RemoteOperationalError) qp.counters.inc(Counter::RemoteOperationalErrors);
-  queue_nak(qp, psn, Syndrome::nak(code));
-  msg_ = Message::None;
-  return ResponderOutcome::Fatal;
+  return RespState::Done;
 }
 
 void Responder::complete_receive(QpContext& qp, ibv_wc_status status, ibv_wc_opcode opcode, std::uint32_t byte_len,
@@ -258,474 +450,12 @@ void Responder::complete_receive(QpContext& qp, ibv_wc_status status, ibv_wc_opc
   qp.counters.inc(Counter::RdmaRecvs);
 }
 
-void Responder::end_of_request(QpContext& qp, const Packet& pkt) {
-  epsn_ = psn_next(pkt.psn());
-  if (pkt.bth.ack_requested()) queue_ack(qp, pkt.psn());
-}
-
-ResponderOutcome Responder::do_send(QpContext& qp, const Packet& pkt) {
-  const OpcodeInfo& info = *pkt.info;
-  if (info.starts_message()) {
-    if (qp.rq.empty()) {
-      queue_nak(qp, pkt.psn(), Syndrome::rnr_nak(qp.cfg.min_rnr_timer));
-      seq_ = SequenceState::NakSent;
-      return ResponderOutcome::Progress;
-    }
-    msg_ = Message::Send;
-    msg_offset_ = 0;
-  }
-  RecvWqe& r = qp.rq.at(qp.rq.head());
-  if (r.local_error) {
-    complete_receive(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, msg_offset_, 0, 0, 0);
-    return class_c_error(qp, pkt.psn(), NakCode::RemoteOperationalError);
-  }
-  if (std::uint64_t{msg_offset_} + pkt.payload_length > r.length) {
-    complete_receive(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, msg_offset_, 0, 0, 0);
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  if (pkt.payload_length && !pkt.payload_placed)
-    copy_to_segments(qp.recv_segs(r), r.num_seg, msg_offset_, pkt.payload.data(), pkt.payload_length);
-  msg_offset_ += pkt.payload_length;
-  if (!info.ends_message() && !pkt.payload_placed)
-    prefetch_segments_for_write(qp.recv_segs(r), r.num_seg, msg_offset_,
-                                std::min<std::uint32_t>(pkt.payload_length, r.length - msg_offset_));
-  if (info.ends_message()) {
-    unsigned flags = 0;
-    std::uint32_t extra = 0;
-    if (info.has_immediate()) {
-      flags |= IBV_WC_WITH_IMM;
-      std::memcpy(&extra, pkt.ext.imm.bytes.data(), 4);
-    }
-    if (info.has_invalidate()) {
-      extra = pkt.ext.ieth.rkey.get();
-      if (!qp.mrs->invalidate(extra, qp.cfg.pd)) {
-        complete_receive(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, msg_offset_, 0, 0, 0);
-        qp.counters.inc(Counter::InvalidRequests);
-        return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-      }
-      flags |= IBV_WC_WITH_INV;
-    }
-    msn_ = psn_next(msn_);
-    complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV, msg_offset_, flags, extra, 0);
-    msg_ = Message::None;
-  }
-  end_of_request(qp, pkt);
-  return ResponderOutcome::Progress;
-}
-
-ResponderOutcome Responder::do_write(QpContext& qp, const Packet& pkt) {
-  const OpcodeInfo& info = *pkt.info;
-  if (info.starts_message()) {
-    if (!(qp.cfg.access & IBV_ACCESS_REMOTE_WRITE)) {
-      qp.counters.inc(Counter::InvalidRequests);
-      return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-    }
-    const std::uint64_t va = pkt.ext.reth.va.get();
-    const std::uint32_t len = pkt.ext.reth.dma_length.get();
-    if (len > kMaxMessageBytes || pkt.payload_length > len ||
-        (info.position == Position::Only && pkt.payload_length != len)) {
-      qp.counters.inc(Counter::InvalidRequests);
-      return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-    }
-    std::byte* dst = nullptr;
-    // A zero-length WRITE touches no memory, so its R_Key is not checked (IBA 9.7.4.1.3).
-    if (len != 0 &&
-        qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_WRITE, &dst) !=
-            AccessResult::Ok)
-      return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-    msg_ = Message::Write;
-    write_va_ = va;
-    write_rkey_ = pkt.ext.reth.rkey.get();
-    write_remaining_ = len;
-    write_length_ = len;
-  }
-  if (!fits_open_write(pkt)) {
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  // WRITE with immediate consumes a receive WQE; without one, answer RNR before touching memory
-  // so the retried packet finds the same state.
-  if (info.has_immediate() && qp.rq.empty()) {
-    if (info.starts_message()) msg_ = Message::None;
-    queue_nak(qp, pkt.psn(), Syndrome::rnr_nak(qp.cfg.min_rnr_timer));
-    seq_ = SequenceState::NakSent;
-    return ResponderOutcome::Progress;
-  }
-  if (pkt.payload_length) {
-    std::byte* dst = nullptr;
-    if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
-        AccessResult::Ok)
-      return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-    write_va_ += pkt.payload_length;
-    write_remaining_ -= pkt.payload_length;
-    if (!pkt.payload_placed) {
-      std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
-      proto::prefetch_for_write({dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length)});
-    }
-  }
-  if (info.ends_message()) {
-    msn_ = psn_next(msn_);
-    msg_ = Message::None;
-    if (info.has_immediate()) {
-      std::uint32_t imm = 0;
-      std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
-      complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_length_, IBV_WC_WITH_IMM, imm, 0);
-    }
-  }
-  end_of_request(qp, pkt);
-  return ResponderOutcome::Progress;
-}
-
-ResponderOutcome Responder::do_read(QpContext& qp, const Packet& pkt) {
-  if (!(qp.cfg.access & IBV_ACCESS_REMOTE_READ) || !make_room_for_rd_atomic()) {
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  const std::uint64_t va = pkt.ext.reth.va.get();
-  const std::uint32_t len = pkt.ext.reth.dma_length.get();
-  if (len > kMaxMessageBytes) {
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  std::byte* src = nullptr;
-  if (len != 0 &&
-      qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_READ, &src) != AccessResult::Ok)
-    return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-  const std::uint32_t npackets = packets_for(len, qp.cfg.pmtu);
-  msn_ = psn_next(msn_);
-  Resource& r = next_resource();
-  r = Resource{Resource::Kind::Read, pkt.psn(), npackets, va, pkt.ext.reth.rkey.get(), len, 0};
-  Item& it = push_item();
-  it.kind = Item::Kind::ReadResponse;
-  it.psn = pkt.psn();
-  it.msn = msn_;
-  it.va = va;
-  it.rkey = pkt.ext.reth.rkey.get();
-  it.length = len;
-  it.npackets = npackets;
-  epsn_ = psn_add(pkt.psn(), npackets);
-  return ResponderOutcome::Progress;
-}
-
-ResponderOutcome Responder::do_atomic(QpContext& qp, const Packet& pkt) {
-  if (!(qp.cfg.access & IBV_ACCESS_REMOTE_ATOMIC) || !make_room_for_rd_atomic()) {
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  const std::uint64_t va = pkt.ext.atomic.va.get();
-  if (va % 8 != 0) {
-    qp.counters.inc(Counter::InvalidRequests);
-    return class_c_error(qp, pkt.psn(), NakCode::InvalidRequest);
-  }
-  std::byte* dst = nullptr;
-  if (qp.mrs->check_remote(pkt.ext.atomic.rkey.get(), qp.cfg.pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC, &dst) !=
-      AccessResult::Ok)
-    return class_c_error(qp, pkt.psn(), NakCode::RemoteAccessError);
-  // Host memory may be shared with the application's threads: operate atomically.
-  std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(dst));
-  std::uint64_t original;
-  if (pkt.info->operation == Operation::CmpSwap) {
-    original = pkt.ext.atomic.compare.get();
-    word.compare_exchange_strong(original, pkt.ext.atomic.swap_add.get());
-  } else {
-    original = word.fetch_add(pkt.ext.atomic.swap_add.get());
-  }
-  msn_ = psn_next(msn_);
-  Resource& r = next_resource();
-  r = Resource{Resource::Kind::Atomic, pkt.psn(), 1, va, pkt.ext.atomic.rkey.get(), 8, original};
-  Item& it = push_item();
-  it.kind = Item::Kind::AtomicAck;
-  it.psn = pkt.psn();
-  it.msn = msn_;
-  it.original = original;
-  epsn_ = psn_next(pkt.psn());
-  return ResponderOutcome::Progress;
-}
-
-ResponderOutcome Responder::on_duplicate(QpContext& qp, const Packet& pkt) {
-  const OpcodeInfo& info = *pkt.info;
-  const std::uint32_t psn = pkt.psn();
-  switch (info.operation) {
-    case Operation::Send:
-    case Operation::Write:
-      // Already executed: acknowledge again, with the latest PSN (IBA C9-105).
-      queue_ack(qp, psn_add(epsn_, -1));
-      return ResponderOutcome::Nothing;
-    case Operation::ReadRequest:
-      for (const Resource& r : resources_) {
-        if (r.kind != Resource::Kind::Read) continue;
-        const std::int32_t d = psn_diff(psn, r.first_psn);
-        if (d < 0 || d >= static_cast<std::int32_t>(r.npackets)) continue;
-        // Re-execute from where the retried request starts, checked like a new one.
-        const std::uint64_t va = pkt.ext.reth.va.get();
-        const std::uint32_t len = pkt.ext.reth.dma_length.get();
-        const std::uint64_t offset = std::uint64_t(d) * qp.cfg.pmtu;
-        std::byte* src = nullptr;
-        if (va != r.va + offset || std::uint64_t{len} + offset != r.length ||
-            (len != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_READ,
-                                              &src) != AccessResult::Ok)) {
-          qp.counters.inc(Counter::InvalidRequests);
-          return ResponderOutcome::Nothing;
-        }
-        qp.counters.inc(Counter::DuplicateReadReexecuted);
-        // The requester went back to this PSN and will ask again for everything after it:
-        // answers still queued from here on are stale. A response stream of this same READ
-        // that is still going out restarts at the requested packet instead.
-        if (Item* same = truncate_output_at(psn, r.first_psn)) {
-          same->sent = static_cast<std::uint32_t>(d);
-          same->msn = msn_;
-          same->reexecuted = true;
-          replays_queued_ = true;
-          return ResponderOutcome::Progress;
-        }
-        // Like every response, it carries the MSN the responder holds now (as rxe does), which
-        // counts the messages completed since the original.
-        Item& it = push_item();
-        it.reexecuted = true;
-        replays_queued_ = true;
-        it.kind = Item::Kind::ReadResponse;
-        it.replay = true;
-        it.psn = psn;
-        it.msn = msn_;
-        it.va = va;
-        it.rkey = pkt.ext.reth.rkey.get();
-        it.length = len;
-        it.npackets = packets_for(len, qp.cfg.pmtu);
-        return ResponderOutcome::Progress;
-      }
-      return ResponderOutcome::Nothing;  // too old to answer: the requester has moved on
-    case Operation::CmpSwap:
-    case Operation::FetchAdd:
-      for (const Resource& r : resources_) {
-        if (r.kind != Resource::Kind::Atomic || r.first_psn != psn) continue;
-        Item& it = push_item();
-        it.reexecuted = true;
-        replays_queued_ = true;
-        it.kind = Item::Kind::AtomicAck;
-        it.replay = true;
-        it.psn = psn;
-        it.msn = msn_;
-        it.original = r.original;  // replayed, never executed twice
-        qp.counters.inc(Counter::DuplicateAtomicReplayed);
-        return ResponderOutcome::Progress;
-      }
-      return ResponderOutcome::Nothing;
-    default: return ResponderOutcome::Nothing;
-  }
-}
-
-ResponderOutcome Responder::on_uc_request(QpContext& qp, const Packet& pkt) {
-  const OpcodeInfo& info = *pkt.info;
-  if (pkt.psn() != epsn_) {
-    // A lost packet loses its message; resynchronise on this PSN.
-    if (msg_ != Message::None) qp.counters.inc(Counter::UcMessagesDropped);
-    msg_ = Message::None;
-    uc_dropping_ = !info.starts_message();
-  } else if (!info.starts_message() && msg_ == Message::None) {
-    uc_dropping_ = true;
-  } else if (info.starts_message() && msg_ != Message::None) {
-    qp.counters.inc(Counter::UcMessagesDropped);  // the previous message never got its LAST
-    msg_ = Message::None;
-  }
-  epsn_ = psn_next(pkt.psn());
-  if (info.starts_message()) uc_dropping_ = false;
-  if (uc_dropping_) {
-    qp.counters.inc(Counter::OpcodeSequenceErrors);
-    return ResponderOutcome::Nothing;
-  }
-  if (!fits_pmtu(qp, pkt)) {
-    uc_dropping_ = true;
-    msg_ = Message::None;
-    return ResponderOutcome::Nothing;
-  }
-  // UC answers nothing: every failure drops the rest of the message.
-  auto drop = [&](Counter c) {
-    qp.counters.inc(c);
-    uc_dropping_ = !info.ends_message();
-    msg_ = Message::None;
-    return ResponderOutcome::Nothing;
-  };
-  if (info.operation == Operation::Send) {
-    if (info.starts_message()) {
-      if (qp.rq.empty()) return drop(Counter::UdNoReceiveDrops);
-      msg_ = Message::Send;
-      msg_offset_ = 0;
-    }
-    RecvWqe& r = qp.rq.at(qp.rq.head());
-    if (r.local_error || std::uint64_t{msg_offset_} + pkt.payload_length > r.length) {
-      complete_receive(qp, r.local_error ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, msg_offset_, 0, 0, 0);
-      return drop(Counter::UcMessagesDropped);
-    }
-    if (pkt.payload_length)
-      copy_to_segments(qp.recv_segs(r), r.num_seg, msg_offset_, pkt.payload.data(), pkt.payload_length);
-    msg_offset_ += pkt.payload_length;
-    if (info.ends_message()) {
-      std::uint32_t imm = 0;
-      if (info.has_immediate()) std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
-      complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV, msg_offset_, info.has_immediate() ? IBV_WC_WITH_IMM : 0, imm, 0);
-      msg_ = Message::None;
-    }
-    return ResponderOutcome::Progress;
-  }
-  if (info.operation != Operation::Write) return drop(Counter::OpcodeSequenceErrors);
-  if (info.starts_message()) {
-    const std::uint64_t va = pkt.ext.reth.va.get();
-    const std::uint32_t len = pkt.ext.reth.dma_length.get();
-    std::byte* dst = nullptr;
-    if (!(qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) || pkt.payload_length > len ||
-        (info.position == Position::Only && pkt.payload_length != len) ||
-        (len != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_WRITE, &dst) !=
-                         AccessResult::Ok))
-      return drop(Counter::RemoteAccessErrors);
-    msg_ = Message::Write;
-    write_va_ = va;
-    write_rkey_ = pkt.ext.reth.rkey.get();
-    write_remaining_ = len;
-    write_length_ = len;
-  }
-  if (!fits_open_write(pkt)) return drop(Counter::UcMessagesDropped);
-  if (info.has_immediate() && qp.rq.empty()) return drop(Counter::UdNoReceiveDrops);
-  if (pkt.payload_length) {
-    std::byte* dst = nullptr;
-    if (qp.mrs->check_remote(write_rkey_, qp.cfg.pd, write_va_, pkt.payload_length, IBV_ACCESS_REMOTE_WRITE, &dst) !=
-        AccessResult::Ok)
-      return drop(Counter::RemoteAccessErrors);
-    std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
-    write_va_ += pkt.payload_length;
-    write_remaining_ -= pkt.payload_length;
-    proto::prefetch_for_write({dst + pkt.payload_length, std::min(write_remaining_, pkt.payload_length)});
-  }
-  if (info.ends_message()) {
-    msg_ = Message::None;
-    if (info.has_immediate()) {
-      std::uint32_t imm = 0;
-      std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
-      complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_length_, IBV_WC_WITH_IMM, imm, 0);
-    }
-  }
-  return ResponderOutcome::Progress;
-}
-
-ResponderOutcome Responder::on_ud_request(QpContext& qp, const Packet& pkt, ByteSpan frame) {
-  const OpcodeInfo& info = *pkt.info;
-  if (info.operation != Operation::Send) return ResponderOutcome::Nothing;
-  if (pkt.ext.deth.qkey.get() != qp.cfg.qkey) {
-    qp.counters.inc(Counter::QkeyViolations);
-    return ResponderOutcome::Nothing;
-  }
-  if (pkt.payload_length > qp.cfg.pmtu || qp.rq.empty()) {
-    qp.counters.inc(Counter::UdNoReceiveDrops);
-    return ResponderOutcome::Nothing;
-  }
-  RecvWqe& r = qp.rq.at(qp.rq.head());
-  const std::uint32_t total = kGrhBytes + pkt.payload_length;
-  if (r.local_error || total > r.length) {
-    complete_receive(qp, r.local_error ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, 0);
-    return ResponderOutcome::Progress;
-  }
-  // The first 40 bytes hold the GRH; for IPv4 its last 20 bytes are the IPv4 header, as rxe does.
-  std::byte grh[kGrhBytes] = {};
-  if (pkt.ip_version == IpVersion::V6)
-    std::memcpy(grh, frame.data() + pkt.l3_offset, kGrhBytes);
-  else
-    std::memcpy(grh + 20, frame.data() + pkt.l3_offset, 20);
-  copy_to_segments(qp.recv_segs(r), r.num_seg, 0, grh, kGrhBytes);
-  if (pkt.payload_length)
-    copy_to_segments(qp.recv_segs(r), r.num_seg, kGrhBytes, pkt.payload.data(), pkt.payload_length);
-  std::uint32_t imm = 0;
-  unsigned flags = IBV_WC_GRH;
-  if (info.has_immediate()) {
-    std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
-    flags |= IBV_WC_WITH_IMM;
-  }
-  complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV, total, flags, imm, pkt.ext.deth.source_qp());
-  return ResponderOutcome::Progress;
-}
-
-bool Responder::build_next(QpContext& qp, TxFrame& frame) {
-  if (out_count_ == 0) return false;
-  Item& it = out_[out_head_];
-  FrameSpec spec = qp.path;
-  std::uint32_t payload = 0;
-  const std::byte* src = nullptr;
-  bool done = true;
-  switch (it.kind) {
-    case Item::Kind::Ack:
-    case Item::Kind::Nak:
-      spec.bth.opcode = raw(Opcode::RcAck);
-      spec.bth.psn.set(it.psn);
-      spec.ext.aeth = Aeth{it.syndrome.raw, Be24::of(it.msn)};
-      if (it.kind == Item::Kind::Ack) qp.counters.inc(Counter::AcksSent);
-      break;
-    case Item::Kind::AtomicAck:
-      spec.bth.opcode = raw(Opcode::RcAtomicAck);
-      spec.bth.psn.set(it.psn);
-      spec.ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(it.msn)};
-      spec.ext.atomic_ack.original_data.set(it.original);
-      qp.counters.inc(Counter::AtomicAcksSent);
-      break;
-    case Item::Kind::ReadResponse: {
-      const bool first = it.sent == 0;
-      const bool last = it.sent + 1 == it.npackets;
-      const Opcode op = first ? (last ? Opcode::RcReadResponseOnly : Opcode::RcReadResponseFirst)
-                              : (last ? Opcode::RcReadResponseLast : Opcode::RcReadResponseMiddle);
-      const std::uint64_t offset = std::uint64_t{it.sent} * qp.cfg.pmtu;
-      payload = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, it.length - offset));
-      std::byte* data = nullptr;
-      if (payload != 0 && qp.mrs->check_remote(it.rkey, qp.cfg.pd, it.va + offset, payload, IBV_ACCESS_REMOTE_READ,
-                                               &data) != AccessResult::Ok) {
-        // The region went away (deregistered or invalidated) after the request was accepted:
-        // no data can be sent, so the rest of the READ fails as a class C error.
-        spec.bth.opcode = raw(Opcode::RcAck);
-        spec.bth.psn.set(psn_add(it.psn, static_cast<std::int32_t>(it.sent)));
-        spec.ext.aeth = Aeth{Syndrome::nak(NakCode::RemoteAccessError).raw, Be24::of(it.msn)};
-        qp.counters.inc(Counter::RemoteAccessErrors);
-        qp.counters.inc(Counter::NaksSent);
-        payload = 0;
-        fatal_ = true;
-        break;
-      }
-      src = data;
-      spec.bth.opcode = raw(op);
-      spec.bth.psn.set(psn_add(it.psn, it.sent));
-      spec.ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(it.msn)};
-      ++it.sent;
-      done = last;
-      qp.counters.inc(Counter::ReadResponsesSent);
-      break;
-    }
-  }
-  const FrameLayout l = write_headers(spec, payload, MutableByteSpan{frame.data, frame.capacity});
-  if (l.ok()) {
-    place_and_seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc, src);
-    frame.length = static_cast<std::uint32_t>(l.length);
-    qp.counters.inc(Counter::SentPkts);
-  } else {
-    frame.length = 0;
-    qp.counters.inc(Counter::SendErr);
-  }
-  if (done) {
-    out_head_ = slot(1);
-    if (--out_count_ == 0) replays_queued_ = false;
-  }
-  return frame.length != 0;
-}
-
-std::string to_string(RequestPsnClass c) {
-  switch (c) {
-    case RequestPsnClass::Expected: return "expected";
-    case RequestPsnClass::Duplicate: return "duplicate";
-    case RequestPsnClass::Ahead: return "ahead";
-  }
-  return "unknown";
-}
-
 std::string to_string(ResponderOutcome o) {
   switch (o) {
     case ResponderOutcome::Nothing: return "nothing";
     case ResponderOutcome::Progress: return "progress";
     case ResponderOutcome::Fatal: return "fatal";
+    case ResponderOutcome::Corrupted: return "corrupted";
   }
   return "unknown";
 }

@@ -1,26 +1,31 @@
-// Responder: checks each request's PSN (expected / duplicate / ahead), executes SEND, WRITE,
-// READ and atomics against posted receives and registered memory, and queues the ACKs, NAKs,
-// READ responses and atomic ACKs it owes, in PSN order. Duplicates are answered from saved
+// Responder: takes each request through the states of responder_checks.hpp (PSN, opcode
+// sequence, operation, resources, lengths, R_Key; then execute and acknowledge), executes SEND,
+// WRITE, READ and atomics against posted receives and registered memory, and queues the ACKs,
+// NAKs, READ responses and atomic ACKs it owes, in PSN order. Duplicates are answered from saved
 // responder resources: READs re-executed, atomics replayed, never re-executed.
+//
+// A request whose ICRC the parser deferred is settled before its first acting state; only a
+// packet payload.hpp lets be placed ahead of its verdict (an RC MIDDLE) is settled during its
+// copy, in Execute.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "lib/rdma/payload.hpp"
 #include "lib/rdma/qp_context.hpp"
+#include "lib/rdma/responder_checks.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/packet.hpp"
 
 namespace roce {
 
-enum class RequestPsnClass : std::uint8_t { Expected, Duplicate, Ahead };
-RequestPsnClass classify_request_psn(std::uint32_t psn, std::uint32_t expected);
-
 enum class ResponderOutcome : std::uint8_t {
-  Nothing,   // dropped or answered without changing state
-  Progress,  // executed; the receive CQ or the output queue changed
-  Fatal,     // a class C error: the NAK is queued and the QP must enter ERR
+  Nothing,    // dropped or answered without changing state
+  Progress,   // executed; the receive CQ or the output queue changed
+  Fatal,      // a class C error: the NAK is queued and the QP must enter ERR
+  Corrupted,  // the deferred ICRC failed: nothing changed but the bytes of a MIDDLE placed ahead
 };
 
 class Responder {
@@ -29,11 +34,10 @@ class Responder {
     Normal,   // the next request is taken as it comes
     NakSent,  // a NAK sequence error or RNR NAK went out: later PSNs are dropped silently
   };
-  enum class Message : std::uint8_t { None, Send, Write };
 
   void start(const QpContext& qp);  // entering RTR
 
-  ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
+  ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
 
   bool has_output() const { return out_count_ > 0; }
   // The next packet out carries data (a READ response): the pacer governs it.
@@ -51,18 +55,28 @@ class Responder {
     return f;
   }
 
-  // Where the payload of a continuing SEND or WRITE goes when the packet is the one expected
-  // next and execute() would place it: the engine copies it there while it settles the
-  // packet's deferred ICRC. No dst otherwise (the packet then takes the usual way). Reads
-  // state only: a packet that fails its ICRC leaves nothing changed but those bytes, inside the
-  // open message, where the resent packet will put its own.
-  PayloadTarget continuation_target(const QpContext& qp, const proto::Packet& pkt) const;
+  // Where the payload of `pkt` would go if it came now: the checks alone, run without acting
+  // (no dst if a check fails, or the packet carries nothing to place).
+  PayloadDest destination(const QpContext& qp, const proto::Packet& pkt) const;
 
   std::uint32_t expected_psn() const { return epsn_; }
   std::uint32_t msn() const { return msn_; }
   SequenceState sequence_state() const { return seq_; }
+  OpenMessage open_message() const { return msg_; }
+  // READ response packets still owed, first answers and replays alike.
+  std::uint64_t queued_read_packets() const;
 
  private:
+  // What the checks found out about one request, for the acting states to use.
+  struct Walk {
+    const proto::Packet& pkt;
+    proto::ByteSpan frame;
+    bool icrc_known = false;     // the ICRC holds (checked by the parser, or settled here)
+    const RecvWqe* recv = nullptr;  // the receive a SEND fills (or a UD datagram, or WRITE with immediate)
+    PayloadDest dest{};          // where the payload goes
+    std::byte* target = nullptr; // atomic: the word
+    ResponderOutcome outcome = ResponderOutcome::Nothing;
+  };
   struct Resource {
     enum class Kind : std::uint8_t { Free, Read, Atomic } kind = Kind::Free;
     std::uint32_t first_psn = 0;
@@ -84,38 +98,46 @@ class Responder {
     std::uint32_t sent = 0;
     std::uint64_t original = 0;
     // Queued or restarted for a duplicate request (a retry): dropped when its resource is
-    // recycled by a new READ/atomic (see make_room_for_rd_atomic).
+    // recycled by a new READ/atomic (see drop_stale_replays).
     bool reexecuted = false;
     bool replay = false;  // a fresh answer to a duplicate: takes no responder resource
   };
 
-  ResponderOutcome on_rc_request(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome on_uc_request(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome on_ud_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
-  ResponderOutcome on_duplicate(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome execute(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome do_send(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome do_write(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome do_read(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome do_atomic(QpContext& qp, const proto::Packet& pkt);
-  ResponderOutcome class_c_error(QpContext& qp, std::uint32_t psn, proto::NakCode code);
+  // The checks (responder_checks.hpp): each names the next state and changes nothing.
+  RespState check(const QpContext& qp, Walk& w, RespState s) const;
+  RespState check_psn(const QpContext& qp, const Walk& w) const;
+  RespState check_resource(const QpContext& qp, Walk& w) const;
+  RespState check_length(const QpContext& qp, const Walk& w) const;
+  RespState check_rkey(const QpContext& qp, Walk& w) const;
+  // The acting states.
+  RespState execute(QpContext& qp, Walk& w);
+  RespState execute_send(QpContext& qp, Walk& w);
+  RespState execute_write(QpContext& qp, Walk& w);
+  RespState execute_ud(QpContext& qp, Walk& w);
+  RespState execute_read(QpContext& qp, Walk& w);
+  RespState execute_atomic(Walk& w);
+  RespState acknowledge(QpContext& qp, Walk& w);
+  RespState duplicate(QpContext& qp, Walk& w);
+  RespState on_error(QpContext& qp, Walk& w, RespState error);
+  // Whether this packet's payload may land before its deferred ICRC is settled (payload.hpp).
+  bool places_ahead(const QpContext& qp, const Walk& w) const;
+
   void complete_receive(QpContext& qp, ibv_wc_status status, ibv_wc_opcode opcode, std::uint32_t byte_len,
                         unsigned flags, std::uint32_t imm_or_rkey, std::uint32_t src_qp);
-  void end_of_request(QpContext& qp, const proto::Packet& pkt);
+  void set_message(OpenMessage m) { msg_ = m; }
 
   bool output_full() const { return out_count_ >= out_capacity_; }
-  static bool fits_pmtu(const QpContext& qp, const proto::Packet& pkt);  // the payload rule of the opcode
-  bool fits_open_write(const proto::Packet& pkt) const;  // within the open WRITE, and all of its rest at LAST
   Item& push_item();
   void queue_ack(QpContext& qp, std::uint32_t psn);
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
-  // READ/atomic answers queued for new requests (replays for duplicates do not count: the
-  // requester already counted that request once).
-  std::uint32_t pending_rd_atomic() const;
-  // Room for one more READ/atomic answer: true if there is, possibly after dropping retry
-  // answers that belong to the resource the new request recycles (see the definition).
-  bool make_room_for_rd_atomic();
+  // A re-executed answer for the resource the next new READ/atomic recycles: nobody waits for it.
+  bool is_stale(const Item& it) const;
+  // First answers to READ/atomic requests still queued and not made stale by a new one: what
+  // max_dest_rd_atomic bounds (replays of duplicates take no resource: the requester counted
+  // the request once).
+  std::uint32_t rd_atomic_in_use() const;
+  void drop_stale_replays();
   // Drops queued answers for PSNs at or after `psn`; returns the READ response stream of the
   // request that started at `read_first_psn` if it is among them (kept, for a restart).
   Item* truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn);
@@ -123,16 +145,16 @@ class Responder {
   std::uint32_t epsn_ = 0;
   std::uint32_t msn_ = 0;
   SequenceState seq_ = SequenceState::Normal;
-  Message msg_ = Message::None;
-  std::uint32_t msg_offset_ = 0;     // SEND: bytes placed in the receive WQE so far
+  OpenMessage msg_ = OpenMessage::None;
+  bool drop_msg_ = false;         // UC: a packet of the current message was lost; skip to the next FIRST/ONLY
+  std::uint32_t msg_offset_ = 0;  // SEND: bytes placed in the receive WQE so far
   // WRITE: where the next payload byte goes. Every packet's range is checked against the R_Key
   // again, so a region deregistered or invalidated in the middle of a message is never written.
   std::uint64_t write_va_ = 0;
   std::uint32_t write_rkey_ = 0;
   std::uint32_t write_remaining_ = 0;
   std::uint32_t write_length_ = 0;
-  bool uc_dropping_ = false;
-  bool fatal_ = false;         // UC: the current message lost a packet; skip to the next FIRST/ONLY
+  bool fatal_ = false;
 
   std::vector<Resource> resources_;
   std::size_t next_resource_ = 0;
@@ -144,7 +166,6 @@ class Responder {
   std::size_t slot(std::size_t i) const { return (out_head_ + i) & (out_.size() - 1); }
 };
 
-std::string to_string(RequestPsnClass c);
 std::string to_string(ResponderOutcome o);
 std::string to_string(Responder::SequenceState s);
 

@@ -67,7 +67,7 @@ void check(ByteSpan in, const ParseOptions& opts, bool l2) {
   FUZZ_CHECK(p.payload_offset + p.payload_length + p.bth.pad_count() + kIcrcBytes == p.datagram_end);
   FUZZ_CHECK(p.udp_length == p.datagram_end - p.l4_offset);
   FUZZ_CHECK(p.udp_dst_port == kRoceV2Port && p.bth.tver() == 0);
-  FUZZ_CHECK(check_payload_length(*p.info, p.payload_length, opts.pmtu) == PayloadVerdict::Ok);
+  FUZZ_CHECK(check_payload_length(*p.info, p.payload_length, opts.pmtu, opts.mtu_rules) == PayloadVerdict::Ok);
   FUZZ_CHECK(p.payload.data() >= in.data() && p.payload.data() + p.payload.size() <= in.data() + in.size());
   FUZZ_CHECK(p.snap_truncated == (p.datagram_end > in.size()));
   FUZZ_CHECK(!p.snap_truncated || opts.allow_snap_truncation);

@@ -1,5 +1,6 @@
-// Deferred ICRC: which packets the parser defers, and that settling it (in place or while
-// copying) accepts exactly the packets a full check accepts, on both IP versions, with pad.
+// Deferred ICRC: which packets the parser defers (by payload size), and that settling it (in
+// place or while copying) accepts exactly the packets a full check accepts, on both IP
+// versions, with pad.
 #include "protocol/icrc_deferred.hpp"
 
 #include <gtest/gtest.h>
@@ -53,36 +54,21 @@ void expect_statuses(const ParseOptions& o, std::span<const StatusCase> cases) {
   }
 }
 
-TEST(IcrcDeferred, ContinuingSendAndWriteAndReadResponsesFromTheThresholdAreDeferred) {
+// The parser defers by size alone: which deferred packets are placed while their ICRC is
+// settled is the receiver's decision (lib/rdma/payload.hpp), not the parser's.
+TEST(IcrcDeferred, EveryPacketFromTheThresholdIsDeferredWhateverItsOpcode) {
   const StatusCase cases[] = {
       {Opcode::RcWriteMiddle, 4096, IcrcStatus::Deferred}, {Opcode::RcWriteLast, 1000, IcrcStatus::Deferred},
       {Opcode::RcSendMiddle, 1024, IcrcStatus::Deferred},  {Opcode::RcSendLast, 513, IcrcStatus::Deferred},
+      {Opcode::RcWriteFirst, 4096, IcrcStatus::Deferred},  {Opcode::RcSendOnly, 1024, IcrcStatus::Deferred},
+      {Opcode::RcWriteLastImm, 1024, IcrcStatus::Deferred}, {Opcode::UcWriteMiddle, 4096, IcrcStatus::Deferred},
+      {Opcode::UdSendOnly, 512, IcrcStatus::Deferred},     {Opcode::RcReadResponseOnly, 600, IcrcStatus::Deferred},
       {Opcode::RcWriteLast, 511, IcrcStatus::Ok},          // under the threshold
-      {Opcode::RcWriteFirst, 4096, IcrcStatus::Ok},        // RETH steers the copy: checked first
-      {Opcode::RcSendOnly, 1024, IcrcStatus::Ok},          {Opcode::RcWriteLastImm, 1024, IcrcStatus::Ok},
-      {Opcode::UcWriteMiddle, 4096, IcrcStatus::Ok},
-      // READ responses land where the requester's WQE says, whatever their position.
-      {Opcode::RcReadResponseFirst, 4096, IcrcStatus::Deferred}, {Opcode::RcReadResponseMiddle, 4096, IcrcStatus::Deferred},
-      {Opcode::RcReadResponseOnly, 600, IcrcStatus::Deferred},
+      {Opcode::RcReadRequest, 0, IcrcStatus::Ok},          // no payload
   };
   expect_statuses(deferring(), cases);
-}
-
-// A lower threshold for MIDDLE packets (the engine's 1 KiB): packets that start or end a message
-// keep the general one.
-TEST(IcrcDeferred, MiddlePacketsHaveTheirOwnThreshold) {
-  ParseOptions o;
-  o.defer_icrc_from = 2048;
-  o.defer_icrc_middle_from = 1024;
-  const StatusCase cases[] = {
-      {Opcode::RcWriteMiddle, 1024, IcrcStatus::Deferred},        {Opcode::RcSendMiddle, 1024, IcrcStatus::Deferred},
-      {Opcode::RcReadResponseMiddle, 1024, IcrcStatus::Deferred}, {Opcode::RcWriteMiddle, 512, IcrcStatus::Ok},
-      {Opcode::RcWriteLast, 1024, IcrcStatus::Ok},                {Opcode::RcSendLast, 1024, IcrcStatus::Ok},
-      {Opcode::RcReadResponseFirst, 1024, IcrcStatus::Ok},        {Opcode::RcReadResponseLast, 1024, IcrcStatus::Ok},
-      {Opcode::RcReadResponseOnly, 1024, IcrcStatus::Ok},         {Opcode::UcWriteMiddle, 1024, IcrcStatus::Ok},
-      {Opcode::RcWriteLast, 2048, IcrcStatus::Deferred},          {Opcode::RcReadResponseOnly, 2048, IcrcStatus::Deferred},
-  };
-  expect_statuses(o, cases);
+  const StatusCase never[] = {{Opcode::RcWriteMiddle, 4096, IcrcStatus::Ok}};
+  expect_statuses(ParseOptions{}, never);
 }
 
 TEST(IcrcDeferred, SettlingAcceptsWhatTheFullCheckAcceptsAndCopiesThePayload) {

@@ -3,6 +3,7 @@
 #include "protocol/aeth.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
+#include "tests/support/frame_edit.hpp"
 #include "tests/support/hex.hpp"
 
 namespace roce::proto {
@@ -155,13 +156,37 @@ TEST(Parser, PayloadRulesFollowTheOpcodeTable) {
   EXPECT_EQ(parse_frame(build(Opcode::RcSendLast, 0), mtu1024, p), ParseError::PayloadLengthInvalid);
   EXPECT_EQ(parse_frame(build(Opcode::RcSendOnly, 0), mtu1024, p), ParseError::None);
   EXPECT_EQ(parse_frame(build(Opcode::RcSendOnly, 1025), mtu1024, p), ParseError::PayloadAbovePmtu);
-  EXPECT_EQ(parse_frame(build(Opcode::RcAck, 4), mtu1024, p), ParseError::PayloadLengthInvalid);
+  EXPECT_EQ(parse_frame(build(Opcode::RcAck, 4), mtu1024, p), ParseError::PayloadNotAllowed);
   EXPECT_EQ(parse_frame(build(Opcode::RcAtomicWrite, 8), mtu1024, p), ParseError::None);
   EXPECT_EQ(parse_frame(build(Opcode::RcAtomicWrite, 4), mtu1024, p), ParseError::PayloadLengthInvalid);
   // Without a known path MTU, FIRST/MIDDLE must carry one of the IBA sizes.
   EXPECT_EQ(parse_frame(build(Opcode::RcSendFirst, 4096), {}, p), ParseError::None);
   EXPECT_EQ(parse_frame(build(Opcode::RcSendFirst, 1000), {}, p), ParseError::PayloadLengthInvalid);
   EXPECT_EQ(parse_frame(build(Opcode::RcSendOnly, 4100), {}, p), ParseError::PayloadAbovePmtu);
+  // Without the MTU rules (a receiver that knows the path MTU checks them), only the largest
+  // MTU and the opcodes without payload remain.
+  ParseOptions receiver;
+  receiver.mtu_rules = false;
+  EXPECT_EQ(parse_frame(build(Opcode::RcSendFirst, 1000), receiver, p), ParseError::None);
+  EXPECT_EQ(parse_frame(build(Opcode::RcWriteMiddle, 100), receiver, p), ParseError::None);
+  EXPECT_EQ(parse_frame(build(Opcode::RcSendLast, 0), receiver, p), ParseError::None);
+  EXPECT_EQ(parse_frame(build(Opcode::RcWriteFirst, 4100), receiver, p), ParseError::PayloadAbovePmtu);
+  EXPECT_EQ(parse_frame(build(Opcode::RcReadRequest, 8), receiver, p), ParseError::PayloadNotAllowed);
+}
+
+TEST(Parser, ADatagramShorterThanItsOpcodesHeadersIsShortForOpcode) {
+  Packet p;
+  const auto atomic = build(Opcode::RcFetchAdd, 0);
+  ASSERT_EQ(parse_frame(atomic, {}, p), ParseError::None);
+  EXPECT_EQ(parse_frame(test::frame_edit::with_tail(atomic, -8), {}, p), ParseError::ShortForOpcode);
+  EXPECT_EQ(parse_frame(test::frame_edit::with_tail(atomic, 8), {}, p), ParseError::PayloadNotAllowed);
+  // A zero-length WRITE with immediate that left its ImmDt out.
+  const auto write_imm = test::frame_edit::with_opcode(build(Opcode::RcWriteOnly, 0), Opcode::RcWriteOnlyImm);
+  EXPECT_EQ(parse_frame(write_imm, {}, p), ParseError::ShortForOpcode);
+  // A frame cut short (the IP length says more) is still truncated.
+  auto cut = atomic;
+  cut.resize(cut.size() - 8);
+  EXPECT_EQ(parse_frame(cut, {}, p), ParseError::Truncated);
 }
 
 TEST(Parser, ParseIpStartsAtTheIpHeader) {

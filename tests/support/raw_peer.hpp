@@ -153,12 +153,11 @@ inline proto::ExtHeaders atomic_eth(std::uint64_t va, std::uint32_t rkey, std::u
 }
 
 // Where `qp` would place the payload of `frame` if it came in now, and what it would ask for
-// ahead (the engine's question before it settles a deferred ICRC while copying).
-inline PayloadTarget payload_target_of(const QueuePair& qp, std::span<const std::byte> frame,
-                                       const proto::ParseOptions& o = {}) {
+// ahead (QueuePair::payload_dest).
+inline PayloadDest payload_dest_of(const QueuePair& qp, std::span<const std::byte> frame) {
   proto::Packet pkt;
-  EXPECT_EQ(proto::parse_frame(frame, o, pkt), proto::ParseError::None);
-  return qp.payload_target(pkt);
+  EXPECT_EQ(proto::parse_frame(frame, {}, pkt), proto::ParseError::None);
+  return qp.payload_dest(pkt);
 }
 
 }  // namespace roce::test

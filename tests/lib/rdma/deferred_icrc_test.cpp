@@ -1,17 +1,20 @@
-// Continuing SEND and WRITE packets at a 4 KiB MTU have their ICRC settled while the payload is
-// copied into place: a corrupted one must leave the responder as if it never came (no ACK, no
-// NAK, the expected PSN unchanged), be counted as corrupted, and be replaced by its resend.
+// Packets of 1 KiB and more have their ICRC settled by the QP: a corrupted one must leave the
+// responder as if it never came (no ACK, no NAK, the expected PSN unchanged), be counted as
+// corrupted, and be replaced by its resend. Only a MIDDLE packet is placed while its ICRC is
+// settled (payload.hpp); nothing that completes a message or writes the bytes a poller watches
+// reaches memory before its ICRC holds.
 #include <gtest/gtest.h>
 
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/frame_edit.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
 
 using namespace roce::proto;
+using namespace roce::test::frame_edit;
 
 constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xAB};
 constexpr Ipv4Addr kPeerIp{10, 0, 0, 8};
@@ -20,37 +23,22 @@ constexpr std::uint32_t kEpsn = 0x2000;
 constexpr std::uint32_t kMtu = 4096;
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-class DeferredIcrc : public ::testing::Test {
+class DeferredIcrc : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    ep_ = make_endpoint(*engine_, QpOptions{});
-    RawPeerPath path{kPeerIp, kPeerQpn, kEpsn, kAll};
-    path.mtu = IBV_MTU_4096;
-    to_rtr(*engine_, ep_.qp, path);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, kEpsn, kAll};
+    s.mtu = IBV_MTU_4096;
+    bring_up(s);
     mem_.assign(4 * kMtu, std::byte{0});
     mr_ = reg(*engine_, ep_.pd, mem_, kAll);
     data_.resize(3 * kMtu);
     for (std::size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<std::byte>(i * 13 + 5);
   }
   std::span<const std::byte> part(unsigned i) const { return std::span(data_).subspan(i * kMtu, kMtu); }
-  static std::vector<std::byte> corrupted(std::vector<std::byte> f, std::size_t at) {
-    f[at] ^= std::byte{0x40};
-    return f;
-  }
   std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
   // Where the engine would place this frame's payload, and what it would ask for ahead.
-  PayloadTarget target_of(const std::vector<std::byte>& frame) const {
-    ParseOptions o;
-    o.defer_icrc_from = 2048;
-    return payload_target_of(*ep_.qp, frame, o);
-  }
+  PayloadDest target_of(const std::vector<std::byte>& frame) const { return payload_dest_of(*ep_.qp, frame); }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> mem_, data_;
   const MemoryRegion* mr_ = nullptr;
 };
@@ -94,6 +82,65 @@ TEST_F(DeferredIcrc, CorruptedSendLastLeavesTheReceiveOpenAndItsResendCompletesI
   EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
 }
 
+TEST_F(DeferredIcrc, CorruptedLastOrOnlyNeverReachesMemory) {
+  const auto va = reinterpret_cast<std::uint64_t>(mem_.data());
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va, mr_->rkey(), 3 * kMtu), part(0), false));
+  peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false));
+  const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
+  peer_->send(corrupted(last, last.size() - 100));
+  EXPECT_EQ(icrc_bad(), 1u);
+  // An application polling the last byte of the buffer (perftest's write latency does) sees
+  // nothing of the corrupted LAST.
+  EXPECT_TRUE(std::all_of(mem_.begin() + 2 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  peer_->send(last);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+
+  const auto only = peer_->frame(Opcode::RcWriteOnly, kEpsn + 3, reth(va + 3 * kMtu, mr_->rkey(), kMtu), part(1), true);
+  peer_->send(corrupted(only, only.size() - 100));
+  EXPECT_EQ(icrc_bad(), 2u);
+  EXPECT_TRUE(std::all_of(mem_.begin() + 3 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+}
+
+// A MIDDLE is placed while its ICRC is settled, so a corrupted one leaves its bytes behind; they
+// lie where its resend goes, and go-back-N brings that resend before anything after it is taken.
+TEST_F(DeferredIcrc, ACorruptedMiddlePlacedAheadIsRewrittenBeforeItsMessageCompletes) {
+  std::vector<std::byte> rbuf(64);
+  const MemoryRegion* rmr = reg(*engine_, ep_.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
+  ibv_sge g = sge(rbuf.data(), 64, rmr);
+  ASSERT_EQ(post_recv(ep_, 5, &g, 1), 0);
+  ExtHeaders imm;
+  imm.imm.bytes = {0, 0, 0, 7};
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn,
+                           reth(reinterpret_cast<std::uint64_t>(mem_.data()), mr_->rkey(), 3 * kMtu), part(0), false));
+  const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
+  const std::size_t flipped = middle.size() - 4 - 100;  // a payload byte
+  peer_->send(corrupted(middle, flipped));
+  EXPECT_EQ(icrc_bad(), 1u);
+  const auto middle_bytes = std::span(mem_).subspan(kMtu, kMtu);
+  EXPECT_FALSE(std::equal(middle_bytes.begin(), middle_bytes.end(), part(1).begin()));  // placed, corrupted
+  // The LAST comes next: ahead of the expected PSN, it is refused (one sequence NAK) and
+  // nothing completes.
+  const auto last = peer_->frame(Opcode::RcWriteLastImm, kEpsn + 2, imm, part(2), true);
+  peer_->send(last);
+  auto out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Syndrome{out[0].pkt.ext.aeth.syndrome}, Syndrome::nak(NakCode::PsnSequenceError));
+  EXPECT_EQ(out[0].pkt.psn(), kEpsn + 1);
+  EXPECT_TRUE(drain(ep_).empty());
+  EXPECT_TRUE(std::all_of(mem_.begin() + 2 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  // The requester goes back: the good MIDDLE rewrites the bytes, then the message completes.
+  peer_->send(middle);
+  peer_->send(last);
+  out = peer_->collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(Syndrome{out[0].pkt.ext.aeth.syndrome}.is_ack());
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+  EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+}
+
 // The placement of each continuing packet asks for the lines of the next one (the reads for
 // ownership then run during this copy): exactly where that packet lands, as long as the
 // message goes on, and nothing after its last packet.
@@ -102,12 +149,12 @@ TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
                            part(0), false));
   const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
   const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
-  const PayloadTarget m = target_of(middle);
+  const PayloadDest m = target_of(middle);
   EXPECT_EQ(m.dst, mem_.data() + kMtu);
   EXPECT_EQ(m.next.at, mem_.data() + 2 * kMtu);
   EXPECT_EQ(m.next.len, kMtu);
   peer_->send(middle);
-  const PayloadTarget l = target_of(last);
+  const PayloadDest l = target_of(last);
   EXPECT_EQ(l.dst, m.next.at);
   EXPECT_EQ(l.next.len, 0u);
   peer_->send(last);
@@ -118,7 +165,7 @@ TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
   ASSERT_EQ(post_recv(ep_, 9, g, 2), 0);
   peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn + 3, {}, part(0), false));
   const auto send_middle = peer_->frame(Opcode::RcSendMiddle, kEpsn + 4, {}, part(1), false);
-  const PayloadTarget sm = target_of(send_middle);
+  const PayloadDest sm = target_of(send_middle);
   EXPECT_EQ(sm.dst, mem_.data() + kMtu);
   EXPECT_EQ(sm.next.at, mem_.data() + 2 * kMtu);
   EXPECT_EQ(sm.next.len, kMtu / 2);

@@ -7,15 +7,14 @@
 #include <cstring>
 
 #include "protocol/aeth.hpp"
-#include "protocol/checksum.hpp"
-#include "protocol/icrc.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/frame_edit.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
 
 using namespace roce::proto;
+using namespace roce::test::frame_edit;
 
 constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xAA};
 constexpr Ipv4Addr kPeerIp{10, 0, 0, 9};
@@ -30,47 +29,14 @@ constexpr std::uint8_t kNakRemoteAccess = 0x62;
 constexpr std::size_t kGuard = 256;
 constexpr std::size_t kRegionBytes = 4096;
 enum Region : std::size_t { Rw, ReadOnly, NoAtomic, Recv, OtherPd, kRegions };
-constexpr std::size_t kEthBytes = sizeof(EthernetHeader);
-constexpr std::size_t kIpOffset = kEthBytes;
-constexpr std::size_t kUdpOffset = kIpOffset + sizeof(Ipv4Header);
-constexpr std::size_t kBthOffset = kUdpOffset + sizeof(UdpHeader);
-
-template <typename Header>
-Header read_header(const std::vector<std::byte>& f, std::size_t off) {
-  Header h;
-  std::memcpy(&h, f.data() + off, sizeof h);
-  return h;
-}
-template <typename Header>
-void write_header(std::vector<std::byte>& f, std::size_t off, const Header& h) {
-  std::memcpy(f.data() + off, &h, sizeof h);
-}
-
-void fix_ipv4_checksum(std::vector<std::byte>& f) {
-  auto ip = read_header<Ipv4Header>(f, kIpOffset);
-  ip.checksum.set(0);
-  write_header(f, kIpOffset, ip);
-  ip.checksum.set(internet_checksum(std::span{f}.subspan(kIpOffset, sizeof(Ipv4Header))));
-  write_header(f, kIpOffset, ip);
-}
-
-// Recomputes the ICRC after a test changed a covered byte, so the change itself is what the
-// engine sees, not a bad ICRC.
-void reseal(std::vector<std::byte>& f) {
-  const auto datagram = std::span{f}.subspan(kIpOffset, f.size() - kIpOffset - 4);
-  write_icrc(std::span{f}.last(4), compute_icrc(CrcBackend::Isal, IpVersion::V4, datagram));
-}
-
-class HostileInput : public ::testing::Test {
+class HostileInput : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    QpOptions o;
-    o.min_rnr_timer = 14;
-    ep_ = make_endpoint(*engine_, o);
-    to_rtr(ep_.qp);
-    to_rts(ep_.qp);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, kEpsn, kAll};
+    s.rts = true;
+    s.sq_psn = 0x500;
+    s.max_rd_atomic = 4;
+    bring_up(s);
 
     arena_.resize(kGuard + kRegions * (kRegionBytes + kGuard));
     for (std::size_t i = 0; i < arena_.size(); ++i) arena_[i] = static_cast<std::byte>(0xA5 ^ (i * 31));
@@ -97,9 +63,6 @@ class HostileInput : public ::testing::Test {
     }
   }
 
-  void to_rtr(QueuePair* qp) { test::to_rtr(*engine_, qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll}); }
-  void to_rts(QueuePair* qp) { test::to_rts(*engine_, qp, 0x500, 4); }
-
   std::byte* region(std::size_t r) { return arena_.data() + kGuard + r * (kRegionBytes + kGuard); }
   std::uint64_t va(std::size_t r, std::size_t off = 0) { return reinterpret_cast<std::uint64_t>(region(r) + off); }
   std::uint32_t rkey(std::size_t r) const { return mr_[r]->rkey(); }
@@ -113,7 +76,6 @@ class HostileInput : public ::testing::Test {
       n += engine_->parse_drops(static_cast<ParseError>(e));
     return n;
   }
-  std::uint64_t count(Counter c) const { return ep_.qp->counters().get(c); }
 
   // The one answer a request got: a NAK with `syndrome` for the request's PSN, the QP in ERR.
   void expect_fatal_nak(std::uint8_t syndrome, std::uint32_t psn = kEpsn) {
@@ -129,10 +91,6 @@ class HostileInput : public ::testing::Test {
     return peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), static_cast<std::uint32_t>(n)), bytes(n, 0xEE));
   }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> arena_;
   std::vector<std::byte> before_;
   const MemoryRegion* mr_[kRegions] = {};
@@ -249,7 +207,7 @@ TEST_F(HostileInput, UnknownQpnIsACountedDrop) {
 TEST_F(HostileInput, DestroyedQpnIsACountedDrop) {
   QpOptions o;
   Endpoint gone = make_endpoint(*engine_, o, ep_.pd);
-  to_rtr(gone.qp);
+  to_rtr(*engine_, gone.qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll});
   const std::uint32_t qpn = gone.qp->qpn();
   ASSERT_TRUE(engine_->destroy_qp(gone.qp).ok());
   RawPeer late(*engine_, kPeerMac, kPeerIp, kPeerQpn, qpn);
@@ -259,10 +217,64 @@ TEST_F(HostileInput, DestroyedQpnIsACountedDrop) {
   EXPECT_TRUE(memory_untouched());
 }
 
-TEST_F(HostileInput, UcOpcodeForAnRcQpIsAWrongTransportDrop) {
+TEST_F(HostileInput, OpcodeOfAnotherTransportForAnRcQpIsAWrongTransportDrop) {
   peer_->send(peer_->frame(Opcode::UcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
-  EXPECT_EQ(engine_->drops(EngineDrop::WrongTransport), 1u);
+  ExtHeaders deth;
+  deth.deth.qkey.set(0x11111111);
+  peer_->send(peer_->frame(Opcode::UdSendOnly, kEpsn, deth, bytes(8, 1)));
+  EXPECT_EQ(engine_->drops(EngineDrop::WrongTransport), 2u);
   EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+TEST_F(HostileInput, Ipv4HeaderWithOptionsIsCountedAsSuchNotAsCorrupted) {
+  // Four NOP options after the 20-byte header: IHL 6.
+  auto f = valid_write();
+  f.insert(f.begin() + static_cast<std::ptrdiff_t>(kUdpOffset), 4, std::byte{0x01});
+  auto ip = read_header<Ipv4Header>(f, kIpOffset);
+  ip.version_ihl = 0x46;
+  ip.total_length.set(static_cast<std::uint16_t>(f.size() - kIpOffset));
+  write_header(f, kIpOffset, ip);
+  fix_ipv4_checksum(f);
+  peer_->send(f);
+  EXPECT_EQ(engine_->drops(EngineDrop::Ipv4Options), 1u);
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 0u);
+  EXPECT_EQ(parse_drops(), 0u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, ReadRequestCarryingPayloadIsACountedDrop) {
+  peer_->send(with_tail(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 8)), 8));
+  EXPECT_EQ(engine_->parse_drops(ParseError::PayloadNotAllowed), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+TEST_F(HostileInput, AtomicWithAShortOrLongAtomicEthIsACountedDrop) {
+  const auto atomic = peer_->frame(Opcode::RcFetchAdd, kEpsn, atomic_eth(va(Rw), rkey(Rw), 1, 0));
+  peer_->send(with_tail(atomic, -8));
+  peer_->send(with_tail(atomic, 8));
+  EXPECT_EQ(engine_->parse_drops(ParseError::ShortForOpcode), 1u);
+  EXPECT_EQ(engine_->parse_drops(ParseError::PayloadNotAllowed), 1u);
+  EXPECT_EQ(parse_drops(), 2u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WriteWithImmediateMissingItsImmDtIsADropOrInvalidRequest) {
+  ibv_sge g = sge(region(Recv), 64, mr_[Recv]);
+  ASSERT_EQ(post_recv(ep_, 9, &g, 1), 0);
+  // Zero-length: the datagram is shorter than RETH + ImmDt.
+  peer_->send(with_opcode(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 0)), Opcode::RcWriteOnlyImm));
+  EXPECT_EQ(engine_->parse_drops(ParseError::ShortForOpcode), 1u);
+  EXPECT_TRUE(peer_->collect().empty());
+  // With payload, its first four bytes are read as ImmDt and the rest disagrees with the RETH.
+  peer_->send(with_opcode(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 64), bytes(64, 1)),
+                          Opcode::RcWriteOnlyImm));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
   EXPECT_TRUE(memory_untouched());
 }
 
@@ -363,7 +375,7 @@ TEST_F(HostileInput, RequestToAQpInInitIsABadStateDrop) {
 TEST_F(HostileInput, ResponseToAQpThatSendsNoRequestsIsABadStateDrop) {
   QpOptions o;
   Endpoint rtr = make_endpoint(*engine_, o, ep_.pd);
-  to_rtr(rtr.qp);
+  to_rtr(*engine_, rtr.qp, RawPeerPath{kPeerIp, kPeerQpn, kEpsn, kAll});
   RawPeer p(*engine_, kPeerMac, kPeerIp, kPeerQpn, rtr.qp->qpn());
   ExtHeaders ext;
   ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
@@ -382,6 +394,40 @@ TEST_F(HostileInput, UnsolicitedResponseIsAGhostAndChangesNothing) {
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_EQ(ep_.qp->state(), QpState::Rts);
   EXPECT_TRUE(drain(ep_).empty());
+}
+
+TEST_F(HostileInput, UnsolicitedAckAtomicAckReadResponseAndNakAreCountedAndChangeNothing) {
+  ExtHeaders ack;
+  ack.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
+  ExtHeaders nak;
+  nak.aeth = Aeth{Syndrome::nak(NakCode::RemoteAccessError).raw, Be24::of(1)};
+  const std::uint32_t before_first = 0x4FF;  // inside the window, but nothing is outstanding
+  peer_->send(peer_->frame(Opcode::RcAck, before_first, ack, {}, false));
+  peer_->send(peer_->frame(Opcode::RcAtomicAck, before_first, ack, {}, false));
+  peer_->send(peer_->frame(Opcode::RcReadResponseFirst, before_first, ack, bytes(kPmtu, 1), false));
+  peer_->send(peer_->frame(Opcode::RcAck, before_first, nak, {}, false));
+  EXPECT_EQ(count(Counter::UnsolicitedResponses), 4u);
+  EXPECT_EQ(count(Counter::GhostResponses), 0u);
+  EXPECT_TRUE(peer_->collect().empty());
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);  // the NAK used to fail the oldest WQE, and the QP
+  EXPECT_TRUE(drain(ep_).empty());
+  EXPECT_TRUE(memory_untouched());
+
+  // A NAK for a PSN already acknowledged names nothing outstanding either.
+  ibv_sge g = sge(region(Rw), 8, mr_[Rw]);
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, 1, &g, 1, 0x10000, 0x1234), 0);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(peer_->frame(Opcode::RcAck, 0x500, ack, {}, false));
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, 2, &g, 1, 0x10000, 0x1234), 0);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(peer_->frame(Opcode::RcAck, 0x500, nak, {}, false));
+  EXPECT_EQ(count(Counter::UnsolicitedResponses), 5u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  peer_->send(peer_->frame(Opcode::RcAck, 0x501, ack, {}, false));
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[1].status, IBV_WC_SUCCESS) << describe(wcs[1]);
 }
 
 TEST_F(HostileInput, RequestToAQpInErrorIsABadStateDrop) {
@@ -448,10 +494,29 @@ TEST_F(HostileInput, PayloadAboveThePathMtuIsInvalidRequest) {
 }
 
 TEST_F(HostileInput, FirstOrMiddleNotPmtuSizedIsInvalidRequest) {
-  // 512 is an IBA MTU, so the parser lets it through; the QP's path MTU is 1024.
+  // 512 is an IBA MTU; the QP's path MTU is 1024.
   peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 4096), bytes(kPmtu / 2, 1)));
   expect_fatal_nak(kNakInvalidRequest);
   EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, WriteFirstShorterThanThePathMtuIsInvalidRequest) {
+  // 100 bytes is no MTU at all: still the responder's NAK, not a silent drop in the parser.
+  peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 4096), bytes(100, 1)));
+  expect_fatal_nak(kNakInvalidRequest);
+  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(parse_drops(), 0u);
+  EXPECT_TRUE(memory_untouched());
+}
+
+TEST_F(HostileInput, EmptyLastIsInvalidRequest) {
+  ibv_sge g = sge(region(Recv), kRegionBytes, mr_[Recv]);
+  ASSERT_EQ(post_recv(ep_, 9, &g, 1), 0);
+  peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn, {}, bytes(kPmtu, 1), false));
+  peer_->send(peer_->frame(Opcode::RcSendLast, kEpsn + 1, {}, {}));
+  expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
+  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(parse_drops(), 0u);
 }
 
 TEST_F(HostileInput, ShortMiddleIsInvalidRequest) {
@@ -656,6 +721,65 @@ TEST_F(HostileInput, FloodOfDuplicateAtomicsIsReplayedNeverReexecuted) {
   EXPECT_EQ(count(Counter::DuplicateRequest) + count(Counter::ResponderBusyDrops), 10000u);
   EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), count(Counter::DuplicateRequest));
   EXPECT_TRUE(memory_untouched());
+}
+
+// max_dest_rd_atomic (4 here) bounds the READ answers a QP may have queued: first answers
+// beyond it get NAK invalid request (above), and a duplicate drops every answer queued after its
+// PSN (the requester went back there and asks again), so replays never pile up either.
+TEST_F(HostileInput, DuplicateReadsNeverQueueMoreThanTheNegotiatedResources) {
+  constexpr std::uint32_t kLen = 4 * kPmtu;
+  for (std::uint32_t r = 0; r < 4; ++r)
+    peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + 4 * r, reth(va(Rw), rkey(Rw), kLen)));
+  for (int round = 0; round < 50; ++round)
+    for (std::uint32_t r = 0; r < 4; ++r) {
+      peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + 4 * r, reth(va(Rw), rkey(Rw), kLen)));
+      ASSERT_LE(ep_.qp->responder().queued_read_packets(), 4u * 4);
+    }
+  EXPECT_EQ(count(Counter::DuplicateRequest), 200u);
+  EXPECT_EQ(count(Counter::InvalidRequests), 0u);
+  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+}
+
+// One QP asked fifty times for the same 16 MiB must not hold up another QP's answer: each
+// duplicate restarts the one response stream, and the engine gives every QP with something to
+// send tx_quantum frames per turn.
+TEST_F(HostileInput, FiftyDuplicateLargeReadsCannotHoldUpAnotherQp) {
+  std::vector<std::byte> big(16u << 20);
+  const MemoryRegion* big_mr = reg(*engine_, ep_.pd, big, kAll);
+  const auto big_read = peer_->frame(Opcode::RcReadRequest, kEpsn, reth(reinterpret_cast<std::uint64_t>(big.data()),
+                                                                          big_mr->rkey(), static_cast<std::uint32_t>(big.size())));
+  for (int i = 0; i < 51; ++i) peer_->send(big_read);
+  EXPECT_EQ(count(Counter::DuplicateRequest), 50u);
+  EXPECT_EQ(ep_.qp->responder().queued_read_packets(), big.size() / kPmtu);  // one stream, not fifty
+
+  Endpoint other = make_endpoint(*engine_, QpOptions{}, ep_.pd);
+  bring_up_another(other.qp);
+  RawPeer other_peer(*engine_, kPeerMac, kPeerIp, kPeerQpn + 1, other.qp->qpn());
+  // The worker takes bursts of 32 frames; the hog has sent a few when the other request comes.
+  constexpr std::size_t kBurst = 32;
+  std::vector<std::vector<std::byte>> bufs(kBurst, std::vector<std::byte>(8192));
+  std::vector<TxFrame> burst(kBurst);
+  const auto transmit = [&] {
+    for (std::size_t i = 0; i < kBurst; ++i) burst[i] = TxFrame{bufs[i].data(), 8192, 0};
+    return engine_->transmit(burst, 0);
+  };
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(transmit(), kBurst);
+  other_peer.send(other_peer.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 3)));
+  const std::uint32_t quantum = engine_->config().tuning.tx_quantum;
+  std::uint32_t frames = 0;
+  bool answered = false;
+  while (!answered && frames < 100 * quantum) {
+    const std::size_t n = transmit();
+    ASSERT_EQ(n, kBurst);
+    for (std::size_t i = 0; i < n && !answered; ++i) {
+      ++frames;
+      Packet p;
+      ASSERT_EQ(parse_frame(std::span<const std::byte>(burst[i].data, burst[i].length), {}, p), ParseError::None);
+      answered = p.opcode() == raw(Opcode::RcAck);
+    }
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_LE(frames, quantum + 1) << "frames sent before the other QP's ACK";
 }
 
 TEST_F(HostileInput, FloodOfFramesForUnknownQpsLeavesNothingBehind) {

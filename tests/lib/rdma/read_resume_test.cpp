@@ -7,8 +7,8 @@
 
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/frame_edit.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
@@ -21,14 +21,13 @@ constexpr std::uint32_t kPeerQpn = 0x99;
 constexpr std::uint32_t kSqPsn = 0x4000;
 constexpr std::uint32_t kLength = 3000;  // three responses at MTU 1024: 1024 + 1024 + 952
 
-class ReadResume : public ::testing::Test {
+class ReadResume : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    ep_ = make_endpoint(*engine_, QpOptions{});
-    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0x100, IBV_ACCESS_LOCAL_WRITE, 1, 12});
-    to_rts(*engine_, ep_.qp, kSqPsn, 1);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, 0x100, IBV_ACCESS_LOCAL_WRITE, 1, 12};
+    s.rts = true;
+    s.sq_psn = kSqPsn;
+    bring_up(s);
     local_.assign(kLength, std::byte{0});
     mr_ = reg(*engine_, ep_.pd, local_, IBV_ACCESS_LOCAL_WRITE);
     remote_.resize(kLength);
@@ -65,10 +64,6 @@ class ReadResume : public ::testing::Test {
     EXPECT_TRUE(std::equal(local_.begin(), local_.end(), remote_.begin()));
   }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> local_, remote_;
   const MemoryRegion* mr_ = nullptr;
 };
@@ -98,15 +93,43 @@ TEST_F(ReadResume, AnswerContinuingTheOriginalResponseCompletes) {
 TEST_F(ReadResume, ContinuedResponsesArePlacedAndAskedAheadAtTheirOffsets) {
   lose_the_middle();
   const auto middle = response(Opcode::RcReadResponseMiddle, 1);
-  const PayloadTarget m = payload_target_of(*ep_.qp, middle);
+  const PayloadDest m = payload_dest_of(*ep_.qp, middle);
   EXPECT_EQ(m.dst, local_.data() + 1024);
   EXPECT_EQ(m.next.at, local_.data() + 2048);
   EXPECT_EQ(m.next.len, kLength - 2048);
   peer_->send(middle);
   const auto last = response(Opcode::RcReadResponseLast, 2);
-  const PayloadTarget l = payload_target_of(*ep_.qp, last);
+  const PayloadDest l = payload_dest_of(*ep_.qp, last);
   EXPECT_EQ(l.dst, local_.data() + 2048);
   EXPECT_EQ(l.next.len, 0u);
+  peer_->send(last);
+  expect_one_good_completion();
+}
+
+// The completer places a READ response MIDDLE while it settles its ICRC (the same rule as the
+// responder's, payload.hpp): a corrupted one leaves bytes behind, the LAST after it is out of
+// order, the requester asks again from the MIDDLE, and the READ completes only once the good
+// copy rewrote them. A corrupted LAST never reaches memory.
+TEST_F(ReadResume, ACorruptedMiddlePlacedAheadIsRewrittenBeforeTheReadCompletes) {
+  ibv_sge sg = sge(local_.data(), kLength, mr_);
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_READ, 7, &sg, 1, 0x10000, 0x1234), 0);
+  ASSERT_EQ(peer_->collect().size(), 1u);
+  peer_->send(response(Opcode::RcReadResponseFirst, 0));
+  const auto middle = response(Opcode::RcReadResponseMiddle, 1);
+  peer_->send(test::frame_edit::corrupted(middle, middle.size() - 4 - 10));
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
+  EXPECT_FALSE(std::equal(local_.begin() + 1024, local_.begin() + 2048, remote_.begin() + 1024));  // placed, corrupted
+  const auto last = response(Opcode::RcReadResponseLast, 2);
+  peer_->send(test::frame_edit::corrupted(last, last.size() - 4 - 10));
+  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 2u);
+  EXPECT_TRUE(std::all_of(local_.begin() + 2048, local_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  peer_->send(last);
+  const auto again = peer_->collect();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].pkt.opcode(), raw(Opcode::RcReadRequest));
+  EXPECT_EQ(again[0].pkt.psn(), kSqPsn + 1);
+  EXPECT_TRUE(drain(ep_).empty());
+  peer_->send(middle);
   peer_->send(last);
   expect_one_good_completion();
 }

@@ -2,8 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/aeth.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test {
 namespace {
@@ -16,17 +15,12 @@ constexpr std::uint32_t kPeerQpn = 0x77;
 constexpr std::uint32_t kEpsn = 0x1000;
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-class Responder : public ::testing::Test {
+class Responder : public RawPeerTest {
  protected:
-  void SetUp() override { bring_up(kEpsn); }
+  void SetUp() override { bring_up_at(kEpsn); }
 
-  void bring_up(std::uint32_t epsn) {
-    engine_ = std::make_unique<Engine>(raw_peer_target(kPeerMac), mrs_);
-    QpOptions o;
-    o.min_rnr_timer = 14;
-    ep_ = make_endpoint(*engine_, o);
-    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, epsn, kAll});
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+  void bring_up_at(std::uint32_t epsn) {
+    bring_up(RawPeerSetup{kPeerMac, kPeerIp, kPeerQpn, epsn, kAll});
     mem_.assign(64 * 1024, std::byte{0});
     for (std::size_t i = 0; i < mem_.size(); ++i) mem_[i] = static_cast<std::byte>(i * 7);
     mr_ = reg(*engine_, ep_.pd, mem_, kAll);
@@ -36,10 +30,6 @@ class Responder : public ::testing::Test {
   static Syndrome syn(const Reply& r) { return Syndrome{r.pkt.ext.aeth.syndrome}; }
   std::vector<std::byte> bytes(std::size_t n, std::uint8_t v) const { return std::vector<std::byte>(n, std::byte{v}); }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> mem_;
   const MemoryRegion* mr_ = nullptr;
 };
@@ -311,7 +301,7 @@ TEST_F(Responder, ZeroLengthWriteDoesNotCheckTheRkey) {
 }
 
 TEST_F(Responder, PsnWrapsAroundAt2To24) {
-  bring_up(0xFFFFFE);
+  bring_up_at(0xFFFFFE);
   const auto data = bytes(4096, 0x3C);
   const std::uint32_t psns[] = {0xFFFFFE, 0xFFFFFF, 0x000000, 0x000001};
   const Opcode ops[] = {Opcode::RcWriteFirst, Opcode::RcWriteMiddle, Opcode::RcWriteMiddle, Opcode::RcWriteLast};

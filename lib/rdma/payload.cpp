@@ -1,0 +1,37 @@
+#include "lib/rdma/payload.hpp"
+
+#include <cstring>
+
+#include "protocol/icrc_deferred.hpp"
+
+namespace roce {
+
+using namespace roce::proto;
+
+PayloadDest segment_dest(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, std::uint32_t len,
+                         std::uint64_t next_len) noexcept {
+  PayloadDest d;
+  d.dst = contiguous_in_segments(segs, nseg, offset, len);
+  d.segs = segs;
+  d.nseg = nseg;
+  d.offset = offset;
+  if (next_len) d.next = write_ahead_in_segments(segs, nseg, offset + len, next_len);
+  return d;
+}
+
+bool placement_ahead_allowed(const Packet& pkt, bool reliable, const PayloadDest& dest) noexcept {
+  return reliable && pkt.info->position == Position::Middle && dest.dst != nullptr;
+}
+
+bool place_payload(const Packet& pkt, const PayloadDest& dest, CrcBackend crc, bool icrc_pending) noexcept {
+  if (icrc_pending) return settle_icrc_copying(pkt, crc, dest.dst, dest.next);
+  if (pkt.payload_length) {
+    if (dest.dst) std::memcpy(dest.dst, pkt.payload.data(), pkt.payload_length);
+    else copy_to_segments(dest.segs, dest.nseg, dest.offset, pkt.payload.data(), pkt.payload_length);
+  }
+  prefetch_for_write(dest.next);
+  return true;
+}
+
+
+}  // namespace roce

@@ -1,0 +1,51 @@
+// Placing a received payload: the one place where the bytes of a request or a READ response
+// are written to host memory, for the responder and the completer alike.
+//
+// A packet whose ICRC the parser deferred (ParseOptions::defer_icrc_from) has it settled before
+// anything acts on it (Responder and Completer do that first), with one exception this primitive
+// serves: a packet the receiver chose to place ahead of its verdict has the payload's share of
+// the ICRC computed in the same pass as the copy, so the payload is read once. Which packets may
+// be placed ahead is the receiver's decision (placement_ahead_allowed): only those whose bytes
+// no application can be looking at yet and whose resend is sure to write them again.
+#pragma once
+
+#include <cstdint>
+
+#include "lib/rdma/qp_context.hpp"
+#include "protocol/packet.hpp"
+
+namespace roce {
+
+// Where one packet's payload goes: a contiguous range (dst), or else a place in a scatter list;
+// and where the packet after it will go (empty when this one ends its message). That range is
+// asked for ahead, with write intent: the reads for ownership of its lines then run while the
+// next packet is parsed and checked. Without it that packet's copy fills the store buffer with
+// stores waiting on memory, and every store after it (the next parse, the ACK) waits too.
+struct PayloadDest {
+  std::byte* dst = nullptr;
+  const LocalSegment* segs = nullptr;
+  std::uint32_t nseg = 0;
+  std::uint64_t offset = 0;
+  proto::WriteAhead next;
+};
+
+// A destination inside a scatter list: contiguous when the payload lies in one segment.
+PayloadDest segment_dest(const LocalSegment* segs, std::uint32_t nseg, std::uint64_t offset, std::uint32_t len,
+                         std::uint64_t next_len) noexcept;
+
+// Whether a packet may be placed before its deferred ICRC is known: a MIDDLE packet of a
+// reliable connection going to one contiguous range. Its bytes lie inside a message that has
+// not completed and that nothing reports yet (no completion; not the last bytes, which a poller
+// watches), exactly where the packet with the expected PSN goes. A corrupted one is dropped
+// before anything else happens; the requester resends from that PSN (go-back-N: everything
+// after it is refused until then), and the good copy overwrites those bytes before the message
+// can complete. Never FIRST (its own RETH steers it: a corrupted one could point anywhere its
+// R_Key allows), LAST or ONLY (they complete the message and write the bytes a poller watches).
+bool placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const PayloadDest& dest) noexcept;
+
+// Copies the payload to `dest` and asks for `dest.next` ahead. With `icrc_pending` (only for a
+// packet placement_ahead_allowed admits) it settles the deferred ICRC during the copy and
+// returns whether it held; the bytes are at dest either way.
+bool place_payload(const proto::Packet& pkt, const PayloadDest& dest, proto::CrcBackend crc, bool icrc_pending) noexcept;
+
+}  // namespace roce
