@@ -7,4 +7,4 @@ asan=${SANITIZE_BUILD_DIR:-build-asan}
 if [ -z "${FUZZ_BUILD_DIR:-}" ] && grep -q '"name": "fuzz", "value": true' "$asan/meson-info/intro-buildoptions.json" 2>/dev/null; then
   export FUZZ_BUILD_DIR=$asan
 fi
-FUZZ_SECONDS=${FUZZ_SECONDS:-60} exec "$(dirname "$0")/../fuzz.sh" parser
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} exec "$(dirname "$0")/../fuzz.sh" parser

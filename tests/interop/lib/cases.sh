@@ -312,11 +312,11 @@ run_case() {
                   $(gen_flags "$flags"))
         has_flag "$flags" lat && gen_args+=(--lat) ;;
     esac
-    # --run_infinitely ends by a signal only.
-    local GEN_STOP_AFTER=""
-    has_flag "$flags" inf && GEN_STOP_AFTER=6
+    # --run_infinitely ends by a signal only: SIGINT after its third row.
+    local GEN_STOP_ROWS=""
+    has_flag "$flags" inf && GEN_STOP_ROWS=3
     if ((ok)); then
-      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
+      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen exit $?: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -3 "$dir/roce-gen.log" | tr '\n' ' ')"; }
       grep -q "MISMATCH" "$dir/roce-gen.log" && { ok=0; CASE_NOTE="data check failed"; }
     fi
     # A server whose client failed may wait for ever (ib_write_lat polls its memory): 10 s then.
