@@ -43,12 +43,13 @@ unsigned IoLoop::poll(Nanos now) {
       rte_pktmbuf_free(m);
       continue;
     }
-    if (*qpn < cfg_.qpn_base) {
+    if (*qpn != proto::kGsiQpn && *qpn < cfg_.qpn_base) {
       ++stats_.unknown_worker;
       rte_pktmbuf_free(m);
       continue;
     }
-    const std::size_t w = (*qpn - cfg_.qpn_base) % workers;
+    // QP1's MADs go to worker 0, where the CM agent runs.
+    const std::size_t w = *qpn == proto::kGsiQpn ? 0 : (*qpn - cfg_.qpn_base) % workers;
     staged[w][counts[w]++] = m;
   }
   for (std::size_t w = 0; w < workers; ++w) {

@@ -138,8 +138,10 @@ void Worker::drop_pending() {
 
 bool Worker::hand_off(rte_mbuf* m, std::span<const std::byte> frame) {
   const auto qpn = peek_dest_qp(frame);
-  if (!qpn || *qpn < cfg_.qpn_base) return false;  // not RoCE, or a QPN no shard owns: ours to count
-  const std::size_t owner = (*qpn - cfg_.qpn_base) % cfg_.shard_inboxes.size();
+  if (!qpn) return false;  // not RoCE: ours to count
+  // QP1's MADs belong to worker 0, where the CM agent runs; other QPNs below the base no shard owns.
+  if (*qpn != proto::kGsiQpn && *qpn < cfg_.qpn_base) return false;
+  const std::size_t owner = *qpn == proto::kGsiQpn ? 0 : (*qpn - cfg_.qpn_base) % cfg_.shard_inboxes.size();
   if (owner == cfg_.index) return false;
   if (rte_ring_mp_enqueue(cfg_.shard_inboxes[owner], m) != 0) {
     ++stats_.rx_handoff_dropped;

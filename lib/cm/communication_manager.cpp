@@ -620,6 +620,12 @@ void CommunicationManager::on_timer(Nanos now, CmOutput& out) {
   expire_sidr_replies(now);
 }
 
+std::size_t CommunicationManager::count_in(CmState s) const {
+  std::size_t n = 0;
+  for (const auto& [id, c] : conns_) n += c.state == s ? 1 : 0;
+  return n;
+}
+
 Nanos CommunicationManager::next_deadline() const {
   Nanos t = timers_.empty() ? kNever : timers_.begin()->first;
   if (!sidr_expiry_.empty()) t = std::min(t, sidr_expiry_.begin()->first);

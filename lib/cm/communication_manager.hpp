@@ -74,6 +74,8 @@ class CommunicationManager {
   // --- Inspection ---
   std::optional<CmState> state_of(CmId id) const;
   std::size_t id_count() const { return conns_.size(); }
+  // IDs in one state (a stopping consumer waits for its DREQs to be answered).
+  std::size_t count_in(CmState s) const;
   std::size_t half_open_count() const { return half_open_; }
   std::size_t listener_count() const { return listeners_.size(); }
   std::size_t sidr_reply_cache_size() const { return sidr_replies_.size(); }

@@ -11,7 +11,7 @@ namespace roce {
 using namespace roce::proto;
 
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
-    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), active_(cfg_.max_qps) {}
+    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps) {}
 
 Engine::~Engine() = default;
 
@@ -195,6 +195,11 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   if (cfg_.check_dest_ip && (pkt.ip_version != me.version ||
                              (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6)))
     return drop(EngineDrop::NotForUs);
+  // QP1 is no data QP: its MADs go to the CM agent (GsiPort counts what it refuses).
+  if (pkt.dest_qp() == kGsiQpn) {
+    if (!corrupted()) gsi_.on_packet(pkt, frame);
+    return;
+  }
   QueuePair* qp = find_qp(pkt.dest_qp());
   if (qp == nullptr) return drop(EngineDrop::UnknownQp);
   const Transport t = pkt.info->transport;
@@ -215,6 +220,11 @@ void Engine::receive(ByteSpan frame, Nanos now) {
 
 std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now) {
   std::size_t n = 0;
+  // MADs first: a handful per connection set-up, and the CM's timers are the peer's too.
+  while (n < frames.size() && gsi_.has_tx_work()) {
+    frames[n].length = 0;
+    if (gsi_.build_next(frames[n], cfg_.path.local, cfg_.path.ttl)) ++n;
+  }
   while (n < frames.size() && active_count_ > 0) {
     const std::uint32_t slot = active_[active_head_];
     active_head_ = (active_head_ + 1) % active_.size();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/rdma/gsi_port.hpp"
 #include "lib/rdma/queue_pair.hpp"
 #include "lib/rdma/timer_heap.hpp"
 #include "lib/status.hpp"
@@ -46,6 +47,7 @@ struct EngineConfig {
   // the netdev MTU rounded down to an IB MTU, 4096 on a jumbo link).
   std::uint32_t ud_mtu = 4096;
   bool check_dest_ip = true;       // drop packets addressed to another IP
+  GsiConfig gsi;                   // QP1: its P_Key and ring sizes
 };
 
 // Drops the engine counts before a packet reaches a QP.
@@ -104,7 +106,10 @@ class Engine {
   std::size_t transmit(std::span<TxFrame> frames, Nanos now);
   void advance(Nanos now);
   Nanos next_deadline() const { return timers_.earliest(); }
-  bool has_tx_work() const { return active_count_ > 0; }
+  bool has_tx_work() const { return active_count_ > 0 || gsi_.has_tx_work(); }
+  // QP1: MADs received and to send (the CM agent's side of it).
+  GsiPort& gsi() { return gsi_; }
+  const GsiPort& gsi() const { return gsi_; }
 
   QueuePair* find_qp(std::uint32_t qpn) const;
   const EngineConfig& config() const { return cfg_; }
@@ -131,6 +136,7 @@ class Engine {
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<std::unique_ptr<AddressHandle>> ahs_;
   TimerHeap timers_;
+  GsiPort gsi_;
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;
