@@ -33,6 +33,7 @@ Appliance::Appliance(dp::Dataplane& dp, ApplianceOptions o) : dp_(dp), o_(std::m
 
 Appliance::~Appliance() {
   stop();
+  cm_listeners_.reset();  // DREQs out while the dataplane still runs
   reap_sessions(true);
   control_.stop();
   // What control clients made and still held (stop closes them all, so this is a safety net).
@@ -68,6 +69,13 @@ Status Appliance::start() {
   recv_mr_ = *rmr;
   mr_bytes_in_use_ = exposed_.size() + recv_.size();
   drivers_ = std::make_unique<DriverSet>(dp_);
+  if (o_.rdma_cm.any()) {
+    cm_listeners_ = std::make_unique<CmListeners>(dp_, *drivers_, *conn_, o_.rdma_cm);
+    if (Status s = cm_listeners_->start(); !s) return s;
+    std::fprintf(stderr, "roce-appliance: rdma_cm listeners:%s%s\n",
+                 o_.rdma_cm.rping ? (" rping (TCP " + std::to_string(o_.rdma_cm.rping_port) + ")").c_str() : "",
+                 o_.rdma_cm.ucmatose ? (" ucmatose (TCP " + std::to_string(o_.rdma_cm.ucmatose_port) + ")").c_str() : "");
+  }
   auto l = TcpListener::listen(o_.listen_ip, o_.oob_port);
   if (!l) return l.error();
   listener_ = std::make_unique<TcpListener>(std::move(*l));
@@ -190,6 +198,7 @@ void Appliance::run() {
   }
   stop();
   reap_sessions(true);
+  if (cm_listeners_) cm_listeners_->stop();  // DREQ for every live rdma_cm connection
 }
 
 }  // namespace roce::app

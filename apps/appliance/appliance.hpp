@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "apps/appliance/cm_listeners.hpp"
 #include "apps/appliance/control_socket.hpp"
 #include "apps/common/buffers.hpp"
 #include "apps/common/oob/refusal.hpp"
@@ -59,6 +60,7 @@ struct ApplianceOptions {
   std::uint8_t max_rd_atomic = 16;    // outstanding READ/atomics per QP
   // Bytes of memory regions in all (exposed, receive, and those create_mr makes).
   std::uint64_t mr_quota = 1ull << 30;
+  CmListenOptions rdma_cm;  // --rdma-cm: rping / ucmatose servers over rdma_cm
 };
 
 // The last few of something that may happen without end (failed sessions), and how many
@@ -162,6 +164,7 @@ class Appliance {
   std::unique_ptr<DriverSet> drivers_;
   std::unique_ptr<TcpListener> listener_;
   std::unique_ptr<WaitingRoom> waiting_;
+  std::unique_ptr<CmListeners> cm_listeners_;
   ControlSocket control_;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;  // everything below

@@ -157,7 +157,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
-  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size, mr_quota;
+  std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size, mr_quota, rdma_cm;
   double handshake_s = 5, control_idle_s = 60, control_line_s = 10;
   std::uint32_t control_clients = 16;
   opts.add_options("Memory")
@@ -179,6 +179,9 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
       ("m,mtu", "largest path MTU offered: 256 .. 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
+      ("rdma-cm", "rdma_cm listeners: rping (TCP 7174, as rping -s), ucmatose (TCP 7471, as ucmatose's server), or all", cxxopts::value<std::string>(rdma_cm))
+      ("cm-messages", "ucmatose: messages each way (its -C)", cxxopts::value<std::uint32_t>(o.rdma_cm.messages)->default_value("10"))
+      ("cm-message-size", "ucmatose: bytes per message (its -S)", cxxopts::value<std::uint32_t>(o.rdma_cm.message_size)->default_value("100"))
       ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"))
       ("handshake-timeout", "seconds a client may take to send its first bytes, and again to send what follows them at once (perftest: version, sizes, MTU)", cxxopts::value<double>(handshake_s)->default_value("5"));
   unsigned max_rd_atomic = 16;
@@ -245,6 +248,15 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
     return make_error(ENAMETOOLONG, "--control path longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
                                         " bytes: " + o.control_socket);
   if (Status s = parse_served_test(r, perftest, size, write_echo, connection, o); !s) return s.error();
+  if (r.count("rdma-cm")) {
+    auto cm = parse_cm_listeners(rdma_cm);
+    if (!cm) return cm.error();
+    cm->messages = o.rdma_cm.messages;
+    cm->message_size = o.rdma_cm.message_size;
+    o.rdma_cm = *cm;
+  }
+  if (o.rdma_cm.messages == 0 || o.rdma_cm.messages > 4096) return make_error(EINVAL, "--cm-messages must be 1..4096");
+  if (o.rdma_cm.message_size == 0 || o.rdma_cm.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   o.dcqcn = dcqcn == "on";
   const auto prof = cc::profile_from_string(profile);

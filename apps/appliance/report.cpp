@@ -97,6 +97,19 @@ std::string Appliance::report_json() {
   w.key("transport").begin_object();
   for (std::size_t k = 0; k < kCounterCount; ++k) w.field(counter_name(static_cast<Counter>(k)), total.counters.values()[k]);
   w.end_object();
+  if (cm_listeners_) {
+    const CmListeners::Totals t = cm_listeners_->totals();
+    w.key("rdma_cm").begin_object()
+        .field("connections", t.connections)
+        .field("completed", t.completed)
+        .field("failed", t.failed)
+        .field("rping_rounds", t.rping_rounds)
+        .field("messages_sent", t.messages_sent)
+        .field("messages_received", t.messages_received);
+    w.key("cm").begin_object();
+    for (const auto& [k, v] : cm_listeners_->cm_counters()) w.field(k, v);
+    w.end_object().end_object();
+  }
   if (!o_.control_socket.empty()) {
     const ControlStats cs = control_.stats();
     w.key("control").begin_object()

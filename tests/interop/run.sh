@@ -42,6 +42,7 @@ source "$here/lib/guest.sh"
 source "$here/lib/engine.sh"
 source "$here/lib/cases.sh"
 source "$here/lib/verbs.sh"
+source "$here/lib/rdmacm.sh"
 
 if ((quick)); then mapfile -t CASES < <(cases_quick)
 elif ((full)); then mapfile -t CASES < <(cases_full)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds the interop guest: Debian 12's kernel with rdma_rxe, rdma-core's example programs,
-# perftest and iproute2 (ip, tc with netem, rdma), packed into an initramfs whose /init is
+# librdmacm's (rping, ucmatose, udaddy: rdmacm-utils, with the kernel's rdma_ucm), perftest and
+# iproute2 (ip, tc with netem, rdma), packed into an initramfs whose /init is
 # guest/init. Nothing is installed on the host: the .deb files are fetched with
 # `apt-get download` and unpacked with `dpkg -x` under the output folder.
 #
@@ -29,7 +30,7 @@ kver=${kpkg#linux-image-}
 
 # Userspace: the programs the cases run, and every library they load.
 pkgs=(
-  "$kpkg" ibverbs-providers libibverbs1 librdmacm1 libibumad3 ibverbs-utils perftest iproute2
+  "$kpkg" ibverbs-providers libibverbs1 librdmacm1 libibumad3 ibverbs-utils perftest iproute2 rdmacm-utils
   libc6 libgcc-s1 libnl-3-200 libnl-route-3-200 libelf1 libmnl0 libbpf1 libcap2 libbsd0 libmd0
   libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1
   libssl3 libxtables12 libdb5.3 libselinux1 libpcre2-8-0 zlib1g libpci3 libudev1
@@ -75,6 +76,7 @@ programs=(
   usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
   usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat
   bin/ip sbin/tc usr/bin/rdma usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+  usr/bin/rping usr/bin/ucmatose usr/bin/udaddy
 )
 for p in "${programs[@]}"; do
   [[ -e $stage/$p ]] || { echo "guest build: $p is not in the packages" >&2; exit 1; }
@@ -100,9 +102,9 @@ echo "root:x:0:0:root:/:/bin/sh" > "$root/etc/passwd"
 echo "root:x:0:" > "$root/etc/group"
 
 # Kernel modules in load order: virtio networking, the CRC rxe's ICRC uses, rxe itself with the
-# verbs user interface, and netem for the loss cases.
+# verbs user interface, rdma_cm's user interface (librdmacm's programs), and netem for the loss cases.
 : > "$root/etc/modules"
-for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs sch_netem; do
+for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem; do
   modprobe -d "$stage" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
   put "$ko"

@@ -1,0 +1,349 @@
+#include "apps/appliance/cm_listeners.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "apps/common/rping_info.hpp"
+
+namespace roce::app {
+
+namespace {
+
+constexpr std::size_t kRpingRecv = 0, kRpingSend = 64, kRpingData = 4096;
+constexpr int kBufferAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+std::string peer_of(const cm::RdmaCmEvent& e) {
+  if (!e.addressing) return "?";
+  const proto::IpAddress& a = e.addressing->src;
+  return a.version == proto::IpVersion::V4 ? proto::ipv4_to_string(a.v4) : proto::ipv6_to_string(a.v6);
+}
+
+}  // namespace
+
+Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
+  CmListenOptions o;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name == "rping") o.rping = true;
+    else if (name == "ucmatose") o.ucmatose = true;
+    else if (name == "all") o.rping = o.ucmatose = true;
+    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose or all)");
+  }
+  return o;
+}
+
+// One connection's traffic, stepped on its QP's worker once per loop iteration. The control
+// thread reads the atomics only.
+struct CmListeners::Work {
+  enum class Phase : std::uint8_t { WantRead, Reading, WantWrite, Writing };
+  bool rping = true;
+  LocalQp qp;
+  std::byte* base = nullptr;
+  std::uint32_t lkey = 0;
+  // rping
+  Phase phase = Phase::WantRead;
+  std::uint32_t read_len = 0;
+  // ucmatose
+  std::uint32_t messages = 0, size = 0;
+  bool sent_all = false;
+  std::uint32_t sent = 0, received = 0;
+  std::atomic<bool> go{false};  // ESTABLISHED: the server's SENDs may start
+
+  std::atomic<bool> done{false}, failed{false};
+  std::string error;  // written before `failed` is set
+  std::atomic<std::uint64_t> rounds{0}, rx{0}, tx{0};
+
+  void fail(std::string why) {
+    if (failed.load()) return;
+    error = std::move(why);
+    failed.store(true);
+  }
+  bool post_recv(Engine& e, std::size_t off, std::uint32_t len, std::uint64_t id) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    const int rc = e.post_recv(qp.qp, &wr, &bad);
+    if (rc) fail("post_recv: " + std::string(std::strerror(rc)));
+    return rc == 0;
+  }
+  bool post_send(Engine& e, ibv_wr_opcode op, std::size_t off, std::uint32_t len, std::uint64_t raddr = 0,
+                 std::uint32_t rkey = 0) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    const int rc = e.post_send(qp.qp, &wr, &bad);
+    if (rc) fail("post_send: " + std::string(std::strerror(rc)));
+    return rc == 0;
+  }
+
+  void step(Engine& e) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    if (!rping && go.load(std::memory_order_relaxed) && !sent_all) {
+      sent_all = true;
+      for (std::uint32_t i = 0; i < messages; ++i)
+        if (!post_send(e, IBV_WR_SEND, std::size_t{messages} * size + std::size_t{i} * size, size)) return;
+    }
+    ibv_wc wc[16];
+    const int n = e.poll_cq(qp.cq, 16, wc);
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != IBV_WC_SUCCESS) return fail(std::string("work completion: ") + ibv_wc_status_str(wc[i].status));
+      if (rping) on_rping(e, wc[i]);
+      else on_cmatose(wc[i]);
+      if (failed.load(std::memory_order_relaxed)) return;
+    }
+  }
+
+  // rping_test_server's loop, driven by completions.
+  void on_rping(Engine& e, const ibv_wc& wc) {
+    switch (wc.opcode) {
+      case IBV_WC_RECV: {
+        if (wc.byte_len != sizeof(RpingInfo)) return fail("received " + std::to_string(wc.byte_len) + " bytes, not rping's 16");
+        RpingInfo info;
+        std::memcpy(&info, base + kRpingRecv, sizeof info);
+        if (!post_recv(e, kRpingRecv, sizeof(RpingInfo), 0)) return;
+        const std::uint32_t len = info.size.get();
+        if (phase == Phase::WantRead) {
+          if (len == 0 || len > kRpingMaxBuffer) return fail("client buffer of " + std::to_string(len) + " bytes (1.." + std::to_string(kRpingMaxBuffer) + ")");
+          read_len = len;
+          phase = Phase::Reading;
+          post_send(e, IBV_WR_RDMA_READ, kRpingData, len, info.buf.get(), info.rkey.get());
+        } else if (phase == Phase::WantWrite) {
+          // What rping writes back: the string it read, with its terminating zero.
+          const void* nul = std::memchr(base + kRpingData, 0, read_len);
+          std::uint32_t w = nul ? static_cast<std::uint32_t>(static_cast<const std::byte*>(nul) - (base + kRpingData)) + 1 : read_len;
+          if (w > len) w = len;
+          phase = Phase::Writing;
+          post_send(e, IBV_WR_RDMA_WRITE, kRpingData, w, info.buf.get(), info.rkey.get());
+        } else {
+          fail("client sent its buffer while the server's RDMA operation was running");
+        }
+        return;
+      }
+      case IBV_WC_RDMA_READ:
+        phase = Phase::WantWrite;
+        post_send(e, IBV_WR_SEND, kRpingSend, sizeof(RpingInfo));
+        return;
+      case IBV_WC_RDMA_WRITE:
+        phase = Phase::WantRead;
+        rounds.fetch_add(1, std::memory_order_relaxed);
+        post_send(e, IBV_WR_SEND, kRpingSend, sizeof(RpingInfo));
+        return;
+      default:
+        return;  // the go-ahead SENDs
+    }
+  }
+
+  void on_cmatose(const ibv_wc& wc) {
+    if (wc.opcode == IBV_WC_RECV) {
+      ++received;
+      rx.fetch_add(1, std::memory_order_relaxed);
+    } else if (wc.opcode == IBV_WC_SEND) {
+      ++sent;
+      tx.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (sent == messages && received == messages) done.store(true);
+  }
+};
+
+CmListeners::CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o)
+    : dp_(dp), drivers_(drivers), conn_(conn), o_(o) {}
+
+CmListeners::~CmListeners() { stop(); }
+
+Status CmListeners::start() {
+  if (o_.messages == 0 || o_.messages > 4096) return make_error(EINVAL, "--cm-messages must be 1..4096");
+  if (o_.message_size == 0 || o_.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
+  cm_ = std::make_unique<CmService>(dp_, drivers_);
+  const auto add = [&](Kind k, std::uint16_t port) -> Status {
+    auto l = cm_->listen(proto::RdmaPortSpace::Tcp, port, o_.accept_queue);
+    if (!l) return l.error();
+    listeners_[*l] = k;
+    return {};
+  };
+  if (o_.rping)
+    if (Status s = add(Kind::Rping, o_.rping_port); !s) return s;
+  if (o_.ucmatose)
+    if (Status s = add(Kind::Ucmatose, o_.ucmatose_port); !s) return s;
+  thread_ = std::thread([this] { loop(); });
+  return {};
+}
+
+void CmListeners::stop() {
+  if (!cm_) return;
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  cm_->stop();  // DREQ for every live connection
+  for (auto& [id, c] : conns_) finish(c);
+  while (!conns_.empty()) release(conns_.begin()->first);
+  cm_.reset();
+}
+
+void CmListeners::loop() {
+  while (!stop_) {
+    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
+    for (auto& [id, c] : conns_) {
+      if (c.disconnecting || !c.work) continue;
+      // A finished cmatose exchange, or a connection whose traffic failed: the server disconnects.
+      if (c.work->failed.load() || c.work->done.load()) {
+        c.disconnecting = true;
+        (void)cm_->disconnect(id);
+      }
+    }
+  }
+}
+
+void CmListeners::on_event(const cm::RdmaCmEvent& e) {
+  using T = cm::RdmaCmEventType;
+  if (e.type == T::ConnectRequest) {
+    const auto l = listeners_.find(e.listener);
+    if (l == listeners_.end()) {
+      (void)cm_->reject(e.id);
+      return;
+    }
+    on_request(e, l->second);
+    return;
+  }
+  const auto it = conns_.find(e.id);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  switch (e.type) {
+    case T::Established:
+      if (c.work) c.work->go.store(true);
+      break;
+    case T::Disconnected:
+      finish(c);
+      break;
+    case T::TimewaitExit:
+    case T::Rejected:
+    case T::Unreachable:
+    case T::ConnectError:
+      finish(c);
+      release(e.id);
+      break;
+    default:
+      break;
+  }
+}
+
+void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
+  const auto* req = std::get_if<cm::ReqInfo>(&e.detail);
+  const std::string peer = peer_of(e);
+  const auto refuse = [&](const std::string& why) {
+    std::fprintf(stderr, "roce-appliance: rdma_cm request from %s refused: %s\n", peer.c_str(), why.c_str());
+    (void)cm_->reject(e.id);
+  };
+  if (req == nullptr || e.ud) return refuse("not a connected (RC) request");
+  if (req->transport != proto::CmTransport::Rc) return refuse("only RC connections are served");
+  Conn c;
+  c.kind = kind;
+  c.id = e.id;
+  c.peer = peer;
+  const bool rping = kind == Kind::Rping;
+  const std::size_t bytes = rping ? kRpingData + kRpingMaxBuffer : std::size_t{2} * o_.messages * o_.message_size;
+  auto buf = MappedBuffer::anonymous(bytes);
+  if (!buf) return refuse(buf.error().message);
+  c.buf = std::move(*buf);
+  auto mr = conn_.register_memory(c.buf.data(), c.buf.size(), kBufferAccess);
+  if (!mr) return refuse(mr.error().message);
+  c.mr = *mr;
+  QpParams qp;
+  qp.send_depth = rping ? 16 : o_.messages + 4;
+  qp.recv_depth = rping ? 4 : o_.messages;
+  auto q = conn_.create(qp);
+  if (!q) {
+    (void)dp_.memory().deregister(c.mr->key);
+    return refuse(q.error().message);
+  }
+  c.qp = *q;
+  auto work = std::make_shared<Work>();
+  work->rping = rping;
+  work->qp = c.qp;
+  work->base = c.buf.data();
+  work->lkey = c.mr->lkey();
+  work->messages = o_.messages;
+  work->size = o_.message_size;
+  // Receives first (the client SENDs as soon as it is connected), then RTR/RTS, then the REP.
+  const bool posted = dp_.call(c.qp.worker, [&](Engine& eng) {
+    if (rping) return work->post_recv(eng, kRpingRecv, sizeof(RpingInfo), 0);
+    for (std::uint32_t i = 0; i < o_.messages; ++i)
+      if (!work->post_recv(eng, std::size_t{i} * o_.message_size, o_.message_size, i)) return false;
+    return true;
+  });
+  const cm::CmQpAttrs a = cm::passive_qp_attrs(*req, c.qp.psn, cm_->qp_limits());
+  Status s = posted ? cm_->connect_qp(c.qp, IBV_QPT_RC, a) : make_error(EIO, work->error);
+  if (s) {
+    Work* w = work.get();
+    c.work = std::move(work);
+    c.driver = drivers_.add(c.qp.worker, [w](Engine& eng, Nanos) { w->step(eng); });
+    cm::AcceptParams ap;
+    ap.local_qpn = c.qp.qpn;
+    ap.starting_psn = c.qp.psn;
+    ap.responder_resources = a.rtr.max_dest_rd_atomic;
+    ap.initiator_depth = a.rts.max_rd_atomic;
+    s = cm_->accept(e.id, ap);
+  }
+  conns_[e.id] = std::move(c);
+  if (!s) {
+    refuse(s.error().message);
+    finish(conns_[e.id]);
+    release(e.id);
+    return;
+  }
+  std::lock_guard lock(totals_mutex_);
+  ++totals_.connections;
+}
+
+void CmListeners::finish(Conn& c) {
+  if (c.driver) {
+    drivers_.remove(c.qp.worker, c.driver);
+    c.driver = 0;
+  }
+  if (!c.work) return;
+  const Work& w = *c.work;
+  const char* name = c.kind == Kind::Rping ? "rping" : "ucmatose";
+  {
+    std::lock_guard lock(totals_mutex_);
+    totals_.rping_rounds += w.rounds.load();
+    totals_.messages_received += w.rx.load();
+    totals_.messages_sent += w.tx.load();
+    if (w.failed.load()) ++totals_.failed;
+    else ++totals_.completed;
+  }
+  if (w.failed.load())
+    std::fprintf(stderr, "roce-appliance: %s client %s failed: %s\n", name, c.peer.c_str(), w.error.c_str());
+  else if (c.kind == Kind::Rping)
+    std::fprintf(stderr, "roce-appliance: rping client %s done: %llu rounds\n", c.peer.c_str(),
+                 static_cast<unsigned long long>(w.rounds.load()));
+  else
+    std::fprintf(stderr, "roce-appliance: ucmatose client %s done: %llu messages sent, %llu received\n", c.peer.c_str(),
+                 static_cast<unsigned long long>(w.tx.load()), static_cast<unsigned long long>(w.rx.load()));
+  c.work.reset();
+}
+
+void CmListeners::release(cm::CmId id) {
+  const auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  if (c.qp.qp) (void)conn_.destroy(c.qp);
+  if (c.mr) (void)dp_.memory().deregister(c.mr->key);
+  conns_.erase(it);
+}
+
+CmListeners::Totals CmListeners::totals() {
+  std::lock_guard lock(totals_mutex_);
+  return totals_;
+}
+
+}  // namespace roce::app

@@ -1,0 +1,99 @@
+// roce-appliance's rdma_cm listeners (--rdma-cm): what librdmacm's example servers do, for their
+// unmodified clients. rping (TCP port space, 7174): the client SENDs its buffer's address, R_Key
+// and length, the server RDMA READs it, SENDs a go-ahead, gets the client's second buffer the
+// same way, RDMA WRITEs the data back into it and SENDs again, round after round, as
+// `rping -s` does. ucmatose (TCP, 7471): once connected the server SENDs its messages, then
+// takes as many from the client and disconnects, as cmatose's server does. Each connection's
+// traffic is a driver on its QP's worker (a state machine on its CQ); the CM events are handled
+// on one control thread.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/common/buffers.hpp"
+#include "apps/common/cm_service.hpp"
+#include "apps/common/connector.hpp"
+#include "apps/common/driver_set.hpp"
+
+namespace roce::app {
+
+struct CmListenOptions {
+  bool rping = false;
+  bool ucmatose = false;
+  std::uint16_t rping_port = 7174;     // rping's default port
+  std::uint16_t ucmatose_port = 7471;  // cmatose's default port
+  std::uint32_t messages = 10;         // ucmatose's -C
+  std::uint32_t message_size = 100;    // ucmatose's -S
+  std::size_t accept_queue = 64;
+  bool any() const { return rping || ucmatose; }
+};
+
+// "rping,ucmatose" -> options; an unknown name is an error naming it.
+Result<CmListenOptions> parse_cm_listeners(const std::string& list);
+
+// Largest rping buffer (rping's RPING_BUFSIZE): a client advertising more is disconnected.
+inline constexpr std::uint32_t kRpingMaxBuffer = 64 * 1024;
+
+class CmListeners {
+ public:
+  CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o);
+  ~CmListeners();
+  CmListeners(const CmListeners&) = delete;
+  CmListeners& operator=(const CmListeners&) = delete;
+
+  Status start();
+  // DREQ for every live connection (bounded wait), then every QP and region goes.
+  void stop();
+
+  struct Totals {
+    std::uint64_t connections = 0;   // accepted
+    std::uint64_t completed = 0;     // ended by a disconnect after doing their protocol's work
+    std::uint64_t failed = 0;        // a work completion in error or a protocol violation
+    std::uint64_t rping_rounds = 0;  // READ + WRITE rounds served
+    std::uint64_t messages_received = 0;
+    std::uint64_t messages_sent = 0;
+  };
+  Totals totals();
+  std::map<std::string, std::uint64_t> cm_counters() { return cm_->counters(); }
+
+  // The work of one connection, run on its QP's worker (public for the drivers' sake).
+  struct Work;
+
+ private:
+  enum class Kind : std::uint8_t { Rping, Ucmatose };
+  struct Conn {
+    Kind kind = Kind::Rping;
+    cm::CmId id = 0;
+    std::string peer;
+    LocalQp qp;
+    MappedBuffer buf;
+    const MemoryRegion* mr = nullptr;
+    std::shared_ptr<Work> work;
+    std::uint64_t driver = 0;
+    bool disconnecting = false;
+  };
+  void loop();
+  void on_event(const cm::RdmaCmEvent& e);
+  void on_request(const cm::RdmaCmEvent& e, Kind kind);
+  void finish(Conn& c);        // the driver goes, the work is counted
+  void release(cm::CmId id);   // QP and region go (after TIMEWAIT, or on failure)
+
+  dp::Dataplane& dp_;
+  DriverSet& drivers_;
+  Connector& conn_;
+  CmListenOptions o_;
+  std::unique_ptr<CmService> cm_;
+  std::map<cm::ListenerId, Kind> listeners_;
+  std::map<cm::CmId, Conn> conns_;  // control thread only
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex totals_mutex_;
+  Totals totals_;
+};
+
+}  // namespace roce::app
