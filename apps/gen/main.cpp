@@ -15,6 +15,7 @@
 #include "apps/gen/gen_json.hpp"
 #include "apps/gen/options.hpp"
 #include "apps/gen/perftest_printout.hpp"
+#include "apps/gen/cm_clients.hpp"
 #include "apps/gen/pingpong_client.hpp"
 #include "apps/gen/progress_line.hpp"
 #include "apps/gen/ud_pingpong_client.hpp"
@@ -111,6 +112,7 @@ int gen_main(int argc, char** argv) {
     app.insert(app.end(), split.app.begin() + 2, split.app.end());
     return craft::craft_main("roce-gen raw", split.eal, app);
   }
+  if (mode == "rping" || mode == "ucmatose") return cm_client_main(mode, split);  // rdma_cm clients
   if (mode == "emulate") {
     auto eo = parse_emulate_options(split.app);
     if (!eo) {

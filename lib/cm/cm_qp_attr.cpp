@@ -24,7 +24,10 @@ ibv_mtu negotiated_mtu(std::uint8_t req_mtu, ibv_mtu ours) {
 
 CmQpAttrs passive_qp_attrs(const ReqInfo& req, std::uint32_t rq_psn, const CmQpLimits& lim) {
   CmQpAttrs a;
-  a.rtr.mtu = negotiated_mtu(req.path_mtu, lim.max_mtu);
+  // The REQ's path MTU is the connection's: the active side's QP already uses it (rdma_cm's
+  // passive side takes the path from the REQ as it is), and a responder whose MTU differs
+  // refuses the requester's packets. max_mtu bounds only what we ask for ourselves.
+  a.rtr.mtu = negotiated_mtu(req.path_mtu, IBV_MTU_4096);
   a.rtr.dest_qpn = req.remote_qpn;
   a.rtr.rq_psn = rq_psn;
   a.rtr.dgid = to_ibv(req.primary.local_gid);  // the REQ's local GID is the active side's

@@ -2,7 +2,7 @@
 // Linux's cm_init_qp_rtr_attr / cm_init_qp_rts_attr). PSNs: the PSN a side puts in its REQ or
 // REP is the one it receives with (rq_psn), so the peer sends with it (ReqInfo/RepInfo give it
 // as starting_psn, already in the receiver's view). READ/atomic depths never exceed what this
-// side allows, and the path MTU never exceeds this port's.
+// side allows. The path MTU is the REQ's on both sides (the active side chose it from its port).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -15,7 +15,7 @@
 namespace roce::cm {
 
 struct CmQpLimits {
-  ibv_mtu max_mtu = IBV_MTU_4096;   // the port's active MTU
+  ibv_mtu max_mtu = IBV_MTU_4096;   // the port's active MTU: what an active side asks for
   std::uint8_t max_rd_atomic = 16;  // the engine's max_rd_atomic
   std::uint8_t min_rnr_timer = 12;  // ours: the REQ/REP do not carry it
 };

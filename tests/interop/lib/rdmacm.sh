@@ -20,11 +20,11 @@ cm_guest_cmd() {
 
 # cm_guest_succeeded VERB LOG: what the program prints when it worked (its exit status is checked
 # as well): rping -V exits non-zero on a mismatch, but says "data mismatch" too; cmatose ends with
-# "test complete".
+# "return status 0".
 cm_guest_succeeded() {
   case $1 in
     rping) ! grep -qiE "mismatch|error|fail" "$2" ;;
-    ucmatose) grep -q "test complete" "$2" && ! grep -qiE "failed|error" "$2" ;;
+    ucmatose) grep -q "return status 0" "$2" && ! grep -qiE "failed|error" "$2" ;;
   esac
 }
 

@@ -1,0 +1,337 @@
+#include "apps/gen/cm_clients.hpp"
+
+#include <cxxopts.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "apps/common/buffers.hpp"
+#include "apps/common/driver_set.hpp"
+#include "apps/common/option_error.hpp"
+#include "apps/common/rping_info.hpp"
+#include "apps/common/runtime.hpp"
+#include "dataplane/signals.hpp"
+
+namespace roce::app {
+
+namespace {
+
+using cm::RdmaCmEventType;
+
+constexpr std::size_t kRecvSlot = 0, kSendSlot = 64, kData = 4096;
+constexpr std::uint32_t kRpingMinSize = 26;  // rping's RPING_MIN_BUFSIZE: the round's text and a number
+constexpr std::uint32_t kRpingMaxSize = 64 * 1024;
+
+// The next rdma_cm event of connection `id` within `wait`.
+Result<cm::RdmaCmEvent> next_event(CmService& cms, cm::CmId id, Nanos wait) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
+  static thread_local std::vector<cm::RdmaCmEvent> pending;
+  for (;;) {
+    for (std::size_t i = 0; i < pending.size(); ++i)
+      if (pending[i].id == id) {
+        cm::RdmaCmEvent e = std::move(pending[i]);
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+        return e;
+      }
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - std::chrono::steady_clock::now()).count();
+    if (left <= 0 || dp::StopSignals::requested()) return make_error(ETIMEDOUT, "no rdma_cm event within the timeout");
+    for (auto& e : cms.wait_events(left)) pending.push_back(std::move(e));
+  }
+}
+
+std::string describe(const cm::RdmaCmEvent& e) {
+  std::string s = cm::to_string(e.type);
+  if (e.type == RdmaCmEventType::Rejected) s += " (reason " + std::to_string(e.status) + ")";
+  return s;
+}
+
+// One RC connection's verbs on the control thread (each call runs on the QP's worker).
+struct Qp {
+  dp::Dataplane& dp;
+  LocalQp q;
+  std::byte* base = nullptr;
+  const MemoryRegion* mr = nullptr;
+
+  int post_recv(std::size_t off, std::uint32_t len) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, mr->lkey()};
+    ibv_recv_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    return dp.call(q.worker, [&](Engine& e) {
+      ibv_recv_wr* bad = nullptr;
+      return e.post_recv(q.qp, &wr, &bad);
+    });
+  }
+  int post_send(std::size_t off, std::uint32_t len) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, mr->lkey()};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    return dp.call(q.worker, [&](Engine& e) {
+      ibv_send_wr* bad = nullptr;
+      return e.post_send(q.qp, &wr, &bad);
+    });
+  }
+  // Completions until `recvs` receives and `sends` sends have completed; an error completion ends it.
+  Result<std::vector<ibv_wc>> wait(std::uint32_t recvs, std::uint32_t sends, Nanos timeout) {
+    std::vector<ibv_wc> got;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
+    while (recvs > 0 || sends > 0) {
+      ibv_wc wc[16];
+      const int n = dp.call(q.worker, [&](Engine& e) { return e.poll_cq(q.cq, 16, wc); });
+      for (int i = 0; i < n; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS)
+          return make_error(EIO, std::string("work completion error: ") + ibv_wc_status_str(wc[i].status));
+        if (wc[i].opcode == IBV_WC_RECV && recvs > 0) --recvs;
+        else if (wc[i].opcode == IBV_WC_SEND && sends > 0) --sends;
+        got.push_back(wc[i]);
+      }
+      if (n > 0) continue;
+      if (std::chrono::steady_clock::now() >= until || dp::StopSignals::requested())
+        return make_error(ETIMEDOUT, "timed out waiting for " + std::to_string(recvs) + " receive(s) and " +
+                                         std::to_string(sends) + " send(s) to complete");
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return got;
+  }
+};
+
+// REQ, REP, the QP to RTS, RTU: rdma_connect's work. Returns the connection's ID.
+Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q, const CmClientOptions& o, std::uint8_t retry_count) {
+  cm::RdmaConnectParams cp;
+  cp.port_space = proto::RdmaPortSpace::Tcp;
+  const IpAddress me = dp.local().ip;
+  cp.src = proto::IpAddress::of(me.v4);
+  cp.dst = proto::IpAddress::of(o.server);
+  cp.src_port = static_cast<std::uint16_t>(32768 + (static_cast<std::uint64_t>(dp.now()) >> 10) % 28000);
+  cp.dst_port = o.port;
+  cp.ib.local_qpn = q.qpn;
+  cp.ib.starting_psn = q.psn;
+  cp.ib.responder_resources = 1;
+  cp.ib.initiator_depth = 1;
+  cp.ib.retry_count = retry_count;
+  cp.ib.rnr_retry_count = 7;
+  const cm::CmQpLimits lim = cms.qp_limits();
+  cp.ib.path_mtu = static_cast<proto::PathMtu>(lim.max_mtu);
+  auto id = cms.connect(cp);
+  if (!id) return id.error();
+  auto rep = next_event(cms, *id, o.timeout);
+  if (!rep) return make_error(ETIMEDOUT, "no answer to the connection request");
+  if (rep->type != RdmaCmEventType::ConnectResponse) return make_error(ECONNREFUSED, "connection request: " + describe(*rep));
+  const auto& info = std::get<cm::RepInfo>(rep->detail);
+  if (Status s = cms.connect_qp(q, IBV_QPT_RC, cm::active_qp_attrs(cp.ib, info, lim)); !s) return s.error();
+  if (Status s = cms.ready_to_use(*id); !s) return s.error();
+  auto est = next_event(cms, *id, o.timeout);
+  if (!est) return est.error();
+  if (est->type != RdmaCmEventType::Established) return make_error(ECONNABORTED, "after the RTU: " + describe(*est));
+  return *id;
+}
+
+Result<CmClientResult> run_rping(dp::Dataplane& dp, CmService& cms, Qp& qp, const CmClientOptions& o,
+                                 const std::function<void(const std::string&)>& say) {
+  CmClientResult r;
+  if (qp.post_recv(kRecvSlot, sizeof(RpingInfo))) return make_error(EIO, "post_recv failed");
+  auto id = connect_rc(dp, cms, qp.q, o, 7);
+  if (!id) return id.error();
+  std::byte* start = qp.base + kData;
+  std::byte* rdma = start + o.size;
+  Status failed;
+  const auto advertise = [&](std::byte* buf) -> Status {
+    RpingInfo info;
+    info.buf.set(qp.mr->iova + static_cast<std::uint64_t>(buf - qp.base));
+    info.rkey.set(qp.mr->rkey());
+    info.size.set(o.size);
+    std::memcpy(qp.base + kSendSlot, &info, sizeof info);
+    if (qp.post_send(kSendSlot, sizeof info)) return make_error(EIO, "post_send failed");
+    auto wcs = qp.wait(1, 1, o.timeout);
+    if (!wcs) return wcs.error();
+    for (const ibv_wc& w : *wcs)
+      if (w.opcode == IBV_WC_RECV && w.byte_len != sizeof(RpingInfo))
+        return make_error(EPROTO, "received bogus data, size " + std::to_string(w.byte_len));
+    if (qp.post_recv(kRecvSlot, sizeof(RpingInfo))) return make_error(EIO, "post_recv failed");
+    return {};
+  };
+  unsigned char first = 65;
+  for (std::uint32_t ping = 0; ping < o.count; ++ping) {
+    // rping's round: "rdma-ping-N: " and then letters, each round starting one letter later.
+    char* s = reinterpret_cast<char*>(start);
+    int cc = std::snprintf(s, o.size, "rdma-ping-%u: ", ping);
+    unsigned char c = first;
+    for (std::uint32_t i = static_cast<std::uint32_t>(cc); i < o.size; ++i) {
+      s[i] = static_cast<char>(c);
+      if (++c > 122) c = 65;
+    }
+    if (++first > 122) first = 65;
+    s[o.size - 1] = 0;
+    std::memset(rdma, 0, o.size);
+    if (failed = advertise(start); !failed) break;  // the server READs it, then says go ahead
+    if (failed = advertise(rdma); !failed) break;   // the server WRITEs it back, then says so
+    if (o.verify && std::memcmp(start, rdma, o.size) != 0) {
+      ++r.mismatches;
+      failed = make_error(EILSEQ, "data mismatch in round " + std::to_string(ping));
+      break;
+    }
+    if (o.verbose) say("ping data: " + std::string(reinterpret_cast<const char*>(rdma)));
+    ++r.rounds;
+  }
+  (void)cms.disconnect(*id);
+  for (;;) {
+    auto e = next_event(cms, *id, 3 * kSecond);
+    if (!e || e->type == RdmaCmEventType::Disconnected) break;
+  }
+  if (!failed) return failed.error();
+  return r;
+}
+
+Result<CmClientResult> run_ucmatose(dp::Dataplane& dp, CmService& cms, Qp& qp, const CmClientOptions& o,
+                                    const std::function<void(const std::string&)>& say) {
+  CmClientResult r;
+  for (std::uint32_t i = 0; i < o.count; ++i)
+    if (qp.post_recv(std::size_t{i} * o.size, o.size)) return make_error(EIO, "post_recv failed");
+  say("cmatose: connecting");
+  auto id = connect_rc(dp, cms, qp.q, o, 5);
+  if (!id) return id.error();
+  say("receiving data transfers");
+  auto in = qp.wait(o.count, 0, o.timeout);
+  if (!in) return in.error();
+  r.messages_received = o.count;
+  say("sending replies");
+  const std::size_t out_off = std::size_t{o.count} * o.size;
+  for (std::uint32_t i = 0; i < o.count; ++i)
+    if (qp.post_send(out_off, o.size)) return make_error(EIO, "post_send failed");
+  auto out = qp.wait(0, o.count, o.timeout);
+  if (!out) return out.error();
+  r.messages_sent = o.count;
+  say("data transfers complete");
+  // cmatose's client waits for the server to disconnect (and answers with its own DREQ).
+  auto d = next_event(cms, *id, o.timeout);
+  if (!d || d->type != RdmaCmEventType::Disconnected) {
+    (void)cms.disconnect(*id);
+    return make_error(ETIMEDOUT, "the server did not disconnect");
+  }
+  say("disconnected");
+  return r;
+}
+
+}  // namespace
+
+Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connector& conn, const CmClientOptions& opts,
+                                     const std::function<void(const std::string&)>& say) {
+  CmClientOptions o = opts;
+  const bool rping = o.tool == "rping";
+  if (!rping && o.tool != "ucmatose") return make_error(EINVAL, "unknown rdma_cm client '" + o.tool + "'");
+  if (o.port == 0) o.port = rping ? kRpingPort : kCmatosePort;
+  if (o.size == 0) o.size = rping ? 64 : 100;
+  if (rping && (o.size < kRpingMinSize || o.size > kRpingMaxSize))
+    return make_error(EINVAL, "rping -S must be " + std::to_string(kRpingMinSize) + ".." + std::to_string(kRpingMaxSize));
+  if (!rping && (o.size > 65536 || o.count > 4096 || o.count == 0))
+    return make_error(EINVAL, "ucmatose: -C 1..4096, -S 1..65536");
+  const std::size_t bytes = rping ? kData + 2 * std::size_t{o.size} : std::size_t{o.count + 1} * o.size;
+  auto buf = MappedBuffer::anonymous(bytes);
+  if (!buf) return buf.error();
+  auto mr = conn.register_memory(buf->data(), buf->size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+  if (!mr) return mr.error();
+  QpParams p;
+  p.send_depth = rping ? 16 : o.count + 4;
+  p.recv_depth = rping ? 4 : o.count;
+  auto q = conn.create(p);
+  if (!q) {
+    (void)dp.memory().deregister((*mr)->key);
+    return q.error();
+  }
+  Qp qp{dp, *q, buf->data(), *mr};
+  auto r = rping ? run_rping(dp, cms, qp, o, say) : run_ucmatose(dp, cms, qp, o, say);
+  (void)conn.destroy(*q);
+  (void)dp.memory().deregister((*mr)->key);
+  return r;
+}
+
+int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
+  const std::string prog = "roce-gen " + tool;
+  const auto fail = [&](const std::string& why, int code) {
+    std::fprintf(stderr, "%s: %s\n", prog.c_str(), why.c_str());
+    return code;
+  };
+  CmClientOptions o;
+  o.tool = tool;
+  std::string dev, ip, server;
+  std::vector<std::string> vdevs;
+  double timeout_s = 10;
+  cxxopts::Options opts(prog, prog + ": the active side of librdmacm's " + tool + " over rdma_cm (IB CM on QP1)");
+  opts.add_options()
+      ("dev", "DPDK port (name or number)", cxxopts::value<std::string>(dev))
+      ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(vdevs))
+      ("ip", "our IPv4 address on that port", cxxopts::value<std::string>(ip))
+      ("a,server", "the server's IPv4 address (rping -a, ucmatose -s)", cxxopts::value<std::string>(server))
+      ("s", "the server's address (ucmatose's spelling)", cxxopts::value<std::string>())
+      ("p,port", "the server's rdma_cm port (default: rping 7174, ucmatose 7471)", cxxopts::value<std::uint16_t>(o.port)->default_value("0"))
+      ("C,count", "rping: rounds; ucmatose: messages each way", cxxopts::value<std::uint32_t>(o.count)->default_value("10"))
+      ("S,size", "rping: buffer bytes (26..65536, default 64); ucmatose: message bytes (default 100)", cxxopts::value<std::uint32_t>(o.size)->default_value("0"))
+      ("V,verify", "rping: check each round's data")
+      ("v,verbose", "rping: print each round's data")
+      ("timeout", "seconds each step may take", cxxopts::value<double>(timeout_s)->default_value("10"))
+      ("h,help", "this text");
+  std::vector<const char*> argv{prog.c_str()};
+  for (std::size_t i = 2; i < split.app.size(); ++i) argv.push_back(split.app[i].c_str());
+  cxxopts::ParseResult r;
+  try {
+    r = opts.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const std::exception& e) {
+    return fail(std::string(e.what()) + " (try --help)", 2);
+  }
+  if (r.count("help")) {
+    std::cout << opts.help();
+    return 0;
+  }
+  if (r.count("s")) server = r["s"].as<std::string>();
+  o.verify = r.count("verify") > 0;
+  o.verbose = r.count("verbose") > 0;
+  o.timeout = static_cast<Nanos>(timeout_s * 1e9);
+  const auto me = parse_ipv4(ip);
+  const auto peer = parse_ipv4(server);
+  if (dev.empty()) return fail("--dev is required (try --help)", 2);
+  if (!me) return fail("--ip is required: our IPv4 address (try --help)", 2);
+  if (!peer) return fail("the server's address is required: -a ADDR (try --help)", 2);
+  if (timeout_s <= 0) return fail("--timeout must be positive", 2);
+  o.server = *peer;
+
+  std::vector<std::string> eal = split.eal;
+  for (const auto& v : vdevs) eal.push_back("--vdev=" + v);
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
+  const EalGuard eal_guard;
+  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message, 1);
+  dp::DataplaneOptions dopt;
+  dopt.name = "gen";
+  dopt.port.name = dev;
+  dopt.ip = IpAddress::ipv4(*me);
+  auto dpr = dp::Dataplane::create(dopt);
+  if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
+  int rc = 0;
+  {
+    RunningDataplane running;
+    if (Status s = running.start(**dpr); !s) return fail(s.error().message, 1);
+    DriverSet drivers(**dpr);
+    Connector conn(**dpr, static_cast<std::uint64_t>((*dpr)->now()) | 1);
+    CmService cms(**dpr, drivers);
+    auto res = run_cm_client(**dpr, cms, conn, o, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+    if (!res) {
+      rc = fail(res.error().message, 1);
+    } else if (tool == "rping") {
+      std::printf("rping: %llu rounds of %u bytes%s\n", static_cast<unsigned long long>(res->rounds), o.size ? o.size : 64,
+                  o.verify ? ", every one verified" : "");
+    } else {
+      std::printf("ucmatose: %llu messages received, %llu sent\n", static_cast<unsigned long long>(res->messages_received),
+                  static_cast<unsigned long long>(res->messages_sent));
+    }
+    cms.stop();
+  }
+  dpr->reset();
+  return rc;
+}
+
+}  // namespace roce::app

@@ -1,0 +1,45 @@
+// roce-gen's rdma_cm clients: the active side of librdmacm's example programs, against their
+// real servers (or roce-appliance --rdma-cm). `roce-gen rping` does what `rping -c` does: per
+// round it SENDs its start buffer's address, waits for the server's go-ahead (the server has
+// READ the buffer), SENDs its second buffer's address, waits again (the server has WRITTEN the
+// data back) and, with -V, checks the second buffer equals the first. `roce-gen ucmatose` does
+// what `ucmatose -s` does: receives the server's messages, sends as many back, and waits for the
+// server to disconnect. Each connects through CmService (REQ/REP/RTU) and leaves with DREQ.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "apps/common/cm_service.hpp"
+#include "apps/common/connector.hpp"
+#include "dataplane/eal.hpp"
+
+namespace roce::app {
+
+struct CmClientOptions {
+  std::string tool;  // rping or ucmatose
+  proto::Ipv4Addr server{};
+  std::uint16_t port = 0;      // 0: the tool's default (7174, 7471)
+  std::uint32_t count = 10;    // -C
+  std::uint32_t size = 0;      // -S; 0: the tool's default (rping 64, ucmatose 100)
+  bool verify = false;         // rping -V
+  bool verbose = false;        // rping -v: print each round's data
+  Nanos timeout = 10 * kSecond;  // for each step (connection, each round)
+};
+
+struct CmClientResult {
+  std::uint64_t rounds = 0;            // rping
+  std::uint64_t messages_received = 0; // ucmatose
+  std::uint64_t messages_sent = 0;
+  std::uint64_t mismatches = 0;        // rping -V
+};
+
+// Runs one client to its end on a running dataplane; `say` gets the tool's progress lines.
+Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cm, Connector& conn, const CmClientOptions& o,
+                                     const std::function<void(const std::string&)>& say);
+
+// `roce-gen rping|ucmatose [EAL args --] --dev PORT --ip ADDR -a|--server ADDR [-C N] [-S N] [-V] [-p PORT]`
+int cm_client_main(const std::string& tool, const dp::SplitArgs& split);
+
+}  // namespace roce::app

@@ -1,0 +1,118 @@
+// roce-gen's rdma_cm clients against roce-appliance's --rdma-cm listeners, in one process over
+// a net_ring pair: rping rounds with -V (the server READs the client's buffer and WRITEs it
+// back; the client checks every byte) and ucmatose's messages both ways, each connection
+// established through QP1 and ended by DREQ. The real programs are the interop suite's
+// (tests/interop/lib/rdmacm.sh); this pins both of our sides to each other.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "apps/appliance/cm_listeners.hpp"
+#include "apps/gen/cm_clients.hpp"
+#include "tests/support/dataplane_pair.hpp"
+
+namespace roce::test {
+namespace {
+
+class CmTools : public DataplanePairTest {
+ protected:
+  CmTools() : DataplanePairTest("cmt") {}
+  void SetUp() override {
+    DataplanePairTest::SetUp();
+    server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
+    server_conn = std::make_unique<app::Connector>(*server_dp_, 0x77);
+    app::CmListenOptions lo;
+    lo.rping = lo.ucmatose = true;
+    lo.messages = 10;
+    lo.message_size = 100;
+    listeners = std::make_unique<app::CmListeners>(*server_dp_, *server_drivers, *server_conn, lo);
+    ASSERT_TRUE(listeners->start().ok());
+    client_drivers = std::make_unique<app::DriverSet>(*client_dp_);
+    client_conn = std::make_unique<app::Connector>(*client_dp_, 0x99);
+    client_cm = std::make_unique<app::CmService>(*client_dp_, *client_drivers);
+  }
+  void TearDown() override {
+    client_cm.reset();
+    listeners.reset();
+    client_conn.reset();
+    server_conn.reset();
+    client_drivers.reset();
+    server_drivers.reset();
+    DataplanePairTest::TearDown();
+  }
+  // The server counts a connection once its client's DREQ came.
+  app::CmListeners::Totals settled_totals(std::uint64_t completed) {
+    app::CmListeners::Totals t;
+    for (int i = 0; i < 300; ++i) {
+      t = listeners->totals();
+      if (t.completed + t.failed >= completed) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return t;
+  }
+  app::CmClientOptions client(const std::string& tool) {
+    app::CmClientOptions o;
+    o.tool = tool;
+    o.server = {10, 0, 0, 2};
+    o.timeout = 5 * kSecond;
+    return o;
+  }
+
+  std::unique_ptr<app::DriverSet> server_drivers, client_drivers;
+  std::unique_ptr<app::Connector> server_conn, client_conn;
+  std::unique_ptr<app::CmListeners> listeners;
+  std::unique_ptr<app::CmService> client_cm;
+  std::vector<std::string> said;
+  std::function<void(const std::string&)> say = [this](const std::string& l) { said.push_back(l); };
+};
+
+TEST_F(CmTools, RpingRoundsAreReadAndWrittenBackVerified) {
+  auto o = client("rping");
+  o.count = 5;
+  o.size = 4000;  // several packets each way at MTU 1024
+  o.verify = true;
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->rounds, 5u);
+  EXPECT_EQ(r->mismatches, 0u);
+  const auto t = settled_totals(1);
+  EXPECT_EQ(t.connections, 1u);
+  EXPECT_EQ(t.completed, 1u);
+  EXPECT_EQ(t.failed, 0u);
+  EXPECT_EQ(t.rping_rounds, 5u);
+}
+
+TEST_F(CmTools, RpingSizeAboveRpingsLargestIsRefusedBeforeConnecting) {
+  // 64 KiB is rping's largest buffer (RPING_BUFSIZE), as rping -c refuses more itself.
+  auto o = client("rping");
+  o.size = 70000;
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("rping -S"), std::string::npos);
+}
+
+TEST_F(CmTools, UcmatoseMessagesGoBothWaysAndTheServerDisconnects) {
+  auto o = client("ucmatose");
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages_received, 10u);
+  EXPECT_EQ(r->messages_sent, 10u);
+  ASSERT_FALSE(said.empty());
+  EXPECT_EQ(said.back(), "disconnected");
+  const auto t = settled_totals(1);
+  EXPECT_EQ(t.completed, 1u);
+  EXPECT_EQ(t.messages_sent, 10u);
+  EXPECT_EQ(t.messages_received, 10u);
+}
+
+TEST_F(CmTools, UnknownPortIsRejected) {
+  auto o = client("rping");
+  o.port = 7999;
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("reason 8"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace roce::test
