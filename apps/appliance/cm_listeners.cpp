@@ -187,6 +187,7 @@ void CmListeners::stop() {
   cm_->stop();  // DREQ for every live connection
   for (auto& [id, c] : conns_) finish(c);
   while (!conns_.empty()) release(conns_.begin()->first);
+  final_counters_ = cm_->counters();
   cm_.reset();
 }
 

@@ -59,7 +59,8 @@ class CmListeners {
     std::uint64_t messages_sent = 0;
   };
   Totals totals();
-  std::map<std::string, std::uint64_t> cm_counters() { return cm_->counters(); }
+  // The CM's counters: live, or as they were when stop() ended the CM.
+  std::map<std::string, std::uint64_t> cm_counters() { return cm_ ? cm_->counters() : final_counters_; }
 
   // The work of one connection, run on its QP's worker (public for the drivers' sake).
   struct Work;
@@ -94,6 +95,7 @@ class CmListeners {
   std::atomic<bool> stop_{false};
   std::mutex totals_mutex_;
   Totals totals_;
+  std::map<std::string, std::uint64_t> final_counters_;
 };
 
 }  // namespace roce::app

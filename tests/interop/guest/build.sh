@@ -50,13 +50,13 @@ stage=$out/stage root=$out/root
 rm -rf "$stage" "$root"
 mkdir -p "$stage" "$root"
 # Of the kernel package only the boot image, the module lists and the module folders the image
-# loads from (unpacking all of it takes minutes on a busy 2-core machine).
+# loads from (unpacking all of it takes minutes on a busy 2-core machine); configfs is rdma_cm's.
 for d in "$debs"/*.deb; do
   if [[ $(basename "$d") == "${kpkg}"_* ]]; then
     dpkg-deb --fsys-tarfile "$d" | tar -x -C "$stage" --wildcards --no-wildcards-match-slash \
       "./boot/vmlinuz-*" "./lib/modules/*/modules.*" "./lib/modules/*/kernel/drivers/infiniband" \
       "./lib/modules/*/kernel/drivers/net" "./lib/modules/*/kernel/drivers/virtio" "./lib/modules/*/kernel/net" \
-      "./lib/modules/*/kernel/crypto" "./lib/modules/*/kernel/lib"
+      "./lib/modules/*/kernel/crypto" "./lib/modules/*/kernel/lib" "./lib/modules/*/kernel/fs/configfs"
   else
     dpkg -x "$d" "$stage"
   fi
