@@ -1,5 +1,7 @@
 #include "apps/gen/cm_clients.hpp"
 
+// --vdev values hold commas (net_af_packet0,iface=...): no splitting into a vector.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
 #include <chrono>
@@ -22,8 +24,9 @@ namespace {
 using cm::RdmaCmEventType;
 
 constexpr std::size_t kRecvSlot = 0, kSendSlot = 64, kData = 4096;
-constexpr std::uint32_t kRpingMinSize = 26;  // rping's RPING_MIN_BUFSIZE: the round's text and a number
-constexpr std::uint32_t kRpingMaxSize = 64 * 1024;
+// rping's own bounds on -S (it says "valid range is 23 to 65536" and refuses 65536 itself).
+constexpr std::uint32_t kRpingMinSize = 23;
+constexpr std::uint32_t kRpingMaxSize = 65535;
 
 // The next rdma_cm event of connection `id` within `wait`.
 Result<cm::RdmaCmEvent> next_event(CmService& cms, cm::CmId id, Nanos wait) {
@@ -271,7 +274,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
       ("s", "the server's address (ucmatose's spelling)", cxxopts::value<std::string>())
       ("p,port", "the server's rdma_cm port (default: rping 7174, ucmatose 7471)", cxxopts::value<std::uint16_t>(o.port)->default_value("0"))
       ("C,count", "rping: rounds; ucmatose: messages each way", cxxopts::value<std::uint32_t>(o.count)->default_value("10"))
-      ("S,size", "rping: buffer bytes (26..65536, default 64); ucmatose: message bytes (default 100)", cxxopts::value<std::uint32_t>(o.size)->default_value("0"))
+      ("S,size", "rping: buffer bytes (23..65535, default 64); ucmatose: message bytes (default 100)", cxxopts::value<std::uint32_t>(o.size)->default_value("0"))
       ("V,verify", "rping: check each round's data")
       ("v,verbose", "rping: print each round's data")
       ("timeout", "seconds each step may take", cxxopts::value<double>(timeout_s)->default_value("10"))

@@ -84,7 +84,7 @@ TEST_F(CmTools, RpingRoundsAreReadAndWrittenBackVerified) {
 }
 
 TEST_F(CmTools, RpingSizeAboveRpingsLargestIsRefusedBeforeConnecting) {
-  // 64 KiB is rping's largest buffer (RPING_BUFSIZE), as rping -c refuses more itself.
+  // rping takes -S up to 65535 and refuses more itself; so does roce-gen rping.
   auto o = client("rping");
   o.size = 70000;
   auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);

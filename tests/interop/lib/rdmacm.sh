@@ -4,9 +4,12 @@
 #   cm-from-rxe   the guest's librdmacm client against roce-appliance --rdma-cm all:
 #                 rping -c -V (the server READs the client's buffer and WRITEs it back, every
 #                 round checked by rping itself), ucmatose -s (messages both ways)
+#   cm-to-rxe     roce-gen rping -V / roce-gen ucmatose against the guest's rping -s -V and
+#                 ucmatose servers; both programs must succeed
 #
 # A case passes when the real program exits 0 and says what success says; SIZE is rping's -S /
-# ucmatose's -S, ITERS their -C.
+# ucmatose's -S, ITERS their -C. MTU is the path MTU rdma_cm settles on (the active side's port:
+# 4096 on the 9000-byte link) and is what the capture check holds the frames to.
 
 is_cm_kind() { [[ $1 == cm-* ]]; }
 
@@ -31,6 +34,7 @@ cm_guest_succeeded() {
 run_cm_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  [[ $kind == cm-to-rxe ]] && { run_cm_to_rxe_case "$1"; return; }
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
@@ -74,16 +78,61 @@ run_cm_case() {
   ((ok)) && CASE_VERDICT=pass
 }
 
+# cm_guest_server VERB SIZE ITERS: the guest's server command line.
+cm_guest_server() {
+  case $1 in
+    rping) echo "rping -s -V -a $NET_GUEST_IP -C $3 -S $2" ;;
+    ucmatose) echo "ucmatose -C $3 -S $2" ;;
+  esac
+}
+
+run_cm_to_rxe_case() {
+  local name kind verb mtu loss size iters flags
+  read -r name kind verb mtu loss size iters flags <<< "$1"
+  local dir=$OUT_DIR/cases/${name//[\/>]/_}
+  mkdir -p "$dir"
+  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
+  local ok=1 t0=$SECONDS
+  appliance_stop
+  APPLIANCE_KEY=""
+  capture_start "$dir/capture.pcap"
+  # The server listens on rdma_cm, not on a TCP port: it is given a second to bind.
+  guest_run 20 "bg server $(cm_guest_server "$verb" "$size" "$iters"); sleep 1; [ ! -f /tmp/server.rc ]" > /dev/null ||
+    { ok=0; CASE_NOTE="guest $verb server did not start"; }
+  local gen_args=("$verb" -a "$NET_GUEST_IP" -C "$iters" -S "$size")
+  [[ $verb == rping ]] && gen_args+=(-V)
+  if ((ok)); then
+    gen_run "$dir/roce-gen.log" "${gen_args[@]}" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
+  fi
+  if ((ok)); then guest_run 40 "fg server 30"; else guest_run 20 "fg server 5"; fi
+  local grc=$?
+  printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+  ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $verb server exit $grc"; }
+  case $verb in
+    rping) CASE_FIGURE="$(grep -o '^rping: [0-9]* rounds' "$dir/roce-gen.log" | cut -d' ' -f2-)"
+           grep -q "every one verified" "$dir/roce-gen.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-gen rping did not verify its rounds"; } ;;
+    ucmatose) CASE_FIGURE="$(grep -o '^ucmatose: [0-9]* messages received' "$dir/roce-gen.log" | cut -d' ' -f2) msgs"
+              grep -q "return status 0" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest ucmatose did not report success"; } ;;
+  esac
+  grep -qiE "mismatch|error" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest: $(grep -m1 -iE 'mismatch|error' "$dir/guest.log")"; }
+  capture_stop
+  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" ours || ok=0
+  CASE_SECONDS=$((SECONDS - t0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
 cases_cm_ci() {
   cat <<'LIST'
-cm/rping/rxe>app/s64                    cm-from-rxe rping    1024 0 64    10 -
+cm/rping/rxe>app/s64                    cm-from-rxe rping    4096 0 64    10 -
+cm/ucmatose/rxe>app                     cm-from-rxe ucmatose 4096 0 100   10 -
+cm/rping/gen>rxe/s64                    cm-to-rxe   rping    4096 0 64    10 -
 LIST
 }
 
 cases_cm_full() {
   cases_cm_ci
   cat <<'LIST'
-cm/rping/rxe>app/s65536                 cm-from-rxe rping    1024 0 65536 4  -
-cm/ucmatose/rxe>app                     cm-from-rxe ucmatose 1024 0 100   10 -
+cm/rping/rxe>app/s60000                 cm-from-rxe rping    4096 0 60000 4  -
+cm/ucmatose/gen>rxe                     cm-to-rxe   ucmatose 4096 0 100   10 -
 LIST
 }
