@@ -11,6 +11,7 @@ namespace roce::app {
 namespace {
 
 constexpr std::size_t kRpingRecv = 0, kRpingSend = 64, kRpingData = 4096;
+constexpr std::uint32_t kGrhBytes = 40;  // a UD receive starts with the GRH
 constexpr int kBufferAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 std::string peer_of(const cm::RdmaCmEvent& e) {
@@ -28,8 +29,9 @@ Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
   while (std::getline(ss, name, ',')) {
     if (name == "rping") o.rping = true;
     else if (name == "ucmatose") o.ucmatose = true;
-    else if (name == "all") o.rping = o.ucmatose = true;
-    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose or all)");
+    else if (name == "udaddy") o.udaddy = true;
+    else if (name == "all") o.rping = o.ucmatose = o.udaddy = true;
+    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose, udaddy or all)");
   }
   return o;
 }
@@ -38,7 +40,8 @@ Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
 // thread reads the atomics only.
 struct CmListeners::Work {
   enum class Phase : std::uint8_t { WantRead, Reading, WantWrite, Writing };
-  bool rping = true;
+  enum class Proto : std::uint8_t { Rping, Cmatose, Udaddy };
+  Proto proto = Proto::Rping;
   LocalQp qp;
   std::byte* base = nullptr;
   std::uint32_t lkey = 0;
@@ -50,6 +53,10 @@ struct CmListeners::Work {
   bool sent_all = false;
   std::uint32_t sent = 0, received = 0;
   std::atomic<bool> go{false};  // ESTABLISHED: the server's SENDs may start
+  // udaddy
+  AddressHandle* ah = nullptr;
+  std::uint32_t remote_qpn = 0;
+  std::uint32_t qkey = cm::kRdmaUdpQkey;
 
   std::atomic<bool> done{false}, failed{false};
   std::string error;  // written before `failed` is set
@@ -71,6 +78,24 @@ struct CmListeners::Work {
     if (rc) fail("post_recv: " + std::string(std::strerror(rc)));
     return rc == 0;
   }
+  bool post_datagram(Engine& e, std::size_t off, std::uint32_t len) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    // udaddy's datagrams carry the sender's QPN as their immediate (network order).
+    const proto::Be32 imm = proto::Be32::of(qp.qpn);
+    std::memcpy(&wr.imm_data, imm.bytes.data(), imm.bytes.size());
+    wr.wr.ud.ah = &ah->base;
+    wr.wr.ud.remote_qpn = remote_qpn;
+    wr.wr.ud.remote_qkey = qkey;
+    ibv_send_wr* bad = nullptr;
+    const int rc = e.post_send(qp.qp, &wr, &bad);
+    if (rc) fail("post_send: " + std::string(std::strerror(rc)));
+    return rc == 0;
+  }
   bool post_send(Engine& e, ibv_wr_opcode op, std::size_t off, std::uint32_t len, std::uint64_t raddr = 0,
                  std::uint32_t rkey = 0) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
@@ -90,7 +115,7 @@ struct CmListeners::Work {
 
   void step(Engine& e) {
     if (failed.load(std::memory_order_relaxed)) return;
-    if (!rping && go.load(std::memory_order_relaxed) && !sent_all) {
+    if (proto == Proto::Cmatose && go.load(std::memory_order_relaxed) && !sent_all) {
       sent_all = true;
       for (std::uint32_t i = 0; i < messages; ++i)
         if (!post_send(e, IBV_WR_SEND, std::size_t{messages} * size + std::size_t{i} * size, size)) return;
@@ -99,8 +124,11 @@ struct CmListeners::Work {
     const int n = e.poll_cq(qp.cq, 16, wc);
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) return fail(std::string("work completion: ") + ibv_wc_status_str(wc[i].status));
-      if (rping) on_rping(e, wc[i]);
-      else on_cmatose(wc[i]);
+      switch (proto) {
+        case Proto::Rping: on_rping(e, wc[i]); break;
+        case Proto::Cmatose: on_cmatose(wc[i]); break;
+        case Proto::Udaddy: on_udaddy(e, wc[i]); break;
+      }
       if (failed.load(std::memory_order_relaxed)) return;
     }
   }
@@ -145,6 +173,31 @@ struct CmListeners::Work {
     }
   }
 
+  // udaddy's server: every datagram in, then as many back to the QPN their immediate names.
+  void on_udaddy(Engine& e, const ibv_wc& wc) {
+    if (wc.opcode == IBV_WC_RECV) {
+      ++received;
+      rx.fetch_add(1, std::memory_order_relaxed);
+      if (wc.wc_flags & IBV_WC_WITH_IMM) {
+        proto::Be32 imm;
+        std::memcpy(imm.bytes.data(), &wc.imm_data, imm.bytes.size());
+        remote_qpn = imm.get();
+      } else {
+        remote_qpn = wc.src_qp;
+      }
+      if (received == messages && !sent_all) {
+        sent_all = true;
+        const std::size_t out = std::size_t{messages} * (size + kGrhBytes);
+        for (std::uint32_t i = 0; i < messages; ++i)
+          if (!post_datagram(e, out, size)) return;
+      }
+    } else if (wc.opcode == IBV_WC_SEND) {
+      ++sent;
+      tx.fetch_add(1, std::memory_order_relaxed);
+      if (sent == messages) done.store(true);
+    }
+  }
+
   void on_cmatose(const ibv_wc& wc) {
     if (wc.opcode == IBV_WC_RECV) {
       ++received;
@@ -165,6 +218,8 @@ CmListeners::~CmListeners() { stop(); }
 Status CmListeners::start() {
   if (o_.messages == 0 || o_.messages > 4096) return make_error(EINVAL, "--cm-messages must be 1..4096");
   if (o_.message_size == 0 || o_.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
+  if (o_.udaddy && o_.message_size > 4096)
+    return make_error(EINVAL, "--cm-message-size above 4096 does not fit a UD datagram (udaddy)");
   cm_ = std::make_unique<CmService>(dp_, drivers_);
   const auto add = [&](Kind k, std::uint16_t port) -> Status {
     auto l = cm_->listen(proto::RdmaPortSpace::Tcp, port, o_.accept_queue);
@@ -176,6 +231,11 @@ Status CmListeners::start() {
     if (Status s = add(Kind::Rping, o_.rping_port); !s) return s;
   if (o_.ucmatose)
     if (Status s = add(Kind::Ucmatose, o_.ucmatose_port); !s) return s;
+  if (o_.udaddy) {
+    auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.udaddy_port, o_.accept_queue);
+    if (!l) return l.error();
+    listeners_[*l] = Kind::Udaddy;
+  }
   thread_ = std::thread([this] { loop(); });
   return {};
 }
@@ -194,13 +254,27 @@ void CmListeners::stop() {
 void CmListeners::loop() {
   while (!stop_) {
     for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
+    std::vector<cm::CmId> ud_ended;
+    const Nanos now = dp_.now();
     for (auto& [id, c] : conns_) {
+      if (c.kind == Kind::Udaddy) {
+        // A datagram service has no connection to end: done, failed or idle, it goes.
+        if (!c.work) continue;
+        if (!c.work->done.load() && !c.work->failed.load() && now - c.started > o_.ud_idle)
+          c.work->fail("no datagrams within " + std::to_string(o_.ud_idle / kSecond) + " s");
+        if (c.work->done.load() || c.work->failed.load()) ud_ended.push_back(id);
+        continue;
+      }
       if (c.disconnecting || !c.work) continue;
       // A finished cmatose exchange, or a connection whose traffic failed: the server disconnects.
       if (c.work->failed.load() || c.work->done.load()) {
         c.disconnecting = true;
         (void)cm_->disconnect(id);
       }
+    }
+    for (cm::CmId id : ud_ended) {
+      finish(conns_[id]);
+      release(id);
     }
   }
 }
@@ -245,6 +319,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
     std::fprintf(stderr, "roce-appliance: rdma_cm request from %s refused: %s\n", peer.c_str(), why.c_str());
     (void)cm_->reject(e.id);
   };
+  if (kind == Kind::Udaddy) return on_ud_request(e);
   if (req == nullptr || e.ud) return refuse("not a connected (RC) request");
   if (req->transport != proto::CmTransport::Rc) return refuse("only RC connections are served");
   Conn c;
@@ -269,7 +344,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   }
   c.qp = *q;
   auto work = std::make_shared<Work>();
-  work->rping = rping;
+  work->proto = rping ? Work::Proto::Rping : Work::Proto::Cmatose;
   work->qp = c.qp;
   work->base = c.buf.data();
   work->lkey = c.mr->lkey();
@@ -306,6 +381,84 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   ++totals_.connections;
 }
 
+void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
+  const std::string peer = peer_of(e);
+  const auto refuse = [&](const std::string& why) {
+    std::fprintf(stderr, "roce-appliance: udaddy request from %s refused: %s\n", peer.c_str(), why.c_str());
+    (void)cm_->reject(e.id);
+  };
+  if (!e.ud || !e.addressing) return refuse("not a UD (SIDR) request with rdma_cm addresses");
+  const IpAddress client = e.addressing->src.version == proto::IpVersion::V4 ? IpAddress::ipv4(e.addressing->src.v4)
+                                                                             : IpAddress::ipv6(e.addressing->src.v6);
+  if (client.version == proto::IpVersion::V4 && !dp_.resolve(client, 3 * kSecond)) return refuse("no ARP answer");
+  Conn c;
+  c.kind = Kind::Udaddy;
+  c.id = e.id;
+  c.peer = peer;
+  c.started = dp_.now();
+  const std::uint32_t slot = o_.message_size + kGrhBytes;
+  auto buf = MappedBuffer::anonymous(std::size_t{o_.messages} * slot + o_.message_size);
+  if (!buf) return refuse(buf.error().message);
+  c.buf = std::move(*buf);
+  auto mr = conn_.register_memory(c.buf.data(), c.buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  if (!mr) return refuse(mr.error().message);
+  c.mr = *mr;
+  QpParams qp;
+  qp.type = IBV_QPT_UD;
+  qp.send_depth = o_.messages + 4;
+  qp.recv_depth = o_.messages;
+  auto q = conn_.create(qp);
+  if (!q) {
+    (void)dp_.memory().deregister(c.mr->key);
+    return refuse(q.error().message);
+  }
+  c.qp = *q;
+  auto work = std::make_shared<Work>();
+  work->proto = Work::Proto::Udaddy;
+  work->qp = c.qp;
+  work->base = c.buf.data();
+  work->lkey = c.mr->lkey();
+  work->messages = o_.messages;
+  work->size = o_.message_size;
+  Status s = cm_->ready_ud_qp(c.qp);
+  if (s) {
+    auto ah = dp_.call(c.qp.worker, [&](Engine& eng) {
+      ibv_ah_attr a{};
+      a.is_global = 1;
+      a.grh.dgid = gid_from_ip(client);
+      a.grh.hop_limit = 64;
+      a.port_num = 1;
+      return eng.create_ah(c.qp.pd, a);
+    });
+    if (ah) c.ah = *ah;
+    else s = ah.error();
+  }
+  if (s) {
+    work->ah = c.ah;
+    const bool posted = dp_.call(c.qp.worker, [&](Engine& eng) {
+      for (std::uint32_t i = 0; i < o_.messages; ++i)
+        if (!work->post_recv(eng, std::size_t{i} * slot, slot, i)) return false;
+      return true;
+    });
+    if (!posted) s = make_error(EIO, work->error);
+  }
+  if (s) {
+    Work* w = work.get();
+    c.work = std::move(work);
+    c.driver = drivers_.add(c.qp.worker, [w](Engine& eng, Nanos) { w->step(eng); });
+    s = cm_->accept_ud(e.id, c.qp.qpn);
+  }
+  conns_[e.id] = std::move(c);
+  if (!s) {
+    refuse(s.error().message);
+    finish(conns_[e.id]);
+    release(e.id);
+    return;
+  }
+  std::lock_guard lock(totals_mutex_);
+  ++totals_.connections;
+}
+
 void CmListeners::finish(Conn& c) {
   if (c.driver) {
     drivers_.remove(c.qp.worker, c.driver);
@@ -313,17 +466,24 @@ void CmListeners::finish(Conn& c) {
   }
   if (!c.work) return;
   const Work& w = *c.work;
-  const char* name = c.kind == Kind::Rping ? "rping" : "ucmatose";
+  const char* name = c.kind == Kind::Rping ? "rping" : c.kind == Kind::Ucmatose ? "ucmatose" : "udaddy";
   {
     std::lock_guard lock(totals_mutex_);
     totals_.rping_rounds += w.rounds.load();
-    totals_.messages_received += w.rx.load();
-    totals_.messages_sent += w.tx.load();
+    if (c.kind == Kind::Udaddy) {
+      totals_.datagrams += w.rx.load() + w.tx.load();
+    } else {
+      totals_.messages_received += w.rx.load();
+      totals_.messages_sent += w.tx.load();
+    }
     if (w.failed.load()) ++totals_.failed;
     else ++totals_.completed;
   }
   if (w.failed.load())
     std::fprintf(stderr, "roce-appliance: %s client %s failed: %s\n", name, c.peer.c_str(), w.error.c_str());
+  else if (c.kind == Kind::Udaddy)
+    std::fprintf(stderr, "roce-appliance: udaddy client %s done: %llu datagrams received, %llu sent\n", c.peer.c_str(),
+                 static_cast<unsigned long long>(w.rx.load()), static_cast<unsigned long long>(w.tx.load()));
   else if (c.kind == Kind::Rping)
     std::fprintf(stderr, "roce-appliance: rping client %s done: %llu rounds\n", c.peer.c_str(),
                  static_cast<unsigned long long>(w.rounds.load()));
@@ -337,6 +497,10 @@ void CmListeners::release(cm::CmId id) {
   const auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Conn& c = it->second;
+  if (c.ah) {
+    AddressHandle* ah = c.ah;
+    (void)dp_.call(c.qp.worker, [ah](Engine& e) { return e.destroy_ah(ah); });
+  }
   if (c.qp.qp) (void)conn_.destroy(c.qp);
   if (c.mr) (void)dp_.memory().deregister(c.mr->key);
   conns_.erase(it);

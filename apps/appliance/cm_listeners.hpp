@@ -3,7 +3,9 @@
 // and length, the server RDMA READs it, SENDs a go-ahead, gets the client's second buffer the
 // same way, RDMA WRITEs the data back into it and SENDs again, round after round, as
 // `rping -s` does. ucmatose (TCP, 7471): once connected the server SENDs its messages, then
-// takes as many from the client and disconnects, as cmatose's server does. Each connection's
+// takes as many from the client and disconnects, as cmatose's server does. udaddy (UDP port
+// space, 7174): SIDR_REQ answered with a UD QP; the client's datagrams (SEND with immediate:
+// its QPN) are received, then as many sent back, as udaddy's server does. Each connection's
 // traffic is a driver on its QP's worker (a state machine on its CQ); the CM events are handled
 // on one control thread.
 #pragma once
@@ -25,15 +27,18 @@ namespace roce::app {
 struct CmListenOptions {
   bool rping = false;
   bool ucmatose = false;
+  bool udaddy = false;
   std::uint16_t rping_port = 7174;     // rping's default port
+  std::uint16_t udaddy_port = 7174;    // udaddy's default port (UDP port space)
   std::uint16_t ucmatose_port = 7471;  // cmatose's default port
-  std::uint32_t messages = 10;         // ucmatose's -C
-  std::uint32_t message_size = 100;    // ucmatose's -S
+  std::uint32_t messages = 10;         // ucmatose's and udaddy's -C
+  std::uint32_t message_size = 100;    // ucmatose's and udaddy's -S
+  Nanos ud_idle = 30 * kSecond;        // a udaddy client that sends nothing this long is dropped
   std::size_t accept_queue = 64;
-  bool any() const { return rping || ucmatose; }
+  bool any() const { return rping || ucmatose || udaddy; }
 };
 
-// "rping,ucmatose" -> options; an unknown name is an error naming it.
+// "rping,ucmatose,udaddy" (or "all") -> options; an unknown name is an error naming it.
 Result<CmListenOptions> parse_cm_listeners(const std::string& list);
 
 // Largest rping buffer (rping's RPING_BUFSIZE): a client advertising more is disconnected.
@@ -57,6 +62,7 @@ class CmListeners {
     std::uint64_t rping_rounds = 0;  // READ + WRITE rounds served
     std::uint64_t messages_received = 0;
     std::uint64_t messages_sent = 0;
+    std::uint64_t datagrams = 0;     // udaddy: received and sent
   };
   Totals totals();
   // The CM's counters: live, or as they were when stop() ended the CM.
@@ -66,7 +72,7 @@ class CmListeners {
   struct Work;
 
  private:
-  enum class Kind : std::uint8_t { Rping, Ucmatose };
+  enum class Kind : std::uint8_t { Rping, Ucmatose, Udaddy };
   struct Conn {
     Kind kind = Kind::Rping;
     cm::CmId id = 0;
@@ -77,10 +83,13 @@ class CmListeners {
     std::shared_ptr<Work> work;
     std::uint64_t driver = 0;
     bool disconnecting = false;
+    AddressHandle* ah = nullptr;  // udaddy: the client's QP
+    Nanos started = 0;
   };
   void loop();
   void on_event(const cm::RdmaCmEvent& e);
   void on_request(const cm::RdmaCmEvent& e, Kind kind);
+  void on_ud_request(const cm::RdmaCmEvent& e);
   void finish(Conn& c);        // the driver goes, the work is counted
   void release(cm::CmId id);   // QP and region go (after TIMEWAIT, or on failure)
 

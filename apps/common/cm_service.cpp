@@ -156,6 +156,19 @@ Status CmService::connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQp
   });
 }
 
+Status CmService::ready_ud_qp(const LocalQp& qp, std::uint32_t qkey) {
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.qkey = qkey;
+    if (Status s = e.modify_qp(qp.qp, attr, IBV_QP_STATE | IBV_QP_QKEY); !s) return s;
+    const QpTransition rtr = rtr_transition(IBV_QPT_UD, PeerPath{});
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(IBV_QPT_UD, SendSide{qp.psn});
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  });
+}
+
 std::map<std::string, std::uint64_t> CmService::counters() {
   return on_agent([](cm::CmAgent& a) {
     std::map<std::string, std::uint64_t> c;

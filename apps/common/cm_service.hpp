@@ -56,6 +56,8 @@ class CmService {
   void disconnect_all(Nanos wait);
   void stop();
 
+  // A UD QP in INIT to RTS with rdma_cm's Q_Key (RDMA_UDP_QKEY unless given).
+  Status ready_ud_qp(const LocalQp& qp, std::uint32_t qkey = cm::kRdmaUdpQkey);
   // Moves a QP in INIT through RTR and RTS with what the CM exchange decided (ARP first).
   Status connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQpAttrs& a, Nanos arp_wait = 3 * kSecond);
 

@@ -221,25 +221,93 @@ Result<CmClientResult> run_ucmatose(dp::Dataplane& dp, CmService& cms, Qp& qp, c
   return r;
 }
 
+Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, const CmClientOptions& o,
+                                  const std::function<void(const std::string&)>& say) {
+  CmClientResult r;
+  constexpr std::uint32_t kGrh = 40;
+  if (Status s = cms.ready_ud_qp(qp.q); !s) return s.error();
+  for (std::uint32_t i = 0; i < o.count; ++i)
+    if (qp.post_recv(std::size_t{i} * (o.size + kGrh), o.size + kGrh)) return make_error(EIO, "post_recv failed");
+  say("udaddy: connecting");
+  cm::RdmaUdResolveParams rp;
+  rp.port_space = proto::RdmaPortSpace::Udp;
+  rp.src = proto::IpAddress::of(dp.local().ip.v4);
+  rp.dst = proto::IpAddress::of(o.server);
+  rp.src_port = static_cast<std::uint16_t>(32768 + (static_cast<std::uint64_t>(dp.now()) >> 10) % 28000);
+  rp.dst_port = o.port;
+  auto id = cms.resolve_ud(rp);
+  if (!id) return id.error();
+  auto ev = next_event(cms, *id, o.timeout);
+  if (!ev) return make_error(ETIMEDOUT, "no answer to the SIDR request");
+  if (ev->type != RdmaCmEventType::Established) return make_error(ECONNREFUSED, "SIDR request: " + describe(*ev));
+  const auto& rep = std::get<cm::SidrRepInfo>(ev->detail);
+  auto ah = dp.call(qp.q.worker, [&](Engine& e) {
+    ibv_ah_attr a{};
+    a.is_global = 1;
+    a.grh.dgid = gid_from_ip(IpAddress::ipv4(o.server));
+    a.grh.hop_limit = 64;
+    a.port_num = 1;
+    return e.create_ah(qp.q.pd, a);
+  });
+  if (!ah) return ah.error();
+  say("initiating data transfers");
+  const std::size_t out = std::size_t{o.count} * (o.size + kGrh);
+  Status sent;
+  for (std::uint32_t i = 0; i < o.count && sent; ++i) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(qp.base + out), o.size, qp.mr->lkey()};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    const proto::Be32 imm = proto::Be32::of(qp.q.qpn);  // udaddy's servers answer the QPN it names
+    std::memcpy(&wr.imm_data, imm.bytes.data(), imm.bytes.size());
+    wr.wr.ud.ah = &(*ah)->base;
+    wr.wr.ud.remote_qpn = rep.qpn;
+    wr.wr.ud.remote_qkey = rep.qkey;
+    const int rc = dp.call(qp.q.worker, [&](Engine& e) {
+      ibv_send_wr* bad = nullptr;
+      return e.post_send(qp.q.qp, &wr, &bad);
+    });
+    if (rc) sent = make_error(rc, "post_send failed");
+  }
+  if (sent) {
+    say("receiving data transfers");
+    auto wcs = qp.wait(o.count, o.count, o.timeout);
+    if (!wcs) sent = wcs.error();
+  }
+  AddressHandle* h = *ah;
+  (void)dp.call(qp.q.worker, [h](Engine& e) { return e.destroy_ah(h); });
+  if (!sent) return sent.error();
+  r.messages_sent = o.count;
+  r.messages_received = o.count;
+  say("data transfers complete");
+  return r;
+}
+
 }  // namespace
 
 Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connector& conn, const CmClientOptions& opts,
                                      const std::function<void(const std::string&)>& say) {
   CmClientOptions o = opts;
-  const bool rping = o.tool == "rping";
-  if (!rping && o.tool != "ucmatose") return make_error(EINVAL, "unknown rdma_cm client '" + o.tool + "'");
-  if (o.port == 0) o.port = rping ? kRpingPort : kCmatosePort;
+  const bool rping = o.tool == "rping", udaddy = o.tool == "udaddy";
+  if (!rping && !udaddy && o.tool != "ucmatose") return make_error(EINVAL, "unknown rdma_cm client '" + o.tool + "'");
+  if (o.port == 0) o.port = rping || udaddy ? kRpingPort : kCmatosePort;  // udaddy's is 7174, in the UDP port space
   if (o.size == 0) o.size = rping ? 64 : 100;
   if (rping && (o.size < kRpingMinSize || o.size > kRpingMaxSize))
     return make_error(EINVAL, "rping -S must be " + std::to_string(kRpingMinSize) + ".." + std::to_string(kRpingMaxSize));
   if (!rping && (o.size > 65536 || o.count > 4096 || o.count == 0))
-    return make_error(EINVAL, "ucmatose: -C 1..4096, -S 1..65536");
-  const std::size_t bytes = rping ? kData + 2 * std::size_t{o.size} : std::size_t{o.count + 1} * o.size;
+    return make_error(EINVAL, o.tool + ": -C 1..4096, -S 1..65536");
+  if (udaddy && o.size > 4096) return make_error(EINVAL, "udaddy: -S above 4096 does not fit a UD datagram");
+  const std::size_t bytes = rping    ? kData + 2 * std::size_t{o.size}
+                            : udaddy ? std::size_t{o.count} * (o.size + 40) + o.size
+                                     : std::size_t{o.count + 1} * o.size;
   auto buf = MappedBuffer::anonymous(bytes);
   if (!buf) return buf.error();
   auto mr = conn.register_memory(buf->data(), buf->size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
   if (!mr) return mr.error();
   QpParams p;
+  if (udaddy) p.type = IBV_QPT_UD;
   p.send_depth = rping ? 16 : o.count + 4;
   p.recv_depth = rping ? 4 : o.count;
   auto q = conn.create(p);
@@ -248,7 +316,7 @@ Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connecto
     return q.error();
   }
   Qp qp{dp, *q, buf->data(), *mr};
-  auto r = rping ? run_rping(dp, cms, qp, o, say) : run_ucmatose(dp, cms, qp, o, say);
+  auto r = rping ? run_rping(dp, cms, qp, o, say) : udaddy ? run_udaddy(dp, cms, qp, o, say) : run_ucmatose(dp, cms, qp, o, say);
   (void)conn.destroy(*q);
   (void)dp.memory().deregister((*mr)->key);
   return r;
@@ -328,7 +396,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
       std::printf("rping: %llu rounds of %u bytes%s\n", static_cast<unsigned long long>(res->rounds), o.size ? o.size : 64,
                   o.verify ? ", every one verified" : "");
     } else {
-      std::printf("ucmatose: %llu messages received, %llu sent\n", static_cast<unsigned long long>(res->messages_received),
+      std::printf("%s: %llu messages received, %llu sent\n", tool.c_str(), static_cast<unsigned long long>(res->messages_received),
                   static_cast<unsigned long long>(res->messages_sent));
     }
     cms.stop();

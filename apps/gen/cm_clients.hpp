@@ -5,6 +5,8 @@
 // data back) and, with -V, checks the second buffer equals the first. `roce-gen ucmatose` does
 // what `ucmatose -s` does: receives the server's messages, sends as many back, and waits for the
 // server to disconnect. Each connects through CmService (REQ/REP/RTU) and leaves with DREQ.
+// `roce-gen udaddy` does what `udaddy -s` does: resolves the server's UD QP by SIDR (UDP port
+// space), sends its datagrams (SEND with immediate: its QPN) and receives as many back.
 #pragma once
 
 #include <functional>
@@ -18,11 +20,11 @@
 namespace roce::app {
 
 struct CmClientOptions {
-  std::string tool;  // rping or ucmatose
+  std::string tool;  // rping, ucmatose or udaddy
   proto::Ipv4Addr server{};
   std::uint16_t port = 0;      // 0: the tool's default (7174, 7471)
   std::uint32_t count = 10;    // -C
-  std::uint32_t size = 0;      // -S; 0: the tool's default (rping 64, ucmatose 100)
+  std::uint32_t size = 0;      // -S; 0: the tool's default (rping 64, ucmatose and udaddy 100)
   bool verify = false;         // rping -V
   bool verbose = false;        // rping -v: print each round's data
   Nanos timeout = 10 * kSecond;  // for each step (connection, each round)

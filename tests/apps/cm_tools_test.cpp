@@ -1,7 +1,7 @@
 // roce-gen's rdma_cm clients against roce-appliance's --rdma-cm listeners, in one process over
 // a net_ring pair: rping rounds with -V (the server READs the client's buffer and WRITEs it
 // back; the client checks every byte) and ucmatose's messages both ways, each connection
-// established through QP1 and ended by DREQ. The real programs are the interop suite's
+// established through QP1 and ended by DREQ; udaddy's datagrams both ways after SIDR. The real programs are the interop suite's
 // (tests/interop/lib/rdmacm.sh); this pins both of our sides to each other.
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ class CmTools : public DataplanePairTest {
     server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
     server_conn = std::make_unique<app::Connector>(*server_dp_, 0x77);
     app::CmListenOptions lo;
-    lo.rping = lo.ucmatose = true;
+    lo.rping = lo.ucmatose = lo.udaddy = true;
     lo.messages = 10;
     lo.message_size = 100;
     listeners = std::make_unique<app::CmListeners>(*server_dp_, *server_drivers, *server_conn, lo);
@@ -104,6 +104,19 @@ TEST_F(CmTools, UcmatoseMessagesGoBothWaysAndTheServerDisconnects) {
   EXPECT_EQ(t.completed, 1u);
   EXPECT_EQ(t.messages_sent, 10u);
   EXPECT_EQ(t.messages_received, 10u);
+}
+
+TEST_F(CmTools, UdaddyDatagramsGoBothWaysAfterSidr) {
+  auto o = client("udaddy");
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages_sent, 10u);
+  EXPECT_EQ(r->messages_received, 10u);
+  const auto t = settled_totals(1);
+  EXPECT_EQ(t.completed, 1u);
+  EXPECT_EQ(t.datagrams, 20u);
+  // SIDR leaves no connection state behind on either side.
+  EXPECT_EQ(client_cm->live_ids(), 0u);
 }
 
 TEST_F(CmTools, UnknownPortIsRejected) {

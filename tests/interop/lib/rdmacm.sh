@@ -3,9 +3,10 @@
 #
 #   cm-from-rxe   the guest's librdmacm client against roce-appliance --rdma-cm all:
 #                 rping -c -V (the server READs the client's buffer and WRITEs it back, every
-#                 round checked by rping itself), ucmatose -s (messages both ways)
-#   cm-to-rxe     roce-gen rping -V / roce-gen ucmatose against the guest's rping -s -V and
-#                 ucmatose servers; both programs must succeed
+#                 round checked by rping itself), ucmatose -s (messages both ways), udaddy -s
+#                 (SIDR in the UDP port space, then UD datagrams both ways)
+#   cm-to-rxe     roce-gen rping -V / ucmatose / udaddy against the guest's rping -s -V,
+#                 ucmatose and udaddy servers; both programs must succeed
 #
 # A case passes when the real program exits 0 and says what success says; SIZE is rping's -S /
 # ucmatose's -S, ITERS their -C. MTU is the path MTU rdma_cm settles on (the active side's port:
@@ -18,6 +19,7 @@ cm_guest_cmd() {
   case $1 in
     rping) echo "rping -c -a $NET_ENGINE_IP -V -C $3 -S $2" ;;
     ucmatose) echo "ucmatose -s $NET_ENGINE_IP -C $3 -S $2" ;;
+    udaddy) echo "udaddy -s $NET_ENGINE_IP -C $3 -S $2" ;;
   esac
 }
 
@@ -27,7 +29,7 @@ cm_guest_cmd() {
 cm_guest_succeeded() {
   case $1 in
     rping) ! grep -qiE "mismatch|error|fail" "$2" ;;
-    ucmatose) grep -q "return status 0" "$2" && ! grep -qiE "failed|error" "$2" ;;
+    ucmatose|udaddy) grep -q "return status 0" "$2" && ! grep -qiE "failed|error" "$2" ;;
   esac
 }
 
@@ -39,7 +41,9 @@ run_cm_case() {
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
   local ok=1 t0=$SECONDS
-  local app_args="--rdma-cm all --cm-messages $iters --cm-message-size $size"
+  # rping's client says its sizes itself; cmatose's and udaddy's servers must be told (their -C/-S).
+  local app_args="--rdma-cm all"
+  [[ $verb == rping ]] || app_args+=" --cm-messages $iters --cm-message-size $size"
   if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
     appliance_stop
     APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
@@ -71,6 +75,7 @@ run_cm_case() {
   case $verb in
     rping) CASE_FIGURE="$(grep -o '[0-9]* rounds' "$dir/appliance.log" | head -1)" ;;
     ucmatose) CASE_FIGURE="$(grep -o '[0-9]* messages sent' "$dir/appliance.log" | head -1 | cut -d' ' -f1) msgs" ;;
+    udaddy) CASE_FIGURE="$(grep -o '[0-9]* datagrams received' "$dir/appliance.log" | head -1 | cut -d' ' -f1) dgrams" ;;
   esac
   capture_stop
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" peer || ok=0
@@ -83,6 +88,7 @@ cm_guest_server() {
   case $1 in
     rping) echo "rping -s -V -a $NET_GUEST_IP -C $3 -S $2" ;;
     ucmatose) echo "ucmatose -C $3 -S $2" ;;
+    udaddy) echo "udaddy -C $3 -S $2" ;;
   esac
 }
 
@@ -111,8 +117,9 @@ run_cm_to_rxe_case() {
   case $verb in
     rping) CASE_FIGURE="$(grep -o '^rping: [0-9]* rounds' "$dir/roce-gen.log" | cut -d' ' -f2-)"
            grep -q "every one verified" "$dir/roce-gen.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-gen rping did not verify its rounds"; } ;;
-    ucmatose) CASE_FIGURE="$(grep -o '^ucmatose: [0-9]* messages received' "$dir/roce-gen.log" | cut -d' ' -f2) msgs"
-              grep -q "return status 0" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest ucmatose did not report success"; } ;;
+    ucmatose|udaddy)
+      CASE_FIGURE="$(grep -o "^$verb: [0-9]* messages received" "$dir/roce-gen.log" | cut -d' ' -f2) msgs"
+      grep -q "return status 0" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $verb did not report success"; } ;;
   esac
   grep -qiE "mismatch|error" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest: $(grep -m1 -iE 'mismatch|error' "$dir/guest.log")"; }
   capture_stop
@@ -134,5 +141,7 @@ cases_cm_full() {
   cat <<'LIST'
 cm/rping/rxe>app/s60000                 cm-from-rxe rping    4096 0 60000 4  -
 cm/ucmatose/gen>rxe                     cm-to-rxe   ucmatose 4096 0 100   10 -
+cm/udaddy/rxe>app                       cm-from-rxe udaddy   4096 0 100   10 -
+cm/udaddy/gen>rxe                       cm-to-rxe   udaddy   4096 0 100   10 -
 LIST
 }
