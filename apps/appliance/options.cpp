@@ -257,6 +257,8 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   }
   if (o.rdma_cm.messages == 0 || o.rdma_cm.messages > 4096) return make_error(EINVAL, "--cm-messages must be 1..4096");
   if (o.rdma_cm.message_size == 0 || o.rdma_cm.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
+  if (o.rdma_cm.udaddy && o.rdma_cm.message_size > 4096)
+    return make_error(EINVAL, "--cm-message-size above 4096 does not fit a UD datagram (udaddy)");
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   o.dcqcn = dcqcn == "on";
   const auto prof = cc::profile_from_string(profile);

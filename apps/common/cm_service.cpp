@@ -42,6 +42,12 @@ void CmService::stop() {
   if (stopped_) return;
   disconnect_all(cfg_.stop_wait);
   drivers_.remove(0, driver_id_);
+  // QP1 goes with the agent's loop: later MADs are unknown-QP drops, not a filling ring. The
+  // agent itself stays, for its counters.
+  on_agent([](cm::CmAgent& a) {
+    a.detach();
+    return 0;
+  });
   stopped_ = true;
 }
 

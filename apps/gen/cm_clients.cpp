@@ -287,18 +287,24 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
 
 }  // namespace
 
-Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connector& conn, const CmClientOptions& opts,
-                                     const std::function<void(const std::string&)>& say) {
-  CmClientOptions o = opts;
+Status complete_cm_client_options(CmClientOptions& o) {
   const bool rping = o.tool == "rping", udaddy = o.tool == "udaddy";
   if (!rping && !udaddy && o.tool != "ucmatose") return make_error(EINVAL, "unknown rdma_cm client '" + o.tool + "'");
   if (o.port == 0) o.port = rping || udaddy ? kRpingPort : kCmatosePort;  // udaddy's is 7174, in the UDP port space
   if (o.size == 0) o.size = rping ? 64 : 100;
   if (rping && (o.size < kRpingMinSize || o.size > kRpingMaxSize))
     return make_error(EINVAL, "rping -S must be " + std::to_string(kRpingMinSize) + ".." + std::to_string(kRpingMaxSize));
-  if (!rping && (o.size > 65536 || o.count > 4096 || o.count == 0))
-    return make_error(EINVAL, o.tool + ": -C 1..4096, -S 1..65536");
+  if (o.count == 0 || o.count > 4096) return make_error(EINVAL, o.tool + ": -C must be 1..4096");
+  if (!rping && o.size > 65536) return make_error(EINVAL, o.tool + ": -S must be 1..65536");
   if (udaddy && o.size > 4096) return make_error(EINVAL, "udaddy: -S above 4096 does not fit a UD datagram");
+  return {};
+}
+
+Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connector& conn, const CmClientOptions& opts,
+                                     const std::function<void(const std::string&)>& say) {
+  CmClientOptions o = opts;
+  if (Status s = complete_cm_client_options(o); !s) return s.error();
+  const bool rping = o.tool == "rping", udaddy = o.tool == "udaddy";
   const std::size_t bytes = rping    ? kData + 2 * std::size_t{o.size}
                             : udaddy ? std::size_t{o.count} * (o.size + 40) + o.size
                                      : std::size_t{o.count + 1} * o.size;
@@ -370,6 +376,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   if (!peer) return fail("the server's address is required: -a ADDR (try --help)", 2);
   if (timeout_s <= 0) return fail("--timeout must be positive", 2);
   o.server = *peer;
+  if (Status s = complete_cm_client_options(o); !s) return fail(s.error().message, 2);
 
   std::vector<std::string> eal = split.eal;
   for (const auto& v : vdevs) eal.push_back("--vdev=" + v);
@@ -393,7 +400,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
     if (!res) {
       rc = fail(res.error().message, 1);
     } else if (tool == "rping") {
-      std::printf("rping: %llu rounds of %u bytes%s\n", static_cast<unsigned long long>(res->rounds), o.size ? o.size : 64,
+      std::printf("rping: %llu rounds of %u bytes%s\n", static_cast<unsigned long long>(res->rounds), o.size,
                   o.verify ? ", every one verified" : "");
     } else {
       std::printf("%s: %llu messages received, %llu sent\n", tool.c_str(), static_cast<unsigned long long>(res->messages_received),

@@ -37,6 +37,9 @@ struct CmClientResult {
   std::uint64_t mismatches = 0;        // rping -V
 };
 
+// Fills the tool's defaults in (port, size) and checks the bounds the real tools have.
+Status complete_cm_client_options(CmClientOptions& o);
+
 // Runs one client to its end on a running dataplane; `say` gets the tool's progress lines.
 Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cm, Connector& conn, const CmClientOptions& o,
                                      const std::function<void(const std::string&)>& say);

@@ -22,7 +22,17 @@ IpAddress ip_of(const Gid& g) {
 
 }  // namespace
 
-CmAgent::CmAgent(const CmAgentConfig& cfg, Engine& engine) : cfg_(cfg), engine_(engine), cm_(cfg.cm), rdma_(cm_) {}
+CmAgent::CmAgent(const CmAgentConfig& cfg, Engine& engine) : cfg_(cfg), engine_(engine), cm_(cfg.cm), rdma_(cm_) {
+  engine_.gsi().attach(true);
+}
+
+CmAgent::~CmAgent() { detach(); }
+
+void CmAgent::detach() {
+  if (!attached_) return;
+  engine_.gsi().attach(false);
+  attached_ = false;
+}
 
 void CmAgent::poll(Nanos now) {
   GsiReceived r;

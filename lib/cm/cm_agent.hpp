@@ -36,7 +36,13 @@ std::string to_string(CmAgentCounter c);
 
 class CmAgent {
  public:
+  // Attaches to the engine's QP1; detach() (on the engine's thread) lets it go, as does the
+  // destructor if detach() was not called.
   CmAgent(const CmAgentConfig& cfg, Engine& engine);
+  ~CmAgent();
+  void detach();
+  CmAgent(const CmAgent&) = delete;
+  CmAgent& operator=(const CmAgent&) = delete;
 
   // Received MADs, then expired CM timers; everything they produce is sent / queued.
   void poll(Nanos now);
@@ -75,6 +81,7 @@ class CmAgent {
 
   CmAgentConfig cfg_;
   Engine& engine_;
+  bool attached_ = true;
   CommunicationManager cm_;
   RdmaCm rdma_;
   std::vector<RdmaCmEvent> events_;

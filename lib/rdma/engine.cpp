@@ -196,7 +196,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
                              (me.version == IpVersion::V4 ? pkt.ipv4.dst != me.v4 : pkt.ipv6.dst != me.v6)))
     return drop(EngineDrop::NotForUs);
   // QP1 is no data QP: its MADs go to the CM agent (GsiPort counts what it refuses).
-  if (pkt.dest_qp() == kGsiQpn) {
+  if (pkt.dest_qp() == kGsiQpn && gsi_.attached()) {
     if (!corrupted()) gsi_.on_packet(pkt, frame);
     return;
   }

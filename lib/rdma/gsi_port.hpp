@@ -67,7 +67,11 @@ class GsiPort {
   bool build_next(TxFrame& frame, const LocalAddress& local, std::uint8_t ttl);
   bool has_tx_work() const { return tx_count_ > 0; }
 
-  // The agent's side (same thread as the engine).
+  // The agent's side (same thread as the engine). Without an agent attached there is no QP1:
+  // the engine drops its packets as for any unknown QP, and nothing waits in the ring for an
+  // agent that comes later.
+  void attach(bool on) { attached_ = on; }
+  bool attached() const { return attached_; }
   bool pop(GsiReceived& out);
   bool push(const GsiSend& m);
 
@@ -83,6 +87,7 @@ class GsiPort {
   std::vector<GsiSend> tx_;
   std::size_t tx_head_ = 0, tx_count_ = 0;
   std::uint32_t psn_ = 0;  // QP1's own send PSN
+  bool attached_ = false;
   std::array<std::uint64_t, static_cast<std::size_t>(GsiCounter::Count)> counters_{};
 };
 

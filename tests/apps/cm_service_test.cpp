@@ -119,8 +119,8 @@ TEST_F(CmServicePair, ConnectExchangeDataAndDisconnect) {
 }
 
 TEST_F(CmServicePair, RequestNobodyAnswersIsRetransmittedThenUnreachable) {
-  // The server's engine takes the REQs into QP1's ring, but no CM agent answers: every REQ is
-  // lost as far as the client can tell.
+  // The server runs no CM agent, so it has no QP1: its engine drops every REQ as a packet for an
+  // unknown QP, and every REQ is lost as far as the client can tell.
   client->start_cm();
   auto cq = client->conn.create(app::QpParams{});
   ASSERT_TRUE(cq.ok());
@@ -134,8 +134,8 @@ TEST_F(CmServicePair, RequestNobodyAnswersIsRetransmittedThenUnreachable) {
   EXPECT_EQ(c.at("cm_tx_msgs.REQ"), 4u);  // the REQ and its 3 retries
   EXPECT_EQ(c.at("cm_tx_retries.REQ"), 3u);
   EXPECT_EQ(c.at("req_timeouts"), 1u);
-  const std::uint64_t arrived = server_dp_->call(0, [](Engine& e) { return e.gsi().counter(GsiCounter::RxMads); });
-  EXPECT_EQ(arrived, 5u);  // and the REJ "timeout" that gives up (IBA 12.6.5)
+  const std::uint64_t dropped = server_dp_->call(0, [](Engine& e) { return e.drops(EngineDrop::UnknownQp); });
+  EXPECT_EQ(dropped, 5u);  // and the REJ "timeout" that gives up (IBA 12.6.5)
   EXPECT_EQ(c.at("cm_tx_msgs.REJ"), 1u);
   EXPECT_EQ(client->cms->live_ids(), 0u);
   EXPECT_TRUE(client->conn.destroy(*cq).ok());

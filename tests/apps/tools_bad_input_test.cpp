@@ -134,6 +134,8 @@ TEST_F(ToolsBadInput, Appliance) {
       {"roce-appliance", a, with({"--dev", "net_null0", "--mr-file", "/proc/x/mem"}), "--mr-file /proc/x/mem"},
       {"roce-appliance", a, with({"--dev", "net_null0", "--mr-quota", "1M"}), "exceed the memory region quota"},
       {"roce-appliance", a, with({"--dev", "net_null0", "--handshake-timeout", "0"}), "--handshake-timeout"},
+      {"roce-appliance", a, with({"--dev", "net_null0", "--rdma-cm", "rping,bogus"}), "unknown listener 'bogus'"},
+      {"roce-appliance", a, with({"--dev", "net_null0", "--rdma-cm", "udaddy", "--cm-message-size", "9000"}), "--cm-message-size"},
       {"roce-appliance", a, eal(with({"--vdev", "net_null0", "--dev", "net_null0", "--oob-port", port})),
        "cannot listen on TCP port " + port},
   };
@@ -155,6 +157,12 @@ TEST_F(ToolsBadInput, Gen) {
       {"roce-gen", g, eal(with({"write", "--vdev", "net_nosuchdriver0", "--dev", "net_nosuchdriver0"})), "net_nosuchdriver0"},
       {"roce-gen", g, eal(with({"write", "--vdev", "net_null0", "--dev", "net_null7"})), "no DPDK port named 'net_null7'"},
       {"roce-gen emulate", g, {"emulate", "--bogus"}, "bogus"},
+      {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "--bogus"}, "bogus"},
+      {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1"}, "the server's address is required"},
+      {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "-S", "70000"}, "rping -S must be 23..65535"},
+      {"roce-gen udaddy", g, {"udaddy", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "-S", "5000"}, "does not fit a UD datagram"},
+      {"roce-gen ucmatose", g, eal({"ucmatose", "--vdev", "net_null0", "--dev", "net_null7", "--ip", "10.0.0.1", "-a", "10.0.0.2"}),
+       "no DPDK port named 'net_null7'"},
       {"roce-gen emulate", g, eal({"emulate", "--vdev", "net_null0", "--port-a", "net_null0", "--port-b", "nope"}), "no DPDK port named 'nope'"},
       {"roce-gen raw", g, {"raw", "--pcap", "/proc/x/y.pcap", "-c", "1"}, "cannot write /proc/x/y.pcap"},
   };

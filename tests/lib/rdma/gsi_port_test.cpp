@@ -1,5 +1,6 @@
-// QP1 in the engine (lib/rdma/gsi_port.hpp): a MAD in a UD SEND_ONLY to QP1 with the GSI Q_Key
-// reaches the CM agent's ring with its sender's address; every other packet for QP1 is counted
+// QP1 in the engine (lib/rdma/gsi_port.hpp): with a CM agent attached, a MAD in a UD SEND_ONLY
+// to QP1 with the GSI Q_Key reaches the agent's ring with its sender's address (without one,
+// QP1 is an unknown QP); every other packet for QP1 is counted
 // by what is wrong with it and never reaches a QP; a full ring drops and counts; queued MADs
 // leave first in the engine's transmit turn, as frames QP1's check accepts, PSN by PSN.
 #include <gtest/gtest.h>
@@ -30,6 +31,7 @@ class GsiPortTest : public ::testing::Test {
     EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.gsi.ring_size = ring;
     engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_->gsi().attach(true);  // as a CM agent does
   }
   // A frame to our QP1 as the peer's GSI agent sends it, with one field changed by `edit`.
   std::vector<std::byte> frame(const Mad& mad, std::uint32_t psn = 7, std::uint16_t pkey = 0xFFFF,
@@ -71,6 +73,15 @@ TEST_F(GsiPortTest, MadReachesTheRingWithItsSender) {
   EXPECT_FALSE(engine_->gsi().pop(r));
   EXPECT_EQ(gsi(GsiCounter::RxMads), 1u);
   EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 0u);
+}
+
+TEST_F(GsiPortTest, WithoutAnAgentQp1IsAnUnknownQp) {
+  engine_->gsi().attach(false);
+  receive(frame(mad_of(1)));
+  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(gsi(GsiCounter::RxMads), 0u);
+  GsiReceived r;
+  EXPECT_FALSE(engine_->gsi().pop(r));
 }
 
 TEST_F(GsiPortTest, EveryOtherPacketForQp1IsCountedByItsFault) {
