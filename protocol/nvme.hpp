@@ -330,7 +330,10 @@ struct IdentifyNamespace {
   std::uint8_t dpc = 0;
   std::uint8_t dps = 0;
   std::uint8_t nmic = 0;
-  std::array<std::uint8_t, 73> rsvd31{};
+  std::uint8_t rescap = 0;
+  std::uint8_t fpi = 0;
+  std::uint8_t dlfeat = 0;  // bits 2..0 = 1: a deallocated block reads as zeros
+  std::array<std::uint8_t, 70> rsvd34{};
   std::array<std::uint8_t, 16> nguid{};
   std::array<std::uint8_t, 8> eui64{};
   std::array<LbaFormat, 16> lbaf{};
@@ -338,7 +341,7 @@ struct IdentifyNamespace {
 };
 static_assert(sizeof(IdentifyNamespace) == kIdentifySize);
 static_assert(offsetof(IdentifyNamespace, nsfeat) == 24 && offsetof(IdentifyNamespace, flbas) == 26 &&
-              offsetof(IdentifyNamespace, nmic) == 30 && offsetof(IdentifyNamespace, nguid) == 104 &&
+              offsetof(IdentifyNamespace, nmic) == 30 && offsetof(IdentifyNamespace, dlfeat) == 33 && offsetof(IdentifyNamespace, nguid) == 104 &&
               offsetof(IdentifyNamespace, eui64) == 120 && offsetof(IdentifyNamespace, lbaf) == 128);
 inline constexpr std::uint8_t kNsfeatDeallocatedOrUnwrittenError = 1u << 2;
 

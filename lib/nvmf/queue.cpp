@@ -1,0 +1,383 @@
+#include "lib/nvmf/queue.hpp"
+
+#include <cstring>
+
+namespace roce::nvmf {
+
+namespace nv = proto::nvme;
+using nv::NvmeStatus;
+
+QueueConfig queue_config_for(const TargetConfig& t, std::uint16_t qid, std::uint16_t depth) {
+  QueueConfig q;
+  q.qid = qid;
+  q.depth = depth;
+  q.inline_size = qid == 0 ? 0 : t.inline_data_size;
+  // The admin queue moves Identify pages, Connect data and log pages, never more than 8 KiB.
+  q.max_transfer = qid == 0 ? 8192 : t.max_transfer();
+  return q;
+}
+
+std::string to_string(NextStep s) {
+  switch (s) {
+    case NextStep::FetchData: return "fetch-data";
+    case NextStep::Respond: return "respond";
+    case NextStep::Hold: return "hold";
+    case NextStep::Fatal: return "fatal";
+  }
+  return "?";
+}
+
+std::string to_string(QueueCounter c) {
+  switch (c) {
+    case QueueCounter::Commands: return "commands";
+    case QueueCounter::Errors: return "errors";
+    case QueueCounter::DataFetches: return "data_fetches";
+    case QueueCounter::DataFetchErrors: return "data_fetch_errors";
+    case QueueCounter::ShortCapsules: return "short_capsules";
+    case QueueCounter::Overflows: return "overflows";
+    case QueueCounter::Count: break;
+  }
+  return "?";
+}
+
+NvmfQueue::NvmfQueue(Target& target, QueueConfig cfg) : target_(target), cfg_(cfg) {
+  if (cfg_.depth == 0) cfg_.depth = 1;
+  // Twice the queue depth, as Linux nvmet keeps response contexts: the host reuses a CID when
+  // it sees the response, which can be before the response's ACK reaches us and frees its slot.
+  const std::uint32_t nslots = 2u * cfg_.depth;
+  slots_.resize(nslots);
+  pool_.assign(std::size_t{nslots} * cfg_.max_transfer, std::byte{0});
+  for (std::uint16_t i = 0; i < nslots; ++i) {
+    slots_[i].index = i;
+    slots_[i].buffer = std::span(pool_).subspan(std::size_t{i} * cfg_.max_transfer, cfg_.max_transfer);
+  }
+}
+
+NvmfQueue::~NvmfQueue() { disconnect(); }
+
+std::size_t NvmfQueue::busy_slots() const {
+  std::size_t n = 0;
+  for (const auto& s : slots_) n += s.state != SlotState::Free;
+  return n;
+}
+
+void NvmfQueue::fail(std::string why) {
+  if (failed_) return;
+  failed_ = true;
+  failure_ = std::move(why);
+}
+
+void NvmfQueue::disconnect() {
+  Controller* c = ctrl_;
+  if (!c) return;
+  ctrl_ = nullptr;
+  if (cfg_.qid < c->queues.size() && c->queues[cfg_.qid] == this) c->queues[cfg_.qid] = nullptr;
+  if (cfg_.qid != 0) return;
+  // The admin queue carries the controller: its I/O queues go with it.
+  for (NvmfQueue* q : c->queues) {
+    if (!q) continue;
+    q->ctrl_ = nullptr;
+    q->fail("controller " + std::to_string(c->cntlid) + " disconnected");
+  }
+  target_.destroy_controller(c->cntlid);
+}
+
+Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
+  bump(QueueCounter::Commands);
+  nv::CapsuleError why{};
+  const auto cap = nv::parse_command_capsule(capsule, &why);
+  if (!cap) {
+    bump(QueueCounter::ShortCapsules);
+    fail(nv::to_string(why));
+    return {NextStep::Fatal, nullptr};
+  }
+  CommandSlot* slot = nullptr;
+  for (auto& s : slots_)
+    if (s.state == SlotState::Free) {
+      slot = &s;
+      break;
+    }
+  if (!slot) {
+    bump(QueueCounter::Overflows);
+    fail("command with all " + std::to_string(slots_.size()) + " slots busy (host exceeded SQSIZE)");
+    return {NextStep::Fatal, nullptr};
+  }
+  sq_head_ = static_cast<std::uint16_t>((sq_head_ + 1) % cfg_.depth);
+  CommandSlot& s = *slot;
+  s.sqe = cap->sqe;
+  s.cqe = nv::Cqe{};
+  s.cqe.cid = s.sqe.cid;
+  s.cqe.sqid.set(cfg_.qid);
+  s.dir = Direction::None;
+  s.length = 0;
+  s.to_host_length = 0;
+  s.remote_addr = 0;
+  s.rkey = 0;
+  s.invalidate = false;
+  s.state = SlotState::Responding;
+
+  const bool connect = s.sqe.opc == 0x7F && s.sqe.fctype() == static_cast<std::uint8_t>(nv::FabricsType::Connect);
+  if (!ctrl_ && !connect) return complete(s, nv::generic_error(nv::sc::kCommandSequenceError));
+  if (failed_) return complete(s, nv::generic_error(nv::sc::kCommandSequenceError));
+
+  const DataPlan plan = plan_data(s.sqe, cfg_.qid == 0, ctrl_);
+  if (!plan.status.ok()) return complete(s, plan.status, plan.lba);
+  if (plan.dir != Direction::None) {
+    if (plan.length > cfg_.max_transfer) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+    s.dir = plan.dir;
+    s.length = plan.length;
+    const nv::SglDescriptor& d = s.sqe.sgl1;
+    switch (nv::classify(d)) {
+      case nv::SglKind::Unsupported:
+        return complete(s, nv::generic_error(nv::sc::kSglDescriptorTypeInvalid));
+      case nv::SglKind::InCapsule: {
+        if (plan.dir == Direction::ToHost) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+        const std::uint64_t off = d.addr.get();
+        const std::uint64_t len = d.offset_length();
+        if (off != 0 || len > cap->data.size() || len > cfg_.inline_size)
+          return complete(s, nv::generic_error(nv::sc::kSglOffsetInvalid));
+        if (len != plan.length) return complete(s, nv::generic_error(nv::sc::kDataSglLengthInvalid));
+        std::memcpy(s.buffer.data(), cap->data.data(), plan.length);
+        break;
+      }
+      case nv::SglKind::KeyedAddress:
+      case nv::SglKind::KeyedInvalidate:
+        s.invalidate = nv::classify(d) == nv::SglKind::KeyedInvalidate;
+        s.rkey = d.key();
+        if (d.keyed_length() != plan.length) return complete(s, nv::generic_error(nv::sc::kDataSglLengthInvalid));
+        s.remote_addr = d.addr.get();
+        if (plan.dir == Direction::FromHost) {
+          s.state = SlotState::FetchingData;
+          bump(QueueCounter::DataFetches);
+          return {NextStep::FetchData, &s};
+        }
+        break;
+    }
+  } else if (nv::classify(s.sqe.sgl1) == nv::SglKind::KeyedInvalidate) {
+    s.invalidate = true;
+    s.rkey = s.sqe.sgl1.key();
+  }
+  return execute(s, now);
+}
+
+Step NvmfQueue::on_data_fetched(CommandSlot& slot, bool ok, Nanos now) {
+  if (!ok) {
+    bump(QueueCounter::DataFetchErrors);
+    return complete(slot, nv::generic_error(nv::sc::kDataTransferError, false));
+  }
+  slot.state = SlotState::Responding;
+  return execute(slot, now);
+}
+
+void NvmfQueue::on_response_sent(CommandSlot& slot) { slot.state = SlotState::Free; }
+
+Step NvmfQueue::complete(CommandSlot& s, NvmeStatus st, std::uint64_t lba) {
+  s.cqe.sqhd.set(sq_head_);
+  s.cqe.status.set(st.field());
+  s.state = SlotState::Responding;
+  if (!st.ok()) {
+    s.to_host_length = 0;  // no data is written on an error status
+    bump(QueueCounter::Errors);
+    if (ctrl_) ctrl_->log_error(cfg_.qid, s.sqe, st, lba);
+  }
+  return {NextStep::Respond, &s};
+}
+
+namespace {
+
+NvmeStatus connect_params(std::uint16_t ipo, bool in_data, CommandSlot& s) {
+  s.cqe.dw0.set(std::uint32_t{ipo} | (in_data ? 1u << 16 : 0u));
+  return nv::specific_error(nv::sc::kConnectInvalidParameters);
+}
+
+std::uint64_t cap_register(std::uint16_t max_queue_depth) {
+  const std::uint64_t mqes = max_queue_depth - 1u;
+  return mqes | 1ull << 16 /* CQR */ | 15ull << 24 /* TO: 7.5 s */ | 1ull << 37 /* CSS: NVM */;
+}
+
+bool valid_enable(const Controller& c, std::uint32_t cc) {
+  const std::uint32_t css = (cc >> 4) & 7, mps = (cc >> 7) & 0xF, iosqes = (cc >> 16) & 0xF, iocqes = (cc >> 20) & 0xF;
+  if (css != 0 || mps != 0) return false;
+  // A discovery controller has no I/O queues: the entry sizes do not matter there.
+  return c.discovery() || (iosqes == 6 && iocqes == 4);
+}
+
+NvmeStatus write_cc(Controller& c, std::uint32_t cc) {
+  const std::uint32_t old = c.cc;
+  c.cc = cc;
+  if ((cc & reg::kCcEn) && !(old & reg::kCcEn)) {
+    if (valid_enable(c, cc))
+      c.csts = (c.csts & ~reg::kCstsShstComplete) | reg::kCstsRdy;
+    else
+      c.csts |= reg::kCstsCfs;
+  } else if (!(cc & reg::kCcEn) && (old & reg::kCcEn)) {
+    reset_controller(c);
+  }
+  if ((cc & reg::kCcShnMask) && !(old & reg::kCcShnMask)) {
+    if (c.subsystem)
+      for (std::uint32_t nsid : c.subsystem->active_nsids()) (void)c.subsystem->find_namespace(nsid)->flush();
+    c.csts |= reg::kCstsShstComplete;
+  }
+  return nv::kOk;
+}
+
+}  // namespace
+
+Step NvmfQueue::execute(CommandSlot& s, Nanos now) {
+  const nv::Sqe& sqe = s.sqe;
+  if (sqe.opc == 0x7F) {
+    switch (static_cast<nv::FabricsType>(sqe.fctype())) {
+      case nv::FabricsType::Connect: {
+        const auto cmd = nv::overlay<nv::ConnectCommand>(sqe);
+        nv::ConnectData d;
+        std::memcpy(static_cast<void*>(&d), s.buffer.data(), sizeof d);
+        if (cmd.recfmt.get() != nv::kRecfmt10) return complete(s, nv::specific_error(nv::sc::kConnectIncompatibleFormat));
+        if (ctrl_) return complete(s, nv::generic_error(nv::sc::kCommandSequenceError));
+        const std::uint16_t qid = cmd.qid.get();
+        const std::uint32_t sqsize = cmd.sqsize.get();
+        if (qid != cfg_.qid) return complete(s, connect_params(42, false, s));
+        const std::uint32_t depth_limit =
+            qid == 0 ? target_.config().admin_queue_depth : target_.config().max_queue_depth;
+        if (sqsize == 0 || sqsize + 1 > cfg_.depth || sqsize + 1 > depth_limit)
+          return complete(s, connect_params(44, false, s));
+        const std::string subnqn = nv::fixed_string(d.subnqn);
+        const std::string hostnqn = nv::fixed_string(d.hostnqn);
+        const bool discovery = subnqn == nv::kDiscoveryNqn;
+        Subsystem* sub = discovery ? nullptr : target_.find_subsystem(subnqn);
+        if (!discovery && !sub) return complete(s, connect_params(256, true, s));
+        if (!valid_nqn(hostnqn)) return complete(s, connect_params(512, true, s));
+        if (sub && !sub->host_allowed(hostnqn)) {
+          s.cqe.dw0.set(512u | 1u << 16);
+          return complete(s, nv::specific_error(nv::sc::kConnectInvalidHost));
+        }
+        Controller* c = nullptr;
+        if (qid == 0) {
+          if (d.cntlid.get() != nv::kDynamicCntlid) return complete(s, connect_params(16, true, s));
+          c = target_.create_controller(sub, hostnqn, now);
+          if (!c) return complete(s, nv::specific_error(nv::sc::kConnectControllerBusy, false));
+          c->kato_ms = cmd.kato.get();
+          std::memcpy(c->hostid.data(), d.hostid.data(), c->hostid.size());
+        } else {
+          if (discovery) return complete(s, connect_params(42, false, s));
+          c = target_.find_controller(d.cntlid.get());
+          if (!c || c->subsystem != sub || c->hostnqn != hostnqn) return complete(s, connect_params(16, true, s));
+          if (!c->ready()) return complete(s, nv::generic_error(nv::sc::kCommandSequenceError));
+          const std::uint16_t limit = c->io_queues_set ? c->io_queues : target_.config().max_io_queues;
+          if (qid > limit || qid >= c->queues.size()) return complete(s, connect_params(42, false, s));
+          if (c->queues[qid]) return complete(s, nv::specific_error(nv::sc::kConnectControllerBusy));
+        }
+        c->queues[qid] = this;
+        ctrl_ = c;
+        s.cqe.dw0.set(c->cntlid);
+        return complete(s, nv::kOk);
+      }
+      case nv::FabricsType::PropertyGet:
+      case nv::FabricsType::PropertySet: {
+        if (cfg_.qid != 0) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+        const auto p = nv::overlay<nv::PropertyCommand>(sqe);
+        const std::uint8_t size_code = p.attrib & 7;
+        if (size_code > 1) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+        const bool eight = size_code == 1;
+        Controller& c = *ctrl_;
+        const auto ofst = static_cast<nv::Property>(p.ofst.get());
+        if (sqe.fctype() == static_cast<std::uint8_t>(nv::FabricsType::PropertyGet)) {
+          std::uint64_t v = 0;
+          switch (ofst) {
+            case nv::Property::Cap:
+              if (!eight) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+              v = cap_register(target_.config().max_queue_depth);
+              break;
+            case nv::Property::Vs: v = reg::kVersion; break;
+            case nv::Property::Cc: v = c.cc; break;
+            case nv::Property::Csts: v = c.csts; break;
+            default: return complete(s, nv::generic_error(nv::sc::kInvalidField));
+          }
+          if (ofst != nv::Property::Cap && eight) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+          s.cqe.dw0.set(static_cast<std::uint32_t>(v));
+          s.cqe.dw1.set(static_cast<std::uint32_t>(v >> 32));
+          return complete(s, nv::kOk);
+        }
+        if (ofst != nv::Property::Cc || eight) return complete(s, nv::generic_error(nv::sc::kInvalidField));
+        return complete(s, write_cc(c, static_cast<std::uint32_t>(p.value.get())));
+      }
+      default:
+        return complete(s, nv::generic_error(nv::sc::kInvalidOpcode));
+    }
+  }
+  Controller& c = *ctrl_;
+  if (!c.ready()) return complete(s, nv::generic_error(nv::sc::kCommandSequenceError));
+  if (cfg_.qid == 0) {
+    if (sqe.opc == static_cast<std::uint8_t>(nv::AdminOpcode::AsyncEventRequest)) {
+      if (c.held_aers.size() >= std::size_t{target_.config().aerl} + 1)
+        return complete(s, nv::specific_error(nv::sc::kAsyncEventLimitExceeded));
+      c.held_aers.push_back(sqe.cid.get());
+      s.state = SlotState::Held;
+      return {NextStep::Hold, &s};
+    }
+    const NvmeStatus st = execute_admin(target_, c, s, now);
+    return complete(s, st);
+  }
+  const NvmeStatus st = execute_io(c, s);
+  return complete(s, st, std::uint64_t{sqe.cdw11.get()} << 32 | sqe.cdw10.get());
+}
+
+DataPlan plan_data(const nv::Sqe& sqe, bool admin_queue, const Controller* ctrl) {
+  DataPlan p;
+  if (sqe.opc == 0x7F) {
+    if (sqe.fctype() == static_cast<std::uint8_t>(nv::FabricsType::Connect)) {
+      p.dir = Direction::FromHost;
+      p.length = nv::kConnectDataSize;
+    }
+    return p;
+  }
+  if (admin_queue) {
+    switch (static_cast<nv::AdminOpcode>(sqe.opc)) {
+      case nv::AdminOpcode::Identify:
+        p.dir = Direction::ToHost;
+        p.length = nv::kIdentifySize;
+        break;
+      case nv::AdminOpcode::GetLogPage: {
+        const std::uint64_t numd = (sqe.cdw10.get() >> 16) | std::uint64_t{sqe.cdw11.get() & 0xFFFF} << 16;
+        const std::uint64_t len = (numd + 1) * 4;
+        if (len > 0xFFFFFF) {
+          p.status = nv::generic_error(nv::sc::kInvalidField);
+          return p;
+        }
+        p.dir = Direction::ToHost;
+        p.length = static_cast<std::uint32_t>(len);
+        break;
+      }
+      default: break;
+    }
+    return p;
+  }
+  const auto op = static_cast<nv::IoOpcode>(sqe.opc);
+  if (op != nv::IoOpcode::Read && op != nv::IoOpcode::Write && op != nv::IoOpcode::DatasetManagement) return p;
+  const NamespaceStore* ns = ctrl && ctrl->subsystem ? ctrl->subsystem->find_namespace(sqe.nsid.get()) : nullptr;
+  if (!ns) {
+    p.status = nv::generic_error(nv::sc::kInvalidNamespace);
+    return p;
+  }
+  if (op == nv::IoOpcode::DatasetManagement) {
+    p.dir = Direction::FromHost;
+    p.length = ((sqe.cdw10.get() & 0xFF) + 1) * static_cast<std::uint32_t>(sizeof(nv::DsmRange));
+    return p;
+  }
+  const std::uint64_t slba = std::uint64_t{sqe.cdw11.get()} << 32 | sqe.cdw10.get();
+  const std::uint64_t nlb = (sqe.cdw12.get() & 0xFFFF) + 1u;
+  p.lba = slba;
+  if (slba >= ns->blocks() || nlb > ns->blocks() - slba) {
+    p.status = nv::generic_error(nv::sc::kLbaOutOfRange);
+    return p;
+  }
+  const std::uint64_t len = nlb << ns->block_shift();
+  if (len > 0xFFFFFF) {  // beyond a keyed SGL's 24-bit length, and any MDTS
+    p.status = nv::generic_error(nv::sc::kInvalidField);
+    return p;
+  }
+  p.dir = op == nv::IoOpcode::Read ? Direction::ToHost : Direction::FromHost;
+  p.length = static_cast<std::uint32_t>(len);
+  return p;
+}
+
+}  // namespace roce::nvmf
