@@ -11,6 +11,7 @@
 #include "apps/common/option_error.hpp"
 #include "apps/common/runtime.hpp"
 #include "dataplane/dataplane.hpp"
+#include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "lib/nvmf/rdma_queue.hpp"
@@ -66,7 +67,10 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("size", "namespace size in MiB (memory-backed)", cxxopts::value<std::string>(ns)->default_value("64"))
       ("lba", "LBA size: 512 or 4096", cxxopts::value<std::uint32_t>(o.lba_size)->default_value("512"))
       ("verify", "check every read against what was written (each command slot owns its own LBAs)")
-      ("seed", "random offsets seed", cxxopts::value<std::uint64_t>(o.seed)->default_value("1"))
+      ("seed", "seed of the random offsets and of the link's faults", cxxopts::value<std::uint64_t>(o.seed)->default_value("1"))
+      ("loss", "probability a frame is lost, each way (link emulator between the two)", cxxopts::value<double>(o.loss)->default_value("0"))
+      ("dup", "probability a frame arrives twice, each way", cxxopts::value<double>(o.duplicate)->default_value("0"))
+      ("reorder", "probability a frame is held back 100 us, each way", cxxopts::value<double>(o.reorder)->default_value("0"))
       ("json", "print the result as JSON")
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
@@ -108,6 +112,8 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
   const std::uint64_t slots = std::uint64_t{o.queues} * o.queue_depth;
   if (o.namespace_mib * 1024 * 1024 < slots * o.block_size)
     return make_error(EINVAL, "--size too small for every command slot to own a block");
+  for (double p : {o.loss, o.duplicate, o.reorder})
+    if (!(p >= 0 && p < 1)) return make_error(EINVAL, "--loss, --dup and --reorder are probabilities in [0, 1)");
   o.verify = r.count("verify") > 0;
   o.json = r.count("json") > 0;
   return o;
@@ -212,7 +218,8 @@ const char* workload_name(NvmeWorkload w) {
 
 class Bench {
  public:
-  Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt) : o_(o), ini_(ini), tgt_(tgt) {}
+  Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, dp::LinkEmulator* emu)
+      : o_(o), ini_(ini), tgt_(tgt), emu_(emu) {}
 
   int run();
 
@@ -220,6 +227,7 @@ class Bench {
   Status setup();
   void poll() {
     ini_.poll_once();
+    if (emu_) emu_->poll(emu_->now());
     tgt_.poll_once();
     const Nanos now = tgt_.now();
     target_->poll(now);
@@ -237,6 +245,7 @@ class Bench {
   const NvmeBenchOptions& o_;
   dp::Dataplane& ini_;
   dp::Dataplane& tgt_;
+  dp::LinkEmulator* emu_;
   std::unique_ptr<nvmf::Target> target_;
   Side ini_side_{}, tgt_side_{};
   std::vector<QueueLink> links_;  // [0] admin
@@ -529,15 +538,38 @@ int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& ea
     std::fprintf(stderr, "roce-gen: %s\n", s.error().message.c_str());
     return 1;
   }
-  auto pair = dp::make_ring_pair("nvme_ini", "nvme_tgt");
-  if (!pair) {
-    std::fprintf(stderr, "roce-gen: cannot create the ring ports: %s\n", pair.error().message.c_str());
+  const bool faults = o.loss > 0 || o.duplicate > 0 || o.reorder > 0;
+  auto left = dp::make_ring_pair("nvme_ini", faults ? "nvme_emu_x" : "nvme_tgt");
+  auto right = faults ? dp::make_ring_pair("nvme_emu_y", "nvme_tgt") : left;
+  if (!left || !right) {
+    std::fprintf(stderr, "roce-gen: cannot create the ring ports\n");
     return 1;
   }
-  auto ini = make_dp("nvme_ini", pair->a, {10, 44, 20, 1});
-  auto tgt = make_dp("nvme_tgt", pair->b, {10, 44, 20, 2});
+  auto ini = make_dp("nvme_ini", left->a, {10, 44, 20, 1});
+  auto tgt = make_dp("nvme_tgt", right->b, {10, 44, 20, 2});
   if (!ini || !tgt) return 1;
-  Bench b(o, *ini, *tgt);
+  std::unique_ptr<dp::LinkEmulator> emu;
+  if (faults) {
+    dp::LinkEmulatorOptions eo;
+    eo.name = "nvme_emu";
+    eo.x.name = std::to_string(left->b);
+    eo.y.name = std::to_string(right->a);
+    dp::DirectionFaults f;
+    f.loss = o.loss;
+    f.duplicate = o.duplicate;
+    f.reorder = o.reorder;
+    eo.x_to_y = f;
+    eo.y_to_x = f;
+    eo.seed = o.seed;
+    auto e = dp::LinkEmulator::create(eo);
+    if (!e) {
+      std::fprintf(stderr, "roce-gen: link emulator: %s\n", e.error().message.c_str());
+      return 1;
+    }
+    emu = std::move(*e);
+    if (!o.json) std::fprintf(stderr, "roce-gen: link %s, seed %llu\n", dp::to_string(f).c_str(), static_cast<unsigned long long>(o.seed));
+  }
+  Bench b(o, *ini, *tgt, emu.get());
   return b.run();
 }
 

@@ -1,7 +1,8 @@
 // `roce-gen nvme-read | nvme-write | nvme-randrw`: an NVMe-oF initiator (lib/nvmf's host queue)
 // against lib/nvmf's target, each on its own dataplane, joined by a net_ring pair in this
 // process, fio-like: block size, queue depth, number of I/O queues, duration, sequential or
-// random offsets, --verify. Prints IOPS, bandwidth and latency percentiles. The QPs are
+// random offsets, --verify; --loss/--dup/--reorder put the link emulator between the two.
+// Prints IOPS, bandwidth and latency percentiles. The QPs are
 // connected directly until the rdma_cm path carries NVMe/RDMA (issue 24 after the CM work).
 #pragma once
 
@@ -29,6 +30,8 @@ struct NvmeBenchOptions {
   std::uint64_t namespace_mib = 64;
   std::uint32_t lba_size = 512;
   std::uint64_t seed = 1;
+  // > 0: dataplane/link_emulator between initiator and target, seeded, both ways.
+  double loss = 0, duplicate = 0, reorder = 0;
   bool json = false;
 };
 

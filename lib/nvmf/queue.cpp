@@ -55,12 +55,6 @@ NvmfQueue::NvmfQueue(Target& target, QueueConfig cfg) : target_(target), cfg_(cf
 
 NvmfQueue::~NvmfQueue() { disconnect(); }
 
-std::size_t NvmfQueue::busy_slots() const {
-  std::size_t n = 0;
-  for (const auto& s : slots_) n += s.state != SlotState::Free;
-  return n;
-}
-
 void NvmfQueue::fail(std::string why) {
   if (failed_) return;
   failed_ = true;
@@ -104,6 +98,7 @@ Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
   }
   sq_head_ = static_cast<std::uint16_t>((sq_head_ + 1) % cfg_.depth);
   CommandSlot& s = *slot;
+  ++busy_;
   s.sqe = cap->sqe;
   s.cqe = nv::Cqe{};
   s.cqe.cid = s.sqe.cid;
@@ -169,7 +164,11 @@ Step NvmfQueue::on_data_fetched(CommandSlot& slot, bool ok, Nanos now) {
   return execute(slot, now);
 }
 
-void NvmfQueue::on_response_sent(CommandSlot& slot) { slot.state = SlotState::Free; }
+void NvmfQueue::on_response_sent(CommandSlot& slot) {
+  if (slot.state == SlotState::Free) return;
+  slot.state = SlotState::Free;
+  --busy_;
+}
 
 Step NvmfQueue::complete(CommandSlot& s, NvmeStatus st, std::uint64_t lba) {
   s.cqe.sqhd.set(sq_head_);

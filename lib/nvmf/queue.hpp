@@ -90,7 +90,8 @@ class NvmfQueue {
   std::span<std::byte> data_pool() { return pool_; }
   std::uint16_t sq_head() const { return sq_head_; }
   std::uint64_t count(QueueCounter c) const { return counters_[static_cast<std::size_t>(c)]; }
-  std::size_t busy_slots() const;
+  std::size_t busy_slots() const { return busy_; }
+  bool has_free_slot() const { return busy_ < slots_.size(); }
   CommandSlot& slot(std::uint32_t index) { return slots_[index]; }
 
  private:
@@ -105,6 +106,7 @@ class NvmfQueue {
   std::vector<CommandSlot> slots_;
   std::vector<std::byte> pool_;
   std::uint16_t sq_head_ = 0;
+  std::size_t busy_ = 0;
   bool failed_ = false;
   std::string failure_;
   std::array<std::uint64_t, static_cast<std::size_t>(QueueCounter::Count)> counters_{};

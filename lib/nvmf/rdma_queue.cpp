@@ -36,6 +36,7 @@ Result<std::unique_ptr<NvmfRdmaQueue>> NvmfRdmaQueue::create(Target& target, Eng
 Status NvmfRdmaQueue::start() {
   const std::uint32_t depth = queue_.config().depth;
   recv_buf_.assign(std::size_t{depth} * recv_stride_, std::byte{0});
+  backlog_.assign(depth, {0, 0});  // at most every receive
   responses_.assign(2u * depth, nv::Cqe{});  // one per command slot
   MrTable& mrs = engine_.memory();
   auto r = mrs.register_region(pd_, recv_buf_.data(), recv_buf_.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -124,6 +125,17 @@ void NvmfRdmaQueue::act(const Step& step, Nanos now) {
   }
 }
 
+void NvmfRdmaQueue::take_capsule(std::uint32_t idx, std::uint32_t length, Nanos now) {
+  const proto::ByteSpan capsule(recv_buf_.data() + std::size_t{idx} * recv_stride_, length);
+  const Step st = queue_.on_capsule(capsule, now);
+  // The capsule was copied into its slot: the receive can take the next one.
+  if (st.next != NextStep::Fatal && !post_recv(idx)) {
+    teardown("cannot repost a receive");
+    return;
+  }
+  act(st, now);
+}
+
 int NvmfRdmaQueue::poll(Nanos now) {
   if (torn_down_) return 0;
   ibv_wc wcs[32];
@@ -145,19 +157,24 @@ int NvmfRdmaQueue::poll(Nanos now) {
       }
       const std::uint32_t idx = index_of(wc.wr_id);
       switch (kind_of(wc.wr_id)) {
-        case WrKind::Recv: {
-          const proto::ByteSpan capsule(recv_buf_.data() + std::size_t{idx} * recv_stride_, wc.byte_len);
-          const Step st = queue_.on_capsule(capsule, now);
-          // The capsule was copied into its slot: the receive can take the next one.
-          if (st.next != NextStep::Fatal && !post_recv(idx)) {
-            teardown("cannot repost a receive");
-            break;
+        case WrKind::Recv:
+          if (!queue_.has_free_slot() || backlog_count_ > 0) {
+            backlog_[(backlog_head_ + backlog_count_++) % backlog_.size()] = {idx, wc.byte_len};
+            ++backlogged_;
+          } else {
+            take_capsule(idx, wc.byte_len, now);
           }
-          act(st, now);
           break;
-        }
         case WrKind::Read: act(queue_.on_data_fetched(queue_.slot(idx), true, now), now); break;
-        case WrKind::Send: queue_.on_response_sent(queue_.slot(idx)); break;
+        case WrKind::Send:
+          queue_.on_response_sent(queue_.slot(idx));
+          while (!torn_down_ && backlog_count_ > 0 && queue_.has_free_slot()) {
+            const auto next = backlog_[backlog_head_];
+            backlog_head_ = (backlog_head_ + 1) % backlog_.size();
+            --backlog_count_;
+            take_capsule(next.first, next.second, now);
+          }
+          break;
         case WrKind::Write: break;
       }
     }

@@ -29,12 +29,15 @@ class NvmfRdmaQueue {
   bool torn_down() const { return torn_down_; }
   QueuePair* qp() const { return qp_; }
   std::uint64_t rdma_errors() const { return rdma_errors_; }
+  std::uint64_t backlogged() const { return backlogged_; }
 
  private:
   NvmfRdmaQueue(Target& target, Engine& engine, PdHandle pd, QueuePair* qp, CompletionQueue* cq, QueueConfig cfg);
   Status start();
   void act(const Step& step, Nanos now);
   bool post_recv(std::uint32_t index);
+  // Runs the capsule in receive `index` and gives the receive back to the QP.
+  void take_capsule(std::uint32_t index, std::uint32_t length, Nanos now);
   void teardown(const std::string& why);
 
   Engine& engine_;
@@ -48,8 +51,15 @@ class NvmfRdmaQueue {
   const MemoryRegion* recv_mr_ = nullptr;
   const MemoryRegion* data_mr_ = nullptr;
   const MemoryRegion* resp_mr_ = nullptr;
+  // Capsules that arrived while every command slot was busy (responses not yet acknowledged):
+  // they wait in their receive buffers, which go back to the QP only once they ran, so the
+  // host meets RNR NAKs rather than a lost command.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> backlog_;  // ring of (receive index, length)
+  std::size_t backlog_head_ = 0;
+  std::size_t backlog_count_ = 0;
   bool torn_down_ = false;
   std::uint64_t rdma_errors_ = 0;
+  std::uint64_t backlogged_ = 0;
 };
 
 }  // namespace roce::nvmf

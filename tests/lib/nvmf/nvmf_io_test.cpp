@@ -293,3 +293,50 @@ TEST(NvmfIo, SeededLossyLinkRandomIoVerifiesEveryRead) {
 
 }  // namespace
 }  // namespace roce::nvmf::test
+
+namespace roce::nvmf::test {
+namespace {
+
+// The host reuses a CID once it sees the response; the target frees the slot only when the
+// response is acknowledged. With the host's ACKs held back, capsules beyond the slots wait in
+// their receives (backlog) and run once the ACKs come: nothing lost, nothing failed.
+TEST(NvmfIo, CapsulesWaitInTheirReceivesWhileResponsesAreUnacknowledged) {
+  bool hold_acks = false;
+  LinkFaults f;
+  f.drop_if = [&](std::span<const std::byte> frame, std::uint64_t) {
+    // Ethernet 14 + IPv4 20 + UDP 8: the BTH opcode; 0x11 = RC ACKNOWLEDGE.
+    return hold_acks && frame.size() > 42 && std::to_integer<unsigned>(frame[42]) == 0x11;
+  };
+  NvmfPair p(NvmfPair::small_config(), f);
+  const auto cntlid = p.bring_up_admin();
+  p.bring_up_io(1, cntlid, 4);
+  NvmfRdmaHost& h = *p.links[1].host;
+  hold_acks = true;
+  int done = 0, issued = 0;
+  const int kCommands = 24;
+  p.run_until(
+      [&] {
+        for (std::uint16_t cid = 0; cid < 4; ++cid) {
+          if (h.outstanding(cid)) {
+            auto c = h.take(cid);
+            if (!c) continue;
+            EXPECT_TRUE(c->status().ok()) << nv::to_string(c->status());
+            ++done;
+          }
+          if (issued < kCommands) {
+            EXPECT_TRUE(h.submit(cid, io_cmd(nv::IoOpcode::Read, 1, cid * 8u, 8), 4096, SglMode::Keyed).ok());
+            ++issued;
+          }
+        }
+        if (p.links[1].target->backlogged() > 0) hold_acks = false;
+        return done == kCommands || h.failed() || p.links[1].target->torn_down();
+      },
+      30 * kSecond);
+  EXPECT_EQ(done, kCommands);
+  EXPECT_GT(p.links[1].target->backlogged(), 0u);
+  EXPECT_FALSE(p.links[1].target->torn_down()) << p.links[1].target->queue().failure();
+  EXPECT_EQ(p.links[1].target->queue().count(QueueCounter::Overflows), 0u);
+}
+
+}  // namespace
+}  // namespace roce::nvmf::test
