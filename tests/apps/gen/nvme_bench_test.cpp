@@ -33,6 +33,15 @@ TEST(GenNvme, RandRwOnTwoQueuesVerifiesEveryReadAndTheNamespace) {
   EXPECT_GE(j["latency_us"]["p99"].num(), j["latency_us"]["p50"].num());
 }
 
+TEST(GenNvme, VerifiedAcrossASeededLossyLink) {
+  const auto j = run_json({"nvme-randrw", "-bs", "8k", "-qd", "8", "-queues", "2", "-time", "0.3", "--size", "8",
+                           "--loss", "0.01", "--reorder", "0.01", "--dup", "0.005", "--seed", "24", "--verify", "--json"});
+  EXPECT_EQ(j["errors"].num(), 0) << j["first_error"].str();
+  EXPECT_EQ(j["verify"].str(), "ok");
+  EXPECT_GT(j["reads"].num(), 100);
+  EXPECT_GT(j["writes"].num(), 100);
+}
+
 TEST(GenNvme, SequentialWriteAndReadTextOutput) {
   for (const char* mode : {"nvme-write", "nvme-read"}) {
     const auto r = gen({mode, "--bs", "16k", "--qd", "4", "--time", "0.2", "--size", "8", "--verify"});
@@ -50,7 +59,8 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
                                                                 {"nvme-write", "--rw", "zigzag"},
                                                                 {"nvme-randrw", "--rwmix", "101"},
                                                                 {"nvme-erase"},
-                                                                {"nvme-read", "--time", "0"}}) {
+                                                                {"nvme-read", "--time", "0"},
+                                                                {"nvme-read", "--loss", "1.5"}}) {
     const auto r = gen(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << r.err;
     EXPECT_NE(r.err.find("roce-gen"), std::string::npos) << r.err;

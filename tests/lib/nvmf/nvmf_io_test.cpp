@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "tests/lib/nvmf/nvmf_pair.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace roce::nvmf::test {
 namespace {
@@ -336,6 +339,37 @@ TEST(NvmfIo, CapsulesWaitInTheirReceivesWhileResponsesAreUnacknowledged) {
   EXPECT_GT(p.links[1].target->backlogged(), 0u);
   EXPECT_FALSE(p.links[1].target->torn_down()) << p.links[1].target->queue().failure();
   EXPECT_EQ(p.links[1].target->queue().count(QueueCounter::Overflows), 0u);
+}
+
+}  // namespace
+}  // namespace roce::nvmf::test
+
+namespace roce::nvmf::test {
+namespace {
+
+TEST(NvmfIo, FileBackedNamespaceKeepsWhatTheHostWrote) {
+  roce::test::TempDir dir;
+  const std::string path = (dir / "ns2.img").string();
+  std::vector<std::byte> want(8192);
+  {
+    NvmfPair p;
+    auto ns = NamespaceStore::file(path, 256, 512);
+    ASSERT_TRUE(ns.ok()) << ns.error().message;
+    ASSERT_TRUE(p.sub->add_namespace(2, std::move(*ns)).ok());
+    const auto cntlid = p.bring_up_admin();
+    p.bring_up_io(1, cntlid);
+    fill(p.links[1].host->buffer(0).first(8192), 11);
+    std::copy_n(p.links[1].host->buffer(0).begin(), 8192, want.begin());
+    ASSERT_EQ(st(p.exec(1, io_cmd(nv::IoOpcode::Write, 2, 100, 16), 8192, SglMode::Keyed)), nv::kOk);
+    ASSERT_EQ(st(p.exec(1, io_cmd(nv::IoOpcode::Flush, 2, 0, 1))), nv::kOk);
+    EXPECT_EQ(st(p.exec(1, io_cmd(nv::IoOpcode::Write, 2, 250, 16), 8192, SglMode::Keyed)),
+              nv::generic_error(nv::sc::kLbaOutOfRange));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(file.size(), 256u * 512);
+  EXPECT_EQ(std::memcmp(file.data() + 100 * 512, want.data(), want.size()), 0);
+  EXPECT_TRUE(std::all_of(file.begin() + 116 * 512, file.end(), [](char c) { return c == 0; }));
 }
 
 }  // namespace
