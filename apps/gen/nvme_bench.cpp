@@ -71,6 +71,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("loss", "probability a frame is lost, each way (link emulator between the two)", cxxopts::value<double>(o.loss)->default_value("0"))
       ("dup", "probability a frame arrives twice, each way", cxxopts::value<double>(o.duplicate)->default_value("0"))
       ("reorder", "probability a frame is held back 100 us, each way", cxxopts::value<double>(o.reorder)->default_value("0"))
+      ("baseline", "also measure RDMA WRITE goodput (same size, depth, queues, time) and print IOPS x bs against it")
       ("json", "print the result as JSON")
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
@@ -115,6 +116,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
   for (double p : {o.loss, o.duplicate, o.reorder})
     if (!(p >= 0 && p < 1)) return make_error(EINVAL, "--loss, --dup and --reorder are probabilities in [0, 1)");
   o.verify = r.count("verify") > 0;
+  o.baseline = r.count("baseline") > 0;
   o.json = r.count("json") > 0;
   return o;
 }
@@ -241,6 +243,8 @@ class Bench {
   // Connect on a queue; the CNTLID the target answered.
   Result<std::uint16_t> connect(std::size_t link, std::uint16_t qid, std::uint16_t sqsize, std::uint16_t cntlid);
   Result<QueueLink> open(std::uint16_t qid, std::uint16_t depth);
+  // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size` each in flight.
+  Result<double> write_baseline();
 
   const NvmeBenchOptions& o_;
   dp::Dataplane& ini_;
@@ -273,6 +277,70 @@ Result<QueueLink> Bench::open(std::uint16_t qid, std::uint16_t depth) {
   if (!h) return h.error();
   l.host = std::move(*h);
   return l;
+}
+
+Result<double> Bench::write_baseline() {
+  std::vector<std::byte> src(std::size_t{o_.block_size} * o_.queue_depth, std::byte{0x5A});
+  std::vector<std::byte> dst(src.size());
+  auto smr = ini_side_.engine->memory().register_region(ini_side_.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  auto dmr = tgt_side_.engine->memory().register_region(tgt_side_.pd, dst.data(), dst.size(),
+                                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (!smr || !dmr) return make_error(ENOMEM, "cannot register the baseline's buffers");
+  struct Qp {
+    QueuePair* qp;
+    CompletionQueue* cq;
+  };
+  std::vector<Qp> qps;
+  for (std::uint16_t q = 0; q < o_.queues; ++q) {
+    auto a = make_qp(ini_side_, o_.queue_depth);
+    auto b = make_qp(tgt_side_, o_.queue_depth);
+    if (!a || !b) return make_error(ENOMEM, "cannot create the baseline's QPs");
+    psn_ += 0x100;
+    if (Status s = bring_up(ini_side_, a->first, tgt_, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
+    if (Status s = bring_up(tgt_side_, b->first, ini_, a->first->qpn(), psn_ + 0x80, psn_); !s) return s.error();
+    qps.push_back({a->first, a->second});
+  }
+  auto post = [&](const Qp& q, std::uint16_t i) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(src.data() + std::size_t{i} * o_.block_size), o_.block_size,
+                (*smr)->lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = i;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(dst.data() + std::size_t{i} * o_.block_size);
+    wr.wr.rdma.rkey = (*dmr)->rkey();
+    ibv_send_wr* bad = nullptr;
+    return ini_side_.engine->post_send(q.qp, &wr, &bad) == 0;
+  };
+  for (const Qp& q : qps)
+    for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
+      if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
+  const Nanos t0 = ini_.now();
+  const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
+  std::uint64_t done = 0, outstanding = std::uint64_t{o_.queue_depth} * o_.queues;
+  ibv_wc wc[32];
+  while (outstanding > 0 && ini_.now() < end + 10 * kSecond) {
+    ini_.poll_once();
+    if (emu_) emu_->poll(emu_->now());
+    tgt_.poll_once();
+    const bool stopping = ini_.now() >= end;
+    for (const Qp& q : qps) {
+      const int n = ini_side_.engine->poll_cq(q.cq, 32, wc);
+      if (n < 0) return make_error(EIO, "baseline CQ overrun");
+      for (int k = 0; k < n; ++k) {
+        if (wc[k].status != IBV_WC_SUCCESS) return make_error(EIO, std::string("baseline WRITE: ") + ibv_wc_status_str(wc[k].status));
+        ++done;
+        if (stopping || !post(q, static_cast<std::uint16_t>(wc[k].wr_id))) --outstanding;
+      }
+    }
+  }
+  const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  for (const Qp& q : qps) (void)ini_side_.engine->destroy_qp(q.qp);
+  (void)ini_side_.engine->memory().deregister((*smr)->key);
+  (void)tgt_side_.engine->memory().deregister((*dmr)->key);
+  return static_cast<double>(done) * o_.block_size / secs;
 }
 
 Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
@@ -352,6 +420,15 @@ int Bench::run() {
   if (Status s = setup(); !s) {
     std::fprintf(stderr, "roce-gen: NVMe-oF set-up: %s\n", s.error().message.c_str());
     return 1;
+  }
+  double baseline_bps = 0;
+  if (o_.baseline) {
+    auto b = write_baseline();
+    if (!b) {
+      std::fprintf(stderr, "roce-gen: baseline: %s\n", b.error().message.c_str());
+      return 1;
+    }
+    baseline_bps = *b;
   }
   const std::uint32_t nlb = o_.block_size / o_.lba_size;
   const std::uint64_t blocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
@@ -504,8 +581,11 @@ int Bench::run() {
         .field("errors", errors)
         .field("first_error", first_error)
         .field("verify", o_.verify ? (mismatches ? "MISMATCH" : "ok") : "off")
-        .field("mismatches", mismatches)
-        .end_object();
+        .field("mismatches", mismatches);
+    if (o_.baseline)
+      w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
+          .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps);
+    w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
     std::printf("nvme-%s %s bs=%u qd=%u queues=%u: %.1f s\n", workload_name(o_.workload), o_.random ? "rand" : "seq",
@@ -516,6 +596,9 @@ int Bench::run() {
                 p.p99, p.p999, p.max);
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
+    if (o_.baseline)
+      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s; IOPS x bs / baseline = %.3f\n",
+                  baseline_bps / (1024.0 * 1024.0), iops * o_.block_size / baseline_bps);
     if (o_.verify)
       std::printf("  verify: %s (%llu reads checked, %llu mismatched; namespace after the writes: %llu units wrong)\n",
                   mismatches ? "MISMATCH" : "ok", static_cast<unsigned long long>(reads),

@@ -32,6 +32,9 @@ struct NvmeBenchOptions {
   std::uint64_t seed = 1;
   // > 0: dataplane/link_emulator between initiator and target, seeded, both ways.
   double loss = 0, duplicate = 0, reorder = 0;
+  // Also run RDMA WRITEs of the same size and depth between the same two dataplanes, in the
+  // same loop, for the same time: the same-run baseline the IOPS are set against.
+  bool baseline = false;
   bool json = false;
 };
 

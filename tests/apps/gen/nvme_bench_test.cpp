@@ -24,13 +24,17 @@ test::Json run_json(const std::vector<std::string>& args) {
 }
 
 TEST(GenNvme, RandRwOnTwoQueuesVerifiesEveryReadAndTheNamespace) {
-  const auto j = run_json({"nvme-randrw", "-bs", "4k", "-qd", "8", "-queues", "2", "-time", "0.3", "--size", "8", "--verify", "--json"});
+  const auto j = run_json({"nvme-randrw", "-bs", "4k", "-qd", "8", "-queues", "2", "-time", "0.3", "--size", "8", "--verify",
+                           "--baseline", "--json"});
   EXPECT_EQ(j["errors"].num(), 0);
   EXPECT_EQ(j["verify"].str(), "ok");
   EXPECT_GT(j["reads"].num(), 100);
   EXPECT_GT(j["writes"].num(), 100);
   EXPECT_GT(j["iops"].num(), 0);
   EXPECT_GE(j["latency_us"]["p99"].num(), j["latency_us"]["p50"].num());
+  // The same-run RDMA WRITE baseline and the ratio of the NVMe bytes to it.
+  EXPECT_GT(j["write_baseline_mib_per_s"].num(), 0);
+  EXPECT_NEAR(j["ratio_to_write_baseline"].num(), j["mib_per_s"].num() / j["write_baseline_mib_per_s"].num(), 1e-6);
 }
 
 TEST(GenNvme, VerifiedAcrossASeededLossyLink) {
