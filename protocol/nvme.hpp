@@ -363,7 +363,13 @@ enum class FeatureId : std::uint8_t {
 };
 
 // Log page identifiers.
-enum class LogPage : std::uint8_t { Error = 0x01, Smart = 0x02, FirmwareSlot = 0x03, Discovery = 0x70 };
+enum class LogPage : std::uint8_t {
+  Error = 0x01,
+  Smart = 0x02,
+  FirmwareSlot = 0x03,
+  ChangedNamespaces = 0x04,
+  Discovery = 0x70,
+};
 
 struct ErrorLogEntry {
   Le64 error_count;

@@ -48,6 +48,7 @@ void identify_controller(const Target& t, const Controller& c, CommandSlot& s) {
   id.cntlid.set(c.cntlid);
   id.ver.set(reg::kVersion);
   id.cntrltype = c.discovery() ? 2 : 1;
+  id.oaes.set(c.discovery() ? 0 : kAecNamespaceAttribute);
   id.acl = 3;
   id.aerl = cfg.aerl;
   id.lpa = 1u << 2;  // extended data for Get Log Page (NUMDU, LPO)
@@ -122,7 +123,12 @@ NvmeStatus identify(const Target& t, const Controller& c, CommandSlot& s) {
 
 void put_u128(std::array<nv::Le64, 2>& f, std::uint64_t v) { f[0].set(v); }
 
-NvmeStatus get_log_page(const Target& t, const Controller& c, CommandSlot& s) {
+void put_le32(std::vector<std::byte>& page, std::size_t off, std::uint32_t v) {
+  const nv::Le32 l = nv::Le32::of(v);
+  std::memcpy(page.data() + off, l.bytes.data(), 4);
+}
+
+NvmeStatus get_log_page(const Target& t, Controller& c, CommandSlot& s) {
   const auto lid = static_cast<nv::LogPage>(s.sqe.cdw10.get() & 0xFF);
   const std::uint64_t offset = s.sqe.cdw12.get() | std::uint64_t{s.sqe.cdw13.get()} << 32;
   if (offset & 3) return invalid_field();
@@ -137,6 +143,21 @@ NvmeStatus get_log_page(const Target& t, const Controller& c, CommandSlot& s) {
       page.resize(sizeof c.error_log);
       std::memcpy(page.data(), static_cast<const void*>(c.error_log.data()), page.size());
       break;
+    case nv::LogPage::ChangedNamespaces: {
+      if (c.discovery()) return nv::specific_error(nv::sc::kInvalidLogPage);
+      page.assign(4096, std::byte{0});
+      if (c.changed_nsids.size() > kChangedNsListMax) {
+        put_le32(page, 0, 0xFFFFFFFF);
+      } else {
+        for (std::size_t i = 0; i < c.changed_nsids.size(); ++i) put_le32(page, 4 * i, c.changed_nsids[i]);
+      }
+      // Reading it (without RAE, CDW10 bit 15) clears the list and re-arms the notice.
+      if (!(s.sqe.cdw10.get() & (1u << 15))) {
+        c.changed_nsids.clear();
+        c.ns_notice_masked = false;
+      }
+      break;
+    }
     case nv::LogPage::Smart: {
       if (c.discovery()) return nv::specific_error(nv::sc::kInvalidLogPage);
       nv::SmartLog log;

@@ -46,6 +46,7 @@ NvmfQueue::NvmfQueue(Target& target, QueueConfig cfg) : target_(target), cfg_(cf
   // it sees the response, which can be before the response's ACK reaches us and frees its slot.
   const std::uint32_t nslots = 2u * cfg_.depth;
   slots_.resize(nslots);
+  ready_.reserve(nslots);
   pool_.assign(std::size_t{nslots} * cfg_.max_transfer, std::byte{0});
   for (std::uint16_t i = 0; i < nslots; ++i) {
     slots_[i].index = i;
@@ -162,6 +163,24 @@ Step NvmfQueue::on_data_fetched(CommandSlot& slot, bool ok, Nanos now) {
   }
   slot.state = SlotState::Responding;
   return execute(slot, now);
+}
+
+bool NvmfQueue::complete_held(std::uint16_t cid, std::uint32_t dw0) {
+  for (auto& s : slots_)
+    if (s.state == SlotState::Held && s.sqe.cid.get() == cid) {
+      s.cqe.dw0.set(dw0);
+      complete(s, nv::kOk);
+      ready_.push_back(&s);
+      return true;
+    }
+  return false;
+}
+
+CommandSlot* NvmfQueue::pop_ready() {
+  if (ready_.empty()) return nullptr;
+  CommandSlot* s = ready_.back();
+  ready_.pop_back();
+  return s;
 }
 
 void NvmfQueue::on_response_sent(CommandSlot& slot) {
@@ -309,6 +328,13 @@ Step NvmfQueue::execute(CommandSlot& s, Nanos now) {
     if (sqe.opc == static_cast<std::uint8_t>(nv::AdminOpcode::AsyncEventRequest)) {
       if (c.held_aers.size() >= std::size_t{target_.config().aerl} + 1)
         return complete(s, nv::specific_error(nv::sc::kAsyncEventLimitExceeded));
+      if (c.ns_notice_pending && !c.ns_notice_masked) {
+        // An event already waits: this AER carries it at once.
+        c.ns_notice_pending = false;
+        c.ns_notice_masked = true;
+        s.cqe.dw0.set(kAenNamespaceChanged);
+        return complete(s, nv::kOk);
+      }
       c.held_aers.push_back(sqe.cid.get());
       s.state = SlotState::Held;
       return {NextStep::Hold, &s};

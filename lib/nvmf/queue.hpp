@@ -77,6 +77,10 @@ class NvmfQueue {
   Step on_capsule(proto::ByteSpan capsule, Nanos now);
   Step on_data_fetched(CommandSlot& slot, bool ok, Nanos now);
   void on_response_sent(CommandSlot& slot);
+  // Completes the held AER with `cid` (an event came); its Respond step waits in ready().
+  bool complete_held(std::uint16_t cid, std::uint32_t dw0);
+  // Held commands completed since the last call: the transport acts on each as on a Respond.
+  CommandSlot* pop_ready();
   // The connection went away (disconnect, QP error): an admin queue takes its controller along.
   void disconnect();
 
@@ -107,6 +111,7 @@ class NvmfQueue {
   std::vector<std::byte> pool_;
   std::uint16_t sq_head_ = 0;
   std::size_t busy_ = 0;
+  std::vector<CommandSlot*> ready_;  // completed held commands (capacity: every slot)
   bool failed_ = false;
   std::string failure_;
   std::array<std::uint64_t, static_cast<std::size_t>(QueueCounter::Count)> counters_{};

@@ -179,6 +179,12 @@ int NvmfRdmaQueue::poll(Nanos now) {
       }
     }
   }
+  // Held commands an event completed (AERs) go out like any response.
+  while (!torn_down_)
+    if (CommandSlot* s = queue_.pop_ready())
+      act(Step{NextStep::Respond, s}, now);
+    else
+      break;
   if (!torn_down_ && queue_.failed()) teardown(queue_.failure());
   return total;
 }

@@ -1,5 +1,6 @@
 #include "lib/nvmf/target.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lib/nvmf/queue.hpp"
@@ -79,6 +80,24 @@ std::size_t Target::poll(Nanos now) {
     }
   }
   return expired;
+}
+
+void Target::notify_namespace_changed(const Subsystem* sub, std::uint32_t nsid) {
+  for (auto& [id, c] : controllers_) {
+    if (c->subsystem != sub || !(c->async_event_config & kAecNamespaceAttribute)) continue;
+    if (std::find(c->changed_nsids.begin(), c->changed_nsids.end(), nsid) == c->changed_nsids.end() &&
+        c->changed_nsids.size() <= kChangedNsListMax)
+      c->changed_nsids.push_back(nsid);  // one past the maximum means "more than fit"
+    if (c->ns_notice_masked) continue;  // the host has not read the log since the last notice
+    NvmfQueue* admin = c->queues.empty() ? nullptr : c->queues[0];
+    if (!c->held_aers.empty() && admin && admin->complete_held(c->held_aers.front(), kAenNamespaceChanged)) {
+      c->held_aers.erase(c->held_aers.begin());
+      c->ns_notice_masked = true;
+      c->ns_notice_pending = false;
+    } else {
+      c->ns_notice_pending = true;
+    }
+  }
 }
 
 std::vector<std::byte> Target::discovery_log(const std::string& hostnqn) const {

@@ -58,6 +58,10 @@ struct HealthCounters {
 };
 
 inline constexpr std::size_t kErrorLogEntries = 64;
+inline constexpr std::uint32_t kAecNamespaceAttribute = 1u << 8;  // Async Event Config / OAES bit
+// AEN completion DW0: type Notice (2), info Namespace Attribute Changed (0), log page 0x04.
+inline constexpr std::uint32_t kAenNamespaceChanged = 2u | 0u << 8 | 0x04u << 16;
+inline constexpr std::size_t kChangedNsListMax = 1024;
 
 struct Controller {
   std::uint16_t cntlid = 0;
@@ -74,6 +78,11 @@ struct Controller {
   std::uint32_t arbitration = 0;
   bool write_cache = true;  // Volatile Write Cache feature (Identify VWC = 1)
   std::vector<std::uint16_t> held_aers;  // CIDs of outstanding Asynchronous Event Requests
+  // Namespace attribute notices: NSIDs changed since the host last read log page 0x04, and
+  // whether the notice is masked (sent, log not read yet) or waiting for an AER to carry it.
+  std::vector<std::uint32_t> changed_nsids;
+  bool ns_notice_masked = false;
+  bool ns_notice_pending = false;
   // Queues by QID (0 admin); a reset or a keep-alive expiry fails them.
   std::vector<NvmfQueue*> queues;
   std::array<proto::nvme::ErrorLogEntry, kErrorLogEntries> error_log{};
@@ -105,6 +114,11 @@ class Target {
   // queues are disconnected. Returns the number that expired now.
   std::size_t poll(Nanos now);
   std::uint64_t keep_alive_expiries() const { return keep_alive_expiries_; }
+
+  // A namespace of `sub` was added, removed or changed: every controller of it that enabled
+  // namespace attribute notices (Async Event Config bit 8) gets an asynchronous event, on a
+  // held AER or on the next one.
+  void notify_namespace_changed(const Subsystem* sub, std::uint32_t nsid);
 
   // The discovery log page (LID 0x70) a host sees: one entry per subsystem it may connect to.
   std::vector<std::byte> discovery_log(const std::string& hostnqn) const;

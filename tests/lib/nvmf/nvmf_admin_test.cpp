@@ -395,3 +395,56 @@ TEST(NvmfAdmin, ShortCapsuleIsFatalForTheQueueOnly) {
 
 }  // namespace
 }  // namespace roce::nvmf::test
+
+namespace roce::nvmf::test {
+namespace {
+
+TEST(NvmfAdmin, NamespaceChangesCompleteHeldAersAndFillTheChangedList) {
+  NvmfPair p;
+  p.bring_up_admin();
+  NvmfRdmaHost& h = *p.links[0].host;
+  ASSERT_EQ(st(p.exec(0, admin_cmd(nv::AdminOpcode::Identify, 0, 1), 4096, SglMode::Keyed)), nv::kOk);
+  EXPECT_EQ(read_as<nv::IdentifyController>(h).oaes.get(), kAecNamespaceAttribute);
+  ASSERT_TRUE(h.submit(10, admin_cmd(nv::AdminOpcode::AsyncEventRequest), 0, SglMode::None).ok());
+  // Notices not enabled: a change leaves the AER held.
+  ASSERT_TRUE(p.sub->add_namespace(5, std::move(*NamespaceStore::memory(8, 512))).ok());
+  p.target.notify_namespace_changed(p.sub, 5);
+  p.run_for(10 * kMilli);
+  EXPECT_FALSE(h.take(10).has_value());
+  ASSERT_EQ(st(p.exec(0, admin_cmd(nv::AdminOpcode::SetFeatures, 0, 0x0B, kAecNamespaceAttribute), 0, SglMode::None, 1)),
+            nv::kOk);
+  ASSERT_TRUE(p.sub->add_namespace(6, std::move(*NamespaceStore::memory(8, 512))).ok());
+  p.target.notify_namespace_changed(p.sub, 6);
+  std::optional<HostCompletion> aen;
+  p.run_until([&] { return (aen = h.take(10)).has_value(); });
+  ASSERT_TRUE(aen);
+  EXPECT_EQ(aen->cqe.dw0.get(), kAenNamespaceChanged);
+  EXPECT_TRUE(aen->status().ok());
+  // Masked until the log is read: another change waits in the list, the next AER stays held.
+  ASSERT_TRUE(h.submit(11, admin_cmd(nv::AdminOpcode::AsyncEventRequest), 0, SglMode::None).ok());
+  ASSERT_TRUE(p.sub->remove_namespace(5).ok());
+  p.target.notify_namespace_changed(p.sub, 5);
+  p.run_for(10 * kMilli);
+  EXPECT_FALSE(h.take(11).has_value());
+  ASSERT_EQ(st(p.exec(0, admin_cmd(nv::AdminOpcode::GetLogPage, 0xFFFFFFFF, 0x04 | (4096 / 4 - 1) << 16), 4096,
+                      SglMode::Keyed, 2)),
+            nv::kOk);
+  EXPECT_EQ(read_as<nv::Le32>(h, 2, 0).get(), 6u);
+  EXPECT_EQ(read_as<nv::Le32>(h, 2, 4).get(), 5u);
+  EXPECT_EQ(read_as<nv::Le32>(h, 2, 8).get(), 0u);
+  // Re-armed: the next change completes AER 11; with no AER held, the one after waits and
+  // completes the next AER at once.
+  p.target.notify_namespace_changed(p.sub, 6);
+  std::optional<HostCompletion> aen2;
+  p.run_until([&] { return (aen2 = h.take(11)).has_value(); });
+  ASSERT_TRUE(aen2);
+  ASSERT_EQ(st(p.exec(0, admin_cmd(nv::AdminOpcode::GetLogPage, 0, 0x04 | (4096 / 4 - 1) << 16), 4096, SglMode::Keyed, 2)),
+            nv::kOk);
+  p.target.notify_namespace_changed(p.sub, 6);
+  auto now = p.exec(0, admin_cmd(nv::AdminOpcode::AsyncEventRequest), 0, SglMode::None, 12);
+  ASSERT_EQ(st(now), nv::kOk);
+  EXPECT_EQ(now->cqe.dw0.get(), kAenNamespaceChanged);
+}
+
+}  // namespace
+}  // namespace roce::nvmf::test
