@@ -207,6 +207,15 @@ TEST(NvmfAdmin, LogPagesErrorSmartAndDiscovery) {
   auto off = admin_cmd(nv::AdminOpcode::GetLogPage, 0, 0x02 | numd64);
   off.cdw12.set(4096);  // past the 512-byte SMART page
   EXPECT_EQ(st(p.exec(0, off, 64, SglMode::Keyed)), nv::generic_error(nv::sc::kInvalidField));
+  off.cdw12.set(2);  // not dword aligned
+  EXPECT_EQ(st(p.exec(0, off, 64, SglMode::Keyed)), nv::generic_error(nv::sc::kInvalidField));
+  off.cdw12.set(32);  // LPO: the SMART page from its data units read
+  ASSERT_EQ(st(p.exec(0, off, 64, SglMode::Keyed)), nv::kOk);
+  EXPECT_EQ(read_as<nv::Le64>(h).get(), smart.data_units_read[0].get());
+  // Abort: commands here run to completion, so the answer is "not aborted".
+  auto abort = p.exec(0, admin_cmd(nv::AdminOpcode::Abort, 0, 3));
+  ASSERT_EQ(st(abort), nv::kOk);
+  EXPECT_EQ(abort->cqe.dw0.get(), 1u);
 }
 
 TEST(NvmfAdmin, DiscoveryControllerServesTheLogOfAllowedSubsystems) {
