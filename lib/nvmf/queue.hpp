@@ -101,6 +101,8 @@ class NvmfQueue {
  private:
   friend struct CommandContext;
   Step execute(CommandSlot& slot, Nanos now);
+  Step connect(CommandSlot& slot, Nanos now);  // fabrics_commands.cpp
+  Step property(CommandSlot& slot);
   Step complete(CommandSlot& slot, proto::nvme::NvmeStatus st, std::uint64_t lba = 0);
   void bump(QueueCounter c) { ++counters_[static_cast<std::size_t>(c)]; }
 
