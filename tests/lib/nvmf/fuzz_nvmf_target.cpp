@@ -24,8 +24,8 @@ struct World {
   World() : target(config()) {
     sub = *target.add_subsystem("nqn.2026-12.io.rocev2-dp:fuzz", "FUZZ");
     (void)sub->add_namespace(1, std::move(*NamespaceStore::memory(64, 512)));
-    admin = std::make_unique<NvmfQueue>(target, queue_config_for(target.config(), 0, 8));
-    io = std::make_unique<NvmfQueue>(target, queue_config_for(target.config(), 1, 8));
+    admin = std::make_unique<NvmfQueue>(target, queue_config_for(target.config(), 0, 4));
+    io = std::make_unique<NvmfQueue>(target, queue_config_for(target.config(), 1, 4));
     const std::uint16_t cntlid = connect(*admin, 0, nv::kDynamicCntlid);
     nv::PropertyCommand cc;
     cc.fctype = static_cast<std::uint8_t>(nv::FabricsType::PropertySet);
@@ -33,6 +33,8 @@ struct World {
     cc.value.set(1u | 6u << 16 | 4u << 20);
     run(*admin, nv::overlay<nv::Sqe>(cc), {});
     connect(*io, 1, cntlid);
+    // The world the inputs meet must be the connected one, or the fuzzer only sees refusals.
+    if (!admin->controller() || !admin->controller()->ready() || io->controller() != admin->controller()) std::abort();
   }
   static TargetConfig config() {
     TargetConfig c;
@@ -60,7 +62,7 @@ struct World {
   std::uint16_t connect(NvmfQueue& q, std::uint16_t qid, std::uint16_t cntlid) {
     nv::ConnectCommand c;
     c.qid.set(qid);
-    c.sqsize.set(7);
+    c.sqsize.set(3);
     c.sgl1 = nv::SglDescriptor::keyed(0x1000, nv::kConnectDataSize, 1, false);
     nv::ConnectData d;
     d.cntlid.set(cntlid);
