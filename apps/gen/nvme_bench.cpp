@@ -65,6 +65,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("rw", "offsets: seq (each queue walks its own share) or rand (nvme-randrw: always rand)", cxxopts::value<std::string>(rw)->default_value("seq"))
       ("rwmix", "nvme-randrw: percent of commands that read", cxxopts::value<unsigned>(o.read_percent)->default_value("50"))
       ("size", "namespace size in MiB (memory-backed)", cxxopts::value<std::string>(ns)->default_value("64"))
+      ("file", "back the namespace with this file (created, sized to --size) instead of memory", cxxopts::value<std::string>(o.file))
       ("lba", "LBA size: 512 or 4096", cxxopts::value<std::uint32_t>(o.lba_size)->default_value("512"))
       ("verify", "check every read against what was written (each command slot owns its own LBAs)")
       ("seed", "seed of the random offsets and of the link's faults", cxxopts::value<std::uint64_t>(o.seed)->default_value("1"))
@@ -161,12 +162,13 @@ Status bring_up(Side& me, QueuePair* qp, const dp::Dataplane& peer_dp, std::uint
   return {};
 }
 
-std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip) {
+std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip,
+                                       std::uint32_t mbufs) {
   dp::DataplaneOptions o;
   o.name = name;
   o.port.name = std::to_string(port);
   o.ip = IpAddress::ipv4(ip);
-  o.mbufs = 16383;
+  o.mbufs = mbufs;
   o.engine.max_inline = 64;
   auto d = dp::Dataplane::create(o);
   if (!d) {
@@ -383,7 +385,9 @@ Status Bench::setup() {
   target_ = std::make_unique<nvmf::Target>(tc);
   auto sub = target_->add_subsystem(kSubNqn, "ROCEGEN0001");
   if (!sub) return sub.error();
-  auto ns = nvmf::NamespaceStore::memory(o_.namespace_mib * 1024 * 1024 / o_.lba_size, o_.lba_size);
+  const std::uint64_t nblocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
+  auto ns = o_.file.empty() ? nvmf::NamespaceStore::memory(nblocks, o_.lba_size)
+                            : nvmf::NamespaceStore::file(o_.file, nblocks, o_.lba_size);
   if (!ns) return ns.error();
   if (Status s = (*sub)->add_namespace(1, std::move(*ns)); !s) return s;
   ini_side_ = Side{&ini_.worker(0).engine(), ini_.worker(0).engine().alloc_pd()};
@@ -628,8 +632,12 @@ int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& ea
     std::fprintf(stderr, "roce-gen: cannot create the ring ports\n");
     return 1;
   }
-  auto ini = make_dp("nvme_ini", left->a, {10, 44, 20, 1});
-  auto tgt = make_dp("nvme_tgt", right->b, {10, 44, 20, 2});
+  // Frames in flight: every command's data (4 KiB frames) plus its capsule, response and ACKs,
+  // twice over for retransmissions; a pool no larger makes start-up quicker for small runs.
+  const std::uint64_t in_flight = std::uint64_t{o.queues} * o.queue_depth * (o.block_size / 4096 + 4) * 2;
+  const auto mbufs = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(in_flight, 4095, 32767) | 1);
+  auto ini = make_dp("nvme_ini", left->a, {10, 44, 20, 1}, mbufs);
+  auto tgt = make_dp("nvme_tgt", right->b, {10, 44, 20, 2}, mbufs);
   if (!ini || !tgt) return 1;
   std::unique_ptr<dp::LinkEmulator> emu;
   if (faults) {

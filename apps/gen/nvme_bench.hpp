@@ -28,6 +28,7 @@ struct NvmeBenchOptions {
   bool verify = false;
   unsigned read_percent = 50;   // nvme-randrw
   std::uint64_t namespace_mib = 64;
+  std::string file;             // back the namespace with this file (made or resized to --size)
   std::uint32_t lba_size = 512;
   std::uint64_t seed = 1;
   // > 0: dataplane/link_emulator between initiator and target, seeded, both ways.

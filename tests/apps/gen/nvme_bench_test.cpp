@@ -2,11 +2,15 @@
 // in-process target over a net_ring pair, verified, with its figures; bad flags refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "tests/support/json.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace roce::app {
 namespace {
@@ -55,6 +59,21 @@ TEST(GenNvme, SequentialWriteAndReadTextOutput) {
     EXPECT_NE(r.out.find("verify: ok"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("errors 0"), std::string::npos);
   }
+}
+
+TEST(GenNvme, FileBackedNamespaceHoldsTheWrites) {
+  test::TempDir dir;
+  const std::string path = (dir / "ns.img").string();
+  const auto r = gen({"nvme-write", "-bs", "8k", "-qd", "4", "-time", "0.2", "--size", "1", "--file", path, "--verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("verify: ok"), std::string::npos) << r.out;
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(data.size(), 1u << 20);
+  EXPECT_TRUE(std::any_of(data.begin(), data.end(), [](char c) { return c != 0; }));
+  const auto bad = gen({"nvme-read", "--file", (dir / "no" / "such.img").string(), "-time", "0.1"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("cannot open namespace file"), std::string::npos) << bad.err;
 }
 
 TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
