@@ -3,12 +3,16 @@
 # from a seed corpus made at run time. Fails on any crash, sanitizer report or invariant
 # violation; the crashing input is left in build-fuzz/fuzz/<target>/artifacts/. Exit 77 (skip)
 # when clang++ is not installed.
-#   scripts/fuzz.sh [parser|receive]
+#   scripts/fuzz.sh [parser|receive|nvme|nvmf]
 #     parser   the frame parser (tests/protocol/fuzz_parser); seeds: our builder's frames for
 #              every opcode plus the frames of ../shared/captures when present (default)
 #     receive  the whole receive path: parser, engine, responder, completer with RC/UC/UD QPs
 #              set up (tests/lib/rdma/fuzz_receive); seeds: frames aimed at its QPs plus
 #              windows of pcap/ and ../shared/captures
+#     nvme     NVMe/RDMA command and response capsules, rdma_cm private data
+#              (tests/protocol/fuzz_nvme); no seeds (any 64+ bytes is a capsule)
+#     nvmf     the NVMe-oF target's command handling: capsules and their data into connected
+#              admin and I/O queues (tests/lib/nvmf/fuzz_nvmf_target); no seeds
 #   FUZZ_SECONDS  total fuzzing time (default 60)
 #   FUZZ_BUILD_DIR (default build-fuzz)
 #   ROCE_CAPTURES_DIR (default: the first shared/captures beside the repository or above it)
@@ -18,8 +22,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 target=${1:-parser}
 case $target in
-  parser | receive) ;;
-  *) echo "usage: $0 [parser|receive]" >&2; exit 2 ;;
+  parser | receive | nvme | nvmf) ;;
+  *) echo "usage: $0 [parser|receive|nvme|nvmf]" >&2; exit 2 ;;
 esac
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -57,6 +61,14 @@ if [ "$target" = parser ]; then
   "$build/tests/protocol/fuzz_seeds" "$work/seeds" $captures
   fuzzer=$build/tests/protocol/fuzz_parser
   max_len=4400
+elif [ "$target" = nvme ]; then
+  ninja -C "$build" tests/protocol/fuzz_nvme
+  fuzzer=$build/tests/protocol/fuzz_nvme
+  max_len=4200
+elif [ "$target" = nvmf ]; then
+  ninja -C "$build" tests/lib/nvmf/fuzz_nvmf_target
+  fuzzer=$build/tests/lib/nvmf/fuzz_nvmf_target
+  max_len=4200
 else
   ninja -C "$build" tests/lib/rdma/fuzz_receive tests/lib/rdma/fuzz_receive_seeds
   # shellcheck disable=SC2086

@@ -13,6 +13,7 @@
 #include "apps/craft/craft_run.hpp"
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/gen_json.hpp"
+#include "apps/gen/nvme_bench.hpp"
 #include "apps/gen/options.hpp"
 #include "apps/gen/perftest_printout.hpp"
 #include "apps/gen/cm_clients.hpp"
@@ -124,6 +125,18 @@ int gen_main(int argc, char** argv) {
       return 0;
     }
     return run_emulate(*eo, split.eal);
+  }
+  if (mode.rfind("nvme-", 0) == 0) {
+    auto no = parse_nvme_bench_options(split.app);
+    if (!no) {
+      std::fprintf(stderr, "roce-gen %s: %s (try --help)\n", mode.c_str(), no.error().message.c_str());
+      return 2;
+    }
+    if (no->help) {
+      std::cout << no->help_text;
+      return 0;
+    }
+    return run_nvme_bench(*no, split.eal);
   }
   g_json_errors = json_requested(split.app);
   auto parsed = parse_gen_options(split.app);

@@ -22,8 +22,9 @@ TEST is write, read, send, atomic (perftest's ib_TEST_bw, or ib_TEST_lat with --
 perftest program names ib_write_bw .. ib_atomic_lat work too), pingpong (ibv_rc_pingpong's
 SEND ping-pong) or ud-pingpong (ibv_ud_pingpong's, client only). Two more modes have their own
 options (see their --help): `roce-gen raw` crafts raw RoCEv2 packet streams to a port or a pcap
-file, and `roce-gen emulate` is a link with loss, reordering, delay and ECN marking between two
-ports. Run one side with --listen and the other with --server ADDR (or ADDR last, as perftest
+file, `roce-gen emulate` is a link with loss, reordering, delay and ECN marking between two
+ports, and `roce-gen nvme-read|nvme-write|nvme-randrw` benchmarks an NVMe-oF initiator against
+an in-process NVMe-oF target. Run one side with --listen and the other with --server ADDR (or ADDR last, as perftest
 takes it), or point it at roce-appliance, at a real perftest server (ib_write_bw with no
 address) or at ibv_rc_pingpong. The out-of-band exchange runs over the kernel's TCP (port 18515).
 

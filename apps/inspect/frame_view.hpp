@@ -12,6 +12,7 @@
 #include "apps/capture/capture_reader.hpp"
 #include "apps/capture/frame_decoder.hpp"
 #include "apps/inspect/mad_hook.hpp"
+#include "apps/inspect/nvme_hook.hpp"
 #include "protocol/opcode_space.hpp"
 
 namespace roce::inspect {
@@ -72,6 +73,7 @@ struct FrameView {
   std::optional<std::uint32_t> icrc_value;   // as the CRC value (the wire stores it LSB first)
 
   std::optional<MadView> mad;  // decoded management datagram (GSI frames; mad_hook.hpp)
+  std::optional<NvmeView> nvme;  // an NVMe/RDMA capsule in an RC SEND (nvme_hook.hpp)
 
   bool has(proto::ExtHeader h) const { return headers & proto::header_bit(h); }
   bool flag(FrameFlag f) const { return flags & static_cast<std::uint16_t>(f); }

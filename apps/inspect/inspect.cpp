@@ -17,6 +17,7 @@
 #include "apps/inspect/frame_view.hpp"
 #include "apps/inspect/json_output.hpp"
 #include "apps/inspect/mad_hook.hpp"
+#include "apps/inspect/nvme_hook.hpp"
 #include "apps/inspect/psn_plot.hpp"
 
 namespace roce::inspect {
@@ -65,6 +66,12 @@ void decode_slot(Slot& s, capture::LinkType link, const proto::ParseOptions& par
   s.view.file = file;
   if (s.view.flag(FrameFlag::Gsi))
     if (const MadDescriber describe = mad_describer()) s.view.mad = describe(d.packet.payload);
+  if (s.view.has_bth && s.view.error == proto::ParseError::None && !s.view.dc) {
+    const std::uint8_t op = s.view.bth.opcode;
+    // RC SEND FIRST (0x00), ONLY (0x04), ONLY WITH INVALIDATE (0x17): where a capsule starts.
+    if (op == 0x00 || op == 0x04 || op == 0x17)
+      if (const NvmeDescriber describe = nvme_describer()) s.view.nvme = describe(d.packet.payload, op != 0x00);
+  }
 }
 
 std::int64_t file_size(const std::string& path) {

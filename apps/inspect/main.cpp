@@ -12,6 +12,7 @@
 #include "apps/inspect/cm_mad_view.hpp"
 #include "apps/inspect/inspect.hpp"
 #include "apps/inspect/mad_hook.hpp"
+#include "apps/inspect/nvme_capsule_view.hpp"
 #include "protocol/mtu.hpp"
 
 namespace {
@@ -369,6 +370,7 @@ Usage parse_command_line(int argc, char** argv) {
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
   roce::inspect::set_mad_describer(&roce::inspect::describe_cm_mad);
+  roce::inspect::set_nvme_describer(&roce::inspect::describe_nvme_capsule);
   const Usage u = parse_command_line(argc, argv);
   if (u.help) {
     std::cout << u.help_text;

@@ -132,6 +132,7 @@ std::string frame_details(const FrameView& v) {
   }
   if (v.has(ExtHeader::Ieth)) add("ieth rkey=" + hex32(v.ext.ieth.rkey.get()));
   if (v.flag(FrameFlag::Gsi)) add(v.mad ? "mad: " + v.mad->text : std::string("gsi (QP1 management datagram)"));
+  if (v.nvme) add(v.nvme->text);
   if (v.flag(FrameFlag::Retransmission)) add(v.flag(FrameFlag::Duplicate) ? "retransmission (duplicate: already acknowledged)" : "retransmission");
   if (v.flag(FrameFlag::Cut)) add("cut by the snap length: captured " + std::to_string(v.caplen) + " of " + std::to_string(v.wire_len) + " bytes");
   if (v.flag(FrameFlag::IpBeyondFrame))

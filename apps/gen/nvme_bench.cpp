@@ -1,0 +1,667 @@
+#include "apps/gen/nvme_bench.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <cxxopts.hpp>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "apps/common/option_error.hpp"
+#include "apps/common/runtime.hpp"
+#include "dataplane/dataplane.hpp"
+#include "dataplane/link_emulator.hpp"
+#include "dataplane/ring_port.hpp"
+#include "lib/nvmf/rdma_host.hpp"
+#include "lib/nvmf/rdma_queue.hpp"
+#include "lib/rdma/qp_transitions.hpp"
+#include "lib/util/json_writer.hpp"
+
+namespace roce::app {
+
+namespace nv = proto::nvme;
+using nvmf::HostCompletion;
+using nvmf::NvmfRdmaHost;
+using nvmf::NvmfRdmaQueue;
+using nvmf::SglMode;
+
+namespace {
+
+constexpr char kUsage[] =
+    "NVMe-oF initiator against an in-process NVMe-oF target over a net_ring pair";
+constexpr char kSubNqn[] = "nqn.2026-12.io.rocev2-dp:bench";
+constexpr char kHostNqn[] = "nqn.2014-08.org.nvmexpress:uuid:roce-gen";
+
+std::optional<std::uint64_t> parse_bytes(std::string s) {
+  if (s.empty()) return std::nullopt;
+  std::uint64_t mult = 1;
+  const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
+  if (last == 'k') mult = 1024;
+  if (last == 'm') mult = 1024 * 1024;
+  if (mult != 1) s.pop_back();
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  return std::stoull(s) * mult;
+}
+
+}  // namespace
+
+Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>& args) {
+  NvmeBenchOptions o;
+  const std::string mode = args.size() > 1 ? args[1] : "";
+  if (mode == "nvme-read") o.workload = NvmeWorkload::Read;
+  else if (mode == "nvme-write") o.workload = NvmeWorkload::Write;
+  else if (mode == "nvme-randrw") o.workload = NvmeWorkload::RandRw, o.random = true;
+  else return make_error(EINVAL, "unknown NVMe mode '" + mode + "' (nvme-read, nvme-write, nvme-randrw)");
+  cxxopts::Options opts("roce-gen " + mode, kUsage);
+  opts.custom_help("[EAL args --] " + mode + " [--bs 4k] [--qd 16] [--queues 1] [--time 2] [--rw seq|rand] [--verify]");
+  std::string bs = "4k", rw = "seq", ns = "64";
+  unsigned qd = 16, queues = 1;
+  opts.add_options()
+      ("bs", "block size of each command (bytes; k and m suffixes), a multiple of the LBA size", cxxopts::value<std::string>(bs)->default_value("4k"))
+      ("qd", "commands in flight per I/O queue", cxxopts::value<unsigned>(qd)->default_value("16"))
+      ("queues", "I/O queues, each on its own QP", cxxopts::value<unsigned>(queues)->default_value("1"))
+      ("time", "seconds to run", cxxopts::value<double>(o.seconds)->default_value("2"))
+      ("rw", "offsets: seq (each queue walks its own share) or rand (nvme-randrw: always rand)", cxxopts::value<std::string>(rw)->default_value("seq"))
+      ("rwmix", "nvme-randrw: percent of commands that read", cxxopts::value<unsigned>(o.read_percent)->default_value("50"))
+      ("size", "namespace size in MiB (memory-backed)", cxxopts::value<std::string>(ns)->default_value("64"))
+      ("file", "back the namespace with this file (created, sized to --size) instead of memory", cxxopts::value<std::string>(o.file))
+      ("lba", "LBA size: 512 or 4096", cxxopts::value<std::uint32_t>(o.lba_size)->default_value("512"))
+      ("verify", "check every read against what was written (each command slot owns its own LBAs)")
+      ("seed", "seed of the random offsets and of the link's faults", cxxopts::value<std::uint64_t>(o.seed)->default_value("1"))
+      ("loss", "probability a frame is lost, each way (link emulator between the two)", cxxopts::value<double>(o.loss)->default_value("0"))
+      ("dup", "probability a frame arrives twice, each way", cxxopts::value<double>(o.duplicate)->default_value("0"))
+      ("reorder", "probability a frame is held back 100 us, each way", cxxopts::value<double>(o.reorder)->default_value("0"))
+      ("baseline", "also measure RDMA WRITE goodput (same size, depth, queues, time) and print IOPS x bs against it")
+      ("json", "print the result as JSON")
+      ("h,help", "this text");
+  std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    // fio spells options with one dash: -bs 4k, -qd 32, -time 5.
+    rest.push_back(a.size() > 2 && a[0] == '-' && a[1] != '-' ? "-" + a : a);
+  }
+  std::vector<const char*> argv;
+  for (const auto& a : rest) argv.push_back(a.c_str());
+  cxxopts::ParseResult r;
+  try {
+    r = opts.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const std::exception& e) {
+    return make_error(EINVAL, explain_option_error(e.what(), rest));
+  }
+  if (r.count("help")) {
+    o.help = true;
+    o.help_text = opts.help();
+    return o;
+  }
+  if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
+  if (o.lba_size != 512 && o.lba_size != 4096) return make_error(EINVAL, "--lba must be 512 or 4096");
+  const auto b = parse_bytes(bs);
+  if (!b || *b == 0 || *b % o.lba_size || *b > 128 * 1024)
+    return make_error(EINVAL, "--bs '" + bs + "': a multiple of the LBA size (" + std::to_string(o.lba_size) + ") up to 128k");
+  o.block_size = static_cast<std::uint32_t>(*b);
+  if (qd == 0 || qd > 64) return make_error(EINVAL, "--qd must be 1..64");
+  if (queues == 0 || queues > 8) return make_error(EINVAL, "--queues must be 1..8");
+  o.queue_depth = static_cast<std::uint16_t>(qd);
+  o.queues = static_cast<std::uint16_t>(queues);
+  if (!(o.seconds > 0) || o.seconds > 3600) return make_error(EINVAL, "--time must be in (0, 3600] seconds");
+  if (rw == "rand") o.random = true;
+  else if (rw != "seq") return make_error(EINVAL, "--rw must be seq or rand");
+  if (o.read_percent > 100) return make_error(EINVAL, "--rwmix is a percentage");
+  const auto mib = parse_bytes(ns);
+  if (!mib || *mib == 0 || *mib > 4096) return make_error(EINVAL, "--size must be 1..4096 MiB");
+  o.namespace_mib = *mib;
+  const std::uint64_t slots = std::uint64_t{o.queues} * o.queue_depth;
+  if (o.namespace_mib * 1024 * 1024 < slots * o.block_size)
+    return make_error(EINVAL, "--size too small for every command slot to own a block");
+  for (double p : {o.loss, o.duplicate, o.reorder})
+    if (!(p >= 0 && p < 1)) return make_error(EINVAL, "--loss, --dup and --reorder are probabilities in [0, 1)");
+  o.verify = r.count("verify") > 0;
+  o.baseline = r.count("baseline") > 0;
+  o.json = r.count("json") > 0;
+  return o;
+}
+
+namespace {
+
+// One RC QP pair of the run, initiator side and target side.
+struct QueueLink {
+  std::unique_ptr<NvmfRdmaQueue> target;
+  std::unique_ptr<NvmfRdmaHost> host;
+};
+
+struct Side {
+  Engine* engine;
+  PdHandle pd;
+};
+
+Result<std::pair<QueuePair*, CompletionQueue*>> make_qp(Side& s, std::uint32_t depth) {
+  auto cq = s.engine->create_cq(8 * depth + 16);
+  if (!cq) return cq.error();
+  QpInit init;
+  init.send_cq = *cq;
+  init.recv_cq = *cq;
+  init.cap = ibv_qp_cap{4 * depth + 8, 2 * depth + 8, 1, 1, 64};
+  auto qp = s.engine->create_qp(s.pd, init);
+  if (!qp) return qp.error();
+  return std::pair{*qp, *cq};
+}
+
+Status bring_up(Side& me, QueuePair* qp, const dp::Dataplane& peer_dp, std::uint32_t peer_qpn, std::uint32_t my_psn,
+                std::uint32_t peer_psn) {
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  PeerPath path;
+  path.mtu = IBV_MTU_4096;
+  path.dest_qpn = peer_qpn;
+  path.rq_psn = peer_psn;
+  path.dgid = gid_from_ip(peer_dp.local().ip);
+  path.max_dest_rd_atomic = 16;
+  for (const QpTransition& t : {init_transition(IBV_QPT_RC, kAccess), rtr_transition(IBV_QPT_RC, path),
+                                rts_transition(IBV_QPT_RC, SendSide{my_psn, 14, 7, 7, 16})})
+    if (Status s = me.engine->modify_qp(qp, t.attr, t.mask); !s) return s;
+  return {};
+}
+
+std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip,
+                                       std::uint32_t mbufs) {
+  dp::DataplaneOptions o;
+  o.name = name;
+  o.port.name = std::to_string(port);
+  o.ip = IpAddress::ipv4(ip);
+  o.mbufs = mbufs;
+  o.engine.max_inline = 64;
+  auto d = dp::Dataplane::create(o);
+  if (!d) {
+    std::fprintf(stderr, "roce-gen: %s\n", d.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(*d);
+}
+
+// The pattern a block carries after its `tag`-th write (tag 0: never written, zeros).
+void fill_block(std::span<std::byte> b, std::uint64_t lba, std::uint64_t tag) {
+  if (tag == 0) {
+    std::memset(b.data(), 0, b.size());
+    return;
+  }
+  std::uint64_t x = lba * 0x9E3779B97F4A7C15ull ^ tag * 0xC2B2AE3D27D4EB4Full;
+  for (std::size_t i = 0; i + 8 <= b.size(); i += 8) {
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    std::memcpy(b.data() + i, &x, 8);
+  }
+}
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, avg = 0;
+};
+Percentiles percentiles(std::vector<Nanos>& v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return static_cast<double>(v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))]) / 1e3; };
+  p.p50 = at(0.50);
+  p.p90 = at(0.90);
+  p.p99 = at(0.99);
+  p.p999 = at(0.999);
+  p.max = static_cast<double>(v.back()) / 1e3;
+  double sum = 0;
+  for (Nanos n : v) sum += static_cast<double>(n);
+  p.avg = sum / static_cast<double>(v.size()) / 1e3;
+  return p;
+}
+
+const char* workload_name(NvmeWorkload w) {
+  switch (w) {
+    case NvmeWorkload::Read: return "read";
+    case NvmeWorkload::Write: return "write";
+    case NvmeWorkload::RandRw: return "randrw";
+  }
+  return "?";
+}
+
+class Bench {
+ public:
+  Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, dp::LinkEmulator* emu)
+      : o_(o), ini_(ini), tgt_(tgt), emu_(emu) {}
+
+  int run();
+
+ private:
+  Status setup();
+  void poll() {
+    ini_.poll_once();
+    if (emu_) emu_->poll(emu_->now());
+    tgt_.poll_once();
+    const Nanos now = tgt_.now();
+    target_->poll(now);
+    for (auto& l : links_) {
+      l.target->poll(now);
+      l.host->poll();
+    }
+  }
+  // Runs one admin/connect command to completion.
+  Result<HostCompletion> exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode);
+  // Connect on a queue; the CNTLID the target answered.
+  Result<std::uint16_t> connect(std::size_t link, std::uint16_t qid, std::uint16_t sqsize, std::uint16_t cntlid);
+  Result<QueueLink> open(std::uint16_t qid, std::uint16_t depth);
+  // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size` each in flight.
+  Result<double> write_baseline();
+
+  const NvmeBenchOptions& o_;
+  dp::Dataplane& ini_;
+  dp::Dataplane& tgt_;
+  dp::LinkEmulator* emu_;
+  std::unique_ptr<nvmf::Target> target_;
+  Side ini_side_{}, tgt_side_{};
+  std::vector<QueueLink> links_;  // [0] admin
+  std::uint32_t psn_ = 0x1000;
+};
+
+Result<QueueLink> Bench::open(std::uint16_t qid, std::uint16_t depth) {
+  auto a = make_qp(ini_side_, depth);
+  if (!a) return a.error();
+  auto b = make_qp(tgt_side_, depth);
+  if (!b) return b.error();
+  psn_ += 0x100;
+  if (Status s = bring_up(ini_side_, a->first, tgt_, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
+  if (Status s = bring_up(tgt_side_, b->first, ini_, a->first->qpn(), psn_ + 0x80, psn_); !s) return s.error();
+  QueueLink l;
+  auto t = NvmfRdmaQueue::create(*target_, *tgt_side_.engine, tgt_side_.pd, b->first, b->second,
+                                 nvmf::queue_config_for(target_->config(), qid, depth));
+  if (!t) return t.error();
+  l.target = std::move(*t);
+  nvmf::HostQueueConfig hc;
+  hc.depth = depth;
+  hc.max_transfer = std::max<std::uint32_t>(o_.block_size, 4096);
+  hc.inline_size = qid == 0 ? 0 : target_->config().inline_data_size;
+  auto h = NvmfRdmaHost::create(*ini_side_.engine, ini_side_.pd, a->first, a->second, hc);
+  if (!h) return h.error();
+  l.host = std::move(*h);
+  return l;
+}
+
+Result<double> Bench::write_baseline() {
+  std::vector<std::byte> src(std::size_t{o_.block_size} * o_.queue_depth, std::byte{0x5A});
+  std::vector<std::byte> dst(src.size());
+  auto smr = ini_side_.engine->memory().register_region(ini_side_.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  auto dmr = tgt_side_.engine->memory().register_region(tgt_side_.pd, dst.data(), dst.size(),
+                                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (!smr || !dmr) return make_error(ENOMEM, "cannot register the baseline's buffers");
+  struct Qp {
+    QueuePair* qp;
+    CompletionQueue* cq;
+  };
+  std::vector<Qp> qps;
+  for (std::uint16_t q = 0; q < o_.queues; ++q) {
+    auto a = make_qp(ini_side_, o_.queue_depth);
+    auto b = make_qp(tgt_side_, o_.queue_depth);
+    if (!a || !b) return make_error(ENOMEM, "cannot create the baseline's QPs");
+    psn_ += 0x100;
+    if (Status s = bring_up(ini_side_, a->first, tgt_, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
+    if (Status s = bring_up(tgt_side_, b->first, ini_, a->first->qpn(), psn_ + 0x80, psn_); !s) return s.error();
+    qps.push_back({a->first, a->second});
+  }
+  auto post = [&](const Qp& q, std::uint16_t i) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(src.data() + std::size_t{i} * o_.block_size), o_.block_size,
+                (*smr)->lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = i;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(dst.data() + std::size_t{i} * o_.block_size);
+    wr.wr.rdma.rkey = (*dmr)->rkey();
+    ibv_send_wr* bad = nullptr;
+    return ini_side_.engine->post_send(q.qp, &wr, &bad) == 0;
+  };
+  for (const Qp& q : qps)
+    for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
+      if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
+  const Nanos t0 = ini_.now();
+  const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
+  std::uint64_t done = 0, outstanding = std::uint64_t{o_.queue_depth} * o_.queues;
+  ibv_wc wc[32];
+  while (outstanding > 0 && ini_.now() < end + 10 * kSecond) {
+    ini_.poll_once();
+    if (emu_) emu_->poll(emu_->now());
+    tgt_.poll_once();
+    const bool stopping = ini_.now() >= end;
+    for (const Qp& q : qps) {
+      const int n = ini_side_.engine->poll_cq(q.cq, 32, wc);
+      if (n < 0) return make_error(EIO, "baseline CQ overrun");
+      for (int k = 0; k < n; ++k) {
+        if (wc[k].status != IBV_WC_SUCCESS) return make_error(EIO, std::string("baseline WRITE: ") + ibv_wc_status_str(wc[k].status));
+        ++done;
+        if (stopping || !post(q, static_cast<std::uint16_t>(wc[k].wr_id))) --outstanding;
+      }
+    }
+  }
+  const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  for (const Qp& q : qps) (void)ini_side_.engine->destroy_qp(q.qp);
+  (void)ini_side_.engine->memory().deregister((*smr)->key);
+  (void)tgt_side_.engine->memory().deregister((*dmr)->key);
+  return static_cast<double>(done) * o_.block_size / secs;
+}
+
+Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
+  NvmfRdmaHost& h = *links_[link].host;
+  if (Status s = h.submit(0, sqe, len, mode); !s) return s.error();
+  const Nanos deadline = ini_.now() + 5 * kSecond;
+  while (ini_.now() < deadline) {
+    poll();
+    if (auto c = h.take(0)) {
+      if (!c->status().ok()) return make_error(EIO, "command failed: " + nv::to_string(c->status()));
+      return *c;
+    }
+    if (h.failed()) return make_error(EIO, "host queue failed: " + h.failure());
+    if (links_[link].target->torn_down()) return make_error(EIO, "target dropped the queue: " + links_[link].target->queue().failure());
+  }
+  return make_error(ETIMEDOUT, "no response in 5 s");
+}
+
+Result<std::uint16_t> Bench::connect(std::size_t link, std::uint16_t qid, std::uint16_t sqsize, std::uint16_t cntlid) {
+  nv::ConnectCommand c;
+  c.qid.set(qid);
+  c.sqsize.set(sqsize);
+  c.kato.set(qid == 0 ? 120000 : 0);
+  nv::ConnectData d;
+  d.cntlid.set(cntlid);
+  nv::set_fixed_string(d.subnqn, kSubNqn, '\0');
+  nv::set_fixed_string(d.hostnqn, kHostNqn, '\0');
+  std::memcpy(links_[link].host->buffer(0).data(), static_cast<const void*>(&d), sizeof d);
+  auto r = exec(link, nv::overlay<nv::Sqe>(c), nv::kConnectDataSize, SglMode::Keyed);
+  if (!r) return make_error(EIO, "Connect QID " + std::to_string(qid) + ": " + r.error().message);
+  return static_cast<std::uint16_t>(r->cqe.dw0.get());
+}
+
+Status Bench::setup() {
+  nvmf::TargetConfig tc;
+  tc.max_io_queues = o_.queues;
+  tc.max_queue_depth = 128;
+  tc.mdts = 5;  // 128 KiB
+  tc.traddr = to_string(tgt_.local().ip);
+  target_ = std::make_unique<nvmf::Target>(tc);
+  auto sub = target_->add_subsystem(kSubNqn, "ROCEGEN0001");
+  if (!sub) return sub.error();
+  const std::uint64_t nblocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
+  auto ns = o_.file.empty() ? nvmf::NamespaceStore::memory(nblocks, o_.lba_size)
+                            : nvmf::NamespaceStore::file(o_.file, nblocks, o_.lba_size);
+  if (!ns) return ns.error();
+  if (Status s = (*sub)->add_namespace(1, std::move(*ns)); !s) return s;
+  ini_side_ = Side{&ini_.worker(0).engine(), ini_.worker(0).engine().alloc_pd()};
+  tgt_side_ = Side{&tgt_.worker(0).engine(), tgt_.worker(0).engine().alloc_pd()};
+  // Both ends are in this process: each learns the other's MAC without ARP.
+  ini_.arp().learn(tgt_.local().ip.v4, tgt_.local().mac);
+  tgt_.arp().learn(ini_.local().ip.v4, ini_.local().mac);
+
+  auto admin = open(0, 32);
+  if (!admin) return admin.error();
+  links_.push_back(std::move(*admin));
+  auto cntlid = connect(0, 0, 31, nv::kDynamicCntlid);
+  if (!cntlid) return cntlid.error();
+  nv::PropertyCommand cc;
+  cc.fctype = static_cast<std::uint8_t>(nv::FabricsType::PropertySet);
+  cc.ofst.set(static_cast<std::uint32_t>(nv::Property::Cc));
+  cc.value.set(1u | 6u << 16 | 4u << 20);
+  if (auto r = exec(0, nv::overlay<nv::Sqe>(cc), 0, SglMode::None); !r) return make_error(EIO, "enable: " + r.error().message);
+  nv::Sqe nq;
+  nq.opc = static_cast<std::uint8_t>(nv::AdminOpcode::SetFeatures);
+  nq.cdw10.set(static_cast<std::uint8_t>(nv::FeatureId::NumberOfQueues));
+  nq.cdw11.set((o_.queues - 1u) | (o_.queues - 1u) << 16);
+  if (auto r = exec(0, nq, 0, SglMode::None); !r) return make_error(EIO, "number of queues: " + r.error().message);
+  for (std::uint16_t q = 1; q <= o_.queues; ++q) {
+    auto l = open(q, o_.queue_depth);
+    if (!l) return l.error();
+    links_.push_back(std::move(*l));
+    if (auto c = connect(q, q, static_cast<std::uint16_t>(o_.queue_depth - 1), *cntlid); !c) return c.error();
+  }
+  return {};
+}
+
+int Bench::run() {
+  if (Status s = setup(); !s) {
+    std::fprintf(stderr, "roce-gen: NVMe-oF set-up: %s\n", s.error().message.c_str());
+    return 1;
+  }
+  double baseline_bps = 0;
+  if (o_.baseline) {
+    auto b = write_baseline();
+    if (!b) {
+      std::fprintf(stderr, "roce-gen: baseline: %s\n", b.error().message.c_str());
+      return 1;
+    }
+    baseline_bps = *b;
+  }
+  const std::uint32_t nlb = o_.block_size / o_.lba_size;
+  const std::uint64_t blocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
+  const std::uint64_t slots = std::uint64_t{o_.queues} * o_.queue_depth;
+  // Each command slot owns a stripe of the namespace, so no two commands in flight touch the
+  // same LBA and --verify knows what every read must return.
+  const std::uint64_t stripe_cmds = blocks / nlb / slots;
+  std::vector<std::uint64_t> tags(blocks / nlb, 0);  // per block-size unit: writes so far
+  std::vector<std::uint64_t> cursor(slots, 0);
+  struct InFlight {
+    Nanos start = 0;
+    bool write = false;
+    std::uint64_t unit = 0;
+  };
+  std::vector<InFlight> inflight(slots);
+  std::vector<Nanos> lat;
+  lat.reserve(1 << 20);
+  std::mt19937_64 rng(o_.seed);
+  std::uint64_t reads = 0, writes = 0, errors = 0, mismatches = 0;
+  std::string first_error;
+  std::vector<std::byte> expect(o_.block_size);
+
+  auto issue = [&](std::uint16_t q, std::uint16_t cid) {
+    const std::uint64_t slot = std::uint64_t{q} * o_.queue_depth + cid;
+    const std::uint64_t k = o_.random ? rng() % stripe_cmds : cursor[slot]++ % stripe_cmds;
+    const std::uint64_t unit = slot * stripe_cmds + k;
+    bool write = o_.workload == NvmeWorkload::Write;
+    if (o_.workload == NvmeWorkload::RandRw) write = rng() % 100 >= o_.read_percent;
+    NvmfRdmaHost& h = *links_[q + 1u].host;
+    if (write && o_.verify) fill_block(h.buffer(cid).first(o_.block_size), unit, tags[unit] + 1);
+    nv::Sqe s;
+    s.opc = static_cast<std::uint8_t>(write ? nv::IoOpcode::Write : nv::IoOpcode::Read);
+    s.nsid.set(1);
+    const std::uint64_t slba = unit * nlb;
+    s.cdw10.set(static_cast<std::uint32_t>(slba));
+    s.cdw11.set(static_cast<std::uint32_t>(slba >> 32));
+    s.cdw12.set(nlb - 1);
+    const SglMode mode = write && o_.block_size <= links_[q + 1u].target->queue().config().inline_size ? SglMode::InCapsule
+                                                                                                        : SglMode::Keyed;
+    inflight[slot] = InFlight{ini_.now(), write, unit};
+    if (Status st = h.submit(cid, s, o_.block_size, mode); !st) {
+      ++errors;
+      if (first_error.empty()) first_error = st.error().message;
+    }
+  };
+
+  // Reads that verify need something to check: the namespace starts with every unit written
+  // once (through the store, before the clock starts).
+  if (o_.verify) {
+    nvmf::NamespaceStore& ns = *target_->find_subsystem(kSubNqn)->find_namespace(1);
+    for (std::uint64_t u = 0; u < tags.size(); ++u) {
+      fill_block(expect, u, 1);
+      if (ns.write(u * nlb, expect) != nvmf::MediaResult::Ok) {
+        std::fprintf(stderr, "roce-gen: cannot fill the namespace\n");
+        return 1;
+      }
+      tags[u] = 1;
+    }
+  }
+  const Nanos t0 = ini_.now();
+  const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
+  for (std::uint16_t q = 0; q < o_.queues; ++q)
+    for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) issue(q, cid);
+  bool stopping = false;
+  std::uint64_t outstanding = slots;
+  std::uint64_t spins = 0;
+  while (outstanding > 0) {
+    poll();
+    const Nanos now = ini_.now();
+    if (!stopping && (now >= end || ((++spins & 0x3ff) == 0 && dp::StopSignals::requested()))) stopping = true;
+    if (now > end + 10 * kSecond) {
+      if (first_error.empty()) first_error = "commands still outstanding 10 s after the end";
+      ++errors;
+      break;
+    }
+    for (std::uint16_t q = 0; q < o_.queues; ++q) {
+      NvmfRdmaHost& h = *links_[q + 1u].host;
+      if (h.failed() || links_[q + 1u].target->torn_down()) {
+        ++errors;
+        if (first_error.empty())
+          first_error = h.failed() ? h.failure() : links_[q + 1u].target->queue().failure();
+        outstanding = 0;
+        break;
+      }
+      for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) {
+        auto c = h.take(cid);
+        if (!c) continue;
+        const std::uint64_t slot = std::uint64_t{q} * o_.queue_depth + cid;
+        const InFlight& f = inflight[slot];
+        lat.push_back(now - f.start);
+        if (!c->status().ok()) {
+          ++errors;
+          if (first_error.empty()) first_error = nv::to_string(c->status());
+        } else if (f.write) {
+          ++writes;
+          ++tags[f.unit];
+        } else {
+          ++reads;
+          if (o_.verify) {
+            fill_block(expect, f.unit, tags[f.unit]);
+            if (std::memcmp(expect.data(), h.buffer(cid).data(), o_.block_size) != 0) ++mismatches;
+          }
+        }
+        if (stopping) {
+          --outstanding;
+        } else {
+          issue(q, cid);
+        }
+      }
+    }
+  }
+  const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  // What the writes left in the namespace: every unit as its last completed write made it.
+  std::uint64_t media_mismatches = 0;
+  if (o_.verify && writes > 0 && errors == 0) {
+    const nvmf::NamespaceStore& ns = *target_->find_subsystem(kSubNqn)->find_namespace(1);
+    std::vector<std::byte> got(o_.block_size);
+    for (std::uint64_t u = 0; u < tags.size(); ++u) {
+      fill_block(expect, u, tags[u]);
+      if (ns.read(u * nlb, got) != nvmf::MediaResult::Ok || got != expect) ++media_mismatches;
+    }
+    mismatches += media_mismatches;
+  }
+  const Percentiles p = percentiles(lat);
+  const double iops = static_cast<double>(reads + writes) / secs;
+  const double mib_s = iops * o_.block_size / (1024.0 * 1024.0);
+  const bool failed = errors > 0 || mismatches > 0;
+  if (o_.json) {
+    JsonWriter w;
+    w.begin_object()
+        .field("workload", workload_name(o_.workload))
+        .field("pattern", o_.random ? "rand" : "seq")
+        .field("block_size", std::uint64_t{o_.block_size})
+        .field("queue_depth", std::uint64_t{o_.queue_depth})
+        .field("queues", std::uint64_t{o_.queues})
+        .field("seconds", secs)
+        .field("reads", reads)
+        .field("writes", writes)
+        .field("iops", iops)
+        .field("mib_per_s", mib_s)
+        .key("latency_us")
+        .begin_object()
+        .field("avg", p.avg)
+        .field("p50", p.p50)
+        .field("p90", p.p90)
+        .field("p99", p.p99)
+        .field("p99.9", p.p999)
+        .field("max", p.max)
+        .end_object()
+        .field("errors", errors)
+        .field("first_error", first_error)
+        .field("verify", o_.verify ? (mismatches ? "MISMATCH" : "ok") : "off")
+        .field("mismatches", mismatches);
+    if (o_.baseline)
+      w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
+          .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps);
+    w.end_object();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("nvme-%s %s bs=%u qd=%u queues=%u: %.1f s\n", workload_name(o_.workload), o_.random ? "rand" : "seq",
+                o_.block_size, o_.queue_depth, o_.queues, secs);
+    std::printf("  IOPS %.0f (read %llu, write %llu), bandwidth %.2f MiB/s\n", iops,
+                static_cast<unsigned long long>(reads), static_cast<unsigned long long>(writes), mib_s);
+    std::printf("  latency us: avg %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p.avg, p.p50, p.p90,
+                p.p99, p.p999, p.max);
+    std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
+                first_error.c_str(), first_error.empty() ? "" : ")");
+    if (o_.baseline)
+      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s; IOPS x bs / baseline = %.3f\n",
+                  baseline_bps / (1024.0 * 1024.0), iops * o_.block_size / baseline_bps);
+    if (o_.verify)
+      std::printf("  verify: %s (%llu reads checked, %llu mismatched; namespace after the writes: %llu units wrong)\n",
+                  mismatches ? "MISMATCH" : "ok", static_cast<unsigned long long>(reads),
+                  static_cast<unsigned long long>(mismatches - media_mismatches),
+                  static_cast<unsigned long long>(media_mismatches));
+  }
+  links_.clear();  // queues first: they deregister their memory and disconnect the controller
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& eal) {
+  if (Status s = dp::Eal::init(eal); !s) {
+    std::fprintf(stderr, "roce-gen: %s\n", s.error().message.c_str());
+    return 2;
+  }
+  const EalGuard eal_guard;
+  if (Status s = dp::StopSignals::install(); !s) {
+    std::fprintf(stderr, "roce-gen: %s\n", s.error().message.c_str());
+    return 1;
+  }
+  const bool faults = o.loss > 0 || o.duplicate > 0 || o.reorder > 0;
+  auto left = dp::make_ring_pair("nvme_ini", faults ? "nvme_emu_x" : "nvme_tgt");
+  auto right = faults ? dp::make_ring_pair("nvme_emu_y", "nvme_tgt") : left;
+  if (!left || !right) {
+    std::fprintf(stderr, "roce-gen: cannot create the ring ports\n");
+    return 1;
+  }
+  // Frames in flight: every command's data (4 KiB frames) plus its capsule, response and ACKs,
+  // twice over for retransmissions; a pool no larger makes start-up quicker for small runs.
+  const std::uint64_t in_flight = std::uint64_t{o.queues} * o.queue_depth * (o.block_size / 4096 + 4) * 2;
+  const auto mbufs = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(in_flight, 4095, 32767) | 1);
+  auto ini = make_dp("nvme_ini", left->a, {10, 44, 20, 1}, mbufs);
+  auto tgt = make_dp("nvme_tgt", right->b, {10, 44, 20, 2}, mbufs);
+  if (!ini || !tgt) return 1;
+  std::unique_ptr<dp::LinkEmulator> emu;
+  if (faults) {
+    dp::LinkEmulatorOptions eo;
+    eo.name = "nvme_emu";
+    eo.x.name = std::to_string(left->b);
+    eo.y.name = std::to_string(right->a);
+    dp::DirectionFaults f;
+    f.loss = o.loss;
+    f.duplicate = o.duplicate;
+    f.reorder = o.reorder;
+    eo.x_to_y = f;
+    eo.y_to_x = f;
+    eo.seed = o.seed;
+    auto e = dp::LinkEmulator::create(eo);
+    if (!e) {
+      std::fprintf(stderr, "roce-gen: link emulator: %s\n", e.error().message.c_str());
+      return 1;
+    }
+    emu = std::move(*e);
+    if (!o.json) std::fprintf(stderr, "roce-gen: link %s, seed %llu\n", dp::to_string(f).c_str(), static_cast<unsigned long long>(o.seed));
+  }
+  Bench b(o, *ini, *tgt, emu.get());
+  return b.run();
+}
+
+}  // namespace roce::app

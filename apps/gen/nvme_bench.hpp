@@ -1,0 +1,50 @@
+// `roce-gen nvme-read | nvme-write | nvme-randrw`: an NVMe-oF initiator (lib/nvmf's host queue)
+// against lib/nvmf's target, each on its own dataplane, joined by a net_ring pair in this
+// process, fio-like: block size, queue depth, number of I/O queues, duration, sequential or
+// random offsets, --verify; --loss/--dup/--reorder put the link emulator between the two.
+// Prints IOPS, bandwidth and latency percentiles. The QPs are
+// connected directly until the rdma_cm path carries NVMe/RDMA (issue 24 after the CM work).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/status.hpp"
+
+namespace roce::app {
+
+enum class NvmeWorkload : std::uint8_t { Read, Write, RandRw };
+
+struct NvmeBenchOptions {
+  bool help = false;
+  std::string help_text;
+  NvmeWorkload workload = NvmeWorkload::Read;
+  bool random = false;          // nvme-randrw is always random
+  std::uint32_t block_size = 4096;
+  std::uint16_t queue_depth = 16;
+  std::uint16_t queues = 1;
+  double seconds = 2;
+  bool verify = false;
+  unsigned read_percent = 50;   // nvme-randrw
+  std::uint64_t namespace_mib = 64;
+  std::string file;             // back the namespace with this file (made or resized to --size)
+  std::uint32_t lba_size = 512;
+  std::uint64_t seed = 1;
+  // > 0: dataplane/link_emulator between initiator and target, seeded, both ways.
+  double loss = 0, duplicate = 0, reorder = 0;
+  // Also run RDMA WRITEs of the same size and depth between the same two dataplanes, in the
+  // same loop, for the same time: the same-run baseline the IOPS are set against.
+  bool baseline = false;
+  bool json = false;
+};
+
+// args[0] is the program name, args[1] the mode. fio's single-dash spellings (-bs 4k, -qd 32,
+// -queues 2, -time 5) are taken as well as --bs/--qd/--queues/--time.
+Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>& args);
+
+// Runs the benchmark (EAL from `eal`); returns the exit status (1 on any I/O error or
+// verification mismatch).
+int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& eal);
+
+}  // namespace roce::app
