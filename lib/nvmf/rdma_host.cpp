@@ -17,6 +17,10 @@ NvmfRdmaHost::NvmfRdmaHost(Engine& engine, PdHandle pd, QueuePair* qp, Completio
     : engine_(engine), pd_(pd), qp_(qp), cq_(cq), cfg_(cfg) {}
 
 NvmfRdmaHost::~NvmfRdmaHost() {
+  // As NvmfRdmaQueue's: the QP stops using our buffers before they go.
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  (void)engine_.modify_qp(qp_, a, IBV_QP_STATE);
   for (const auto& s : slots_)
     if (s.own_mr) (void)engine_.memory().deregister(s.own_mr->key);
   for (const MemoryRegion* mr : {data_mr_, capsule_mr_, raw_mr_, recv_mr_})

@@ -19,7 +19,9 @@ NvmfRdmaQueue::NvmfRdmaQueue(Target& target, Engine& engine, PdHandle pd, QueueP
       recv_stride_(static_cast<std::uint32_t>(nv::kSqeSize) + cfg.inline_size) {}
 
 NvmfRdmaQueue::~NvmfRdmaQueue() {
-  queue_.disconnect();
+  // The QP outlives this object (its owner destroys it): in the error state it neither places
+  // a frame into our receive buffers nor sends from our data buffers again.
+  teardown("queue destroyed");
   for (const MemoryRegion* mr : {recv_mr_, data_mr_, resp_mr_})
     if (mr) (void)engine_.memory().deregister(mr->key);
 }
