@@ -82,10 +82,12 @@ struct ClientQp {
 class ClientTraffic {
  public:
   // The landing area is perftest's BUFF_SIZE(size, cycle_buffer): a -b server walks its
-  // operations through a cycle buffer from the address we give it.
+  // operations through a cycle buffer from the address we give it. A UD receive (SEND -b) has
+  // the GRH in front of the message.
   ClientTraffic(dp::Dataplane& dp, const ClientOptions& o, std::uint32_t max_size, std::uint32_t cycle_buffer,
                 ClientRun& run, const std::function<void(const ClientProgress&)>& progress)
-      : dp_(dp), o_(o), max_size_(max_size), landing_bytes_(std::max(max_size, cycle_buffer)),
+      : dp_(dp), o_(o), max_size_(max_size),
+        landing_bytes_(std::max(max_size + (o.qp.type == IBV_QPT_UD ? kUdGrhBytes : 0), cycle_buffer)),
         per_qp_((2 * std::size_t{max_size} + landing_bytes_ + 64 + 63) / 64 * 64), run_(run), progress_(progress),
         conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(dp) {}
   ~ClientTraffic() {

@@ -279,24 +279,25 @@ TEST_F(PerftestLoop, ABidirectionalClientGetsTheServersTrafficAndFigures) {
     unsigned qps;
   };
   for (const Case c : {Case{Verb::Write, IBV_QPT_RC, 2}, Case{Verb::Read, IBV_QPT_RC, 1}, Case{Verb::Send, IBV_QPT_RC, 2},
-                       Case{Verb::Write, IBV_QPT_UC, 1}, Case{Verb::Send, IBV_QPT_UC, 1}}) {
-    SCOPED_TRACE(to_string(c.verb) + (c.type == IBV_QPT_UC ? " UC" : " RC"));
+                       Case{Verb::Write, IBV_QPT_UC, 1}, Case{Verb::Send, IBV_QPT_UC, 1}, Case{Verb::Send, IBV_QPT_UD, 2}}) {
+    SCOPED_TRACE(to_string(c.verb) + (c.type == IBV_QPT_UC ? " UC" : c.type == IBV_QPT_UD ? " UD" : " RC"));
     type_ = c.type;
-    auto r = run(spec(c.verb, Measure::Bandwidth, 4096, 200), false, c.qps);
+    const std::uint32_t size = c.type == IBV_QPT_UD ? 1024 : 4096;  // a datagram fits the MTU
+    auto r = run(spec(c.verb, Measure::Bandwidth, size, 200), false, c.qps);
     ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
     ASSERT_EQ(r->bw.size(), 1u);
     ASSERT_TRUE(last_report_.client_results && last_report_.server_results);
     // Each side's operations, as each sent them: the client's own, the server's own.
     EXPECT_EQ(last_report_.client_results->iters, 200u * c.qps);
     EXPECT_EQ(last_report_.server_results->iters, 200u * c.qps);
-    EXPECT_EQ(last_report_.server_results->size, 4096u);
+    EXPECT_EQ(last_report_.server_results->size, size);
     EXPECT_GT(last_report_.server_results->bw_avg, 0);
     // The client's row is both sides' sum (perftest's print_full_bw_report).
     const double client_own = last_report_.client_results->bw_avg * 1048576.0;
     EXPECT_NEAR(r->bw[0].bw_avg_bps, client_own + last_report_.server_results->bw_avg * 1048576.0, 1.0);
     if (c.verb == Verb::Send) {
       EXPECT_EQ(last_report_.received_messages, 200u * c.qps);  // the client's SENDs, into our receives
-      EXPECT_EQ(last_report_.received_bytes, 200u * c.qps * 4096);
+      EXPECT_EQ(last_report_.received_bytes, 200u * c.qps * size);
     }
   }
 }
