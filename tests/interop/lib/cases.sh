@@ -236,6 +236,8 @@ cases_flags_full() {
   echo "send/rxe>app/m1024/bidir/s4096 from-rxe send 1024 0 4096 64 b"
   echo "write/rxe>app/m1024/uc/bidir/s4096 from-rxe write 1024 0 4096 64 b,uc"
   echo "send/rxe>app/m1024/ud/bidir/s1024 from-rxe send 1024 0 1024 64 b,ud"
+  echo "send/rxe>app/m1024/uc/bidir/s4096 from-rxe send 1024 0 4096 64 b,uc"
+  echo "write/rxe>app/m1024/q2/bidir/s4096 from-rxe write 1024 0 4096 64 b,q2"
   echo "send/gen>rxe/m1024/ud/bidir/s1024 to-rxe send 1024 0 1024 64 b,ud"
   echo "send/gen>rxe/m1024/bidir/s4096 to-rxe send 1024 0 4096 64 b"
   echo "send/gen>rxe/m1024/uc/bidir-D2/s4096 to-rxe send 1024 0 4096 16 b,uc,D2"
