@@ -32,7 +32,9 @@ ibv_rc_pingpong clients (SENDs are echoed) and perftest clients. Every perftest 
 ib_atomic_lat need no option. Two latency tests need the server to act, and perftest's exchange
 does not say which test runs, so name it as perftest's own server is named: --perftest
 ib_send_lat (each SEND is answered) or --perftest ib_write_lat (the server writes first; give it
-the client's -s, or -a and -n, as ib_write_lat's server needs them). UC and UD clients need -c UC
+the client's -s, or -a and -n, as ib_write_lat's server needs them). A -b (bidirectional) client
+needs the server to send as it does: --perftest ib_write_bw -b (or ib_read_bw, ib_send_bw,
+ib_atomic_bw) with the client's -s or -a, and -n, as perftest's server is given them. UC and UD clients need -c UC
 or -c UD, as perftest's server does. Any RDMA peer can WRITE, READ and run atomics on the region
 with the rkey and address the exchange gives it.
 For each perftest session it prints on stdout what perftest's server prints (the test, both
@@ -98,8 +100,13 @@ Status parse_served_test(const cxxopts::ParseResult& r, const std::string& perft
   if (r.count("echo")) test = std::pair{Verb::Send, Measure::Latency};
   if (r.count("write-echo")) test = std::pair{Verb::Write, Measure::Latency};
   const bool write_lat = test && *test == std::pair{Verb::Write, Measure::Latency};
-  if (!write_lat && (r.count("size") || r.count("iters") || r.count("all")))
-    return make_error(EINVAL, "-s, -n and -a are for --perftest ib_write_lat: the other tests' servers need not know them");
+  const bool duplex = r.count("bidirectional") > 0;
+  if (duplex && (!test || test->second != Measure::Bandwidth))
+    return make_error(EINVAL, "-b needs the bandwidth test it serves: --perftest ib_write_bw, ib_read_bw, ib_send_bw or "
+                              "ib_atomic_bw");
+  if (!write_lat && !duplex && (r.count("size") || r.count("iters") || r.count("all")))
+    return make_error(EINVAL, "-s, -n and -a are for --perftest ib_write_lat and -b: the other tests' servers need not "
+                              "know them");
   if (r.count("write-echo") && r.count("size")) return make_error(EINVAL, "--write-echo gives the size: leave out -s");
   if (connection == "RC") o.qp.type = IBV_QPT_RC;
   else if (connection == "UC") o.qp.type = IBV_QPT_UC;
@@ -128,6 +135,24 @@ Status parse_served_test(const cxxopts::ParseResult& r, const std::string& perft
     }
     if (r.count("iters")) t.iters = r["iters"].as<std::uint64_t>();
     if (r.count("iters") && t.iters < 5) return make_error(EINVAL, "-n must be at least 5, as perftest's");
+  }
+  if (duplex) {
+    // perftest's server given -b sends as its client does: its -s (default 65536) or -a, its -n
+    // (default 5000 for ib_write_bw, else 1000).
+    t.duplex = true;
+    if (r.count("all")) {
+      if (t.verb == Verb::Atomic) return make_error(EINVAL, "atomic tests run one size: no -a");
+      t.sizes.clear();
+      for (std::uint32_t n = 2; n <= (8u << 20); n *= 2) t.sizes.push_back(n);
+    } else if (r.count("size")) {
+      const auto sz = parse_size(size);
+      if (!sz || *sz == 0 || *sz > (1u << 30)) return make_error(EINVAL, "bad -s '" + size + "': 1 byte up to 1G");
+      t.sizes = {static_cast<std::uint32_t>(*sz)};
+    } else {
+      t.sizes = {t.verb == Verb::Atomic ? 8u : 65536u};
+    }
+    t.iters = r.count("iters") ? r["iters"].as<std::uint64_t>() : t.verb == Verb::Write ? 5000 : 1000;
+    if (t.iters < 5) return make_error(EINVAL, "-n must be at least 5, as perftest's");
   }
   o.test = t;
   return {};
@@ -168,12 +193,13 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("echo", "the same as --perftest ib_send_lat")
       ("write-echo", "the same as --perftest ib_write_lat -s SIZE", cxxopts::value<std::string>(write_echo));
   opts.add_options("perftest")
-      ("perftest", "the perftest test the clients run, where the server must act: ib_send_lat, ib_write_lat",
+      ("perftest", "the perftest test the clients run, where the server must act: ib_send_lat, ib_write_lat, a bandwidth test with -b",
        cxxopts::value<std::string>(perftest))
-      ("s,size", "ib_write_lat: the clients' -s", cxxopts::value<std::string>(size)->default_value("2"))
-      ("n,iters", "ib_write_lat: the clients' -n (default: answer until the client leaves; 1000 with -a)",
+      ("s,size", "ib_write_lat, -b: the clients' -s", cxxopts::value<std::string>(size)->default_value("2"))
+      ("n,iters", "ib_write_lat, -b: the clients' -n (ib_write_lat's default: answer until the client leaves, 1000 with -a; -b: perftest's)",
        cxxopts::value<std::uint64_t>())
-      ("a,all", "ib_write_lat: the clients run -a")
+      ("a,all", "ib_write_lat, -b: the clients run -a")
+      ("b,bidirectional", "the clients run -b: the server sends as they do (with their -s or -a, and -n)")
       ("c,connection", "the clients' transport: RC, UC or UD", cxxopts::value<std::string>(connection)->default_value("RC"));
   opts.add_options("Connections")
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))

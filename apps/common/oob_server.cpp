@@ -69,7 +69,9 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
   }
   q->mine.gid = conn_.local_gid();
   const bool ud = p.type == IBV_QPT_UD;
-  if (!write_mr_) q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, cfg_.recv_depth, echo, ud);
+  // -b: the session's DuplexTraffic polls the QP (and takes SENDs into its own receives).
+  const bool duplex = cfg_.test && cfg_.test->duplex;
+  if (!write_mr_ && !duplex) q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, cfg_.recv_depth, echo, ud);
   ServedQp* raw = q.get();
   // Receives go up before the QP leaves INIT, so a SEND never meets an empty queue.
   q->driver_id = drivers_.add(q->local.worker, [raw](Engine& e, Nanos now) {
@@ -117,6 +119,12 @@ OobServer::~OobServer() {
 }
 
 void OobServer::teardown(SessionReport& r) {
+  if (duplex_) {
+    duplex_->stop();
+    r.received_messages += duplex_->received_messages();
+    r.received_bytes += duplex_->received_bytes();
+    duplex_.reset();
+  }
   for (auto& q : qps_) {
     drivers_.remove(q->local.worker, q->driver_id);
     if (q->receiver) {
@@ -145,6 +153,21 @@ std::uint64_t OobServer::packets_received() {
   for (auto& q : qps_)
     n += conn_.dataplane().call(q->local.worker, [&](Engine&) { return q->local.qp->counters().get(Counter::RcvdPkts); });
   return n;
+}
+
+Status OobServer::start_duplex(std::uint32_t size_index) {
+  const ServedTest& t = *cfg_.test;
+  TrafficSpec spec;
+  spec.verb = t.verb;
+  spec.measure = Measure::Bandwidth;
+  spec.size = t.verb == Verb::Atomic ? 8 : t.sizes[size_index];
+  spec.iters = t.iters;
+  // perftest's defaults: -t 128 (never above -n), -Q 100 (1 above 8 KiB, never above -t).
+  spec.tx_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(128, t.iters));
+  spec.cq_mod = spec.size > 8192 ? 1 : std::min<std::uint32_t>(100, spec.tx_depth);
+  std::vector<DuplexQp> qps;
+  for (auto& q : qps_) qps.push_back(DuplexQp{q->local, RemoteBuffer{q->peer.vaddr, q->peer.rkey, q->ah, q->peer.qpn}});
+  return duplex_->start(qps, spec, std::min(cfg_.recv_depth, cfg_.qp.recv_depth), cfg_.qp.type == IBV_QPT_UD);
 }
 
 Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r) {
@@ -303,6 +326,19 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
   constexpr int kResultFields = 5;
   int results_left = 0;
   RecordOrder order;
+  // -b (perftest's server given -b): where the client is in -b's order, and our own figures.
+  const bool duplex = cfg_.test && cfg_.test->duplex && cfg_.test->measure == Measure::Bandwidth;
+  std::optional<DuplexCursor> cursor;
+  if (duplex) {
+    PerftestTest t;
+    t.verb = cfg_.test->verb;
+    t.sizes = static_cast<std::uint32_t>(cfg_.test->sizes.size());
+    t.all_sizes = t.sizes > 1;
+    t.duplex = true;
+    cursor.emplace(t);
+    duplex_ = std::make_unique<DuplexTraffic>(conn_, drivers_);
+  }
+  std::array<std::uint64_t, kResultFields> ours{};
   ServedQp* writer_qp = nullptr;  // ib_write_lat: QP 0's, once the records are all in
   PerftestDest writer_peer;
   bool writing = false;
@@ -386,10 +422,24 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       auto peer = parse_perftest(rec);
       if (!peer) return fail(peer.error().code, peer.error().message);
       order.add(peer->qpn);
+      const std::uint64_t packets_before = packets_at_record.value_or(0);
       packets_at_record = r.qps > 0 ? packets_received() : 0;
       ServedQp* q = nullptr;
-      if (auto it = by_remote_qpn_.find(peer->qpn); it != by_remote_qpn_.end()) {
-        q = it->second;
+      const bool new_qp = by_remote_qpn_.find(peer->qpn) == by_remote_qpn_.end();
+      if (cursor) {
+        auto step = cursor->record(new_qp);
+        if (!step) return fail(step.error().code, step.error().message);
+        if (*step) {
+          // The sync before a size: a -b client has sent nothing yet; a one-way one has run its
+          // traffic and syncs after it.
+          if (**step == 0 && *packets_at_record > packets_before)
+            return fail(EPROTO, "the client ran its traffic before this sync: it runs a one-way test (no -b); this "
+                                "server was told -b");
+          if (Status s = start_duplex(**step); !s) return fail(s.error().code, s.error().message);
+        }
+      }
+      if (!new_qp) {
+        q = by_remote_qpn_.at(peer->qpn);
       } else {
         auto added = add_qp(p, *peer, p.max_rd_atomic, send_lat);
         if (!added) return fail(added.error().code, added.error().message);
@@ -419,14 +469,24 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       return fail(EPROTO, "the client sent " + hex_bytes(head) + "... after " + served +
                               "'s records, where its client sends nothing: it runs another test (a bandwidth test's "
                               "results?); this server serves " + served);
-    if (results_left == 0 && (++results_exchanges > 1 || (packets_at_record == 0u && packets_received() > 0)))
+    if (results_left == 0 && duplex) {
+      // -b: the client's figures come for ours, once our own traffic of the size is over.
+      if (Status s = cursor->results(); !s) return fail(s.error().code, s.error().message);
+      auto mine = duplex_->finish(cfg_.quiet_timeout);
+      if (!mine) return fail(mine.error().code, mine.error().message);
+      r.server_results = *mine;
+      ours = {mine->size, mine->iters, double_to_wire(mine->bw_peak), double_to_wire(mine->bw_avg),
+              double_to_wire(mine->msg_rate)};
+    }
+    if (!duplex && results_left == 0 && (++results_exchanges > 1 || (packets_at_record == 0u && packets_received() > 0)))
       return fail(EPROTO, std::string("the client sent its results ") +
                               (results_exchanges > 1 ? "a second time" : "right after its traffic, with no sync between") +
-                              ": it runs -b (bidirectional), where the server sends too; this server serves one-way "
-                              "bandwidth tests");
-    // A results field (8 bytes; 4 for iterations from old peers we refuse above): ours are zero,
-    // the client reports its own figures, which we keep for the printout.
+                              ": it runs -b (bidirectional), where the server sends too; serve it with --perftest "
+                              "ib_VERB_bw -b and the client's -s (or -a) and -n, as perftest's own server");
+    // A results field (8 bytes; 4 for iterations from old peers we refuse above): ours are zero
+    // (-b: our own figures), the client reports its own, which we keep for the printout.
     results_left = (results_left == 0 ? kResultFields : results_left) - 1;
+    const std::size_t field_index = static_cast<std::size_t>(kResultFields - 1 - results_left);
     std::array<std::byte, 3> rest{};
     if (Status s = tcp.read_exact(rest, read_timeout_ms()); !s) return fail(s.error().code, s.error().message);
     proto::Be64 field;
@@ -436,8 +496,8 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     if (results_left == 0)
       r.client_results = PerftestResults{results[0], results[1], double_from_wire(results[2]),
                                          double_from_wire(results[3]), double_from_wire(results[4])};
-    const std::array<std::byte, 8> zero{};
-    if (Status s = tcp.write_all(zero); !s) return fail(s.error().code, s.error().message);
+    const proto::Be64 answer = proto::Be64::of(ours[field_index]);
+    if (Status s = tcp.write_all(std::as_bytes(std::span{answer.bytes})); !s) return fail(s.error().code, s.error().message);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "apps/common/buffers.hpp"
 #include "apps/common/connector.hpp"
 #include "apps/common/driver_set.hpp"
+#include "apps/common/duplex_server.hpp"
 #include "apps/common/oob/perftest_flow.hpp"
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/records.hpp"
@@ -36,6 +37,9 @@ struct ServedTest {
   // times each (-n); iters 0 answers each of the client's WRITEs until it leaves (one size only).
   std::vector<std::uint32_t> sizes{2};
   std::uint64_t iters = 0;
+  // -b (bandwidth tests): the server runs `sizes` x `iters` toward the client too, each size
+  // between the client's sync and its results (duplex_server.hpp).
+  bool duplex = false;
 };
 
 struct ServerConfig {
@@ -70,6 +74,7 @@ struct SessionReport {
   // which operations the QPs answered (the exchange does not name the test).
   std::vector<std::pair<PerftestDest, PerftestDest>> records;  // ours, the client's
   std::optional<PerftestResults> client_results;
+  std::optional<PerftestResults> server_results;  // -b: our own figures of the last size, as sent
   Nanos first_received = 0, last_received = 0;
   std::uint64_t read_responses = 0, atomic_responses = 0;
   // ib_write_lat: the server's own round trips, per size it completed.
@@ -106,6 +111,8 @@ class OobServer {
   // when every size is done.
   Result<bool> advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r);
   std::uint64_t packets_received();
+  // -b: the server's own traffic of the sweep's `size_index`-th size on every QP, toward the client.
+  Status start_duplex(std::uint32_t size_index);
   void teardown(SessionReport& r);
   Result<SessionReport> serve_exchange(TcpStream& tcp, const std::atomic<bool>& stop);
   bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms = 200);
@@ -126,6 +133,8 @@ class OobServer {
   const MemoryRegion* write_mr_ = nullptr;
   std::uint32_t write_max_ = 0;
   std::size_t write_size_index_ = 0;
+  // -b: the server's own traffic, started at the sync before each size.
+  std::unique_ptr<DuplexTraffic> duplex_;
 };
 
 }  // namespace roce::app

@@ -71,35 +71,6 @@ Status read_back(DriverSet& drivers, const LocalQp& qp, LocalBuffer into, Remote
   return {};
 }
 
-// perftest's figures of one size: every QP's operations together, over the whole run (with
-// the peak from each operation's post and completion time), or under -D over the window.
-BwFigures bw_figures(const TrafficSpec& spec, const std::vector<std::unique_ptr<BwClient>>& bw) {
-  BwInput in;
-  in.size = op_bytes(spec);
-  in.cq_mod = spec.cq_mod;
-  in.post_list = spec.post_list;
-  in.first = kNever;
-  BwTimestamps times;
-  for (const auto& d : bw) {
-    if (spec.duration > 0) {
-      in.ops += d->window_ops();
-      in.first = std::min(in.first, d->window_start());
-      in.last = std::max(in.last, d->window_end());
-    } else {
-      in.ops += d->status().completed;
-      in.first = std::min(in.first, d->first_post());
-      in.last = std::max(in.last, d->last_completion());
-      times.posted.insert(times.posted.end(), d->posted_times().begin(), d->posted_times().end());
-      times.completed.insert(times.completed.end(), d->completed_times().begin(), d->completed_times().end());
-    }
-  }
-  // The k-th operation of the run, whichever QP it went on (perftest's one loop posts them in turn).
-  std::sort(times.posted.begin(), times.posted.end());
-  std::sort(times.completed.begin(), times.completed.end());
-  if (spec.record_peak && spec.duration == 0) in.times = &times;
-  return perftest_bw(in);
-}
-
 struct ClientQp {
   LocalQp local;
   PerftestDest mine;
@@ -111,10 +82,12 @@ struct ClientQp {
 class ClientTraffic {
  public:
   // The landing area is perftest's BUFF_SIZE(size, cycle_buffer): a -b server walks its
-  // operations through a cycle buffer from the address we give it.
+  // operations through a cycle buffer from the address we give it. A UD receive (SEND -b) has
+  // the GRH in front of the message.
   ClientTraffic(dp::Dataplane& dp, const ClientOptions& o, std::uint32_t max_size, std::uint32_t cycle_buffer,
                 ClientRun& run, const std::function<void(const ClientProgress&)>& progress)
-      : dp_(dp), o_(o), max_size_(max_size), landing_bytes_(std::max(max_size, cycle_buffer)),
+      : dp_(dp), o_(o), max_size_(max_size),
+        landing_bytes_(std::max(max_size + (o.qp.type == IBV_QPT_UD ? kUdGrhBytes : 0), cycle_buffer)),
         per_qp_((2 * std::size_t{max_size} + landing_bytes_ + 64 + 63) / 64 * 64), run_(run), progress_(progress),
         conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(dp) {}
   ~ClientTraffic() {
@@ -181,6 +154,19 @@ class ClientTraffic {
 
   Result<PerftestResults> run_size(const TrafficSpec& spec);
   void gather_counters();
+  // SEND -b: the receives for the server's SENDs, before the sync that starts the size.
+  Status prepost_receives(const TrafficSpec& spec) {
+    preposted_.assign(qps_.size(), 0);
+    if (!o_.duplex || spec.verb != Verb::Send || spec.measure != Measure::Bandwidth) return {};
+    for (std::size_t i = 0; i < qps_.size(); ++i) {
+      const std::uint64_t want = std::min<std::uint64_t>(params_.recv_depth, spec.duration > 0 ? params_.recv_depth : spec.iters);
+      preposted_[i] = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+        return post_receives(e, qps_[i].local, LocalBuffer{landing(i), landing_bytes_, mr(i)->lkey()},
+                             static_cast<std::uint32_t>(want));
+      });
+    }
+    return {};
+  }
 
  private:
   std::byte* base(std::size_t i) { return buffer_.data() + i * per_qp_; }
@@ -206,6 +192,7 @@ class ClientTraffic {
   MappedBuffer buffer_;
   std::vector<const MemoryRegion*> mrs_;
   std::vector<ClientQp> qps_;
+  std::vector<std::uint32_t> preposted_;  // receives prepost_receives put up for the next size
 };
 
 Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t& atomic_before) {
@@ -277,7 +264,7 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
       // SEND -b: the server sends as many messages on each QP, into our receives.
       if (o_.duplex && spec.verb == Verb::Send)
         d->expect_sends(LocalBuffer{landing(i), landing_bytes_, mr(i)->lkey()}, params_.recv_depth,
-                        spec.duration > 0 ? 0 : spec.iters);
+                        spec.duration > 0 ? 0 : spec.iters, i < preposted_.size() ? preposted_[i] : 0);
       ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
     } else if (write_lat) {
       // ib_write_lat's client waits for the server's first WRITE.
@@ -381,6 +368,7 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
     }
   }
   remove_all();
+  preposted_.clear();
 
   auto note = [&](const DriverStatus& st) {
     run_.counters.errors += st.errors;
@@ -464,6 +452,35 @@ void ClientTraffic::gather_counters() {
 
 }  // namespace
 
+// perftest's figures of one size: every QP's operations together, over the whole run (with
+// the peak from each operation's post and completion time), or under -D over the window.
+BwFigures bw_figures(const TrafficSpec& spec, const std::vector<std::unique_ptr<BwClient>>& bw) {
+  BwInput in;
+  in.size = op_bytes(spec);
+  in.cq_mod = spec.cq_mod;
+  in.post_list = spec.post_list;
+  in.first = kNever;
+  BwTimestamps times;
+  for (const auto& d : bw) {
+    if (spec.duration > 0) {
+      in.ops += d->window_ops();
+      in.first = std::min(in.first, d->window_start());
+      in.last = std::max(in.last, d->window_end());
+    } else {
+      in.ops += d->status().completed;
+      in.first = std::min(in.first, d->first_post());
+      in.last = std::max(in.last, d->last_completion());
+      times.posted.insert(times.posted.end(), d->posted_times().begin(), d->posted_times().end());
+      times.completed.insert(times.completed.end(), d->completed_times().begin(), d->completed_times().end());
+    }
+  }
+  // The k-th operation of the run, whichever QP it went on (perftest's one loop posts them in turn).
+  std::sort(times.posted.begin(), times.posted.end());
+  std::sort(times.completed.begin(), times.completed.end());
+  if (spec.record_peak && spec.duration == 0) in.times = &times;
+  return perftest_bw(in);
+}
+
 Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine) {
   if (Status st = s.exchange_versions(); !st) return st.error();
   if (Status st = s.exchange_sizes(); !st) return st.error();
@@ -518,6 +535,8 @@ Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, c
         break;
       }
       case FlowStep::RecordFirst: {
+        if (hooks.before_traffic_sync && k + 1 < flow.size() && flow[k + 1].step == FlowStep::Traffic)
+          if (Status st = hooks.before_traffic_sync(flow[k + 1].size_index); !st) return st.error();
         auto peer = s.exchange_dest(mine[0]);
         if (!peer) return failed(k, 0, peer.error());
         if (peers.empty()) first = *peer;
@@ -598,6 +617,11 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     if (Status s = traffic.connect(p); !s) return s;
     if (o.on_connected) o.on_connected(ClientConnection{run.local, p, run.mtu, run.remote_version});
     return {};
+  };
+  hooks.before_traffic_sync = [&](std::uint32_t i) {
+    TrafficSpec spec = o.spec;
+    spec.size = sizes[i];
+    return traffic.prepost_receives(spec);
   };
   hooks.traffic = [&](std::uint32_t i) {
     TrafficSpec spec = o.spec;

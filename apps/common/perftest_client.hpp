@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@
 #include "apps/common/traffic/results.hpp"
 
 namespace roce::app {
+
+class BwClient;
+// perftest's figures of one size's bandwidth drivers (all QPs together; the window under -D).
+BwFigures bw_figures(const TrafficSpec& spec, const std::vector<std::unique_ptr<BwClient>>& bw);
 
 // Where a run stands, about once a second (for a live progress line).
 struct ClientProgress {
@@ -86,6 +91,8 @@ Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine);
 struct ClientHooks {
   std::function<Status(const std::vector<PerftestDest>&)> connect;
   std::function<Result<PerftestResults>(std::uint32_t size_index)> traffic;
+  // Before the sync that starts a size's traffic (SEND -b posts its receives there, as perftest).
+  std::function<Status(std::uint32_t size_index)> before_traffic_sync;
   std::function<void(const PerftestResults& theirs)> results;  // the server's figures, when it sends them
 };
 Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, const PerftestTest& test,

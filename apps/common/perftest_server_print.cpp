@@ -69,6 +69,15 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
       f.bw_peak_bps = c.bw_peak * unit;
       f.bw_avg_bps = c.bw_avg * unit;
       f.msg_rate_mpps = c.msg_rate;
+      if (r.server_results) {
+        // -b: perftest's print_full_bw_report, our own iterations and both sides' figures added
+        // (ours are MB/sec).
+        const PerftestResults& m = *r.server_results;
+        f.iterations = m.iters;
+        f.bw_peak_bps += m.bw_peak * 1048576.0;
+        f.bw_avg_bps += m.bw_avg * 1048576.0;
+        f.msg_rate_mpps += m.msg_rate;
+      }
     } else {
       // SEND: the server's own figures over its receives, with no peak (perftest's noPeak).
       f.size = static_cast<std::uint32_t>(size);
@@ -79,7 +88,8 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
         f.msg_rate_mpps = static_cast<double>(r.received_messages) * 1e3 / static_cast<double>(span);
       }
     }
-    out += perftest_result(style, f);
+    // A client that left without figures (a killed --run_infinitely client) has no row.
+    if (r.client_results || r.received_messages > 0) out += perftest_result(style, f);
   } else if (write_lat) {
     for (auto [size, samples] : r.write_latency) {
       // The server writes first: its last round trip is the interval perftest does not time.

@@ -272,10 +272,6 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.ud_pingpong && g.listen) return make_error(EINVAL, "ud-pingpong is a client only: give --server ADDR");
   // A datagram is one packet: it must fit the peer's path MTU, which rxe takes from its netdev.
   if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");
-  // -b: the server's operations land in our region, its SENDs in our receives (a UD receive
-  // would need room for the GRH past the message, which the landing area does not keep).
-  if (g.perftest.bidirectional && g.spec.verb == Verb::Send && g.qp.type == IBV_QPT_UD)
-    return make_error(EINVAL, "-b: bidirectional SEND over UD is not supported by roce-gen (RC and UC are)");
   if (g.perftest.bidirectional && g.listen) return make_error(EINVAL, "-b: roce-gen --listen serves unidirectional tests only");
   return g;
 }

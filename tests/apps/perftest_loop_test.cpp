@@ -39,6 +39,7 @@ class PerftestLoop : public test::DataplanePairTest {
     served.measure = spec.measure;
     served.sizes = sizes.empty() ? std::vector<std::uint32_t>{spec.size} : sizes;
     served.iters = spec.iters;
+    served.duplex = duplex_ && served_duplex_;
     cfg.test = served;
     cfg.qp.type = type_;
     if (tweak_server_) tweak_server_(cfg);
@@ -82,6 +83,7 @@ class PerftestLoop : public test::DataplanePairTest {
   ibv_qp_type type_ = IBV_QPT_RC;
   Nanos stall_timeout_ = 10 * kSecond;
   bool duplex_ = false;  // the client runs -b
+  bool served_duplex_ = true;  // the server is told -b when the client runs it
   std::function<void(ServerConfig&)> tweak_server_;
 };
 
@@ -250,6 +252,7 @@ TEST_F(PerftestLoop, FailedOperationsAreReportedBeforeTheClosingExchange) {
 // letting the client print a one-way figure as a bidirectional one.
 TEST_F(PerftestLoop, ABidirectionalClientIsToldTheServerServesOneWayTests) {
   duplex_ = true;
+  served_duplex_ = false;
   for (Verb v : {Verb::Write, Verb::Read}) {
     SCOPED_TRACE(to_string(v));
     auto r = run(spec(v, Measure::Bandwidth, 4096, 50), false);
@@ -257,11 +260,70 @@ TEST_F(PerftestLoop, ABidirectionalClientIsToldTheServerServesOneWayTests) {
     EXPECT_NE(server_error_.find("right after its traffic, with no sync between: it runs -b (bidirectional)"),
               std::string::npos)
         << server_error_;
+    EXPECT_NE(server_error_.find("serve it with --perftest ib_VERB_bw -b"), std::string::npos) << server_error_;
   }
   // -a -b syncs after each size as well: its second results give it away.
   auto a = run(spec(Verb::Write, Measure::Bandwidth, 0, 20), false, 1, {64, 128, 256});
   ASSERT_FALSE(a.ok());
   EXPECT_NE(server_error_.find("a second time: it runs -b"), std::string::npos) << server_error_;
+}
+
+// A server told -b (perftest's server given -b) runs the same traffic toward the client between
+// the client's sync and the results, and both sides send their own figures: each side's row is the
+// sum. SEND -b also waits for the other side's SENDs (run_iter_bi): both counts are exact.
+TEST_F(PerftestLoop, ABidirectionalClientGetsTheServersTrafficAndFigures) {
+  duplex_ = true;
+  struct Case {
+    Verb verb;
+    ibv_qp_type type;
+    unsigned qps;
+  };
+  for (const Case c : {Case{Verb::Write, IBV_QPT_RC, 2}, Case{Verb::Read, IBV_QPT_RC, 1}, Case{Verb::Send, IBV_QPT_RC, 2},
+                       Case{Verb::Write, IBV_QPT_UC, 1}, Case{Verb::Send, IBV_QPT_UC, 1}, Case{Verb::Send, IBV_QPT_UD, 2}}) {
+    SCOPED_TRACE(to_string(c.verb) + (c.type == IBV_QPT_UC ? " UC" : c.type == IBV_QPT_UD ? " UD" : " RC"));
+    type_ = c.type;
+    const std::uint32_t size = c.type == IBV_QPT_UD ? 1024 : 4096;  // a datagram fits the MTU
+    auto r = run(spec(c.verb, Measure::Bandwidth, size, 200), false, c.qps);
+    ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+    ASSERT_EQ(r->bw.size(), 1u);
+    ASSERT_TRUE(last_report_.client_results && last_report_.server_results);
+    // Each side's operations, as each sent them: the client's own, the server's own.
+    EXPECT_EQ(last_report_.client_results->iters, 200u * c.qps);
+    EXPECT_EQ(last_report_.server_results->iters, 200u * c.qps);
+    EXPECT_EQ(last_report_.server_results->size, size);
+    EXPECT_GT(last_report_.server_results->bw_avg, 0);
+    // The client's row is both sides' sum (perftest's print_full_bw_report).
+    const double client_own = last_report_.client_results->bw_avg * 1048576.0;
+    EXPECT_NEAR(r->bw[0].bw_avg_bps, client_own + last_report_.server_results->bw_avg * 1048576.0, 1.0);
+    if (c.verb == Verb::Send) {
+      EXPECT_EQ(last_report_.received_messages, 200u * c.qps);  // the client's SENDs, into our receives
+      EXPECT_EQ(last_report_.received_bytes, 200u * c.qps * size);
+    }
+  }
+}
+
+// -a -b: the sync after each size and the results per size, the server's traffic for each.
+TEST_F(PerftestLoop, ABidirectionalSweepRunsEverySizeBothWays) {
+  duplex_ = true;
+  for (Verb v : {Verb::Write, Verb::Send}) {
+    SCOPED_TRACE(to_string(v));
+    auto r = run(spec(v, Measure::Bandwidth, 0, 30), false, 1, {64, 1024, 65536});
+    ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+    ASSERT_EQ(r->bw.size(), 3u);
+    ASSERT_TRUE(last_report_.server_results);
+    EXPECT_EQ(last_report_.server_results->size, 65536u);
+    EXPECT_EQ(last_report_.server_results->iters, 30u);
+  }
+}
+
+// A server told -b and a one-way client: the client's traffic comes before the sync -b puts
+// before it, and the server says so.
+TEST_F(PerftestLoop, AOneWayClientOfABidirectionalServerIsNamed) {
+  tweak_server_ = [](ServerConfig& c) { c.test->duplex = true; };
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 4096, 50), false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(server_error_.find("it runs a one-way test (no -b); this server was told -b"), std::string::npos)
+      << server_error_;
 }
 
 TEST_F(PerftestLoop, RefusedConnectionIsAClearError) {

@@ -119,6 +119,12 @@ std::uint32_t BwClient::may_post(Nanos now) {
   return n;
 }
 
+std::uint32_t post_receives(Engine& e, const LocalQp& qp, LocalBuffer landing, std::uint32_t count) {
+  std::uint32_t n = 0;
+  while (n < count && post_recv(e, qp, landing.ptr, static_cast<std::uint32_t>(landing.length), landing.lkey) == 0) ++n;
+  return n;
+}
+
 void BwClient::poll(Engine& e, Nanos now) {
   if (first_post_ < 0) {
     first_post_ = now;

@@ -46,6 +46,9 @@ struct DriverStatus {
 // completion, with spec.record_peak every operation's post and completion time (for perftest's
 // peak, apps/common/traffic/perftest_math.hpp), and under -D the operations completed inside
 // the measured window (the run less spec.margin at each end).
+// Posts up to `count` receives of `landing` on the QP; returns how many went up.
+std::uint32_t post_receives(Engine& e, const LocalQp& qp, LocalBuffer landing, std::uint32_t count);
+
 class BwClient {
  public:
   BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
@@ -54,10 +57,13 @@ class BwClient {
   void stop() { stopping_ = true; }
   // SEND -b: the peer sends `count` messages too (0: until the -D deadline), into `landing`, on
   // this QP's receive queue with up to `depth` receives posted; the run is done once they came.
-  void expect_sends(LocalBuffer landing, std::uint32_t depth, std::uint64_t count) {
+  // `already_posted`: receives post_receives put up before the run (perftest posts them before
+  // the sync that starts the traffic: a UC peer that sends at once finds them).
+  void expect_sends(LocalBuffer landing, std::uint32_t depth, std::uint64_t count, std::uint32_t already_posted = 0) {
     recv_landing_ = landing;
     recv_depth_ = depth;
     recv_expected_ = count;
+    recv_posted_ = already_posted;
   }
   std::uint64_t received() const { return received_; }
   const DriverStatus& status() const { return st_; }

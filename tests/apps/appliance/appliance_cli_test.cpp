@@ -102,6 +102,11 @@ TEST(ApplianceCli, ThePerftestTestAndItsOptionsAreChecked) {
   expect_refused(with({"-c", "XRC"}), "bad --connection 'XRC'");
   expect_refused(with({"-c", "UC", "--perftest", "ib_read_bw"}), "UC serves write and send tests only");
   expect_refused(with({"-c", "UD", "--perftest", "ib_write_lat"}), "UD serves send tests only");
+  expect_refused(with({"-b"}), "-b needs the bandwidth test it serves");
+  expect_refused(with({"--perftest", "ib_write_lat", "-b"}), "-b needs the bandwidth test it serves");
+  expect_refused(with({"--perftest", "ib_write_bw", "-b", "-n", "3"}), "-n must be at least 5");
+  expect_refused(with({"--perftest", "ib_atomic_bw", "-b", "-a"}), "atomic tests run one size: no -a");
+  expect_refused(with({"--perftest", "ib_send_bw", "-s", "64"}), "-s, -n and -a are for --perftest ib_write_lat and -b");
 }
 
 TEST(ApplianceCli, AnUnusableMrFileIsRefusedBeforeDpdkStarts) {
