@@ -10,10 +10,9 @@ namespace {
 
 // EUI-64 from the MAC, as rxe makes its node GUID.
 std::uint64_t guid_from_mac(const proto::MacAddr& m) {
-  const std::uint8_t b[8] = {static_cast<std::uint8_t>(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
-  std::uint64_t g = 0;
-  for (std::uint8_t x : b) g = g << 8 | x;
-  return g;
+  proto::Be64 g;
+  g.bytes = {static_cast<std::uint8_t>(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
+  return g.get();
 }
 
 IpAddress to_engine_ip(const proto::IpAddress& a) {

@@ -28,6 +28,9 @@ constexpr std::size_t kRecvSlot = 0, kSendSlot = 64, kData = 4096;
 constexpr std::uint32_t kRpingMinSize = 23;
 constexpr std::uint32_t kRpingMaxSize = 65535;
 
+// A source port in Linux's ephemeral range (32768..60999), as rdma_cm binds one for a client.
+std::uint16_t ephemeral_port(Nanos now) { return static_cast<std::uint16_t>(32768 + (now / kMicro) % 28232); }
+
 // The next rdma_cm event of connection `id` within `wait`.
 Result<cm::RdmaCmEvent> next_event(CmService& cms, cm::CmId id, Nanos wait) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
@@ -111,7 +114,7 @@ Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q,
   const IpAddress me = dp.local().ip;
   cp.src = proto::IpAddress::of(me.v4);
   cp.dst = proto::IpAddress::of(o.server);
-  cp.src_port = static_cast<std::uint16_t>(32768 + (static_cast<std::uint64_t>(dp.now()) >> 10) % 28000);
+  cp.src_port = ephemeral_port(dp.now());
   cp.dst_port = o.port;
   cp.ib.local_qpn = q.qpn;
   cp.ib.starting_psn = q.psn;
@@ -233,7 +236,7 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
   rp.port_space = proto::RdmaPortSpace::Udp;
   rp.src = proto::IpAddress::of(dp.local().ip.v4);
   rp.dst = proto::IpAddress::of(o.server);
-  rp.src_port = static_cast<std::uint16_t>(32768 + (static_cast<std::uint64_t>(dp.now()) >> 10) % 28000);
+  rp.src_port = ephemeral_port(dp.now());
   rp.dst_port = o.port;
   auto id = cms.resolve_ud(rp);
   if (!id) return id.error();
