@@ -72,10 +72,11 @@ Status Appliance::start() {
   if (o_.rdma_cm.any()) {
     cm_listeners_ = std::make_unique<CmListeners>(dp_, *drivers_, *conn_, o_.rdma_cm);
     if (Status s = cm_listeners_->start(); !s) return s;
-    std::fprintf(stderr, "roce-appliance: rdma_cm listeners:%s%s%s\n",
+    std::fprintf(stderr, "roce-appliance: rdma_cm listeners:%s%s%s%s\n",
                  o_.rdma_cm.rping ? (" rping (TCP " + std::to_string(o_.rdma_cm.rping_port) + ")").c_str() : "",
                  o_.rdma_cm.ucmatose ? (" ucmatose (TCP " + std::to_string(o_.rdma_cm.ucmatose_port) + ")").c_str() : "",
-                 o_.rdma_cm.udaddy ? (" udaddy (UDP " + std::to_string(o_.rdma_cm.udaddy_port) + ")").c_str() : "");
+                 o_.rdma_cm.udaddy ? (" udaddy (UDP " + std::to_string(o_.rdma_cm.udaddy_port) + ")").c_str() : "",
+                 o_.rdma_cm.rdma_server ? (" rdma_server (TCP " + std::to_string(o_.rdma_cm.rdma_server_port) + ")").c_str() : "");
   }
   auto l = TcpListener::listen(o_.listen_ip, o_.oob_port);
   if (!l) return l.error();

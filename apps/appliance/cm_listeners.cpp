@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "apps/common/rping_info.hpp"
@@ -11,6 +12,8 @@ namespace roce::app {
 namespace {
 
 constexpr std::size_t kRpingRecv = 0, kRpingSend = 64, kRpingData = 4096;
+// rdma_server's two 16-byte messages: the receive, then the (inline) send.
+constexpr std::uint32_t kRdmaServerMsg = 16;
 constexpr std::uint32_t kGrhBytes = 40;  // a UD receive starts with the GRH
 constexpr int kBufferAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
@@ -24,15 +27,42 @@ std::string peer_of(const cm::RdmaCmEvent& e) {
 
 Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
   CmListenOptions o;
+  bool server_port_given = false;
   std::stringstream ss(list);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (name == "rping") o.rping = true;
-    else if (name == "ucmatose") o.ucmatose = true;
-    else if (name == "udaddy") o.udaddy = true;
-    else if (name == "all") o.rping = o.ucmatose = o.udaddy = true;
-    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose, udaddy or all)");
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const std::size_t colon = item.find(':');
+    const std::string name = item.substr(0, colon);
+    std::optional<std::uint16_t> port;
+    if (colon != std::string::npos) {
+      const std::string digits = item.substr(colon + 1);
+      unsigned long v = 0;
+      std::size_t used = 0;
+      try {
+        v = std::stoul(digits, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (digits.empty() || used != digits.size() || v == 0 || v > 65535)
+        return make_error(EINVAL, "--rdma-cm: '" + item + "': the port must be 1..65535");
+      port = static_cast<std::uint16_t>(v);
+    }
+    if (name == "all" && port) return make_error(EINVAL, "--rdma-cm: 'all' takes no port");
+    if (name == "rping") o.rping = true, o.rping_port = port.value_or(o.rping_port);
+    else if (name == "ucmatose") o.ucmatose = true, o.ucmatose_port = port.value_or(o.ucmatose_port);
+    else if (name == "udaddy") o.udaddy = true, o.udaddy_port = port.value_or(o.udaddy_port);
+    else if (name == "rdma_server") o.rdma_server = true, o.rdma_server_port = port.value_or(o.rdma_server_port), server_port_given |= port.has_value();
+    else if (name == "all") o.rping = o.ucmatose = o.udaddy = o.rdma_server = true;
+    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose, udaddy, rdma_server or all)");
   }
+  // rdma_server and ucmatose share 7471 as their default: beside ucmatose, rdma_server moves to 7472.
+  if (o.rdma_server && o.ucmatose && !server_port_given && o.rdma_server_port == o.ucmatose_port)
+    o.rdma_server_port = static_cast<std::uint16_t>(o.ucmatose_port == 7472 ? 7473 : 7472);
+  const auto clash = [](bool a, std::uint16_t pa, bool b, std::uint16_t pb) { return a && b && pa == pb; };
+  if (clash(o.rping, o.rping_port, o.ucmatose, o.ucmatose_port) ||
+      clash(o.rping, o.rping_port, o.rdma_server, o.rdma_server_port) ||
+      clash(o.ucmatose, o.ucmatose_port, o.rdma_server, o.rdma_server_port))
+    return make_error(EINVAL, "--rdma-cm: two listeners on one TCP port space port (give one NAME:PORT)");
   return o;
 }
 
@@ -40,7 +70,7 @@ Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
 // thread reads the atomics only.
 struct CmListeners::Work {
   enum class Phase : std::uint8_t { WantRead, Reading, WantWrite, Writing };
-  enum class Proto : std::uint8_t { Rping, Cmatose, Udaddy };
+  enum class Proto : std::uint8_t { Rping, Cmatose, Udaddy, RdmaServer };
   Proto proto = Proto::Rping;
   LocalQp qp;
   std::byte* base = nullptr;
@@ -97,14 +127,14 @@ struct CmListeners::Work {
     return rc == 0;
   }
   bool post_send(Engine& e, ibv_wr_opcode op, std::size_t off, std::uint32_t len, std::uint64_t raddr = 0,
-                 std::uint32_t rkey = 0) {
+                 std::uint32_t rkey = 0, unsigned flags = 0) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
     ibv_send_wr wr{};
     wr.wr_id = op;
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = op;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.send_flags = IBV_SEND_SIGNALED | flags;
     wr.wr.rdma.remote_addr = raddr;
     wr.wr.rdma.rkey = rkey;
     ibv_send_wr* bad = nullptr;
@@ -128,6 +158,7 @@ struct CmListeners::Work {
         case Proto::Rping: on_rping(e, wc[i]); break;
         case Proto::Cmatose: on_cmatose(wc[i]); break;
         case Proto::Udaddy: on_udaddy(e, wc[i]); break;
+        case Proto::RdmaServer: on_rdma_server(e, wc[i]); break;
       }
       if (failed.load(std::memory_order_relaxed)) return;
     }
@@ -198,6 +229,19 @@ struct CmListeners::Work {
     }
   }
 
+  // rdma_server: its one receive completes, its one inline SEND goes out; once that completes the
+  // server disconnects (done). What it sends is its 16-byte send buffer, untouched (zeros).
+  void on_rdma_server(Engine& e, const ibv_wc& wc) {
+    if (wc.opcode == IBV_WC_RECV) {
+      if (++received > 1) return fail("a second message; rdma_server takes one");
+      rx.fetch_add(1, std::memory_order_relaxed);
+      post_send(e, IBV_WR_SEND, kRdmaServerMsg, kRdmaServerMsg, 0, 0, IBV_SEND_INLINE);
+    } else if (wc.opcode == IBV_WC_SEND) {
+      tx.fetch_add(1, std::memory_order_relaxed);
+      done.store(true);
+    }
+  }
+
   void on_cmatose(const ibv_wc& wc) {
     if (wc.opcode == IBV_WC_RECV) {
       ++received;
@@ -231,6 +275,8 @@ Status CmListeners::start() {
     if (Status s = add(Kind::Rping, o_.rping_port); !s) return s;
   if (o_.ucmatose)
     if (Status s = add(Kind::Ucmatose, o_.ucmatose_port); !s) return s;
+  if (o_.rdma_server)
+    if (Status s = add(Kind::RdmaServer, o_.rdma_server_port); !s) return s;
   if (o_.udaddy) {
     auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.udaddy_port, o_.accept_queue);
     if (!l) return l.error();
@@ -327,7 +373,10 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   c.id = e.id;
   c.peer = peer;
   const bool rping = kind == Kind::Rping;
-  const std::size_t bytes = rping ? kRpingData + kRpingMaxBuffer : std::size_t{2} * o_.messages * o_.message_size;
+  const bool rdma_server = kind == Kind::RdmaServer;
+  const std::size_t bytes = rping         ? kRpingData + kRpingMaxBuffer
+                            : rdma_server ? std::size_t{2} * kRdmaServerMsg
+                                          : std::size_t{2} * o_.messages * o_.message_size;
   auto buf = MappedBuffer::anonymous(bytes);
   if (!buf) return refuse(buf.error().message);
   c.buf = std::move(*buf);
@@ -335,8 +384,9 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   if (!mr) return refuse(mr.error().message);
   c.mr = *mr;
   QpParams qp;
-  qp.send_depth = rping ? 16 : o_.messages + 4;
-  qp.recv_depth = rping ? 4 : o_.messages;
+  qp.send_depth = rping ? 16 : rdma_server ? 1 : o_.messages + 4;
+  qp.recv_depth = rping ? 4 : rdma_server ? 1 : o_.messages;
+  if (rdma_server) qp.max_inline = kRdmaServerMsg;  // rdma_server asks for 16 bytes inline
   auto q = conn_.create(qp);
   if (!q) {
     (void)dp_.memory().deregister(c.mr->key);
@@ -344,7 +394,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   }
   c.qp = *q;
   auto work = std::make_shared<Work>();
-  work->proto = rping ? Work::Proto::Rping : Work::Proto::Cmatose;
+  work->proto = rping ? Work::Proto::Rping : rdma_server ? Work::Proto::RdmaServer : Work::Proto::Cmatose;
   work->qp = c.qp;
   work->base = c.buf.data();
   work->lkey = c.mr->lkey();
@@ -353,6 +403,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   // Receives first (the client SENDs as soon as it is connected), then RTR/RTS, then the REP.
   const bool posted = dp_.call(c.qp.worker, [&](Engine& eng) {
     if (rping) return work->post_recv(eng, kRpingRecv, sizeof(RpingInfo), 0);
+    if (rdma_server) return work->post_recv(eng, 0, kRdmaServerMsg, 0);
     for (std::uint32_t i = 0; i < o_.messages; ++i)
       if (!work->post_recv(eng, std::size_t{i} * o_.message_size, o_.message_size, i)) return false;
     return true;
@@ -466,12 +517,17 @@ void CmListeners::finish(Conn& c) {
   }
   if (!c.work) return;
   const Work& w = *c.work;
-  const char* name = c.kind == Kind::Rping ? "rping" : c.kind == Kind::Ucmatose ? "ucmatose" : "udaddy";
+  const char* name = c.kind == Kind::Rping      ? "rping"
+                     : c.kind == Kind::Ucmatose ? "ucmatose"
+                     : c.kind == Kind::Udaddy   ? "udaddy"
+                                                : "rdma_server";
   {
     std::lock_guard lock(totals_mutex_);
     totals_.rping_rounds += w.rounds.load();
     if (c.kind == Kind::Udaddy) {
       totals_.datagrams += w.rx.load() + w.tx.load();
+    } else if (c.kind == Kind::RdmaServer) {
+      if (w.rx.load() == 1 && w.tx.load() == 1) ++totals_.rdma_server_exchanges;
     } else {
       totals_.messages_received += w.rx.load();
       totals_.messages_sent += w.tx.load();
@@ -483,6 +539,9 @@ void CmListeners::finish(Conn& c) {
     std::fprintf(stderr, "roce-appliance: %s client %s failed: %s\n", name, c.peer.c_str(), w.error.c_str());
   else if (c.kind == Kind::Udaddy)
     std::fprintf(stderr, "roce-appliance: udaddy client %s done: %llu datagrams received, %llu sent\n", c.peer.c_str(),
+                 static_cast<unsigned long long>(w.rx.load()), static_cast<unsigned long long>(w.tx.load()));
+  else if (c.kind == Kind::RdmaServer)
+    std::fprintf(stderr, "roce-appliance: rdma_server client %s done: %llu messages received, %llu sent\n", c.peer.c_str(),
                  static_cast<unsigned long long>(w.rx.load()), static_cast<unsigned long long>(w.tx.load()));
   else if (c.kind == Kind::Rping)
     std::fprintf(stderr, "roce-appliance: rping client %s done: %llu rounds\n", c.peer.c_str(),

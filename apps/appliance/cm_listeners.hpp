@@ -5,7 +5,10 @@
 // `rping -s` does. ucmatose (TCP, 7471): once connected the server SENDs its messages, then
 // takes as many from the client and disconnects, as cmatose's server does. udaddy (UDP port
 // space, 7174): SIDR_REQ answered with a UD QP; the client's datagrams (SEND with immediate:
-// its QPN) are received, then as many sent back, as udaddy's server does. Each connection's
+// its QPN) are received, then as many sent back, as udaddy's server does. rdma_server (TCP,
+// 7471, or 7472 when ucmatose holds 7471): one 16-byte receive posted before the REP; once the
+// client's 16 bytes are in, one 16-byte inline SEND back, and on its completion the server
+// disconnects, as librdmacm's rdma_server does. Each connection's
 // traffic is a driver on its QP's worker (a state machine on its CQ); the CM events are handled
 // on one control thread.
 #pragma once
@@ -28,17 +31,20 @@ struct CmListenOptions {
   bool rping = false;
   bool ucmatose = false;
   bool udaddy = false;
+  bool rdma_server = false;
   std::uint16_t rping_port = 7174;     // rping's default port
   std::uint16_t udaddy_port = 7174;    // udaddy's default port (UDP port space)
   std::uint16_t ucmatose_port = 7471;  // cmatose's default port
+  std::uint16_t rdma_server_port = 7471;  // rdma_server's default (7472 by default beside ucmatose)
   std::uint32_t messages = 10;         // ucmatose's and udaddy's -C
   std::uint32_t message_size = 100;    // ucmatose's and udaddy's -S
   Nanos ud_idle = 30 * kSecond;        // a udaddy client that sends nothing this long is dropped
   std::size_t accept_queue = 64;
-  bool any() const { return rping || ucmatose || udaddy; }
+  bool any() const { return rping || ucmatose || udaddy || rdma_server; }
 };
 
-// "rping,ucmatose,udaddy" (or "all") -> options; an unknown name is an error naming it.
+// "rping,ucmatose,udaddy,rdma_server" (or "all"), each name optionally with ":PORT" -> options;
+// an unknown name, a bad port or two TCP listeners on one port is an error naming it.
 Result<CmListenOptions> parse_cm_listeners(const std::string& list);
 
 // Largest rping buffer (rping's RPING_BUFSIZE): a client advertising more is disconnected.
@@ -63,6 +69,7 @@ class CmListeners {
     std::uint64_t messages_received = 0;
     std::uint64_t messages_sent = 0;
     std::uint64_t datagrams = 0;     // udaddy: received and sent
+    std::uint64_t rdma_server_exchanges = 0;  // rdma_server: 16 bytes in, 16 bytes out
   };
   Totals totals();
   // The CM's counters: live, or as they were when stop() ended the CM.
@@ -72,7 +79,7 @@ class CmListeners {
   struct Work;
 
  private:
-  enum class Kind : std::uint8_t { Rping, Ucmatose, Udaddy };
+  enum class Kind : std::uint8_t { Rping, Ucmatose, Udaddy, RdmaServer };
   struct Conn {
     Kind kind = Kind::Rping;
     cm::CmId id = 0;

@@ -106,7 +106,8 @@ std::string Appliance::report_json() {
         .field("rping_rounds", t.rping_rounds)
         .field("messages_sent", t.messages_sent)
         .field("messages_received", t.messages_received)
-        .field("datagrams", t.datagrams);
+        .field("datagrams", t.datagrams)
+        .field("rdma_server_exchanges", t.rdma_server_exchanges);
     w.key("cm").begin_object();
     for (const auto& [k, v] : cm_listeners_->cm_counters()) w.field(k, v);
     w.end_object().end_object();

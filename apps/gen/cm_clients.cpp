@@ -27,6 +27,8 @@ constexpr std::size_t kRecvSlot = 0, kSendSlot = 64, kData = 4096;
 // rping's own bounds on -S (it says "valid range is 23 to 65536" and refuses 65536 itself).
 constexpr std::uint32_t kRpingMinSize = 23;
 constexpr std::uint32_t kRpingMaxSize = 65535;
+// rdma_client's one message each way, sent inline.
+constexpr std::uint32_t kRdmaClientMsg = 16;
 
 // A source port in Linux's ephemeral range (32768..60999), as rdma_cm binds one for a client.
 std::uint16_t ephemeral_port(Nanos now) { return static_cast<std::uint16_t>(32768 + (now / kMicro) % 28232); }
@@ -71,13 +73,13 @@ struct Qp {
       return e.post_recv(q.qp, &wr, &bad);
     });
   }
-  int post_send(std::size_t off, std::uint32_t len) {
+  int post_send(std::size_t off, std::uint32_t len, unsigned flags = 0) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, mr->lkey()};
     ibv_send_wr wr{};
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.send_flags = IBV_SEND_SIGNALED | flags;
     return dp.call(q.worker, [&](Engine& e) {
       ibv_send_wr* bad = nullptr;
       return e.post_send(q.qp, &wr, &bad);
@@ -288,10 +290,48 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
   return r;
 }
 
+// rdma_client: its one 16-byte receive posted, connect, its one inline SEND (the 16-byte send
+// buffer, untouched: zeros) and its completion, then the server's message, then DREQ.
+Result<CmClientResult> run_rdma_client(dp::Dataplane& dp, CmService& cms, Qp& qp, const CmClientOptions& o,
+                                       const std::function<void(const std::string&)>& say) {
+  CmClientResult r;
+  say("rdma_client: start");
+  if (qp.post_recv(0, kRdmaClientMsg)) return make_error(EIO, "rdma_post_recv failed");
+  // rdma_connect with no parameters: librdmacm's retry and RNR retry counts of 7.
+  auto id = connect_rc(dp, cms, qp.q, o, 7);
+  if (!id) return id.error();
+  Status failed;
+  if (qp.post_send(kRdmaClientMsg, kRdmaClientMsg, IBV_SEND_INLINE)) {
+    failed = make_error(EIO, "rdma_post_send failed");
+  } else if (auto got = qp.wait(1, 1, o.timeout); !got) {  // the SEND's completion and the server's message
+    failed = got.error();
+  } else {
+    for (const ibv_wc& w : *got)
+      if (w.opcode == IBV_WC_RECV && w.byte_len != kRdmaClientMsg)
+        failed = make_error(EPROTO, "the server sent " + std::to_string(w.byte_len) + " bytes, not 16");
+  }
+  (void)cms.disconnect(*id);
+  for (;;) {
+    auto e = next_event(cms, *id, 3 * kSecond);
+    if (!e || e->type == RdmaCmEventType::Disconnected) break;
+  }
+  if (!failed) return failed.error();
+  r.messages_sent = r.messages_received = 1;
+  say("rdma_client: end 0");
+  return r;
+}
+
 }  // namespace
 
 Status complete_cm_client_options(CmClientOptions& o) {
   const bool rping = o.tool == "rping", udaddy = o.tool == "udaddy";
+  if (o.tool == "rdma_client") {
+    // rdma_client has no -C or -S: one 16-byte message each way.
+    if (o.port == 0) o.port = kCmatosePort;  // rdma_server's 7471 is cmatose's too
+    o.count = 1;
+    o.size = kRdmaClientMsg;
+    return {};
+  }
   if (!rping && !udaddy && o.tool != "ucmatose") return make_error(EINVAL, "unknown rdma_cm client '" + o.tool + "'");
   if (o.port == 0) o.port = rping || udaddy ? kRpingPort : kCmatosePort;  // udaddy's is 7174, in the UDP port space
   if (o.size == 0) o.size = rping ? 64 : 100;
@@ -307,7 +347,7 @@ Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connecto
                                      const std::function<void(const std::string&)>& say) {
   CmClientOptions o = opts;
   if (Status s = complete_cm_client_options(o); !s) return s.error();
-  const bool rping = o.tool == "rping", udaddy = o.tool == "udaddy";
+  const bool rping = o.tool == "rping", udaddy = o.tool == "udaddy", rdma_client = o.tool == "rdma_client";
   const std::size_t bytes = rping    ? kData + 2 * std::size_t{o.size}
                             : udaddy ? std::size_t{o.count} * (o.size + 40) + o.size
                                      : std::size_t{o.count + 1} * o.size;
@@ -319,13 +359,17 @@ Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cms, Connecto
   if (udaddy) p.type = IBV_QPT_UD;
   p.send_depth = rping ? 16 : o.count + 4;
   p.recv_depth = rping ? 4 : o.count;
+  if (rdma_client) p.max_inline = kRdmaClientMsg;  // rdma_client asks for 16 bytes inline
   auto q = conn.create(p);
   if (!q) {
     (void)dp.memory().deregister((*mr)->key);
     return q.error();
   }
   Qp qp{dp, *q, buf->data(), *mr};
-  auto r = rping ? run_rping(dp, cms, qp, o, say) : udaddy ? run_udaddy(dp, cms, qp, o, say) : run_ucmatose(dp, cms, qp, o, say);
+  auto r = rping         ? run_rping(dp, cms, qp, o, say)
+           : udaddy      ? run_udaddy(dp, cms, qp, o, say)
+           : rdma_client ? run_rdma_client(dp, cms, qp, o, say)
+                         : run_ucmatose(dp, cms, qp, o, say);
   (void)conn.destroy(*q);
   (void)dp.memory().deregister((*mr)->key);
   return r;
@@ -348,8 +392,8 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
       ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(vdevs))
       ("ip", "our IPv4 address on that port", cxxopts::value<std::string>(ip))
       ("a,server", "the server's IPv4 address (rping -a, ucmatose -s)", cxxopts::value<std::string>(server))
-      ("s", "the server's address (ucmatose's spelling)", cxxopts::value<std::string>())
-      ("p,port", "the server's rdma_cm port (default: rping 7174, ucmatose 7471)", cxxopts::value<std::uint16_t>(o.port)->default_value("0"))
+      ("s", "the server's address (ucmatose's and rdma_client's spelling)", cxxopts::value<std::string>())
+      ("p,port", "the server's rdma_cm port (default: rping and udaddy 7174, ucmatose and rdma_client 7471)", cxxopts::value<std::uint16_t>(o.port)->default_value("0"))
       ("C,count", "rping: rounds; ucmatose: messages each way", cxxopts::value<std::uint32_t>(o.count)->default_value("10"))
       ("S,size", "rping: buffer bytes (23..65535, default 64); ucmatose: message bytes (default 100)", cxxopts::value<std::uint32_t>(o.size)->default_value("0"))
       ("V,verify", "rping: check each round's data")
@@ -369,6 +413,8 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
     return 0;
   }
   if (r.count("s")) server = r["s"].as<std::string>();
+  if (tool == "rdma_client" && (r.count("count") || r.count("size") || r.count("verify")))
+    return fail("rdma_client takes no -C, -S or -V: it sends one 16-byte message and receives one", 2);
   o.verify = r.count("verify") > 0;
   o.verbose = r.count("verbose") > 0;
   o.timeout = static_cast<Nanos>(timeout_s * 1e9);

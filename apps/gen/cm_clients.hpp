@@ -7,6 +7,9 @@
 // server to disconnect. Each connects through CmService (REQ/REP/RTU) and leaves with DREQ.
 // `roce-gen udaddy` does what `udaddy -s` does: resolves the server's UD QP by SIDR (UDP port
 // space), sends its datagrams (SEND with immediate: its QPN) and receives as many back.
+// `roce-gen rdma_client` does what librdmacm's rdma_client does: posts one 16-byte receive,
+// connects (TCP port space, 7471), SENDs 16 bytes inline, waits for that and for the server's
+// 16 bytes, and disconnects.
 #pragma once
 
 #include <functional>
@@ -20,7 +23,7 @@
 namespace roce::app {
 
 struct CmClientOptions {
-  std::string tool;  // rping, ucmatose or udaddy
+  std::string tool;  // rping, ucmatose, udaddy or rdma_client
   proto::Ipv4Addr server{};
   std::uint16_t port = 0;      // 0: the tool's default (7174, 7471)
   std::uint32_t count = 10;    // -C
@@ -44,7 +47,7 @@ Status complete_cm_client_options(CmClientOptions& o);
 Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cm, Connector& conn, const CmClientOptions& o,
                                      const std::function<void(const std::string&)>& say);
 
-// `roce-gen rping|ucmatose [EAL args --] --dev PORT --ip ADDR -a|--server ADDR [-C N] [-S N] [-V] [-p PORT]`
+// `roce-gen rping|ucmatose|udaddy|rdma_client [EAL args --] --dev PORT --ip ADDR -a|--server ADDR [-C N] [-S N] [-V] [-p PORT]`
 int cm_client_main(const std::string& tool, const dp::SplitArgs& split);
 
 }  // namespace roce::app

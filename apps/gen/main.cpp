@@ -113,7 +113,7 @@ int gen_main(int argc, char** argv) {
     app.insert(app.end(), split.app.begin() + 2, split.app.end());
     return craft::craft_main("roce-gen raw", split.eal, app);
   }
-  if (mode == "rping" || mode == "ucmatose" || mode == "udaddy") return cm_client_main(mode, split);  // rdma_cm clients
+  if (mode == "rping" || mode == "ucmatose" || mode == "udaddy" || mode == "rdma_client") return cm_client_main(mode, split);  // rdma_cm clients
   if (mode == "emulate") {
     auto eo = parse_emulate_options(split.app);
     if (!eo) {

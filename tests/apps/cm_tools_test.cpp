@@ -1,7 +1,9 @@
 // roce-gen's rdma_cm clients against roce-appliance's --rdma-cm listeners, in one process over
 // a net_ring pair: rping rounds with -V (the server READs the client's buffer and WRITEs it
 // back; the client checks every byte) and ucmatose's messages both ways, each connection
-// established through QP1 and ended by DREQ; udaddy's datagrams both ways after SIDR. The real programs are the interop suite's
+// established through QP1 and ended by DREQ; udaddy's datagrams both ways after SIDR;
+// rdma_client's one 16-byte inline SEND and rdma_server's one back, then the server's DREQ
+// (rdma_server on 7472 beside ucmatose on 7471). The real programs are the interop suite's
 // (tests/interop/lib/rdmacm.sh); this pins both of our sides to each other.
 #include <gtest/gtest.h>
 
@@ -22,8 +24,9 @@ class CmTools : public DataplanePairTest {
     DataplanePairTest::SetUp();
     server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
     server_conn = std::make_unique<app::Connector>(*server_dp_, 0x77);
-    app::CmListenOptions lo;
-    lo.rping = lo.ucmatose = lo.udaddy = true;
+    auto parsed = app::parse_cm_listeners("all");
+    ASSERT_TRUE(parsed.ok());
+    app::CmListenOptions lo = *parsed;
     lo.messages = 10;
     lo.message_size = 100;
     listeners = std::make_unique<app::CmListeners>(*server_dp_, *server_drivers, *server_conn, lo);
@@ -117,6 +120,57 @@ TEST_F(CmTools, UdaddyDatagramsGoBothWaysAfterSidr) {
   EXPECT_EQ(t.datagrams, 20u);
   // SIDR leaves no connection state behind on either side.
   EXPECT_EQ(client_cm->live_ids(), 0u);
+}
+
+TEST_F(CmTools, RdmaClientSendsSixteenBytesInlineAndGetsRdmaServersSixteenBack) {
+  auto o = client("rdma_client");
+  o.port = 7472;  // rdma_server's port beside ucmatose's 7471
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages_sent, 1u);
+  EXPECT_EQ(r->messages_received, 1u);
+  ASSERT_FALSE(said.empty());
+  EXPECT_EQ(said.back(), "rdma_client: end 0");
+  const auto t = settled_totals(1);
+  EXPECT_EQ(t.connections, 1u);
+  EXPECT_EQ(t.completed, 1u);
+  EXPECT_EQ(t.failed, 0u);
+  EXPECT_EQ(t.rdma_server_exchanges, 1u);
+}
+
+TEST_F(CmTools, RdmaClientAgainstUcmatosesServerReportsTheOversizedMessage) {
+  // 7471 is ucmatose's here: its server sends 10 messages of 100 bytes into rdma_client's one
+  // 16-byte receive, which the client must report, not take as rdma_server's answer.
+  auto o = client("rdma_client");
+  o.timeout = 2 * kSecond;
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("work completion error"), std::string::npos) << r.error().message;
+}
+
+TEST(CmListenerNames, PortsAndClashes) {
+  auto one = app::parse_cm_listeners("rdma_server");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->rdma_server_port, 7471);  // alone: rdma_server's own default
+  auto both = app::parse_cm_listeners("ucmatose,rdma_server");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->ucmatose_port, 7471);
+  EXPECT_EQ(both->rdma_server_port, 7472);
+  auto moved = app::parse_cm_listeners("ucmatose:7000,rdma_server");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->rdma_server_port, 7471);
+  auto chosen = app::parse_cm_listeners("rping:9000,rdma_server:9001");
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->rping_port, 9000);
+  EXPECT_EQ(chosen->rdma_server_port, 9001);
+  EXPECT_FALSE(app::parse_cm_listeners("ucmatose,rdma_server:7471").ok());
+  EXPECT_FALSE(app::parse_cm_listeners("rping:0").ok());
+  EXPECT_FALSE(app::parse_cm_listeners("rping:70000").ok());
+  EXPECT_FALSE(app::parse_cm_listeners("rping:7x").ok());
+  EXPECT_FALSE(app::parse_cm_listeners("all:1").ok());
+  auto bad = app::parse_cm_listeners("rdma_srv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("rdma_srv"), std::string::npos);
 }
 
 TEST_F(CmTools, UnknownPortIsRejected) {
