@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the interop guest: Debian 12's kernel with rdma_rxe, rdma-core's example programs,
-# librdmacm's (rping, ucmatose, udaddy: rdmacm-utils, with the kernel's rdma_ucm), perftest and
+# librdmacm's (rping, ucmatose, udaddy, rdma_client, rdma_server: rdmacm-utils, with the kernel's rdma_ucm), perftest and
 # iproute2 (ip, tc with netem, rdma), packed into an initramfs whose /init is
 # guest/init. Nothing is installed on the host: the .deb files are fetched with
 # `apt-get download` and unpacked with `dpkg -x` under the output folder.
@@ -76,7 +76,7 @@ programs=(
   usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
   usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat
   bin/ip sbin/tc usr/bin/rdma usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
-  usr/bin/rping usr/bin/ucmatose usr/bin/udaddy
+  usr/bin/rping usr/bin/ucmatose usr/bin/udaddy usr/bin/rdma_client usr/bin/rdma_server
 )
 for p in "${programs[@]}"; do
   [[ -e $stage/$p ]] || { echo "guest build: $p is not in the packages" >&2; exit 1; }

@@ -4,9 +4,11 @@
 #   cm-from-rxe   the guest's librdmacm client against roce-appliance --rdma-cm all:
 #                 rping -c -V (the server READs the client's buffer and WRITEs it back, every
 #                 round checked by rping itself), ucmatose -s (messages both ways), udaddy -s
-#                 (SIDR in the UDP port space, then UD datagrams both ways)
-#   cm-to-rxe     roce-gen rping -V / ucmatose / udaddy against the guest's rping -s -V,
-#                 ucmatose and udaddy servers; both programs must succeed
+#                 (SIDR in the UDP port space, then UD datagrams both ways), rdma_client -s
+#                 -p 7472 (one 16-byte inline SEND each way; `all` puts rdma_server on 7472
+#                 beside ucmatose's 7471)
+#   cm-to-rxe     roce-gen rping -V / ucmatose / udaddy / rdma_client against the guest's
+#                 rping -s -V, ucmatose, udaddy and rdma_server; both programs must succeed
 #
 # A case passes when the real program exits 0 and says what success says; SIZE is rping's -S /
 # ucmatose's -S, ITERS their -C. MTU is the path MTU rdma_cm settles on (the active side's port:
@@ -20,16 +22,22 @@ cm_guest_cmd() {
     rping) echo "rping -c -a $NET_ENGINE_IP -V -C $3 -S $2" ;;
     ucmatose) echo "ucmatose -s $NET_ENGINE_IP -C $3 -S $2" ;;
     udaddy) echo "udaddy -s $NET_ENGINE_IP -C $3 -S $2" ;;
+    rdma_client) echo "rdma_client -s $NET_ENGINE_IP -p 7472" ;;
   esac
 }
 
+# cm_app_name VERB: the name the appliance logs the guest's client under (its server's).
+cm_app_name() { [[ $1 == rdma_client ]] && echo rdma_server || echo "$1"; }
+
 # cm_guest_succeeded VERB LOG: what the program prints when it worked (its exit status is checked
 # as well): rping -V exits non-zero on a mismatch, but says "data mismatch" too; cmatose ends with
-# "return status 0".
+# "return status 0"; rdma_client and rdma_server end with "end 0".
 cm_guest_succeeded() {
   case $1 in
     rping) ! grep -qiE "mismatch|error|fail" "$2" ;;
     ucmatose|udaddy) grep -q "return status 0" "$2" && ! grep -qiE "failed|error" "$2" ;;
+    rdma_client) grep -q "^rdma_client: end 0" "$2" ;;
+    rdma_server) grep -q "^rdma_server: end 0" "$2" ;;
   esac
 }
 
@@ -43,7 +51,7 @@ run_cm_case() {
   local ok=1 t0=$SECONDS
   # rping's client says its sizes itself; cmatose's and udaddy's servers must be told (their -C/-S).
   local app_args="--rdma-cm all"
-  [[ $verb == rping ]] || app_args+=" --cm-messages $iters --cm-message-size $size"
+  [[ $verb == rping || $verb == rdma_client ]] || app_args+=" --cm-messages $iters --cm-message-size $size"
   if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
     appliance_stop
     APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
@@ -63,19 +71,24 @@ run_cm_case() {
   ((grc == 0)) || { ok=0; CASE_NOTE="guest $verb exit $grc: $(grep -m1 -iE 'error|fail|mismatch' "$dir/guest.log")"; }
   cm_guest_succeeded "$verb" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $verb did not report success"; }
   # The appliance logs each connection's end (after the client's DREQ).
-  local i
+  local i app_name
+  app_name=$(cm_app_name "$verb")
   for i in $(seq 30); do
-    tail -n +"$((app_lines + 1))" "$APPLIANCE_LOG" | grep -q "$verb client .* \(done\|failed\)" && break
+    tail -n +"$((app_lines + 1))" "$APPLIANCE_LOG" | grep -q "$app_name client .* \(done\|failed\)" && break
     sleep 0.1
   done
   tail -n +"$((app_lines + 1))" "$APPLIANCE_LOG" > "$dir/appliance.log"
-  if grep -q "$verb client .* failed" "$dir/appliance.log"; then
+  if grep -q "$app_name client .* failed" "$dir/appliance.log"; then
     ok=0 CASE_NOTE+="${CASE_NOTE:+; }appliance: $(grep -m1 "failed" "$dir/appliance.log")"
   fi
   case $verb in
     rping) CASE_FIGURE="$(grep -o '[0-9]* rounds' "$dir/appliance.log" | head -1)" ;;
     ucmatose) CASE_FIGURE="$(grep -o '[0-9]* messages sent' "$dir/appliance.log" | head -1 | cut -d' ' -f1) msgs" ;;
     udaddy) CASE_FIGURE="$(grep -o '[0-9]* datagrams received' "$dir/appliance.log" | head -1 | cut -d' ' -f1) dgrams" ;;
+    rdma_client)
+      CASE_FIGURE="$(grep -o 'rdma_server client .* done: [0-9]* messages received' "$dir/appliance.log" | head -1 | grep -o '[0-9]* messages' | cut -d' ' -f1) msgs"
+      grep -q "rdma_server client .* done: 1 messages received, 1 sent" "$dir/appliance.log" ||
+        { ok=0; CASE_NOTE+="${CASE_NOTE:+; }appliance did not log rdma_server's 1 message each way"; } ;;
   esac
   capture_stop
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" peer || ok=0
@@ -89,6 +102,7 @@ cm_guest_server() {
     rping) echo "rping -s -V -a $NET_GUEST_IP -C $3 -S $2" ;;
     ucmatose) echo "ucmatose -C $3 -S $2" ;;
     udaddy) echo "udaddy -C $3 -S $2" ;;
+    rdma_client) echo "rdma_server" ;;
   esac
 }
 
@@ -107,6 +121,7 @@ run_cm_to_rxe_case() {
     { ok=0; CASE_NOTE="guest $verb server did not start"; }
   local gen_args=("$verb" -a "$NET_GUEST_IP" -C "$iters" -S "$size")
   [[ $verb == rping ]] && gen_args+=(-V)
+  [[ $verb == rdma_client ]] && gen_args=("$verb" -s "$NET_GUEST_IP")  # no -C/-S: 16 bytes each way
   if ((ok)); then
     gen_run "$dir/roce-gen.log" "${gen_args[@]}" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
   fi
@@ -120,6 +135,10 @@ run_cm_to_rxe_case() {
     ucmatose|udaddy)
       CASE_FIGURE="$(grep -o "^$verb: [0-9]* messages received" "$dir/roce-gen.log" | cut -d' ' -f2) msgs"
       grep -q "return status 0" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $verb did not report success"; } ;;
+    rdma_client)
+      CASE_FIGURE="$(grep -o "^rdma_client: [0-9]* messages received" "$dir/roce-gen.log" | cut -d' ' -f2) msgs"
+      grep -q "^rdma_client: end 0" "$dir/roce-gen.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-gen rdma_client did not end 0"; }
+      cm_guest_succeeded rdma_server "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest rdma_server did not end 0"; } ;;
   esac
   grep -qiE "mismatch|error" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest: $(grep -m1 -iE 'mismatch|error' "$dir/guest.log")"; }
   capture_stop
@@ -133,6 +152,7 @@ cases_cm_ci() {
 cm/rping/rxe>app/s64                    cm-from-rxe rping    4096 0 64    10 -
 cm/ucmatose/rxe>app                     cm-from-rxe ucmatose 4096 0 100   10 -
 cm/rping/gen>rxe/s64                    cm-to-rxe   rping    4096 0 64    10 -
+cm/rdma_client/rxe>app                  cm-from-rxe rdma_client 4096 0 16 1 -
 LIST
 }
 
@@ -143,5 +163,6 @@ cm/rping/rxe>app/s60000                 cm-from-rxe rping    4096 0 60000 4  -
 cm/ucmatose/gen>rxe                     cm-to-rxe   ucmatose 4096 0 100   10 -
 cm/udaddy/rxe>app                       cm-from-rxe udaddy   4096 0 100   10 -
 cm/udaddy/gen>rxe                       cm-to-rxe   udaddy   4096 0 100   10 -
+cm/rdma_client/gen>rxe                  cm-to-rxe   rdma_client 4096 0 16 1 -
 LIST
 }
