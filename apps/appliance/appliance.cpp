@@ -34,6 +34,7 @@ Appliance::Appliance(dp::Dataplane& dp, ApplianceOptions o) : dp_(dp), o_(std::m
 Appliance::~Appliance() {
   stop();
   cm_listeners_.reset();  // DREQs out while the dataplane still runs
+  nvmf_.reset();
   reap_sessions(true);
   control_.stop();
   // What control clients made and still held (stop closes them all, so this is a safety net).
@@ -77,6 +78,12 @@ Status Appliance::start() {
                  o_.rdma_cm.ucmatose ? (" ucmatose (TCP " + std::to_string(o_.rdma_cm.ucmatose_port) + ")").c_str() : "",
                  o_.rdma_cm.udaddy ? (" udaddy (UDP " + std::to_string(o_.rdma_cm.udaddy_port) + ")").c_str() : "",
                  o_.rdma_cm.rdma_server ? (" rdma_server (TCP " + std::to_string(o_.rdma_cm.rdma_server_port) + ")").c_str() : "");
+  }
+  if (o_.nvmf.enabled()) {
+    nvmf_ = std::make_unique<NvmfService>(dp_, *drivers_, *conn_, o_.nvmf);
+    if (Status s = nvmf_->start(); !s) return s;
+    std::fprintf(stderr, "roce-appliance: NVMe/RDMA target %s with %zu namespace(s) on rdma_cm TCP port %u\n",
+                 o_.nvmf.subsystem.c_str(), o_.nvmf.namespaces.size(), o_.nvmf.port);
   }
   auto l = TcpListener::listen(o_.listen_ip, o_.oob_port);
   if (!l) return l.error();
@@ -201,6 +208,7 @@ void Appliance::run() {
   stop();
   reap_sessions(true);
   if (cm_listeners_) cm_listeners_->stop();  // DREQ for every live rdma_cm connection
+  if (nvmf_) nvmf_->stop();
 }
 
 }  // namespace roce::app

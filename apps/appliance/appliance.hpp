@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "apps/appliance/cm_listeners.hpp"
+#include "apps/appliance/nvmf_service.hpp"
 #include "apps/appliance/control_socket.hpp"
 #include "apps/common/buffers.hpp"
 #include "apps/common/oob/refusal.hpp"
@@ -61,6 +62,7 @@ struct ApplianceOptions {
   // Bytes of memory regions in all (exposed, receive, and those create_mr makes).
   std::uint64_t mr_quota = 1ull << 30;
   CmListenOptions rdma_cm;  // --rdma-cm: rping / ucmatose servers over rdma_cm
+  NvmfOptions nvmf;         // --nvmf-subsystem: the NVMe-oF target over rdma_cm
 };
 
 // The last few of something that may happen without end (failed sessions), and how many
@@ -165,6 +167,7 @@ class Appliance {
   std::unique_ptr<TcpListener> listener_;
   std::unique_ptr<WaitingRoom> waiting_;
   std::unique_ptr<CmListeners> cm_listeners_;
+  std::unique_ptr<NvmfService> nvmf_;
   ControlSocket control_;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;  // everything below

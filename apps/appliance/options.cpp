@@ -211,6 +211,12 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"))
       ("handshake-timeout", "seconds a client may take to send its first bytes, and again to send what follows them at once (perftest: version, sizes, MTU)", cxxopts::value<double>(handshake_s)->default_value("5"));
   unsigned max_rd_atomic = 16;
+  std::vector<std::string> nvmf_namespaces;
+  opts.add_options("NVMe-oF")
+      ("nvmf-subsystem", "serve this NVMe subsystem NQN over NVMe/RDMA (rdma_cm, with the discovery subsystem)", cxxopts::value<std::string>(o.nvmf.subsystem))
+      ("nvmf-namespace", "a namespace of it, NSIDs 1, 2, ... in order: mem:SIZE or file:PATH[:SIZE] (repeatable)", cxxopts::value<std::vector<std::string>>(nvmf_namespaces))
+      ("nvmf-allow-host", "a host NQN allowed to connect (repeatable; none: any host)", cxxopts::value<std::vector<std::string>>(o.nvmf.allowed_hosts))
+      ("nvmf-port", "rdma_cm TCP port of the NVMe/RDMA listener", cxxopts::value<std::uint16_t>(o.nvmf.port)->default_value("4420"));
   opts.add_options("Limits")
       ("max-qps", "queue pairs per worker", cxxopts::value<std::uint32_t>(o.max_qps)->default_value("1024"))
       ("max-mrs", "memory regions in all", cxxopts::value<std::uint32_t>(o.max_mrs)->default_value("4096"))
@@ -281,6 +287,15 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
     cm->message_size = o.rdma_cm.message_size;
     o.rdma_cm = *cm;
   }
+  for (const std::string& n : nvmf_namespaces) {
+    auto ns = parse_nvmf_namespace(n);
+    if (!ns) return ns.error();
+    o.nvmf.namespaces.push_back(*ns);
+  }
+  if (!o.nvmf.enabled() && (!o.nvmf.namespaces.empty() || !o.nvmf.allowed_hosts.empty()))
+    return make_error(EINVAL, "--nvmf-namespace and --nvmf-allow-host need --nvmf-subsystem");
+  if (o.nvmf.enabled() && o.rdma_cm.any())
+    return make_error(EINVAL, "--nvmf-subsystem and --rdma-cm cannot be used together yet (each runs its own CM agent on QP1)");
   if (o.rdma_cm.messages == 0 || o.rdma_cm.messages > 4096) return make_error(EINVAL, "--cm-messages must be 1..4096");
   if (o.rdma_cm.message_size == 0 || o.rdma_cm.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
   if (o.rdma_cm.udaddy && o.rdma_cm.message_size > 4096)

@@ -1,0 +1,268 @@
+#include "apps/appliance/nvmf_service.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "lib/nvmf/cm_private_data.hpp"
+
+namespace roce::app {
+
+namespace {
+
+std::string peer_of(const cm::RdmaCmEvent& e) {
+  if (!e.addressing) return "?";
+  const proto::IpAddress& a = e.addressing->src;
+  return a.version == proto::IpVersion::V4 ? proto::ipv4_to_string(a.v4) : proto::ipv6_to_string(a.v6);
+}
+
+// "64M", "1G", "4096": bytes (K, M, G: powers of 1024).
+Result<std::uint64_t> parse_size(const std::string& s) {
+  if (s.empty()) return make_error(EINVAL, "empty size");
+  std::size_t used = 0;
+  std::uint64_t v = 0;
+  try {
+    v = std::stoull(s, &used);
+  } catch (...) {
+    return make_error(EINVAL, "size '" + s + "' is not a number");
+  }
+  const std::string unit = s.substr(used);
+  std::uint64_t mult = 1;
+  if (unit == "K" || unit == "k") mult = 1ull << 10;
+  else if (unit == "M" || unit == "m") mult = 1ull << 20;
+  else if (unit == "G" || unit == "g") mult = 1ull << 30;
+  else if (!unit.empty()) return make_error(EINVAL, "size '" + s + "': unit must be K, M or G");
+  if (v > (1ull << 50) / mult) return make_error(EINVAL, "size '" + s + "' is too large");
+  return v * mult;
+}
+
+}  // namespace
+
+Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text) {
+  NvmfNamespaceSpec n;
+  if (text.rfind("mem:", 0) == 0) {
+    auto b = parse_size(text.substr(4));
+    if (!b) return make_error(EINVAL, "--nvmf-namespace " + text + ": " + b.error().message);
+    if (*b == 0) return make_error(EINVAL, "--nvmf-namespace " + text + ": a memory namespace needs a size");
+    n.bytes = *b;
+    return n;
+  }
+  if (text.rfind("file:", 0) == 0) {
+    n.file = true;
+    std::string rest = text.substr(5);
+    // An optional ":SIZE" after the path sizes the file.
+    const std::size_t colon = rest.rfind(':');
+    if (colon != std::string::npos) {
+      auto b = parse_size(rest.substr(colon + 1));
+      if (b) {
+        n.bytes = *b;
+        rest.resize(colon);
+      }
+    }
+    if (rest.empty()) return make_error(EINVAL, "--nvmf-namespace " + text + ": no file path");
+    n.path = rest;
+    return n;
+  }
+  return make_error(EINVAL, "--nvmf-namespace " + text + ": expected mem:SIZE or file:PATH[:SIZE]");
+}
+
+NvmfService::NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o)
+    : dp_(dp), drivers_(drivers), conn_(conn), o_(std::move(o)) {}
+
+NvmfService::~NvmfService() { stop(); }
+
+Status NvmfService::start() {
+  if (!nvmf::valid_nqn(o_.subsystem)) return make_error(EINVAL, "--nvmf-subsystem '" + o_.subsystem + "' is not a valid NQN");
+  if (o_.subsystem == proto::nvme::kDiscoveryNqn)
+    return make_error(EINVAL, "--nvmf-subsystem: the discovery NQN is the target's own");
+  if (o_.namespaces.empty()) return make_error(EINVAL, "--nvmf-subsystem needs at least one --nvmf-namespace");
+  for (const std::string& h : o_.allowed_hosts)
+    if (!nvmf::valid_nqn(h)) return make_error(EINVAL, "--nvmf-allow-host '" + h + "' is not a valid NQN");
+  const auto& local = dp_.local().ip;
+  tcfg_.traddr = to_string(local);
+  tcfg_.trsvcid = o_.port;
+  // The target issues the RDMA READs of host data: no more at once than a QP may have.
+  target_ = std::make_unique<nvmf::Target>(tcfg_);
+  auto sub = target_->add_subsystem(o_.subsystem, "rocev2dp0001");
+  if (!sub) return sub.error();
+  for (const std::string& h : o_.allowed_hosts) (*sub)->allow_host(h);
+  std::uint32_t nsid = 1;
+  for (const NvmfNamespaceSpec& n : o_.namespaces) {
+    const std::uint64_t blocks = n.bytes / o_.block_size;
+    if (!n.file && blocks == 0) return make_error(EINVAL, "--nvmf-namespace: smaller than one block");
+    auto store = n.file ? nvmf::NamespaceStore::file(n.path, blocks, o_.block_size)
+                        : nvmf::NamespaceStore::memory(blocks, o_.block_size);
+    if (!store) return make_error(store.error().code, "namespace " + std::to_string(nsid) + ": " + store.error().message);
+    if (Status s = (*sub)->add_namespace(nsid, std::move(*store)); !s) return s;
+    ++nsid;
+  }
+  cm_ = std::make_unique<CmService>(dp_, drivers_);
+  auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue);
+  if (!l) return l.error();
+  driver_ = drivers_.add(0, [this](Engine&, Nanos now) { poll_worker(now); });
+  thread_ = std::thread([this] { loop(); });
+  return {};
+}
+
+void NvmfService::poll_worker(Nanos now) {
+  target_->poll(now);
+  for (auto& [p, q] : queues_) q->poll(now);
+}
+
+void NvmfService::stop() {
+  if (!cm_) return;
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  cm_->stop();  // DREQ for every live connection
+  while (!conns_.empty()) release(conns_.begin()->first);
+  drivers_.remove(0, driver_);
+  cm_.reset();
+  target_.reset();
+}
+
+NvmfService::Totals NvmfService::totals() {
+  std::lock_guard lock(totals_mutex_);
+  return totals_;
+}
+
+std::size_t NvmfService::live_queues() { return queue_count_.load(); }
+
+void NvmfService::loop() {
+  while (!stop_) {
+    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
+    // A queue the target failed (fatal capsule, keep-alive expiry, reset): the connection ends.
+    std::vector<nvmf::NvmfRdmaQueue*> failed = dp_.call(0, [this](Engine&) {
+      std::vector<nvmf::NvmfRdmaQueue*> f;
+      for (auto& [p, q] : queues_)
+        if (q->torn_down()) f.push_back(p);
+      return f;
+    });
+    for (auto& [id, c] : conns_) {
+      if (c.disconnecting || !c.queue) continue;
+      if (std::find(failed.begin(), failed.end(), c.queue) == failed.end()) continue;
+      std::fprintf(stderr, "roce-appliance: nvmf queue %u of %s failed; disconnecting\n", c.qid, c.peer.c_str());
+      c.disconnecting = true;
+      {
+        std::lock_guard lock(totals_mutex_);
+        ++totals_.torn_down;
+      }
+      drop_queue(c);
+      (void)cm_->disconnect(id);
+    }
+  }
+}
+
+void NvmfService::on_event(const cm::RdmaCmEvent& e) {
+  using T = cm::RdmaCmEventType;
+  if (e.type == T::ConnectRequest) return on_request(e);
+  const auto it = conns_.find(e.id);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  switch (e.type) {
+    case T::Disconnected:
+      if (!c.disconnecting) {
+        std::lock_guard lock(totals_mutex_);
+        ++totals_.disconnected;
+      }
+      c.disconnecting = true;
+      drop_queue(c);
+      break;
+    case T::TimewaitExit:
+    case T::Rejected:
+    case T::Unreachable:
+    case T::ConnectError:
+      release(e.id);
+      break;
+    default:
+      break;
+  }
+}
+
+void NvmfService::on_request(const cm::RdmaCmEvent& e) {
+  const auto* req = std::get_if<cm::ReqInfo>(&e.detail);
+  const std::string peer = peer_of(e);
+  const auto refuse = [&](const std::string& why, std::span<const std::uint8_t> pd = {}) {
+    std::fprintf(stderr, "roce-appliance: nvmf connect from %s refused: %s\n", peer.c_str(), why.c_str());
+    (void)cm_->reject(e.id, pd);
+    std::lock_guard lock(totals_mutex_);
+    ++totals_.rejected;
+  };
+  if (req == nullptr || e.ud || req->transport != proto::CmTransport::Rc) return refuse("not an RC connect request");
+  const auto decision =
+      nvmf::decide_cm_request(tcfg_, proto::ByteSpan(reinterpret_cast<const std::byte*>(e.private_data.data()), e.private_data.size()));
+  if (const auto* rej = std::get_if<nvmf::CmReject>(&decision)) {
+    const auto bytes = nvmf::to_bytes(rej->reject);
+    std::vector<std::uint8_t> pd(bytes.size());
+    std::memcpy(pd.data(), bytes.data(), bytes.size());
+    return refuse("NVMe/RDMA status " + std::to_string(static_cast<unsigned>(rej->status)), pd);
+  }
+  const auto& acc = std::get<nvmf::CmAccept>(decision);
+  Conn c;
+  c.id = e.id;
+  c.peer = peer;
+  c.qid = acc.queue.qid;
+  QpParams qp;
+  const std::uint32_t depth = acc.queue.depth;
+  qp.recv_depth = depth;
+  qp.send_depth = 4 * depth;
+  auto q = conn_.create(qp, 0);  // worker 0: where the target lives
+  if (!q) return refuse(q.error().message);
+  c.qp = *q;
+  // The queue first (it posts its receives: the host SENDs its Connect as soon as it is up).
+  auto made = dp_.call(0, [&](Engine& eng) -> Result<nvmf::NvmfRdmaQueue*> {
+    auto r = nvmf::NvmfRdmaQueue::create(*target_, eng, c.qp.pd, c.qp.qp, c.qp.cq, acc.queue);
+    if (!r) return r.error();
+    nvmf::NvmfRdmaQueue* p = r->get();
+    queues_[p] = std::move(*r);
+    queue_count_ = queues_.size();
+    return p;
+  });
+  Status s = made ? Status{} : Status(made.error());
+  if (s) c.queue = *made;
+  const cm::CmQpAttrs a = cm::passive_qp_attrs(*req, c.qp.psn, cm_->qp_limits());
+  if (s) s = cm_->connect_qp(c.qp, IBV_QPT_RC, a);
+  if (s) {
+    cm::AcceptParams ap;
+    ap.local_qpn = c.qp.qpn;
+    ap.starting_psn = c.qp.psn;
+    // The target READs host data; the host never reads from us.
+    ap.responder_resources = 0;
+    ap.initiator_depth = a.rts.max_rd_atomic;
+    const auto bytes = nvmf::to_bytes(acc.reply);
+    ap.private_data.resize(bytes.size());
+    std::memcpy(ap.private_data.data(), bytes.data(), bytes.size());
+    s = cm_->accept(e.id, ap);
+  }
+  conns_[e.id] = std::move(c);
+  if (!s) {
+    refuse(s.error().message);
+    release(e.id);
+    return;
+  }
+  std::fprintf(stderr, "roce-appliance: nvmf queue %u (depth %u) accepted from %s on QP 0x%x\n", acc.queue.qid, depth,
+               peer.c_str(), conns_[e.id].qp.qpn);
+  std::lock_guard lock(totals_mutex_);
+  ++totals_.accepted;
+}
+
+void NvmfService::drop_queue(Conn& c) {
+  if (!c.queue) return;
+  nvmf::NvmfRdmaQueue* p = c.queue;
+  c.queue = nullptr;
+  // Destroying the queue puts its QP in the error state first (rdma_queue.hpp).
+  dp_.call(0, [&](Engine&) {
+    queues_.erase(p);
+    queue_count_ = queues_.size();
+    return 0;
+  });
+}
+
+void NvmfService::release(cm::CmId id) {
+  const auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  drop_queue(it->second);
+  if (it->second.qp.qp) (void)conn_.destroy(it->second.qp);
+  conns_.erase(it);
+}
+
+}  // namespace roce::app

@@ -1,0 +1,99 @@
+// roce-appliance's NVMe-oF target over rdma_cm (--nvmf-subsystem): listens on the TCP port
+// space (4420 by default), answers each connect request from its NVMe/RDMA private data
+// (lib/nvmf/cm_private_data.hpp: REP with CRQSIZE, or REJ with the binding's status), and
+// carries each accepted connection's queue (admin or I/O, one per QP) with an NvmfRdmaQueue.
+// The target, every queue and the keep-alive clock live on worker 0 (one driver there polls
+// them all), so lib/nvmf stays single-threaded; the control thread only handles CM events and
+// changes the set of queues through Dataplane::call. The discovery subsystem is the target's.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/common/cm_service.hpp"
+#include "apps/common/connector.hpp"
+#include "apps/common/driver_set.hpp"
+#include "lib/nvmf/rdma_queue.hpp"
+#include "lib/nvmf/target.hpp"
+
+namespace roce::app {
+
+struct NvmfNamespaceSpec {
+  bool file = false;
+  std::string path;            // file:PATH
+  std::uint64_t bytes = 0;     // mem:SIZE, or the size a new file gets (0: the file's own size)
+};
+
+struct NvmfOptions {
+  std::string subsystem;                 // NQN; empty: no NVMe-oF service
+  std::vector<NvmfNamespaceSpec> namespaces;  // NSIDs 1, 2, ... in order
+  std::vector<std::string> allowed_hosts;     // none: any host
+  std::uint16_t port = proto::nvme::kNvmeRdmaPort;
+  std::uint32_t block_size = 512;
+  std::size_t accept_queue = 64;
+  bool enabled() const { return !subsystem.empty(); }
+};
+
+// "mem:16M", "mem:67108864", "file:/path" or "file:/path:64M" -> a namespace spec.
+Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text);
+
+class NvmfService {
+ public:
+  NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o);
+  ~NvmfService();
+  NvmfService(const NvmfService&) = delete;
+  NvmfService& operator=(const NvmfService&) = delete;
+
+  Status start();
+  // DREQ for every live connection (bounded wait), then the queues, QPs and target go.
+  void stop();
+
+  struct Totals {
+    std::uint64_t accepted = 0;
+    std::uint64_t rejected = 0;      // REJ with an NVMe/RDMA status (or a local failure)
+    std::uint64_t disconnected = 0;  // queues ended by a DREQ / disconnect
+    std::uint64_t torn_down = 0;     // queues the target failed (fatal capsule, keep-alive, reset)
+  };
+  Totals totals();
+  std::size_t live_queues();
+  nvmf::TargetConfig target_config() const { return tcfg_; }
+
+ private:
+  struct Conn {
+    cm::CmId id = 0;
+    std::string peer;
+    std::uint16_t qid = 0;
+    LocalQp qp;
+    nvmf::NvmfRdmaQueue* queue = nullptr;  // owned by queues_ (worker 0)
+    bool disconnecting = false;
+  };
+  void loop();
+  void on_event(const cm::RdmaCmEvent& e);
+  void on_request(const cm::RdmaCmEvent& e);
+  void drop_queue(Conn& c);     // the queue goes (worker 0); the QP stays until TIMEWAIT
+  void release(cm::CmId id);    // queue and QP go
+  void poll_worker(Nanos now);  // worker 0's driver
+
+  dp::Dataplane& dp_;
+  DriverSet& drivers_;
+  Connector& conn_;
+  NvmfOptions o_;
+  nvmf::TargetConfig tcfg_;
+  std::unique_ptr<nvmf::Target> target_;
+  std::unique_ptr<CmService> cm_;
+  std::uint64_t driver_ = 0;
+  // Worker 0 only (changed through Dataplane::call).
+  std::map<nvmf::NvmfRdmaQueue*, std::unique_ptr<nvmf::NvmfRdmaQueue>> queues_;
+  std::atomic<std::size_t> queue_count_{0};
+  std::map<cm::CmId, Conn> conns_;  // control thread only
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex totals_mutex_;
+  Totals totals_;
+};
+
+}  // namespace roce::app
