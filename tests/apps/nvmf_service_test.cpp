@@ -1,0 +1,382 @@
+// roce-appliance's NVMe-oF service (apps/appliance/nvmf_service.hpp) against our own host
+// queues (lib/nvmf/rdma_host.hpp), each connected through rdma_cm as a Linux nvme-rdma host
+// connects: REQ with the NVMe/RDMA private data on TCP port 4420, REP with CRQSIZE, one QP per
+// queue. Both dataplanes run in one process over a net_ring pair. The Linux host itself is the
+// interop suite's (tests/interop, nvmf case).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <cstring>
+#include <thread>
+
+#include "apps/appliance/nvmf_service.hpp"
+#include "lib/nvmf/rdma_host.hpp"
+#include "tests/support/dataplane_pair.hpp"
+
+namespace roce::test {
+namespace {
+
+namespace nv = proto::nvme;
+
+constexpr char kSubNqn[] = "nqn.2026-12.io.rocev2-dp:nvmf-service";
+constexpr char kHostNqn[] = "nqn.2014-08.org.nvmexpress:uuid:0c3a61d4-host";
+constexpr std::uint32_t kEnableCc = 1u | 6u << 16 | 4u << 20;  // EN, IOSQES 6, IOCQES 4
+
+nv::Sqe io_cmd(nv::IoOpcode op, std::uint64_t slba, std::uint32_t nlb) {
+  nv::Sqe s;
+  s.opc = static_cast<std::uint8_t>(op);
+  s.nsid.set(1);
+  s.cdw10.set(static_cast<std::uint32_t>(slba));
+  s.cdw11.set(static_cast<std::uint32_t>(slba >> 32));
+  s.cdw12.set(nlb - 1);
+  return s;
+}
+
+nv::Sqe admin_cmd(nv::AdminOpcode op, std::uint32_t nsid, std::uint32_t cdw10) {
+  nv::Sqe s;
+  s.opc = static_cast<std::uint8_t>(op);
+  s.nsid.set(nsid);
+  s.cdw10.set(cdw10);
+  return s;
+}
+
+std::vector<std::uint8_t> request_data(std::uint16_t qid, std::uint16_t hrqsize, std::uint16_t hsqsize) {
+  nv::CmRequestData r;
+  r.recfmt.set(nv::kRecfmt10);
+  r.qid.set(qid);
+  r.hrqsize.set(hrqsize);
+  r.hsqsize.set(hsqsize);
+  std::vector<std::uint8_t> b(sizeof r);
+  std::memcpy(b.data(), static_cast<const void*>(&r), sizeof r);
+  return b;
+}
+
+class NvmfService : public DataplanePairTest {
+ protected:
+  NvmfService() : DataplanePairTest("nvs") {}
+  void SetUp() override {
+    DataplanePairTest::SetUp();
+    server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
+    server_conn = std::make_unique<app::Connector>(*server_dp_, 0x77);
+    app::NvmfOptions o;
+    o.subsystem = kSubNqn;
+    app::NvmfNamespaceSpec ns;
+    ns.bytes = 1 << 20;
+    o.namespaces.push_back(ns);
+    service = std::make_unique<app::NvmfService>(*server_dp_, *server_drivers, *server_conn, o);
+    ASSERT_TRUE(service->start().ok());
+    client_drivers = std::make_unique<app::DriverSet>(*client_dp_);
+    client_conn = std::make_unique<app::Connector>(*client_dp_, 0x99);
+    client_cm = std::make_unique<app::CmService>(*client_dp_, *client_drivers);
+  }
+  void TearDown() override {
+    for (auto& q : queues) close(q);
+    client_cm.reset();
+    service.reset();
+    client_conn.reset();
+    server_conn.reset();
+    client_drivers.reset();
+    server_drivers.reset();
+    DataplanePairTest::TearDown();
+  }
+
+  struct HostQueue {
+    std::uint16_t qid = 0;
+    cm::CmId id = 0;
+    app::LocalQp qp;
+    std::unique_ptr<nvmf::NvmfRdmaHost> host;
+  };
+
+  std::optional<cm::RdmaCmEvent> wait_for(cm::RdmaCmEventType type, Nanos wait = 5 * kSecond) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
+    while (std::chrono::steady_clock::now() < until) {
+      for (auto& e : client_cm->wait_events(50 * kMilli)) pending.push_back(std::move(e));
+      for (std::size_t i = 0; i < pending.size(); ++i)
+        if (pending[i].type == type) {
+          cm::RdmaCmEvent e = pending[i];
+          pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+          return e;
+        }
+    }
+    return std::nullopt;
+  }
+
+  cm::RdmaConnectParams connect_params(const app::LocalQp& q, std::vector<std::uint8_t> pd) {
+    cm::RdmaConnectParams p;
+    p.port_space = proto::RdmaPortSpace::Tcp;
+    p.src = proto::IpAddress::of(proto::Ipv4Addr{10, 0, 0, 1});
+    p.dst = proto::IpAddress::of(proto::Ipv4Addr{10, 0, 0, 2});
+    p.src_port = static_cast<std::uint16_t>(42000 + queues.size());
+    p.dst_port = proto::nvme::kNvmeRdmaPort;
+    p.ib.local_qpn = q.qpn;
+    p.ib.starting_psn = q.psn;
+    p.ib.responder_resources = 0;
+    p.ib.initiator_depth = 0;
+    p.ib.path_mtu = proto::PathMtu::Mtu1024;
+    p.private_data = std::move(pd);
+    return p;
+  }
+
+  // A host queue through rdma_cm: QP, host queue (its receives), REQ, REP, RTR/RTS, RTU.
+  HostQueue* open(std::uint16_t qid, std::uint16_t depth) {
+    HostQueue h;
+    h.qid = qid;
+    app::QpParams qp;
+    qp.send_depth = 2u * depth + 8;
+    qp.recv_depth = depth + 8;
+    auto q = client_conn->create(qp, 0);
+    EXPECT_TRUE(q.ok());
+    if (!q) return nullptr;
+    h.qp = *q;
+    nvmf::HostQueueConfig hc;
+    hc.depth = depth;
+    hc.max_transfer = service->target_config().max_transfer();
+    hc.inline_size = qid == 0 ? 0 : service->target_config().inline_data_size;
+    auto made = client_dp_->call(0, [&](Engine& e) {
+      return nvmf::NvmfRdmaHost::create(e, h.qp.pd, h.qp.qp, h.qp.cq, hc);
+    });
+    EXPECT_TRUE(made.ok()) << made.error().message;
+    if (!made) return nullptr;
+    h.host = std::move(*made);
+    auto cp = connect_params(h.qp, request_data(qid, depth, static_cast<std::uint16_t>(depth - 1)));
+    auto id = client_cm->connect(cp);
+    EXPECT_TRUE(id.ok());
+    if (!id) return nullptr;
+    h.id = *id;
+    auto rep = wait_for(cm::RdmaCmEventType::ConnectResponse);
+    EXPECT_TRUE(rep);
+    if (!rep) return nullptr;
+    // The REP's private data: RECFMT 0 and CRQSIZE = HSQSIZE + 1.
+    // (The REP MAD carries 196 bytes of private data; ours comes first, zeros after it.)
+    EXPECT_GE(rep->private_data.size(), sizeof(nv::CmReplyData));
+    if (rep->private_data.size() >= sizeof(nv::CmReplyData)) {
+      nv::CmReplyData r;
+      std::memcpy(static_cast<void*>(&r), rep->private_data.data(), sizeof r);
+      EXPECT_EQ(r.recfmt.get(), 0u);
+      EXPECT_EQ(r.crqsize.get(), depth);
+    }
+    const auto a = cm::active_qp_attrs(cp.ib, std::get<cm::RepInfo>(rep->detail), client_cm->qp_limits());
+    EXPECT_TRUE(client_cm->connect_qp(h.qp, IBV_QPT_RC, a).ok());
+    EXPECT_TRUE(client_cm->ready_to_use(h.id).ok());
+    queues.push_back(std::move(h));
+    return &queues.back();
+  }
+
+  void close(HostQueue& h) {
+    if (!h.host) return;
+    (void)client_cm->disconnect(h.id);
+    client_dp_->call(0, [&](Engine&) {
+      h.host.reset();
+      return 0;
+    });
+    (void)client_conn->destroy(h.qp);
+  }
+
+  std::optional<nvmf::HostCompletion> exec(HostQueue& h, const nv::Sqe& sqe, std::uint32_t len = 0,
+                                           nvmf::SglMode mode = nvmf::SglMode::None, std::uint16_t cid = 0) {
+    const Status s = client_dp_->call(0, [&](Engine&) { return h.host->submit(cid, sqe, len, mode); });
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    if (!s) return std::nullopt;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+      auto got = client_dp_->call(0, [&](Engine&) {
+        h.host->poll();
+        return h.host->take(cid);
+      });
+      if (got) return got;
+      if (h.host->failed()) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<nvmf::HostCompletion> fabrics_connect(HostQueue& h, std::uint16_t cntlid, const std::string& subnqn) {
+    nv::ConnectCommand c;
+    c.qid.set(h.qid);
+    c.sqsize.set(static_cast<std::uint16_t>(h.qid == 0 ? 31 : 15));
+    c.kato.set(h.qid == 0 ? 5000 : 0);
+    nv::ConnectData d;
+    d.cntlid.set(cntlid);
+    nv::set_fixed_string(d.subnqn, subnqn, '\0');
+    nv::set_fixed_string(d.hostnqn, kHostNqn, '\0');
+    client_dp_->call(0, [&](Engine&) {
+      std::memcpy(h.host->buffer(0).data(), static_cast<const void*>(&d), sizeof d);
+      return 0;
+    });
+    return exec(h, nv::overlay<nv::Sqe>(c), nv::kConnectDataSize, nvmf::SglMode::Keyed);
+  }
+
+  std::optional<nvmf::HostCompletion> enable(HostQueue& h) {
+    nv::PropertyCommand c;
+    c.fctype = static_cast<std::uint8_t>(nv::FabricsType::PropertySet);
+    c.ofst.set(static_cast<std::uint32_t>(nv::Property::Cc));
+    c.value.set(kEnableCc);
+    return exec(h, nv::overlay<nv::Sqe>(c));
+  }
+
+  std::vector<std::byte> copy_out(HostQueue& h, std::uint16_t cid, std::size_t n) {
+    return client_dp_->call(0, [&](Engine&) {
+      auto b = h.host->buffer(cid);
+      return std::vector<std::byte>(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+    });
+  }
+
+  bool settle(const std::function<bool()>& done) {
+    for (int i = 0; i < 500; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+
+  std::unique_ptr<app::DriverSet> server_drivers, client_drivers;
+  std::unique_ptr<app::Connector> server_conn, client_conn;
+  std::unique_ptr<app::NvmfService> service;
+  std::unique_ptr<app::CmService> client_cm;
+  std::deque<HostQueue> queues;
+  std::vector<cm::RdmaCmEvent> pending;
+};
+
+TEST_F(NvmfService, AdminAndTwoIoQueuesEachOnItsOwnQpConnectIdentifyWriteReadAndDisconnect) {
+  HostQueue* admin = open(0, 32);
+  ASSERT_NE(admin, nullptr);
+  auto c = fabrics_connect(*admin, nv::kDynamicCntlid, kSubNqn);
+  ASSERT_TRUE(c && c->status().ok()) << (c ? nv::to_string(c->status()) : "no response");
+  const auto cntlid = static_cast<std::uint16_t>(c->cqe.dw0.get());
+  auto en = enable(*admin);
+  ASSERT_TRUE(en && en->status().ok());
+
+  // Identify Controller: what a Linux host sizes its queues by (MDTS, in-capsule data, NQN).
+  auto id = exec(*admin, admin_cmd(nv::AdminOpcode::Identify, 0, 1), 4096, nvmf::SglMode::Keyed);
+  ASSERT_TRUE(id && id->status().ok());
+  nv::IdentifyController ic;
+  const auto idb = copy_out(*admin, 0, sizeof ic);
+  std::memcpy(static_cast<void*>(&ic), idb.data(), sizeof ic);
+  EXPECT_EQ(ic.mdts, service->target_config().mdts);
+  EXPECT_EQ(ic.cntlid.get(), cntlid);
+  EXPECT_EQ(std::string(ic.subnqn.data()), kSubNqn);
+  EXPECT_EQ(ic.ioccsz.get(), (64 + service->target_config().inline_data_size) / 16);
+
+  HostQueue* q1 = open(1, 16);
+  ASSERT_NE(q1, nullptr);
+  auto c1 = fabrics_connect(*q1, cntlid, kSubNqn);
+  ASSERT_TRUE(c1 && c1->status().ok()) << (c1 ? nv::to_string(c1->status()) : "no response");
+  HostQueue* q2 = open(2, 16);
+  ASSERT_NE(q2, nullptr);
+  auto c2 = fabrics_connect(*q2, cntlid, kSubNqn);
+  ASSERT_TRUE(c2 && c2->status().ok());
+  EXPECT_EQ(service->live_queues(), 3u);
+  EXPECT_NE(q1->qp.qpn, q2->qp.qpn);
+
+  // 8 KiB written on queue 1 (the target RDMA READs it), read back on queue 2 (RDMA WRITE).
+  constexpr std::uint32_t kLen = 8192;
+  client_dp_->call(0, [&](Engine&) {
+    auto b = q1->host->buffer(1);
+    for (std::uint32_t i = 0; i < kLen; ++i) b[i] = static_cast<std::byte>(i * 7 + 3);
+    return 0;
+  });
+  auto w = exec(*q1, io_cmd(nv::IoOpcode::Write, 100, kLen / 512), kLen, nvmf::SglMode::Keyed, 1);
+  ASSERT_TRUE(w && w->status().ok()) << (w ? nv::to_string(w->status()) : "no response");
+  auto r = exec(*q2, io_cmd(nv::IoOpcode::Read, 100, kLen / 512), kLen, nvmf::SglMode::KeyedInvalidate, 2);
+  ASSERT_TRUE(r && r->status().ok());
+  EXPECT_TRUE(r->invalidated);
+  const auto got = copy_out(*q2, 2, kLen);
+  for (std::uint32_t i = 0; i < kLen; ++i) ASSERT_EQ(got[i], static_cast<std::byte>(i * 7 + 3)) << "byte " << i;
+
+  // In-capsule write data on an I/O queue, read back on the other.
+  client_dp_->call(0, [&](Engine&) {
+    auto b = q2->host->buffer(3);
+    std::memset(b.data(), 0x5A, 512);
+    return 0;
+  });
+  auto wi = exec(*q2, io_cmd(nv::IoOpcode::Write, 7, 1), 512, nvmf::SglMode::InCapsule, 3);
+  ASSERT_TRUE(wi && wi->status().ok());
+  auto ri = exec(*q1, io_cmd(nv::IoOpcode::Read, 7, 1), 512, nvmf::SglMode::Keyed, 4);
+  ASSERT_TRUE(ri && ri->status().ok());
+  const auto one = copy_out(*q1, 4, 512);
+  for (std::byte b : one) ASSERT_EQ(b, std::byte{0x5A});
+
+  // A read past the namespace's end: LBA out of range, nothing moved.
+  auto past = exec(*q1, io_cmd(nv::IoOpcode::Read, 2047, 2), 1024, nvmf::SglMode::Keyed, 5);
+  ASSERT_TRUE(past);
+  EXPECT_FALSE(past->status().ok());
+
+  // The host disconnects its queues (DREQ), I/O queues first as Linux does: the target drops them.
+  for (auto it = queues.rbegin(); it != queues.rend(); ++it) close(*it);
+  EXPECT_TRUE(settle([&] { return service->live_queues() == 0; }));
+  const auto t = service->totals();
+  EXPECT_EQ(t.accepted, 3u);
+  EXPECT_EQ(t.disconnected, 3u);
+  EXPECT_EQ(t.rejected, 0u);
+}
+
+TEST_F(NvmfService, DiscoveryControllerListsTheSubsystem) {
+  HostQueue* admin = open(0, 32);
+  ASSERT_NE(admin, nullptr);
+  auto c = fabrics_connect(*admin, nv::kDynamicCntlid, nv::kDiscoveryNqn);
+  ASSERT_TRUE(c && c->status().ok()) << (c ? nv::to_string(c->status()) : "no response");
+  ASSERT_TRUE(enable(*admin));
+  constexpr std::uint32_t kLog = 2048;  // header and one entry
+  auto lp = exec(*admin, admin_cmd(nv::AdminOpcode::GetLogPage, 0, 0x70u | (kLog / 4 - 1) << 16), kLog,
+                 nvmf::SglMode::Keyed);
+  ASSERT_TRUE(lp && lp->status().ok());
+  const auto page = copy_out(*admin, 0, kLog);
+  nv::DiscoveryLogHeader h;
+  std::memcpy(static_cast<void*>(&h), page.data(), sizeof h);
+  EXPECT_EQ(h.numrec.get(), 1u);
+  nv::DiscoveryLogEntry e;
+  std::memcpy(static_cast<void*>(&e), page.data() + sizeof h, sizeof e);
+  EXPECT_EQ(e.trtype, static_cast<std::uint8_t>(nv::TrType::Rdma));
+  EXPECT_EQ(std::string(e.subnqn.data()), kSubNqn);
+  EXPECT_EQ(std::string(e.traddr.data(), 8), "10.0.0.2");
+  EXPECT_EQ(std::string(e.trsvcid.data(), 4), "4420");
+}
+
+TEST_F(NvmfService, BadConnectPrivateDataIsRejectedWithTheNvmeRdmaStatus) {
+  const auto try_connect = [&](std::vector<std::uint8_t> pd) -> std::uint16_t {
+    auto q = client_conn->create(app::QpParams{}, 0);
+    EXPECT_TRUE(q.ok());
+    auto cp = connect_params(*q, std::move(pd));
+    auto id = client_cm->connect(cp);
+    EXPECT_TRUE(id.ok());
+    auto rej = wait_for(cm::RdmaCmEventType::Rejected);
+    (void)client_conn->destroy(*q);
+    EXPECT_TRUE(rej);
+    if (!rej || rej->private_data.size() < 4) return 0xFFFF;
+    nv::CmRejectData r;
+    std::memcpy(static_cast<void*>(&r), rej->private_data.data(), std::min(sizeof r, rej->private_data.size()));
+    return r.sts.get();
+  };
+  EXPECT_EQ(try_connect(request_data(0, 32, 0)), static_cast<std::uint16_t>(nv::CmRejectStatus::InvalidHsqsize));
+  EXPECT_EQ(try_connect(request_data(200, 32, 31)), static_cast<std::uint16_t>(nv::CmRejectStatus::InvalidQid));
+  EXPECT_EQ(try_connect(request_data(1, 4, 15)), static_cast<std::uint16_t>(nv::CmRejectStatus::InvalidHrqsize));
+  // The REQ pads its private data with zeros, so a short record arrives as a bad RECFMT.
+  EXPECT_EQ(try_connect({1, 2, 3}), static_cast<std::uint16_t>(nv::CmRejectStatus::InvalidRecfmt));
+  EXPECT_EQ(service->totals().rejected, 4u);
+  EXPECT_EQ(service->live_queues(), 0u);
+}
+
+TEST(NvmfNamespaceOption, ParsesMemoryAndFileBackings) {
+  auto m = app::parse_nvmf_namespace("mem:16M");
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->file);
+  EXPECT_EQ(m->bytes, 16u << 20);
+  auto f = app::parse_nvmf_namespace("file:/tmp/disk.img:64M");
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->file);
+  EXPECT_EQ(f->path, "/tmp/disk.img");
+  EXPECT_EQ(f->bytes, 64u << 20);
+  auto p = app::parse_nvmf_namespace("file:/tmp/disk.img");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->path, "/tmp/disk.img");
+  EXPECT_EQ(p->bytes, 0u);
+  EXPECT_FALSE(app::parse_nvmf_namespace("mem:0").ok());
+  EXPECT_FALSE(app::parse_nvmf_namespace("mem:12X").ok());
+  EXPECT_FALSE(app::parse_nvmf_namespace("disk:/x").ok());
+}
+
+}  // namespace
+}  // namespace roce::test
