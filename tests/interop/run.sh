@@ -43,6 +43,7 @@ source "$here/lib/engine.sh"
 source "$here/lib/cases.sh"
 source "$here/lib/verbs.sh"
 source "$here/lib/rdmacm.sh"
+source "$here/lib/nvmf.sh"
 
 if ((quick)); then mapfile -t CASES < <(cases_quick)
 elif ((full)); then mapfile -t CASES < <(cases_full)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the interop guest: Debian 12's kernel with rdma_rxe, rdma-core's example programs,
-# librdmacm's (rping, ucmatose, udaddy, rdma_client, rdma_server: rdmacm-utils, with the kernel's rdma_ucm), perftest and
-# iproute2 (ip, tc with netem, rdma), packed into an initramfs whose /init is
+# librdmacm's (rping, ucmatose, udaddy, rdma_client, rdma_server: rdmacm-utils, with the kernel's
+# rdma_ucm), perftest, iproute2 (ip, tc with netem, rdma) and nvme-cli (with the kernel's nvme_rdma
+# host), packed into an initramfs whose /init is
 # guest/init. Nothing is installed on the host: the .deb files are fetched with
 # `apt-get download` and unpacked with `dpkg -x` under the output folder.
 #
@@ -34,6 +35,8 @@ pkgs=(
   libc6 libgcc-s1 libnl-3-200 libnl-route-3-200 libelf1 libmnl0 libbpf1 libcap2 libbsd0 libmd0
   libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1
   libssl3 libxtables12 libdb5.3 libselinux1 libpcre2-8-0 zlib1g libpci3 libudev1
+  nvme-cli libnvme1 libjson-c5 libdbus-1-3 libsystemd0 libgcrypt20 libgpg-error0 liblz4-1 liblzma5 libzstd1
+  libuuid1
 )
 debs=$out/debs
 mkdir -p "$debs"
@@ -56,7 +59,8 @@ for d in "$debs"/*.deb; do
     dpkg-deb --fsys-tarfile "$d" | tar -x -C "$stage" --wildcards --no-wildcards-match-slash \
       "./boot/vmlinuz-*" "./lib/modules/*/modules.*" "./lib/modules/*/kernel/drivers/infiniband" \
       "./lib/modules/*/kernel/drivers/net" "./lib/modules/*/kernel/drivers/virtio" "./lib/modules/*/kernel/net" \
-      "./lib/modules/*/kernel/crypto" "./lib/modules/*/kernel/lib" "./lib/modules/*/kernel/fs/configfs"
+      "./lib/modules/*/kernel/crypto" "./lib/modules/*/kernel/lib" "./lib/modules/*/kernel/fs/configfs" \
+      "./lib/modules/*/kernel/drivers/nvme" "./lib/modules/*/kernel/drivers/hwmon" "./lib/modules/*/kernel/block"
   else
     dpkg -x "$d" "$stage"
   fi
@@ -76,7 +80,7 @@ programs=(
   usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
   usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat
   bin/ip sbin/tc usr/bin/rdma usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
-  usr/bin/rping usr/bin/ucmatose usr/bin/udaddy usr/bin/rdma_client usr/bin/rdma_server
+  usr/bin/rping usr/bin/ucmatose usr/bin/udaddy usr/bin/rdma_client usr/bin/rdma_server usr/sbin/nvme
 )
 for p in "${programs[@]}"; do
   [[ -e $stage/$p ]] || { echo "guest build: $p is not in the packages" >&2; exit 1; }
@@ -102,9 +106,10 @@ echo "root:x:0:0:root:/:/bin/sh" > "$root/etc/passwd"
 echo "root:x:0:" > "$root/etc/group"
 
 # Kernel modules in load order: virtio networking, the CRC rxe's ICRC uses, rxe itself with the
-# verbs user interface, rdma_cm's user interface (librdmacm's programs), and netem for the loss cases.
+# verbs user interface, rdma_cm's user interface (librdmacm's programs), netem for the loss cases,
+# and the kernel's NVMe/RDMA host (nvme_rdma, with nvme_fabrics and nvme_core) for the nvmf cases.
 : > "$root/etc/modules"
-for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem; do
+for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem nvme_rdma; do
   modprobe -d "$stage" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
   put "$ko"

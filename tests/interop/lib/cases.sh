@@ -249,7 +249,7 @@ cases_flags_full() {
 # The default list (CI: scripts/test.d/60-interop.sh) and --full; the verbs device's cases are
 # in verbs.sh.
 cases_ci() { cases_base ci; cases_exchange_ci; cases_flags; cases_verbs_ci; cases_cm_ci; }
-cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_verbs_full; cases_cm_full; }
+cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_verbs_full; cases_cm_full; cases_nvmf_full; }
 
 known_failure() {
   local name=$1 entry
@@ -281,6 +281,7 @@ run_case() {
   read -r name kind verb mtu loss size iters flags <<< "$1"
   is_verbs_kind "$kind" && { run_verbs_case "$1"; return; }
   is_cm_kind "$kind" && { run_cm_case "$1"; return; }
+  is_nvmf_kind "$kind" && { run_nvmf_case "$1"; return; }
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""

@@ -1,0 +1,93 @@
+# Sourced by run.sh: NVMe-oF cases (issue 24). The guest kernel's NVMe/RDMA host (nvme_rdma,
+# driven by nvme-cli) against roce-appliance --nvmf-subsystem on rdma_cm TCP port 4420:
+#
+#   nvmf-from-rxe  nvme discover (the discovery controller's log must list our subsystem),
+#                  nvme connect, SIZE MiB of random data written with dd to the namespace,
+#                  page cache dropped, read back, hashes compared, nvme disconnect. The
+#                  namespace is a file on our side: its first SIZE MiB must hash the same as
+#                  what the guest wrote.
+#
+# A case passes only when every guest command succeeds, the guest's written and read-back
+# hashes match each other and the appliance's backing file, and the appliance saw the queues go.
+
+NVMF_NQN=nqn.2026-12.io.rocev2-dp:interop-disk
+
+is_nvmf_kind() { [[ $1 == nvmf-* ]]; }
+
+# nvmf_guest_script SIZE_MIB FLAGS: the guest's commands, one shell line; it prints
+# "DISCOVERED", "DEV /dev/...", "WROTE <sha256>", "READ <sha256>" on the way.
+nvmf_guest_script() {
+  local mib=$1 flags=$2 a=$NET_ENGINE_IP
+  local s="set -e; nvme discover -t rdma -a $a -s 4420 > /tmp/disc.txt; cat /tmp/disc.txt;"
+  s+=" grep -q 'subnqn: *$NVMF_NQN' /tmp/disc.txt && echo DISCOVERED;"
+  s+=" nvme connect -t rdma -a $a -s 4420 -n $NVMF_NQN;"
+  s+=" dev=''; for i in \$(seq 100); do for d in /sys/class/nvme/nvme*; do"
+  s+=" [ \"\$(cat \$d/subsysnqn 2>/dev/null)\" = $NVMF_NQN ] && [ -b /dev/\${d##*/}n1 ] && dev=/dev/\${d##*/}n1; done;"
+  s+=" [ -n \"\$dev\" ] && break; sleep 0.1; done; [ -n \"\$dev\" ]; echo DEV \$dev;"
+  s+=" dd if=/dev/urandom of=/tmp/pattern bs=1048576 count=$mib 2>/dev/null;"
+  s+=" dd if=/tmp/pattern of=\$dev bs=1048576 conv=fsync 2>&1 | tail -1;"
+  s+=" echo WROTE \$(sha256sum < /tmp/pattern | cut -d' ' -f1);"
+  s+=" echo 3 > /proc/sys/vm/drop_caches;"
+  s+=" echo READ \$(dd if=\$dev bs=1048576 count=$mib 2>/dev/null | sha256sum | cut -d' ' -f1);"
+  s+=" nvme disconnect -n $NVMF_NQN; rm -f /tmp/pattern"
+  echo "$s"
+}
+
+run_nvmf_case() {
+  local name kind verb mtu loss size iters flags
+  read -r name kind verb mtu loss size iters flags <<< "$1"
+  local dir=$OUT_DIR/cases/${name//[\/>]/_}
+  mkdir -p "$dir"
+  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
+  local ok=1 t0=$SECONDS
+  # A fresh appliance and namespace file per case: the file is what the hashes are checked against.
+  appliance_stop
+  APPLIANCE_KEY=""
+  local img=$dir/namespace.img
+  rm -f "$img"
+  APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
+  appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_nvmf.log" "$mtu" --nvmf-subsystem "$NVMF_NQN" \
+    --nvmf-namespace "file:$img:${iters}M" ||
+    { CASE_NOTE="roce-appliance did not start"; return; }
+  if [[ $loss != 0 ]]; then
+    guest_run 10 "/sbin/tc qdisc add dev eth0 root netem loss $loss%" || { CASE_NOTE="netem: $GUEST_OUT"; appliance_stop; return; }
+  fi
+  capture_start "$dir/capture.pcap"
+  guest_run 120 "$(nvmf_guest_script "$size" "$flags")"
+  local grc=$?
+  printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+  capture_stop
+  if [[ $loss != 0 ]]; then
+    guest_run 10 "/sbin/tc -s qdisc show dev eth0; /sbin/tc qdisc del dev eth0 root"
+    CASE_NOTE+="${CASE_NOTE:+; }netem dropped $(grep -o 'dropped [0-9]*' <<< "$GUEST_OUT" | head -1 | cut -d' ' -f2)"
+  fi
+  ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest exit $grc: $(grep -m1 -iE 'error|fail|invalid|no such' "$dir/guest.log")"; }
+  grep -q "^DISCOVERED" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }discovery log did not list $NVMF_NQN"; }
+  local wrote read file_hash
+  wrote=$(awk '$1 == "WROTE" { print $2 }' "$dir/guest.log")
+  read=$(awk '$1 == "READ" { print $2 }' "$dir/guest.log")
+  file_hash=$(head -c "$((size * 1048576))" "$img" 2>/dev/null | sha256sum | cut -d' ' -f1)
+  if [[ -z $wrote || $wrote != "$read" ]]; then
+    ok=0 CASE_NOTE+="${CASE_NOTE:+; }read-back hash ${read:-none} != written ${wrote:-none}"
+  elif [[ $file_hash != "$wrote" ]]; then
+    ok=0 CASE_NOTE+="${CASE_NOTE:+; }the namespace file does not hold what the guest wrote"
+  fi
+  appliance_stop
+  cp "$APPLIANCE_LOG" "$dir/appliance.log"
+  local accepted
+  accepted=$(grep -c "nvmf queue .* accepted" "$dir/appliance.log")
+  CASE_FIGURE="${size} MiB, $accepted QPs"
+  grep -q "refused\|failed" "$dir/appliance.log" && CASE_NOTE+="${CASE_NOTE:+; }appliance: $(grep -m1 'refused\|failed' "$dir/appliance.log")"
+  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "-" ours || ok=0
+  rm -f "$img"
+  CASE_SECONDS=$((SECONDS - t0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
+# name kind verb mtu loss size(MiB written) iters(namespace MiB) flags
+cases_nvmf_full() {
+  cat <<'LIST'
+nvmf/rxe>app/dd4M                       nvmf-from-rxe nvme 4096 0 4 32 -
+nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 1024 5 4 32 -
+LIST
+}
