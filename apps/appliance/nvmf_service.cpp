@@ -131,16 +131,18 @@ void NvmfService::loop() {
   while (!stop_) {
     for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
     // A queue the target failed (fatal capsule, keep-alive expiry, reset): the connection ends.
-    std::vector<nvmf::NvmfRdmaQueue*> failed = dp_.call(0, [this](Engine&) {
-      std::vector<nvmf::NvmfRdmaQueue*> f;
+    std::map<nvmf::NvmfRdmaQueue*, std::string> failed = dp_.call(0, [this](Engine&) {
+      std::map<nvmf::NvmfRdmaQueue*, std::string> f;
       for (auto& [p, q] : queues_)
-        if (q->torn_down()) f.push_back(p);
+        if (q->torn_down()) f[p] = q->queue().failure();
       return f;
     });
     for (auto& [id, c] : conns_) {
       if (c.disconnecting || !c.queue) continue;
-      if (std::find(failed.begin(), failed.end(), c.queue) == failed.end()) continue;
-      std::fprintf(stderr, "roce-appliance: nvmf queue %u of %s failed; disconnecting\n", c.qid, c.peer.c_str());
+      const auto why = failed.find(c.queue);
+      if (why == failed.end()) continue;
+      std::fprintf(stderr, "roce-appliance: nvmf queue %u of %s failed (%s); disconnecting\n", c.qid, c.peer.c_str(),
+                   why->second.c_str());
       c.disconnecting = true;
       {
         std::lock_guard lock(totals_mutex_);

@@ -54,6 +54,7 @@ void identify_controller(const Target& t, const Controller& c, CommandSlot& s) {
   id.lpa = 1u << 2;  // extended data for Get Log Page (NUMDU, LPO)
   id.elpe = kErrorLogEntries - 1;
   id.kas.set(static_cast<std::uint16_t>(cfg.kas_100ms));
+  id.ctratt.set(kCtrattTbkas);
   id.sqes = 0x66;
   id.cqes = 0x44;
   id.maxcmd.set(cfg.max_queue_depth);

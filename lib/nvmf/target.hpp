@@ -58,6 +58,7 @@ struct HealthCounters {
 };
 
 inline constexpr std::size_t kErrorLogEntries = 64;
+inline constexpr std::uint32_t kCtrattTbkas = 1u << 6;  // Identify CTRATT: traffic-based keep alive
 inline constexpr std::uint32_t kAecNamespaceAttribute = 1u << 8;  // Async Event Config / OAES bit
 // AEN completion DW0: type Notice (2), info Namespace Attribute Changed (0), log page 0x04.
 inline constexpr std::uint32_t kAenNamespaceChanged = 2u | 0u << 8 | 0x04u << 16;

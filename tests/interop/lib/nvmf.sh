@@ -88,6 +88,6 @@ run_nvmf_case() {
 cases_nvmf_full() {
   cat <<'LIST'
 nvmf/rxe>app/dd4M                       nvmf-from-rxe nvme 4096 0 4 32 -
-nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 1024 5 4 32 -
+nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 4096 5 4 32 -
 LIST
 }

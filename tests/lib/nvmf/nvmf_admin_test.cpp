@@ -157,6 +157,26 @@ TEST(NvmfAdmin, FeaturesNumberOfQueuesAndKeepAliveTimer) {
             nv::generic_error(nv::sc::kCommandSequenceError));
 }
 
+TEST(NvmfAdmin, AnyCommandRestartsTheKeepAliveTimerAsCtrattTbkasSays) {
+  NvmfPair p;
+  const auto cntlid = p.bring_up_admin(1000);
+  p.bring_up_io(1, cntlid);
+  auto id = p.exec(0, admin_cmd(nv::AdminOpcode::Identify, 0, 1), 4096, SglMode::Keyed);
+  ASSERT_EQ(st(id), nv::kOk);
+  nv::IdentifyController ic;
+  std::memcpy(static_cast<void*>(&ic), p.links[0].host->buffer(0).data(), sizeof ic);
+  EXPECT_EQ(ic.ctratt.get() & kCtrattTbkas, kCtrattTbkas);
+  // I/O only, no Keep Alive, for three times KATO: the controller stays.
+  for (int i = 0; i < 6; ++i) {
+    p.run_for(500 * kMilli);
+    ASSERT_EQ(st(p.exec(1, io_cmd(nv::IoOpcode::Read, 1, 0, 1), 512, SglMode::Keyed)), nv::kOk) << i;
+  }
+  EXPECT_EQ(p.target.keep_alive_expiries(), 0u);
+  p.run_for(1100 * kMilli);  // then silence: it expires
+  EXPECT_EQ(p.target.keep_alive_expiries(), 1u);
+  EXPECT_EQ(p.target.find_controller(cntlid), nullptr);
+}
+
 TEST(NvmfAdmin, KeepAliveKeepsTheControllerAndItsAbsenceFailsIt) {
   NvmfPair p;
   const auto cntlid = p.bring_up_admin(1000);
