@@ -12,6 +12,11 @@
 
 NVMF_NQN=nqn.2026-12.io.rocev2-dp:interop-disk
 
+# Under 5 % loss on the guest's egress the Linux host's Keep Alive (every 2.55 s, KATO 5 s) is
+# at times not in within KATO (a lost SEND waits for rxe's retransmission); the target then
+# fails the controller and the host reconnects (the data still verifies, in 100+ s).
+KNOWN_FAILURES+=("nvmf/rxe>app/loss5/*|keep-alive expiry under loss: the host reconnects (docs/interop.md)")
+
 is_nvmf_kind() { [[ $1 == nvmf-* ]]; }
 
 # nvmf_guest_script SIZE_MIB FLAGS: the guest's commands, one shell line; it prints
