@@ -248,7 +248,7 @@ cases_flags_full() {
 
 # The default list (CI: scripts/test.d/60-interop.sh) and --full; the verbs device's cases are
 # in verbs.sh.
-cases_ci() { cases_base ci; cases_exchange_ci; cases_flags; cases_verbs_ci; cases_cm_ci; }
+cases_ci() { cases_base ci; cases_exchange_ci; cases_flags; cases_verbs_ci; cases_cm_ci; cases_nvmf_ci; }
 cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_verbs_full; cases_cm_full; cases_nvmf_full; }
 
 known_failure() {

@@ -90,9 +90,15 @@ run_nvmf_case() {
 }
 
 # name kind verb mtu loss size(MiB written) iters(namespace MiB) flags
-cases_nvmf_full() {
+cases_nvmf_ci() {
   cat <<'LIST'
 nvmf/rxe>app/dd4M                       nvmf-from-rxe nvme 4096 0 4 32 -
+LIST
+}
+
+cases_nvmf_full() {
+  cases_nvmf_ci
+  cat <<'LIST'
 nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 4096 5 4 32 -
 LIST
 }
