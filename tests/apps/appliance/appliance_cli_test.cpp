@@ -109,6 +109,16 @@ TEST(ApplianceCli, ThePerftestTestAndItsOptionsAreChecked) {
   expect_refused(with({"--perftest", "ib_send_bw", "-s", "64"}), "-s, -n and -a are for --perftest ib_write_lat and -b");
 }
 
+TEST(ApplianceCli, NvmfOptionsAreChecked) {
+  expect_refused(with({"--nvmf-namespace", "mem:16M"}), "--nvmf-namespace and --nvmf-allow-host need --nvmf-subsystem");
+  expect_refused(with({"--nvmf-subsystem", "nqn.2026-12.io.example:d", "--nvmf-namespace", "disk:/x"}),
+                 "expected mem:SIZE or file:PATH[:SIZE]");
+  expect_refused(with({"--nvmf-subsystem", "nqn.2026-12.io.example:d", "--nvmf-namespace", "mem:0"}),
+                 "a memory namespace needs a size");
+  expect_refused(with({"--nvmf-subsystem", "nqn.2026-12.io.example:d", "--nvmf-namespace", "mem:1M", "--rdma-cm", "rping"}),
+                 "cannot be used together");
+}
+
 TEST(ApplianceCli, AnUnusableMrFileIsRefusedBeforeDpdkStarts) {
   test::TempDir dir;
   expect_refused(with({"--mr-file", dir.path().string()}), "--mr-file " + dir.path().string());
