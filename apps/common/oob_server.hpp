@@ -40,6 +40,11 @@ struct ServedTest {
   // -b (bandwidth tests): the server runs `sizes` x `iters` toward the client too, each size
   // between the client's sync and its results (duplex_server.hpp).
   bool duplex = false;
+  // -b with the client's -D (its run, and the margin left out at each end) or --run_infinitely
+  // (our traffic runs until the client leaves): perftest's server is told them too.
+  Nanos duration = 0;
+  Nanos margin = 0;
+  bool infinite = false;
 };
 
 struct ServerConfig {

@@ -78,6 +78,14 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
         f.bw_avg_bps += m.bw_avg * 1048576.0;
         f.msg_rate_mpps += m.msg_rate;
       }
+    } else if (r.server_results) {
+      // SEND -b -D exchanges no results: perftest's server prints its own (print_report_bw).
+      const PerftestResults& m = *r.server_results;
+      f.size = static_cast<std::uint32_t>(m.size);
+      f.iterations = m.iters;
+      f.bw_peak_bps = m.bw_peak * 1048576.0;
+      f.bw_avg_bps = m.bw_avg * 1048576.0;
+      f.msg_rate_mpps = m.msg_rate;
     } else {
       // SEND: the server's own figures over its receives, with no peak (perftest's noPeak).
       f.size = static_cast<std::uint32_t>(size);
@@ -89,7 +97,7 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
       }
     }
     // A client that left without figures (a killed --run_infinitely client) has no row.
-    if (r.client_results || r.received_messages > 0) out += perftest_result(style, f);
+    if (r.client_results || r.server_results || r.received_messages > 0) out += perftest_result(style, f);
   } else if (write_lat) {
     for (auto [size, samples] : r.write_latency) {
       // The server writes first: its last round trip is the interval perftest does not time.
