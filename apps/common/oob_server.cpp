@@ -514,6 +514,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     if (results_left == 0)
       r.client_results = PerftestResults{results[0], results[1], double_from_wire(results[2]),
                                          double_from_wire(results[3]), double_from_wire(results[4])};
+    if (results_left == 0 && duplex && r.server_results) r.duplex_sizes.emplace_back(*r.client_results, *r.server_results);
     const proto::Be64 answer = proto::Be64::of(ours[field_index]);
     if (Status s = tcp.write_all(std::as_bytes(std::span{answer.bytes})); !s) return fail(s.error().code, s.error().message);
   }

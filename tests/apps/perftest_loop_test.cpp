@@ -10,6 +10,7 @@
 #include "apps/common/buffers.hpp"
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_client.hpp"
+#include "apps/common/perftest_server_print.hpp"
 #include "dataplane/signals.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
@@ -323,6 +324,17 @@ TEST_F(PerftestLoop, ABidirectionalSweepRunsEverySizeBothWays) {
     ASSERT_TRUE(last_report_.server_results);
     EXPECT_EQ(last_report_.server_results->size, 65536u);
     EXPECT_EQ(last_report_.server_results->iters, 30u);
+    // Every size's figures, both sides', for the server's row per size.
+    ASSERT_EQ(last_report_.duplex_sizes.size(), 3u);
+    EXPECT_EQ(last_report_.duplex_sizes[0].first.size, 64u);
+    EXPECT_EQ(last_report_.duplex_sizes[0].second.size, 64u);
+    EXPECT_EQ(last_report_.duplex_sizes[1].second.iters, 30u);
+    // The server prints a row per size (perftest's server: print_full_bw_report in its loop).
+    ServerPrintSettings ps;
+    ps.test = ServedTest{v, Measure::Bandwidth, {64, 1024, 65536}, 30, true};
+    const std::string printed = perftest_server_printout(last_report_, ps);
+    for (const char* size : {"\n 64 ", "\n 1024 ", "\n 65536 "})
+      EXPECT_NE(printed.find(size), std::string::npos) << size << " in\n" << printed;
   }
 }
 
@@ -345,6 +357,14 @@ TEST_F(PerftestLoop, ABidirectionalDurationRunSendsBothWaysForItsSeconds) {
     EXPECT_GT(last_report_.server_results->bw_avg, 0);
     if (v == Verb::Send) {
       EXPECT_FALSE(last_report_.client_results);  // no results under -D
+      // The server's row is its own (print_report_bw).
+      ServerPrintSettings ps;
+      ps.test = ServedTest{v, Measure::Bandwidth, {1024}, 1000, true};
+      const std::string printed = perftest_server_printout(last_report_, ps);
+      const auto row = printed.find("\n 1024 ");
+      ASSERT_NE(row, std::string::npos) << printed;
+      const std::string line = printed.substr(row + 1, printed.find('\n', row + 1) - row - 1);
+      EXPECT_NE(line.find(" " + std::to_string(last_report_.server_results->iters) + " "), std::string::npos) << line;
       EXPECT_GT(last_report_.received_messages, 0u);
       // The client's row is its own.
       EXPECT_GT(r->bw[0].iterations, 0u);
