@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,23 @@ Result<int> milliseconds(const std::string& option, double seconds) {
   return static_cast<int>(seconds * 1000 + 0.5);
 }
 
+// -b's -D and --run_infinitely, as perftest's parser takes them: no -a with either, no SEND
+// with --run_infinitely, the margin the whole seconds of a quarter of the run.
+Status parse_duplex_duration(const cxxopts::ParseResult& r, ServedTest& t) {
+  t.infinite = r.count("run_infinitely") > 0;
+  if (!r.count("test-duration") && !t.infinite) return {};
+  if (t.sizes.size() > 1) return make_error(EINVAL, "-D and --run_infinitely run one size, as perftest's: no -a");
+  if (t.infinite && t.verb == Verb::Send)
+    return make_error(EINVAL, "perftest refuses ib_send_bw -b --run_infinitely: no SEND here either");
+  const double seconds = r.count("test-duration") ? r["test-duration"].as<double>() : 5.0;
+  if (!(seconds > 0 && seconds <= 86400)) return make_error(EINVAL, "-D must be 0 .. 86400 seconds (more than 0)");
+  const double margin = std::floor(std::floor(seconds) / 4);
+  if (!t.infinite && !(seconds > 2 * margin)) return make_error(EINVAL, "-D must be more than twice the margin");
+  t.duration = static_cast<Nanos>(seconds * 1e9);
+  t.margin = static_cast<Nanos>(margin * 1e9);
+  return {};
+}
+
 // --perftest and the options that go with it (--echo and --write-echo are its older spellings).
 Status parse_served_test(const cxxopts::ParseResult& r, const std::string& perftest, const std::string& size,
                          const std::string& write_echo, const std::string& connection, ApplianceOptions& o) {
@@ -153,6 +171,9 @@ Status parse_served_test(const cxxopts::ParseResult& r, const std::string& perft
     }
     t.iters = r.count("iters") ? r["iters"].as<std::uint64_t>() : t.verb == Verb::Write ? 5000 : 1000;
     if (t.iters < 5) return make_error(EINVAL, "-n must be at least 5, as perftest's");
+    if (Status s = parse_duplex_duration(r, t); !s) return s;
+  } else if (r.count("test-duration") || r.count("run_infinitely")) {
+    return make_error(EINVAL, "-D and --run_infinitely are for -b: a one-way client's server need not know them");
   }
   o.test = t;
   return {};
@@ -199,6 +220,8 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("n,iters", "ib_write_lat, -b: the clients' -n (ib_write_lat's default: answer until the client leaves, 1000 with -a; -b: perftest's)",
        cxxopts::value<std::uint64_t>())
       ("a,all", "ib_write_lat, -b: the clients run -a")
+      ("D,test-duration", "-b: the clients' -D seconds", cxxopts::value<double>())
+      ("run_infinitely", "-b: the clients run --run_infinitely (a WRITE or READ test; -D: their period)")
       ("b,bidirectional", "the clients run -b: the server sends as they do (with their -s or -a, and -n)")
       ("c,connection", "the clients' transport: RC, UC or UD", cxxopts::value<std::string>(connection)->default_value("RC"));
   opts.add_options("Connections")

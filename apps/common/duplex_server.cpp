@@ -100,7 +100,9 @@ Status DuplexTraffic::start(const std::vector<DuplexQp>& qps, const TrafficSpec&
   for (std::size_t i = 0; i < qps.size(); ++i) {
     std::byte* base = buffer_.data() + i * per_qp_;
     auto d = std::make_unique<BwClient>(qps[i].local, spec, LocalBuffer{base, size, mr_->lkey()}, qps[i].remote);
-    if (spec.verb == Verb::Send) d->expect_sends(LocalBuffer{base + size, landing, mr_->lkey()}, recv_depth, spec.iters);
+    // Under -D the client sends until its own deadline (0: receive until ours).
+    if (spec.verb == Verb::Send)
+      d->expect_sends(LocalBuffer{base + size, landing, mr_->lkey()}, recv_depth, spec.duration > 0 ? 0 : spec.iters);
     BwClient* raw = d.get();
     bw_.push_back(std::move(d));
     ids_.push_back(drivers_.add(qps[i].local.worker, [raw](Engine& e, Nanos now) { raw->poll(e, now); }));
@@ -143,8 +145,8 @@ Result<PerftestResults> DuplexTraffic::finish(Nanos stall) {
     } else if (now - last_progress > std::chrono::nanoseconds(stall)) {
       return make_error(ETIMEDOUT, "the server's own -b traffic made no progress for " + std::to_string(stall / kSecond) +
                                        " s (" + std::to_string(seen) + " operations and receives done): is the "
-                                       "client's -n " + std::to_string(spec_.iters) + " and -s " +
-                                       std::to_string(spec_.size) + " too?");
+                                       "client's " + (spec_.duration > 0 ? std::string("-D") : "-n " + std::to_string(spec_.iters)) +
+                                       " and -s " + std::to_string(spec_.size) + " too?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

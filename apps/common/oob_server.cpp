@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "apps/common/oob/perftest.hpp"
@@ -123,7 +124,6 @@ void OobServer::teardown(SessionReport& r) {
     duplex_->stop();
     r.received_messages += duplex_->received_messages();
     r.received_bytes += duplex_->received_bytes();
-    duplex_.reset();
   }
   for (auto& q : qps_) {
     drivers_.remove(q->local.worker, q->driver_id);
@@ -146,6 +146,9 @@ void OobServer::teardown(SessionReport& r) {
   }
   qps_.clear();
   by_remote_qpn_.clear();
+  // Only now that the QPs are gone: a stopped -b run (--run_infinitely's client left) may still
+  // have WRITEs queued that read from the duplex buffer.
+  duplex_.reset();
 }
 
 std::uint64_t OobServer::packets_received() {
@@ -162,6 +165,9 @@ Status OobServer::start_duplex(std::uint32_t size_index) {
   spec.measure = Measure::Bandwidth;
   spec.size = t.verb == Verb::Atomic ? 8 : t.sizes[size_index];
   spec.iters = t.iters;
+  // -D: the run and its margin; --run_infinitely: no end of our own (the session ends with the client).
+  spec.duration = t.infinite ? std::numeric_limits<Nanos>::max() / 4 : t.duration;
+  spec.margin = t.margin;
   // perftest's defaults: -t 128 (never above -n), -Q 100 (1 above 8 KiB, never above -t).
   spec.tx_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(128, t.iters));
   spec.cq_mod = spec.size > 8192 ? 1 : std::min<std::uint32_t>(100, spec.tx_depth);
@@ -335,10 +341,21 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     t.sizes = static_cast<std::uint32_t>(cfg_.test->sizes.size());
     t.all_sizes = t.sizes > 1;
     t.duplex = true;
+    t.duration = cfg_.test->duration > 0 && !cfg_.test->infinite;
+    t.infinite = cfg_.test->infinite;
     cursor.emplace(t);
     duplex_ = std::make_unique<DuplexTraffic>(conn_, drivers_);
   }
   std::array<std::uint64_t, kResultFields> ours{};
+  // -b: our own traffic of a size is over; its figures are what we send for the client's.
+  auto finish_duplex = [&]() -> Status {
+    auto mine = duplex_->finish(cfg_.quiet_timeout);
+    if (!mine) return mine.error();
+    r.server_results = *mine;
+    ours = {mine->size, mine->iters, double_to_wire(mine->bw_peak), double_to_wire(mine->bw_avg),
+            double_to_wire(mine->msg_rate)};
+    return {};
+  };
   ServedQp* writer_qp = nullptr;  // ib_write_lat: QP 0's, once the records are all in
   PerftestDest writer_peer;
   bool writing = false;
@@ -429,6 +446,10 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
       if (cursor) {
         auto step = cursor->record(new_qp);
         if (!step) return fail(step.error().code, step.error().message);
+        // The sync after a size (a sweep's, or the closing one of SEND -D, which exchanges no
+        // results): our own traffic of the size ends first, as perftest's server's does.
+        if (!*step && duplex_->running())
+          if (Status s = finish_duplex(); !s) return fail(s.error().code, s.error().message);
         if (*step) {
           // The sync before a size: a -b client has sent nothing yet; a one-way one has run its
           // traffic and syncs after it.
@@ -472,11 +493,8 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     if (results_left == 0 && duplex) {
       // -b: the client's figures come for ours, once our own traffic of the size is over.
       if (Status s = cursor->results(); !s) return fail(s.error().code, s.error().message);
-      auto mine = duplex_->finish(cfg_.quiet_timeout);
-      if (!mine) return fail(mine.error().code, mine.error().message);
-      r.server_results = *mine;
-      ours = {mine->size, mine->iters, double_to_wire(mine->bw_peak), double_to_wire(mine->bw_avg),
-              double_to_wire(mine->msg_rate)};
+      if (duplex_->running())
+        if (Status s = finish_duplex(); !s) return fail(s.error().code, s.error().message);
     }
     if (!duplex && results_left == 0 && (++results_exchanges > 1 || (packets_at_record == 0u && packets_received() > 0)))
       return fail(EPROTO, std::string("the client sent its results ") +
@@ -496,6 +514,7 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
     if (results_left == 0)
       r.client_results = PerftestResults{results[0], results[1], double_from_wire(results[2]),
                                          double_from_wire(results[3]), double_from_wire(results[4])};
+    if (results_left == 0 && duplex && r.server_results) r.duplex_sizes.emplace_back(*r.client_results, *r.server_results);
     const proto::Be64 answer = proto::Be64::of(ours[field_index]);
     if (Status s = tcp.write_all(std::as_bytes(std::span{answer.bytes})); !s) return fail(s.error().code, s.error().message);
   }

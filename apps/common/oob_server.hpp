@@ -40,6 +40,11 @@ struct ServedTest {
   // -b (bandwidth tests): the server runs `sizes` x `iters` toward the client too, each size
   // between the client's sync and its results (duplex_server.hpp).
   bool duplex = false;
+  // -b with the client's -D (its run, and the margin left out at each end) or --run_infinitely
+  // (our traffic runs until the client leaves): perftest's server is told them too.
+  Nanos duration = 0;
+  Nanos margin = 0;
+  bool infinite = false;
 };
 
 struct ServerConfig {
@@ -75,6 +80,8 @@ struct SessionReport {
   std::vector<std::pair<PerftestDest, PerftestDest>> records;  // ours, the client's
   std::optional<PerftestResults> client_results;
   std::optional<PerftestResults> server_results;  // -b: our own figures of the last size, as sent
+  // -a -b: every size's pair (the client's, ours), in order: perftest's server prints a row each.
+  std::vector<std::pair<PerftestResults, PerftestResults>> duplex_sizes;
   Nanos first_received = 0, last_received = 0;
   std::uint64_t read_responses = 0, atomic_responses = 0;
   // ib_write_lat: the server's own round trips, per size it completed.

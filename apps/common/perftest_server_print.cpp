@@ -26,6 +26,29 @@ SessionTest perftest_test_of(const SessionReport& r, const ServerPrintSettings& 
   return t;
 }
 
+namespace {
+
+// perftest's server prints the client's numbers as they came (in the client's units); under -b
+// print_full_bw_report with our own iterations and both sides' figures added (ours are MB/sec).
+BwFigures summed_row(const PerftestResults& c, const PerftestResults* mine, bool gbits) {
+  BwFigures f;
+  const double unit = gbits ? 125e6 : 1048576.0;  // bytes/s per Gb/sec or MB/sec
+  f.size = static_cast<std::uint32_t>(c.size);
+  f.iterations = c.iters;
+  f.bw_peak_bps = c.bw_peak * unit;
+  f.bw_avg_bps = c.bw_avg * unit;
+  f.msg_rate_mpps = c.msg_rate;
+  if (mine) {
+    f.iterations = mine->iters;
+    f.bw_peak_bps += mine->bw_peak * 1048576.0;
+    f.bw_avg_bps += mine->bw_avg * 1048576.0;
+    f.msg_rate_mpps += mine->msg_rate;
+  }
+  return f;
+}
+
+}  // namespace
+
 std::string perftest_server_printout(const SessionReport& r, const ServerPrintSettings& s) {
   if (r.tool != "perftest") return {};
   const SessionTest t = perftest_test_of(r, s);
@@ -60,24 +83,21 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
   std::string out = perftest_waiting_banner() + perftest_preamble(h, style, mine, peers, table);
   if (t.measure == Measure::Bandwidth) {
     BwFigures f;
+    if (r.duplex_sizes.size() > 1) {
+      // -a -b: a row per size, as perftest's server prints each (print_full_bw_report in its loop).
+      for (const auto& [client, own] : r.duplex_sizes) out += perftest_result(style, summed_row(client, &own, s.gbits));
+      return out + perftest_closing(style);
+    }
     if (r.client_results) {
-      // perftest's server prints the client's numbers as they came (in the client's units).
-      const PerftestResults& c = *r.client_results;
-      const double unit = s.gbits ? 125e6 : 1048576.0;  // bytes/s per Gb/sec or MB/sec
-      f.size = static_cast<std::uint32_t>(c.size);
-      f.iterations = c.iters;
-      f.bw_peak_bps = c.bw_peak * unit;
-      f.bw_avg_bps = c.bw_avg * unit;
-      f.msg_rate_mpps = c.msg_rate;
-      if (r.server_results) {
-        // -b: perftest's print_full_bw_report, our own iterations and both sides' figures added
-        // (ours are MB/sec).
-        const PerftestResults& m = *r.server_results;
-        f.iterations = m.iters;
-        f.bw_peak_bps += m.bw_peak * 1048576.0;
-        f.bw_avg_bps += m.bw_avg * 1048576.0;
-        f.msg_rate_mpps += m.msg_rate;
-      }
+      f = summed_row(*r.client_results, r.server_results ? &*r.server_results : nullptr, s.gbits);
+    } else if (r.server_results) {
+      // SEND -b -D exchanges no results: perftest's server prints its own (print_report_bw).
+      const PerftestResults& m = *r.server_results;
+      f.size = static_cast<std::uint32_t>(m.size);
+      f.iterations = m.iters;
+      f.bw_peak_bps = m.bw_peak * 1048576.0;
+      f.bw_avg_bps = m.bw_avg * 1048576.0;
+      f.msg_rate_mpps = m.msg_rate;
     } else {
       // SEND: the server's own figures over its receives, with no peak (perftest's noPeak).
       f.size = static_cast<std::uint32_t>(size);
@@ -89,7 +109,7 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
       }
     }
     // A client that left without figures (a killed --run_infinitely client) has no row.
-    if (r.client_results || r.received_messages > 0) out += perftest_result(style, f);
+    if (r.client_results || r.server_results || r.received_messages > 0) out += perftest_result(style, f);
   } else if (write_lat) {
     for (auto [size, samples] : r.write_latency) {
       // The server writes first: its last round trip is the interval perftest does not time.

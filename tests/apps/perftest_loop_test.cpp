@@ -3,12 +3,15 @@
 // data verified where the test allows.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <functional>
 #include <thread>
 
 #include "apps/common/buffers.hpp"
 #include "apps/common/oob_server.hpp"
 #include "apps/common/perftest_client.hpp"
+#include "apps/common/perftest_server_print.hpp"
+#include "dataplane/signals.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
 namespace roce::app {
@@ -40,6 +43,12 @@ class PerftestLoop : public test::DataplanePairTest {
     served.sizes = sizes.empty() ? std::vector<std::uint32_t>{spec.size} : sizes;
     served.iters = spec.iters;
     served.duplex = duplex_ && served_duplex_;
+    if (served.duplex) {
+      // -D / --run_infinitely: perftest's server is told them as the client is.
+      served.duration = spec.duration;
+      served.margin = spec.margin;
+      served.infinite = run_infinitely_;
+    }
     cfg.test = served;
     cfg.qp.type = type_;
     if (tweak_server_) tweak_server_(cfg);
@@ -64,6 +73,7 @@ class PerftestLoop : public test::DataplanePairTest {
     o.qp.type = type_;
     o.stall_timeout = stall_timeout_;
     o.duplex = duplex_;
+    o.run_infinitely = run_infinitely_;
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok()) stop = true;
     srv.join();
@@ -84,6 +94,7 @@ class PerftestLoop : public test::DataplanePairTest {
   Nanos stall_timeout_ = 10 * kSecond;
   bool duplex_ = false;  // the client runs -b
   bool served_duplex_ = true;  // the server is told -b when the client runs it
+  bool run_infinitely_ = false;
   std::function<void(ServerConfig&)> tweak_server_;
 };
 
@@ -313,7 +324,82 @@ TEST_F(PerftestLoop, ABidirectionalSweepRunsEverySizeBothWays) {
     ASSERT_TRUE(last_report_.server_results);
     EXPECT_EQ(last_report_.server_results->size, 65536u);
     EXPECT_EQ(last_report_.server_results->iters, 30u);
+    // Every size's figures, both sides', for the server's row per size.
+    ASSERT_EQ(last_report_.duplex_sizes.size(), 3u);
+    EXPECT_EQ(last_report_.duplex_sizes[0].first.size, 64u);
+    EXPECT_EQ(last_report_.duplex_sizes[0].second.size, 64u);
+    EXPECT_EQ(last_report_.duplex_sizes[1].second.iters, 30u);
+    // The server prints a row per size (perftest's server: print_full_bw_report in its loop).
+    ServerPrintSettings ps;
+    ps.test = ServedTest{v, Measure::Bandwidth, {64, 1024, 65536}, 30, true};
+    const std::string printed = perftest_server_printout(last_report_, ps);
+    for (const char* size : {"\n 64 ", "\n 1024 ", "\n 65536 "})
+      EXPECT_NE(printed.find(size), std::string::npos) << size << " in\n" << printed;
   }
+}
+
+// -b -D (perftest's server told -D too): both sides run for the seconds from the sync. WRITE and
+// READ swap their figures over the window and print the sum; SEND -D exchanges none (each side
+// prints its own row), the server receiving until its deadline.
+TEST_F(PerftestLoop, ABidirectionalDurationRunSendsBothWaysForItsSeconds) {
+  duplex_ = true;
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Send}) {
+    SCOPED_TRACE(to_string(v));
+    TrafficSpec s = spec(v, Measure::Bandwidth, 1024, 1000);
+    s.duration = kSecond;
+    s.margin = kSecond / 5;
+    auto r = run(s, false);
+    ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+    ASSERT_EQ(r->bw.size(), 1u);
+    ASSERT_TRUE(last_report_.server_results);
+    EXPECT_EQ(last_report_.server_results->size, 1024u);
+    EXPECT_GT(last_report_.server_results->iters, 0u) << "client: " << r->bw[0].iterations;
+    EXPECT_GT(last_report_.server_results->bw_avg, 0);
+    if (v == Verb::Send) {
+      EXPECT_FALSE(last_report_.client_results);  // no results under -D
+      // The server's row is its own (print_report_bw).
+      ServerPrintSettings ps;
+      ps.test = ServedTest{v, Measure::Bandwidth, {1024}, 1000, true};
+      const std::string printed = perftest_server_printout(last_report_, ps);
+      const auto row = printed.find("\n 1024 ");
+      ASSERT_NE(row, std::string::npos) << printed;
+      const std::string line = printed.substr(row + 1, printed.find('\n', row + 1) - row - 1);
+      EXPECT_NE(line.find(" " + std::to_string(last_report_.server_results->iters) + " "), std::string::npos) << line;
+      EXPECT_GT(last_report_.received_messages, 0u);
+      // The client's row is its own.
+      EXPECT_GT(r->bw[0].iterations, 0u);
+    } else {
+      ASSERT_TRUE(last_report_.client_results);
+      EXPECT_GT(last_report_.client_results->iters, 0u);
+      const double client_own = last_report_.client_results->bw_avg * 1048576.0;
+      EXPECT_NEAR(r->bw[0].bw_avg_bps, client_own + last_report_.server_results->bw_avg * 1048576.0, 1.0);
+    }
+  }
+}
+
+// -b --run_infinitely: the server's WRITEs go on until the client leaves (a SIGINT ends
+// perftest's client there); the session ends cleanly, without figures.
+TEST_F(PerftestLoop, ABidirectionalEndlessRunEndsWhenTheClientLeaves) {
+  duplex_ = true;
+  run_infinitely_ = true;
+  ASSERT_TRUE(dp::StopSignals::install().ok());
+  TrafficSpec s = spec(Verb::Write, Measure::Bandwidth, 4096, 1000);
+  s.duration = kSecond / 4;  // the reporting period
+  std::thread interrupt([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    std::raise(SIGINT);
+  });
+  auto r = run(s, false);
+  interrupt.join();
+  dp::StopSignals::clear();
+  dp::StopSignals::restore();
+  ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+  EXPECT_TRUE(r->stopped);
+  EXPECT_GE(r->bw.size(), 3u);  // a row per period
+  EXPECT_EQ(server_error_, "");
+  EXPECT_FALSE(last_report_.client_results);
+  // Our WRITEs landed in the client's buffer: the client's QP took them.
+  EXPECT_GT(last_report_.qps, 0u);
 }
 
 // A server told -b and a one-way client: the client's traffic comes before the sync -b puts

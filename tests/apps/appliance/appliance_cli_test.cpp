@@ -107,6 +107,11 @@ TEST(ApplianceCli, ThePerftestTestAndItsOptionsAreChecked) {
   expect_refused(with({"--perftest", "ib_write_bw", "-b", "-n", "3"}), "-n must be at least 5");
   expect_refused(with({"--perftest", "ib_atomic_bw", "-b", "-a"}), "atomic tests run one size: no -a");
   expect_refused(with({"--perftest", "ib_send_bw", "-s", "64"}), "-s, -n and -a are for --perftest ib_write_lat and -b");
+  // -b's -D and --run_infinitely, as perftest's parser takes them.
+  expect_refused(with({"--perftest", "ib_write_bw", "-D", "2"}), "-D and --run_infinitely are for -b");
+  expect_refused(with({"--perftest", "ib_write_bw", "-b", "-a", "-D", "2"}), "run one size, as perftest's: no -a");
+  expect_refused(with({"--perftest", "ib_send_bw", "-b", "--run_infinitely"}), "refuses ib_send_bw -b --run_infinitely");
+  expect_refused(with({"--perftest", "ib_read_bw", "-b", "-D", "0"}), "-D must be 0 .. 86400 seconds");
 }
 
 TEST(ApplianceCli, NvmfOptionsAreChecked) {
