@@ -41,6 +41,9 @@ for s in $suites; do
     echo "40-sanitize.sh: no tests in suite '$s' in this build; skipping it"
   fi
 done
+# A meson.build changed since the last configure: regenerate first, so that the introspection
+# below lists the tests and targets of the sources as they are now.
+ninja -C "$build" build.ninja >/dev/null
 # Build only what these tests run (and what they depend on), not the whole tree: the apps,
 # benchmarks and tools this step does not run would double its compile time in CI.
 targets=$(SUITES="$suites" TESTS="$tests" BUILD="$build" python3 - <<'PY'
