@@ -421,11 +421,17 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
     ap.initiator_depth = a.rts.max_rd_atomic;
     s = cm_->accept(e.id, ap);
   }
-  conns_[e.id] = std::move(c);
-  if (!s) {
-    refuse(s.error().message);
-    finish(conns_[e.id]);
-    release(e.id);
+  keep(e.id, std::move(c), s, refuse);
+}
+
+void CmListeners::keep(cm::CmId id, Conn c, const Status& accepted,
+                       const std::function<void(const std::string&)>& refuse) {
+  // The connection is kept even when its accept failed, so that finish/release free what it holds.
+  Conn& kept = conns_[id] = std::move(c);
+  if (!accepted) {
+    refuse(accepted.error().message);
+    finish(kept);
+    release(id);
     return;
   }
   std::lock_guard lock(totals_mutex_);
@@ -499,15 +505,7 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
     c.driver = drivers_.add(c.qp.worker, [w](Engine& eng, Nanos) { w->step(eng); });
     s = cm_->accept_ud(e.id, c.qp.qpn);
   }
-  conns_[e.id] = std::move(c);
-  if (!s) {
-    refuse(s.error().message);
-    finish(conns_[e.id]);
-    release(e.id);
-    return;
-  }
-  std::lock_guard lock(totals_mutex_);
-  ++totals_.connections;
+  keep(e.id, std::move(c), s, refuse);
 }
 
 void CmListeners::finish(Conn& c) {

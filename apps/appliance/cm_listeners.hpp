@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -97,6 +98,8 @@ class CmListeners {
   void on_event(const cm::RdmaCmEvent& e);
   void on_request(const cm::RdmaCmEvent& e, Kind kind);
   void on_ud_request(const cm::RdmaCmEvent& e);
+  // An answered request's connection joins conns_; a failed accept is refused and freed.
+  void keep(cm::CmId id, Conn c, const Status& accepted, const std::function<void(const std::string&)>& refuse);
   void finish(Conn& c);        // the driver goes, the work is counted
   void release(cm::CmId id);   // QP and region go (after TIMEWAIT, or on failure)
 
