@@ -15,13 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <regex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -217,17 +218,21 @@ class ApplianceProcess {
     }
     // Ready once the banner names the exchange port (the socket exists by then too).
     const auto deadline = Clock::now() + std::chrono::seconds(30);
-    static const std::regex banner("TCP exchange on port ([0-9]+)");
+    static constexpr std::string_view banner = "TCP exchange on port ";
     while (pid_ > 0 && Clock::now() < deadline) {
       int st;
       if (::waitpid(pid_, &st, WNOHANG) == pid_) {
         pid_ = -1;
         break;
       }
-      std::smatch m;
       const std::string e = stderr_text();
-      if (std::regex_search(e, m, banner) && std::filesystem::exists(socket_)) {
-        port_ = static_cast<std::uint16_t>(std::stoi(m[1]));
+      const auto at = e.find(banner);
+      // The whole line, so that a port number still being written is not read half.
+      const auto digits = at == std::string::npos ? at : at + banner.size();
+      const auto eol = digits == std::string::npos ? digits : e.find('\n', digits);
+      if (eol != std::string::npos && eol > digits && std::isdigit(static_cast<unsigned char>(e[digits])) &&
+          std::filesystem::exists(socket_)) {
+        port_ = static_cast<std::uint16_t>(std::stoi(e.substr(digits)));
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
