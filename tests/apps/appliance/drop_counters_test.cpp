@@ -6,14 +6,11 @@
 // Engine in this process set up the same way, and every counter must agree. Root only; it
 // skips, saying why, otherwise.
 #include <gtest/gtest.h>
-#include <linux/if_packet.h>
-#include <net/ethernet.h>
-#include <net/if.h>
-#include <sched.h>
 
 #include <cstring>
 
 #include "tests/apps/appliance/appliance_process.hpp"
+#include "tests/apps/appliance/veth_namespace.hpp"
 #include "tests/dataplane/telemetry_client.hpp"
 #include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer.hpp"
@@ -28,74 +25,11 @@ using test::ControlClient;
 using test::RawPeer;
 using test::reth;
 using test::Json;
+using test::VethNamespace;
 
 constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0x99};
 constexpr Ipv4Addr kPeerIp{10, 0, 0, 9};
 using namespace roce::test::frame_edit;
-
-int run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
-
-// A namespace with a veth pair: the appliance drives `port`, the test writes frames on `peer`.
-class VethNamespace {
- public:
-  VethNamespace() {
-    const std::string id = std::to_string(::getpid() % 100000);
-    ns_ = "dct" + id;
-    port_ = "dct" + id + "a";
-    peer_ = "dct" + id + "b";
-    if (run("ip netns add " + ns_) != 0) {
-      why_ = "cannot create a network namespace (ip netns add failed)";
-      return;
-    }
-    made_ = true;
-    const std::string in = "ip -n " + ns_ + " ";
-    if (run(in + "link add " + port_ + " mtu 9000 type veth peer name " + peer_ + " mtu 9000") != 0) {
-      why_ = "cannot create a veth pair";
-      return;
-    }
-    // No IPv6 on either end: nothing but the test's frames crosses the link.
-    for (const std::string& dev : {port_, peer_})
-      run("ip netns exec " + ns_ + " sysctl -w net.ipv6.conf." + dev + ".disable_ipv6=1");
-    if (run(in + "link set " + port_ + " up") != 0 || run(in + "link set " + peer_ + " up") != 0) {
-      why_ = "cannot bring the veth pair up";
-      return;
-    }
-    // A raw socket on the peer end, opened inside the namespace.
-    const int self = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    const int target = ::open(("/var/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
-    if (self >= 0 && target >= 0 && ::setns(target, CLONE_NEWNET) == 0) {
-      fd_ = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-      ifindex_ = static_cast<int>(::if_nametoindex(peer_.c_str()));
-      ::setns(self, CLONE_NEWNET);
-    }
-    if (self >= 0) ::close(self);
-    if (target >= 0) ::close(target);
-    if (fd_ < 0 || ifindex_ == 0) why_ = "cannot open a packet socket in the namespace";
-  }
-  ~VethNamespace() {
-    if (fd_ >= 0) ::close(fd_);
-    if (made_) run("ip netns del " + ns_);
-  }
-  bool ready() const { return why_.empty(); }
-  const std::string& why_not() const { return why_; }
-  const std::string& ns() const { return ns_; }
-  const std::string& port() const { return port_; }
-
-  bool send(std::span<const std::byte> frame) const {
-    sockaddr_ll to{};
-    to.sll_family = AF_PACKET;
-    to.sll_ifindex = ifindex_;
-    to.sll_halen = 6;
-    return ::sendto(fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
-           static_cast<ssize_t>(frame.size());
-  }
-
- private:
-  std::string ns_, port_, peer_, why_;
-  bool made_ = false;
-  int fd_ = -1;
-  int ifindex_ = 0;
-};
 
 // One frame of (at least) every kind of drop the engine knows, aimed at an appliance at
 // 10.0.0.2 whose only QP is an RC QP 0x11 in INIT.
