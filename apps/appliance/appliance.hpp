@@ -154,6 +154,9 @@ class Appliance {
   std::string cmd_connect_qp(ControlSocket::ClientId, const JsonValue&);
   std::string cmd_destroy_qp(ControlSocket::ClientId, const JsonValue&);
   std::string cmd_disconnect(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_namespaces(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_add_namespace(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_remove_namespace(ControlSocket::ClientId, const JsonValue&);
   // Deregisters a created region and releases its memory once no worker can be using it.
   void release_mr(CreatedMr& m);
 

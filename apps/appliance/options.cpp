@@ -312,7 +312,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   }
   for (const std::string& n : nvmf_namespaces) {
     auto ns = parse_nvmf_namespace(n);
-    if (!ns) return ns.error();
+    if (!ns) return make_error(ns.error().code, "--nvmf-namespace " + ns.error().message);
     o.nvmf.namespaces.push_back(*ns);
   }
   if (!o.nvmf.enabled() && (!o.nvmf.namespaces.empty() || !o.nvmf.allowed_hosts.empty()))
