@@ -169,6 +169,7 @@ class Appliance {
   std::unique_ptr<DriverSet> drivers_;
   std::unique_ptr<TcpListener> listener_;
   std::unique_ptr<WaitingRoom> waiting_;
+  std::shared_ptr<CmService> shared_cm_;  // one CM agent for --rdma-cm and --nvmf-subsystem together
   std::unique_ptr<CmListeners> cm_listeners_;
   std::unique_ptr<NvmfService> nvmf_;
   ControlSocket control_;

@@ -66,8 +66,8 @@ Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text) {
   return make_error(EINVAL, "'" + text + "': expected mem:SIZE or file:PATH[:SIZE]");
 }
 
-NvmfService::NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o)
-    : dp_(dp), drivers_(drivers), conn_(conn), o_(std::move(o)) {}
+NvmfService::NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o, std::shared_ptr<CmService> shared)
+    : dp_(dp), drivers_(drivers), conn_(conn), o_(std::move(o)), cm_(std::move(shared)), shared_cm_(cm_ != nullptr) {}
 
 NvmfService::~NvmfService() { stop(); }
 
@@ -94,8 +94,9 @@ Status NvmfService::start() {
     if (Status s = subsystem_->add_namespace(nsid, std::move(*store)); !s) return s;
     ++nsid;
   }
-  cm_ = std::make_unique<CmService>(dp_, drivers_);
-  auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue);
+  if (!cm_) cm_ = std::make_shared<CmService>(dp_, drivers_);
+  channel_ = shared_cm_ ? cm_->open_channel() : 0;
+  auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue, channel_);
   if (!l) return l.error();
   driver_ = drivers_.add(0, [this](Engine&, Nanos now) { poll_worker(now); });
   thread_ = std::thread([this] { loop(); });
@@ -175,7 +176,15 @@ void NvmfService::stop() {
   if (!cm_) return;
   stop_ = true;
   if (thread_.joinable()) thread_.join();
-  cm_->stop();  // DREQ for every live connection
+  if (shared_cm_) {
+    // Only this service's connections: the agent's other users keep theirs.
+    std::vector<cm::CmId> ids;
+    for (const auto& [id, c] : conns_) ids.push_back(id);
+    cm_->disconnect_ids(ids, CmServiceConfig{}.stop_wait);
+    cm_->close_channel(channel_);
+  } else {
+    cm_->stop();  // DREQ for every live connection
+  }
   while (!conns_.empty()) release(conns_.begin()->first);
   drivers_.remove(0, driver_);
   cm_.reset();
@@ -191,7 +200,7 @@ std::size_t NvmfService::live_queues() { return queue_count_.load(); }
 
 void NvmfService::loop() {
   while (!stop_) {
-    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
+    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_, channel_)) on_event(e);
     // A queue the target failed (fatal capsule, keep-alive expiry, reset): the connection ends.
     std::map<nvmf::NvmfRdmaQueue*, std::string> failed = dp_.call(0, [this](Engine&) {
       std::map<nvmf::NvmfRdmaQueue*, std::string> f;

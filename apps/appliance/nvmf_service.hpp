@@ -44,7 +44,9 @@ Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text);
 
 class NvmfService {
  public:
-  NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o);
+  // `shared`: a CM agent other services use too (roce-appliance with --rdma-cm as well); none:
+  // the service runs its own.
+  NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o, std::shared_ptr<CmService> shared = nullptr);
   ~NvmfService();
   NvmfService(const NvmfService&) = delete;
   NvmfService& operator=(const NvmfService&) = delete;
@@ -104,7 +106,9 @@ class NvmfService {
   std::unique_ptr<nvmf::Target> target_;
   nvmf::Subsystem* subsystem_ = nullptr;  // the target's (worker 0 uses it)
   std::mutex namespaces_mutex_;           // one namespace change at a time
-  std::unique_ptr<CmService> cm_;
+  std::shared_ptr<CmService> cm_;
+  bool shared_cm_ = false;
+  CmService::Channel channel_ = 0;
   std::uint64_t driver_ = 0;
   // Worker 0 only (changed through Dataplane::call).
   std::map<nvmf::NvmfRdmaQueue*, std::unique_ptr<nvmf::NvmfRdmaQueue>> queues_;

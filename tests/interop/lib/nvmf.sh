@@ -7,6 +7,12 @@
 #                  namespace is a file on our side: its first SIZE MiB must hash the same as
 #                  what the guest wrote.
 #
+#   nvmf-fs        nvme connect, mkfs.ext4 on the namespace, mount, files written (SIZE MiB of
+#                  random data, a second file, a small text), their hashes taken, umount, nvme
+#                  disconnect; then connect again, mount, the hashes checked, umount, disconnect.
+#                  After the appliance stops, the namespace file on our side is read with
+#                  debugfs: every file must be in it with the hash the guest wrote.
+#
 # A case passes only when every guest command succeeds, the guest's written and read-back
 # hashes match each other and the appliance's backing file, and the appliance saw the queues go.
 
@@ -18,6 +24,33 @@ NVMF_NQN=nqn.2026-12.io.rocev2-dp:interop-disk
 KNOWN_FAILURES+=("nvmf/rxe>app/loss5/*|keep-alive expiry under loss: the host reconnects (docs/interop.md)")
 
 is_nvmf_kind() { [[ $1 == nvmf-* ]]; }
+
+# nvmf_guest_connect: connect to the subsystem and wait for its namespace's block device ($dev).
+nvmf_guest_connect() {
+  local s=" nvme connect -t rdma -a $NET_ENGINE_IP -s 4420 -n $NVMF_NQN;"
+  s+=" dev=''; for i in \$(seq 100); do for d in /sys/class/nvme/nvme*; do"
+  s+=" [ \"\$(cat \$d/subsysnqn 2>/dev/null)\" = $NVMF_NQN ] && [ -b /dev/\${d##*/}n1 ] && dev=/dev/\${d##*/}n1; done;"
+  s+=" [ -n \"\$dev\" ] && break; sleep 0.1; done; [ -n \"\$dev\" ]; echo DEV \$dev;"
+  echo "$s"
+}
+
+# nvmf_guest_fs_script SIZE_MIB: the nvmf-fs guest commands; prints "SUM <sha256> <file>" for
+# each file written and "VERIFIED" once the second mount read them all back unchanged.
+nvmf_guest_fs_script() {
+  local mib=$1
+  local s="set -e; mkdir -p /mnt/nvmf;"
+  s+="$(nvmf_guest_connect)"
+  s+=" mkfs.ext4 -q -F -b 4096 \$dev; mount -t ext4 \$dev /mnt/nvmf;"
+  s+=" dd if=/dev/urandom of=/mnt/nvmf/big.bin bs=1048576 count=$mib 2>/dev/null;"
+  s+=" mkdir /mnt/nvmf/dir; dd if=/dev/urandom of=/mnt/nvmf/dir/small.bin bs=4096 count=37 2>/dev/null;"
+  s+=" echo 'written by the guest over NVMe/RDMA' > /mnt/nvmf/hello.txt;"
+  s+=" (cd /mnt/nvmf && sha256sum big.bin dir/small.bin hello.txt > /tmp/sums); sed 's/^/SUM /' /tmp/sums;"
+  s+=" umount /mnt/nvmf; nvme disconnect -n $NVMF_NQN; echo FIRST_DONE;"
+  s+="$(nvmf_guest_connect)"
+  s+=" mount -t ext4 \$dev /mnt/nvmf; (cd /mnt/nvmf && sha256sum -c /tmp/sums) && echo VERIFIED;"
+  s+=" umount /mnt/nvmf; nvme disconnect -n $NVMF_NQN"
+  echo "$s"
+}
 
 # nvmf_guest_script SIZE_MIB FLAGS: the guest's commands, one shell line; it prints
 # "DISCOVERED", "DEV /dev/...", "WROTE <sha256>", "READ <sha256>" on the way.
@@ -36,6 +69,21 @@ nvmf_guest_script() {
   s+=" echo READ \$(dd if=\$dev bs=1048576 count=$mib 2>/dev/null | sha256sum | cut -d' ' -f1);"
   s+=" nvme disconnect -n $NVMF_NQN; rm -f /tmp/pattern"
   echo "$s"
+}
+
+# nvmf_check_fs GUEST_LOG IMG: the second mount verified the files, and the namespace file (the
+# appliance stopped) holds an ext4 file system with each file at the hash the guest wrote.
+nvmf_check_fs() {
+  local log=$1 img=$2 good=1 n=0 sum name got
+  grep -q "^VERIFIED" "$log" || { good=0; CASE_NOTE+="${CASE_NOTE:+; }the second mount did not read the files back unchanged"; }
+  command -v debugfs >/dev/null || { CASE_NOTE+="${CASE_NOTE:+; }debugfs missing (apt-get install e2fsprogs)"; return 1; }
+  while read -r _ sum name; do
+    n=$((n + 1))
+    got=$(debugfs -R "cat /$name" "$img" 2>/dev/null | sha256sum | cut -d' ' -f1)
+    [[ $got == "$sum" ]] || { good=0; CASE_NOTE+="${CASE_NOTE:+; }$name in the namespace file: $got, the guest wrote $sum"; }
+  done < <(grep "^SUM " "$log")
+  ((n == 3)) || { good=0; CASE_NOTE+="${CASE_NOTE:+; }$n files hashed by the guest, 3 expected"; }
+  ((good))
 }
 
 run_nvmf_case() {
@@ -58,7 +106,9 @@ run_nvmf_case() {
     guest_run 10 "/sbin/tc qdisc add dev eth0 root netem loss $loss%" || { CASE_NOTE="netem: $GUEST_OUT"; appliance_stop; return; }
   fi
   capture_start "$dir/capture.pcap"
-  guest_run 120 "$(nvmf_guest_script "$size" "$flags")"
+  local script
+  if [[ $kind == nvmf-fs ]]; then script=$(nvmf_guest_fs_script "$size"); else script=$(nvmf_guest_script "$size" "$flags"); fi
+  guest_run 120 "$script"
   local grc=$?
   printf '%s' "$GUEST_OUT" > "$dir/guest.log"
   capture_stop
@@ -67,17 +117,22 @@ run_nvmf_case() {
     CASE_NOTE+="${CASE_NOTE:+; }netem dropped $(grep -o 'dropped [0-9]*' <<< "$GUEST_OUT" | head -1 | cut -d' ' -f2)"
   fi
   ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest exit $grc: $(grep -m1 -iE 'error|fail|invalid|no such' "$dir/guest.log")"; }
-  grep -q "^DISCOVERED" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }discovery log did not list $NVMF_NQN"; }
-  local wrote read file_hash
-  wrote=$(awk '$1 == "WROTE" { print $2 }' "$dir/guest.log")
-  read=$(awk '$1 == "READ" { print $2 }' "$dir/guest.log")
-  file_hash=$(head -c "$((size * 1048576))" "$img" 2>/dev/null | sha256sum | cut -d' ' -f1)
-  if [[ -z $wrote || $wrote != "$read" ]]; then
-    ok=0 CASE_NOTE+="${CASE_NOTE:+; }read-back hash ${read:-none} != written ${wrote:-none}"
-  elif [[ $file_hash != "$wrote" ]]; then
-    ok=0 CASE_NOTE+="${CASE_NOTE:+; }the namespace file does not hold what the guest wrote"
+  if [[ $kind == nvmf-fs ]]; then
+    appliance_stop
+    nvmf_check_fs "$dir/guest.log" "$img" || ok=0
+  else
+    grep -q "^DISCOVERED" "$dir/guest.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }discovery log did not list $NVMF_NQN"; }
+    local wrote read file_hash
+    wrote=$(awk '$1 == "WROTE" { print $2 }' "$dir/guest.log")
+    read=$(awk '$1 == "READ" { print $2 }' "$dir/guest.log")
+    file_hash=$(head -c "$((size * 1048576))" "$img" 2>/dev/null | sha256sum | cut -d' ' -f1)
+    if [[ -z $wrote || $wrote != "$read" ]]; then
+      ok=0 CASE_NOTE+="${CASE_NOTE:+; }read-back hash ${read:-none} != written ${wrote:-none}"
+    elif [[ $file_hash != "$wrote" ]]; then
+      ok=0 CASE_NOTE+="${CASE_NOTE:+; }the namespace file does not hold what the guest wrote"
+    fi
+    appliance_stop
   fi
-  appliance_stop
   cp "$APPLIANCE_LOG" "$dir/appliance.log"
   local accepted
   accepted=$(grep -c "nvmf queue .* accepted" "$dir/appliance.log")
@@ -100,5 +155,6 @@ cases_nvmf_full() {
   cases_nvmf_ci
   cat <<'LIST'
 nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 4096 5 4 32 -
+nvmf/rxe>app/ext4                       nvmf-fs nvme 4096 0 4 32 -
 LIST
 }
