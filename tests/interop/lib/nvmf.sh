@@ -13,6 +13,13 @@
 #                  After the appliance stops, the namespace file on our side is read with
 #                  debugfs: every file must be in it with the hash the guest wrote.
 #
+#   nvmf-to-rxe    the other way round: the guest kernel's own target (nvmet_rdma, configured
+#                  through configfs: a 64 MiB file namespace under $NVMF_REF_NQN on the guest's
+#                  address, port 4420) and roce-gen's initiator (VERB = nvme-write, nvme-read or
+#                  nvme-randrw, SIZE = block size, ITERS = queue depth, FLAGS = more roce-gen
+#                  options) with --verify: it writes every block it uses first, checks every
+#                  read, and reads the whole range back at the end.
+#
 # A case passes only when every guest command succeeds, the guest's written and read-back
 # hashes match each other and the appliance's backing file, and the appliance saw the queues go.
 
@@ -24,6 +31,54 @@ NVMF_NQN=nqn.2026-12.io.rocev2-dp:interop-disk
 KNOWN_FAILURES+=("nvmf/rxe>app/loss5/*|keep-alive expiry under loss: the host reconnects (docs/interop.md)")
 
 is_nvmf_kind() { [[ $1 == nvmf-* ]]; }
+
+NVMF_REF_NQN=nqn.2026-12.io.rocev2-dp:guest-nvmet
+
+# nvmet_guest_setup / nvmet_guest_teardown: the guest's nvmet target, as nvmetcli would make it
+# (one command line: the guest agent reads one per line).
+nvmet_guest_setup() {
+  local c=/sys/kernel/config/nvmet s=/sys/kernel/config/nvmet/subsystems/$NVMF_REF_NQN
+  echo "set -e; mount -t configfs none /sys/kernel/config 2>/dev/null || true; dd if=/dev/zero of=/tmp/nvmet.img bs=1048576 count=64 2>/dev/null;"
+  echo " mkdir $s; echo 1 > $s/attr_allow_any_host; mkdir $s/namespaces/1; echo -n /tmp/nvmet.img > $s/namespaces/1/device_path;"
+  # /tmp is a tmpfs, which has no O_DIRECT: the file backend must use the page cache.
+  echo " echo 1 > $s/namespaces/1/buffered_io;"
+  echo " echo 1 > $s/namespaces/1/enable; mkdir $c/ports/1; echo rdma > $c/ports/1/addr_trtype; echo ipv4 > $c/ports/1/addr_adrfam;"
+  echo " echo $NET_GUEST_IP > $c/ports/1/addr_traddr; echo 4420 > $c/ports/1/addr_trsvcid; ln -s $s $c/ports/1/subsystems/; echo NVMET_READY"
+}
+nvmet_guest_teardown() {
+  local c=/sys/kernel/config/nvmet s=/sys/kernel/config/nvmet/subsystems/$NVMF_REF_NQN
+  echo "rm -f $c/ports/1/subsystems/$NVMF_REF_NQN; rmdir $c/ports/1; echo 0 > $s/namespaces/1/enable; rmdir $s/namespaces/1; rmdir $s; rm -f /tmp/nvmet.img; dmesg | grep -i nvmet | tail -20"
+}
+
+run_nvmf_to_rxe_case() {
+  local name kind verb mtu loss size iters flags
+  read -r name kind verb mtu loss size iters flags <<< "$1"
+  local dir=$OUT_DIR/cases/${name//[\/>]/_}
+  mkdir -p "$dir"
+  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
+  local ok=1 t0=$SECONDS
+  appliance_stop
+  APPLIANCE_KEY=""
+  capture_start "$dir/capture.pcap"
+  guest_run 30 "$(nvmet_guest_setup | tr '\n' ' ')" && grep -q NVMET_READY <<< "$GUEST_OUT" ||
+    { ok=0; CASE_NOTE="guest nvmet set-up: $(tr '\n' ' ' <<< "$GUEST_OUT" | cut -c1-200)"; }
+  printf '%s\n' "$GUEST_OUT" > "$dir/guest.log"
+  local extra=()
+  [[ $flags != - ]] && read -r -a extra <<< "${flags//,/ }"
+  if ((ok)); then
+    gen_run "$dir/roce-gen.log" "$verb" --target "$NET_GUEST_IP" --nqn "$NVMF_REF_NQN" --bs "$size" --qd "$iters" \
+      --time 3 --size 16 --verify "${extra[@]}" ||
+      { ok=0; CASE_NOTE="roce-gen: $(grep -m1 -E 'roce-gen|errors [1-9]|MISMATCH' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
+  fi
+  guest_run 30 "$(nvmet_guest_teardown)"
+  printf '%s\n' "$GUEST_OUT" >> "$dir/guest.log"
+  capture_stop
+  grep -q "^  verify: ok" "$dir/roce-gen.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-gen did not verify"; }
+  CASE_FIGURE="$(grep -o 'IOPS [0-9]*' "$dir/roce-gen.log" | head -1)"
+  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "-" ours || ok=0
+  CASE_SECONDS=$((SECONDS - t0))
+  ((ok)) && CASE_VERDICT=pass
+}
 
 # nvmf_guest_connect: connect to the subsystem and wait for its namespace's block device ($dev).
 nvmf_guest_connect() {
@@ -89,6 +144,7 @@ nvmf_check_fs() {
 run_nvmf_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  [[ $kind == nvmf-to-rxe ]] && { run_nvmf_to_rxe_case "$1"; return; }
   local dir=$OUT_DIR/cases/${name//[\/>]/_}
   mkdir -p "$dir"
   CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
@@ -156,5 +212,7 @@ cases_nvmf_full() {
   cat <<'LIST'
 nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 4096 5 4 32 -
 nvmf/rxe>app/ext4                       nvmf-fs nvme 4096 0 4 32 -
+nvmf/app>rxe/write                      nvmf-to-rxe nvme-write 1024 0 4k 16 -
+nvmf/app>rxe/randrw                     nvmf-to-rxe nvme-randrw 1024 0 4k 16 --queues,2
 LIST
 }
