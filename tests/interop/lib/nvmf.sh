@@ -25,10 +25,13 @@
 
 NVMF_NQN=nqn.2026-12.io.rocev2-dp:interop-disk
 
-# Under 5 % loss on the guest's egress the Linux host's Keep Alive (every 2.55 s, KATO 5 s) is
-# at times not in within KATO (a lost SEND waits for rxe's retransmission); the target then
-# fails the controller and the host reconnects (the data still verifies, in 100+ s).
-KNOWN_FAILURES+=("nvmf/rxe>app/loss5/*|keep-alive expiry under loss: the host reconnects (docs/interop.md)")
+# Under 5 % loss on the guest's egress the guest's rxe at times stalls a queue: after our
+# responder NAKs a PSN sequence error (a SEND lost, later ones in), it retransmits only the
+# NAKed SEND and, once that is acknowledged, neither the later SENDs nor anything on its
+# retransmission timer. The commands in them never arrive; the host's I/O times out after 30 s
+# and it resets the controller (and reconnects: the data still verifies, in 150+ s, at times past
+# the guest's 120 s). Seen in the captures of 2026-12-05 (docs/nvmf.md, "Still to do").
+KNOWN_FAILURES+=("nvmf/rxe>app/loss5/*|the guest's rxe stalls a queue after a sequence-error NAK; the host resets after 30 s (docs/nvmf.md)")
 
 is_nvmf_kind() { [[ $1 == nvmf-* ]]; }
 
