@@ -35,6 +35,7 @@ Appliance::~Appliance() {
   stop();
   cm_listeners_.reset();  // DREQs out while the dataplane still runs
   nvmf_.reset();
+  shared_cm_.reset();
   reap_sessions(true);
   control_.stop();
   // What control clients made and still held (stop closes them all, so this is a safety net).
@@ -70,8 +71,10 @@ Status Appliance::start() {
   recv_mr_ = *rmr;
   mr_bytes_in_use_ = exposed_.size() + recv_.size();
   drivers_ = std::make_unique<DriverSet>(dp_);
+  // One QP1, so one CM agent: the rdma_cm listeners and the NVMe/RDMA target share it.
+  if (o_.rdma_cm.any() && o_.nvmf.enabled()) shared_cm_ = std::make_shared<CmService>(dp_, *drivers_);
   if (o_.rdma_cm.any()) {
-    cm_listeners_ = std::make_unique<CmListeners>(dp_, *drivers_, *conn_, o_.rdma_cm);
+    cm_listeners_ = std::make_unique<CmListeners>(dp_, *drivers_, *conn_, o_.rdma_cm, shared_cm_);
     if (Status s = cm_listeners_->start(); !s) return s;
     std::fprintf(stderr, "roce-appliance: rdma_cm listeners:%s%s%s%s\n",
                  o_.rdma_cm.rping ? (" rping (TCP " + std::to_string(o_.rdma_cm.rping_port) + ")").c_str() : "",
@@ -80,7 +83,7 @@ Status Appliance::start() {
                  o_.rdma_cm.rdma_server ? (" rdma_server (TCP " + std::to_string(o_.rdma_cm.rdma_server_port) + ")").c_str() : "");
   }
   if (o_.nvmf.enabled()) {
-    nvmf_ = std::make_unique<NvmfService>(dp_, *drivers_, *conn_, o_.nvmf);
+    nvmf_ = std::make_unique<NvmfService>(dp_, *drivers_, *conn_, o_.nvmf, shared_cm_);
     if (Status s = nvmf_->start(); !s) return s;
     std::fprintf(stderr, "roce-appliance: NVMe/RDMA target %s with %zu namespace(s) on rdma_cm TCP port %u\n",
                  o_.nvmf.subsystem.c_str(), o_.nvmf.namespaces.size(), o_.nvmf.port);
@@ -209,6 +212,7 @@ void Appliance::run() {
   reap_sessions(true);
   if (cm_listeners_) cm_listeners_->stop();  // DREQ for every live rdma_cm connection
   if (nvmf_) nvmf_->stop();
+  if (shared_cm_) shared_cm_->stop();
 }
 
 }  // namespace roce::app

@@ -154,6 +154,9 @@ class Appliance {
   std::string cmd_connect_qp(ControlSocket::ClientId, const JsonValue&);
   std::string cmd_destroy_qp(ControlSocket::ClientId, const JsonValue&);
   std::string cmd_disconnect(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_namespaces(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_add_namespace(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_remove_namespace(ControlSocket::ClientId, const JsonValue&);
   // Deregisters a created region and releases its memory once no worker can be using it.
   void release_mr(CreatedMr& m);
 
@@ -166,6 +169,7 @@ class Appliance {
   std::unique_ptr<DriverSet> drivers_;
   std::unique_ptr<TcpListener> listener_;
   std::unique_ptr<WaitingRoom> waiting_;
+  std::shared_ptr<CmService> shared_cm_;  // one CM agent for --rdma-cm and --nvmf-subsystem together
   std::unique_ptr<CmListeners> cm_listeners_;
   std::unique_ptr<NvmfService> nvmf_;
   ControlSocket control_;

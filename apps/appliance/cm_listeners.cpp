@@ -254,8 +254,8 @@ struct CmListeners::Work {
   }
 };
 
-CmListeners::CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o)
-    : dp_(dp), drivers_(drivers), conn_(conn), o_(o) {}
+CmListeners::CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared)
+    : dp_(dp), drivers_(drivers), conn_(conn), o_(o), cm_(std::move(shared)), shared_cm_(cm_ != nullptr) {}
 
 CmListeners::~CmListeners() { stop(); }
 
@@ -264,9 +264,10 @@ Status CmListeners::start() {
   if (o_.message_size == 0 || o_.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
   if (o_.udaddy && o_.message_size > 4096)
     return make_error(EINVAL, "--cm-message-size above 4096 does not fit a UD datagram (udaddy)");
-  cm_ = std::make_unique<CmService>(dp_, drivers_);
+  if (!cm_) cm_ = std::make_shared<CmService>(dp_, drivers_);
+  channel_ = shared_cm_ ? cm_->open_channel() : 0;
   const auto add = [&](Kind k, std::uint16_t port) -> Status {
-    auto l = cm_->listen(proto::RdmaPortSpace::Tcp, port, o_.accept_queue);
+    auto l = cm_->listen(proto::RdmaPortSpace::Tcp, port, o_.accept_queue, channel_);
     if (!l) return l.error();
     listeners_[*l] = k;
     return {};
@@ -278,7 +279,7 @@ Status CmListeners::start() {
   if (o_.rdma_server)
     if (Status s = add(Kind::RdmaServer, o_.rdma_server_port); !s) return s;
   if (o_.udaddy) {
-    auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.udaddy_port, o_.accept_queue);
+    auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.udaddy_port, o_.accept_queue, channel_);
     if (!l) return l.error();
     listeners_[*l] = Kind::Udaddy;
   }
@@ -290,7 +291,15 @@ void CmListeners::stop() {
   if (!cm_) return;
   stop_ = true;
   if (thread_.joinable()) thread_.join();
-  cm_->stop();  // DREQ for every live connection
+  if (shared_cm_) {
+    // Only these listeners' connections: the agent's other users keep theirs.
+    std::vector<cm::CmId> ids;
+    for (const auto& [id, c] : conns_) ids.push_back(id);
+    cm_->disconnect_ids(ids, CmServiceConfig{}.stop_wait);
+    cm_->close_channel(channel_);
+  } else {
+    cm_->stop();  // DREQ for every live connection
+  }
   for (auto& [id, c] : conns_) finish(c);
   while (!conns_.empty()) release(conns_.begin()->first);
   final_counters_ = cm_->counters();
@@ -299,7 +308,7 @@ void CmListeners::stop() {
 
 void CmListeners::loop() {
   while (!stop_) {
-    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
+    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_, channel_)) on_event(e);
     std::vector<cm::CmId> ud_ended;
     const Nanos now = dp_.now();
     for (auto& [id, c] : conns_) {

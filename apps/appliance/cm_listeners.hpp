@@ -53,7 +53,9 @@ inline constexpr std::uint32_t kRpingMaxBuffer = 64 * 1024;
 
 class CmListeners {
  public:
-  CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o);
+  // `shared`: a CM agent other services use too (roce-appliance with --nvmf-subsystem as
+  // well); none: the listeners run their own.
+  CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared = nullptr);
   ~CmListeners();
   CmListeners(const CmListeners&) = delete;
   CmListeners& operator=(const CmListeners&) = delete;
@@ -107,7 +109,9 @@ class CmListeners {
   DriverSet& drivers_;
   Connector& conn_;
   CmListenOptions o_;
-  std::unique_ptr<CmService> cm_;
+  std::shared_ptr<CmService> cm_;
+  bool shared_cm_ = false;
+  CmService::Channel channel_ = 0;
   std::map<cm::ListenerId, Kind> listeners_;
   std::map<cm::CmId, Conn> conns_;  // control thread only
   std::thread thread_;

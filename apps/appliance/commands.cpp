@@ -32,6 +32,11 @@ constexpr std::array kConnectQp{
     JsonField{"remote_ip", JsonType::String, true},
 };
 constexpr std::array kDestroyQp{JsonField{"qpn", JsonType::Uint, true, 0, k24Bits, "24 bits"}};
+constexpr std::array kNvmfAddNamespace{
+    JsonField{"backing", JsonType::String, true},
+    JsonField{"nsid", JsonType::Uint, false, 1, nvmf::kMaxNamespaces, "NSIDs 1..1024; left out: the lowest free one"},
+};
+constexpr std::array kNvmfRemoveNamespace{JsonField{"nsid", JsonType::Uint, true, 1, nvmf::kMaxNamespaces, "NSIDs 1..1024"}};
 constexpr std::array kDisconnect{JsonField{"session", JsonType::Uint, true, 1, kJsonIntegers, "see list_sessions"}};
 
 const char* type_name(ibv_qp_type t) { return t == IBV_QPT_RC ? "RC" : t == IBV_QPT_UC ? "UC" : "UD"; }
@@ -57,7 +62,7 @@ std::string ok_object(const std::function<void(JsonWriter&)>& fields) {
 }  // namespace
 
 std::span<const Appliance::Command> Appliance::commands() {
-  static const std::array<Command, 13> table{{
+  static const std::array<Command, 16> table{{
       {"status", kNoFields, &Appliance::cmd_report},
       {"counters", kNoFields, &Appliance::cmd_report},
       {"list_qps", kNoFields, &Appliance::cmd_list_qps},
@@ -69,6 +74,9 @@ std::span<const Appliance::Command> Appliance::commands() {
       {"connect_qp", kConnectQp, &Appliance::cmd_connect_qp},
       {"destroy_qp", kDestroyQp, &Appliance::cmd_destroy_qp},
       {"disconnect", kDisconnect, &Appliance::cmd_disconnect},
+      {"nvmf_namespaces", kNoFields, &Appliance::cmd_nvmf_namespaces},
+      {"nvmf_add_namespace", kNvmfAddNamespace, &Appliance::cmd_nvmf_add_namespace},
+      {"nvmf_remove_namespace", kNvmfRemoveNamespace, &Appliance::cmd_nvmf_remove_namespace},
       {"stop", kNoFields, &Appliance::cmd_stop},
       {"help", kNoFields, nullptr},
   }};
@@ -375,6 +383,42 @@ void Appliance::client_closed(ControlSocket::ClientId client) {
   }
   std::lock_guard lock(mutex_);
   mr_bytes_in_use_ -= bytes;
+}
+
+namespace {
+constexpr const char* kNoNvmf = "no NVMe/RDMA target here (roce-appliance runs one with --nvmf-subsystem)";
+}
+
+std::string Appliance::cmd_nvmf_namespaces(ControlSocket::ClientId, const JsonValue&) {
+  if (!nvmf_) return control_error(std::string("nvmf_namespaces: ") + kNoNvmf);
+  const auto list = nvmf_->namespaces();
+  JsonWriter w;
+  w.begin_object().field("ok", true).field("subsystem", o_.nvmf.subsystem).key("namespaces").begin_array();
+  for (const NvmfService::NamespaceInfo& n : list) {
+    w.begin_object().field("nsid", n.nsid).field("backing", n.file ? "file" : "memory");
+    if (n.file) w.field("path", n.path);
+    w.field("blocks", n.blocks).field("block_size", n.block_size).field("bytes", n.blocks * n.block_size).end_object();
+  }
+  w.end_array().end_object();
+  return w.str();
+}
+
+std::string Appliance::cmd_nvmf_add_namespace(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_add_namespace: ") + kNoNvmf);
+  auto spec = parse_nvmf_namespace(*cmd.get_string("backing"));
+  if (!spec) return control_error("nvmf_add_namespace: \"backing\": " + spec.error().message);
+  const auto nsid = cmd.get_uint("nsid");
+  auto added = nvmf_->add_namespace(*spec, nsid ? static_cast<std::uint32_t>(*nsid) : 0);
+  if (!added) return control_error("nvmf_add_namespace: " + added.error().message);
+  const std::uint32_t id = *added;
+  return ok_object([id](JsonWriter& w) { w.field("nsid", id).field("added", true); });
+}
+
+std::string Appliance::cmd_nvmf_remove_namespace(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_remove_namespace: ") + kNoNvmf);
+  const auto nsid = static_cast<std::uint32_t>(*cmd.get_uint("nsid"));
+  if (Status s = nvmf_->remove_namespace(nsid); !s) return control_error("nvmf_remove_namespace: " + s.error().message);
+  return ok_object([nsid](JsonWriter& w) { w.field("nsid", nsid).field("removed", true); });
 }
 
 }  // namespace roce::app

@@ -42,8 +42,8 @@ Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text) {
   NvmfNamespaceSpec n;
   if (text.rfind("mem:", 0) == 0) {
     auto b = parse_size(text.substr(4));
-    if (!b) return make_error(EINVAL, "--nvmf-namespace " + text + ": " + b.error().message);
-    if (*b == 0) return make_error(EINVAL, "--nvmf-namespace " + text + ": a memory namespace needs a size");
+    if (!b) return make_error(EINVAL, "'" + text + "': " + b.error().message);
+    if (*b == 0) return make_error(EINVAL, "'" + text + "': a memory namespace needs a size");
     n.bytes = *b;
     return n;
   }
@@ -59,15 +59,15 @@ Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text) {
         rest.resize(colon);
       }
     }
-    if (rest.empty()) return make_error(EINVAL, "--nvmf-namespace " + text + ": no file path");
+    if (rest.empty()) return make_error(EINVAL, "'" + text + "': no file path");
     n.path = rest;
     return n;
   }
-  return make_error(EINVAL, "--nvmf-namespace " + text + ": expected mem:SIZE or file:PATH[:SIZE]");
+  return make_error(EINVAL, "'" + text + "': expected mem:SIZE or file:PATH[:SIZE]");
 }
 
-NvmfService::NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o)
-    : dp_(dp), drivers_(drivers), conn_(conn), o_(std::move(o)) {}
+NvmfService::NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o, std::shared_ptr<CmService> shared)
+    : dp_(dp), drivers_(drivers), conn_(conn), o_(std::move(o)), cm_(std::move(shared)), shared_cm_(cm_ != nullptr) {}
 
 NvmfService::~NvmfService() { stop(); }
 
@@ -86,22 +86,85 @@ Status NvmfService::start() {
   auto sub = target_->add_subsystem(o_.subsystem, "rocev2dp0001");
   if (!sub) return sub.error();
   for (const std::string& h : o_.allowed_hosts) (*sub)->allow_host(h);
+  subsystem_ = *sub;
   std::uint32_t nsid = 1;
   for (const NvmfNamespaceSpec& n : o_.namespaces) {
-    const std::uint64_t blocks = n.bytes / o_.block_size;
-    if (!n.file && blocks == 0) return make_error(EINVAL, "--nvmf-namespace: smaller than one block");
-    auto store = n.file ? nvmf::NamespaceStore::file(n.path, blocks, o_.block_size)
-                        : nvmf::NamespaceStore::memory(blocks, o_.block_size);
-    if (!store) return make_error(store.error().code, "namespace " + std::to_string(nsid) + ": " + store.error().message);
-    if (Status s = (*sub)->add_namespace(nsid, std::move(*store)); !s) return s;
+    auto store = open_store(n, nsid);
+    if (!store) return store.error();
+    if (Status s = subsystem_->add_namespace(nsid, std::move(*store)); !s) return s;
     ++nsid;
   }
-  cm_ = std::make_unique<CmService>(dp_, drivers_);
-  auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue);
+  if (!cm_) cm_ = std::make_shared<CmService>(dp_, drivers_);
+  channel_ = shared_cm_ ? cm_->open_channel() : 0;
+  auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue, channel_);
   if (!l) return l.error();
   driver_ = drivers_.add(0, [this](Engine&, Nanos now) { poll_worker(now); });
   thread_ = std::thread([this] { loop(); });
   return {};
+}
+
+Result<std::unique_ptr<nvmf::NamespaceStore>> NvmfService::open_store(const NvmfNamespaceSpec& n, std::uint32_t nsid) const {
+  const std::uint64_t blocks = n.bytes / o_.block_size;
+  if (!n.file && blocks == 0)
+    return make_error(EINVAL, "namespace " + std::to_string(nsid) + ": smaller than one block (" + std::to_string(o_.block_size) + " bytes)");
+  auto store = n.file ? nvmf::NamespaceStore::file(n.path, blocks, o_.block_size) : nvmf::NamespaceStore::memory(blocks, o_.block_size);
+  if (!store) return make_error(store.error().code, "namespace " + std::to_string(nsid) + ": " + store.error().message);
+  if ((*store)->blocks() == 0) return make_error(EINVAL, "namespace " + std::to_string(nsid) + ": " + n.path + " holds less than one block");
+  return store;
+}
+
+std::vector<NvmfService::NamespaceInfo> NvmfService::namespaces() {
+  if (!subsystem_) return {};
+  return dp_.call(0, [this](Engine&) {
+    std::vector<NamespaceInfo> out;
+    for (std::uint32_t nsid : subsystem_->active_nsids()) {
+      const nvmf::NamespaceStore* s = subsystem_->find_namespace(nsid);
+      out.push_back({nsid, s->file_backed(), s->path(), s->blocks(), s->block_size()});
+    }
+    return out;
+  });
+}
+
+Result<std::uint32_t> NvmfService::add_namespace(const NvmfNamespaceSpec& spec, std::uint32_t nsid) {
+  if (!subsystem_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  if (nsid > nvmf::kMaxNamespaces) return make_error(EINVAL, "NSID " + std::to_string(nsid) + " outside 1.." + std::to_string(nvmf::kMaxNamespaces));
+  std::lock_guard lock(namespaces_mutex_);
+  const auto in_use = namespaces();
+  if (nsid == 0) {
+    nsid = 1;
+    for (const NamespaceInfo& n : in_use)
+      if (n.nsid == nsid) ++nsid;  // active_nsids() is sorted
+    if (nsid > nvmf::kMaxNamespaces) return make_error(ENOSPC, "every NSID 1.." + std::to_string(nvmf::kMaxNamespaces) + " is in use");
+  }
+  for (const NamespaceInfo& n : in_use) {
+    if (n.nsid == nsid) return make_error(EEXIST, "NSID " + std::to_string(nsid) + " is already in use");
+    if (spec.file && n.file && n.path == spec.path)
+      return make_error(EEXIST, spec.path + " already backs NSID " + std::to_string(n.nsid));
+  }
+  auto store = open_store(spec, nsid);  // file I/O here, not on the dataplane's worker
+  if (!store) return store.error();
+  Status s = dp_.call(0, [&](Engine&) -> Status {
+    if (Status a = subsystem_->add_namespace(nsid, std::move(*store)); !a) return a;
+    target_->notify_namespace_changed(subsystem_, nsid);
+    return {};
+  });
+  if (!s) return s.error();
+  std::fprintf(stderr, "roce-appliance: nvmf namespace %u added (%s)\n", nsid, spec.file ? spec.path.c_str() : "memory");
+  return nsid;
+}
+
+Status NvmfService::remove_namespace(std::uint32_t nsid) {
+  if (!subsystem_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  std::lock_guard lock(namespaces_mutex_);
+  // Commands already past their checks look the namespace up again when they run: one that
+  // finds it gone answers "invalid namespace", none touches freed blocks.
+  Status s = dp_.call(0, [&](Engine&) -> Status {
+    if (Status r = subsystem_->remove_namespace(nsid); !r) return r;
+    target_->notify_namespace_changed(subsystem_, nsid);
+    return {};
+  });
+  if (s) std::fprintf(stderr, "roce-appliance: nvmf namespace %u removed\n", nsid);
+  return s;
 }
 
 void NvmfService::poll_worker(Nanos now) {
@@ -113,7 +176,15 @@ void NvmfService::stop() {
   if (!cm_) return;
   stop_ = true;
   if (thread_.joinable()) thread_.join();
-  cm_->stop();  // DREQ for every live connection
+  if (shared_cm_) {
+    // Only this service's connections: the agent's other users keep theirs.
+    std::vector<cm::CmId> ids;
+    for (const auto& [id, c] : conns_) ids.push_back(id);
+    cm_->disconnect_ids(ids, CmServiceConfig{}.stop_wait);
+    cm_->close_channel(channel_);
+  } else {
+    cm_->stop();  // DREQ for every live connection
+  }
   while (!conns_.empty()) release(conns_.begin()->first);
   drivers_.remove(0, driver_);
   cm_.reset();
@@ -129,7 +200,7 @@ std::size_t NvmfService::live_queues() { return queue_count_.load(); }
 
 void NvmfService::loop() {
   while (!stop_) {
-    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_)) on_event(e);
+    for (const auto& e : cm_->wait_events(50 * kMilli, &stop_, channel_)) on_event(e);
     // A queue the target failed (fatal capsule, keep-alive expiry, reset): the connection ends.
     std::map<nvmf::NvmfRdmaQueue*, std::string> failed = dp_.call(0, [this](Engine&) {
       std::map<nvmf::NvmfRdmaQueue*, std::string> f;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,7 +44,9 @@ Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text);
 
 class NvmfService {
  public:
-  NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o);
+  // `shared`: a CM agent other services use too (roce-appliance with --rdma-cm as well); none:
+  // the service runs its own.
+  NvmfService(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, NvmfOptions o, std::shared_ptr<CmService> shared = nullptr);
   ~NvmfService();
   NvmfService(const NvmfService&) = delete;
   NvmfService& operator=(const NvmfService&) = delete;
@@ -60,6 +63,22 @@ class NvmfService {
   };
   Totals totals();
   std::size_t live_queues();
+
+  // The subsystem's namespaces, changed while hosts are connected (the control socket): each
+  // change is announced to the controllers that asked for Namespace Attribute Changed notices
+  // (an AER completes; the host reads the Changed Namespace List and rescans). A file backing
+  // is opened (or created) here, on the calling thread, before the namespace joins the target.
+  struct NamespaceInfo {
+    std::uint32_t nsid = 0;
+    bool file = false;
+    std::string path;
+    std::uint64_t blocks = 0;
+    std::uint32_t block_size = 0;
+  };
+  std::vector<NamespaceInfo> namespaces();
+  // nsid 0: the lowest free NSID. Returns the NSID given.
+  Result<std::uint32_t> add_namespace(const NvmfNamespaceSpec& spec, std::uint32_t nsid = 0);
+  Status remove_namespace(std::uint32_t nsid);
   nvmf::TargetConfig target_config() const { return tcfg_; }
 
  private:
@@ -77,6 +96,7 @@ class NvmfService {
   void drop_queue(Conn& c);     // the queue goes (worker 0); the QP stays until TIMEWAIT
   void release(cm::CmId id);    // queue and QP go
   void poll_worker(Nanos now);  // worker 0's driver
+  Result<std::unique_ptr<nvmf::NamespaceStore>> open_store(const NvmfNamespaceSpec& n, std::uint32_t nsid) const;
 
   dp::Dataplane& dp_;
   DriverSet& drivers_;
@@ -84,7 +104,11 @@ class NvmfService {
   NvmfOptions o_;
   nvmf::TargetConfig tcfg_;
   std::unique_ptr<nvmf::Target> target_;
-  std::unique_ptr<CmService> cm_;
+  nvmf::Subsystem* subsystem_ = nullptr;  // the target's (worker 0 uses it)
+  std::mutex namespaces_mutex_;           // one namespace change at a time
+  std::shared_ptr<CmService> cm_;
+  bool shared_cm_ = false;
+  CmService::Channel channel_ = 0;
   std::uint64_t driver_ = 0;
   // Worker 0 only (changed through Dataplane::call).
   std::map<nvmf::NvmfRdmaQueue*, std::unique_ptr<nvmf::NvmfRdmaQueue>> queues_;

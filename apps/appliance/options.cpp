@@ -312,13 +312,11 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   }
   for (const std::string& n : nvmf_namespaces) {
     auto ns = parse_nvmf_namespace(n);
-    if (!ns) return ns.error();
+    if (!ns) return make_error(ns.error().code, "--nvmf-namespace " + ns.error().message);
     o.nvmf.namespaces.push_back(*ns);
   }
   if (!o.nvmf.enabled() && (!o.nvmf.namespaces.empty() || !o.nvmf.allowed_hosts.empty()))
     return make_error(EINVAL, "--nvmf-namespace and --nvmf-allow-host need --nvmf-subsystem");
-  if (o.nvmf.enabled() && o.rdma_cm.any())
-    return make_error(EINVAL, "--nvmf-subsystem and --rdma-cm cannot be used together yet (each runs its own CM agent on QP1)");
   if (o.rdma_cm.messages == 0 || o.rdma_cm.messages > 4096) return make_error(EINVAL, "--cm-messages must be 1..4096");
   if (o.rdma_cm.message_size == 0 || o.rdma_cm.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
   if (o.rdma_cm.udaddy && o.rdma_cm.message_size > 4096)

@@ -58,15 +58,51 @@ cm::CmQpLimits CmService::qp_limits() const {
   return l;
 }
 
-Result<cm::ListenerId> CmService::listen(proto::RdmaPortSpace ps, std::uint16_t port, std::size_t accept_queue) {
-  return on_agent([&](cm::CmAgent& a) { return a.listen(ps, port, accept_queue); });
+CmService::Channel CmService::open_channel() {
+  std::lock_guard lock(route_mutex_);
+  return next_channel_++;
 }
 
-std::vector<cm::RdmaCmEvent> CmService::wait_events(Nanos wait, const std::atomic<bool>* stop) {
+void CmService::close_channel(Channel ch) {
+  std::vector<cm::CmId> refuse;
+  {
+    std::lock_guard lock(route_mutex_);
+    closed_.insert(ch);
+    for (const cm::RdmaCmEvent& e : pending_[ch])
+      if (e.type == cm::RdmaCmEventType::ConnectRequest) refuse.push_back(e.id);
+    pending_.erase(ch);
+  }
+  for (cm::CmId id : refuse) (void)reject(id);
+}
+
+Result<cm::ListenerId> CmService::listen(proto::RdmaPortSpace ps, std::uint16_t port, std::size_t accept_queue, Channel ch) {
+  // Routed before the agent listens, so no request of the new listener reaches the wrong channel.
+  std::lock_guard lock(route_mutex_);
+  auto l = on_agent([&](cm::CmAgent& a) { return a.listen(ps, port, accept_queue); });
+  if (l) listener_channel_[*l] = ch;
+  return l;
+}
+
+std::vector<cm::RdmaCmEvent> CmService::wait_events(Nanos wait, const std::atomic<bool>* stop, Channel ch) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
   for (;;) {
-    auto events = on_agent([](cm::CmAgent& a) { return a.take_events(); });
-    if (!events.empty() || std::chrono::steady_clock::now() >= until || (stop && stop->load())) return events;
+    std::vector<cm::RdmaCmEvent> mine;
+    std::vector<cm::CmId> refuse;
+    {
+      std::lock_guard lock(route_mutex_);
+      for (cm::RdmaCmEvent& e : on_agent([](cm::CmAgent& a) { return a.take_events(); })) {
+        const auto l = listener_channel_.find(e.listener);
+        const Channel to = l == listener_channel_.end() ? 0 : l->second;
+        if (closed_.count(to)) {
+          if (e.type == cm::RdmaCmEventType::ConnectRequest) refuse.push_back(e.id);
+          continue;
+        }
+        pending_[to].push_back(std::move(e));
+      }
+      mine.swap(pending_[ch]);
+    }
+    for (cm::CmId id : refuse) (void)reject(id);
+    if (!mine.empty() || std::chrono::steady_clock::now() >= until || (stop && stop->load())) return mine;
     std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.poll_interval));
   }
 }
@@ -144,6 +180,20 @@ void CmService::disconnect_all(Nanos wait) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
   while (std::chrono::steady_clock::now() < until) {
     const bool waiting = on_agent([](cm::CmAgent& a) { return a.cm().count_in(cm::CmState::DreqSent) > 0; });
+    if (!waiting) break;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.poll_interval));
+  }
+}
+
+void CmService::disconnect_ids(const std::vector<cm::CmId>& ids, Nanos wait) {
+  for (cm::CmId id : ids) (void)disconnect(id);  // IDs not established refuse it: nothing to end
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
+  while (std::chrono::steady_clock::now() < until) {
+    const bool waiting = on_agent([&](cm::CmAgent& a) {
+      for (cm::CmId id : ids)
+        if (a.cm().state_of(id) == cm::CmState::DreqSent) return true;
+      return false;
+    });
     if (!waiting) break;
     std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.poll_interval));
   }

@@ -5,12 +5,19 @@
 // The QPs stay the caller's (Connector); connect_qp() moves one through RTR and RTS with the
 // attributes a REQ/REP gave (lib/cm/cm_qp_attr.hpp). stop() sends a DREQ for every live
 // connection and waits (bounded) for the answers before the agent goes.
+//
+// Services may share one agent (there is one QP1 per port): each opens a channel, listens on
+// it, and takes from it the connection requests of its listeners and every later event of
+// those IDs. Events of IDs no listener made (the active side) go to channel 0, the default.
+// A closed channel's connection requests are rejected, its other events dropped.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -35,11 +42,15 @@ class CmService {
   CmService(const CmService&) = delete;
   CmService& operator=(const CmService&) = delete;
 
-  Result<cm::ListenerId> listen(proto::RdmaPortSpace ps, std::uint16_t port, std::size_t accept_queue = 64);
+  using Channel = std::uint32_t;
+  Channel open_channel();
+  void close_channel(Channel ch);
 
-  // rdma_cm events that came within `wait` (returns as soon as there are some). Connection
-  // requests beyond a listener's accept queue were rejected and are not among them.
-  std::vector<cm::RdmaCmEvent> wait_events(Nanos wait, const std::atomic<bool>* stop = nullptr);
+  Result<cm::ListenerId> listen(proto::RdmaPortSpace ps, std::uint16_t port, std::size_t accept_queue = 64, Channel ch = 0);
+
+  // rdma_cm events of a channel that came within `wait` (returns as soon as there are some).
+  // Connection requests beyond a listener's accept queue were rejected and are not among them.
+  std::vector<cm::RdmaCmEvent> wait_events(Nanos wait, const std::atomic<bool>* stop = nullptr, Channel ch = 0);
 
   Status accept(cm::CmId id, const cm::AcceptParams& p);
   Status accept_ud(cm::CmId id, std::uint32_t qpn, std::uint32_t qkey = cm::kRdmaUdpQkey, std::span<const std::uint8_t> private_data = {});
@@ -54,6 +65,8 @@ class CmService {
   void destroy(cm::CmId id);
   // DREQ for every established connection; waits until every ID is gone or in TIMEWAIT, or wait.
   void disconnect_all(Nanos wait);
+  // The same for some IDs only (one service's, when services share the agent).
+  void disconnect_ids(const std::vector<cm::CmId>& ids, Nanos wait);
   void stop();
 
   // A UD QP in INIT to RTS with rdma_cm's Q_Key (RDMA_UDP_QKEY unless given).
@@ -79,6 +92,12 @@ class CmService {
   std::unique_ptr<cm::CmAgent> agent_;
   std::uint64_t driver_id_ = 0;
   bool stopped_ = false;
+  // Event routing between channels (control threads).
+  std::mutex route_mutex_;
+  Channel next_channel_ = 1;
+  std::map<cm::ListenerId, Channel> listener_channel_;
+  std::map<Channel, std::vector<cm::RdmaCmEvent>> pending_;  // open channels' undelivered events
+  std::set<Channel> closed_;
 };
 
 }  // namespace roce::app

@@ -10,6 +10,8 @@
 
 #include "apps/common/option_error.hpp"
 #include "apps/common/runtime.hpp"
+#include "apps/gen/nvme_pattern.hpp"
+#include "apps/gen/nvme_remote.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
@@ -74,6 +76,13 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("reorder", "probability a frame is held back 100 us, each way", cxxopts::value<double>(o.reorder)->default_value("0"))
       ("baseline", "also measure RDMA WRITE goodput (same size, depth, queues, time) and print IOPS x bs against it")
       ("json", "print the result as JSON")
+      ("target", "a remote NVMe/RDMA target's IPv4 address: connect to it through rdma_cm instead of running one here", cxxopts::value<std::string>(o.target))
+      ("trsvcid", "--target: its rdma_cm port", cxxopts::value<std::uint16_t>(o.trsvcid)->default_value("4420"))
+      ("nqn", "--target: the subsystem NQN to connect to", cxxopts::value<std::string>(o.nqn))
+      ("dev", "--target: our DPDK port (name or number)", cxxopts::value<std::string>(o.dev))
+      ("vdev", "--target: create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(o.vdevs))
+      ("ip", "--target: our IPv4 address on that port", cxxopts::value<std::string>(o.ip))
+      ("timeout", "--target: seconds each set-up step and the last commands may take", cxxopts::value<double>(o.timeout_s)->default_value("10"))
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
   for (std::size_t i = 2; i < args.size(); ++i) {
@@ -118,6 +127,15 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
     if (!(p >= 0 && p < 1)) return make_error(EINVAL, "--loss, --dup and --reorder are probabilities in [0, 1)");
   o.verify = r.count("verify") > 0;
   o.baseline = r.count("baseline") > 0;
+  if (!o.target.empty()) {
+    if (o.nqn.empty()) return make_error(EINVAL, "--target needs --nqn: the subsystem to connect to");
+    if (o.dev.empty() || o.ip.empty()) return make_error(EINVAL, "--target needs --dev and --ip: our DPDK port and address");
+    if (o.baseline || o.loss > 0 || o.duplicate > 0 || o.reorder > 0 || !o.file.empty() || r.count("lba"))
+      return make_error(EINVAL, "--baseline, --loss, --dup, --reorder, --file and --lba are for the in-process target, not --target (the target's namespace gives the LBA size)");
+    if (!(o.timeout_s > 0)) return make_error(EINVAL, "--timeout must be positive");
+  } else if (!o.nqn.empty() || !o.dev.empty() || !o.ip.empty() || !o.vdevs.empty() || r.count("trsvcid")) {
+    return make_error(EINVAL, "--nqn, --trsvcid, --dev, --vdev and --ip need --target");
+  }
   o.json = r.count("json") > 0;
   return o;
 }
@@ -176,48 +194,6 @@ std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t po
     return nullptr;
   }
   return std::move(*d);
-}
-
-// The pattern a block carries after its `tag`-th write (tag 0: never written, zeros).
-void fill_block(std::span<std::byte> b, std::uint64_t lba, std::uint64_t tag) {
-  if (tag == 0) {
-    std::memset(b.data(), 0, b.size());
-    return;
-  }
-  std::uint64_t x = lba * 0x9E3779B97F4A7C15ull ^ tag * 0xC2B2AE3D27D4EB4Full;
-  for (std::size_t i = 0; i + 8 <= b.size(); i += 8) {
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    std::memcpy(b.data() + i, &x, 8);
-  }
-}
-
-struct Percentiles {
-  double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, avg = 0;
-};
-Percentiles percentiles(std::vector<Nanos>& v) {
-  Percentiles p;
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return static_cast<double>(v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))]) / 1e3; };
-  p.p50 = at(0.50);
-  p.p90 = at(0.90);
-  p.p99 = at(0.99);
-  p.p999 = at(0.999);
-  p.max = static_cast<double>(v.back()) / 1e3;
-  double sum = 0;
-  for (Nanos n : v) sum += static_cast<double>(n);
-  p.avg = sum / static_cast<double>(v.size()) / 1e3;
-  return p;
-}
-
-const char* workload_name(NvmeWorkload w) {
-  switch (w) {
-    case NvmeWorkload::Read: return "read";
-    case NvmeWorkload::Write: return "write";
-    case NvmeWorkload::RandRw: return "randrw";
-  }
-  return "?";
 }
 
 class Bench {
@@ -616,6 +592,7 @@ int Bench::run() {
 }  // namespace
 
 int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& eal) {
+  if (!o.target.empty()) return run_nvme_remote(o, eal);
   if (Status s = dp::Eal::init(eal); !s) {
     std::fprintf(stderr, "roce-gen: %s\n", s.error().message.c_str());
     return 2;

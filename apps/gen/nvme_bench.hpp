@@ -2,8 +2,9 @@
 // against lib/nvmf's target, each on its own dataplane, joined by a net_ring pair in this
 // process, fio-like: block size, queue depth, number of I/O queues, duration, sequential or
 // random offsets, --verify; --loss/--dup/--reorder put the link emulator between the two.
-// Prints IOPS, bandwidth and latency percentiles. The QPs are
-// connected directly until the rdma_cm path carries NVMe/RDMA (issue 24 after the CM work).
+// Prints IOPS, bandwidth and latency percentiles. The in-process QPs are connected directly.
+// With --target the initiator runs alone on a DPDK port and connects through rdma_cm to a real
+// NVMe/RDMA target (Linux nvmet, roce-appliance --nvmf-subsystem): nvme_remote.hpp.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,14 @@ struct NvmeBenchOptions {
   // same loop, for the same time: the same-run baseline the IOPS are set against.
   bool baseline = false;
   bool json = false;
+  // A remote target (--target): its IPv4 address, rdma_cm port and subsystem NQN, and our DPDK
+  // port and address. Empty target: the in-process one.
+  std::string target;
+  std::uint16_t trsvcid = 4420;
+  std::string nqn;
+  std::string dev, ip;
+  std::vector<std::string> vdevs;
+  double timeout_s = 10;  // --target: how long set-up steps and the last commands may take
 };
 
 // args[0] is the program name, args[1] the mode. fio's single-dash spellings (-bs 4k, -qd 32,

@@ -201,7 +201,10 @@ NvmeStatus set_features(const Target& t, Controller& c, CommandSlot& s) {
       s.cqe.dw0.set((granted - 1) | (granted - 1) << 16);
       return nv::kOk;
     }
-    case nv::FeatureId::KeepAliveTimer: c.kato_ms = cdw11; return nv::kOk;
+    case nv::FeatureId::KeepAliveTimer:
+      c.kato_ms = cdw11;
+      c.ka_deadline = 0;  // a new period, from this command
+      return nv::kOk;
     case nv::FeatureId::AsyncEventConfig: c.async_event_config = cdw11; return nv::kOk;
     case nv::FeatureId::Arbitration: c.arbitration = cdw11; return nv::kOk;
     case nv::FeatureId::VolatileWriteCache:
@@ -253,6 +256,7 @@ NvmeStatus execute_admin(Target& t, Controller& c, CommandSlot& s, Nanos now) {
     case nv::AdminOpcode::GetFeatures: return get_features(t, c, s);
     case nv::AdminOpcode::KeepAlive:
       c.last_keep_alive = now;
+      c.ka_deadline = now + from_ms(c.kato_ms);  // the timer restarts (nvmet: mod_delayed_work)
       return nv::kOk;
     case nv::AdminOpcode::Abort:
       if (c.discovery()) break;

@@ -99,8 +99,8 @@ Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
   }
   sq_head_ = static_cast<std::uint16_t>((sq_head_ + 1) % cfg_.depth);
   // Traffic-based keep-alive (CTRATT.TBKAS): any command the controller gets, on any of its
-  // queues, restarts its Keep Alive Timer, as Linux's nvmet does; a host under loss may have
-  // its Keep Alive command delayed behind retransmissions while its I/O flows.
+  // queues, counts as keep-alive traffic for the timer's period (Target::poll), as Linux's
+  // nvmet does; a host under loss may have its Keep Alive delayed while its I/O flows.
   if (ctrl_) ctrl_->last_keep_alive = now;
   CommandSlot& s = *slot;
   ++busy_;

@@ -73,11 +73,15 @@ std::size_t Target::poll(Nanos now) {
   std::size_t expired = 0;
   for (auto& [id, c] : controllers_) {
     if (c->kato_ms == 0 || (c->csts & reg::kCstsCfs)) continue;
-    if (now - c->last_keep_alive > from_ms(c->kato_ms)) {
-      fail_controller(*c);
-      ++expired;
-      ++keep_alive_expiries_;
-    }
+    const Nanos kato = from_ms(c->kato_ms);
+    if (c->ka_deadline == 0) c->ka_deadline = c->last_keep_alive + kato;
+    // Each period that has ended, in order (a late poll catches up): one with traffic starts
+    // the next, the first without fails the controller.
+    while (now >= c->ka_deadline && c->last_keep_alive >= c->ka_deadline - kato) c->ka_deadline += kato;
+    if (now < c->ka_deadline) continue;
+    fail_controller(*c);
+    ++expired;
+    ++keep_alive_expiries_;
   }
   return expired;
 }

@@ -72,7 +72,8 @@ struct Controller {
   std::uint32_t cc = 0;
   std::uint32_t csts = 0;
   std::uint32_t kato_ms = 0;
-  Nanos last_keep_alive = 0;
+  Nanos last_keep_alive = 0;  // the last command (any, with TBKAS) or Keep Alive
+  Nanos ka_deadline = 0;      // the end of the Keep Alive Timer's period (0: starts from last_keep_alive)
   std::uint16_t io_queues = 0;   // granted by Set Features Number of Queues (count, not 0's based)
   bool io_queues_set = false;
   std::uint32_t async_event_config = 0;
@@ -111,8 +112,13 @@ class Target {
   void destroy_controller(std::uint16_t cntlid);
   std::size_t controller_count() const { return controllers_.size(); }
 
-  // Keep-alive: a controller not sent a Keep Alive within KATO fails (CSTS.CFS) and its
-  // queues are disconnected. Returns the number that expired now.
+  // Keep-alive, as Linux's nvmet keeps it: the timer runs KATO from the admin Connect or the
+  // last Keep Alive; at the end of a period, a controller that got any command in it (TBKAS)
+  // gets another period, one that got none fails (CSTS.CFS) and its queues are disconnected.
+  // A silent host is so failed between one and two KATO after its last command: a host whose
+  // next command waits on a retransmission (a lost rdma_cm REQ of an I/O queue: 6 s; the
+  // host sends no Keep Alive before its I/O queues are up) is not failed for a moment over
+  // KATO. Returns the number that expired now.
   std::size_t poll(Nanos now);
   std::uint64_t keep_alive_expiries() const { return keep_alive_expiries_; }
 

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <thread>
 
+#include "apps/appliance/cm_listeners.hpp"
 #include "apps/appliance/nvmf_service.hpp"
+#include "apps/gen/cm_clients.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
@@ -56,7 +58,7 @@ std::vector<std::uint8_t> request_data(std::uint16_t qid, std::uint16_t hrqsize,
 
 class NvmfService : public DataplanePairTest {
  protected:
-  NvmfService() : DataplanePairTest("nvs") {}
+  explicit NvmfService(bool share_cm = false) : DataplanePairTest("nvs"), share_cm_(share_cm) {}
   void SetUp() override {
     DataplanePairTest::SetUp();
     server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
@@ -66,7 +68,15 @@ class NvmfService : public DataplanePairTest {
     app::NvmfNamespaceSpec ns;
     ns.bytes = 1 << 20;
     o.namespaces.push_back(ns);
-    service = std::make_unique<app::NvmfService>(*server_dp_, *server_drivers, *server_conn, o);
+    if (share_cm_) {
+      // As roce-appliance runs --rdma-cm and --nvmf-subsystem together: one CM agent for both.
+      shared_cm = std::make_shared<app::CmService>(*server_dp_, *server_drivers);
+      auto lo = app::parse_cm_listeners("rping,rdma_server");
+      ASSERT_TRUE(lo.ok());
+      listeners = std::make_unique<app::CmListeners>(*server_dp_, *server_drivers, *server_conn, *lo, shared_cm);
+      ASSERT_TRUE(listeners->start().ok());
+    }
+    service = std::make_unique<app::NvmfService>(*server_dp_, *server_drivers, *server_conn, o, shared_cm);
     ASSERT_TRUE(service->start().ok());
     client_drivers = std::make_unique<app::DriverSet>(*client_dp_);
     client_conn = std::make_unique<app::Connector>(*client_dp_, 0x99);
@@ -75,7 +85,9 @@ class NvmfService : public DataplanePairTest {
   void TearDown() override {
     for (auto& q : queues) close(q);
     client_cm.reset();
+    listeners.reset();
     service.reset();
+    shared_cm.reset();
     client_conn.reset();
     server_conn.reset();
     client_drivers.reset();
@@ -234,6 +246,9 @@ class NvmfService : public DataplanePairTest {
 
   std::unique_ptr<app::DriverSet> server_drivers, client_drivers;
   std::unique_ptr<app::Connector> server_conn, client_conn;
+  bool share_cm_ = false;
+  std::shared_ptr<app::CmService> shared_cm;
+  std::unique_ptr<app::CmListeners> listeners;
   std::unique_ptr<app::NvmfService> service;
   std::unique_ptr<app::CmService> client_cm;
   std::deque<HostQueue> queues;
@@ -357,6 +372,149 @@ TEST_F(NvmfService, BadConnectPrivateDataIsRejectedWithTheNvmeRdmaStatus) {
   EXPECT_EQ(try_connect({1, 2, 3}), static_cast<std::uint16_t>(nv::CmRejectStatus::InvalidRecfmt));
   EXPECT_EQ(service->totals().rejected, 4u);
   EXPECT_EQ(service->live_queues(), 0u);
+}
+
+// A namespace added while a host is connected: the held AER completes with the Namespace
+// Attribute Changed notice, the active namespace list has it, I/O reaches it; removed, its
+// NSID answers "invalid namespace" and the notice comes again on the next AER.
+TEST_F(NvmfService, NamespacesAddedAndRemovedWhileConnectedAreAnnouncedAndServed) {
+  HostQueue* admin = open(0, 32);
+  ASSERT_NE(admin, nullptr);
+  auto c = fabrics_connect(*admin, nv::kDynamicCntlid, kSubNqn);
+  ASSERT_TRUE(c && c->status().ok());
+  const auto cntlid = static_cast<std::uint16_t>(c->cqe.dw0.get());
+  ASSERT_TRUE(enable(*admin));
+  auto aec = exec(*admin, admin_cmd(nv::AdminOpcode::SetFeatures, 0, 0x0B), 0, nvmf::SglMode::None, 1);
+  ASSERT_TRUE(aec);
+  nv::Sqe enable_ns = admin_cmd(nv::AdminOpcode::SetFeatures, 0, 0x0B);
+  enable_ns.cdw11.set(1u << 8);  // Namespace Attribute notices
+  auto aec2 = exec(*admin, enable_ns, 0, nvmf::SglMode::None, 1);
+  ASSERT_TRUE(aec2 && aec2->status().ok());
+  const auto submit_aer = [&](std::uint16_t cid) {
+    const Status st = client_dp_->call(0, [&](Engine&) {
+      return admin->host->submit(cid, admin_cmd(nv::AdminOpcode::AsyncEventRequest, 0, 0), 0, nvmf::SglMode::None);
+    });
+    ASSERT_TRUE(st.ok()) << st.error().message;
+  };
+  const auto wait_aer = [&](std::uint16_t cid) -> std::optional<nvmf::HostCompletion> {
+    for (int i = 0; i < 500; ++i) {
+      auto got = client_dp_->call(0, [&](Engine&) {
+        admin->host->poll();
+        return admin->host->take(cid);
+      });
+      if (got) return got;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::nullopt;
+  };
+  submit_aer(20);
+
+  app::NvmfNamespaceSpec extra;
+  extra.bytes = 64 << 10;
+  auto added = service->add_namespace(extra);
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  EXPECT_EQ(*added, 2u);
+  auto aer = wait_aer(20);
+  ASSERT_TRUE(aer) << "the held AER did not complete";
+  EXPECT_TRUE(aer->status().ok());
+  EXPECT_EQ(aer->cqe.dw0.get() & 0xFFFFFFu, 0x040002u);  // notice, namespace attribute changed, log 0x04
+  // The Changed Namespace List names NSID 2 (and reading it re-arms the notice).
+  auto log = exec(*admin, admin_cmd(nv::AdminOpcode::GetLogPage, 0, 0x04u | (4096 / 4 - 1) << 16), 4096, nvmf::SglMode::Keyed, 2);
+  ASSERT_TRUE(log && log->status().ok());
+  const auto changed = copy_out(*admin, 2, 8);
+  EXPECT_EQ(std::to_integer<int>(changed[0]), 2);
+  EXPECT_EQ(std::to_integer<int>(changed[4]), 0);
+  auto list = exec(*admin, admin_cmd(nv::AdminOpcode::Identify, 0, 2), 4096, nvmf::SglMode::Keyed, 3);
+  ASSERT_TRUE(list && list->status().ok());
+  const auto ids = copy_out(*admin, 3, 12);
+  EXPECT_EQ(std::to_integer<int>(ids[0]), 1);
+  EXPECT_EQ(std::to_integer<int>(ids[4]), 2);
+  EXPECT_EQ(std::to_integer<int>(ids[8]), 0);
+
+  HostQueue* q1 = open(1, 16);
+  ASSERT_NE(q1, nullptr);
+  auto c1 = fabrics_connect(*q1, cntlid, kSubNqn);
+  ASSERT_TRUE(c1 && c1->status().ok());
+  nv::Sqe w = io_cmd(nv::IoOpcode::Write, 127, 1);
+  w.nsid.set(2);
+  auto wr = exec(*q1, w, 512, nvmf::SglMode::Keyed, 1);
+  ASSERT_TRUE(wr && wr->status().ok()) << (wr ? nv::to_string(wr->status()) : "no response");
+  nv::Sqe past = io_cmd(nv::IoOpcode::Write, 128, 1);  // 64 KiB = LBAs 0..127
+  past.nsid.set(2);
+  auto pr = exec(*q1, past, 512, nvmf::SglMode::Keyed, 2);
+  ASSERT_TRUE(pr);
+  EXPECT_EQ(pr->status().sc, nv::sc::kLbaOutOfRange);
+
+  submit_aer(21);
+  ASSERT_TRUE(service->remove_namespace(2).ok());
+  EXPECT_FALSE(service->remove_namespace(2).ok());
+  auto aer2 = wait_aer(21);
+  ASSERT_TRUE(aer2) << "no notice for the removal";
+  auto gone = exec(*q1, w, 512, nvmf::SglMode::Keyed, 3);
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status().sc, nv::sc::kInvalidNamespace);
+  ASSERT_EQ(service->namespaces().size(), 1u);
+  EXPECT_EQ(service->namespaces()[0].nsid, 1u);
+}
+
+// roce-appliance with --rdma-cm and --nvmf-subsystem: one CM agent on QP1 serves both. An
+// NVMe/RDMA host's queues and an rping client (on the same client CM) connect at once, each
+// to its own service; the rping rounds are verified while the NVMe queues stay up and carry I/O.
+class NvmfServiceSharedCm : public NvmfService {
+ protected:
+  NvmfServiceSharedCm() : NvmfService(true) {}
+};
+
+TEST_F(NvmfServiceSharedCm, RdmaCmListenersAndTheNvmeTargetServeAtOnce) {
+  HostQueue* admin = open(0, 32);
+  ASSERT_NE(admin, nullptr);
+  auto c = fabrics_connect(*admin, nv::kDynamicCntlid, kSubNqn);
+  ASSERT_TRUE(c && c->status().ok());
+  const auto cntlid = static_cast<std::uint16_t>(c->cqe.dw0.get());
+  ASSERT_TRUE(enable(*admin));
+  HostQueue* q1 = open(1, 16);
+  ASSERT_NE(q1, nullptr);
+  auto c1 = fabrics_connect(*q1, cntlid, kSubNqn);
+  ASSERT_TRUE(c1 && c1->status().ok());
+
+  app::CmClientOptions o;
+  o.tool = "rping";
+  o.server = {10, 0, 0, 2};
+  o.timeout = 5 * kSecond;
+  o.count = 3;
+  o.size = 2000;
+  o.verify = true;
+  std::vector<std::string> said;
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, [&](const std::string& l) { said.push_back(l); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->rounds, 3u);
+
+  // The NVMe queues were not disturbed: I/O still flows on them.
+  client_dp_->call(0, [&](Engine&) {
+    std::memset(q1->host->buffer(1).data(), 0xC3, 4096);
+    return 0;
+  });
+  auto w = exec(*q1, io_cmd(nv::IoOpcode::Write, 8, 8), 4096, nvmf::SglMode::Keyed, 1);
+  ASSERT_TRUE(w && w->status().ok());
+  auto rd = exec(*q1, io_cmd(nv::IoOpcode::Read, 8, 8), 4096, nvmf::SglMode::Keyed, 2);
+  ASSERT_TRUE(rd && rd->status().ok());
+  for (std::byte b : copy_out(*q1, 2, 4096)) ASSERT_EQ(b, std::byte{0xC3});
+  EXPECT_EQ(service->live_queues(), 2u);
+  EXPECT_TRUE(settle([&] { return listeners->totals().completed == 1; }));
+  const auto lt = listeners->totals();
+  EXPECT_EQ(lt.connections, 1u);
+  EXPECT_EQ(lt.rping_rounds, 3u);
+  EXPECT_EQ(lt.failed, 0u);
+  EXPECT_EQ(service->totals().accepted, 2u);
+  EXPECT_EQ(service->totals().rejected, 0u);
+
+  // Stopping one service leaves the other's connections up.
+  listeners->stop();
+  auto again = exec(*q1, io_cmd(nv::IoOpcode::Read, 8, 8), 4096, nvmf::SglMode::Keyed, 3);
+  ASSERT_TRUE(again && again->status().ok());
+  EXPECT_EQ(service->live_queues(), 2u);
+  for (auto it = queues.rbegin(); it != queues.rend(); ++it) close(*it);
+  EXPECT_TRUE(settle([&] { return service->live_queues() == 0; }));
 }
 
 TEST(NvmfNamespaceOption, ParsesMemoryAndFileBackings) {

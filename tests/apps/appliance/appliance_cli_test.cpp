@@ -120,8 +120,6 @@ TEST(ApplianceCli, NvmfOptionsAreChecked) {
                  "expected mem:SIZE or file:PATH[:SIZE]");
   expect_refused(with({"--nvmf-subsystem", "nqn.2026-12.io.example:d", "--nvmf-namespace", "mem:0"}),
                  "a memory namespace needs a size");
-  expect_refused(with({"--nvmf-subsystem", "nqn.2026-12.io.example:d", "--nvmf-namespace", "mem:1M", "--rdma-cm", "rping"}),
-                 "cannot be used together");
 }
 
 TEST(ApplianceCli, AnUnusableMrFileIsRefusedBeforeDpdkStarts) {

@@ -83,7 +83,14 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
                                                                 {"nvme-randrw", "--rwmix", "101"},
                                                                 {"nvme-erase"},
                                                                 {"nvme-read", "--time", "0"},
-                                                                {"nvme-read", "--loss", "1.5"}}) {
+                                                                {"nvme-read", "--loss", "1.5"},
+                                                                {"nvme-read", "--target", "10.0.0.1"},
+                                                                {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y"},
+                                                                {"nvme-read", "--nqn", "nqn.2026-12.io.x:y"},
+                                                                {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
+                                                                 "0", "--ip", "10.0.0.2", "--loss", "0.1"},
+                                                                {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
+                                                                 "0", "--ip", "10.0.0.2", "--baseline"}}) {
     const auto r = gen(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << r.err;
     EXPECT_NE(r.err.find("roce-gen"), std::string::npos) << r.err;
@@ -91,7 +98,7 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
   }
   const auto h = gen({"nvme-read", "--help"});
   EXPECT_EQ(h.exit_code, 0);
-  for (const char* w : {"--bs", "--qd", "--queues", "--time", "--rw", "--verify"}) EXPECT_NE(h.out.find(w), std::string::npos) << w;
+  for (const char* w : {"--bs", "--qd", "--queues", "--time", "--rw", "--verify", "--target", "--nqn"}) EXPECT_NE(h.out.find(w), std::string::npos) << w;
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 # Builds the interop guest: Debian 12's kernel with rdma_rxe, rdma-core's example programs,
 # librdmacm's (rping, ucmatose, udaddy, rdma_client, rdma_server: rdmacm-utils, with the kernel's
 # rdma_ucm), perftest, iproute2 (ip, tc with netem, rdma) and nvme-cli (with the kernel's nvme_rdma
-# host), packed into an initramfs whose /init is
-# guest/init. Nothing is installed on the host: the .deb files are fetched with
+# host and nvmet_rdma target), e2fsprogs (mkfs.ext4) with the ext4 module, packed into an
+# initramfs whose /init is guest/init. Nothing is installed on the host: the .deb files are fetched with
 # `apt-get download` and unpacked with `dpkg -x` under the output folder.
 #
 #   guest/build.sh OUT_DIR      -> OUT_DIR/{vmlinuz,initrd.gz,KVER,stamp}
@@ -36,7 +36,7 @@ pkgs=(
   libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1
   libssl3 libxtables12 libdb5.3 libselinux1 libpcre2-8-0 zlib1g libpci3 libudev1
   nvme-cli libnvme1 libjson-c5 libdbus-1-3 libsystemd0 libgcrypt20 libgpg-error0 liblz4-1 liblzma5 libzstd1
-  libuuid1
+  libuuid1 e2fsprogs libext2fs2 libss2 libblkid1
 )
 debs=$out/debs
 mkdir -p "$debs"
@@ -60,7 +60,8 @@ for d in "$debs"/*.deb; do
       "./boot/vmlinuz-*" "./lib/modules/*/modules.*" "./lib/modules/*/kernel/drivers/infiniband" \
       "./lib/modules/*/kernel/drivers/net" "./lib/modules/*/kernel/drivers/virtio" "./lib/modules/*/kernel/net" \
       "./lib/modules/*/kernel/crypto" "./lib/modules/*/kernel/lib" "./lib/modules/*/kernel/fs/configfs" \
-      "./lib/modules/*/kernel/drivers/nvme" "./lib/modules/*/kernel/drivers/hwmon" "./lib/modules/*/kernel/block"
+      "./lib/modules/*/kernel/drivers/nvme" "./lib/modules/*/kernel/drivers/hwmon" "./lib/modules/*/kernel/block" \
+      "./lib/modules/*/kernel/fs/ext4" "./lib/modules/*/kernel/fs/jbd2" "./lib/modules/*/kernel/fs/mbcache.ko"
   else
     dpkg -x "$d" "$stage"
   fi
@@ -81,6 +82,7 @@ programs=(
   usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat
   bin/ip sbin/tc usr/bin/rdma usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
   usr/bin/rping usr/bin/ucmatose usr/bin/udaddy usr/bin/rdma_client usr/bin/rdma_server usr/sbin/nvme
+  sbin/mke2fs sbin/e2fsck
 )
 for p in "${programs[@]}"; do
   [[ -e $stage/$p ]] || { echo "guest build: $p is not in the packages" >&2; exit 1; }
@@ -100,6 +102,9 @@ ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.s
 put "$stage/lib/x86_64-linux-gnu/libgcc_s.so.1"   # glibc loads it at thread exit; ldd does not list it
 mkdir -p "$root/etc/libibverbs.d"
 cp "$stage/etc/libibverbs.d/rxe.driver" "$root/etc/libibverbs.d/"
+# mke2fs reads its defaults (the ext4 features) from here; mkfs.ext4 is mke2fs by another name.
+cp "$stage/etc/mke2fs.conf" "$root/etc/"
+ln -sf mke2fs "$root/sbin/mkfs.ext4"
 # tc finds netem's delay distributions here (loss alone does not need them, but tc looks).
 [[ -d $stage/usr/lib/x86_64-linux-gnu/tc ]] && cp -r "$stage/usr/lib/x86_64-linux-gnu/tc" "$root/usr/lib/x86_64-linux-gnu/"
 echo "root:x:0:0:root:/:/bin/sh" > "$root/etc/passwd"
@@ -107,9 +112,12 @@ echo "root:x:0:" > "$root/etc/group"
 
 # Kernel modules in load order: virtio networking, the CRC rxe's ICRC uses, rxe itself with the
 # verbs user interface, rdma_cm's user interface (librdmacm's programs), netem for the loss cases,
-# and the kernel's NVMe/RDMA host (nvme_rdma, with nvme_fabrics and nvme_core) for the nvmf cases.
+# the kernel's NVMe/RDMA host (nvme_rdma, with nvme_fabrics and nvme_core) for the nvmf cases, its
+# NVMe/RDMA target (nvmet_rdma, configured through configfs) as a reference target for roce-gen's
+# initiator, and ext4 (with the crc32c its metadata checksums need: a soft dependency modprobe does
+# not list) for the file-system case.
 : > "$root/etc/modules"
-for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem nvme_rdma; do
+for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem nvme_rdma nvmet_rdma crc32c_generic ext4; do
   modprobe -d "$stage" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r ko; do
   put "$ko"

@@ -172,9 +172,28 @@ TEST(NvmfAdmin, AnyCommandRestartsTheKeepAliveTimerAsCtrattTbkasSays) {
     ASSERT_EQ(st(p.exec(1, io_cmd(nv::IoOpcode::Read, 1, 0, 1), 512, SglMode::Keyed)), nv::kOk) << i;
   }
   EXPECT_EQ(p.target.keep_alive_expiries(), 0u);
-  p.run_for(1100 * kMilli);  // then silence: it expires
+  // Then silence: the period the last read fell in ends, the next one passes without a
+  // command, and the controller fails: within two KATO of the last command, never before one.
+  p.run_for(990 * kMilli);
+  EXPECT_EQ(p.target.keep_alive_expiries(), 0u);
+  p.run_for(1100 * kMilli);
   EXPECT_EQ(p.target.keep_alive_expiries(), 1u);
   EXPECT_EQ(p.target.find_controller(cntlid), nullptr);
+}
+
+TEST(NvmfAdmin, ASilenceJustOverKatoAfterTrafficIsNotAnExpiry) {
+  // A host quiet a little over KATO while it waits on a retransmission (a lost CM REQ of its
+  // next I/O queue) keeps its controller, as with Linux's nvmet; a second silent period fails it.
+  NvmfPair p;
+  const auto cntlid = p.bring_up_admin(1000);
+  p.run_for(900 * kMilli);
+  ASSERT_EQ(st(p.exec(0, admin_cmd(nv::AdminOpcode::Identify, 0, 1), 4096, SglMode::Keyed)), nv::kOk);
+  p.run_for(1050 * kMilli);  // 1.05 KATO without a command
+  EXPECT_EQ(p.target.keep_alive_expiries(), 0u);
+  p.bring_up_io(1, cntlid);
+  EXPECT_FALSE(p.links[1].target->torn_down());
+  p.run_for(2100 * kMilli);
+  EXPECT_EQ(p.target.keep_alive_expiries(), 1u);
 }
 
 TEST(NvmfAdmin, KeepAliveKeepsTheControllerAndItsAbsenceFailsIt) {
@@ -187,7 +206,11 @@ TEST(NvmfAdmin, KeepAliveKeepsTheControllerAndItsAbsenceFailsIt) {
   }
   EXPECT_EQ(p.target.keep_alive_expiries(), 0u);
   EXPECT_FALSE(p.links[1].target->torn_down());
-  p.run_for(1100 * kMilli);
+  // The timer restarted at the last Keep Alive; that Keep Alive is traffic in its period, so
+  // the controller fails at the end of the second silent period (as nvmet's does).
+  p.run_for(1500 * kMilli);
+  EXPECT_EQ(p.target.keep_alive_expiries(), 0u);
+  p.run_for(600 * kMilli);
   EXPECT_EQ(p.target.keep_alive_expiries(), 1u);
   EXPECT_TRUE(p.links[0].target->torn_down());
   EXPECT_TRUE(p.links[1].target->torn_down());
