@@ -92,6 +92,9 @@ void fill_device_attr(Runtime& rt, ibv_device_attr& a) {
   a.max_res_rd_atom = static_cast<int>(e.max_qps * e.max_rd_atomic);
   a.atomic_cap = IBV_ATOMIC_HCA;  // one worker applies every atomic of the device in turn
   a.max_ah = kMaxAh;
+  a.max_srq = kMaxSrq;
+  a.max_srq_wr = static_cast<int>(e.max_qp_wr);
+  a.max_srq_sge = static_cast<int>(e.max_sge);
   a.max_pkeys = 1;
   a.local_ca_ack_delay = 15;
   a.phys_port_cnt = 1;

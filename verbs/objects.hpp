@@ -27,6 +27,7 @@ enum class Magic : std::uint32_t {
   Qp = 0x52445131,
   Ah = 0x52444131,
   Channel = 0x52444e31,
+  Srq = 0x52445331,
 };
 
 struct Context;
@@ -87,6 +88,12 @@ struct Qp : ibv_qp_ex {
   int batch_error = 0;
 };
 
+struct Srq : ibv_srq {
+  Magic magic = Magic::Srq;
+  Runtime* rt = nullptr;
+  SharedReceiveQueue* impl = nullptr;
+};
+
 struct Context : verbs_context {
   Magic magic = Magic::Context;
   Runtime* rt = nullptr;
@@ -98,6 +105,7 @@ struct Context : verbs_context {
   std::unordered_set<Qp*> qps;
   std::unordered_set<AddressHandle*> ahs;
   std::unordered_set<Channel*> channels;
+  std::unordered_set<Srq*> srqs;
 };
 
 inline Context* to_context(ibv_context* c) {
@@ -121,6 +129,7 @@ inline Cq* to_cq(ibv_cq* c) { return ours<Cq>(reinterpret_cast<ibv_cq_ex*>(c), M
 inline Cq* to_cq(ibv_cq_ex* c) { return ours<Cq>(c, Magic::Cq); }
 inline Qp* to_qp(ibv_qp* q) { return ours<Qp>(reinterpret_cast<ibv_qp_ex*>(q), Magic::Qp); }
 inline Qp* to_qp(ibv_qp_ex* q) { return ours<Qp>(q, Magic::Qp); }
+inline Srq* to_srq(ibv_srq* s) { return ours<Srq>(s, Magic::Srq); }
 inline Context* context_of(ibv_context* c) { return to_context(c); }
 
 // Frees one of our objects; its magic is cleared first, so a stale pointer to it is told apart

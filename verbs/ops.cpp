@@ -111,13 +111,6 @@ int query_device_ex_op(ibv_context* context, const ibv_query_device_ex_input* in
   return 0;
 }
 
-namespace {
-int post_srq_recv_op(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  if (bad) *bad = wr;
-  return EOPNOTSUPP;
-}
-}  // namespace
-
 void install_ops(Context& c) {
   ibv_context_ops& o = c.context.ops;
   o.poll_cq = poll_cq_op;
@@ -135,6 +128,7 @@ void release_everything(Context& c) {
   {
     EngineGuard g(c.rt->lock());
     while (!c.qps.empty()) destroy_qp_locked(c, *c.qps.begin());
+    while (!c.srqs.empty()) destroy_srq_locked(c, *c.srqs.begin());
     while (!c.ahs.empty()) destroy_ah_locked(c, *c.ahs.begin());
     while (!c.mrs.empty()) dereg_mr_locked(c, *c.mrs.begin());
   }

@@ -30,7 +30,8 @@ TEST_F(DeviceTest, DeviceAttributesAreTheEngineLimits) {
   EXPECT_GT(a.max_sge, 0);
   EXPECT_GT(a.max_cqe, 0);
   EXPECT_GT(a.max_qp_rd_atom, 0);
-  EXPECT_EQ(a.max_srq, 0);  // no SRQ
+  EXPECT_EQ(a.max_srq, 65536);
+  EXPECT_EQ(a.max_srq_wr, a.max_qp_wr);
   EXPECT_EQ(a.max_mw, 0);
   EXPECT_EQ(a.atomic_cap, IBV_ATOMIC_HCA);
   EXPECT_NE(a.node_guid, 0u);
