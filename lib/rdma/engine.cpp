@@ -13,7 +13,6 @@ using namespace roce::proto;
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
     : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps) {}
 
-Engine::~Engine() = default;
 
 Result<CompletionQueue*> Engine::create_cq(std::uint32_t depth) {
   if (depth == 0 || depth > cfg_.max_cqe) {

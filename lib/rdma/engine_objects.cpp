@@ -7,6 +7,11 @@
 
 namespace roce {
 
+// Windows live in the shared region table: the ones still allocated give their slots back.
+Engine::~Engine() {
+  for (const auto& mw : mws_) (void)mrs_.dealloc_window(mw->base.rkey);
+}
+
 Result<MemoryWindow*> Engine::alloc_mw(PdHandle pd, ibv_mw_type type) {
   auto key = mrs_.alloc_window(pd, type);
   if (!key.ok()) return key.error();

@@ -328,3 +328,24 @@ TEST(LocalInvalidate, PostSendRefusesLocalOperationsWithAScatterList) {
 
 }  // namespace
 }  // namespace roce::test
+
+namespace roce::test {
+namespace {
+
+TEST(MemoryWindow, WindowsLeftAllocatedGiveTheirSlotsBackWithTheirEngine) {
+  MrTable table(8);
+  {
+    Engine e(EngineConfig{}, table);
+    const PdHandle pd = e.alloc_pd();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(e.alloc_mw(pd, i % 2 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2).ok());
+    auto last = e.alloc_mw(pd, IBV_MW_TYPE_2);
+    ASSERT_TRUE(last.ok());
+    EXPECT_TRUE(e.dealloc_mw(*last).ok());
+    EXPECT_EQ(table.size(), 3u);
+    EXPECT_FALSE(e.alloc_mw(pd, static_cast<ibv_mw_type>(3)).ok());
+  }
+  EXPECT_EQ(table.size(), 0u);
+}
+
+}  // namespace
+}  // namespace roce::test
