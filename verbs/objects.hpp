@@ -94,9 +94,21 @@ struct Srq : ibv_srq {
   SharedReceiveQueue* impl = nullptr;
 };
 
+// The context's asynchronous events (ibv_get_async_event): after every dataplane iteration
+// (the lock held) the context's SRQs and their QPs are asked for the events the engine raised
+// (SRQ limit reached, last WQE reached); each becomes an ibv_async_event queued here and one
+// count on the context's async_fd (a semaphore eventfd).
+struct AsyncEvents : CompletionWatch {
+  struct Context* owner = nullptr;
+  std::mutex mutex;
+  std::deque<ibv_async_event> queue;
+  bool check() override;  // never ends: the watch stays for the context's life
+};
+
 struct Context : verbs_context {
   Magic magic = Magic::Context;
   Runtime* rt = nullptr;
+  AsyncEvents async;
   // Every object made on this context, freed by ibv_close_device if the program did not.
   // Guarded by the engine lock.
   std::unordered_set<Pd*> pds;

@@ -1,6 +1,7 @@
 // Queue pairs: ibv_create_qp / ibv_create_qp_ex .. ibv_destroy_qp, shared receive queues, and
 // the QP kinds and features this device does not have (XRC, multicast, ECE).
 #include <pthread.h>
+#include <unistd.h>
 
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
@@ -115,6 +116,12 @@ ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 
 int destroy_qp_locked(Context& c, Qp* q) {
   if (Status s = c.rt->engine().destroy_qp(q->impl); !s) return s.code();
+  if (q->qp_base.srq) {
+    std::lock_guard<std::mutex> l(c.async.mutex);
+    std::erase_if(c.async.queue, [q](const ibv_async_event& e) {
+      return e.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && e.element.qp == &q->qp_base;
+    });
+  }
   --to_pd(q->qp_base.pd)->users;
   --to_cq(q->qp_base.send_cq)->qps;
   --to_cq(q->qp_base.recv_cq)->qps;
@@ -188,8 +195,8 @@ ROCE_VERBS_EXPORT int ibv_detach_mcast(ibv_qp* qp, const ibv_gid*, std::uint16_t
   return to_qp(qp) ? EOPNOTSUPP : EINVAL;
 }
 
-// Shared receive queues (lib/rdma/shared_receive_queue.hpp). The limit event is kept by the
-// engine (Engine::get_async_event) but not delivered: this device has no async event channel.
+// Shared receive queues (lib/rdma/shared_receive_queue.hpp); their limit event and their QPs'
+// last-WQE event reach the program through ibv_get_async_event (AsyncEvents).
 ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   Pd* p = to_pd(pd);
   if (p == nullptr || attr == nullptr) return fail<ibv_srq>(EINVAL);
@@ -210,9 +217,37 @@ ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   pthread_cond_init(&b.cond, nullptr);
   (*impl)->query(&attr->attr);  // what it really got
   ++p->users;
+  if (c->srqs.empty()) c->rt->watch(&c->async);  // events exist only where SRQs do
   c->srqs.insert(s);
   return &b;
 }
+
+namespace roce::verbs {
+
+bool AsyncEvents::check() {
+  std::uint64_t raised = 0;
+  std::lock_guard<std::mutex> l(mutex);
+  for (Srq* s : owner->srqs) {
+    if (!s->impl->take_limit_event()) continue;
+    ibv_async_event ev{};
+    ev.element.srq = s;
+    ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+    queue.push_back(ev);
+    ++raised;
+  }
+  for (Qp* q : owner->qps) {
+    if (q->qp_base.srq == nullptr || !q->impl->take_last_wqe_reached()) continue;
+    ibv_async_event ev{};
+    ev.element.qp = &q->qp_base;
+    ev.event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
+    queue.push_back(ev);
+    ++raised;
+  }
+  if (raised) (void)!::write(owner->context.async_fd, &raised, sizeof raised);
+  return false;
+}
+
+}  // namespace roce::verbs
 
 ROCE_VERBS_EXPORT int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
   Srq* s = to_srq(srq);
@@ -236,6 +271,14 @@ int destroy_srq_locked(Context& c, Srq* s) {
   if (Status st = c.rt->engine().destroy_srq(s->impl); !st) return st.code();
   --to_pd(s->pd)->users;
   c.srqs.erase(s);
+  if (c.srqs.empty()) c.rt->unwatch(&c.async);
+  {
+    // Events of it not yet read would name a freed SRQ.
+    std::lock_guard<std::mutex> l(c.async.mutex);
+    std::erase_if(c.async.queue, [s](const ibv_async_event& e) {
+      return e.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && e.element.srq == s;
+    });
+  }
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->mutex);
   retire(s);

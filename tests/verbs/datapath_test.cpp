@@ -1,6 +1,8 @@
 // The data path through the op tables: ibv_post_send/recv, ibv_poll_cq, the extended send API
 // and the extended CQ, between two QPs of the device over its own port; every byte checked.
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
 
 #include <numeric>
 
@@ -269,6 +271,84 @@ TEST_F(DeviceTest, ExtendedSendApiAndExtendedCq) {
   errno = 0;
   EXPECT_EQ(ibv_create_cq_ex(ctx, &ca), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+}  // namespace
+}  // namespace verbs_test
+
+namespace verbs_test {
+namespace {
+
+// An SRQ with a limit armed: the SEND that leaves fewer receives than the limit raises
+// IBV_EVENT_SRQ_LIMIT_REACHED once; a QP on the SRQ moved to ERR raises LAST_WQE_REACHED.
+TEST_F(DeviceTest, SrqLimitAndLastWqeReachTheProgramAsAsyncEvents) {
+  // Non-blocking, so a missing event fails the test instead of hanging it.
+  ASSERT_EQ(fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK), 0);
+  ibv_async_event none{};
+  EXPECT_EQ(ibv_get_async_event(ctx, &none), -1);  // nothing yet
+  ibv_cq* cq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 16;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp* a = make_qp(pd, cq, IBV_QPT_RC);
+  ibv_qp_init_attr ib{};
+  ib.send_cq = ib.recv_cq = cq;
+  ib.srq = srq;
+  ib.qp_type = IBV_QPT_RC;
+  ib.cap = {8, 0, 1, 0, 0};
+  ibv_qp* b = ibv_create_qp(pd, &ib);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(connect(a, IBV_QPT_RC, gid, b->qp_num), 0);
+  ASSERT_EQ(connect(b, IBV_QPT_RC, gid, a->qp_num), 0);
+  std::vector<std::uint8_t> buf(16 * 64);
+  ibv_mr* mr = reg(buf);
+  ASSERT_NE(mr, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(buf.data()) + 64 * i, 64, mr->lkey};
+    ibv_recv_wr w{};
+    w.wr_id = 100 + i;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_srq_recv(srq, &w, &bad), 0);
+  }
+  ibv_srq_attr lim{};
+  lim.srq_limit = 3;
+  ASSERT_EQ(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT), 0);
+  ibv_sge s{reinterpret_cast<std::uintptr_t>(buf.data()) + 512, 8, mr->lkey};
+  ibv_send_wr w{};
+  w.wr_id = 7;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(ibv_post_send(a, &w, &bad), 0);
+  ibv_wc wc[4];
+  ASSERT_EQ(poll_n(cq, wc, 4), 4);  // two sends, two receives
+  ibv_async_event ev{};
+  ASSERT_EQ(ibv_get_async_event(ctx, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+  EXPECT_EQ(ev.element.srq, srq);
+  ibv_ack_async_event(&ev);
+  EXPECT_EQ(srq->events_completed, 1u);
+  ibv_qp_attr e{};
+  e.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(b, &e, IBV_QP_STATE), 0);
+  // Poll (which steps the dataplane) until the event is readable, 5 s at most.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  pollfd p{ctx->async_fd, POLLIN, 0};
+  while (::poll(&p, 1, 0) == 0 && std::chrono::steady_clock::now() < until) (void)ibv_poll_cq(cq, 1, wc);
+  ASSERT_EQ(ibv_get_async_event(ctx, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+  EXPECT_EQ(ev.element.qp, b);
+  ibv_ack_async_event(&ev);
+  ASSERT_EQ(ibv_destroy_qp(b), 0);
+  ASSERT_EQ(ibv_destroy_srq(srq), 0);
 }
 
 }  // namespace
