@@ -28,6 +28,7 @@ enum class Magic : std::uint32_t {
   Ah = 0x52444131,
   Channel = 0x52444e31,
   Srq = 0x52445331,
+  Mw = 0x52444d57,
 };
 
 struct Context;
@@ -88,6 +89,12 @@ struct Qp : ibv_qp_ex {
   int batch_error = 0;
 };
 
+struct Mw : ibv_mw {
+  Magic magic = Magic::Mw;
+  Runtime* rt = nullptr;
+  MemoryWindow* impl = nullptr;
+};
+
 struct Srq : ibv_srq {
   Magic magic = Magic::Srq;
   Runtime* rt = nullptr;
@@ -118,6 +125,7 @@ struct Context : verbs_context {
   std::unordered_set<AddressHandle*> ahs;
   std::unordered_set<Channel*> channels;
   std::unordered_set<Srq*> srqs;
+  std::unordered_set<Mw*> mws;
 };
 
 inline Context* to_context(ibv_context* c) {
@@ -142,6 +150,7 @@ inline Cq* to_cq(ibv_cq_ex* c) { return ours<Cq>(c, Magic::Cq); }
 inline Qp* to_qp(ibv_qp* q) { return ours<Qp>(reinterpret_cast<ibv_qp_ex*>(q), Magic::Qp); }
 inline Qp* to_qp(ibv_qp_ex* q) { return ours<Qp>(q, Magic::Qp); }
 inline Srq* to_srq(ibv_srq* s) { return ours<Srq>(s, Magic::Srq); }
+inline Mw* to_mw(ibv_mw* m) { return ours<Mw>(m, Magic::Mw); }
 inline Context* context_of(ibv_context* c) { return to_context(c); }
 
 // Frees one of our objects; its magic is cleared first, so a stale pointer to it is told apart

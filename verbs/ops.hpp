@@ -28,6 +28,10 @@ ibv_cq_ex* create_cq_ex_op(ibv_context* context, ibv_cq_init_attr_ex* attr);
 // Object teardown shared by the destroy verbs and release_everything (engine lock held).
 int destroy_qp_locked(Context& c, Qp* q);
 int destroy_srq_locked(Context& c, Srq* s);
+int dealloc_mw_locked(Context& c, Mw* w);
+ibv_mw* alloc_mw_op(ibv_pd* pd, ibv_mw_type type);
+int dealloc_mw_op(ibv_mw* mw);
+int bind_mw_op(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
 int destroy_ah_locked(Context& c, AddressHandle* ah);
 int dereg_mr_locked(Context& c, Mr* m);
 // CQs and channels wait for event acknowledgements, so they take the lock themselves.

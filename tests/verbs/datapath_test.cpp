@@ -353,3 +353,85 @@ TEST_F(DeviceTest, SrqLimitAndLastWqeReachTheProgramAsAsyncEvents) {
 
 }  // namespace
 }  // namespace verbs_test
+
+namespace verbs_test {
+namespace {
+
+// Memory windows through libibverbs' own inlines: a type 1 window bound with ibv_bind_mw and a
+// type 2 window bound by a BIND_MW work request give the peer access through their keys only;
+// the peer's SEND_WITH_INVALIDATE ends the type 2 window, and a WRITE through it then fails with
+// IBV_WC_REM_ACCESS_ERR.
+TEST_F(PairTest, MemoryWindowsType1AndType2) {
+  make_pair(IBV_QPT_RC);
+  std::vector<std::uint8_t> src(256, 0x5A), dst(8192, 0), rbuf(64);
+  ibv_mr* smr = reg(src);
+  ibv_mr* dmr = reg(dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+  ibv_mr* rmr = reg(rbuf);
+  ASSERT_NE(smr, nullptr);
+  ASSERT_NE(dmr, nullptr);
+  ibv_mw* w1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+  ibv_mw* w2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  ASSERT_NE(w1, nullptr) << std::strerror(errno);
+  ASSERT_NE(w2, nullptr);
+  const auto base = reinterpret_cast<std::uint64_t>(dst.data());
+  ibv_mw_bind bind{};
+  bind.wr_id = 11;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_info.mr = dmr;
+  bind.bind_info.addr = base;
+  bind.bind_info.length = 4096;
+  bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  const std::uint32_t before = w1->rkey;
+  ASSERT_EQ(ibv_bind_mw(b, w1, &bind), 0);
+  EXPECT_EQ(w1->rkey, ibv_inc_rkey(before));
+  ibv_send_wr wr{};
+  wr.wr_id = 12;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = w2;
+  wr.bind_mw.rkey = ibv_inc_rkey(w2->rkey);
+  wr.bind_mw.bind_info = bind.bind_info;
+  wr.bind_mw.bind_info.addr = base + 4096;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(b, &wr, &bad), 0);
+  const std::uint32_t k2 = wr.bind_mw.rkey;
+  ibv_wc wc[2];
+  ASSERT_EQ(poll_n(cq_b, wc, 2), 2);
+  for (const ibv_wc& c : wc) {
+    EXPECT_EQ(c.status, IBV_WC_SUCCESS) << ibv_wc_status_str(c.status);
+    EXPECT_EQ(c.opcode, IBV_WC_BIND_MW);
+  }
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, smr, 0, 100, base + 10, w1->rkey, 21), 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, smr, 0, 100, base + 4096 + 10, k2, 22), 0);
+  ASSERT_EQ(poll_n(cq_a, wc, 2), 2);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[1].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst[10], 0x5A);
+  EXPECT_EQ(dst[4096 + 10], 0x5A);
+  EXPECT_EQ(dst[9], 0);
+  // The peer invalidates the type 2 window with its SEND.
+  ASSERT_EQ(post_recv(b, rmr, 0, 64, 30), 0);
+  ibv_sge s{reinterpret_cast<std::uintptr_t>(src.data()), 8, smr->lkey};
+  ibv_send_wr inv{};
+  inv.wr_id = 23;
+  inv.sg_list = &s;
+  inv.num_sge = 1;
+  inv.opcode = IBV_WR_SEND_WITH_INV;
+  inv.send_flags = IBV_SEND_SIGNALED;
+  inv.invalidate_rkey = k2;
+  ASSERT_EQ(ibv_post_send(a, &inv, &bad), 0);
+  ASSERT_EQ(poll_n(cq_b, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(wc[0].wc_flags & IBV_WC_WITH_INV);
+  EXPECT_EQ(wc[0].invalidated_rkey, k2);
+  ASSERT_EQ(poll_n(cq_a, wc, 1), 1);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, smr, 0, 100, base + 4096 + 200, k2, 24), 0);
+  ASSERT_EQ(poll_n(cq_a, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc[0].status);
+  EXPECT_EQ(dst[4096 + 200], 0);
+  EXPECT_EQ(ibv_dealloc_mw(w1), 0);
+  EXPECT_EQ(ibv_dealloc_mw(w2), 0);
+}
+
+}  // namespace
+}  // namespace verbs_test
