@@ -80,7 +80,9 @@ void fill_device_attr(Runtime& rt, ibv_device_attr& a) {
   a.hw_ver = 0;
   a.max_qp = static_cast<int>(e.max_qps);
   a.max_qp_wr = static_cast<int>(e.max_qp_wr);
-  a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+  a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_MEM_WINDOW |
+                       IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+  a.max_mw = static_cast<int>(rt.memory().capacity());  // windows share the region table
   a.max_sge = static_cast<int>(e.max_sge);
   a.max_sge_rd = static_cast<int>(e.max_sge);
   a.max_cq = kMaxCq;
@@ -92,6 +94,9 @@ void fill_device_attr(Runtime& rt, ibv_device_attr& a) {
   a.max_res_rd_atom = static_cast<int>(e.max_qps * e.max_rd_atomic);
   a.atomic_cap = IBV_ATOMIC_HCA;  // one worker applies every atomic of the device in turn
   a.max_ah = kMaxAh;
+  a.max_srq = kMaxSrq;
+  a.max_srq_wr = static_cast<int>(e.max_qp_wr);
+  a.max_srq_sge = static_cast<int>(e.max_sge);
   a.max_pkeys = 1;
   a.local_ca_ack_delay = 15;
   a.phys_port_cnt = 1;

@@ -32,5 +32,6 @@ inline constexpr std::uint32_t kVendorId = 0xFFFFFF;  // no IEEE OUI, as rxe and
 inline constexpr int kMaxCq = 65536;
 inline constexpr int kMaxPd = 65536;
 inline constexpr int kMaxAh = 65536;
+inline constexpr int kMaxSrq = 65536;
 
 }  // namespace roce::verbs

@@ -55,7 +55,8 @@ ROCE_VERBS_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   ibv_context& ctx = c->context;
   ctx.device = device;
   ctx.cmd_fd = -1;
-  ctx.async_fd = ::eventfd(0, EFD_CLOEXEC);  // no asynchronous events yet: never readable
+  c->async.owner = c;
+  ctx.async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);  // one count per queued event (AsyncEvents)
   ctx.num_comp_vectors = 1;
   pthread_mutex_init(&ctx.mutex, nullptr);
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -164,12 +165,35 @@ ROCE_VERBS_EXPORT int ibv_get_pkey_index(ibv_context* context, std::uint8_t port
 ROCE_VERBS_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   Context* c = to_context(context);
   if (c == nullptr || event == nullptr) return -1;
-  // No asynchronous events are generated: block as on a device that never reports one.
+  // Blocks (unless the program made the fd non-blocking) until an event is queued.
   std::uint64_t v;
   if (::read(context->async_fd, &v, sizeof v) != sizeof v) return -1;
-  return -1;
+  std::lock_guard<std::mutex> l(c->async.mutex);
+  if (c->async.queue.empty()) {  // its object was destroyed after the event was raised
+    errno = EAGAIN;
+    return -1;
+  }
+  *event = c->async.queue.front();
+  c->async.queue.pop_front();
+  return 0;
 }
 
-ROCE_VERBS_EXPORT void ibv_ack_async_event(ibv_async_event*) {}
+// libibverbs counts acknowledged events on the object, which destroy may wait for.
+ROCE_VERBS_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
+  if (event == nullptr) return;
+  if (event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED && to_srq(event->element.srq)) {
+    ibv_srq* s = event->element.srq;
+    pthread_mutex_lock(&s->mutex);
+    ++s->events_completed;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->mutex);
+  } else if (event->event_type == IBV_EVENT_QP_LAST_WQE_REACHED && to_qp(event->element.qp)) {
+    ibv_qp* q = event->element.qp;
+    pthread_mutex_lock(&q->mutex);
+    ++q->events_completed;
+    pthread_cond_signal(&q->cond);
+    pthread_mutex_unlock(&q->mutex);
+  }
+}
 
 ROCE_VERBS_EXPORT ibv_context* ibv_import_device(int) { return fail<ibv_context>(EOPNOTSUPP); }

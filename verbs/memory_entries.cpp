@@ -60,8 +60,8 @@ ROCE_VERBS_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, std::size_t l
   if (access & ~kKnownAccess) return fail<ibv_mr>(EINVAL);
   if (access & IBV_ACCESS_ON_DEMAND) return fail<ibv_mr>(EOPNOTSUPP);  // no on-demand paging
   // Optional bits are hints a device may ignore (libibverbs drops them for such devices);
-  // MW_BIND only allows binding windows, and no window can be allocated here; HUGETLB is a hint.
-  access &= ~(static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE) | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB);
+  // MW_BIND lets windows be bound to the region (the engine checks it); HUGETLB is a hint.
+  access &= ~(static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE) | IBV_ACCESS_HUGETLB);
   if (length == 0 || addr == nullptr) return fail<ibv_mr>(EINVAL);
   if (!mapped(addr, length)) return fail<ibv_mr>(EFAULT);
   EngineGuard g(c->rt->lock());
@@ -120,3 +120,57 @@ ROCE_VERBS_EXPORT ibv_mr* ibv_import_mr(ibv_pd*, std::uint32_t) { return fail<ib
 ROCE_VERBS_EXPORT void ibv_unimport_mr(ibv_mr*) {}
 ROCE_VERBS_EXPORT ibv_dm* ibv_import_dm(ibv_context*, std::uint32_t) { return fail<ibv_dm>(EOPNOTSUPP); }
 ROCE_VERBS_EXPORT void ibv_unimport_dm(ibv_dm*) {}
+
+// Memory windows (lib/rdma/memory_window.hpp), through the context's ops as libibverbs'
+// inlines call them: ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw (type 1; a type 2 window is
+// bound by an IBV_WR_BIND_MW work request). The handle's rkey follows each type 1 bind.
+namespace roce::verbs {
+
+ibv_mw* alloc_mw_op(ibv_pd* pd, ibv_mw_type type) {
+  Pd* p = to_pd(pd);
+  Context* c = p ? to_context(p->context) : nullptr;
+  if (c == nullptr) return fail<ibv_mw>(EINVAL);
+  EngineGuard g(c->rt->lock());
+  auto impl = c->rt->engine().alloc_mw(p->handle, type);
+  if (!impl) return fail<ibv_mw>(impl.error().code);
+  auto* w = new Mw{};
+  w->rt = c->rt;
+  w->impl = *impl;
+  w->context = p->context;
+  w->pd = pd;
+  w->rkey = (*impl)->base.rkey;
+  w->handle = w->rkey;
+  w->type = type;
+  ++p->users;
+  c->mws.insert(w);
+  return w;
+}
+
+int dealloc_mw_locked(Context& c, Mw* w) {
+  if (Status s = c.rt->engine().dealloc_mw(w->impl); !s) return s.code();
+  --to_pd(w->pd)->users;
+  c.mws.erase(w);
+  retire(w);
+  return 0;
+}
+
+int dealloc_mw_op(ibv_mw* mw) {
+  Mw* w = to_mw(mw);
+  Context* c = w ? to_context(w->context) : nullptr;
+  if (c == nullptr) return EINVAL;
+  EngineGuard g(c->rt->lock());
+  return dealloc_mw_locked(*c, w);
+}
+
+int bind_mw_op(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
+  Qp* q = to_qp(qp);
+  Mw* w = to_mw(mw);
+  if (q == nullptr || w == nullptr || bind == nullptr || w->context != qp->context) return EINVAL;
+  if (bind->bind_info.mr && to_mr(bind->bind_info.mr) == nullptr) return EINVAL;
+  EngineGuard g(q->rt->lock());
+  const int rc = q->rt->engine().bind_mw(q->impl, w->impl, *bind);
+  if (rc == 0) w->rkey = w->impl->base.rkey;
+  return rc;
+}
+
+}  // namespace roce::verbs

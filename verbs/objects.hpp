@@ -27,6 +27,8 @@ enum class Magic : std::uint32_t {
   Qp = 0x52445131,
   Ah = 0x52444131,
   Channel = 0x52444e31,
+  Srq = 0x52445331,
+  Mw = 0x52444d57,
 };
 
 struct Context;
@@ -87,9 +89,33 @@ struct Qp : ibv_qp_ex {
   int batch_error = 0;
 };
 
+struct Mw : ibv_mw {
+  Magic magic = Magic::Mw;
+  Runtime* rt = nullptr;
+  MemoryWindow* impl = nullptr;
+};
+
+struct Srq : ibv_srq {
+  Magic magic = Magic::Srq;
+  Runtime* rt = nullptr;
+  SharedReceiveQueue* impl = nullptr;
+};
+
+// The context's asynchronous events (ibv_get_async_event): after every dataplane iteration
+// (the lock held) the context's SRQs and their QPs are asked for the events the engine raised
+// (SRQ limit reached, last WQE reached); each becomes an ibv_async_event queued here and one
+// count on the context's async_fd (a semaphore eventfd).
+struct AsyncEvents : CompletionWatch {
+  struct Context* owner = nullptr;
+  std::mutex mutex;
+  std::deque<ibv_async_event> queue;
+  bool check() override;  // never ends: the watch stays for the context's life
+};
+
 struct Context : verbs_context {
   Magic magic = Magic::Context;
   Runtime* rt = nullptr;
+  AsyncEvents async;
   // Every object made on this context, freed by ibv_close_device if the program did not.
   // Guarded by the engine lock.
   std::unordered_set<Pd*> pds;
@@ -98,6 +124,8 @@ struct Context : verbs_context {
   std::unordered_set<Qp*> qps;
   std::unordered_set<AddressHandle*> ahs;
   std::unordered_set<Channel*> channels;
+  std::unordered_set<Srq*> srqs;
+  std::unordered_set<Mw*> mws;
 };
 
 inline Context* to_context(ibv_context* c) {
@@ -121,6 +149,8 @@ inline Cq* to_cq(ibv_cq* c) { return ours<Cq>(reinterpret_cast<ibv_cq_ex*>(c), M
 inline Cq* to_cq(ibv_cq_ex* c) { return ours<Cq>(c, Magic::Cq); }
 inline Qp* to_qp(ibv_qp* q) { return ours<Qp>(reinterpret_cast<ibv_qp_ex*>(q), Magic::Qp); }
 inline Qp* to_qp(ibv_qp_ex* q) { return ours<Qp>(q, Magic::Qp); }
+inline Srq* to_srq(ibv_srq* s) { return ours<Srq>(s, Magic::Srq); }
+inline Mw* to_mw(ibv_mw* m) { return ours<Mw>(m, Magic::Mw); }
 inline Context* context_of(ibv_context* c) { return to_context(c); }
 
 // Frees one of our objects; its magic is cleared first, so a stale pointer to it is told apart

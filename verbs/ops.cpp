@@ -111,13 +111,6 @@ int query_device_ex_op(ibv_context* context, const ibv_query_device_ex_input* in
   return 0;
 }
 
-namespace {
-int post_srq_recv_op(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  if (bad) *bad = wr;
-  return EOPNOTSUPP;
-}
-}  // namespace
-
 void install_ops(Context& c) {
   ibv_context_ops& o = c.context.ops;
   o.poll_cq = poll_cq_op;
@@ -125,6 +118,9 @@ void install_ops(Context& c) {
   o.post_send = post_send_op;
   o.post_recv = post_recv_op;
   o.post_srq_recv = post_srq_recv_op;
+  o.alloc_mw = alloc_mw_op;
+  o.dealloc_mw = dealloc_mw_op;
+  o.bind_mw = bind_mw_op;
   c.query_port = query_port_op;
   c.query_device_ex = query_device_ex_op;
   c.create_qp_ex = create_qp_ex_op;
@@ -135,6 +131,8 @@ void release_everything(Context& c) {
   {
     EngineGuard g(c.rt->lock());
     while (!c.qps.empty()) destroy_qp_locked(c, *c.qps.begin());
+    while (!c.srqs.empty()) destroy_srq_locked(c, *c.srqs.begin());
+    while (!c.mws.empty()) dealloc_mw_locked(c, *c.mws.begin());
     while (!c.ahs.empty()) destroy_ah_locked(c, *c.ahs.begin());
     while (!c.mrs.empty()) dereg_mr_locked(c, *c.mrs.begin());
   }

@@ -16,6 +16,7 @@ int query_device_ex_op(ibv_context* context, const ibv_query_device_ex_input* in
                        std::size_t attr_size);
 int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int post_srq_recv_op(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc);
 // Takes up to n completions; when there are none and `may_step`, runs one dataplane iteration
 // on the calling thread and looks again (runtime.hpp: a polling program drives the engine).
@@ -26,6 +27,11 @@ ibv_cq_ex* create_cq_ex_op(ibv_context* context, ibv_cq_init_attr_ex* attr);
 
 // Object teardown shared by the destroy verbs and release_everything (engine lock held).
 int destroy_qp_locked(Context& c, Qp* q);
+int destroy_srq_locked(Context& c, Srq* s);
+int dealloc_mw_locked(Context& c, Mw* w);
+ibv_mw* alloc_mw_op(ibv_pd* pd, ibv_mw_type type);
+int dealloc_mw_op(ibv_mw* mw);
+int bind_mw_op(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
 int destroy_ah_locked(Context& c, AddressHandle* ah);
 int dereg_mr_locked(Context& c, Mr* m);
 // CQs and channels wait for event acknowledgements, so they take the lock themselves.

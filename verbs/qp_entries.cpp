@@ -1,6 +1,7 @@
-// Queue pairs: ibv_create_qp / ibv_create_qp_ex .. ibv_destroy_qp, and the QP kinds and
-// features this device does not have (SRQ, XRC, multicast, ECE).
+// Queue pairs: ibv_create_qp / ibv_create_qp_ex .. ibv_destroy_qp, shared receive queues, and
+// the QP kinds and features this device does not have (XRC, multicast, ECE).
 #include <pthread.h>
+#include <unistd.h>
 
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
@@ -24,7 +25,8 @@ ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
   Cq* rcq = to_cq(a.recv_cq);
   if (scq == nullptr || rcq == nullptr || scq->context != p->context || rcq->context != p->context)
     return fail<ibv_qp>(EINVAL);
-  if (a.srq != nullptr) return fail<ibv_qp>(EINVAL);  // no SRQ of ours can exist
+  Srq* srq = a.srq ? to_srq(a.srq) : nullptr;
+  if (a.srq != nullptr && (srq == nullptr || srq->context != p->context)) return fail<ibv_qp>(EINVAL);
   switch (a.qp_type) {
     case IBV_QPT_RC:
     case IBV_QPT_UC:
@@ -41,6 +43,7 @@ ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
   init.recv_cq = rcq->impl;
   init.cap = a.cap;
   init.sq_sig_all = a.sq_sig_all != 0;
+  init.srq = srq ? srq->impl : nullptr;
   EngineGuard g(c->rt->lock());
   auto impl = c->rt->engine().create_qp(p->handle, init);
   if (!impl) return fail<ibv_qp>(impl.error().code);
@@ -54,7 +57,7 @@ ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
   b.pd = p;
   b.send_cq = a.send_cq;
   b.recv_cq = a.recv_cq;
-  b.srq = nullptr;
+  b.srq = a.srq;
   b.handle = (*impl)->qpn();
   b.qp_num = (*impl)->qpn();
   b.state = IBV_QPS_RESET;
@@ -113,6 +116,12 @@ ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 
 int destroy_qp_locked(Context& c, Qp* q) {
   if (Status s = c.rt->engine().destroy_qp(q->impl); !s) return s.code();
+  if (q->qp_base.srq) {
+    std::lock_guard<std::mutex> l(c.async.mutex);
+    std::erase_if(c.async.queue, [q](const ibv_async_event& e) {
+      return e.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && e.element.qp == &q->qp_base;
+    });
+  }
   --to_pd(q->qp_base.pd)->users;
   --to_cq(q->qp_base.send_cq)->qps;
   --to_cq(q->qp_base.recv_cq)->qps;
@@ -161,7 +170,7 @@ ROCE_VERBS_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_in
   init_attr->qp_context = qp->qp_context;
   init_attr->send_cq = qp->send_cq;
   init_attr->recv_cq = qp->recv_cq;
-  init_attr->srq = nullptr;
+  init_attr->srq = qp->srq;
   qp->state = attr->qp_state;
   return 0;
 }
@@ -186,8 +195,112 @@ ROCE_VERBS_EXPORT int ibv_detach_mcast(ibv_qp* qp, const ibv_gid*, std::uint16_t
   return to_qp(qp) ? EOPNOTSUPP : EINVAL;
 }
 
-// Shared receive queues do not exist in the engine yet.
-ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) { return fail<ibv_srq>(EOPNOTSUPP); }
-ROCE_VERBS_EXPORT int ibv_modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EINVAL; }
-ROCE_VERBS_EXPORT int ibv_query_srq(ibv_srq*, ibv_srq_attr*) { return EINVAL; }
-ROCE_VERBS_EXPORT int ibv_destroy_srq(ibv_srq*) { return EINVAL; }
+// Shared receive queues (lib/rdma/shared_receive_queue.hpp); their limit event and their QPs'
+// last-WQE event reach the program through ibv_get_async_event (AsyncEvents).
+ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+  Pd* p = to_pd(pd);
+  if (p == nullptr || attr == nullptr) return fail<ibv_srq>(EINVAL);
+  Context* c = to_context(p->context);
+  EngineGuard g(c->rt->lock());
+  auto impl = c->rt->engine().create_srq(p->handle, attr->attr);
+  if (!impl) return fail<ibv_srq>(impl.error().code);
+  auto* s = new Srq{};
+  s->rt = c->rt;
+  s->impl = *impl;
+  ibv_srq& b = *s;
+  b.context = p->context;
+  b.srq_context = attr->srq_context;
+  b.pd = pd;
+  b.handle = 0;
+  b.events_completed = 0;
+  pthread_mutex_init(&b.mutex, nullptr);
+  pthread_cond_init(&b.cond, nullptr);
+  (*impl)->query(&attr->attr);  // what it really got
+  ++p->users;
+  if (c->srqs.empty()) c->rt->watch(&c->async);  // events exist only where SRQs do
+  c->srqs.insert(s);
+  return &b;
+}
+
+namespace roce::verbs {
+
+bool AsyncEvents::check() {
+  std::uint64_t raised = 0;
+  std::lock_guard<std::mutex> l(mutex);
+  for (Srq* s : owner->srqs) {
+    if (!s->impl->take_limit_event()) continue;
+    ibv_async_event ev{};
+    ev.element.srq = s;
+    ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+    queue.push_back(ev);
+    ++raised;
+  }
+  for (Qp* q : owner->qps) {
+    if (q->qp_base.srq == nullptr || !q->impl->take_last_wqe_reached()) continue;
+    ibv_async_event ev{};
+    ev.element.qp = &q->qp_base;
+    ev.event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
+    queue.push_back(ev);
+    ++raised;
+  }
+  if (raised) (void)!::write(owner->context.async_fd, &raised, sizeof raised);
+  return false;
+}
+
+}  // namespace roce::verbs
+
+ROCE_VERBS_EXPORT int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
+  Srq* s = to_srq(srq);
+  if (s == nullptr || attr == nullptr) return EINVAL;
+  EngineGuard g(s->rt->lock());
+  const Status st = s->rt->engine().modify_srq(s->impl, *attr, mask);
+  return st ? 0 : st.code();
+}
+
+ROCE_VERBS_EXPORT int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+  Srq* s = to_srq(srq);
+  if (s == nullptr || attr == nullptr) return EINVAL;
+  EngineGuard g(s->rt->lock());
+  s->impl->query(attr);
+  return 0;
+}
+
+namespace roce::verbs {
+
+int destroy_srq_locked(Context& c, Srq* s) {
+  if (Status st = c.rt->engine().destroy_srq(s->impl); !st) return st.code();
+  --to_pd(s->pd)->users;
+  c.srqs.erase(s);
+  if (c.srqs.empty()) c.rt->unwatch(&c.async);
+  {
+    // Events of it not yet read would name a freed SRQ.
+    std::lock_guard<std::mutex> l(c.async.mutex);
+    std::erase_if(c.async.queue, [s](const ibv_async_event& e) {
+      return e.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && e.element.srq == s;
+    });
+  }
+  pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->mutex);
+  retire(s);
+  return 0;
+}
+
+int post_srq_recv_op(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Srq* s = to_srq(srq);
+  if (s == nullptr) {
+    if (bad) *bad = wr;
+    return EINVAL;
+  }
+  EngineGuard g(s->rt->lock());
+  return s->rt->engine().post_srq_recv(s->impl, wr, bad);
+}
+
+}  // namespace roce::verbs
+
+ROCE_VERBS_EXPORT int ibv_destroy_srq(ibv_srq* srq) {
+  Srq* s = to_srq(srq);
+  Context* c = s ? to_context(s->context) : nullptr;
+  if (c == nullptr) return EINVAL;
+  EngineGuard g(c->rt->lock());
+  return destroy_srq_locked(*c, s);
+}

@@ -7,11 +7,14 @@
 #include <map>
 
 #include "protocol/aeth.hpp"
+#include "protocol/feth.hpp"
 
 namespace roce::inspect {
 namespace {
 
 using proto::ExtHeader;
+using proto::feth_placement;
+using proto::feth_selectivity;
 using V = Value;
 using C = FieldContext;
 using F = FrameView;
@@ -134,6 +137,10 @@ std::vector<FieldDef> build() {
       {"deth.srcqp", T::Uint, B::Hex6, "DETH source QP",
        [](const F& f, const C&) { return ext_num(f, ExtHeader::Deth, f.ext.deth.source_qp()); }},
       {"feth", T::Uint, B::Hex8, "FETH (FLUSH)", [](const F& f, const C&) { return ext_num(f, ExtHeader::Feth, f.ext.feth.bits.get()); }},
+      {"feth.placement", T::Uint, B::Dec, "FETH placement type (bit 0 global visibility, bit 1 persistence)",
+       [](const F& f, const C&) { return ext_num(f, ExtHeader::Feth, feth_placement(f.ext.feth)); }},
+      {"feth.selectivity", T::Uint, B::Dec, "FETH selectivity level (0 a range, 1 the whole region)",
+       [](const F& f, const C&) { return ext_num(f, ExtHeader::Feth, feth_selectivity(f.ext.feth)); }},
       {"reth.va", T::Hex64, B::Dec, "RETH virtual address", [](const F& f, const C&) { return ext_num(f, ExtHeader::Reth, f.ext.reth.va.get()); }},
       {"reth.rkey", T::Uint, B::Hex8, "RETH R_Key", [](const F& f, const C&) { return ext_num(f, ExtHeader::Reth, f.ext.reth.rkey.get()); }},
       {"reth.len", T::Uint, B::Dec, "RETH DMA length",

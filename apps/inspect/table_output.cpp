@@ -5,6 +5,7 @@
 
 #include "apps/inspect/fields.hpp"
 #include "protocol/aeth.hpp"
+#include "protocol/feth.hpp"
 
 namespace roce::inspect {
 namespace {
@@ -34,6 +35,18 @@ std::string hex_digits(std::uint64_t v, int digits) {
 std::string hex24(std::uint32_t v) { return hex_digits(v, 6); }
 std::string hex32(std::uint32_t v) { return hex_digits(v, 8); }
 std::string hex64(std::uint64_t v) { return hex_digits(v, 16); }
+
+// The FETH decoded: placement type and selectivity level by their IBA names.
+std::string feth_text(const proto::Feth& f) {
+  const std::uint8_t p = proto::feth_placement(f);
+  std::string place = p == 0 ? "none" : "";
+  if (p & 0x1) place += "global";
+  if (p & 0x2) place += place.empty() ? "persistent" : "+persistent";
+  if (p & ~0x3) place += (place.empty() ? "" : "+") + std::string("reserved(") + hex_digits(p & ~0x3u, 1) + ")";
+  const std::uint8_t sel = proto::feth_selectivity(f);
+  const std::string level = sel == 0 ? "range" : sel == 1 ? "region" : "reserved(" + std::to_string(sel) + ")";
+  return "placement=" + place + " selectivity=" + level;
+}
 
 std::string lpad(const std::string& s, std::size_t width) { return s.size() >= width ? s : std::string(width - s.size(), ' ') + s; }
 
@@ -115,7 +128,7 @@ std::string frame_details(const FrameView& v) {
   }
   if (v.has(ExtHeader::Rdeth)) add("rdeth eecnxt=" + hex24(v.ext.rdeth.ee_context.get() & 0xFFFFFF));
   if (v.has(ExtHeader::Deth)) add("deth qkey=" + hex32(v.ext.deth.qkey.get()) + " srcqp=" + hex24(v.ext.deth.source_qp()));
-  if (v.has(ExtHeader::Feth)) add("feth=" + hex32(v.ext.feth.bits.get()));
+  if (v.has(ExtHeader::Feth)) add("feth=" + hex32(v.ext.feth.bits.get()) + " " + feth_text(v.ext.feth));
   if (v.has(ExtHeader::Reth))
     add("reth va=" + hex64(v.ext.reth.va.get()) + " rkey=" + hex32(v.ext.reth.rkey.get()) + " len=" +
         std::to_string(v.ext.reth.dma_length.get()));

@@ -15,12 +15,16 @@ using namespace roce::proto;
 namespace {
 
 ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
+  if (op == kWrFlush) return kWcFlush;  // not in Debian 12's enum (verbs_ext.hpp)
   switch (op) {
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
     case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
     case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
     case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
+    case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
+    case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
     default: return IBV_WC_SEND;
   }
 }
@@ -368,6 +372,17 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
       w = &c;
       break;
     }
+  }
+  // ATOMIC_WRITE and FLUSH are answered by a zero-length READ response ONLY at their PSN.
+  if (w != nullptr && (w->is_atomic_write() || w->is_flush()) && psn == w->first_psn) {
+    if (pkt.info->position != Position::Only || pkt.payload_length != 0) {
+      qp.counters.inc(Counter::GhostResponses);
+      return retry(qp, req, psn, now, false);
+    }
+    una_ = psn_next(psn);
+    finish(qp, req, *w, IBV_WC_SUCCESS);
+    progressed(qp, req, now);
+    return CompleterOutcome::Progress;
   }
   if (w == nullptr || !w->is_read() || psn_diff(psn, w->first_psn) < 0 ||
       psn_diff(psn, w->last_psn()) > 0) {

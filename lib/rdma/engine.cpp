@@ -13,7 +13,6 @@ using namespace roce::proto;
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
     : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps) {}
 
-Engine::~Engine() = default;
 
 Result<CompletionQueue*> Engine::create_cq(std::uint32_t depth) {
   if (depth == 0 || depth > cfg_.max_cqe) {
@@ -39,7 +38,9 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
     return make_error(EINVAL, "QP type must be RC, UC or UD");
   if (!mrs_.pd_exists(pd)) return make_error(EINVAL, "unknown protection domain");
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr) return make_error(EINVAL, "send_cq and recv_cq are required");
-  const ibv_qp_cap& c = attr.cap;
+  if (attr.srq && !owns_srq(attr.srq)) return make_error(EINVAL, "unknown shared receive queue");
+  ibv_qp_cap c = attr.cap;
+  if (attr.srq) c.max_recv_wr = c.max_recv_sge = 0;  // as ibv_create_qp: ignored with an SRQ
   if (c.max_send_wr == 0) return make_error(EINVAL, "max_send_wr must be at least 1");
   if (c.max_send_wr > cfg_.max_qp_wr || c.max_recv_wr > cfg_.max_qp_wr) {
     hit(EngineLimit::QueueCaps);
@@ -70,6 +71,10 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   if (qc.type == IBV_QPT_UD) qc.pmtu = cfg_.ud_mtu;
   *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
   (*slot_it)->slot = slot;
+  if (attr.srq) {
+    (*slot_it)->attach_srq(attr.srq);
+    ++attr.srq->attached_qps;
+  }
   return slot_it->get();
 }
 
@@ -84,6 +89,7 @@ Status Engine::destroy_qp(QueuePair* qp) {
     if (s != qp->slot) active_[(active_head_ + kept++) % active_.size()] = s;
   }
   active_count_ = kept;
+  if (qp->srq()) --qp->srq()->attached_qps;
   qps_[qp->slot].reset();
   return {};
 }

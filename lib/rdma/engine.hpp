@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/rdma/gsi_port.hpp"
+#include "lib/rdma/memory_window.hpp"
 #include "lib/rdma/queue_pair.hpp"
 #include "lib/rdma/timer_heap.hpp"
 #include "lib/status.hpp"
@@ -28,6 +29,15 @@ struct QpInit {
   CompletionQueue* recv_cq = nullptr;
   ibv_qp_cap cap{};
   bool sq_sig_all = false;
+  SharedReceiveQueue* srq = nullptr;  // receives come from it (cap.max_recv_wr/sge are then ignored)
+};
+
+// What ibv_get_async_event reports: IBV_EVENT_SRQ_LIMIT_REACHED (srq set) or
+// IBV_EVENT_QP_LAST_WQE_REACHED (qp set).
+struct AsyncEvent {
+  ibv_event_type type = IBV_EVENT_SRQ_LIMIT_REACHED;
+  SharedReceiveQueue* srq = nullptr;
+  QueuePair* qp = nullptr;
 };
 
 struct EngineConfig {
@@ -95,6 +105,21 @@ class Engine {
   Status modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask);
   Result<AddressHandle*> create_ah(PdHandle pd, const ibv_ah_attr& attr);
   Status destroy_ah(AddressHandle* ah);
+  // Memory windows (engine_objects.cpp). bind_mw is ibv_bind_mw (type 1 only): it posts the
+  // bind on `qp`'s send queue with the window's next key and, once posted, the handle's rkey is
+  // that key. A type 2 window is bound by posting IBV_WR_BIND_MW with post_send.
+  Result<MemoryWindow*> alloc_mw(PdHandle pd, ibv_mw_type type);
+  Status dealloc_mw(MemoryWindow* mw);
+  int bind_mw(QueuePair* qp, MemoryWindow* mw, const ibv_mw_bind& bind);
+  // Shared receive queues (engine_objects.cpp): ibv_create_srq's attr (max_wr, max_sge within
+  // the engine's limits; srq_limit arms the limit event), ibv_modify_srq, ibv_destroy_srq
+  // (EBUSY while a QP uses it), ibv_post_srq_recv.
+  Result<SharedReceiveQueue*> create_srq(PdHandle pd, const ibv_srq_attr& attr);
+  Status modify_srq(SharedReceiveQueue* srq, const ibv_srq_attr& attr, int mask);
+  Status destroy_srq(SharedReceiveQueue* srq);
+  int post_srq_recv(SharedReceiveQueue* srq, const ibv_recv_wr* wr, ibv_recv_wr** bad) { return srq->post_recv(wr, bad); }
+  // ibv_get_async_event without blocking: false when none is pending.
+  bool get_async_event(AsyncEvent* ev);
 
   // Verbs data path: same return conventions as libibverbs.
   int post_send(QueuePair* qp, const ibv_send_wr* wr, ibv_send_wr** bad);
@@ -129,12 +154,15 @@ class Engine {
  private:
   void activate(QueuePair& qp);
   void refresh(QueuePair& qp);
+  bool owns_srq(const SharedReceiveQueue* srq) const;
 
   EngineConfig cfg_;
   MrTable& mrs_;
   std::vector<std::unique_ptr<QueuePair>> qps_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<std::unique_ptr<AddressHandle>> ahs_;
+  std::vector<std::unique_ptr<MemoryWindow>> mws_;
+  std::vector<std::unique_ptr<SharedReceiveQueue>> srqs_;
   TimerHeap timers_;
   GsiPort gsi_;
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send

@@ -25,6 +25,13 @@ struct MemoryRegion {
   std::uint64_t iova = 0;  // address the peer uses (the virtual address, as ibv_reg_mr)
   std::uint64_t length = 0;
   int access = 0;          // IBV_ACCESS_* flags
+  // A memory window (memory_window.hpp) lives in the same key space: window_type is 1 or 2,
+  // addr/iova/length/access are what its bind gave it, and every access goes through the
+  // region it is bound to (parent_key), which must still be valid. A type 2 window serves only
+  // the QP it was bound through (bound_qpn).
+  std::uint8_t window_type = 0;  // 0: a memory region
+  std::uint32_t parent_key = 0;
+  std::uint32_t bound_qpn = 0;
 
   std::uint32_t lkey() const { return key; }
   std::uint32_t rkey() const { return key; }
@@ -46,9 +53,20 @@ class MrTable {
   Result<const MemoryRegion*> register_region(PdHandle pd, void* addr, std::size_t length, int access,
                                               std::uint64_t iova);
   Status deregister(std::uint32_t key);
-  // Remote invalidation (SEND_WITH_INVALIDATE): the key stops working, the slot stays taken
-  // until deregistration.
-  Status invalidate(std::uint32_t key, PdHandle pd);
+  // Invalidation (SEND_WITH_INVALIDATE from the peer on QP `qpn`, or LOCAL_INV): the key stops
+  // working, the slot stays taken until deregistration or deallocation. A type 1 window cannot
+  // be invalidated; a type 2 window only through the QP it was bound to.
+  Status invalidate(std::uint32_t key, PdHandle pd, std::uint32_t qpn = 0);
+
+  // Memory windows (memory_window.cpp). alloc_window gives an unbound window its key (its low
+  // 8 bits the tag, as for regions); bind_window binds it to [addr, addr + length) of the
+  // region `mr_key` (addr in the region's iova space) under the key `new_key`, which must name
+  // the same window; a type 2 window must not be bound (invalidate it first). Length 0 unbinds
+  // a type 1 window.
+  Result<std::uint32_t> alloc_window(PdHandle pd, int type);
+  Status dealloc_window(std::uint32_t key);
+  Status bind_window(std::uint32_t mw_key, std::uint32_t new_key, PdHandle qp_pd, std::uint32_t qpn,
+                     std::uint32_t mr_key, std::uint64_t addr, std::uint64_t length, int access);
 
   const MemoryRegion* find(std::uint32_t key) const noexcept;
 
@@ -56,6 +74,12 @@ class MrTable {
   // a range whose end wraps past 2^64 is out of bounds, not a write somewhere else.
   AccessResult check_remote(std::uint32_t rkey, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,
                             std::byte** out) const noexcept;
+  // The same for a request that came in on QP `qpn` (a type 2 window serves only its own QP).
+  AccessResult check_remote(std::uint32_t rkey, PdHandle pd, std::uint32_t qpn, std::uint64_t va, std::uint64_t len,
+                            int required, std::byte** out) const noexcept;
+  // The region or window an R_Key names, if valid for `pd`, `qpn` and `required` access (bounds
+  // not checked): FLUSH of a whole region.
+  const MemoryRegion* find_remote(std::uint32_t rkey, PdHandle pd, std::uint32_t qpn, int required) const noexcept;
   // Checks a local SGE [addr, addr+len) under an lkey.
   AccessResult check_local(std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len, int required,
                            std::byte** out) const noexcept;
@@ -72,8 +96,11 @@ class MrTable {
     std::uint8_t generation = 0;
     bool taken = false;
   };
-  AccessResult check(std::uint32_t key, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,
-                     std::byte** out) const noexcept;
+  AccessResult check(std::uint32_t key, PdHandle pd, std::uint32_t qpn, std::uint64_t va, std::uint64_t len,
+                     int required, std::byte** out) const noexcept;
+  AccessResult check_key(const MemoryRegion* mr, PdHandle pd, std::uint32_t qpn, int required) const noexcept;
+  Slot* slot_of(std::uint32_t key);
+  std::size_t take_slot();
 
   std::vector<Slot> slots_;
   std::size_t in_use_ = 0;

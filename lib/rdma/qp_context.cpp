@@ -7,6 +7,28 @@
 
 namespace roce {
 
+const RecvWqe* QpContext::next_receive() const {
+  if (srq == nullptr) return rq.empty() ? nullptr : &rq.at(rq.head());
+  if (srq_holding) return &srq_held;
+  return srq->empty() ? nullptr : &srq->head();
+}
+
+void QpContext::hold_receive() {
+  if (srq == nullptr || srq_holding || srq->empty()) return;
+  srq->take(&srq_held, srq_held_segs.data());
+  srq_holding = true;
+}
+
+void QpContext::pop_receive() {
+  if (srq == nullptr) {
+    rq.pop();
+  } else if (srq_holding) {
+    srq_holding = false;
+  } else {
+    srq->take(nullptr, nullptr);
+  }
+}
+
 std::uint32_t SendWqe::last_psn() const { return proto::psn_add(first_psn, static_cast<std::int64_t>(npackets) - 1); }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "lib/rdma/completion_queue.hpp"
@@ -12,6 +13,7 @@
 #include "lib/rdma/counters.hpp"
 #include "lib/rdma/memory.hpp"
 #include "lib/rdma/qp_state.hpp"
+#include "lib/rdma/shared_receive_queue.hpp"
 #include "lib/rdma/work_request.hpp"
 #include "lib/time.hpp"
 #include "protocol/builder.hpp"
@@ -84,6 +86,12 @@ struct QpContext {
 
   WorkQueue<SendWqe> sq;
   WorkQueue<RecvWqe> rq;
+  // With a shared receive queue the QP has no receive queue of its own: a message takes the
+  // SRQ's head when it starts and holds a copy of it until it ends.
+  SharedReceiveQueue* srq = nullptr;
+  RecvWqe srq_held{};
+  bool srq_holding = false;
+  std::vector<LocalSegment> srq_held_segs;
   std::vector<LocalSegment> send_segments;  // cap.max_send_sge per SQ slot
   std::vector<LocalSegment> recv_segments;  // cap.max_recv_sge per RQ slot
   std::vector<std::byte> inline_data;       // cap.max_inline_data per SQ slot
@@ -97,9 +105,19 @@ struct QpContext {
   bool is_rc() const { return cfg.type == IBV_QPT_RC; }
 
   LocalSegment* send_segs(const SendWqe& w) { return send_segments.data() + w.seg_begin; }
-  LocalSegment* recv_segs(const RecvWqe& w) { return recv_segments.data() + w.seg_begin; }
+  LocalSegment* recv_segs(const RecvWqe& w) { return const_cast<LocalSegment*>(std::as_const(*this).recv_segs(w)); }
   const LocalSegment* send_segs(const SendWqe& w) const { return send_segments.data() + w.seg_begin; }
-  const LocalSegment* recv_segs(const RecvWqe& w) const { return recv_segments.data() + w.seg_begin; }
+  const LocalSegment* recv_segs(const RecvWqe& w) const {
+    if (srq) return &w == &srq_held ? srq_held_segs.data() : srq->segments(w);
+    return recv_segments.data() + w.seg_begin;
+  }
+  // The receive the next (or the open) message fills: the QP's own head, the one held from the
+  // SRQ, or the SRQ's head; nullptr when none is posted.
+  const RecvWqe* next_receive() const;
+  // SRQ: a message longer than one packet starts: take the SRQ's head and hold it.
+  void hold_receive();
+  // The receive next_receive() named is done with (completed).
+  void pop_receive();
 };
 
 // Copies between a frame and a list of local segments, starting `offset` bytes into the list.

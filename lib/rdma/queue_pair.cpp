@@ -15,16 +15,33 @@ namespace {
 
 constexpr std::uint32_t kMaxMessage = 1u << 31;
 
+// FLUSH (verbs_ext.hpp's layout): a known placement type, a selectivity level the IBA
+// defines, a length a message may have.
+bool flush_wr_valid(const ibv_send_wr& wr) {
+  const std::uint64_t feth = wr.wr.atomic.swap;
+  const std::uint64_t placement = feth & 0x0F;
+  return feth <= 0x3F && placement != 0 && (placement & ~std::uint64_t{kFlushPlacementMask}) == 0 &&
+         (feth >> 4) <= kFlushMr && wr.wr.atomic.compare_add <= kMaxMessage;
+}
+
+// BIND_MW: a window to bind (ibv_mw's rkey names it; a type 1 window is bound by ibv_bind_mw,
+// a type 2 one by this work request) and, unless unbinding, the region (any ibv_mr whose lkey
+// is the region's key: only that field is read).
+bool bind_wr_valid(const ibv_send_wr& wr) {
+  return wr.bind_mw.mw != nullptr && (wr.bind_mw.bind_info.length == 0 || wr.bind_mw.bind_info.mr != nullptr);
+}
+
 bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode op) {
   switch (type) {
     case IBV_QPT_UD: return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
     case IBV_QPT_UC:
       return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
-             op == IBV_WR_RDMA_WRITE_WITH_IMM;
+             op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
     case IBV_QPT_RC:
       return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
              op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ ||
-             op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+             op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_WRITE ||
+             op == kWrFlush || op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
     default: return false;
   }
 }
@@ -49,7 +66,23 @@ QueuePair::QueuePair(const QpConfig& cfg, const TransportTuning* tuning, MrTable
 
 void QueuePair::set_state(QpState s) { ctx_.state = s; }
 
+void QueuePair::attach_srq(SharedReceiveQueue* srq) {
+  ctx_.srq = srq;
+  ctx_.srq_held_segs.assign(srq ? srq->max_sge() : 0, LocalSegment{});
+}
+
 void QueuePair::flush_receives() {
+  // With an SRQ only the receive this QP holds is its own; the rest stay for the other QPs.
+  if (ctx_.srq && ctx_.srq_holding) {
+    ibv_wc wc{};
+    wc.wr_id = ctx_.srq_held.wr_id;
+    wc.status = IBV_WC_WR_FLUSH_ERR;
+    wc.opcode = IBV_WC_RECV;
+    wc.qp_num = ctx_.cfg.qpn;
+    ctx_.counters.inc(Counter::WcErrors);
+    if (ctx_.recv_cq) ctx_.recv_cq->push(wc);
+    ctx_.srq_holding = false;
+  }
   while (!ctx_.rq.empty()) {
     const RecvWqe& r = ctx_.rq.at(ctx_.rq.head());
     ibv_wc wc{};
@@ -64,6 +97,9 @@ void QueuePair::flush_receives() {
 }
 
 void QueuePair::enter_error() {
+  // IBA 11.6.3: a QP on an SRQ that enters ERR raises IBV_EVENT_QP_LAST_WQE_REACHED once the
+  // last receive it holds is flushed (below).
+  if (ctx_.srq && ctx_.state != QpState::Err) last_wqe_reached_ = true;
   set_state(QpState::Err);
   comp_.flush(ctx_, req_);
   flush_receives();
@@ -137,7 +173,8 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
   if ((mask & IBV_QP_DEST_QPN) && attr.dest_qp_num > kPsnMask) return make_error(EINVAL, "dest_qp_num above 2^24");
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
       (attr.qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+                                                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                                                     kAccessFlushGlobal | kAccessFlushPersistent)))
     return make_error(EINVAL, "unsupported qp_access_flags");
 
   const QpConfig saved = ctx_.cfg;
@@ -153,6 +190,7 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
     case QpState::Reset:
       while (!ctx_.sq.empty()) ctx_.sq.pop();
       while (!ctx_.rq.empty()) ctx_.rq.pop();
+      ctx_.srq_holding = false;
       resp_.clear_output();
       req_ = Requester{};
       comp_ = Completer{};
@@ -215,7 +253,13 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
     for (int i = 0; err == 0 && i < wr->num_sge; ++i) total += wr->sg_list[i].length;
     const bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
     if (err == 0 && total > kMaxMessage) err = EINVAL;
-    if (err == 0 && atomic && total != 8) err = EINVAL;
+    if (err == 0 && (atomic || wr->opcode == IBV_WR_ATOMIC_WRITE) && total != 8) err = EINVAL;
+    if (err == 0 && wr->opcode == IBV_WR_ATOMIC_WRITE && wr->wr.rdma.remote_addr % 8 != 0) err = EINVAL;
+    if (err == 0 && (wr->opcode == kWrFlush || wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_BIND_MW) &&
+        wr->num_sge != 0)
+      err = EINVAL;  // no local data
+    if (err == 0 && wr->opcode == kWrFlush && !flush_wr_valid(*wr)) err = EINVAL;
+    if (err == 0 && wr->opcode == IBV_WR_BIND_MW && !bind_wr_valid(*wr)) err = EINVAL;
     if (err == 0 && ctx_.cfg.type == IBV_QPT_UD && (total > ctx_.cfg.pmtu || wr->wr.ud.ah == nullptr)) err = EINVAL;
     if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) && (total > ctx_.cfg.cap.max_inline_data || atomic ||
                                                            wr->opcode == IBV_WR_RDMA_READ))
@@ -234,8 +278,22 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
     w.signaled = ctx_.cfg.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
     w.length = static_cast<std::uint32_t>(total);
     w.seg_begin = ctx_.sq.slot_of(index) * std::max<std::uint32_t>(ctx_.cfg.cap.max_send_sge, 1);
-    w.imm_or_rkey = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : wr->imm_data;
-    if (atomic) {
+    w.imm_or_rkey =
+        (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV) ? wr->invalidate_rkey : wr->imm_data;
+    if (wr->opcode == kWrFlush) {
+      w.remote_addr = wr->wr.atomic.remote_addr;
+      w.rkey = wr->wr.atomic.rkey;
+      w.flush_length = static_cast<std::uint32_t>(wr->wr.atomic.compare_add);
+      w.flush_feth = static_cast<std::uint8_t>(wr->wr.atomic.swap & 0x3F);
+    } else if (wr->opcode == IBV_WR_BIND_MW) {
+      const ibv_mw_bind_info& b = wr->bind_mw.bind_info;
+      w.imm_or_rkey = wr->bind_mw.mw->rkey;
+      w.rkey = wr->bind_mw.rkey;
+      w.bind_mr_key = b.mr ? b.mr->lkey : 0;
+      w.remote_addr = b.addr;
+      w.bind_length = b.length;
+      w.bind_access = static_cast<int>(b.mw_access_flags);
+    } else if (atomic) {
       w.remote_addr = wr->wr.atomic.remote_addr;
       w.rkey = wr->wr.atomic.rkey;
       w.compare_add = wr->wr.atomic.compare_add;
@@ -286,7 +344,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
 int QueuePair::post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad) {
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
-    if (ctx_.state == QpState::Reset) err = EINVAL;
+    if (ctx_.state == QpState::Reset || ctx_.srq != nullptr) err = EINVAL;  // an SRQ QP takes ibv_post_srq_recv
     else if (ctx_.rq.full()) err = ENOMEM;
     else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > ctx_.cfg.cap.max_recv_sge) err = EINVAL;
     if (err) {
@@ -440,6 +498,7 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
   if (cc_ && req_.can_send(ctx_) && paced_out(now)) return false;
   bool local_error = false;
   const bool built = req_.build_next(ctx_, frame, &local_error);
+  if (req_.take_local_done() && !local_error) comp_.retire(ctx_, req_);
   if (local_error) {
     ctx_.counters.inc(Counter::SendErr);
     enter_error();

@@ -48,6 +48,15 @@ class QueuePair {
   void query(ibv_qp_attr* attr, ibv_qp_init_attr* init) const;
   int post_send(const ibv_send_wr* wr, ibv_send_wr** bad);
   int post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad);
+  // Receives come from `srq` (set once, at creation, by the engine).
+  void attach_srq(SharedReceiveQueue* srq);
+  SharedReceiveQueue* srq() const { return ctx_.srq; }
+  // IBV_EVENT_QP_LAST_WQE_REACHED is due (an SRQ QP entered ERR); reported once.
+  bool take_last_wqe_reached() {
+    const bool e = last_wqe_reached_;
+    last_wqe_reached_ = false;
+    return e;
+  }
 
   // Data path. A packet whose ICRC the parser deferred is settled on its way through the
   // responder or completer; false if it failed (the caller counts it as corrupted).
@@ -93,6 +102,7 @@ class QueuePair {
   std::unique_ptr<QpCongestion> cc_;
   bool cnp_pending_ = false;
   Nanos pacer_wake_ = kNever;  // set while the pacer holds the QP back
+  bool last_wqe_reached_ = false;
 };
 
 }  // namespace roce

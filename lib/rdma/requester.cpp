@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/rdma/local_ops.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce {
@@ -17,6 +18,7 @@ Opcode request_opcode(ibv_qp_type type, const SendWqe& w, std::uint32_t index) {
   const bool last = index + 1 == w.npackets;
   const bool uc = type == IBV_QPT_UC;
   auto pick = [&](Opcode f, Opcode m, Opcode l, Opcode o) { return first ? (last ? o : f) : (last ? l : m); };
+  if (w.is_flush()) return Opcode::RcFlush;  // IBV_WR_FLUSH is not in Debian 12's enum
   switch (w.opcode) {
     case IBV_WR_SEND:
       if (type == IBV_QPT_UD) return Opcode::UdSendOnly;
@@ -37,6 +39,7 @@ Opcode request_opcode(ibv_qp_type type, const SendWqe& w, std::uint32_t index) {
     case IBV_WR_RDMA_READ: return Opcode::RcReadRequest;
     case IBV_WR_ATOMIC_CMP_AND_SWP: return Opcode::RcCmpSwap;
     case IBV_WR_ATOMIC_FETCH_AND_ADD: return Opcode::RcFetchAdd;
+    case IBV_WR_ATOMIC_WRITE: return Opcode::RcAtomicWrite;
     default: return Opcode::RcSendOnly;  // post_send refuses other opcodes
   }
 }
@@ -106,6 +109,17 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
         *local_error = true;
         return false;
       }
+      if (w.is_local_op()) {  // LOCAL_INV, BIND_MW: done here, in send queue order
+        w.state = WqeState::Done;
+        w.status = execute_local_op(qp, w);
+        local_done_ = true;
+        if (w.status != IBV_WC_SUCCESS) {
+          *local_error = true;
+          return false;
+        }
+        ++cursor_;
+        continue;
+      }
       w.npackets = w.is_read() ? packets_for(w.length, qp.cfg.pmtu) : w.is_atomic() ? 1 : packets_for(w.length, qp.cfg.pmtu);
       w.first_psn = next_psn_;
       w.next_packet = 0;
@@ -151,7 +165,8 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     payload = static_cast<std::uint32_t>(std::min<std::uint64_t>(pmtu, w.length - std::min<std::uint64_t>(offset, w.length)));
     const OpcodeInfo& info = opcode_info(op);
     if (info.has(ExtHeader::Reth))
-      spec.ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+      spec.ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.is_flush() ? w.flush_length : w.length)};
+    if (info.has(ExtHeader::Feth)) spec.ext.feth.bits.set(w.flush_feth);
     if (info.has(ExtHeader::ImmDt)) std::memcpy(spec.ext.imm.bytes.data(), &w.imm_or_rkey, 4);
     if (info.has(ExtHeader::Ieth)) spec.ext.ieth.rkey.set(w.imm_or_rkey);
     if (info.has(ExtHeader::Deth)) {

@@ -45,6 +45,12 @@ class Requester {
   // The packet build_next() wrote last: whether it set AckReq, and one past its PSNs.
   bool last_asked_ack() const { return last_asked_ack_; }
   std::uint32_t last_end_psn() const { return last_end_psn_; }
+  // build_next() finished local operations (LOCAL_INV, BIND_MW): their WQEs may be retired.
+  bool take_local_done() {
+    const bool d = local_done_;
+    local_done_ = false;
+    return d;
+  }
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
 
@@ -62,6 +68,7 @@ class Requester {
   std::uint32_t packets_since_ack_req_ = 0;
   bool last_asked_ack_ = false;
   std::uint32_t last_end_psn_ = 0;
+  bool local_done_ = false;
 
   friend class Completer;
 };

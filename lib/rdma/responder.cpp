@@ -99,6 +99,7 @@ RespState Responder::check(const QpContext& qp, Walk& w, RespState s) const {
       const RespState next = check_op_valid(qp.cfg.type, qp.cfg.access, *pkt.info);
       if (next == RespState::CheckResource && qp.cfg.type == IBV_QPT_UD && pkt.ext.deth.qkey.get() != qp.cfg.qkey)
         return RespState::ErrQkeyViolation;
+      if (next == RespState::CheckResource && pkt.info->operation == Operation::Flush) return check_placement_access(qp, w);
       return next;
     }
     case RespState::CheckResource: return check_resource(qp, w);
@@ -138,6 +139,8 @@ RespState Responder::check_resource(const QpContext& qp, Walk& w) const {
     case Operation::ReadRequest:
     case Operation::CmpSwap:
     case Operation::FetchAdd:
+    case Operation::AtomicWrite:
+    case Operation::Flush:
       // First answers only: replays of duplicates take no resource (the requester counted the
       // request once), and the replays the new request makes stale are dropped when it executes.
       return rd_atomic_in_use() < resources_.size() ? RespState::CheckLength : RespState::ErrTooManyRdAtomic;
@@ -146,8 +149,8 @@ RespState Responder::check_resource(const QpContext& qp, Walk& w) const {
   // A SEND (or a WRITE with immediate) that starts a message takes the next receive; the rest
   // of a SEND fills the receive its FIRST took, still at the head.
   if (qp.cfg.type == IBV_QPT_UD || consumes_receive(info) || info.operation == Operation::Send) {
-    if (qp.rq.empty()) return RespState::ErrRnr;
-    w.recv = &qp.rq.at(qp.rq.head());
+    w.recv = qp.next_receive();
+    if (w.recv == nullptr) return RespState::ErrRnr;
   }
   return RespState::CheckLength;
 }
@@ -161,7 +164,11 @@ RespState Responder::check_length(const QpContext& qp, const Walk& w) const {
       if (!fits_write(info, pkt.payload_length, pkt.ext.reth.dma_length.get(), write_remaining_)) return RespState::ErrLength;
       break;
     case Operation::ReadRequest:
+    case Operation::Flush:
       if (pkt.ext.reth.dma_length.get() > kMaxMessageBytes) return RespState::ErrLength;
+      break;
+    case Operation::AtomicWrite:  // the RETH names exactly the 8 bytes the packet carries
+      if (pkt.ext.reth.dma_length.get() != 8 || pkt.payload_length != 8) return RespState::ErrLength;
       break;
     case Operation::Send: {
       const RecvWqe& r = *w.recv;
@@ -193,13 +200,13 @@ RespState Responder::check_rkey(const QpContext& qp, Walk& w) const {
         // The whole message is checked at its start; a zero-length WRITE touches no memory, so
         // its R_Key is not checked (IBA 9.7.4.1.3).
         std::byte* whole = nullptr;
-        if (rest != 0 && qp.mrs->check_remote(rkey, qp.cfg.pd, va, rest, IBV_ACCESS_REMOTE_WRITE, &whole) != AccessResult::Ok)
+        if (rest != 0 && qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, rest, IBV_ACCESS_REMOTE_WRITE, &whole) != AccessResult::Ok)
           return RespState::ErrRkeyViolation;
       }
       if (len == 0) return RespState::Execute;
       // ... and every packet's own range again: the region may have gone since.
       std::byte* dst = nullptr;
-      if (qp.mrs->check_remote(rkey, qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
+      if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
         return RespState::ErrRkeyViolation;
       w.dest.dst = dst;
       if (!info.ends_message()) w.dest.next = {dst + len, std::min<std::uint64_t>(len, rest - len)};
@@ -208,15 +215,17 @@ RespState Responder::check_rkey(const QpContext& qp, Walk& w) const {
     case Operation::ReadRequest: {
       const std::uint32_t rlen = pkt.ext.reth.dma_length.get();
       std::byte* src = nullptr;
-      if (rlen != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, pkt.ext.reth.va.get(), rlen,
+      if (rlen != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, qp.cfg.qpn, pkt.ext.reth.va.get(), rlen,
                                             IBV_ACCESS_REMOTE_READ, &src) != AccessResult::Ok)
         return RespState::ErrRkeyViolation;
       return RespState::Execute;
     }
+    case Operation::AtomicWrite:
+    case Operation::Flush: return check_placement_rkey(qp, w);
     case Operation::CmpSwap:
     case Operation::FetchAdd:
       if (pkt.ext.atomic.va.get() % 8 != 0) return RespState::ErrMisalignedAtomic;
-      if (qp.mrs->check_remote(pkt.ext.atomic.rkey.get(), qp.cfg.pd, pkt.ext.atomic.va.get(), 8, IBV_ACCESS_REMOTE_ATOMIC,
+      if (qp.mrs->check_remote(pkt.ext.atomic.rkey.get(), qp.cfg.pd, qp.cfg.qpn, pkt.ext.atomic.va.get(), 8, IBV_ACCESS_REMOTE_ATOMIC,
                                &w.target) != AccessResult::Ok)
         return RespState::ErrRkeyViolation;
       return RespState::Execute;
@@ -245,6 +254,8 @@ RespState Responder::execute(QpContext& qp, Walk& w) {
     case Operation::ReadRequest: return execute_read(qp, w);
     case Operation::CmpSwap:
     case Operation::FetchAdd: return execute_atomic(w);
+    case Operation::AtomicWrite: return execute_atomic_write(w);
+    case Operation::Flush: return execute_flush(w);
     default: return RespState::ErrUnsupportedOpcode;
   }
 }
@@ -257,6 +268,7 @@ RespState Responder::execute_send(QpContext& qp, Walk& w) {
   if (info.starts_message()) {
     set_message(OpenMessage::Send);
     msg_offset_ = 0;
+    if (!info.ends_message()) qp.hold_receive();  // SRQ: no other QP's message may take it now
   }
   msg_offset_ += pkt.payload_length;
   w.outcome = ResponderOutcome::Progress;
@@ -269,7 +281,7 @@ RespState Responder::execute_send(QpContext& qp, Walk& w) {
   }
   if (info.has_invalidate()) {
     extra = pkt.ext.ieth.rkey.get();
-    if (!qp.mrs->invalidate(extra, qp.cfg.pd)) return RespState::ErrInvalidateRkey;
+    if (!qp.mrs->invalidate(extra, qp.cfg.pd, qp.cfg.qpn)) return RespState::ErrInvalidateRkey;
     flags |= IBV_WC_WITH_INV;
   }
   msn_ = psn_next(msn_);
@@ -432,7 +444,7 @@ RespState Responder::on_error(QpContext& qp, Walk& w, RespState error) {
 
 void Responder::complete_receive(QpContext& qp, ibv_wc_status status, ibv_wc_opcode opcode, std::uint32_t byte_len,
                                  unsigned flags, std::uint32_t imm_or_rkey, std::uint32_t src_qp) {
-  const RecvWqe& r = qp.rq.at(qp.rq.head());
+  const RecvWqe& r = *qp.next_receive();
   ibv_wc wc{};
   wc.wr_id = r.wr_id;
   wc.status = status;
@@ -446,7 +458,7 @@ void Responder::complete_receive(QpContext& qp, ibv_wc_status status, ibv_wc_opc
   if (flags & IBV_WC_WITH_INV) wc.invalidated_rkey = imm_or_rkey;
   if (status != IBV_WC_SUCCESS) qp.counters.inc(Counter::WcErrors);
   if (qp.recv_cq) qp.recv_cq->push(wc);
-  qp.rq.pop();
+  qp.pop_receive();
   qp.counters.inc(Counter::RdmaRecvs);
 }
 

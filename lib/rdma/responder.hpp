@@ -78,7 +78,7 @@ class Responder {
     ResponderOutcome outcome = ResponderOutcome::Nothing;
   };
   struct Resource {
-    enum class Kind : std::uint8_t { Free, Read, Atomic } kind = Kind::Free;
+    enum class Kind : std::uint8_t { Free, Read, Atomic, AtomicWrite, Flush } kind = Kind::Free;
     std::uint32_t first_psn = 0;
     std::uint32_t npackets = 0;
     std::uint64_t va = 0;
@@ -116,6 +116,14 @@ class Responder {
   RespState execute_ud(QpContext& qp, Walk& w);
   RespState execute_read(QpContext& qp, Walk& w);
   RespState execute_atomic(Walk& w);
+  // ATOMIC_WRITE and FLUSH (IBA annex A19, memory placement extensions: responder_placement.cpp).
+  RespState check_placement_access(const QpContext& qp, const Walk& w) const;
+  RespState check_placement_rkey(const QpContext& qp, Walk& w) const;
+  RespState execute_atomic_write(Walk& w);
+  RespState execute_flush(Walk& w);
+  RespState duplicate_placement(QpContext& qp, Walk& w);
+  // Queues the zero-length READ response ONLY that answers an ATOMIC_WRITE or FLUSH.
+  void queue_empty_read_response(std::uint32_t psn, bool replay);
   RespState acknowledge(QpContext& qp, Walk& w);
   RespState duplicate(QpContext& qp, Walk& w);
   RespState on_error(QpContext& qp, Walk& w, RespState error);

@@ -127,7 +127,10 @@ RespState check_op_valid(ibv_qp_type type, int access, const OpcodeInfo& info) {
         case Operation::CmpSwap:
         case Operation::FetchAdd:
           return allows(IBV_ACCESS_REMOTE_ATOMIC) ? RespState::CheckResource : RespState::ErrUnsupportedOpcode;
-        default: break;  // FLUSH and ATOMIC_WRITE are not offered by this responder
+        case Operation::AtomicWrite:  // IBA oA19-8 (and rxe): remote write access
+          return allows(IBV_ACCESS_REMOTE_WRITE) ? RespState::CheckResource : RespState::ErrUnsupportedOpcode;
+        case Operation::Flush: return RespState::CheckResource;  // its FETH against the flags: the responder
+        default: break;
       }
       break;
     case IBV_QPT_UC:

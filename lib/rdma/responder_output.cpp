@@ -126,7 +126,7 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
         const std::uint64_t offset = std::uint64_t(d) * qp.cfg.pmtu;
         std::byte* src = nullptr;
         if (va != r.va + offset || std::uint64_t{len} + offset != r.length ||
-            (len != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, va, len, IBV_ACCESS_REMOTE_READ,
+            (len != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_READ,
                                               &src) != AccessResult::Ok)) {
           qp.counters.inc(Counter::InvalidRequests);
           return RespState::Done;
@@ -175,6 +175,8 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
         return RespState::Done;
       }
       return RespState::Done;
+    case Operation::AtomicWrite:
+    case Operation::Flush: return duplicate_placement(qp, w);
     default: return RespState::Done;
   }
 }
@@ -209,7 +211,7 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
       const std::uint64_t offset = std::uint64_t{it.sent} * qp.cfg.pmtu;
       payload = static_cast<std::uint32_t>(std::min<std::uint64_t>(qp.cfg.pmtu, it.length - offset));
       std::byte* data = nullptr;
-      if (payload != 0 && qp.mrs->check_remote(it.rkey, qp.cfg.pd, it.va + offset, payload, IBV_ACCESS_REMOTE_READ,
+      if (payload != 0 && qp.mrs->check_remote(it.rkey, qp.cfg.pd, qp.cfg.qpn, it.va + offset, payload, IBV_ACCESS_REMOTE_READ,
                                                &data) != AccessResult::Ok) {
         // The region went away (deregistered or invalidated) after the request was accepted:
         // no data can be sent, so the rest of the READ fails as a class C error.

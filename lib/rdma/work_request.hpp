@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/rdma/verbs_ext.hpp"
 #include "protocol/headers.hpp"
 
 namespace roce {
@@ -48,6 +49,14 @@ struct SendWqe {
   std::uint64_t compare_add = 0;
   std::uint64_t swap = 0;
   UdDestination ud{};
+  // FLUSH: its FETH (placement type | selectivity << 4); the length to flush is flush_length.
+  std::uint8_t flush_feth = 0;
+  std::uint32_t flush_length = 0;
+  // BIND_MW: the window (imm_or_rkey holds its key), the key it gets (rkey), the region it is
+  // bound to and the range [remote_addr, remote_addr + bind_length) of it, and its access.
+  std::uint32_t bind_mr_key = 0;
+  std::uint64_t bind_length = 0;
+  int bind_access = 0;
 
   // Progress.
   WqeState state = WqeState::Posted;
@@ -60,8 +69,14 @@ struct SendWqe {
 
   bool is_read() const { return opcode == IBV_WR_RDMA_READ; }
   bool is_atomic() const { return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD; }
-  // READs and atomics finish on their response data, not on an acknowledgement.
-  bool needs_response_data() const { return is_read() || is_atomic(); }
+  bool is_atomic_write() const { return opcode == IBV_WR_ATOMIC_WRITE; }
+  bool is_flush() const { return opcode == kWrFlush; }
+  // Executed by the QP itself when the requester reaches them: no packet, no PSN.
+  bool is_local_op() const { return opcode == IBV_WR_LOCAL_INV || opcode == IBV_WR_BIND_MW; }
+  // READs, atomics, ATOMIC_WRITE and FLUSH finish on a response (READ response data, an atomic
+  // ACK, a zero-length READ response), not on an acknowledgement; each takes a responder
+  // resource on the peer.
+  bool needs_response_data() const { return is_read() || is_atomic() || is_atomic_write() || is_flush(); }
   std::uint32_t last_psn() const;
 };
 

@@ -1,6 +1,8 @@
 // The data path through the op tables: ibv_post_send/recv, ibv_poll_cq, the extended send API
 // and the extended CQ, between two QPs of the device over its own port; every byte checked.
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
 
 #include <numeric>
 
@@ -269,6 +271,166 @@ TEST_F(DeviceTest, ExtendedSendApiAndExtendedCq) {
   errno = 0;
   EXPECT_EQ(ibv_create_cq_ex(ctx, &ca), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+}  // namespace
+}  // namespace verbs_test
+
+namespace verbs_test {
+namespace {
+
+// An SRQ with a limit armed: the SEND that leaves fewer receives than the limit raises
+// IBV_EVENT_SRQ_LIMIT_REACHED once; a QP on the SRQ moved to ERR raises LAST_WQE_REACHED.
+TEST_F(DeviceTest, SrqLimitAndLastWqeReachTheProgramAsAsyncEvents) {
+  // Non-blocking, so a missing event fails the test instead of hanging it.
+  ASSERT_EQ(fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK), 0);
+  ibv_async_event none{};
+  EXPECT_EQ(ibv_get_async_event(ctx, &none), -1);  // nothing yet
+  ibv_cq* cq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 16;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp* a = make_qp(pd, cq, IBV_QPT_RC);
+  ibv_qp_init_attr ib{};
+  ib.send_cq = ib.recv_cq = cq;
+  ib.srq = srq;
+  ib.qp_type = IBV_QPT_RC;
+  ib.cap = {8, 0, 1, 0, 0};
+  ibv_qp* b = ibv_create_qp(pd, &ib);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(connect(a, IBV_QPT_RC, gid, b->qp_num), 0);
+  ASSERT_EQ(connect(b, IBV_QPT_RC, gid, a->qp_num), 0);
+  std::vector<std::uint8_t> buf(16 * 64);
+  ibv_mr* mr = reg(buf);
+  ASSERT_NE(mr, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(buf.data()) + 64 * i, 64, mr->lkey};
+    ibv_recv_wr w{};
+    w.wr_id = 100 + i;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_srq_recv(srq, &w, &bad), 0);
+  }
+  ibv_srq_attr lim{};
+  lim.srq_limit = 3;
+  ASSERT_EQ(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT), 0);
+  ibv_sge s{reinterpret_cast<std::uintptr_t>(buf.data()) + 512, 8, mr->lkey};
+  ibv_send_wr w{};
+  w.wr_id = 7;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(ibv_post_send(a, &w, &bad), 0);
+  ibv_wc wc[4];
+  ASSERT_EQ(poll_n(cq, wc, 4), 4);  // two sends, two receives
+  ibv_async_event ev{};
+  ASSERT_EQ(ibv_get_async_event(ctx, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+  EXPECT_EQ(ev.element.srq, srq);
+  ibv_ack_async_event(&ev);
+  EXPECT_EQ(srq->events_completed, 1u);
+  ibv_qp_attr e{};
+  e.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(b, &e, IBV_QP_STATE), 0);
+  // Poll (which steps the dataplane) until the event is readable, 5 s at most.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  pollfd p{ctx->async_fd, POLLIN, 0};
+  while (::poll(&p, 1, 0) == 0 && std::chrono::steady_clock::now() < until) (void)ibv_poll_cq(cq, 1, wc);
+  ASSERT_EQ(ibv_get_async_event(ctx, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+  EXPECT_EQ(ev.element.qp, b);
+  ibv_ack_async_event(&ev);
+  ASSERT_EQ(ibv_destroy_qp(b), 0);
+  ASSERT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+}  // namespace
+}  // namespace verbs_test
+
+namespace verbs_test {
+namespace {
+
+// Memory windows through libibverbs' own inlines: a type 1 window bound with ibv_bind_mw and a
+// type 2 window bound by a BIND_MW work request give the peer access through their keys only;
+// the peer's SEND_WITH_INVALIDATE ends the type 2 window, and a WRITE through it then fails with
+// IBV_WC_REM_ACCESS_ERR.
+TEST_F(PairTest, MemoryWindowsType1AndType2) {
+  make_pair(IBV_QPT_RC);
+  std::vector<std::uint8_t> src(256, 0x5A), dst(8192, 0), rbuf(64);
+  ibv_mr* smr = reg(src);
+  ibv_mr* dmr = reg(dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+  ibv_mr* rmr = reg(rbuf);
+  ASSERT_NE(smr, nullptr);
+  ASSERT_NE(dmr, nullptr);
+  ibv_mw* w1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+  ibv_mw* w2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  ASSERT_NE(w1, nullptr) << std::strerror(errno);
+  ASSERT_NE(w2, nullptr);
+  const auto base = reinterpret_cast<std::uint64_t>(dst.data());
+  ibv_mw_bind bind{};
+  bind.wr_id = 11;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_info.mr = dmr;
+  bind.bind_info.addr = base;
+  bind.bind_info.length = 4096;
+  bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  const std::uint32_t before = w1->rkey;
+  ASSERT_EQ(ibv_bind_mw(b, w1, &bind), 0);
+  EXPECT_EQ(w1->rkey, ibv_inc_rkey(before));
+  ibv_send_wr wr{};
+  wr.wr_id = 12;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = w2;
+  wr.bind_mw.rkey = ibv_inc_rkey(w2->rkey);
+  wr.bind_mw.bind_info = bind.bind_info;
+  wr.bind_mw.bind_info.addr = base + 4096;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(b, &wr, &bad), 0);
+  const std::uint32_t k2 = wr.bind_mw.rkey;
+  ibv_wc wc[2];
+  ASSERT_EQ(poll_n(cq_b, wc, 2), 2);
+  for (const ibv_wc& c : wc) {
+    EXPECT_EQ(c.status, IBV_WC_SUCCESS) << ibv_wc_status_str(c.status);
+    EXPECT_EQ(c.opcode, IBV_WC_BIND_MW);
+  }
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, smr, 0, 100, base + 10, w1->rkey, 21), 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, smr, 0, 100, base + 4096 + 10, k2, 22), 0);
+  ASSERT_EQ(poll_n(cq_a, wc, 2), 2);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[1].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst[10], 0x5A);
+  EXPECT_EQ(dst[4096 + 10], 0x5A);
+  EXPECT_EQ(dst[9], 0);
+  // The peer invalidates the type 2 window with its SEND.
+  ASSERT_EQ(post_recv(b, rmr, 0, 64, 30), 0);
+  ibv_sge s{reinterpret_cast<std::uintptr_t>(src.data()), 8, smr->lkey};
+  ibv_send_wr inv{};
+  inv.wr_id = 23;
+  inv.sg_list = &s;
+  inv.num_sge = 1;
+  inv.opcode = IBV_WR_SEND_WITH_INV;
+  inv.send_flags = IBV_SEND_SIGNALED;
+  inv.invalidate_rkey = k2;
+  ASSERT_EQ(ibv_post_send(a, &inv, &bad), 0);
+  ASSERT_EQ(poll_n(cq_b, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(wc[0].wc_flags & IBV_WC_WITH_INV);
+  EXPECT_EQ(wc[0].invalidated_rkey, k2);
+  ASSERT_EQ(poll_n(cq_a, wc, 1), 1);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, smr, 0, 100, base + 4096 + 200, k2, 24), 0);
+  ASSERT_EQ(poll_n(cq_a, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc[0].status);
+  EXPECT_EQ(dst[4096 + 200], 0);
+  EXPECT_EQ(ibv_dealloc_mw(w1), 0);
+  EXPECT_EQ(ibv_dealloc_mw(w2), 0);
 }
 
 }  // namespace

@@ -30,8 +30,11 @@ TEST_F(DeviceTest, DeviceAttributesAreTheEngineLimits) {
   EXPECT_GT(a.max_sge, 0);
   EXPECT_GT(a.max_cqe, 0);
   EXPECT_GT(a.max_qp_rd_atom, 0);
-  EXPECT_EQ(a.max_srq, 0);  // no SRQ
-  EXPECT_EQ(a.max_mw, 0);
+  EXPECT_EQ(a.max_srq, 65536);
+  EXPECT_EQ(a.max_srq_wr, a.max_qp_wr);
+  EXPECT_EQ(a.max_mw, a.max_mr);  // windows share the region table
+  EXPECT_TRUE(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+  EXPECT_TRUE(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
   EXPECT_EQ(a.atomic_cap, IBV_ATOMIC_HCA);
   EXPECT_NE(a.node_guid, 0u);
   EXPECT_STRNE(a.fw_ver, "");

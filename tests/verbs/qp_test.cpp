@@ -73,13 +73,52 @@ TEST_F(QpTest, CapsComeBackAsGranted) {
   EXPECT_EQ(i.cap.max_recv_sge, 3u);
 }
 
-TEST_F(QpTest, SrqMulticastAndEceAreNotThere) {
+TEST_F(QpTest, SharedReceiveQueueIsCreatedQueriedModifiedAndTiedToItsQps) {
   ibv_srq_init_attr s{};
   s.attr.max_wr = 16;
   s.attr.max_sge = 1;
-  errno = 0;
-  EXPECT_EQ(ibv_create_srq(pd, &s), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_srq* srq = ibv_create_srq(pd, &s);
+  ASSERT_NE(srq, nullptr) << std::strerror(errno);
+  EXPECT_EQ(s.attr.max_wr, 16u);
+  ibv_srq_attr q{};
+  ASSERT_EQ(ibv_query_srq(srq, &q), 0);
+  EXPECT_EQ(q.max_wr, 16u);
+  EXPECT_EQ(q.srq_limit, 0u);
+  ibv_srq_attr lim{};
+  lim.srq_limit = 4;
+  EXPECT_EQ(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT), 0);
+  lim.max_wr = 64;
+  EXPECT_EQ(ibv_modify_srq(srq, &lim, IBV_SRQ_MAX_WR), EINVAL);  // no resizing
+  ibv_qp_init_attr a{};
+  a.send_cq = cq;
+  a.recv_cq = cq;
+  a.srq = srq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap = {8, 0, 1, 0, 0};
+  ibv_qp* qp = ibv_create_qp(pd, &a);
+  ASSERT_NE(qp, nullptr) << std::strerror(errno);
+  EXPECT_EQ(qp->srq, srq);
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+  EXPECT_EQ(qi.srq, srq);
+  std::vector<char> buf(64);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  ibv_sge g{reinterpret_cast<std::uint64_t>(buf.data()), 64, mr->lkey};
+  ibv_recv_wr wr{};
+  wr.sg_list = &g;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_srq_recv(srq, &wr, &bad), 0);
+  EXPECT_EQ(ibv_post_recv(qp, &wr, &bad), EINVAL);  // its receives come from the SRQ
+  EXPECT_EQ(ibv_destroy_srq(srq), EBUSY);           // a QP still uses it
+  ASSERT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+}
+
+TEST_F(QpTest, MulticastAndEceAreNotThere) {
   ibv_qp* qp = make_qp(pd, cq, IBV_QPT_UD);
   ASSERT_NE(qp, nullptr);
   ibv_gid mgid{};

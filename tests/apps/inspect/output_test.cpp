@@ -195,6 +195,28 @@ TEST(FrameView, DcAndRoceV1FramesAreDecodedNotMalformed) {
   EXPECT_EQ(v1.icrc, proto::IcrcStatus::Ok);
 }
 
+TEST(FrameView, FlushDecodesItsFethPlacementAndSelectivity) {
+  auto s = test::spec(test::kA, test::kB, proto::Opcode::RcFlush, 9);
+  s.ext.feth.bits.set(0x13);  // global + persistent, whole region
+  s.ext.reth.va.set(0x1000);
+  s.ext.reth.rkey.set(0x2345);
+  s.ext.reth.dma_length.set(0);
+  const FrameView v = view_of(test::build(s, 0));
+  EXPECT_EQ(v.opcode_name(), "RC_FLUSH");
+  EXPECT_EQ(field_text(v, "feth"), "0x00000013");
+  EXPECT_EQ(field_text(v, "feth.placement"), "3");
+  EXPECT_EQ(field_text(v, "feth.selectivity"), "1");
+  EXPECT_NE(frame_details(v).find("feth=0x00000013 placement=global+persistent selectivity=region"), std::string::npos)
+      << frame_details(v);
+  EXPECT_NE(frame_details(v).find("reth va=0x0000000000001000 rkey=0x00002345 len=0"), std::string::npos);
+  s.ext.feth.bits.set(0x24);  // reserved placement bit and selectivity
+  EXPECT_NE(frame_details(view_of(test::build(s, 0))).find("placement=reserved(0x4) selectivity=reserved(2)"),
+            std::string::npos);
+  const auto j = roce::test::parse_json(frame_json(v, {}));
+  EXPECT_EQ(j["feth.placement"].u64(), 3u);
+  EXPECT_EQ(j["feth.selectivity"].u64(), 1u);
+}
+
 TEST(TableOutput, RowsLineUpWithTheHeader) {
   for (const TableOptions o : {TableOptions{}, TableOptions{TimeFormat::Relative, true}, TableOptions{TimeFormat::Epoch, false}}) {
     const std::string header = table_header(o);

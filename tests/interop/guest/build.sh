@@ -77,7 +77,7 @@ for applet in $(/bin/busybox --list); do [[ -e $root/bin/$applet ]] || ln -s bus
 put() { local rel=${1#"$stage"/}; mkdir -p "$root/$(dirname "$rel")"; rm -f "$root/$rel"; cp -L "$1" "$root/$rel"; }
 libpath=$stage/lib/x86_64-linux-gnu:$stage/usr/lib/x86_64-linux-gnu
 programs=(
-  usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_uc_pingpong
+  usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_uc_pingpong usr/bin/ibv_srq_pingpong
   usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
   usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat
   bin/ip sbin/tc usr/bin/rdma usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so

@@ -5,7 +5,7 @@
 #                    ib_VERB_lat, ibv_ud_pingpong)
 #         from-rxe   the guest's client (ibv_rc_pingpong, ib_VERB_bw, ib_VERB_lat) against
 #                    roce-appliance
-#   VERB  pingpong | ud-pingpong | uc-pingpong (verbs cases) | write | read | send | atomic
+#   VERB  pingpong | ud-pingpong | uc-pingpong | srq-pingpong (verbs cases) | write | read | send | atomic
 #   LOSS  percent of the guest's egress frames dropped by netem (0: none)
 #   FLAGS comma-separated, given to both programs: lat (ib_VERB_lat; roce-gen --lat), qN (-q N),
 #         cas (-A CMP_AND_SWAP), uc / ud (-c UC / -c UD), all (-a: every size, SIZE unused),
@@ -30,6 +30,7 @@ guest_tool() {
     pingpong) echo ibv_rc_pingpong ;;
     ud-pingpong) echo ibv_ud_pingpong ;;
     uc-pingpong) echo ibv_uc_pingpong ;;
+    srq-pingpong) echo ibv_srq_pingpong ;;
     *) if has_flag "$flags" lat; then echo "ib_${verb}_lat"; else echo "ib_${verb}_bw"; fi ;;
   esac
 }
@@ -91,6 +92,7 @@ guest_args() {
   local verb=$1 mtu=$2 size=$3 iters=$4 flags=${5:-}
   case $verb in
     pingpong | uc-pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters" ;;
+    srq-pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters $(perftest_flags "$flags")" ;;
     ud-pingpong) echo "-d rxe0 -g \$G -s $size -n $iters" ;;
     *) echo "-d rxe0 -x \$G -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $(perftest_flags "$flags")" ;;
   esac

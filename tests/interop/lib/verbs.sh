@@ -1,5 +1,5 @@
 # Sourced by run.sh: cases where our side is an unmodified verbs program (Debian's perftest,
-# ibv_rc_pingpong, ibv_ud_pingpong) run under roce-run, i.e. our transport as its RDMA device
+# ibv_rc_pingpong, ibv_ud_pingpong, ibv_uc_pingpong, ibv_srq_pingpong) run under roce-run, i.e. our transport as its RDMA device
 # (docs/verbs.md). The program's own verdict (exit status, its result line) decides.
 #
 # Case lines are those of cases.sh with these KINDs:
@@ -29,6 +29,7 @@ verbs_args() {
   local kind=$1 verb=$2 mtu=$3 size=$4 iters=$5 flags=$6
   case $verb in
     pingpong | uc-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters" ;;
+    srq-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters $(perftest_flags "$flags")" ;;
     ud-pingpong) echo "-d rocedp0 -g 0 -s $size -n $iters" ;;
     *)
       local u=""
@@ -221,6 +222,12 @@ cases_verbs_full() {
   echo "ud-pingpong/rxe>verbs/s1024 verbs-from-rxe ud-pingpong 4096 0 1024 16"
   echo "uc-pingpong/verbs>rxe/m1024/s4096 verbs-to-rxe uc-pingpong 1024 0 4096 16"
   echo "uc-pingpong/rxe>verbs/m1024/s4096 verbs-from-rxe uc-pingpong 1024 0 4096 16"
+  # ibv_srq_pingpong: every QP's receives come from one shared receive queue on each side (the
+  # default 16 QPs; -q 4 with messages of several packets each).
+  echo "srq-pingpong/verbs>rxe/m1024/s4096 verbs-to-rxe srq-pingpong 1024 0 4096 64"
+  echo "srq-pingpong/rxe>verbs/m1024/s4096 verbs-from-rxe srq-pingpong 1024 0 4096 64"
+  echo "srq-pingpong/verbs>rxe/m1024/q4/s3000 verbs-to-rxe srq-pingpong 1024 0 3000 64 q4"
+  echo "srq-pingpong/rxe>verbs/m1024/q4/s3000 verbs-from-rxe srq-pingpong 1024 0 3000 64 q4"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.

@@ -4,6 +4,7 @@
 // transmits and its timers run, and at the end time runs on until every retry is spent.
 // Invariants besides ASan/UBSan: no byte outside the registered regions (guard bands) and no
 // byte of the read-only region changes; QPs never leave RTS except for ERR (SQE for UC/UD);
+// the shared receive queue never hands out a receive twice;
 // every completion is for a WR we posted, at most once, with a valid status, and a QP in ERR
 // has completed every send WR; every frame the engine sends parses, with a good ICRC, to the peer.
 // Build and run: scripts/fuzz.sh.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "lib/rdma/engine.hpp"
+#include "lib/rdma/verbs_ext.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/psn.hpp"
@@ -42,11 +44,13 @@ constexpr std::uint32_t kRecvBytes = 2048;
     if (!(cond)) fail(#cond);     \
   } while (0)
 
+constexpr std::size_t kAnySrqQp = 99;  // a receive posted to the SRQ: UC or UD may take it
+
 struct Posted {
   std::size_t qp;
   bool recv;
   ibv_wc_opcode opcode;  // what a successful completion says
-  bool done = false;
+  bool done = false;     // (an unsignaled WR counts as done unless it completes with an error)
 };
 
 class World {
@@ -61,9 +65,11 @@ class World {
     cfg.max_qps = 4;
     engine_ = std::make_unique<Engine>(cfg, mrs_);
     const PdHandle pd = engine_->alloc_pd();
-    const int access[kRegions] = {kAll, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_LOCAL_WRITE};
+    const int access[kRegions] = {kAll | kAccessFlushGlobal | IBV_ACCESS_MW_BIND, IBV_ACCESS_REMOTE_READ,
+                                  IBV_ACCESS_LOCAL_WRITE};
     for (std::size_t r = 0; r < kRegions; ++r) mr_[r] = *mrs_.register_region(pd, region(r), kRegionBytes, access[r]);
     cq_ = *engine_->create_cq(256);
+    srq_ = *engine_->create_srq(pd, ibv_srq_attr{8, 2, 2});
     const ibv_qp_type types[kQps] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
     for (std::size_t q = 0; q < kQps; ++q) {
       QpInit init;
@@ -71,13 +77,17 @@ class World {
       init.send_cq = cq_;
       init.recv_cq = cq_;
       init.cap = ibv_qp_cap{16, 16, 2, 2, 64};
+      if (q != Rc) init.srq = srq_;
       qp_[q] = *engine_->create_qp(pd, init);
       bring_up(q);
     }
+    bind_windows(pd);
     post_requests();
-    for (std::size_t q = 0; q < kQps; ++q)
-      for (int i = 0; i < 2; ++i) post_recv(q, i * kRecvBytes);
+    for (int i = 0; i < 2; ++i) post_recv(Rc, i * kRecvBytes);
+    for (int i = 2; i < 6; ++i) post_recv(kAnySrqQp, static_cast<std::size_t>(i % 4) * kRecvBytes);
     pump();
+    for (std::size_t k = 0; k < 2; ++k) window_[k] = mrs_.find(window_key_[k]);
+    FUZZ_CHECK(window_[0] && window_[1]);  // both binds were done
   }
 
   void deliver(ByteSpan frame) {
@@ -132,7 +142,7 @@ class World {
       a.qkey = kQkey;
       mask |= IBV_QP_QKEY;
     } else {
-      a.qp_access_flags = kAll;
+      a.qp_access_flags = kAll | (q == Rc ? kAccessFlushGlobal : 0);
       mask |= IBV_QP_ACCESS_FLAGS;
     }
     FUZZ_CHECK(engine_->modify_qp(qp, a, mask).ok());
@@ -192,7 +202,35 @@ class World {
     post_send(Rc, IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, 0, kReadBytes);
     post_send(Rc, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, kRegionBytes - 8, 8);
     post_send(Rc, IBV_WR_SEND, IBV_WC_SEND, 0, kSendBytes);
+    post_send(Rc, IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE, 64, 8);
+    ibv_send_wr fl = flush_wr(next_wr_id_++, 0x4242, 0x7000'0000'0000ull, 4096, kFlushGlobal, kFlushRange);
+    ibv_send_wr* bad = nullptr;
+    FUZZ_CHECK(engine_->post_send(qp_[Rc], &fl, &bad) == 0);
+    posted_[fl.wr_id] = Posted{Rc, false, kWcFlush};
     post_send(Uc, IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 0, 1500);
+  }
+
+  // A type 1 window over the exposed region's first half, a type 2 one over its second half,
+  // both bound through the RC QP (unsignaled: they complete only if they fail).
+  void bind_windows(PdHandle pd) {
+    ibv_mr h{};
+    h.lkey = mr_[Exposed]->lkey();
+    for (std::size_t k = 0; k < 2; ++k) {
+      MemoryWindow* mw = *engine_->alloc_mw(pd, k == 0 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+      ibv_send_wr wr{};
+      wr.wr_id = next_wr_id_++;
+      wr.opcode = IBV_WR_BIND_MW;
+      wr.bind_mw.mw = &mw->base;
+      wr.bind_mw.rkey = next_window_key(mw->base.rkey);
+      wr.bind_mw.bind_info.mr = &h;
+      wr.bind_mw.bind_info.addr = mr_[Exposed]->iova + k * (kRegionBytes / 2);
+      wr.bind_mw.bind_info.length = kRegionBytes / 2;
+      wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+      ibv_send_wr* bad = nullptr;
+      FUZZ_CHECK(engine_->post_send(qp_[Rc], &wr, &bad) == 0);
+      window_key_[k] = wr.bind_mw.rkey;
+      posted_[wr.wr_id] = Posted{Rc, false, IBV_WC_BIND_MW, true};  // unsignaled: done unless it fails
+    }
   }
 
   void post_recv(std::size_t q, std::size_t local_off) {
@@ -202,7 +240,10 @@ class World {
     wr.sg_list = &g;
     wr.num_sge = 1;
     ibv_recv_wr* bad = nullptr;
-    FUZZ_CHECK(engine_->post_recv(qp_[q], &wr, &bad) == 0);
+    if (q == kAnySrqQp)
+      FUZZ_CHECK(engine_->post_srq_recv(srq_, &wr, &bad) == 0);
+    else
+      FUZZ_CHECK(engine_->post_recv(qp_[q], &wr, &bad) == 0);
     posted_[wr.wr_id] = Posted{q, true, IBV_WC_RECV};
   }
 
@@ -231,9 +272,12 @@ class World {
     const auto it = posted_.find(wc.wr_id);
     FUZZ_CHECK(it != posted_.end());  // a completion for a WR nobody posted
     Posted& p = it->second;
-    FUZZ_CHECK(!p.done);              // completed twice
+    FUZZ_CHECK(!p.done || (p.opcode == IBV_WC_BIND_MW && wc.status != IBV_WC_SUCCESS));  // completed twice
     p.done = true;
-    FUZZ_CHECK(wc.qp_num == qp_[p.qp]->qpn());
+    if (p.qp == kAnySrqQp)
+      FUZZ_CHECK(wc.qp_num == qp_[Uc]->qpn() || wc.qp_num == qp_[Ud]->qpn());
+    else
+      FUZZ_CHECK(wc.qp_num == qp_[p.qp]->qpn());
     if (wc.status != IBV_WC_SUCCESS) return;  // the opcode of an error completion is undefined
     if (p.recv) {
       FUZZ_CHECK(wc.opcode == IBV_WC_RECV || wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
@@ -249,7 +293,10 @@ class World {
   std::unique_ptr<Engine> engine_;
   const MemoryRegion* mr_[kRegions] = {};
   CompletionQueue* cq_ = nullptr;
+  SharedReceiveQueue* srq_ = nullptr;
   QueuePair* qp_[kQps] = {};
+  std::uint32_t window_key_[2] = {};
+  const MemoryRegion* window_[2] = {};
   std::map<std::uint64_t, Posted> posted_;
   std::uint64_t next_wr_id_ = 1;
   Nanos now_ = 0;
@@ -258,6 +305,7 @@ class World {
  public:
   std::uint32_t qpn(std::size_t q) const { return qp_[q]->qpn(); }
   const MemoryRegion* mr(std::size_t r) const { return mr_[r]; }
+  const MemoryRegion* window(std::size_t k) const { return window_[k]; }
 };
 
 // Aims a parsed frame at the world (see fuzz_receive_world.hpp). False: leave it as it came.
@@ -283,9 +331,10 @@ bool retarget(const World& w, ByteSpan in, std::uint8_t flags, std::vector<std::
   if (p.info->has(ExtHeader::Deth)) s.ext.deth.qkey.set(kQkey);
   if (flags & kMapRkeys) {
     auto map = [&](Be32& rkey, Be64& va) {
-      const MemoryRegion* mr = w.mr(rkey.get() % 2 ? ReadOnly : Exposed);
-      va.set(mr->iova + va.get() % (kRegionBytes + 64));  // a little past the end, on purpose
-      rkey.set(mr->rkey());
+      const std::uint32_t pick = rkey.get() % 4;
+      const MemoryRegion* mr = pick < 2 ? w.mr(pick == 1 ? ReadOnly : Exposed) : w.window(pick - 2);
+      va.set(mr->iova + va.get() % (mr->length + 64));  // a little past the end, on purpose
+      rkey.set(mr->key);
     };
     if (p.info->has(ExtHeader::Reth)) map(s.ext.reth.rkey, s.ext.reth.va);
     if (p.info->has(ExtHeader::AtomicEth)) map(s.ext.atomic.rkey, s.ext.atomic.va);

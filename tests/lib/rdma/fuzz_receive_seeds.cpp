@@ -89,6 +89,9 @@ std::size_t world_seeds(const std::string& dir) {
   aack.atomic_ack.original_data.set(41);
   answers.push_back(build(Opcode::RcAtomicAck, kAtomicPsnOffset, aack, 0));
   answers.push_back(build(Opcode::RcAck, kSendPsnOffset, aeth(Syndrome::ack(), 4), 0));
+  // ATOMIC_WRITE and FLUSH are answered by zero-length READ responses ONLY.
+  answers.push_back(build(Opcode::RcReadResponseOnly, kAtomicWritePsnOffset, aeth(Syndrome::ack(), 5), 0));
+  answers.push_back(build(Opcode::RcReadResponseOnly, kFlushPsnOffset, aeth(Syndrome::ack(), 6), 0));
   n += write_seed(dir, "world-answers", aim, answers);
   n += write_seed(dir, "world-nak-seq", aim, {build(Opcode::RcAck, 0, aeth(Syndrome::nak(NakCode::PsnSequenceError), 0), 0)});
   n += write_seed(dir, "world-rnr", aim, {build(Opcode::RcAck, 0, aeth(Syndrome::rnr_nak(1), 0), 0)});
@@ -110,9 +113,30 @@ std::size_t world_seeds(const std::string& dir) {
                   {build(Opcode::RcReadRequest, 0, reth(0, 0, 3000), 0), build(Opcode::RcFetchAdd, 3, atomic(8, 0), 0),
                    build(Opcode::RcCmpSwap, 4, atomic(16, 0), 0), build(Opcode::RcReadRequest, 0, reth(0, 0, 3000), 0),
                    build(Opcode::RcFetchAdd, 3, atomic(8, 0), 0)});
+  // ATOMIC_WRITE and FLUSH (range and whole region), through the region and through both
+  // windows (R_Key % 4: 0 region, 2 type 1 window, 3 type 2 window), and a SEND that
+  // invalidates a window.
+  ExtHeaders flush_range = reth(256, 2, 512);
+  flush_range.feth.bits.set(0x01);
+  ExtHeaders flush_mr = reth(0, 3, 0);
+  flush_mr.feth.bits.set(0x11);
+  ExtHeaders inv_window;
+  inv_window.ieth.rkey.set(0x1003);
+  n += write_seed(dir, "world-placement-windows", aim,
+                  {build(Opcode::RcAtomicWrite, 0, reth(24, 0, 8), 8), build(Opcode::RcAtomicWrite, 1, reth(32, 3, 8), 8),
+                   build(Opcode::RcFlush, 2, flush_range, 0), build(Opcode::RcFlush, 3, flush_mr, 0),
+                   build(Opcode::RcWriteOnly, 4, reth(64, 2, 32), 32), build(Opcode::RcReadRequest, 5, reth(0, 3, 100), 0),
+                   build(Opcode::RcFetchAdd, 6, atomic(8, 2), 0), build(Opcode::RcSendOnlyInv, 7, inv_window, 8),
+                   build(Opcode::RcAtomicWrite, 6, reth(24, 0, 8), 8)});
   ExtHeaders deth;
   deth.deth.qkey.set(kQkey);
   deth.deth.src_qp.set(kPeerQpn);
+  // UC and UD share the SRQ: a multi-packet UC SEND holds a receive, a lost middle drops it.
+  n += write_seed(dir, "world-srq", aim,
+                  {build(Opcode::UcSendFirst, 0, {}, kPmtu), build(Opcode::UdSendOnly, 0, deth, 100),
+                   build(Opcode::UcSendLast, 1, {}, 300), build(Opcode::UcSendFirst, 2, {}, kPmtu),
+                   build(Opcode::UcSendLast, 4, {}, 10), build(Opcode::UdSendOnly, 0, deth, 100),
+                   build(Opcode::UdSendOnly, 0, deth, 100), build(Opcode::UcSendOnly, 5, {}, 50)});
   n += write_seed(dir, "world-uc-ud", aim,
                   {build(Opcode::UcWriteFirst, 0, reth(0, 0, 1500), kPmtu), build(Opcode::UcWriteLast, 1, {}, 1500 - kPmtu),
                    build(Opcode::UcSendOnly, 2, {}, 30), build(Opcode::UdSendOnly, 0, deth, 200)});

@@ -30,13 +30,19 @@ inline constexpr std::uint32_t kRqPsn = 0xFFFFF0;  // close to the wrap on purpo
 inline constexpr std::uint32_t kSqPsn = 0x000100;
 
 // Our requests on the RC QP, in posting order, with their PSN offsets from kSqPsn at PMTU 1024:
-// WRITE 3000 B (0..2), READ 5000 B (3..7), FETCH_ADD (8), SEND 100 B (9).
+// WRITE 3000 B (0..2), READ 5000 B (3..7), FETCH_ADD (8), SEND 100 B (9), ATOMIC_WRITE (10),
+// FLUSH (11). Before them the RC QP binds two memory windows of the exposed region (type 1 and
+// type 2; local operations take no PSN). The UC and UD QPs take their receives from one
+// shared receive queue. Retargeted R_Keys pick the exposed region, the read-only one or one of
+// the two windows (R_Key % 4).
 inline constexpr std::uint32_t kWriteBytes = 3000;
 inline constexpr std::uint32_t kReadBytes = 5000;
 inline constexpr std::uint32_t kSendBytes = 100;
 inline constexpr std::uint32_t kReadFirstPsnOffset = 3;
 inline constexpr std::uint32_t kAtomicPsnOffset = 8;
 inline constexpr std::uint32_t kSendPsnOffset = 9;
+inline constexpr std::uint32_t kAtomicWritePsnOffset = 10;
+inline constexpr std::uint32_t kFlushPsnOffset = 11;
 
 inline constexpr std::size_t kMaxFrame = 9000;
 
