@@ -12,10 +12,6 @@ namespace roce::dp {
 
 using namespace roce::proto;
 
-namespace {
-constexpr unsigned kMaxWorkers = 16;
-}  // namespace
-
 Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) {
   if (o.workers == 0 || o.workers > kMaxWorkers)
     return make_error(EINVAL, "workers must be 1.." + std::to_string(kMaxWorkers));
@@ -24,13 +20,13 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   if (o.name.empty() || o.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     return make_error(EINVAL, "dataplane name '" + o.name + "' must be letters, digits and '_' (it names pools, rings and telemetry keys)");
   if (o.stats_interval_ns <= 0) return make_error(EINVAL, "stats_interval_ns must be positive");
-  if (o.engine.qpn_base < 2 || o.engine.qpn_base > 0xFFFFFF)
-    return make_error(EINVAL, "engine.qpn_base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
+  if (o.engine.qpns.base < 2 || o.engine.qpns.base > 0xFFFFFF)
+    return make_error(EINVAL, "engine.qpns.base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
   if (o.max_mrs == 0) return make_error(EINVAL, "max_mrs must be at least 1");
   std::unique_ptr<Dataplane> dp(new Dataplane(o.max_mrs));
   dp->name_ = o.name;
   dp->mode_ = o.mode;
-  dp->qpn_base_ = o.engine.qpn_base;
+  dp->shards_ = QpnShards{o.engine.qpns.base, o.workers};
   const std::string pool_name = o.name + "_pool";
   dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
   if (dp->pool_ == nullptr)
@@ -63,8 +59,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     if (!inboxes.empty()) {
       wc.inbox = inboxes[w];
       wc.shard_inboxes = inboxes;
-      wc.qpn_base = o.engine.qpn_base;
     }
+    wc.shards = dp->shards_;
     wc.port = dp->port_.id;
     wc.queue = o.mode == Mode::Pipeline ? 0 : static_cast<std::uint16_t>(w);
     wc.pool = dp->pool_;
@@ -73,8 +69,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.index = w;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
-    wc.engine.qpn_base = o.engine.qpn_base + w;
-    wc.engine.qpn_stride = o.workers;
+    wc.engine.qpns = dp->shards_;
+    wc.engine.shard = w;
     Dataplane* self = dp.get();
     if (!wc.engine.path.resolve_mac)
       wc.engine.path.resolve_mac = [self](const IpAddress& ip) -> std::optional<MacAddr> {
@@ -94,15 +90,13 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   if (o.mode == Mode::Pipeline) {
     IoConfig io;
     io.port = dp->port_.id;
-    io.pool = dp->pool_;
-    io.local = dp->local_;
-    io.qpn_base = o.engine.qpn_base;
+    io.shards = dp->shards_;
     io.stats_interval_ns = o.stats_interval_ns;
     for (auto& w : dp->workers_) {
       io.worker_rx.push_back(w->config().rx_ring);
       io.worker_tx.push_back(w->config().tx_ring);
     }
-    dp->io_ = std::make_unique<IoLoop>(io, dp->arp_);
+    dp->io_ = std::make_unique<IoLoop>(io);
     dp->loops_.push_back({dp.get(), -1});
   }
   for (unsigned w = 0; w < o.workers; ++w) dp->loops_.push_back({dp.get(), static_cast<int>(w)});
@@ -126,9 +120,7 @@ Dataplane::~Dataplane() {
   rte_mempool_free(pool_);
 }
 
-unsigned Dataplane::owner_of(std::uint32_t qpn) const {
-  return qpn < qpn_base_ ? 0 : (qpn - qpn_base_) % static_cast<std::uint32_t>(workers_.size());
-}
+std::optional<unsigned> Dataplane::owner_of(std::uint32_t qpn) const { return shards_.owner(qpn); }
 
 void Dataplane::poll_once() {
   const Nanos t = clock_.now();

@@ -34,8 +34,8 @@ struct DataplaneOptions {
   std::uint32_t mbufs = 8191;
   std::uint16_t mbuf_data_room = 4096 + 512 + RTE_PKTMBUF_HEADROOM;
   std::uint32_t ring_size = 4096;
-  // Per-worker engine settings. Addresses are set here; worker w hands out QPNs
-  // engine.qpn_base + w + k * workers.
+  // Per-worker engine settings. Addresses are set here; worker w is shard w of
+  // QpnShards{engine.qpns.base, workers}: it hands out QPNs base + w + k * workers.
   EngineConfig engine;
   std::uint32_t max_mrs = 4096;  // memory regions, all workers together (the MR limit)
   Nanos tx_flush_ns = 20 * kMicro;
@@ -53,8 +53,8 @@ class Dataplane {
   Mode mode() const { return mode_; }
   unsigned worker_count() const { return static_cast<unsigned>(workers_.size()); }
   Worker& worker(unsigned i) { return *workers_[i]; }
-  // The worker that owns a QPN.
-  unsigned owner_of(std::uint32_t qpn) const;
+  // The worker that owns a QPN (steering.hpp's rule); none below the QPN base but QP1.
+  std::optional<unsigned> owner_of(std::uint32_t qpn) const;
   MrTable& memory() { return mrs_; }
   ArpCache& arp() { return arp_; }
   const PortInfo& port() const { return port_; }
@@ -124,7 +124,7 @@ class Dataplane {
   std::string name_;
   Mode mode_ = Mode::RunToCompletion;
   TscClock clock_;
-  std::uint32_t qpn_base_ = 0x11;
+  QpnShards shards_;
   PortInfo port_{};
   LocalAddress local_{};
   rte_mempool* pool_ = nullptr;

@@ -3,14 +3,10 @@
 #include <rte_ethdev.h>
 
 #include <array>
-#include <cstring>
 
 #include "dataplane/worker.hpp"
-#include "protocol/parser.hpp"
 
 namespace roce::dp {
-
-using namespace roce::proto;
 
 unsigned IoLoop::poll(Nanos now) {
   std::array<rte_mbuf*, kBurst> rx;
@@ -18,39 +14,19 @@ unsigned IoLoop::poll(Nanos now) {
   stats_.rx_packets += n;
   const std::size_t workers = cfg_.worker_rx.size();
   // Per-worker staging so each ring gets one burst enqueue.
-  std::array<std::array<rte_mbuf*, kBurst>, 16> staged;
-  std::array<unsigned, 16> counts{};
+  std::array<std::array<rte_mbuf*, kBurst>, kMaxWorkers> staged;
+  std::array<unsigned, kMaxWorkers> counts{};
   for (std::uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx[i];
-    const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-    std::array<std::byte, kArpFrameBytes> reply;
-    const ArpAction a = handle_arp(frame, cfg_.local.mac, cfg_.local.ip.v4, arp_, reply);
-    if (a != ArpAction::NotArp) {
-      if (a == ArpAction::Reply) {
-        if (rte_mbuf* r = rte_pktmbuf_alloc(cfg_.pool)) {
-          std::memcpy(rte_pktmbuf_mtod(r, void*), reply.data(), reply.size());
-          r->data_len = r->pkt_len = kArpFrameBytes;
-          if (rte_eth_tx_burst(cfg_.port, 0, &r, 1) == 1) ++stats_.arp_replies;
-          else rte_pktmbuf_free(r);
-        }
-      }
+    const SteerVerdict v = steering_.steer({rte_pktmbuf_mtod(m, const std::byte*), m->data_len});
+    if (!v.owner || *v.owner >= workers) {
+      // The IO lcore is the receiver of what no worker owns: it counts and drops it.
+      if (v.cls == FrameClass::Roce) ++stats_.unknown_worker;
+      else ++stats_.not_roce;
       rte_pktmbuf_free(m);
       continue;
     }
-    const auto qpn = peek_dest_qp(frame);
-    if (!qpn) {
-      ++stats_.not_roce;
-      rte_pktmbuf_free(m);
-      continue;
-    }
-    if (*qpn != proto::kGsiQpn && *qpn < cfg_.qpn_base) {
-      ++stats_.unknown_worker;
-      rte_pktmbuf_free(m);
-      continue;
-    }
-    // QP1's MADs go to worker 0, where the CM agent runs.
-    const std::size_t w = *qpn == proto::kGsiQpn ? 0 : (*qpn - cfg_.qpn_base) % workers;
-    staged[w][counts[w]++] = m;
+    staged[*v.owner][counts[*v.owner]++] = m;
   }
   for (std::size_t w = 0; w < workers; ++w) {
     if (!counts[w]) continue;

@@ -1,6 +1,6 @@
-// Pipeline mode's IO lcore: owns the port's single queue, answers ARP, steers each RoCEv2
-// frame to the worker that owns its destination QP (QPNs are sharded by worker), and sends
-// what the workers queue for transmission. For ports without enough queues for RSS.
+// Pipeline mode's IO lcore: owns the port's single queue, steers each received frame to the
+// worker that owns it (steering.hpp: ARP to the control worker, RoCEv2 by destination QPN),
+// and sends what the workers queue for transmission. For ports without enough queues for RSS.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -8,18 +8,15 @@
 
 #include <vector>
 
-#include "dataplane/arp.hpp"
 #include "dataplane/stats.hpp"
-#include "lib/rdma/address.hpp"
+#include "dataplane/steering.hpp"
 #include "lib/time.hpp"
 
 namespace roce::dp {
 
 struct IoConfig {
   std::uint16_t port = 0;
-  rte_mempool* pool = nullptr;
-  LocalAddress local{};
-  std::uint32_t qpn_base = 0x11;
+  QpnShards shards;                  // shards.shards == worker_rx.size()
   std::vector<rte_ring*> worker_rx;  // one per worker, in shard order
   std::vector<rte_ring*> worker_tx;
   Nanos stats_interval_ns = 10 * kMilli;
@@ -27,7 +24,7 @@ struct IoConfig {
 
 class IoLoop {
  public:
-  IoLoop(IoConfig cfg, ArpCache& arp) : cfg_(std::move(cfg)), arp_(arp) {}
+  explicit IoLoop(IoConfig cfg) : cfg_(std::move(cfg)), steering_(cfg_.shards) {}
   unsigned poll(Nanos now);
   const IoStats& stats() const { return stats_; }
   void drain_tx();
@@ -37,7 +34,7 @@ class IoLoop {
 
  private:
   IoConfig cfg_;
-  ArpCache& arp_;
+  Steering steering_;
   IoStats stats_;
   Nanos last_publish_ = 0;
   std::uint64_t publications_ = 0;

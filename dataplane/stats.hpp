@@ -48,7 +48,6 @@ struct IoStats {
   std::uint64_t unknown_worker = 0;  // QPN outside every worker's shard
   std::uint64_t worker_ring_full = 0;
   std::uint64_t tx_dropped = 0;
-  std::uint64_t arp_replies = 0;
 };
 
 inline constexpr std::size_t kEngineDropCount = static_cast<std::size_t>(EngineDrop::Count);

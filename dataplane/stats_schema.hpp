@@ -137,7 +137,6 @@ void io(Sink& s, const IoSnapshot& io) {
   s.u64("unknown_worker", io.stats.unknown_worker);
   s.u64("worker_ring_full", io.stats.worker_ring_full);
   s.u64("tx_dropped", io.stats.tx_dropped);
-  s.u64("arp_replies", io.stats.arp_replies);
 }
 
 template <typename Sink>

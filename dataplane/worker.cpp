@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "protocol/parser.hpp"
 
 namespace roce::dp {
 
 using namespace roce::proto;
 
 Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp)
-    : cfg_(std::move(cfg)), engine_(cfg_.engine, mrs), arp_(arp) {
+    : cfg_(std::move(cfg)), steering_(cfg_.shards), engine_(cfg_.engine, mrs), arp_(arp) {
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
   WorkerSnapshot first;
   first.worker = cfg_.index;
@@ -136,20 +135,30 @@ void Worker::drop_pending() {
   pending_count_ = 0;
 }
 
-bool Worker::hand_off(rte_mbuf* m, std::span<const std::byte> frame) {
-  const auto qpn = peek_dest_qp(frame);
-  if (!qpn) return false;  // not RoCE: ours to count
-  // QP1's MADs belong to worker 0, where the CM agent runs; other QPNs below the base no shard owns.
-  if (*qpn != proto::kGsiQpn && *qpn < cfg_.qpn_base) return false;
-  const std::size_t owner = *qpn == proto::kGsiQpn ? 0 : (*qpn - cfg_.qpn_base) % cfg_.shard_inboxes.size();
-  if (owner == cfg_.index) return false;
+void Worker::hand_off(rte_mbuf* m, unsigned owner) {
   if (rte_ring_mp_enqueue(cfg_.shard_inboxes[owner], m) != 0) {
     ++stats_.rx_handoff_dropped;
     rte_pktmbuf_free(m);
   } else {
     ++stats_.rx_handed_off;
   }
-  return true;
+}
+
+void Worker::answer_arp(std::span<const std::byte> frame) {
+  const auto& local = cfg_.engine.path.local;
+  std::array<std::byte, kArpFrameBytes> reply;
+  if (handle_arp(frame, local.mac, local.ip.v4, arp_, reply) != ArpAction::Reply) return;
+  rte_mbuf* r = take_mbuf();
+  if (r == nullptr) return;
+  std::memcpy(rte_pktmbuf_mtod(r, void*), reply.data(), reply.size());
+  r->data_len = r->pkt_len = kArpFrameBytes;
+  send_frame(r);
+  ++stats_.arp_replies;
+}
+
+void Worker::deliver(std::span<const std::byte> frame, FrameClass cls, Nanos now) {
+  if (cls == FrameClass::Arp) answer_arp(frame);
+  else engine_.receive(frame, now);
 }
 
 bool Worker::handle_rx(rte_mbuf* m, Nanos now) {
@@ -160,25 +169,12 @@ bool Worker::handle_rx(rte_mbuf* m, Nanos now) {
     return true;
   }
   const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-  if (frame.size() >= sizeof(EthernetHeader)) {
-    EthernetHeader eth;
-    std::memcpy(&eth, frame.data(), sizeof eth);
-    if (eth.ether_type.get() == kEtherTypeArp) {
-      const auto& local = cfg_.engine.path.local;
-      std::array<std::byte, kArpFrameBytes> reply;
-      if (handle_arp(frame, local.mac, local.ip.v4, arp_, reply) == ArpAction::Reply) {
-        if (rte_mbuf* r = take_mbuf()) {
-          std::memcpy(rte_pktmbuf_mtod(r, void*), reply.data(), reply.size());
-          r->data_len = r->pkt_len = kArpFrameBytes;
-          send_frame(r);
-          ++stats_.arp_replies;
-        }
-      }
-      return true;
-    }
+  const SteerVerdict v = steering_.steer(frame);
+  if (v.owner && *v.owner != cfg_.index && *v.owner < cfg_.shard_inboxes.size()) {
+    hand_off(m, *v.owner);
+    return false;
   }
-  if (!cfg_.shard_inboxes.empty() && hand_off(m, frame)) return false;
-  engine_.receive(frame, now);
+  deliver(frame, v.cls, now);
   return true;
 }
 
@@ -244,7 +240,11 @@ unsigned Worker::poll(Nanos now) {
   if (cfg_.inbox) {
     const unsigned k = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(rx.data()), kBurst, nullptr);
     stats_.rx_from_inbox += k;
-    for (unsigned i = 0; i < k; ++i) engine_.receive({rte_pktmbuf_mtod(rx[i], const std::byte*), rx[i]->data_len}, now);
+    for (unsigned i = 0; i < k; ++i) {
+      const std::span<const std::byte> frame{rte_pktmbuf_mtod(rx[i], const std::byte*), rx[i]->data_len};
+      std::uint32_t qpn = 0;
+      deliver(frame, classify(frame, qpn), now);
+    }
     if (k) rte_pktmbuf_free_bulk(rx.data(), k);
   }
   if (app_hook) app_hook(engine_, now);

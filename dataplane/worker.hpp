@@ -19,6 +19,7 @@
 
 #include "dataplane/arp.hpp"
 #include "dataplane/stats.hpp"
+#include "dataplane/steering.hpp"
 #include "lib/rdma/engine.hpp"
 
 namespace roce::dp {
@@ -32,11 +33,11 @@ struct WorkerConfig {
   rte_ring* rx_ring = nullptr;
   rte_ring* tx_ring = nullptr;
   // Run-to-completion with several workers on a multi-queue port: RSS (or the peer) decides
-  // the queue, the QPN decides the owner. A frame for another worker's QP goes to that
+  // the queue, steering (steering.hpp) the owner. A frame another worker owns goes to that
   // worker's inbox (shard_inboxes[owner]); this worker drains its own `inbox`.
   rte_ring* inbox = nullptr;
   std::vector<rte_ring*> shard_inboxes;
-  std::uint32_t qpn_base = 0;
+  QpnShards shards;  // the dataplane's QPN rule (engine.qpns)
   rte_mempool* pool = nullptr;
   EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
@@ -94,7 +95,12 @@ class Worker {
  private:
   // False when the frame was handed to its owner worker (which then frees it).
   bool handle_rx(rte_mbuf* m, Nanos now);
-  bool hand_off(rte_mbuf* m, std::span<const std::byte> frame);
+  void hand_off(rte_mbuf* m, unsigned owner);
+  // A frame this worker owns: ARP to answer_arp, the rest to the engine (which counts what
+  // is not RoCEv2 as a parse drop).
+  void deliver(std::span<const std::byte> frame, FrameClass cls, Nanos now);
+  // The one place ARP is answered (and its sender learnt).
+  void answer_arp(std::span<const std::byte> frame);
   bool timers_due(Nanos now, unsigned received, unsigned burst);
   void transmit(Nanos now);
   void send_frame(rte_mbuf* m);
@@ -104,6 +110,7 @@ class Worker {
   rte_mbuf* take_mbuf();
 
   WorkerConfig cfg_;
+  Steering steering_;
   Engine engine_;
   ArpCache& arp_;
   WorkerStats stats_;

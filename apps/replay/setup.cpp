@@ -36,8 +36,8 @@ EngineConfig engine_config(const Scenario& s) {
     lo = mn->qpn;
     hi = mx->qpn;
   }
-  cfg.qpn_base = lo;
-  cfg.qpn_stride = 1;
+  cfg.qpns = QpnShards{lo, 1};
+  cfg.shard = 0;
   cfg.max_qps = hi - lo + 1;
   return cfg;
 }

@@ -62,8 +62,9 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   const auto slot = static_cast<std::uint32_t>(slot_it - qps_.begin());
   QpConfig qc;
   qc.type = attr.type;
-  qc.qpn = cfg_.qpn_base + slot * cfg_.qpn_stride;
-  if (qc.qpn > kPsnMask) return make_error(ENOMEM, "QPN space exhausted");
+  const std::uint64_t qpn = cfg_.qpns.qpn(cfg_.shard, slot);
+  if (qpn > kPsnMask) return make_error(ENOMEM, "QPN space exhausted");
+  qc.qpn = static_cast<std::uint32_t>(qpn);
   qc.pd = pd;
   qc.sq_sig_all = attr.sq_sig_all;
   qc.cap = c;
@@ -145,11 +146,8 @@ int Engine::post_recv(QueuePair* qp, const ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 QueuePair* Engine::find_qp(std::uint32_t qpn) const {
-  if (qpn < cfg_.qpn_base) return nullptr;
-  const std::uint32_t off = qpn - cfg_.qpn_base;
-  if (off % cfg_.qpn_stride) return nullptr;
-  const std::uint32_t slot = off / cfg_.qpn_stride;
-  return slot < qps_.size() ? qps_[slot].get() : nullptr;
+  const auto slot = cfg_.qpns.slot(cfg_.shard, qpn);
+  return slot && *slot < qps_.size() ? qps_[*slot].get() : nullptr;
 }
 
 void Engine::activate(QueuePair& qp) {

@@ -15,6 +15,7 @@
 
 #include "lib/rdma/gsi_port.hpp"
 #include "lib/rdma/memory_window.hpp"
+#include "lib/rdma/qpn_shards.hpp"
 #include "lib/rdma/queue_pair.hpp"
 #include "lib/rdma/timer_heap.hpp"
 #include "lib/status.hpp"
@@ -46,8 +47,8 @@ struct EngineConfig {
   // Resource limits: a request beyond one fails with a clear error and is counted
   // (Engine::limit_hits), so a misbehaving client cannot take the whole shard.
   std::uint32_t max_qps = 1024;
-  std::uint32_t qpn_base = 0x11;   // first QPN this engine hands out (0 and 1 are special)
-  std::uint32_t qpn_stride = 1;    // QPNs of this engine are base + k * stride
+  QpnShards qpns;                  // the QPN rule the dataplane steers by (qpn_shards.hpp)
+  unsigned shard = 0;              // this engine is qpns' shard `shard`: its QPNs are qpns.qpn(shard, k)
   std::uint32_t max_qp_wr = 16384;
   std::uint32_t max_sge = 32;
   std::uint32_t max_inline = 256;

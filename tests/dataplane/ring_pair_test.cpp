@@ -142,7 +142,7 @@ class RingPair : public ::testing::TestWithParam<Layout> {
     for (unsigned i = 0; i < count; ++i) {
       Endpoint ea = make_endpoint(a_->worker(i % a_->worker_count()).engine(), o);
       Endpoint eb = make_endpoint(b_->worker((i + cross) % b_->worker_count()).engine(), o);
-      EXPECT_EQ(a_->owner_of(ea.qp->qpn()), i % a_->worker_count());
+      EXPECT_EQ(a_->owner_of(ea.qp->qpn()).value_or(dp::kMaxWorkers), i % a_->worker_count());
       connect_pair(ea, eb, o);
       out.emplace_back(ea, eb);
     }
