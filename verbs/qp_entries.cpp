@@ -17,7 +17,7 @@ constexpr Nanos kArpWait = 3 * kSecond;
 constexpr std::uint64_t kSupportedSendOps =
     IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-    IBV_QP_EX_WITH_SEND_WITH_INV;
+    IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
 
 ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
   Context* c = to_context(p->context);

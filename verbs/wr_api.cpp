@@ -143,10 +143,26 @@ void wr_set_inline_data(ibv_qp_ex* ex, void* addr, std::size_t length) {
 }
 void wr_set_inline_data_list(ibv_qp_ex* ex, std::size_t n, const ibv_data_buf* bufs) { set_inline(ex, bufs, n); }
 void wr_set_xrc_srqn(ibv_qp_ex* ex, std::uint32_t) { unsupported(ex); }
-void wr_local_inv(ibv_qp_ex* ex, std::uint32_t) { unsupported(ex); }
-void wr_bind_mw(ibv_qp_ex* ex, ibv_mw*, std::uint32_t, const ibv_mw_bind_info*) { unsupported(ex); }
+void wr_local_inv(ibv_qp_ex* ex, std::uint32_t rkey) { begin(ex, IBV_WR_LOCAL_INV).invalidate_rkey = rkey; }
+void wr_bind_mw(ibv_qp_ex* ex, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info* info) {
+  if (mw == nullptr || info == nullptr) {
+    qp_of(ex).batch_error = EINVAL;
+    return;
+  }
+  ibv_send_wr& w = begin(ex, IBV_WR_BIND_MW);
+  w.bind_mw.mw = mw;
+  w.bind_mw.rkey = rkey;
+  w.bind_mw.bind_info = *info;
+}
 void wr_send_tso(ibv_qp_ex* ex, void*, std::uint16_t, std::uint16_t) { unsupported(ex); }
-void wr_atomic_write(ibv_qp_ex* ex, std::uint32_t, std::uint64_t, const void*) { unsupported(ex); }
+// The 8 bytes are copied now (rdma-core's contract), carried inline in the WQE.
+void wr_atomic_write(ibv_qp_ex* ex, std::uint32_t rkey, std::uint64_t addr, const void* data) {
+  ibv_send_wr& w = begin(ex, IBV_WR_ATOMIC_WRITE);
+  w.wr.rdma.rkey = rkey;
+  w.wr.rdma.remote_addr = addr;
+  const ibv_data_buf b{const_cast<void*>(data), 8};
+  set_inline(ex, &b, 1);
+}
 
 }  // namespace
 

@@ -261,8 +261,11 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
     if (err == 0 && wr->opcode == kWrFlush && !flush_wr_valid(*wr)) err = EINVAL;
     if (err == 0 && wr->opcode == IBV_WR_BIND_MW && !bind_wr_valid(*wr)) err = EINVAL;
     if (err == 0 && ctx_.cfg.type == IBV_QPT_UD && (total > ctx_.cfg.pmtu || wr->wr.ud.ah == nullptr)) err = EINVAL;
-    if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) && (total > ctx_.cfg.cap.max_inline_data || atomic ||
-                                                           wr->opcode == IBV_WR_RDMA_READ))
+    // An inline ATOMIC_WRITE keeps its 8 bytes in its WQE (as ibv_wr_atomic_write copies them),
+    // whatever max_inline_data the QP has.
+    const bool inline_atomic_write = wr->opcode == IBV_WR_ATOMIC_WRITE && total == 8;
+    if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) &&
+        ((total > ctx_.cfg.cap.max_inline_data && !inline_atomic_write) || atomic || wr->opcode == IBV_WR_RDMA_READ))
       err = EINVAL;
     if (err) {
       if (bad) *bad = const_cast<ibv_send_wr*>(wr);
@@ -310,7 +313,16 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.ud.remote_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? ctx_.cfg.qkey : wr->wr.ud.remote_qkey;
     }
     LocalSegment* segs = ctx_.send_segs(w);
-    if (wr->send_flags & IBV_SEND_INLINE) {
+    if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode == IBV_WR_ATOMIC_WRITE) {
+      std::uint32_t at = 0;
+      auto* word = reinterpret_cast<std::byte*>(&w.swap);
+      for (int i = 0; i < wr->num_sge; ++i) {
+        std::memcpy(word + at, reinterpret_cast<const void*>(wr->sg_list[i].addr), wr->sg_list[i].length);
+        at += wr->sg_list[i].length;
+      }
+      segs[0] = LocalSegment{word, 8};
+      w.num_seg = 1;
+    } else if (wr->send_flags & IBV_SEND_INLINE) {
       // Inline data is copied now; the caller's buffers are free once post_send returns.
       std::byte* buf = ctx_.inline_data.data() + std::size_t{ctx_.sq.slot_of(index)} * ctx_.cfg.cap.max_inline_data;
       std::uint32_t at = 0;

@@ -265,7 +265,8 @@ TEST_F(DeviceTest, ExtendedSendApiAndExtendedCq) {
 
   // A builder for something the device lacks fails the batch.
   ibv_wr_start(x);
-  ibv_wr_local_inv(x, 5);
+  char hdr[64] = {};
+  ibv_wr_send_tso(x, hdr, sizeof hdr, 1000);
   EXPECT_EQ(ibv_wr_complete(x), EOPNOTSUPP);
   ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
   errno = 0;
@@ -431,6 +432,70 @@ TEST_F(PairTest, MemoryWindowsType1AndType2) {
   EXPECT_EQ(dst[4096 + 200], 0);
   EXPECT_EQ(ibv_dealloc_mw(w1), 0);
   EXPECT_EQ(ibv_dealloc_mw(w2), 0);
+}
+
+}  // namespace
+}  // namespace verbs_test
+
+namespace verbs_test {
+namespace {
+
+// ibv_wr_atomic_write (its 8 bytes copied at the call), then ibv_wr_local_inv of the target's
+// region on the other QP: a later ATOMIC_WRITE through that key fails with IBV_WC_REM_ACCESS_ERR.
+TEST_F(DeviceTest, ExtendedApiAtomicWriteAndLocalInvalidate) {
+  ibv_cq* cq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr_ex a{};
+  a.send_cq = cq;
+  a.recv_cq = cq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap = {16, 16, 1, 1, 0};  // no inline room: ATOMIC_WRITE's bytes ride in the WQE anyway
+  a.pd = pd;
+  a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+  ibv_qp* qa = ibv_create_qp_ex(ctx, &a);
+  ibv_qp* qb = ibv_create_qp_ex(ctx, &a);
+  ASSERT_TRUE(qa && qb) << std::strerror(errno);
+  ASSERT_EQ(connect(qa, IBV_QPT_RC, gid, qb->qp_num), 0);
+  ASSERT_EQ(connect(qb, IBV_QPT_RC, gid, qa->qp_num), 0);
+  std::vector<std::uint8_t> dst(64, 0);
+  ibv_mr* md = reg(dst);
+  ASSERT_NE(md, nullptr);
+  ibv_qp_ex* x = ibv_qp_to_qp_ex(qa);
+  std::uint64_t value = 0x1122334455667788ull;
+  ibv_wr_start(x);
+  x->wr_id = 1;
+  x->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_atomic_write(x, md->rkey, reinterpret_cast<std::uintptr_t>(dst.data()) + 16, &value);
+  value = 0;
+  ASSERT_EQ(ibv_wr_complete(x), 0);
+  ibv_wc wc[2];
+  ASSERT_EQ(poll_n(cq, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc[0].status);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_ATOMIC_WRITE);
+  std::uint64_t got = 0;
+  std::memcpy(&got, dst.data() + 16, 8);
+  EXPECT_EQ(got, 0x1122334455667788ull);
+
+  ibv_qp_ex* y = ibv_qp_to_qp_ex(qb);
+  ibv_wr_start(y);
+  y->wr_id = 2;
+  y->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_local_inv(y, md->rkey);
+  ASSERT_EQ(ibv_wr_complete(y), 0);
+  ASSERT_EQ(poll_n(cq, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_LOCAL_INV);
+  value = 7;
+  ibv_wr_start(x);
+  x->wr_id = 3;
+  x->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_atomic_write(x, md->rkey, reinterpret_cast<std::uintptr_t>(dst.data()) + 16, &value);
+  ASSERT_EQ(ibv_wr_complete(x), 0);
+  ASSERT_EQ(poll_n(cq, wc, 1), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc[0].status);
+  std::memcpy(&got, dst.data() + 16, 8);
+  EXPECT_EQ(got, 0x1122334455667788ull);
 }
 
 }  // namespace

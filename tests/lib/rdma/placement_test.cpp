@@ -110,6 +110,22 @@ TEST(AtomicWrite, WritesTheEightBytesAsTheyCameAndCompletesAsAtomicWrite) {
   EXPECT_EQ(resp.front().ext.aeth.msn.get(), 1u);
 }
 
+TEST(AtomicWrite, InlineKeepsItsEightBytesInTheWqeWhateverTheQpsInlineSize) {
+  PlacementPair p;
+  std::vector<std::byte> dst(64, std::byte{0});
+  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw);
+  std::uint64_t value = 0x0123456789ABCDEFull;
+  ibv_sge s{reinterpret_cast<std::uint64_t>(&value), 8, 0};
+  ASSERT_EQ(post(p.a, IBV_WR_ATOMIC_WRITE, 3, &s, 1, va_of(dst, 8), dmr->rkey(), IBV_SEND_SIGNALED | IBV_SEND_INLINE), 0);
+  value = 0;  // the caller's buffer is free once post_send returns
+  auto wcs = p.wait(p.a, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+  std::uint64_t got = 0;
+  std::memcpy(&got, dst.data() + 8, 8);
+  EXPECT_EQ(got, 0x0123456789ABCDEFull);
+}
+
 TEST(AtomicWrite, PostSendRefusesALengthOtherThanEightOrAMisalignedTarget) {
   PlacementPair p;
   std::vector<std::byte> src(16), dst(64);
