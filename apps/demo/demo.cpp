@@ -20,8 +20,8 @@
 #include "apps/demo/soak.hpp"
 #include "apps/common/perftest_client.hpp"
 #include "apps/common/traffic/perftest_text.hpp"
-#include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
+#include "netsim/link_emulator.hpp"
 
 namespace roce::app {
 
@@ -76,7 +76,7 @@ std::uint16_t tap_rx(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint16_
 struct Stepper {
   dp::Dataplane* gen;
   dp::Dataplane* appl;
-  dp::LinkEmulator* emu;
+  netsim::LinkEmulator* emu;
   std::atomic<bool> stop{false};
   static int run(void* arg) {
     auto* s = static_cast<Stepper*>(arg);
@@ -129,11 +129,11 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   auto appl = make_dp("demo_appl", right->b, {10, 77, 0, 2}, o.line_rate_gbps);
   if (!gen || !appl) return make_error(EIO, "cannot start the dataplanes");
 
-  dp::LinkEmulatorOptions eo;
+  netsim::LinkEmulatorOptions eo;
   eo.name = "demo_emu";
   eo.x.name = std::to_string(left->b);
   eo.y.name = std::to_string(right->a);
-  dp::DirectionFaults f;
+  netsim::DirectionFaults f;
   f.loss = o.loss;
   f.duplicate = o.duplicate;
   f.reorder = o.reorder;
@@ -144,7 +144,7 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   eo.x_to_y = f;
   eo.y_to_x = f;
   eo.seed = 2026;
-  auto emu = dp::LinkEmulator::create(eo);
+  auto emu = netsim::LinkEmulator::create(eo);
   if (!emu) return emu.error();
 
   Tap tap;
@@ -245,8 +245,8 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   appliance->stop();
   serving.join();
   appliance.reset();
-  const dp::LinkStats there = (*emu)->stats(dp::Direction::XtoY);
-  const dp::LinkStats back = (*emu)->stats(dp::Direction::YtoX);
+  const netsim::LinkStats there = (*emu)->stats(netsim::Direction::XtoY);
+  const netsim::LinkStats back = (*emu)->stats(netsim::Direction::YtoX);
   finish();
   if (!run) return run.error();
 
@@ -258,12 +258,12 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
               static_cast<unsigned long long>(run->counters.retransmits), static_cast<unsigned long long>(run->counters.naks),
               static_cast<unsigned long long>(run->counters.timeouts), static_cast<unsigned long long>(run->counters.cnps_received));
   std::printf(" link: %llu frames to the appliance (%llu lost, %llu CE-marked, %llu tail-dropped), %llu back (%llu lost)\n",
-              static_cast<unsigned long long>(there.get(dp::LinkCounter::Forwarded)),
-              static_cast<unsigned long long>(there.get(dp::LinkCounter::Lost)),
-              static_cast<unsigned long long>(there.get(dp::LinkCounter::Marked)),
-              static_cast<unsigned long long>(there.get(dp::LinkCounter::TailDropped)),
-              static_cast<unsigned long long>(back.get(dp::LinkCounter::Forwarded)),
-              static_cast<unsigned long long>(back.get(dp::LinkCounter::Lost)));
+              static_cast<unsigned long long>(there.get(netsim::LinkCounter::Forwarded)),
+              static_cast<unsigned long long>(there.get(netsim::LinkCounter::Lost)),
+              static_cast<unsigned long long>(there.get(netsim::LinkCounter::Marked)),
+              static_cast<unsigned long long>(there.get(netsim::LinkCounter::TailDropped)),
+              static_cast<unsigned long long>(back.get(netsim::LinkCounter::Forwarded)),
+              static_cast<unsigned long long>(back.get(netsim::LinkCounter::Lost)));
 
   // The first frames, as a pcap anyone can open in Wireshark or roce-inspect.
   const std::string pcap = o.out_dir + "/first_packets.pcap";

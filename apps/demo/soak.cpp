@@ -26,7 +26,7 @@ constexpr Verb kVerbs[] = {Verb::Write, Verb::Read, Verb::Atomic};
 
 }  // namespace
 
-SoakOutcome run_soak(dp::Dataplane& gen, dp::Dataplane& appl, dp::LinkEmulator& emu, std::uint16_t oob_port,
+SoakOutcome run_soak(dp::Dataplane& gen, dp::Dataplane& appl, netsim::LinkEmulator& emu, std::uint16_t oob_port,
                      const DemoOptions& o) {
   using Clock = std::chrono::steady_clock;
   std::printf("roce-demo soak: roce-gen (10.77.0.1) -> link emulator (loss %.1f %%, duplication %.1f %%, reordering %.1f %%, each way)"
@@ -81,15 +81,15 @@ SoakOutcome run_soak(dp::Dataplane& gen, dp::Dataplane& appl, dp::LinkEmulator& 
       break;
     }
   }
-  const dp::LinkStats there = emu.stats(dp::Direction::XtoY);
-  const dp::LinkStats back = emu.stats(dp::Direction::YtoX);
+  const netsim::LinkStats there = emu.stats(netsim::Direction::XtoY);
+  const netsim::LinkStats back = emu.stats(netsim::Direction::YtoX);
   auto n = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf("\nsoak: %llu rounds in %.0f s, %llu retransmitted packets, %llu timeouts\n", n(round),
               std::chrono::duration<double>(Clock::now() - t0).count(), n(retransmits), n(timeouts));
   for (const auto& [name, s] : {std::pair{"to the appliance", there}, std::pair{"back", back}})
     std::printf("  link %-16s: %llu forwarded, %llu lost, %llu duplicated, %llu reordered\n", name,
-                n(s.get(dp::LinkCounter::Forwarded)), n(s.get(dp::LinkCounter::Lost)), n(s.get(dp::LinkCounter::Duplicated)),
-                n(s.get(dp::LinkCounter::Reordered)));
+                n(s.get(netsim::LinkCounter::Forwarded)), n(s.get(netsim::LinkCounter::Lost)), n(s.get(netsim::LinkCounter::Duplicated)),
+                n(s.get(netsim::LinkCounter::Reordered)));
   const double growth_mib = rss_ref ? (static_cast<double>(rss_last) - static_cast<double>(rss_ref)) / 1024.0 : 0;
   std::printf("  resident memory: %.1f MiB after warm-up, %.1f MiB at the end (%+.1f MiB), %.1f MiB at most\n",
               rss_ref / 1024.0, rss_last / 1024.0, growth_mib, rss_max / 1024.0);
@@ -104,7 +104,7 @@ SoakOutcome run_soak(dp::Dataplane& gen, dp::Dataplane& appl, dp::LinkEmulator& 
   return result;
 }
 
-DemoResult finish_soak(const SoakOutcome& s, dp::Dataplane& gen, dp::Dataplane& appl, dp::LinkEmulator& emu) {
+DemoResult finish_soak(const SoakOutcome& s, dp::Dataplane& gen, dp::Dataplane& appl, netsim::LinkEmulator& emu) {
   // Step by hand until the link's delay line and reorder buffer are empty.
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   while (std::chrono::steady_clock::now() < until) {

@@ -11,8 +11,8 @@
 
 #include "apps/common/option_error.hpp"
 #include "apps/common/runtime.hpp"
-#include "dataplane/link_emulator.hpp"
 #include "lib/util/json_writer.hpp"
+#include "netsim/link_emulator.hpp"
 
 namespace roce::app {
 
@@ -105,7 +105,7 @@ Result<EmulateOptions> parse_emulate_options(const std::vector<std::string>& arg
     if (!kmin || !kmax || !pmax) return make_error(EINVAL, "bad --red '" + red + "': kmin,kmax,pmax (bytes, bytes, probability)");
     o.faults.red = cc::RedParams{*kmin, *kmax, *pmax};
   }
-  if (auto why = dp::check(o.faults)) return make_error(EINVAL, *why);
+  if (auto why = netsim::check(o.faults)) return make_error(EINVAL, *why);
   if (o.duration_s < 0 || o.interval_s < 0) return make_error(EINVAL, "--duration and --interval must not be negative");
   o.json = r.count("json") > 0;
   return o;
@@ -113,13 +113,13 @@ Result<EmulateOptions> parse_emulate_options(const std::vector<std::string>& arg
 
 namespace {
 
-std::string summary_json(const EmulateOptions& o, const dp::LinkStats& ab, const dp::LinkStats& ba, double secs) {
+std::string summary_json(const EmulateOptions& o, const netsim::LinkStats& ab, const netsim::LinkStats& ba, double secs) {
   JsonWriter w;
-  w.begin_object().field("seconds", secs).field("faults", dp::to_string(o.faults)).field("seed", o.seed);
-  for (const auto& [name, st] : {std::pair<const char*, const dp::LinkStats*>{"a_to_b", &ab}, {"b_to_a", &ba}}) {
+  w.begin_object().field("seconds", secs).field("faults", netsim::to_string(o.faults)).field("seed", o.seed);
+  for (const auto& [name, st] : {std::pair<const char*, const netsim::LinkStats*>{"a_to_b", &ab}, {"b_to_a", &ba}}) {
     w.key(name).begin_object();
-    for (std::size_t k = 0; k < dp::kLinkCounterCount; ++k)
-      w.field(dp::to_string(static_cast<dp::LinkCounter>(k)), st->v[k]);
+    for (std::size_t k = 0; k < netsim::kLinkCounterCount; ++k)
+      w.field(netsim::to_string(static_cast<netsim::LinkCounter>(k)), st->v[k]);
     w.end_object();
   }
   w.end_object();
@@ -138,18 +138,18 @@ int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal_arg
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
   const EalGuard eal_guard;
   if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
-  dp::LinkEmulatorOptions eo;
+  netsim::LinkEmulatorOptions eo;
   eo.name = "gen_emu";
   eo.x.name = o.port_a;
   eo.y.name = o.port_b;
   eo.x_to_y = o.faults;
   eo.y_to_x = o.faults;
   eo.seed = o.seed;
-  auto emu = dp::LinkEmulator::create(eo);
+  auto emu = netsim::LinkEmulator::create(eo);
   if (!emu) return fail(emu.error().message, emu.error().code == ENODEV ? 2 : 1);
-  dp::LinkEmulator& e = **emu;
+  netsim::LinkEmulator& e = **emu;
   std::fprintf(stderr, "roce-gen emulate: %s <-> %s, %s, seed %llu\n", o.port_a.c_str(), o.port_b.c_str(),
-               dp::to_string(o.faults).c_str(), static_cast<unsigned long long>(o.seed));
+               netsim::to_string(o.faults).c_str(), static_cast<unsigned long long>(o.seed));
   const Nanos t0 = e.now();
   const Nanos end = o.duration_s > 0 ? t0 + static_cast<Nanos>(o.duration_s * 1e9) : kNever;
   const Nanos every = static_cast<Nanos>(o.interval_s * 1e9);
@@ -161,29 +161,29 @@ int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal_arg
     if (now >= end || ((++spins & 0x3ff) == 0 && dp::StopSignals::requested())) break;
     e.poll(now);
     if (now >= next_line) {
-      const dp::LinkStats ab = e.stats(dp::Direction::XtoY), ba = e.stats(dp::Direction::YtoX);
-      const auto fwd = [](const dp::LinkStats& s) { return s.get(dp::LinkCounter::ForwardedBytes); };
+      const netsim::LinkStats ab = e.stats(netsim::Direction::XtoY), ba = e.stats(netsim::Direction::YtoX);
+      const auto fwd = [](const netsim::LinkStats& s) { return s.get(netsim::LinkCounter::ForwardedBytes); };
       const double secs = static_cast<double>(every) / 1e9;
       std::fprintf(stderr, "  %s->%s %.3f Gb/s (lost %llu, marked %llu) | %s->%s %.3f Gb/s (lost %llu, marked %llu)\n",
                    o.port_a.c_str(), o.port_b.c_str(), static_cast<double>(fwd(ab) - last_ab) * 8 / 1e9 / secs,
-                   static_cast<unsigned long long>(ab.get(dp::LinkCounter::Lost)),
-                   static_cast<unsigned long long>(ab.get(dp::LinkCounter::Marked)), o.port_b.c_str(), o.port_a.c_str(),
+                   static_cast<unsigned long long>(ab.get(netsim::LinkCounter::Lost)),
+                   static_cast<unsigned long long>(ab.get(netsim::LinkCounter::Marked)), o.port_b.c_str(), o.port_a.c_str(),
                    static_cast<double>(fwd(ba) - last_ba) * 8 / 1e9 / secs,
-                   static_cast<unsigned long long>(ba.get(dp::LinkCounter::Lost)),
-                   static_cast<unsigned long long>(ba.get(dp::LinkCounter::Marked)));
+                   static_cast<unsigned long long>(ba.get(netsim::LinkCounter::Lost)),
+                   static_cast<unsigned long long>(ba.get(netsim::LinkCounter::Marked)));
       last_ab = fwd(ab);
       last_ba = fwd(ba);
       next_line += every;
     }
   }
   const double secs = static_cast<double>(e.now() - t0) / 1e9;
-  const dp::LinkStats ab = e.stats(dp::Direction::XtoY), ba = e.stats(dp::Direction::YtoX);
+  const netsim::LinkStats ab = e.stats(netsim::Direction::XtoY), ba = e.stats(netsim::Direction::YtoX);
   emu->reset();
   if (o.json) {
     std::printf("%s\n", summary_json(o, ab, ba, secs).c_str());
   } else {
-    std::printf("%s -> %s: %s\n", o.port_a.c_str(), o.port_b.c_str(), dp::to_string(ab).c_str());
-    std::printf("%s -> %s: %s\n", o.port_b.c_str(), o.port_a.c_str(), dp::to_string(ba).c_str());
+    std::printf("%s -> %s: %s\n", o.port_a.c_str(), o.port_b.c_str(), netsim::to_string(ab).c_str());
+    std::printf("%s -> %s: %s\n", o.port_b.c_str(), o.port_a.c_str(), netsim::to_string(ba).c_str());
   }
   return 0;
 }

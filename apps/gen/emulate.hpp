@@ -1,4 +1,4 @@
-// `roce-gen emulate`: a bump in the wire between two DPDK ports (dataplane/link_emulator):
+// `roce-gen emulate`: a bump in the wire between two DPDK ports (netsim/link_emulator):
 // seeded loss, duplication, reordering, delay and jitter, and a bottleneck queue with RED ECN
 // marking, in both directions, so go-back-N and DCQCN show without a switch.
 #pragma once
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/link_faults.hpp"
 #include "lib/status.hpp"
+#include "netsim/link_faults.hpp"
 
 namespace roce::app {
 
@@ -16,7 +16,7 @@ struct EmulateOptions {
   std::string help_text;
   std::vector<std::string> vdevs;
   std::string port_a, port_b;   // side X and side Y of the emulator
-  dp::DirectionFaults faults;   // the same both ways
+  netsim::DirectionFaults faults;   // the same both ways
   std::uint64_t seed = 1;
   double duration_s = 0;        // 0: until Ctrl-C
   double interval_s = 1;        // progress lines; 0: none

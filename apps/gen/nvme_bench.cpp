@@ -13,12 +13,12 @@
 #include "apps/gen/nvme_pattern.hpp"
 #include "apps/gen/nvme_remote.hpp"
 #include "dataplane/dataplane.hpp"
-#include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "lib/nvmf/rdma_queue.hpp"
 #include "lib/rdma/qp_transitions.hpp"
 #include "lib/util/json_writer.hpp"
+#include "netsim/link_emulator.hpp"
 
 namespace roce::app {
 
@@ -198,7 +198,7 @@ std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t po
 
 class Bench {
  public:
-  Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, dp::LinkEmulator* emu)
+  Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, netsim::LinkEmulator* emu)
       : o_(o), ini_(ini), tgt_(tgt), emu_(emu) {}
 
   int run();
@@ -227,7 +227,7 @@ class Bench {
   const NvmeBenchOptions& o_;
   dp::Dataplane& ini_;
   dp::Dataplane& tgt_;
-  dp::LinkEmulator* emu_;
+  netsim::LinkEmulator* emu_;
   std::unique_ptr<nvmf::Target> target_;
   Side ini_side_{}, tgt_side_{};
   std::vector<QueueLink> links_;  // [0] admin
@@ -616,26 +616,26 @@ int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& ea
   auto ini = make_dp("nvme_ini", left->a, {10, 44, 20, 1}, mbufs);
   auto tgt = make_dp("nvme_tgt", right->b, {10, 44, 20, 2}, mbufs);
   if (!ini || !tgt) return 1;
-  std::unique_ptr<dp::LinkEmulator> emu;
+  std::unique_ptr<netsim::LinkEmulator> emu;
   if (faults) {
-    dp::LinkEmulatorOptions eo;
+    netsim::LinkEmulatorOptions eo;
     eo.name = "nvme_emu";
     eo.x.name = std::to_string(left->b);
     eo.y.name = std::to_string(right->a);
-    dp::DirectionFaults f;
+    netsim::DirectionFaults f;
     f.loss = o.loss;
     f.duplicate = o.duplicate;
     f.reorder = o.reorder;
     eo.x_to_y = f;
     eo.y_to_x = f;
     eo.seed = o.seed;
-    auto e = dp::LinkEmulator::create(eo);
+    auto e = netsim::LinkEmulator::create(eo);
     if (!e) {
       std::fprintf(stderr, "roce-gen: link emulator: %s\n", e.error().message.c_str());
       return 1;
     }
     emu = std::move(*e);
-    if (!o.json) std::fprintf(stderr, "roce-gen: link %s, seed %llu\n", dp::to_string(f).c_str(), static_cast<unsigned long long>(o.seed));
+    if (!o.json) std::fprintf(stderr, "roce-gen: link %s, seed %llu\n", netsim::to_string(f).c_str(), static_cast<unsigned long long>(o.seed));
   }
   Bench b(o, *ini, *tgt, emu.get());
   return b.run();

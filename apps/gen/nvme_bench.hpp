@@ -32,7 +32,7 @@ struct NvmeBenchOptions {
   std::string file;             // back the namespace with this file (made or resized to --size)
   std::uint32_t lba_size = 512;
   std::uint64_t seed = 1;
-  // > 0: dataplane/link_emulator between initiator and target, seeded, both ways.
+  // > 0: netsim/link_emulator between initiator and target, seeded, both ways.
   double loss = 0, duplicate = 0, reorder = 0;
   // Also run RDMA WRITEs of the same size and depth between the same two dataplanes, in the
   // same loop, for the same time: the same-run baseline the IOPS are set against.

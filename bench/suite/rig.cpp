@@ -10,6 +10,7 @@ namespace roce::bench {
 namespace {
 
 using namespace roce::dp;
+using namespace roce::netsim;
 
 constexpr proto::MacAddr kMacA{0x02, 0, 0, 0, 0x0C, 0x01};
 constexpr proto::MacAddr kMacB{0x02, 0, 0, 0, 0x0C, 0x02};

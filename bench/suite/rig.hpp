@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "dataplane/dataplane.hpp"
-#include "dataplane/link_emulator.hpp"
+#include "netsim/link_emulator.hpp"
 
 namespace roce::bench {
 
 using dp::Dataplane;
-using dp::LinkEmulator;
+using netsim::LinkEmulator;
 
 struct RigOptions {
   std::string tag;           // unique part of the DPDK object names

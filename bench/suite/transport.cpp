@@ -20,6 +20,7 @@ namespace roce::bench {
 namespace {
 
 using namespace roce::dp;
+using namespace roce::netsim;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
-#include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
+#include "netsim/link_emulator.hpp"
 #include "tests/apps/cm_side.hpp"
 
 namespace roce::test {
@@ -31,14 +31,14 @@ class CmLossyLink : public ::testing::Test {
     a_ = make_dp("cla" + s, std::to_string(left->a), {10, 0, 0, 1}, {2, 0, 0, 0, 0, 1});
     b_ = make_dp("clb" + s, std::to_string(right->b), {10, 0, 0, 2}, {2, 0, 0, 0, 0, 2});
     ASSERT_TRUE(a_ && b_);
-    dp::LinkEmulatorOptions o;
+    netsim::LinkEmulatorOptions o;
     o.name = "cl_emu" + s;
     o.x.name = std::to_string(left->b);
     o.y.name = std::to_string(right->a);
     o.x_to_y.loss = 0.2;
     o.y_to_x.loss = 0.2;
     o.seed = 23;
-    auto e = dp::LinkEmulator::create(o);
+    auto e = netsim::LinkEmulator::create(o);
     ASSERT_TRUE(e.ok()) << e.error().message;
     emu_ = std::move(*e);
     a_->set_driven_by_other_thread(true);
@@ -80,7 +80,7 @@ class CmLossyLink : public ::testing::Test {
   }
 
   std::unique_ptr<dp::Dataplane> a_, b_;
-  std::unique_ptr<dp::LinkEmulator> emu_;
+  std::unique_ptr<netsim::LinkEmulator> emu_;
   std::thread poller_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<Side> client, server;
@@ -136,9 +136,9 @@ TEST_F(CmLossyLink, TenConnectionsSurviveTwentyPercentLossBothWays) {
   const auto sc = server->cms->counters();
   const std::uint64_t retries = sum(cc, "cm_tx_retries.") + sum(sc, "cm_tx_retries.");
   const std::uint64_t dup = sum(cc, "cm_rx_duplicates.") + sum(sc, "cm_rx_duplicates.");
-  const dp::LinkStats ab = emu_->stats(dp::Direction::XtoY), ba = emu_->stats(dp::Direction::YtoX);
+  const netsim::LinkStats ab = emu_->stats(netsim::Direction::XtoY), ba = emu_->stats(netsim::Direction::YtoX);
   std::printf("lossy link: %s / %s; CM retransmissions %llu, duplicates answered %llu; established %llu + %llu\n",
-              dp::to_string(ab).c_str(), dp::to_string(ba).c_str(), static_cast<unsigned long long>(retries),
+              netsim::to_string(ab).c_str(), netsim::to_string(ba).c_str(), static_cast<unsigned long long>(retries),
               static_cast<unsigned long long>(dup), static_cast<unsigned long long>(cc.at("established")),
               static_cast<unsigned long long>(sc.at("established")));
   EXPECT_GT(retries, 0u);

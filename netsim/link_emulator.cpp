@@ -1,14 +1,14 @@
-#include "dataplane/link_emulator.hpp"
+#include "netsim/link_emulator.hpp"
 
 #include <rte_errno.h>
 #include <rte_launch.h>
 
 #include <algorithm>
 
-#include "dataplane/ecn_mark.hpp"
 #include "lib/cc/pacer.hpp"
+#include "netsim/ecn_mark.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 
 namespace {
 
@@ -53,16 +53,16 @@ Result<std::unique_ptr<LinkEmulator>> LinkEmulator::create(const LinkEmulatorOpt
   if (e->pool_ == nullptr)
     return make_error(rte_errno, "cannot create mbuf pool '" + pool_name + "': " + rte_strerror(rte_errno) +
                                      " (give DPDK more memory with -m, or use fewer mbufs)");
-  PortOptions px = o.x, py = o.y;
+  dp::PortOptions px = o.x, py = o.y;
   px.promiscuous = py.promiscuous = true;
   // What leaves one side came in on the other, from whatever pool the far side used.
   px.tx_fast_free = py.tx_fast_free = false;
   px.queues = py.queues = 1;
-  auto x = open_port(px, e->pool_);
+  auto x = dp::open_port(px, e->pool_);
   if (!x) return x.error();
   e->x_ = *x;
   e->x_open_ = true;
-  auto y = open_port(py, e->pool_);
+  auto y = dp::open_port(py, e->pool_);
   if (!y) return y.error();
   e->y_ = *y;
   e->y_open_ = true;
@@ -78,8 +78,8 @@ LinkEmulator::~LinkEmulator() {
   wait();
   for (auto& p : paths_)
     if (p) free_held(*p);
-  if (x_open_) close_port(x_.id);
-  if (y_open_) close_port(y_.id);
+  if (x_open_) dp::close_port(x_.id);
+  if (y_open_) dp::close_port(y_.id);
   rte_mempool_free(pool_);
 }
 
@@ -269,4 +269,4 @@ void LinkEmulator::wait() {
   lcore_ = -1;
 }
 
-}  // namespace roce::dp
+}  // namespace roce::netsim

@@ -8,7 +8,7 @@
 
 #include "lib/time.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 
 template <typename Handle>
 class DelayLine {
@@ -42,4 +42,4 @@ class DelayLine {
   std::size_t count_ = 0;
 };
 
-}  // namespace roce::dp
+}  // namespace roce::netsim

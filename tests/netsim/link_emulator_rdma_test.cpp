@@ -11,24 +11,24 @@
 #include <random>
 
 #include "dataplane/dataplane.hpp"
-#include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
+#include "netsim/link_emulator.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
 namespace roce::test {
 namespace {
 
 using dp::Dataplane;
-using dp::Direction;
-using dp::LinkCounter;
-using dp::LinkEmulator;
+using netsim::Direction;
+using netsim::LinkCounter;
+using netsim::LinkEmulator;
 
 enum class EmulatorRuns { Stepped, OnItsOwnLcore };
 
 class ThroughEmulator : public ::testing::TestWithParam<EmulatorRuns> {
  public:
   // Builds A <-> emulator <-> B; A is side X.
-  void build(const dp::DirectionFaults& a_to_b, const dp::DirectionFaults& b_to_a, const EngineConfig& engine = {},
+  void build(const netsim::DirectionFaults& a_to_b, const netsim::DirectionFaults& b_to_a, const EngineConfig& engine = {},
              std::uint64_t seed = 1) {
     static int n = 0;
     const std::string s = std::to_string(n++);
@@ -38,7 +38,7 @@ class ThroughEmulator : public ::testing::TestWithParam<EmulatorRuns> {
     a_ = make_dp("lea" + s, std::to_string(left->a), {10, 0, 0, 1}, {2, 0, 0, 0, 0, 1}, engine);
     b_ = make_dp("leb" + s, std::to_string(right->b), {10, 0, 0, 2}, {2, 0, 0, 0, 0, 2}, engine);
     ASSERT_TRUE(a_ && b_);
-    dp::LinkEmulatorOptions o;
+    netsim::LinkEmulatorOptions o;
     o.name = "le_emu" + s;
     o.x.name = std::to_string(left->b);
     o.y.name = std::to_string(right->a);
@@ -121,7 +121,7 @@ class ThroughEmulator : public ::testing::TestWithParam<EmulatorRuns> {
   }
 
   std::string link_stats() const {
-    return "a->b: " + dp::to_string(emu_->stats(Direction::XtoY)) + "; b->a: " + dp::to_string(emu_->stats(Direction::YtoX));
+    return "a->b: " + netsim::to_string(emu_->stats(Direction::XtoY)) + "; b->a: " + netsim::to_string(emu_->stats(Direction::YtoX));
   }
 
   std::unique_ptr<Dataplane> a_, b_;
@@ -176,7 +176,7 @@ void write_read_send(ThroughEmulator& t, Endpoint& a, Endpoint& b, std::uint64_t
 }
 
 TEST_P(ThroughEmulator, WriteReadSendAreByteExactThroughLossReorderingAndDuplication) {
-  dp::DirectionFaults f;
+  netsim::DirectionFaults f;
   f.loss = 0.02;
   f.reorder = 0.02;
   f.reorder_delay = 30 * kMicro;
@@ -194,10 +194,10 @@ TEST_P(ThroughEmulator, WriteReadSendAreByteExactThroughLossReorderingAndDuplica
 
   std::printf("  %s\n  a: %s\n", link_stats().c_str(), counters_of(a).c_str());
   for (Direction d : {Direction::XtoY, Direction::YtoX}) {
-    const dp::LinkStats s = emu_->stats(d);
-    EXPECT_GT(s.get(LinkCounter::Lost), 0u) << dp::to_string(d);
-    EXPECT_GT(s.get(LinkCounter::Duplicated), 0u) << dp::to_string(d);
-    EXPECT_GT(s.get(LinkCounter::Reordered), 0u) << dp::to_string(d);
+    const netsim::LinkStats s = emu_->stats(d);
+    EXPECT_GT(s.get(LinkCounter::Lost), 0u) << netsim::to_string(d);
+    EXPECT_GT(s.get(LinkCounter::Duplicated), 0u) << netsim::to_string(d);
+    EXPECT_GT(s.get(LinkCounter::Reordered), 0u) << netsim::to_string(d);
   }
   EXPECT_GT(a.qp->counters().get(Counter::RetransmittedPkts), 0u);
   EXPECT_GT(b.qp->counters().get(Counter::DuplicateRequest), 0u);
@@ -208,7 +208,7 @@ TEST_P(ThroughEmulator, WriteReadSendAreByteExactThroughLossReorderingAndDuplica
 // reaction point cuts Rc below line rate.
 TEST_P(ThroughEmulator, EcnMarksAtTheBottleneckMakeDcqcnCutTheSenderRate) {
   constexpr double kLine = 10e9;
-  dp::DirectionFaults bottleneck;
+  netsim::DirectionFaults bottleneck;
   bottleneck.rate_bps = 1e9;
   bottleneck.queue_bytes = 2'000'000;
   bottleneck.red = {20'000, 200'000, 0.2};
@@ -247,7 +247,7 @@ TEST_P(ThroughEmulator, EcnMarksAtTheBottleneckMakeDcqcnCutTheSenderRate) {
   for (const ibv_wc& w : wcs) EXPECT_EQ(w.status, IBV_WC_SUCCESS) << describe(w);
   EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin()));
 
-  const dp::LinkStats s = emu_->stats(Direction::XtoY);
+  const netsim::LinkStats s = emu_->stats(Direction::XtoY);
   std::printf("  %s\n  sender: %s lowest Rc=%.3f Gb/s, at the end %.3f Gb/s\n  receiver: %s\n", link_stats().c_str(),
               counters_of(a).c_str(), min_rc / 1e9, rp->reaction_point().rc_bps() / 1e9, counters_of(b).c_str());
   EXPECT_GT(s.get(LinkCounter::Marked), 0u);

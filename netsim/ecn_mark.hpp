@@ -10,7 +10,7 @@
 #include "protocol/be.hpp"
 #include "protocol/headers.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 
 struct EcnLocation {
   bool ipv6 = false;
@@ -24,4 +24,4 @@ proto::Ecn read_ecn(proto::ByteSpan frame, const EcnLocation& at) noexcept;
 // that arrived with a bad checksum keeps a bad one.
 void set_ce(proto::MutableByteSpan frame, const EcnLocation& at) noexcept;
 
-}  // namespace roce::dp
+}  // namespace roce::netsim

@@ -1,6 +1,6 @@
-#include "dataplane/ecn_mark.hpp"
+#include "netsim/ecn_mark.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 
 using namespace roce::proto;
 
@@ -54,4 +54,4 @@ void set_ce(MutableByteSpan frame, const EcnLocation& at) noexcept {
   store_header(frame, at.l3_offset, h);
 }
 
-}  // namespace roce::dp
+}  // namespace roce::netsim

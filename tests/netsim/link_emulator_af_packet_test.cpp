@@ -11,14 +11,15 @@
 #include <optional>
 #include <set>
 
-#include "dataplane/link_emulator.hpp"
 #include "dataplane/ring_port.hpp"
+#include "netsim/link_emulator.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 namespace {
 
+using namespace roce::dp;
 using namespace roce::proto;
 
 int shell(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
@@ -176,4 +177,4 @@ TEST(LinkEmulatorAfPacket, JoinsARingPortAndAVethBothWays) {
 }
 
 }  // namespace
-}  // namespace roce::dp
+}  // namespace roce::netsim

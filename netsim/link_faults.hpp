@@ -9,7 +9,7 @@
 #include "lib/cc/congestion_point.hpp"
 #include "lib/time.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 
 // Stages, in the order a frame meets them: loss, duplication (the copy follows right behind
 // the original), the bottleneck queue (when rate_bps > 0: serialisation at that rate, tail
@@ -70,4 +70,4 @@ struct LinkStats {
 // "received=10 forwarded=9 lost=1 ..." (zero counters left out).
 std::string to_string(const LinkStats& s);
 
-}  // namespace roce::dp
+}  // namespace roce::netsim

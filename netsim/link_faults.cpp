@@ -1,8 +1,8 @@
-#include "dataplane/link_faults.hpp"
+#include "netsim/link_faults.hpp"
 
 #include <cstdio>
 
-namespace roce::dp {
+namespace roce::netsim {
 
 namespace {
 
@@ -79,4 +79,4 @@ std::string to_string(const LinkStats& s) {
   return out.empty() ? "idle" : out;
 }
 
-}  // namespace roce::dp
+}  // namespace roce::netsim

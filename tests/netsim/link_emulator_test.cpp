@@ -2,7 +2,7 @@
 // into side X, polls the emulator at chosen instants and collects what leaves side Y, so every
 // delay, rate and fate can be checked exactly, and the fault rates statistically against the
 // seeded counters.
-#include "dataplane/link_emulator.hpp"
+#include "netsim/link_emulator.hpp"
 
 #include <gtest/gtest.h>
 #include <rte_errno.h>
@@ -20,9 +20,10 @@
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 namespace {
 
+using namespace roce::dp;
 using namespace roce::proto;
 
 constexpr Nanos kStart = kSecond;  // virtual time starts here
@@ -604,4 +605,4 @@ TEST(LinkEmulator, BadSettingsAreRefusedWithAReason) {
 }
 
 }  // namespace
-}  // namespace roce::dp
+}  // namespace roce::netsim

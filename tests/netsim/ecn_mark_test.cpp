@@ -1,6 +1,6 @@
 // Marking a frame CE the way the link emulator's bottleneck does: behind VLAN tags, IPv4 and
 // IPv6, with the IPv4 header checksum kept right and the ICRC untouched.
-#include "dataplane/ecn_mark.hpp"
+#include "netsim/ecn_mark.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,10 @@
 #include "protocol/checksum.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 namespace {
 
+using namespace roce::dp;
 using namespace roce::proto;
 
 std::vector<std::byte> roce_frame(IpVersion v, Ecn ecn, std::uint8_t vlans = 0, std::uint8_t dscp = 26) {
@@ -137,4 +138,4 @@ TEST(EcnMark, NotIpOrTooShortHasNoEcnField) {
 }
 
 }  // namespace
-}  // namespace roce::dp
+}  // namespace roce::netsim

@@ -27,18 +27,18 @@
 #include <random>
 #include <string>
 
-#include "dataplane/delay_line.hpp"
-#include "dataplane/link_faults.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/tsc_clock.hpp"
 #include "lib/status.hpp"
+#include "netsim/delay_line.hpp"
+#include "netsim/link_faults.hpp"
 
-namespace roce::dp {
+namespace roce::netsim {
 
 struct LinkEmulatorOptions {
   std::string name = "emu0";  // names the pool
-  PortOptions x;               // opened here, promiscuous (a bump in the wire takes every frame), no fast free
-  PortOptions y;
+  dp::PortOptions x;           // opened here, promiscuous (a bump in the wire takes every frame), no fast free
+  dp::PortOptions y;
   DirectionFaults x_to_y;
   DirectionFaults y_to_x;
   std::uint64_t seed = 1;
@@ -73,7 +73,7 @@ class LinkEmulator {
   // When the earliest held frame is due; kNever when nothing is held (polling thread).
   Nanos next_release() const;
   unsigned mbufs_in_use() const { return rte_mempool_in_use_count(pool_); }
-  const PortInfo& port(Direction from) const { return from == Direction::XtoY ? x_ : y_; }
+  const dp::PortInfo& port(Direction from) const { return from == Direction::XtoY ? x_ : y_; }
 
  private:
   static constexpr std::uint16_t kBurstFrames = 32;
@@ -125,10 +125,10 @@ class LinkEmulator {
   void drop(Path& p, rte_mbuf* m, LinkCounter why);
   void free_held(Path& p);
 
-  TscClock clock_;
+  dp::TscClock clock_;
   rte_mempool* pool_ = nullptr;
-  PortInfo x_{};
-  PortInfo y_{};
+  dp::PortInfo x_{};
+  dp::PortInfo y_{};
   bool x_open_ = false;
   bool y_open_ = false;
   unsigned rx_bursts_ = 4;
@@ -137,4 +137,4 @@ class LinkEmulator {
   int lcore_ = -1;
 };
 
-}  // namespace roce::dp
+}  // namespace roce::netsim
