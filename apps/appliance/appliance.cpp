@@ -74,13 +74,20 @@ Status Appliance::start() {
   // One QP1, so one CM agent: the rdma_cm listeners and the NVMe/RDMA target share it.
   if (o_.rdma_cm.any() && o_.nvmf.enabled()) shared_cm_ = std::make_shared<CmService>(dp_, *drivers_);
   if (o_.rdma_cm.any()) {
-    cm_listeners_ = std::make_unique<CmListeners>(dp_, *drivers_, *conn_, o_.rdma_cm, shared_cm_);
+    PerftestCmServe perftest;
+    perftest.qp = o_.qp;
+    perftest.start_session = [this](std::shared_ptr<CmChannel> ch, std::shared_ptr<PerftestCmQps> qps) {
+      std::lock_guard lock(mutex_);
+      start_session(std::move(ch), std::move(qps));
+    };
+    cm_listeners_ = std::make_unique<CmListeners>(dp_, *drivers_, *conn_, o_.rdma_cm, shared_cm_, std::move(perftest));
     if (Status s = cm_listeners_->start(); !s) return s;
-    std::fprintf(stderr, "roce-appliance: rdma_cm listeners:%s%s%s%s\n",
+    std::fprintf(stderr, "roce-appliance: rdma_cm listeners:%s%s%s%s%s\n",
                  o_.rdma_cm.rping ? (" rping (TCP " + std::to_string(o_.rdma_cm.rping_port) + ")").c_str() : "",
                  o_.rdma_cm.ucmatose ? (" ucmatose (TCP " + std::to_string(o_.rdma_cm.ucmatose_port) + ")").c_str() : "",
                  o_.rdma_cm.udaddy ? (" udaddy (UDP " + std::to_string(o_.rdma_cm.udaddy_port) + ")").c_str() : "",
-                 o_.rdma_cm.rdma_server ? (" rdma_server (TCP " + std::to_string(o_.rdma_cm.rdma_server_port) + ")").c_str() : "");
+                 o_.rdma_cm.rdma_server ? (" rdma_server (TCP " + std::to_string(o_.rdma_cm.rdma_server_port) + ")").c_str() : "",
+                 o_.rdma_cm.perftest ? (" perftest -R (TCP " + std::to_string(o_.rdma_cm.perftest_port) + ")").c_str() : "");
   }
   if (o_.nvmf.enabled()) {
     nvmf_ = std::make_unique<NvmfService>(dp_, *drivers_, *conn_, o_.nvmf, shared_cm_);
@@ -123,10 +130,14 @@ void Appliance::accept_one(TcpStream tcp) {
     send_refusal(tcp, why);
     return;
   }
+  start_session(std::make_shared<TcpStream>(std::move(tcp)), nullptr);
+}
+
+void Appliance::start_session(std::shared_ptr<OobChannel> channel, std::shared_ptr<PerftestCmQps> cm_qps) {
   auto s = std::make_unique<Session>();
   Session* raw = s.get();
   raw->id = next_session_id_++;
-  raw->peer = tcp.peer_endpoint();
+  raw->peer = channel->peer_endpoint();
   raw->started = std::chrono::steady_clock::now();
   if (stop_) raw->stop = true;
   ServerConfig cfg;
@@ -136,9 +147,15 @@ void Appliance::accept_one(TcpStream tcp) {
   cfg.recv_depth = o_.recv_depth;
   cfg.test = o_.test;
   cfg.handshake_timeout_ms = o_.handshake_timeout_ms;
-  raw->thread = std::thread([this, raw, cfg, t = std::move(tcp)]() mutable {
-    OobServer server(*conn_, *drivers_, cfg);
-    raw->report = server.serve(t, raw->stop);
+  if (cm_qps) cfg.cm_qp = [cm_qps](std::uint32_t remote_qpn) { return cm_qps->take(remote_qpn); };
+  raw->thread = std::thread([this, raw, cfg, channel, cm_qps]() mutable {
+    {
+      OobServer server(*conn_, *drivers_, cfg);
+      raw->report = server.serve(*channel, raw->stop);
+    }
+    // -R: the data QPs the session never took go; the listener then ends the control connection.
+    if (cm_qps)
+      for (const LocalQp& q : cm_qps->close()) (void)conn_->destroy(q);
     raw->done = true;
   });
   sessions_.push_back(std::move(s));

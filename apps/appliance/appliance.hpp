@@ -138,6 +138,9 @@ class Appliance {
   static std::span<const Command> commands();
 
   void accept_one(TcpStream tcp);
+  // Runs one exchange's session on its own thread: a TCP connection's, or a perftest -R
+  // client's rdma_cm control channel (whose data QPs come in `cm_qps`). Called with mutex_ held.
+  void start_session(std::shared_ptr<OobChannel> channel, std::shared_ptr<PerftestCmQps> cm_qps);
   void refuse(const std::string& peer, const std::string& why);
   void reap_sessions(bool all);
   std::string status_line(double seconds);

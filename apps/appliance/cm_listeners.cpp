@@ -52,8 +52,9 @@ Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
     else if (name == "ucmatose") o.ucmatose = true, o.ucmatose_port = port.value_or(o.ucmatose_port);
     else if (name == "udaddy") o.udaddy = true, o.udaddy_port = port.value_or(o.udaddy_port);
     else if (name == "rdma_server") o.rdma_server = true, o.rdma_server_port = port.value_or(o.rdma_server_port), server_port_given |= port.has_value();
+    else if (name == "perftest") o.perftest = true, o.perftest_port = port.value_or(o.perftest_port);
     else if (name == "all") o.rping = o.ucmatose = o.udaddy = o.rdma_server = true;
-    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose, udaddy, rdma_server or all)");
+    else return make_error(EINVAL, "--rdma-cm: unknown listener '" + name + "' (rping, ucmatose, udaddy, rdma_server, perftest or all)");
   }
   // rdma_server and ucmatose share 7471 as their default: beside ucmatose, rdma_server moves to 7472.
   if (o.rdma_server && o.ucmatose && !server_port_given && o.rdma_server_port == o.ucmatose_port)
@@ -61,7 +62,10 @@ Result<CmListenOptions> parse_cm_listeners(const std::string& list) {
   const auto clash = [](bool a, std::uint16_t pa, bool b, std::uint16_t pb) { return a && b && pa == pb; };
   if (clash(o.rping, o.rping_port, o.ucmatose, o.ucmatose_port) ||
       clash(o.rping, o.rping_port, o.rdma_server, o.rdma_server_port) ||
-      clash(o.ucmatose, o.ucmatose_port, o.rdma_server, o.rdma_server_port))
+      clash(o.ucmatose, o.ucmatose_port, o.rdma_server, o.rdma_server_port) ||
+      clash(o.perftest, o.perftest_port, o.rping, o.rping_port) ||
+      clash(o.perftest, o.perftest_port, o.ucmatose, o.ucmatose_port) ||
+      clash(o.perftest, o.perftest_port, o.rdma_server, o.rdma_server_port))
     return make_error(EINVAL, "--rdma-cm: two listeners on one TCP port space port (give one NAME:PORT)");
   return o;
 }
@@ -254,8 +258,37 @@ struct CmListeners::Work {
   }
 };
 
-CmListeners::CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared)
-    : dp_(dp), drivers_(drivers), conn_(conn), o_(o), cm_(std::move(shared)), shared_cm_(cm_ != nullptr) {}
+void PerftestCmQps::add(std::uint32_t remote_qpn, const LocalQp& qp) {
+  std::lock_guard lock(mutex_);
+  pending_[remote_qpn] = qp;
+}
+
+std::optional<LocalQp> PerftestCmQps::take(std::uint32_t remote_qpn) {
+  std::lock_guard lock(mutex_);
+  const auto it = pending_.find(remote_qpn);
+  if (it == pending_.end()) return std::nullopt;
+  const LocalQp qp = it->second;
+  pending_.erase(it);
+  return qp;
+}
+
+std::vector<LocalQp> PerftestCmQps::close() {
+  std::lock_guard lock(mutex_);
+  open_ = false;
+  std::vector<LocalQp> left;
+  for (const auto& [qpn, qp] : pending_) left.push_back(qp);
+  pending_.clear();
+  return left;
+}
+
+bool PerftestCmQps::open() const {
+  std::lock_guard lock(mutex_);
+  return open_;
+}
+
+CmListeners::CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared,
+                         PerftestCmServe perftest)
+    : dp_(dp), drivers_(drivers), conn_(conn), o_(o), cm_(std::move(shared)), shared_cm_(cm_ != nullptr), perftest_(std::move(perftest)) {}
 
 CmListeners::~CmListeners() { stop(); }
 
@@ -278,6 +311,8 @@ Status CmListeners::start() {
     if (Status s = add(Kind::Ucmatose, o_.ucmatose_port); !s) return s;
   if (o_.rdma_server)
     if (Status s = add(Kind::RdmaServer, o_.rdma_server_port); !s) return s;
+  if (o_.perftest)
+    if (Status s = add(Kind::Perftest, o_.perftest_port); !s) return s;
   if (o_.udaddy) {
     auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.udaddy_port, o_.accept_queue, channel_);
     if (!l) return l.error();
@@ -320,6 +355,14 @@ void CmListeners::loop() {
         if (c.work->done.load() || c.work->failed.load()) ud_ended.push_back(id);
         continue;
       }
+      if (c.kind == Kind::Perftest) {
+        // The session is over (the client left, or it failed): the control connection goes too.
+        if (!c.disconnecting && c.perftest && !c.perftest->open()) {
+          c.disconnecting = true;
+          (void)cm_->disconnect(id);
+        }
+        continue;
+      }
       if (c.disconnecting || !c.work) continue;
       // A finished cmatose exchange, or a connection whose traffic failed: the server disconnects.
       if (c.work->failed.load() || c.work->done.load()) {
@@ -353,12 +396,16 @@ void CmListeners::on_event(const cm::RdmaCmEvent& e) {
       if (c.work) c.work->go.store(true);
       break;
     case T::Disconnected:
+      if (c.channel) c.channel->set_disconnected();
+      if (c.kind == Kind::Perftest) forget_perftest_session(c);
       finish(c);
       break;
     case T::TimewaitExit:
     case T::Rejected:
     case T::Unreachable:
     case T::ConnectError:
+      if (c.channel) c.channel->set_disconnected();
+      if (c.kind == Kind::Perftest) forget_perftest_session(c);
       finish(c);
       release(e.id);
       break;
@@ -375,6 +422,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
     (void)cm_->reject(e.id);
   };
   if (kind == Kind::Udaddy) return on_ud_request(e);
+  if (kind == Kind::Perftest) return on_perftest_request(e);
   if (req == nullptr || e.ud) return refuse("not a connected (RC) request");
   if (req->transport != proto::CmTransport::Rc) return refuse("only RC connections are served");
   Conn c;
@@ -517,6 +565,79 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
   keep(e.id, std::move(c), s, refuse);
 }
 
+void CmListeners::forget_perftest_session(const Conn& c) {
+  // The host's next request opens a new session: its control connection is over, even if the
+  // session has not noticed yet (a client run again at once must not look like a data QP).
+  const auto it = perftest_sessions_.find(c.peer);
+  if (it != perftest_sessions_.end() && it->second == c.perftest) perftest_sessions_.erase(it);
+}
+
+void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
+  const auto* req = std::get_if<cm::ReqInfo>(&e.detail);
+  const std::string peer = peer_of(e);
+  const auto refuse = [&](const std::string& why) {
+    std::fprintf(stderr, "roce-appliance: perftest -R request from %s refused: %s\n", peer.c_str(), why.c_str());
+    (void)cm_->reject(e.id);
+  };
+  if (req == nullptr || e.ud) return refuse("not a connected (RC) request (perftest -R with -c UD is not served)");
+  if (req->transport != proto::CmTransport::Rc) return refuse("only RC connections are served (perftest -R refuses UC)");
+  Conn c;
+  c.id = e.id;
+  c.peer = peer;
+  const auto session = perftest_sessions_.find(peer);
+  if (session != perftest_sessions_.end() && session->second->open()) {
+    // A data QP of the client whose session runs (rdma_cm_connection_request_handler).
+    c.kind = Kind::PerftestData;
+    c.perftest = session->second;
+    auto q = conn_.create(perftest_.qp);
+    if (!q) return refuse(q.error().message);
+    const cm::CmQpAttrs a = cm::passive_qp_attrs(*req, q->psn, cm_->qp_limits());
+    Status s = cm_->connect_qp(*q, IBV_QPT_RC, a);
+    if (s) {
+      // The session may take it as soon as the client has the REP: it is there before.
+      c.perftest->add(req->remote_qpn, *q);
+      cm::AcceptParams ap;
+      ap.local_qpn = q->qpn;
+      ap.starting_psn = q->psn;
+      ap.responder_resources = a.rtr.max_dest_rd_atomic;
+      ap.initiator_depth = a.rts.max_rd_atomic;
+      s = cm_->accept(e.id, ap);
+      if (!s) (void)c.perftest->take(req->remote_qpn);
+    }
+    if (!s) (void)conn_.destroy(*q);
+    if (s) {
+      std::lock_guard lock(totals_mutex_);
+      ++totals_.perftest_qps;
+    }
+    return keep(e.id, std::move(c), s, refuse);
+  }
+  // The client's control channel (rdma_server_connect): its exchange runs in a session.
+  if (!perftest_.start_session) return refuse("this listener runs no perftest sessions");
+  const std::string endpoint = peer + ":" + (e.addressing ? std::to_string(e.addressing->src_port) : std::string("?"));
+  auto ch = CmChannel::create(conn_, peer, endpoint);
+  if (!ch) return refuse(ch.error().message);
+  c.kind = Kind::Perftest;
+  c.channel = std::move(*ch);
+  c.perftest = std::make_shared<PerftestCmQps>();
+  const cm::CmQpAttrs a = cm::passive_qp_attrs(*req, c.channel->qp().psn, cm_->qp_limits());
+  Status s = cm_->connect_qp(c.channel->qp(), IBV_QPT_RC, a);
+  if (s) {
+    cm::AcceptParams ap;
+    ap.local_qpn = c.channel->qp().qpn;
+    ap.starting_psn = c.channel->qp().psn;
+    ap.responder_resources = a.rtr.max_dest_rd_atomic;
+    ap.initiator_depth = a.rts.max_rd_atomic;
+    s = cm_->accept(e.id, ap);
+  }
+  if (s) {
+    perftest_sessions_[peer] = c.perftest;
+    perftest_.start_session(c.channel, c.perftest);
+    std::lock_guard lock(totals_mutex_);
+    ++totals_.perftest_sessions;
+  }
+  keep(e.id, std::move(c), s, refuse);
+}
+
 void CmListeners::finish(Conn& c) {
   if (c.driver) {
     drivers_.remove(c.qp.worker, c.driver);
@@ -563,6 +684,7 @@ void CmListeners::release(cm::CmId id) {
   const auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Conn& c = it->second;
+  if (c.channel) c.channel->set_disconnected();
   if (c.ah) {
     AddressHandle* ah = c.ah;
     (void)dp_.call(c.qp.worker, [ah](Engine& e) { return e.destroy_ah(ah); });

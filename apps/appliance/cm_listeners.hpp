@@ -8,7 +8,11 @@
 // its QPN) are received, then as many sent back, as udaddy's server does. rdma_server (TCP,
 // 7471, or 7472 when ucmatose holds 7471): one 16-byte receive posted before the REP; once the
 // client's 16 bytes are in, one 16-byte inline SEND back, and on its completion the server
-// disconnects, as librdmacm's rdma_server does. Each connection's
+// disconnects, as librdmacm's rdma_server does. perftest -R (TCP, 18515): a client's first
+// request is its control channel (a CmChannel, served by a perftest session the appliance
+// runs, as for the TCP exchange); its later requests, while that session runs, are its data QPs,
+// accepted and handed to the session by their QPN (perftest's own server tells them apart by
+// order too; one -R client per host at a time). Each connection's
 // traffic is a driver on its QP's worker (a state machine on its CQ); the CM events are handled
 // on one control thread.
 #pragma once
@@ -17,11 +21,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "apps/common/buffers.hpp"
+#include "apps/common/cm_channel.hpp"
 #include "apps/common/cm_service.hpp"
 #include "apps/common/connector.hpp"
 #include "apps/common/driver_set.hpp"
@@ -33,6 +40,8 @@ struct CmListenOptions {
   bool ucmatose = false;
   bool udaddy = false;
   bool rdma_server = false;
+  bool perftest = false;               // perftest -R (ib_*_bw -R, ib_*_lat -R)
+  std::uint16_t perftest_port = 18515; // perftest's default port (its -p)
   std::uint16_t rping_port = 7174;     // rping's default port
   std::uint16_t udaddy_port = 7174;    // udaddy's default port (UDP port space)
   std::uint16_t ucmatose_port = 7471;  // cmatose's default port
@@ -41,7 +50,30 @@ struct CmListenOptions {
   std::uint32_t message_size = 100;    // ucmatose's and udaddy's -S
   Nanos ud_idle = 30 * kSecond;        // a udaddy client that sends nothing this long is dropped
   std::size_t accept_queue = 64;
-  bool any() const { return rping || ucmatose || udaddy || rdma_server; }
+  bool any() const { return rping || ucmatose || udaddy || rdma_server || perftest; }
+};
+
+// The data QPs one perftest -R client connected, until its session takes them (by the client's
+// QPN). Shared by the listener thread, which adds them, and the session, which takes them.
+class PerftestCmQps {
+ public:
+  void add(std::uint32_t remote_qpn, const LocalQp& qp);
+  std::optional<LocalQp> take(std::uint32_t remote_qpn);
+  // The session ended: what it never took is returned (to be destroyed) and nothing more is added.
+  std::vector<LocalQp> close();
+  bool open() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::uint32_t, LocalQp> pending_;
+  bool open_ = true;
+};
+
+// How roce-appliance serves a perftest -R client: the data QPs' parameters, and a session run on
+// the control channel (with the QPs it will take) until the client leaves.
+struct PerftestCmServe {
+  QpParams qp;
+  std::function<void(std::shared_ptr<CmChannel>, std::shared_ptr<PerftestCmQps>)> start_session;
 };
 
 // "rping,ucmatose,udaddy,rdma_server" (or "all"), each name optionally with ":PORT" -> options;
@@ -55,7 +87,8 @@ class CmListeners {
  public:
   // `shared`: a CM agent other services use too (roce-appliance with --nvmf-subsystem as
   // well); none: the listeners run their own.
-  CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared = nullptr);
+  CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared = nullptr,
+              PerftestCmServe perftest = {});
   ~CmListeners();
   CmListeners(const CmListeners&) = delete;
   CmListeners& operator=(const CmListeners&) = delete;
@@ -73,6 +106,8 @@ class CmListeners {
     std::uint64_t messages_sent = 0;
     std::uint64_t datagrams = 0;     // udaddy: received and sent
     std::uint64_t rdma_server_exchanges = 0;  // rdma_server: 16 bytes in, 16 bytes out
+    std::uint64_t perftest_sessions = 0;      // perftest -R control connections accepted
+    std::uint64_t perftest_qps = 0;           // and their data QPs
   };
   Totals totals();
   // The CM's counters: live, or as they were when stop() ended the CM.
@@ -82,7 +117,7 @@ class CmListeners {
   struct Work;
 
  private:
-  enum class Kind : std::uint8_t { Rping, Ucmatose, Udaddy, RdmaServer };
+  enum class Kind : std::uint8_t { Rping, Ucmatose, Udaddy, RdmaServer, Perftest, PerftestData };
   struct Conn {
     Kind kind = Kind::Rping;
     cm::CmId id = 0;
@@ -95,11 +130,17 @@ class CmListeners {
     bool disconnecting = false;
     AddressHandle* ah = nullptr;  // udaddy: the client's QP
     Nanos started = 0;
+    // perftest -R: the control channel (its QP is the channel's) and the session's data QPs
+    // (each data QP is the session's; Conn holds none).
+    std::shared_ptr<CmChannel> channel;
+    std::shared_ptr<PerftestCmQps> perftest;
   };
   void loop();
   void on_event(const cm::RdmaCmEvent& e);
   void on_request(const cm::RdmaCmEvent& e, Kind kind);
   void on_ud_request(const cm::RdmaCmEvent& e);
+  void on_perftest_request(const cm::RdmaCmEvent& e);
+  void forget_perftest_session(const Conn& c);
   // An answered request's connection joins conns_; a failed accept is refused and freed.
   void keep(cm::CmId id, Conn c, const Status& accepted, const std::function<void(const std::string&)>& refuse);
   void finish(Conn& c);        // the driver goes, the work is counted
@@ -112,6 +153,9 @@ class CmListeners {
   std::shared_ptr<CmService> cm_;
   bool shared_cm_ = false;
   CmService::Channel channel_ = 0;
+  PerftestCmServe perftest_;
+  // perftest -R: the running session of each client host, by its IP.
+  std::map<std::string, std::shared_ptr<PerftestCmQps>> perftest_sessions_;
   std::map<cm::ListenerId, Kind> listeners_;
   std::map<cm::CmId, Conn> conns_;  // control thread only
   std::thread thread_;

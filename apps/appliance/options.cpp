@@ -228,7 +228,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("listen-ip", "address for the TCP exchange", cxxopts::value<std::string>(o.listen_ip)->default_value("0.0.0.0"))
       ("p,oob-port", "TCP port of the exchange", cxxopts::value<std::uint16_t>(o.oob_port)->default_value("18515"))
       ("m,mtu", "largest path MTU offered: 256 .. 4096", cxxopts::value<std::string>(mtu)->default_value("1024"))
-      ("rdma-cm", "rdma_cm listeners, comma-separated: rping (TCP 7174, as rping -s), ucmatose (TCP 7471, as ucmatose's server), udaddy (UDP 7174, as udaddy's server), rdma_server (TCP 7471, as librdmacm's rdma_server; TCP 7472 when ucmatose holds 7471: rdma_client -p 7472), or all; NAME:PORT picks another port", cxxopts::value<std::string>(rdma_cm))
+      ("rdma-cm", "rdma_cm listeners, comma-separated: rping (TCP 7174, as rping -s), ucmatose (TCP 7471, as ucmatose's server), udaddy (UDP 7174, as udaddy's server), rdma_server (TCP 7471, as librdmacm's rdma_server; TCP 7472 when ucmatose holds 7471: rdma_client -p 7472), or all; perftest (TCP 18515: ib_*_bw/_lat -R, served as the TCP exchange is; not in all); NAME:PORT picks another port", cxxopts::value<std::string>(rdma_cm))
       ("cm-messages", "ucmatose, udaddy: messages each way (their -C)", cxxopts::value<std::uint32_t>(o.rdma_cm.messages)->default_value("10"))
       ("cm-message-size", "ucmatose, udaddy: bytes per message (their -S)", cxxopts::value<std::uint32_t>(o.rdma_cm.message_size)->default_value("100"))
       ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"))

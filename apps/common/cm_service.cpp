@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <thread>
 
 namespace roce::app {
@@ -30,6 +31,10 @@ cm::Gid gid_of(const proto::IpAddress& a) {
 
 CmService::CmService(dp::Dataplane& dp, DriverSet& drivers, CmServiceConfig cfg) : dp_(dp), drivers_(drivers), cfg_(std::move(cfg)) {
   if (cfg_.agent.cm.local_ca_guid == 0) cfg_.agent.cm.local_ca_guid = guid_from_mac(dp.local().mac);
+  // Each CM its own Local Communication IDs, as Linux draws a random operand per boot: a program
+  // run again within a peer's TIMEWAIT (2 s) would otherwise send the IDs of its last run, which
+  // the peer answers with REJ "stale connection".
+  if (cfg_.agent.cm.id_seed == cm::CmConfig{}.id_seed) cfg_.agent.cm.id_seed = std::random_device{}();
   agent_ = dp_.call(0, [&](Engine& e) { return std::make_unique<cm::CmAgent>(cfg_.agent, e); });
   cm::CmAgent* agent = agent_.get();
   driver_id_ = drivers_.add(0, [agent](Engine&, Nanos now) { agent->poll(now); });

@@ -37,7 +37,7 @@ bool looks_like_record(std::span<const std::byte> first) {
 
 }  // namespace
 
-bool OobServer::wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms) {
+bool OobServer::wait_input(OobChannel& tcp, const std::atomic<bool>& stop, int ms) {
   while (!stop.load(std::memory_order_relaxed)) {
     if (!handshake_done_ && std::chrono::steady_clock::now() >= handshake_deadline_) return true;  // the read times out
     if (tcp.wait_readable(ms)) return true;
@@ -53,7 +53,14 @@ int OobServer::read_timeout_ms() const {
 
 Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads,
                                                bool echo) {
-  auto lq = conn_.create(p);
+  std::optional<LocalQp> cm_connected;
+  if (cfg_.cm_qp) {
+    cm_connected = cfg_.cm_qp(peer.qpn);
+    if (!cm_connected)
+      return make_error(EPROTO, "the client's record names its QP " + std::to_string(peer.qpn) +
+                                    ", which did not connect through rdma_cm (perftest -R connects every data QP first)");
+  }
+  auto lq = cm_connected ? Result<LocalQp>(*cm_connected) : conn_.create(p);
   if (!lq) return lq.error();
   auto q = std::make_unique<ServedQp>();
   q->local = *lq;
@@ -84,10 +91,11 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
     if (raw->ah) conn_.dataplane().call(raw->local.worker, [&](Engine& e) { return e.destroy_ah(raw->ah); });
     conn_.destroy(raw->local);
   };
-  if (Status s = conn_.connect(q->local, RemoteQp{peer.qpn, peer.psn, peer.gid}, p); !s) {
-    undo();
-    return s.error();
-  }
+  if (!cm_connected)
+    if (Status s = conn_.connect(q->local, RemoteQp{peer.qpn, peer.psn, peer.gid}, p); !s) {
+      undo();
+      return s.error();
+    }
   if (ud) {
     // Answers to a UD client go through an address handle to its GID and QP (Q_Key 0x11111111).
     auto ah = conn_.dataplane().call(q->local.worker, [&](Engine& e) {
@@ -203,7 +211,7 @@ Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& p
   return true;
 }
 
-Result<SessionReport> OobServer::serve(TcpStream& tcp, const std::atomic<bool>& stop) {
+Result<SessionReport> OobServer::serve(OobChannel& tcp, const std::atomic<bool>& stop) {
   handshake_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.handshake_timeout_ms);
   handshake_done_ = false;
   refusal_sent_ = false;
@@ -218,14 +226,14 @@ Result<SessionReport> OobServer::serve(TcpStream& tcp, const std::atomic<bool>& 
   return make_error(r.error().code, peer + ": " + why);
 }
 
-Result<SessionReport> OobServer::serve_exchange(TcpStream& tcp, const std::atomic<bool>& stop) {
+Result<SessionReport> OobServer::serve_exchange(OobChannel& tcp, const std::atomic<bool>& stop) {
   std::array<std::byte, kProbe> first{};
   if (!wait_input(tcp, stop)) return make_error(ECANCELED, "stopped");
   if (Status s = tcp.read_exact(first, read_timeout_ms()); !s) return s.error();
   return looks_like_record(first) ? serve_pingpong(tcp, first, stop) : serve_perftest(tcp, first, stop);
 }
 
-Result<SessionReport> OobServer::serve_pingpong(TcpStream& tcp, std::span<const std::byte> first,
+Result<SessionReport> OobServer::serve_pingpong(OobChannel& tcp, std::span<const std::byte> first,
                                                 const std::atomic<bool>& stop) {
   SessionReport r;
   r.peer = tcp.peer_address();
@@ -274,7 +282,7 @@ Result<SessionReport> OobServer::serve_pingpong(TcpStream& tcp, std::span<const 
   return r;
 }
 
-Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const std::byte> first,
+Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const std::byte> first,
                                                 const std::atomic<bool>& stop) {
   SessionReport r;
   r.peer = tcp.peer_address();
@@ -438,6 +446,15 @@ Result<SessionReport> OobServer::serve_perftest(TcpStream& tcp, std::span<const 
         return fail(s.error().code, s.error().message);
       auto peer = parse_perftest(rec);
       if (!peer) return fail(peer.error().code, peer.error().message);
+      if (cfg_.cm_qp && peer->qpn == 0) {
+        // -R: a sync around the rdma_cm connections of the data QPs (create_rdma_cm_connection).
+        PerftestDest zero;
+        zero.out_reads = 0;
+        const std::string out = format_perftest(zero);
+        if (Status s = tcp.write_all(std::as_bytes(std::span{out})); !s) return fail(s.error().code, s.error().message);
+        handshake_done_ = true;
+        continue;
+      }
       order.add(peer->qpn);
       const std::uint64_t packets_before = packets_at_record.value_or(0);
       packets_at_record = r.qps > 0 ? packets_received() : 0;

@@ -63,6 +63,12 @@ struct ServerConfig {
   // MTU and its first QP record the client registers its memory, and has oob_timeout_ms.
   int handshake_timeout_ms = 5'000;
   int oob_timeout_ms = 30'000;  // that set-up; and each record once the QPs are connected
+  // perftest -R: the exchange runs on the client's rdma_cm control connection (CmChannel) and
+  // its data QPs connected through rdma_cm before their records came. This hands the session
+  // the QP (at RTS) the client connected from QPN `remote_qpn`, which the session then owns;
+  // nullopt when it connected none. A record naming QP 0 is one of perftest's two syncs around
+  // those connections (its QP 0 record still zeroed): answered with a zeroed record.
+  std::function<std::optional<LocalQp>(std::uint32_t remote_qpn)> cm_qp;
 };
 
 struct SessionReport {
@@ -99,7 +105,7 @@ class OobServer {
 
   // Serves one accepted connection to its end. `stop` aborts waiting. A session that fails
   // before its handshake is done tells the client why (oob/refusal.hpp); errors name the peer.
-  Result<SessionReport> serve(TcpStream& tcp, const std::atomic<bool>& stop);
+  Result<SessionReport> serve(OobChannel& tcp, const std::atomic<bool>& stop);
 
  private:
   struct ServedQp {
@@ -111,8 +117,8 @@ class OobServer {
     AddressHandle* ah = nullptr;              // UD: the client's QP, for answers
     std::uint64_t driver_id = 0;
   };
-  Result<SessionReport> serve_pingpong(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
-  Result<SessionReport> serve_perftest(TcpStream& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
+  Result<SessionReport> serve_pingpong(OobChannel& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
+  Result<SessionReport> serve_perftest(OobChannel& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
   Result<ServedQp*> add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads, bool echo);
   // ib_write_lat: starts the next size's WRITEs on QP 0 when the previous one is done; false
   // when every size is done.
@@ -121,8 +127,8 @@ class OobServer {
   // -b: the server's own traffic of the sweep's `size_index`-th size on every QP, toward the client.
   Status start_duplex(std::uint32_t size_index);
   void teardown(SessionReport& r);
-  Result<SessionReport> serve_exchange(TcpStream& tcp, const std::atomic<bool>& stop);
-  bool wait_input(TcpStream& tcp, const std::atomic<bool>& stop, int ms = 200);
+  Result<SessionReport> serve_exchange(OobChannel& tcp, const std::atomic<bool>& stop);
+  bool wait_input(OobChannel& tcp, const std::atomic<bool>& stop, int ms = 200);
   // The time a read may take now: what is left of the handshake, or oob_timeout_ms after it.
   int read_timeout_ms() const;
 

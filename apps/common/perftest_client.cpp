@@ -11,6 +11,8 @@
 #include "apps/common/buffers.hpp"
 #include "apps/common/cpu_util.hpp"
 #include "apps/common/driver_set.hpp"
+#include "apps/common/perftest_cm.hpp"
+#include "apps/common/runtime.hpp"
 #include "apps/common/traffic/drivers.hpp"
 #include "apps/common/traffic/perftest_text.hpp"
 #include "dataplane/signals.hpp"
@@ -84,12 +86,13 @@ class ClientTraffic {
   // The landing area is perftest's BUFF_SIZE(size, cycle_buffer): a -b server walks its
   // operations through a cycle buffer from the address we give it. A UD receive (SEND -b) has
   // the GRH in front of the message.
-  ClientTraffic(dp::Dataplane& dp, const ClientOptions& o, std::uint32_t max_size, std::uint32_t cycle_buffer,
-                ClientRun& run, const std::function<void(const ClientProgress&)>& progress)
+  // `drivers`: the dataplane's one DriverSet (an rdma_cm client's CM agent runs in it too).
+  ClientTraffic(dp::Dataplane& dp, DriverSet& drivers, const ClientOptions& o, std::uint32_t max_size,
+                std::uint32_t cycle_buffer, ClientRun& run, const std::function<void(const ClientProgress&)>& progress)
       : dp_(dp), o_(o), max_size_(max_size),
         landing_bytes_(std::max(max_size + (o.qp.type == IBV_QPT_UD ? kUdGrhBytes : 0), cycle_buffer)),
         per_qp_((2 * std::size_t{max_size} + landing_bytes_ + 64 + 63) / 64 * 64), run_(run), progress_(progress),
-        conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(dp) {}
+        conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(drivers) {}
   ~ClientTraffic() {
     for (ClientQp& q : qps_) {
       if (q.ah) dp_.call(q.local.worker, [&](Engine& e) { return e.destroy_ah(q.ah); });
@@ -126,16 +129,21 @@ class ClientTraffic {
     return {};
   }
 
+  std::size_t qp_count() const { return qps_.size(); }
+  const LocalQp& local_qp(std::size_t i) const { return qps_[i].local; }
+
   std::vector<PerftestDest> records() const {
     std::vector<PerftestDest> r;
     for (const ClientQp& q : qps_) r.push_back(q.mine);
     return r;
   }
 
-  Status connect(const std::vector<PerftestDest>& peers) {
+  // QPs an rdma_cm exchange connected (-R) take the records' addresses and keys only.
+  Status connect(const std::vector<PerftestDest>& peers, bool cm_connected = false) {
     for (std::size_t i = 0; i < qps_.size(); ++i) {
       qps_[i].peer = peers[i];
-      if (Status s = conn_.connect(qps_[i].local, RemoteQp{peers[i].qpn, peers[i].psn, peers[i].gid}, params_); !s) return s;
+      if (!cm_connected)
+        if (Status s = conn_.connect(qps_[i].local, RemoteQp{peers[i].qpn, peers[i].psn, peers[i].gid}, params_); !s) return s;
       if (params_.type == IBV_QPT_UD) {
         auto ah = dp_.call(qps_[i].local.worker, [&](Engine& e) {
           ibv_ah_attr a{};
@@ -187,7 +195,7 @@ class ClientTraffic {
   ClientRun& run_;
   const std::function<void(const ClientProgress&)>& progress_;
   Connector conn_;
-  DriverSet drivers_;
+  DriverSet& drivers_;
   QpParams params_;
   MappedBuffer buffer_;
   std::vector<const MemoryRegion*> mrs_;
@@ -562,6 +570,18 @@ Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, c
       case FlowStep::Done:
         if (Status st = s.exchange_done(); !st) return failed(k, 0, st.error());
         break;
+      case FlowStep::CmSync: {
+        // QP 0's record as perftest's main still holds it there: all zeros.
+        PerftestDest zero;
+        zero.out_reads = 0;
+        if (auto peer = s.exchange_dest(zero); !peer) return failed(k, 0, peer.error());
+        break;
+      }
+      case FlowStep::CmConnect:
+        if (Status st = hooks.cm_connect(); !st)
+          return make_error(st.error().code, "the " + program + " exchange failed " + describe_step(flow, k) + ": " +
+                                                 st.error().message);
+        break;
     }
   }
   return peers;
@@ -572,9 +592,53 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   ClientRun run;
   std::vector<std::uint32_t> sizes = o.sizes.empty() ? std::vector<std::uint32_t>{o.spec.size} : o.sizes;
 
-  auto tcp = TcpStream::connect(o.server, o.port, o.oob_timeout_ms);
-  if (!tcp) return tcp.error();
-  PerftestSession session(*tcp, OobRole::Client, o.oob_timeout_ms);
+  // -R: the control channel is an rdma_cm connection (its QP is the control Connector's), and
+  // every CM event of the run goes through one queue on this thread.
+  DriverSet drivers(dp);
+  std::unique_ptr<CmService> cms;
+  std::unique_ptr<CmEventQueue> events;
+  std::unique_ptr<Connector> cm_conn;
+  std::unique_ptr<CmChannel> cm_channel;
+  cm::CmId control_id = 0;
+  std::vector<cm::CmId> data_ids;
+  std::optional<proto::Ipv4Addr> server_ip;
+  std::unique_ptr<TcpStream> tcp;
+  OobChannel* link = nullptr;
+  if (o.rdma_cm) {
+    if (o.qp.type != IBV_QPT_RC)
+      return make_error(EINVAL, "-R: only RC data QPs connect through rdma_cm here (perftest's -R refuses UC; UD is not done)");
+    server_ip = parse_ipv4(o.server);
+    if (!server_ip) return make_error(EINVAL, "-R needs the server's IPv4 address, not '" + o.server + "'");
+    cms = std::make_unique<CmService>(dp, drivers);
+    events = std::make_unique<CmEventQueue>(*cms);
+    cm_conn = std::make_unique<Connector>(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x5bd1e995ULL);
+    auto ch = CmChannel::create(*cm_conn, o.server, o.server + ":" + std::to_string(o.port));
+    if (!ch) return ch.error();
+    cm_channel = std::move(*ch);
+    CmRcConnect c;
+    c.server = *server_ip;
+    c.port = o.port;
+    c.mtu = o.qp.mtu;
+    c.timeout = std::max<Nanos>(Nanos{o.oob_timeout_ms} * kMilli, kSecond);
+    // perftest's control connection (rdma_client_connect): its comm parameters' verb is SEND.
+    auto id = cm_connect_rc(dp, *cms, *events, cm_channel->qp(), c);
+    if (!id) return make_error(id.error().code, "-R: the control channel: " + id.error().message);
+    control_id = *id;
+    CmChannel* ch_raw = cm_channel.get();
+    CmEventQueue* ev = events.get();
+    cm_channel->set_on_wait([ch_raw, ev, control_id] {
+      ev->pump(0);
+      while (auto e = ev->take(control_id))
+        if (e->type == cm::RdmaCmEventType::Disconnected || e->type == cm::RdmaCmEventType::TimewaitExit) ch_raw->set_disconnected();
+    });
+    link = cm_channel.get();
+  } else {
+    auto t = TcpStream::connect(o.server, o.port, o.oob_timeout_ms);
+    if (!t) return t.error();
+    tcp = std::make_unique<TcpStream>(std::move(*t));
+    link = tcp.get();
+  }
+  PerftestSession session(*link, OobRole::Client, o.oob_timeout_ms);
   auto mtu = perftest_client_preamble(session, o.qp.mtu);
   if (!mtu) return mtu.error();
   run.remote_version = session.remote_version();
@@ -590,7 +654,7 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   }
   const std::uint32_t max_size = std::max<std::uint32_t>(*std::max_element(sizes.begin(), sizes.end()), 8);
 
-  ClientTraffic traffic(dp, o, max_size, session.cycle_buffer(), run, progress);
+  ClientTraffic traffic(dp, drivers, o, max_size, session.cycle_buffer(), run, progress);
   if (Status s = traffic.create(qp_params); !s) return s.error();
   run.local = traffic.records();
 
@@ -613,8 +677,36 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     f.msg_rate_mpps += theirs.msg_rate;
     if (o.on_bw) o.on_bw(f);
   };
+  test.rdma_cm = o.rdma_cm;
+  hooks.cm_connect = [&]() -> Status {
+    // _rdma_cm_client_connection: one connection per QP to the server's port; a server that does
+    // not listen yet (REJ, invalid service ID) is tried again, 10 times 100 ms apart, as perftest.
+    const bool reads = o.spec.verb == Verb::Read || o.spec.verb == Verb::Atomic;
+    for (std::size_t i = 0; i < traffic.qp_count(); ++i) {
+      CmRcConnect c;
+      c.server = *server_ip;
+      c.port = o.port;
+      c.mtu = run.mtu;
+      c.responder_resources = c.initiator_depth = reads ? qp_params.max_rd_atomic : 0;
+      c.retry_count = c.rnr_retry_count = o.retry_count;
+      c.timeout = std::max<Nanos>(Nanos{o.oob_timeout_ms} * kMilli, kSecond);
+      for (int attempt = 1;; ++attempt) {
+        std::uint16_t reason = 0;
+        auto id = cm_connect_rc(dp, *cms, *events, traffic.local_qp(i), c, &reason);
+        if (id) {
+          data_ids.push_back(*id);
+          break;
+        }
+        if (reason == 0 || attempt == 10)
+          return make_error(id.error().code, "QP " + std::to_string(i) + ": " + id.error().message +
+                                                 (reason ? " (tried 10 times)" : ""));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    return {};
+  };
   hooks.connect = [&](const std::vector<PerftestDest>& p) -> Status {
-    if (Status s = traffic.connect(p); !s) return s;
+    if (Status s = traffic.connect(p, o.rdma_cm); !s) return s;
     if (o.on_connected) o.on_connected(ClientConnection{run.local, p, run.mtu, run.remote_version});
     return {};
   };
@@ -632,6 +724,17 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   if (!peers) return peers.error();
   run.remote = *peers;
   traffic.gather_counters();
+  if (o.rdma_cm) {
+    // rdma_cm_disconnect_nodes: a DREQ per data connection, each answered; then the control
+    // connection goes (perftest destroys its ID, which sends the DREQ).
+    for (cm::CmId id : data_ids) (void)cms->disconnect(id);
+    for (cm::CmId id : data_ids)
+      for (;;) {
+        auto e = events->next(id, 3 * kSecond);
+        if (!e || e->type == cm::RdmaCmEventType::Disconnected || e->type == cm::RdmaCmEventType::TimewaitExit) break;
+      }
+    (void)cms->disconnect(control_id);
+  }
   return run;
 }
 

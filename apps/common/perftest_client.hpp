@@ -55,6 +55,10 @@ struct ClientOptions {
   bool cpu_util = false;        // -D: the host's CPU use over the measured window
   bool gbits = false;           // the figures the server gets are in Gb/sec (else MB/sec), as perftest sends them
   bool duplex = false;          // -b: the server sends too; the figures shown are both sides' sum
+  // -R: the exchange runs on an rdma_cm connection to `port` and the QPs connect through rdma_cm
+  // (perftest_cm.hpp); retry_count is --retry_count, the data connections' retry and RNR retry.
+  bool rdma_cm = false;
+  std::uint8_t retry_count = 7;
   // perftest prints as the run goes: the header once the QPs are up, a row per size.
   std::function<void(const ClientConnection&)> on_connected;
   std::function<void(const BwFigures&)> on_bw;
@@ -94,6 +98,7 @@ struct ClientHooks {
   // Before the sync that starts a size's traffic (SEND -b posts its receives there, as perftest).
   std::function<Status(std::uint32_t size_index)> before_traffic_sync;
   std::function<void(const PerftestResults& theirs)> results;  // the server's figures, when it sends them
+  std::function<Status()> cm_connect;  // -R: the data QPs' rdma_cm connections, between the two syncs
 };
 Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, const PerftestTest& test,
                                                            const std::vector<PerftestDest>& mine,

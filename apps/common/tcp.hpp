@@ -6,16 +6,17 @@
 #include <span>
 #include <string>
 
+#include "apps/common/oob/channel.hpp"
 #include "lib/status.hpp"
 
 namespace roce::app {
 
-class TcpStream {
+class TcpStream : public OobChannel {
  public:
   TcpStream() = default;
   explicit TcpStream(int fd) : fd_(fd) {}
-  ~TcpStream();
-  TcpStream(TcpStream&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ~TcpStream() override;
+  TcpStream(TcpStream&& o) noexcept : OobChannel(), fd_(o.fd_) { o.fd_ = -1; }
   TcpStream& operator=(TcpStream&& o) noexcept;
   TcpStream(const TcpStream&) = delete;
   TcpStream& operator=(const TcpStream&) = delete;
@@ -24,16 +25,16 @@ class TcpStream {
 
   // Reads exactly out.size() bytes within timeout_ms in all (-1: no limit) or fails (peer
   // closed, timeout, error).
-  Status read_exact(std::span<std::byte> out, int timeout_ms);
+  Status read_exact(std::span<std::byte> out, int timeout_ms) override;
   // What is there now, without waiting (0 when nothing is).
   std::size_t read_some(std::span<std::byte> out);
-  Status write_all(std::span<const std::byte> data);
+  Status write_all(std::span<const std::byte> data) override;
   // Waits until data (or the peer's close) can be read; false on timeout.
-  bool wait_readable(int timeout_ms) const;
+  bool wait_readable(int timeout_ms) const override;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
-  std::string peer_address() const;   // the peer's IP, as text
-  std::string peer_endpoint() const;  // "IP:port", for messages about one connection
+  std::string peer_address() const override;   // the peer's IP, as text
+  std::string peer_endpoint() const override;  // "IP:port", for messages about one connection
 
  private:
   int fd_ = -1;

@@ -105,6 +105,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("report_gbits", "bandwidth in Gb/sec instead of MB/sec")
       ("rate-limit", "cap each QP at this many Gb/s", cxxopts::value<std::string>(rate)->default_value("0"))
       ("verify", "check the far side's memory after the run (write, read, atomic)")
+      ("R,rdma_cm", "connect through rdma_cm, as perftest's -R: the exchange runs on an rdma_cm connection to the server's port, and every QP connects through rdma_cm (RC)")
       ("json", "print the settings, the peer and the results as JSON (errors too)");
   opts.add_options("Connection")
       ("server", "client mode: the server's address", cxxopts::value<std::string>(g.server))
@@ -273,6 +274,9 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   // A datagram is one packet: it must fit the peer's path MTU, which rxe takes from its netdev.
   if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");
   if (g.perftest.bidirectional && g.listen) return make_error(EINVAL, "-b: roce-gen --listen serves unidirectional tests only");
+  g.rdma_cm = r.count("rdma_cm") > 0;
+  if (g.rdma_cm && g.listen)
+    return make_error(EINVAL, "-R: roce-gen --listen serves the TCP exchange only (roce-appliance --rdma-cm perftest serves -R clients)");
   return g;
 }
 

@@ -22,6 +22,7 @@ struct GenOptions {
   bool ud_pingpong = false;          // ibv_ud_pingpong's: UD datagrams, echoed
   std::string server;                // client mode: the peer's address for the TCP exchange
   bool listen = false;               // server mode
+  bool rdma_cm = false;              // -R: the exchange and the QPs' connections over rdma_cm
   std::uint16_t oob_port = 18515;
   PerftestFlags perftest;            // the common flags of the perftest tests (write, read, send, atomic)
   bool json = false;

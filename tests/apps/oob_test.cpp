@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "apps/common/oob/cm_record.hpp"
 #include "apps/common/oob/perftest.hpp"
 #include "apps/common/oob/pingpong.hpp"
 #include "apps/common/oob/refusal.hpp"
@@ -240,6 +241,70 @@ TEST(TcpStream, AReadHasOneDeadlineForTheWholeRecord) {
   dripper.join();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ETIMEDOUT) << s.error().message;
+}
+
+}  // namespace
+}  // namespace roce::app
+
+// perftest -R's record: struct pingpong_dest as rdma_write_keys sends it (x86-64 layout, integers
+// in network order), 56 bytes.
+namespace roce::app {
+namespace {
+
+TEST(PerftestCmRecord, LayoutIsPingpongDestInNetworkOrder) {
+  PerftestDest d;
+  d.lid = 0x0102;
+  d.out_reads = 16;
+  d.qpn = 0x000123;
+  d.psn = 0xABCDEF;
+  d.rkey = 0x11223344;
+  d.vaddr = 0x0000'7f00'1234'5678ULL;
+  for (int i = 0; i < 16; ++i) d.gid.raw[i] = static_cast<std::uint8_t>(0xA0 + i);
+  d.srqn = 7;
+  const auto w = format_perftest_cm(d, 3);
+  ASSERT_EQ(w.size(), 56u);
+  auto at = [&](std::size_t i) { return std::to_integer<unsigned>(w[i]); };
+  EXPECT_EQ(at(2), 0x01u);  // lid, big-endian int
+  EXPECT_EQ(at(3), 0x02u);
+  EXPECT_EQ(at(7), 16u);    // out_reads
+  EXPECT_EQ(at(10), 0x01u); // qpn 0x000123
+  EXPECT_EQ(at(11), 0x23u);
+  EXPECT_EQ(at(13), 0xABu); // psn
+  EXPECT_EQ(at(16), 0x11u); // rkey
+  for (std::size_t i = 20; i < 24; ++i) EXPECT_EQ(at(i), 0u) << "padding " << i;
+  EXPECT_EQ(at(26), 0x7Fu);  // vaddr, big-endian 64-bit at 24
+  EXPECT_EQ(at(31), 0x78u);
+  EXPECT_EQ(at(32), 0xA0u);  // GID raw at 32
+  EXPECT_EQ(at(47), 0xAFu);
+  EXPECT_EQ(at(51), 7u);     // srqn at 48
+  EXPECT_EQ(at(55), 3u);     // gid_index at 52
+  auto back = parse_perftest_cm(w);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->lid, d.lid);
+  EXPECT_EQ(back->out_reads, d.out_reads);
+  EXPECT_EQ(back->qpn, d.qpn);
+  EXPECT_EQ(back->psn, d.psn);
+  EXPECT_EQ(back->rkey, d.rkey);
+  EXPECT_EQ(back->vaddr, d.vaddr);
+  EXPECT_EQ(std::memcmp(back->gid.raw, d.gid.raw, 16), 0);
+  // Through the text record and back (the control channel's translation) nothing changes.
+  const std::string text = format_perftest(*back);
+  auto again = parse_perftest(std::as_bytes(std::span{text}));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(format_perftest_cm(*again, 3), w);
+}
+
+TEST(PerftestCmRecord, RefusesOtherLengthsAndOutOfRangeFields) {
+  std::array<std::byte, 56> w{};
+  EXPECT_FALSE(parse_perftest_cm(std::span{w}.first(55)).ok());
+  std::array<std::byte, 57> longer{};
+  EXPECT_FALSE(parse_perftest_cm(longer).ok());
+  w[1] = std::byte{1};  // LID 0x00010000: no text record holds it
+  auto r = parse_perftest_cm(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("LID"), std::string::npos);
+  w[1] = std::byte{0};
+  EXPECT_TRUE(parse_perftest_cm(w).ok());  // perftest's zeroed QP 0 record of its rdma_cm syncs
 }
 
 }  // namespace

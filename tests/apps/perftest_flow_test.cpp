@@ -1,6 +1,7 @@
 // perftest 4.5's exchange per test, pinned to what its mains do (src/*_bw.c, *_lat.c at tag
 // v4.5-0.17; docs/perftest.md walks through them): R = one record per QP, F = QP 0's record
-// alone, C = QPs up, T = one size's traffic, X = results, D = "done".
+// alone, C = QPs up, T = one size's traffic, X = results, D = "done"; under -R, S = the sync
+// around M, the data QPs' rdma_cm connections.
 #include <gtest/gtest.h>
 
 #include "apps/common/oob/perftest_flow.hpp"
@@ -18,14 +19,17 @@ std::string letters(const std::vector<FlowOp>& f) {
       case FlowStep::Traffic: s += 'T'; break;
       case FlowStep::Results: s += 'X'; break;
       case FlowStep::Done: s += 'D'; break;
+      case FlowStep::CmSync: s += 'S'; break;
+      case FlowStep::CmConnect: s += 'M'; break;
     }
   }
   return s;
 }
 
 std::string flow(Verb v, Measure m, std::uint32_t sizes = 1, bool duplex = false, bool duration = false,
-                 bool infinite = false) {
+                 bool infinite = false, bool rdma_cm = false) {
   PerftestTest t;
+  t.rdma_cm = rdma_cm;
   t.verb = v;
   t.measure = m;
   t.sizes = sizes;
@@ -174,6 +178,25 @@ TEST(RecordOrder, OneQpLooksTheSameInEveryTest) {
   EXPECT_FALSE(order.latency_prelude_complete());  // 3 records: a latency test would send a 4th
   order.add(10);
   EXPECT_TRUE(order.latency_prelude_complete());
+}
+
+// -R (create_rdma_cm_connection before the first ctx_hand_shake in every main; no "done" in
+// ctx_close_connection on the rdma_cm channel): the same order inside.
+TEST(PerftestFlow, RdmaCmConnectsBetweenTwoSyncsFirstAndSendsNoDone) {
+  EXPECT_EQ(flow(Verb::Write, Measure::Bandwidth, 1, false, false, false, true), "SMSRCRFTFXF");
+  EXPECT_EQ(flow(Verb::Read, Measure::Bandwidth, 3, false, false, false, true), "SMSRCRFTTTFXF");
+  EXPECT_EQ(flow(Verb::Send, Measure::Bandwidth, 1, false, false, false, true), "SMSRCFRFTF");
+  EXPECT_EQ(flow(Verb::Send, Measure::Latency, 1, false, false, false, true), "SMSRCFRFTF");
+  EXPECT_EQ(flow(Verb::Read, Measure::Latency, 1, false, false, false, true), "SMSFRCRFTF");
+  // ib_write_lat has no closing exchange either way.
+  EXPECT_EQ(flow(Verb::Write, Measure::Latency, 1, false, false, false, true), "SMSFRCRFT");
+  EXPECT_EQ(flow(Verb::Write, Measure::Bandwidth, 1, true, false, false, true), "SMSRCRFFTXF");
+  PerftestTest t;
+  t.rdma_cm = true;
+  const auto f = perftest_flow(t);
+  EXPECT_EQ(describe_step(f, 0), "the sync before the rdma_cm connections of the data QPs");
+  EXPECT_EQ(describe_step(f, 2), "the sync after the rdma_cm connections of the data QPs");
+  EXPECT_EQ(describe_step(f, 3), "QP 0's record in the 1st round of QP records (before the traffic)");
 }
 
 }  // namespace

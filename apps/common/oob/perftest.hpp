@@ -35,7 +35,7 @@ class PerftestSession {
  public:
   static constexpr const char* kVersion = "6.06";  // what perftest 4.5 (Debian 12) sends
 
-  PerftestSession(TcpStream& tcp, OobRole role, int timeout_ms = 30'000) : tcp_(tcp), role_(role), timeout_(timeout_ms) {}
+  PerftestSession(OobChannel& tcp, OobRole role, int timeout_ms = 30'000) : tcp_(tcp), role_(role), timeout_(timeout_ms) {}
 
   Status exchange_versions();
   // Cycle-buffer (page) size and cache line: each side keeps the larger. Skipped for peers
@@ -60,7 +60,7 @@ class PerftestSession {
  private:
   Status swap_bytes(std::span<const std::byte> mine, std::span<std::byte> theirs);
 
-  TcpStream& tcp_;
+  OobChannel& tcp_;
   OobRole role_;
   int timeout_;
   std::string remote_version_ = kVersion;

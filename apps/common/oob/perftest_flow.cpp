@@ -95,6 +95,8 @@ std::string to_string(FlowStep s) {
     case RecordFirst: return "sync";
     case Connect: return "connect";
     case Traffic: return "traffic";
+    case CmSync: return "rdma_cm sync";
+    case CmConnect: return "rdma_cm connect";
     case Results: return "results";
     case Done: return "done";
   }
@@ -112,17 +114,25 @@ std::optional<std::pair<Verb, Measure>> parse_perftest_program(std::string_view 
 
 std::vector<FlowOp> perftest_flow(const PerftestTest& t) {
   std::vector<FlowOp> f;
+  if (t.rdma_cm) {
+    // Every main calls create_rdma_cm_connection before its first ctx_hand_shake.
+    add(f, CmSync);
+    add(f, CmConnect);
+    add(f, CmSync);
+  }
   if (t.verb == Verb::Send) send_test(t, f);
   else if (t.measure == Measure::Bandwidth) rdma_bw(t, f);
   else rdma_lat(t, f);
+  if (t.rdma_cm && !f.empty() && f.back().step == Done) f.pop_back();
   return f;
 }
 
 std::string describe_step(const std::vector<FlowOp>& flow, std::size_t index, unsigned qp) {
   if (index >= flow.size()) return "after the end of the exchange";
   bool traffic_before = false;
-  std::size_t rounds = 0;
+  std::size_t rounds = 0, cm_syncs = 0;
   for (std::size_t i = 0; i < index; ++i) {
+    cm_syncs += flow[i].step == CmSync;
     traffic_before = traffic_before || flow[i].step == Traffic;
     rounds += flow[i].step == RecordsAll || flow[i].step == RecordFirst;
   }
@@ -134,6 +144,8 @@ std::string describe_step(const std::vector<FlowOp>& flow, std::size_t index, un
     case Done: return "\"done\"";
     case Connect: return "bringing the QPs up";
     case Traffic: return "the traffic";
+    case CmSync: return std::string(cm_syncs == 0 ? "the sync before" : "the sync after") + " the rdma_cm connections of the data QPs";
+    case CmConnect: return "connecting the data QPs through rdma_cm";
   }
   return "?";
 }

@@ -22,6 +22,10 @@ enum class FlowStep : std::uint8_t {
   Traffic,      // local: one message size's traffic
   Results,      // xchg_bw_reports: size, iterations, peak, average, message rate
   Done,         // "done": both sides write it and close, neither reads it (ctx_close_connection)
+  // -R (rdma_cm, create_rdma_cm_connection): the data QPs connect through the CM between two
+  // syncs that carry QP 0's record while it is still all zeros (main's memset).
+  CmSync,       // a swap of the zeroed record
+  CmConnect,    // local: the client connects every data QP through rdma_cm, the server accepts them
 };
 
 std::string to_string(FlowStep s);
@@ -43,6 +47,10 @@ struct PerftestTest {
   bool duplex = false;
   bool duration = false;
   bool infinite = false;
+  // -R: the exchange runs over an rdma_cm RC connection of its own, the data QPs connect
+  // through rdma_cm (CmSync, CmConnect, CmSync before the first record), and
+  // ctx_close_connection sends no "done" there.
+  bool rdma_cm = false;
 };
 
 // The perftest program that runs a test: "ib_write_bw", "ib_send_lat", ...

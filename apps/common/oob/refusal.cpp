@@ -17,12 +17,12 @@ std::string format_refusal(std::string_view reason) {
   return line + "\n";
 }
 
-void send_refusal(TcpStream& tcp, std::string_view reason) {
+void send_refusal(OobChannel& tcp, std::string_view reason) {
   const std::string line = format_refusal(reason);
   (void)tcp.write_all(std::as_bytes(std::span{line}));
 }
 
-std::optional<std::string> read_refusal(std::span<const std::byte> head, TcpStream& tcp) {
+std::optional<std::string> read_refusal(std::span<const std::byte> head, OobChannel& tcp) {
   const std::size_t n = std::min(head.size(), kRefusedPrefix.size());
   if (n == 0 || std::memcmp(head.data(), kRefusedPrefix.data(), n) != 0) return std::nullopt;
   std::string line(reinterpret_cast<const char*>(head.data()), head.size());

@@ -17,10 +17,10 @@ inline constexpr std::string_view kRefusedPrefix = "REFUSED ";
 
 std::string format_refusal(std::string_view reason);
 // Best effort, for a connection about to be closed: the line is short, so it never blocks.
-void send_refusal(TcpStream& tcp, std::string_view reason);
+void send_refusal(OobChannel& tcp, std::string_view reason);
 // When `head` (what came in place of a record, possibly cut short by the server's close) starts
 // a refusal: the reason, the rest of its line read from `tcp` when `head` does not hold it all
 // (up to 512 bytes, within 1 s).
-std::optional<std::string> read_refusal(std::span<const std::byte> head, TcpStream& tcp);
+std::optional<std::string> read_refusal(std::span<const std::byte> head, OobChannel& tcp);
 
 }  // namespace roce::app

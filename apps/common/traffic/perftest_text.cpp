@@ -88,8 +88,14 @@ std::string perftest_header(const PerftestHeader& h) {
   if (h.gid_index >= 0) s += format(" GID index       : %d\n", h.gid_index);
   if (h.verb != Verb::Read && h.verb != Verb::Atomic) s += format(" Max inline data : %u[B]\n", h.inline_size);
   else s += format(" Outstand reads  : %u\n", h.out_reads);
-  s += " rdma_cm QPs\t : OFF\n";
-  s += " Data ex. method : Ethernet\n";
+  s += format(" rdma_cm QPs\t : %s\n", h.rdma_cm ? "ON" : "OFF");
+  s += format(" Data ex. method : %s\n", h.rdma_cm ? "rdma_cm" : "Ethernet");
+  if (h.rdma_cm && h.server) {
+    // ctx_print_test_info's lines for an rdma_cm server (perftest prints them before the client comes).
+    s += kRule;
+    s += " Waiting for client rdma_cm QP to connect\n";
+    s += " Please run the same command with the IB/RoCE interface IP\n";
+  }
   s += kRule;
   return s;
 }

@@ -45,6 +45,7 @@ struct PerftestHeader {
   int gid_index = 0;                             // -1: no GID (InfiniBand without -x): not shown
   std::uint32_t inline_size = 0;
   std::uint32_t out_reads = 1;
+  bool rdma_cm = false;                          // -R: "rdma_cm QPs : ON", "Data ex. method : rdma_cm"
 };
 
 // From the first rule to the rule after "Data ex. method".

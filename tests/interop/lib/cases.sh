@@ -13,6 +13,8 @@
 #         --perftest ib_VERB_bw -b with the case's -s and -n), inf (--run_infinitely: the client is
 #         stopped by SIGINT after its third row; roce-gen must end cleanly; from-rxe: a normal run
 #         of the same test must then pass against the same appliance, which logged no error);
+#         R (-R: perftest's rdma_cm mode; from-rxe: the appliance gets --rdma-cm perftest and the
+#         client the engine's address),
 #         to roce-gen alone, perftest's client flags: tN, QN, lN, IN, TN (-t -Q -l -I -T), mrqp
 #         (--mr_per_qp), cpu (--cpu_util), devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each)
 
@@ -50,6 +52,7 @@ perftest_flags() {
       o[0-9]*) out+=(-o "${f#o}") ;;
       b) out+=(-b) ;;
       inf) out+=(--run_infinitely) ;;
+      R) out+=(-R) ;;
     esac
   done
   echo "${out[*]}"
@@ -105,6 +108,8 @@ appliance_args() {
   local verb=$1 size=$2 iters=$3 flags=$4 out=()
   has_flag "$flags" uc && out+=(-c UC)
   has_flag "$flags" ud && out+=(-c UD)
+  # -R: the client reaches the appliance through its rdma_cm perftest listener.
+  has_flag "$flags" R && out+=(--rdma-cm perftest)
   # -b: perftest's server is given -b and the client's -s (or -a) and -n; so is ours.
   if has_flag "$flags" b; then
     out+=(--perftest "ib_${verb}_bw" -b -n "$iters")
@@ -324,7 +329,12 @@ run_case() {
   if [[ $kind == to-rxe ]]; then
     # Wait for the server's TCP port, or for the server to end (bad arguments).
     # (One line: the guest agent reads a command per line.)
-    guest_run 40 "bg server $tool $args; s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null
+    if has_flag "$flags" R; then
+      # -R: the server listens on rdma_cm, not on a TCP port: it is given a second to bind.
+      guest_run 20 "bg server $tool $args; sleep 1; [ ! -f /tmp/server.rc ]" > /dev/null
+    else
+      guest_run 40 "bg server $tool $args; s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null
+    fi
     if [[ $? != 0 ]]; then
       ok=0 CASE_NOTE="guest server did not listen"
     fi
@@ -417,7 +427,10 @@ run_case() {
     if has_flag "$flags" inf && has_flag "$flags" b; then
       cp "$dir/guest_inf2.log" "$dir/guest.log"
     else
-      guest_run 150 "timeout 120 $tool $args $NET_BRIDGE_IP"
+      # -R: rdma_cm resolves the engine's RoCE address (the exchange runs there too).
+      local server_ip=$NET_BRIDGE_IP
+      has_flag "$flags" R && server_ip=$NET_ENGINE_IP
+      guest_run 150 "timeout 120 $tool $args $server_ip"
       grc=$?
       printf '%s' "$GUEST_OUT" > "$dir/guest.log"
     fi

@@ -154,6 +154,7 @@ cm/ucmatose/rxe>app                     cm-from-rxe ucmatose 4096 0 100   10 -
 cm/rping/gen>rxe/s64                    cm-to-rxe   rping    4096 0 64    10 -
 cm/rdma_client/rxe>app                  cm-from-rxe rdma_client 4096 0 16 1 -
 LIST
+  cases_perftest_cm_ci
 }
 
 cases_cm_full() {
@@ -164,5 +165,40 @@ cm/ucmatose/gen>rxe                     cm-to-rxe   ucmatose 4096 0 100   10 -
 cm/udaddy/rxe>app                       cm-from-rxe udaddy   4096 0 100   10 -
 cm/udaddy/gen>rxe                       cm-to-rxe   udaddy   4096 0 100   10 -
 cm/rdma_client/gen>rxe                  cm-to-rxe   rdma_client 4096 0 16 1 -
+LIST
+  cases_perftest_cm_full
+}
+
+# perftest -R (flag R): the generic perftest cases (lib/cases.sh) with the exchange and every QP
+# connected through rdma_cm: the guest's ib_*_bw/_lat -R against roce-appliance --rdma-cm
+# perftest, and roce-gen -R against the guest's perftest -R server. Each passes when the real
+# program exits 0 with its result table (and roce-gen's, for to-rxe).
+cases_perftest_cm_ci() {
+  cat <<'LIST'
+cm/perftest/write_bw/rxe>app            from-rxe write  4096 0 65536 500 R
+cm/perftest/read_bw/gen>rxe             to-rxe   read   4096 0 65536 200 R
+LIST
+}
+
+# (--full's list: cases_cm_full has the CI ones already.)
+cases_perftest_cm_full() {
+  cat <<'LIST'
+cm/perftest/write_bw/q2/rxe>app         from-rxe write  4096 0 65536 500 R,q2
+cm/perftest/read_bw/rxe>app             from-rxe read   4096 0 65536 200 R
+cm/perftest/send_bw/rxe>app             from-rxe send   4096 0 4096  500 R
+cm/perftest/atomic_bw/rxe>app           from-rxe atomic 4096 0 8     500 R
+cm/perftest/write_bw/all/rxe>app        from-rxe write  4096 0 0     20  R,all
+cm/perftest/write_lat/rxe>app           from-rxe write  4096 0 64    200 R,lat
+cm/perftest/read_lat/rxe>app            from-rxe read   4096 0 64    200 R,lat
+cm/perftest/send_lat/rxe>app            from-rxe send   4096 0 64    200 R,lat
+cm/perftest/atomic_lat/rxe>app          from-rxe atomic 4096 0 8     200 R,lat
+cm/perftest/write_bw/gen>rxe            to-rxe   write  4096 0 65536 500 R
+cm/perftest/write_bw/q2/gen>rxe         to-rxe   write  4096 0 65536 500 R,q2
+cm/perftest/send_bw/gen>rxe             to-rxe   send   4096 0 4096  500 R
+cm/perftest/atomic_bw/gen>rxe           to-rxe   atomic 4096 0 8     500 R
+cm/perftest/write_lat/gen>rxe           to-rxe   write  4096 0 64    200 R,lat
+cm/perftest/read_lat/gen>rxe            to-rxe   read   4096 0 64    200 R,lat
+cm/perftest/send_lat/gen>rxe            to-rxe   send   4096 0 64    200 R,lat
+cm/perftest/atomic_lat/gen>rxe          to-rxe   atomic 4096 0 8     200 R,lat
 LIST
 }

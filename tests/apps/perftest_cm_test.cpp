@@ -1,0 +1,162 @@
+// perftest -R in one process over a net_ring pair: roce-gen's client (run_perftest_client with
+// rdma_cm) against roce-appliance's perftest listener (CmListeners, --rdma-cm perftest) and an
+// OobServer session on the control channel, as roce-appliance runs it. Each test: the control
+// connection, the two zeroed syncs around the data QPs' rdma_cm connections, the exchange as
+// 56-byte records and raw fields one SEND each, the traffic, the data connections' DREQs and
+// the control connection's end, with nothing left on either side. The real programs are the
+// interop suite's (tests/interop/lib/perftest_cm.sh).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "apps/appliance/cm_listeners.hpp"
+#include "apps/common/oob_server.hpp"
+#include "apps/common/perftest_client.hpp"
+#include "tests/support/dataplane_pair.hpp"
+
+namespace roce::test {
+namespace {
+
+using namespace roce::app;
+
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+class PerftestCm : public DataplanePairTest {
+ protected:
+  PerftestCm() : DataplanePairTest("pcm") {}
+  void SetUp() override {
+    DataplanePairTest::SetUp();
+    server_drivers = std::make_unique<DriverSet>(*server_dp_);
+    server_conn = std::make_unique<Connector>(*server_dp_, 0x77);
+    auto ex = MappedBuffer::anonymous(4 << 20);
+    auto rv = MappedBuffer::anonymous(4 << 20);
+    ASSERT_TRUE(ex.ok() && rv.ok());
+    exposed = std::move(*ex);
+    recv = std::move(*rv);
+    auto emr = server_conn->register_memory(exposed.data(), exposed.size(), kAll);
+    auto rmr = server_conn->register_memory(recv.data(), recv.size(), IBV_ACCESS_LOCAL_WRITE);
+    ASSERT_TRUE(emr.ok() && rmr.ok());
+    exposed_mr = *emr;
+    recv_mr = *rmr;
+    auto parsed = parse_cm_listeners("perftest");
+    ASSERT_TRUE(parsed.ok());
+    PerftestCmServe serve;
+    serve.start_session = [this](std::shared_ptr<CmChannel> ch, std::shared_ptr<PerftestCmQps> qps) {
+      ServerConfig cfg;
+      cfg.exposed = LocalBuffer{exposed.data(), exposed.size(), exposed_mr->lkey()};
+      cfg.recv_region = LocalBuffer{recv.data(), recv.size(), recv_mr->lkey()};
+      cfg.test = served;
+      cfg.cm_qp = [qps](std::uint32_t qpn) { return qps->take(qpn); };
+      std::lock_guard lock(mutex);
+      sessions.emplace_back([this, cfg, ch, qps] {
+        Result<SessionReport> r = make_error(EINVAL, "not run");
+        {
+          OobServer server(*server_conn, *server_drivers, cfg);
+          r = server.serve(*ch, stop);
+        }
+        for (const LocalQp& q : qps->close()) (void)server_conn->destroy(q);
+        std::lock_guard l(mutex);
+        reports.push_back(std::move(r));
+      });
+    };
+    listeners = std::make_unique<CmListeners>(*server_dp_, *server_drivers, *server_conn, *parsed, nullptr, std::move(serve));
+    ASSERT_TRUE(listeners->start().ok());
+  }
+  void TearDown() override {
+    stop = true;
+    for (auto& t : sessions) t.join();
+    listeners.reset();
+    if (exposed_mr) server_dp_->memory().deregister(exposed_mr->rkey());
+    if (recv_mr) server_dp_->memory().deregister(recv_mr->rkey());
+    server_conn.reset();
+    server_drivers.reset();
+    DataplanePairTest::TearDown();
+  }
+
+  Result<ClientRun> run(Verb v, Measure m, std::uint32_t size, std::uint64_t iters, unsigned qps = 1) {
+    ClientOptions o;
+    o.server = "10.0.0.2";
+    o.port = 18515;
+    o.spec.verb = v;
+    o.spec.measure = m;
+    o.spec.size = size;
+    o.spec.iters = iters;
+    o.spec.tx_depth = m == Measure::Latency ? 1 : 32;
+    o.qps = qps;
+    o.rdma_cm = true;
+    o.oob_timeout_ms = 5'000;
+    auto r = run_perftest_client(*client_dp_, o, nullptr);
+    if (!r.ok())
+      for (const auto& [k, v] : listeners->cm_counters())
+        if (v) std::fprintf(stderr, "server %s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    return r;
+  }
+  // The server's session ends once the client's control connection is gone.
+  Result<SessionReport> report() {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard lock(mutex);
+        if (!reports.empty()) return reports.back();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return make_error(ETIMEDOUT, "no session report");
+  }
+
+  std::unique_ptr<DriverSet> server_drivers;
+  std::unique_ptr<Connector> server_conn;
+  std::unique_ptr<CmListeners> listeners;
+  MappedBuffer exposed, recv;
+  const MemoryRegion* exposed_mr = nullptr;
+  const MemoryRegion* recv_mr = nullptr;
+  std::optional<ServedTest> served;
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::vector<std::thread> sessions;
+  std::vector<Result<SessionReport>> reports;
+};
+
+TEST_F(PerftestCm, WriteBandwidthTwoQpsConnectThroughRdmaCm) {
+  auto r = run(Verb::Write, Measure::Bandwidth, 4096, 200, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->bw.size(), 1u);
+  EXPECT_EQ(r->bw[0].iterations, 400u);  // both QPs
+  EXPECT_EQ(r->counters.errors, 0u);
+  auto rep = report();
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_EQ(rep->qps, 2u);
+  ASSERT_TRUE(rep->client_results.has_value());
+  EXPECT_EQ(rep->client_results->size, 4096u);
+  // The records each side got are the other's data QPs (the ones rdma_cm connected).
+  ASSERT_EQ(r->remote.size(), 2u);
+  EXPECT_EQ(rep->records.size(), 2u);
+  const auto t = listeners->totals();
+  EXPECT_EQ(t.perftest_sessions, 1u);
+  EXPECT_EQ(t.perftest_qps, 2u);
+}
+
+TEST_F(PerftestCm, ReadAndSendBandwidthAndReadLatency) {
+  {
+    auto r = run(Verb::Read, Measure::Bandwidth, 8192, 100);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->bw.at(0).iterations, 100u);
+  }
+  {
+    auto r = run(Verb::Send, Measure::Bandwidth, 1024, 100);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->bw.at(0).iterations, 100u);
+  }
+  {
+    auto r = run(Verb::Read, Measure::Latency, 64, 50);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->lat.size(), 1u);
+  }
+  for (int i = 0; i < 300 && listeners->totals().perftest_sessions < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(listeners->totals().perftest_sessions, 3u);
+}
+
+}  // namespace
+}  // namespace roce::test
