@@ -290,6 +290,15 @@ perftest_lat_figure() {
   awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 7 { printf "%sus", $5; exit }' "$1"
 }
 
+# case_begin NAME: every case's start: its directory CASE_DIR (made), CASE_T0, and the results
+# (CASE_VERDICT, CASE_FIGURE, CASE_NOTE, CASE_CAPTURE, CASE_SECONDS) reset, so that a case that
+# returns early never reports the previous case's figures.
+case_begin() {
+  CASE_DIR=$OUT_DIR/cases/${1//[\/>]/_}
+  mkdir -p "$CASE_DIR"
+  CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-" CASE_SECONDS="?" CASE_T0=$SECONDS
+}
+
 # run_case LINE: runs one case; sets CASE_VERDICT (pass/FAIL), CASE_FIGURE, CASE_NOTE and CASE_DIR
 # (its logs and capture).
 run_case() {
@@ -298,28 +307,18 @@ run_case() {
   is_verbs_kind "$kind" && { run_verbs_case "$1"; return; }
   is_cm_kind "$kind" && { run_cm_case "$1"; return; }
   is_nvmf_kind "$kind" && { run_nvmf_case "$1"; return; }
-  local dir=$OUT_DIR/cases/${name//[\/>]/_}
-  mkdir -p "$dir"
-  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE=""
-  local tool args ok=1 t0=$SECONDS
+  case_begin "$name"
+  local dir=$CASE_DIR tool args ok=1
   tool=$(guest_tool "$verb" "$flags")
   args=$(guest_args "$verb" "$mtu" "$size" "$iters" "$flags")
 
   if [[ $kind == from-rxe ]]; then
-    # One appliance serves consecutive cases that need the same options.
     local app_args
     app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
-    if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
-      appliance_stop
-      APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
-      # shellcheck disable=SC2086  # options are words
-      appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_m$mtu.log" "$mtu" $app_args ||
-        { CASE_NOTE="roce-appliance did not start"; APPLIANCE_KEY=""; return; }
-      APPLIANCE_KEY="$mtu $app_args"
-    fi
+    # shellcheck disable=SC2086  # options are words
+    appliance_keep "$mtu" $app_args || return
   else
-    appliance_stop
-    APPLIANCE_KEY=""
+    appliance_none
   fi
   if [[ $loss != 0 ]]; then
     guest_run 10 "/sbin/tc qdisc add dev eth0 root netem loss $loss%" || { CASE_NOTE="netem: $GUEST_OUT"; return; }
@@ -480,7 +479,7 @@ run_case() {
       CASE_NOTE+="${CASE_NOTE:+; }$ours frames with $tos"
     fi
   fi
-  CASE_SECONDS=$((SECONDS - t0))
+  CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 

@@ -61,6 +61,25 @@ appliance_start() {
   return 1
 }
 
+# appliance_keep MTU [OPTIONS...]: a roce-appliance with these options for the next case; one
+# appliance serves consecutive cases that need the same options, so it restarts only when they
+# change. Returns 1 with CASE_NOTE set when it does not start.
+appliance_keep() {
+  local key="$*"
+  [[ ${APPLIANCE_KEY:-} == "$key" && -n ${APPLIANCE_PID:-} ]] && return 0
+  appliance_stop
+  APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
+  appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_m$1.log" "$@" ||
+    { CASE_NOTE="roce-appliance did not start"; APPLIANCE_KEY=""; return 1; }
+  APPLIANCE_KEY=$key
+}
+
+# appliance_none: no roce-appliance for the next case (the guest's peer is ours in another form).
+appliance_none() {
+  appliance_stop
+  APPLIANCE_KEY=""
+}
+
 appliance_stop() {
   [[ -n ${APPLIANCE_PID:-} ]] || return 0
   kill -INT "$APPLIANCE_PID" 2>/dev/null

@@ -56,12 +56,9 @@ nvmet_guest_teardown() {
 run_nvmf_to_rxe_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
-  local dir=$OUT_DIR/cases/${name//[\/>]/_}
-  mkdir -p "$dir"
-  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
-  local ok=1 t0=$SECONDS
-  appliance_stop
-  APPLIANCE_KEY=""
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1
+  appliance_none
   capture_start "$dir/capture.pcap"
   guest_run 30 "$(nvmet_guest_setup | tr '\n' ' ')" && grep -q NVMET_READY <<< "$GUEST_OUT" ||
     { ok=0; CASE_NOTE="guest nvmet set-up: $(tr '\n' ' ' <<< "$GUEST_OUT" | cut -c1-200)"; }
@@ -79,7 +76,7 @@ run_nvmf_to_rxe_case() {
   grep -q "^  verify: ok" "$dir/roce-gen.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-gen did not verify"; }
   CASE_FIGURE="$(grep -o 'IOPS [0-9]*' "$dir/roce-gen.log" | head -1)"
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "-" ours || ok=0
-  CASE_SECONDS=$((SECONDS - t0))
+  CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 
@@ -148,13 +145,10 @@ run_nvmf_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
   [[ $kind == nvmf-to-rxe ]] && { run_nvmf_to_rxe_case "$1"; return; }
-  local dir=$OUT_DIR/cases/${name//[\/>]/_}
-  mkdir -p "$dir"
-  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
-  local ok=1 t0=$SECONDS
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1
   # A fresh appliance and namespace file per case: the file is what the hashes are checked against.
-  appliance_stop
-  APPLIANCE_KEY=""
+  appliance_none
   local img=$dir/namespace.img
   rm -f "$img"
   APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
@@ -199,7 +193,7 @@ run_nvmf_case() {
   grep -q "refused\|failed" "$dir/appliance.log" && CASE_NOTE+="${CASE_NOTE:+; }appliance: $(grep -m1 'refused\|failed' "$dir/appliance.log")"
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "-" ours || ok=0
   rm -f "$img"
-  CASE_SECONDS=$((SECONDS - t0))
+  CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 

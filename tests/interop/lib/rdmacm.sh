@@ -45,21 +45,13 @@ run_cm_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
   [[ $kind == cm-to-rxe ]] && { run_cm_to_rxe_case "$1"; return; }
-  local dir=$OUT_DIR/cases/${name//[\/>]/_}
-  mkdir -p "$dir"
-  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
-  local ok=1 t0=$SECONDS
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1
   # rping's client says its sizes itself; cmatose's and udaddy's servers must be told (their -C/-S).
   local app_args="--rdma-cm all"
   [[ $verb == rping || $verb == rdma_client ]] || app_args+=" --cm-messages $iters --cm-message-size $size"
-  if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
-    appliance_stop
-    APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
-    # shellcheck disable=SC2086  # options are words
-    appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_m$mtu.log" "$mtu" $app_args ||
-      { CASE_NOTE="roce-appliance did not start"; APPLIANCE_KEY=""; return; }
-    APPLIANCE_KEY="$mtu $app_args"
-  fi
+  # shellcheck disable=SC2086  # options are words
+  appliance_keep "$mtu" $app_args || return
   local app_lines
   app_lines=$(wc -l < "$APPLIANCE_LOG")
   capture_start "$dir/capture.pcap"
@@ -92,7 +84,7 @@ run_cm_case() {
   esac
   capture_stop
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" peer || ok=0
-  CASE_SECONDS=$((SECONDS - t0))
+  CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 
@@ -109,12 +101,9 @@ cm_guest_server() {
 run_cm_to_rxe_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
-  local dir=$OUT_DIR/cases/${name//[\/>]/_}
-  mkdir -p "$dir"
-  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
-  local ok=1 t0=$SECONDS
-  appliance_stop
-  APPLIANCE_KEY=""
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1
+  appliance_none
   capture_start "$dir/capture.pcap"
   # The server listens on rdma_cm, not on a TCP port: it is given a second to bind.
   guest_run 20 "bg server $(cm_guest_server "$verb" "$size" "$iters"); sleep 1; [ ! -f /tmp/server.rc ]" > /dev/null ||
@@ -143,7 +132,7 @@ run_cm_to_rxe_case() {
   grep -qiE "mismatch|error" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest: $(grep -m1 -iE 'mismatch|error' "$dir/guest.log")"; }
   capture_stop
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" ours || ok=0
-  CASE_SECONDS=$((SECONDS - t0))
+  CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 

@@ -96,27 +96,18 @@ verbs_finished() {
 run_verbs_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
-  local dir=$OUT_DIR/cases/${name//[\/>]/_}
-  mkdir -p "$dir"
-  CASE_DIR=$dir CASE_VERDICT=FAIL CASE_FIGURE="-" CASE_NOTE="" CASE_CAPTURE="-"
-  local tool ok=1 t0=$SECONDS ours dev peer_ip
+  case_begin "$name"
+  local dir=$CASE_DIR tool ok=1 ours dev peer_ip
   tool=$(guest_tool "$verb" "$flags")
   ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
   dev=$(verbs_device_args "$kind")
   if [[ $kind == verbs-to-app ]]; then
     local app_args
     app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
-    if [[ ${APPLIANCE_KEY:-} != "$mtu $app_args" ]]; then
-      appliance_stop
-      APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))
-      # shellcheck disable=SC2086
-      appliance_start "$OUT_DIR/appliance_${APPLIANCE_N}_m$mtu.log" "$mtu" $app_args ||
-        { CASE_NOTE="roce-appliance did not start"; APPLIANCE_KEY=""; return; }
-      APPLIANCE_KEY="$mtu $app_args"
-    fi
+    # shellcheck disable=SC2086  # options are words
+    appliance_keep "$mtu" $app_args || return
   else
-    appliance_stop
-    APPLIANCE_KEY=""
+    appliance_none
   fi
   capture_start "$dir/capture.pcap"
   case $kind in
@@ -184,7 +175,7 @@ run_verbs_case() {
   # appliance, whose client (the check's peer) is the one sending in a one-way test.
   [[ $kind == verbs-to-rxe ]] || sender=peer
   capture_verdict "$dir" "$peer_ip" "$pmtu" "$flags" "$sender" || ok=0
-  CASE_SECONDS=$((SECONDS - t0))
+  CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 
