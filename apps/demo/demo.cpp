@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "apps/appliance/appliance.hpp"
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "apps/demo/dcqcn_share.hpp"
 #include "apps/demo/soak.hpp"
 #include "apps/common/perftest_client.hpp"

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "apps/demo_pcap/demo_exchange.hpp"
 
 int main(int argc, char** argv) {

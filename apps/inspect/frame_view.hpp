@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "apps/capture/capture_reader.hpp"
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/capture_reader.hpp"
+#include "capture/frame_decoder.hpp"
 #include "apps/inspect/mad_hook.hpp"
 #include "apps/inspect/nvme_hook.hpp"
 #include "protocol/opcode_space.hpp"

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <memory>
 
-#include "apps/capture/capture_reader.hpp"
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/capture_reader.hpp"
+#include "capture/frame_decoder.hpp"
 #include "apps/inspect/analysis.hpp"
 #include "apps/inspect/frame_view.hpp"
 #include "apps/inspect/json_output.hpp"

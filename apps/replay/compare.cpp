@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/frame_decoder.hpp"
 #include "apps/replay/text_values.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"

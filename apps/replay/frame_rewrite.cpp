@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/frame_decoder.hpp"
 #include "apps/replay/text_values.hpp"
 #include "protocol/checksum.hpp"
 #include "protocol/icrc.hpp"

@@ -1,7 +1,7 @@
 #include "apps/replay/frames.hpp"
 
-#include "apps/capture/capture_reader.hpp"
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_reader.hpp"
+#include "capture/capture_writer.hpp"
 
 namespace roce::replay {
 

@@ -11,8 +11,8 @@
 #include <ctime>
 #include <filesystem>
 
-#include "apps/capture/capture_reader.hpp"
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/capture_reader.hpp"
+#include "capture/frame_decoder.hpp"
 #include "dataplane/eal.hpp"
 #include "dataplane/port.hpp"
 #include "dataplane/tsc_clock.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/capture/link_layer.hpp"
+#include "capture/link_layer.hpp"
 #include "apps/replay/frame_rewrite.hpp"
 #include "lib/status.hpp"
 

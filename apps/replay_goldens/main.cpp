@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "apps/replay_goldens/cases.hpp"
 
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/capture/capture_reader.hpp"
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/capture_reader.hpp"
+#include "capture/frame_decoder.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/udp_sport.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/capture/capture_reader.hpp"
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/capture_reader.hpp"
+#include "capture/frame_decoder.hpp"
 #include "tests/support/captures_dir.hpp"
 
 namespace roce::proto {

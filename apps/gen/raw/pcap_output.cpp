@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "apps/gen/raw/stream_clock.hpp"
 
 namespace roce::gen {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/capture/capture_reader.hpp"
+#include "capture/capture_reader.hpp"
 #include "protocol/parser.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "apps/capture/capture_reader.hpp"
+#include "capture/capture_reader.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/psn.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/frame_decoder.hpp"
 #include "apps/inspect/frame_view.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/builder.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "apps/demo_pcap/demo_exchange.hpp"
 #include "protocol/builder.hpp"
 #include "tests/support/captures_dir.hpp"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "apps/inspect/nvme_capsule_view.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/nvme_rdma.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "protocol/builder.hpp"
 #include "tests/support/captures_dir.hpp"
 #include "tests/support/run_command.hpp"

@@ -7,7 +7,7 @@
 #include <map>
 #include <vector>
 
-#include "apps/capture/capture_reader.hpp"
+#include "capture/capture_reader.hpp"
 #include "apps/gen/raw/stream_clock.hpp"
 #include "protocol/parser.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,4 +1,4 @@
-#include "apps/capture/capture_reader.hpp"
+#include "capture/capture_reader.hpp"
 
 #include <pcap/pcap.h>
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "apps/capture/link_layer.hpp"
+#include "capture/link_layer.hpp"
 #include "protocol/dc_transport.hpp"
 #include "protocol/parser.hpp"
 

@@ -1,4 +1,4 @@
-#include "apps/capture/frame_decoder.hpp"
+#include "capture/frame_decoder.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "apps/capture/link_layer.hpp"
+#include "capture/link_layer.hpp"
 #include "protocol/be.hpp"
 
 struct pcap;

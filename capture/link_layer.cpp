@@ -1,4 +1,4 @@
-#include "apps/capture/link_layer.hpp"
+#include "capture/link_layer.hpp"
 
 #include <pcap/pcap.h>
 

@@ -1,4 +1,4 @@
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 
 #include <pcap/pcap.h>
 

@@ -1,11 +1,11 @@
-#include "apps/capture/capture_reader.hpp"
+#include "capture/capture_reader.hpp"
 
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 
 #include <vector>
 
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 #include "tests/support/pcap_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 

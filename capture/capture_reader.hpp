@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "apps/capture/link_layer.hpp"
+#include "capture/link_layer.hpp"
 #include "protocol/be.hpp"
 
 struct pcap;  // libpcap's handle; pcap.h stays out of this header

@@ -1,11 +1,11 @@
 // Timestamp precision of written pcap files, read back through the capture reader.
-#include "apps/capture/capture_writer.hpp"
+#include "capture/capture_writer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "apps/capture/capture_reader.hpp"
+#include "capture/capture_reader.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace roce::capture {
