@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "apps/common/perftest_server_print.hpp"
+#include "client/perftest_server_print.hpp"
 
 namespace roce::app {
 

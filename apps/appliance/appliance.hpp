@@ -18,11 +18,11 @@
 #include "apps/appliance/cm_listeners.hpp"
 #include "apps/appliance/nvmf_service.hpp"
 #include "apps/appliance/control_socket.hpp"
-#include "apps/common/buffers.hpp"
-#include "apps/common/oob/refusal.hpp"
-#include "apps/common/oob_server.hpp"
-#include "apps/common/runtime.hpp"
-#include "apps/common/waiting_room.hpp"
+#include "client/buffers.hpp"
+#include "client/oob/refusal.hpp"
+#include "client/oob_server.hpp"
+#include "client/runtime.hpp"
+#include "client/waiting_room.hpp"
 #include "lib/util/json_fields.hpp"
 
 namespace roce::app {

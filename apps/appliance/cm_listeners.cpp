@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include "apps/common/rping_info.hpp"
+#include "client/rping_info.hpp"
 
 namespace roce::app {
 

@@ -27,11 +27,11 @@
 #include <thread>
 #include <vector>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/cm_channel.hpp"
-#include "apps/common/cm_service.hpp"
-#include "apps/common/connector.hpp"
-#include "apps/common/driver_set.hpp"
+#include "client/buffers.hpp"
+#include "client/cm_channel.hpp"
+#include "client/cm_service.hpp"
+#include "client/connector.hpp"
+#include "client/driver_set.hpp"
 
 namespace roce::app {
 

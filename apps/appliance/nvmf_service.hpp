@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "apps/common/cm_service.hpp"
-#include "apps/common/connector.hpp"
-#include "apps/common/driver_set.hpp"
+#include "client/cm_service.hpp"
+#include "client/connector.hpp"
+#include "client/driver_set.hpp"
 #include "lib/nvmf/rdma_queue.hpp"
 #include "lib/nvmf/target.hpp"
 

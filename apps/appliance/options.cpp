@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/common/option_error.hpp"
+#include "client/option_error.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {

@@ -18,8 +18,8 @@
 #include "capture/capture_writer.hpp"
 #include "apps/demo/dcqcn_share.hpp"
 #include "apps/demo/soak.hpp"
-#include "apps/common/perftest_client.hpp"
-#include "apps/common/traffic/perftest_text.hpp"
+#include "client/perftest_client.hpp"
+#include "client/traffic/perftest_text.hpp"
 #include "dataplane/ring_port.hpp"
 #include "netsim/link_emulator.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "apps/common/traffic/spec.hpp"
+#include "client/traffic/spec.hpp"
 #include "lib/status.hpp"
 
 namespace roce::app {

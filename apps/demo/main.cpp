@@ -4,7 +4,7 @@
 
 #include <cxxopts.hpp>
 
-#include "apps/common/runtime.hpp"
+#include "client/runtime.hpp"
 #include "apps/demo/demo.hpp"
 
 using namespace roce;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "apps/common/perftest_client.hpp"
+#include "client/perftest_client.hpp"
 
 namespace roce::app {
 

@@ -10,11 +10,11 @@
 #include <iostream>
 #include <thread>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/driver_set.hpp"
-#include "apps/common/option_error.hpp"
-#include "apps/common/rping_info.hpp"
-#include "apps/common/runtime.hpp"
+#include "client/buffers.hpp"
+#include "client/driver_set.hpp"
+#include "client/option_error.hpp"
+#include "client/rping_info.hpp"
+#include "client/runtime.hpp"
 #include "dataplane/signals.hpp"
 
 namespace roce::app {

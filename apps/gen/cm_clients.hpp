@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/common/cm_service.hpp"
-#include "apps/common/connector.hpp"
+#include "client/cm_service.hpp"
+#include "client/connector.hpp"
 #include "dataplane/eal.hpp"
 
 namespace roce::app {

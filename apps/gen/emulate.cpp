@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "apps/common/option_error.hpp"
-#include "apps/common/runtime.hpp"
+#include "client/option_error.hpp"
+#include "client/runtime.hpp"
 #include "lib/util/json_writer.hpp"
 #include "netsim/link_emulator.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/common/perftest_client.hpp"
+#include "client/perftest_client.hpp"
 #include "apps/gen/options.hpp"
 
 namespace roce::app {

@@ -1,15 +1,15 @@
-// roce-gen: start-up and wiring only; the tests live in apps/common and apps/gen.
+// roce-gen: start-up and wiring only; the tests live in client/ and apps/gen.
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/oob_server.hpp"
-#include "apps/common/perftest_client.hpp"
-#include "apps/common/perftest_server_print.hpp"
-#include "apps/common/runtime.hpp"
-#include "apps/common/traffic/perftest_text.hpp"
+#include "client/buffers.hpp"
+#include "client/oob_server.hpp"
+#include "client/perftest_client.hpp"
+#include "client/perftest_server_print.hpp"
+#include "client/runtime.hpp"
+#include "client/traffic/perftest_text.hpp"
 #include "apps/craft/craft_run.hpp"
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/gen_json.hpp"

@@ -8,8 +8,8 @@
 #include <memory>
 #include <random>
 
-#include "apps/common/option_error.hpp"
-#include "apps/common/runtime.hpp"
+#include "client/option_error.hpp"
+#include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "apps/gen/nvme_remote.hpp"
 #include "dataplane/dataplane.hpp"

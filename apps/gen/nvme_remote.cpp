@@ -7,10 +7,10 @@
 #include <random>
 #include <thread>
 
-#include "apps/common/cm_service.hpp"
-#include "apps/common/connector.hpp"
-#include "apps/common/driver_set.hpp"
-#include "apps/common/runtime.hpp"
+#include "client/cm_service.hpp"
+#include "client/connector.hpp"
+#include "client/driver_set.hpp"
+#include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "dataplane/dataplane.hpp"
 #include "lib/nvmf/rdma_host.hpp"

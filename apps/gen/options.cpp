@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "apps/common/runtime.hpp"
-#include "apps/common/option_error.hpp"
+#include "client/runtime.hpp"
+#include "client/option_error.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {

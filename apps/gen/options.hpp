@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/common/connector.hpp"
-#include "apps/common/traffic/spec.hpp"
+#include "client/connector.hpp"
+#include "client/traffic/spec.hpp"
 #include "apps/gen/perftest_flags.hpp"
 #include "lib/cc/params.hpp"
 

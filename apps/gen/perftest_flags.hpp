@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/common/traffic/perftest_text.hpp"
-#include "apps/common/traffic/spec.hpp"
+#include "client/traffic/perftest_text.hpp"
+#include "client/traffic/spec.hpp"
 #include "lib/status.hpp"
 
 namespace roce::app {

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
-#include "apps/common/oob_server.hpp"
-#include "apps/common/perftest_client.hpp"
-#include "apps/common/traffic/perftest_text.hpp"
+#include "client/oob_server.hpp"
+#include "client/perftest_client.hpp"
+#include "client/traffic/perftest_text.hpp"
 #include "apps/gen/options.hpp"
 
 namespace roce::app {

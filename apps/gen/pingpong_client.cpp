@@ -3,10 +3,10 @@
 #include <chrono>
 #include <thread>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/driver_set.hpp"
-#include "apps/common/oob/pingpong.hpp"
-#include "apps/common/traffic/drivers.hpp"
+#include "client/buffers.hpp"
+#include "client/driver_set.hpp"
+#include "client/oob/pingpong.hpp"
+#include "client/traffic/drivers.hpp"
 #include "dataplane/signals.hpp"
 
 namespace roce::app {

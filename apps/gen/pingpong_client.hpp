@@ -3,8 +3,8 @@
 
 #include <functional>
 
-#include "apps/common/connector.hpp"
-#include "apps/common/traffic/results.hpp"
+#include "client/connector.hpp"
+#include "client/traffic/results.hpp"
 
 namespace roce::app {
 

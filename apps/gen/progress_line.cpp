@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "apps/common/traffic/perftest_text.hpp"
+#include "client/traffic/perftest_text.hpp"
 
 namespace roce::app {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "apps/common/perftest_client.hpp"
+#include "client/perftest_client.hpp"
 
 namespace roce::app {
 

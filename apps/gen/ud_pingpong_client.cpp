@@ -4,10 +4,10 @@
 #include <cstring>
 #include <thread>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/driver_set.hpp"
-#include "apps/common/oob/pingpong.hpp"
-#include "apps/common/traffic/drivers.hpp"
+#include "client/buffers.hpp"
+#include "client/driver_set.hpp"
+#include "client/oob/pingpong.hpp"
+#include "client/traffic/drivers.hpp"
 
 namespace roce::app {
 

@@ -3,8 +3,8 @@
 // receive buffer 40 bytes larger for the GRH the receiver writes in front of the payload).
 #pragma once
 
-#include "apps/common/connector.hpp"
-#include "apps/common/traffic/results.hpp"
+#include "client/connector.hpp"
+#include "client/traffic/results.hpp"
 
 namespace roce::app {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "apps/common/buffers.hpp"
+#include "client/buffers.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace roce::app {

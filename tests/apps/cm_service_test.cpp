@@ -1,5 +1,5 @@
 // rdma_cm between two engines: two dataplanes on a net_ring pair, each with its CM agent on
-// worker 0 (apps/common/cm_service.hpp). A client connects through REQ/REP/RTU with the QP
+// worker 0 (client/cm_service.hpp). A client connects through REQ/REP/RTU with the QP
 // attributes the exchange decides, SENDs and WRITEs data the server checks, and disconnects;
 // both sides reach TIMEWAIT's end with no ID left. Then what lost MADs and refusals give: a
 // REQ nobody answers is retransmitted and ends UNREACHABLE, a port nobody listens on gets REJ
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <optional>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/cm_service.hpp"
-#include "apps/common/connector.hpp"
+#include "client/buffers.hpp"
+#include "client/cm_service.hpp"
+#include "client/connector.hpp"
 #include "tests/apps/cm_side.hpp"
 #include "tests/support/dataplane_pair.hpp"
 

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/cm_service.hpp"
-#include "apps/common/connector.hpp"
+#include "client/buffers.hpp"
+#include "client/cm_service.hpp"
+#include "client/connector.hpp"
 
 namespace roce::test {
 

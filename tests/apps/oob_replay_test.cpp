@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/oob/pingpong.hpp"
-#include "apps/common/oob_server.hpp"
-#include "apps/common/perftest_client.hpp"
+#include "client/buffers.hpp"
+#include "client/oob/pingpong.hpp"
+#include "client/oob_server.hpp"
+#include "client/perftest_client.hpp"
 #include "dataplane/ring_port.hpp"
 
 #ifndef ROCE_SOURCE_ROOT

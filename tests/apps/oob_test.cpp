@@ -7,10 +7,10 @@
 #include <cstring>
 #include <thread>
 
-#include "apps/common/oob/cm_record.hpp"
-#include "apps/common/oob/perftest.hpp"
-#include "apps/common/oob/pingpong.hpp"
-#include "apps/common/oob/refusal.hpp"
+#include "client/oob/cm_record.hpp"
+#include "client/oob/perftest.hpp"
+#include "client/oob/pingpong.hpp"
+#include "client/oob/refusal.hpp"
 #include "tests/support/loopback_tcp.hpp"
 #include "tests/support/hex.hpp"
 

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "apps/appliance/cm_listeners.hpp"
-#include "apps/common/oob_server.hpp"
-#include "apps/common/perftest_client.hpp"
+#include "client/oob_server.hpp"
+#include "client/perftest_client.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
 namespace roce::test {

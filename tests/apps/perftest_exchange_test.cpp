@@ -1,6 +1,6 @@
 // roce-gen's side of perftest's exchange against a scripted perftest 4.5 server over loopback
 // TCP. The scripts are written out here from the servers' code paths in perftest's mains
-// (src/*_bw.c, *_lat.c at v4.5-0.17), independently of apps/common/oob/perftest_flow.cpp; the
+// (src/*_bw.c, *_lat.c at v4.5-0.17), independently of client/oob/perftest_flow.cpp; the
 // scripted server fails on any deviation (a record where a result belongs, another QP's record,
 // bytes after the end). Mismatched peers must give a one-line error that names the step.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "apps/common/perftest_client.hpp"
+#include "client/perftest_client.hpp"
 #include "tests/support/loopback_tcp.hpp"
 
 namespace roce::app {

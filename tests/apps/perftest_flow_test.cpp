@@ -4,7 +4,7 @@
 // around M, the data QPs' rdma_cm connections.
 #include <gtest/gtest.h>
 
-#include "apps/common/oob/perftest_flow.hpp"
+#include "client/oob/perftest_flow.hpp"
 
 namespace roce::app {
 namespace {

@@ -7,10 +7,10 @@
 #include <functional>
 #include <thread>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/oob_server.hpp"
-#include "apps/common/perftest_client.hpp"
-#include "apps/common/perftest_server_print.hpp"
+#include "client/buffers.hpp"
+#include "client/oob_server.hpp"
+#include "client/perftest_client.hpp"
+#include "client/perftest_server_print.hpp"
 #include "dataplane/signals.hpp"
 #include "tests/support/dataplane_pair.hpp"
 

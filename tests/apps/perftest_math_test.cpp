@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <random>
 
-#include "apps/common/traffic/perftest_math.hpp"
+#include "client/traffic/perftest_math.hpp"
 
 namespace roce::app {
 namespace {

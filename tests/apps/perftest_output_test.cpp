@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "apps/common/buffers.hpp"
-#include "apps/common/oob_server.hpp"
-#include "apps/common/perftest_server_print.hpp"
+#include "client/buffers.hpp"
+#include "client/oob_server.hpp"
+#include "client/perftest_server_print.hpp"
 #include "apps/gen/perftest_printout.hpp"
 #include "tests/support/dataplane_pair.hpp"
 

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "apps/common/traffic/perftest_text.hpp"
+#include "client/traffic/perftest_text.hpp"
 
 #ifndef ROCE_SOURCE_ROOT
 #define ROCE_SOURCE_ROOT "."

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "apps/common/tcp.hpp"
+#include "client/tcp.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/ring_port.hpp"
 

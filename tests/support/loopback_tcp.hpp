@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "apps/common/tcp.hpp"
+#include "client/tcp.hpp"
 
 namespace roce::test {
 

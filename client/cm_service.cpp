@@ -1,0 +1,244 @@
+#include "client/cm_service.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace roce::app {
+
+namespace {
+
+// EUI-64 from the MAC, as rxe makes its node GUID.
+std::uint64_t guid_from_mac(const proto::MacAddr& m) {
+  proto::Be64 g;
+  g.bytes = {static_cast<std::uint8_t>(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
+  return g.get();
+}
+
+IpAddress to_engine_ip(const proto::IpAddress& a) {
+  return a.version == proto::IpVersion::V4 ? IpAddress::ipv4(a.v4) : IpAddress::ipv6(a.v6);
+}
+
+cm::Gid gid_of(const proto::IpAddress& a) {
+  if (a.version == proto::IpVersion::V4) return proto::gid_from_ipv4(a.v4);
+  cm::Gid g{};
+  std::memcpy(g.data(), a.v6.data(), 16);
+  return g;
+}
+
+}  // namespace
+
+CmService::CmService(dp::Dataplane& dp, DriverSet& drivers, CmServiceConfig cfg) : dp_(dp), drivers_(drivers), cfg_(std::move(cfg)) {
+  if (cfg_.agent.cm.local_ca_guid == 0) cfg_.agent.cm.local_ca_guid = guid_from_mac(dp.local().mac);
+  // Each CM its own Local Communication IDs, as Linux draws a random operand per boot: a program
+  // run again within a peer's TIMEWAIT (2 s) would otherwise send the IDs of its last run, which
+  // the peer answers with REJ "stale connection".
+  if (cfg_.agent.cm.id_seed == cm::CmConfig{}.id_seed) cfg_.agent.cm.id_seed = std::random_device{}();
+  agent_ = dp_.call(0, [&](Engine& e) { return std::make_unique<cm::CmAgent>(cfg_.agent, e); });
+  cm::CmAgent* agent = agent_.get();
+  driver_id_ = drivers_.add(0, [agent](Engine&, Nanos now) { agent->poll(now); });
+}
+
+CmService::~CmService() { stop(); }
+
+void CmService::stop() {
+  if (stopped_) return;
+  disconnect_all(cfg_.stop_wait);
+  drivers_.remove(0, driver_id_);
+  // QP1 goes with the agent's loop: later MADs are unknown-QP drops, not a filling ring. The
+  // agent itself stays, for its counters.
+  on_agent([](cm::CmAgent& a) {
+    a.detach();
+    return 0;
+  });
+  stopped_ = true;
+}
+
+cm::CmQpLimits CmService::qp_limits() const {
+  cm::CmQpLimits l;
+  const std::uint16_t mtu = dp_.port().mtu;
+  l.max_mtu = mtu >= 4096 ? IBV_MTU_4096 : mtu >= 2048 ? IBV_MTU_2048 : mtu >= 1024 ? IBV_MTU_1024 : mtu >= 512 ? IBV_MTU_512 : IBV_MTU_256;
+  l.max_rd_atomic = dp_.worker(0).config().engine.max_rd_atomic;
+  return l;
+}
+
+CmService::Channel CmService::open_channel() {
+  std::lock_guard lock(route_mutex_);
+  return next_channel_++;
+}
+
+void CmService::close_channel(Channel ch) {
+  std::vector<cm::CmId> refuse;
+  {
+    std::lock_guard lock(route_mutex_);
+    closed_.insert(ch);
+    for (const cm::RdmaCmEvent& e : pending_[ch])
+      if (e.type == cm::RdmaCmEventType::ConnectRequest) refuse.push_back(e.id);
+    pending_.erase(ch);
+  }
+  for (cm::CmId id : refuse) (void)reject(id);
+}
+
+Result<cm::ListenerId> CmService::listen(proto::RdmaPortSpace ps, std::uint16_t port, std::size_t accept_queue, Channel ch) {
+  // Routed before the agent listens, so no request of the new listener reaches the wrong channel.
+  std::lock_guard lock(route_mutex_);
+  auto l = on_agent([&](cm::CmAgent& a) { return a.listen(ps, port, accept_queue); });
+  if (l) listener_channel_[*l] = ch;
+  return l;
+}
+
+std::vector<cm::RdmaCmEvent> CmService::wait_events(Nanos wait, const std::atomic<bool>* stop, Channel ch) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
+  for (;;) {
+    std::vector<cm::RdmaCmEvent> mine;
+    std::vector<cm::CmId> refuse;
+    {
+      std::lock_guard lock(route_mutex_);
+      for (cm::RdmaCmEvent& e : on_agent([](cm::CmAgent& a) { return a.take_events(); })) {
+        const auto l = listener_channel_.find(e.listener);
+        const Channel to = l == listener_channel_.end() ? 0 : l->second;
+        if (closed_.count(to)) {
+          if (e.type == cm::RdmaCmEventType::ConnectRequest) refuse.push_back(e.id);
+          continue;
+        }
+        pending_[to].push_back(std::move(e));
+      }
+      mine.swap(pending_[ch]);
+    }
+    for (cm::CmId id : refuse) (void)reject(id);
+    if (!mine.empty() || std::chrono::steady_clock::now() >= until || (stop && stop->load())) return mine;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.poll_interval));
+  }
+}
+
+Status CmService::accept(cm::CmId id, const cm::AcceptParams& p) {
+  return on_agent([&](cm::CmAgent& a) { return a.accept(id, p, dp_.now()); });
+}
+
+Status CmService::accept_ud(cm::CmId id, std::uint32_t qpn, std::uint32_t qkey, std::span<const std::uint8_t> private_data) {
+  return on_agent([&](cm::CmAgent& a) { return a.accept_ud(id, qpn, qkey, private_data, dp_.now()); });
+}
+
+Status CmService::reject(cm::CmId id, std::span<const std::uint8_t> private_data) {
+  return on_agent([&](cm::CmAgent& a) { return a.reject(id, private_data, dp_.now()); });
+}
+
+Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
+  const IpAddress dst = to_engine_ip(p.dst);
+  if (dst.version == proto::IpVersion::V4 && !dp_.resolve(dst, arp_wait))
+    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(dst) + " (is the peer on this port's link?)");
+  if (p.ib.path.local_gid == cm::Gid{}) p.ib.path.local_gid = gid_of(p.src);
+  if (p.ib.path.remote_gid == cm::Gid{}) p.ib.path.remote_gid = gid_of(p.dst);
+  const cm::RdmaConnectParams& c = p;
+  return on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.connect(c, dp_.now(), out); });
+  });
+}
+
+Result<cm::CmId> CmService::resolve_ud(const cm::RdmaUdResolveParams& p, Nanos arp_wait) {
+  const IpAddress dst = to_engine_ip(p.dst);
+  if (dst.version == proto::IpVersion::V4 && !dp_.resolve(dst, arp_wait))
+    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(dst) + " (is the peer on this port's link?)");
+  return on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.resolve_ud(p, dp_.now(), out); });
+  });
+}
+
+Status CmService::ready_to_use(cm::CmId id) {
+  return on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm&, cm::CommunicationManager& c, cm::CmOutput& out) { return c.ready_to_use(id, dp_.now(), out); });
+  });
+}
+
+Status CmService::notify_established(cm::CmId id) {
+  return on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm&, cm::CommunicationManager& c, cm::CmOutput& out) {
+      return c.notify_established(id, dp_.now(), out);
+    });
+  });
+}
+
+Status CmService::disconnect(cm::CmId id) {
+  return on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm&, cm::CommunicationManager& c, cm::CmOutput& out) { return c.disconnect(id, dp_.now(), out); });
+  });
+}
+
+void CmService::destroy(cm::CmId id) {
+  on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm&, cm::CommunicationManager& c, cm::CmOutput& out) {
+      c.destroy(id, dp_.now(), out);
+      return 0;
+    });
+  });
+}
+
+void CmService::disconnect_all(Nanos wait) {
+  on_agent([&](cm::CmAgent& a) {
+    return a.run(dp_.now(), [&](cm::RdmaCm&, cm::CommunicationManager& c, cm::CmOutput& out) {
+      c.disconnect_all(dp_.now(), out);
+      return 0;
+    });
+  });
+  // The DREQs are retransmitted by the agent's timers; wait for their DREPs (or the retries).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
+  while (std::chrono::steady_clock::now() < until) {
+    const bool waiting = on_agent([](cm::CmAgent& a) { return a.cm().count_in(cm::CmState::DreqSent) > 0; });
+    if (!waiting) break;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.poll_interval));
+  }
+}
+
+void CmService::disconnect_ids(const std::vector<cm::CmId>& ids, Nanos wait) {
+  for (cm::CmId id : ids) (void)disconnect(id);  // IDs not established refuse it: nothing to end
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
+  while (std::chrono::steady_clock::now() < until) {
+    const bool waiting = on_agent([&](cm::CmAgent& a) {
+      for (cm::CmId id : ids)
+        if (a.cm().state_of(id) == cm::CmState::DreqSent) return true;
+      return false;
+    });
+    if (!waiting) break;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.poll_interval));
+  }
+}
+
+Status CmService::connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQpAttrs& a, Nanos arp_wait) {
+  const IpAddress ip = ip_from_gid(a.rtr.dgid);
+  if (type != IBV_QPT_UD && ip.version == proto::IpVersion::V4 && !dp_.resolve(ip, arp_wait))
+    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(ip));
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    const QpTransition rtr = rtr_transition(type, a.rtr);
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(type, a.rts);
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  });
+}
+
+Status CmService::ready_ud_qp(const LocalQp& qp, std::uint32_t qkey) {
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.qkey = qkey;
+    if (Status s = e.modify_qp(qp.qp, attr, IBV_QP_STATE | IBV_QP_QKEY); !s) return s;
+    const QpTransition rtr = rtr_transition(IBV_QPT_UD, PeerPath{});
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(IBV_QPT_UD, SendSide{qp.psn});
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  });
+}
+
+std::map<std::string, std::uint64_t> CmService::counters() {
+  return on_agent([](cm::CmAgent& a) {
+    std::map<std::string, std::uint64_t> c;
+    a.for_each_counter([&](const std::string& k, std::uint64_t v) { c[k] = v; });
+    return c;
+  });
+}
+
+std::size_t CmService::live_ids() {
+  return on_agent([](cm::CmAgent& a) { return a.cm().id_count(); });
+}
+
+}  // namespace roce::app

@@ -1,0 +1,79 @@
+#include "client/connector.hpp"
+
+#include "lib/rdma/qp_transitions.hpp"
+
+namespace roce::app {
+
+Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd)
+    : dp_(dp), pd_(pd ? pd : dp.memory().alloc_pd()), psn_state_(psn_seed | 1) {}
+
+Result<LocalQp> Connector::create(const QpParams& p, int worker) {
+  unsigned w;
+  std::uint32_t psn;
+  {
+    std::lock_guard lock(mutex_);
+    w = worker >= 0 ? static_cast<unsigned>(worker) : next_worker_++ % dp_.worker_count();
+    // xorshift: a different starting PSN per QP, as lrand48() gives the real tools.
+    psn_state_ ^= psn_state_ << 13;
+    psn_state_ ^= psn_state_ >> 7;
+    psn_state_ ^= psn_state_ << 17;
+    psn = static_cast<std::uint32_t>(psn_state_ & 0xFFFFFF);
+  }
+  const PdHandle pd = pd_;
+  return dp_.call(w, [&](Engine& e) -> Result<LocalQp> {
+    auto cq = e.create_cq(p.send_depth + p.recv_depth + 16);
+    if (!cq) return cq.error();
+    QpInit init;
+    init.type = p.type;
+    init.send_cq = *cq;
+    init.recv_cq = *cq;
+    init.cap = ibv_qp_cap{p.send_depth, p.recv_depth, p.max_sge, p.max_sge, p.max_inline};
+    auto qp = e.create_qp(pd, init);
+    if (!qp) return qp.error();
+    const QpTransition to_init = init_transition(p.type, p.access, 0x11111111);
+    if (Status s = e.modify_qp(*qp, to_init.attr, to_init.mask); !s) return s.error();
+    return LocalQp{w, *qp, *cq, pd, (*qp)->qpn(), psn};
+  });
+}
+
+Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParams& p, Nanos arp_wait) {
+  const IpAddress ip = ip_from_gid(peer.gid);
+  if (ip.version == proto::IpVersion::V4 && !dp_.resolve(ip, arp_wait))
+    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(ip) + " (is the peer on this port's link?)");
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    PeerPath path;
+    path.mtu = p.mtu;
+    path.dest_qpn = peer.qpn;
+    path.rq_psn = peer.psn;
+    path.dgid = peer.gid;
+    path.traffic_class = p.traffic_class;
+    path.max_dest_rd_atomic = p.max_rd_atomic;
+    path.min_rnr_timer = p.min_rnr_timer;
+    const QpTransition rtr = rtr_transition(p.type, path);
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(p.type, SendSide{qp.psn, p.timeout, p.retry_cnt, p.rnr_retry, p.max_rd_atomic});
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  });
+}
+
+Status Connector::ready_datagram(const LocalQp& qp) {
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    const QpTransition rtr = rtr_transition(IBV_QPT_UD, PeerPath{});
+    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
+    const QpTransition rts = rts_transition(IBV_QPT_UD, SendSide{qp.psn});
+    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  });
+}
+
+Status Connector::destroy(const LocalQp& qp) {
+  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+    if (Status s = e.destroy_qp(qp.qp); !s) return s;
+    return e.destroy_cq(qp.cq);
+  });
+}
+
+Result<const MemoryRegion*> Connector::register_memory(void* addr, std::size_t len, int access) {
+  return dp_.memory().register_region(pd_, addr, len, access);
+}
+
+}  // namespace roce::app

@@ -1,0 +1,85 @@
+#include "client/runtime.hpp"
+
+#include <arpa/inet.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace roce::app {
+
+std::vector<std::string> default_eal_args(const std::string& prog) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return {"--no-huge", "--no-pci", "-m", "512", "--file-prefix=" + prog + "_" + std::to_string(::getpid()),
+          "--log-level=error", "-l", cores >= 2 ? "0-1" : "0"};
+}
+
+Status RunningDataplane::start(dp::Dataplane& dp) {
+  dp_ = &dp;
+  std::vector<unsigned> lcores;
+  unsigned l;
+  RTE_LCORE_FOREACH_WORKER(l) lcores.push_back(l);
+  // Each loop needs its own lcore here: the main lcore stays with the control work.
+  const unsigned loops = dp.worker_count() + (dp.io_stats() ? 1 : 0);
+  if (lcores.size() >= loops) {
+    lcores.resize(loops);
+    if (Status s = dp.launch(lcores); !s) return s;
+    launched_ = true;
+    return {};
+  }
+  // Too few lcores: one plain thread steps every loop in turn.
+  dp.set_driven_by_other_thread(true);
+  thread_ = std::thread([this] {
+    while (!stop_.load(std::memory_order_relaxed)) dp_->poll_once();
+    dp_->flush();
+  });
+  return {};
+}
+
+void RunningDataplane::stop() {
+  if (!dp_) return;
+  if (launched_) {
+    dp_->stop();
+    dp_->wait();
+    launched_ = false;
+  }
+  stop_ = true;
+  if (thread_.joinable()) {
+    thread_.join();
+    // Nobody polls any more: later Dataplane::call()s run on the caller instead of waiting.
+    dp_->set_driven_by_other_thread(false);
+  }
+  dp_ = nullptr;
+}
+
+std::optional<std::uint64_t> parse_size(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  std::size_t used = 0;
+  unsigned long long v;
+  try {
+    v = std::stoull(s, &used, 10);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::uint64_t mult = 1;
+  const std::string unit = s.substr(used);
+  if (unit == "" || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "k" || unit == "KiB") mult = 1ull << 10;
+  else if (unit == "M" || unit == "MiB") mult = 1ull << 20;
+  else if (unit == "G" || unit == "GiB") mult = 1ull << 30;
+  else return std::nullopt;
+  if (v > UINT64_MAX / mult) return std::nullopt;
+  return v * mult;
+}
+
+std::optional<proto::Ipv4Addr> parse_ipv4(const std::string& s) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, s.c_str(), &a) != 1) return std::nullopt;
+  proto::Ipv4Addr out;
+  std::memcpy(out.data(), &a, 4);
+  return out;
+}
+
+}  // namespace roce::app

@@ -1,0 +1,48 @@
+// Figures of a test run, and roce-gen's own latency table for the ping-pong tests (perftest's
+// printout is client/traffic/perftest_text.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/traffic/spec.hpp"
+
+namespace roce::app {
+
+struct BwFigures {
+  std::uint32_t size = 0;
+  std::uint64_t iterations = 0;  // completed operations
+  double bw_peak_bps = 0;        // bytes per second
+  double bw_avg_bps = 0;
+  double msg_rate_mpps = 0;
+  Nanos elapsed = 0;
+  std::optional<double> cpu_util_percent;  // --cpu_util under -D
+};
+
+struct LatFigures {
+  std::uint32_t size = 0;
+  std::uint64_t iterations = 0;
+  double t_min_us = 0, t_max_us = 0, t_typical_us = 0, t_avg_us = 0, t_stdev_us = 0, p99_us = 0, p999_us = 0;
+};
+
+// Transport-level totals gathered from the engine counters of the run's QPs.
+struct RunCounters {
+  std::uint64_t errors = 0;  // completions with an error status
+  std::uint64_t retransmits = 0;
+  std::uint64_t naks = 0;
+  std::uint64_t cnps_received = 0;
+  std::uint64_t cnps_sent = 0;
+  std::uint64_t timeouts = 0;
+  std::string first_error;  // ibv_wc_status_str of the first failed completion
+};
+
+// Latency figures of the ping-pong tests from raw samples (nanoseconds): typical is the median.
+LatFigures summarise_latency(std::uint32_t size, std::vector<Nanos> samples, bool halve);
+
+std::string lat_table_header();
+std::string lat_table_row(const LatFigures& f);
+std::string table_rule();
+
+}  // namespace roce::app
