@@ -11,6 +11,7 @@
 #include "client/oob/perftest.hpp"
 #include "client/oob/pingpong.hpp"
 #include "client/oob/refusal.hpp"
+#include "lib/cm/rdma_cm.hpp"
 #include "protocol/be.hpp"
 
 namespace roce::app {
@@ -44,6 +45,8 @@ bool OobServer::wait_input(OobChannel& tcp, const std::atomic<bool>& stop, int m
   }
   return false;
 }
+
+std::uint32_t OobServer::ud_qkey() const { return cfg_.cm_qp ? cm::kRdmaUdpQkey : kPerftestQkey; }
 
 int OobServer::read_timeout_ms() const {
   if (handshake_done_) return cfg_.oob_timeout_ms;
@@ -97,7 +100,8 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
       return s.error();
     }
   if (ud) {
-    // Answers to a UD client go through an address handle to its GID and QP (Q_Key 0x11111111).
+    // Answers to a UD client go through an address handle to its GID and QP (Q_Key perftest's
+    // 0x11111111; under -R rdma_cm's, which the client's QP took when it was resolved).
     auto ah = conn_.dataplane().call(q->local.worker, [&](Engine& e) {
       ibv_ah_attr a{};
       a.is_global = 1;
@@ -113,7 +117,7 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
     q->ah = *ah;
     if (q->receiver)
       drivers_.inspect(q->local.worker, [&] {
-        raw->receiver->set_ud_peer(RemoteBuffer{0, 0, raw->ah, peer.qpn});
+        raw->receiver->set_ud_peer(RemoteBuffer{0, 0, raw->ah, peer.qpn, ud_qkey()});
         return 0;
       });
   }
@@ -180,7 +184,7 @@ Status OobServer::start_duplex(std::uint32_t size_index) {
   spec.tx_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(128, t.iters));
   spec.cq_mod = spec.size > 8192 ? 1 : std::min<std::uint32_t>(100, spec.tx_depth);
   std::vector<DuplexQp> qps;
-  for (auto& q : qps_) qps.push_back(DuplexQp{q->local, RemoteBuffer{q->peer.vaddr, q->peer.rkey, q->ah, q->peer.qpn}});
+  for (auto& q : qps_) qps.push_back(DuplexQp{q->local, RemoteBuffer{q->peer.vaddr, q->peer.rkey, q->ah, q->peer.qpn, ud_qkey()}});
   return duplex_->start(qps, spec, std::min(cfg_.recv_depth, cfg_.qp.recv_depth), cfg_.qp.type == IBV_QPT_UD);
 }
 

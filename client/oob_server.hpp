@@ -131,6 +131,8 @@ class OobServer {
   bool wait_input(OobChannel& tcp, const std::atomic<bool>& stop, int ms = 200);
   // The time a read may take now: what is left of the handshake, or oob_timeout_ms after it.
   int read_timeout_ms() const;
+  // The Q_Key of a UD client's QP: rdma_cm's RDMA_UDP_QKEY under -R, else perftest's.
+  std::uint32_t ud_qkey() const;
 
   std::chrono::steady_clock::time_point handshake_deadline_{};
   bool handshake_done_ = false;

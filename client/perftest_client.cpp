@@ -78,6 +78,7 @@ struct ClientQp {
   PerftestDest mine;
   PerftestDest peer;
   AddressHandle* ah = nullptr;  // UD: the server's QP
+  std::uint32_t qkey = kPerftestQkey;  // UD: the server's Q_Key (the SIDR_REP's under -R)
 };
 
 // The traffic of one run: the QPs, their buffers, and one size at a time.
@@ -160,6 +161,60 @@ class ClientTraffic {
     return {};
   }
 
+  // -R with -c UD, once QP i's SIDR request was answered: the Q_Key the SENDs carry is the
+  // SIDR_REP's, and for latency and -b tests the server learns our QPN from a 4-byte SEND with
+  // our QPN as immediate data (rdma_cm_send_ud_connection_parameters), to its SIDR_REP's QPN.
+  Status cm_ud_resolved(std::size_t i, const ibv_gid& server, const cm::SidrRepInfo& rep, bool send_qpn) {
+    qps_[i].qkey = rep.qkey;
+    if (!send_qpn) return {};
+    auto ah = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+      ibv_ah_attr a{};
+      a.is_global = 1;
+      a.grh.dgid = server;
+      a.grh.hop_limit = 64;
+      a.port_num = 1;
+      return e.create_ah(qps_[i].local.pd, a);
+    });
+    if (!ah) return ah.error();
+    AddressHandle* h = *ah;
+    std::byte* msg = base(i);
+    const proto::Be32 qpn = proto::Be32::of(qps_[i].local.qpn);
+    std::memcpy(msg, qpn.bytes.data(), 4);  // the payload perftest sends: 4 bytes, unread
+    const int rc = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+      ibv_sge sge{reinterpret_cast<std::uint64_t>(msg), 4, mr(i)->lkey()};
+      ibv_send_wr wr{};
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_SEND_WITH_IMM;
+      wr.send_flags = IBV_SEND_SIGNALED;
+      std::memcpy(&wr.imm_data, qpn.bytes.data(), 4);
+      wr.wr.ud.ah = &h->base;
+      wr.wr.ud.remote_qpn = rep.qpn;
+      wr.wr.ud.remote_qkey = rep.qkey;
+      ibv_send_wr* bad = nullptr;
+      return e.post_send(qps_[i].local.qp, &wr, &bad);
+    });
+    Status st = rc ? make_error(rc, "posting our QPN's SEND to the server failed") : Status{};
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (bool done = st ? false : true; !done;) {
+      ibv_wc wc{};
+      const int n = dp_.call(qps_[i].local.worker, [&](Engine& e) { return e.poll_cq(qps_[i].local.cq, 1, &wc); });
+      if (n == 1) {
+        if (wc.status != IBV_WC_SUCCESS)
+          st = make_error(EIO, std::string("our QPN's SEND to the server failed: ") + ibv_wc_status_str(wc.status));
+        done = true;
+      } else if (std::chrono::steady_clock::now() >= until) {
+        st = make_error(ETIMEDOUT, "our QPN's SEND to the server did not complete");
+        done = true;
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+    (void)dp_.call(qps_[i].local.worker, [h](Engine& e) { return e.destroy_ah(h); });
+    return st;
+  }
+  Status ready_ud(CmService& cms, std::size_t i) { return cms.ready_ud_qp(qps_[i].local); }
+
   Result<PerftestResults> run_size(const TrafficSpec& spec);
   void gather_counters();
   // SEND -b: the receives for the server's SENDs, before the sync that starts the size.
@@ -182,7 +237,7 @@ class ClientTraffic {
   std::byte* landing(std::size_t i) { return base(i) + max_size_; }
   std::byte* scratch(std::size_t i) { return landing(i) + landing_bytes_; }
   RemoteBuffer remote(std::size_t i) const {
-    return RemoteBuffer{qps_[i].peer.vaddr, qps_[i].peer.rkey, qps_[i].ah, qps_[i].peer.qpn};
+    return RemoteBuffer{qps_[i].peer.vaddr, qps_[i].peer.rkey, qps_[i].ah, qps_[i].peer.qpn, qps_[i].qkey};
   }
   Status prepare_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t& atomic_before);
   Status check_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t ops, std::uint64_t atomic_before);
@@ -605,8 +660,7 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   std::unique_ptr<TcpStream> tcp;
   OobChannel* link = nullptr;
   if (o.rdma_cm) {
-    if (o.qp.type != IBV_QPT_RC)
-      return make_error(EINVAL, "-R: only RC data QPs connect through rdma_cm here (perftest's -R refuses UC; UD is not done)");
+    if (o.qp.type == IBV_QPT_UC) return make_error(EINVAL, "-R: perftest's -R refuses UC (RC or UD)");
     server_ip = parse_ipv4(o.server);
     if (!server_ip) return make_error(EINVAL, "-R needs the server's IPv4 address, not '" + o.server + "'");
     cms = std::make_unique<CmService>(dp, drivers);
@@ -682,6 +736,33 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     // _rdma_cm_client_connection: one connection per QP to the server's port; a server that does
     // not listen yet (REJ, invalid service ID) is tried again, 10 times 100 ms apart, as perftest.
     const bool reads = o.spec.verb == Verb::Read || o.spec.verb == Verb::Atomic;
+    if (qp_params.type == IBV_QPT_UD) {
+      // rdma_cm_establish_ud_connection: each QP resolved by SIDR (UDP port space, same port),
+      // REJ / refusal tried again as for RC; latency and -b tests then SEND our QPN.
+      const bool send_qpn = o.spec.measure == Measure::Latency || o.duplex;
+      const ibv_gid server_gid = gid_from_ip(IpAddress::ipv4(*server_ip));
+      for (std::size_t i = 0; i < traffic.qp_count(); ++i) {
+        if (Status s = traffic.ready_ud(*cms, i); !s) return s;
+        CmRcConnect c;
+        c.server = *server_ip;
+        c.port = o.port;
+        c.timeout = std::max<Nanos>(Nanos{o.oob_timeout_ms} * kMilli, kSecond);
+        for (int attempt = 1;; ++attempt) {
+          std::uint16_t reason = 0;
+          auto rep = cm_resolve_ud(dp, *cms, *events, c, &reason);
+          if (rep) {
+            if (Status s = traffic.cm_ud_resolved(i, server_gid, *rep, send_qpn); !s)
+              return make_error(s.error().code, "QP " + std::to_string(i) + ": " + s.error().message);
+            break;
+          }
+          if (reason == 0 || attempt == 10)
+            return make_error(rep.error().code, "QP " + std::to_string(i) + ": " + rep.error().message +
+                                                    (reason ? " (tried 10 times)" : ""));
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      }
+      return {};
+    }
     for (std::size_t i = 0; i < traffic.qp_count(); ++i) {
       CmRcConnect c;
       c.server = *server_ip;

@@ -92,4 +92,26 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
   return *id;
 }
 
+Result<cm::SidrRepInfo> cm_resolve_ud(dp::Dataplane& dp, CmService& cms, CmEventQueue& events,
+                                      const CmRcConnect& c, std::uint16_t* reject_reason) {
+  cm::RdmaUdResolveParams rp;
+  rp.port_space = proto::RdmaPortSpace::Udp;
+  rp.src = proto::IpAddress::of(dp.local().ip.v4);
+  rp.dst = proto::IpAddress::of(c.server);
+  rp.src_port = ephemeral_port(dp.now());
+  rp.dst_port = c.port;
+  auto id = cms.resolve_ud(rp);
+  if (!id) return id.error();
+  auto rep = events.next(*id, c.timeout);
+  if (!rep) return make_error(ETIMEDOUT, "no answer to the SIDR request to UDP port " + std::to_string(c.port));
+  if (rep->type != cm::RdmaCmEventType::Established) {
+    if (reject_reason && rep->type == cm::RdmaCmEventType::Rejected) *reject_reason = rep->status;
+    return make_error(rep->type == cm::RdmaCmEventType::Rejected ? ECONNREFUSED : ECONNABORTED,
+                      "the SIDR request to UDP port " + std::to_string(c.port) + ": " + describe(*rep));
+  }
+  const auto* info = std::get_if<cm::SidrRepInfo>(&rep->detail);
+  if (!info) return make_error(EPROTO, "the SIDR answer carries no QP");
+  return *info;
+}
+
 }  // namespace roce::app

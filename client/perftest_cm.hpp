@@ -46,4 +46,11 @@ struct CmRcConnect {
 Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& events, const LocalQp& qp,
                                const CmRcConnect& c, std::uint16_t* reject_reason = nullptr);
 
+// perftest -R with -c UD (rdma_cm_route_handler for a UD ID): a SIDR_REQ in the UDP port space
+// to the server's port for `qp` (already at RTS with rdma_cm's Q_Key: CmService::ready_ud_qp);
+// the SIDR_REP's QPN and Q_Key are what the data SENDs go to. A refusal is ECONNREFUSED with its
+// status in `reject_reason`.
+Result<cm::SidrRepInfo> cm_resolve_ud(dp::Dataplane& dp, CmService& cms, CmEventQueue& events,
+                                      const CmRcConnect& c, std::uint16_t* reject_reason = nullptr);
+
 }  // namespace roce::app

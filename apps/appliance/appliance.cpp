@@ -76,6 +76,9 @@ Status Appliance::start() {
   if (o_.rdma_cm.any()) {
     PerftestCmServe perftest;
     perftest.qp = o_.qp;
+    // perftest -c UD -R: latency and -b clients SEND their QPN once resolved (the test is named
+    // by --perftest and -b, as for perftest's own server).
+    perftest.ud_qpn_message = o_.test && (o_.test->measure == Measure::Latency || o_.test->duplex);
     perftest.start_session = [this](std::shared_ptr<CmChannel> ch, std::shared_ptr<PerftestCmQps> qps) {
       std::lock_guard lock(mutex_);
       start_session(std::move(ch), std::move(qps));
@@ -147,7 +150,9 @@ void Appliance::start_session(std::shared_ptr<OobChannel> channel, std::shared_p
   cfg.recv_depth = o_.recv_depth;
   cfg.test = o_.test;
   cfg.handshake_timeout_ms = o_.handshake_timeout_ms;
-  if (cm_qps) cfg.cm_qp = [cm_qps](std::uint32_t remote_qpn) { return cm_qps->take(remote_qpn); };
+  // A UD data QP may wait in the listener for its client's QPN message a little longer.
+  const Nanos cm_wait = o_.qp.type == IBV_QPT_UD ? 5 * kSecond : 0;
+  if (cm_qps) cfg.cm_qp = [cm_qps, cm_wait](std::uint32_t remote_qpn) { return cm_qps->take(remote_qpn, cm_wait); };
   raw->thread = std::thread([this, raw, cfg, channel, cm_qps]() mutable {
     {
       OobServer server(*conn_, *drivers_, cfg);

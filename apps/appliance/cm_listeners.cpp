@@ -258,26 +258,54 @@ struct CmListeners::Work {
   }
 };
 
-void PerftestCmQps::add(std::uint32_t remote_qpn, const LocalQp& qp) {
-  std::lock_guard lock(mutex_);
-  pending_[remote_qpn] = qp;
+bool PerftestCmQps::add(std::uint32_t remote_qpn, const LocalQp& qp) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!open_) return false;
+    pending_[remote_qpn] = qp;
+  }
+  added_.notify_all();
+  return true;
 }
 
-std::optional<LocalQp> PerftestCmQps::take(std::uint32_t remote_qpn) {
-  std::lock_guard lock(mutex_);
-  const auto it = pending_.find(remote_qpn);
-  if (it == pending_.end()) return std::nullopt;
-  const LocalQp qp = it->second;
-  pending_.erase(it);
-  return qp;
+bool PerftestCmQps::add_unnamed(const LocalQp& qp) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!open_) return false;
+    unnamed_.push_back(qp);
+  }
+  added_.notify_all();
+  return true;
+}
+
+std::optional<LocalQp> PerftestCmQps::take(std::uint32_t remote_qpn, Nanos wait) {
+  std::unique_lock lock(mutex_);
+  std::optional<LocalQp> got;
+  const auto found = [&] {
+    if (const auto it = pending_.find(remote_qpn); it != pending_.end()) {
+      got = it->second;
+      pending_.erase(it);
+    } else if (!unnamed_.empty()) {
+      got = unnamed_.front();
+      unnamed_.pop_front();
+    }
+    return got.has_value() || !open_;
+  };
+  added_.wait_for(lock, std::chrono::nanoseconds(wait), found);
+  return got;
 }
 
 std::vector<LocalQp> PerftestCmQps::close() {
-  std::lock_guard lock(mutex_);
-  open_ = false;
   std::vector<LocalQp> left;
-  for (const auto& [qpn, qp] : pending_) left.push_back(qp);
-  pending_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+    for (const auto& [qpn, qp] : pending_) left.push_back(qp);
+    left.insert(left.end(), unnamed_.begin(), unnamed_.end());
+    pending_.clear();
+    unnamed_.clear();
+  }
+  added_.notify_all();
   return left;
 }
 
@@ -311,8 +339,13 @@ Status CmListeners::start() {
     if (Status s = add(Kind::Ucmatose, o_.ucmatose_port); !s) return s;
   if (o_.rdma_server)
     if (Status s = add(Kind::RdmaServer, o_.rdma_server_port); !s) return s;
-  if (o_.perftest)
+  if (o_.perftest) {
     if (Status s = add(Kind::Perftest, o_.perftest_port); !s) return s;
+    // perftest -c UD -R resolves its data QPs by SIDR in the UDP port space, on the same port.
+    auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.perftest_port, o_.accept_queue, channel_);
+    if (!l) return l.error();
+    listeners_[*l] = Kind::Perftest;
+  }
   if (o_.udaddy) {
     auto l = cm_->listen(proto::RdmaPortSpace::Udp, o_.udaddy_port, o_.accept_queue, channel_);
     if (!l) return l.error();
@@ -337,6 +370,11 @@ void CmListeners::stop() {
   }
   for (auto& [id, c] : conns_) finish(c);
   while (!conns_.empty()) release(conns_.begin()->first);
+  for (UdQpnWait& w : ud_qpn_waits_) {
+    (void)conn_.destroy(w.qp);
+    (void)dp_.memory().deregister(w.mr->key);
+  }
+  ud_qpn_waits_.clear();
   final_counters_ = cm_->counters();
   cm_.reset();
 }
@@ -374,6 +412,7 @@ void CmListeners::loop() {
       finish(conns_[id]);
       release(id);
     }
+    poll_ud_qpn_waits();
   }
 }
 
@@ -579,12 +618,17 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
     std::fprintf(stderr, "roce-appliance: perftest -R request from %s refused: %s\n", peer.c_str(), why.c_str());
     (void)cm_->reject(e.id);
   };
-  if (req == nullptr || e.ud) return refuse("not a connected (RC) request (perftest -R with -c UD is not served)");
+  const auto session = perftest_sessions_.find(peer);
+  if (e.ud) {
+    if (session == perftest_sessions_.end() || !session->second->open())
+      return refuse("a SIDR request (UD data QP) with no session of this host running (its control connection comes first)");
+    return on_perftest_ud_request(e, session->second);
+  }
+  if (req == nullptr) return refuse("not a connection request");
   if (req->transport != proto::CmTransport::Rc) return refuse("only RC connections are served (perftest -R refuses UC)");
   Conn c;
   c.id = e.id;
   c.peer = peer;
-  const auto session = perftest_sessions_.find(peer);
   if (session != perftest_sessions_.end() && session->second->open()) {
     // A data QP of the client whose session runs (rdma_cm_connection_request_handler).
     c.kind = Kind::PerftestData;
@@ -595,7 +639,9 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
     Status s = cm_->connect_qp(*q, IBV_QPT_RC, a);
     if (s) {
       // The session may take it as soon as the client has the REP: it is there before.
-      c.perftest->add(req->remote_qpn, *q);
+      if (!c.perftest->add(req->remote_qpn, *q)) s = make_error(ECANCELED, "the client's session has ended");
+    }
+    if (s) {
       cm::AcceptParams ap;
       ap.local_qpn = q->qpn;
       ap.starting_psn = q->psn;
@@ -636,6 +682,92 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
     ++totals_.perftest_sessions;
   }
   keep(e.id, std::move(c), s, refuse);
+}
+
+void CmListeners::on_perftest_ud_request(const cm::RdmaCmEvent& e, const std::shared_ptr<PerftestCmQps>& session) {
+  const std::string peer = peer_of(e);
+  const auto refuse = [&](const std::string& why) {
+    std::fprintf(stderr, "roce-appliance: perftest -R UD request from %s refused: %s\n", peer.c_str(), why.c_str());
+    (void)cm_->reject(e.id);
+  };
+  if (perftest_.qp.type != IBV_QPT_UD)
+    return refuse("the client runs -c UD; this server's sessions are " + std::string(perftest_.qp.type == IBV_QPT_UC ? "UC" : "RC") +
+                  " (serve it with -c UD)");
+  auto q = conn_.create(perftest_.qp);
+  if (!q) return refuse(q.error().message);
+  UdQpnWait w;
+  w.qp = *q;
+  w.session = session;
+  w.peer = peer;
+  // rdma_cm_connection_request_handler: the QP takes rdma_cm's Q_Key; for latency and -b tests
+  // one receive (GRH and 4 bytes) is up before the SIDR_REP, for the client's QPN.
+  Status s = cm_->ready_ud_qp(*q);
+  if (s && perftest_.ud_qpn_message) {
+    auto buf = MappedBuffer::anonymous(4096);
+    if (!buf) s = buf.error();
+    else {
+      w.buf = std::move(*buf);
+      auto mr = conn_.register_memory(w.buf.data(), w.buf.size(), IBV_ACCESS_LOCAL_WRITE);
+      if (!mr) s = mr.error();
+      else w.mr = *mr;
+    }
+    if (s) {
+      const int rc = dp_.call(q->worker, [&](Engine& eng) {
+        ibv_sge sge{reinterpret_cast<std::uint64_t>(w.buf.data()), kGrhBytes + 4, w.mr->lkey()};
+        ibv_recv_wr wr{};
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        ibv_recv_wr* bad = nullptr;
+        return eng.post_recv(q->qp, &wr, &bad);
+      });
+      if (rc) s = make_error(rc, "post_recv for the client's QPN failed");
+    }
+  }
+  if (s) s = cm_->accept_ud(e.id, q->qpn);
+  if (s && !perftest_.ud_qpn_message && !session->add_unnamed(*q)) s = make_error(ECANCELED, "the client's session has ended");
+  if (!s) {
+    (void)conn_.destroy(*q);
+    if (w.mr) (void)dp_.memory().deregister(w.mr->key);
+    return refuse(s.error().message);
+  }
+  {
+    std::lock_guard lock(totals_mutex_);
+    ++totals_.perftest_qps;
+  }
+  if (!perftest_.ud_qpn_message) return;
+  w.deadline = dp_.now() + 5 * kSecond;
+  ud_qpn_waits_.push_back(std::move(w));
+}
+
+void CmListeners::poll_ud_qpn_waits() {
+  const Nanos now = dp_.now();
+  for (auto it = ud_qpn_waits_.begin(); it != ud_qpn_waits_.end();) {
+    UdQpnWait& w = *it;
+    ibv_wc wc{};
+    const int n = dp_.call(w.qp.worker, [&](Engine& eng) { return eng.poll_cq(w.qp.cq, 1, &wc); });
+    std::string why;
+    bool kept = false;
+    if (n == 1 && wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_IMM)) {
+      // rdma_cm_initialize_ud_connection_parameters: the immediate data is the client's QPN.
+      proto::Be32 imm;
+      std::memcpy(imm.bytes.data(), &wc.imm_data, imm.bytes.size());
+      const std::uint32_t qpn = imm.get();
+      kept = w.session->add(qpn, w.qp);
+      if (!kept) why = "its session has ended";
+    } else if (n == 1) {
+      why = wc.status != IBV_WC_SUCCESS ? std::string("the receive for its QPN failed: ") + ibv_wc_status_str(wc.status)
+                                        : "its first message carried no immediate data (a QPN)";
+    } else if (now < w.deadline) {
+      ++it;
+      continue;
+    } else {
+      why = "no SEND of its QPN within 5 s of the SIDR reply (a latency or -b test's client sends one)";
+    }
+    if (!why.empty()) std::fprintf(stderr, "roce-appliance: perftest -R UD data QP of %s dropped: %s\n", w.peer.c_str(), why.c_str());
+    if (!kept) (void)conn_.destroy(w.qp);
+    (void)dp_.memory().deregister(w.mr->key);
+    it = ud_qpn_waits_.erase(it);
+  }
 }
 
 void CmListeners::finish(Conn& c) {

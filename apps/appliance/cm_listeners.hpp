@@ -18,6 +18,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -55,24 +57,35 @@ struct CmListenOptions {
 
 // The data QPs one perftest -R client connected, until its session takes them (by the client's
 // QPN). Shared by the listener thread, which adds them, and the session, which takes them.
+// A UD QP resolved by SIDR names no client QP: bandwidth tests send none (it is added without
+// one and taken in order); latency and -b tests SEND it as immediate data once resolved.
 class PerftestCmQps {
  public:
-  void add(std::uint32_t remote_qpn, const LocalQp& qp);
-  std::optional<LocalQp> take(std::uint32_t remote_qpn);
+  // False once the session ended: the QP stays the caller's (to be destroyed).
+  bool add(std::uint32_t remote_qpn, const LocalQp& qp);
+  bool add_unnamed(const LocalQp& qp);
+  // The QP the client connected from `remote_qpn` (else the oldest unnamed one), waiting up to
+  // `wait` for it: a UD client's QPN message may still be on its way to the listener.
+  std::optional<LocalQp> take(std::uint32_t remote_qpn, Nanos wait = 0);
   // The session ended: what it never took is returned (to be destroyed) and nothing more is added.
   std::vector<LocalQp> close();
   bool open() const;
 
  private:
   mutable std::mutex mutex_;
+  std::condition_variable added_;
   std::map<std::uint32_t, LocalQp> pending_;
+  std::deque<LocalQp> unnamed_;
   bool open_ = true;
 };
 
 // How roce-appliance serves a perftest -R client: the data QPs' parameters, and a session run on
 // the control channel (with the QPs it will take) until the client leaves.
 struct PerftestCmServe {
-  QpParams qp;
+  QpParams qp;  // qp.type UD: the data QPs are resolved by SIDR (perftest -c UD -R)
+  // UD: the client SENDs its QPN once resolved (perftest does for latency and -b tests); the
+  // listener takes it before the session gets the QP.
+  bool ud_qpn_message = false;
   std::function<void(std::shared_ptr<CmChannel>, std::shared_ptr<PerftestCmQps>)> start_session;
 };
 
@@ -140,6 +153,17 @@ class CmListeners {
   void on_request(const cm::RdmaCmEvent& e, Kind kind);
   void on_ud_request(const cm::RdmaCmEvent& e);
   void on_perftest_request(const cm::RdmaCmEvent& e);
+  void on_perftest_ud_request(const cm::RdmaCmEvent& e, const std::shared_ptr<PerftestCmQps>& session);
+  // UD data QPs whose client's QPN message is awaited (one receive posted on each).
+  struct UdQpnWait {
+    LocalQp qp;
+    MappedBuffer buf;
+    const MemoryRegion* mr = nullptr;
+    std::shared_ptr<PerftestCmQps> session;
+    std::string peer;
+    Nanos deadline = 0;
+  };
+  void poll_ud_qpn_waits();
   void forget_perftest_session(const Conn& c);
   // An answered request's connection joins conns_; a failed accept is refused and freed.
   void keep(cm::CmId id, Conn c, const Status& accepted, const std::function<void(const std::string&)>& refuse);
@@ -156,6 +180,7 @@ class CmListeners {
   PerftestCmServe perftest_;
   // perftest -R: the running session of each client host, by its IP.
   std::map<std::string, std::shared_ptr<PerftestCmQps>> perftest_sessions_;
+  std::vector<UdQpnWait> ud_qpn_waits_;
   std::map<cm::ListenerId, Kind> listeners_;
   std::map<cm::CmId, Conn> conns_;  // control thread only
   std::thread thread_;

@@ -105,7 +105,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("report_gbits", "bandwidth in Gb/sec instead of MB/sec")
       ("rate-limit", "cap each QP at this many Gb/s", cxxopts::value<std::string>(rate)->default_value("0"))
       ("verify", "check the far side's memory after the run (write, read, atomic)")
-      ("R,rdma_cm", "connect through rdma_cm, as perftest's -R: the exchange runs on an rdma_cm connection to the server's port, and every QP connects through rdma_cm (RC)")
+      ("R,rdma_cm", "connect through rdma_cm, as perftest's -R: the exchange runs on an rdma_cm connection to the server's port, and every QP connects through rdma_cm (RC: REQ/REP/RTU; UD: SIDR)")
       ("json", "print the settings, the peer and the results as JSON (errors too)");
   opts.add_options("Connection")
       ("server", "client mode: the server's address", cxxopts::value<std::string>(g.server))

@@ -32,7 +32,7 @@ ibv_send_wr work_request(Verb verb, AtomicOp atomic, std::uint64_t wr_id, ibv_sg
   } else if (verb == Verb::Send && remote.ah) {
     wr.wr.ud.ah = &remote.ah->base;
     wr.wr.ud.remote_qpn = remote.ud_qpn;
-    wr.wr.ud.remote_qkey = kPerftestQkey;
+    wr.wr.ud.remote_qkey = remote.ud_qkey;
   } else {
     wr.wr.rdma.remote_addr = remote.addr;
     wr.wr.rdma.rkey = remote.rkey;

@@ -19,18 +19,21 @@ struct LocalBuffer {
   std::uint32_t lkey = 0;
 };
 
+inline constexpr std::uint32_t kPerftestQkey = 0x11111111;
+
 // Where operations go: the peer's buffer for RDMA and atomics; for SENDs on a UD QP also the
-// address handle and QP number of the peer (Q_Key: perftest's 0x11111111).
+// address handle, QP number and Q_Key of the peer (perftest's 0x11111111; rdma_cm's
+// RDMA_UDP_QKEY 0x01234567 for QPs resolved through it, perftest -R).
 struct RemoteBuffer {
   std::uint64_t addr = 0;
   std::uint32_t rkey = 0;
   AddressHandle* ah = nullptr;
   std::uint32_t ud_qpn = 0;
+  std::uint32_t ud_qkey = kPerftestQkey;
 };
 
 // A UD receive starts with the 40-byte GRH (IPv4: its last 20 bytes are the IPv4 header).
 inline constexpr std::uint32_t kUdGrhBytes = 40;
-inline constexpr std::uint32_t kPerftestQkey = 0x11111111;
 
 // Outcome shared by the drivers: what finished, and the first error if any.
 struct DriverStatus {

@@ -43,12 +43,16 @@ class PerftestCm : public DataplanePairTest {
     auto parsed = parse_cm_listeners("perftest");
     ASSERT_TRUE(parsed.ok());
     PerftestCmServe serve;
+    serve.qp.type = qp_type;
+    serve.ud_qpn_message = served && (served->measure == Measure::Latency || served->duplex);
     serve.start_session = [this](std::shared_ptr<CmChannel> ch, std::shared_ptr<PerftestCmQps> qps) {
       ServerConfig cfg;
+      cfg.qp.type = qp_type;
       cfg.exposed = LocalBuffer{exposed.data(), exposed.size(), exposed_mr->lkey()};
       cfg.recv_region = LocalBuffer{recv.data(), recv.size(), recv_mr->lkey()};
       cfg.test = served;
-      cfg.cm_qp = [qps](std::uint32_t qpn) { return qps->take(qpn); };
+      const Nanos wait = qp_type == IBV_QPT_UD ? 5 * kSecond : 0;
+      cfg.cm_qp = [qps, wait](std::uint32_t qpn) { return qps->take(qpn, wait); };
       std::lock_guard lock(mutex);
       sessions.emplace_back([this, cfg, ch, qps] {
         Result<SessionReport> r = make_error(EINVAL, "not run");
@@ -86,6 +90,7 @@ class PerftestCm : public DataplanePairTest {
     o.spec.tx_depth = m == Measure::Latency ? 1 : 32;
     o.qps = qps;
     o.rdma_cm = true;
+    o.qp.type = qp_type;
     o.oob_timeout_ms = 5'000;
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok())
@@ -112,6 +117,7 @@ class PerftestCm : public DataplanePairTest {
   const MemoryRegion* exposed_mr = nullptr;
   const MemoryRegion* recv_mr = nullptr;
   std::optional<ServedTest> served;
+  ibv_qp_type qp_type = IBV_QPT_RC;  // both sides' -c
   std::atomic<bool> stop{false};
   std::mutex mutex;
   std::vector<std::thread> sessions;
@@ -156,6 +162,56 @@ TEST_F(PerftestCm, ReadAndSendBandwidthAndReadLatency) {
   for (int i = 0; i < 300 && listeners->totals().perftest_sessions < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(listeners->totals().perftest_sessions, 3u);
+}
+
+// perftest -c UD -R: the data QPs resolved by SIDR in the UDP port space (the control channel
+// stays RC), SENDs with rdma_cm's Q_Key; a bandwidth client sends no QPN (the session takes the
+// QPs in order), a latency client SENDs its QPN as immediate data first.
+class PerftestCmUd : public PerftestCm {
+ protected:
+  void SetUp() override {
+    qp_type = IBV_QPT_UD;
+    PerftestCm::SetUp();
+  }
+};
+
+TEST_F(PerftestCmUd, SendBandwidthTwoQpsResolvedBySidr) {
+  auto r = run(Verb::Send, Measure::Bandwidth, 1024, 200, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->bw.size(), 1u);
+  EXPECT_EQ(r->bw[0].iterations, 400u);
+  EXPECT_EQ(r->counters.errors, 0u);
+  auto rep = report();
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_EQ(rep->qps, 2u);
+  // Every datagram arrived with the Q_Key the SIDR_REP gave (a wrong one is dropped).
+  EXPECT_EQ(rep->received_messages, 400u);
+  const auto t = listeners->totals();
+  EXPECT_EQ(t.perftest_sessions, 1u);
+  EXPECT_EQ(t.perftest_qps, 2u);
+  const auto c = listeners->cm_counters();
+  EXPECT_GE(c.at("cm_rx_msgs.SIDR_REQ"), 2u);
+}
+
+class PerftestCmUdLatency : public PerftestCm {
+ protected:
+  void SetUp() override {
+    qp_type = IBV_QPT_UD;
+    served = ServedTest{};
+    served->verb = Verb::Send;
+    served->measure = Measure::Latency;
+    PerftestCm::SetUp();
+  }
+};
+
+TEST_F(PerftestCmUdLatency, SendLatencyClientSendsItsQpnFirst) {
+  auto r = run(Verb::Send, Measure::Latency, 64, 100);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->lat.size(), 1u);
+  auto rep = report();
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  // The QPN message is the listener's; the session echoed every one of the client's SENDs.
+  EXPECT_EQ(rep->received_messages, 100u);
 }
 
 }  // namespace

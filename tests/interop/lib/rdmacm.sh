@@ -189,5 +189,10 @@ cm/perftest/write_lat/gen>rxe           to-rxe   write  4096 0 64    200 R,lat
 cm/perftest/read_lat/gen>rxe            to-rxe   read   4096 0 64    200 R,lat
 cm/perftest/send_lat/gen>rxe            to-rxe   send   4096 0 64    200 R,lat
 cm/perftest/atomic_lat/gen>rxe          to-rxe   atomic 4096 0 8     200 R,lat
+cm/perftest/send_bw/ud/rxe>app          from-rxe send   1024 0 1024  500 R,ud
+cm/perftest/send_bw/ud/q2/rxe>app       from-rxe send   1024 0 1024  500 R,ud,q2
+cm/perftest/send_lat/ud/rxe>app         from-rxe send   1024 0 64    200 R,lat,ud
+cm/perftest/send_bw/ud/gen>rxe          to-rxe   send   1024 0 1024  500 R,ud
+cm/perftest/send_lat/ud/gen>rxe         to-rxe   send   1024 0 64    200 R,lat,ud
 LIST
 }
