@@ -88,9 +88,33 @@ Result<cm::ListenerId> CmService::listen(proto::RdmaPortSpace ps, std::uint16_t 
   return l;
 }
 
+void CmService::establish_elsewhere() {
+  // COMM_EST for passive IDs whose QP lives on another worker than the agent's: the agent
+  // names them, their worker tells whether the QP has received a packet.
+  if (dp_.worker_count() < 2) return;
+  std::vector<std::pair<cm::CmId, std::uint32_t>> elsewhere;
+  on_agent([&](cm::CmAgent& a) {
+    a.establish_by_traffic(dp_.now(), &elsewhere);
+    return 0;
+  });
+  for (const auto& [id, qpn] : elsewhere) {
+    const auto owner = dp_.worker(0).config().shards.owner(qpn);
+    if (!owner || *owner >= dp_.worker_count()) continue;
+    const bool received = dp_.call(*owner, [q = qpn](Engine& e) {
+      const QueuePair* p = e.find_qp(q);
+      return p != nullptr && p->counters().get(Counter::RcvdPkts) > 0;
+    });
+    if (received) {
+      const cm::CmId cid = id;
+      on_agent([&](cm::CmAgent& a) { return a.established_by_traffic(cid, dp_.now()); });
+    }
+  }
+}
+
 std::vector<cm::RdmaCmEvent> CmService::wait_events(Nanos wait, const std::atomic<bool>* stop, Channel ch) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait);
   for (;;) {
+    establish_elsewhere();
     std::vector<cm::RdmaCmEvent> mine;
     std::vector<cm::CmId> refuse;
     {

@@ -81,6 +81,7 @@ class CmService {
   std::size_t live_ids();
 
  private:
+  void establish_elsewhere();
   template <typename F>
   auto on_agent(F&& f) {
     return dp_.call(0, [&](Engine&) { return f(*agent_); });

@@ -49,6 +49,32 @@ void CmAgent::poll(Nanos now) {
     cm_.on_timer(now, out);
     dispatch(out, now);
   }
+  if (!cm_.awaiting_rtu().empty()) establish_by_traffic(now, nullptr);
+}
+
+void CmAgent::establish_by_traffic(Nanos now, std::vector<std::pair<CmId, std::uint32_t>>* elsewhere) {
+  // notify_established changes the set being walked: the IDs are gathered first (into a
+  // vector kept between calls: the agent runs every loop iteration while an RTU is awaited).
+  established_scratch_.clear();
+  for (CmId id : cm_.awaiting_rtu()) {
+    const auto qpn = cm_.local_qpn_of(id);
+    if (!qpn) continue;
+    const QueuePair* q = engine_.find_qp(*qpn);
+    if (!q) {
+      if (elsewhere) elsewhere->emplace_back(id, *qpn);
+    } else if (q->counters().get(Counter::RcvdPkts) > 0) {
+      established_scratch_.push_back(id);
+    }
+  }
+  for (CmId id : established_scratch_) (void)established_by_traffic(id, now);
+}
+
+Status CmAgent::established_by_traffic(CmId id, Nanos now) {
+  CmOutput out;
+  Status s = cm_.notify_established(id, now, out);
+  if (s) count(CmAgentCounter::EstablishedByTraffic);
+  dispatch(out, now);
+  return s;
 }
 
 void CmAgent::dispatch(CmOutput& out, Nanos now) {
@@ -149,6 +175,7 @@ void CmAgent::for_each_counter(const std::function<void(const std::string&, std:
 std::string to_string(CmAgentCounter c) {
   switch (c) {
     case CmAgentCounter::MadsIn: return "mads_in";
+    case CmAgentCounter::EstablishedByTraffic: return "established_by_traffic";
     case CmAgentCounter::MadsOut: return "mads_out";
     case CmAgentCounter::NoRoute: return "no_route";
     case CmAgentCounter::QueueFull: return "queue_full";

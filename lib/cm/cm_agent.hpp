@@ -30,6 +30,7 @@ enum class CmAgentCounter : std::uint8_t {
   QueueFull,       // QP1's send ring was full
   EventsDropped,   // the consumer let max_events pile up
   AcceptQueueFull, // a connection request beyond its listener's accept queue: rejected
+  EstablishedByTraffic,  // a passive ID whose RTU had not come established by its QP's first packet
   Count,
 };
 std::string to_string(CmAgentCounter c);
@@ -63,6 +64,13 @@ class CmAgent {
   Status accept_ud(CmId id, std::uint32_t qpn, std::uint32_t qkey, std::span<const std::uint8_t> private_data, Nanos now);
   Status reject(CmId id, std::span<const std::uint8_t> private_data, Nanos now);
 
+  // COMM_EST: the passive IDs awaiting their RTU whose QP (on this engine) has received a
+  // packet are established (poll() does this each time). The awaiting IDs whose QP is not on
+  // this engine (another worker's) go to `elsewhere` with its QPN, for their owner to check.
+  void establish_by_traffic(Nanos now, std::vector<std::pair<CmId, std::uint32_t>>* elsewhere);
+  // The same for a QP of another engine that has received a packet.
+  Status established_by_traffic(CmId id, Nanos now);
+
   // rdma_cm events, oldest first, since the last call.
   std::vector<RdmaCmEvent> take_events();
   bool has_events() const { return !events_.empty(); }
@@ -92,6 +100,7 @@ class CmAgent {
   std::map<ListenerId, Backlog> backlogs_;
   std::map<CmId, ListenerId> undecided_;
   std::map<Gid, proto::MacAddr> macs_;  // peers' MACs as their MADs came
+  std::vector<CmId> established_scratch_;
   std::array<std::uint64_t, static_cast<std::size_t>(CmAgentCounter::Count)> counters_{};
 };
 

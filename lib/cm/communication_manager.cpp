@@ -68,6 +68,9 @@ void CommunicationManager::set_state(Connection& c, CmState to) {
     c.in_remote_id_index = false;
   }
   if (to == CmState::Established) ++counters_.established;
+  // Passive IDs whose RTU is awaited: their QP's first packet establishes them (COMM_EST).
+  if (to == CmState::RepSent || to == CmState::MraRepRcvd) awaiting_rtu_.insert(c.local_id);
+  else awaiting_rtu_.erase(c.local_id);
   c.state = to;
 }
 
@@ -618,6 +621,12 @@ void CommunicationManager::on_timer(Nanos now, CmOutput& out) {
     on_expired(*c, now, out);
   }
   expire_sidr_replies(now);
+}
+
+std::optional<std::uint32_t> CommunicationManager::local_qpn_of(CmId id) const {
+  const auto it = conns_.find(id);
+  if (it == conns_.end()) return std::nullopt;
+  return it->second.local_qpn;
 }
 
 std::size_t CommunicationManager::count_in(CmState s) const {

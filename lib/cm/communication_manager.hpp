@@ -58,6 +58,11 @@ class CommunicationManager {
   Status delay(CmId id, std::uint8_t service_timeout, Nanos now, CmOutput& out);
   // The QP of a REP_SENT ID received its first packet before the RTU (IB_EVENT_COMM_EST).
   Status notify_established(CmId id, Nanos now, CmOutput& out);
+  // Passive IDs in REP_SENT or MRA_REP_RCVD: the RTU is awaited, and the first packet on the
+  // ID's QP (local_qpn_of) stands for it (IBA 12.9.5: "a QP in RTR receiving a packet"). The
+  // owner of the QPs watches them and calls notify_established.
+  const std::set<CmId>& awaiting_rtu() const { return awaiting_rtu_; }
+  std::optional<std::uint32_t> local_qpn_of(CmId id) const;
   // DREQ for an established ID.
   Status disconnect(CmId id, Nanos now, CmOutput& out, std::span<const std::uint8_t> private_data = {});
   // DREP for a DREQ_RCVD ID (only needed with CmConfig::auto_drep off).
@@ -162,6 +167,7 @@ class CommunicationManager {
   std::set<std::pair<Nanos, CmId>> timers_;
   std::map<std::uint64_t, std::uint64_t> listeners_;  // service ID -> mask
   std::map<Gid, std::size_t> half_open_by_peer_;
+  std::set<CmId> awaiting_rtu_;
   std::size_t half_open_ = 0;
   std::uint32_t id_counter_ = 0;
   std::uint32_t id_operand_ = 0;

@@ -146,5 +146,73 @@ TEST_F(CmLossyLink, TenConnectionsSurviveTwentyPercentLossBothWays) {
   EXPECT_EQ(sc.at("established"), static_cast<std::uint64_t>(kConnections));
 }
 
+// IBA 12.9.5 / COMM_EST: a passive side in REP_SENT whose QP receives a packet is established
+// without the RTU. The client here never sends its RTU (as if every copy were lost: the server
+// cannot tell), moves its QP to RTS on the REP and SENDs through the same 20 % lossy link;
+// the server's CM agent sees the packet on the QP and establishes the ID (its REP timer stops,
+// no REJ "timeout"). The late RTU that follows is a duplicate for an established ID.
+TEST_F(CmLossyLink, FirstPacketEstablishesThePassiveSideWhenTheRtuIsLost) {
+  ASSERT_TRUE(server->cms->listen(proto::RdmaPortSpace::Tcp, 7174).ok());
+  auto cq = client->conn.create(app::QpParams{});
+  ASSERT_TRUE(cq.ok());
+  cm::RdmaConnectParams cp = short_timer_request(*cq, 7174);
+  cp.ib.local_cm_response_timeout = 16;  // the server waits 268 ms for the RTU, 15 times (the SEND may be lost and resent)
+  auto id = client->cms->connect(cp, 10 * kSecond);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  const app::LocalQp sq = server->serve_one(64, 10 * kSecond);
+  ASSERT_NE(sq.qp, nullptr);
+  auto rep = client->wait_for(RdmaCmEventType::ConnectResponse, 10 * kSecond);
+  ASSERT_TRUE(rep);
+  ASSERT_TRUE(client->cms->connect_qp(*cq, IBV_QPT_RC, cm::active_qp_attrs(cp.ib, std::get<cm::RepInfo>(rep->detail),
+                                                                           client->cms->qp_limits()), 10 * kSecond).ok());
+  // No ready_to_use: the RTU does not reach the server.
+  const char text[] = "before the RTU";
+  std::memcpy(client->buf.data(), text, sizeof text);
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(client->buf.data()), sizeof text, client->mr->lkey()};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ASSERT_EQ(client->post_send(*cq, wr), 0);
+  auto rwc = server->poll(sq, 1);
+  ASSERT_EQ(rwc.size(), 1u);
+  EXPECT_EQ(rwc[0].status, IBV_WC_SUCCESS);
+  EXPECT_STREQ(reinterpret_cast<const char*>(server->buf.data()), text);
+  std::printf("server: REP sent %llu times before the SEND's first packet\n",
+              static_cast<unsigned long long>(server->cms->counters().at("cm_tx_msgs.REP")));
+  const bool established = server->wait_for(RdmaCmEventType::Established, 10 * kSecond).has_value();
+  auto sc = server->cms->counters();
+  if (!established)
+    for (const auto& [k, v] : sc)
+      if (v) std::fprintf(stderr, "server %s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+  ASSERT_TRUE(established);
+  EXPECT_EQ(sc.at("cm_agent_established_by_traffic"), 1u);
+  EXPECT_EQ(sc.at("cm_rx_msgs.RTU"), 0u);
+  EXPECT_EQ(sc.at("rej_sent.timeout"), 0u);
+  // Two REP timeouts later: no REP was sent again (its timer stopped), nothing rejected.
+  const std::uint64_t reps = sc.at("cm_tx_msgs.REP");
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  sc = server->cms->counters();
+  EXPECT_EQ(sc.at("cm_tx_msgs.REP"), reps);
+  EXPECT_FALSE(server->wait_for(RdmaCmEventType::ConnectError, 0));
+  EXPECT_FALSE(server->wait_for(RdmaCmEventType::Rejected, 0));
+  EXPECT_EQ(client->poll(*cq, 1).size(), 1u);
+
+  // The RTU comes late (a duplicate for the server), then an ordinary disconnect.
+  ASSERT_TRUE(client->cms->ready_to_use(*id).ok());
+  ASSERT_TRUE(client->wait_for(RdmaCmEventType::Established, 10 * kSecond));
+  ASSERT_TRUE(client->cms->disconnect(*id).ok());
+  EXPECT_TRUE(client->wait_for(RdmaCmEventType::Disconnected, 10 * kSecond));
+  EXPECT_TRUE(server->wait_for(RdmaCmEventType::Disconnected, 10 * kSecond));
+  EXPECT_TRUE(client->wait_for(RdmaCmEventType::TimewaitExit, 10 * kSecond));
+  EXPECT_TRUE(server->wait_for(RdmaCmEventType::TimewaitExit, 10 * kSecond));
+  EXPECT_TRUE(client->conn.destroy(*cq).ok());
+  EXPECT_TRUE(server->conn.destroy(sq).ok());
+  sc = server->cms->counters();
+  EXPECT_EQ(sc.at("established"), 1u);
+  EXPECT_EQ(server->cms->live_ids(), 0u);
+}
+
 }  // namespace
 }  // namespace roce::test

@@ -245,7 +245,11 @@ TEST_F(CmExchange, TrafficBeforeTheRtuEstablishesThePassiveSide) {
   a_id = connect();
   p.run_for(10 * kMilli);
   b_id = p.b.last(CmEventType::ReqReceived)->id;
+  // The ID is watched for its QP's first packet (the CM agent's COMM_EST check).
+  EXPECT_EQ(p.b.cm.awaiting_rtu().count(b_id), 1u);
+  ASSERT_TRUE(p.b.cm.local_qpn_of(b_id).has_value());
   ASSERT_TRUE(p.call(p.b, [&](CommunicationManager& cm, Nanos now, CmOutput& out) { return cm.notify_established(b_id, now, out); }).ok());
+  EXPECT_TRUE(p.b.cm.awaiting_rtu().empty());
   EXPECT_EQ(p.b.cm.state_of(b_id), CmState::Established);
   EXPECT_EQ(p.b.count(CmEventType::Established), 1u);
   p.run_for(kRepTimeout * 2);
