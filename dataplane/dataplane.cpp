@@ -207,6 +207,8 @@ void Dataplane::learn(const IpAddress& ip, const MacAddr& mac) {
 
 std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
   if (auto m = cached(ip)) return m;
+  // A peer of the other family cannot be asked: a solicitation needs a source of its family.
+  if (ip.version != local_.ip.version) return std::nullopt;
   // The request or its answer may be lost (seen live: a 5 % lossy link failed a connection
   // setup), so ask again every 200 ms until the deadline, as the kernel re-probes.
   constexpr Nanos kArpRetry = 200'000'000;

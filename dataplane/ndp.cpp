@@ -139,7 +139,8 @@ NdpAction handle_ndp(std::span<const std::byte> frame, const MacAddr& my_mac, co
   if (ip.hop_limit != kNdHopLimit || icmpv6_checksum(ip.src, ip.dst, body) != 0) return NdpAction::Invalid;
   NeighborMessage msg;
   std::memcpy(&msg, body.data(), sizeof msg);
-  if (msg.icmp.code != 0 || is_multicast(msg.target)) return NdpAction::Invalid;
+  // A multicast source is no sender at all (RFC 4291 2.7): nothing to learn or answer.
+  if (msg.icmp.code != 0 || is_multicast(msg.target) || is_multicast(ip.src)) return NdpAction::Invalid;
   const ByteSpan options = body.subspan(sizeof msg);
 
   if (type == kIcmpv6NeighborAdvertisement) {

@@ -179,6 +179,7 @@ const Hostile kHostile[] = {
     {"hop limit 64 (routed)", [](Frame& f) { put(f, kIp + 7, 64); }, true, NdpAction::Invalid},
     {"code 1", [](Frame& f) { put(f, kIcmp + 1, 1); }, true, NdpAction::Invalid},
     {"multicast target", [](Frame& f) { put(f, kIcmp + 8, 0xff); }, true, NdpAction::Invalid},
+    {"multicast source (found by fuzz_ndp)", [](Frame& f) { put(f, kIp + 8, 0xff); }, true, NdpAction::Invalid},
     {"option of length 0", [](Frame& f) { put(f, kIcmp + 25, 0); }, true, NdpAction::Invalid},
     {"option past the message", [](Frame& f) { put(f, kIcmp + 25, 2); }, true, NdpAction::Invalid},
     {"payload length past the frame", [](Frame& f) { put(f, kIp + 5, 200); }, false, NdpAction::Invalid},
