@@ -9,6 +9,16 @@ namespace roce::app {
 
 namespace {
 
+// What a peer on the link failed to answer, by its family.
+std::string no_answer_from(const IpAddress& ip) {
+  return (ip.version == proto::IpVersion::V4 ? "no ARP answer from " : "no neighbour advertisement from ") + to_string(ip);
+}
+
+}  // namespace
+
+
+namespace {
+
 // EUI-64 from the MAC, as rxe makes its node GUID.
 std::uint64_t guid_from_mac(const proto::MacAddr& m) {
   proto::Be64 g;
@@ -150,8 +160,8 @@ Status CmService::reject(cm::CmId id, std::span<const std::uint8_t> private_data
 
 Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
   const IpAddress dst = to_engine_ip(p.dst);
-  if (dst.version == proto::IpVersion::V4 && !dp_.resolve(dst, arp_wait))
-    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(dst) + " (is the peer on this port's link?)");
+  if (!dp_.resolve(dst, arp_wait))
+    return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   if (p.ib.path.local_gid == cm::Gid{}) p.ib.path.local_gid = gid_of(p.src);
   if (p.ib.path.remote_gid == cm::Gid{}) p.ib.path.remote_gid = gid_of(p.dst);
   const cm::RdmaConnectParams& c = p;
@@ -162,8 +172,8 @@ Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
 
 Result<cm::CmId> CmService::resolve_ud(const cm::RdmaUdResolveParams& p, Nanos arp_wait) {
   const IpAddress dst = to_engine_ip(p.dst);
-  if (dst.version == proto::IpVersion::V4 && !dp_.resolve(dst, arp_wait))
-    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(dst) + " (is the peer on this port's link?)");
+  if (!dp_.resolve(dst, arp_wait))
+    return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   return on_agent([&](cm::CmAgent& a) {
     return a.run(dp_.now(), [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.resolve_ud(p, dp_.now(), out); });
   });
@@ -230,8 +240,8 @@ void CmService::disconnect_ids(const std::vector<cm::CmId>& ids, Nanos wait) {
 
 Status CmService::connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQpAttrs& a, Nanos arp_wait) {
   const IpAddress ip = ip_from_gid(a.rtr.dgid);
-  if (type != IBV_QPT_UD && ip.version == proto::IpVersion::V4 && !dp_.resolve(ip, arp_wait))
-    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(ip));
+  if (type != IBV_QPT_UD && !dp_.resolve(ip, arp_wait))
+    return make_error(EHOSTUNREACH, no_answer_from(ip));
   return dp_.call(qp.worker, [&](Engine& e) -> Status {
     const QpTransition rtr = rtr_transition(type, a.rtr);
     if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;

@@ -4,6 +4,16 @@
 
 namespace roce::app {
 
+namespace {
+
+// What a peer on the link failed to answer, by its family.
+std::string no_answer_from(const IpAddress& ip) {
+  return (ip.version == proto::IpVersion::V4 ? "no ARP answer from " : "no neighbour advertisement from ") + to_string(ip);
+}
+
+}  // namespace
+
+
 Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd)
     : dp_(dp), pd_(pd ? pd : dp.memory().alloc_pd()), psn_state_(psn_seed | 1) {}
 
@@ -38,8 +48,8 @@ Result<LocalQp> Connector::create(const QpParams& p, int worker) {
 
 Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParams& p, Nanos arp_wait) {
   const IpAddress ip = ip_from_gid(peer.gid);
-  if (ip.version == proto::IpVersion::V4 && !dp_.resolve(ip, arp_wait))
-    return make_error(EHOSTUNREACH, "no ARP answer from " + to_string(ip) + " (is the peer on this port's link?)");
+  if (!dp_.resolve(ip, arp_wait))
+    return make_error(EHOSTUNREACH, no_answer_from(ip) + " (is the peer on this port's link?)");
   return dp_.call(qp.worker, [&](Engine& e) -> Status {
     PeerPath path;
     path.mtu = p.mtu;

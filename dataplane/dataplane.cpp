@@ -15,8 +15,6 @@ using namespace roce::proto;
 Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) {
   if (o.workers == 0 || o.workers > kMaxWorkers)
     return make_error(EINVAL, "workers must be 1.." + std::to_string(kMaxWorkers));
-  if (o.ip.version != IpVersion::V4 && o.mode == Mode::Pipeline)
-    return make_error(EINVAL, "pipeline mode answers ARP and needs an IPv4 address");
   if (o.name.empty() || o.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     return make_error(EINVAL, "dataplane name '" + o.name + "' must be letters, digits and '_' (it names pools, rings and telemetry keys)");
   if (o.stats_interval_ns <= 0) return make_error(EINVAL, "stats_interval_ns must be positive");
@@ -41,6 +39,9 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   dp->port_open_ = true;
   dp->local_.mac = o.mac.value_or(dp->port_.mac);
   dp->local_.ip = o.ip;
+  if (o.ip.version == IpVersion::V6) {
+    if (Status s = join_multicast(dp->port_.id, multicast_mac(solicited_node_multicast(o.ip.v6))); !s) return s.error();
+  }
 
   // Run-to-completion over several queues: each worker gets an inbox for frames that reach
   // another worker's queue but belong to its QPs.
@@ -73,9 +74,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.engine.shard = w;
     Dataplane* self = dp.get();
     if (!wc.engine.path.resolve_mac)
-      wc.engine.path.resolve_mac = [self](const IpAddress& ip) -> std::optional<MacAddr> {
-        return ip.version == IpVersion::V4 ? self->arp_.lookup(ip.v4) : std::nullopt;
-      };
+      wc.engine.path.resolve_mac = [self](const IpAddress& ip) -> std::optional<MacAddr> { return self->cached(ip); };
     if (o.mode == Mode::Pipeline) {
       const std::string rx = o.name + "_w" + std::to_string(w) + "_rx", tx = o.name + "_w" + std::to_string(w) + "_tx";
       wc.rx_ring = rte_ring_create(rx.c_str(), o.ring_size, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -85,7 +84,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
       dp->rings_.push_back(wc.rx_ring);
       dp->rings_.push_back(wc.tx_ring);
     }
-    dp->workers_.push_back(std::make_unique<Worker>(wc, dp->mrs_, dp->arp_));
+    dp->workers_.push_back(std::make_unique<Worker>(wc, dp->mrs_, dp->arp_, dp->neighbors_));
   }
   if (o.mode == Mode::Pipeline) {
     IoConfig io;
@@ -197,23 +196,33 @@ void Dataplane::wait() {
   running_ = false;
 }
 
+std::optional<MacAddr> Dataplane::cached(const IpAddress& ip) const {
+  return ip.version == IpVersion::V4 ? arp_.lookup(ip.v4) : neighbors_.lookup(ip.v6);
+}
+
+void Dataplane::learn(const IpAddress& ip, const MacAddr& mac) {
+  if (ip.version == IpVersion::V4) arp_.learn(ip.v4, mac);
+  else neighbors_.learn(ip.v6, mac);
+}
+
 std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
-  if (ip.version != IpVersion::V4) return std::nullopt;
-  if (auto m = arp_.lookup(ip.v4)) return m;
+  if (auto m = cached(ip)) return m;
+  // A peer of the other family cannot be asked: a solicitation needs a source of its family.
+  if (ip.version != local_.ip.version) return std::nullopt;
   // The request or its answer may be lost (seen live: a 5 % lossy link failed a connection
   // setup), so ask again every 200 ms until the deadline, as the kernel re-probes.
   constexpr Nanos kArpRetry = 200'000'000;
-  workers_[0]->request_arp(ip.v4);
+  workers_[0]->solicit(ip);
   Nanos next_request = clock_.now() + kArpRetry;
   const Nanos deadline = clock_.now() + wait_ns;
   const bool polled_elsewhere = launched_ || driven_elsewhere_;
   while (clock_.now() < deadline) {
     if (clock_.now() >= next_request) {
-      workers_[0]->request_arp(ip.v4);
+      workers_[0]->solicit(ip);
       next_request = clock_.now() + kArpRetry;
     }
     if (!polled_elsewhere) poll_once();
-    if (auto m = arp_.lookup(ip.v4)) return m;
+    if (auto m = cached(ip)) return m;
     if (polled_elsewhere) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return std::nullopt;

@@ -57,15 +57,21 @@ class Dataplane {
   std::optional<unsigned> owner_of(std::uint32_t qpn) const;
   MrTable& memory() { return mrs_; }
   ArpCache& arp() { return arp_; }
+  NeighborCache& neighbors() { return neighbors_; }
+  // Teaches the right cache (ARP or NDP) a peer's MAC (tests, two dataplanes in one process).
+  void learn(const IpAddress& ip, const proto::MacAddr& mac);
   const PortInfo& port() const { return port_; }
   const LocalAddress& local() const { return local_; }
   rte_mempool* pool() const { return pool_; }
   const IoStats* io_stats() const { return io_ ? &io_->stats() : nullptr; }
   Nanos now() const { return clock_.now(); }
 
-  // The MAC of a peer: from the ARP cache, else by asking on the link for up to `wait`.
+  // The MAC of a peer: from the ARP or neighbour cache, else by asking on the link (ARP
+  // request, Neighbor Solicitation) for up to `wait`.
   // Needs the dataplane to be running (launched or stepped from another thread).
   std::optional<proto::MacAddr> resolve(const IpAddress& ip, Nanos wait);
+  // The cached MAC of a peer, asking nobody.
+  std::optional<proto::MacAddr> cached(const IpAddress& ip) const;
 
   // Stepping by hand: every loop polls once. When another thread does the stepping (several
   // dataplanes sharing one polling lcore), say so, so that call() goes through the mailbox.
@@ -130,6 +136,7 @@ class Dataplane {
   rte_mempool* pool_ = nullptr;
   MrTable mrs_;
   ArpCache arp_;
+  NeighborCache neighbors_;
   std::vector<rte_ring*> rings_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<IoLoop> io_;

@@ -78,6 +78,16 @@ Result<PortInfo> open_port(const PortOptions& o, rte_mempool* pool) {
   return p;
 }
 
+Status join_multicast(std::uint16_t id, const proto::MacAddr& group) {
+  rte_ether_addr mc{};
+  std::memcpy(mc.addr_bytes, group.data(), 6);
+  int rc = rte_eth_dev_set_mc_addr_list(id, &mc, 1);
+  if (rc == -ENOTSUP) rc = rte_eth_allmulticast_enable(id);
+  if (rc == 0 || rc == -ENOTSUP) return {};
+  return make_error(-rc, "cannot receive multicast " + proto::mac_to_string(group) + " on port " + std::to_string(id) +
+                             ": " + rte_strerror(-rc));
+}
+
 void close_port(std::uint16_t id) {
   rte_eth_dev_stop(id);
   rte_eth_dev_close(id);

@@ -37,6 +37,10 @@ struct PortInfo {
 
 Result<PortInfo> open_port(const PortOptions& o, rte_mempool* pool);
 void close_port(std::uint16_t id);
+// Makes the port deliver frames sent to an Ethernet multicast address (an IPv6 endpoint's
+// solicited-node group): its multicast filter, else all-multicast. A PMD with neither
+// filters nothing (net_ring, net_tap, af_packet deliver what the link carries).
+Status join_multicast(std::uint16_t id, const proto::MacAddr& group);
 std::string describe_ports();  // "0: net_ring0 (net_ring), 1: ..." for error messages
 
 }  // namespace roce::dp

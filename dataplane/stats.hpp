@@ -32,6 +32,9 @@ struct WorkerStats {
   std::uint64_t rx_multi_segment = 0;  // chained mbufs: not taken (the pool is sized for one segment)
   std::uint64_t arp_replies = 0;
   std::uint64_t arp_requests_sent = 0;
+  std::uint64_t ndp_advertisements = 0;   // Neighbor Advertisements sent in answer
+  std::uint64_t ndp_solicitations_sent = 0;
+  std::uint64_t ndp_invalid = 0;          // NS/NA failing RFC 4861 validation (checksum, hop limit, ...)
   std::uint64_t mbuf_alloc_failures = 0;
   std::uint64_t iterations = 0;
   std::uint64_t rx_handed_off = 0;       // arrived on this worker's queue, owned by another worker's QP

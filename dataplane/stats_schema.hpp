@@ -109,6 +109,9 @@ void worker_stats(Sink& s, const WorkerStats& w) {
   s.u64("stalls", w.stalls);
   s.u64("arp_replies", w.arp_replies);
   s.u64("arp_requests_sent", w.arp_requests_sent);
+  s.u64("ndp_advertisements", w.ndp_advertisements);
+  s.u64("ndp_solicitations_sent", w.ndp_solicitations_sent);
+  s.u64("ndp_invalid", w.ndp_invalid);
   s.u64("mbuf_alloc_failures", w.mbuf_alloc_failures);
   s.u64("iterations", w.iterations);
   s.u64("rx_handed_off", w.rx_handed_off);

@@ -1,8 +1,10 @@
 #include "dataplane/steering.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "protocol/headers.hpp"
+#include "protocol/icmpv6.hpp"
 #include "protocol/parser.hpp"
 
 namespace roce::dp {
@@ -12,6 +14,7 @@ using namespace roce::proto;
 std::string to_string(FrameClass c) {
   switch (c) {
     case FrameClass::Arp: return "arp";
+    case FrameClass::Ndp: return "ndp";
     case FrameClass::Roce: return "roce";
     case FrameClass::Other: return "other";
     case FrameClass::Count: break;
@@ -19,11 +22,24 @@ std::string to_string(FrameClass c) {
   return "FrameClass(" + std::to_string(static_cast<unsigned>(c)) + ")";
 }
 
+namespace {
+
+// The ICMPv6 type byte follows a 40-byte IPv6 header whose next header is ICMPv6.
+bool is_neighbor_discovery(std::span<const std::byte> l3) noexcept {
+  if (l3.size() < sizeof(Ipv6Header) + sizeof(Icmpv6Header)) return false;
+  if (std::to_integer<std::uint8_t>(l3[offsetof(Ipv6Header, next_header)]) != kIpProtoIcmpv6) return false;
+  const auto type = std::to_integer<std::uint8_t>(l3[sizeof(Ipv6Header)]);
+  return type == kIcmpv6NeighborSolicitation || type == kIcmpv6NeighborAdvertisement;
+}
+
+}  // namespace
+
 FrameClass classify(std::span<const std::byte> frame, std::uint32_t& dest_qp) noexcept {
   if (frame.size() < sizeof(EthernetHeader)) return FrameClass::Other;
   EthernetHeader eth;
   std::memcpy(&eth, frame.data(), sizeof eth);
   if (eth.ether_type.get() == kEtherTypeArp) return FrameClass::Arp;
+  if (eth.ether_type.get() == kEtherTypeIpv6 && is_neighbor_discovery(frame.subspan(sizeof eth))) return FrameClass::Ndp;
   const auto qpn = peek_dest_qp(frame);
   if (!qpn) return FrameClass::Other;
   dest_qp = *qpn;

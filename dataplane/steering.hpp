@@ -4,8 +4,8 @@
 // (worker 0, which also sends the ARP requests), RoCEv2 to the worker whose shard holds the
 // destination QPN (lib/rdma/qpn_shards.hpp, the rule the engines hand QPNs out by), anything
 // else stays with the worker that received it, whose engine counts it as a parse drop.
-// IPv6 neighbour discovery is meant to be one more class (ICMPv6 types 135/136 under IPv6),
-// owned by the control worker as ARP is.
+// IPv6 neighbour discovery (ICMPv6 types 135/136, untagged as ARP) is owned by the control
+// worker as ARP is.
 // Plain byte spans, no DPDK: unit-tested on its own (tests/dataplane/steering_test.cpp).
 #pragma once
 
@@ -21,11 +21,12 @@ namespace roce::dp {
 
 // Most workers a dataplane runs (and so most shards a frame can be steered to).
 inline constexpr unsigned kMaxWorkers = 16;
-// The worker that answers the link's control protocols (ARP) and runs the CM agent (QP1).
+// The worker that answers the link's control protocols (ARP, NDP) and runs the CM agent (QP1).
 inline constexpr unsigned kControlWorker = 0;
 
 enum class FrameClass : std::uint8_t {
   Arp,    // EtherType 0x0806
+  Ndp,    // ICMPv6 Neighbor Solicitation/Advertisement directly under IPv6
   Roce,   // UDP 4791 over IPv4 or IPv6 (up to two VLAN tags): has a destination QPN
   Other,  // anything else, or too short to tell
   Count,
@@ -40,6 +41,7 @@ enum class OwnerPolicy : std::uint8_t {
 
 inline constexpr OwnerPolicy kOwnerPolicy[static_cast<std::size_t>(FrameClass::Count)] = {
     OwnerPolicy::ControlWorker,  // Arp
+    OwnerPolicy::ControlWorker,  // Ndp
     OwnerPolicy::QpnShard,       // Roce
     OwnerPolicy::Receiver,       // Other
 };

@@ -10,8 +10,8 @@ namespace roce::dp {
 
 using namespace roce::proto;
 
-Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp)
-    : cfg_(std::move(cfg)), steering_(cfg_.shards), engine_(cfg_.engine, mrs), arp_(arp) {
+Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
+    : cfg_(std::move(cfg)), steering_(cfg_.shards), engine_(cfg_.engine, mrs), arp_(arp), neighbors_(neighbors) {
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
   WorkerSnapshot first;
   first.worker = cfg_.index;
@@ -35,8 +35,10 @@ void Worker::post_command(std::function<void(Engine&)> fn) {
   has_commands_.store(true, std::memory_order_release);
 }
 
-void Worker::request_arp(const Ipv4Addr& ip) {
-  post_command([this, ip](Engine&) { arp_wanted_.push_back(ip); });
+void Worker::request_arp(const Ipv4Addr& ip) { solicit(IpAddress::ipv4(ip)); }
+
+void Worker::solicit(const IpAddress& ip) {
+  post_command([this, ip](Engine&) { solicit_wanted_.push_back(ip); });
 }
 
 void Worker::run_commands() {
@@ -47,16 +49,22 @@ void Worker::run_commands() {
     has_commands_.store(false, std::memory_order_relaxed);
   }
   for (auto& fn : todo) fn(engine_);
-  for (const Ipv4Addr& ip : arp_wanted_) {
+  const auto& local = cfg_.engine.path.local;
+  for (const IpAddress& ip : solicit_wanted_) {
     rte_mbuf* m = take_mbuf();
     if (m == nullptr) break;
-    const auto& local = cfg_.engine.path.local;
-    build_arp_request(local.mac, local.ip.v4, ip, {rte_pktmbuf_mtod(m, std::byte*), kArpFrameBytes});
-    m->data_len = m->pkt_len = kArpFrameBytes;
+    if (ip.version == IpVersion::V4) {
+      build_arp_request(local.mac, local.ip.v4, ip.v4, {rte_pktmbuf_mtod(m, std::byte*), kArpFrameBytes});
+      m->data_len = m->pkt_len = kArpFrameBytes;
+      ++stats_.arp_requests_sent;
+    } else {
+      build_neighbor_solicitation(local.mac, local.ip.v6, ip.v6, {rte_pktmbuf_mtod(m, std::byte*), kNdFrameBytes});
+      m->data_len = m->pkt_len = kNdFrameBytes;
+      ++stats_.ndp_solicitations_sent;
+    }
     send_frame(m);
-    ++stats_.arp_requests_sent;
   }
-  arp_wanted_.clear();
+  solicit_wanted_.clear();
 }
 
 rte_mbuf* Worker::take_mbuf() {
@@ -144,21 +152,47 @@ void Worker::hand_off(rte_mbuf* m, unsigned owner) {
   }
 }
 
+void Worker::send_control(std::span<const std::byte> frame) {
+  rte_mbuf* r = take_mbuf();
+  if (r == nullptr) return;
+  std::memcpy(rte_pktmbuf_mtod(r, void*), frame.data(), frame.size());
+  r->data_len = r->pkt_len = static_cast<std::uint16_t>(frame.size());
+  send_frame(r);
+}
+
 void Worker::answer_arp(std::span<const std::byte> frame) {
   const auto& local = cfg_.engine.path.local;
   std::array<std::byte, kArpFrameBytes> reply;
   if (handle_arp(frame, local.mac, local.ip.v4, arp_, reply) != ArpAction::Reply) return;
-  rte_mbuf* r = take_mbuf();
-  if (r == nullptr) return;
-  std::memcpy(rte_pktmbuf_mtod(r, void*), reply.data(), reply.size());
-  r->data_len = r->pkt_len = kArpFrameBytes;
-  send_frame(r);
+  send_control(reply);
   ++stats_.arp_replies;
 }
 
+// An IPv4 endpoint still learns IPv6 neighbours but answers for no IPv6 address: its v6 field
+// is the unspecified address, which no valid solicitation targets.
+void Worker::answer_ndp(std::span<const std::byte> frame) {
+  const auto& local = cfg_.engine.path.local;
+  std::array<std::byte, kNdFrameBytes> reply;
+  switch (handle_ndp(frame, local.mac, local.ip.v6, neighbors_, reply)) {
+    case NdpAction::Reply:
+      send_control(reply);
+      ++stats_.ndp_advertisements;
+      break;
+    case NdpAction::Invalid: ++stats_.ndp_invalid; break;
+    case NdpAction::NotNdp:
+    case NdpAction::Ignored:
+    case NdpAction::Learned: break;
+  }
+}
+
 void Worker::deliver(std::span<const std::byte> frame, FrameClass cls, Nanos now) {
-  if (cls == FrameClass::Arp) answer_arp(frame);
-  else engine_.receive(frame, now);
+  switch (cls) {
+    case FrameClass::Arp: answer_arp(frame); break;
+    case FrameClass::Ndp: answer_ndp(frame); break;
+    case FrameClass::Roce:
+    case FrameClass::Other:
+    case FrameClass::Count: engine_.receive(frame, now); break;
+  }
 }
 
 bool Worker::handle_rx(rte_mbuf* m, Nanos now) {

@@ -1,5 +1,5 @@
 // A transport worker: one lcore, one Engine, one RX/TX queue pair. Each iteration receives a
-// burst, hands RoCEv2 frames to the engine (ARP to the ARP responder), runs the application
+// burst, hands RoCEv2 frames to the engine (ARP and NDP to their responders), runs the application
 // hook and the timers, then fills at most one burst of fresh mbufs with whatever the engine has
 // to send. Built frames go out a full burst at once, a partial one at the end of an iteration
 // whose RX burst was short (idle link: latency first), else on a short timer. A port that takes
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dataplane/arp.hpp"
+#include "dataplane/ndp.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
 #include "lib/rdma/engine.hpp"
@@ -51,7 +52,7 @@ struct WorkerConfig {
 
 class Worker {
  public:
-  Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp);
+  Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp, NeighborCache& neighbors);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -85,6 +86,8 @@ class Worker {
   void post_command(std::function<void(Engine&)> fn);
   // Sends an ARP request for `ip` from this worker's queue at its next iteration.
   void request_arp(const proto::Ipv4Addr& ip);
+  // Asks the link for a peer's MAC: an ARP request (IPv4) or a Neighbor Solicitation (IPv6).
+  void solicit(const IpAddress& ip);
 
   // Frames taken per RX burst, 0..kBurst (default kBurst). 0 leaves arriving frames queued
   // while timers and transmissions still run: a capture replay (apps/replay) takes frames one
@@ -96,11 +99,14 @@ class Worker {
   // False when the frame was handed to its owner worker (which then frees it).
   bool handle_rx(rte_mbuf* m, Nanos now);
   void hand_off(rte_mbuf* m, unsigned owner);
-  // A frame this worker owns: ARP to answer_arp, the rest to the engine (which counts what
-  // is not RoCEv2 as a parse drop).
+  // A frame this worker owns: ARP to answer_arp, NDP to answer_ndp, the rest to the engine
+  // (which counts what is not RoCEv2 as a parse drop).
   void deliver(std::span<const std::byte> frame, FrameClass cls, Nanos now);
   // The one place ARP is answered (and its sender learnt).
   void answer_arp(std::span<const std::byte> frame);
+  // The one place Neighbor Solicitations are answered (and NS/NA senders learnt).
+  void answer_ndp(std::span<const std::byte> frame);
+  void send_control(std::span<const std::byte> frame);
   bool timers_due(Nanos now, unsigned received, unsigned burst);
   void transmit(Nanos now);
   void send_frame(rte_mbuf* m);
@@ -113,6 +119,7 @@ class Worker {
   Steering steering_;
   Engine engine_;
   ArpCache& arp_;
+  NeighborCache& neighbors_;
   WorkerStats stats_;
   std::array<rte_mbuf*, 4 * kBurst> pending_{};  // built frames the port has not taken yet
   unsigned pending_count_ = 0;
@@ -137,7 +144,7 @@ class Worker {
   std::atomic<bool> has_commands_{false};
   std::mutex commands_mutex_;
   std::vector<std::function<void(Engine&)>> commands_;
-  std::vector<proto::Ipv4Addr> arp_wanted_;
+  std::vector<IpAddress> solicit_wanted_;
 };
 
 }  // namespace roce::dp

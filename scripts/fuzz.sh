@@ -3,7 +3,7 @@
 # from a seed corpus made at run time. Fails on any crash, sanitizer report or invariant
 # violation; the crashing input is left in build-fuzz/fuzz/<target>/artifacts/. Exit 77 (skip)
 # when clang++ is not installed.
-#   scripts/fuzz.sh [parser|receive|nvme|nvmf]
+#   scripts/fuzz.sh [parser|receive|nvme|nvmf|ndp]
 #     parser   the frame parser (tests/protocol/fuzz_parser); seeds: our builder's frames for
 #              every opcode plus the frames of ../shared/captures when present (default)
 #     receive  the whole receive path: parser, engine, responder, completer with RC/UC/UD QPs
@@ -11,6 +11,8 @@
 #              windows of pcap/ and ../shared/captures
 #     nvme     NVMe/RDMA command and response capsules, rdma_cm private data
 #              (tests/protocol/fuzz_nvme); no seeds (any 64+ bytes is a capsule)
+#     ndp      IPv6 neighbour discovery (tests/dataplane/fuzz_ndp): any frame, or edits of a
+#              valid solicitation; no seeds
 #     nvmf     the NVMe-oF target's command handling: capsules and their data into connected
 #              admin and I/O queues (tests/lib/nvmf/fuzz_nvmf_target); no seeds
 #   FUZZ_SECONDS  total fuzzing time (default 60)
@@ -22,8 +24,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 target=${1:-parser}
 case $target in
-  parser | receive | nvme | nvmf) ;;
-  *) echo "usage: $0 [parser|receive|nvme|nvmf]" >&2; exit 2 ;;
+  parser | receive | nvme | nvmf | ndp) ;;
+  *) echo "usage: $0 [parser|receive|nvme|nvmf|ndp]" >&2; exit 2 ;;
 esac
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -65,6 +67,10 @@ elif [ "$target" = nvme ]; then
   ninja -C "$build" tests/protocol/fuzz_nvme
   fuzzer=$build/tests/protocol/fuzz_nvme
   max_len=4200
+elif [ "$target" = ndp ]; then
+  ninja -C "$build" tests/dataplane/fuzz_ndp
+  fuzzer=$build/tests/dataplane/fuzz_ndp
+  max_len=200
 elif [ "$target" = nvmf ]; then
   ninja -C "$build" tests/lib/nvmf/fuzz_nvmf_target
   fuzzer=$build/tests/lib/nvmf/fuzz_nvmf_target

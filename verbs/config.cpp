@@ -138,9 +138,11 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
         std::memcpy(v4.data(), &a4, 4);
         c.ip = IpAddress::ipv4(v4);
       } else if (::inet_pton(AF_INET6, value.c_str(), &a6) == 1) {
-        return bad(key, value, "IPv6 needs neighbour discovery, which the dataplane does not do yet; use an IPv4 address");
+        proto::Ipv6Addr v6;
+        std::memcpy(v6.data(), &a6, 16);
+        c.ip = IpAddress::ipv6(v6);
       } else {
-        return bad(key, value, "not an IPv4 address");
+        return bad(key, value, "not an IPv4 or IPv6 address");
       }
     } else if (key == "vdev") {
       if (value.empty()) return bad(key, value, "empty");
@@ -197,7 +199,7 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
       return make_error(EINVAL, "unknown option --" + key + " (" + config_usage() + ")");
     }
   }
-  if (!c.ip) return make_error(EINVAL, "no --ip: the device needs an IPv4 address (its GID)");
+  if (!c.ip) return make_error(EINVAL, "no --ip: the device needs an IPv4 or IPv6 address (its GID)");
   if (c.port.empty() && c.vdevs.empty()) return make_error(EINVAL, "no port: give --vdev (and --dev) or --dev");
   return c;
 }

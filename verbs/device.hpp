@@ -26,7 +26,7 @@ __be64 node_guid(const proto::MacAddr& mac);
 void fill_device_attr(Runtime& rt, ibv_device_attr& a);
 void fill_port_attr(Runtime& rt, ibv_port_attr& a);
 
-inline constexpr int kGidTableLength = 1;  // GID 0: the IPv4-mapped address, RoCE v2
+inline constexpr int kGidTableLength = 1;  // GID 0: the address (IPv4-mapped for IPv4), RoCE v2
 inline constexpr std::uint32_t kMaxMessageBytes = 1u << 31;
 inline constexpr std::uint32_t kVendorId = 0xFFFFFF;  // no IEEE OUI, as rxe and siw report
 inline constexpr int kMaxCq = 65536;

@@ -20,7 +20,7 @@ void usage(FILE* out) {
                "usage: roce-run [device options] [--] PROGRAM [ARGS...]\n"
                "Runs a verbs program (ibv_devinfo, ib_write_bw, ibv_rc_pingpong, ...) on a RoCEv2 device backed by\n"
                "the rocev2-dp dataplane inside the program's own process.\n"
-               "  --ip ADDR         the device's IPv4 address (GID 0 is ::ffff:ADDR)\n"
+               "  --ip ADDR         the device's IPv4 or IPv6 address (GID 0: ::ffff:ADDR, or ADDR)\n"
                "  --vdev SPEC       DPDK virtual device, e.g. net_af_packet0,iface=veth0 (repeatable)\n"
                "  --dev NAME        ethdev to use (default: the first --vdev)\n"
                "  --mtu BYTES       largest path MTU offered, 256..4096 (default 4096, capped by the link)\n"

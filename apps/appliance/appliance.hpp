@@ -30,7 +30,7 @@ namespace roce::app {
 struct ApplianceOptions {
   std::string dev;
   std::vector<std::string> vdevs;
-  proto::Ipv4Addr ip{};
+  IpAddress ip{};  // IPv4 or IPv6: the port's one GID
   std::uint64_t mr_bytes = 64ull << 20;
   std::string mr_file;  // back the exposed region with this file
   std::uint64_t recv_bytes = 8ull << 20;  // ib_send_lat -a sends up to 8 MiB

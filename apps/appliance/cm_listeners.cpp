@@ -543,7 +543,7 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
   if (!e.ud || !e.addressing) return refuse("not a UD (SIDR) request with rdma_cm addresses");
   const IpAddress client = e.addressing->src.version == proto::IpVersion::V4 ? IpAddress::ipv4(e.addressing->src.v4)
                                                                              : IpAddress::ipv6(e.addressing->src.v6);
-  if (client.version == proto::IpVersion::V4 && !dp_.resolve(client, 3 * kSecond)) return refuse("no ARP answer");
+  if (!dp_.resolve(client, 3 * kSecond)) return refuse("no ARP or neighbour answer");
   Conn c;
   c.kind = Kind::Udaddy;
   c.id = e.id;

@@ -289,8 +289,8 @@ std::string Appliance::cmd_connect_qp(ControlSocket::ClientId, const JsonValue& 
   const auto rqpn = static_cast<std::uint32_t>(*cmd.get_uint("remote_qpn"));
   const auto rpsn = static_cast<std::uint32_t>(*cmd.get_uint("remote_psn"));
   const std::string rip = *cmd.get_string("remote_ip");
-  const auto ip = parse_ipv4(rip);
-  if (!ip) return control_error("connect_qp: \"remote_ip\" '" + rip + "' is not an IPv4 address");
+  const auto ip = parse_ip(rip);
+  if (!ip) return control_error("connect_qp: \"remote_ip\" '" + rip + "' is not an IPv4 or IPv6 address");
   LocalQp found;
   {
     std::lock_guard lock(mutex_);
@@ -304,7 +304,7 @@ std::string Appliance::cmd_connect_qp(ControlSocket::ClientId, const JsonValue& 
     }
   }
   if (!found.qp) return control_error("connect_qp: no QP " + std::to_string(qpn) + " made by create_qp (see list_qps)");
-  const Status s = conn_->connect(found, RemoteQp{rqpn, rpsn, gid_from_ip(IpAddress::ipv4(*ip))}, o_.qp);
+  const Status s = conn_->connect(found, RemoteQp{rqpn, rpsn, gid_from_ip(*ip)}, o_.qp);
   {
     std::lock_guard lock(mutex_);
     for (CreatedQp& q : created_qps_)

@@ -35,7 +35,7 @@ int appliance_main(int argc, char** argv) {
   dp::DataplaneOptions dopt;
   dopt.name = "appliance";
   dopt.port.name = o.dev;
-  dopt.ip = IpAddress::ipv4(o.ip);
+  dopt.ip = o.ip;
   dopt.workers = o.workers;
   dopt.mode = o.workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;
   dopt.max_mrs = o.max_mrs;
@@ -57,7 +57,7 @@ int appliance_main(int argc, char** argv) {
       rc = fail(s.error().message, 2);
     } else {
       std::fprintf(stderr, "roce-appliance: serving %s on %s (%s), TCP exchange on port %u%s%s\n",
-                   to_string(IpAddress::ipv4(o.ip)).c_str(), o.dev.c_str(), (*dpr)->port().driver.c_str(), appliance.oob_port(),
+                   to_string(o.ip).c_str(), o.dev.c_str(), (*dpr)->port().driver.c_str(), appliance.oob_port(),
                    o.control_socket.empty() ? "" : ", control socket ", o.control_socket.c_str());
       appliance.run();
       const std::string report = appliance.report_json();

@@ -252,7 +252,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   opts.add_options("Operation")
       ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("dev", "DPDK port to serve on (name or number)", cxxopts::value<std::string>(o.dev))
-      ("ip", "the appliance's IPv4 address on that port", cxxopts::value<std::string>(ip))
+      ("ip", "the appliance's IPv4 or IPv6 address on that port (its GID)", cxxopts::value<std::string>(ip))
       ("workers", "transport worker lcores", cxxopts::value<unsigned>(o.workers)->default_value("1"))
       ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
@@ -279,8 +279,8 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   if (!parse_ipv4(o.listen_ip)) return make_error(EINVAL, "bad --listen-ip '" + o.listen_ip + "': an IPv4 address");
   if (r.count("vdev")) o.vdevs = r["vdev"].as<std::vector<std::string>>();
   if (o.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to serve on");
-  const auto addr = parse_ipv4(ip);
-  if (!addr) return make_error(EINVAL, "--ip is required: the appliance's IPv4 address (got '" + ip + "')");
+  const auto addr = parse_ip(ip);
+  if (!addr) return make_error(EINVAL, "--ip is required: the appliance's IPv4 or IPv6 address (got '" + ip + "')");
   o.ip = *addr;
   const auto mrb = parse_size(mr_size);
   if (!mrb || *mrb == 0 || *mrb > (256ull << 30)) return make_error(EINVAL, "bad --mr-size '" + mr_size + "'");

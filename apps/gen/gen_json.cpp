@@ -33,7 +33,7 @@ void write_settings(JsonWriter& w, const GenOptions& g) {
   w.field("mtu", static_cast<std::uint32_t>(128u << g.qp.mtu)).field("qp_timeout", std::uint32_t{g.qp.timeout});
   w.field("rate_limit_gbps", g.spec.rate_limit_gbps).field("verify", g.verify);
   w.field("role", g.listen ? "server" : "client").field("oob_port", std::uint32_t{g.oob_port});
-  w.field("dev", g.dev).field("ip", to_string(IpAddress::ipv4(g.ip))).field("workers", g.workers);
+  w.field("dev", g.dev).field("ip", to_string(g.ip)).field("workers", g.workers);
   w.field("dcqcn", g.dcqcn).field("dcqcn_profile", cc::to_string(g.dcqcn_profile)).field("line_rate_gbps", g.line_rate_gbps);
   w.end_object();
   w.key("notes").begin_array();
@@ -71,7 +71,7 @@ std::string gen_result_json(const GenOptions& g, const GenJsonRun& r) {
   }
   w.end_object();
   if (r.connection) {
-    w.key("local").begin_object().field("ip", to_string(IpAddress::ipv4(g.ip))).key("qps");
+    w.key("local").begin_object().field("ip", to_string(g.ip)).key("qps");
     write_records(w, r.connection->mine);
     w.end_object();
   }

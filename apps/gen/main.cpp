@@ -158,7 +158,7 @@ int gen_main(int argc, char** argv) {
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = g.dev;
-  dopt.ip = IpAddress::ipv4(g.ip);
+  dopt.ip = g.ip;
   dopt.workers = g.workers;
   dopt.mode = g.workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;
   dopt.engine.max_inline = kMaxInline;

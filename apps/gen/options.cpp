@@ -115,7 +115,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   opts.add_options("Dataplane")
       ("vdev", "create a DPDK virtual device first (repeatable), e.g. net_tap0,iface=rdp0", cxxopts::value<std::vector<std::string>>())
       ("dev", "DPDK port to use (name or number)", cxxopts::value<std::string>(g.dev))
-      ("ip", "this endpoint's IPv4 address on that port", cxxopts::value<std::string>(ip))
+      ("ip", "this endpoint's IPv4 or IPv6 address on that port (its GID)", cxxopts::value<std::string>(ip))
       ("workers", "transport worker lcores", cxxopts::value<unsigned>(g.workers)->default_value("1"))
       ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
@@ -257,8 +257,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.oob_port == 0 && !g.listen) return make_error(EINVAL, "--oob-port 0 works with --listen only (a free port is chosen)");
   if (r.count("vdev")) g.vdevs = r["vdev"].as<std::vector<std::string>>();
   if (g.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to use (e.g. --vdev net_tap0 --dev net_tap0)");
-  const auto addr = parse_ipv4(ip);
-  if (!addr) return make_error(EINVAL, "--ip is required: this endpoint's IPv4 address (got '" + ip + "')");
+  const auto addr = parse_ip(ip);
+  if (!addr) return make_error(EINVAL, "--ip is required: this endpoint's IPv4 or IPv6 address (got '" + ip + "')");
   g.ip = *addr;
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   g.dcqcn = dcqcn == "on";

@@ -1,12 +1,16 @@
 // interop_capture_check: reads the capture of one interop case and checks, with the project's
 // own parser, every RoCEv2 frame our engine sent (and every frame the rxe peer sent): it must
-// decode cleanly at the case's path MTU with a correct ICRC, carry TTL 64, DF, UDP checksum 0,
+// decode cleanly at the case's path MTU with a correct ICRC, carry TTL (hop limit) 64, DF (IPv4),
+// UDP checksum 0,
 // and keep one UDP source port per QP. It also prints what differs between the two sides:
 // opcodes, ACK coalescing, NAKs, retransmitted PSNs, the UDP source port scheme, ECN.
 //
 //   interop_capture_check FILE.pcap --ours IP --peer IP [--pmtu N] [--one-way ours|peer]
+// IP: both IPv4 or both IPv6 (then the RoCEv2 frames are the IPv6 ones, ICMPv6 counts as other).
 // --one-way: only that side sends RoCEv2 (UC and UD bandwidth tests: nothing is acknowledged).
 // Exit: 0 all of our frames (and the peer's) passed, 1 some did not, 2 usage or read error.
+#include <arpa/inet.h>
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -23,10 +27,16 @@ using namespace roce;
 
 namespace {
 
+struct Address {
+  proto::IpVersion version = proto::IpVersion::V4;
+  proto::Ipv4Addr v4{};
+  proto::Ipv6Addr v6{};
+};
+
 struct Side {
   explicit Side(const char* n) : name(n) {}
   const char* name;
-  proto::Ipv4Addr ip{};
+  Address ip{};
   std::uint64_t frames = 0, arp = 0, other = 0, bad = 0;
   std::uint64_t requests = 0, acks = 0, naks = 0, rnr_naks = 0, retransmitted = 0, nonzero_udp_csum = 0;
   std::map<std::string, std::uint64_t> opcodes, ecn, ttl, problems;
@@ -53,10 +63,11 @@ void account(Side& s, const capture::DecodedFrame& d, std::uint64_t frame) {
     ++s.bad;
     problem(s, "ICRC " + proto::to_string(p.icrc_status), frame);
   }
-  if (!(p.ipv4.flags_fragment & proto::Ipv4Header::kDontFragment)) problem(s, "DF not set", frame);
-  if (!p.ipv4_checksum_ok) problem(s, "IPv4 header checksum wrong", frame);
+  const bool v4 = p.ip_version == proto::IpVersion::V4;
+  if (v4 && !(p.ipv4.flags_fragment & proto::Ipv4Header::kDontFragment)) problem(s, "DF not set", frame);
+  if (v4 && !p.ipv4_checksum_ok) problem(s, "IPv4 header checksum wrong", frame);
   if (p.udp_checksum != 0) ++s.nonzero_udp_csum;
-  ++s.ttl[std::to_string(p.ipv4.ttl)];
+  ++s.ttl[std::to_string(v4 ? p.ipv4.ttl : p.ipv6.hop_limit)];
   ++s.ecn[proto::to_string(p.ecn())];
   ++s.opcodes[p.info->name];
   s.sports[p.dest_qp()].insert(p.udp_src_port);
@@ -105,12 +116,18 @@ void print_side(const Side& s) {
   for (const auto& b : s.first_bad) std::printf("    %s\n", b.c_str());
 }
 
-bool parse_ip(const char* text, proto::Ipv4Addr& out) {
-  unsigned a, b, c, d;
-  char tail;
-  if (std::sscanf(text, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255) return false;
-  out = {static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b), static_cast<std::uint8_t>(c), static_cast<std::uint8_t>(d)};
-  return true;
+bool parse_ip(const char* text, Address& out) {
+  if (::inet_pton(AF_INET, text, out.v4.data()) == 1) {
+    out.version = proto::IpVersion::V4;
+    return true;
+  }
+  out.version = proto::IpVersion::V6;
+  return ::inet_pton(AF_INET6, text, out.v6.data()) == 1;
+}
+
+bool is_from(const proto::Packet& p, const Address& ip) {
+  if (p.ip_version != ip.version) return false;
+  return ip.version == proto::IpVersion::V4 ? p.ipv4.src == ip.v4 : p.ipv6.src == ip.v6;
 }
 
 }  // namespace
@@ -133,11 +150,12 @@ int main(int argc, char** argv) {
     else if (path.empty() && a[0] != '-') path = a;
     else return std::fprintf(stderr, "%s", kUsage), 2;
   }
-  if (path.empty() || !have_ours || !have_peer) return std::fprintf(stderr, "%s", kUsage), 2;
+  if (path.empty() || !have_ours || !have_peer || ours.ip.version != peer.ip.version)
+    return std::fprintf(stderr, "%s", kUsage), 2;
   capture::CaptureReader reader;
   if (!reader.open(path)) return std::fprintf(stderr, "%s: %s\n", path.c_str(), reader.error().c_str()), 2;
 
-  std::map<std::string, Side*> by_mac;  // learnt from the IPv4 frames, to place ARP and the rest
+  std::map<std::string, Side*> by_mac;  // learnt from the RoCEv2 frames, to place ARP and the rest
   capture::CaptureRecord rec;
   capture::DecodedFrame d;
   capture::ReadStatus st;
@@ -145,8 +163,7 @@ int main(int argc, char** argv) {
     capture::decode_frame(reader.link_type(), rec.data, opts, d);
     const proto::Packet& p = d.packet;
     Side* side = nullptr;
-    if (p.ip_version == proto::IpVersion::V4 && p.l4_offset != 0)
-      side = p.ipv4.src == ours.ip ? &ours : p.ipv4.src == peer.ip ? &peer : nullptr;
+    if (p.l4_offset != 0) side = is_from(p, ours.ip) ? &ours : is_from(p, peer.ip) ? &peer : nullptr;
     const bool roce = d.verdict == capture::Verdict::Roce || (d.verdict == capture::Verdict::Malformed && p.udp_dst_port == proto::kRoceV2Port);
     if (side && roce) {
       by_mac[proto::mac_to_string(p.eth.src)] = side;

@@ -27,8 +27,12 @@ SimNetwork::SimNetwork(std::uint64_t seed) : rng_(seed) {
 }
 
 Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, EngineConfig cfg) {
+  return add_host(name, mac, IpAddress::ipv4(ip), std::move(cfg));
+}
+
+Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, const IpAddress& ip, EngineConfig cfg) {
   cfg.path.local.mac = mac;
-  cfg.path.local.ip = IpAddress::ipv4(ip);
+  cfg.path.local.ip = ip;
   if (!cfg.path.resolve_mac) cfg.path.resolve_mac = addresses_.resolver();
   addresses_.add(cfg.path.local.ip, mac);
   index_[name] = hosts_.size();

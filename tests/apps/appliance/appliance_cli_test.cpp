@@ -62,7 +62,7 @@ TEST(ApplianceCli, MissingOrBadAddressesAreRefused) {
   expect_refused({"--ip", "10.0.0.2"}, "--dev is required");
   expect_refused({"--dev", "net_null0"}, "--ip is required");
   expect_refused(with({"--ip", "10.0.0.256"}), "got '10.0.0.256'");
-  expect_refused(with({"--ip", "::1"}), "got '::1'");
+  expect_refused(with({"--ip", "fd77::2::1"}), "got 'fd77::2::1'");
   expect_refused(with({"--listen-ip", "everywhere"}), "--listen-ip");
   expect_refused(with({"--oob-port", "65536"}), "oob-port");
   expect_refused(with({"--no-such-flag"}), "no-such-flag");

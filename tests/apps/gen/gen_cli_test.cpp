@@ -98,7 +98,7 @@ TEST(GenCli, WhereToRunMistakesAreRefused) {
   expect_refused({"write", "--ip", "10.0.0.1", "--server", "10.0.0.2"}, "--dev is required");
   expect_refused({"write", "--dev", "x", "--server", "10.0.0.2"}, "--ip is required");
   expect_refused(client({"--ip", "10.0.0.300"}), "got '10.0.0.300'");
-  expect_refused(client({"--ip", "fe80::1"}), "got 'fe80::1'");
+  expect_refused(client({"--ip", "fe80::1::2"}), "got 'fe80::1::2'");
   expect_refused(client({"--oob-port", "70000"}), "oob-port");
   expect_refused(client({"--oob-port", "0"}), "--oob-port 0 works with --listen only");
   expect_refused(client({"--workers", "0"}), "--workers must be 1..16");

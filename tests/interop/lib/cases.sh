@@ -17,6 +17,8 @@
 #         client the engine's address),
 #         to roce-gen alone, perftest's client flags: tN, QN, lN, IN, TN (-t -Q -l -I -T), mrqp
 #         (--mr_per_qp), cpu (--cpu_util), devflags (-d rxe0 -i 1 -x 1 -F: accepted with a note each)
+#         v6: RoCE over IPv6: the guest's tools take its fd77:: GID ($G6), our side --ip fd77::10
+#         (neighbour discovery instead of ARP); the TCP exchange stays on IPv4
 
 # Cases known to fail against rxe, with the reason: "NAME-GLOB|reason" lines. A known failure
 # is reported as XFAIL and does not fail the run; if it passes it shows as XPASS.
@@ -92,12 +94,13 @@ size_flag() {
 
 # Arguments of the guest tool for a case (server side when no address is given).
 guest_args() {
-  local verb=$1 mtu=$2 size=$3 iters=$4 flags=${5:-}
+  local verb=$1 mtu=$2 size=$3 iters=$4 flags=${5:-} g='$G'
+  has_flag "$flags" v6 && g='$G6'
   case $verb in
-    pingpong | uc-pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters" ;;
-    srq-pingpong) echo "-d rxe0 -g \$G -m $mtu -s $size -n $iters $(perftest_flags "$flags")" ;;
-    ud-pingpong) echo "-d rxe0 -g \$G -s $size -n $iters" ;;
-    *) echo "-d rxe0 -x \$G -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $(perftest_flags "$flags")" ;;
+    pingpong | uc-pingpong) echo "-d rxe0 -g $g -m $mtu -s $size -n $iters" ;;
+    srq-pingpong) echo "-d rxe0 -g $g -m $mtu -s $size -n $iters $(perftest_flags "$flags")" ;;
+    ud-pingpong) echo "-d rxe0 -g $g -s $size -n $iters" ;;
+    *) echo "-d rxe0 -x $g -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $(perftest_flags "$flags")" ;;
   esac
 }
 
@@ -269,10 +272,24 @@ cases_flags_full() {
   echo "write/rxe>app/m1024/bidir/all from-rxe write 1024 0 0 5 b,all"
 }
 
+# RoCE over IPv6 (issue 27): the guest's fd77:: GID, our --ip fd77::10, neighbour discovery both
+# ways. RC WRITE/READ/SEND, the verbs pingpongs and UD in both directions, and one lossy case.
+cases_ipv6() {
+  local dir kind verb
+  for dir in to-rxe from-rxe; do
+    [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
+    echo "pingpong/$kind/v6/m1024/s4096 $dir pingpong 1024 0 4096 16 v6"
+    for verb in write read send; do echo "$verb/$kind/v6/m1024/s65536 $dir $verb 1024 0 65536 16 v6"; done
+    echo "send/$kind/v6/m1024/ud/s1024 $dir send 1024 0 1024 16 ud,v6"
+  done
+  echo "ud-pingpong/gen>rxe/v6/s1024 to-rxe ud-pingpong 4096 0 1024 16 v6"
+  echo "write/gen>rxe/v6/m1024/loss5/s4096 to-rxe write 1024 5 4096 100 v6"
+}
+
 # The default list (CI: scripts/test.d/60-interop.sh) and --full; the verbs device's cases are
 # in verbs.sh.
 cases_ci() { cases_base ci; cases_exchange_ci; cases_flags; cases_verbs_ci; cases_cm_ci; cases_nvmf_ci; }
-cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_verbs_full; cases_cm_full; cases_nvmf_full; }
+cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_ipv6; cases_verbs_full; cases_cm_full; cases_nvmf_full; }
 
 known_failure() {
   local name=$1 entry
@@ -311,6 +328,7 @@ case_begin() {
 run_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  ENGINE_ROCE_IP=""  # NET_ENGINE_IP unless this case says otherwise (v6)
   is_verbs_kind "$kind" && { run_verbs_case "$1"; return; }
   is_cm_kind "$kind" && { run_cm_case "$1"; return; }
   is_nvmf_kind "$kind" && { run_nvmf_case "$1"; return; }
@@ -318,6 +336,10 @@ run_case() {
   local dir=$CASE_DIR tool args ok=1
   tool=$(guest_tool "$verb" "$flags")
   args=$(guest_args "$verb" "$mtu" "$size" "$iters" "$flags")
+  # The RoCE addresses of both sides (IPv6 cases: the fd77:: ones).
+  local our_ip=$NET_ENGINE_IP peer_ip=$NET_GUEST_IP
+  has_flag "$flags" v6 && our_ip=$NET_ENGINE_IP6 peer_ip=$NET_GUEST_IP6
+  ENGINE_ROCE_IP=$our_ip
 
   if [[ $kind == from-rxe ]]; then
     local app_args
@@ -472,7 +494,7 @@ run_case() {
   [[ $verb == ud-pingpong ]] && pmtu=0
   local sender=ours
   [[ $kind == to-rxe ]] || sender=peer
-  capture_verdict "$dir" "$NET_GUEST_IP" "$pmtu" "$flags" "$sender" || ok=0
+  capture_verdict "$dir" "$peer_ip" "$pmtu" "$flags" "$sender" "$our_ip" || ok=0
   # -T: every RoCEv2 frame of ours carries that TOS byte.
   local tos
   tos=$(tos_of "$flags")
@@ -490,15 +512,15 @@ run_case() {
   ((ok)) && CASE_VERDICT=pass
 }
 
-# capture_verdict DIR PEER_IP PMTU FLAGS SENDER: the capture check of a case's capture (our side
-# is NET_ENGINE_IP); sets CASE_CAPTURE, fails when the check does. UC and UD bandwidth tests send
+# capture_verdict DIR PEER_IP PMTU FLAGS SENDER [OUR_IP]: the capture check of a case's capture
+# (our side is OUR_IP, default NET_ENGINE_IP); sets CASE_CAPTURE, fails when the check does. UC and UD bandwidth tests send
 # one way (SENDER: ours or peer), and nothing is acknowledged.
 capture_verdict() {
-  local dir=$1 peer=$2 pmtu=$3 flags=$4 sender=$5 one_way=()
+  local dir=$1 peer=$2 pmtu=$3 flags=$4 sender=$5 ours=${6:-$NET_ENGINE_IP} one_way=()
   if { has_flag "$flags" uc || has_flag "$flags" ud; } && ! has_flag "$flags" lat && ! has_flag "$flags" b; then
     one_way=(--one-way "$sender")
   fi
-  if "$BUILD_DIR/tests/interop/interop_capture_check" "$dir/capture.pcap" --ours "$NET_ENGINE_IP" \
+  if "$BUILD_DIR/tests/interop/interop_capture_check" "$dir/capture.pcap" --ours "$ours" \
       --peer "$peer" --pmtu "$pmtu" "${one_way[@]}" > "$dir/capture_check.txt" 2>&1; then
     CASE_CAPTURE=ok
   else

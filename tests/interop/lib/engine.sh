@@ -11,6 +11,7 @@ ENGINE_VDEV="net_af_packet0,iface=veng0,blocksz=36864,framesz=4608,framecnt=512"
 # control thread on lcore 0 (the qemu guest shares the machine).
 engine_eal() { echo "--no-huge --no-pci -m 512 --file-prefix=interop_$1_$$ --log-level=error -l 0-1"; }
 
+# ENGINE_ROCE_IP: our RoCE address (GID) when not NET_ENGINE_IP (the IPv6 cases).
 # gen_run LOG ARGS...: roce-gen client against the guest; returns roce-gen's status. With
 # GEN_STOP_ROWS=N it gets SIGINT once its log shows N result rows (a --run_infinitely client),
 # counted from its output rather than a fixed time: on a busy machine the EAL start and the
@@ -21,12 +22,12 @@ gen_run() {
   # shellcheck disable=SC2046  # EAL arguments are words
   if [[ -z ${GEN_STOP_ROWS:-} ]]; then
     timeout 120 ip netns exec "$NETNS" "$BUILD_DIR/apps/gen/roce-gen" $(engine_eal gen) -- "$@" \
-      --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" > "$log" 2>&1
+      --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "${ENGINE_ROCE_IP:-$NET_ENGINE_IP}" > "$log" 2>&1
     return
   fi
   # shellcheck disable=SC2046
   ip netns exec "$NETNS" "$BUILD_DIR/apps/gen/roce-gen" $(engine_eal gen) -- "$@" \
-    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" > "$log" 2>&1 &
+    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "${ENGINE_ROCE_IP:-$NET_ENGINE_IP}" > "$log" 2>&1 &
   local pid=$! i rows
   for i in $(seq 600); do
     kill -0 "$pid" 2>/dev/null || break
@@ -48,7 +49,7 @@ appliance_start() {
   shift 2
   # shellcheck disable=SC2046
   ip netns exec "$NETNS" "$BUILD_DIR/apps/appliance/roce-appliance" $(engine_eal app) -- \
-    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "$NET_ENGINE_IP" --mtu "$mtu" --status-interval 0 \
+    --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "${ENGINE_ROCE_IP:-$NET_ENGINE_IP}" --mtu "$mtu" --status-interval 0 \
     --report "$APPLIANCE_LOG.report.json" "$@" > "$APPLIANCE_LOG" 2>&1 &
   APPLIANCE_PID=$!
   local i
@@ -61,11 +62,12 @@ appliance_start() {
   return 1
 }
 
-# appliance_keep MTU [OPTIONS...]: a roce-appliance with these options for the next case; one
+# appliance_keep MTU [OPTIONS...]: a roce-appliance with these options (and our RoCE address,
+# ENGINE_ROCE_IP) for the next case; one
 # appliance serves consecutive cases that need the same options, so it restarts only when they
 # change. Returns 1 with CASE_NOTE set when it does not start.
 appliance_keep() {
-  local key="$*"
+  local key="${ENGINE_ROCE_IP:-$NET_ENGINE_IP} $*"
   [[ ${APPLIANCE_KEY:-} == "$key" && -n ${APPLIANCE_PID:-} ]] && return 0
   appliance_stop
   APPLIANCE_N=$((${APPLIANCE_N:-0} + 1))

@@ -8,6 +8,8 @@
 NET_BRIDGE_IP=10.77.0.1
 NET_GUEST_IP=10.77.0.2
 NET_ENGINE_IP=10.77.0.10
+NET_GUEST_IP6=fd77::2    # the IPv6 cases' RoCE addresses (their TCP exchange stays on IPv4)
+NET_ENGINE_IP6=fd77::10
 NET_VERBS_IP=10.77.0.11   # a verbs program under roce-run while roce-appliance holds veng0 (verbs.sh)
 NET_GUEST_MAC=52:54:00:77:00:02
 NET_LINK_MTU=9000

@@ -1,0 +1,55 @@
+// IPv6 neighbour discovery for the engine's IPv6 address, the counterpart of arp.hpp: answers
+// Neighbor Solicitations for it (sent to its solicited-node group or to it directly), learns
+// peers from solicitations and advertisements, and builds solicitations for peers it must
+// reach. Plain byte spans, no DPDK; the cache is safe to read from the control thread while
+// the RX lcore writes it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "protocol/icmpv6.hpp"
+
+namespace roce::dp {
+
+using proto::kNdFrameBytes;
+
+// A small fixed cache, published entry by entry with a sequence counter as ArpCache does.
+class NeighborCache {
+ public:
+  static constexpr std::size_t kEntries = 64;
+  void learn(const proto::Ipv6Addr& ip, const proto::MacAddr& mac) noexcept;
+  std::optional<proto::MacAddr> lookup(const proto::Ipv6Addr& ip) const noexcept;
+
+ private:
+  struct Entry {
+    std::atomic<std::uint32_t> seq{0};  // odd while being written
+    std::atomic<std::uint64_t> hi{0}, lo{0};
+    std::atomic<std::uint64_t> mac{0};  // 0 = empty (no station has MAC 00:00:00:00:00:00)
+  };
+  std::array<Entry, kEntries> entries_{};
+  std::atomic<std::uint32_t> next_victim_{0};
+};
+
+enum class NdpAction : std::uint8_t {
+  NotNdp,   // not an ICMPv6 Neighbor Solicitation/Advertisement
+  Invalid,  // fails RFC 4861 7.1 validation (checksum, hop limit, lengths, options): a counted drop
+  Ignored,  // valid, about another address, nothing to learn
+  Learned,  // taught the cache a peer's MAC
+  Reply,    // a solicitation for our address: `reply` holds the advertisement
+};
+
+// Handles one received frame (untagged Ethernet). A solicitation for `my_ip` gets a solicited
+// advertisement in `reply` (kNdFrameBytes) and Reply; the sender's or target's link-layer
+// address option is learnt.
+NdpAction handle_ndp(std::span<const std::byte> frame, const proto::MacAddr& my_mac, const proto::Ipv6Addr& my_ip,
+                     NeighborCache& cache, std::span<std::byte> reply) noexcept;
+
+// Writes a multicast solicitation for `target` (to its solicited-node group), kNdFrameBytes.
+void build_neighbor_solicitation(const proto::MacAddr& my_mac, const proto::Ipv6Addr& my_ip,
+                                 const proto::Ipv6Addr& target, std::span<std::byte> out) noexcept;
+
+}  // namespace roce::dp
