@@ -179,15 +179,29 @@ bool take(CmEventBox& box, CmPort& port) {
       id.rep = rep;
       id.rep_private = e.private_data;
       if (id.qp) {
+        // librdmacm's way: the QP to RTS, the RTU, and the program gets ESTABLISHED for the REP.
         int rc = connect_qp(id, port);
         if (rc == 0) {
           EngineGuard g(port.rt().lock());
           if (!id.cm) return false;  // the peer gave up meanwhile: its event follows
           const cm::CmId cid = *id.cm;
+          id.swallow_established = true;
           Status s = port.agent().run(port.now(), [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) {
             return m.ready_to_use(cid, port.now(), out);
           });
-          if (s.ok()) return false;
+          if (s.ok()) {
+            move_to(id, CmIdState::Connected);
+            box.event = RDMA_CM_EVENT_ESTABLISHED;
+            fill_conn(c, box, e.private_data);
+            c.responder_resources = rep.responder_resources;
+            c.initiator_depth = rep.initiator_depth;
+            c.flow_control = rep.flow_control;
+            c.rnr_retry_count = rep.rnr_retry_count;
+            c.srq = rep.srq;
+            c.qp_num = rep.remote_qpn;
+            return true;
+          }
+          id.swallow_established = false;
           rc = s.code();
         }
         {
@@ -211,10 +225,6 @@ bool take(CmEventBox& box, CmPort& port) {
       return true;
     }
     case cm::RdmaCmEventType::Established:
-      if (id.swallow_established) {
-        id.swallow_established = false;
-        return false;
-      }
       move_to(id, CmIdState::Connected);
       box.event = RDMA_CM_EVENT_ESTABLISHED;
       if (id.rep) {

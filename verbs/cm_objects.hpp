@@ -73,7 +73,7 @@ struct CmIdent : rdma_cm_id {
   std::optional<cm::ReqInfo> req;     // passive: the REQ that made the ID
   std::optional<cm::RepInfo> rep;     // active: the peer's REP
   std::vector<std::uint8_t> rep_private;
-  bool swallow_established = false;  // rdma_establish: no ESTABLISHED event (as librdmacm)
+  bool swallow_established = false;  // the RTU was ours: the CM's ESTABLISHED is not passed on (engine lock)
   ibv_sa_path_rec path{};
 };
 

@@ -154,6 +154,13 @@ void CmPort::route(cm::RdmaCmEvent& e) {
     return;
   }
   CmIdent* id = it->second;
+  // The RTU this library sent for a REP already gave the program its event (ESTABLISHED, or
+  // CONNECT_RESPONSE before rdma_establish): no second one, and no count on the channel.
+  if (e.type == cm::RdmaCmEventType::Established && id->swallow_established) {
+    id->swallow_established = false;
+    delete box;
+    return;
+  }
   if (e.type == cm::RdmaCmEventType::TimewaitExit) {
     id->cm.reset();  // the CM freed its ID
     by_cm_.erase(it);
