@@ -4,6 +4,7 @@
 #include <endian.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -185,6 +186,11 @@ CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e) {
   id->cm = e.id;
   id->req = std::get<cm::ReqInfo>(e.detail);
   id->rq_psn = random_psn();
+  // What the REQ offers, within the device, until rdma_accept says otherwise (a program that
+  // moves its own QP asks rdma_init_qp_attr before it accepts, as the kernel's CM ID has them).
+  const std::uint8_t max = port->limits().max_rd_atomic;
+  id->responder_resources = std::min(id->req->responder_resources, max);
+  id->initiator_depth = std::min(id->req->initiator_depth, max);
   id->tos = listener.tos;
   id->ack_timeout = listener.ack_timeout;
   move_to(*id, CmIdState::RequestReceived);
