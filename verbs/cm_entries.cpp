@@ -152,6 +152,24 @@ void fill_conn(rdma_conn_param& c, CmEventBox& box, const std::vector<std::uint8
   c.private_data_len = static_cast<std::uint8_t>(n);
 }
 
+// A UD event's parameters: the peer's address as an AH attribute (a global route, as RoCE
+// needs), its QP and Q_Key, the private data.
+void fill_ud(rdma_ud_param& u, CmEventBox& box, const std::vector<std::uint8_t>& data, const ibv_sa_path_rec& path,
+             std::uint32_t qpn, std::uint32_t qkey) {
+  const std::size_t n = std::min(data.size(), sizeof box.private_data);
+  if (n) std::memcpy(box.private_data, data.data(), n);
+  u.private_data = n ? box.private_data : nullptr;
+  u.private_data_len = static_cast<std::uint8_t>(n);
+  u.ah_attr = {};
+  u.ah_attr.is_global = 1;
+  u.ah_attr.grh.dgid = path.dgid;
+  u.ah_attr.grh.hop_limit = path.hop_limit ? path.hop_limit : 64;
+  u.ah_attr.grh.traffic_class = path.traffic_class;
+  u.ah_attr.port_num = 1;
+  u.qp_num = qpn;
+  u.qkey = qkey;
+}
+
 // Takes an event's CM detail into the public event; false when the event is the library's
 // own business (a REP whose QP the library moves: the ESTABLISHED after the RTU follows).
 bool take(CmEventBox& box, CmPort& port) {
@@ -162,6 +180,11 @@ bool take(CmEventBox& box, CmPort& port) {
   rdma_conn_param& c = box.param.conn;
   switch (e.type) {
     case cm::RdmaCmEventType::ConnectRequest: {
+      if (std::holds_alternative<cm::SidrReqInfo>(e.detail)) {  // UD: a SIDR_REQ, no QP of the peer's
+        box.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+        fill_ud(box.param.ud, box, e.private_data, id.path, 0, 0);
+        return true;
+      }
       const auto& req = std::get<cm::ReqInfo>(e.detail);
       box.event = RDMA_CM_EVENT_CONNECT_REQUEST;
       fill_conn(c, box, e.private_data);
@@ -225,6 +248,12 @@ bool take(CmEventBox& box, CmPort& port) {
       return true;
     }
     case cm::RdmaCmEventType::Established:
+      if (const auto* rep = std::get_if<cm::SidrRepInfo>(&e.detail)) {  // UD: the service's QP and Q_Key
+        move_to(id, CmIdState::Connected);
+        box.event = RDMA_CM_EVENT_ESTABLISHED;
+        fill_ud(box.param.ud, box, e.private_data, id.path, rep->qpn, rep->qkey);
+        return true;
+      }
       move_to(id, CmIdState::Connected);
       box.event = RDMA_CM_EVENT_ESTABLISHED;
       if (id.rep) {
@@ -239,6 +268,12 @@ bool take(CmEventBox& box, CmPort& port) {
       return true;
     case cm::RdmaCmEventType::Rejected:
       move_to(id, CmIdState::Disconnected);
+      if (std::holds_alternative<cm::SidrRepInfo>(e.detail)) {
+        // A SIDR_REP refusing: the kernel's rdma_cm reports it as UNREACHABLE with the SIDR status.
+        box.event = RDMA_CM_EVENT_UNREACHABLE;
+        box.status = e.status;
+        return true;
+      }
       box.event = RDMA_CM_EVENT_REJECTED;
       box.status = e.status;
       // Only a consumer's refusal carries the peer's private data to the program.
@@ -521,12 +556,11 @@ ROCE_VERBS_EXPORT int rdma_listen(rdma_cm_id* id, int backlog) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
   if (i->state != CmIdState::AddrBound) return cm_fail(EINVAL);
-  if (i->ps != RDMA_PS_TCP) return cm_fail(EOPNOTSUPP);  // UD services (SIDR) are not wired here
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   const std::size_t queue = backlog > 0 ? static_cast<std::size_t>(backlog) : 1024;
   EngineGuard g(port->rt().lock());
-  auto l = port->agent().listen(proto::RdmaPortSpace::Tcp, port_of(&i->route.addr.src_addr), queue);
+  auto l = port->agent().listen(to_proto(i->ps), port_of(&i->route.addr.src_addr), queue);
   if (!l) return cm_fail(l.error().code);
   i->listen = *l;
   port->track_listener(*l, i);
@@ -538,9 +572,31 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
   if (i->state != CmIdState::RouteResolved) return cm_fail(EINVAL);
-  if (i->ps != RDMA_PS_TCP) return cm_fail(EOPNOTSUPP);  // UD resolution (SIDR) is not wired here
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
+  if (is_ud(i->ps)) {
+    // UD: a SIDR_REQ asks the service for its QP and Q_Key (ESTABLISHED carries them).
+    if (param && (param->private_data_len > cm::kRdmaUdResolvePrivateBytes || (param->private_data_len && !param->private_data)))
+      return cm_fail(EINVAL);
+    cm::RdmaUdResolveParams u;
+    u.port_space = to_proto(i->ps);
+    u.src = *ip_of(&i->route.addr.src_addr);
+    u.dst = *ip_of(&i->route.addr.dst_addr);
+    u.src_port = port_of(&i->route.addr.src_addr);
+    u.dst_port = port_of(&i->route.addr.dst_addr);
+    if (param && param->private_data_len) {
+      const auto* d = static_cast<const std::uint8_t*>(param->private_data);
+      u.private_data.assign(d, d + param->private_data_len);
+    }
+    EngineGuard g(port->rt().lock());
+    const Nanos now = port->now();
+    auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.resolve_ud(u, now, out); });
+    if (!cid) return cm_fail(cid.error().code);
+    i->cm = *cid;
+    port->track(*cid, i);
+    move_to(*i, CmIdState::Connecting);
+    return 0;
+  }
   rdma_conn_param defaults{};
   defaults.retry_count = 7;
   defaults.rnr_retry_count = 7;
@@ -592,9 +648,23 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
 ROCE_VERBS_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
-  if (i->state != CmIdState::RequestReceived || !i->req) return cm_fail(EINVAL);
+  if (i->state != CmIdState::RequestReceived || !(i->req || i->sidr)) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
+  if (i->sidr) {
+    // UD: the SIDR_REP names our QP and rdma_cm's Q_Key; the QP is already in RTS.
+    const std::uint32_t qpn = i->qp ? i->qp->qp_num : (param ? param->qp_num : 0);
+    if (qpn == 0) return cm_fail(EINVAL);
+    if (param && (param->private_data_len > proto::kCmSidrRepPrivateBytes || (param->private_data_len && !param->private_data)))
+      return cm_fail(EINVAL);
+    std::span<const std::uint8_t> data;
+    if (param && param->private_data_len) data = {static_cast<const std::uint8_t*>(param->private_data), param->private_data_len};
+    EngineGuard g(port->rt().lock());
+    if (!i->cm) return cm_fail(ECONNABORTED);
+    if (Status s = port->agent().accept_ud(*i->cm, qpn, cm::kRdmaUdpQkey, data, port->now()); !s) return cm_fail(s.code());
+    move_to(*i, CmIdState::Connected);
+    return 0;
+  }
   const cm::ReqInfo& req = *i->req;
   const std::uint8_t max = port->limits().max_rd_atomic;
   std::uint8_t rr = req.responder_resources, idd = req.initiator_depth;

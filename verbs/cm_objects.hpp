@@ -71,6 +71,7 @@ struct CmIdent : rdma_cm_id {
   std::uint8_t initiator_depth = 0;
   cm::ConnectParams sent;             // active: the REQ
   std::optional<cm::ReqInfo> req;     // passive: the REQ that made the ID
+  std::optional<cm::SidrReqInfo> sidr; // passive UD: the SIDR_REQ that made the ID
   std::optional<cm::RepInfo> rep;     // active: the peer's REP
   std::vector<std::uint8_t> rep_private;
   bool swallow_established = false;  // the RTU was ours: the CM's ESTABLISHED is not passed on (engine lock)
@@ -83,6 +84,12 @@ struct CmEventBox : rdma_cm_event {
   std::optional<cm::RdmaCmEvent> raw;      // the CM's event, turned into the public one when taken
   std::uint8_t private_data[256] = {};
 };
+
+// The port spaces whose services are UD (resolved with SIDR, no connection).
+inline bool is_ud(rdma_port_space ps) { return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB; }
+inline proto::RdmaPortSpace to_proto(rdma_port_space ps) {
+  return ps == RDMA_PS_UDP ? proto::RdmaPortSpace::Udp : ps == RDMA_PS_IPOIB ? proto::RdmaPortSpace::Ipoib : proto::RdmaPortSpace::Tcp;
+}
 
 inline CmChannel* to_cm_channel(rdma_event_channel* c) {
   auto* o = static_cast<CmChannel*>(c);

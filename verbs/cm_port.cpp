@@ -133,9 +133,7 @@ void CmPort::route(cm::RdmaCmEvent& e) {
   auto* box = new CmEventBox{};
   if (e.type == cm::RdmaCmEventType::ConnectRequest) {
     const auto l = by_listener_.find(e.listener);
-    if (l == by_listener_.end() || l->second->state != CmIdState::Listening ||
-        !std::holds_alternative<cm::ReqInfo>(e.detail)) {
-      // The listener went away, or a UD request (SIDR) this library does not take.
+    if (l == by_listener_.end() || l->second->state != CmIdState::Listening) {  // the listener went away
       (void)agent_->reject(e.id, {}, now());
       delete box;
       return;
@@ -184,13 +182,29 @@ CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e) {
   id->port_num = 1;
   id->listener = &listener;
   id->cm = e.id;
-  id->req = std::get<cm::ReqInfo>(e.detail);
   id->rq_psn = random_psn();
-  // What the REQ offers, within the device, until rdma_accept says otherwise (a program that
-  // moves its own QP asks rdma_init_qp_attr before it accepts, as the kernel's CM ID has them).
-  const std::uint8_t max = port->limits().max_rd_atomic;
-  id->responder_resources = std::min(id->req->responder_resources, max);
-  id->initiator_depth = std::min(id->req->initiator_depth, max);
+  id->route.path_rec = &id->path;
+  id->route.num_paths = 1;
+  id->path.pkey = htons(0xFFFF);
+  if (const auto* sidr = std::get_if<cm::SidrReqInfo>(&e.detail)) {
+    id->sidr = *sidr;
+    std::memcpy(id->path.dgid.raw, sidr->from.gid.data(), 16);
+    const ibv_gid ours = gid_from_ip(port->local_ip());
+    std::memcpy(id->path.sgid.raw, ours.raw, 16);
+    id->path.hop_limit = 64;
+  } else {
+    id->req = std::get<cm::ReqInfo>(e.detail);
+    // What the REQ offers, within the device, until rdma_accept says otherwise (a program that
+    // moves its own QP asks rdma_init_qp_attr before it accepts, as the kernel's CM ID has them).
+    const std::uint8_t max = port->limits().max_rd_atomic;
+    id->responder_resources = std::min(id->req->responder_resources, max);
+    id->initiator_depth = std::min(id->req->initiator_depth, max);
+    std::memcpy(id->path.sgid.raw, id->req->primary.remote_gid.data(), 16);
+    std::memcpy(id->path.dgid.raw, id->req->primary.local_gid.data(), 16);
+    id->path.mtu = id->req->path_mtu;
+    id->path.hop_limit = id->req->primary.hop_limit;
+    id->path.traffic_class = id->req->primary.traffic_class;
+  }
   id->tos = listener.tos;
   id->ack_timeout = listener.ack_timeout;
   move_to(*id, CmIdState::RequestReceived);
@@ -198,14 +212,6 @@ CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e) {
     set_sockaddr(id->route.addr.src_storage, e.addressing->dst, e.port);
     set_sockaddr(id->route.addr.dst_storage, e.addressing->src, e.addressing->src_port);
   }
-  id->route.path_rec = &id->path;
-  id->route.num_paths = 1;
-  std::memcpy(id->path.sgid.raw, id->req->primary.remote_gid.data(), 16);
-  std::memcpy(id->path.dgid.raw, id->req->primary.local_gid.data(), 16);
-  id->path.pkey = htons(0xFFFF);
-  id->path.mtu = id->req->path_mtu;
-  id->path.hop_limit = id->req->primary.hop_limit;
-  id->path.traffic_class = id->req->primary.traffic_class;
   {
     std::lock_guard l(listener.ch->mutex);
     ++listener.ch->ids;

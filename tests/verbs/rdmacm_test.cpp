@@ -138,13 +138,121 @@ TEST_F(RdmaCm, CallsOutOfOrderAreEinval) {
   EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &tos, 1), -1);
   EXPECT_EQ(errno, ENOSYS);
   EXPECT_EQ(rdma_destroy_id(id), 0);
-  // UD services (SIDR) are not wired to the device's CM.
-  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP), 0);
+  // A second listener on a port already listened on.
+  rdma_cm_id* first = nullptr;
+  rdma_cm_id* second = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &first, nullptr, RDMA_PS_TCP), 0);
+  ASSERT_EQ(rdma_create_id(ch, &second, nullptr, RDMA_PS_TCP), 0);
   sockaddr_in ours = addr_of(kOurIp, 7002);
-  ASSERT_EQ(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&ours)), 0);
-  EXPECT_EQ(rdma_listen(id, 1), -1);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  EXPECT_EQ(rdma_destroy_id(id), 0);
+  ASSERT_EQ(rdma_bind_addr(first, reinterpret_cast<sockaddr*>(&ours)), 0);
+  ASSERT_EQ(rdma_bind_addr(second, reinterpret_cast<sockaddr*>(&ours)), 0);
+  EXPECT_EQ(rdma_listen(first, 1), 0);
+  EXPECT_EQ(rdma_listen(second, 1), -1);
+  EXPECT_EQ(errno, EADDRINUSE);
+  EXPECT_EQ(rdma_destroy_id(first), 0);
+  EXPECT_EQ(rdma_destroy_id(second), 0);
+}
+
+// UD services: a SIDR_REQ from an RDMA_PS_UDP ID, the listener's SIDR_REP with its QP and
+// rdma_cm's Q_Key, then a datagram to it through an AH made from the event (udaddy's way).
+TEST_F(RdmaCm, UdServiceResolvedThroughSidr) {
+  rdma_event_channel* sch = rdma_create_event_channel();
+  ASSERT_NE(sch, nullptr);
+  rdma_cm_id* listener = nullptr;
+  rdma_cm_id* client = nullptr;
+  ASSERT_EQ(rdma_create_id(sch, &listener, nullptr, RDMA_PS_UDP), 0);
+  sockaddr_in any = addr_of("0.0.0.0", 7174);
+  ASSERT_EQ(rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&any)), 0);
+  ASSERT_EQ(rdma_listen(listener, 4), 0);
+  ASSERT_EQ(rdma_create_id(ch, &client, nullptr, RDMA_PS_UDP), 0);
+  sockaddr_in dst = addr_of(kOurIp, 7174);
+  ASSERT_EQ(rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  ASSERT_EQ(expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED), 0);
+  ASSERT_EQ(rdma_resolve_route(client, 2000), 0);
+  ASSERT_EQ(expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED), 0);
+
+  ibv_pd* pd = ibv_alloc_pd(client->verbs);
+  ibv_cq* cq = ibv_create_cq(client->verbs, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd && cq);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = cq;
+  qa.recv_cq = cq;
+  qa.qp_type = IBV_QPT_UD;
+  qa.cap = {8, 8, 1, 1, 0};
+  ASSERT_EQ(rdma_create_qp(client, pd, &qa), 0);
+  EXPECT_EQ(client->qp->state, IBV_QPS_RTS);  // UD needs no peer
+  const char hello[] = "ud hello";
+  rdma_conn_param p{};
+  p.private_data = hello;
+  p.private_data_len = sizeof hello;
+  ASSERT_EQ(rdma_connect(client, &p), 0) << std::strerror(errno);
+
+  rdma_cm_event* e = next_event(sch);
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+  ASSERT_NE(e->param.ud.private_data, nullptr);
+  EXPECT_STREQ(static_cast<const char*>(e->param.ud.private_data), hello);
+  rdma_cm_id* server = e->id;
+  EXPECT_EQ(rdma_ack_cm_event(e), 0);
+  ASSERT_EQ(rdma_create_qp(server, pd, &qa), 0);
+  std::vector<char> rbuf(40 + 64);
+  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(rmr, nullptr);
+  ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf.data()), static_cast<std::uint32_t>(rbuf.size()), rmr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  ASSERT_EQ(ibv_post_recv(server->qp, &rwr, &bad_r), 0);
+  ASSERT_EQ(rdma_accept(server, nullptr), 0) << std::strerror(errno);
+
+  e = next_event(ch);
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->event, RDMA_CM_EVENT_ESTABLISHED);
+  EXPECT_EQ(e->param.ud.qp_num, server->qp->qp_num);
+  EXPECT_EQ(e->param.ud.qkey, 0x01234567u);  // RDMA_UDP_QKEY
+  ibv_ah* ah = ibv_create_ah(pd, &e->param.ud.ah_attr);
+  ASSERT_NE(ah, nullptr);
+  const std::uint32_t qpn = e->param.ud.qp_num, qkey = e->param.ud.qkey;
+  EXPECT_EQ(rdma_ack_cm_event(e), 0);
+
+  std::vector<char> sbuf(64);
+  std::strcpy(sbuf.data(), "datagram");
+  ibv_mr* smr = ibv_reg_mr(pd, sbuf.data(), sbuf.size(), 0);
+  ibv_sge ssge{reinterpret_cast<std::uintptr_t>(sbuf.data()), 9, smr->lkey};
+  ibv_send_wr swr{};
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.wr.ud.ah = ah;
+  swr.wr.ud.remote_qpn = qpn;
+  swr.wr.ud.remote_qkey = qkey;
+  ibv_send_wr* bad_s = nullptr;
+  ASSERT_EQ(ibv_post_send(client->qp, &swr, &bad_s), 0);
+  int completions = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (completions < 2 && std::chrono::steady_clock::now() < until) {
+    ibv_wc wc{};
+    if (ibv_poll_cq(cq, 1, &wc) == 1) {
+      EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+      ++completions;
+    }
+  }
+  EXPECT_EQ(completions, 2);
+  EXPECT_STREQ(rbuf.data() + 40, "datagram");  // after the GRH
+
+  ibv_destroy_ah(ah);
+  rdma_destroy_qp(server);
+  rdma_destroy_qp(client);
+  EXPECT_EQ(rdma_destroy_id(server), 0);
+  EXPECT_EQ(rdma_destroy_id(client), 0);
+  EXPECT_EQ(rdma_destroy_id(listener), 0);
+  ibv_dereg_mr(rmr);
+  ibv_dereg_mr(smr);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  rdma_destroy_event_channel(sch);
 }
 
 TEST_F(RdmaCm, UnreachablePeerIsAddrError) {
