@@ -32,7 +32,7 @@ verbs_args() {
     pingpong | uc-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters" ;;
     srq-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters $(perftest_flags "$flags")" ;;
     ud-pingpong) echo "-d rocedp0 -g 0 -s $size -n $iters" ;;
-    rping) echo "" ;;  # rping_args: its address comes with -a
+    rping | ucmatose | udaddy) echo "" ;;  # cm_tool_cmd: their own options
     *)
       local u=""
       [[ $kind == verbs-to-rxe ]] && u="-u 17"
@@ -42,12 +42,22 @@ verbs_args() {
 
 # The case connects through rdma_cm (rping, perftest -R): nothing listens on TCP, and the peer's
 # rdma_cm address is the RoCE one, not the bridge's.
-verbs_cm_case() { [[ $1 == rping ]] || has_flag "$2" R; }
+verbs_cm_case() { is_cm_tool "$1" || has_flag "$2" R; }
 
-# rping's arguments: ROLE (server|client) ADDRESS SIZE ITERS. The client validates every round
-# (-V: it exits non-zero on a mismatch) and prints each (-v), which verbs_finished counts.
-rping_args() {
-  if [[ $1 == server ]]; then echo "-s -a $2 -V -C $4 -S $3"; else echo "-c -a $2 -V -v -C $4 -S $3"; fi
+# librdmacm's example programs (rdmacm-utils), run as themselves rather than through perftest's
+# options.
+is_cm_tool() { [[ $1 == rping || $1 == ucmatose || $1 == udaddy ]]; }
+
+# A librdmacm example's command line: VERB ROLE (server|client) ADDRESS SIZE ITERS. rping's
+# client validates every round (-V: it exits non-zero on a mismatch) and prints each (-v),
+# which verbs_finished counts; ucmatose (RC) and udaddy (UD, SIDR) send ITERS messages of SIZE
+# each way and end with "return status 0".
+cm_tool_cmd() {
+  local verb=$1 role=$2 addr=$3 size=$4 iters=$5
+  case $verb in
+    rping) if [[ $role == server ]]; then echo "rping -s -a $addr -V -C $iters -S $size"; else echo "rping -c -a $addr -V -v -C $iters -S $size"; fi ;;
+    *) if [[ $role == server ]]; then echo "$verb -C $iters -S $size"; else echo "$verb -s $addr -C $iters -S $size"; fi ;;
+  esac
 }
 
 # verbs_run LOG SECONDS DEVICE_ARGS -- PROGRAM ARGS...: our program in the foreground.
@@ -106,6 +116,8 @@ verbs_figure() {
   local verb=$1 flags=$2 log=$3
   if [[ $verb == rping ]]; then
     echo "$(grep -c '^ping data: ' "$log") pings"
+  elif is_cm_tool "$verb"; then
+    grep -q "return status 0" "$log" && echo "status 0"
   elif [[ $verb == *pingpong ]]; then
     awk '/usec\/iter/ { print $(NF-1) "us/iter"; exit }' "$log"
   elif has_flag "$flags" lat; then
@@ -121,6 +133,8 @@ verbs_finished() {
   if [[ $verb == rping ]]; then
     # A validating rping client prints every round it checked (ITERS of them, in $4).
     [[ $(grep -c '^ping data: ' "$log") -eq ${4:-0} ]] && ! grep -qiE 'mismatch|error|fail' "$log"
+  elif is_cm_tool "$verb"; then
+    grep -q "return status 0" "$log" && ! grep -qiE 'failed|error' "$log"
   elif [[ $verb == *pingpong ]]; then grep -q "iters in" "$log"; else [[ -n $(verbs_figure "$verb" "$3" "$log") ]]; fi
 }
 
@@ -132,13 +146,14 @@ run_verbs_case() {
   case_begin "$name"
   local dir=$CASE_DIR tool ok=1 ours dev peer_ip
   tool=$(guest_tool "$verb" "$flags")
-  [[ $verb == rping ]] && tool=rping
+  is_cm_tool "$verb" && tool=$verb
   ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
   dev=$(verbs_device_args "$kind")
   if [[ $kind == verbs-to-app ]]; then
     local app_args
     app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
     [[ $verb == rping ]] && app_args="--rdma-cm all"
+    [[ $verb == ucmatose || $verb == udaddy ]] && app_args="--rdma-cm all --cm-messages $iters --cm-message-size $size"
     # shellcheck disable=SC2086  # options are words
     appliance_keep "$mtu" $app_args || return
   else
@@ -151,9 +166,9 @@ run_verbs_case() {
       local gwait="s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done"
       # rdma_cm servers listen on no TCP port: they are given a second to bind.
       verbs_cm_case "$verb" "$flags" && gwait="sleep 1; [ ! -f /tmp/server.rc ]"
-      if [[ $verb == rping ]]; then
-        gserver="rping $(rping_args server "$NET_GUEST_IP" "$size" "$iters")"
-        ocmd="rping $(rping_args client "$NET_GUEST_IP" "$size" "$iters")"
+      if is_cm_tool "$verb"; then
+        gserver=$(cm_tool_cmd "$verb" server "$NET_GUEST_IP" "$size" "$iters")
+        ocmd=$(cm_tool_cmd "$verb" client "$NET_GUEST_IP" "$size" "$iters")
       fi
       guest_run 40 "bg server $gserver; $gwait" > /dev/null ||
         { ok=0; CASE_NOTE="guest server did not listen"; }
@@ -177,9 +192,9 @@ run_verbs_case() {
       local oserver="$tool $ours" gclient="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_BRIDGE_IP"
       # rdma_cm reaches our program at its RoCE address.
       has_flag "$flags" R && gclient="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_ENGINE_IP"
-      if [[ $verb == rping ]]; then
-        oserver="rping $(rping_args server "$NET_ENGINE_IP" "$size" "$iters")"
-        gclient="rping $(rping_args client "$NET_ENGINE_IP" "$size" "$iters")"
+      if is_cm_tool "$verb"; then
+        oserver=$(cm_tool_cmd "$verb" server "$NET_ENGINE_IP" "$size" "$iters")
+        gclient=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters")
       fi
       # shellcheck disable=SC2086
       verbs_start "$dir/ours.log" $dev -- $oserver
@@ -213,7 +228,7 @@ run_verbs_case() {
       local ocmd="$tool $ours $NET_BRIDGE_IP"
       # rdma_cm reaches the appliance at its RoCE address.
       has_flag "$flags" R && ocmd="$tool $ours $NET_ENGINE_IP"
-      [[ $verb == rping ]] && ocmd="rping $(rping_args client "$NET_ENGINE_IP" "$size" "$iters")"
+      is_cm_tool "$verb" && ocmd=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters")
       # shellcheck disable=SC2086
       verbs_run "$dir/ours.log" 100 $dev -- $ocmd
       local vrc=$?
@@ -275,7 +290,9 @@ cases_verbs_full() {
   echo "srq-pingpong/verbs>rxe/m1024/q4/s3000 verbs-to-rxe srq-pingpong 1024 0 3000 64 q4"
   echo "srq-pingpong/rxe>verbs/m1024/q4/s3000 verbs-from-rxe srq-pingpong 1024 0 3000 64 q4"
   # Through librdmacm (our rdma_* entry points on the device's own CM): rping validating every
-  # round, both roles against the guest and as the appliance's client; perftest -R both ways.
+  # round, both roles against the guest and as the appliance's client; perftest -R both ways;
+  # ucmatose (RC) and udaddy (UD services through SIDR). perftest 4.5's -c UD -R is not here:
+  # against rxe it fails both ways (docs/verbs.md, section 3).
   echo "rping/verbs>rxe/s64 verbs-to-rxe rping 4096 0 64 10"
   echo "rping/rxe>verbs/s64 verbs-from-rxe rping 4096 0 64 10"
   echo "rping/verbs>rxe/s60000 verbs-to-rxe rping 4096 0 60000 4"
@@ -286,6 +303,11 @@ cases_verbs_full() {
   echo "read-R/verbs>rxe/q2/s65536 verbs-to-rxe read 4096 0 65536 100 R,q2"
   echo "read-R/rxe>verbs/q2/s65536 verbs-from-rxe read 4096 0 65536 100 R,q2"
   echo "write-R/verbs>app/s65536 verbs-to-app write 4096 0 65536 200 R"
+  echo "ucmatose/verbs>rxe verbs-to-rxe ucmatose 4096 0 100 10"
+  echo "ucmatose/rxe>verbs verbs-from-rxe ucmatose 4096 0 100 10"
+  echo "udaddy/verbs>rxe verbs-to-rxe udaddy 4096 0 100 10"
+  echo "udaddy/rxe>verbs verbs-from-rxe udaddy 4096 0 100 10"
+  echo "udaddy/verbs>app verbs-to-app udaddy 4096 0 100 10"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
