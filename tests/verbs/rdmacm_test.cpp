@@ -21,6 +21,8 @@
 namespace {
 
 constexpr const char* kOurIp = "10.99.0.1";  // roce-run --ip (tests/verbs/meson.build)
+// An int: verbs.h's ibv_reg_mr macro mixes two enum types with a constant flag (clang warns).
+constexpr int kLocalWrite = IBV_ACCESS_LOCAL_WRITE;
 
 sockaddr_in addr_of(const char* ip, std::uint16_t port) {
   sockaddr_in a{};
@@ -196,7 +198,7 @@ TEST_F(RdmaCm, UdServiceResolvedThroughSidr) {
   EXPECT_EQ(rdma_ack_cm_event(e), 0);
   ASSERT_EQ(rdma_create_qp(server, pd, &qa), 0);
   std::vector<char> rbuf(40 + 64);
-  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), kLocalWrite);
   ASSERT_NE(rmr, nullptr);
   ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf.data()), static_cast<std::uint32_t>(rbuf.size()), rmr->lkey};
   ibv_recv_wr rwr{};
@@ -373,7 +375,7 @@ TEST_F(Connected, AcceptSendDisconnect) {
 
   // A receive waits for the client's SEND before the connection is up.
   std::vector<char> rbuf(64), sbuf(64);
-  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), kLocalWrite);
   ibv_mr* smr = ibv_reg_mr(client_pd, sbuf.data(), sbuf.size(), 0);
   ASSERT_TRUE(rmr && smr);
   ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf.data()), 64, rmr->lkey};
