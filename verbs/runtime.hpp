@@ -56,6 +56,7 @@ class Runtime {
   const LocalAddress& local() const { return dp_->local(); }
   const dp::PortInfo& port() const { return dp_->port(); }
   std::uint32_t active_mtu() const { return active_mtu_; }  // bytes
+  Nanos now() const { return dp_->now(); }
   int ifindex() const { return ifindex_; }                   // of the kernel interface, 0 if none
   LinkState link() const;
 

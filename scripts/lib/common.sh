@@ -11,7 +11,7 @@ PACKAGES=(
   libpcap-dev libisal-dev zlib1g-dev
   tshark python3-scapy clang libclang-rt-14-dev iproute2 tcpdump
   qemu-system-x86 busybox-static kmod cpio
-  perftest ibverbs-utils
+  perftest ibverbs-utils librdmacm-dev rdmacm-utils
 )
 
 log() { printf '==> %s\n' "$*"; }

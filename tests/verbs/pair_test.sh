@@ -1,5 +1,5 @@
 #!/bin/bash
-# Two of our verbs programs against each other: Debian's perftest and ibverbs-utils binaries,
+# Two of our verbs programs against each other: Debian's perftest, ibverbs-utils and rdmacm-utils binaries,
 # each run under roce-run on one end of a veth pair in a network namespace made (and deleted)
 # here, in both roles; roce-gen against a program on our device; a program killed mid-transfer
 # leaves no DPDK files; roce-run refuses bad options. The programs' own verdicts decide.
@@ -11,8 +11,8 @@ rr=$build/verbs/roce-run
 
 skip() { echo "verbs pair test: skipped: $*"; exit 77; }
 ((EUID == 0)) || skip "needs root (network namespace, veth)"
-for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong; do
-  command -v $p >/dev/null || skip "$p is not installed (apt-get install perftest ibverbs-utils)"
+for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong rping ucmatose udaddy; do
+  command -v $p >/dev/null || skip "$p is not installed (apt-get install perftest ibverbs-utils rdmacm-utils)"
 done
 
 ns=roce-verbs-$$
@@ -56,7 +56,7 @@ pair() {
     printf 'verbs pair: %-34s pass %3ds  %s\n' "$name" $((SECONDS - t0)) "$(echo $result | cut -c1-70)"
   else
     printf 'verbs pair: %-34s FAIL (server %d, client %d)\n' "$name" $src $crc
-    tail -5 "$out/$name.server" "$out/$name.client" | sed 's/^/    /'
+    tail -n 5 "$out/$name.server" "$out/$name.client" | sed 's/^/    /'
     failed=$((failed + 1))
   fi
 }
@@ -75,6 +75,41 @@ both atomic_bw      "ib_atomic_bw -d rocedp0 -x 0 -F -n 500"
 both write_lat      "ib_write_lat -d rocedp0 -x 0 -F -s 8 -n 500"
 both send_lat_uc    "ib_send_lat -d rocedp0 -x 0 -F -c UC -s 64 -n 500"
 both read_lat_all   "ib_read_lat -d rocedp0 -x 0 -F -a -n 5"
+
+# Through librdmacm (our rdma_* entry points, the device's own CM on each end): nothing listens
+# on TCP, so the server is given until its dataplane thread runs (its event channel is made, the
+# listen follows at once), and the client names the server's RoCE address. rping validates and
+# prints every round (-V -v): all of them must be there.
+pair_cm() {
+  local name=$1 server=$2 client=$3 want=$4 t0=$SECONDS
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" $dev_a -- $server > "$out/$name.server" 2>&1 &
+  local sp=$! i pid
+  for i in $(seq 100); do
+    pid=$(pgrep -P $sp | head -1)
+    [[ -n $pid ]] && grep -qs roce-verbs-dp /proc/"$pid"/task/*/comm && break
+    kill -0 $sp 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 0.3
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" $dev_b -- $client > "$out/$name.client" 2>&1
+  local crc=$?
+  wait $sp
+  local src=$?
+  if ((crc == 0 && src == 0)) && grep -qE "$want" "$out/$name.client" && ! grep -qiE "mismatch|error" "$out/$name.client"; then
+    printf 'verbs pair: %-34s pass %3ds  %s\n' "$name" $((SECONDS - t0)) "$(grep -E "$want" "$out/$name.client" | tail -1 | cut -c1-60)"
+  else
+    printf 'verbs pair: %-34s FAIL (server %d, client %d)\n' "$name" $src $crc
+    tail -n 5 "$out/$name.server" "$out/$name.client" | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+pair_cm rping         "rping -s -a 10.55.0.1 -V -C 20 -S 4000" "rping -c -a 10.55.0.1 -V -v -C 20 -S 4000" "^ping data: rdma-ping-19: "
+pair_cm rping_self_qp "rping -s -q -a 10.55.0.1 -V -C 5" "rping -c -q -a 10.55.0.1 -V -v -C 5" "^ping data: rdma-ping-4: "
+pair_cm write_bw_R    "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2" "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2 10.55.0.1" "^ 65536 +[0-9]+ "
+pair_cm ucmatose      "ucmatose -C 10 -S 100" "ucmatose -s 10.55.0.1 -C 10 -S 100" "return status 0"
+pair_cm udaddy        "udaddy -C 10 -S 100" "udaddy -s 10.55.0.1 -C 10 -S 100" "return status 0"
 
 # roce-gen (our stack's own client) against a perftest server on our device.
 if [[ -x $build/apps/gen/roce-gen ]]; then

@@ -1,5 +1,6 @@
 # Sourced by run.sh: cases where our side is an unmodified verbs program (Debian's perftest,
-# ibv_rc_pingpong, ibv_ud_pingpong, ibv_uc_pingpong, ibv_srq_pingpong) run under roce-run, i.e. our transport as its RDMA device
+# ibv_rc_pingpong, ibv_ud_pingpong, ibv_uc_pingpong, ibv_srq_pingpong, and through librdmacm
+# rping and perftest -R) run under roce-run, i.e. our transport as its RDMA device
 # (docs/verbs.md). The program's own verdict (exit status, its result line) decides.
 #
 # Case lines are those of cases.sh with these KINDs:
@@ -31,10 +32,31 @@ verbs_args() {
     pingpong | uc-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters" ;;
     srq-pingpong) echo "-d rocedp0 -g 0 -m $mtu -s $size -n $iters $(perftest_flags "$flags")" ;;
     ud-pingpong) echo "-d rocedp0 -g 0 -s $size -n $iters" ;;
+    rping | ucmatose | udaddy) echo "" ;;  # cm_tool_cmd: their own options
     *)
       local u=""
       [[ $kind == verbs-to-rxe ]] && u="-u 17"
       echo "-d rocedp0 -x 0 -F -m $mtu $(size_flag "$verb" "$size" "$flags") -n $iters $u $(perftest_flags "$flags")" ;;
+  esac
+}
+
+# The case connects through rdma_cm (rping, perftest -R): nothing listens on TCP, and the peer's
+# rdma_cm address is the RoCE one, not the bridge's.
+verbs_cm_case() { is_cm_tool "$1" || has_flag "$2" R; }
+
+# librdmacm's example programs (rdmacm-utils), run as themselves rather than through perftest's
+# options.
+is_cm_tool() { [[ $1 == rping || $1 == ucmatose || $1 == udaddy ]]; }
+
+# A librdmacm example's command line: VERB ROLE (server|client) ADDRESS SIZE ITERS. rping's
+# client validates every round (-V: it exits non-zero on a mismatch) and prints each (-v),
+# which verbs_finished counts; ucmatose (RC) and udaddy (UD, SIDR) send ITERS messages of SIZE
+# each way and end with "return status 0".
+cm_tool_cmd() {
+  local verb=$1 role=$2 addr=$3 size=$4 iters=$5
+  case $verb in
+    rping) if [[ $role == server ]]; then echo "rping -s -a $addr -V -C $iters -S $size"; else echo "rping -c -a $addr -V -v -C $iters -S $size"; fi ;;
+    *) if [[ $role == server ]]; then echo "$verb -C $iters -S $size"; else echo "$verb -s $addr -C $iters -S $size"; fi ;;
   esac
 }
 
@@ -62,6 +84,22 @@ verbs_stop() {
   VERBS_PID=""
 }
 
+# Waits up to 10 s for our rdma_cm server: its dataplane thread runs once the program made its
+# event channel, and rdma_listen follows at once (there is no TCP port to watch).
+verbs_wait_cm_listen() {
+  local i pid
+  for i in $(seq 100); do
+    kill -0 "$VERBS_PID" 2>/dev/null || return 1
+    pid=$(pgrep -P "$VERBS_PID" | head -1)
+    if [[ -n $pid ]] && grep -qs roce-verbs-dp /proc/"$pid"/task/*/comm; then
+      sleep 0.5
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
 # Waits up to 10 s for our server's TCP port (perftest and ibv_*_pingpong listen on 18515).
 verbs_wait_listen() {
   local i
@@ -76,7 +114,11 @@ verbs_wait_listen() {
 # A program's figure from its log: perftest's result row or the pingpong's usec/iter.
 verbs_figure() {
   local verb=$1 flags=$2 log=$3
-  if [[ $verb == *pingpong ]]; then
+  if [[ $verb == rping ]]; then
+    echo "$(grep -c '^ping data: ' "$log") pings"
+  elif is_cm_tool "$verb"; then
+    grep -q "return status 0" "$log" && echo "status 0"
+  elif [[ $verb == *pingpong ]]; then
     awk '/usec\/iter/ { print $(NF-1) "us/iter"; exit }' "$log"
   elif has_flag "$flags" lat; then
     perftest_lat_figure "$log"
@@ -88,7 +130,12 @@ verbs_figure() {
 # The program said it finished: a pingpong prints "iters in", perftest its result row.
 verbs_finished() {
   local verb=$1 log=$2
-  if [[ $verb == *pingpong ]]; then grep -q "iters in" "$log"; else [[ -n $(verbs_figure "$verb" "$3" "$log") ]]; fi
+  if [[ $verb == rping ]]; then
+    # A validating rping client prints every round it checked (ITERS of them, in $4).
+    [[ $(grep -c '^ping data: ' "$log") -eq ${4:-0} ]] && ! grep -qiE 'mismatch|error|fail' "$log"
+  elif is_cm_tool "$verb"; then
+    grep -q "return status 0" "$log" && ! grep -qiE 'failed|error' "$log"
+  elif [[ $verb == *pingpong ]]; then grep -q "iters in" "$log"; else [[ -n $(verbs_figure "$verb" "$3" "$log") ]]; fi
 }
 
 # run_verbs_case LINE: as run_case (sets CASE_VERDICT, CASE_FIGURE, CASE_NOTE, CASE_DIR,
@@ -99,11 +146,14 @@ run_verbs_case() {
   case_begin "$name"
   local dir=$CASE_DIR tool ok=1 ours dev peer_ip
   tool=$(guest_tool "$verb" "$flags")
+  is_cm_tool "$verb" && tool=$verb
   ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
   dev=$(verbs_device_args "$kind")
   if [[ $kind == verbs-to-app ]]; then
     local app_args
     app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
+    [[ $verb == rping ]] && app_args="--rdma-cm all"
+    [[ $verb == ucmatose || $verb == udaddy ]] && app_args="--rdma-cm all --cm-messages $iters --cm-message-size $size"
     # shellcheck disable=SC2086  # options are words
     appliance_keep "$mtu" $app_args || return
   else
@@ -112,11 +162,19 @@ run_verbs_case() {
   capture_start "$dir/capture.pcap"
   case $kind in
     verbs-to-rxe)
-      guest_run 40 "bg server $tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags"); s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null ||
+      local gserver="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags")" ocmd="$tool $ours $NET_GUEST_IP"
+      local gwait="s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done"
+      # rdma_cm servers listen on no TCP port: they are given a second to bind.
+      verbs_cm_case "$verb" "$flags" && gwait="sleep 1; [ ! -f /tmp/server.rc ]"
+      if is_cm_tool "$verb"; then
+        gserver=$(cm_tool_cmd "$verb" server "$NET_GUEST_IP" "$size" "$iters")
+        ocmd=$(cm_tool_cmd "$verb" client "$NET_GUEST_IP" "$size" "$iters")
+      fi
+      guest_run 40 "bg server $gserver; $gwait" > /dev/null ||
         { ok=0; CASE_NOTE="guest server did not listen"; }
       if ((ok)); then
         # shellcheck disable=SC2086
-        verbs_run "$dir/ours.log" 100 $dev -- $tool $ours "$NET_GUEST_IP"
+        verbs_run "$dir/ours.log" 100 $dev -- $ocmd
         local vrc=$?
         ((vrc == 0)) || { ok=0; CASE_NOTE="our $tool exit $vrc: $(grep -m1 -iE 'error|fail|couldn|unable|roce-verbs' "$dir/ours.log")"; }
       fi
@@ -124,22 +182,30 @@ run_verbs_case() {
       local grc=$?
       printf '%s' "$GUEST_OUT" > "$dir/guest.log"
       ((grc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest $tool exit $grc"; }
-      verbs_finished "$verb" "$dir/ours.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool reported no result"; }
+      verbs_finished "$verb" "$dir/ours.log" "$flags" "$iters" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool reported no result"; }
       verbs_finished "$verb" "$dir/guest.log" "$flags" || [[ $verb != *pingpong ]] ||
         { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
       CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/ours.log")
       peer_ip=$NET_GUEST_IP
       ;;
     verbs-from-rxe)
+      local oserver="$tool $ours" gclient="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_BRIDGE_IP"
+      # rdma_cm reaches our program at its RoCE address.
+      has_flag "$flags" R && gclient="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_ENGINE_IP"
+      if is_cm_tool "$verb"; then
+        oserver=$(cm_tool_cmd "$verb" server "$NET_ENGINE_IP" "$size" "$iters")
+        gclient=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters")
+      fi
       # shellcheck disable=SC2086
-      verbs_start "$dir/ours.log" $dev -- $tool $ours
-      verbs_wait_listen || { ok=0; CASE_NOTE="our $tool did not listen: $(tail -1 "$dir/ours.log")"; }
+      verbs_start "$dir/ours.log" $dev -- $oserver
+      if verbs_cm_case "$verb" "$flags"; then verbs_wait_cm_listen; else verbs_wait_listen; fi ||
+        { ok=0; CASE_NOTE="our $tool did not listen: $(tail -1 "$dir/ours.log")"; }
       if ((ok)); then
-        guest_run 150 "timeout 120 $tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_BRIDGE_IP"
+        guest_run 150 "timeout 120 $gclient"
         local grc=$?
         printf '%s' "$GUEST_OUT" > "$dir/guest.log"
         ((grc == 0)) || { ok=0; CASE_NOTE="guest $tool exit $grc: $(grep -m1 -iE 'error|fail|couldn' "$dir/guest.log")"; }
-        verbs_finished "$verb" "$dir/guest.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest reported no result"; }
+        verbs_finished "$verb" "$dir/guest.log" "$flags" "$iters" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest reported no result"; }
         CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/guest.log")
       fi
       # Our server ends on its own once the client is done.
@@ -159,11 +225,15 @@ run_verbs_case() {
       peer_ip=$NET_GUEST_IP
       ;;
     verbs-to-app)
+      local ocmd="$tool $ours $NET_BRIDGE_IP"
+      # rdma_cm reaches the appliance at its RoCE address.
+      has_flag "$flags" R && ocmd="$tool $ours $NET_ENGINE_IP"
+      is_cm_tool "$verb" && ocmd=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters")
       # shellcheck disable=SC2086
-      verbs_run "$dir/ours.log" 100 $dev -- $tool $ours "$NET_BRIDGE_IP"
+      verbs_run "$dir/ours.log" 100 $dev -- $ocmd
       local vrc=$?
       ((vrc == 0)) || { ok=0; CASE_NOTE="our $tool exit $vrc: $(grep -m1 -iE 'error|fail|couldn|unable|roce-verbs' "$dir/ours.log")"; }
-      verbs_finished "$verb" "$dir/ours.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool reported no result"; }
+      verbs_finished "$verb" "$dir/ours.log" "$flags" "$iters" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool reported no result"; }
       CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/ours.log")
       peer_ip=$NET_VERBS_IP
       ;;
@@ -219,6 +289,25 @@ cases_verbs_full() {
   echo "srq-pingpong/rxe>verbs/m1024/s4096 verbs-from-rxe srq-pingpong 1024 0 4096 64"
   echo "srq-pingpong/verbs>rxe/m1024/q4/s3000 verbs-to-rxe srq-pingpong 1024 0 3000 64 q4"
   echo "srq-pingpong/rxe>verbs/m1024/q4/s3000 verbs-from-rxe srq-pingpong 1024 0 3000 64 q4"
+  # Through librdmacm (our rdma_* entry points on the device's own CM): rping validating every
+  # round, both roles against the guest and as the appliance's client; perftest -R both ways;
+  # ucmatose (RC) and udaddy (UD services through SIDR). perftest 4.5's -c UD -R is not here:
+  # against rxe it fails both ways (docs/verbs.md, section 3).
+  echo "rping/verbs>rxe/s64 verbs-to-rxe rping 4096 0 64 10"
+  echo "rping/rxe>verbs/s64 verbs-from-rxe rping 4096 0 64 10"
+  echo "rping/verbs>rxe/s60000 verbs-to-rxe rping 4096 0 60000 4"
+  echo "rping/rxe>verbs/s60000 verbs-from-rxe rping 4096 0 60000 4"
+  echo "rping/verbs>app/s64 verbs-to-app rping 4096 0 64 10"
+  echo "write-R/verbs>rxe/s65536 verbs-to-rxe write 4096 0 65536 200 R"
+  echo "write-R/rxe>verbs/s65536 verbs-from-rxe write 4096 0 65536 200 R"
+  echo "read-R/verbs>rxe/q2/s65536 verbs-to-rxe read 4096 0 65536 100 R,q2"
+  echo "read-R/rxe>verbs/q2/s65536 verbs-from-rxe read 4096 0 65536 100 R,q2"
+  echo "write-R/verbs>app/s65536 verbs-to-app write 4096 0 65536 200 R"
+  echo "ucmatose/verbs>rxe verbs-to-rxe ucmatose 4096 0 100 10"
+  echo "ucmatose/rxe>verbs verbs-from-rxe ucmatose 4096 0 100 10"
+  echo "udaddy/verbs>rxe verbs-to-rxe udaddy 4096 0 100 10"
+  echo "udaddy/rxe>verbs verbs-from-rxe udaddy 4096 0 100 10"
+  echo "udaddy/verbs>app verbs-to-app udaddy 4096 0 100 10"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
@@ -226,6 +315,8 @@ CASES_VERBS_CI=(
   "pingpong/verbs>rxe/m1024/s4096" "write/rxe>verbs/m1024/s65536" "read/verbs>rxe/m1024/q4/s4096"
   "send-lat/rxe>verbs/m1024/ud/s64" "atomic/verbs>app/m1024/s8" "write-lat/verbs>app/m1024/s64"
   "ud-pingpong/rxe>verbs/s1024"
+  # librdmacm's entry points against the kernel's rdma_cm: one case (about 4 s here).
+  "rping/verbs>rxe/s64"
 )
 
 cases_verbs_ci() {

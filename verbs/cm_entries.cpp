@@ -1,0 +1,997 @@
+// librdmacm's entry points (rdma_cma.h) on the device's own RDMA CM (cm_port.hpp): event
+// channels, IDs, address and route resolution, connect/listen/accept/reject/disconnect, the QP
+// helpers and the event calls. Conventions are librdmacm's: 0 or -1 with errno, events taken
+// with rdma_get_cm_event and given back with rdma_ack_cm_event, rdma_destroy_id waiting for its
+// events' acknowledgements. docs/verbs.md lists what is refused and why.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "verbs/cm_port.hpp"
+#include "verbs/export.hpp"
+#include "verbs/objects.hpp"
+#include "verbs/ops.hpp"
+
+using namespace roce;
+using namespace roce::verbs;
+
+namespace {
+
+constexpr Nanos kMaxArpWait = 3 * kSecond;
+
+int cm_fail(int err) {
+  errno = err;
+  return -1;
+}
+
+// The port a bound or connecting ID takes when given none (Linux's ephemeral range).
+std::uint16_t ephemeral_port() {
+  thread_local std::mt19937 gen{std::random_device{}()};
+  return static_cast<std::uint16_t>(32768 + gen() % (60999 - 32768 + 1));
+}
+
+std::optional<proto::IpAddress> ip_of(const sockaddr* sa) {
+  if (sa == nullptr || sa->sa_family != AF_INET) return std::nullopt;
+  proto::Ipv4Addr a;
+  std::memcpy(a.data(), &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  return proto::IpAddress::of(a);
+}
+
+std::uint16_t port_of(const sockaddr* sa) {
+  if (sa == nullptr) return 0;
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  return 0;
+}
+
+void set_port(sockaddr_storage& s, std::uint16_t port) {
+  if (s.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(s).sin_port = htons(port);
+}
+
+proto::IpAddress to_proto(const IpAddress& a) {
+  return a.version == proto::IpVersion::V4 ? proto::IpAddress::of(a.v4) : proto::IpAddress::of(a.v6);
+}
+
+bool is_ours(CmPort& port, const proto::IpAddress& a) { return a.is_any() || a == to_proto(port.local_ip()); }
+
+cm::Gid gid_of(const proto::IpAddress& a) {
+  ibv_gid g = gid_from_ip(a.version == proto::IpVersion::V4 ? IpAddress::ipv4(a.v4) : IpAddress::ipv6(a.v6));
+  cm::Gid out;
+  std::memcpy(out.data(), g.raw, 16);
+  return out;
+}
+
+// A read/atomic depth a program asks for: RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH mean the
+// device's most, anything else above it is EINVAL (as librdmacm's ucma_valid_param).
+std::optional<std::uint8_t> depth(std::uint8_t asked, std::uint8_t device_max) {
+  if (asked == 0xFF) return device_max;
+  if (asked > device_max) return std::nullopt;
+  return asked;
+}
+
+CmEventBox* local_event(CmIdent& id, rdma_cm_event_type type, int status) {
+  auto* e = new CmEventBox{};
+  e->id = &id;
+  e->counted = &id;
+  e->event = type;
+  e->status = status;
+  return e;
+}
+
+// The QP attributes rdma_init_qp_attr gives for the state asked in attr.qp_state.
+int qp_attr_for(CmIdent& id, CmPort& port, ibv_qp_attr& attr, int& mask) {
+  const ibv_qp_type type = id.qp ? id.qp->qp_type : id.qp_type;
+  const ibv_qp_state want = attr.qp_state;
+  attr = {};
+  if (want == IBV_QPS_INIT) {
+    if (type == IBV_QPT_UD) {
+      QpTransition t = init_transition(type, 0, cm::kRdmaUdpQkey);
+      attr = t.attr;
+      mask = t.mask;
+      return 0;
+    }
+    // Before the CM has a connection, no remote access (rdma_cm's default INIT); then remote
+    // writes, and reads and atomics when this side takes any (IB CM's INIT attributes).
+    int access = 0;
+    if (id.cm) access = IBV_ACCESS_REMOTE_WRITE | (id.responder_resources ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+    QpTransition t = init_transition(type, access);
+    attr = t.attr;
+    mask = t.mask;
+    return 0;
+  }
+  if (type == IBV_QPT_UD) {
+    QpTransition t = want == IBV_QPS_RTR ? rtr_transition(type, {}) : rts_transition(type, SendSide{id.rq_psn});
+    attr = t.attr;
+    mask = t.mask;
+    return want == IBV_QPS_RTR || want == IBV_QPS_RTS ? 0 : EINVAL;
+  }
+  cm::CmQpAttrs a;
+  if (id.rep) {
+    a = cm::active_qp_attrs(id.sent, *id.rep, port.limits());
+  } else if (id.req) {
+    a = cm::passive_qp_attrs(*id.req, id.rq_psn, port.limits());
+    a.rtr.max_dest_rd_atomic = id.responder_resources;
+    a.rts.max_rd_atomic = id.initiator_depth;
+  } else {
+    return EINVAL;  // no connection yet: nothing to tell
+  }
+  if (id.ack_timeout) a.rts.timeout = *id.ack_timeout;
+  QpTransition t;
+  if (want == IBV_QPS_RTR) t = rtr_transition(type, a.rtr);
+  else if (want == IBV_QPS_RTS) t = rts_transition(type, a.rts);
+  else return EINVAL;
+  attr = t.attr;
+  mask = t.mask;
+  return 0;
+}
+
+// INIT (again, with the connection's access flags), RTR, RTS: what librdmacm does to a QP it
+// made when the REP arrives (active) or at rdma_accept (passive).
+int connect_qp(CmIdent& id, CmPort& port) {
+  for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+    ibv_qp_attr a{};
+    a.qp_state = s;
+    int mask = 0;
+    if (int rc = qp_attr_for(id, port, a, mask)) return rc;
+    if (int rc = ibv_modify_qp(id.qp, &a, mask)) return rc;
+  }
+  return 0;
+}
+
+void fill_conn(rdma_conn_param& c, CmEventBox& box, const std::vector<std::uint8_t>& data) {
+  const std::size_t n = std::min(data.size(), sizeof box.private_data);
+  if (n) std::memcpy(box.private_data, data.data(), n);
+  c.private_data = n ? box.private_data : nullptr;
+  c.private_data_len = static_cast<std::uint8_t>(n);
+}
+
+// A UD event's parameters: the peer's address as an AH attribute (a global route, as RoCE
+// needs), its QP and Q_Key, the private data.
+void fill_ud(rdma_ud_param& u, CmEventBox& box, const std::vector<std::uint8_t>& data, const ibv_sa_path_rec& path,
+             std::uint32_t qpn, std::uint32_t qkey) {
+  const std::size_t n = std::min(data.size(), sizeof box.private_data);
+  if (n) std::memcpy(box.private_data, data.data(), n);
+  u.private_data = n ? box.private_data : nullptr;
+  u.private_data_len = static_cast<std::uint8_t>(n);
+  u.ah_attr = {};
+  u.ah_attr.is_global = 1;
+  u.ah_attr.grh.dgid = path.dgid;
+  u.ah_attr.grh.hop_limit = path.hop_limit ? path.hop_limit : 64;
+  u.ah_attr.grh.traffic_class = path.traffic_class;
+  u.ah_attr.port_num = 1;
+  u.qp_num = qpn;
+  u.qkey = qkey;
+}
+
+// Takes an event's CM detail into the public event; false when the event is the library's
+// own business (a REP whose QP the library moves: the ESTABLISHED after the RTU follows).
+bool take(CmEventBox& box, CmPort& port) {
+  if (!box.raw) return true;
+  const cm::RdmaCmEvent& e = *box.raw;
+  CmIdent& id = *static_cast<CmIdent*>(box.id);
+  box.status = 0;
+  rdma_conn_param& c = box.param.conn;
+  switch (e.type) {
+    case cm::RdmaCmEventType::ConnectRequest: {
+      if (std::holds_alternative<cm::SidrReqInfo>(e.detail)) {  // UD: a SIDR_REQ, no QP of the peer's
+        box.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+        fill_ud(box.param.ud, box, e.private_data, id.path, 0, 0);
+        return true;
+      }
+      const auto& req = std::get<cm::ReqInfo>(e.detail);
+      box.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+      fill_conn(c, box, e.private_data);
+      c.responder_resources = req.responder_resources;
+      c.initiator_depth = req.initiator_depth;
+      c.flow_control = req.flow_control;
+      c.retry_count = req.retry_count;
+      c.rnr_retry_count = req.rnr_retry_count;
+      c.srq = req.srq;
+      c.qp_num = req.remote_qpn;
+      return true;
+    }
+    case cm::RdmaCmEventType::ConnectResponse: {
+      const auto& rep = std::get<cm::RepInfo>(e.detail);
+      id.rep = rep;
+      id.rep_private = e.private_data;
+      if (id.qp) {
+        // librdmacm's way: the QP to RTS, the RTU, and the program gets ESTABLISHED for the REP.
+        int rc = connect_qp(id, port);
+        if (rc == 0) {
+          EngineGuard g(port.rt().lock());
+          if (!id.cm) return false;  // the peer gave up meanwhile: its event follows
+          const cm::CmId cid = *id.cm;
+          id.swallow_established = true;
+          Status s = port.agent().run(port.now(), [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) {
+            return m.ready_to_use(cid, port.now(), out);
+          });
+          if (s.ok()) {
+            move_to(id, CmIdState::Connected);
+            box.event = RDMA_CM_EVENT_ESTABLISHED;
+            fill_conn(c, box, e.private_data);
+            c.responder_resources = rep.responder_resources;
+            c.initiator_depth = rep.initiator_depth;
+            c.flow_control = rep.flow_control;
+            c.rnr_retry_count = rep.rnr_retry_count;
+            c.srq = rep.srq;
+            c.qp_num = rep.remote_qpn;
+            return true;
+          }
+          id.swallow_established = false;
+          rc = s.code();
+        }
+        {
+          EngineGuard g(port.rt().lock());
+          if (id.cm) (void)port.agent().reject(*id.cm, {}, port.now());
+        }
+        move_to(id, CmIdState::Disconnected);
+        box.event = RDMA_CM_EVENT_CONNECT_ERROR;
+        box.status = -rc;
+        return true;
+      }
+      move_to(id, CmIdState::ConnectResponse);
+      box.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
+      fill_conn(c, box, e.private_data);
+      c.responder_resources = rep.responder_resources;
+      c.initiator_depth = rep.initiator_depth;
+      c.flow_control = rep.flow_control;
+      c.rnr_retry_count = rep.rnr_retry_count;
+      c.srq = rep.srq;
+      c.qp_num = rep.remote_qpn;
+      return true;
+    }
+    case cm::RdmaCmEventType::Established:
+      if (const auto* rep = std::get_if<cm::SidrRepInfo>(&e.detail)) {  // UD: the service's QP and Q_Key
+        move_to(id, CmIdState::Connected);
+        box.event = RDMA_CM_EVENT_ESTABLISHED;
+        fill_ud(box.param.ud, box, e.private_data, id.path, rep->qpn, rep->qkey);
+        return true;
+      }
+      move_to(id, CmIdState::Connected);
+      box.event = RDMA_CM_EVENT_ESTABLISHED;
+      if (id.rep) {
+        fill_conn(c, box, id.rep_private);
+        c.responder_resources = id.rep->responder_resources;
+        c.initiator_depth = id.rep->initiator_depth;
+        c.flow_control = id.rep->flow_control;
+        c.rnr_retry_count = id.rep->rnr_retry_count;
+        c.srq = id.rep->srq;
+        c.qp_num = id.rep->remote_qpn;
+      }
+      return true;
+    case cm::RdmaCmEventType::Rejected:
+      move_to(id, CmIdState::Disconnected);
+      if (std::holds_alternative<cm::SidrRepInfo>(e.detail)) {
+        // A SIDR_REP refusing: the kernel's rdma_cm reports it as UNREACHABLE with the SIDR status.
+        box.event = RDMA_CM_EVENT_UNREACHABLE;
+        box.status = e.status;
+        return true;
+      }
+      box.event = RDMA_CM_EVENT_REJECTED;
+      box.status = e.status;
+      // Only a consumer's refusal carries the peer's private data to the program.
+      if (e.status == static_cast<std::uint16_t>(proto::RejReason::ConsumerDefined)) fill_conn(c, box, e.private_data);
+      return true;
+    case cm::RdmaCmEventType::Unreachable:
+      move_to(id, CmIdState::Disconnected);
+      box.event = RDMA_CM_EVENT_UNREACHABLE;
+      box.status = -ETIMEDOUT;
+      return true;
+    case cm::RdmaCmEventType::ConnectError:
+      move_to(id, CmIdState::Disconnected);
+      box.event = RDMA_CM_EVENT_CONNECT_ERROR;
+      box.status = -ETIMEDOUT;
+      return true;
+    case cm::RdmaCmEventType::Disconnected:
+      move_to(id, CmIdState::Disconnected);
+      box.event = RDMA_CM_EVENT_DISCONNECTED;
+      return true;
+    case cm::RdmaCmEventType::TimewaitExit:
+      box.event = RDMA_CM_EVENT_TIMEWAIT_EXIT;
+      return true;
+    case cm::RdmaCmEventType::Count: break;
+  }
+  return false;
+}
+
+// Consumes one count of the channel's eventfd without blocking (an event removed unread).
+void drop_count(CmChannel& ch) {
+  pollfd p{ch.fd, POLLIN, 0};
+  if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+    const int flags = ::fcntl(ch.fd, F_GETFL);
+    ::fcntl(ch.fd, F_SETFL, flags | O_NONBLOCK);
+    std::uint64_t v;
+    [[maybe_unused]] const auto n = ::read(ch.fd, &v, sizeof v);
+    ::fcntl(ch.fd, F_SETFL, flags);
+  }
+}
+
+}  // namespace
+
+// --- event channels ---
+
+ROCE_VERBS_EXPORT rdma_event_channel* rdma_create_event_channel() {
+  if (CmPort::get() == nullptr) return nullptr;  // errno: no device, as librdmacm's ENODEV
+  auto* ch = new CmChannel{};
+  ch->fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ch->fd < 0) {
+    const int err = errno;
+    ch->magic = CmMagic::Dead;
+    delete ch;
+    errno = err;
+    return nullptr;
+  }
+  return ch;
+}
+
+ROCE_VERBS_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
+  CmChannel* ch = to_cm_channel(channel);
+  if (ch == nullptr) return;
+  {
+    std::lock_guard l(ch->mutex);
+    // IDs still on it would post to freed memory: librdmacm's rule is IDs first. Keep it.
+    if (ch->ids) {
+      report("rdma_destroy_event_channel: the channel still has " + std::to_string(ch->ids) +
+             " rdma_cm IDs; it is left in place (destroy the IDs first)");
+      return;
+    }
+    for (CmEventBox* e : ch->queue) {
+      e->magic = CmMagic::Dead;
+      delete e;
+    }
+    ch->queue.clear();
+  }
+  ::close(ch->fd);
+  ch->magic = CmMagic::Dead;
+  delete ch;
+}
+
+ROCE_VERBS_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+  CmChannel* ch = to_cm_channel(channel);
+  if (ch == nullptr || event == nullptr) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  for (;;) {
+    std::uint64_t v;
+    if (::read(ch->fd, &v, sizeof v) != sizeof v) {
+      if (errno == EINTR) continue;
+      return -1;  // EAGAIN on a non-blocking channel, as librdmacm's read of its fd
+    }
+    CmEventBox* box = nullptr;
+    {
+      std::lock_guard l(ch->mutex);
+      if (ch->queue.empty()) continue;  // its ID was destroyed after the count was posted
+      box = ch->queue.front();
+      ch->queue.pop_front();
+    }
+    if (!take(*box, *port)) {
+      box->magic = CmMagic::Dead;
+      delete box;
+      continue;
+    }
+    {
+      std::lock_guard l(ch->mutex);
+      ++box->counted->unacked;
+    }
+    *event = box;
+    return 0;
+  }
+}
+
+ROCE_VERBS_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
+  CmEventBox* box = to_cm_event(event);
+  if (box == nullptr) return cm_fail(EINVAL);
+  CmChannel* ch = box->counted->ch;
+  {
+    std::lock_guard l(ch->mutex);
+    --box->counted->unacked;
+  }
+  ch->acked.notify_all();
+  box->magic = CmMagic::Dead;
+  delete box;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
+  switch (event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED: return "RDMA_CM_EVENT_ADDR_RESOLVED";
+    case RDMA_CM_EVENT_ADDR_ERROR: return "RDMA_CM_EVENT_ADDR_ERROR";
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: return "RDMA_CM_EVENT_ROUTE_RESOLVED";
+    case RDMA_CM_EVENT_ROUTE_ERROR: return "RDMA_CM_EVENT_ROUTE_ERROR";
+    case RDMA_CM_EVENT_CONNECT_REQUEST: return "RDMA_CM_EVENT_CONNECT_REQUEST";
+    case RDMA_CM_EVENT_CONNECT_RESPONSE: return "RDMA_CM_EVENT_CONNECT_RESPONSE";
+    case RDMA_CM_EVENT_CONNECT_ERROR: return "RDMA_CM_EVENT_CONNECT_ERROR";
+    case RDMA_CM_EVENT_UNREACHABLE: return "RDMA_CM_EVENT_UNREACHABLE";
+    case RDMA_CM_EVENT_REJECTED: return "RDMA_CM_EVENT_REJECTED";
+    case RDMA_CM_EVENT_ESTABLISHED: return "RDMA_CM_EVENT_ESTABLISHED";
+    case RDMA_CM_EVENT_DISCONNECTED: return "RDMA_CM_EVENT_DISCONNECTED";
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: return "RDMA_CM_EVENT_DEVICE_REMOVAL";
+    case RDMA_CM_EVENT_MULTICAST_JOIN: return "RDMA_CM_EVENT_MULTICAST_JOIN";
+    case RDMA_CM_EVENT_MULTICAST_ERROR: return "RDMA_CM_EVENT_MULTICAST_ERROR";
+    case RDMA_CM_EVENT_ADDR_CHANGE: return "RDMA_CM_EVENT_ADDR_CHANGE";
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT: return "RDMA_CM_EVENT_TIMEWAIT_EXIT";
+  }
+  return "UNKNOWN EVENT";
+}
+
+// --- IDs ---
+
+ROCE_VERBS_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
+  if (id == nullptr) return cm_fail(EINVAL);
+  // Without a channel librdmacm runs the ID synchronously on a private channel; not offered.
+  if (channel == nullptr) return cm_fail(EOPNOTSUPP);
+  CmChannel* ch = to_cm_channel(channel);
+  if (ch == nullptr) return cm_fail(EINVAL);
+  ibv_qp_type type;
+  switch (ps) {
+    case RDMA_PS_TCP: type = IBV_QPT_RC; break;
+    case RDMA_PS_UDP:
+    case RDMA_PS_IPOIB: type = IBV_QPT_UD; break;
+    case RDMA_PS_IB: return cm_fail(EAFNOSUPPORT);  // AF_IB addressing: IB fabrics only
+    default: return cm_fail(EINVAL);
+  }
+  auto* i = new CmIdent{};
+  i->channel = channel;
+  i->ch = ch;
+  i->context = context;
+  i->ps = ps;
+  i->qp_type = type;
+  i->rq_psn = random_psn();
+  {
+    std::lock_guard l(ch->mutex);
+    ++ch->ids;
+  }
+  *id = i;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || addr == nullptr) return cm_fail(EINVAL);
+  if (i->state != CmIdState::Idle) return cm_fail(EINVAL);
+  if (addr->sa_family != AF_INET) return cm_fail(EAFNOSUPPORT);  // the device has an IPv4 address
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  const auto ip = ip_of(addr);
+  if (!is_ours(*port, *ip)) return cm_fail(EADDRNOTAVAIL);
+  std::memcpy(&i->route.addr.src_storage, addr, sizeof(sockaddr_in));
+  if (port_of(addr) == 0) set_port(i->route.addr.src_storage, ephemeral_port());
+  // Bound to the device's address: its device is known (librdmacm leaves verbs NULL for a wildcard).
+  if (!ip->is_any()) {
+    i->verbs = port->verbs();
+    i->port_num = 1;
+  }
+  move_to(*i, CmIdState::AddrBound);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, int timeout_ms) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || dst_addr == nullptr) return cm_fail(EINVAL);
+  const CmIdState s = i->state;
+  if (s != CmIdState::Idle && s != CmIdState::AddrBound && s != CmIdState::AddrResolved) return cm_fail(EINVAL);
+  if (dst_addr->sa_family != AF_INET || (src_addr && src_addr->sa_family != AF_INET)) return cm_fail(EAFNOSUPPORT);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  if (s == CmIdState::Idle) {
+    if (src_addr) {
+      if (!is_ours(*port, *ip_of(src_addr))) return cm_fail(EADDRNOTAVAIL);
+      std::memcpy(&i->route.addr.src_storage, src_addr, sizeof(sockaddr_in));
+    }
+    // The source is the device's address (a wildcard source means it too).
+    sockaddr_in& src = i->route.addr.src_sin;
+    src.sin_family = AF_INET;
+    std::memcpy(&src.sin_addr, port->local_ip().v4.data(), 4);
+    if (src.sin_port == 0) src.sin_port = htons(ephemeral_port());
+  } else if (i->route.addr.src_sin.sin_addr.s_addr == 0) {
+    std::memcpy(&i->route.addr.src_sin.sin_addr, port->local_ip().v4.data(), 4);
+  }
+  std::memcpy(&i->route.addr.dst_storage, dst_addr, sizeof(sockaddr_in));
+  i->verbs = port->verbs();
+  i->port_num = 1;
+  // The peer's MAC, as the kernel's address resolution finds the neighbour (ARP): the answer
+  // comes as ADDR_RESOLVED or ADDR_ERROR on the channel.
+  const auto dst = ip_of(dst_addr);
+  const Nanos wait = std::clamp<Nanos>(static_cast<Nanos>(timeout_ms) * kMilli, 10 * kMilli, kMaxArpWait);
+  const bool found = port->rt().resolve(IpAddress::ipv4(dst->v4), wait).has_value();
+  if (found) move_to(*i, CmIdState::AddrResolved);
+  post_event(*i->ch, local_event(*i, found ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR, found ? 0 : -ETIMEDOUT));
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_resolve_route(rdma_cm_id* id, int) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (i->state != CmIdState::AddrResolved) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  // RoCE: the route is the GIDs of the two addresses (rdma_cm's cma_resolve_iboe_route).
+  const auto src = ip_of(&i->route.addr.src_addr);
+  const auto dst = ip_of(&i->route.addr.dst_addr);
+  const cm::Gid sg = gid_of(*src), dg = gid_of(*dst);
+  std::memcpy(i->path.sgid.raw, sg.data(), 16);
+  std::memcpy(i->path.dgid.raw, dg.data(), 16);
+  i->path.pkey = htons(0xFFFF);
+  i->path.hop_limit = 64;
+  i->path.traffic_class = i->tos;
+  i->path.mtu = port->limits().max_mtu;
+  i->path.packet_life_time = 18;
+  i->route.path_rec = &i->path;
+  i->route.num_paths = 1;
+  move_to(*i, CmIdState::RouteResolved);
+  post_event(*i->ch, local_event(*i, RDMA_CM_EVENT_ROUTE_RESOLVED, 0));
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || optval == nullptr) return cm_fail(EINVAL);
+  if (level != RDMA_OPTION_ID) return cm_fail(ENOSYS);  // RDMA_OPTION_IB_PATH: IB path records
+  switch (optname) {
+    case RDMA_OPTION_ID_TOS:
+      if (optlen != sizeof(std::uint8_t)) return cm_fail(EINVAL);
+      i->tos = *static_cast<std::uint8_t*>(optval);
+      return 0;
+    case RDMA_OPTION_ID_ACK_TIMEOUT:
+      if (optlen != sizeof(std::uint8_t)) return cm_fail(EINVAL);
+      i->ack_timeout = std::min<std::uint8_t>(*static_cast<std::uint8_t*>(optval), 31);
+      return 0;
+    case RDMA_OPTION_ID_REUSEADDR:
+    case RDMA_OPTION_ID_AFONLY:
+      // One address per device and no port reservations outside listeners: nothing to change.
+      if (optlen != sizeof(int)) return cm_fail(EINVAL);
+      return 0;
+    default: return cm_fail(ENOSYS);
+  }
+}
+
+ROCE_VERBS_EXPORT int rdma_listen(rdma_cm_id* id, int backlog) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (i->state != CmIdState::AddrBound) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  const std::size_t queue = backlog > 0 ? static_cast<std::size_t>(backlog) : 1024;
+  EngineGuard g(port->rt().lock());
+  auto l = port->agent().listen(to_proto(i->ps), port_of(&i->route.addr.src_addr), queue);
+  if (!l) return cm_fail(l.error().code);
+  i->listen = *l;
+  port->track_listener(*l, i);
+  move_to(*i, CmIdState::Listening);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (i->state != CmIdState::RouteResolved) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  if (is_ud(i->ps)) {
+    // UD: a SIDR_REQ asks the service for its QP and Q_Key (ESTABLISHED carries them).
+    if (param && (param->private_data_len > cm::kRdmaUdResolvePrivateBytes || (param->private_data_len && !param->private_data)))
+      return cm_fail(EINVAL);
+    cm::RdmaUdResolveParams u;
+    u.port_space = to_proto(i->ps);
+    u.src = *ip_of(&i->route.addr.src_addr);
+    u.dst = *ip_of(&i->route.addr.dst_addr);
+    u.src_port = port_of(&i->route.addr.src_addr);
+    u.dst_port = port_of(&i->route.addr.dst_addr);
+    if (param && param->private_data_len) {
+      const auto* d = static_cast<const std::uint8_t*>(param->private_data);
+      u.private_data.assign(d, d + param->private_data_len);
+    }
+    EngineGuard g(port->rt().lock());
+    const Nanos now = port->now();
+    auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.resolve_ud(u, now, out); });
+    if (!cid) return cm_fail(cid.error().code);
+    i->cm = *cid;
+    port->track(*cid, i);
+    move_to(*i, CmIdState::Connecting);
+    return 0;
+  }
+  rdma_conn_param defaults{};
+  defaults.retry_count = 7;
+  defaults.rnr_retry_count = 7;
+  const rdma_conn_param& c = param ? *param : defaults;
+  const std::uint32_t qpn = i->qp ? i->qp->qp_num : c.qp_num;
+  if (qpn == 0) return cm_fail(EINVAL);
+  if (c.private_data_len > cm::kRdmaConnectPrivateBytes || (c.private_data_len && c.private_data == nullptr))
+    return cm_fail(EINVAL);
+  const std::uint8_t max = port->limits().max_rd_atomic;
+  const auto rr = depth(c.responder_resources, max), idd = depth(c.initiator_depth, max);
+  if (!rr || !idd) return cm_fail(EINVAL);
+  cm::RdmaConnectParams p;
+  p.port_space = proto::RdmaPortSpace::Tcp;
+  p.src = *ip_of(&i->route.addr.src_addr);
+  p.dst = *ip_of(&i->route.addr.dst_addr);
+  p.src_port = port_of(&i->route.addr.src_addr);
+  p.dst_port = port_of(&i->route.addr.dst_addr);
+  cm::ConnectParams& ib = p.ib;
+  ib.path.local_gid = gid_of(p.src);
+  ib.path.remote_gid = gid_of(p.dst);
+  ib.path.traffic_class = i->tos;
+  ib.local_qpn = qpn;
+  ib.starting_psn = i->rq_psn;
+  ib.transport = (i->qp ? i->qp->qp_type : i->qp_type) == IBV_QPT_UC ? proto::CmTransport::Uc : proto::CmTransport::Rc;
+  ib.responder_resources = *rr;
+  ib.initiator_depth = *idd;
+  ib.retry_count = std::min<std::uint8_t>(c.retry_count, 7);
+  ib.rnr_retry_count = std::min<std::uint8_t>(c.rnr_retry_count, 7);
+  ib.path_mtu = static_cast<proto::PathMtu>(port->limits().max_mtu);
+  ib.srq = i->qp ? i->qp->srq != nullptr : c.srq != 0;
+  ib.flow_control = c.flow_control != 0;
+  if (c.private_data_len) {
+    const auto* d = static_cast<const std::uint8_t*>(c.private_data);
+    p.private_data.assign(d, d + c.private_data_len);
+  }
+  i->sent = ib;
+  i->responder_resources = *rr;
+  i->initiator_depth = *idd;
+  EngineGuard g(port->rt().lock());
+  const Nanos now = port->now();
+  auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.connect(p, now, out); });
+  if (!cid) return cm_fail(cid.error().code);
+  i->cm = *cid;
+  port->track(*cid, i);
+  move_to(*i, CmIdState::Connecting);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (i->state != CmIdState::RequestReceived || !(i->req || i->sidr)) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  if (i->sidr) {
+    // UD: the SIDR_REP names our QP and rdma_cm's Q_Key; the QP is already in RTS.
+    const std::uint32_t qpn = i->qp ? i->qp->qp_num : (param ? param->qp_num : 0);
+    if (qpn == 0) return cm_fail(EINVAL);
+    if (param && (param->private_data_len > proto::kCmSidrRepPrivateBytes || (param->private_data_len && !param->private_data)))
+      return cm_fail(EINVAL);
+    std::span<const std::uint8_t> data;
+    if (param && param->private_data_len) data = {static_cast<const std::uint8_t*>(param->private_data), param->private_data_len};
+    EngineGuard g(port->rt().lock());
+    if (!i->cm) return cm_fail(ECONNABORTED);
+    if (Status s = port->agent().accept_ud(*i->cm, qpn, cm::kRdmaUdpQkey, data, port->now()); !s) return cm_fail(s.code());
+    move_to(*i, CmIdState::Connected);
+    return 0;
+  }
+  const cm::ReqInfo& req = *i->req;
+  const std::uint8_t max = port->limits().max_rd_atomic;
+  std::uint8_t rr = req.responder_resources, idd = req.initiator_depth;
+  if (param) {
+    const auto r = depth(param->responder_resources, max), d = depth(param->initiator_depth, max);
+    if (!r || !d) return cm_fail(EINVAL);
+    if (param->private_data_len > proto::kCmRepPrivateBytes || (param->private_data_len && param->private_data == nullptr))
+      return cm_fail(EINVAL);
+    rr = std::min(rr, *r);
+    idd = std::min(idd, *d);
+  }
+  // Never more than the peer sends at once or takes at once, never more than the device does.
+  i->responder_resources = std::min(rr, max);
+  i->initiator_depth = std::min(idd, max);
+  const std::uint32_t qpn = i->qp ? i->qp->qp_num : (param ? param->qp_num : 0);
+  if (qpn == 0) return cm_fail(EINVAL);
+  if (i->qp) {
+    if (int rc = connect_qp(*i, *port)) {
+      EngineGuard g(port->rt().lock());
+      if (i->cm) (void)port->agent().reject(*i->cm, {}, port->now());
+      move_to(*i, CmIdState::Disconnected);
+      return cm_fail(rc);
+    }
+  }
+  cm::AcceptParams a;
+  a.local_qpn = qpn;
+  a.starting_psn = i->rq_psn;
+  a.responder_resources = i->responder_resources;
+  a.initiator_depth = i->initiator_depth;
+  a.rnr_retry_count = param ? std::min<std::uint8_t>(param->rnr_retry_count, 7) : 7;
+  a.flow_control = param && param->flow_control;
+  a.srq = i->qp ? i->qp->srq != nullptr : (param && param->srq);
+  if (param && param->private_data_len) {
+    const auto* d = static_cast<const std::uint8_t*>(param->private_data);
+    a.private_data.assign(d, d + param->private_data_len);
+  }
+  EngineGuard g(port->rt().lock());
+  if (!i->cm) return cm_fail(ECONNABORTED);  // the peer gave up meanwhile
+  if (Status s = port->agent().accept(*i->cm, a, port->now()); !s) return cm_fail(s.code());
+  move_to(*i, CmIdState::Accepting);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  const CmIdState s = i->state;
+  if (s != CmIdState::RequestReceived && s != CmIdState::ConnectResponse) return cm_fail(EINVAL);
+  if (private_data_len > proto::kCmRejPrivateBytes || (private_data_len && private_data == nullptr)) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  const auto* d = static_cast<const std::uint8_t*>(private_data);
+  EngineGuard g(port->rt().lock());
+  if (!i->cm) return cm_fail(ECONNABORTED);
+  if (Status st = port->agent().reject(*i->cm, std::span<const std::uint8_t>(d, private_data_len), port->now()); !st)
+    return cm_fail(st.code());
+  move_to(*i, CmIdState::Disconnected);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_establish(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (i->state != CmIdState::ConnectResponse) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  EngineGuard g(port->rt().lock());
+  if (!i->cm) return cm_fail(ECONNABORTED);
+  const cm::CmId cid = *i->cm;
+  const Nanos now = port->now();
+  i->swallow_established = true;  // the program already had CONNECT_RESPONSE
+  Status s = port->agent().run(now, [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) { return m.ready_to_use(cid, now, out); });
+  if (!s) {
+    i->swallow_established = false;
+    return cm_fail(s.code());
+  }
+  move_to(*i, CmIdState::Connected);
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (event != IBV_EVENT_COMM_EST) return 0;  // the other QP events mean nothing to the CM
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  EngineGuard g(port->rt().lock());
+  if (!i->cm) return cm_fail(EINVAL);
+  const cm::CmId cid = *i->cm;
+  const Nanos now = port->now();
+  Status s = port->agent().run(now, [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) { return m.notify_established(cid, now, out); });
+  return s ? 0 : cm_fail(s.code());
+}
+
+ROCE_VERBS_EXPORT int rdma_disconnect(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  const CmIdState s = i->state;
+  if (s != CmIdState::Connected && s != CmIdState::Accepting && s != CmIdState::ConnectResponse && s != CmIdState::Disconnected)
+    return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  // The QP stops first (its posted receives flush), then the DREQ goes, as librdmacm does.
+  if (i->qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    (void)ibv_modify_qp(i->qp, &a, IBV_QP_STATE);
+  }
+  EngineGuard g(port->rt().lock());
+  move_to(*i, CmIdState::Disconnected);
+  if (!i->cm) return 0;  // the CM is already done with the connection
+  const cm::CmId cid = *i->cm;
+  const Nanos now = port->now();
+  Status st = port->agent().run(now, [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) { return m.disconnect(cid, now, out); });
+  // The peer's DREQ came first (answered at once): the connection is over all the same.
+  if (!st && s != CmIdState::Disconnected) return cm_fail(st.code());
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  CmChannel& ch = *i->ch;
+  std::vector<CmIdent*> orphans;  // passive IDs of this listener's requests not yet taken
+  {
+    EngineGuard g(port->rt().lock());
+    const Nanos now = port->now();
+    if (i->listen) (void)port->agent().rdma().stop_listening(*i->listen);
+    if (i->cm) {
+      const cm::CmId cid = *i->cm;
+      if (i->state == CmIdState::RequestReceived) (void)port->agent().reject(cid, {}, now);
+      else
+        port->agent().run(now, [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) {
+          m.destroy(cid, now, out);
+          return 0;
+        });
+    }
+    port->forget(i);
+    std::lock_guard l(ch.mutex);
+    for (auto it = ch.queue.begin(); it != ch.queue.end();) {
+      CmEventBox* e = *it;
+      if (e->counted != i && e->id != i) {
+        ++it;
+        continue;
+      }
+      if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST || (e->raw && e->raw->type == cm::RdmaCmEventType::ConnectRequest))
+        if (e->id != i) orphans.push_back(static_cast<CmIdent*>(e->id));
+      e->magic = CmMagic::Dead;
+      delete e;
+      it = ch.queue.erase(it);
+      drop_count(ch);
+    }
+    for (CmIdent* o : orphans) {
+      if (o->cm) (void)port->agent().reject(*o->cm, {}, now);
+      port->forget(o);
+    }
+  }
+  std::unique_lock l(ch.mutex);
+  // Events handed out must be acknowledged first (librdmacm blocks the same way).
+  ch.acked.wait(l, [i] { return i->unacked == 0; });
+  ch.ids -= 1 + static_cast<std::uint32_t>(orphans.size());
+  l.unlock();
+  for (CmIdent* o : orphans) {
+    o->magic = CmMagic::Dead;
+    delete o;
+  }
+  i->magic = CmMagic::Dead;
+  delete i;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr) return cm_fail(EINVAL);
+  if (channel == nullptr) return cm_fail(EOPNOTSUPP);  // synchronous IDs are not offered
+  CmChannel* to = to_cm_channel(channel);
+  if (to == nullptr) return cm_fail(EINVAL);
+  CmChannel* from = i->ch;
+  if (to == from) return 0;
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  // The router posts under the engine lock: holding it, no event of the ID is in flight.
+  EngineGuard g(port->rt().lock());
+  std::vector<CmEventBox*> moving;
+  {
+    std::unique_lock l(from->mutex);
+    from->acked.wait(l, [i] { return i->unacked == 0; });
+    for (auto it = from->queue.begin(); it != from->queue.end();) {
+      if ((*it)->counted == i) {
+        moving.push_back(*it);
+        it = from->queue.erase(it);
+        drop_count(*from);
+      } else {
+        ++it;
+      }
+    }
+    --from->ids;
+  }
+  {
+    std::lock_guard l(to->mutex);
+    ++to->ids;
+  }
+  i->ch = to;
+  i->channel = channel;
+  for (CmEventBox* e : moving) post_event(*to, e);
+  return 0;
+}
+
+// --- QPs ---
+
+ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || attr == nullptr) return cm_fail(EINVAL);
+  if (i->verbs == nullptr || i->qp != nullptr) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  // librdmacm makes CQs when none are given (rdma_create_ep's IDs); programs here bring theirs.
+  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) return cm_fail(EINVAL);
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) {
+    attr->pd = i->pd ? i->pd : port->default_pd();
+    if (attr->pd == nullptr) return -1;
+    attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+  }
+  if (attr->pd->context != i->verbs) return cm_fail(EINVAL);
+  ibv_qp* qp = create_qp_ex_op(i->verbs, attr);
+  if (qp == nullptr) return -1;
+  i->qp = qp;
+  // RESET -> INIT now (UD: on to RTS, it needs no peer), as librdmacm does.
+  int rc = 0;
+  for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+    if (s != IBV_QPS_INIT && qp->qp_type != IBV_QPT_UD) break;
+    ibv_qp_attr a{};
+    a.qp_state = s;
+    int mask = 0;
+    if ((rc = qp_attr_for(*i, *port, a, mask)) || (rc = ibv_modify_qp(qp, &a, mask))) break;
+  }
+  if (rc) {
+    i->qp = nullptr;
+    ibv_destroy_qp(qp);
+    return cm_fail(rc);
+  }
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+  if (qp_init_attr == nullptr) return cm_fail(EINVAL);
+  ibv_qp_init_attr_ex a{};
+  a.qp_context = qp_init_attr->qp_context;
+  a.send_cq = qp_init_attr->send_cq;
+  a.recv_cq = qp_init_attr->recv_cq;
+  a.srq = qp_init_attr->srq;
+  a.cap = qp_init_attr->cap;
+  a.qp_type = qp_init_attr->qp_type;
+  a.sq_sig_all = qp_init_attr->sq_sig_all;
+  a.pd = pd;
+  if (pd) a.comp_mask = IBV_QP_INIT_ATTR_PD;
+  if (int rc = rdma_create_qp_ex(id, &a)) return rc;
+  qp_init_attr->cap = a.cap;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT void rdma_destroy_qp(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || i->qp == nullptr) return;
+  ibv_destroy_qp(i->qp);
+  i->qp = nullptr;
+}
+
+ROCE_VERBS_EXPORT int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || qp_attr == nullptr || qp_attr_mask == nullptr) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  if (int rc = qp_attr_for(*i, *port, *qp_attr, *qp_attr_mask)) return cm_fail(rc);
+  return 0;
+}
+
+// --- small helpers ---
+
+ROCE_VERBS_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  return i ? htons(port_of(&i->route.addr.src_addr)) : 0;
+}
+
+ROCE_VERBS_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  return i ? htons(port_of(&i->route.addr.dst_addr)) : 0;
+}
+
+ROCE_VERBS_EXPORT ibv_context** rdma_get_devices(int* num_devices) {
+  CmPort* port = CmPort::get();
+  auto** list = static_cast<ibv_context**>(std::calloc(2, sizeof(ibv_context*)));
+  if (list == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (port) list[0] = port->verbs();
+  if (num_devices) *num_devices = port ? 1 : 0;
+  return list;
+}
+
+ROCE_VERBS_EXPORT void rdma_free_devices(ibv_context** list) { std::free(list); }
+
+// --- refused: kinds of ID and features the device's CM does not have ---
+
+// Synchronous IDs (no channel) and the CQs librdmacm would make for them.
+ROCE_VERBS_EXPORT int rdma_create_ep(rdma_cm_id**, rdma_addrinfo*, ibv_pd*, ibv_qp_init_attr*) { return cm_fail(EOPNOTSUPP); }
+ROCE_VERBS_EXPORT int rdma_get_request(rdma_cm_id* listen, rdma_cm_id**) {
+  return cm_fail(to_cm_id(listen) ? EOPNOTSUPP : EINVAL);
+}
+ROCE_VERBS_EXPORT void rdma_destroy_ep(rdma_cm_id* id) {
+  if (to_cm_id(id) == nullptr) return;
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+}
+ROCE_VERBS_EXPORT int rdma_create_srq(rdma_cm_id* id, ibv_pd*, ibv_srq_init_attr*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
+ROCE_VERBS_EXPORT int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
+ROCE_VERBS_EXPORT void rdma_destroy_srq(rdma_cm_id*) {}
+// No multicast on the device.
+ROCE_VERBS_EXPORT int rdma_join_multicast(rdma_cm_id* id, sockaddr*, void*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
+ROCE_VERBS_EXPORT int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex*, void*) {
+  return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL);
+}
+ROCE_VERBS_EXPORT int rdma_leave_multicast(rdma_cm_id* id, sockaddr*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
+// Enhanced connection establishment (ECE): none, as ibv_query_ece answers.
+ROCE_VERBS_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
+ROCE_VERBS_EXPORT int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
+ROCE_VERBS_EXPORT int rdma_reject_ece(rdma_cm_id* id, const void*, std::uint8_t) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }

@@ -1,0 +1,64 @@
+// The RDMA CM of the device in library mode: lib/cm's CM agent on the engine's QP1, in the
+// program's own process, and the program's rdma_cm IDs that use it. The agent is polled after
+// every dataplane iteration (whichever thread steps, the engine lock held); its rdma_cm events
+// are routed to the IDs' event channels: a connection request makes the passive ID there, as
+// the kernel does for librdmacm. What an event asks of the QP (the REP's RTR/RTS and RTU) is done
+// on the program's thread when it takes the event (rdma_get_cm_event), as librdmacm does.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "lib/cm/cm_agent.hpp"
+#include "lib/cm/cm_qp_attr.hpp"
+#include "verbs/cm_objects.hpp"
+#include "verbs/runtime.hpp"
+
+namespace roce::verbs {
+
+class CmPort : public CompletionWatch {
+ public:
+  // The device's CM, started on first use (the device, its context for rdma_cm_id::verbs and
+  // the agent on QP1). nullptr with errno set when the device cannot be opened.
+  static CmPort* get();
+
+  Runtime& rt() { return rt_; }
+  ibv_context* verbs() { return verbs_; }
+  ibv_pd* default_pd();  // for rdma_create_qp without a PD
+  // The engine lock held for all of these.
+  cm::CmAgent& agent() { return *agent_; }
+  Nanos now() { return rt_.now(); }
+  cm::CmQpLimits limits() const;
+  void track(cm::CmId id, CmIdent* owner) { by_cm_[id] = owner; }
+  void forget(CmIdent* owner);
+  void track_listener(cm::ListenerId l, CmIdent* owner) { by_listener_[l] = owner; }
+  IpAddress local_ip() const { return rt_.local().ip; }
+
+  // Polls the agent and routes its events (after every dataplane iteration).
+  bool check() override;
+
+ private:
+  CmPort(Runtime& rt, ibv_context* verbs);
+  void route(cm::RdmaCmEvent& e);
+
+  Runtime& rt_;
+  ibv_context* verbs_;
+  ibv_pd* pd_ = nullptr;
+  std::unique_ptr<cm::CmAgent> agent_;
+  std::map<cm::CmId, CmIdent*> by_cm_;
+  std::map<cm::ListenerId, CmIdent*> by_listener_;
+};
+
+// The one place an ID's state changes.
+void move_to(CmIdent& id, CmIdState to);
+
+// Queues an event on a channel (counts it on the eventfd). Any thread, no lock needed.
+void post_event(CmChannel& ch, CmEventBox* e);
+
+// A passive ID for a connection request (route(); engine lock held).
+CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e);
+
+// A random 24-bit PSN.
+std::uint32_t random_psn();
+
+}  // namespace roce::verbs
