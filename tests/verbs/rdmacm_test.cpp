@@ -257,6 +257,33 @@ TEST_F(RdmaCm, UdServiceResolvedThroughSidr) {
   rdma_destroy_event_channel(sch);
 }
 
+// A SIDR_REQ for a port nobody listens on: the SIDR_REP says so, the program sees UNREACHABLE
+// with the SIDR status (1, service ID not supported) and can tear everything down.
+TEST_F(RdmaCm, UdServiceWithoutListenerIsUnreachable) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP), 0);
+  sockaddr_in dst = addr_of(kOurIp, 7175);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  ASSERT_EQ(expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED), 0);
+  ASSERT_EQ(rdma_resolve_route(id, 2000), 0);
+  ASSERT_EQ(expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED), 0);
+  ibv_pd* pd = ibv_alloc_pd(id->verbs);
+  ibv_cq* cq = ibv_create_cq(id->verbs, 4, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd && cq);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = cq;
+  qa.recv_cq = cq;
+  qa.qp_type = IBV_QPT_UD;
+  qa.cap = {2, 2, 1, 1, 0};
+  ASSERT_EQ(rdma_create_qp(id, pd, &qa), 0);
+  ASSERT_EQ(rdma_connect(id, nullptr), 0);
+  EXPECT_EQ(expect_event(ch, RDMA_CM_EVENT_UNREACHABLE), 1);
+  rdma_destroy_qp(id);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+}
+
 TEST_F(RdmaCm, UnreachablePeerIsAddrError) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
