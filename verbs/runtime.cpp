@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <random>
 
 #include "dataplane/eal.hpp"
 #include "protocol/mtu.hpp"
@@ -138,6 +139,10 @@ Status Runtime::bring_up() {
   o.engine.max_qps = cfg_.max_qps;
   o.engine.max_rd_atomic = cfg_.max_rd_atomic;
   o.engine.ud_mtu = active_mtu_;
+  // QPNs from a base drawn per process, as hardware and rxe do not hand the same QPN out again
+  // at once: a program run again would otherwise offer its last run's QPNs, and a peer that
+  // still holds that connection in TIMEWAIT refuses the REQ or REP (REJ "stale connection").
+  o.engine.qpns.base = 0x11 + std::random_device{}() % 0x7FFF00;
   o.max_mrs = cfg_.max_mrs;
   auto dp = dp::Dataplane::create(o);
   if (!dp) return dp.error();
