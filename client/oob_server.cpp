@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::size_t kProbe = 5;
 constexpr char kDone[kProbe] = {'d', 'o', 'n', 'e', '\0'};
+// How long after a pingpong client's first record more may come before it is taken for
+// ibv_rc_pingpong's single one (ibv_srq_pingpong writes its 256 in a loop).
+constexpr int kSrqPingpongProbeMs = 300;
 
 std::string hex_bytes(std::span<const std::byte> b) {
   std::string out;
@@ -247,33 +250,59 @@ Result<SessionReport> OobServer::serve_pingpong(OobChannel& tcp, std::span<const
   if (Status s = tcp.read_exact(std::span{rec}.subspan(first.size()), read_timeout_ms()); !s) return s.error();
   auto peer = parse_pingpong(rec);
   if (!peer) return peer.error();
+  // ibv_rc_pingpong waits for our record after its one; ibv_srq_pingpong writes its 256 records
+  // back to back, so more bytes come at once.
+  std::vector<PingpongDest> peers{*peer};
+  if (tcp.wait_readable(kSrqPingpongProbeMs)) {
+    r.tool = "ibv_srq_pingpong";
+    auto all = read_srq_pingpong_records(tcp, *peer, read_timeout_ms());
+    if (!all) return make_error(all.error().code, r.peer + ": " + all.error().message);
+    peers = std::move(*all);
+  }
   QpParams p = cfg_.qp;
-  p.max_rd_atomic = 1;  // what ibv_rc_pingpong sets
+  p.max_rd_atomic = 1;  // what ibv_rc_pingpong and ibv_srq_pingpong set
   p.type = IBV_QPT_RC;
-  PerftestDest d;
-  d.qpn = peer->qpn;
-  d.psn = peer->psn;
-  d.gid = peer->gid;
-  auto qp = add_qp(p, d, 1, true);
-  if (!qp) return qp.error();
-  PingpongDest mine;
-  mine.qpn = (*qp)->local.qpn;
-  mine.psn = (*qp)->local.psn;
-  mine.gid = conn_.local_gid();
-  const auto out = format_pingpong(mine);
-  if (Status s = tcp.write_all(out); !s) return s.error();
+  std::vector<PingpongDest> mine;
+  for (const PingpongDest& d : peers) {
+    PerftestDest pd;
+    pd.qpn = d.qpn;
+    pd.psn = d.psn;
+    pd.gid = d.gid;
+    auto qp = add_qp(p, pd, 1, true);
+    if (!qp) {
+      teardown(r);
+      return qp.error();
+    }
+    PingpongDest m;
+    m.qpn = (*qp)->local.qpn;
+    m.psn = (*qp)->local.psn;
+    m.gid = conn_.local_gid();
+    mine.push_back(m);
+  }
+  auto fail = [&](const Error& e) -> Result<SessionReport> {
+    teardown(r);
+    return make_error(e.code, r.peer + " (" + r.tool + "): " + e.message);
+  };
+  if (r.tool == "ibv_srq_pingpong") {
+    if (Status s = write_srq_pingpong_records(tcp, mine); !s) return fail(s.error());
+  } else if (Status s = tcp.write_all(format_pingpong(mine.front())); !s) {
+    return fail(s.error());
+  }
   std::array<std::byte, kProbe> done{};
-  if (Status s = tcp.read_exact(done, read_timeout_ms()); !s) return s.error();
+  if (Status s = tcp.read_exact(done, read_timeout_ms()); !s) return fail(s.error());
   handshake_done_ = true;
-  r.qps = 1;
+  r.qps = static_cast<unsigned>(mine.size());
   r.mtu = p.mtu;
   // The client closes the TCP connection and ping-pongs; echo until it goes quiet.
-  const ServedQp* q = *qp;
   std::uint64_t last = 0;
   auto quiet_since = std::chrono::steady_clock::now();
   while (!stop.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::uint64_t got = drivers_.inspect(q->local.worker, [q] { return q->receiver->received(); });
+    std::uint64_t got = 0;
+    for (const auto& q : qps_) {
+      const ServedQp* sq = q.get();
+      got += drivers_.inspect(sq->local.worker, [sq] { return sq->receiver->received(); });
+    }
     const auto now = std::chrono::steady_clock::now();
     if (got != last) {
       last = got;

@@ -73,7 +73,7 @@ struct ServerConfig {
 
 struct SessionReport {
   std::string peer;
-  std::string tool;  // "perftest" or "ibv_rc_pingpong"
+  std::string tool;  // "perftest", "ibv_rc_pingpong" or "ibv_srq_pingpong"
   std::string remote_version;
   unsigned qps = 0;
   std::uint64_t received_messages = 0;

@@ -182,6 +182,61 @@ TEST(PingpongExchange, PeerClosingMidRecordIsAClearError) {
   EXPECT_NE(r.error().message.find("closed"), std::string::npos) << r.error().message;
 }
 
+// ibv_srq_pingpong: 256 records each way whatever -q, the used ones first, the rest zeroed.
+TEST(SrqPingpongExchange, EachSideSends256RecordsAndTakesTheUsedOnes) {
+  LoopbackPair p;
+  std::vector<PingpongDest> client_qps(4), server_qps(2);
+  for (std::uint32_t i = 0; i < client_qps.size(); ++i) client_qps[i] = PingpongDest{0, 0x100 + i, 0x200 + i, {}};
+  for (std::uint32_t i = 0; i < server_qps.size(); ++i) server_qps[i] = PingpongDest{0, 0x300 + i, 0x400 + i, {}};
+  std::vector<PingpongDest> got_by_server;
+  std::thread server([&] {
+    std::array<std::byte, kPingpongRecordBytes> first{};
+    ASSERT_TRUE(p.server.read_exact(first, 2000).ok());
+    auto d = parse_pingpong(first);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    auto all = read_srq_pingpong_records(p.server, *d, 2000);
+    ASSERT_TRUE(all.ok()) << all.error().message;
+    got_by_server = *all;
+    ASSERT_TRUE(write_srq_pingpong_records(p.server, server_qps).ok());
+    std::array<std::byte, 5> done{};
+    ASSERT_TRUE(p.server.read_exact(done, 2000).ok());
+    EXPECT_EQ(std::memcmp(done.data(), "done", 5), 0);
+  });
+  auto r = srq_pingpong_client_exchange(p.client, client_qps, 2000);
+  server.join();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(got_by_server.size(), 4u);
+  EXPECT_EQ(got_by_server[3].qpn, 0x103u);
+  EXPECT_EQ(got_by_server[3].psn, 0x203u);
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[1].qpn, 0x301u);
+  EXPECT_EQ((*r)[1].psn, 0x401u);
+}
+
+TEST(SrqPingpongExchange, AUsedRecordAfterAnUnusedOneIsRefusedWithItsPlace) {
+  LoopbackPair p;
+  std::vector<PingpongDest> recs(3);
+  recs[0].qpn = 0x10;
+  recs[2].qpn = 0x12;  // record 3 used, record 2 not
+  ASSERT_TRUE(write_srq_pingpong_records(p.client, recs).ok());
+  std::array<std::byte, kPingpongRecordBytes> first{};
+  ASSERT_TRUE(p.server.read_exact(first, 2000).ok());
+  auto r = read_srq_pingpong_records(p.server, *parse_pingpong(first), 2000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("record 3"), std::string::npos) << r.error().message;
+}
+
+TEST(SrqPingpongExchange, APeerStoppingShortOf256RecordsIsAClearError) {
+  LoopbackPair p;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p.client.write_all(format_pingpong(PingpongDest{0, 0x20u + i, 1, {}})).ok());
+  p.client = TcpStream{};
+  std::array<std::byte, kPingpongRecordBytes> first{};
+  ASSERT_TRUE(p.server.read_exact(first, 2000).ok());
+  auto r = read_srq_pingpong_records(p.server, *parse_pingpong(first), 2000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("record 11 of 256"), std::string::npos) << r.error().message;
+}
+
 // A server that will not serve says why in place of its next record, then closes; the clients
 // report the reason, whether the line is longer or shorter than the record they waited for.
 TEST(Refusal, PerftestAndPingpongClientsReportTheServersReason) {
