@@ -68,6 +68,8 @@ void Completer::start(const QpContext& qp) {
   sample_sent_at_ = kNever;
   sample_resent_ = false;
   ack_req_end_ = una_;
+  recovery_end_ = una_;
+  recovering_ = false;
 }
 
 void Completer::finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status) {
@@ -112,6 +114,7 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
     early_backoff_ = 0;
   }
   early_sent_at_ = kNever;
+  if (recovering_ && !psn_before(una_, recovery_end_)) recovering_ = false;
   take_rtt_sample(now, first_copy_answered);
   if (psn_before(una_, req.sent_end_psn())) {
     arm_timers(qp, now);
@@ -176,6 +179,12 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   // Packets already in flight when a go-back-N started keep arriving out of order; only
   // progress or a timeout may start the next one (otherwise one loss burns every retry).
   if (retrying_ && !timeout) return CompleterOutcome::Nothing;
+  if (!timeout && duplicate_loss_signal(req, psn)) {
+    qp.counters.inc(Counter::DuplicateLossSignals);
+    // The NAK acknowledged everything before `psn`: the resend skips what it had yet to resend there.
+    if (psn_after(psn, req.send_pos())) req.rewind(qp, psn);
+    return CompleterOutcome::Progress;
+  }
   if (retry_left_ == 0) {
     qp.counters.inc(Counter::RetryExceededErr);
     return fail_at(qp, req, una_, IBV_WC_RETRY_EXC_ERR);
@@ -183,8 +192,24 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   --retry_left_;
   if (timeout) qp.counters.inc(Counter::RetransmitTimeouts);
   qp.counters.inc(Counter::CompleterRetryErr);
+  loss_event(qp, req);
   go_back(qp, req, psn, now);
   return CompleterOutcome::Progress;
+}
+
+bool Completer::in_recovery() const { return recovering_ && psn_before(una_, recovery_end_); }
+
+bool Completer::duplicate_loss_signal(const Requester& req, std::uint32_t psn) const {
+  return in_recovery() && psn_before(psn, recovery_end_) && !psn_before(psn, req.send_pos());
+}
+
+void Completer::loss_event(QpContext& qp, const Requester& req) {
+  qp.counters.inc(Counter::LossEvents);
+  // A resent packet lost again goes back within the same event: its end stays where it was.
+  if (!in_recovery()) {
+    recovering_ = true;
+    recovery_end_ = req.sent_end_psn();
+  }
 }
 
 void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early) {
@@ -460,13 +485,21 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
     if (outstanding) out = retry(qp, req, resume_psn(qp), now, true);
   } else if (early_at_ <= now) {
     early_at_ = kNever;
-    if (outstanding && rnr_at_ == kNever) {
+    const std::uint32_t from = resume_psn(qp);
+    if (outstanding && rnr_at_ == kNever && !psn_after(req.send_pos(), from)) {
+      // Nothing sent since the last go-back (the sender is paced or held back): resending from
+      // the same place would start nothing new.
+      qp.counters.inc(Counter::DuplicateLossSignals);
+      arm_early(qp, now);
+      out = CompleterOutcome::Progress;
+    } else if (outstanding && rnr_at_ == kNever) {
       qp.counters.inc(Counter::EarlyRetransmits);
+      loss_event(qp, req);
       ++early_backoff_;
       // The local ACK timer keeps running from the last progress: early retransmissions must
       // not postpone the QP's failure on a dead path.
       const Nanos ack_timer = retransmit_at_;
-      go_back(qp, req, resume_psn(qp), now, true);
+      go_back(qp, req, from, now, true);
       early_sent_at_ = now;
       retransmit_at_ = ack_timer;
       arm_early(qp, now);

@@ -72,6 +72,11 @@ class Completer {
   void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
   void take_rtt_sample(Nanos now, bool first_copy_answered);
+  // A go-back-N to `psn` was asked for (NAK or lost response) while one is under way and the
+  // resend has not reached `psn` yet: it will send it without being asked again.
+  bool duplicate_loss_signal(const Requester& req, std::uint32_t psn) const;
+  void loss_event(QpContext& qp, const Requester& req);
+  bool in_recovery() const;
   Nanos rto() const { return rto_; }
 
   std::uint32_t una_ = 0;
@@ -97,6 +102,11 @@ class Completer {
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
+
+  // Once per loss event: a go-back-N covers what had been sent when it started; until una passes
+  // recovery_end_, a loss signal for a PSN the resend has yet to reach starts nothing.
+  std::uint32_t recovery_end_ = 0;
+  bool recovering_ = false;
 };
 
 std::string to_string(CompleterOutcome o);

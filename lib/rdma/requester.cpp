@@ -49,6 +49,7 @@ Opcode request_opcode(ibv_qp_type type, const SendWqe& w, std::uint32_t index) {
 void Requester::start(const QpContext& qp) {
   next_psn_ = qp.cfg.sq_psn & kPsnMask;
   sent_end_psn_ = next_psn_;
+  send_pos_ = next_psn_;
   una_hint_ = next_psn_;
   cursor_ = qp.sq.head();
   state_ = State::Ready;
@@ -222,6 +223,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   const std::uint32_t end = psn_add(psn, w.is_read() ? w.npackets - index : 1);
   if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
   if (psn_after(end, sent_end_psn_)) sent_end_psn_ = end;
+  if (psn_after(end, send_pos_)) send_pos_ = end;
   last_end_psn_ = end;
 }
 
@@ -246,6 +248,7 @@ void Requester::rewind(QpContext& qp, std::uint32_t psn) {
     }
     cursor_ = i;
     packets_since_ack_req_ = 0;
+    send_pos_ = psn;
     return;
   }
 }

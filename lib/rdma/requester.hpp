@@ -51,6 +51,8 @@ class Requester {
     local_done_ = false;
     return d;
   }
+  // One past the last PSN (re)sent since the latest rewind: where a resend has got to.
+  std::uint32_t send_pos() const { return send_pos_; }
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
 
@@ -69,6 +71,7 @@ class Requester {
   bool last_asked_ack_ = false;
   std::uint32_t last_end_psn_ = 0;
   bool local_done_ = false;
+  std::uint32_t send_pos_ = 0;
 
   friend class Completer;
 };
