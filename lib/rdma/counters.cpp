@@ -24,6 +24,7 @@ std::string_view counter_name(Counter c) {
     case Counter::SpuriousEarlyRetransmits: return "spurious_early_retransmits";
     case Counter::LossEvents: return "loss_events";
     case Counter::DuplicateLossSignals: return "duplicate_loss_signals";
+    case Counter::WindowCuts: return "window_cuts";
     case Counter::RnrWaits: return "rnr_waits";
     case Counter::AcksSent: return "acks_sent";
     case Counter::NaksSent: return "naks_sent";

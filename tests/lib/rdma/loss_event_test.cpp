@@ -29,6 +29,7 @@ class LossEvent : public ::testing::Test {
     EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.max_inflight_packets = 8;
     cfg.tuning.max_inflight_bytes = 0;
+    cfg.tuning.window.enabled = false;  // go-back-N alone (loss_window_test.cpp: with the window)
     cfg.tuning.congestion.enabled = true;
     cfg.tuning.congestion.rp = cc::paper_params(1e9);
     cfg.tuning.congestion.burst_bytes = 1;  // strict pacing
@@ -96,6 +97,7 @@ TEST_F(LossEvent, ARepeatedNakBeforeAnyProgressStartsNothing) {
   ASSERT_FALSE(next.empty());
   EXPECT_GT(next.front(), kS + 2);
   EXPECT_EQ(count(Counter::LossEvents), 1u);
+  EXPECT_EQ(count(Counter::DuplicateLossSignals), 1u);
   EXPECT_EQ(count(Counter::CompleterRetryErr), 1u);
   for (std::uint32_t p = kS + 2; p < kS + 8; ++p) EXPECT_EQ(sends_[p], 2) << "PSN " << p - kS;
   EXPECT_EQ(sends_[kS], 1);
