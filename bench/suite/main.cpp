@@ -5,7 +5,7 @@
 //
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
-//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window]
+//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off)
 //              (TransportTuning of every engine)
 // Cases: baselines, responder, goodput, rtt, loss, cycles.
@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
       c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
     } else if (a == "--send-window") {
       c.tuning.window.enabled = true;
+    } else if (a == "--window-floor" && has) {
+      c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
     } else if (a == "--ack-req-every" && has) {
       c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--only" && has) {

@@ -258,9 +258,9 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
   };
   std::vector<std::unique_ptr<Case>> cases;
   // Each loss rate with the send window (lib/rdma/send_window.hpp) on and off, in the same
-  // turns; every fraction is of the lossless window with the send window on.
+  // turns, the tuning's own setting first; every fraction is of the lossless turn with that setting.
   for (const double loss : {0.0, 0.001, 0.01, 0.05})
-  for (const bool window : {true, false}) {
+  for (const bool window : {c.tuning.window.enabled, !c.tuning.window.enabled}) {
     auto k = std::make_unique<Case>();
     k->loss = loss;
     k->window = window;
