@@ -176,6 +176,9 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // full tail-drop queue does to whoever arrives second): four times the floor once the peer has
   // answered something, sixteen times before.
   if (floor <= 0 || rto_ == kNever || early_backoff_ >= 32 || !psn_before(una_, ack_req_end_)) return;
+  // That wait only with the send window (off by default): a peer slow to answer its first
+  // packets (rxe in a guest) must not see them twice.
+  if (srtt_ == 0 && !(qp.tuning && qp.tuning->window.enabled)) return;
   // At least twice the smoothed round trip: a queue that grows past srtt + 4 rttvar would have
   // every QP on it resend its window, which doubles the queue and keeps the round trip there.
   const Nanos base = srtt_ != 0 ? std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_}) : (peer_answered_ ? 4 : 16) * floor;

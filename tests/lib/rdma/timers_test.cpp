@@ -292,10 +292,27 @@ TEST_F(EarlyRetransmit, DisabledTheLostRetransmissionWaitsForTheLocalAckTimeout)
   EXPECT_EQ(a_out_[10].at - a_out_[6].at, Nanos{4096} << 14);
 }
 
-TEST_F(EarlyRetransmit, NoAnswerYetTheEarlyTimerWaitsSixteenTimesItsFloor) {
-  // Nothing ever came back, so there is no RTT to base an early timer on: it waits 16 times its
-  // floor, doubling each time, and the IBA timer still fails the QP on time.
+TEST_F(EarlyRetransmit, NoRttSampleNoEarlyRetransmission) {
+  // Nothing ever came back, so there is no RTT to base an early timer on: only the IBA timer.
   cfg_.tuning.early_retransmit_min = kMicro;
+  QpOptions o;
+  o.timeout = 10;
+  o.retry_cnt = 1;
+  start_blackholed(o);
+  ASSERT_EQ(post_write(1), 0);
+  auto wcs = run_for_completion(10 * kSecond);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(a_out_.size(), 2u);
+  EXPECT_EQ(a_.qp->counters().get(Counter::EarlyRetransmits), 0u);
+}
+
+TEST_F(EarlyRetransmit, WithTheSendWindowNoAnswerYetTheEarlyTimerWaitsSixteenTimesItsFloor) {
+  // With the send window on (a full tail-drop queue can take a QP's whole first window): no RTT
+  // to base an early timer on, so it waits 16 times its floor, doubling each time, and the IBA
+  // timer still fails the QP on time.
+  cfg_.tuning.early_retransmit_min = kMicro;
+  cfg_.tuning.window.enabled = true;
   QpOptions o;
   o.timeout = 10;
   o.retry_cnt = 1;
