@@ -313,9 +313,11 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     for f in fig.all("loss_goodput"):
         n = f["notes"]
         lost = n.get("lost_frames", 0)
-        frac = fig.find("loss_fraction", loss_pct=f["params"]["loss_pct"])
-        w("| {} % | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            f["params"]["loss_pct"], mmm(f), mmm(frac) if frac else ratio(med(f), l0), int(lost),
+        window = f["params"].get("send_window")
+        frac = (fig.find("loss_fraction", loss_pct=f["params"]["loss_pct"], send_window=window) if window
+                else fig.find("loss_fraction", loss_pct=f["params"]["loss_pct"]))
+        w("| {} %{} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            f["params"]["loss_pct"], ", send window " + window if window else "", mmm(f), mmm(frac) if frac else ratio(med(f), l0), int(lost),
             int(n.get("retransmitted", 0)), fmt(n.get("retransmitted", 0) / lost, 1) if lost else "-",
             int(n.get("early_retransmits", 0)), int(n.get("timeouts", 0)), int(n.get("naks_sent", 0))))
     w("")

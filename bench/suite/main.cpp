@@ -5,7 +5,7 @@
 //
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
-//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N]
+//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off)
 //              (TransportTuning of every engine)
 // Cases: baselines, responder, goodput, rtt, loss, cycles.
@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
       c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--early-retransmit-us" && has) {
       c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+    } else if (a == "--send-window") {
+      c.tuning.window.enabled = true;
+    } else if (a == "--window-floor" && has) {
+      c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
     } else if (a == "--ack-req-every" && has) {
       c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--only" && has) {
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
   w.field("runs", c.runs).field("window_s", c.window).field("rtt_samples", c.rtt_samples);
   w.field("big_buffer_mib", static_cast<std::uint64_t>(c.big_bytes >> 20)).field("llc_reported_mib", static_cast<std::uint64_t>(llc >> 20));
   w.field("smoke", c.smoke).field("ok", ok);
-  w.field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
+  w.field("send_window", c.tuning.window.enabled).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
   w.field("ack_req_every", c.tuning.ack_req_every);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
   w.end_object();

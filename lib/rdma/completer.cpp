@@ -68,6 +68,17 @@ void Completer::start(const QpContext& qp) {
   sample_sent_at_ = kNever;
   sample_resent_ = false;
   ack_req_end_ = una_;
+  const TransportTuning* t = qp.tuning;
+  double static_cap = t ? t->max_inflight_packets : 256;
+  if (t && t->max_inflight_bytes != 0)
+    static_cap = std::min(static_cap, std::max(1.0, static_cast<double>(t->max_inflight_bytes / qp.cfg.pmtu)));
+  // A shared window is started by its owner, once.
+  if (shared_window_ == nullptr) own_window_.start(t ? t->window : WindowTuning{}, static_cap, t && t->congestion.enabled);
+  recovery_end_ = progress_una_ = una_;
+  recovering_ = false;
+  peer_answered_ = false;
+  delivered_ = rate_delivered_ = 0;
+  rate_since_ = kNever;
 }
 
 void Completer::finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status) {
@@ -112,7 +123,14 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
     early_backoff_ = 0;
   }
   early_sent_at_ = kNever;
-  take_rtt_sample(now, first_copy_answered);
+  const std::int32_t acked = psn_diff(una_, progress_una_);
+  if (acked > 0) {
+    delivered_ += static_cast<std::uint32_t>(acked);
+    window().on_progress(now, static_cast<std::uint32_t>(acked));
+  }
+  progress_una_ = una_;
+  if (recovering_ && !psn_before(una_, recovery_end_)) recovering_ = false;
+  take_rtt_sample(qp, now, first_copy_answered);
   if (psn_before(una_, req.sent_end_psn())) {
     arm_timers(qp, now);
   } else {
@@ -121,13 +139,19 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   }
 }
 
-void Completer::take_rtt_sample(Nanos now, bool first_copy_answered) {
+void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
   if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
   const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
   sample_sent_at_ = kNever;
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
   if (ambiguous) return;
+  // The delivery rate over the time since the previous sample (at least this round trip): over
+  // one short RTT, an ACK covering a whole message would count as delivered in an instant.
+  const Nanos interval = std::max(r, now - rate_since_);
+  window().on_rtt_sample(now, r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), interval, qp.cfg.pmtu);
+  rate_since_ = now;
+  rate_delivered_ = delivered_;
   if (srtt_ == 0) {
     srtt_ = r;
     rttvar_ = r / 2;
@@ -148,10 +172,17 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   const Nanos floor = qp.tuning ? qp.tuning->early_retransmit_min : 0;
   // Only while a packet that asked for an ACK is unacknowledged: a sender paced so slowly
   // (DCQCN) that no AckReq went out for a while is not waiting for anything.
-  if (floor <= 0 || srtt_ == 0 || rto_ == kNever || early_backoff_ >= 32 || !psn_before(una_, ack_req_end_)) return;
+  // Without an RTT sample (the first window lost every packet a sample could come from, which a
+  // full tail-drop queue does to whoever arrives second): four times the floor once the peer has
+  // answered something, sixteen times before.
+  if (floor <= 0 || rto_ == kNever || early_backoff_ >= 32 || !psn_before(una_, ack_req_end_)) return;
+  // That wait only with the send window (off by default): a peer slow to answer its first
+  // packets (rxe in a guest) must not see them twice.
+  if (srtt_ == 0 && !(qp.tuning && qp.tuning->window.enabled)) return;
   // At least twice the smoothed round trip: a queue that grows past srtt + 4 rttvar would have
   // every QP on it resend its window, which doubles the queue and keeps the round trip there.
-  const Nanos wait = std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_}) << early_backoff_;
+  const Nanos base = srtt_ != 0 ? std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_}) : (peer_answered_ ? 4 : 16) * floor;
+  const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
 
@@ -169,13 +200,23 @@ void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos
   if (sample_sent_at_ == kNever && !retrying_ && psn_after(req.sent_end_psn(), sample_from_)) {
     sample_end_ = sample_from_ = req.sent_end_psn();
     sample_sent_at_ = now;
+    if (rate_since_ == kNever) {
+      rate_since_ = now;
+      rate_delivered_ = delivered_;
+    }
   }
 }
 
 CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout) {
   // Packets already in flight when a go-back-N started keep arriving out of order; only
   // progress or a timeout may start the next one (otherwise one loss burns every retry).
-  if (retrying_ && !timeout) return CompleterOutcome::Nothing;
+  if (!timeout && (retrying_ || duplicate_loss_signal(req, psn))) {
+    qp.counters.inc(Counter::DuplicateLossSignals);
+    // The NAK acknowledged everything before `psn`: the resend skips what it had yet to resend there.
+    if (retrying_ || !psn_after(psn, req.send_pos())) return CompleterOutcome::Nothing;
+    req.rewind(qp, psn);
+    return CompleterOutcome::Progress;
+  }
   if (retry_left_ == 0) {
     qp.counters.inc(Counter::RetryExceededErr);
     return fail_at(qp, req, una_, IBV_WC_RETRY_EXC_ERR);
@@ -183,8 +224,27 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   --retry_left_;
   if (timeout) qp.counters.inc(Counter::RetransmitTimeouts);
   qp.counters.inc(Counter::CompleterRetryErr);
+  loss_event(qp, req, now, timeout);
   go_back(qp, req, psn, now);
   return CompleterOutcome::Progress;
+}
+
+bool Completer::in_recovery() const { return recovering_ && psn_before(una_, recovery_end_); }
+
+bool Completer::duplicate_loss_signal(const Requester& req, std::uint32_t psn) const {
+  return in_recovery() && psn_before(psn, recovery_end_) && !psn_before(psn, req.send_pos());
+}
+
+void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout) {
+  qp.counters.inc(Counter::LossEvents);
+  // One cut per window of data: a loss among packets sent before the previous cut took effect
+  // says nothing new about the path. A local ACK timeout always cuts.
+  if ((timeout || !in_recovery()) && window().on_loss(now, srtt_ ? srtt_ : window().min_rtt(), timeout))
+    qp.counters.inc(Counter::WindowCuts);
+  if (!in_recovery()) {
+    recovering_ = true;
+    recovery_end_ = req.sent_end_psn();
+  }
 }
 
 void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early) {
@@ -252,6 +312,7 @@ CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Pac
       return CompleterOutcome::Nothing;
     case ResponsePsnClass::Valid: break;
   }
+  peer_answered_ = true;
   CompleterOutcome out;
   switch (pkt.info->operation) {
     case Operation::ReadResponse: out = on_read_response(qp, req, pkt, now, placed); break;
@@ -460,13 +521,21 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
     if (outstanding) out = retry(qp, req, resume_psn(qp), now, true);
   } else if (early_at_ <= now) {
     early_at_ = kNever;
-    if (outstanding && rnr_at_ == kNever) {
+    const std::uint32_t from = resume_psn(qp);
+    if (outstanding && rnr_at_ == kNever && !psn_after(req.send_pos(), from)) {
+      // Nothing sent since the last go-back (the window holds the resend back): resending
+      // from the same place would start nothing new.
+      qp.counters.inc(Counter::DuplicateLossSignals);
+      arm_early(qp, now);
+      out = CompleterOutcome::Progress;
+    } else if (outstanding && rnr_at_ == kNever) {
       qp.counters.inc(Counter::EarlyRetransmits);
+      loss_event(qp, req, now, false);
       ++early_backoff_;
       // The local ACK timer keeps running from the last progress: early retransmissions must
       // not postpone the QP's failure on a dead path.
       const Nanos ack_timer = retransmit_at_;
-      go_back(qp, req, resume_psn(qp), now, true);
+      go_back(qp, req, from, now, true);
       early_sent_at_ = now;
       retransmit_at_ = ack_timer;
       arm_early(qp, now);

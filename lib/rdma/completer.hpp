@@ -10,6 +10,7 @@
 #include "lib/rdma/payload.hpp"
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/requester.hpp"
+#include "lib/rdma/send_window.hpp"
 #include "protocol/packet.hpp"
 
 namespace roce {
@@ -47,6 +48,13 @@ class Completer {
   Nanos deadline() const { return std::min({retransmit_at_, rnr_at_, early_at_}); }
   Nanos retransmit_deadline() const { return retransmit_at_; }
   std::uint32_t una() const { return una_; }
+  const SendWindow& window() const { return shared_window_ ? *shared_window_ : own_window_; }
+  SendWindow& window() { return shared_window_ ? *shared_window_ : own_window_; }
+  // The window shared with the other QPs on this QP's path (nullptr: a window of its own).
+  void share_window(SendWindow* w) { shared_window_ = w; }
+  Nanos srtt() const { return srtt_; }
+  // While the QP's share of the window is below one packet: the spacing between request packets, else 0.
+  Nanos window_spacing() const { return window().spacing(srtt_ ? srtt_ : window().min_rtt()); }
 
  private:
   enum class AckResult : std::uint8_t { Ok, ResponseLost };
@@ -71,7 +79,12 @@ class Completer {
   std::uint32_t resume_psn(const QpContext& qp) const;
   void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
-  void take_rtt_sample(Nanos now, bool first_copy_answered);
+  void take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);
+  // A go-back-N from `psn` is about to start: whether it is a new loss event (cutting the
+  // window) or a signal for a range already being resent (starting nothing).
+  bool duplicate_loss_signal(const Requester& req, std::uint32_t psn) const;
+  void loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout);
+  bool in_recovery() const;
   Nanos rto() const { return rto_; }
 
   std::uint32_t una_ = 0;
@@ -97,6 +110,18 @@ class Completer {
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
+
+  // Send window (AIMD + BDP cap). A loss event covers what was sent when it started: until una
+  // passes recovery_end_, further losses in that range neither cut again nor resend twice.
+  SendWindow own_window_;
+  SendWindow* shared_window_ = nullptr;  // owned by the engine
+  std::uint32_t recovery_end_ = 0;
+  bool recovering_ = false;
+  bool peer_answered_ = false;        // a valid response came: the early timer may run without an RTT sample
+  std::uint32_t progress_una_ = 0;    // una when the window last heard of progress
+  std::uint64_t delivered_ = 0;       // packets acknowledged since start
+  Nanos rate_since_ = kNever;         // the delivery rate is measured from here ...
+  std::uint64_t rate_delivered_ = 0;  // ... and delivered_ then
 };
 
 std::string to_string(CompleterOutcome o);

@@ -83,6 +83,7 @@ Status Engine::destroy_qp(QueuePair* qp) {
   if (qp == nullptr || qp->slot >= qps_.size() || qps_[qp->slot].get() != qp) return make_error(EINVAL, "unknown QP");
   retired_.add(qp->counters());
   timers_.remove(qp->slot);
+  qp->share_window(nullptr);  // no longer among the path's sharers
   // Drop it from the active ring.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < active_count_; ++i) {
@@ -103,6 +104,8 @@ Status Engine::modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask) {
                                   " outstanding READ/atomic requests");
   }
   Status s = qp->modify(attr, mask, cfg_.path);
+  if (s && qp->type() == IBV_QPT_RC && qp->state() == QpState::Rts && qp->shared_window() == nullptr)
+    qp->share_window(path_window(*qp));
   refresh(*qp);
   return s;
 }
@@ -157,7 +160,23 @@ void Engine::activate(QueuePair& qp) {
   ++active_count_;
 }
 
+SendWindow* Engine::path_window(const QueuePair& qp) {
+  const proto::FrameSpec& p = qp.context().path;
+  const IpAddress peer = p.ip_version == IpVersion::V6 ? IpAddress::ipv6(p.ipv6.dst) : IpAddress::ipv4(p.ipv4.dst);
+  for (PathWindow& w : path_windows_)
+    if (w.peer == peer) return w.window.get();
+  auto w = std::make_unique<SendWindow>();
+  const TransportTuning& t = cfg_.tuning;
+  double static_cap = t.max_inflight_packets;
+  if (t.max_inflight_bytes != 0)
+    static_cap = std::min(static_cap, std::max(1.0, static_cast<double>(t.max_inflight_bytes / qp.config().pmtu)));
+  w->start(t.window, static_cap, t.congestion.enabled);
+  path_windows_.push_back(PathWindow{peer, std::move(w)});
+  return path_windows_.back().window.get();
+}
+
 void Engine::refresh(QueuePair& qp) {
+  qp.sync_window_share();
   if (qp.has_tx_work()) activate(qp);
   timers_.set(qp.slot, qp.deadline());
 }
@@ -253,6 +272,7 @@ void Engine::advance(Nanos now) {
     const std::uint32_t slot = timers_.earliest_owner();
     QueuePair& qp = *qps_[slot];
     qp.on_timer(now);
+    qp.sync_window_share();
     const Nanos next = qp.deadline();
     timers_.set(slot, next <= now ? kNever : next);  // a timer that cannot move forward must not spin
     if (qp.has_tx_work()) activate(qp);

@@ -156,6 +156,8 @@ class Engine {
   void activate(QueuePair& qp);
   void refresh(QueuePair& qp);
   bool owns_srq(const SharedReceiveQueue* srq) const;
+  // The send window of the RC QPs toward `qp`'s peer address, made on first use.
+  SendWindow* path_window(const QueuePair& qp);
 
   EngineConfig cfg_;
   MrTable& mrs_;
@@ -166,6 +168,11 @@ class Engine {
   std::vector<std::unique_ptr<SharedReceiveQueue>> srqs_;
   TimerHeap timers_;
   GsiPort gsi_;
+  struct PathWindow {
+    IpAddress peer;
+    std::unique_ptr<SendWindow> window;
+  };
+  std::vector<PathWindow> path_windows_;  // control path only (modify_qp)
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;

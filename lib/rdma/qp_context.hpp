@@ -14,6 +14,7 @@
 #include "lib/rdma/memory.hpp"
 #include "lib/rdma/qp_state.hpp"
 #include "lib/rdma/shared_receive_queue.hpp"
+#include "lib/rdma/send_window.hpp"
 #include "lib/rdma/work_request.hpp"
 #include "lib/time.hpp"
 #include "protocol/builder.hpp"
@@ -58,6 +59,8 @@ struct TransportTuning {
   // after a loss, so the window should not exceed the bandwidth-delay product much: 256 KiB is
   // 64 packets at a 4 KiB MTU, still the 256-packet cap at 1 KiB.
   std::uint32_t max_inflight_bytes = 256 * 1024;
+  // AIMD window under the two caps above (lib/rdma/send_window.hpp); enabled: false leaves only them.
+  WindowTuning window{};
   std::uint32_t ack_req_every = 64;           // also ask for an ACK every N packets of a long message
   // Early retransmission (ConnectX calls its version adaptive retransmission): after no progress
   // for max(this, srtt + 4 rttvar, 2 srtt), doubling on each try, resend from the oldest unacknowledged

@@ -192,6 +192,8 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
       while (!ctx_.rq.empty()) ctx_.rq.pop();
       ctx_.srq_holding = false;
       resp_.clear_output();
+      if (window_joined_) comp_.window().leave();
+      window_joined_ = false;
       req_ = Requester{};
       comp_ = Completer{};
       break;
@@ -199,7 +201,9 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
     case QpState::Rts:
       if (cur == QpState::Rtr) {
         req_.start(ctx_);
+        comp_.share_window(shared_window_);
         comp_.start(ctx_);
+        req_.use_window(&comp_.window());
       }
       break;
     case QpState::Err:
@@ -468,6 +472,31 @@ bool QueuePair::paced_out(Nanos now) {
   return true;
 }
 
+void QueuePair::share_window(SendWindow* w) {
+  if (window_joined_) {
+    comp_.window().leave();
+    window_joined_ = false;
+  }
+  shared_window_ = w;
+  comp_.share_window(w);
+  req_.use_window(&comp_.window());
+  sync_window_share();
+}
+
+void QueuePair::sync_window_share() {
+  const bool active = ctx_.is_rc() && ctx_.sends_requests() && !ctx_.sq.empty();
+  if (active == window_joined_) return;
+  window_joined_ = active;
+  if (active) comp_.window().join(); else comp_.window().leave();
+}
+
+bool QueuePair::window_paced_out(Nanos now) {
+  const Nanos gap = comp_.window_spacing();
+  if (gap <= 0 || last_request_at_ == kNever || now >= last_request_at_ + gap) return false;
+  pacer_wake_ = last_request_at_ + gap;
+  return true;
+}
+
 bool QueuePair::build_cnp(TxFrame& frame) {
   cnp_pending_ = false;
   const FrameSpec& p = ctx_.path;
@@ -508,6 +537,7 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
     return built;
   }
   if (cc_ && req_.can_send(ctx_) && paced_out(now)) return false;
+  if (ctx_.is_rc() && req_.can_send(ctx_) && window_paced_out(now)) return false;
   bool local_error = false;
   const bool built = req_.build_next(ctx_, frame, &local_error);
   if (req_.take_local_done() && !local_error) comp_.retire(ctx_, req_);
@@ -517,6 +547,7 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
     return false;
   }
   if (!built) return false;
+  last_request_at_ = now;
   if (cc_) cc_->on_data_sent(now, frame.length);
   if (ctx_.is_rc()) comp_.on_request_sent(ctx_, req_, now);
   else comp_.retire(ctx_, req_);

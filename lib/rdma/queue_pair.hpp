@@ -76,6 +76,13 @@ class QueuePair {
   const QpContext& context() const { return ctx_; }
   const QpCongestion* congestion() const { return cc_.get(); }
 
+  // The send window shared with the engine's other QPs toward the same peer (set once the QP is
+  // in RTS; the engine owns it), and keeping this QP counted among its sharers while it has
+  // send work.
+  void share_window(SendWindow* w);
+  SendWindow* shared_window() const { return shared_window_; }
+  void sync_window_share();
+
   bool in_active_list = false;  // owned by the engine's scheduler
   std::uint32_t slot = 0;       // index in the engine's QP table
 
@@ -90,6 +97,9 @@ class QueuePair {
   bool build_cnp(TxFrame& frame);
   // Whether the pacer lets a data frame go now; if not, the QP sleeps until it does.
   bool paced_out(Nanos now);
+  // Whether a send window below one packet holds the next request back (until srtt / window
+  // after the previous one); if so, the QP sleeps until then.
+  bool window_paced_out(Nanos now);
   // The wake time of a QP held back by the pacer is where its next frame may leave at the current
   // rate; after a rate change (an increase above all: a 4 KB frame at 1 Mb/s waits 33 ms) it moves.
   void repace(Nanos now);
@@ -101,8 +111,11 @@ class QueuePair {
   Completer comp_;
   std::unique_ptr<QpCongestion> cc_;
   bool cnp_pending_ = false;
-  Nanos pacer_wake_ = kNever;  // set while the pacer holds the QP back
+  Nanos pacer_wake_ = kNever;  // set while the pacer (or the send window) holds the QP back
   bool last_wqe_reached_ = false;
+  Nanos last_request_at_ = kNever;
+  SendWindow* shared_window_ = nullptr;
+  bool window_joined_ = false;
 };
 
 }  // namespace roce

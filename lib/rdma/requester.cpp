@@ -49,6 +49,7 @@ Opcode request_opcode(ibv_qp_type type, const SendWqe& w, std::uint32_t index) {
 void Requester::start(const QpContext& qp) {
   next_psn_ = qp.cfg.sq_psn & kPsnMask;
   sent_end_psn_ = next_psn_;
+  send_pos_ = next_psn_;
   una_hint_ = next_psn_;
   cursor_ = qp.sq.head();
   state_ = State::Ready;
@@ -62,6 +63,7 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   const std::uint32_t psn = w.state == WqeState::Posted ? next_psn_ : psn_add(w.first_psn, w.next_packet);
   const std::int32_t inflight = psn_diff(psn, una_hint_);
   if (inflight >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
+  if (static_cast<std::int64_t>(inflight) >= static_cast<std::int64_t>(window_limit())) return false;
   if (qp.tuning->max_inflight_bytes != 0 && inflight > 0 &&
       static_cast<std::uint64_t>(inflight) * qp.cfg.pmtu >= qp.tuning->max_inflight_bytes)
     return false;
@@ -194,9 +196,11 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     const std::int32_t inflight_after = psn_diff(psn, una_hint_) + 1;
     const bool fills_window =
         inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
+        static_cast<std::int64_t>(inflight_after) >= static_cast<std::int64_t>(window_limit()) ||
         (qp.tuning->max_inflight_bytes != 0 &&
          static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
-    const bool ask = info.ends_message() || packets_since_ack_req_ >= qp.tuning->ack_req_every || fills_window;
+    const std::uint32_t every = std::min(qp.tuning->ack_req_every, window_ack_spacing());
+    const bool ask = info.ends_message() || packets_since_ack_req_ >= every || fills_window;
     spec.bth.set_ack_requested(ask);
     last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;
@@ -222,6 +226,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   const std::uint32_t end = psn_add(psn, w.is_read() ? w.npackets - index : 1);
   if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
   if (psn_after(end, sent_end_psn_)) sent_end_psn_ = end;
+  if (psn_after(end, send_pos_)) send_pos_ = end;
   last_end_psn_ = end;
 }
 
@@ -246,6 +251,7 @@ void Requester::rewind(QpContext& qp, std::uint32_t psn) {
     }
     cursor_ = i;
     packets_since_ack_req_ = 0;
+    send_pos_ = psn;
     return;
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/rdma/qp_context.hpp"
+#include "lib/rdma/send_window.hpp"
 
 namespace roce {
 
@@ -51,6 +52,12 @@ class Requester {
     local_done_ = false;
     return d;
   }
+  // One past the last PSN (re)sent since the latest rewind: where the resend has got to.
+  std::uint32_t send_pos() const { return send_pos_; }
+  // Packets the send window lets this QP have in flight.
+  std::uint32_t window_limit() const { return window_ ? window_->limit() : UINT32_MAX; }
+  std::uint32_t window_ack_spacing() const { return window_ ? window_->ack_spacing() : UINT32_MAX; }
+  void use_window(const SendWindow* w) { window_ = w; }
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
 
@@ -69,6 +76,8 @@ class Requester {
   bool last_asked_ack_ = false;
   std::uint32_t last_end_psn_ = 0;
   bool local_done_ = false;
+  std::uint32_t send_pos_ = 0;
+  const SendWindow* window_ = nullptr;  // the completer's send window
 
   friend class Completer;
 };

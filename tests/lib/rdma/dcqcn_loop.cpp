@@ -47,6 +47,7 @@ class Loop {
   void poll(Flow& f, bool repost);
   void sample(Nanos t);
   std::uint64_t outstanding() const;
+  double bottleneck_bps() const { return c_.receiver_rate_bps > 0 ? c_.receiver_rate_bps : c_.line_rate_bps; }
 
   const DcqcnLoopConfig& c_;
   std::ostream* trace_;
@@ -58,22 +59,25 @@ class Loop {
 
 void Loop::build() {
   EngineConfig cfg;
-  // Senders bounded only by their 256-packet go-back-N window, as the queue bounds of these
-  // experiments assume (the 256 KiB byte window would keep the switch queue shallow).
-  cfg.tuning.max_inflight_bytes = 0;
-  cfg.tuning.congestion.enabled = true;
+  cfg.tuning.max_inflight_bytes = c_.max_inflight_bytes;
+  cfg.tuning.congestion.enabled = c_.dcqcn;
+  cfg.tuning.window = c_.window;
   cfg.tuning.congestion.rp = c_.rp;
   const FabricLink link{c_.line_rate_bps, c_.link_delay};
   EngineConfig receiver_cfg = cfg;
-  receiver_cfg.tuning.congestion.enabled = c_.receiver_dcqcn;
-  receiver_ = fabric_.add_host("receiver", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, receiver_cfg, link, c_.port);
+  receiver_cfg.tuning.congestion.enabled = c_.dcqcn && c_.receiver_dcqcn;
+  const FabricLink receiver_link{bottleneck_bps(), c_.link_delay};
+  receiver_ = fabric_.add_host("receiver", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, receiver_cfg, receiver_link, c_.port);
+  std::size_t shared_sender = 0;
+  if (c_.one_sender_host)
+    shared_sender = fabric_.add_host("sender", {2, 0, 0, 0, 1, 1}, {10, 0, 1, 1}, cfg, link, c_.port);
   QpOptions o;
   o.mtu = IBV_MTU_4096;
   o.depth = static_cast<std::uint32_t>(c_.outstanding) + 4;
   std::mt19937_64 rng(c_.seed);
   for (int i = 0; i < c_.senders; ++i) {
     const auto n = static_cast<std::uint8_t>(i + 1);
-    const std::size_t h = fabric_.add_host("sender" + std::to_string(i + 1), {2, 0, 0, 0, 1, n}, {10, 0, 1, n}, cfg,
+    const std::size_t h = c_.one_sender_host ? shared_sender : fabric_.add_host("sender" + std::to_string(i + 1), {2, 0, 0, 0, 1, n}, {10, 0, 1, n}, cfg,
                                            link, c_.port);
     auto f = std::make_unique<Flow>();
     f->sender = make_endpoint(fabric_.host(h), o);
@@ -126,7 +130,7 @@ std::uint64_t Loop::outstanding() const {
 void Loop::sample(Nanos t) {
   for (std::size_t i = 0; i < flows_.size(); ++i) {
     const Flow& f = *flows_[i];
-    if (!f.started) continue;
+    if (!f.started || f.sender.qp->congestion() == nullptr) continue;
     const cc::ReactionPoint& rp = f.sender.qp->congestion()->reaction_point();
     *trace_ << static_cast<double>(t) / 1e3 << ',' << i + 1 << ',' << rp.rc_bps() / 1e9 << ',' << rp.rt_bps() / 1e9
             << ',' << rp.alpha() << '\n';
@@ -168,9 +172,9 @@ DcqcnLoopResult Loop::run() {
     r_.goodput_bps.push_back(static_cast<double>(packets) * kPmtu * 8 / window_s);
     total += r_.goodput_bps.back();
   }
-  const double payload_rate = c_.line_rate_bps * kPmtu / cc::link_bytes(kFullFrameBytes);
+  const double payload_rate = bottleneck_bps() * kPmtu / cc::link_bytes(kFullFrameBytes);
   r_.goodput_utilisation = total / payload_rate;
-  r_.link_utilisation = static_cast<double>(w.departed_bytes) * 8 / (c_.line_rate_bps * window_s);
+  r_.link_utilisation = static_cast<double>(w.departed_bytes) * 8 / (bottleneck_bps() * window_s);
   r_.jain = jain_index(r_.goodput_bps);
   r_.mean_queue_bytes = w.mean_queue_bytes(fabric_.now());
   r_.max_queue_bytes_window = w.queue_max_bytes;
@@ -195,7 +199,11 @@ DcqcnLoopResult Loop::run() {
     r_.cnps_received += s.get(Counter::CnpReceived);
     r_.cnps_ignored += s.get(Counter::CnpIgnored);
     r_.retransmitted += s.get(Counter::RetransmittedPkts);
+    r_.sent_packets += s.get(Counter::SentPkts);
+    r_.loss_events += s.get(Counter::LossEvents);
+    r_.window_cuts += s.get(Counter::WindowCuts);
     r_.cnps_sent += f->receiver.qp->counters().get(Counter::CnpSent);
+    if (f->sender.qp->congestion() == nullptr) continue;
     const cc::RpCounters& rp = f->sender.qp->congestion()->reaction_point().counters();
     r_.rate_decreases += rp.rate_decreases;
     r_.rate_increases += rp.increases_fast_recovery + rp.increases_additive + rp.increases_hyper;

@@ -12,6 +12,7 @@
 
 #include "lib/cc/congestion_point.hpp"
 #include "lib/cc/params.hpp"
+#include "lib/rdma/send_window.hpp"
 #include "lib/time.hpp"
 
 namespace roce::test {
@@ -26,6 +27,13 @@ struct DcqcnLoopConfig {
   Nanos link_delay = 1 * kMicro;
   cc::CpParams port{};  // every switch egress port (line rate set by the fabric)
   cc::RpParams rp = cc::paper_params(10e9);
+  bool one_sender_host = false;  // every sender QP on one engine (roce-gen -q N), not one host each
+  double receiver_rate_bps = 0;   // the receiver's link and switch port (the bottleneck); 0: line rate
+  bool dcqcn = true;           // false: no QP runs DCQCN (no pacer, no CNPs); set port.ecn_marking too
+  WindowTuning window{};       // the senders' go-back-N send window
+  // Senders bounded only by their 256-packet go-back-N window by default, as the queue bounds of
+  // the DCQCN experiments assume (the 256 KiB byte window would keep the switch queue shallow).
+  std::uint32_t max_inflight_bytes = 0;
   bool receiver_dcqcn = true;  // false: the receiver's QPs have no notification point (no CNPs)
   std::uint32_t message_bytes = 256 * 1024;  // a multiple of the 4096-byte path MTU
   int outstanding = 4;                       // WRITEs in flight per QP
@@ -51,6 +59,9 @@ struct DcqcnLoopResult {
   std::uint64_t rate_decreases = 0;
   std::uint64_t rate_increases = 0;
   std::uint64_t retransmitted = 0;
+  std::uint64_t sent_packets = 0;   // by the senders' QPs, first copies and resends
+  std::uint64_t loss_events = 0;
+  std::uint64_t window_cuts = 0;
   std::uint64_t unroutable = 0;
   // Data check: every completed WRITE's bytes compared at the receiver when it completed.
   std::uint64_t writes_completed = 0;

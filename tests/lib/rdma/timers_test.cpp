@@ -73,6 +73,7 @@ TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
   QpOptions o;
   o.timeout = 10;  // 4.096 us * 2^10 = 4.194304 ms
   o.retry_cnt = 3;
+  cfg_.tuning.early_retransmit_min = 0;  // the IBA timer alone
   start_blackholed(o);
   ibv_sge g = sge(buf_.data(), 100, a_mr_);
   ASSERT_EQ(post_write(9), 0);
@@ -304,6 +305,27 @@ TEST_F(EarlyRetransmit, NoRttSampleNoEarlyRetransmission) {
   EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
   EXPECT_EQ(a_out_.size(), 2u);
   EXPECT_EQ(a_.qp->counters().get(Counter::EarlyRetransmits), 0u);
+}
+
+TEST_F(EarlyRetransmit, WithTheSendWindowNoAnswerYetTheEarlyTimerWaitsSixteenTimesItsFloor) {
+  // With the send window on (a full tail-drop queue can take a QP's whole first window): no RTT
+  // to base an early timer on, so it waits 16 times its floor, doubling each time, and the IBA
+  // timer still fails the QP on time.
+  cfg_.tuning.early_retransmit_min = kMicro;
+  cfg_.tuning.window.enabled = true;
+  QpOptions o;
+  o.timeout = 10;
+  o.retry_cnt = 1;
+  start_blackholed(o);
+  ASSERT_EQ(post_write(1), 0);
+  auto wcs = run_for_completion(10 * kSecond);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
+  ASSERT_GE(a_out_.size(), 3u);
+  EXPECT_EQ(a_out_[1].at, 16 * kMicro);
+  EXPECT_EQ(a_out_[2].at, 16 * kMicro + 32 * kMicro);
+  EXPECT_GT(a_.qp->counters().get(Counter::EarlyRetransmits), 0u);
+  EXPECT_EQ(net_.now(), 2 * (Nanos{4096} << 10));
 }
 
 TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExceeded) {

@@ -1,0 +1,145 @@
+#include "lib/rdma/send_window.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace roce {
+
+namespace {
+// A sample at this fraction of the best delivery rate or more carried the path's rate: the
+// smallest round trip among them is what the rate needs in flight.
+constexpr double kKneeRate = 0.9;
+}  // namespace
+
+void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback) {
+  t_ = t;
+  ecn_feedback_ = ecn_feedback;
+  static_cap_ = std::max(static_cap, 1.0);
+  cwnd_ = ssthresh_ = cap_ = need_ = static_total();
+  min_rtt_ = knee_rtt_ = last_rtt_ = 0;
+  max_rate_bps_ = 0;
+  next_cut_at_ = next_delay_cut_at_ = congested_until_ = 0;
+  congested_ = false;
+  lost_ = false;
+  queue_high_ = false;
+}
+
+std::uint32_t SendWindow::limit() const {
+  if (!t_.enabled) return std::numeric_limits<std::uint32_t>::max();
+  if (!lost_) return static_cast<std::uint32_t>(static_cap_);
+  return std::max<std::uint32_t>(1, static_cast<std::uint32_t>(share()));
+}
+
+std::uint32_t SendWindow::ack_spacing() const {
+  if (!t_.enabled || !lost_ || congested_) return std::numeric_limits<std::uint32_t>::max();
+  return std::max<std::uint32_t>(1, limit() / 2);
+}
+
+Nanos SendWindow::spacing(Nanos rtt) const {
+  if (!t_.enabled || !lost_ || share() >= 1 || rtt <= 0) return 0;
+  return static_cast<Nanos>(static_cast<double>(rtt) / share());
+}
+
+void SendWindow::join() {
+  if (++joined_ > 1) ++sharers_;
+  // Before any loss the window is what the static caps allow together.
+  if (!lost_) cwnd_ = ssthresh_ = static_total();
+}
+
+void SendWindow::leave() {
+  if (joined_ == 0) return;
+  if (--joined_ > 0) --sharers_;
+  if (!lost_) cwnd_ = ssthresh_ = static_total();
+}
+
+void SendWindow::expire(Nanos now) {
+  // The congestion cap lapses: the window may grow back to the static caps.
+  if (congested_ && now >= congested_until_) congested_ = false;
+}
+
+void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
+  if (!t_.enabled || packets == 0) return;
+  expire(now);
+  if (queue_high_ && congested_) return;  // a queue above the target: hold
+  for (std::uint32_t i = 0; i < packets && cwnd_ < effective_cap(); ++i)
+    cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
+  clamp();
+}
+
+bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
+  if (!t_.enabled) return false;
+  expire(now);
+  if (!lost_) cwnd_ = std::min(cwnd_, static_total());
+  lost_ = true;
+  // Congestion: the round trip shows a queue (the latest sample or the QP's smoothed one), or
+  // nothing is known of the path yet (the first window lost).
+  const bool congestion = timeout || min_rtt_ == 0 || queue_high_ || rtt > queue_target();
+  if (congestion) {
+    congested_ = true;
+    congested_until_ = std::max(congested_until_, now + static_cast<Nanos>(t_.congestion_memory_rtts) * std::max<Nanos>(rtt, 1));
+  }
+  if (timeout) {
+    ssthresh_ = std::max(cwnd_ * t_.decrease, t_.min_packets * sharers_);
+    cwnd_ = std::min(ssthresh_, static_cast<double>(sharers_));
+    clamp();
+    return true;
+  }
+  // The QPs sharing the window lose together when a queue overflows: one cut per round trip.
+  if (now < next_cut_at_) return false;
+  next_cut_at_ = now + rtt;
+  // A random loss keeps what the rate needs in flight: less would cost goodput on every loss
+  // and save nothing, since a lost packet's resend is what was sent behind it anyway.
+  ssthresh_ = congestion ? std::max(cwnd_ * t_.decrease, t_.min_packets * sharers_)
+                         : std::max({cwnd_ * t_.decrease, std::min(cwnd_ * t_.random_decrease, need_),
+                                     std::min(cwnd_, t_.random_loss_floor)});
+  cwnd_ = ssthresh_;
+  clamp();
+  return true;
+}
+
+void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
+  if (rtt <= 0) return;
+  expire(now);
+  last_rtt_ = rtt;
+  if (min_rtt_ == 0 || rtt < min_rtt_) min_rtt_ = rtt;
+  // One QP's rate; its share of the path's, so times the sharers.
+  const double rate =
+      static_cast<double>(delivered_packets) * pmtu * 8 * 1e9 / static_cast<double>(std::max(interval, rtt)) * sharers_;
+  max_rate_bps_ = std::max(rate, max_rate_bps_ * 0.99);  // the path's rate, not one sample's
+  // The knee may drift up slowly, so that it follows a path whose round trip grew.
+  if (rate >= kKneeRate * max_rate_bps_)
+    knee_rtt_ = knee_rtt_ == 0 ? rtt : std::min(rtt, knee_rtt_ + knee_rtt_ / 256 + 1);
+  const double bps = std::max(max_rate_bps_, t_.line_rate_bps);
+  const double per_ns = bps * 1e-9 / 8 / pmtu;  // packets per nanosecond
+  cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
+                    static_total());
+  need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
+                     std::min(t_.random_loss_floor, static_total()), static_total());
+  const Nanos target = queue_target();
+  queue_high_ = rtt > target;
+  // The delay cut only after a congestion loss: a software path's round trip varies by far more
+  // than the target with the scheduling of its threads, and a lossless QP must send as before.
+  if (t_.enabled && queue_high_ && congested_ && now >= next_delay_cut_at_) {
+    next_delay_cut_at_ = now + rtt;
+    const double excess = static_cast<double>(rtt - target) / static_cast<double>(rtt);
+    cwnd_ *= 1 - (1 - t_.decrease) * excess;
+    ssthresh_ = std::max(cwnd_, t_.min_packets * sharers_);
+  }
+  clamp();
+}
+
+Nanos SendWindow::queue_target() const {
+  // A queue of a few packets is no congestion on a slow link (one 4 KiB frame is 33 us at
+  // 1 Gbit/s): the target is at least twice the base RTT of queueing (tests/lib/rdma/
+  // overrun_test.cpp: 16 QPs at 1 Gbit/s reach 0.80 of the link at once, 0.96 at twice).
+  if (t_.queue_delay_target <= 0 || min_rtt_ == 0) return std::numeric_limits<Nanos>::max();
+  return min_rtt_ + std::max(t_.queue_delay_target, 2 * min_rtt_);
+}
+
+void SendWindow::clamp() {
+  cap_ = std::min(cap_, static_total());
+  const double lo = t_.min_packets * sharers_;
+  cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
+}
+
+}  // namespace roce

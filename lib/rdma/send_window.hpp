@@ -1,0 +1,133 @@
+// The go-back-N send window: how many packets an RC QP may have in flight. Go-back-N resends
+// what was sent behind a lost packet, so what one loss costs is what is in flight beyond the
+// path's need; the window is kept near that need. One window is shared by the QPs of an engine
+// toward one peer address (the path they share, and so its bottleneck); each QP with send work
+// gets an equal share. A QP alone on its path has the window to itself.
+//
+// Two kinds of loss, told apart by the round trip (docs/loss.md):
+// - Congestion (a tail-drop queue overflowing, a receiver overrun): the RTT samples before the
+//   loss rose above min RTT + max(queue_delay_target, 2 min RTT), or the local ACK timer fired.
+//   The window is cut by `decrease` (to one packet per QP on a timeout) and, for a while after,
+//   capped at bdp_headroom x delivered rate x min RTT (IRN's BDP flow control) and cut further
+//   while the RTT shows a queue. A share below one packet spaces packets: one every srtt / share
+//   (N QPs through a queue that holds fewer than N packets lose packets at any window).
+// - Random loss (no queue in sight): cut by `decrease` but never below the path's need: the
+//   in-flight that carried the best delivery rate, estimated as need_headroom x the best rate x
+//   the smallest round trip seen at (nearly) that rate. A lone packet's round trip is not that:
+//   a polling software path carries its best rate only with a burst or two in flight, and a
+//   window below that loses goodput to every loss without saving resends. The need also caps the
+//   window after the first loss: more in flight only queues, and is resent behind every loss.
+// One loss cut per round trip across the sharing QPs (they lose together when a queue
+// overflows); the completer counts at most one loss event per window of a QP's data. Progress
+// grows the window: slow start up to the window before the last cut, then `increase_per_rtt`
+// packets per round trip. Until the path first loses a packet every QP may have the static cap
+// (max_inflight_*) in flight, as without a window.
+// Pure arithmetic, no clock of its own: the completers feed it RTT samples and events.
+#pragma once
+
+#include <cstdint>
+
+#include "lib/time.hpp"
+
+namespace roce {
+
+struct WindowTuning {
+  // Off by default: on the software path (perf_suite --only loss) it cut resends per loss but
+  // also goodput under random loss (docs/loss.md, Figures).
+  bool enabled = false;
+  double min_packets = 1.0 / 16;   // smallest share of one QP; below 1 the QP is paced
+  double decrease = 0.5;           // multiplicative cut per loss event
+  // Packets per round trip once past the slow-start threshold (the whole path's window).
+  double increase_per_rtt = 1.0;
+  // Congestion cap = headroom x rate x min RTT.
+  double bdp_headroom = 1.5;
+  std::uint32_t bdp_floor_packets = 4;  // the congestion cap never goes below this
+  // The need = need_headroom x best rate x RTT at that rate (at least random_loss_floor packets
+  // on the path): enough in flight for the rate, and for a loss to be followed by a packet that
+  // draws the NAK. A random loss never cuts below random_loss_floor either.
+  double need_headroom = 1.25;
+  double random_loss_floor = 4;
+  // A random loss cuts by at least this (to the need when that is lower, never below `decrease`):
+  // the cut probes whether the rate holds with less in flight, and the need follows if it does.
+  double random_decrease = 0.8;
+  double line_rate_bps = 0;        // rate the caps assume besides the measured one; 0: measured only
+  // An RTT sample above min RTT + max(this, 2 min RTT) shows a queue: a loss then is congestion.
+  // After one, such a sample also cuts the window in proportion to the excess, at most by
+  // `decrease` and once per round trip, and holds it until a sample comes back below. Tail drop
+  // hits whoever arrives at a full queue, not who filled it; the delay every QP on the
+  // bottleneck sees keeps the queue below full for all of them. 0: every loss is random.
+  Nanos queue_delay_target = 200 * kMicro;
+  // A congestion loss keeps the cap and the delay cut for this many round trips after it.
+  std::uint32_t congestion_memory_rtts = 4096;
+};
+
+class SendWindow {
+ public:
+  // `static_cap`: the packets the transport tuning allows one QP in flight anyway. `ecn_feedback`:
+  // the QPs run DCQCN (kept for the record: the delay cut waits for a congestion loss either way).
+  void start(const WindowTuning& t, double static_cap, bool ecn_feedback);
+
+  bool enabled() const { return t_.enabled; }
+  // Whether the window bounds the QPs yet (after the path's first loss), not only the static cap.
+  bool engaged() const { return t_.enabled && lost_; }
+  double packets() const { return cwnd_; }  // the whole path's window
+  double cap() const { return cap_; }       // the congestion cap (while congested())
+  double need() const { return need_; }     // the random-loss floor (the whole path's)
+  bool congested(Nanos now) const { return congested_until_ > now; }
+  bool queue_high() const { return queue_high_; }
+  Nanos min_rtt() const { return min_rtt_; }
+  Nanos knee_rtt() const { return knee_rtt_; }
+  std::uint32_t sharers() const { return sharers_; }
+  // Packets one QP may have in flight (at least one).
+  std::uint32_t limit() const;
+  // Packets between ACK requests: twice per window after a random loss (a loss at the window's
+  // end then still has an ACK behind it that slides the window, and the packets that follow draw
+  // the NAK, not the early timer); no bound of its own otherwise (congestion: fewer ACKs, fewer
+  // bursts into the queue).
+  std::uint32_t ack_spacing() const;
+  // While one QP's share is below one packet: the spacing between its packets at round trip `rtt`.
+  Nanos spacing(Nanos rtt) const;
+
+  // A QP gained send work (join) or ran out of it (leave).
+  void join();
+  void leave();
+
+  // `packets` newly acknowledged at `now`.
+  void on_progress(Nanos now, std::uint32_t packets);
+  // A loss event seen by a QP whose round trip is `rtt`: returns whether the window was cut.
+  // `timeout`: the local ACK timer, down to one packet per QP.
+  bool on_loss(Nanos now, Nanos rtt, bool timeout);
+  // An RTT sample `rtt`; one QP had `delivered_packets` of `pmtu` bytes acknowledged in the last `interval`.
+  void on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu);
+
+ private:
+  double share() const { return cwnd_ / sharers_; }
+  double static_total() const { return static_cap_ * sharers_; }
+  // After a loss the window never needs more than the path's need (congested: the cap).
+  double effective_cap() const { return !lost_ ? static_total() : congested_ ? cap_ : need_; }
+  void expire(Nanos now);
+  // A round trip above this shows a queue (never, before the first sample).
+  Nanos queue_target() const;
+  void clamp();
+  WindowTuning t_{};
+  double static_cap_ = 1;   // per QP
+  double cwnd_ = 1;
+  double ssthresh_ = 1;
+  double cap_ = 1;
+  double need_ = 1;
+  Nanos min_rtt_ = 0;          // 0: no sample yet
+  Nanos knee_rtt_ = 0;         // smallest RTT of a sample at >= 0.8 of the best rate; 0: none
+  Nanos last_rtt_ = 0;
+  double max_rate_bps_ = 0;    // highest delivery rate measured, decaying slowly
+  std::uint32_t sharers_ = 1;  // QPs with send work (at least one)
+  std::uint32_t joined_ = 0;
+  Nanos next_cut_at_ = 0;      // one loss cut per round trip across the sharing QPs
+  Nanos next_delay_cut_at_ = 0;
+  Nanos congested_until_ = 0;  // the congestion cap and delay cut apply until then
+  bool congested_ = false;     // cached congested(now) of the latest event
+  bool lost_ = false;
+  bool ecn_feedback_ = false;
+  bool queue_high_ = false;  // the latest RTT sample was above the delay target
+};
+
+}  // namespace roce
