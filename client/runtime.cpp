@@ -16,6 +16,20 @@ std::vector<std::string> default_eal_args(const std::string& prog) {
           "--log-level=error", "-l", cores >= 2 ? "0-1" : "0"};
 }
 
+ToolEal::~ToolEal() {
+  if (up_) dp::Eal::cleanup();
+}
+
+int ToolEal::start(std::vector<std::string> eal, const std::vector<std::string>& vdevs, const FailFn& fail,
+                   bool stop_signals) {
+  for (const auto& v : vdevs) eal.push_back("--vdev=" + v);
+  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, kExitUsage);
+  up_ = true;
+  if (!stop_signals) return kExitOk;
+  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message, kExitFailed);
+  return kExitOk;
+}
+
 Status RunningDataplane::start(dp::Dataplane& dp) {
   dp_ = &dp;
   std::vector<unsigned> lcores;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/cli.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/eal.hpp"
 #include "dataplane/signals.hpp"
@@ -19,13 +20,27 @@ namespace roce::app {
 // file prefix, two lcores when the machine has two cores.
 std::vector<std::string> default_eal_args(const std::string& prog);
 
-// Cleans the EAL up (and its runtime folder) when main leaves by any path once it is up.
-// Declare it before the dataplane so the dataplane goes first.
-struct EalGuard {
-  EalGuard() = default;
-  EalGuard(const EalGuard&) = delete;
-  EalGuard& operator=(const EalGuard&) = delete;
-  ~EalGuard() { dp::Eal::cleanup(); }
+// The EAL for one run of a tool: started with the tool's EAL arguments plus its --vdev
+// options, SIGINT and SIGTERM turned into a stop request, and cleaned up (its runtime folder
+// included) when main leaves by any path. Declare it before the dataplane, so the dataplane
+// goes first.
+class ToolEal {
+ public:
+  ToolEal() = default;
+  ~ToolEal();
+  ToolEal(const ToolEal&) = delete;
+  ToolEal& operator=(const ToolEal&) = delete;
+
+  // 0 when the EAL is up and the signals are installed. Otherwise what `fail` returns, asked
+  // with kExitUsage when DPDK refuses the arguments (a bad EAL option, a device that cannot be
+  // made: the command line's fault) and with kExitFailed when the signals cannot be installed.
+  // A tool whose loops do not watch the stop request passes stop_signals = false and keeps
+  // the default handlers (Ctrl-C ends it at once).
+  int start(std::vector<std::string> eal, const std::vector<std::string>& vdevs, const FailFn& fail,
+            bool stop_signals = true);
+
+ private:
+  bool up_ = false;
 };
 
 class RunningDataplane {

@@ -24,13 +24,10 @@ int appliance_main(int argc, char** argv) {
     return 0;
   }
   const ApplianceOptions& o = cli->options;
-  std::vector<std::string> eal = split.eal;
-  for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
   // Exit status 2: the command line (DPDK's part included) asks for something that cannot be:
   // a bad option, a port that is not there, a path or TCP port that cannot be used.
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
-  const EalGuard eal_guard;
-  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
+  ToolEal tool_eal;
+  if (int rc = tool_eal.start(split.eal, o.vdevs, fail)) return rc;
 
   dp::DataplaneOptions dopt;
   dopt.name = "appliance";
@@ -77,11 +74,5 @@ int appliance_main(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  // Anything thrown is a bug, but it ends with one line and the EAL cleaned up (the guards in
-  // run() unwind), never an abort.
-  try {
-    return appliance_main(argc, argv);
-  } catch (const std::exception& e) {
-    return fail(std::string("internal error: ") + e.what());
-  }
+  return guarded_main("roce-appliance", [&] { return appliance_main(argc, argv); });
 }

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "client/option_error.hpp"
+#include "client/cli.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {
@@ -256,26 +256,27 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("workers", "transport worker lcores", cxxopts::value<unsigned>(o.workers)->default_value("1"))
       ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
-      ("line-rate", "line rate for DCQCN, Gb/s", cxxopts::value<double>(o.line_rate_gbps)->default_value("10"))
+      ("line-rate-gbps", "line rate for DCQCN, Gb/s", cxxopts::value<double>(o.line_rate_gbps)->default_value("10"))
       ("control", "control socket path (JSON lines, owner only)", cxxopts::value<std::string>(o.control_socket))
       ("status-interval", "seconds between status lines (0: none)", cxxopts::value<double>(o.status_interval_s)->default_value("1"))
       ("report", "write the final JSON report here (- for stdout)", cxxopts::value<std::string>(o.report_path)->default_value("-"))
       ("duration", "stop after this many seconds (0: until SIGINT or the stop command)", cxxopts::value<double>(o.duration_s)->default_value("0"))
       ("h,help", "this text");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = opts.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const std::exception& e) {
-    return make_error(EINVAL, explain_option_error(e.what(), args));
-  }
+  // Old spellings, kept for scripts and left out of the help (dcqcn-trace's name is the one).
+  opts.add_options("Aliases")("line-rate", "same as --line-rate-gbps", cxxopts::value<double>());
+  auto parsed = parse_cli(opts, args);
+  if (!parsed) return parsed.error();
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) {
     cli.help = true;
     cli.help_text = opts.help({"Memory", "perftest", "Connections", "Limits", "Operation"});
     return cli;
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
+  if (r.count("line-rate")) {
+    if (r.count("line-rate-gbps")) return make_error(EINVAL, "--line-rate is the old name of --line-rate-gbps; give one of them");
+    o.line_rate_gbps = r["line-rate"].as<double>();
+  }
   if (!parse_ipv4(o.listen_ip)) return make_error(EINVAL, "bad --listen-ip '" + o.listen_ip + "': an IPv4 address");
   if (r.count("vdev")) o.vdevs = r["vdev"].as<std::vector<std::string>>();
   if (o.dev.empty()) return make_error(EINVAL, "--dev is required: the DPDK port to serve on");
@@ -327,7 +328,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   o.dcqcn_profile = *prof;
   if (o.workers == 0 || o.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
-  if (o.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
+  if (o.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate-gbps must be positive");
   if (o.status_interval_s < 0) return make_error(EINVAL, "--status-interval must not be negative");
   if (o.duration_s < 0) return make_error(EINVAL, "--duration must not be negative");
   if (o.max_sessions == 0) return make_error(EINVAL, "--max-sessions must be at least 1");

@@ -67,11 +67,10 @@ int demo_main(int argc, char** argv) {
     }
   std::vector<std::string> eal = split.eal;
   if (eal.size() > 3 && eal[3] == "512") eal[3] = "1024";  // the default: three mbuf pools need more room
-  if (Status s = dp::Eal::init(eal); !s) {
-    std::fprintf(stderr, "roce-demo: %s\n", s.error().message.c_str());
-    return 2;
-  }
-  const EalGuard eal_guard;
+  ToolEal tool_eal;
+  // The demo's runs end on their own; Ctrl-C keeps its default meaning.
+  const auto fail = [](const std::string& why, int code) { return report_error("roce-demo", why, code); };
+  if (int rc = tool_eal.start(eal, {}, fail, /*stop_signals=*/false)) return rc;
   auto r = run_demo(d);
   if (!r) {
     std::fprintf(stderr, "roce-demo: %s\n", r.error().message.c_str());
@@ -81,12 +80,5 @@ int demo_main(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  // Anything thrown is a bug, but it ends with one line and the EAL cleaned up (EalGuard
-  // unwinds), never an abort.
-  try {
-    return demo_main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "roce-demo: internal error: %s\n", e.what());
-    return 1;
-  }
+  return guarded_main("roce-demo", [&] { return demo_main(argc, argv); });
 }

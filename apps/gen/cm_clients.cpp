@@ -427,11 +427,8 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   o.server = *peer;
   if (Status s = complete_cm_client_options(o); !s) return fail(s.error().message, 2);
 
-  std::vector<std::string> eal = split.eal;
-  for (const auto& v : vdevs) eal.push_back("--vdev=" + v);
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
-  const EalGuard eal_guard;
-  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message, 1);
+  ToolEal tool_eal;
+  if (int rc = tool_eal.start(split.eal, vdevs, fail)) return rc;
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = dev;

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "client/option_error.hpp"
+#include "client/cli.hpp"
 #include "client/runtime.hpp"
 #include "lib/util/json_writer.hpp"
 #include "netsim/link_emulator.hpp"
@@ -71,14 +71,9 @@ Result<EmulateOptions> parse_emulate_options(const std::vector<std::string>& arg
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
   rest.insert(rest.end(), args.begin() + std::min<std::size_t>(2, args.size()), args.end());
-  std::vector<const char*> argv;
-  for (const auto& a : rest) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = opts.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const std::exception& e) {
-    return make_error(EINVAL, explain_option_error(e.what(), rest));
-  }
+  auto parsed = parse_cli(opts, rest);
+  if (!parsed) return parsed.error();
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) {
     o.help = true;
     o.help_text = opts.help({"Ports", "Faults"});
@@ -133,11 +128,8 @@ int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal_arg
     std::fprintf(stderr, "roce-gen emulate: %s\n", why.c_str());
     return code;
   };
-  std::vector<std::string> eal = eal_args;
-  for (const auto& v : o.vdevs) eal.push_back("--vdev=" + v);
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
-  const EalGuard eal_guard;
-  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
+  ToolEal tool_eal;
+  if (int rc = tool_eal.start(eal_args, o.vdevs, fail)) return rc;
   netsim::LinkEmulatorOptions eo;
   eo.name = "gen_emu";
   eo.x.name = o.port_a;

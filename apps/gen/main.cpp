@@ -2,15 +2,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "client/buffers.hpp"
+#include "client/cli.hpp"
 #include "client/oob_server.hpp"
 #include "client/perftest_client.hpp"
 #include "client/perftest_server_print.hpp"
 #include "client/runtime.hpp"
 #include "client/traffic/perftest_text.hpp"
-#include "apps/craft/craft_run.hpp"
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/gen_json.hpp"
 #include "apps/gen/nvme_bench.hpp"
@@ -19,6 +20,7 @@
 #include "apps/gen/cm_clients.hpp"
 #include "apps/gen/pingpong_client.hpp"
 #include "apps/gen/progress_line.hpp"
+#include "apps/gen/raw/raw_main.hpp"
 #include "apps/gen/ud_pingpong_client.hpp"
 
 using namespace roce;
@@ -111,7 +113,7 @@ int gen_main(int argc, char** argv) {
   if (mode == "raw") {
     std::vector<std::string> app{"roce-gen raw"};
     app.insert(app.end(), split.app.begin() + 2, split.app.end());
-    return craft::craft_main("roce-gen raw", split.eal, app);
+    return gen::raw_main("roce-gen raw", split.eal, app);
   }
   if (mode == "rping" || mode == "ucmatose" || mode == "udaddy" || mode == "rdma_client") return cm_client_main(mode, split);  // rdma_cm clients
   if (mode == "emulate") {
@@ -148,12 +150,8 @@ int gen_main(int argc, char** argv) {
   }
   if (!g.json)
     for (const std::string& note : g.perftest.notes) std::fprintf(stderr, "roce-gen: %s\n", note.c_str());
-  std::vector<std::string> eal = split.eal;
-  for (const auto& v : g.vdevs) eal.push_back("--vdev=" + v);
-  // Exit status 2 for what the command line asks and cannot be (DPDK's part included).
-  if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, 2);
-  const EalGuard eal_guard;
-  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message);
+  ToolEal eal;
+  if (int rc = eal.start(split.eal, g.vdevs, fail)) return rc;
 
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
@@ -263,11 +261,10 @@ int gen_main(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  // Anything thrown is a bug, but it ends with one line and the EAL cleaned up (the guards in
-  // gen_main unwind), never an abort.
-  try {
-    return gen_main(argc, argv);
-  } catch (const std::exception& e) {
-    return fail(std::string("internal error: ") + e.what());
+  // roce-craft, the raw mode's old name, is a link to roce-gen: called by it, roce-gen is `roce-gen raw`.
+  if (argc > 0 && std::filesystem::path(argv[0]).filename() == "roce-craft") {
+    const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-craft"));
+    return guarded_main("roce-craft", [&] { return gen::raw_main("roce-craft", split.eal, split.app); });
   }
+  return guarded_main("roce-gen", [&] { return gen_main(argc, argv); }, fail);
 }

@@ -8,7 +8,7 @@
 #include <memory>
 #include <random>
 
-#include "client/option_error.hpp"
+#include "client/cli.hpp"
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "apps/gen/nvme_remote.hpp"
@@ -90,14 +90,9 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
     // fio spells options with one dash: -bs 4k, -qd 32, -time 5.
     rest.push_back(a.size() > 2 && a[0] == '-' && a[1] != '-' ? "-" + a : a);
   }
-  std::vector<const char*> argv;
-  for (const auto& a : rest) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = opts.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const std::exception& e) {
-    return make_error(EINVAL, explain_option_error(e.what(), rest));
-  }
+  auto parsed = parse_cli(opts, rest);
+  if (!parsed) return parsed.error();
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) {
     o.help = true;
     o.help_text = opts.help();
@@ -593,15 +588,9 @@ int Bench::run() {
 
 int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& eal) {
   if (!o.target.empty()) return run_nvme_remote(o, eal);
-  if (Status s = dp::Eal::init(eal); !s) {
-    std::fprintf(stderr, "roce-gen: %s\n", s.error().message.c_str());
-    return 2;
-  }
-  const EalGuard eal_guard;
-  if (Status s = dp::StopSignals::install(); !s) {
-    std::fprintf(stderr, "roce-gen: %s\n", s.error().message.c_str());
-    return 1;
-  }
+  ToolEal tool_eal;
+  if (int rc = tool_eal.start(eal, {}, [](const std::string& why, int code) { return report_error("roce-gen", why, code); }))
+    return rc;
   const bool faults = o.loss > 0 || o.duplicate > 0 || o.reorder > 0;
   auto left = dp::make_ring_pair("nvme_ini", faults ? "nvme_emu_x" : "nvme_tgt");
   auto right = faults ? dp::make_ring_pair("nvme_emu_y", "nvme_tgt") : left;

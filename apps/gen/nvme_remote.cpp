@@ -504,11 +504,8 @@ int run_nvme_remote(const NvmeBenchOptions& o, const std::vector<std::string>& e
   if (!parse_ipv4(o.target)) return fail("--target '" + o.target + "' is not an IPv4 address", 2);
   const std::uint64_t slots = std::uint64_t{o.queues} * o.queue_depth;
   if (o.namespace_mib * 1024 * 1024 / o.block_size < slots) return fail("--size too small for every command slot to own a block", 2);
-  std::vector<std::string> args = eal;
-  for (const auto& v : o.vdevs) args.push_back("--vdev=" + v);
-  if (Status s = dp::Eal::init(args); !s) return fail(s.error().message, 2);
-  const EalGuard eal_guard;
-  if (Status s = dp::StopSignals::install(); !s) return fail(s.error().message, 1);
+  ToolEal tool_eal;
+  if (int rc = tool_eal.start(eal, o.vdevs, fail)) return rc;
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = o.dev;

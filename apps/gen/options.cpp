@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "client/runtime.hpp"
-#include "client/option_error.hpp"
+#include "client/cli.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::app {
@@ -119,24 +119,25 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("workers", "transport worker lcores", cxxopts::value<unsigned>(g.workers)->default_value("1"))
       ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
-      ("line-rate", "line rate for DCQCN, Gb/s", cxxopts::value<double>(g.line_rate_gbps)->default_value("10"))
+      ("line-rate-gbps", "line rate for DCQCN, Gb/s", cxxopts::value<double>(g.line_rate_gbps)->default_value("10"))
       ("h,help", "this text");
   opts.parse_positional({"test", "host"});
 
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = opts.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const std::exception& e) {
-    return make_error(EINVAL, explain_option_error(e.what(), args));
-  }
+  // Old spellings, kept for scripts and left out of the help (dcqcn-trace's name is the one).
+  opts.add_options("Aliases")("line-rate", "same as --line-rate-gbps", cxxopts::value<double>());
+  auto parsed = parse_cli(opts, args);
+  if (!parsed) return parsed.error();
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) {
     g.help = true;
     g.help_text = opts.help({"Test (perftest's flags)", "Connection", "Dataplane"});
     return g;
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
+  if (r.count("line-rate")) {
+    if (r.count("line-rate-gbps")) return make_error(EINVAL, "--line-rate is the old name of --line-rate-gbps; give one of them");
+    g.line_rate_gbps = r["line-rate"].as<double>();
+  }
   if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic, pingpong or ud-pingpong");
   auto given = [&](const char* name) -> std::optional<std::string> {
     if (!r.count(name)) return std::nullopt;
@@ -265,7 +266,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   const auto prof = cc::profile_from_string(profile);
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   g.dcqcn_profile = *prof;
-  if (g.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate must be positive");
+  if (g.line_rate_gbps <= 0) return make_error(EINVAL, "--line-rate-gbps must be positive");
   if (g.workers == 0 || g.workers > 16) return make_error(EINVAL, "--workers must be 1..16");
   if (g.pingpong && g.spec.size > 4096 * 16) return make_error(EINVAL, "pingpong sizes above 64 KiB are not useful");
   if ((g.pingpong || g.ud_pingpong) && r.count("connection"))

@@ -180,12 +180,12 @@ Usage parse_command_line(int argc, char** argv) {
       ("t", "time column: r (seconds since the first frame), ud (UTC date and time), e (epoch seconds); default both r and ud",
        cxxopts::value<std::string>(), "FORMAT")
       ("j,json", "one JSON object per frame, one per line (JSON Lines); with --summary, the summary as one JSON object")
-      ("s,summary", "print counts and per-QP and per-connection statistics instead of the frames")
+      ("summary", "print counts and per-QP and per-connection statistics instead of the frames")
       ("interval", "summary: goodput per interval of this many seconds (default: a tenth of the capture)",
        cxxopts::value<std::string>(), "SECONDS")
       ("plot", "draw the request PSNs over time per QP, retransmissions and NAKs marked, into FILE.svg",
        cxxopts::value<std::string>(), "FILE.svg")
-      ("pmtu", "path MTU in payload bytes (256, 512, 1024, 2048, 4096): FIRST/MIDDLE packets must carry exactly "
+      ("m,mtu", "path MTU in payload bytes (256, 512, 1024, 2048, 4096): FIRST/MIDDLE packets must carry exactly "
                "this much; 0 = unknown, any IBA size accepted",
        cxxopts::value<std::string>()->default_value("0"), "N")
       ("crc", "CRC-32 implementation used to check the ICRC: isal, zlib or portable",
@@ -197,8 +197,13 @@ Usage parse_command_line(int argc, char** argv) {
       ("h,help", "show this help")
       ("file", "capture file", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"file"});
+  // Old spellings, kept for scripts and left out of the help: -s (-s is a size in the other
+  // tools), --pmtu (--mtu everywhere).
+  options.add_options("Aliases")
+      ("s", "same as --summary")
+      ("pmtu", "same as --mtu", cxxopts::value<std::string>(), "N");
   options.set_width(100);
-  u.help_text = options.help() + kVerdicts + reasons_text() + kColumns + fields_text();
+  u.help_text = options.help({""}) + kVerdicts + reasons_text() + kColumns + fields_text();
   const Args args = normalise_args(argc, argv);
   std::vector<char*> av;
   for (const std::string& a : args.args) av.push_back(const_cast<char*>(a.c_str()));
@@ -210,7 +215,7 @@ Usage parse_command_line(int argc, char** argv) {
       return u;
     }
     o.json = r.count("json") > 0;
-    o.summary = r.count("summary") > 0;
+    o.summary = r.count("summary") > 0 || r.count("s") > 0;
     o.output = o.summary ? Output::None : o.json ? Output::Json : Output::Table;
     if (r.count("output")) {
       const std::string t = r["output"].as<std::string>();
@@ -336,7 +341,12 @@ Usage parse_command_line(int argc, char** argv) {
     }
     o.parse.crc = *backend;
 
-    const std::string pmtu = r["pmtu"].as<std::string>();
+    if (r.count("mtu") && r.count("pmtu")) {
+      u.error = "--pmtu is the old name of --mtu; give one of them";
+      return u;
+    }
+    const char* mtu_name = r.count("pmtu") ? "pmtu" : "mtu";
+    const std::string pmtu = r[mtu_name].as<std::string>();
     std::size_t used = 0;
     unsigned long n = 0;
     try {
@@ -345,7 +355,7 @@ Usage parse_command_line(int argc, char** argv) {
       used = 0;
     }
     if (used != pmtu.size() || (n != 0 && !roce::proto::mtu_from_bytes(static_cast<std::uint32_t>(n)))) {
-      u.error = "--pmtu: '" + pmtu + "' is not 0, 256, 512, 1024, 2048 or 4096";
+      u.error = std::string("--") + mtu_name + ": '" + pmtu + "' is not 0, 256, 512, 1024, 2048 or 4096";
       return u;
     }
     o.parse.pmtu = static_cast<std::uint32_t>(n);

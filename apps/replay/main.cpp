@@ -48,9 +48,9 @@ Exit status: 0 the output matches (or nothing was to be compared); 1 it differs,
 in the scenario's [expect] section does; 2 bad command line or input.
 
 Examples:
-  roce-replay -i pcap/replay/gap_nak.in.pcap -s pcap/replay/gap_nak.scenario -e pcap/replay/gap_nak.out.pcap
+  roce-replay -i pcap/replay/gap_nak.in.pcap --scenario pcap/replay/gap_nak.scenario -e pcap/replay/gap_nak.out.pcap
   roce-replay -i ../shared/captures/rxe/ib_read_bw.pcap --derive -o ours.pcap
-  roce-replay --no-huge -m 256 -- -i in.pcap -s s.scenario -e golden.pcap --dpdk
+  roce-replay --no-huge -m 256 -- -i in.pcap --scenario s.scenario -e golden.pcap --dpdk
   roce-replay --vdev=net_tap0,iface=rr0 -- -i in.pcap --dev net_tap0 --mbps 100 --loop 3 --qpn-map 0x11=0x211
 )";
 
@@ -73,7 +73,7 @@ Usage& parse_send(const cxxopts::ParseResult& r, Usage& u) {
   using namespace roce::replay;
   for (const char* engine_only : {"scenario", "derive", "responder", "output", "expect", "ignore-timing", "max-diffs",
                                   "dump-scenario", "dpdk"})
-    if (r.count(engine_only)) {
+    if (r.count(engine_only) || (engine_only == std::string("scenario") && r.count("s"))) {
       u.error = std::string("--") + engine_only + " replays into the engine and --dev sends the capture out of a port: use one or the other";
       return u;
     }
@@ -168,10 +168,10 @@ Usage& parse_send(const cxxopts::ParseResult& r, Usage& u) {
 Usage parse_command_line(const std::vector<std::string>& args) {
   Usage u;
   cxxopts::Options options("roce-replay", kDescription);
-  options.custom_help("[EAL args --] -i CAPTURE (-s SCENARIO | --derive) [-o OUT.pcap] [-e GOLDEN.pcap] [--dpdk]");
+  options.custom_help("[EAL args --] -i CAPTURE (--scenario FILE | --derive) [-o OUT.pcap] [-e GOLDEN.pcap] [--dpdk]");
   options.add_options()
       ("i,input", "the capture whose frames are fed in (pcap or pcapng, Ethernet)", cxxopts::value<std::string>(), "FILE")
-      ("s,scenario", "the scenario file", cxxopts::value<std::string>(), "FILE")
+      ("scenario", "the scenario file", cxxopts::value<std::string>(), "FILE")
       ("derive", "derive the scenario and the expectation from the capture")
       ("responder", "with --derive: the IP address of the host to stand in for", cxxopts::value<std::string>(), "IP")
       ("o,output", "write what the engine sent to this pcap", cxxopts::value<std::string>(), "FILE")
@@ -199,8 +199,10 @@ Usage parse_command_line(const std::vector<std::string>& args) {
       ("qpn-map", "rewrite QPN OLD to NEW in the BTH and the DETH (repeat)", cxxopts::value<std::vector<std::string>>(), "OLD=NEW")
       ("psn-offset", "add N to every PSN (mod 2^24; CNPs keep theirs)", cxxopts::value<std::string>(), "N")
       ("psn-base", "move every PSN so that the capture's first one becomes N", cxxopts::value<std::string>(), "N");
+  // Old spellings, kept for scripts and left out of the help: -s (a size in the other tools).
+  options.add_options("Aliases")("s", "same as --scenario", cxxopts::value<std::string>(), "FILE");
   options.set_width(100);
-  u.help_text = options.help() + kMore;
+  u.help_text = options.help({"", "Sending (tcpreplay)"}) + kMore;
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   try {
@@ -227,7 +229,12 @@ Usage parse_command_line(const std::vector<std::string>& args) {
         return u;
       }
     o.derive = r.count("derive") > 0;
+    if (r.count("scenario") && r.count("s")) {
+      u.error = "-s is the old name of --scenario; give one of them";
+      return u;
+    }
     if (r.count("scenario")) o.scenario = r["scenario"].as<std::string>();
+    if (r.count("s")) o.scenario = r["s"].as<std::string>();
     if (o.derive == !o.scenario.empty()) {
       u.error = "give one of --scenario FILE and --derive (replay into the engine), or --dev PORT (send the capture out of a port)";
       return u;

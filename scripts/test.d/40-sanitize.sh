@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 build=${SANITIZE_BUILD_DIR:-build-asan}
 suites=${SANITIZE_SUITES:-protocol capture support util cc rdma cm nvmf dataplane netsim fuzz}
-tests=${SANITIZE_TESTS-oob_tests raw_gen_tests apps_inspect_tests apps_demo_pcap_tests apps_craft_tests}
+tests=${SANITIZE_TESTS-oob_tests raw_gen_tests apps_inspect_tests apps_demo_pcap_tests raw_gen_cli_tests}
 if [ -z "${SANITIZE_CXX:-}" ] && command -v clang++ >/dev/null 2>&1; then
   cxx=clang++
 else

@@ -83,7 +83,9 @@ TEST(ApplianceCli, BadSizesAndCountsAreRefused) {
   expect_refused(with({"--workers", "17"}), "--workers must be 1..16");
   expect_refused(with({"--dcqcn", "yes"}), "--dcqcn takes on or off");
   expect_refused(with({"--dcqcn-profile", "x"}), "--dcqcn-profile takes paper, mlx or hpcc");
-  expect_refused(with({"--line-rate", "0"}), "--line-rate must be positive");
+  expect_refused(with({"--line-rate-gbps", "0"}), "--line-rate-gbps must be positive");
+  expect_refused(with({"--line-rate", "0"}), "--line-rate-gbps must be positive");  // the old spelling
+  expect_refused(with({"--line-rate", "10", "--line-rate-gbps", "10"}), "--line-rate is the old name of --line-rate-gbps");
   expect_refused(with({"--status-interval", "-1"}), "--status-interval must not be negative");
   expect_refused(with({"--duration", "-2"}), "--duration must not be negative");
   expect_refused(with({"--duration", "later"}), "later");

@@ -104,8 +104,8 @@ TEST(GenCli, WhereToRunMistakesAreRefused) {
   expect_refused(client({"--workers", "0"}), "--workers must be 1..16");
   expect_refused(client({"--dcqcn", "maybe"}), "--dcqcn takes on or off");
   expect_refused(client({"--dcqcn-profile", "fast"}), "--dcqcn-profile takes paper, mlx or hpcc");
-  expect_refused(client({"--line-rate", "0"}), "--line-rate must be positive");
-  expect_refused(client({"--line-rate", "-10"}), "--line-rate must be positive");
+  expect_refused(client({"--line-rate-gbps", "0"}), "--line-rate-gbps must be positive");
+  expect_refused(client({"--line-rate", "-10"}), "--line-rate-gbps must be positive");  // the old spelling
 }
 
 TEST(GenCli, BadSizesCountsAndRatesAreRefusedInPerftestsWords) {

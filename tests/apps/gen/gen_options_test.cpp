@@ -308,5 +308,22 @@ TEST(GenOptions, JsonIsSeenBeforeParsing) {
   EXPECT_FALSE(json_requested({}));
 }
 
+// --line-rate-gbps is the name in every tool (dcqcn-trace's); --line-rate, the old one, still works.
+TEST(GenOptions, LineRateGbpsAndItsOldSpelling) {
+  auto g = parse_gen_options(cmd({"write", "--server", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->line_rate_gbps, 10);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--line-rate-gbps", "25"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->line_rate_gbps, 25);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--line-rate", "40"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->line_rate_gbps, 40);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--line-rate", "40", "--line-rate-gbps", "40"}));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("--line-rate is the old name of --line-rate-gbps"), std::string::npos);
+  EXPECT_EQ(parse_gen_options(cmd({"--help"}))->help_text.find("--line-rate "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace roce::app

@@ -180,8 +180,8 @@ TEST_F(InspectCli, EveryCrcBackendGivesTheSameOutput) {
   }
 }
 
-TEST_F(InspectCli, PmtuOptionRejectsPacketsLargerThanThePathMtu) {
-  const auto r = inspect({fixture(), "--json", "--pmtu", "256"});
+TEST_F(InspectCli, MtuOptionRejectsPacketsLargerThanThePathMtu) {
+  const auto r = inspect({fixture(), "--json", "--mtu", "256"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto js = json_lines(r.out);
   ASSERT_EQ(js.size(), 11u);
@@ -189,6 +189,29 @@ TEST_F(InspectCli, PmtuOptionRejectsPacketsLargerThanThePathMtu) {
   EXPECT_EQ(js[0]["reason"].str(), "payload-above-pmtu");
   EXPECT_EQ(js[0]["opcode.name"].str(), "RC_RDMA_WRITE_FIRST");  // the BTH still shows
   EXPECT_EQ(js[3]["verdict"].str(), "roce");                     // the ACK has no payload
+}
+
+// The old spellings stay for scripts: --pmtu is --mtu (as -m), -s is --summary.
+TEST_F(InspectCli, OldSpellingsPmtuAndDashSStillWork) {
+  const auto mtu = inspect({fixture(), "--json", "--mtu", "256"});
+  ASSERT_EQ(mtu.exit_code, 0) << mtu.err;
+  for (const char* name : {"--pmtu", "-m"}) {
+    const auto r = inspect({fixture(), "--json", name, "256"});
+    ASSERT_EQ(r.exit_code, 0) << name << r.err;
+    EXPECT_EQ(r.out, mtu.out) << name;
+  }
+  const auto summary = inspect({fixture(), "--summary"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  const auto s = inspect({fixture(), "-s"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(s.out, summary.out);
+  const auto both = inspect({fixture(), "--mtu", "256", "--pmtu", "256"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--pmtu is the old name of --mtu"), std::string::npos) << both.err;
+  const auto bad = inspect({fixture(), "--pmtu", "1000"});
+  EXPECT_NE(bad.err.find("--pmtu: '1000' is not"), std::string::npos) << bad.err;
+  const auto help = inspect({"--help"});
+  EXPECT_EQ(help.out.find("--pmtu"), std::string::npos) << "old spellings stay out of the help";
 }
 
 TEST_F(InspectCli, PcapngGivesTheSameFramesAsPcap) {
@@ -380,9 +403,10 @@ TEST_F(InspectCli, UnsupportedLinkTypeFailsWithOneLine) {
 TEST_F(InspectCli, BadCommandLinesExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad{
       {},
-      {fixture(), "--pmtu", "1000"},
-      {fixture(), "--pmtu", "abc"},
-      {fixture(), "--pmtu", "-1"},
+      {fixture(), "--mtu", "1000"},
+      {fixture(), "--mtu", "abc"},
+      {fixture(), "-m", "-1"},
+      {fixture(), "--mtu"},
       {fixture(), "--pmtu"},
       {fixture(), "--crc", "md5"},
       {fixture(), "--bogus"},
@@ -414,7 +438,7 @@ TEST_F(InspectCli, HelpExplainsUsageOptionsVerdictsAndExitStatus) {
   const auto r = inspect({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "");
-  for (const char* s : {"Usage", "FILE.pcap", "--json", "--summary", "--pmtu", "--crc", "malformed", "not-roce",
+  for (const char* s : {"Usage", "FILE.pcap", "--json", "--summary", "--mtu", "--crc", "malformed", "not-roce",
                         "rocev1", "Exit status", "not-checkable", "-Y", "-T", "Fields", "infiniband.bth.destqp",
                         "hex64", "retransmission", "DC", "--plot", "Karn"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;

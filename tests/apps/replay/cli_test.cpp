@@ -39,7 +39,7 @@ const std::string& replay_bin() {
 fs::path golden(const std::string& file) { return fs::path(ROCE_SOURCE_ROOT) / "pcap" / "replay" / file; }
 
 std::vector<std::string> golden_args(const std::string& name, const std::string& expect = "") {
-  return {"-i", golden(name + ".in.pcap").string(), "-s", golden(name + ".scenario").string(), "-e",
+  return {"-i", golden(name + ".in.pcap").string(), "--scenario", golden(name + ".scenario").string(), "-e",
           expect.empty() ? golden(name + ".out.pcap").string() : expect};
 }
 
@@ -127,9 +127,20 @@ TEST(ReplayCli, ACounterThatDiffersFromExpectFails) {
   scenario.replace(scenario.find("drop.icrc_bad = 1"), 17, "drop.icrc_bad = 2");
   test::write_file(dir / "s.scenario", scenario.data(), scenario.size());
   const CommandResult r = test::run_command(
-      replay_bin(), {"-i", golden("bad_icrc.in.pcap").string(), "-s", (dir / "s.scenario").string()});
+      replay_bin(), {"-i", golden("bad_icrc.in.pcap").string(), "--scenario", (dir / "s.scenario").string()});
   EXPECT_EQ(r.exit_code, 1) << shown(r);
   EXPECT_NE(r.out.find("drop.icrc_bad: expected 2, got 1"), std::string::npos) << shown(r);
+}
+
+// -s, the scenario's old short name, still works for scripts (-s is a size in the other tools).
+TEST(ReplayCli, OldDashSStillNamesTheScenario) {
+  auto args = golden_args("gap_nak");
+  ASSERT_EQ(args[2], "--scenario");
+  args[2] = "-s";
+  const CommandResult r = test::run_command(replay_bin(), args);
+  EXPECT_EQ(r.exit_code, 0) << shown(r);
+  const CommandResult help = test::run_command(replay_bin(), {"--help"});
+  EXPECT_EQ(help.out.find("-s,"), std::string::npos) << "old spellings stay out of the help";
 }
 
 TEST(ReplayCli, WritesWhatWasSent) {
@@ -167,7 +178,10 @@ INSTANTIATE_TEST_SUITE_P(
     Replay, ReplayCliUsage,
     ::testing::Values(Refused{{}, "no capture given"},
                       Refused{{"-i", "@G/gap_nak.in.pcap"}, "give one of --scenario FILE and --derive (replay into the engine), or --dev PORT"},
+                      Refused{{"-i", "@G/gap_nak.in.pcap", "--derive", "--scenario", "@G/gap_nak.scenario"}, "give one of"},
                       Refused{{"-i", "@G/gap_nak.in.pcap", "--derive", "-s", "@G/gap_nak.scenario"}, "give one of"},
+                      Refused{{"-i", "@G/gap_nak.in.pcap", "-s", "@G/gap_nak.scenario", "--scenario", "@G/gap_nak.scenario"},
+                              "-s is the old name of --scenario"},
                       Refused{{"-i", "@G/gap_nak.in.pcap", "--pps", "10"}, "--pps goes with --dev PORT"},
                       Refused{{"-i", "@G/gap_nak.in.pcap", "--dev", "p", "-s", "@G/gap_nak.scenario"}, "use one or the other"},
                       Refused{{"-i", "@G/gap_nak.in.pcap", "--dev", "p", "--pps", "1", "--topspeed"}, "give one of --multiplier"},
@@ -178,8 +192,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Refused{{"-i", "@G/gap_nak.in.pcap", "--dev", "p", "--psn-base", "1", "--psn-offset", "2"}, "not both"},
                       Refused{{"-i", "/nonexistent.pcap", "--dev", "p"}, "/nonexistent.pcap"},
                       Refused{{"-i", "/nonexistent.pcap", "--derive"}, "/nonexistent.pcap"},
-                      Refused{{"-i", "@G/gap_nak.in.pcap", "-s", "@G/gap_nak.in.pcap"}, "gap_nak.in.pcap:1:"},
-                      Refused{{"-i", "@G/gap_nak.in.pcap", "-s", "@G/gap_nak.scenario", "-e", "/nonexistent.pcap"},
+                      Refused{{"-i", "@G/gap_nak.in.pcap", "--scenario", "@G/gap_nak.in.pcap"}, "gap_nak.in.pcap:1:"},
+                      Refused{{"-i", "@G/gap_nak.in.pcap", "--scenario", "@G/gap_nak.scenario", "-e", "/nonexistent.pcap"},
                               "/nonexistent.pcap"},
                       Refused{{"-i", "@G/gap_nak.in.pcap", "--derive", "--responder", "ten"}, "not an IP address"},
                       Refused{{"--no-pci", "--", "-i", "@G/gap_nak.in.pcap", "--derive"}, "need --dpdk"},

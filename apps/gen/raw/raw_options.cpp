@@ -1,4 +1,4 @@
-#include "apps/craft/craft_options.hpp"
+#include "apps/gen/raw/raw_options.hpp"
 
 #include <arpa/inet.h>
 
@@ -11,11 +11,13 @@
 #include "protocol/mtu.hpp"
 #include "protocol/opcode.hpp"
 
-namespace roce::craft {
+namespace roce::gen {
 
 namespace {
 
 using namespace roce::proto;
+
+constexpr const char* kProg = "roce-gen raw";
 
 constexpr const char* kDescription =
     "Crafts a stream of RoCEv2 packets, pktgen-style, and writes it to a pcap file or sends it\n"
@@ -28,9 +30,9 @@ Outputs (exactly one):
   --pcap FILE   no DPDK needed; each packet is stamped with its departure time at the rate
                 (nanosecond pcap; default rate 1 Mpps). Open it with Wireshark, tshark or
                 roce-inspect.
-  --port PORT   DPDK port name or number. DPDK's own options come first, then `--`:
-                  roce-craft --no-huge --no-pci -m 512 --vdev=net_tap0,iface=craft0 -- \
-                             --port net_tap0 --pps 100k --count 10000
+  --dev PORT    DPDK port name or number. DPDK's own options come first, then `--`:
+                  roce-gen --no-huge --no-pci -m 512 --vdev=net_tap0,iface=craft0 -- \
+                           raw --dev net_tap0 --pps 100k --count 10000
                 Without a rate the port is fed as fast as it takes packets.
 
 Counting "every N": --ce-every 10 marks packets 10, 20, 30, ... (so exactly count/10 of them);
@@ -40,19 +42,22 @@ duplicate PSN repeats the previous packet's PSN; a gap skips --psn-gap PSNs firs
 Extension headers: each packet carries the ones its opcode has (--list-opcodes shows which),
 with the field values given above.
 
-Payload sizes: ONLY and LAST packets carry --size bytes, FIRST and MIDDLE exactly --pmtu,
+Payload sizes: ONLY and LAST packets carry --size bytes, FIRST and MIDDLE exactly --mtu,
 RC_ATOMIC_WRITE 8, and opcodes without payload (READ requests, ACKs, atomics, CNP) none. The
 RETH DMA length defaults to the packet's payload (READ requests: --size).
+
+Old spellings still accepted: --port (--dev), --pmtu (--mtu). -p is not the DPDK port: it
+is the TCP port in the other tools.
 
 Numbers may be decimal or 0x-hex; --pps and --gbps take a decimal with an optional k, M or G.
 Exit status: 0 done, 1 the run could not be finished, 2 bad command line (an option, a DPDK
 argument, or a port or file that cannot be used).
 
 Examples:
-  roce-craft --pcap w.pcap --opcode RC_RDMA_WRITE_ONLY --size 4096 --pmtu 4096 --gbps 100
-  roce-craft --pcap psn.pcap --psn-mode wrap --psn-dup-every 5 --ce-every 3 --count 40
-  roce-craft --pcap all.pcap --opcode all --bad-icrc-every 7 --vlan 100 --pcp 3
-  roce-craft --list-opcodes
+  roce-gen raw --pcap w.pcap --opcode RC_RDMA_WRITE_ONLY --size 4096 --mtu 4096 --gbps 100
+  roce-gen raw --pcap psn.pcap --psn-mode wrap --psn-dup-every 5 --ce-every 3 --count 40
+  roce-gen raw --pcap all.pcap --opcode all --bad-icrc-every 7 --vlan 100 --pcp 3
+  roce-gen raw --list-opcodes
 )";
 
 struct ParseFailure {
@@ -153,20 +158,20 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-void set_opcodes(gen::RawStreamSpec& spec, const std::string& text) {
+void set_opcodes(RawStreamSpec& spec, const std::string& text) {
   if (text == "all") {
-    spec.opcodes = gen::all_opcodes();
+    spec.opcodes = all_opcodes();
     return;
   }
   spec.opcodes.clear();
   for (const std::string& name : split(text, ',')) {
-    const auto op = gen::opcode_from_string(name);
+    const auto op = opcode_from_string(name);
     if (!op) fail("--opcode: '" + name + "' is not an opcode of the table (see --list-opcodes)");
     spec.opcodes.push_back(*op);
   }
 }
 
-void set_vlans(gen::RawStreamSpec& spec, const std::string& text, std::uint64_t pcp) {
+void set_vlans(RawStreamSpec& spec, const std::string& text, std::uint64_t pcp) {
   const auto ids = split(text, ',');
   if (ids.size() > 2) fail("--vlan: at most two tags (outer,inner), got " + std::to_string(ids.size()));
   spec.eth.vlan_count = static_cast<std::uint8_t>(ids.size());
@@ -182,9 +187,9 @@ void set_vlans(gen::RawStreamSpec& spec, const std::string& text, std::uint64_t 
 void add_options(cxxopts::Options& o) {
   o.add_options("Output")
       ("w,pcap", "write the packets to this pcap file (no DPDK needed)", cxxopts::value<std::string>(), "FILE")
-      ("p,port", "send on this DPDK port (name or number; DPDK options go before `--`)", cxxopts::value<std::string>(), "PORT")
-      ("c,count", "packets to craft (--port: 0 = until --duration or Ctrl-C)", cxxopts::value<std::string>()->default_value("1000"), "N")
-      ("D,duration", "with --port: stop after this many seconds", cxxopts::value<std::string>(), "SEC")
+      ("dev", "send on this DPDK port (name or number; DPDK options go before `--`)", cxxopts::value<std::string>(), "PORT")
+      ("c,count", "packets to craft (--dev: 0 = until --duration or Ctrl-C)", cxxopts::value<std::string>()->default_value("1000"), "N")
+      ("D,duration", "with --dev: stop after this many seconds", cxxopts::value<std::string>(), "SEC")
       ("start-time", "--pcap: first timestamp, seconds since 1970 (default now)", cxxopts::value<std::string>(), "SEC")
       ("pps", "rate in packets per second (e.g. 500k, 1.5M)", cxxopts::value<std::string>(), "RATE")
       ("gbps", "rate in Gb/s on the wire (packet + FCS, preamble and gap: 24 bytes)", cxxopts::value<std::string>(), "RATE");
@@ -229,7 +234,7 @@ void add_options(cxxopts::Options& o) {
       ("feth", "FLUSH FETH word (selectivity << 4 | placement)", cxxopts::value<std::string>()->default_value("0x11"), "N");
   o.add_options("Payload")
       ("s,size", "payload bytes of ONLY and LAST packets, 0..PMTU", cxxopts::value<std::string>()->default_value("1024"), "N")
-      ("pmtu", "path MTU: 256, 512, 1024, 2048 or 4096 (payload of FIRST/MIDDLE packets)", cxxopts::value<std::string>()->default_value("1024"), "N")
+      ("m,mtu", "path MTU: 256, 512, 1024, 2048 or 4096 (payload of FIRST/MIDDLE packets)", cxxopts::value<std::string>()->default_value("1024"), "N")
       ("payload", "payload bytes: zero, inc (0,1,2,...), random (seeded) or a byte value like 0xab", cxxopts::value<std::string>()->default_value("inc"), "PATTERN");
   o.add_options("Marks and errors")
       ("ecn", "ECN codepoint: not-ect (or none), ect0, ect1 or ce", cxxopts::value<std::string>()->default_value("ect0"), "ECN")
@@ -239,25 +244,40 @@ void add_options(cxxopts::Options& o) {
   o.add_options("Help")
       ("list-opcodes", "print the opcode table and exit")
       ("h,help", "show this help");
+  // Old spellings, kept for scripts (not in the help's groups).
+  o.add_options("Aliases")
+      ("port", "same as --dev", cxxopts::value<std::string>(), "PORT")
+      ("pmtu", "same as --mtu", cxxopts::value<std::string>(), "N")
+      ("p", "refused with a pointer to --dev", cxxopts::value<std::string>(), "PORT");
+}
+
+// The value of `name` or of its old spelling `alias`, given once.
+std::optional<std::string> either(const cxxopts::ParseResult& r, const char* name, const char* alias) {
+  if (r.count(name) && r.count(alias)) fail(std::string("--") + alias + " is the old name of --" + name + "; give one of them");
+  if (r.count(alias)) return r[alias].as<std::string>();
+  if (r.count(name)) return r[name].as<std::string>();
+  return std::nullopt;
 }
 
 std::string value(const cxxopts::ParseResult& r, const char* name) { return r[name].as<std::string>(); }
 
-CraftCommand build(const cxxopts::ParseResult& r) {
-  CraftCommand c;
-  gen::RawStreamSpec& s = c.spec;
+RawCommand build(const cxxopts::ParseResult& r) {
+  RawCommand c;
+  RawStreamSpec& s = c.spec;
   using U64 = std::numeric_limits<std::uint64_t>;
   constexpr std::uint64_t k24 = 0xFFFFFF, k32 = 0xFFFFFFFF, k16 = 0xFFFF;
 
-  if (r.count("pcap") && r.count("port")) fail("give --pcap or --port, not both");
-  if (!r.count("pcap") && !r.count("port")) fail("no output: give --pcap FILE or --port PORT (try --help)");
+  if (r.count("p")) fail("-p is the TCP port in the other tools; the DPDK port is --dev PORT");
+  const auto dev = either(r, "dev", "port");
+  if (r.count("pcap") && dev) fail("give --pcap or --dev, not both");
+  if (!r.count("pcap") && !dev) fail("no output: give --pcap FILE or --dev PORT (try --help)");
   if (r.count("pcap")) c.pcap_path = value(r, "pcap");
-  if (r.count("port")) c.port = value(r, "port");
+  if (dev) c.dev = *dev;
   if (c.pcap_path.empty() && r.count("pcap")) fail("--pcap: empty file name");
   c.count = parse_uint("count", value(r, "count"), U64::max());
   if (c.count == 0 && !c.pcap_path.empty()) fail("--count: a pcap file needs at least one packet");
   if (r.count("duration")) {
-    if (c.port.empty()) fail("--duration works with --port only (a pcap file holds --count packets)");
+    if (c.dev.empty()) fail("--duration works with --dev only (a pcap file holds --count packets)");
     c.duration_s = parse_scaled("duration", value(r, "duration"));
   }
   if (r.count("start-time")) {
@@ -267,8 +287,8 @@ CraftCommand build(const cxxopts::ParseResult& r) {
     c.start_ns = static_cast<std::int64_t>(std::llround(secs * 1e9));
   }
   if (r.count("pps") && r.count("gbps")) fail("give --pps or --gbps, not both");
-  if (r.count("pps")) c.rate = gen::Rate::pps(parse_scaled("pps", value(r, "pps")));
-  if (r.count("gbps")) c.rate = gen::Rate::bps(parse_scaled("gbps", value(r, "gbps")) * 1e9);
+  if (r.count("pps")) c.rate = Rate::pps(parse_scaled("pps", value(r, "pps")));
+  if (r.count("gbps")) c.rate = Rate::bps(parse_scaled("gbps", value(r, "gbps")) * 1e9);
 
   s.eth.src = parse_mac("src-mac", value(r, "src-mac"));
   s.eth.dst = parse_mac("dst-mac", value(r, "dst-mac"));
@@ -296,15 +316,15 @@ CraftCommand build(const cxxopts::ParseResult& r) {
   s.ack_req = r.count("ack-req") > 0;
   s.fecn = r.count("fecn") > 0;
   s.becn = r.count("becn") > 0;
-  const auto mode = gen::psn_mode_from_string(value(r, "psn-mode"));
+  const auto mode = psn_mode_from_string(value(r, "psn-mode"));
   if (!mode) fail("--psn-mode: '" + value(r, "psn-mode") + "' is not increment, fixed, random or wrap");
   s.psn_mode = *mode;
   if (r.count("psn")) s.psn_start = static_cast<std::uint32_t>(parse_uint("psn", value(r, "psn"), k24));
   s.psn_gap_every.n = parse_uint("psn-gap-every", value(r, "psn-gap-every"), U64::max());
-  s.psn_gap = static_cast<std::uint32_t>(parse_uint("psn-gap", value(r, "psn-gap"), gen::kPsnModulus / 2 - 1));
+  s.psn_gap = static_cast<std::uint32_t>(parse_uint("psn-gap", value(r, "psn-gap"), kPsnModulus / 2 - 1));
   if (s.psn_gap == 0) fail("--psn-gap: a gap skips at least one PSN");
   s.psn_dup_every.n = parse_uint("psn-dup-every", value(r, "psn-dup-every"), U64::max());
-  if (s.psn_mode != gen::PsnMode::Increment && s.psn_mode != gen::PsnMode::Wrap && (s.psn_gap_every.n || s.psn_dup_every.n))
+  if (s.psn_mode != PsnMode::Increment && s.psn_mode != PsnMode::Wrap && (s.psn_gap_every.n || s.psn_dup_every.n))
     fail("--psn-gap-every and --psn-dup-every need --psn-mode increment or wrap");
 
   s.ext.reth.va.set(parse_uint("va", value(r, "va"), U64::max()));
@@ -329,21 +349,23 @@ CraftCommand build(const cxxopts::ParseResult& r) {
   s.ext.atomic_ack.original_data.set(parse_uint("orig-data", value(r, "orig-data"), U64::max()));
   s.ext.feth.bits.set(static_cast<std::uint32_t>(parse_uint("feth", value(r, "feth"), k32)));
 
-  s.pmtu = static_cast<std::uint32_t>(parse_uint("pmtu", value(r, "pmtu"), 4096));
-  if (!mtu_from_bytes(s.pmtu)) fail("--pmtu: " + value(r, "pmtu") + " is not 256, 512, 1024, 2048 or 4096");
+  const bool old_mtu = r.count("pmtu") > 0;
+  const std::string mtu = either(r, "mtu", "pmtu").value_or(value(r, "mtu"));
+  s.pmtu = static_cast<std::uint32_t>(parse_uint(old_mtu ? "pmtu" : "mtu", mtu, 4096));
+  if (!mtu_from_bytes(s.pmtu)) fail(std::string(old_mtu ? "--pmtu: " : "--mtu: ") + mtu + " is not 256, 512, 1024, 2048 or 4096");
   s.payload_bytes = static_cast<std::uint32_t>(parse_uint("size", value(r, "size"), k32));
   const std::string pattern = value(r, "payload");
-  if (pattern == "zero") s.pattern = gen::PayloadPattern::Zero;
-  else if (pattern == "inc") s.pattern = gen::PayloadPattern::Increment;
-  else if (pattern == "random") s.pattern = gen::PayloadPattern::Random;
+  if (pattern == "zero") s.pattern = PayloadPattern::Zero;
+  else if (pattern == "inc") s.pattern = PayloadPattern::Increment;
+  else if (pattern == "random") s.pattern = PayloadPattern::Random;
   else if (pattern.rfind("0x", 0) == 0 || pattern.find_first_not_of("0123456789") == std::string::npos) {
-    s.pattern = gen::PayloadPattern::Byte;
+    s.pattern = PayloadPattern::Byte;
     s.pattern_byte = static_cast<std::uint8_t>(parse_uint("payload", pattern, 0xFF));
   } else {
     fail("--payload: '" + pattern + "' is not zero, inc, random or a byte value");
   }
 
-  const auto ecn = gen::ecn_from_string(value(r, "ecn"));
+  const auto ecn = ecn_from_string(value(r, "ecn"));
   if (!ecn) fail("--ecn: '" + value(r, "ecn") + "' is not not-ect, ect0, ect1 or ce");
   s.ecn = *ecn;
   s.ce_every.n = parse_uint("ce-every", value(r, "ce-every"), U64::max());
@@ -352,16 +374,16 @@ CraftCommand build(const cxxopts::ParseResult& r) {
 
   // What only the whole stream can tell (e.g. a LAST packet with --size 0, a payload above
   // the PMTU), in the library's words.
-  if (auto e = gen::check(s)) fail(*e);
+  if (auto e = check(s)) fail(*e);
   return c;
 }
 
 }  // namespace
 
-CraftUsage parse_craft_args(const std::vector<std::string>& args) {
-  CraftUsage u;
-  cxxopts::Options options("roce-craft", kDescription);
-  options.custom_help("[DPDK options --] (--pcap FILE | --port PORT) [options]");
+RawUsage parse_raw_args(const std::vector<std::string>& args) {
+  RawUsage u;
+  cxxopts::Options options(kProg, kDescription);
+  options.custom_help("(--pcap FILE | --dev PORT) [options]");
   add_options(options);
   options.set_width(100);
   u.help_text = options.help({"Output", "Ethernet and IP", "Base transport header",
@@ -392,7 +414,7 @@ CraftUsage parse_craft_args(const std::vector<std::string>& args) {
 
 std::string opcode_list() {
   std::string out = "Opcode  Name                                 Extension headers     Payload\n";
-  for (std::uint8_t op : gen::all_opcodes()) {
+  for (std::uint8_t op : all_opcodes()) {
     const OpcodeInfo& info = opcode_info(op);
     std::string headers;
     for (std::size_t h = 0; h < kExtHeaderCount; ++h)
@@ -413,4 +435,4 @@ std::string opcode_list() {
   return out + "Names are case-insensitive and '-' may stand for '_' (rc-send-only).\n";
 }
 
-}  // namespace roce::craft
+}  // namespace roce::gen
