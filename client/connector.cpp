@@ -1,6 +1,6 @@
 #include "client/connector.hpp"
 
-#include "lib/rdma/qp_transitions.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 
 namespace roce::app {
 
@@ -40,8 +40,7 @@ Result<LocalQp> Connector::create(const QpParams& p, int worker) {
     init.cap = ibv_qp_cap{p.send_depth, p.recv_depth, p.max_sge, p.max_sge, p.max_inline};
     auto qp = e.create_qp(pd, init);
     if (!qp) return qp.error();
-    const QpTransition to_init = init_transition(p.type, p.access, 0x11111111);
-    if (Status s = e.modify_qp(*qp, to_init.attr, to_init.mask); !s) return s.error();
+    if (Status s = modify_to_init(e, *qp, p.type, p.access, 0x11111111); !s) return s.error();
     return LocalQp{w, *qp, *cq, pd, (*qp)->qpn(), psn};
   });
 }
@@ -59,19 +58,13 @@ Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParam
     path.traffic_class = p.traffic_class;
     path.max_dest_rd_atomic = p.max_rd_atomic;
     path.min_rnr_timer = p.min_rnr_timer;
-    const QpTransition rtr = rtr_transition(p.type, path);
-    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
-    const QpTransition rts = rts_transition(p.type, SendSide{qp.psn, p.timeout, p.retry_cnt, p.rnr_retry, p.max_rd_atomic});
-    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+    return modify_to_rts(e, qp.qp, p.type, path, SendSide{qp.psn, p.timeout, p.retry_cnt, p.rnr_retry, p.max_rd_atomic});
   });
 }
 
 Status Connector::ready_datagram(const LocalQp& qp) {
   return dp_.call(qp.worker, [&](Engine& e) -> Status {
-    const QpTransition rtr = rtr_transition(IBV_QPT_UD, PeerPath{});
-    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
-    const QpTransition rts = rts_transition(IBV_QPT_UD, SendSide{qp.psn});
-    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+    return modify_to_rts(e, qp.qp, IBV_QPT_UD, PeerPath{}, SendSide{qp.psn});
   });
 }
 

@@ -108,7 +108,8 @@ bool Worker::push_out() {
 
 // One burst per iteration, as on the receive side. Letting the engine fill bursts until it ran
 // dry put a whole READ's responses (or a 16-QP window) in the ring at once: the receiver then
-// found them cold, having left the cache while they waited (perf-changes.md section 13).
+// found them cold, having left the cache while they waited (measured in docs/perf-changes.md,
+// "One TX burst per iteration").
 void Worker::transmit(Nanos now) {
   constexpr unsigned kMinOffer = 4;
   if (!engine_.has_tx_work() || pending_count_ >= kBurst) return;

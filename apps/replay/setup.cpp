@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "apps/replay/text_values.hpp"
-#include "lib/rdma/qp_transitions.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 #include "protocol/mtu.hpp"
 
 namespace roce::replay {
@@ -117,8 +117,7 @@ Status ReplaySetup::create_qps() {
 }
 
 Status ReplaySetup::bring_up(QueuePair* qp, const QpSpec& q) {
-  const QpTransition init = init_transition(q.type, q.access, q.qkey);
-  if (Status s = engine_.modify_qp(qp, init.attr, init.mask); !s) return s;
+  if (Status s = modify_to_init(engine_, qp, q.type, q.access, q.qkey); !s) return s;
   PeerPath path;
   if (q.type != IBV_QPT_UD) path.mtu = static_cast<ibv_mtu>(*proto::mtu_from_bytes(q.mtu));
   path.dest_qpn = q.peer_qpn;
@@ -127,11 +126,8 @@ Status ReplaySetup::bring_up(QueuePair* qp, const QpSpec& q) {
   path.traffic_class = q.traffic_class;
   path.max_dest_rd_atomic = q.max_dest_rd_atomic;
   path.min_rnr_timer = q.min_rnr_timer;
-  const QpTransition rtr = rtr_transition(q.type, path);
-  if (Status s = engine_.modify_qp(qp, rtr.attr, rtr.mask); !s) return s;
-  if (!q.rts) return {};
-  const QpTransition rts = rts_transition(q.type, SendSide{q.sq_psn, q.timeout, q.retry_cnt, q.rnr_retry, q.max_rd_atomic});
-  return engine_.modify_qp(qp, rts.attr, rts.mask);
+  const SendSide send{q.sq_psn, q.timeout, q.retry_cnt, q.rnr_retry, q.max_rd_atomic};
+  return q.rts ? modify_to_rts(engine_, qp, q.type, path, send) : modify_to_rtr(engine_, qp, q.type, path);
 }
 
 Status ReplaySetup::register_regions() {
