@@ -320,6 +320,8 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
   SessionReport r;
   r.peer = tcp.peer_address();
   r.tool = "perftest";
+  r.rdma_cm = static_cast<bool>(cfg_.cm_qp);
+  r.qp_type = cfg_.qp.type;
   // The version: 16 bytes, of which `first` holds 5.
   std::array<char, 16> version{};
   std::memcpy(version.data(), first.data(), first.size());
@@ -481,6 +483,7 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
       if (!peer) return fail(peer.error().code, peer.error().message);
       if (cfg_.cm_qp && peer->qpn == 0) {
         // -R: a sync around the rdma_cm connections of the data QPs (create_rdma_cm_connection).
+        if (cfg_.cm_sync) cfg_.cm_sync();
         PerftestDest zero;
         zero.out_reads = 0;
         const std::string out = format_perftest(zero);

@@ -69,12 +69,18 @@ struct ServerConfig {
   // nullopt when it connected none. A record naming QP 0 is one of perftest's two syncs around
   // those connections (its QP 0 record still zeroed): answered with a zeroed record.
   std::function<std::optional<LocalQp>(std::uint32_t remote_qpn)> cm_qp;
+  // Told of each of those zeroed syncs as it comes, before it is answered: between the first
+  // and the second the client connects its data QPs (a listener serving several clients of one
+  // host tells their data QPs from a new client's control connection by it).
+  std::function<void()> cm_sync;
 };
 
 struct SessionReport {
   std::string peer;
   std::string tool;  // "perftest", "ibv_rc_pingpong" or "ibv_srq_pingpong"
   std::string remote_version;
+  bool rdma_cm = false;              // perftest -R: the exchange and the QPs went through rdma_cm
+  ibv_qp_type qp_type = IBV_QPT_RC;  // the data QPs' (perftest's -c)
   unsigned qps = 0;
   std::uint64_t received_messages = 0;
   std::uint64_t received_bytes = 0;

@@ -56,6 +56,8 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
   h.verb = t.verb;
   h.measure = t.measure;
   h.server = true;
+  h.rdma_cm = r.rdma_cm;  // "rdma_cm QPs : ON", "Data ex. method : rdma_cm" as perftest -R's server
+  h.connection = r.qp_type == IBV_QPT_UD ? "UD" : r.qp_type == IBV_QPT_UC ? "UC" : "RC";
   h.device = s.device;
   h.qps = static_cast<unsigned>(r.records.size());
   h.rx_depth = s.recv_depth;

@@ -152,7 +152,10 @@ void Appliance::start_session(std::shared_ptr<OobChannel> channel, std::shared_p
   cfg.handshake_timeout_ms = o_.handshake_timeout_ms;
   // A UD data QP may wait in the listener for its client's QPN message a little longer.
   const Nanos cm_wait = o_.qp.type == IBV_QPT_UD ? 5 * kSecond : 0;
-  if (cm_qps) cfg.cm_qp = [cm_qps, cm_wait](std::uint32_t remote_qpn) { return cm_qps->take(remote_qpn, cm_wait); };
+  if (cm_qps) {
+    cfg.cm_qp = [cm_qps, cm_wait](std::uint32_t remote_qpn) { return cm_qps->take(remote_qpn, cm_wait); };
+    cfg.cm_sync = [cm_qps] { cm_qps->synced(); };
+  }
   raw->thread = std::thread([this, raw, cfg, channel, cm_qps]() mutable {
     {
       OobServer server(*conn_, *drivers_, cfg);

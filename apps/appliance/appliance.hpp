@@ -160,6 +160,12 @@ class Appliance {
   std::string cmd_nvmf_namespaces(ControlSocket::ClientId, const JsonValue&);
   std::string cmd_nvmf_add_namespace(ControlSocket::ClientId, const JsonValue&);
   std::string cmd_nvmf_remove_namespace(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_subsystems(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_add_subsystem(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_remove_subsystem(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_allow_host(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_disallow_host(ControlSocket::ClientId, const JsonValue&);
+  std::string cmd_nvmf_allow_any_host(ControlSocket::ClientId, const JsonValue&);
   // Deregisters a created region and releases its memory once no worker can be using it.
   void release_mr(CreatedMr& m);
 

@@ -1,5 +1,6 @@
 #include "apps/appliance/cm_listeners.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -258,60 +259,84 @@ struct CmListeners::Work {
   }
 };
 
-bool PerftestCmQps::add(std::uint32_t remote_qpn, const LocalQp& qp) {
+bool PerftestCmPool::add(const Session* by, std::uint32_t remote_qpn, const LocalQp& qp) {
   {
     std::lock_guard lock(mutex_);
-    if (!open_) return false;
-    pending_[remote_qpn] = qp;
+    if (!by->open) return false;
+    named_[remote_qpn] = Entry{qp, by};
   }
   added_.notify_all();
   return true;
 }
 
-bool PerftestCmQps::add_unnamed(const LocalQp& qp) {
+bool PerftestCmPool::add_unnamed(const Session* by, const LocalQp& qp) {
   {
     std::lock_guard lock(mutex_);
-    if (!open_) return false;
-    unnamed_.push_back(qp);
+    if (!by->open) return false;
+    unnamed_.push_back(Entry{qp, by});
   }
   added_.notify_all();
   return true;
 }
 
-std::optional<LocalQp> PerftestCmQps::take(std::uint32_t remote_qpn, Nanos wait) {
+std::optional<LocalQp> PerftestCmPool::take(const Session* by, std::uint32_t remote_qpn, Nanos wait) {
   std::unique_lock lock(mutex_);
   std::optional<LocalQp> got;
   const auto found = [&] {
-    if (const auto it = pending_.find(remote_qpn); it != pending_.end()) {
-      got = it->second;
-      pending_.erase(it);
+    if (const auto it = named_.find(remote_qpn); it != named_.end()) {
+      got = it->second.qp;
+      named_.erase(it);
     } else if (!unnamed_.empty()) {
-      got = unnamed_.front();
-      unnamed_.pop_front();
+      auto it = std::find_if(unnamed_.begin(), unnamed_.end(), [&](const Entry& e) { return e.by == by; });
+      if (it == unnamed_.end()) it = unnamed_.begin();
+      got = it->qp;
+      unnamed_.erase(it);
     }
-    return got.has_value() || !open_;
+    return got.has_value() || !by->open;
   };
   added_.wait_for(lock, std::chrono::nanoseconds(wait), found);
   return got;
 }
 
-std::vector<LocalQp> PerftestCmQps::close() {
+std::vector<LocalQp> PerftestCmPool::close(Session* s) {
   std::vector<LocalQp> left;
   {
     std::lock_guard lock(mutex_);
-    open_ = false;
-    for (const auto& [qpn, qp] : pending_) left.push_back(qp);
-    left.insert(left.end(), unnamed_.begin(), unnamed_.end());
-    pending_.clear();
-    unnamed_.clear();
+    s->open = false;
+    for (auto it = named_.begin(); it != named_.end();) {
+      if (it->second.by == s) {
+        left.push_back(it->second.qp);
+        it = named_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = unnamed_.begin(); it != unnamed_.end();) {
+      if (it->by == s) {
+        left.push_back(it->qp);
+        it = unnamed_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   added_.notify_all();
   return left;
 }
 
 bool PerftestCmQps::open() const {
-  std::lock_guard lock(mutex_);
-  return open_;
+  std::lock_guard lock(pool_->mutex_);
+  return session_.open;
+}
+
+void PerftestCmQps::synced() {
+  std::lock_guard lock(pool_->mutex_);
+  ++session_.syncs;
+}
+
+bool PerftestCmQps::in_connect_window() const {
+  std::lock_guard lock(pool_->mutex_);
+  return session_.open && session_.syncs == 1;
 }
 
 CmListeners::CmListeners(dp::Dataplane& dp, DriverSet& drivers, Connector& conn, CmListenOptions o, std::shared_ptr<CmService> shared,
@@ -608,7 +633,17 @@ void CmListeners::forget_perftest_session(const Conn& c) {
   // The host's next request opens a new session: its control connection is over, even if the
   // session has not noticed yet (a client run again at once must not look like a data QP).
   const auto it = perftest_sessions_.find(c.peer);
-  if (it != perftest_sessions_.end() && it->second == c.perftest) perftest_sessions_.erase(it);
+  if (it == perftest_sessions_.end()) return;
+  std::erase(it->second, c.perftest);
+  if (it->second.empty()) perftest_sessions_.erase(it);
+}
+
+std::shared_ptr<PerftestCmQps> CmListeners::connecting_session(const std::string& host) const {
+  const auto it = perftest_sessions_.find(host);
+  if (it == perftest_sessions_.end()) return nullptr;
+  for (const auto& s : it->second)
+    if (s->in_connect_window()) return s;
+  return nullptr;
 }
 
 void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
@@ -618,21 +653,21 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
     std::fprintf(stderr, "roce-appliance: perftest -R request from %s refused: %s\n", peer.c_str(), why.c_str());
     (void)cm_->reject(e.id);
   };
-  const auto session = perftest_sessions_.find(peer);
+  const std::shared_ptr<PerftestCmQps> session = connecting_session(peer);
   if (e.ud) {
-    if (session == perftest_sessions_.end() || !session->second->open())
-      return refuse("a SIDR request (UD data QP) with no session of this host running (its control connection comes first)");
-    return on_perftest_ud_request(e, session->second);
+    if (!session)
+      return refuse("a SIDR request (UD data QP) with no session of this host between its two syncs (its control connection comes first)");
+    return on_perftest_ud_request(e, session);
   }
   if (req == nullptr) return refuse("not a connection request");
   if (req->transport != proto::CmTransport::Rc) return refuse("only RC connections are served (perftest -R refuses UC)");
   Conn c;
   c.id = e.id;
   c.peer = peer;
-  if (session != perftest_sessions_.end() && session->second->open()) {
-    // A data QP of the client whose session runs (rdma_cm_connection_request_handler).
+  if (session) {
+    // A data QP of the client whose session connects them (rdma_cm_connection_request_handler).
     c.kind = Kind::PerftestData;
-    c.perftest = session->second;
+    c.perftest = session;
     auto q = conn_.create(perftest_.qp);
     if (!q) return refuse(q.error().message);
     const cm::CmQpAttrs a = cm::passive_qp_attrs(*req, q->psn, cm_->qp_limits());
@@ -664,7 +699,10 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
   if (!ch) return refuse(ch.error().message);
   c.kind = Kind::Perftest;
   c.channel = std::move(*ch);
-  c.perftest = std::make_shared<PerftestCmQps>();
+  const auto host = perftest_sessions_.find(peer);
+  c.perftest = host != perftest_sessions_.end() && !host->second.empty()
+                   ? std::make_shared<PerftestCmQps>(host->second.front()->pool())
+                   : std::make_shared<PerftestCmQps>();
   const cm::CmQpAttrs a = cm::passive_qp_attrs(*req, c.channel->qp().psn, cm_->qp_limits());
   Status s = cm_->connect_qp(c.channel->qp(), IBV_QPT_RC, a);
   if (s) {
@@ -676,7 +714,7 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
     s = cm_->accept(e.id, ap);
   }
   if (s) {
-    perftest_sessions_[peer] = c.perftest;
+    perftest_sessions_[peer].push_back(c.perftest);
     perftest_.start_session(c.channel, c.perftest);
     std::lock_guard lock(totals_mutex_);
     ++totals_.perftest_sessions;

@@ -12,7 +12,9 @@
 // request is its control channel (a CmChannel, served by a perftest session the appliance
 // runs, as for the TCP exchange); its later requests, while that session runs, are its data QPs,
 // accepted and handed to the session by their QPN (perftest's own server tells them apart by
-// order too; one -R client per host at a time). Each connection's
+// order too). Several clients of one host may run at once: a request of the host is a data QP
+// of the oldest of its sessions between its two zeroed syncs, and a new client's control
+// connection when none is there. Each connection's
 // traffic is a driver on its QP's worker (a state machine on its CQ); the CM events are handled
 // on one control thread.
 #pragma once
@@ -55,28 +57,60 @@ struct CmListenOptions {
   bool any() const { return rping || ucmatose || udaddy || rdma_server || perftest; }
 };
 
-// The data QPs one perftest -R client connected, until its session takes them (by the client's
-// QPN). Shared by the listener thread, which adds them, and the session, which takes them.
-// A UD QP resolved by SIDR names no client QP: bandwidth tests send none (it is added without
-// one and taken in order); latency and -b tests SEND it as immediate data once resolved.
-class PerftestCmQps {
+// The data QPs the perftest -R clients of one host connected, until their sessions take them
+// (by the client's QPN: QPNs are unique on the client's host, so a session finds its own even
+// when two of the host's clients connected theirs at the same moment). Shared by the listener
+// thread, which adds them, and the sessions, which take them. A UD QP resolved by SIDR names no
+// client QP: bandwidth tests send none (it is added without one and taken in order, the adding
+// session's first); latency and -b tests SEND it as immediate data once resolved.
+class PerftestCmPool {
  public:
-  // False once the session ended: the QP stays the caller's (to be destroyed).
-  bool add(std::uint32_t remote_qpn, const LocalQp& qp);
-  bool add_unnamed(const LocalQp& qp);
-  // The QP the client connected from `remote_qpn` (else the oldest unnamed one), waiting up to
-  // `wait` for it: a UD client's QPN message may still be on its way to the listener.
-  std::optional<LocalQp> take(std::uint32_t remote_qpn, Nanos wait = 0);
-  // The session ended: what it never took is returned (to be destroyed) and nothing more is added.
-  std::vector<LocalQp> close();
-  bool open() const;
+  struct Session;  // one client's state: open, syncs
+  bool add(const Session* by, std::uint32_t remote_qpn, const LocalQp& qp);
+  bool add_unnamed(const Session* by, const LocalQp& qp);
+  std::optional<LocalQp> take(const Session* by, std::uint32_t remote_qpn, Nanos wait);
+  std::vector<LocalQp> close(Session* s);
 
  private:
+  friend class PerftestCmQps;
+  struct Entry {
+    LocalQp qp;
+    const Session* by = nullptr;
+  };
   mutable std::mutex mutex_;
   std::condition_variable added_;
-  std::map<std::uint32_t, LocalQp> pending_;
-  std::deque<LocalQp> unnamed_;
-  bool open_ = true;
+  std::map<std::uint32_t, Entry> named_;
+  std::deque<Entry> unnamed_;
+};
+
+struct PerftestCmPool::Session {
+  bool open = true;
+  unsigned syncs = 0;
+};
+
+// One perftest -R client's view of its host's pool: its session's handle.
+class PerftestCmQps {
+ public:
+  explicit PerftestCmQps(std::shared_ptr<PerftestCmPool> pool = std::make_shared<PerftestCmPool>()) : pool_(std::move(pool)) {}
+  // False once the session ended: the QP stays the caller's (to be destroyed).
+  bool add(std::uint32_t remote_qpn, const LocalQp& qp) { return pool_->add(&session_, remote_qpn, qp); }
+  bool add_unnamed(const LocalQp& qp) { return pool_->add_unnamed(&session_, qp); }
+  // The QP the client connected from `remote_qpn` (else the oldest unnamed one), waiting up to
+  // `wait` for it: a UD client's QPN message may still be on its way to the listener.
+  std::optional<LocalQp> take(std::uint32_t remote_qpn, Nanos wait = 0) { return pool_->take(&session_, remote_qpn, wait); }
+  // The session ended: what was added for it and never taken is returned (to be destroyed) and
+  // nothing more is added for it.
+  std::vector<LocalQp> close() { return pool_->close(&session_); }
+  bool open() const;
+  // The session answered one of perftest's two zeroed syncs: after the first and before the
+  // second the client connects its data QPs, so a request of its host then is one of them.
+  void synced();
+  bool in_connect_window() const;
+  const std::shared_ptr<PerftestCmPool>& pool() const { return pool_; }
+
+ private:
+  std::shared_ptr<PerftestCmPool> pool_;
+  PerftestCmPool::Session session_;
 };
 
 // How roce-appliance serves a perftest -R client: the data QPs' parameters, and a session run on
@@ -178,8 +212,9 @@ class CmListeners {
   bool shared_cm_ = false;
   CmService::Channel channel_ = 0;
   PerftestCmServe perftest_;
-  // perftest -R: the running session of each client host, by its IP.
-  std::map<std::string, std::shared_ptr<PerftestCmQps>> perftest_sessions_;
+  // perftest -R: the running sessions of each client host (by its IP), oldest first.
+  std::map<std::string, std::vector<std::shared_ptr<PerftestCmQps>>> perftest_sessions_;
+  std::shared_ptr<PerftestCmQps> connecting_session(const std::string& host) const;
   std::vector<UdQpnWait> ud_qpn_waits_;
   std::map<cm::ListenerId, Kind> listeners_;
   std::map<cm::CmId, Conn> conns_;  // control thread only

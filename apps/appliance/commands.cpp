@@ -32,11 +32,18 @@ constexpr std::array kConnectQp{
     JsonField{"remote_ip", JsonType::String, true},
 };
 constexpr std::array kDestroyQp{JsonField{"qpn", JsonType::Uint, true, 0, k24Bits, "24 bits"}};
+// "subsystem" left out: --nvmf-subsystem's.
+constexpr std::array kNvmfNamespaces{JsonField{"subsystem", JsonType::String, false}};
 constexpr std::array kNvmfAddNamespace{
     JsonField{"backing", JsonType::String, true},
     JsonField{"nsid", JsonType::Uint, false, 1, nvmf::kMaxNamespaces, "NSIDs 1..1024; left out: the lowest free one"},
+    JsonField{"subsystem", JsonType::String, false},
 };
-constexpr std::array kNvmfRemoveNamespace{JsonField{"nsid", JsonType::Uint, true, 1, nvmf::kMaxNamespaces, "NSIDs 1..1024"}};
+constexpr std::array kNvmfRemoveNamespace{JsonField{"nsid", JsonType::Uint, true, 1, nvmf::kMaxNamespaces, "NSIDs 1..1024"},
+                                          JsonField{"subsystem", JsonType::String, false}};
+constexpr std::array kNvmfSubsystem{JsonField{"nqn", JsonType::String, true}};
+constexpr std::array kNvmfHost{JsonField{"host", JsonType::String, true}, JsonField{"subsystem", JsonType::String, false}};
+constexpr std::array kNvmfAnyHost{JsonField{"allow", JsonType::Bool, true}, JsonField{"subsystem", JsonType::String, false}};
 constexpr std::array kDisconnect{JsonField{"session", JsonType::Uint, true, 1, kJsonIntegers, "see list_sessions"}};
 
 const char* type_name(ibv_qp_type t) { return t == IBV_QPT_RC ? "RC" : t == IBV_QPT_UC ? "UC" : "UD"; }
@@ -62,7 +69,7 @@ std::string ok_object(const std::function<void(JsonWriter&)>& fields) {
 }  // namespace
 
 std::span<const Appliance::Command> Appliance::commands() {
-  static const std::array<Command, 16> table{{
+  static const std::array<Command, 22> table{{
       {"status", kNoFields, &Appliance::cmd_report},
       {"counters", kNoFields, &Appliance::cmd_report},
       {"list_qps", kNoFields, &Appliance::cmd_list_qps},
@@ -74,9 +81,15 @@ std::span<const Appliance::Command> Appliance::commands() {
       {"connect_qp", kConnectQp, &Appliance::cmd_connect_qp},
       {"destroy_qp", kDestroyQp, &Appliance::cmd_destroy_qp},
       {"disconnect", kDisconnect, &Appliance::cmd_disconnect},
-      {"nvmf_namespaces", kNoFields, &Appliance::cmd_nvmf_namespaces},
+      {"nvmf_namespaces", kNvmfNamespaces, &Appliance::cmd_nvmf_namespaces},
       {"nvmf_add_namespace", kNvmfAddNamespace, &Appliance::cmd_nvmf_add_namespace},
       {"nvmf_remove_namespace", kNvmfRemoveNamespace, &Appliance::cmd_nvmf_remove_namespace},
+      {"nvmf_subsystems", kNoFields, &Appliance::cmd_nvmf_subsystems},
+      {"nvmf_add_subsystem", kNvmfSubsystem, &Appliance::cmd_nvmf_add_subsystem},
+      {"nvmf_remove_subsystem", kNvmfSubsystem, &Appliance::cmd_nvmf_remove_subsystem},
+      {"nvmf_allow_host", kNvmfHost, &Appliance::cmd_nvmf_allow_host},
+      {"nvmf_disallow_host", kNvmfHost, &Appliance::cmd_nvmf_disallow_host},
+      {"nvmf_allow_any_host", kNvmfAnyHost, &Appliance::cmd_nvmf_allow_any_host},
       {"stop", kNoFields, &Appliance::cmd_stop},
       {"help", kNoFields, nullptr},
   }};
@@ -389,12 +402,14 @@ namespace {
 constexpr const char* kNoNvmf = "no NVMe/RDMA target here (roce-appliance runs one with --nvmf-subsystem)";
 }
 
-std::string Appliance::cmd_nvmf_namespaces(ControlSocket::ClientId, const JsonValue&) {
+std::string Appliance::cmd_nvmf_namespaces(ControlSocket::ClientId, const JsonValue& cmd) {
   if (!nvmf_) return control_error(std::string("nvmf_namespaces: ") + kNoNvmf);
-  const auto list = nvmf_->namespaces();
+  const std::string sub = cmd.get_string("subsystem").value_or(o_.nvmf.subsystem);
+  auto list = nvmf_->namespaces(sub);
+  if (!list) return control_error("nvmf_namespaces: " + list.error().message);
   JsonWriter w;
-  w.begin_object().field("ok", true).field("subsystem", o_.nvmf.subsystem).key("namespaces").begin_array();
-  for (const NvmfService::NamespaceInfo& n : list) {
+  w.begin_object().field("ok", true).field("subsystem", sub).key("namespaces").begin_array();
+  for (const NvmfService::NamespaceInfo& n : *list) {
     w.begin_object().field("nsid", n.nsid).field("backing", n.file ? "file" : "memory");
     if (n.file) w.field("path", n.path);
     w.field("blocks", n.blocks).field("block_size", n.block_size).field("bytes", n.blocks * n.block_size).end_object();
@@ -408,17 +423,75 @@ std::string Appliance::cmd_nvmf_add_namespace(ControlSocket::ClientId, const Jso
   auto spec = parse_nvmf_namespace(*cmd.get_string("backing"));
   if (!spec) return control_error("nvmf_add_namespace: \"backing\": " + spec.error().message);
   const auto nsid = cmd.get_uint("nsid");
-  auto added = nvmf_->add_namespace(*spec, nsid ? static_cast<std::uint32_t>(*nsid) : 0);
+  const std::string sub = cmd.get_string("subsystem").value_or(o_.nvmf.subsystem);
+  auto added = nvmf_->add_namespace(*spec, nsid ? static_cast<std::uint32_t>(*nsid) : 0, sub);
   if (!added) return control_error("nvmf_add_namespace: " + added.error().message);
   const std::uint32_t id = *added;
-  return ok_object([id](JsonWriter& w) { w.field("nsid", id).field("added", true); });
+  return ok_object([&](JsonWriter& w) { w.field("subsystem", sub).field("nsid", id).field("added", true); });
 }
 
 std::string Appliance::cmd_nvmf_remove_namespace(ControlSocket::ClientId, const JsonValue& cmd) {
   if (!nvmf_) return control_error(std::string("nvmf_remove_namespace: ") + kNoNvmf);
   const auto nsid = static_cast<std::uint32_t>(*cmd.get_uint("nsid"));
-  if (Status s = nvmf_->remove_namespace(nsid); !s) return control_error("nvmf_remove_namespace: " + s.error().message);
-  return ok_object([nsid](JsonWriter& w) { w.field("nsid", nsid).field("removed", true); });
+  const std::string sub = cmd.get_string("subsystem").value_or(o_.nvmf.subsystem);
+  if (Status s = nvmf_->remove_namespace(nsid, sub); !s) return control_error("nvmf_remove_namespace: " + s.error().message);
+  return ok_object([&](JsonWriter& w) { w.field("subsystem", sub).field("nsid", nsid).field("removed", true); });
+}
+
+std::string Appliance::cmd_nvmf_subsystems(ControlSocket::ClientId, const JsonValue&) {
+  if (!nvmf_) return control_error(std::string("nvmf_subsystems: ") + kNoNvmf);
+  auto list = nvmf_->subsystems();
+  if (!list) return control_error("nvmf_subsystems: " + list.error().message);
+  JsonWriter w;
+  w.begin_object().field("ok", true).key("subsystems").begin_array();
+  for (const NvmfService::SubsystemInfo& s : *list) {
+    w.begin_object().field("nqn", s.nqn).field("serial", s.serial).field("allow_any_host", s.allow_any_host);
+    w.key("hosts").begin_array();
+    for (const std::string& h : s.hosts) w.value(h);
+    w.end_array();
+    w.field("namespaces", static_cast<std::uint64_t>(s.namespaces)).field("controllers", static_cast<std::uint64_t>(s.controllers));
+    w.end_object();
+  }
+  w.end_array().end_object();
+  return w.str();
+}
+
+std::string Appliance::cmd_nvmf_add_subsystem(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_add_subsystem: ") + kNoNvmf);
+  const std::string nqn = *cmd.get_string("nqn");
+  if (Status s = nvmf_->add_subsystem(nqn); !s) return control_error("nvmf_add_subsystem: " + s.error().message);
+  return ok_object([&](JsonWriter& w) { w.field("nqn", nqn).field("added", true); });
+}
+
+std::string Appliance::cmd_nvmf_remove_subsystem(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_remove_subsystem: ") + kNoNvmf);
+  const std::string nqn = *cmd.get_string("nqn");
+  if (Status s = nvmf_->remove_subsystem(nqn); !s) return control_error("nvmf_remove_subsystem: " + s.error().message);
+  return ok_object([&](JsonWriter& w) { w.field("nqn", nqn).field("removed", true); });
+}
+
+std::string Appliance::cmd_nvmf_allow_host(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_allow_host: ") + kNoNvmf);
+  const std::string host = *cmd.get_string("host");
+  const std::string sub = cmd.get_string("subsystem").value_or(o_.nvmf.subsystem);
+  if (Status s = nvmf_->allow_host(host, sub); !s) return control_error("nvmf_allow_host: " + s.error().message);
+  return ok_object([&](JsonWriter& w) { w.field("subsystem", sub).field("host", host).field("allowed", true); });
+}
+
+std::string Appliance::cmd_nvmf_disallow_host(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_disallow_host: ") + kNoNvmf);
+  const std::string host = *cmd.get_string("host");
+  const std::string sub = cmd.get_string("subsystem").value_or(o_.nvmf.subsystem);
+  if (Status s = nvmf_->disallow_host(host, sub); !s) return control_error("nvmf_disallow_host: " + s.error().message);
+  return ok_object([&](JsonWriter& w) { w.field("subsystem", sub).field("host", host).field("allowed", false); });
+}
+
+std::string Appliance::cmd_nvmf_allow_any_host(ControlSocket::ClientId, const JsonValue& cmd) {
+  if (!nvmf_) return control_error(std::string("nvmf_allow_any_host: ") + kNoNvmf);
+  const bool any = *cmd.get("allow")->boolean();
+  const std::string sub = cmd.get_string("subsystem").value_or(o_.nvmf.subsystem);
+  if (Status s = nvmf_->allow_any_host(any, sub); !s) return control_error("nvmf_allow_any_host: " + s.error().message);
+  return ok_object([&](JsonWriter& w) { w.field("subsystem", sub).field("allow_any_host", any); });
 }
 
 }  // namespace roce::app

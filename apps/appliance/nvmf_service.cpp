@@ -86,12 +86,11 @@ Status NvmfService::start() {
   auto sub = target_->add_subsystem(o_.subsystem, "rocev2dp0001");
   if (!sub) return sub.error();
   for (const std::string& h : o_.allowed_hosts) (*sub)->allow_host(h);
-  subsystem_ = *sub;
   std::uint32_t nsid = 1;
   for (const NvmfNamespaceSpec& n : o_.namespaces) {
     auto store = open_store(n, nsid);
     if (!store) return store.error();
-    if (Status s = subsystem_->add_namespace(nsid, std::move(*store)); !s) return s;
+    if (Status s = (*sub)->add_namespace(nsid, std::move(*store)); !s) return s;
     ++nsid;
   }
   if (!cm_) cm_ = std::make_shared<CmService>(dp_, drivers_);
@@ -113,30 +112,35 @@ Result<std::unique_ptr<nvmf::NamespaceStore>> NvmfService::open_store(const Nvmf
   return store;
 }
 
-std::vector<NvmfService::NamespaceInfo> NvmfService::namespaces() {
-  if (!subsystem_) return {};
-  return dp_.call(0, [this](Engine&) {
+Result<std::vector<NvmfService::NamespaceInfo>> NvmfService::namespaces(const std::string& subnqn) {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  const std::string nqn = subnqn.empty() ? o_.subsystem : subnqn;
+  return dp_.call(0, [&](Engine&) -> Result<std::vector<NamespaceInfo>> {
+    const nvmf::Subsystem* sub = target_->find_subsystem(nqn);
+    if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
     std::vector<NamespaceInfo> out;
-    for (std::uint32_t nsid : subsystem_->active_nsids()) {
-      const nvmf::NamespaceStore* s = subsystem_->find_namespace(nsid);
+    for (std::uint32_t nsid : sub->active_nsids()) {
+      const nvmf::NamespaceStore* s = sub->find_namespace(nsid);
       out.push_back({nsid, s->file_backed(), s->path(), s->blocks(), s->block_size()});
     }
     return out;
   });
 }
 
-Result<std::uint32_t> NvmfService::add_namespace(const NvmfNamespaceSpec& spec, std::uint32_t nsid) {
-  if (!subsystem_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+Result<std::uint32_t> NvmfService::add_namespace(const NvmfNamespaceSpec& spec, std::uint32_t nsid, const std::string& subnqn) {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
   if (nsid > nvmf::kMaxNamespaces) return make_error(EINVAL, "NSID " + std::to_string(nsid) + " outside 1.." + std::to_string(nvmf::kMaxNamespaces));
+  const std::string nqn = subnqn.empty() ? o_.subsystem : subnqn;
   std::lock_guard lock(namespaces_mutex_);
-  const auto in_use = namespaces();
+  auto in_use = namespaces(nqn);
+  if (!in_use) return in_use.error();
   if (nsid == 0) {
     nsid = 1;
-    for (const NamespaceInfo& n : in_use)
+    for (const NamespaceInfo& n : *in_use)
       if (n.nsid == nsid) ++nsid;  // active_nsids() is sorted
     if (nsid > nvmf::kMaxNamespaces) return make_error(ENOSPC, "every NSID 1.." + std::to_string(nvmf::kMaxNamespaces) + " is in use");
   }
-  for (const NamespaceInfo& n : in_use) {
+  for (const NamespaceInfo& n : *in_use) {
     if (n.nsid == nsid) return make_error(EEXIST, "NSID " + std::to_string(nsid) + " is already in use");
     if (spec.file && n.file && n.path == spec.path)
       return make_error(EEXIST, spec.path + " already backs NSID " + std::to_string(n.nsid));
@@ -144,27 +148,109 @@ Result<std::uint32_t> NvmfService::add_namespace(const NvmfNamespaceSpec& spec, 
   auto store = open_store(spec, nsid);  // file I/O here, not on the dataplane's worker
   if (!store) return store.error();
   Status s = dp_.call(0, [&](Engine&) -> Status {
-    if (Status a = subsystem_->add_namespace(nsid, std::move(*store)); !a) return a;
-    target_->notify_namespace_changed(subsystem_, nsid);
+    nvmf::Subsystem* sub = target_->find_subsystem(nqn);
+    if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
+    if (Status a = sub->add_namespace(nsid, std::move(*store)); !a) return a;
+    target_->notify_namespace_changed(sub, nsid);
     return {};
   });
   if (!s) return s.error();
-  std::fprintf(stderr, "roce-appliance: nvmf namespace %u added (%s)\n", nsid, spec.file ? spec.path.c_str() : "memory");
+  std::fprintf(stderr, "roce-appliance: nvmf namespace %u of %s added (%s)\n", nsid, nqn.c_str(), spec.file ? spec.path.c_str() : "memory");
   return nsid;
 }
 
-Status NvmfService::remove_namespace(std::uint32_t nsid) {
-  if (!subsystem_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+Status NvmfService::remove_namespace(std::uint32_t nsid, const std::string& subnqn) {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  const std::string nqn = subnqn.empty() ? o_.subsystem : subnqn;
   std::lock_guard lock(namespaces_mutex_);
   // Commands already past their checks look the namespace up again when they run: one that
   // finds it gone answers "invalid namespace", none touches freed blocks.
   Status s = dp_.call(0, [&](Engine&) -> Status {
-    if (Status r = subsystem_->remove_namespace(nsid); !r) return r;
-    target_->notify_namespace_changed(subsystem_, nsid);
+    nvmf::Subsystem* sub = target_->find_subsystem(nqn);
+    if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
+    if (Status r = sub->remove_namespace(nsid); !r) return r;
+    target_->notify_namespace_changed(sub, nsid);
     return {};
   });
-  if (s) std::fprintf(stderr, "roce-appliance: nvmf namespace %u removed\n", nsid);
+  if (s) std::fprintf(stderr, "roce-appliance: nvmf namespace %u of %s removed\n", nsid, nqn.c_str());
   return s;
+}
+
+Result<std::vector<NvmfService::SubsystemInfo>> NvmfService::subsystems() {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  return dp_.call(0, [&](Engine&) -> Result<std::vector<SubsystemInfo>> {
+    std::vector<SubsystemInfo> out;
+    for (const auto& [nqn, sub] : target_->subsystems()) {
+      SubsystemInfo i;
+      i.nqn = nqn;
+      i.serial = sub->serial();
+      i.allow_any_host = sub->allows_any_host();
+      i.hosts.assign(sub->allowed_hosts().begin(), sub->allowed_hosts().end());
+      i.namespaces = sub->active_nsids().size();
+      i.controllers = target_->controllers_of(sub.get());
+      out.push_back(std::move(i));
+    }
+    return out;
+  });
+}
+
+Status NvmfService::add_subsystem(const std::string& nqn) {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  std::lock_guard lock(namespaces_mutex_);
+  Status s = dp_.call(0, [&](Engine&) -> Status {
+    char serial[21];
+    std::snprintf(serial, sizeof serial, "rocev2dp%04zu", target_->subsystems().size() + 1);
+    auto sub = target_->add_subsystem(nqn, serial);
+    if (!sub) return sub.error();
+    return {};
+  });
+  if (s) std::fprintf(stderr, "roce-appliance: nvmf subsystem %s added (no namespaces yet; any host)\n", nqn.c_str());
+  return s;
+}
+
+Status NvmfService::remove_subsystem(const std::string& nqn) {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  std::lock_guard lock(namespaces_mutex_);
+  Status s = dp_.call(0, [&](Engine&) { return target_->remove_subsystem(nqn); });
+  if (s) std::fprintf(stderr, "roce-appliance: nvmf subsystem %s removed\n", nqn.c_str());
+  return s;
+}
+
+Status NvmfService::change_hosts(const std::string& subnqn, const std::function<Status(nvmf::Subsystem&)>& change) {
+  if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
+  const std::string nqn = subnqn.empty() ? o_.subsystem : subnqn;
+  std::lock_guard lock(namespaces_mutex_);
+  // Connect checks the host on every queue it opens: the change holds from the next Connect
+  // on (an admin or I/O queue); controllers already made keep their queues.
+  return dp_.call(0, [&](Engine&) -> Status {
+    nvmf::Subsystem* sub = target_->find_subsystem(nqn);
+    if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
+    if (Status s = change(*sub); !s) return s;
+    target_->bump_generation();  // what the discovery log lists for a host may have changed
+    return {};
+  });
+}
+
+Status NvmfService::allow_host(const std::string& host, const std::string& subnqn) {
+  if (!nvmf::valid_nqn(host)) return make_error(EINVAL, "'" + host + "' is not a valid host NQN");
+  return change_hosts(subnqn, [&](nvmf::Subsystem& s) -> Status {
+    s.allow_host(host);
+    return {};
+  });
+}
+
+Status NvmfService::disallow_host(const std::string& host, const std::string& subnqn) {
+  return change_hosts(subnqn, [&](nvmf::Subsystem& s) -> Status {
+    if (!s.disallow_host(host)) return make_error(ENOENT, host + " is not among the allowed hosts of " + s.nqn());
+    return {};
+  });
+}
+
+Status NvmfService::allow_any_host(bool any, const std::string& subnqn) {
+  return change_hosts(subnqn, [&](nvmf::Subsystem& s) -> Status {
+    s.set_allow_any_host(any);
+    return {};
+  });
 }
 
 void NvmfService::poll_worker(Nanos now) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,10 +65,11 @@ class NvmfService {
   Totals totals();
   std::size_t live_queues();
 
-  // The subsystem's namespaces, changed while hosts are connected (the control socket): each
-  // change is announced to the controllers that asked for Namespace Attribute Changed notices
-  // (an AER completes; the host reads the Changed Namespace List and rescans). A file backing
-  // is opened (or created) here, on the calling thread, before the namespace joins the target.
+  // A subsystem's namespaces (`subnqn` empty: --nvmf-subsystem's), changed while hosts are
+  // connected (the control socket): each change is announced to the controllers that asked for
+  // Namespace Attribute Changed notices (an AER completes; the host reads the Changed Namespace
+  // List and rescans). A file backing is opened (or created) here, on the calling thread, before
+  // the namespace joins the target.
   struct NamespaceInfo {
     std::uint32_t nsid = 0;
     bool file = false;
@@ -75,10 +77,28 @@ class NvmfService {
     std::uint64_t blocks = 0;
     std::uint32_t block_size = 0;
   };
-  std::vector<NamespaceInfo> namespaces();
+  Result<std::vector<NamespaceInfo>> namespaces(const std::string& subnqn = {});
   // nsid 0: the lowest free NSID. Returns the NSID given.
-  Result<std::uint32_t> add_namespace(const NvmfNamespaceSpec& spec, std::uint32_t nsid = 0);
-  Status remove_namespace(std::uint32_t nsid);
+  Result<std::uint32_t> add_namespace(const NvmfNamespaceSpec& spec, std::uint32_t nsid = 0, const std::string& subnqn = {});
+  Status remove_namespace(std::uint32_t nsid, const std::string& subnqn = {});
+
+  // Subsystems and their allowed hosts, changed on the control socket. A new subsystem has no
+  // namespaces and admits any host; one with connected controllers is not removed (EBUSY). A
+  // host taken off the list is refused at its next Connect (any queue; its live queues stay).
+  struct SubsystemInfo {
+    std::string nqn;
+    std::string serial;
+    bool allow_any_host = true;
+    std::vector<std::string> hosts;
+    std::size_t namespaces = 0;
+    std::size_t controllers = 0;
+  };
+  Result<std::vector<SubsystemInfo>> subsystems();
+  Status add_subsystem(const std::string& nqn);
+  Status remove_subsystem(const std::string& nqn);
+  Status allow_host(const std::string& host, const std::string& subnqn = {});
+  Status disallow_host(const std::string& host, const std::string& subnqn = {});
+  Status allow_any_host(bool any, const std::string& subnqn = {});
   nvmf::TargetConfig target_config() const { return tcfg_; }
 
  private:
@@ -96,6 +116,7 @@ class NvmfService {
   void drop_queue(Conn& c);     // the queue goes (worker 0); the QP stays until TIMEWAIT
   void release(cm::CmId id);    // queue and QP go
   void poll_worker(Nanos now);  // worker 0's driver
+  Status change_hosts(const std::string& subnqn, const std::function<Status(nvmf::Subsystem&)>& change);
   Result<std::unique_ptr<nvmf::NamespaceStore>> open_store(const NvmfNamespaceSpec& n, std::uint32_t nsid) const;
 
   dp::Dataplane& dp_;
@@ -104,8 +125,7 @@ class NvmfService {
   NvmfOptions o_;
   nvmf::TargetConfig tcfg_;
   std::unique_ptr<nvmf::Target> target_;
-  nvmf::Subsystem* subsystem_ = nullptr;  // the target's (worker 0 uses it)
-  std::mutex namespaces_mutex_;           // one namespace change at a time
+  std::mutex namespaces_mutex_;           // one subsystem, host or namespace change at a time
   std::shared_ptr<CmService> cm_;
   bool shared_cm_ = false;
   CmService::Channel channel_ = 0;

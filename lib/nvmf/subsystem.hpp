@@ -1,5 +1,7 @@
-// An NVM subsystem as the target serves it: its NQN, the hosts allowed to connect (none listed
-// means any host), and its namespaces by NSID.
+// An NVM subsystem as the target serves it: its NQN, the hosts allowed to connect, and its
+// namespaces by NSID. A new subsystem admits any host (nvmet's attr_allow_any_host); the first
+// allowed host makes it admit listed hosts only, and removing the last one then admits none
+// (never any host again by accident): set_allow_any_host(true) opens it again.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +26,15 @@ class Subsystem {
   const std::string& nqn() const { return nqn_; }
   const std::string& serial() const { return serial_; }
 
-  void allow_host(const std::string& hostnqn) { allowed_.insert(hostnqn); }
-  void disallow_host(const std::string& hostnqn) { allowed_.erase(hostnqn); }
-  bool host_allowed(const std::string& hostnqn) const { return allowed_.empty() || allowed_.count(hostnqn) != 0; }
+  void allow_host(const std::string& hostnqn) {
+    allowed_.insert(hostnqn);
+    allow_any_ = false;
+  }
+  // False when the host was not listed.
+  bool disallow_host(const std::string& hostnqn) { return allowed_.erase(hostnqn) != 0; }
+  void set_allow_any_host(bool any) { allow_any_ = any; }
+  bool allows_any_host() const { return allow_any_; }
+  bool host_allowed(const std::string& hostnqn) const { return allow_any_ || allowed_.count(hostnqn) != 0; }
   const std::set<std::string>& allowed_hosts() const { return allowed_; }
 
   Status add_namespace(std::uint32_t nsid, std::unique_ptr<NamespaceStore> store);
@@ -38,6 +46,7 @@ class Subsystem {
   std::string nqn_;
   std::string serial_;
   std::set<std::string> allowed_;
+  bool allow_any_ = true;
   std::map<std::uint32_t, std::unique_ptr<NamespaceStore>> namespaces_;
 };
 

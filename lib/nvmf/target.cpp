@@ -43,6 +43,22 @@ Subsystem* Target::find_subsystem(const std::string& nqn) const {
   return it == subsystems_.end() ? nullptr : it->second.get();
 }
 
+std::size_t Target::controllers_of(const Subsystem* sub) const {
+  std::size_t n = 0;
+  for (const auto& [id, c] : controllers_) n += c->subsystem == sub ? 1 : 0;
+  return n;
+}
+
+Status Target::remove_subsystem(const std::string& nqn) {
+  const auto it = subsystems_.find(nqn);
+  if (it == subsystems_.end()) return make_error(ENOENT, "no subsystem " + nqn);
+  if (const std::size_t n = controllers_of(it->second.get()); n > 0)
+    return make_error(EBUSY, "subsystem " + nqn + " has " + std::to_string(n) + " connected controller(s); their hosts disconnect first");
+  subsystems_.erase(it);
+  ++generation_;
+  return {};
+}
+
 Controller* Target::create_controller(Subsystem* subsystem, const std::string& hostnqn, Nanos now) {
   // CNTLID 0xFFF0..0xFFFF are reserved (0xFFFF asks for a dynamic controller).
   for (std::uint32_t tries = 0; tries < 0xFFEF; ++tries) {

@@ -104,6 +104,9 @@ class Target {
   const TargetConfig& config() const { return cfg_; }
   Result<Subsystem*> add_subsystem(const std::string& nqn, const std::string& serial);
   Subsystem* find_subsystem(const std::string& nqn) const;
+  // EBUSY while a controller of it lives (its hosts disconnect first); the discovery log changes.
+  Status remove_subsystem(const std::string& nqn);
+  std::size_t controllers_of(const Subsystem* sub) const;
   const std::map<std::string, std::unique_ptr<Subsystem>>& subsystems() const { return subsystems_; }
 
   // Controllers: created by an admin Connect, gone with the admin queue.

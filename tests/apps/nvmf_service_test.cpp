@@ -453,8 +453,77 @@ TEST_F(NvmfService, NamespacesAddedAndRemovedWhileConnectedAreAnnouncedAndServed
   auto gone = exec(*q1, w, 512, nvmf::SglMode::Keyed, 3);
   ASSERT_TRUE(gone);
   EXPECT_EQ(gone->status().sc, nv::sc::kInvalidNamespace);
-  ASSERT_EQ(service->namespaces().size(), 1u);
-  EXPECT_EQ(service->namespaces()[0].nsid, 1u);
+  ASSERT_EQ(service->namespaces()->size(), 1u);
+  EXPECT_EQ((*service->namespaces())[0].nsid, 1u);
+}
+
+// Subsystems and allowed hosts changed while the target runs (the control socket's nvmf_*
+// commands call these): a second subsystem with a namespace of its own, open to one host; that
+// host connects; the subsystem is not removed under its controller; the host taken off the list
+// is refused at its next Connect (an I/O queue of the controller it already has) with "invalid
+// host"; once its admin queue is gone the subsystem goes, and the discovery log follows.
+TEST_F(NvmfService, SubsystemsAndAllowedHostsChangeWhileTheTargetRuns) {
+  const std::string second = "nqn.2026-12.io.rocev2-dp:second";
+  auto subs = service->subsystems();
+  ASSERT_TRUE(subs.ok());
+  ASSERT_EQ(subs->size(), 1u);
+  EXPECT_EQ((*subs)[0].nqn, kSubNqn);
+  EXPECT_TRUE((*subs)[0].allow_any_host);
+  EXPECT_EQ((*subs)[0].namespaces, 1u);
+  ASSERT_TRUE(service->add_subsystem(second).ok());
+  EXPECT_EQ(service->add_subsystem(second).code(), EEXIST);
+  EXPECT_EQ(service->add_subsystem("not-an-nqn").code(), EINVAL);
+  app::NvmfNamespaceSpec mem;
+  mem.bytes = 64 << 10;
+  auto nsid = service->add_namespace(mem, 0, second);
+  ASSERT_TRUE(nsid.ok()) << nsid.error().message;
+  EXPECT_EQ(*nsid, 1u);
+  EXPECT_EQ(service->allow_host(kHostNqn, "nqn.2026-12.io.rocev2-dp:none").code(), ENOENT);
+  EXPECT_EQ(service->allow_host("bad host", second).code(), EINVAL);
+  ASSERT_TRUE(service->allow_host(kHostNqn, second).ok());
+
+  HostQueue* admin = open(0, 32);
+  ASSERT_NE(admin, nullptr);
+  auto c = fabrics_connect(*admin, nv::kDynamicCntlid, second);
+  ASSERT_TRUE(c && c->status().ok());
+  const auto cntlid = static_cast<std::uint16_t>(c->cqe.dw0.get());
+  ASSERT_TRUE(enable(*admin));
+  subs = service->subsystems();
+  ASSERT_TRUE(subs.ok());
+  ASSERT_EQ(subs->size(), 2u);
+  const auto& info = (*subs)[0].nqn == second ? (*subs)[0] : (*subs)[1];
+  EXPECT_FALSE(info.allow_any_host);
+  EXPECT_EQ(info.hosts, std::vector<std::string>{kHostNqn});
+  EXPECT_EQ(info.namespaces, 1u);
+  EXPECT_EQ(info.controllers, 1u);
+  EXPECT_EQ(service->remove_subsystem(second).code(), EBUSY);
+
+  ASSERT_TRUE(service->disallow_host(kHostNqn, second).ok());
+  EXPECT_EQ(service->disallow_host(kHostNqn, second).code(), ENOENT);
+  HostQueue* q1 = open(1, 16);
+  ASSERT_NE(q1, nullptr);
+  auto refused = fabrics_connect(*q1, cntlid, second);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status(), nv::specific_error(nv::sc::kConnectInvalidHost));
+  // The first subsystem still admits any host.
+  HostQueue* other = open(0, 32);
+  ASSERT_NE(other, nullptr);
+  auto ok = fabrics_connect(*other, nv::kDynamicCntlid, kSubNqn);
+  ASSERT_TRUE(ok && ok->status().ok());
+
+  close(*q1);
+  close(*admin);
+  Status removed = make_error(EBUSY, "not tried");
+  for (int i = 0; i < 300 && !removed; ++i) {
+    removed = service->remove_subsystem(second);
+    if (!removed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(removed.ok()) << removed.error().message;
+  EXPECT_EQ(service->remove_subsystem(second).code(), ENOENT);
+  EXPECT_EQ(service->namespaces(second).error().code, ENOENT);
+  subs = service->subsystems();
+  ASSERT_TRUE(subs.ok());
+  EXPECT_EQ(subs->size(), 1u);
 }
 
 // roce-appliance with --rdma-cm and --nvmf-subsystem: one CM agent on QP1 serves both. An

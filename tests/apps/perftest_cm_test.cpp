@@ -14,6 +14,7 @@
 #include "apps/appliance/cm_listeners.hpp"
 #include "client/oob_server.hpp"
 #include "client/perftest_client.hpp"
+#include "client/perftest_server_print.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
 namespace roce::test {
@@ -53,6 +54,7 @@ class PerftestCm : public DataplanePairTest {
       cfg.test = served;
       const Nanos wait = qp_type == IBV_QPT_UD ? 5 * kSecond : 0;
       cfg.cm_qp = [qps, wait](std::uint32_t qpn) { return qps->take(qpn, wait); };
+      cfg.cm_sync = [qps] { qps->synced(); };
       std::lock_guard lock(mutex);
       sessions.emplace_back([this, cfg, ch, qps] {
         Result<SessionReport> r = make_error(EINVAL, "not run");
@@ -141,6 +143,11 @@ TEST_F(PerftestCm, WriteBandwidthTwoQpsConnectThroughRdmaCm) {
   const auto t = listeners->totals();
   EXPECT_EQ(t.perftest_sessions, 1u);
   EXPECT_EQ(t.perftest_qps, 2u);
+  // The server's printout says what perftest -R's server says about the exchange.
+  const std::string printed = perftest_server_printout(*rep, ServerPrintSettings{});
+  EXPECT_NE(printed.find(" rdma_cm QPs\t : ON\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find(" Data ex. method : rdma_cm\n"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("Data ex. method : Ethernet"), std::string::npos) << printed;
 }
 
 TEST_F(PerftestCm, ReadAndSendBandwidthAndReadLatency) {
@@ -191,6 +198,8 @@ TEST_F(PerftestCmUd, SendBandwidthTwoQpsResolvedBySidr) {
   EXPECT_EQ(t.perftest_qps, 2u);
   const auto c = listeners->cm_counters();
   EXPECT_GE(c.at("cm_rx_msgs.SIDR_REQ"), 2u);
+  const std::string printed = perftest_server_printout(*rep, ServerPrintSettings{});
+  EXPECT_NE(printed.find(" Connection type : UD"), std::string::npos) << printed;
 }
 
 class PerftestCmUdLatency : public PerftestCm {

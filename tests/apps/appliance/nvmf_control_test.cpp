@@ -130,6 +130,68 @@ TEST_F(NvmfControl, RefusesBadRequestsWithTheReason) {
   EXPECT_TRUE(help["commands"].has("nvmf_add_namespace"));
 }
 
+// Subsystems and their allowed hosts, as an operator changes them on the socket.
+TEST_F(NvmfControl, AddsSubsystemsAndChangesTheirAllowedHosts) {
+  ControlClient c(appliance_->socket());
+  ASSERT_TRUE(c.connected()) << c.error();
+  const std::string second = "nqn.2026-12.io.rocev2-dp:control-second";
+  const std::string host = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222";
+  ASSERT_TRUE(ok(c.call(R"({"cmd":"nvmf_add_subsystem","nqn":")" + second + R"("})")));
+  ASSERT_TRUE(ok(c.call(R"({"cmd":"nvmf_add_namespace","backing":"mem:64K","subsystem":")" + second + R"("})")));
+  ASSERT_TRUE(ok(c.call(R"({"cmd":"nvmf_allow_host","host":")" + host + R"(","subsystem":")" + second + R"("})")));
+  const auto find = [&](const Json& list, const std::string& nqn) -> const Json* {
+    for (const Json& s : list["subsystems"].array())
+      if (s["nqn"].str() == nqn) return &s;
+    return nullptr;
+  };
+  Json j = c.call(R"({"cmd":"nvmf_subsystems"})");
+  ASSERT_TRUE(ok(j)) << error_of(j);
+  EXPECT_EQ(j["subsystems"].array().size(), 2u);
+  const Json* first = find(j, kNqn);
+  ASSERT_NE(first, nullptr);
+  EXPECT_TRUE((*first)["allow_any_host"].boolean());
+  const Json* sec = find(j, second);
+  ASSERT_NE(sec, nullptr);
+  EXPECT_FALSE((*sec)["allow_any_host"].boolean());
+  ASSERT_EQ((*sec)["hosts"].array().size(), 1u);
+  EXPECT_EQ((*sec)["hosts"].array()[0].str(), host);
+  EXPECT_EQ((*sec)["namespaces"].u64(), 1u);
+  EXPECT_EQ((*sec)["controllers"].u64(), 0u);
+  const Json ns = c.call(R"({"cmd":"nvmf_namespaces","subsystem":")" + second + R"("})");
+  ASSERT_TRUE(ok(ns)) << error_of(ns);
+  EXPECT_EQ(ns["namespaces"].array().size(), 1u);
+  // The host taken off: nobody left, the subsystem admits none until allow_any_host.
+  ASSERT_TRUE(ok(c.call(R"({"cmd":"nvmf_disallow_host","host":")" + host + R"(","subsystem":")" + second + R"("})")));
+  j = c.call(R"({"cmd":"nvmf_subsystems"})");
+  sec = find(j, second);
+  ASSERT_NE(sec, nullptr);
+  EXPECT_TRUE((*sec)["hosts"].array().empty());
+  EXPECT_FALSE((*sec)["allow_any_host"].boolean());
+  ASSERT_TRUE(ok(c.call(R"({"cmd":"nvmf_allow_any_host","allow":true,"subsystem":")" + second + R"("})")));
+  j = c.call(R"({"cmd":"nvmf_subsystems"})");
+  sec = find(j, second);
+  ASSERT_NE(sec, nullptr);
+  EXPECT_TRUE((*sec)["allow_any_host"].boolean());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"cmd":"nvmf_add_subsystem","nqn":")" + second + R"("})", "exists"},
+      {R"({"cmd":"nvmf_add_subsystem","nqn":"disk"})", "is not an NQN"},
+      {R"({"cmd":"nvmf_add_subsystem"})", "\"nqn\" is missing"},
+      {R"({"cmd":"nvmf_allow_host","host":"x"})", "not a valid host NQN"},
+      {R"({"cmd":"nvmf_allow_host","host":")" + host + R"(","subsystem":"nqn.2026-12.io.x:none"})", "no subsystem"},
+      {R"({"cmd":"nvmf_disallow_host","host":")" + host + R"("})", "is not among the allowed hosts"},
+      {R"({"cmd":"nvmf_allow_any_host","allow":"yes"})", "\"allow\""},
+      {R"({"cmd":"nvmf_remove_subsystem","nqn":"nqn.2026-12.io.x:none"})", "no subsystem"},
+  };
+  for (const auto& [line, want] : bad) {
+    const Json r = c.call(line);
+    EXPECT_FALSE(ok(r)) << line;
+    EXPECT_NE(error_of(r).find(want), std::string::npos) << line << " -> " << error_of(r);
+  }
+  ASSERT_TRUE(ok(c.call(R"({"cmd":"nvmf_remove_subsystem","nqn":")" + second + R"("})")));
+  j = c.call(R"({"cmd":"nvmf_subsystems"})");
+  EXPECT_EQ(j["subsystems"].array().size(), 1u);
+}
+
 TEST(NvmfControlWithoutTarget, SaysThereIsNoTarget) {
   test::ApplianceProcess a(std::vector<std::string>{}, "nvmfnone");
   ASSERT_TRUE(a.running()) << a.stderr_text();

@@ -442,10 +442,11 @@ run_case() {
       # shell ignores SIGINT). The guest's busybox has pidof, no pkill.
       # -b: an appliance told -b --run_infinitely serves only that, so the next client is another
       # endless one (perftest's client has no other end); each must be ended by the SIGINT (130).
-      local run runs=1 inf_rows
+      local run runs=1 inf_rows inf_ip=$NET_BRIDGE_IP
       has_flag "$flags" b && runs=2
+      has_flag "$flags" R && inf_ip=$NET_ENGINE_IP  # -R: rdma_cm resolves the engine's RoCE address
       for ((run = 1; run <= runs; run++)); do
-        guest_run 90 "(sleep 12; kill -INT \$(pidof $tool)) & timeout 60 $tool $args $NET_BRIDGE_IP; echo \"exit status \$?\""
+        guest_run 90 "(sleep 12; kill -INT \$(pidof $tool)) & timeout 60 $tool $args $inf_ip; echo \"exit status \$?\""
         printf '%s' "$GUEST_OUT" > "$dir/guest_inf$run.log"
         inf_rows=$(grep -cE '^ *[0-9]+ +[0-9]+ +[0-9.]+ ' "$dir/guest_inf$run.log")
         ((inf_rows >= 3)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }--run_infinitely (run $run): $inf_rows rows before SIGINT"; }
@@ -453,7 +454,7 @@ run_case() {
           ok=0 CASE_NOTE+="${CASE_NOTE:+; }--run_infinitely (run $run) did not end by the SIGINT: $(grep -m1 'exit status' "$dir/guest_inf$run.log")"
         fi
       done
-      args=$(guest_args "$verb" "$mtu" "$size" "$iters" "")
+      args=$(guest_args "$verb" "$mtu" "$size" "$iters" "$(has_flag "$flags" R && echo R)")
     fi
     local grc=0
     if has_flag "$flags" inf && has_flag "$flags" b; then

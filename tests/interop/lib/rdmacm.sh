@@ -45,6 +45,7 @@ run_cm_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
   [[ $kind == cm-to-rxe ]] && { run_cm_to_rxe_case "$1"; return; }
+  [[ $verb == perftest2 ]] && { run_cm_perftest_concurrent_case "$1"; return; }
   case_begin "$name"
   local dir=$CASE_DIR ok=1
   # rping's client says its sizes itself; cmatose's and udaddy's servers must be told (their -C/-S).
@@ -82,6 +83,42 @@ run_cm_case() {
       grep -q "rdma_server client .* done: 1 messages received, 1 sent" "$dir/appliance.log" ||
         { ok=0; CASE_NOTE+="${CASE_NOTE:+; }appliance did not log rdma_server's 1 message each way"; } ;;
   esac
+  capture_stop
+  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" peer || ok=0
+  CASE_SECONDS=$((SECONDS - CASE_T0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
+# Two of the guest's ib_write_bw -R clients at once against roce-appliance --rdma-cm perftest
+# (one host, one port): each gets its own session, its data QPs found by their QPNs even when
+# both clients connect them at the same moment. Passes when both exit 0 with their tables and
+# the appliance printed two server tables and no failed session.
+run_cm_perftest_concurrent_case() {
+  local name kind verb mtu loss size iters flags
+  read -r name kind verb mtu loss size iters flags <<< "$1"
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1
+  appliance_keep "$mtu" --rdma-cm perftest || return
+  local app_lines
+  app_lines=$(wc -l < "$APPLIANCE_LOG")
+  capture_start "$dir/capture.pcap"
+  local client="ib_write_bw -d rxe0 -x \$G -F -R -m $mtu -s $size -n $iters $NET_ENGINE_IP"
+  guest_run 90 "bg pa $client; bg pb $client; fg pa 60; a=\$?; fg pb 60; b=\$?; [ \$a = 0 ] && [ \$b = 0 ]"
+  local grc=$?
+  printf '%s' "$GUEST_OUT" > "$dir/guest.log"
+  ((grc == 0)) || { ok=0; CASE_NOTE="guest clients: exit $grc: $(grep -m1 -iE 'error|fail|unable' "$dir/guest.log")"; }
+  local tables
+  tables=$(grep -c "^ $size  *$iters " "$dir/guest.log")
+  [[ $tables == 2 ]] || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest: $tables result rows, not 2"; }
+  local i
+  for i in $(seq 50); do
+    (( $(tail -n +"$((app_lines + 1))" "$APPLIANCE_LOG" | grep -c "^ $size  *$iters ") >= 2 )) && break
+    sleep 0.1
+  done
+  tail -n +"$((app_lines + 1))" "$APPLIANCE_LOG" > "$dir/appliance.log"
+  (( $(grep -c "^ $size  *$iters " "$dir/appliance.log") == 2 )) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }appliance did not print two tables"; }
+  grep -q "session failed\|refused" "$dir/appliance.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }appliance: $(grep -m1 'session failed\|refused' "$dir/appliance.log")"; }
+  CASE_FIGURE="$(grep "^ $size  *$iters " "$dir/guest.log" | awk '{print $4}' | paste -sd+ -)MB/s"
   capture_stop
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" peer || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
@@ -194,5 +231,15 @@ cm/perftest/send_bw/ud/q2/rxe>app       from-rxe send   1024 0 1024  500 R,ud,q2
 cm/perftest/send_lat/ud/rxe>app         from-rxe send   1024 0 64    200 R,lat,ud
 cm/perftest/send_bw/ud/gen>rxe          to-rxe   send   1024 0 1024  500 R,ud
 cm/perftest/send_lat/ud/gen>rxe         to-rxe   send   1024 0 64    200 R,lat,ud
+cm/perftest/write_bw/two/rxe>app        cm-from-rxe perftest2 4096 0 65536 2000 -
+cm/perftest/write_bw/bidir/rxe>app      from-rxe write  4096 0 65536 200 R,b
+cm/perftest/send_bw/ud/bidir/rxe>app    from-rxe send   1024 0 1024  200 R,ud,b
+cm/perftest/write_bw/bidir-D2/rxe>app   from-rxe write  4096 0 65536 16  R,b,D2
+cm/perftest/write_bw/D2/rxe>app         from-rxe write  4096 0 65536 16  R,D2
+cm/perftest/write_bw/inf-D1/rxe>app     from-rxe write  4096 0 65536 16  R,inf,D1
+cm/perftest/write_bw/bidir/gen>rxe      to-rxe   write  4096 0 65536 200 R,b
+cm/perftest/send_bw/ud/bidir/gen>rxe    to-rxe   send   1024 0 1024  200 R,ud,b
+cm/perftest/read_bw/D2/gen>rxe          to-rxe   read   4096 0 65536 5   R,D2
+cm/perftest/write_bw/inf-D1/gen>rxe     to-rxe   write  4096 0 65536 5   R,inf,D1
 LIST
 }

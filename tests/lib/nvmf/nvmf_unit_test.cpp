@@ -96,6 +96,15 @@ TEST(NvmfSubsystem, NqnsNamespacesAndHosts) {
   EXPECT_TRUE(sub.host_allowed("nqn.anyone"));
   sub.allow_host("nqn.2014-08.org.nvmexpress:uuid:1");
   EXPECT_FALSE(sub.host_allowed("nqn.anyone"));
+  EXPECT_FALSE(sub.allows_any_host());
+  // The last listed host removed: nobody, not anybody.
+  EXPECT_TRUE(sub.disallow_host("nqn.2014-08.org.nvmexpress:uuid:1"));
+  EXPECT_FALSE(sub.disallow_host("nqn.2014-08.org.nvmexpress:uuid:1"));
+  EXPECT_FALSE(sub.host_allowed("nqn.2014-08.org.nvmexpress:uuid:1"));
+  EXPECT_FALSE(sub.host_allowed("nqn.anyone"));
+  sub.set_allow_any_host(true);
+  EXPECT_TRUE(sub.host_allowed("nqn.anyone"));
+  sub.allow_host("nqn.2014-08.org.nvmexpress:uuid:1");
   EXPECT_FALSE(sub.add_namespace(0, std::move(*NamespaceStore::memory(1, 512))).ok());
   EXPECT_FALSE(sub.add_namespace(kMaxNamespaces + 1, std::move(*NamespaceStore::memory(1, 512))).ok());
   EXPECT_TRUE(sub.add_namespace(3, std::move(*NamespaceStore::memory(1, 512))).ok());
@@ -108,6 +117,12 @@ TEST(NvmfSubsystem, NqnsNamespacesAndHosts) {
   nv::DiscoveryLogHeader h;
   std::memcpy(static_cast<void*>(&h), log.data(), sizeof h);
   EXPECT_EQ(h.numrec.get(), 0u);
+  // Subsystems go (the discovery log's generation moves), an unknown one is named.
+  const std::uint64_t gen = t.discovery_generation();
+  EXPECT_EQ(t.remove_subsystem("nqn.2026-12.io.example:none").code(), ENOENT);
+  EXPECT_TRUE(t.remove_subsystem("nqn.2026-12.io.example:a").ok());
+  EXPECT_EQ(t.find_subsystem("nqn.2026-12.io.example:a"), nullptr);
+  EXPECT_GT(t.discovery_generation(), gen);
   EXPECT_EQ(log.size(), 1024u);
 }
 
