@@ -185,7 +185,7 @@ check_refusal() {
   fi
 }
 check_refusal "no --ip" --vdev net_ring0 --
-check_refusal "not an IPv4 address" --ip 10.1 --vdev net_ring0 --
+check_refusal "not an IPv4 or IPv6 address" --ip 10.1 --vdev net_ring0 --
 check_refusal "256, 512, 1024, 2048 or 4096" --ip 10.0.0.1 --vdev net_ring0 --mtu 1500 --
 check_refusal "unknown option --bogus" --ip 10.0.0.1 --vdev net_ring0 --bogus 1 --
 check_refusal "cannot read config file" --config /nonexistent --
