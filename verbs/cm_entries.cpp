@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "verbs/cm_port.hpp"
 #include "verbs/export.hpp"
@@ -313,6 +315,26 @@ void drop_count(CmChannel& ch) {
   }
 }
 
+// A destroyed channel's memory is kept (it is small, and a program destroys few): programs
+// such as rping leave a detached thread looping on rdma_get_cm_event, which may call once more
+// after the main thread destroyed the channel on its way out. Under librdmacm that thread stays
+// blocked in the kernel; here it blocks too, instead of failing and making the program exit 255.
+void retire(CmChannel* ch) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<CmChannel>> retired;
+  ch->magic = CmMagic::ClosedChannel;
+  std::lock_guard l(mutex);
+  retired.emplace_back(ch);
+}
+
+bool is_closed(const rdma_event_channel* channel) {
+  return channel != nullptr && static_cast<const CmChannel*>(channel)->magic == CmMagic::ClosedChannel;
+}
+
+[[noreturn]] void block_on_closed_channel() {
+  for (;;) ::pause();
+}
+
 }  // namespace
 
 // --- event channels ---
@@ -348,12 +370,14 @@ ROCE_VERBS_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
     }
     ch->queue.clear();
   }
-  ::close(ch->fd);
-  ch->magic = CmMagic::Dead;
-  delete ch;
+  const int fd = ch->fd;
+  ch->fd = -1;  // a thread still in rdma_get_cm_event then reads no other file that reuses the number
+  ::close(fd);
+  retire(ch);
 }
 
 ROCE_VERBS_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+  if (is_closed(channel)) block_on_closed_channel();
   CmChannel* ch = to_cm_channel(channel);
   if (ch == nullptr || event == nullptr) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
@@ -362,6 +386,7 @@ ROCE_VERBS_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_eve
     std::uint64_t v;
     if (::read(ch->fd, &v, sizeof v) != sizeof v) {
       if (errno == EINTR) continue;
+      if (is_closed(channel)) block_on_closed_channel();
       return -1;  // EAGAIN on a non-blocking channel, as librdmacm's read of its fd
     }
     CmEventBox* box = nullptr;

@@ -20,6 +20,7 @@ namespace roce::verbs {
 enum class CmMagic : std::uint32_t {
   Dead = 0,
   Channel = 0x52434331,
+  ClosedChannel = 0x52434330,  // destroyed, kept: a program's event thread may still call on it
   Id = 0x52434931,
   Event = 0x52434531,
 };

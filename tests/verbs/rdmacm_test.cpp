@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +87,24 @@ TEST_F(RdmaCm, ChannelFdIsPollableAndNonBlockingWhenAsked) {
   EXPECT_EQ(rdma_ack_cm_event(e), 0);
   EXPECT_EQ(::poll(&p, 1, 0), 0);
   EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// rping's pattern: a detached thread loops on rdma_get_cm_event while the main thread destroys
+// the channel and returns. The late call must wait (as it would in the kernel), not fail and make
+// the program exit with an error: rping -s exited 255 that way ("rdma_get_cm_event: Invalid
+// argument") when its event thread was preempted after acknowledging DISCONNECTED.
+TEST_F(RdmaCm, EventThreadCallingOnADestroyedChannelWaitsInsteadOfFailing) {
+  rdma_event_channel* doomed = ch;
+  ch = nullptr;
+  rdma_destroy_event_channel(doomed);
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  std::thread([doomed, returned] {
+    rdma_cm_event* e = nullptr;
+    rdma_get_cm_event(doomed, &e);
+    returned->store(true);
+  }).detach();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(returned->load()) << "rdma_get_cm_event returned on a destroyed channel";
 }
 
 TEST_F(RdmaCm, CreateIdRefusesWhatTheDeviceDoesNotOffer) {
