@@ -18,12 +18,6 @@ std::uint32_t ip_key(const Ipv4Addr& ip) {
   return k;
 }
 
-std::uint64_t mac_key(const MacAddr& m) {
-  std::uint64_t k = 0;
-  std::memcpy(&k, m.data(), 6);
-  return k;
-}
-
 void write_frame(const MacAddr& dst, const MacAddr& src, const ArpPacket& arp, std::span<std::byte> out) {
   EthernetHeader eth{dst, src, Be16::of(kEtherTypeArp)};
   std::memcpy(out.data(), &eth, sizeof eth);
@@ -34,45 +28,13 @@ void write_frame(const MacAddr& dst, const MacAddr& src, const ArpPacket& arp, s
 
 void ArpCache::learn(const Ipv4Addr& ip, const MacAddr& mac) noexcept {
   const std::uint32_t key = ip_key(ip);
-  if (key == 0) return;
-  Entry* slot = nullptr;
-  for (Entry& e : entries_)
-    if (e.ip.load(std::memory_order_relaxed) == key) slot = &e;
-  if (slot == nullptr) {
-    for (Entry& e : entries_)
-      if (e.ip.load(std::memory_order_relaxed) == 0) {
-        slot = &e;
-        break;
-      }
-  }
-  if (slot == nullptr) slot = &entries_[next_victim_.fetch_add(1, std::memory_order_relaxed) % kEntries];
-  const std::uint32_t s = slot->seq.load(std::memory_order_relaxed);
-  slot->seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  slot->ip.store(key, std::memory_order_relaxed);
-  slot->mac.store(mac_key(mac), std::memory_order_relaxed);
-  slot->seq.store(s + 2, std::memory_order_release);
+  if (key != 0) table_.learn({0, key}, mac);
 }
 
 std::optional<MacAddr> ArpCache::lookup(const Ipv4Addr& ip) const noexcept {
   const std::uint32_t key = ip_key(ip);
-  for (const Entry& e : entries_) {
-    for (;;) {
-      const std::uint32_t s1 = e.seq.load(std::memory_order_acquire);
-      if (s1 & 1) continue;
-      const std::uint32_t k = e.ip.load(std::memory_order_relaxed);
-      const std::uint64_t m = e.mac.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (e.seq.load(std::memory_order_relaxed) != s1) continue;
-      if (k == key) {
-        MacAddr mac;
-        std::memcpy(mac.data(), &m, 6);
-        return mac;
-      }
-      break;
-    }
-  }
-  return std::nullopt;
+  if (key == 0) return std::nullopt;
+  return table_.lookup({0, key});
 }
 
 ArpAction handle_arp(std::span<const std::byte> frame, const MacAddr& my_mac, const Ipv4Addr& my_ip, ArpCache& cache,

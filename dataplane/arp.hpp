@@ -3,12 +3,11 @@
 // and its cache is safe to read from the control thread while the RX lcore writes it.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
 
+#include "dataplane/neighbor_table.hpp"
 #include "protocol/headers.hpp"
 
 namespace roce::dp {
@@ -26,22 +25,15 @@ static_assert(sizeof(ArpPacket) == 28);
 
 inline constexpr std::size_t kArpFrameBytes = sizeof(proto::EthernetHeader) + sizeof(ArpPacket);
 
-// A small fixed cache; entries are published with a sequence counter so a reader on another
-// thread sees either the old or the new MAC, never a torn one.
+// IPv4 peers' MACs (the shared NeighborTable; 0.0.0.0 is never learnt).
 class ArpCache {
  public:
-  static constexpr std::size_t kEntries = 64;
+  static constexpr std::size_t kEntries = NeighborTable::kEntries;
   void learn(const proto::Ipv4Addr& ip, const proto::MacAddr& mac) noexcept;
   std::optional<proto::MacAddr> lookup(const proto::Ipv4Addr& ip) const noexcept;
 
  private:
-  struct Entry {
-    std::atomic<std::uint32_t> seq{0};  // odd while being written
-    std::atomic<std::uint32_t> ip{0};   // 0 = empty
-    std::atomic<std::uint64_t> mac{0};
-  };
-  std::array<Entry, kEntries> entries_{};
-  std::atomic<std::uint32_t> next_victim_{0};
+  NeighborTable table_;
 };
 
 enum class ArpAction : std::uint8_t { NotArp, Ignored, Learned, Reply };

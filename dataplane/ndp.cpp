@@ -9,20 +9,10 @@ using namespace roce::proto;
 
 namespace {
 
-struct Key {
-  std::uint64_t hi = 0, lo = 0;
-};
-
-Key key_of(const Ipv6Addr& ip) {
-  Key k;
+NeighborTable::Key key_of(const Ipv6Addr& ip) {
+  NeighborTable::Key k;
   std::memcpy(&k.hi, ip.data(), 8);
   std::memcpy(&k.lo, ip.data() + 8, 8);
-  return k;
-}
-
-std::uint64_t mac_key(const MacAddr& m) {
-  std::uint64_t k = 0;
-  std::memcpy(&k, m.data(), 6);
   return k;
 }
 
@@ -72,52 +62,11 @@ bool find_link_layer(ByteSpan options, NdOptionType wanted, std::optional<MacAdd
 }  // namespace
 
 void NeighborCache::learn(const Ipv6Addr& ip, const MacAddr& mac) noexcept {
-  const Key key = key_of(ip);
-  const std::uint64_t m = mac_key(mac);
-  if (m == 0 || is_unspecified(ip) || is_multicast(ip)) return;
-  Entry* slot = nullptr;
-  for (Entry& e : entries_)
-    if (e.mac.load(std::memory_order_relaxed) != 0 && e.hi.load(std::memory_order_relaxed) == key.hi &&
-        e.lo.load(std::memory_order_relaxed) == key.lo)
-      slot = &e;
-  if (slot == nullptr) {
-    for (Entry& e : entries_)
-      if (e.mac.load(std::memory_order_relaxed) == 0) {
-        slot = &e;
-        break;
-      }
-  }
-  if (slot == nullptr) slot = &entries_[next_victim_.fetch_add(1, std::memory_order_relaxed) % kEntries];
-  const std::uint32_t s = slot->seq.load(std::memory_order_relaxed);
-  slot->seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  slot->hi.store(key.hi, std::memory_order_relaxed);
-  slot->lo.store(key.lo, std::memory_order_relaxed);
-  slot->mac.store(m, std::memory_order_relaxed);
-  slot->seq.store(s + 2, std::memory_order_release);
+  if (is_unspecified(ip) || is_multicast(ip)) return;
+  table_.learn(key_of(ip), mac);
 }
 
-std::optional<MacAddr> NeighborCache::lookup(const Ipv6Addr& ip) const noexcept {
-  const Key key = key_of(ip);
-  for (const Entry& e : entries_) {
-    for (;;) {
-      const std::uint32_t s1 = e.seq.load(std::memory_order_acquire);
-      if (s1 & 1) continue;
-      const std::uint64_t hi = e.hi.load(std::memory_order_relaxed);
-      const std::uint64_t lo = e.lo.load(std::memory_order_relaxed);
-      const std::uint64_t m = e.mac.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (e.seq.load(std::memory_order_relaxed) != s1) continue;
-      if (m != 0 && hi == key.hi && lo == key.lo) {
-        MacAddr mac;
-        std::memcpy(mac.data(), &m, 6);
-        return mac;
-      }
-      break;
-    }
-  }
-  return std::nullopt;
-}
+std::optional<MacAddr> NeighborCache::lookup(const Ipv6Addr& ip) const noexcept { return table_.lookup(key_of(ip)); }
 
 NdpAction handle_ndp(std::span<const std::byte> frame, const MacAddr& my_mac, const Ipv6Addr& my_ip,
                      NeighborCache& cache, std::span<std::byte> reply) noexcept {

@@ -5,33 +5,26 @@
 // the RX lcore writes it.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
 
+#include "dataplane/neighbor_table.hpp"
 #include "protocol/icmpv6.hpp"
 
 namespace roce::dp {
 
 using proto::kNdFrameBytes;
 
-// A small fixed cache, published entry by entry with a sequence counter as ArpCache does.
+// IPv6 peers' MACs (the shared NeighborTable; unspecified and multicast addresses are never learnt).
 class NeighborCache {
  public:
-  static constexpr std::size_t kEntries = 64;
+  static constexpr std::size_t kEntries = NeighborTable::kEntries;
   void learn(const proto::Ipv6Addr& ip, const proto::MacAddr& mac) noexcept;
   std::optional<proto::MacAddr> lookup(const proto::Ipv6Addr& ip) const noexcept;
 
  private:
-  struct Entry {
-    std::atomic<std::uint32_t> seq{0};  // odd while being written
-    std::atomic<std::uint64_t> hi{0}, lo{0};
-    std::atomic<std::uint64_t> mac{0};  // 0 = empty (no station has MAC 00:00:00:00:00:00)
-  };
-  std::array<Entry, kEntries> entries_{};
-  std::atomic<std::uint32_t> next_victim_{0};
+  NeighborTable table_;
 };
 
 enum class NdpAction : std::uint8_t {

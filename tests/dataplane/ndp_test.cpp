@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "dataplane/arp.hpp"
 #include "dataplane/steering.hpp"
 #include "tests/support/run_command.hpp"
 
@@ -327,6 +328,21 @@ TEST(NeighborCache, LearnsUpdatesAndEvicts) {
   Ipv6Addr last = kMyIp;
   last[15] = static_cast<std::uint8_t>(2 * NeighborCache::kEntries - 1 + 16);
   EXPECT_EQ(c.lookup(last), (MacAddr{2, 0, 0, 0, 1, static_cast<std::uint8_t>(2 * NeighborCache::kEntries - 1)}));
+}
+
+// ARP's cache is the same table (dataplane/neighbor_table.hpp), keyed by the IPv4 address.
+TEST(NeighborCache, ArpSharesTheTableAndNeverAnswersForTheZeroAddress) {
+  dp::ArpCache c;
+  const proto::Ipv4Addr peer{10, 0, 0, 9};
+  EXPECT_FALSE(c.lookup(peer));
+  // 0.0.0.0 is no peer: an empty entry must not look like its answer (it once gave 00:..:00).
+  EXPECT_FALSE(c.lookup(proto::Ipv4Addr{}));
+  c.learn(proto::Ipv4Addr{}, kPeerMac);
+  EXPECT_FALSE(c.lookup(proto::Ipv4Addr{}));
+  c.learn(peer, MacAddr{});  // net_ring ports have the all-zero MAC: it is a MAC like any other
+  EXPECT_EQ(c.lookup(peer), MacAddr{});
+  c.learn(peer, kPeerMac);
+  EXPECT_EQ(c.lookup(peer), kPeerMac);
 }
 
 TEST(Steering, ClassifiesNeighborDiscoveryForTheControlWorker) {
