@@ -18,11 +18,7 @@ constexpr std::uint32_t kRdmaServerMsg = 16;
 constexpr std::uint32_t kGrhBytes = 40;  // a UD receive starts with the GRH
 constexpr int kBufferAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-std::string peer_of(const cm::RdmaCmEvent& e) {
-  if (!e.addressing) return "?";
-  const proto::IpAddress& a = e.addressing->src;
-  return a.version == proto::IpVersion::V4 ? proto::ipv4_to_string(a.v4) : proto::ipv6_to_string(a.v6);
-}
+std::string peer_of(const cm::RdmaCmEvent& e) { return e.addressing ? proto::to_string(e.addressing->src) : "?"; }
 
 }  // namespace
 

@@ -10,11 +10,7 @@ namespace roce::app {
 
 namespace {
 
-std::string peer_of(const cm::RdmaCmEvent& e) {
-  if (!e.addressing) return "?";
-  const proto::IpAddress& a = e.addressing->src;
-  return a.version == proto::IpVersion::V4 ? proto::ipv4_to_string(a.v4) : proto::ipv6_to_string(a.v6);
-}
+std::string peer_of(const cm::RdmaCmEvent& e) { return e.addressing ? proto::to_string(e.addressing->src) : "?"; }
 
 // "64M", "1G", "4096": bytes (K, M, G: powers of 1024).
 Result<std::uint64_t> parse_size(const std::string& s) {
