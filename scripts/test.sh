@@ -61,6 +61,23 @@ if [[ -f "$testlog" ]]; then
       awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "    %d x %s\n", n, $0 }'
   fi
 fi
+# CI shows only the tail of this output: name each failed test program and its failing
+# GoogleTest cases here, with the last lines it printed, so a red run says why at the bottom.
+if [[ -f "$BUILD_DIR/meson-logs/testlog.json" ]]; then
+  /usr/bin/env python3 - "$BUILD_DIR/meson-logs/testlog.json" <<'PY' || true
+import json, re, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t.get("result") in ("OK", "SKIP", "EXPECTEDFAIL"):
+        continue
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    print(f"  FAILED test program: {t['name']} ({t['result']}, {t.get('duration', 0):.1f} s)")
+    for case in sorted(set(re.findall(r"^\[  FAILED  \] (\S+) \(", out, re.M))):
+        print(f"    failed case: {case}")
+    for l in out.splitlines()[-25:]:
+        print(f"    | {l[:200]}")
+PY
+fi
 for line in "${summary[@]}"; do echo "  $line"; done
 echo "  total: $((SECONDS - started)) s"
 if ((failed)); then
