@@ -292,8 +292,8 @@ cases_ipv6() {
 
 # The default list (CI: scripts/test.d/60-interop.sh) and --full; the verbs device's cases are
 # in verbs.sh.
-cases_ci() { cases_base ci; cases_exchange_ci; cases_flags; cases_verbs_ci; cases_cm_ci; cases_nvmf_ci; }
-cases_full() { cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_ipv6; cases_verbs_full; cases_cm_full; cases_nvmf_full; }
+cases_ci() { cases_agent; cases_base ci; cases_exchange_ci; cases_flags; cases_verbs_ci; cases_cm_ci; cases_nvmf_ci; }
+cases_full() { cases_agent; cases_base; cases_exchange_full; cases_flags; cases_flags_full; cases_ipv6; cases_verbs_full; cases_cm_full; cases_nvmf_full; }
 
 known_failure() {
   local name=$1 entry
@@ -336,6 +336,7 @@ run_case() {
   is_verbs_kind "$kind" && { run_verbs_case "$1"; return; }
   is_cm_kind "$kind" && { run_cm_case "$1"; return; }
   is_nvmf_kind "$kind" && { run_nvmf_case "$1"; return; }
+  is_agent_kind "$kind" && { run_agent_case "$1"; return; }
   case_begin "$name"
   local dir=$CASE_DIR tool args ok=1
   tool=$(guest_tool "$verb" "$flags")

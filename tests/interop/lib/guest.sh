@@ -63,3 +63,39 @@ guest_stop() {
   GUEST_TX=""
   return 0
 }
+
+# The command channel itself, as a case ("agent/..." lines, kind guest-agent): a command line that
+# arrives in two parts while a background program of an earlier command exits in between must
+# still run whole. busybox ash's read starts over when a signal interrupts it and drops what it
+# had read; the agent therefore must not be the shell that such a program's exit signals (PID 1,
+# which inherits it). Without that, a line sent as a guest server ends loses its start and the
+# case waits for an answer that never comes (read/verbs>rxe/m1024/q4/s4096, CI 2026-12-05).
+is_agent_kind() { [[ $1 == guest-agent ]]; }
+cases_agent() { echo "agent/split-line guest-agent split-line 0 0 0 0"; }
+
+run_agent_case() {
+  local name line got log seq
+  read -r name _ <<< "$1"
+  case_begin "$name"
+  log=$CASE_DIR/agent.log
+  guest_run 20 "bg orphan sleep 1" > "$log" 2>&1 || { CASE_NOTE="bg: $GUEST_OUT"; return; }
+  GUEST_SEQ=$((GUEST_SEQ + 1))
+  seq=$GUEST_SEQ
+  printf '%s echo first-half-' "$seq" >&"$GUEST_TX"
+  sleep 2.5   # the orphan exits while the agent holds half a line
+  printf 'second-half\n' >&"$GUEST_TX"
+  got=""
+  while IFS= read -r -t 15 -u "$GUEST_RX" line; do
+    line=${line%$'\r'}
+    [[ $line == "@@$seq "* ]] && { got+="[$line]"; break; }
+    got+="$line"
+  done
+  echo "split line answered: $got" >> "$log"
+  guest_run 20 "fg orphan 10" >> "$log" 2>&1
+  CASE_SECONDS=$((SECONDS - CASE_T0))
+  if [[ $got == "first-half-second-half[@@$seq 0]" ]]; then
+    CASE_VERDICT=pass CASE_FIGURE="line whole"
+  else
+    CASE_NOTE="the agent lost part of a line: '${got:0:60}'"
+  fi
+}
