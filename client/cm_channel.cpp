@@ -41,7 +41,7 @@ Result<std::unique_ptr<CmChannel>> CmChannel::create(Connector& conn, std::strin
   if (!qp) return qp.error();
   c->qp_ = *qp;
   CmChannel* raw = c.get();
-  const int rc = conn.dataplane().call(raw->qp_.worker, [raw](Engine& e) {
+  const int rc = conn.dataplane().call(raw->qp_.worker, [raw](rdma::Engine& e) {
     for (std::uint32_t i = 0; i < kReceives; ++i) {
       ibv_sge sge{reinterpret_cast<std::uint64_t>(raw->buffer_.data() + std::size_t{i} * kSlotBytes), kSlotBytes,
                   raw->mr_->lkey()};
@@ -67,7 +67,7 @@ Status CmChannel::poll() const {
   if (!failure_.ok()) return failure_;
   CmChannel* self = const_cast<CmChannel*>(this);
   std::vector<std::vector<std::byte>> messages;
-  const Status s = conn_.dataplane().call(qp_.worker, [&](Engine& e) -> Status {
+  const Status s = conn_.dataplane().call(qp_.worker, [&](rdma::Engine& e) -> Status {
     ibv_wc wc[8];
     const int n = e.poll_cq(self->qp_.cq, 8, wc);
     for (int i = 0; i < n; ++i) {
@@ -154,7 +154,7 @@ Status CmChannel::write_all(std::span<const std::byte> data) {
     return make_error(EMSGSIZE, "a message of " + std::to_string(data.size()) + " bytes on the rdma_cm control channel");
   std::byte* slot = buffer_.data() + std::size_t{kReceives} * kSlotBytes;
   std::memcpy(slot, data.data(), data.size());
-  const int rc = conn_.dataplane().call(qp_.worker, [&](Engine& e) {
+  const int rc = conn_.dataplane().call(qp_.worker, [&](rdma::Engine& e) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(slot), static_cast<std::uint32_t>(data.size()), mr_->lkey()};
     ibv_send_wr wr{};
     wr.wr_id = kSendId;

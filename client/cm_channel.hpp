@@ -63,7 +63,7 @@ class CmChannel : public OobChannel {
   std::string peer_address_, peer_endpoint_;
   LocalQp qp_;
   MappedBuffer buffer_;  // kReceives receive slots, then one send slot
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
   std::atomic<bool> disconnected_{false};
   std::function<void()> on_wait_;
   // Mutable: wait_readable() polls the CQ too.

@@ -10,7 +10,7 @@ namespace roce::app {
 namespace {
 
 // What a peer on the link failed to answer, by its family.
-std::string no_answer_from(const IpAddress& ip) {
+std::string no_answer_from(const rdma::IpAddress& ip) {
   return (ip.version == proto::IpVersion::V4 ? "no ARP answer from " : "no neighbour advertisement from ") + to_string(ip);
 }
 
@@ -26,8 +26,8 @@ std::uint64_t guid_from_mac(const proto::MacAddr& m) {
   return g.get();
 }
 
-IpAddress to_engine_ip(const proto::IpAddress& a) {
-  return a.version == proto::IpVersion::V4 ? IpAddress::ipv4(a.v4) : IpAddress::ipv6(a.v6);
+rdma::IpAddress to_engine_ip(const proto::IpAddress& a) {
+  return a.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(a.v4) : rdma::IpAddress::ipv6(a.v6);
 }
 
 cm::Gid gid_of(const proto::IpAddress& a) {
@@ -45,9 +45,9 @@ CmService::CmService(dp::Dataplane& dp, DriverSet& drivers, CmServiceConfig cfg)
   // run again within a peer's TIMEWAIT (2 s) would otherwise send the IDs of its last run, which
   // the peer answers with REJ "stale connection".
   if (cfg_.agent.cm.id_seed == cm::CmConfig{}.id_seed) cfg_.agent.cm.id_seed = std::random_device{}();
-  agent_ = dp_.call(0, [&](Engine& e) { return std::make_unique<cm::CmAgent>(cfg_.agent, e); });
+  agent_ = dp_.call(0, [&](rdma::Engine& e) { return std::make_unique<cm::CmAgent>(cfg_.agent, e); });
   cm::CmAgent* agent = agent_.get();
-  driver_id_ = drivers_.add(0, [agent](Engine&, Nanos now) { agent->poll(now); });
+  driver_id_ = drivers_.add(0, [agent](rdma::Engine&, Nanos now) { agent->poll(now); });
 }
 
 CmService::~CmService() { stop(); }
@@ -110,9 +110,9 @@ void CmService::establish_elsewhere() {
   for (const auto& [id, qpn] : elsewhere) {
     const auto owner = dp_.worker(0).config().shards.owner(qpn);
     if (!owner || *owner >= dp_.worker_count()) continue;
-    const bool received = dp_.call(*owner, [q = qpn](Engine& e) {
-      const QueuePair* p = e.find_qp(q);
-      return p != nullptr && p->counters().get(Counter::RcvdPkts) > 0;
+    const bool received = dp_.call(*owner, [q = qpn](rdma::Engine& e) {
+      const rdma::QueuePair* p = e.find_qp(q);
+      return p != nullptr && p->counters().get(rdma::Counter::RcvdPkts) > 0;
     });
     if (received) {
       const cm::CmId cid = id;
@@ -159,7 +159,7 @@ Status CmService::reject(cm::CmId id, std::span<const std::uint8_t> private_data
 }
 
 Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
-  const IpAddress dst = to_engine_ip(p.dst);
+  const rdma::IpAddress dst = to_engine_ip(p.dst);
   if (!dp_.resolve(dst, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   if (p.ib.path.local_gid == cm::Gid{}) p.ib.path.local_gid = gid_of(p.src);
@@ -171,7 +171,7 @@ Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
 }
 
 Result<cm::CmId> CmService::resolve_ud(const cm::RdmaUdResolveParams& p, Nanos arp_wait) {
-  const IpAddress dst = to_engine_ip(p.dst);
+  const rdma::IpAddress dst = to_engine_ip(p.dst);
   if (!dp_.resolve(dst, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   return on_agent([&](cm::CmAgent& a) {
@@ -239,26 +239,26 @@ void CmService::disconnect_ids(const std::vector<cm::CmId>& ids, Nanos wait) {
 }
 
 Status CmService::connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQpAttrs& a, Nanos arp_wait) {
-  const IpAddress ip = ip_from_gid(a.rtr.dgid);
+  const rdma::IpAddress ip = rdma::ip_from_gid(a.rtr.dgid);
   if (type != IBV_QPT_UD && !dp_.resolve(ip, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(ip));
-  return dp_.call(qp.worker, [&](Engine& e) -> Status {
-    const QpTransition rtr = rtr_transition(type, a.rtr);
+  return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
+    const rdma::QpTransition rtr = rdma::rtr_transition(type, a.rtr);
     if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
-    const QpTransition rts = rts_transition(type, a.rts);
+    const rdma::QpTransition rts = rdma::rts_transition(type, a.rts);
     return e.modify_qp(qp.qp, rts.attr, rts.mask);
   });
 }
 
 Status CmService::ready_ud_qp(const LocalQp& qp, std::uint32_t qkey) {
-  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+  return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
     attr.qkey = qkey;
     if (Status s = e.modify_qp(qp.qp, attr, IBV_QP_STATE | IBV_QP_QKEY); !s) return s;
-    const QpTransition rtr = rtr_transition(IBV_QPT_UD, PeerPath{});
+    const rdma::QpTransition rtr = rdma::rtr_transition(IBV_QPT_UD, rdma::PeerPath{});
     if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
-    const QpTransition rts = rts_transition(IBV_QPT_UD, SendSide{qp.psn});
+    const rdma::QpTransition rts = rdma::rts_transition(IBV_QPT_UD, rdma::SendSide{qp.psn});
     return e.modify_qp(qp.qp, rts.attr, rts.mask);
   });
 }

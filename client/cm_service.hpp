@@ -75,7 +75,7 @@ class CmService {
   Status connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQpAttrs& a, Nanos arp_wait = 3 * kSecond);
 
   cm::CmQpLimits qp_limits() const;
-  ibv_gid local_gid() const { return gid_from_ip(dp_.local().ip); }
+  ibv_gid local_gid() const { return rdma::gid_from_ip(dp_.local().ip); }
   // The agent's, the CM's and QP1's counters.
   std::map<std::string, std::uint64_t> counters();
   std::size_t live_ids();
@@ -84,7 +84,7 @@ class CmService {
   void establish_elsewhere();
   template <typename F>
   auto on_agent(F&& f) {
-    return dp_.call(0, [&](Engine&) { return f(*agent_); });
+    return dp_.call(0, [&](rdma::Engine&) { return f(*agent_); });
   }
 
   dp::Dataplane& dp_;

@@ -7,14 +7,14 @@ namespace roce::app {
 namespace {
 
 // What a peer on the link failed to answer, by its family.
-std::string no_answer_from(const IpAddress& ip) {
+std::string no_answer_from(const rdma::IpAddress& ip) {
   return (ip.version == proto::IpVersion::V4 ? "no ARP answer from " : "no neighbour advertisement from ") + to_string(ip);
 }
 
 }  // namespace
 
 
-Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd)
+Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, rdma::PdHandle pd)
     : dp_(dp), pd_(pd ? pd : dp.memory().alloc_pd()), psn_state_(psn_seed | 1) {}
 
 Result<LocalQp> Connector::create(const QpParams& p, int worker) {
@@ -29,28 +29,28 @@ Result<LocalQp> Connector::create(const QpParams& p, int worker) {
     psn_state_ ^= psn_state_ << 17;
     psn = static_cast<std::uint32_t>(psn_state_ & 0xFFFFFF);
   }
-  const PdHandle pd = pd_;
-  return dp_.call(w, [&](Engine& e) -> Result<LocalQp> {
+  const rdma::PdHandle pd = pd_;
+  return dp_.call(w, [&](rdma::Engine& e) -> Result<LocalQp> {
     auto cq = e.create_cq(p.send_depth + p.recv_depth + 16);
     if (!cq) return cq.error();
-    QpInit init;
+    rdma::QpInit init;
     init.type = p.type;
     init.send_cq = *cq;
     init.recv_cq = *cq;
     init.cap = ibv_qp_cap{p.send_depth, p.recv_depth, p.max_sge, p.max_sge, p.max_inline};
     auto qp = e.create_qp(pd, init);
     if (!qp) return qp.error();
-    if (Status s = modify_to_init(e, *qp, p.type, p.access, 0x11111111); !s) return s.error();
+    if (Status s = rdma::modify_to_init(e, *qp, p.type, p.access, 0x11111111); !s) return s.error();
     return LocalQp{w, *qp, *cq, pd, (*qp)->qpn(), psn};
   });
 }
 
 Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParams& p, Nanos arp_wait) {
-  const IpAddress ip = ip_from_gid(peer.gid);
+  const rdma::IpAddress ip = rdma::ip_from_gid(peer.gid);
   if (!dp_.resolve(ip, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(ip) + " (is the peer on this port's link?)");
-  return dp_.call(qp.worker, [&](Engine& e) -> Status {
-    PeerPath path;
+  return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
+    rdma::PeerPath path;
     path.mtu = p.mtu;
     path.dest_qpn = peer.qpn;
     path.rq_psn = peer.psn;
@@ -58,24 +58,24 @@ Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParam
     path.traffic_class = p.traffic_class;
     path.max_dest_rd_atomic = p.max_rd_atomic;
     path.min_rnr_timer = p.min_rnr_timer;
-    return modify_to_rts(e, qp.qp, p.type, path, SendSide{qp.psn, p.timeout, p.retry_cnt, p.rnr_retry, p.max_rd_atomic});
+    return rdma::modify_to_rts(e, qp.qp, p.type, path, rdma::SendSide{qp.psn, p.timeout, p.retry_cnt, p.rnr_retry, p.max_rd_atomic});
   });
 }
 
 Status Connector::ready_datagram(const LocalQp& qp) {
-  return dp_.call(qp.worker, [&](Engine& e) -> Status {
-    return modify_to_rts(e, qp.qp, IBV_QPT_UD, PeerPath{}, SendSide{qp.psn});
+  return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
+    return rdma::modify_to_rts(e, qp.qp, IBV_QPT_UD, rdma::PeerPath{}, rdma::SendSide{qp.psn});
   });
 }
 
 Status Connector::destroy(const LocalQp& qp) {
-  return dp_.call(qp.worker, [&](Engine& e) -> Status {
+  return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
     if (Status s = e.destroy_qp(qp.qp); !s) return s;
     return e.destroy_cq(qp.cq);
   });
 }
 
-Result<const MemoryRegion*> Connector::register_memory(void* addr, std::size_t len, int access) {
+Result<const rdma::MemoryRegion*> Connector::register_memory(void* addr, std::size_t len, int access) {
   return dp_.memory().register_region(pd_, addr, len, access);
 }
 

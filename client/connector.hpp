@@ -29,9 +29,9 @@ struct QpParams {
 
 struct LocalQp {
   unsigned worker = 0;
-  QueuePair* qp = nullptr;
-  CompletionQueue* cq = nullptr;
-  PdHandle pd = 0;
+  rdma::QueuePair* qp = nullptr;
+  rdma::CompletionQueue* cq = nullptr;
+  rdma::PdHandle pd = 0;
   std::uint32_t qpn = 0;
   std::uint32_t psn = 0;  // our starting send PSN
 };
@@ -45,11 +45,11 @@ struct RemoteQp {
 class Connector {
  public:
   // pd = 0: a new protection domain. Sessions that share memory share a PD.
-  Connector(dp::Dataplane& dp, std::uint64_t psn_seed, PdHandle pd = 0);
+  Connector(dp::Dataplane& dp, std::uint64_t psn_seed, rdma::PdHandle pd = 0);
 
-  PdHandle pd() const { return pd_; }
+  rdma::PdHandle pd() const { return pd_; }
   dp::Dataplane& dataplane() { return dp_; }
-  ibv_gid local_gid() const { return gid_from_ip(dp_.local().ip); }
+  ibv_gid local_gid() const { return rdma::gid_from_ip(dp_.local().ip); }
 
   // A QP on the next worker in turn (or on `worker`), in INIT.
   Result<LocalQp> create(const QpParams& p, int worker = -1);
@@ -58,11 +58,11 @@ class Connector {
   // UD: RTR and RTS straight away (a datagram QP has no peer).
   Status ready_datagram(const LocalQp& qp);
   Status destroy(const LocalQp& qp);
-  Result<const MemoryRegion*> register_memory(void* addr, std::size_t len, int access);
+  Result<const rdma::MemoryRegion*> register_memory(void* addr, std::size_t len, int access);
 
  private:
   dp::Dataplane& dp_;
-  PdHandle pd_;
+  rdma::PdHandle pd_;
   std::mutex mutex_;  // several control threads (one per session) create QPs
   unsigned next_worker_ = 0;
   std::uint64_t psn_state_;

@@ -7,8 +7,8 @@ namespace roce::app {
 DriverSet::DriverSet(dp::Dataplane& dp) : dp_(dp), per_worker_(dp.worker_count()) {
   for (unsigned w = 0; w < dp.worker_count(); ++w) {
     auto* list = &per_worker_[w];
-    dp_.call(w, [&dp, w, list](Engine&) {
-      dp.worker(w).app_hook = [list](Engine& e, Nanos now) {
+    dp_.call(w, [&dp, w, list](rdma::Engine&) {
+      dp.worker(w).app_hook = [list](rdma::Engine& e, Nanos now) {
         for (Entry& d : *list) d.fn(e, now);
       };
     });
@@ -17,7 +17,7 @@ DriverSet::DriverSet(dp::Dataplane& dp) : dp_(dp), per_worker_(dp.worker_count()
 
 DriverSet::~DriverSet() {
   for (unsigned w = 0; w < dp_.worker_count(); ++w) {
-    dp_.call(w, [this, w](Engine&) {
+    dp_.call(w, [this, w](rdma::Engine&) {
       dp_.worker(w).app_hook = nullptr;
       per_worker_[w].clear();
     });
@@ -26,12 +26,12 @@ DriverSet::~DriverSet() {
 
 std::uint64_t DriverSet::add(unsigned worker, DriverFn fn) {
   const std::uint64_t id = next_id_++;
-  dp_.call(worker, [&](Engine&) { per_worker_[worker].push_back(Entry{id, std::move(fn)}); });
+  dp_.call(worker, [&](rdma::Engine&) { per_worker_[worker].push_back(Entry{id, std::move(fn)}); });
   return id;
 }
 
 void DriverSet::remove(unsigned worker, std::uint64_t id) {
-  dp_.call(worker, [&](Engine&) {
+  dp_.call(worker, [&](rdma::Engine&) {
     auto& l = per_worker_[worker];
     l.erase(std::remove_if(l.begin(), l.end(), [id](const Entry& e) { return e.id == id; }), l.end());
   });

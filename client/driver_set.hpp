@@ -12,7 +12,7 @@
 
 namespace roce::app {
 
-using DriverFn = std::function<void(Engine&, Nanos)>;
+using DriverFn = std::function<void(rdma::Engine&, Nanos)>;
 
 class DriverSet {
  public:
@@ -26,7 +26,7 @@ class DriverSet {
   // Runs `fn` on the worker's thread (to read a driver's state safely).
   template <typename Fn>
   auto inspect(unsigned worker, Fn&& fn) {
-    return dp_.call(worker, [&](Engine&) { return fn(); });
+    return dp_.call(worker, [&](rdma::Engine&) { return fn(); });
   }
 
  private:

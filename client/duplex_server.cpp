@@ -105,7 +105,7 @@ Status DuplexTraffic::start(const std::vector<DuplexQp>& qps, const TrafficSpec&
       d->expect_sends(LocalBuffer{base + size, landing, mr_->lkey()}, recv_depth, spec.duration > 0 ? 0 : spec.iters);
     BwClient* raw = d.get();
     bw_.push_back(std::move(d));
-    ids_.push_back(drivers_.add(qps[i].local.worker, [raw](Engine& e, Nanos now) { raw->poll(e, now); }));
+    ids_.push_back(drivers_.add(qps[i].local.worker, [raw](rdma::Engine& e, Nanos now) { raw->poll(e, now); }));
   }
   // The first poll posts the receives (and the first operations): wait for it on every QP.
   for (std::size_t i = 0; i < qps.size(); ++i) {

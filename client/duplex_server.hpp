@@ -71,7 +71,7 @@ class DuplexTraffic {
   Connector& conn_;
   DriverSet& drivers_;
   MappedBuffer buffer_;
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
   std::size_t per_qp_ = 0;
   TrafficSpec spec_;
   std::vector<DuplexQp> qps_;

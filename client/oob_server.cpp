@@ -88,13 +88,13 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
   if (!write_mr_ && !duplex) q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, cfg_.recv_depth, echo, ud);
   ServedQp* raw = q.get();
   // Receives go up before the QP leaves INIT, so a SEND never meets an empty queue.
-  q->driver_id = drivers_.add(q->local.worker, [raw](Engine& e, Nanos now) {
+  q->driver_id = drivers_.add(q->local.worker, [raw](rdma::Engine& e, Nanos now) {
     if (raw->receiver) raw->receiver->poll(e, now);
     if (raw->writer) raw->writer->poll(e, now);
   });
   auto undo = [&] {
     drivers_.remove(raw->local.worker, raw->driver_id);
-    if (raw->ah) conn_.dataplane().call(raw->local.worker, [&](Engine& e) { return e.destroy_ah(raw->ah); });
+    if (raw->ah) conn_.dataplane().call(raw->local.worker, [&](rdma::Engine& e) { return e.destroy_ah(raw->ah); });
     conn_.destroy(raw->local);
   };
   if (!cm_connected)
@@ -105,7 +105,7 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
   if (ud) {
     // Answers to a UD client go through an address handle to its GID and QP (Q_Key perftest's
     // 0x11111111; under -R rdma_cm's, which the client's QP took when it was resolved).
-    auto ah = conn_.dataplane().call(q->local.worker, [&](Engine& e) {
+    auto ah = conn_.dataplane().call(q->local.worker, [&](rdma::Engine& e) {
       ibv_ah_attr a{};
       a.is_global = 1;
       a.grh.dgid = peer.gid;
@@ -152,11 +152,11 @@ void OobServer::teardown(SessionReport& r) {
       }
     }
     if (q->writer) r.writes_sent += q->writer->status().completed;
-    const Counters c = conn_.dataplane().call(q->local.worker, [&](Engine&) { return q->local.qp->counters(); });
-    r.read_responses += c.get(Counter::ReadResponsesSent);
-    r.atomic_responses += c.get(Counter::AtomicAcksSent);
+    const rdma::Counters c = conn_.dataplane().call(q->local.worker, [&](rdma::Engine&) { return q->local.qp->counters(); });
+    r.read_responses += c.get(rdma::Counter::ReadResponsesSent);
+    r.atomic_responses += c.get(rdma::Counter::AtomicAcksSent);
     if (r.tool == "perftest") r.records.emplace_back(q->mine, q->peer);
-    if (q->ah) conn_.dataplane().call(q->local.worker, [&](Engine& e) { return e.destroy_ah(q->ah); });
+    if (q->ah) conn_.dataplane().call(q->local.worker, [&](rdma::Engine& e) { return e.destroy_ah(q->ah); });
     conn_.destroy(q->local);
   }
   qps_.clear();
@@ -169,7 +169,7 @@ void OobServer::teardown(SessionReport& r) {
 std::uint64_t OobServer::packets_received() {
   std::uint64_t n = 0;
   for (auto& q : qps_)
-    n += conn_.dataplane().call(q->local.worker, [&](Engine&) { return q->local.qp->counters().get(Counter::RcvdPkts); });
+    n += conn_.dataplane().call(q->local.worker, [&](rdma::Engine&) { return q->local.qp->counters().get(rdma::Counter::RcvdPkts); });
   return n;
 }
 

@@ -120,7 +120,7 @@ class OobServer {
     PerftestDest peer;
     std::unique_ptr<ReceiveServer> receiver;  // SEND tests and pingpong
     std::unique_ptr<WriteLatency> writer;     // ib_write_lat, one size at a time
-    AddressHandle* ah = nullptr;              // UD: the client's QP, for answers
+    rdma::AddressHandle* ah = nullptr;              // UD: the client's QP, for answers
     std::uint64_t driver_id = 0;
   };
   Result<SessionReport> serve_pingpong(OobChannel& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
@@ -151,7 +151,7 @@ class OobServer {
   std::map<std::uint32_t, ServedQp*> by_remote_qpn_;
   // ib_write_lat's [send | landing] area of the session, sized for its largest message.
   MappedBuffer write_area_;
-  const MemoryRegion* write_mr_ = nullptr;
+  const rdma::MemoryRegion* write_mr_ = nullptr;
   std::uint32_t write_max_ = 0;
   std::size_t write_size_index_ = 0;
   // -b: the server's own traffic, started at the sync before each size.

@@ -48,7 +48,7 @@ void fill_pattern(std::byte* p, std::size_t n, std::uint32_t seed) {
 // Runs one driver on its worker until it is done; false when the deadline passed first.
 template <typename Driver>
 bool run_to_end(DriverSet& drivers, unsigned worker, Driver& d, std::chrono::seconds limit) {
-  const auto id = drivers.add(worker, [&d](Engine& e, Nanos now) { d.poll(e, now); });
+  const auto id = drivers.add(worker, [&d](rdma::Engine& e, Nanos now) { d.poll(e, now); });
   const auto deadline = std::chrono::steady_clock::now() + limit;
   bool done = false;
   while (!(done = drivers.inspect(worker, [&] { return d.status().done; })) && !dp::StopSignals::requested() &&
@@ -77,7 +77,7 @@ struct ClientQp {
   LocalQp local;
   PerftestDest mine;
   PerftestDest peer;
-  AddressHandle* ah = nullptr;  // UD: the server's QP
+  rdma::AddressHandle* ah = nullptr;  // UD: the server's QP
   std::uint32_t qkey = kPerftestQkey;  // UD: the server's Q_Key (the SIDR_REP's under -R)
 };
 
@@ -96,10 +96,10 @@ class ClientTraffic {
         conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(drivers) {}
   ~ClientTraffic() {
     for (ClientQp& q : qps_) {
-      if (q.ah) dp_.call(q.local.worker, [&](Engine& e) { return e.destroy_ah(q.ah); });
+      if (q.ah) dp_.call(q.local.worker, [&](rdma::Engine& e) { return e.destroy_ah(q.ah); });
       conn_.destroy(q.local);
     }
-    for (const MemoryRegion* mr : mrs_) dp_.memory().deregister(mr->rkey());
+    for (const rdma::MemoryRegion* mr : mrs_) dp_.memory().deregister(mr->rkey());
   }
 
   Status create(const QpParams& p) {
@@ -146,7 +146,7 @@ class ClientTraffic {
       if (!cm_connected)
         if (Status s = conn_.connect(qps_[i].local, RemoteQp{peers[i].qpn, peers[i].psn, peers[i].gid}, params_); !s) return s;
       if (params_.type == IBV_QPT_UD) {
-        auto ah = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+        auto ah = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
           ibv_ah_attr a{};
           a.is_global = 1;
           a.grh.dgid = peers[i].gid;
@@ -167,7 +167,7 @@ class ClientTraffic {
   Status cm_ud_resolved(std::size_t i, const ibv_gid& server, const cm::SidrRepInfo& rep, bool send_qpn) {
     qps_[i].qkey = rep.qkey;
     if (!send_qpn) return {};
-    auto ah = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+    auto ah = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
       ibv_ah_attr a{};
       a.is_global = 1;
       a.grh.dgid = server;
@@ -176,11 +176,11 @@ class ClientTraffic {
       return e.create_ah(qps_[i].local.pd, a);
     });
     if (!ah) return ah.error();
-    AddressHandle* h = *ah;
+    rdma::AddressHandle* h = *ah;
     std::byte* msg = base(i);
     const proto::Be32 qpn = proto::Be32::of(qps_[i].local.qpn);
     std::memcpy(msg, qpn.bytes.data(), 4);  // the payload perftest sends: 4 bytes, unread
-    const int rc = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+    const int rc = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
       ibv_sge sge{reinterpret_cast<std::uint64_t>(msg), 4, mr(i)->lkey()};
       ibv_send_wr wr{};
       wr.sg_list = &sge;
@@ -198,7 +198,7 @@ class ClientTraffic {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (bool done = st ? false : true; !done;) {
       ibv_wc wc{};
-      const int n = dp_.call(qps_[i].local.worker, [&](Engine& e) { return e.poll_cq(qps_[i].local.cq, 1, &wc); });
+      const int n = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) { return e.poll_cq(qps_[i].local.cq, 1, &wc); });
       if (n == 1) {
         if (wc.status != IBV_WC_SUCCESS)
           st = make_error(EIO, std::string("our QPN's SEND to the server failed: ") + ibv_wc_status_str(wc.status));
@@ -210,7 +210,7 @@ class ClientTraffic {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
     }
-    (void)dp_.call(qps_[i].local.worker, [h](Engine& e) { return e.destroy_ah(h); });
+    (void)dp_.call(qps_[i].local.worker, [h](rdma::Engine& e) { return e.destroy_ah(h); });
     return st;
   }
   Status ready_ud(CmService& cms, std::size_t i) { return cms.ready_ud_qp(qps_[i].local); }
@@ -223,7 +223,7 @@ class ClientTraffic {
     if (!o_.duplex || spec.verb != Verb::Send || spec.measure != Measure::Bandwidth) return {};
     for (std::size_t i = 0; i < qps_.size(); ++i) {
       const std::uint64_t want = std::min<std::uint64_t>(params_.recv_depth, spec.duration > 0 ? params_.recv_depth : spec.iters);
-      preposted_[i] = dp_.call(qps_[i].local.worker, [&](Engine& e) {
+      preposted_[i] = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
         return post_receives(e, qps_[i].local, LocalBuffer{landing(i), landing_bytes_, mr(i)->lkey()},
                              static_cast<std::uint32_t>(want));
       });
@@ -233,7 +233,7 @@ class ClientTraffic {
 
  private:
   std::byte* base(std::size_t i) { return buffer_.data() + i * per_qp_; }
-  const MemoryRegion* mr(std::size_t i) const { return mrs_[o_.mr_per_qp ? i : 0]; }
+  const rdma::MemoryRegion* mr(std::size_t i) const { return mrs_[o_.mr_per_qp ? i : 0]; }
   std::byte* landing(std::size_t i) { return base(i) + max_size_; }
   std::byte* scratch(std::size_t i) { return landing(i) + landing_bytes_; }
   RemoteBuffer remote(std::size_t i) const {
@@ -253,7 +253,7 @@ class ClientTraffic {
   DriverSet& drivers_;
   QpParams params_;
   MappedBuffer buffer_;
-  std::vector<const MemoryRegion*> mrs_;
+  std::vector<const rdma::MemoryRegion*> mrs_;
   std::vector<ClientQp> qps_;
   std::vector<std::uint32_t> preposted_;  // receives prepost_receives put up for the next size
 };
@@ -328,17 +328,17 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
       if (o_.duplex && spec.verb == Verb::Send)
         d->expect_sends(LocalBuffer{landing(i), landing_bytes_, mr(i)->lkey()}, params_.recv_depth,
                         spec.duration > 0 ? 0 : spec.iters, i < preposted_.size() ? preposted_[i] : 0);
-      ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
+      ids.push_back(drivers_.add(w, [d](rdma::Engine& e, Nanos now) { d->poll(e, now); }));
     } else if (write_lat) {
       // ib_write_lat's client waits for the server's first WRITE.
       wlat = std::make_unique<WriteLatency>(qps_[i].local, spec.size, spec.duration > 0 ? 0 : spec.iters, false, local,
                                             landing(i), remote(i), spec.duration, spec.inline_size);
       WriteLatency* d = wlat.get();
-      ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
+      ids.push_back(drivers_.add(w, [d](rdma::Engine& e, Nanos now) { d->poll(e, now); }));
     } else {
       lat.push_back(std::make_unique<LatClient>(qps_[i].local, spec, local, remote(i)));
       LatClient* d = lat.back().get();
-      ids.push_back(drivers_.add(w, [d](Engine& e, Nanos now) { d->poll(e, now); }));
+      ids.push_back(drivers_.add(w, [d](rdma::Engine& e, Nanos now) { d->poll(e, now); }));
     }
   }
   auto status_of = [&](std::size_t i) {
@@ -504,12 +504,12 @@ void ClientTraffic::gather_counters() {
   RunCounters& rc = run_.counters;
   rc.retransmits = rc.naks = rc.timeouts = rc.cnps_received = rc.cnps_sent = 0;
   for (ClientQp& q : qps_) {
-    const Counters c = dp_.call(q.local.worker, [&](Engine&) { return q.local.qp->counters(); });
-    rc.retransmits += c.get(Counter::RetransmittedPkts);
-    rc.naks += c.get(Counter::NaksReceived);
-    rc.timeouts += c.get(Counter::RetransmitTimeouts);
-    rc.cnps_received += c.get(Counter::CnpReceived);
-    rc.cnps_sent += c.get(Counter::CnpSent);
+    const rdma::Counters c = dp_.call(q.local.worker, [&](rdma::Engine&) { return q.local.qp->counters(); });
+    rc.retransmits += c.get(rdma::Counter::RetransmittedPkts);
+    rc.naks += c.get(rdma::Counter::NaksReceived);
+    rc.timeouts += c.get(rdma::Counter::RetransmitTimeouts);
+    rc.cnps_received += c.get(rdma::Counter::CnpReceived);
+    rc.cnps_sent += c.get(rdma::Counter::CnpSent);
   }
 }
 
@@ -740,7 +740,7 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
       // rdma_cm_establish_ud_connection: each QP resolved by SIDR (UDP port space, same port),
       // REJ / refusal tried again as for RC; latency and -b tests then SEND our QPN.
       const bool send_qpn = o.spec.measure == Measure::Latency || o.duplex;
-      const ibv_gid server_gid = gid_from_ip(IpAddress::ipv4(*server_ip));
+      const ibv_gid server_gid = rdma::gid_from_ip(rdma::IpAddress::ipv4(*server_ip));
       for (std::size_t i = 0; i < traffic.qp_count(); ++i) {
         if (Status s = traffic.ready_ud(*cms, i); !s) return s;
         CmRcConnect c;

@@ -96,13 +96,13 @@ std::optional<proto::Ipv4Addr> parse_ipv4(const std::string& s) {
   return out;
 }
 
-std::optional<IpAddress> parse_ip(const std::string& s) {
-  if (auto v4 = parse_ipv4(s)) return IpAddress::ipv4(*v4);
+std::optional<rdma::IpAddress> parse_ip(const std::string& s) {
+  if (auto v4 = parse_ipv4(s)) return rdma::IpAddress::ipv4(*v4);
   in6_addr a{};
   if (::inet_pton(AF_INET6, s.c_str(), &a) != 1) return std::nullopt;
   proto::Ipv6Addr out;
   std::memcpy(out.data(), &a, 16);
-  return IpAddress::ipv6(out);
+  return rdma::IpAddress::ipv6(out);
 }
 
 }  // namespace roce::app

@@ -65,6 +65,6 @@ class RunningDataplane {
 std::optional<std::uint64_t> parse_size(const std::string& s);
 std::optional<proto::Ipv4Addr> parse_ipv4(const std::string& s);
 // An endpoint address of either family: "10.77.0.2" or "fd77::2".
-std::optional<IpAddress> parse_ip(const std::string& s);
+std::optional<rdma::IpAddress> parse_ip(const std::string& s);
 
 }  // namespace roce::app

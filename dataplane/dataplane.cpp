@@ -24,7 +24,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   std::unique_ptr<Dataplane> dp(new Dataplane(o.max_mrs));
   dp->name_ = o.name;
   dp->mode_ = o.mode;
-  dp->shards_ = QpnShards{o.engine.qpns.base, o.workers};
+  dp->shards_ = rdma::QpnShards{o.engine.qpns.base, o.workers};
   const std::string pool_name = o.name + "_pool";
   dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
   if (dp->pool_ == nullptr)
@@ -74,7 +74,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.engine.shard = w;
     Dataplane* self = dp.get();
     if (!wc.engine.path.resolve_mac)
-      wc.engine.path.resolve_mac = [self](const IpAddress& ip) -> std::optional<MacAddr> { return self->cached(ip); };
+      wc.engine.path.resolve_mac = [self](const rdma::IpAddress& ip) -> std::optional<MacAddr> { return self->cached(ip); };
     if (o.mode == Mode::Pipeline) {
       const std::string rx = o.name + "_w" + std::to_string(w) + "_rx", tx = o.name + "_w" + std::to_string(w) + "_tx";
       wc.rx_ring = rte_ring_create(rx.c_str(), o.ring_size, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -196,16 +196,16 @@ void Dataplane::wait() {
   running_ = false;
 }
 
-std::optional<MacAddr> Dataplane::cached(const IpAddress& ip) const {
+std::optional<MacAddr> Dataplane::cached(const rdma::IpAddress& ip) const {
   return ip.version == IpVersion::V4 ? arp_.lookup(ip.v4) : neighbors_.lookup(ip.v6);
 }
 
-void Dataplane::learn(const IpAddress& ip, const MacAddr& mac) {
+void Dataplane::learn(const rdma::IpAddress& ip, const MacAddr& mac) {
   if (ip.version == IpVersion::V4) arp_.learn(ip.v4, mac);
   else neighbors_.learn(ip.v6, mac);
 }
 
-std::optional<MacAddr> Dataplane::resolve(const IpAddress& ip, Nanos wait_ns) {
+std::optional<MacAddr> Dataplane::resolve(const rdma::IpAddress& ip, Nanos wait_ns) {
   if (auto m = cached(ip)) return m;
   // A peer of the other family cannot be asked: a solicitation needs a source of its family.
   if (ip.version != local_.ip.version) return std::nullopt;
@@ -241,7 +241,7 @@ void Dataplane::publish_stats() {
   for (auto& w : workers_) {
     before.push_back(w->published_sequence());
     Worker* wp = w.get();
-    wp->post_command([this, wp](Engine&) { wp->publish_stats(clock_.now()); });
+    wp->post_command([this, wp](rdma::Engine&) { wp->publish_stats(clock_.now()); });
   }
   const Nanos deadline = clock_.now() + kSecond;
   for (std::size_t i = 0; i < workers_.size(); ++i)

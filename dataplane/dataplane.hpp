@@ -27,7 +27,7 @@ enum class Mode : std::uint8_t { RunToCompletion, Pipeline };
 struct DataplaneOptions {
   std::string name = "dp0";     // [A-Za-z0-9_]: names its pool, rings and telemetry entries
   PortOptions port;
-  IpAddress ip = IpAddress::ipv4({10, 0, 0, 1});
+  rdma::IpAddress ip = rdma::IpAddress::ipv4({10, 0, 0, 1});
   std::optional<proto::MacAddr> mac;  // default: the port's MAC
   unsigned workers = 1;
   Mode mode = Mode::RunToCompletion;
@@ -36,7 +36,7 @@ struct DataplaneOptions {
   std::uint32_t ring_size = 4096;
   // Per-worker engine settings. Addresses are set here; worker w is shard w of
   // QpnShards{engine.qpns.base, workers}: it hands out QPNs base + w + k * workers.
-  EngineConfig engine;
+  rdma::EngineConfig engine;
   std::uint32_t max_mrs = 4096;  // memory regions, all workers together (the MR limit)
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often each loop publishes its counters
@@ -55,13 +55,13 @@ class Dataplane {
   Worker& worker(unsigned i) { return *workers_[i]; }
   // The worker that owns a QPN (steering.hpp's rule); none below the QPN base but QP1.
   std::optional<unsigned> owner_of(std::uint32_t qpn) const;
-  MrTable& memory() { return mrs_; }
+  rdma::MrTable& memory() { return mrs_; }
   ArpCache& arp() { return arp_; }
   NeighborCache& neighbors() { return neighbors_; }
   // Teaches the right cache (ARP or NDP) a peer's MAC (tests, two dataplanes in one process).
-  void learn(const IpAddress& ip, const proto::MacAddr& mac);
+  void learn(const rdma::IpAddress& ip, const proto::MacAddr& mac);
   const PortInfo& port() const { return port_; }
-  const LocalAddress& local() const { return local_; }
+  const rdma::LocalAddress& local() const { return local_; }
   rte_mempool* pool() const { return pool_; }
   const IoStats* io_stats() const { return io_ ? &io_->stats() : nullptr; }
   Nanos now() const { return clock_.now(); }
@@ -69,9 +69,9 @@ class Dataplane {
   // The MAC of a peer: from the ARP or neighbour cache, else by asking on the link (ARP
   // request, Neighbor Solicitation) for up to `wait`.
   // Needs the dataplane to be running (launched or stepped from another thread).
-  std::optional<proto::MacAddr> resolve(const IpAddress& ip, Nanos wait);
+  std::optional<proto::MacAddr> resolve(const rdma::IpAddress& ip, Nanos wait);
   // The cached MAC of a peer, asking nobody.
-  std::optional<proto::MacAddr> cached(const IpAddress& ip) const;
+  std::optional<proto::MacAddr> cached(const rdma::IpAddress& ip) const;
 
   // Stepping by hand: every loop polls once. When another thread does the stepping (several
   // dataplanes sharing one polling lcore), say so, so that call() goes through the mailbox.
@@ -102,12 +102,12 @@ class Dataplane {
 
   // Runs `fn(engine)` on the owning worker's thread and returns its result.
   template <typename Fn>
-  auto call(unsigned worker, Fn&& fn) -> decltype(fn(std::declval<Engine&>())) {
-    using R = decltype(fn(std::declval<Engine&>()));
+  auto call(unsigned worker, Fn&& fn) -> decltype(fn(std::declval<rdma::Engine&>())) {
+    using R = decltype(fn(std::declval<rdma::Engine&>()));
     if (!launched_ && !driven_elsewhere_) return fn(workers_[worker]->engine());
-    auto task = std::make_shared<std::packaged_task<R(Engine&)>>(std::forward<Fn>(fn));
+    auto task = std::make_shared<std::packaged_task<R(rdma::Engine&)>>(std::forward<Fn>(fn));
     auto fut = task->get_future();
-    workers_[worker]->post_command([task](Engine& e) { (*task)(e); });
+    workers_[worker]->post_command([task](rdma::Engine& e) { (*task)(e); });
     return fut.get();
   }
 
@@ -130,11 +130,11 @@ class Dataplane {
   std::string name_;
   Mode mode_ = Mode::RunToCompletion;
   TscClock clock_;
-  QpnShards shards_;
+  rdma::QpnShards shards_;
   PortInfo port_{};
-  LocalAddress local_{};
+  rdma::LocalAddress local_{};
   rte_mempool* pool_ = nullptr;
-  MrTable mrs_;
+  rdma::MrTable mrs_;
   ArpCache arp_;
   NeighborCache neighbors_;
   std::vector<rte_ring*> rings_;

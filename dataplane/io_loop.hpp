@@ -16,7 +16,7 @@ namespace roce::dp {
 
 struct IoConfig {
   std::uint16_t port = 0;
-  QpnShards shards;                  // shards.shards == worker_rx.size()
+  rdma::QpnShards shards;                  // shards.shards == worker_rx.size()
   std::vector<rte_ring*> worker_rx;  // one per worker, in shard order
   std::vector<rte_ring*> worker_tx;
   Nanos stats_interval_ns = 10 * kMilli;

@@ -18,7 +18,7 @@ struct DataplaneSnapshot {
   std::string name;
   std::string mode;
   PortInfo port;
-  LocalAddress local;
+  rdma::LocalAddress local;
   std::optional<PortStats> port_stats;  // nullopt when the port cannot be queried
   std::optional<IoSnapshot> io;         // pipeline mode only
   std::vector<WorkerSnapshot> workers;

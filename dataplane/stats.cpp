@@ -32,7 +32,7 @@ int current_lcore() {
   return l == LCORE_ID_ANY ? -1 : static_cast<int>(l);
 }
 
-void collect(const QueuePair& qp, unsigned worker, QpStats& out) {
+void collect(const rdma::QueuePair& qp, unsigned worker, QpStats& out) {
   out.qpn = qp.qpn();
   out.worker = worker;
   out.type = qp.type();
@@ -40,7 +40,7 @@ void collect(const QueuePair& qp, unsigned worker, QpStats& out) {
   out.dest_qpn = qp.config().dest_qpn;
   out.pmtu = qp.config().pmtu;
   out.counters = qp.counters();
-  const QpCongestion* cc = qp.congestion();
+  const rdma::QpCongestion* cc = qp.congestion();
   out.dcqcn = cc != nullptr;
   if (cc) {
     const cc::ReactionPoint& rp = cc->reaction_point();
@@ -58,21 +58,21 @@ void collect(const QueuePair& qp, unsigned worker, QpStats& out) {
   }
 }
 
-void collect(const Engine& engine, unsigned worker, WorkerSnapshot& out) {
+void collect(const rdma::Engine& engine, unsigned worker, WorkerSnapshot& out) {
   EngineStats& e = out.engine;
   e = EngineStats{};
   e.received = engine.received();
-  for (std::size_t i = 0; i < kEngineDropCount; ++i) e.drops[i] = engine.drops(static_cast<EngineDrop>(i));
+  for (std::size_t i = 0; i < kEngineDropCount; ++i) e.drops[i] = engine.drops(static_cast<rdma::EngineDrop>(i));
   for (std::size_t i = 0; i < kParseErrorCount; ++i) e.parse_drops[i] = engine.parse_drops(static_cast<proto::ParseError>(i));
   e.counters = engine.total_counters();
   out.qps.clear();  // keeps the capacity: no allocation once grown
-  engine.for_each_qp([&](const QueuePair& qp) {
+  engine.for_each_qp([&](const rdma::QueuePair& qp) {
     out.qps.emplace_back();
     collect(qp, worker, out.qps.back());
     const QpStats& q = out.qps.back();
     e.cc.add(q.rp);
     e.cc.add(q.np);
-    if (!q.dcqcn) e.cc.cnp_ignored_cc_disabled += q.counters.get(Counter::CnpIgnored);
+    if (!q.dcqcn) e.cc.cnp_ignored_cc_disabled += q.counters.get(rdma::Counter::CnpIgnored);
   });
   e.qps = static_cast<std::uint32_t>(out.qps.size());
 }

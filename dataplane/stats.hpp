@@ -53,17 +53,17 @@ struct IoStats {
   std::uint64_t tx_dropped = 0;
 };
 
-inline constexpr std::size_t kEngineDropCount = static_cast<std::size_t>(EngineDrop::Count);
+inline constexpr std::size_t kEngineDropCount = static_cast<std::size_t>(rdma::EngineDrop::Count);
 inline constexpr std::size_t kParseErrorCount = static_cast<std::size_t>(proto::ParseError::Count);
 
 struct QpStats {
   std::uint32_t qpn = 0;
   unsigned worker = 0;
   ibv_qp_type type = IBV_QPT_RC;
-  QpState state = QpState::Reset;
+  rdma::QpState state = rdma::QpState::Reset;
   std::uint32_t dest_qpn = 0;
   std::uint32_t pmtu = 0;
-  Counters counters;
+  rdma::Counters counters;
   // DCQCN: present on RC/UC QPs when the engine runs congestion control.
   bool dcqcn = false;
   bool cc_active = false;  // a CNP was seen and the reaction point's timers run
@@ -79,7 +79,7 @@ struct EngineStats {
   std::uint32_t qps = 0;
   std::array<std::uint64_t, kEngineDropCount> drops{};
   std::array<std::uint64_t, kParseErrorCount> parse_drops{};
-  Counters counters;  // every QP's, destroyed QPs included
+  rdma::Counters counters;  // every QP's, destroyed QPs included
   cc::CcCounters cc;  // DCQCN sums over the live QPs
   void add(const EngineStats& o);
 };
@@ -119,8 +119,8 @@ std::optional<PortStats> read_port_stats(std::uint16_t port);
 int current_lcore();
 
 // Copies an engine's counters and every live QP's into `out`, reusing its storage.
-void collect(const Engine& engine, unsigned worker, WorkerSnapshot& out);
-void collect(const QueuePair& qp, unsigned worker, QpStats& out);
+void collect(const rdma::Engine& engine, unsigned worker, WorkerSnapshot& out);
+void collect(const rdma::QueuePair& qp, unsigned worker, QpStats& out);
 
 // The last value a single owner published; readers on any thread get a consistent copy.
 template <typename T>

@@ -26,8 +26,8 @@ inline std::string key(std::string name) {
 inline std::uint64_t rounded(double v) { return v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v)); }
 
 template <typename Sink>
-void counters(Sink& s, const Counters& c) {
-  for (std::size_t k = 0; k < kCounterCount; ++k) s.u64(counter_name(static_cast<Counter>(k)), c.values()[k]);
+void counters(Sink& s, const rdma::Counters& c) {
+  for (std::size_t k = 0; k < rdma::kCounterCount; ++k) s.u64(rdma::counter_name(static_cast<rdma::Counter>(k)), c.values()[k]);
 }
 
 template <typename Sink>
@@ -47,10 +47,10 @@ void qp(Sink& s, const QpStats& q) {
   s.u64("rc_bps", rounded(q.rc_bps));
   s.u64("rt_bps", rounded(q.rt_bps));
   s.u64("alpha_ppm", rounded(q.alpha * 1e6));
-  s.u64("cnp_sent", q.counters.get(Counter::CnpSent));
-  s.u64("cnp_received", q.counters.get(Counter::CnpReceived));
-  s.u64("cnp_ignored", q.counters.get(Counter::CnpIgnored));
-  s.u64("ecn_ce_received", q.counters.get(Counter::EcnCeReceived));
+  s.u64("cnp_sent", q.counters.get(rdma::Counter::CnpSent));
+  s.u64("cnp_received", q.counters.get(rdma::Counter::CnpReceived));
+  s.u64("cnp_ignored", q.counters.get(rdma::Counter::CnpIgnored));
+  s.u64("ecn_ce_received", q.counters.get(rdma::Counter::EcnCeReceived));
   s.open("reaction_point");
   s.u64("cnp_received", q.rp.cnp_received);
   s.u64("cnp_coalesced", q.rp.cnp_coalesced);
@@ -78,7 +78,7 @@ void engine(Sink& s, const EngineStats& e) {
   s.u64("received", e.received);
   s.u64("qps", e.qps);
   s.open("drops");
-  for (std::size_t i = 0; i < kEngineDropCount; ++i) s.u64(to_string(static_cast<EngineDrop>(i)), e.drops[i]);
+  for (std::size_t i = 0; i < kEngineDropCount; ++i) s.u64(to_string(static_cast<rdma::EngineDrop>(i)), e.drops[i]);
   s.close();
   s.open("parse_drops");
   // Index 0 is ParseError::None: not a drop.

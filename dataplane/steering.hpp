@@ -57,13 +57,13 @@ FrameClass classify(std::span<const std::byte> frame, std::uint32_t& dest_qp) no
 
 class Steering {
  public:
-  explicit Steering(QpnShards shards = {}) noexcept : shards_(shards) {}
+  explicit Steering(rdma::QpnShards shards = {}) noexcept : shards_(shards) {}
   SteerVerdict steer(std::span<const std::byte> frame) const noexcept;
-  const QpnShards& shards() const noexcept { return shards_; }
+  const rdma::QpnShards& shards() const noexcept { return shards_; }
   unsigned workers() const noexcept { return shards_.count(); }
 
  private:
-  QpnShards shards_;
+  rdma::QpnShards shards_;
 };
 
 }  // namespace roce::dp

@@ -10,7 +10,7 @@ namespace roce::dp {
 
 using namespace roce::proto;
 
-Worker::Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
+Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
     : cfg_(std::move(cfg)), steering_(cfg_.shards), engine_(cfg_.engine, mrs), arp_(arp), neighbors_(neighbors) {
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
   WorkerSnapshot first;
@@ -29,20 +29,20 @@ void Worker::release_stash() {
   stash_count_ = 0;
 }
 
-void Worker::post_command(std::function<void(Engine&)> fn) {
+void Worker::post_command(std::function<void(rdma::Engine&)> fn) {
   std::lock_guard lock(commands_mutex_);
   commands_.push_back(std::move(fn));
   has_commands_.store(true, std::memory_order_release);
 }
 
-void Worker::request_arp(const Ipv4Addr& ip) { solicit(IpAddress::ipv4(ip)); }
+void Worker::request_arp(const Ipv4Addr& ip) { solicit(rdma::IpAddress::ipv4(ip)); }
 
-void Worker::solicit(const IpAddress& ip) {
-  post_command([this, ip](Engine&) { solicit_wanted_.push_back(ip); });
+void Worker::solicit(const rdma::IpAddress& ip) {
+  post_command([this, ip](rdma::Engine&) { solicit_wanted_.push_back(ip); });
 }
 
 void Worker::run_commands() {
-  std::vector<std::function<void(Engine&)>> todo;
+  std::vector<std::function<void(rdma::Engine&)>> todo;
   {
     std::lock_guard lock(commands_mutex_);
     todo.swap(commands_);
@@ -50,7 +50,7 @@ void Worker::run_commands() {
   }
   for (auto& fn : todo) fn(engine_);
   const auto& local = cfg_.engine.path.local;
-  for (const IpAddress& ip : solicit_wanted_) {
+  for (const rdma::IpAddress& ip : solicit_wanted_) {
     rte_mbuf* m = take_mbuf();
     if (m == nullptr) break;
     if (ip.version == IpVersion::V4) {
@@ -119,7 +119,7 @@ void Worker::transmit(Nanos now) {
     rte_mbuf* m = take_mbuf();
     if (m == nullptr) break;
     mbufs[have] = m;
-    tx_frames_[have] = TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
+    tx_frames_[have] = rdma::TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
   }
   if (have == 0) return;
   const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now);

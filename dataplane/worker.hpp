@@ -38,9 +38,9 @@ struct WorkerConfig {
   // worker's inbox (shard_inboxes[owner]); this worker drains its own `inbox`.
   rte_ring* inbox = nullptr;
   std::vector<rte_ring*> shard_inboxes;
-  QpnShards shards;  // the dataplane's QPN rule (engine.qpns)
+  rdma::QpnShards shards;  // the dataplane's QPN rule (engine.qpns)
   rte_mempool* pool = nullptr;
-  EngineConfig engine;
+  rdma::EngineConfig engine;
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often the loop publishes a stats snapshot
   // A longer gap between two iterations is a stall of this lcore, not of the network: the
@@ -52,7 +52,7 @@ struct WorkerConfig {
 
 class Worker {
  public:
-  Worker(WorkerConfig cfg, MrTable& mrs, ArpCache& arp, NeighborCache& neighbors);
+  Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -66,7 +66,7 @@ class Worker {
   // Gives the mbufs kept for the next transmit back to the pool (leak checks, shutdown).
   void release_stash();
 
-  Engine& engine() { return engine_; }
+  rdma::Engine& engine() { return engine_; }
   // Live counters: read them only on the worker's own thread (or while it is stopped).
   const WorkerStats& stats() const { return stats_; }
 
@@ -80,14 +80,14 @@ class Worker {
 
   // Runs once per iteration on the worker's lcore (the application's verbs work: post WRs,
   // poll CQs). Not per packet.
-  std::function<void(Engine&, Nanos)> app_hook;
+  std::function<void(rdma::Engine&, Nanos)> app_hook;
 
   // Runs `fn` on the worker's thread at the start of its next iteration (control path).
-  void post_command(std::function<void(Engine&)> fn);
+  void post_command(std::function<void(rdma::Engine&)> fn);
   // Sends an ARP request for `ip` from this worker's queue at its next iteration.
   void request_arp(const proto::Ipv4Addr& ip);
   // Asks the link for a peer's MAC: an ARP request (IPv4) or a Neighbor Solicitation (IPv6).
-  void solicit(const IpAddress& ip);
+  void solicit(const rdma::IpAddress& ip);
 
   // Frames taken per RX burst, 0..kBurst (default kBurst). 0 leaves arriving frames queued
   // while timers and transmissions still run: a capture replay (apps/replay) takes frames one
@@ -117,7 +117,7 @@ class Worker {
 
   WorkerConfig cfg_;
   Steering steering_;
-  Engine engine_;
+  rdma::Engine engine_;
   ArpCache& arp_;
   NeighborCache& neighbors_;
   WorkerStats stats_;
@@ -131,7 +131,7 @@ class Worker {
   // Frames offered to the engine per call: as many as it filled last time (at least a few),
   // so a lone ACK does not cost a burst of mbuf headers read and handed back.
   unsigned tx_offer_ = kBurst;
-  std::array<TxFrame, kBurst> tx_frames_{};
+  std::array<rdma::TxFrame, kBurst> tx_frames_{};
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
 
@@ -143,8 +143,8 @@ class Worker {
 
   std::atomic<bool> has_commands_{false};
   std::mutex commands_mutex_;
-  std::vector<std::function<void(Engine&)>> commands_;
-  std::vector<IpAddress> solicit_wanted_;
+  std::vector<std::function<void(rdma::Engine&)>> commands_;
+  std::vector<rdma::IpAddress> solicit_wanted_;
 };
 
 }  // namespace roce::dp

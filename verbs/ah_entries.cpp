@@ -22,13 +22,13 @@ ROCE_VERBS_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (attr->port_num > 1) return fail<ibv_ah>(EINVAL);
   // RoCE address handles are global: the GID is the peer's IP address.
   if (!attr->is_global) return fail<ibv_ah>(EINVAL);
-  const IpAddress peer = ip_from_gid(attr->grh.dgid);
+  const rdma::IpAddress peer = rdma::ip_from_gid(attr->grh.dgid);
   if (peer.version == proto::IpVersion::V4 && !c->rt->resolve(peer, kArpWait)) return fail<ibv_ah>(EHOSTUNREACH);
   EngineGuard g(c->rt->lock());
   if (c->ahs.size() >= 65536) return fail<ibv_ah>(ENOMEM);
   auto ah = c->rt->engine().create_ah(p->handle, *attr);
   if (!ah) return fail<ibv_ah>(ah.error().code);
-  AddressHandle* h = *ah;
+  rdma::AddressHandle* h = *ah;
   h->base.context = p->context;
   h->base.pd = pd;
   h->base.handle = static_cast<std::uint32_t>(c->ahs.size());
@@ -38,7 +38,7 @@ ROCE_VERBS_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
 }
 
 namespace roce::verbs {
-int destroy_ah_locked(Context& c, AddressHandle* ah) {
+int destroy_ah_locked(Context& c, rdma::AddressHandle* ah) {
   ibv_pd* pd = ah->base.pd;
   if (Status s = c.rt->engine().destroy_ah(ah); !s) return s.code();
   --to_pd(pd)->users;
@@ -52,7 +52,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_ah(ibv_ah* ah) {
   Context* c = to_context(ah->context);
   if (c == nullptr) return EINVAL;
   EngineGuard g(c->rt->lock());
-  auto* h = reinterpret_cast<AddressHandle*>(ah);
+  auto* h = reinterpret_cast<rdma::AddressHandle*>(ah);
   if (!c->ahs.count(h)) return EINVAL;
   return destroy_ah_locked(*c, h);
 }
@@ -75,7 +75,7 @@ ROCE_VERBS_EXPORT int ibv_init_ah_from_wc(ibv_context* context, std::uint8_t por
   if ((raw[20] >> 4) == 4) {
     proto::Ipv4Addr src;
     std::memcpy(src.data(), raw + 20 + 12, 4);
-    ah_attr->grh.dgid = gid_from_ip(IpAddress::ipv4(src));
+    ah_attr->grh.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(src));
     ah_attr->grh.traffic_class = raw[20 + 1];
   } else {
     std::memcpy(ah_attr->grh.dgid.raw, grh->sgid.raw, 16);
@@ -97,7 +97,7 @@ ROCE_VERBS_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_a
                                                   std::uint16_t* vid) {
   Context* c = to_context(context);
   if (c == nullptr || attr == nullptr || !attr->is_global) return EINVAL;
-  const auto mac = c->rt->resolve(ip_from_gid(attr->grh.dgid), kArpWait);
+  const auto mac = c->rt->resolve(rdma::ip_from_gid(attr->grh.dgid), kArpWait);
   if (!mac) return EHOSTUNREACH;
   std::memcpy(eth_mac, mac->data(), 6);
   if (vid) *vid = 0xFFFF;  // no VLAN

@@ -57,14 +57,14 @@ void set_port(sockaddr_storage& s, std::uint16_t port) {
   if (s.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(s).sin_port = htons(port);
 }
 
-proto::IpAddress to_proto(const IpAddress& a) {
+proto::IpAddress to_proto(const rdma::IpAddress& a) {
   return a.version == proto::IpVersion::V4 ? proto::IpAddress::of(a.v4) : proto::IpAddress::of(a.v6);
 }
 
 bool is_ours(CmPort& port, const proto::IpAddress& a) { return a.is_any() || a == to_proto(port.local_ip()); }
 
 cm::Gid gid_of(const proto::IpAddress& a) {
-  ibv_gid g = gid_from_ip(a.version == proto::IpVersion::V4 ? IpAddress::ipv4(a.v4) : IpAddress::ipv6(a.v6));
+  ibv_gid g = rdma::gid_from_ip(a.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(a.v4) : rdma::IpAddress::ipv6(a.v6));
   cm::Gid out;
   std::memcpy(out.data(), g.raw, 16);
   return out;
@@ -94,7 +94,7 @@ int qp_attr_for(CmIdent& id, CmPort& port, ibv_qp_attr& attr, int& mask) {
   attr = {};
   if (want == IBV_QPS_INIT) {
     if (type == IBV_QPT_UD) {
-      QpTransition t = init_transition(type, 0, cm::kRdmaUdpQkey);
+      rdma::QpTransition t = rdma::init_transition(type, 0, cm::kRdmaUdpQkey);
       attr = t.attr;
       mask = t.mask;
       return 0;
@@ -103,13 +103,13 @@ int qp_attr_for(CmIdent& id, CmPort& port, ibv_qp_attr& attr, int& mask) {
     // writes, and reads and atomics when this side takes any (IB CM's INIT attributes).
     int access = 0;
     if (id.cm) access = IBV_ACCESS_REMOTE_WRITE | (id.responder_resources ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-    QpTransition t = init_transition(type, access);
+    rdma::QpTransition t = rdma::init_transition(type, access);
     attr = t.attr;
     mask = t.mask;
     return 0;
   }
   if (type == IBV_QPT_UD) {
-    QpTransition t = want == IBV_QPS_RTR ? rtr_transition(type, {}) : rts_transition(type, SendSide{id.rq_psn});
+    rdma::QpTransition t = want == IBV_QPS_RTR ? rdma::rtr_transition(type, {}) : rdma::rts_transition(type, rdma::SendSide{id.rq_psn});
     attr = t.attr;
     mask = t.mask;
     return want == IBV_QPS_RTR || want == IBV_QPS_RTS ? 0 : EINVAL;
@@ -125,9 +125,9 @@ int qp_attr_for(CmIdent& id, CmPort& port, ibv_qp_attr& attr, int& mask) {
     return EINVAL;  // no connection yet: nothing to tell
   }
   if (id.ack_timeout) a.rts.timeout = *id.ack_timeout;
-  QpTransition t;
-  if (want == IBV_QPS_RTR) t = rtr_transition(type, a.rtr);
-  else if (want == IBV_QPS_RTS) t = rts_transition(type, a.rts);
+  rdma::QpTransition t;
+  if (want == IBV_QPS_RTR) t = rdma::rtr_transition(type, a.rtr);
+  else if (want == IBV_QPS_RTS) t = rdma::rts_transition(type, a.rts);
   else return EINVAL;
   attr = t.attr;
   mask = t.mask;
@@ -525,7 +525,7 @@ ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sock
   // comes as ADDR_RESOLVED or ADDR_ERROR on the channel.
   const auto dst = ip_of(dst_addr);
   const Nanos wait = std::clamp<Nanos>(static_cast<Nanos>(timeout_ms) * kMilli, 10 * kMilli, kMaxArpWait);
-  const bool found = port->rt().resolve(IpAddress::ipv4(dst->v4), wait).has_value();
+  const bool found = port->rt().resolve(rdma::IpAddress::ipv4(dst->v4), wait).has_value();
   if (found) move_to(*i, CmIdState::AddrResolved);
   post_event(*i->ch, local_event(*i, found ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR, found ? 0 : -ETIMEDOUT));
   return 0;

@@ -189,7 +189,7 @@ CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e) {
   if (const auto* sidr = std::get_if<cm::SidrReqInfo>(&e.detail)) {
     id->sidr = *sidr;
     std::memcpy(id->path.dgid.raw, sidr->from.gid.data(), 16);
-    const ibv_gid ours = gid_from_ip(port->local_ip());
+    const ibv_gid ours = rdma::gid_from_ip(port->local_ip());
     std::memcpy(id->path.sgid.raw, ours.raw, 16);
     id->path.hop_limit = 64;
   } else {

@@ -32,7 +32,7 @@ class CmPort : public CompletionWatch {
   void track(cm::CmId id, CmIdent* owner) { by_cm_[id] = owner; }
   void forget(CmIdent* owner);
   void track_listener(cm::ListenerId l, CmIdent* owner) { by_listener_[l] = owner; }
-  IpAddress local_ip() const { return rt_.local().ip; }
+  rdma::IpAddress local_ip() const { return rt_.local().ip; }
 
   // Polls the agent and routes its events (after every dataplane iteration).
   bool check() override;

@@ -136,11 +136,11 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
       if (::inet_pton(AF_INET, value.c_str(), &a4) == 1) {
         proto::Ipv4Addr v4;
         std::memcpy(v4.data(), &a4, 4);
-        c.ip = IpAddress::ipv4(v4);
+        c.ip = rdma::IpAddress::ipv4(v4);
       } else if (::inet_pton(AF_INET6, value.c_str(), &a6) == 1) {
         proto::Ipv6Addr v6;
         std::memcpy(v6.data(), &a6, 16);
-        c.ip = IpAddress::ipv6(v6);
+        c.ip = rdma::IpAddress::ipv6(v6);
       } else {
         return bad(key, value, "not an IPv4 or IPv6 address");
       }

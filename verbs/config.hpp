@@ -23,7 +23,7 @@ enum class PollMode : std::uint8_t { Busy, Adaptive };
 
 struct DeviceConfig {
   std::string name = "rocedp0";        // the device name programs see (ibv_devices, -d)
-  std::optional<IpAddress> ip;         // our address; GID 0 is it (an IPv4 one in its IPv4-mapped form)
+  std::optional<rdma::IpAddress> ip;         // our address; GID 0 is it (an IPv4 one in its IPv4-mapped form)
   std::vector<std::string> vdevs;      // DPDK --vdev arguments
   std::string port;                    // ethdev name; default: the first vdev's driver name
   std::uint32_t max_mtu = 4096;        // largest path MTU offered (also capped by the link)

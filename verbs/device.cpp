@@ -68,7 +68,7 @@ __be64 node_guid(const proto::MacAddr& mac) {
 }
 
 void fill_device_attr(Runtime& rt, ibv_device_attr& a) {
-  const EngineConfig& e = rt.engine().config();
+  const rdma::EngineConfig& e = rt.engine().config();
   a = ibv_device_attr{};
   std::snprintf(a.fw_ver, sizeof a.fw_ver, "rocev2-dp %s", ROCE_VERBS_VERSION);
   a.node_guid = node_guid(rt.local().mac);
@@ -111,8 +111,8 @@ void fill_port_attr(Runtime& rt, ibv_port_attr& a) {
   a.gid_tbl_len = kGidTableLength;
   a.port_cap_flags = 0;  // no CM, SM or SNMP agents behind this port
   a.max_msg_sz = kMaxMessageBytes;
-  a.bad_pkey_cntr = static_cast<std::uint32_t>(rt.engine().drops(EngineDrop::PkeyMismatch));
-  a.qkey_viol_cntr = static_cast<std::uint32_t>(rt.engine().total_counters().get(Counter::QkeyViolations));
+  a.bad_pkey_cntr = static_cast<std::uint32_t>(rt.engine().drops(rdma::EngineDrop::PkeyMismatch));
+  a.qkey_viol_cntr = static_cast<std::uint32_t>(rt.engine().total_counters().get(rdma::Counter::QkeyViolations));
   a.pkey_tbl_len = 1;
   a.max_vl_num = 1;
   eth_speed(l.speed_mbps, a.active_width, a.active_speed);

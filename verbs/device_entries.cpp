@@ -109,7 +109,7 @@ ROCE_VERBS_EXPORT int _ibv_query_gid_ex(ibv_context* context, std::uint32_t port
   if (port_num != 1) return EINVAL;
   if (gid_index >= static_cast<std::uint32_t>(kGidTableLength)) return ENODATA;
   *entry = ibv_gid_entry{};
-  entry->gid = gid_from_ip(*c->rt->config().ip);
+  entry->gid = rdma::gid_from_ip(*c->rt->config().ip);
   entry->gid_index = gid_index;
   entry->port_num = port_num;
   entry->gid_type = IBV_GID_TYPE_ROCE_V2;

@@ -35,7 +35,7 @@ struct Context;
 
 struct Pd : ibv_pd {
   Magic magic = Magic::Pd;
-  PdHandle handle = 0;
+  rdma::PdHandle handle = 0;
   std::uint32_t users = 0;  // MRs, QPs and AHs made in it (dealloc is EBUSY until 0)
 };
 
@@ -55,7 +55,7 @@ struct Channel : ibv_comp_channel {
 struct Cq : ibv_cq_ex, CompletionWatch {
   Magic magic = Magic::Cq;
   Runtime* rt = nullptr;
-  CompletionQueue* impl = nullptr;
+  rdma::CompletionQueue* impl = nullptr;
   Channel* notify = nullptr;
   bool armed = false;
   std::uint32_t events_read = 0;  // events ibv_get_cq_event returned (guarded by mutex)
@@ -70,7 +70,7 @@ struct Cq : ibv_cq_ex, CompletionWatch {
 struct Qp : ibv_qp_ex {
   Magic magic = Magic::Qp;
   Runtime* rt = nullptr;
-  QueuePair* impl = nullptr;
+  rdma::QueuePair* impl = nullptr;
   bool extended = false;    // made with send_ops_flags: ibv_qp_to_qp_ex gives it out
   ibv_ah_attr av{};         // the last address vector (ibv_query_qp)
   std::uint8_t port_num = 1;
@@ -92,13 +92,13 @@ struct Qp : ibv_qp_ex {
 struct Mw : ibv_mw {
   Magic magic = Magic::Mw;
   Runtime* rt = nullptr;
-  MemoryWindow* impl = nullptr;
+  rdma::MemoryWindow* impl = nullptr;
 };
 
 struct Srq : ibv_srq {
   Magic magic = Magic::Srq;
   Runtime* rt = nullptr;
-  SharedReceiveQueue* impl = nullptr;
+  rdma::SharedReceiveQueue* impl = nullptr;
 };
 
 // The context's asynchronous events (ibv_get_async_event): after every dataplane iteration
@@ -122,7 +122,7 @@ struct Context : verbs_context {
   std::unordered_set<Mr*> mrs;
   std::unordered_set<Cq*> cqs;
   std::unordered_set<Qp*> qps;
-  std::unordered_set<AddressHandle*> ahs;
+  std::unordered_set<rdma::AddressHandle*> ahs;
   std::unordered_set<Channel*> channels;
   std::unordered_set<Srq*> srqs;
   std::unordered_set<Mw*> mws;

@@ -32,7 +32,7 @@ int dealloc_mw_locked(Context& c, Mw* w);
 ibv_mw* alloc_mw_op(ibv_pd* pd, ibv_mw_type type);
 int dealloc_mw_op(ibv_mw* mw);
 int bind_mw_op(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
-int destroy_ah_locked(Context& c, AddressHandle* ah);
+int destroy_ah_locked(Context& c, rdma::AddressHandle* ah);
 int dereg_mr_locked(Context& c, Mr* m);
 // CQs and channels wait for event acknowledgements, so they take the lock themselves.
 int destroy_cq_unlocked(Context& c, Cq* q);

@@ -37,7 +37,7 @@ ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
     case IBV_QPT_DRIVER: return fail<ibv_qp>(EOPNOTSUPP);
     default: return fail<ibv_qp>(EINVAL);
   }
-  QpInit init;
+  rdma::QpInit init;
   init.type = a.qp_type;
   init.send_cq = scq->impl;
   init.recv_cq = rcq->impl;
@@ -148,7 +148,7 @@ ROCE_VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   // A connected QP's path needs the peer's MAC: ask the link before taking the engine (the
   // dataplane thread answers ARP meanwhile).
   if ((mask & IBV_QP_AV) && qp->qp_type != IBV_QPT_UD && attr->ah_attr.is_global) {
-    const IpAddress peer = ip_from_gid(attr->ah_attr.grh.dgid);
+    const rdma::IpAddress peer = rdma::ip_from_gid(attr->ah_attr.grh.dgid);
     if (peer.version == proto::IpVersion::V4 && !q->rt->resolve(peer, kArpWait)) return EHOSTUNREACH;
   }
   if ((mask & IBV_QP_AV) && attr->ah_attr.port_num > 1) return EINVAL;

@@ -226,7 +226,7 @@ void Runtime::watch(CompletionWatch* w) {
 
 void Runtime::unwatch(CompletionWatch* w) { std::erase(watches_, w); }
 
-std::optional<proto::MacAddr> Runtime::resolve(const IpAddress& ip, Nanos wait) { return dp_->resolve(ip, wait); }
+std::optional<proto::MacAddr> Runtime::resolve(const rdma::IpAddress& ip, Nanos wait) { return dp_->resolve(ip, wait); }
 
 LinkState Runtime::link() const {
   rte_eth_link l{};

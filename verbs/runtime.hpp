@@ -51,9 +51,9 @@ class Runtime {
   const DeviceConfig& config() const { return cfg_; }
   EngineLock& lock() { return lock_; }
   // Engine and memory table: only with the lock held.
-  Engine& engine() { return dp_->worker(0).engine(); }
-  MrTable& memory() { return dp_->memory(); }
-  const LocalAddress& local() const { return dp_->local(); }
+  rdma::Engine& engine() { return dp_->worker(0).engine(); }
+  rdma::MrTable& memory() { return dp_->memory(); }
+  const rdma::LocalAddress& local() const { return dp_->local(); }
   const dp::PortInfo& port() const { return dp_->port(); }
   std::uint32_t active_mtu() const { return active_mtu_; }  // bytes
   Nanos now() const { return dp_->now(); }
@@ -67,7 +67,7 @@ class Runtime {
   void unwatch(CompletionWatch* w);
 
   // The MAC of a peer on the link: ARP, waiting up to `wait` (lock not held).
-  std::optional<proto::MacAddr> resolve(const IpAddress& ip, Nanos wait);
+  std::optional<proto::MacAddr> resolve(const rdma::IpAddress& ip, Nanos wait);
 
   // Stops the dataplane thread (process exit); verbs fail afterwards.
   void shutdown();

@@ -30,7 +30,7 @@ namespace roce::app {
 struct ApplianceOptions {
   std::string dev;
   std::vector<std::string> vdevs;
-  IpAddress ip{};  // IPv4 or IPv6: the port's one GID
+  rdma::IpAddress ip{};  // IPv4 or IPv6: the port's one GID
   std::uint64_t mr_bytes = 64ull << 20;
   std::string mr_file;  // back the exposed region with this file
   std::uint64_t recv_bytes = 8ull << 20;  // ib_send_lat -a sends up to 8 MiB
@@ -119,7 +119,7 @@ class Appliance {
   };
   struct CreatedMr {
     MappedBuffer memory;
-    const MemoryRegion* mr = nullptr;
+    const rdma::MemoryRegion* mr = nullptr;
     ControlSocket::ClientId owner = 0;
   };
   struct CreatedQp {
@@ -172,8 +172,8 @@ class Appliance {
   dp::Dataplane& dp_;
   ApplianceOptions o_;
   MappedBuffer exposed_, recv_;
-  const MemoryRegion* exposed_mr_ = nullptr;
-  const MemoryRegion* recv_mr_ = nullptr;
+  const rdma::MemoryRegion* exposed_mr_ = nullptr;
+  const rdma::MemoryRegion* recv_mr_ = nullptr;
   std::unique_ptr<Connector> conn_;
   std::unique_ptr<DriverSet> drivers_;
   std::unique_ptr<TcpListener> listener_;

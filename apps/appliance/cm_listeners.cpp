@@ -85,7 +85,7 @@ struct CmListeners::Work {
   std::uint32_t sent = 0, received = 0;
   std::atomic<bool> go{false};  // ESTABLISHED: the server's SENDs may start
   // udaddy
-  AddressHandle* ah = nullptr;
+  rdma::AddressHandle* ah = nullptr;
   std::uint32_t remote_qpn = 0;
   std::uint32_t qkey = cm::kRdmaUdpQkey;
 
@@ -98,7 +98,7 @@ struct CmListeners::Work {
     error = std::move(why);
     failed.store(true);
   }
-  bool post_recv(Engine& e, std::size_t off, std::uint32_t len, std::uint64_t id) {
+  bool post_recv(rdma::Engine& e, std::size_t off, std::uint32_t len, std::uint64_t id) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
     ibv_recv_wr wr{};
     wr.wr_id = id;
@@ -109,7 +109,7 @@ struct CmListeners::Work {
     if (rc) fail("post_recv: " + std::string(std::strerror(rc)));
     return rc == 0;
   }
-  bool post_datagram(Engine& e, std::size_t off, std::uint32_t len) {
+  bool post_datagram(rdma::Engine& e, std::size_t off, std::uint32_t len) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
     ibv_send_wr wr{};
     wr.sg_list = &sge;
@@ -127,7 +127,7 @@ struct CmListeners::Work {
     if (rc) fail("post_send: " + std::string(std::strerror(rc)));
     return rc == 0;
   }
-  bool post_send(Engine& e, ibv_wr_opcode op, std::size_t off, std::uint32_t len, std::uint64_t raddr = 0,
+  bool post_send(rdma::Engine& e, ibv_wr_opcode op, std::size_t off, std::uint32_t len, std::uint64_t raddr = 0,
                  std::uint32_t rkey = 0, unsigned flags = 0) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, lkey};
     ibv_send_wr wr{};
@@ -144,7 +144,7 @@ struct CmListeners::Work {
     return rc == 0;
   }
 
-  void step(Engine& e) {
+  void step(rdma::Engine& e) {
     if (failed.load(std::memory_order_relaxed)) return;
     if (proto == Proto::Cmatose && go.load(std::memory_order_relaxed) && !sent_all) {
       sent_all = true;
@@ -166,7 +166,7 @@ struct CmListeners::Work {
   }
 
   // rping_test_server's loop, driven by completions.
-  void on_rping(Engine& e, const ibv_wc& wc) {
+  void on_rping(rdma::Engine& e, const ibv_wc& wc) {
     switch (wc.opcode) {
       case IBV_WC_RECV: {
         if (wc.byte_len != sizeof(RpingInfo)) return fail("received " + std::to_string(wc.byte_len) + " bytes, not rping's 16");
@@ -206,7 +206,7 @@ struct CmListeners::Work {
   }
 
   // udaddy's server: every datagram in, then as many back to the QPN their immediate names.
-  void on_udaddy(Engine& e, const ibv_wc& wc) {
+  void on_udaddy(rdma::Engine& e, const ibv_wc& wc) {
     if (wc.opcode == IBV_WC_RECV) {
       ++received;
       rx.fetch_add(1, std::memory_order_relaxed);
@@ -232,7 +232,7 @@ struct CmListeners::Work {
 
   // rdma_server: its one receive completes, its one inline SEND goes out; once that completes the
   // server disconnects (done). What it sends is its 16-byte send buffer, untouched (zeros).
-  void on_rdma_server(Engine& e, const ibv_wc& wc) {
+  void on_rdma_server(rdma::Engine& e, const ibv_wc& wc) {
     if (wc.opcode == IBV_WC_RECV) {
       if (++received > 1) return fail("a second message; rdma_server takes one");
       rx.fetch_add(1, std::memory_order_relaxed);
@@ -518,7 +518,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   work->messages = o_.messages;
   work->size = o_.message_size;
   // Receives first (the client SENDs as soon as it is connected), then RTR/RTS, then the REP.
-  const bool posted = dp_.call(c.qp.worker, [&](Engine& eng) {
+  const bool posted = dp_.call(c.qp.worker, [&](rdma::Engine& eng) {
     if (rping) return work->post_recv(eng, kRpingRecv, sizeof(RpingInfo), 0);
     if (rdma_server) return work->post_recv(eng, 0, kRdmaServerMsg, 0);
     for (std::uint32_t i = 0; i < o_.messages; ++i)
@@ -530,7 +530,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
   if (s) {
     Work* w = work.get();
     c.work = std::move(work);
-    c.driver = drivers_.add(c.qp.worker, [w](Engine& eng, Nanos) { w->step(eng); });
+    c.driver = drivers_.add(c.qp.worker, [w](rdma::Engine& eng, Nanos) { w->step(eng); });
     cm::AcceptParams ap;
     ap.local_qpn = c.qp.qpn;
     ap.starting_psn = c.qp.psn;
@@ -562,8 +562,8 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
     (void)cm_->reject(e.id);
   };
   if (!e.ud || !e.addressing) return refuse("not a UD (SIDR) request with rdma_cm addresses");
-  const IpAddress client = e.addressing->src.version == proto::IpVersion::V4 ? IpAddress::ipv4(e.addressing->src.v4)
-                                                                             : IpAddress::ipv6(e.addressing->src.v6);
+  const rdma::IpAddress client = e.addressing->src.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(e.addressing->src.v4)
+                                                                             : rdma::IpAddress::ipv6(e.addressing->src.v6);
   if (!dp_.resolve(client, 3 * kSecond)) return refuse("no ARP or neighbour answer");
   Conn c;
   c.kind = Kind::Udaddy;
@@ -596,10 +596,10 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
   work->size = o_.message_size;
   Status s = cm_->ready_ud_qp(c.qp);
   if (s) {
-    auto ah = dp_.call(c.qp.worker, [&](Engine& eng) {
+    auto ah = dp_.call(c.qp.worker, [&](rdma::Engine& eng) {
       ibv_ah_attr a{};
       a.is_global = 1;
-      a.grh.dgid = gid_from_ip(client);
+      a.grh.dgid = rdma::gid_from_ip(client);
       a.grh.hop_limit = 64;
       a.port_num = 1;
       return eng.create_ah(c.qp.pd, a);
@@ -609,7 +609,7 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
   }
   if (s) {
     work->ah = c.ah;
-    const bool posted = dp_.call(c.qp.worker, [&](Engine& eng) {
+    const bool posted = dp_.call(c.qp.worker, [&](rdma::Engine& eng) {
       for (std::uint32_t i = 0; i < o_.messages; ++i)
         if (!work->post_recv(eng, std::size_t{i} * slot, slot, i)) return false;
       return true;
@@ -619,7 +619,7 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
   if (s) {
     Work* w = work.get();
     c.work = std::move(work);
-    c.driver = drivers_.add(c.qp.worker, [w](Engine& eng, Nanos) { w->step(eng); });
+    c.driver = drivers_.add(c.qp.worker, [w](rdma::Engine& eng, Nanos) { w->step(eng); });
     s = cm_->accept_ud(e.id, c.qp.qpn);
   }
   keep(e.id, std::move(c), s, refuse);
@@ -746,7 +746,7 @@ void CmListeners::on_perftest_ud_request(const cm::RdmaCmEvent& e, const std::sh
       else w.mr = *mr;
     }
     if (s) {
-      const int rc = dp_.call(q->worker, [&](Engine& eng) {
+      const int rc = dp_.call(q->worker, [&](rdma::Engine& eng) {
         ibv_sge sge{reinterpret_cast<std::uint64_t>(w.buf.data()), kGrhBytes + 4, w.mr->lkey()};
         ibv_recv_wr wr{};
         wr.sg_list = &sge;
@@ -778,7 +778,7 @@ void CmListeners::poll_ud_qpn_waits() {
   for (auto it = ud_qpn_waits_.begin(); it != ud_qpn_waits_.end();) {
     UdQpnWait& w = *it;
     ibv_wc wc{};
-    const int n = dp_.call(w.qp.worker, [&](Engine& eng) { return eng.poll_cq(w.qp.cq, 1, &wc); });
+    const int n = dp_.call(w.qp.worker, [&](rdma::Engine& eng) { return eng.poll_cq(w.qp.cq, 1, &wc); });
     std::string why;
     bool kept = false;
     if (n == 1 && wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_IMM)) {
@@ -852,8 +852,8 @@ void CmListeners::release(cm::CmId id) {
   Conn& c = it->second;
   if (c.channel) c.channel->set_disconnected();
   if (c.ah) {
-    AddressHandle* ah = c.ah;
-    (void)dp_.call(c.qp.worker, [ah](Engine& e) { return e.destroy_ah(ah); });
+    rdma::AddressHandle* ah = c.ah;
+    (void)dp_.call(c.qp.worker, [ah](rdma::Engine& e) { return e.destroy_ah(ah); });
   }
   if (c.qp.qp) (void)conn_.destroy(c.qp);
   if (c.mr) (void)dp_.memory().deregister(c.mr->key);

@@ -171,11 +171,11 @@ class CmListeners {
     std::string peer;
     LocalQp qp;
     MappedBuffer buf;
-    const MemoryRegion* mr = nullptr;
+    const rdma::MemoryRegion* mr = nullptr;
     std::shared_ptr<Work> work;
     std::uint64_t driver = 0;
     bool disconnecting = false;
-    AddressHandle* ah = nullptr;  // udaddy: the client's QP
+    rdma::AddressHandle* ah = nullptr;  // udaddy: the client's QP
     Nanos started = 0;
     // perftest -R: the control channel (its QP is the channel's) and the session's data QPs
     // (each data QP is the session's; Conn holds none).
@@ -192,7 +192,7 @@ class CmListeners {
   struct UdQpnWait {
     LocalQp qp;
     MappedBuffer buf;
-    const MemoryRegion* mr = nullptr;
+    const rdma::MemoryRegion* mr = nullptr;
     std::shared_ptr<PerftestCmQps> session;
     std::string peer;
     Nanos deadline = 0;

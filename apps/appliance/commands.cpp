@@ -138,18 +138,18 @@ std::string Appliance::cmd_list_qps(ControlSocket::ClientId, const JsonValue&) {
   JsonWriter w;
   w.begin_object().field("ok", true).key("qps").begin_array();
   for (unsigned wk = 0; wk < dp_.worker_count(); ++wk) {
-    dp_.call(wk, [&](Engine& e) {
-      e.for_each_qp([&](const QueuePair& q) {
-        const Counters& c = q.counters();
+    dp_.call(wk, [&](rdma::Engine& e) {
+      e.for_each_qp([&](const rdma::QueuePair& q) {
+        const rdma::Counters& c = q.counters();
         w.begin_object()
             .field("qpn", q.qpn())
             .field("worker", wk)
             .field("type", type_name(q.type()))
             .field("state", to_string(q.state()))
             .field("dest_qpn", q.config().dest_qpn)
-            .field("sent_pkts", c.get(Counter::SentPkts))
-            .field("rcvd_pkts", c.get(Counter::RcvdPkts))
-            .field("retransmitted_pkts", c.get(Counter::RetransmittedPkts));
+            .field("sent_pkts", c.get(rdma::Counter::SentPkts))
+            .field("rcvd_pkts", c.get(rdma::Counter::RcvdPkts))
+            .field("retransmitted_pkts", c.get(rdma::Counter::RetransmittedPkts));
         for (const auto& [qpn, owner] : owners)
           if (qpn == q.qpn()) w.field("control_client", owner);
         w.end_object();
@@ -164,7 +164,7 @@ std::string Appliance::cmd_list_qps(ControlSocket::ClientId, const JsonValue&) {
 std::string Appliance::cmd_list_mrs(ControlSocket::ClientId, const JsonValue&) {
   JsonWriter w;
   w.begin_object().field("ok", true).key("mrs").begin_array();
-  auto one = [&w](const char* role, const MemoryRegion* m) -> JsonWriter& {
+  auto one = [&w](const char* role, const rdma::MemoryRegion* m) -> JsonWriter& {
     return w.begin_object()
         .field("role", role)
         .field("rkey", m->rkey())
@@ -218,7 +218,7 @@ std::string Appliance::cmd_create_mr(ControlSocket::ClientId client, const JsonV
     give_back();
     return control_error("create_mr: " + mem.error().message);
   }
-  Result<const MemoryRegion*> mr = make_error(EINVAL, "not registered");
+  Result<const rdma::MemoryRegion*> mr = make_error(EINVAL, "not registered");
   {
     std::lock_guard lock(mr_mutex_);
     mr = conn_->register_memory(mem->data(), mem->size(), kCreatedAccess);
@@ -227,7 +227,7 @@ std::string Appliance::cmd_create_mr(ControlSocket::ClientId client, const JsonV
     give_back();
     return control_error("create_mr: " + mr.error().message);
   }
-  const MemoryRegion* m = *mr;
+  const rdma::MemoryRegion* m = *mr;
   {
     std::lock_guard lock(mutex_);
     created_mrs_.push_back(CreatedMr{std::move(*mem), m, client});
@@ -240,7 +240,7 @@ void Appliance::release_mr(CreatedMr& m) {
   (void)dp_.memory().deregister(m.mr->rkey());
   // A worker that found the key just before it went may still be copying into the region; once
   // every worker has run a command after the deregistration, none is, and the memory can go.
-  for (unsigned w = 0; w < dp_.worker_count(); ++w) dp_.call(w, [](Engine&) { return 0; });
+  for (unsigned w = 0; w < dp_.worker_count(); ++w) dp_.call(w, [](rdma::Engine&) { return 0; });
   m.memory = MappedBuffer{};
 }
 
@@ -317,7 +317,7 @@ std::string Appliance::cmd_connect_qp(ControlSocket::ClientId, const JsonValue& 
     }
   }
   if (!found.qp) return control_error("connect_qp: no QP " + std::to_string(qpn) + " made by create_qp (see list_qps)");
-  const Status s = conn_->connect(found, RemoteQp{rqpn, rpsn, gid_from_ip(*ip)}, o_.qp);
+  const Status s = conn_->connect(found, RemoteQp{rqpn, rpsn, rdma::gid_from_ip(*ip)}, o_.qp);
   {
     std::lock_guard lock(mutex_);
     for (CreatedQp& q : created_qps_)

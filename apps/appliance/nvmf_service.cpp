@@ -93,7 +93,7 @@ Status NvmfService::start() {
   channel_ = shared_cm_ ? cm_->open_channel() : 0;
   auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue, channel_);
   if (!l) return l.error();
-  driver_ = drivers_.add(0, [this](Engine&, Nanos now) { poll_worker(now); });
+  driver_ = drivers_.add(0, [this](rdma::Engine&, Nanos now) { poll_worker(now); });
   thread_ = std::thread([this] { loop(); });
   return {};
 }
@@ -111,7 +111,7 @@ Result<std::unique_ptr<nvmf::NamespaceStore>> NvmfService::open_store(const Nvmf
 Result<std::vector<NvmfService::NamespaceInfo>> NvmfService::namespaces(const std::string& subnqn) {
   if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
   const std::string nqn = subnqn.empty() ? o_.subsystem : subnqn;
-  return dp_.call(0, [&](Engine&) -> Result<std::vector<NamespaceInfo>> {
+  return dp_.call(0, [&](rdma::Engine&) -> Result<std::vector<NamespaceInfo>> {
     const nvmf::Subsystem* sub = target_->find_subsystem(nqn);
     if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
     std::vector<NamespaceInfo> out;
@@ -143,7 +143,7 @@ Result<std::uint32_t> NvmfService::add_namespace(const NvmfNamespaceSpec& spec, 
   }
   auto store = open_store(spec, nsid);  // file I/O here, not on the dataplane's worker
   if (!store) return store.error();
-  Status s = dp_.call(0, [&](Engine&) -> Status {
+  Status s = dp_.call(0, [&](rdma::Engine&) -> Status {
     nvmf::Subsystem* sub = target_->find_subsystem(nqn);
     if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
     if (Status a = sub->add_namespace(nsid, std::move(*store)); !a) return a;
@@ -161,7 +161,7 @@ Status NvmfService::remove_namespace(std::uint32_t nsid, const std::string& subn
   std::lock_guard lock(namespaces_mutex_);
   // Commands already past their checks look the namespace up again when they run: one that
   // finds it gone answers "invalid namespace", none touches freed blocks.
-  Status s = dp_.call(0, [&](Engine&) -> Status {
+  Status s = dp_.call(0, [&](rdma::Engine&) -> Status {
     nvmf::Subsystem* sub = target_->find_subsystem(nqn);
     if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
     if (Status r = sub->remove_namespace(nsid); !r) return r;
@@ -174,7 +174,7 @@ Status NvmfService::remove_namespace(std::uint32_t nsid, const std::string& subn
 
 Result<std::vector<NvmfService::SubsystemInfo>> NvmfService::subsystems() {
   if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
-  return dp_.call(0, [&](Engine&) -> Result<std::vector<SubsystemInfo>> {
+  return dp_.call(0, [&](rdma::Engine&) -> Result<std::vector<SubsystemInfo>> {
     std::vector<SubsystemInfo> out;
     for (const auto& [nqn, sub] : target_->subsystems()) {
       SubsystemInfo i;
@@ -193,7 +193,7 @@ Result<std::vector<NvmfService::SubsystemInfo>> NvmfService::subsystems() {
 Status NvmfService::add_subsystem(const std::string& nqn) {
   if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
   std::lock_guard lock(namespaces_mutex_);
-  Status s = dp_.call(0, [&](Engine&) -> Status {
+  Status s = dp_.call(0, [&](rdma::Engine&) -> Status {
     char serial[21];
     std::snprintf(serial, sizeof serial, "rocev2dp%04zu", target_->subsystems().size() + 1);
     auto sub = target_->add_subsystem(nqn, serial);
@@ -207,7 +207,7 @@ Status NvmfService::add_subsystem(const std::string& nqn) {
 Status NvmfService::remove_subsystem(const std::string& nqn) {
   if (!target_) return make_error(ENOTCONN, "the NVMe/RDMA target is not running");
   std::lock_guard lock(namespaces_mutex_);
-  Status s = dp_.call(0, [&](Engine&) { return target_->remove_subsystem(nqn); });
+  Status s = dp_.call(0, [&](rdma::Engine&) { return target_->remove_subsystem(nqn); });
   if (s) std::fprintf(stderr, "roce-appliance: nvmf subsystem %s removed\n", nqn.c_str());
   return s;
 }
@@ -218,7 +218,7 @@ Status NvmfService::change_hosts(const std::string& subnqn, const std::function<
   std::lock_guard lock(namespaces_mutex_);
   // Connect checks the host on every queue it opens: the change holds from the next Connect
   // on (an admin or I/O queue); controllers already made keep their queues.
-  return dp_.call(0, [&](Engine&) -> Status {
+  return dp_.call(0, [&](rdma::Engine&) -> Status {
     nvmf::Subsystem* sub = target_->find_subsystem(nqn);
     if (!sub) return make_error(ENOENT, "no subsystem " + nqn);
     if (Status s = change(*sub); !s) return s;
@@ -284,7 +284,7 @@ void NvmfService::loop() {
   while (!stop_) {
     for (const auto& e : cm_->wait_events(50 * kMilli, &stop_, channel_)) on_event(e);
     // A queue the target failed (fatal capsule, keep-alive expiry, reset): the connection ends.
-    std::map<nvmf::NvmfRdmaQueue*, std::string> failed = dp_.call(0, [this](Engine&) {
+    std::map<nvmf::NvmfRdmaQueue*, std::string> failed = dp_.call(0, [this](rdma::Engine&) {
       std::map<nvmf::NvmfRdmaQueue*, std::string> f;
       for (auto& [p, q] : queues_)
         if (q->torn_down()) f[p] = q->queue().failure();
@@ -364,7 +364,7 @@ void NvmfService::on_request(const cm::RdmaCmEvent& e) {
   if (!q) return refuse(q.error().message);
   c.qp = *q;
   // The queue first (it posts its receives: the host SENDs its Connect as soon as it is up).
-  auto made = dp_.call(0, [&](Engine& eng) -> Result<nvmf::NvmfRdmaQueue*> {
+  auto made = dp_.call(0, [&](rdma::Engine& eng) -> Result<nvmf::NvmfRdmaQueue*> {
     auto r = nvmf::NvmfRdmaQueue::create(*target_, eng, c.qp.pd, c.qp.qp, c.qp.cq, acc.queue);
     if (!r) return r.error();
     nvmf::NvmfRdmaQueue* p = r->get();
@@ -405,7 +405,7 @@ void NvmfService::drop_queue(Conn& c) {
   nvmf::NvmfRdmaQueue* p = c.queue;
   c.queue = nullptr;
   // Destroying the queue puts its QP in the error state first (rdma_queue.hpp).
-  dp_.call(0, [&](Engine&) {
+  dp_.call(0, [&](rdma::Engine&) {
     queues_.erase(p);
     queue_count_ = queues_.size();
     return 0;

@@ -12,13 +12,13 @@ namespace roce::app {
 
 std::string Appliance::status_line(double seconds) {
   std::uint64_t rx = 0, tx = 0, qps = 0;
-  Counters c;
+  rdma::Counters c;
   for (unsigned w = 0; w < dp_.worker_count(); ++w) {
-    dp_.call(w, [&](Engine& e) {
+    dp_.call(w, [&](rdma::Engine& e) {
       rx += dp_.worker(w).stats().rx_bytes;
       tx += dp_.worker(w).stats().tx_bytes;
       c.add(e.total_counters());
-      e.for_each_qp([&](const QueuePair&) { ++qps; });
+      e.for_each_qp([&](const rdma::QueuePair&) { ++qps; });
       return 0;
     });
   }
@@ -29,10 +29,10 @@ std::string Appliance::status_line(double seconds) {
   char line[256];
   std::snprintf(line, sizeof line, "QPs %llu | in %.3f Gb/s | out %.3f Gb/s | retransmits %llu | NAKs sent %llu | CNPs in %llu out %llu",
                 static_cast<unsigned long long>(qps), in, out,
-                static_cast<unsigned long long>(c.get(Counter::RetransmittedPkts)),
-                static_cast<unsigned long long>(c.get(Counter::NaksSent)),
-                static_cast<unsigned long long>(c.get(Counter::CnpReceived)),
-                static_cast<unsigned long long>(c.get(Counter::CnpSent)));
+                static_cast<unsigned long long>(c.get(rdma::Counter::RetransmittedPkts)),
+                static_cast<unsigned long long>(c.get(rdma::Counter::NaksSent)),
+                static_cast<unsigned long long>(c.get(rdma::Counter::CnpReceived)),
+                static_cast<unsigned long long>(c.get(rdma::Counter::CnpSent)));
   return line;
 }
 
@@ -46,7 +46,7 @@ std::string Appliance::report_json() {
   dp::EngineStats total;
   w.key("workers").begin_array();
   for (unsigned wk = 0; wk < dp_.worker_count(); ++wk) {
-    dp_.call(wk, [&](Engine& e) {
+    dp_.call(wk, [&](rdma::Engine& e) {
       dp::WorkerSnapshot snap;
       dp::collect(e, wk, snap);
       total.add(snap.engine);
@@ -55,8 +55,8 @@ std::string Appliance::report_json() {
       // drops, parse_drops, counters and dcqcn sums, named as the engine names them.
       dp::schema::engine(sink, snap.engine);
       w.key("limit_hits").begin_object();
-      for (std::size_t l = 0; l < static_cast<std::size_t>(EngineLimit::Count); ++l)
-        w.field(to_string(static_cast<EngineLimit>(l)), e.limit_hits(static_cast<EngineLimit>(l)));
+      for (std::size_t l = 0; l < static_cast<std::size_t>(rdma::EngineLimit::Count); ++l)
+        w.field(to_string(static_cast<rdma::EngineLimit>(l)), e.limit_hits(static_cast<rdma::EngineLimit>(l)));
       w.end_object().end_object();
       return 0;
     });
@@ -71,7 +71,7 @@ std::string Appliance::report_json() {
   }
   // Every drop of every worker, summed: the first place to look when something is lost.
   sink.open("drops");
-  for (std::size_t i = 0; i < dp::kEngineDropCount; ++i) sink.u64(to_string(static_cast<EngineDrop>(i)), total.drops[i]);
+  for (std::size_t i = 0; i < dp::kEngineDropCount; ++i) sink.u64(to_string(static_cast<rdma::EngineDrop>(i)), total.drops[i]);
   sink.close();
   sink.open("parse_drops");
   for (std::size_t i = 1; i < dp::kParseErrorCount; ++i)
@@ -95,7 +95,7 @@ std::string Appliance::report_json() {
       .field("mr_registrations_refused", dp_.memory().refused_full())
       .end_object();
   w.key("transport").begin_object();
-  for (std::size_t k = 0; k < kCounterCount; ++k) w.field(counter_name(static_cast<Counter>(k)), total.counters.values()[k]);
+  for (std::size_t k = 0; k < rdma::kCounterCount; ++k) w.field(rdma::counter_name(static_cast<rdma::Counter>(k)), total.counters.values()[k]);
   w.end_object();
   if (cm_listeners_) {
     const CmListeners::Totals t = cm_listeners_->totals();

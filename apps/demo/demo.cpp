@@ -93,7 +93,7 @@ std::unique_ptr<dp::Dataplane> make_dp(const char* name, std::uint16_t port, pro
   dp::DataplaneOptions o;
   o.name = name;
   o.port.name = std::to_string(port);
-  o.ip = IpAddress::ipv4(ip);
+  o.ip = rdma::IpAddress::ipv4(ip);
   o.mbufs = 16383;
   o.engine.tuning.congestion.enabled = true;
   o.engine.tuning.congestion.rp = cc::paper_params(line_gbps * 1e9);
@@ -211,10 +211,10 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::thread tracer([&] {
     while (tracing) {
-      gen->call(0, [&](Engine& e) {
+      gen->call(0, [&](rdma::Engine& e) {
         const double t_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        e.for_each_qp([&](const QueuePair& q) {
-          if (const QpCongestion* c = q.congestion())
+        e.for_each_qp([&](const rdma::QueuePair& q) {
+          if (const rdma::QpCongestion* c = q.congestion())
             csv << t_us << "," << q.qpn() << "," << c->reaction_point().rc_bps() / 1e9 << ","
                 << c->reaction_point().rt_bps() / 1e9 << "," << c->reaction_point().alpha() << "\n";
         });

@@ -61,14 +61,14 @@ struct Qp {
   dp::Dataplane& dp;
   LocalQp q;
   std::byte* base = nullptr;
-  const MemoryRegion* mr = nullptr;
+  const rdma::MemoryRegion* mr = nullptr;
 
   int post_recv(std::size_t off, std::uint32_t len) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(base + off), len, mr->lkey()};
     ibv_recv_wr wr{};
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    return dp.call(q.worker, [&](Engine& e) {
+    return dp.call(q.worker, [&](rdma::Engine& e) {
       ibv_recv_wr* bad = nullptr;
       return e.post_recv(q.qp, &wr, &bad);
     });
@@ -80,7 +80,7 @@ struct Qp {
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED | flags;
-    return dp.call(q.worker, [&](Engine& e) {
+    return dp.call(q.worker, [&](rdma::Engine& e) {
       ibv_send_wr* bad = nullptr;
       return e.post_send(q.qp, &wr, &bad);
     });
@@ -91,7 +91,7 @@ struct Qp {
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
     while (recvs > 0 || sends > 0) {
       ibv_wc wc[16];
-      const int n = dp.call(q.worker, [&](Engine& e) { return e.poll_cq(q.cq, 16, wc); });
+      const int n = dp.call(q.worker, [&](rdma::Engine& e) { return e.poll_cq(q.cq, 16, wc); });
       for (int i = 0; i < n; ++i) {
         if (wc[i].status != IBV_WC_SUCCESS)
           return make_error(EIO, std::string("work completion error: ") + ibv_wc_status_str(wc[i].status));
@@ -113,7 +113,7 @@ struct Qp {
 Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q, const CmClientOptions& o, std::uint8_t retry_count) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  const IpAddress me = dp.local().ip;
+  const rdma::IpAddress me = dp.local().ip;
   cp.src = proto::IpAddress::of(me.v4);
   cp.dst = proto::IpAddress::of(o.server);
   cp.src_port = ephemeral_port(dp.now());
@@ -246,10 +246,10 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
   if (!ev) return make_error(ETIMEDOUT, "no answer to the SIDR request");
   if (ev->type != RdmaCmEventType::Established) return make_error(ECONNREFUSED, "SIDR request: " + describe(*ev));
   const auto& rep = std::get<cm::SidrRepInfo>(ev->detail);
-  auto ah = dp.call(qp.q.worker, [&](Engine& e) {
+  auto ah = dp.call(qp.q.worker, [&](rdma::Engine& e) {
     ibv_ah_attr a{};
     a.is_global = 1;
-    a.grh.dgid = gid_from_ip(IpAddress::ipv4(o.server));
+    a.grh.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(o.server));
     a.grh.hop_limit = 64;
     a.port_num = 1;
     return e.create_ah(qp.q.pd, a);
@@ -270,7 +270,7 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
     wr.wr.ud.ah = &(*ah)->base;
     wr.wr.ud.remote_qpn = rep.qpn;
     wr.wr.ud.remote_qkey = rep.qkey;
-    const int rc = dp.call(qp.q.worker, [&](Engine& e) {
+    const int rc = dp.call(qp.q.worker, [&](rdma::Engine& e) {
       ibv_send_wr* bad = nullptr;
       return e.post_send(qp.q.qp, &wr, &bad);
     });
@@ -281,8 +281,8 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
     auto wcs = qp.wait(o.count, o.count, o.timeout);
     if (!wcs) sent = wcs.error();
   }
-  AddressHandle* h = *ah;
-  (void)dp.call(qp.q.worker, [h](Engine& e) { return e.destroy_ah(h); });
+  rdma::AddressHandle* h = *ah;
+  (void)dp.call(qp.q.worker, [h](rdma::Engine& e) { return e.destroy_ah(h); });
   if (!sent) return sent.error();
   r.messages_sent = o.count;
   r.messages_received = o.count;
@@ -432,7 +432,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = dev;
-  dopt.ip = IpAddress::ipv4(*me);
+  dopt.ip = rdma::IpAddress::ipv4(*me);
   auto dpr = dp::Dataplane::create(dopt);
   if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
   int rc = 0;

@@ -144,14 +144,14 @@ struct QueueLink {
 };
 
 struct Side {
-  Engine* engine;
-  PdHandle pd;
+  rdma::Engine* engine;
+  rdma::PdHandle pd;
 };
 
-Result<std::pair<QueuePair*, CompletionQueue*>> make_qp(Side& s, std::uint32_t depth) {
+Result<std::pair<rdma::QueuePair*, rdma::CompletionQueue*>> make_qp(Side& s, std::uint32_t depth) {
   auto cq = s.engine->create_cq(8 * depth + 16);
   if (!cq) return cq.error();
-  QpInit init;
+  rdma::QpInit init;
   init.send_cq = *cq;
   init.recv_cq = *cq;
   init.cap = ibv_qp_cap{4 * depth + 8, 2 * depth + 8, 1, 1, 64};
@@ -160,17 +160,17 @@ Result<std::pair<QueuePair*, CompletionQueue*>> make_qp(Side& s, std::uint32_t d
   return std::pair{*qp, *cq};
 }
 
-Status bring_up(Side& me, QueuePair* qp, const dp::Dataplane& peer_dp, std::uint32_t peer_qpn, std::uint32_t my_psn,
+Status bring_up(Side& me, rdma::QueuePair* qp, const dp::Dataplane& peer_dp, std::uint32_t peer_qpn, std::uint32_t my_psn,
                 std::uint32_t peer_psn) {
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  PeerPath path;
+  rdma::PeerPath path;
   path.mtu = IBV_MTU_4096;
   path.dest_qpn = peer_qpn;
   path.rq_psn = peer_psn;
-  path.dgid = gid_from_ip(peer_dp.local().ip);
+  path.dgid = rdma::gid_from_ip(peer_dp.local().ip);
   path.max_dest_rd_atomic = 16;
-  for (const QpTransition& t : {init_transition(IBV_QPT_RC, kAccess), rtr_transition(IBV_QPT_RC, path),
-                                rts_transition(IBV_QPT_RC, SendSide{my_psn, 14, 7, 7, 16})})
+  for (const rdma::QpTransition& t : {rdma::init_transition(IBV_QPT_RC, kAccess), rdma::rtr_transition(IBV_QPT_RC, path),
+                                rdma::rts_transition(IBV_QPT_RC, rdma::SendSide{my_psn, 14, 7, 7, 16})})
     if (Status s = me.engine->modify_qp(qp, t.attr, t.mask); !s) return s;
   return {};
 }
@@ -180,7 +180,7 @@ std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t po
   dp::DataplaneOptions o;
   o.name = name;
   o.port.name = std::to_string(port);
-  o.ip = IpAddress::ipv4(ip);
+  o.ip = rdma::IpAddress::ipv4(ip);
   o.mbufs = mbufs;
   o.engine.max_inline = 64;
   auto d = dp::Dataplane::create(o);
@@ -260,8 +260,8 @@ Result<double> Bench::write_baseline() {
                                                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!smr || !dmr) return make_error(ENOMEM, "cannot register the baseline's buffers");
   struct Qp {
-    QueuePair* qp;
-    CompletionQueue* cq;
+    rdma::QueuePair* qp;
+    rdma::CompletionQueue* cq;
   };
   std::vector<Qp> qps;
   for (std::uint16_t q = 0; q < o_.queues; ++q) {

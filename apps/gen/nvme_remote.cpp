@@ -96,7 +96,7 @@ Result<HostQueue*> Remote::open(std::uint16_t qid, std::uint16_t depth) {
   hc.depth = depth;
   hc.max_transfer = std::max<std::uint32_t>(max_transfer_, nv::kConnectDataSize);
   hc.inline_size = qid == 0 ? 0 : inline_size_;
-  auto h = dp_.call(0, [&](Engine& e) { return NvmfRdmaHost::create(e, q->qp.pd, q->qp.qp, q->qp.cq, hc); });
+  auto h = dp_.call(0, [&](rdma::Engine& e) { return NvmfRdmaHost::create(e, q->qp.pd, q->qp.qp, q->qp.cq, hc); });
   if (!h) return make_error(h.error().code, "host queue " + std::to_string(qid) + ": " + h.error().message);
   q->host = std::move(*h);
   queues_.push_back(std::move(q));
@@ -146,10 +146,10 @@ Result<HostQueue*> Remote::open(std::uint16_t qid, std::uint16_t depth) {
 }
 
 Result<HostCompletion> Remote::exec(HostQueue& q, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
-  if (Status s = dp_.call(0, [&](Engine&) { return q.host->submit(0, sqe, len, mode); }); !s) return s.error();
+  if (Status s = dp_.call(0, [&](rdma::Engine&) { return q.host->submit(0, sqe, len, mode); }); !s) return s.error();
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_);
   while (std::chrono::steady_clock::now() < until && !dp::StopSignals::requested()) {
-    auto got = dp_.call(0, [&](Engine&) -> Result<std::optional<HostCompletion>> {
+    auto got = dp_.call(0, [&](rdma::Engine&) -> Result<std::optional<HostCompletion>> {
       q.host->poll();
       if (q.host->failed()) return make_error(EIO, "queue " + std::to_string(q.qid) + " failed: " + q.host->failure());
       return q.host->take(0);
@@ -174,7 +174,7 @@ Result<std::uint16_t> Remote::fabrics_connect(HostQueue& q, std::uint16_t sqsize
   for (std::size_t i = 0; i < d.hostid.size(); ++i) d.hostid[i] = static_cast<std::uint8_t>(0x6F ^ i * 17);
   nv::set_fixed_string(d.subnqn, o_.nqn, '\0');
   nv::set_fixed_string(d.hostnqn, kHostNqn, '\0');
-  dp_.call(0, [&](Engine&) {
+  dp_.call(0, [&](rdma::Engine&) {
     std::memcpy(q.host->buffer(0).data(), static_cast<const void*>(&d), sizeof d);
     return 0;
   });
@@ -211,7 +211,7 @@ Status Remote::setup() {
   idc.cdw10.set(1);
   if (auto r = exec(**admin, idc, nv::kIdentifySize, SglMode::Keyed); !r) return make_error(EIO, "Identify Controller: " + r.error().message);
   nv::IdentifyController ic;
-  dp_.call(0, [&](Engine&) {
+  dp_.call(0, [&](rdma::Engine&) {
     std::memcpy(static_cast<void*>(&ic), (*admin)->host->buffer(0).data(), sizeof ic);
     return 0;
   });
@@ -224,7 +224,7 @@ Status Remote::setup() {
   idn.cdw10.set(0);
   if (auto r = exec(**admin, idn, nv::kIdentifySize, SglMode::Keyed); !r) return make_error(EIO, "Identify Namespace 1: " + r.error().message);
   nv::IdentifyNamespace in;
-  dp_.call(0, [&](Engine&) {
+  dp_.call(0, [&](rdma::Engine&) {
     std::memcpy(static_cast<void*>(&in), (*admin)->host->buffer(0).data(), sizeof in);
     return 0;
   });
@@ -256,7 +256,7 @@ void Remote::close_all() {
   for (auto it = queues_.rbegin(); it != queues_.rend(); ++it) (void)cm_.disconnect((*it)->id);  // I/O queues first, as Linux does
   cm_.disconnect_all(2 * kSecond);
   for (auto& q : queues_) {
-    dp_.call(0, [&](Engine&) {
+    dp_.call(0, [&](rdma::Engine&) {
       q->host.reset();
       return 0;
     });
@@ -310,7 +310,7 @@ void Remote::drive(Phase& ph) {
     sl.start = now;
     return true;
   };
-  const std::uint64_t id = drivers_.add(0, [this, &ph, state, started, issue](Engine&, Nanos now) {
+  const std::uint64_t id = drivers_.add(0, [this, &ph, state, started, issue](rdma::Engine&, Nanos now) {
     if (ph.finished.load()) return;
     if (!*started) {
       *started = true;
@@ -509,7 +509,7 @@ int run_nvme_remote(const NvmeBenchOptions& o, const std::vector<std::string>& e
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = o.dev;
-  dopt.ip = IpAddress::ipv4(*me);
+  dopt.ip = rdma::IpAddress::ipv4(*me);
   auto dpr = dp::Dataplane::create(dopt);
   if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
   RunningDataplane running;

@@ -205,7 +205,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     ft.mr_per_qp = r.count("mr_per_qp") > 0;
     ft.no_peak = r.count("noPeak") > 0;
     ft.cpu_freq = r.count("CPU-freq") > 0;
-    auto pf = resolve_perftest_flags(g.spec.verb, g.spec.measure, ft, EngineConfig{}.max_rd_atomic);
+    auto pf = resolve_perftest_flags(g.spec.verb, g.spec.measure, ft, rdma::EngineConfig{}.max_rd_atomic);
     if (!pf) return pf.error();
     g.perftest = std::move(*pf);
     const PerftestFlags& p = g.perftest;

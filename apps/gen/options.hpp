@@ -30,7 +30,7 @@ struct GenOptions {
   QpParams qp;
   std::string dev;                   // DPDK port name
   std::vector<std::string> vdevs;    // virtual devices to create first
-  IpAddress ip{};                    // IPv4 or IPv6: the port's one GID
+  rdma::IpAddress ip{};                    // IPv4 or IPv6: the port's one GID
   bool dcqcn = false;
   cc::Profile dcqcn_profile = cc::Profile::Paper;
   double line_rate_gbps = 10;

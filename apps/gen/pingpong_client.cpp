@@ -38,7 +38,7 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
   s.verb = Verb::Send;
   s.measure = Measure::Latency;
   LatClient client(*lq, s, LocalBuffer{buf->data(), buf->size(), (*mr)->lkey()}, RemoteBuffer{});
-  const auto id = drivers.add(lq->worker, [&client](Engine& e, Nanos now) { client.poll(e, now); });
+  const auto id = drivers.add(lq->worker, [&client](rdma::Engine& e, Nanos now) { client.poll(e, now); });
   // No progress for 10 s (the peer went away) or a signal ends the run.
   std::uint64_t last = 0;
   auto last_progress = std::chrono::steady_clock::now();
@@ -73,10 +73,10 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
   run.lat = summarise_latency(s.size, client.samples(), true);
   run.counters.errors = client.status().errors;
   if (client.status().errors) run.counters.first_error = ibv_wc_status_str(client.status().first_error);
-  const Counters c = dp.call(lq->worker, [&](Engine&) { return lq->qp->counters(); });
-  run.counters.retransmits = c.get(Counter::RetransmittedPkts);
-  run.counters.naks = c.get(Counter::NaksReceived);
-  run.counters.timeouts = c.get(Counter::RetransmitTimeouts);
+  const rdma::Counters c = dp.call(lq->worker, [&](rdma::Engine&) { return lq->qp->counters(); });
+  run.counters.retransmits = c.get(rdma::Counter::RetransmittedPkts);
+  run.counters.naks = c.get(rdma::Counter::NaksReceived);
+  run.counters.timeouts = c.get(rdma::Counter::RetransmitTimeouts);
   conn.destroy(*lq);
   dp.memory().deregister((*mr)->rkey());
   return run;

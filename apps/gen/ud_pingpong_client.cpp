@@ -19,13 +19,13 @@ constexpr std::uint32_t kQkey = 0x11111111;
 // One datagram out, the echo back, timed; runs on the QP's worker.
 class UdPinger {
  public:
-  UdPinger(const LocalQp& qp, AddressHandle* ah, std::uint32_t remote_qpn, const TrafficSpec& spec, std::byte* send_buf,
+  UdPinger(const LocalQp& qp, rdma::AddressHandle* ah, std::uint32_t remote_qpn, const TrafficSpec& spec, std::byte* send_buf,
            std::byte* recv_buf, std::uint32_t lkey)
       : qp_(qp), ah_(ah), remote_qpn_(remote_qpn), spec_(spec), send_(send_buf), recv_(recv_buf), lkey_(lkey) {
     samples_.reserve(spec.iters);
   }
 
-  void poll(Engine& e, Nanos now) {
+  void poll(rdma::Engine& e, Nanos now) {
     if (st_.done) return;
     ibv_wc wc[8];
     const int n = e.poll_cq(qp_.cq, 8, wc);
@@ -87,7 +87,7 @@ class UdPinger {
 
  private:
   LocalQp qp_;
-  AddressHandle* ah_;
+  rdma::AddressHandle* ah_;
   std::uint32_t remote_qpn_;
   TrafficSpec spec_;
   std::byte* send_;
@@ -124,7 +124,7 @@ Result<UdPingpongRun> run_ud_pingpong_client(dp::Dataplane& dp, const std::strin
   auto peer = pingpong_client_exchange(*tcp, mine);
   if (!peer) return peer.error();
   if (Status s = conn.connect(*lq, RemoteQp{peer->qpn, peer->psn, peer->gid}, p); !s) return s.error();
-  auto ah = dp.call(lq->worker, [&](Engine& e) {
+  auto ah = dp.call(lq->worker, [&](rdma::Engine& e) {
     ibv_ah_attr a{};
     a.is_global = 1;
     a.grh.dgid = peer->gid;
@@ -138,7 +138,7 @@ Result<UdPingpongRun> run_ud_pingpong_client(dp::Dataplane& dp, const std::strin
   std::byte* recv_buf = buf->data() + spec.size + kGrhBytes;
   UdPinger pinger(*lq, *ah, peer->qpn, spec, send_buf, recv_buf, (*mr)->lkey());
   DriverSet drivers(dp);
-  const auto id = drivers.add(lq->worker, [&pinger](Engine& e, Nanos now) { pinger.poll(e, now); });
+  const auto id = drivers.add(lq->worker, [&pinger](rdma::Engine& e, Nanos now) { pinger.poll(e, now); });
   // UD has no retransmission: a datagram lost on the way ends the run here, not in a hang.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10) +
                        std::chrono::milliseconds(200) * static_cast<long>(spec.iters);
@@ -154,7 +154,7 @@ Result<UdPingpongRun> run_ud_pingpong_client(dp::Dataplane& dp, const std::strin
     ++run.counters.errors;
     run.counters.first_error = "no echo for a datagram (lost, or the peer stopped)";
   }
-  dp.call(lq->worker, [&](Engine& e) { return e.destroy_ah(*ah); });
+  dp.call(lq->worker, [&](rdma::Engine& e) { return e.destroy_ah(*ah); });
   conn.destroy(*lq);
   dp.memory().deregister((*mr)->rkey());
   return run;

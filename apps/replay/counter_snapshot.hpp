@@ -18,7 +18,7 @@ struct Completions {
   std::uint64_t error = 0;
 };
 
-CounterSnapshot snapshot(const Engine& e, const Completions& wc);
+CounterSnapshot snapshot(const rdma::Engine& e, const Completions& wc);
 bool is_counter_name(const std::string& name);
 
 }  // namespace roce::replay

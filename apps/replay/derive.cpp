@@ -47,11 +47,11 @@ struct OurQp {
   std::uint32_t qkey = 0;
 };
 
-IpAddress src_of(const Packet& p) {
-  return p.ip_version == IpVersion::V4 ? IpAddress::ipv4(p.ipv4.src) : IpAddress::ipv6(p.ipv6.src);
+rdma::IpAddress src_of(const Packet& p) {
+  return p.ip_version == IpVersion::V4 ? rdma::IpAddress::ipv4(p.ipv4.src) : rdma::IpAddress::ipv6(p.ipv6.src);
 }
-IpAddress dst_of(const Packet& p) {
-  return p.ip_version == IpVersion::V4 ? IpAddress::ipv4(p.ipv4.dst) : IpAddress::ipv6(p.ipv6.dst);
+rdma::IpAddress dst_of(const Packet& p) {
+  return p.ip_version == IpVersion::V4 ? rdma::IpAddress::ipv4(p.ipv4.dst) : rdma::IpAddress::ipv6(p.ipv6.dst);
 }
 
 bool replayable(const Packet& p) {
@@ -171,7 +171,7 @@ class Deriver {
     for (auto& [qpn, q] : qps_)
       for (Request& r : q.requests)
         if (r.seen->pkt.info->operation == Operation::ReadRequest)
-          r.npackets = packets_for(r.seen->pkt.ext.reth.dma_length.get(), pmtu_);
+          r.npackets = rdma::packets_for(r.seen->pkt.ext.reth.dma_length.get(), pmtu_);
     out_.notes.push_back("path MTU " + std::to_string(pmtu_) + (exact ? " (from FIRST/MIDDLE packets)" : " (no FIRST/MIDDLE packet; smallest that fits)"));
   }
 
@@ -180,7 +180,7 @@ class Deriver {
   void match_responses() {
     for (const Seen& s : seen_) {
       if (s.pkt.info->is_request || !(src_of(s.pkt) == responder_)) continue;
-      const IpAddress to = dst_of(s.pkt);
+      const rdma::IpAddress to = dst_of(s.pkt);
       for (auto& [qpn, q] : qps_) {
         if (q.transport != Transport::Rc || !(src_of(q.first->pkt) == to) || (q.peer_qpn && *q.peer_qpn != s.pkt.dest_qp()))
           continue;
@@ -439,7 +439,7 @@ class Deriver {
   const DeriveOptions& o_;
   const std::string& source_;
   std::vector<Seen> seen_;
-  IpAddress responder_{};
+  rdma::IpAddress responder_{};
   std::map<std::uint32_t, OurQp> qps_;
   std::map<std::uint32_t, RegionSketch> regions_;
   std::uint32_t pmtu_ = 1024;

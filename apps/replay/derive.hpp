@@ -22,7 +22,7 @@
 namespace roce::replay {
 
 struct DeriveOptions {
-  std::optional<IpAddress> responder_ip;  // default: the destination of the first RC request
+  std::optional<rdma::IpAddress> responder_ip;  // default: the destination of the first RC request
 };
 
 struct Derived {

@@ -43,9 +43,9 @@ class EngineRun {
   Status step(Nanos now) {
     engine_.advance(now);
     setup_->poll_completions();
-    std::vector<TxFrame> frames(kBurst);
+    std::vector<rdma::TxFrame> frames(kBurst);
     for (;;) {
-      for (std::size_t i = 0; i < kBurst; ++i) frames[i] = TxFrame{buffers_[i].data(), kFrameBytes, 0};
+      for (std::size_t i = 0; i < kBurst; ++i) frames[i] = rdma::TxFrame{buffers_[i].data(), kFrameBytes, 0};
       const std::size_t n = engine_.transmit(frames, now);
       for (std::size_t i = 0; i < n; ++i)
         out_.sent.push_back(
@@ -59,8 +59,8 @@ class EngineRun {
  private:
   const Scenario& s_;
   const std::vector<Frame>& input_;
-  MrTable mrs_;
-  Engine engine_;
+  rdma::MrTable mrs_;
+  rdma::Engine engine_;
   std::unique_ptr<ReplaySetup> setup_;
   RunResult out_;
   std::vector<std::vector<std::byte>> buffers_ = std::vector<std::vector<std::byte>>(kBurst, std::vector<std::byte>(kFrameBytes));

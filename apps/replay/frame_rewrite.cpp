@@ -143,7 +143,7 @@ RewriteOutcome rewrite_frame(MutableByteSpan frame, const RewriteRules& r, Rewri
   return RewriteOutcome::Changed;
 }
 
-std::optional<std::pair<IpAddress, IpAddress>> parse_ip_pair(const std::string& s) {
+std::optional<std::pair<rdma::IpAddress, rdma::IpAddress>> parse_ip_pair(const std::string& s) {
   const auto eq = s.find('=');
   if (eq == std::string::npos) return std::nullopt;
   const auto a = parse_ip(s.substr(0, eq)), b = parse_ip(s.substr(eq + 1));

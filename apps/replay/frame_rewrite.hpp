@@ -21,7 +21,7 @@ namespace roce::replay {
 struct RewriteRules {
   std::optional<proto::MacAddr> src_mac;
   std::optional<proto::MacAddr> dst_mac;
-  std::vector<std::pair<IpAddress, IpAddress>> ip_map;  // source and destination addresses
+  std::vector<std::pair<rdma::IpAddress, rdma::IpAddress>> ip_map;  // source and destination addresses
   std::optional<std::uint16_t> udp_sport;
   std::map<std::uint32_t, std::uint32_t> qpn_map;       // BTH destination QP and DETH source QP
   std::uint32_t psn_offset = 0;                         // added to every PSN but a CNP's, mod 2^24
@@ -53,7 +53,7 @@ RewriteOutcome rewrite_frame(proto::MutableByteSpan frame, const RewriteRules& r
                              proto::CrcBackend crc = proto::CrcBackend::Isal);
 
 // "10.0.0.1=10.0.1.1" and "5=0x105" style map entries for the command line.
-std::optional<std::pair<IpAddress, IpAddress>> parse_ip_pair(const std::string& s);
+std::optional<std::pair<rdma::IpAddress, rdma::IpAddress>> parse_ip_pair(const std::string& s);
 std::optional<std::pair<std::uint32_t, std::uint32_t>> parse_qpn_pair(const std::string& s);
 
 std::string summary(const RewriteCounts& c);

@@ -18,7 +18,7 @@ Rewrite KeyMap::rewrite(MutableByteSpan frame, CrcBackend crc) const {
       !p.info->is_request)
     return Rewrite::None;
   if (local_) {
-    const IpAddress to = p.ip_version == IpVersion::V4 ? IpAddress::ipv4(p.ipv4.dst) : IpAddress::ipv6(p.ipv6.dst);
+    const rdma::IpAddress to = p.ip_version == IpVersion::V4 ? rdma::IpAddress::ipv4(p.ipv4.dst) : rdma::IpAddress::ipv6(p.ipv6.dst);
     if (!(to == *local_)) return Rewrite::None;
   }
   const OpcodeInfo& info = *p.info;

@@ -34,7 +34,7 @@ class KeyMap {
  public:
   void add(const KeyMapping& m) { maps_.push_back(m); }
   // Only requests to this address are rewritten (others are not ours and get dropped).
-  void set_local(const IpAddress& ip) { local_ = ip; }
+  void set_local(const rdma::IpAddress& ip) { local_ = ip; }
   const KeyMapping* find(std::uint32_t capture_rkey) const;
   // Rewrites `frame` in place. A frame whose ICRC does not verify is left alone: the engine
   // drops it on the ICRC before any key is looked at, and a rewrite would repair it.
@@ -43,7 +43,7 @@ class KeyMap {
 
  private:
   std::vector<KeyMapping> maps_;
-  std::optional<IpAddress> local_;
+  std::optional<rdma::IpAddress> local_;
 };
 
 }  // namespace roce::replay

@@ -22,7 +22,7 @@ struct ReplayOptions {
   std::string input;
   std::string scenario;                   // a scenario file; empty with derive
   bool derive = false;                    // derive the scenario (and the expectation) from the capture
-  std::optional<IpAddress> responder_ip;  // derive: the host we stand in for (default: first request's destination)
+  std::optional<rdma::IpAddress> responder_ip;  // derive: the host we stand in for (default: first request's destination)
   std::string output;                     // write what was sent here (pcap)
   std::string expect;                     // golden capture to compare with
   bool ignore_timing = false;

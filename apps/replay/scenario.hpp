@@ -27,7 +27,7 @@ struct QpSpec {
   std::uint32_t qpn = 0x11;
   bool rts = true;  // false: left in RTR, a responder only (responses to it are dropped)
   std::uint32_t peer_qpn = 0;
-  IpAddress peer_ip{};
+  rdma::IpAddress peer_ip{};
   proto::MacAddr peer_mac{};
   std::uint32_t rq_psn = 0;
   std::uint32_t sq_psn = 0;
@@ -102,7 +102,7 @@ struct Scenario {
   std::string source;              // file name, for messages
   std::optional<Nanos> start;      // time origin (ns since the epoch); default: the first input frame
   Nanos tail = 0;                  // timers keep running this long after the last frame
-  LocalAddress local{};
+  rdma::LocalAddress local{};
   bool dcqcn = false;
   cc::NpParams np{};
   std::vector<QpSpec> qps;

@@ -17,12 +17,12 @@ std::string qp_label(const QpSpec& q) { return "[qp " + q.name + "] (QPN " + for
 
 }  // namespace
 
-EngineConfig engine_config(const Scenario& s) {
-  EngineConfig cfg;
+rdma::EngineConfig engine_config(const Scenario& s) {
+  rdma::EngineConfig cfg;
   cfg.path.local = s.local;
-  std::vector<std::pair<IpAddress, proto::MacAddr>> peers;
+  std::vector<std::pair<rdma::IpAddress, proto::MacAddr>> peers;
   for (const QpSpec& q : s.qps) peers.emplace_back(q.peer_ip, q.peer_mac);
-  cfg.path.resolve_mac = [peers](const IpAddress& ip) -> std::optional<proto::MacAddr> {
+  cfg.path.resolve_mac = [peers](const rdma::IpAddress& ip) -> std::optional<proto::MacAddr> {
     for (const auto& [pip, mac] : peers)
       if (pip == ip) return mac;
     return std::nullopt;
@@ -36,13 +36,13 @@ EngineConfig engine_config(const Scenario& s) {
     lo = mn->qpn;
     hi = mx->qpn;
   }
-  cfg.qpns = QpnShards{lo, 1};
+  cfg.qpns = rdma::QpnShards{lo, 1};
   cfg.shard = 0;
   cfg.max_qps = hi - lo + 1;
   return cfg;
 }
 
-Result<std::unique_ptr<ReplaySetup>> ReplaySetup::create(Engine& e, const Scenario& s) {
+Result<std::unique_ptr<ReplaySetup>> ReplaySetup::create(rdma::Engine& e, const Scenario& s) {
   std::unique_ptr<ReplaySetup> r(new ReplaySetup(e, s));
   if (Status st = r->build(); !st) return st.error();
   return r;
@@ -75,7 +75,7 @@ Status ReplaySetup::create_qps() {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s_.qps[a].qpn < s_.qps[b].qpn; });
   qps_.assign(s_.qps.size(), nullptr);
-  std::vector<QueuePair*> fillers;
+  std::vector<rdma::QueuePair*> fillers;
   Status result;
   for (std::size_t i : order) {
     const QpSpec& q = s_.qps[i];
@@ -87,7 +87,7 @@ Status ReplaySetup::create_qps() {
       if (w.qp == q.name) ++sends;
     // Until the engine's next QPN is this one, take QPNs with throw-away QPs.
     for (;;) {
-      QpInit init;
+      rdma::QpInit init;
       init.type = q.type;
       init.send_cq = cq_;
       init.recv_cq = cq_;
@@ -109,25 +109,25 @@ Status ReplaySetup::create_qps() {
     }
     if (!result) break;
   }
-  for (QueuePair* f : fillers) (void)engine_.destroy_qp(f);
+  for (rdma::QueuePair* f : fillers) (void)engine_.destroy_qp(f);
   if (!result) return result;
   for (std::size_t i = 0; i < s_.qps.size(); ++i)
     if (Status st = bring_up(qps_[i], s_.qps[i]); !st) return make_error(st.error().code, qp_label(s_.qps[i]) + ": " + st.error().message);
   return {};
 }
 
-Status ReplaySetup::bring_up(QueuePair* qp, const QpSpec& q) {
-  if (Status s = modify_to_init(engine_, qp, q.type, q.access, q.qkey); !s) return s;
-  PeerPath path;
+Status ReplaySetup::bring_up(rdma::QueuePair* qp, const QpSpec& q) {
+  if (Status s = rdma::modify_to_init(engine_, qp, q.type, q.access, q.qkey); !s) return s;
+  rdma::PeerPath path;
   if (q.type != IBV_QPT_UD) path.mtu = static_cast<ibv_mtu>(*proto::mtu_from_bytes(q.mtu));
   path.dest_qpn = q.peer_qpn;
   path.rq_psn = q.rq_psn;
-  path.dgid = gid_from_ip(q.peer_ip);
+  path.dgid = rdma::gid_from_ip(q.peer_ip);
   path.traffic_class = q.traffic_class;
   path.max_dest_rd_atomic = q.max_dest_rd_atomic;
   path.min_rnr_timer = q.min_rnr_timer;
-  const SendSide send{q.sq_psn, q.timeout, q.retry_cnt, q.rnr_retry, q.max_rd_atomic};
-  return q.rts ? modify_to_rts(engine_, qp, q.type, path, send) : modify_to_rtr(engine_, qp, q.type, path);
+  const rdma::SendSide send{q.sq_psn, q.timeout, q.retry_cnt, q.rnr_retry, q.max_rd_atomic};
+  return q.rts ? rdma::modify_to_rts(engine_, qp, q.type, path, send) : rdma::modify_to_rtr(engine_, qp, q.type, path);
 }
 
 Status ReplaySetup::register_regions() {

@@ -16,7 +16,7 @@ namespace roce::replay {
 
 // The engine settings a scenario needs: addresses, DCQCN, and a QPN range starting at its
 // lowest QPN.
-EngineConfig engine_config(const Scenario& s);
+rdma::EngineConfig engine_config(const Scenario& s);
 
 // Something to do at a time during the replay besides receiving a frame.
 struct Action {
@@ -30,7 +30,7 @@ std::string to_string(Action::Kind k);
 class ReplaySetup {
  public:
   // `s` must outlive the setup; the setup must go before the engine's MrTable does.
-  static Result<std::unique_ptr<ReplaySetup>> create(Engine& e, const Scenario& s);
+  static Result<std::unique_ptr<ReplaySetup>> create(rdma::Engine& e, const Scenario& s);
   ~ReplaySetup();
   ReplaySetup(const ReplaySetup&) = delete;
   ReplaySetup& operator=(const ReplaySetup&) = delete;
@@ -44,24 +44,24 @@ class ReplaySetup {
   const Completions& completions() const { return wc_; }
 
  private:
-  ReplaySetup(Engine& e, const Scenario& s) : engine_(e), s_(s) {}
+  ReplaySetup(rdma::Engine& e, const Scenario& s) : engine_(e), s_(s) {}
   Status build();
   Status create_qps();
-  Status bring_up(QueuePair* qp, const QpSpec& q);
+  Status bring_up(rdma::QueuePair* qp, const QpSpec& q);
   Status register_regions();
   Status post_recv(const RecvSpec& r, std::size_t index);
   Status post_send(const WrSpec& w);
 
   struct Region {
     std::vector<std::byte> memory;
-    const MemoryRegion* mr = nullptr;
+    const rdma::MemoryRegion* mr = nullptr;
   };
 
-  Engine& engine_;
+  rdma::Engine& engine_;
   const Scenario& s_;
-  PdHandle pd_ = 0;
-  CompletionQueue* cq_ = nullptr;
-  std::vector<QueuePair*> qps_;  // in Scenario::qps order
+  rdma::PdHandle pd_ = 0;
+  rdma::CompletionQueue* cq_ = nullptr;
+  std::vector<rdma::QueuePair*> qps_;  // in Scenario::qps order
   std::vector<Region> regions_;  // Scenario::mrs, then one per [recv]
   std::vector<std::size_t> recv_region_;
   KeyMap keys_;

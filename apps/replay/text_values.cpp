@@ -42,12 +42,12 @@ std::optional<proto::MacAddr> parse_mac(std::string_view s) {
   return m;
 }
 
-std::optional<IpAddress> parse_ip(std::string_view s) {
+std::optional<rdma::IpAddress> parse_ip(std::string_view s) {
   const std::string str(trim(s));
   proto::Ipv4Addr v4;
-  if (inet_pton(AF_INET, str.c_str(), v4.data()) == 1) return IpAddress::ipv4(v4);
+  if (inet_pton(AF_INET, str.c_str(), v4.data()) == 1) return rdma::IpAddress::ipv4(v4);
   proto::Ipv6Addr v6;
-  if (inet_pton(AF_INET6, str.c_str(), v6.data()) == 1) return IpAddress::ipv6(v6);
+  if (inet_pton(AF_INET6, str.c_str(), v6.data()) == 1) return rdma::IpAddress::ipv6(v6);
   return std::nullopt;
 }
 

@@ -16,7 +16,7 @@ namespace roce::replay {
 
 std::optional<std::uint64_t> parse_u64(std::string_view s);
 std::optional<proto::MacAddr> parse_mac(std::string_view s);
-std::optional<IpAddress> parse_ip(std::string_view s);
+std::optional<rdma::IpAddress> parse_ip(std::string_view s);
 std::optional<bool> parse_bool(std::string_view s);
 // "250" or "12.5" microseconds, to nanoseconds.
 std::optional<Nanos> parse_micros(std::string_view s);

@@ -20,7 +20,7 @@ struct SuiteConfig {
   std::size_t big_bytes = 0;     // destination buffers: larger than the LLC
   std::vector<std::uint32_t> sizes;  // message sizes of the goodput sweep
   bool smoke = false;
-  TransportTuning tuning{};          // of every engine the suite creates
+  rdma::TransportTuning tuning{};          // of every engine the suite creates
 };
 
 // Baselines: same PMD, same frames, same machine, same run.

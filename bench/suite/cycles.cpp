@@ -23,12 +23,12 @@ constexpr proto::Ipv4Addr kIpB{10, 0, 13, 2};
 constexpr unsigned kBurst = 32;
 constexpr std::uint32_t kFrameBytes = 4096 + 512;
 
-EngineConfig config_of(proto::MacAddr mac, proto::Ipv4Addr ip, proto::MacAddr peer, const TransportTuning& tuning) {
-  EngineConfig cfg;
+rdma::EngineConfig config_of(proto::MacAddr mac, proto::Ipv4Addr ip, proto::MacAddr peer, const rdma::TransportTuning& tuning) {
+  rdma::EngineConfig cfg;
   cfg.tuning = tuning;
   cfg.path.local.mac = mac;
-  cfg.path.local.ip = IpAddress::ipv4(ip);
-  cfg.path.resolve_mac = [peer](const IpAddress&) { return std::optional<proto::MacAddr>(peer); };
+  cfg.path.local.ip = rdma::IpAddress::ipv4(ip);
+  cfg.path.resolve_mac = [peer](const rdma::IpAddress&) { return std::optional<proto::MacAddr>(peer); };
   return cfg;
 }
 
@@ -47,25 +47,25 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
   std::vector<std::byte> src(1u << 20, std::byte{7});
   std::span<std::byte> dst = big_buffers(c.big_bytes).b;
   for (const Shape shape : {Shape{64, 64, IBV_MTU_1024}, Shape{1024, 65536, IBV_MTU_1024}, Shape{4096, 65536, IBV_MTU_4096}}) {
-    MrTable mrs;
-    Engine ea(config_of(kMacA, kIpA, kMacB, c.tuning), mrs);
-    Engine eb(config_of(kMacB, kIpB, kMacA, c.tuning), mrs);
-    const PdHandle pa = ea.alloc_pd(), pb = eb.alloc_pd();
+    rdma::MrTable mrs;
+    rdma::Engine ea(config_of(kMacA, kIpA, kMacB, c.tuning), mrs);
+    rdma::Engine eb(config_of(kMacB, kIpB, kMacA, c.tuning), mrs);
+    const rdma::PdHandle pa = ea.alloc_pd(), pb = eb.alloc_pd();
     auto smr = mrs.register_region(pa, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
     auto dmr = mrs.register_region(pb, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     auto cqa = ea.create_cq(4096), cqb = eb.create_cq(4096);
     if (!smr.ok() || !dmr.ok() || !cqa.ok() || !cqb.ok()) return false;
-    QueuePair* qa = make_qp(ea, pa, *cqa, 1024);
-    QueuePair* qb = make_qp(eb, pb, *cqb, 1024);
+    rdma::QueuePair* qa = make_qp(ea, pa, *cqa, 1024);
+    rdma::QueuePair* qb = make_qp(eb, pb, *cqb, 1024);
     const QpSetOptions qo{1, shape.mtu, 1024, 14};
     if (!qa || !qb || !bring_up(ea, qa, qb->qpn(), kIpB, qo, 0x2000, 0x1000) || !bring_up(eb, qb, qa->qpn(), kIpA, qo, 0x1000, 0x2000))
       return false;
 
     std::vector<std::byte> storage(2 * kBurst * kFrameBytes);
-    std::array<TxFrame, kBurst> data_frames, ack_frames;
+    std::array<rdma::TxFrame, kBurst> data_frames, ack_frames;
     for (unsigned i = 0; i < kBurst; ++i) {
-      data_frames[i] = TxFrame{storage.data() + i * kFrameBytes, kFrameBytes, 0};
-      ack_frames[i] = TxFrame{storage.data() + (kBurst + i) * kFrameBytes, kFrameBytes, 0};
+      data_frames[i] = rdma::TxFrame{storage.data() + i * kFrameBytes, kFrameBytes, 0};
+      ack_frames[i] = rdma::TxFrame{storage.data() + (kBurst + i) * kFrameBytes, kFrameBytes, 0};
     }
     const std::uint64_t slots = dst.size() / shape.message;
     const std::uint32_t batch = std::max<std::uint32_t>(1, kBurst * shape.payload / shape.message);

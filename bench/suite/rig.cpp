@@ -18,13 +18,13 @@ constexpr proto::Ipv4Addr kIpA{10, 0, 12, 1};
 constexpr proto::Ipv4Addr kIpB{10, 0, 12, 2};
 
 std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port, proto::MacAddr mac, proto::Ipv4Addr ip,
-                                     std::uint32_t mbufs, const TransportTuning& tuning) {
+                                     std::uint32_t mbufs, const rdma::TransportTuning& tuning) {
   DataplaneOptions o;
   o.engine.tuning = tuning;
   o.name = name;
   o.port.name = std::to_string(port);
   o.mac = mac;
-  o.ip = IpAddress::ipv4(ip);
+  o.ip = rdma::IpAddress::ipv4(ip);
   o.mbufs = mbufs;
   auto d = Dataplane::create(o);
   if (!d.ok()) {
@@ -36,28 +36,28 @@ std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port
 
 }  // namespace
 
-bool bring_up(Engine& e, QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
+bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn) {
-  const QpTransition init =
-      init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  const rdma::QpTransition init =
+      rdma::init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   if (!e.modify_qp(qp, init.attr, init.mask).ok()) return false;
-  PeerPath path;
+  rdma::PeerPath path;
   path.mtu = o.mtu;
   path.dest_qpn = peer_qpn;
   path.rq_psn = rq_psn;
-  path.dgid = gid_from_ip(IpAddress::ipv4(peer_ip));
+  path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(peer_ip));
   path.min_rnr_timer = 1;
-  const QpTransition rtr = rtr_transition(IBV_QPT_RC, path);
+  const rdma::QpTransition rtr = rdma::rtr_transition(IBV_QPT_RC, path);
   if (!e.modify_qp(qp, rtr.attr, rtr.mask).ok()) return false;
-  SendSide send;
+  rdma::SendSide send;
   send.sq_psn = sq_psn;
   send.timeout = o.timeout;
-  const QpTransition rts = rts_transition(IBV_QPT_RC, send);
+  const rdma::QpTransition rts = rdma::rts_transition(IBV_QPT_RC, send);
   return e.modify_qp(qp, rts.attr, rts.mask).ok();
 }
 
-QueuePair* make_qp(Engine& e, PdHandle pd, CompletionQueue* cq, std::uint32_t depth) {
-  QpInit init;
+rdma::QueuePair* make_qp(rdma::Engine& e, rdma::PdHandle pd, rdma::CompletionQueue* cq, std::uint32_t depth) {
+  rdma::QpInit init;
   init.send_cq = cq;
   init.recv_cq = cq;
   init.cap = ibv_qp_cap{depth, depth, 1, 1, 0};
@@ -149,7 +149,7 @@ void Rig::settle() {
   for (int i = 0; i < 100; ++i) step();
 }
 
-bool register_region(Dataplane& d, PdHandle pd, Region& r, std::span<std::byte> bytes) {
+bool register_region(Dataplane& d, rdma::PdHandle pd, Region& r, std::span<std::byte> bytes) {
   r.bytes = bytes;
   auto mr = d.memory().register_region(pd, r.bytes.data(), r.bytes.size(),
                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -161,17 +161,17 @@ bool register_region(Dataplane& d, PdHandle pd, Region& r, std::span<std::byte> 
   return true;
 }
 
-Health health_of(const Engine& e) {
+Health health_of(const rdma::Engine& e) {
   Health h;
   for (std::size_t i = 1; i < static_cast<std::size_t>(proto::ParseError::Count); ++i)
     h.parse_drops += e.parse_drops(static_cast<proto::ParseError>(i));
-  for (std::size_t i = 0; i < static_cast<std::size_t>(EngineDrop::Count); ++i) h.drops += e.drops(static_cast<EngineDrop>(i));
-  const Counters c = e.total_counters();
-  h.errors = c.get(Counter::RemoteAccessErrors) + c.get(Counter::WcErrors) + c.get(Counter::OpcodeSequenceErrors);
-  h.naks = c.get(Counter::NaksSent);
-  h.retransmitted = c.get(Counter::RetransmittedPkts);
-  h.timeouts = c.get(Counter::RetransmitTimeouts);
-  h.early_retransmits = c.get(Counter::EarlyRetransmits);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rdma::EngineDrop::Count); ++i) h.drops += e.drops(static_cast<rdma::EngineDrop>(i));
+  const rdma::Counters c = e.total_counters();
+  h.errors = c.get(rdma::Counter::RemoteAccessErrors) + c.get(rdma::Counter::WcErrors) + c.get(rdma::Counter::OpcodeSequenceErrors);
+  h.naks = c.get(rdma::Counter::NaksSent);
+  h.retransmitted = c.get(rdma::Counter::RetransmittedPkts);
+  h.timeouts = c.get(rdma::Counter::RetransmitTimeouts);
+  h.early_retransmits = c.get(rdma::Counter::EarlyRetransmits);
   return h;
 }
 

@@ -21,12 +21,12 @@ struct RigOptions {
   double loss = -1;          // >= 0: put the link emulator between the sides, with this loss each way
   std::uint64_t seed = 1;
   std::uint32_t mbufs = 8191;
-  TransportTuning tuning{};  // both engines
+  rdma::TransportTuning tuning{};  // both engines
 };
 
 struct QpPair {
-  QueuePair* a = nullptr;  // requester
-  QueuePair* b = nullptr;  // responder
+  rdma::QueuePair* a = nullptr;  // requester
+  rdma::QueuePair* b = nullptr;  // responder
 };
 
 struct QpSetOptions {
@@ -43,12 +43,12 @@ class Rig {
 
   Dataplane& a() { return *a_; }
   Dataplane& b() { return *b_; }
-  Engine& ea() { return a_->worker(0).engine(); }
-  Engine& eb() { return b_->worker(0).engine(); }
-  CompletionQueue* cqa() const { return cqa_; }
-  CompletionQueue* cqb() const { return cqb_; }
-  PdHandle pda() const { return pda_; }
-  PdHandle pdb() const { return pdb_; }
+  rdma::Engine& ea() { return a_->worker(0).engine(); }
+  rdma::Engine& eb() { return b_->worker(0).engine(); }
+  rdma::CompletionQueue* cqa() const { return cqa_; }
+  rdma::CompletionQueue* cqb() const { return cqb_; }
+  rdma::PdHandle pda() const { return pda_; }
+  rdma::PdHandle pdb() const { return pdb_; }
   LinkEmulator* emulator() { return emu_.get(); }
 
   // N freshly connected QP pairs (old ones stay; they are idle).
@@ -63,29 +63,29 @@ class Rig {
   Rig() = default;
   std::unique_ptr<Dataplane> a_, b_;
   std::unique_ptr<LinkEmulator> emu_;
-  CompletionQueue* cqa_ = nullptr;
-  CompletionQueue* cqb_ = nullptr;
-  PdHandle pda_ = 0, pdb_ = 0;
+  rdma::CompletionQueue* cqa_ = nullptr;
+  rdma::CompletionQueue* cqb_ = nullptr;
+  rdma::PdHandle pda_ = 0, pdb_ = 0;
   std::uint32_t next_psn_ = 0x1000;
 };
 
 // RESET -> RTS towards `peer_qpn` at `peer_ip` (WRITE and READ allowed), and a QP on one CQ.
-bool bring_up(Engine& e, QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
+bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn);
-QueuePair* make_qp(Engine& e, PdHandle pd, CompletionQueue* cq, std::uint32_t depth);
+rdma::QueuePair* make_qp(rdma::Engine& e, rdma::PdHandle pd, rdma::CompletionQueue* cq, std::uint32_t depth);
 
 // A buffer registered with one side (the caller owns and pre-touches the memory, so page
 // faults stay out of the timings; one buffer may be registered with several rigs).
 struct Region {
   std::span<std::byte> bytes;
-  const MemoryRegion* mr = nullptr;
+  const rdma::MemoryRegion* mr = nullptr;
 };
-bool register_region(Dataplane& d, PdHandle pd, Region& r, std::span<std::byte> bytes);
+bool register_region(Dataplane& d, rdma::PdHandle pd, Region& r, std::span<std::byte> bytes);
 
 // Drops, NAKs, errors the transport counted since creation (for the "healthy" check).
 struct Health {
   std::uint64_t drops = 0, parse_drops = 0, errors = 0, retransmitted = 0, naks = 0, timeouts = 0, early_retransmits = 0;
 };
-Health health_of(const Engine& e);
+Health health_of(const rdma::Engine& e);
 
 }  // namespace roce::bench

@@ -42,7 +42,7 @@ Traffic::Traffic(Rig& rig, std::vector<QpPair> qps, Verb verb, std::uint32_t siz
 
 bool Traffic::post(unsigned i) {
   PerQp& q = st_[i];
-  Engine& ea = rig_.ea();
+  rdma::Engine& ea = rig_.ea();
   if (verb_ == Verb::Send) {
     // Receives first, as an application would, into consecutive slots of B's region.
     std::uint32_t& recvs = recvs_[i];

@@ -31,7 +31,7 @@ constexpr unsigned kRound = 2048;
 
 BigBuffers& buffers(const SuiteConfig& c) { return big_buffers(c.big_bytes); }
 
-bool checked(const Engine& e, const char* what) {
+bool checked(const rdma::Engine& e, const char* what) {
   const Health h = health_of(e);
   if (h.drops + h.parse_drops + h.errors == 0) return true;
   std::fprintf(stderr, "%s: the transport misbehaved: %llu drops, %llu parse drops, %llu errors\n", what,
@@ -70,7 +70,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   o.name = tag("bsrw");
   o.port.name = std::to_string(f.ports.b);
   o.mac = kDutMac;
-  o.ip = IpAddress::ipv4(kDutIp);
+  o.ip = rdma::IpAddress::ipv4(kDutIp);
   o.mbufs = 3 * kRound - 1;
   o.engine.tuning = c.tuning;
   auto dp = Dataplane::create(o);
@@ -78,25 +78,25 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   Dataplane& dut = **dp;
   dut.arp().learn(kPeerIp, kPeerMac);
   Worker& worker = dut.worker(0);
-  Engine& e = worker.engine();
-  const PdHandle pd = e.alloc_pd();
+  rdma::Engine& e = worker.engine();
+  const rdma::PdHandle pd = e.alloc_pd();
   Region dst;
   if (!register_region(dut, pd, dst, buffers(c).b)) return false;
   auto cq = e.create_cq(4096);
-  QpInit init;
+  rdma::QpInit init;
   init.send_cq = *cq;
   init.recv_cq = *cq;
   init.cap = ibv_qp_cap{256, 16, 1, 1, 0};
   auto qp = e.create_qp(pd, init);
   if (!qp.ok()) return false;
   {
-    const QpTransition init = init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    PeerPath path;
+    const rdma::QpTransition init = rdma::init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    rdma::PeerPath path;
     path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
     path.dest_qpn = kPeerQpn;
-    path.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
+    path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
     path.max_dest_rd_atomic = 1;
-    const QpTransition rtr = rtr_transition(IBV_QPT_RC, path);
+    const rdma::QpTransition rtr = rdma::rtr_transition(IBV_QPT_RC, path);
     if (!e.modify_qp(*qp, init.attr, init.mask).ok() || !e.modify_qp(*qp, rtr.attr, rtr.mask).ok()) return false;
   }
   WriteFrames frames(payload, message, payload <= 1024 ? 1024 : 4096, (*qp)->qpn(), dst.mr->rkey(), dst.bytes.data(),
@@ -130,7 +130,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
     if (ceiling > 0) ratio.samples.push_back(fig.samples.back() / ceiling);
   }
   out.add(std::move(ratio));
-  const bool ok = checked(e, "responder worker") && (*qp)->counters().get(Counter::RcvdPkts) == k;
+  const bool ok = checked(e, "responder worker") && (*qp)->counters().get(rdma::Counter::RcvdPkts) == k;
   worker.release_stash();
   out.add(std::move(fig));
   return ok;
@@ -170,10 +170,10 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
             fig.note("b_tx", static_cast<double>(sb.tx_packets)).note("a_rx", static_cast<double>(sa.rx_packets));
             fig.note("mbuf_fail", static_cast<double>(sa.mbuf_alloc_failures + sb.mbuf_alloc_failures));
             fig.note("tx_dropped", static_cast<double>(sa.tx_dropped + sb.tx_dropped));
-            const Counters ca = rig->ea().total_counters(), cb = rig->eb().total_counters();
-            fig.note("busy_drops", static_cast<double>(ca.get(Counter::ResponderBusyDrops) + cb.get(Counter::ResponderBusyDrops)));
-            fig.note("naks", static_cast<double>(ca.get(Counter::NaksReceived)));
-            fig.note("out_of_seq", static_cast<double>(cb.get(Counter::OutOfSeqRequest)));
+            const rdma::Counters ca = rig->ea().total_counters(), cb = rig->eb().total_counters();
+            fig.note("busy_drops", static_cast<double>(ca.get(rdma::Counter::ResponderBusyDrops) + cb.get(rdma::Counter::ResponderBusyDrops)));
+            fig.note("naks", static_cast<double>(ca.get(rdma::Counter::NaksReceived)));
+            fig.note("out_of_seq", static_cast<double>(cb.get(rdma::Counter::OutOfSeqRequest)));
           }
           if (verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024) {
             Figure rate{"message_rate", {}, "Mpps", {}, {}};
@@ -264,7 +264,7 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     auto k = std::make_unique<Case>();
     k->loss = loss;
     k->window = window;
-    TransportTuning tuning = c.tuning;
+    rdma::TransportTuning tuning = c.tuning;
     tuning.window.enabled = window;
     k->rig = Rig::create(RigOptions{tag(window ? "ls" : "lw"), loss, 42, 8191, tuning});
     if (!k->rig) return false;

@@ -40,7 +40,7 @@ ibv_send_wr work_request(Verb verb, AtomicOp atomic, std::uint64_t wr_id, ibv_sg
   return wr;
 }
 
-int post_op(Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint64_t wr_id, LocalBuffer local,
+int post_op(rdma::Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint64_t wr_id, LocalBuffer local,
             std::uint32_t size, RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
   ibv_sge sge{reinterpret_cast<std::uint64_t>(local.ptr), verb == Verb::Atomic ? 8u : size, local.lkey};
   ibv_send_wr wr = work_request(verb, atomic, wr_id, &sge, remote, flags);
@@ -48,7 +48,7 @@ int post_op(Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint6
   return e.post_send(qp.qp, &wr, &bad);
 }
 
-int post_recv(Engine& e, const LocalQp& qp, std::byte* at, std::uint32_t len, std::uint32_t lkey) {
+int post_recv(rdma::Engine& e, const LocalQp& qp, std::byte* at, std::uint32_t len, std::uint32_t lkey) {
   ibv_sge sge{reinterpret_cast<std::uint64_t>(at), len, lkey};
   ibv_recv_wr wr{};
   wr.sg_list = &sge;
@@ -64,7 +64,7 @@ void note_error(DriverStatus& st, ibv_wc_status s) {
 
 // Reaps the QP's CQ; `each` sees every successful completion. False once one failed (noted).
 template <typename Each>
-bool reap(Engine& e, const LocalQp& qp, DriverStatus& st, Each&& each) {
+bool reap(rdma::Engine& e, const LocalQp& qp, DriverStatus& st, Each&& each) {
   ibv_wc wc[kReap];
   const int n = e.poll_cq(qp.cq, kReap, wc);
   for (int i = 0; i < n; ++i) {
@@ -119,13 +119,13 @@ std::uint32_t BwClient::may_post(Nanos now) {
   return n;
 }
 
-std::uint32_t post_receives(Engine& e, const LocalQp& qp, LocalBuffer landing, std::uint32_t count) {
+std::uint32_t post_receives(rdma::Engine& e, const LocalQp& qp, LocalBuffer landing, std::uint32_t count) {
   std::uint32_t n = 0;
   while (n < count && post_recv(e, qp, landing.ptr, static_cast<std::uint32_t>(landing.length), landing.lkey) == 0) ++n;
   return n;
 }
 
-void BwClient::poll(Engine& e, Nanos now) {
+void BwClient::poll(rdma::Engine& e, Nanos now) {
   if (first_post_ < 0) {
     first_post_ = now;
     tokens_at_ = now;
@@ -200,7 +200,7 @@ LatClient::LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer loc
   samples_.reserve(spec.duration > 0 ? 1'000'000 : spec.iters);
 }
 
-void LatClient::start_one(Engine& e, Nanos now) {
+void LatClient::start_one(rdma::Engine& e, Nanos now) {
   if (spec_.verb == Verb::Send) {
     // The answer lands in front of what we send (it comes only after ours arrived).
     const std::uint32_t len = spec_.size + (remote_.ah ? kUdGrhBytes : 0);
@@ -217,7 +217,7 @@ void LatClient::start_one(Engine& e, Nanos now) {
     note_error(st_, IBV_WC_GENERAL_ERR);
 }
 
-void LatClient::poll(Engine& e, Nanos now) {
+void LatClient::poll(rdma::Engine& e, Nanos now) {
   if (st_.done) return;
   const bool ok = reap(e, qp_, st_, [this](const ibv_wc& wc) {
     if (wc.opcode == IBV_WC_RECV) recv_done_ = true;
@@ -254,7 +254,7 @@ WriteLatency::WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t 
   samples_.reserve(iters ? iters : 1 << 16);
 }
 
-void WriteLatency::poll(Engine& e, Nanos now) {
+void WriteLatency::poll(rdma::Engine& e, Nanos now) {
   if (st_.done) return;
   if (run_started_ < 0) run_started_ = now;
   if (!reap(e, qp_, st_, [this](const ibv_wc&) { ++st_.completed; })) return;
@@ -285,14 +285,14 @@ void WriteLatency::poll(Engine& e, Nanos now) {
 ReceiveServer::ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo, bool ud)
     : qp_(qp), region_(region), depth_(depth), echo_(echo), ud_(ud) {}
 
-void ReceiveServer::post_receives(Engine& e) {
+void ReceiveServer::post_receives(rdma::Engine& e) {
   while (posted_ < depth_) {
     if (post_recv(e, qp_, region_.ptr, static_cast<std::uint32_t>(region_.length), region_.lkey) != 0) break;
     ++posted_;
   }
 }
 
-void ReceiveServer::poll(Engine& e, Nanos now) {
+void ReceiveServer::poll(rdma::Engine& e, Nanos now) {
   post_receives(e);
   ibv_wc wc[kReap];
   const int n = e.poll_cq(qp_.cq, kReap, wc);

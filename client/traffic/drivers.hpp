@@ -27,7 +27,7 @@ inline constexpr std::uint32_t kPerftestQkey = 0x11111111;
 struct RemoteBuffer {
   std::uint64_t addr = 0;
   std::uint32_t rkey = 0;
-  AddressHandle* ah = nullptr;
+  rdma::AddressHandle* ah = nullptr;
   std::uint32_t ud_qpn = 0;
   std::uint32_t ud_qkey = kPerftestQkey;
 };
@@ -50,12 +50,12 @@ struct DriverStatus {
 // peak, client/traffic/perftest_math.hpp), and under -D the operations completed inside
 // the measured window (the run less spec.margin at each end).
 // Posts up to `count` receives of `landing` on the QP; returns how many went up.
-std::uint32_t post_receives(Engine& e, const LocalQp& qp, LocalBuffer landing, std::uint32_t count);
+std::uint32_t post_receives(rdma::Engine& e, const LocalQp& qp, LocalBuffer landing, std::uint32_t count);
 
 class BwClient {
  public:
   BwClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
-  void poll(Engine& e, Nanos now);
+  void poll(rdma::Engine& e, Nanos now);
   // Ends a -D run early (--run_infinitely's stop): what is in flight completes, nothing more is posted.
   void stop() { stopping_ = true; }
   // SEND -b: the peer sends `count` messages too (0: until the -D deadline), into `landing`, on
@@ -110,14 +110,14 @@ class BwClient {
 class LatClient {
  public:
   LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
-  void poll(Engine& e, Nanos now);
+  void poll(rdma::Engine& e, Nanos now);
   const DriverStatus& status() const { return st_; }
   const std::vector<Nanos>& samples() const { return samples_; }
   // SEND measures a round trip; perftest reports half of it.
   bool round_trip() const { return spec_.verb == Verb::Send; }
 
  private:
-  void start_one(Engine& e, Nanos now);
+  void start_one(rdma::Engine& e, Nanos now);
   LocalQp qp_;
   TrafficSpec spec_;
   LocalBuffer local_;
@@ -141,7 +141,7 @@ class WriteLatency {
   // `inline_size`: WRITEs up to that many bytes go inline (perftest's -I).
   WriteLatency(const LocalQp& qp, std::uint32_t size, std::uint64_t iters, bool writes_first, LocalBuffer send,
                const std::byte* landing, RemoteBuffer remote, Nanos duration = 0, std::uint32_t inline_size = 0);
-  void poll(Engine& e, Nanos now);
+  void poll(rdma::Engine& e, Nanos now);
   const DriverStatus& status() const { return st_; }  // completed: WRITEs done
   const std::vector<Nanos>& samples() const { return samples_; }
   std::uint64_t received() const { return received_; }
@@ -169,7 +169,7 @@ class WriteLatency {
 class ReceiveServer {
  public:
   ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo, bool ud = false);
-  void poll(Engine& e, Nanos now);
+  void poll(rdma::Engine& e, Nanos now);
   // UD: where answers go, once the address handle exists (call on the QP's worker).
   void set_ud_peer(RemoteBuffer peer) { ud_peer_ = peer; }
   std::uint64_t received() const { return received_; }
@@ -180,7 +180,7 @@ class ReceiveServer {
   const DriverStatus& status() const { return st_; }
 
  private:
-  void post_receives(Engine& e);
+  void post_receives(rdma::Engine& e);
   LocalQp qp_;
   LocalBuffer region_;
   std::uint32_t depth_;

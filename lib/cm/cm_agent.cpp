@@ -6,23 +6,23 @@ namespace roce::cm {
 
 namespace {
 
-Gid gid_of(const IpAddress& ip) {
+Gid gid_of(const rdma::IpAddress& ip) {
   if (ip.version == proto::IpVersion::V4) return proto::gid_from_ipv4(ip.v4);
   Gid g{};
   std::memcpy(g.data(), ip.v6.data(), 16);
   return g;
 }
 
-IpAddress ip_of(const Gid& g) {
-  if (const auto v4 = proto::ipv4_of(g)) return IpAddress::ipv4(*v4);
+rdma::IpAddress ip_of(const Gid& g) {
+  if (const auto v4 = proto::ipv4_of(g)) return rdma::IpAddress::ipv4(*v4);
   proto::Ipv6Addr a{};
   std::memcpy(a.data(), g.data(), 16);
-  return IpAddress::ipv6(a);
+  return rdma::IpAddress::ipv6(a);
 }
 
 }  // namespace
 
-CmAgent::CmAgent(const CmAgentConfig& cfg, Engine& engine) : cfg_(cfg), engine_(engine), cm_(cfg.cm), rdma_(cm_) {
+CmAgent::CmAgent(const CmAgentConfig& cfg, rdma::Engine& engine) : cfg_(cfg), engine_(engine), cm_(cfg.cm), rdma_(cm_) {
   engine_.gsi().attach(true);
 }
 
@@ -35,7 +35,7 @@ void CmAgent::detach() {
 }
 
 void CmAgent::poll(Nanos now) {
-  GsiReceived r;
+  rdma::GsiReceived r;
   CmOutput out;
   while (engine_.gsi().pop(r)) {
     const Gid from = gid_of(r.from);
@@ -59,10 +59,10 @@ void CmAgent::establish_by_traffic(Nanos now, std::vector<std::pair<CmId, std::u
   for (CmId id : cm_.awaiting_rtu()) {
     const auto qpn = cm_.local_qpn_of(id);
     if (!qpn) continue;
-    const QueuePair* q = engine_.find_qp(*qpn);
+    const rdma::QueuePair* q = engine_.find_qp(*qpn);
     if (!q) {
       if (elsewhere) elsewhere->emplace_back(id, *qpn);
-    } else if (q->counters().get(Counter::RcvdPkts) > 0) {
+    } else if (q->counters().get(rdma::Counter::RcvdPkts) > 0) {
       established_scratch_.push_back(id);
     }
   }
@@ -111,7 +111,7 @@ void CmAgent::dispatch(CmOutput& out, Nanos now) {
 }
 
 void CmAgent::send(const OutMad& m) {
-  GsiSend s;
+  rdma::GsiSend s;
   s.mad = m.mad;
   s.to = ip_of(m.to.gid);
   s.dest_qp = m.to.qpn;
@@ -165,8 +165,8 @@ std::vector<RdmaCmEvent> CmAgent::take_events() {
 
 void CmAgent::for_each_counter(const std::function<void(const std::string&, std::uint64_t)>& f) const {
   for (std::size_t i = 0; i < counters_.size(); ++i) f("cm_agent_" + to_string(static_cast<CmAgentCounter>(i)), counters_[i]);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(GsiCounter::Count); ++i) {
-    const auto c = static_cast<GsiCounter>(i);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rdma::GsiCounter::Count); ++i) {
+    const auto c = static_cast<rdma::GsiCounter>(i);
     f(to_string(c), engine_.gsi().counter(c));
   }
   cm_.counters().for_each(f);

@@ -39,7 +39,7 @@ class CmAgent {
  public:
   // Attaches to the engine's QP1; detach() (on the engine's thread) lets it go, as does the
   // destructor if detach() was not called.
-  CmAgent(const CmAgentConfig& cfg, Engine& engine);
+  CmAgent(const CmAgentConfig& cfg, rdma::Engine& engine);
   ~CmAgent();
   void detach();
   CmAgent(const CmAgent&) = delete;
@@ -88,7 +88,7 @@ class CmAgent {
   void count(CmAgentCounter c) { ++counters_[static_cast<std::size_t>(c)]; }
 
   CmAgentConfig cfg_;
-  Engine& engine_;
+  rdma::Engine& engine_;
   bool attached_ = true;
   CommunicationManager cm_;
   RdmaCm rdma_;

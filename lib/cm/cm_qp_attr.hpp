@@ -21,8 +21,8 @@ struct CmQpLimits {
 };
 
 struct CmQpAttrs {
-  PeerPath rtr;
-  SendSide rts;
+  rdma::PeerPath rtr;
+  rdma::SendSide rts;
 };
 
 // Passive side, from the REQ: `rq_psn` is the starting PSN our REP carries (AcceptParams).

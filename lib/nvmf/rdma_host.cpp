@@ -13,7 +13,7 @@ constexpr std::uint64_t kRecvTag = 1ull << 63;
 constexpr int kRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 }  // namespace
 
-NvmfRdmaHost::NvmfRdmaHost(Engine& engine, PdHandle pd, QueuePair* qp, CompletionQueue* cq, HostQueueConfig cfg)
+NvmfRdmaHost::NvmfRdmaHost(rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp, rdma::CompletionQueue* cq, HostQueueConfig cfg)
     : engine_(engine), pd_(pd), qp_(qp), cq_(cq), cfg_(cfg) {}
 
 NvmfRdmaHost::~NvmfRdmaHost() {
@@ -23,12 +23,12 @@ NvmfRdmaHost::~NvmfRdmaHost() {
   (void)engine_.modify_qp(qp_, a, IBV_QP_STATE);
   for (const auto& s : slots_)
     if (s.own_mr) (void)engine_.memory().deregister(s.own_mr->key);
-  for (const MemoryRegion* mr : {data_mr_, capsule_mr_, raw_mr_, recv_mr_})
+  for (const rdma::MemoryRegion* mr : {data_mr_, capsule_mr_, raw_mr_, recv_mr_})
     if (mr) (void)engine_.memory().deregister(mr->key);
 }
 
-Result<std::unique_ptr<NvmfRdmaHost>> NvmfRdmaHost::create(Engine& engine, PdHandle pd, QueuePair* qp,
-                                                           CompletionQueue* cq, HostQueueConfig cfg) {
+Result<std::unique_ptr<NvmfRdmaHost>> NvmfRdmaHost::create(rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp,
+                                                           rdma::CompletionQueue* cq, HostQueueConfig cfg) {
   if (cfg.depth == 0) return make_error(EINVAL, "host queue depth 0");
   std::unique_ptr<NvmfRdmaHost> h(new NvmfRdmaHost(engine, pd, qp, cq, cfg));
   if (auto s = h->start(); !s) return s.error();
@@ -36,7 +36,7 @@ Result<std::unique_ptr<NvmfRdmaHost>> NvmfRdmaHost::create(Engine& engine, PdHan
 }
 
 Status NvmfRdmaHost::start() {
-  MrTable& mrs = engine_.memory();
+  rdma::MrTable& mrs = engine_.memory();
   data_.assign(std::size_t{cfg_.depth} * cfg_.max_transfer, std::byte{0});
   capsules_.assign(std::size_t{cfg_.depth} * (nv::kSqeSize + cfg_.inline_size), std::byte{0});
   raw_.assign(nv::kSqeSize + cfg_.max_transfer, std::byte{0});
@@ -46,7 +46,7 @@ Status NvmfRdmaHost::start() {
   slots_.assign(cfg_.depth, Slot{});
   struct Region {
     std::vector<std::byte>* buf;
-    const MemoryRegion** mr;
+    const rdma::MemoryRegion** mr;
     int access;
   };
   for (const Region& g : {Region{&data_, &data_mr_, kRw}, Region{&capsules_, &capsule_mr_, 0}, Region{&raw_, &raw_mr_, 0},

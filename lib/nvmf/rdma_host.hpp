@@ -39,7 +39,7 @@ struct HostQueueConfig {
 
 class NvmfRdmaHost {
  public:
-  static Result<std::unique_ptr<NvmfRdmaHost>> create(Engine& engine, PdHandle pd, QueuePair* qp, CompletionQueue* cq,
+  static Result<std::unique_ptr<NvmfRdmaHost>> create(rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp, rdma::CompletionQueue* cq,
                                                       HostQueueConfig cfg);
   ~NvmfRdmaHost();
 
@@ -66,27 +66,27 @@ class NvmfRdmaHost {
   struct Slot {
     bool busy = false;
     bool done = false;
-    const MemoryRegion* own_mr = nullptr;  // KeyedInvalidate
+    const rdma::MemoryRegion* own_mr = nullptr;  // KeyedInvalidate
     HostCompletion completion;
   };
-  NvmfRdmaHost(Engine& engine, PdHandle pd, QueuePair* qp, CompletionQueue* cq, HostQueueConfig cfg);
+  NvmfRdmaHost(rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp, rdma::CompletionQueue* cq, HostQueueConfig cfg);
   Status start();
   bool post_recv(std::uint32_t index);
   void fail(std::string why);
 
-  Engine& engine_;
-  PdHandle pd_;
-  QueuePair* qp_;
-  CompletionQueue* cq_;
+  rdma::Engine& engine_;
+  rdma::PdHandle pd_;
+  rdma::QueuePair* qp_;
+  rdma::CompletionQueue* cq_;
   HostQueueConfig cfg_;
   std::vector<std::byte> data_;
   std::vector<std::byte> capsules_;  // one send buffer per CID (SQE + in-capsule data)
   std::vector<std::byte> raw_;       // send_raw's buffer
   std::vector<std::byte> recv_;      // one response buffer per receive
-  const MemoryRegion* data_mr_ = nullptr;
-  const MemoryRegion* capsule_mr_ = nullptr;
-  const MemoryRegion* raw_mr_ = nullptr;
-  const MemoryRegion* recv_mr_ = nullptr;
+  const rdma::MemoryRegion* data_mr_ = nullptr;
+  const rdma::MemoryRegion* capsule_mr_ = nullptr;
+  const rdma::MemoryRegion* raw_mr_ = nullptr;
+  const rdma::MemoryRegion* recv_mr_ = nullptr;
   std::vector<Slot> slots_;
   std::uint32_t recv_count_ = 0;
   bool failed_ = false;

@@ -13,7 +13,7 @@ WrKind kind_of(std::uint64_t id) { return static_cast<WrKind>(id >> 56); }
 std::uint32_t index_of(std::uint64_t id) { return static_cast<std::uint32_t>(id & 0xFFFFFFFF); }
 }  // namespace
 
-NvmfRdmaQueue::NvmfRdmaQueue(Target& target, Engine& engine, PdHandle pd, QueuePair* qp, CompletionQueue* cq,
+NvmfRdmaQueue::NvmfRdmaQueue(Target& target, rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp, rdma::CompletionQueue* cq,
                              QueueConfig cfg)
     : engine_(engine), pd_(pd), qp_(qp), cq_(cq), queue_(target, cfg),
       recv_stride_(static_cast<std::uint32_t>(nv::kSqeSize) + cfg.inline_size) {}
@@ -22,12 +22,12 @@ NvmfRdmaQueue::~NvmfRdmaQueue() {
   // The QP outlives this object (its owner destroys it): in the error state it neither places
   // a frame into our receive buffers nor sends from our data buffers again.
   teardown("queue destroyed");
-  for (const MemoryRegion* mr : {recv_mr_, data_mr_, resp_mr_})
+  for (const rdma::MemoryRegion* mr : {recv_mr_, data_mr_, resp_mr_})
     if (mr) (void)engine_.memory().deregister(mr->key);
 }
 
-Result<std::unique_ptr<NvmfRdmaQueue>> NvmfRdmaQueue::create(Target& target, Engine& engine, PdHandle pd,
-                                                             QueuePair* qp, CompletionQueue* cq, QueueConfig cfg) {
+Result<std::unique_ptr<NvmfRdmaQueue>> NvmfRdmaQueue::create(Target& target, rdma::Engine& engine, rdma::PdHandle pd,
+                                                             rdma::QueuePair* qp, rdma::CompletionQueue* cq, QueueConfig cfg) {
   if (!qp || !cq) return make_error(EINVAL, "NVMe/RDMA queue needs a QP and a CQ");
   if (qp->type() != IBV_QPT_RC) return make_error(EINVAL, "NVMe/RDMA needs an RC QP");
   std::unique_ptr<NvmfRdmaQueue> q(new NvmfRdmaQueue(target, engine, pd, qp, cq, cfg));
@@ -40,7 +40,7 @@ Status NvmfRdmaQueue::start() {
   recv_buf_.assign(std::size_t{depth} * recv_stride_, std::byte{0});
   backlog_.assign(depth, {0, 0});  // at most every receive
   responses_.assign(2u * depth, nv::Cqe{});  // one per command slot
-  MrTable& mrs = engine_.memory();
+  rdma::MrTable& mrs = engine_.memory();
   auto r = mrs.register_region(pd_, recv_buf_.data(), recv_buf_.size(), IBV_ACCESS_LOCAL_WRITE);
   if (!r) return r.error();
   recv_mr_ = *r;

@@ -17,8 +17,8 @@ namespace roce::nvmf {
 
 class NvmfRdmaQueue {
  public:
-  static Result<std::unique_ptr<NvmfRdmaQueue>> create(Target& target, Engine& engine, PdHandle pd, QueuePair* qp,
-                                                       CompletionQueue* cq, QueueConfig cfg);
+  static Result<std::unique_ptr<NvmfRdmaQueue>> create(Target& target, rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp,
+                                                       rdma::CompletionQueue* cq, QueueConfig cfg);
   ~NvmfRdmaQueue();
 
   // Handles the CQ's completions; returns how many. Tears the QP down (error state) when the
@@ -27,12 +27,12 @@ class NvmfRdmaQueue {
   int poll(Nanos now);
   NvmfQueue& queue() { return queue_; }
   bool torn_down() const { return torn_down_; }
-  QueuePair* qp() const { return qp_; }
+  rdma::QueuePair* qp() const { return qp_; }
   std::uint64_t rdma_errors() const { return rdma_errors_; }
   std::uint64_t backlogged() const { return backlogged_; }
 
  private:
-  NvmfRdmaQueue(Target& target, Engine& engine, PdHandle pd, QueuePair* qp, CompletionQueue* cq, QueueConfig cfg);
+  NvmfRdmaQueue(Target& target, rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp, rdma::CompletionQueue* cq, QueueConfig cfg);
   Status start();
   void act(const Step& step, Nanos now);
   bool post_recv(std::uint32_t index);
@@ -40,17 +40,17 @@ class NvmfRdmaQueue {
   void take_capsule(std::uint32_t index, std::uint32_t length, Nanos now);
   void teardown(const std::string& why);
 
-  Engine& engine_;
-  PdHandle pd_;
-  QueuePair* qp_;
-  CompletionQueue* cq_;
+  rdma::Engine& engine_;
+  rdma::PdHandle pd_;
+  rdma::QueuePair* qp_;
+  rdma::CompletionQueue* cq_;
   NvmfQueue queue_;
   std::uint32_t recv_stride_;
   std::vector<std::byte> recv_buf_;
   std::vector<proto::nvme::Cqe> responses_;  // one per slot
-  const MemoryRegion* recv_mr_ = nullptr;
-  const MemoryRegion* data_mr_ = nullptr;
-  const MemoryRegion* resp_mr_ = nullptr;
+  const rdma::MemoryRegion* recv_mr_ = nullptr;
+  const rdma::MemoryRegion* data_mr_ = nullptr;
+  const rdma::MemoryRegion* resp_mr_ = nullptr;
   // Capsules that arrived while every command slot was busy (responses not yet acknowledged):
   // they wait in their receive buffers, which go back to the QP only once they ran, so the
   // host meets RNR NAKs rather than a lost command.

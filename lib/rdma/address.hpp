@@ -12,7 +12,7 @@
 #include "protocol/headers.hpp"
 #include "protocol/icrc.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 struct IpAddress {
   proto::IpVersion version = proto::IpVersion::V4;
@@ -60,4 +60,4 @@ inline std::string to_string(const IpAddress& ip) {
 // Finds the MAC of a peer on the link (the dataplane answers from its ARP cache).
 using MacResolver = std::function<std::optional<proto::MacAddr>(const IpAddress&)>;
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -8,7 +8,7 @@
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -595,4 +595,4 @@ std::string to_string(ResponsePsnClass c) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -13,7 +13,7 @@
 #include "lib/rdma/send_window.hpp"
 #include "protocol/packet.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 enum class CompleterOutcome : std::uint8_t {
   Nothing,   // dropped or duplicate: no state changed
@@ -127,4 +127,4 @@ class Completer {
 std::string to_string(CompleterOutcome o);
 std::string to_string(ResponsePsnClass c);
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace roce {
+namespace roce::rdma {
 
 class CompletionQueue {
  public:
@@ -48,4 +48,4 @@ class CompletionQueue {
   std::uint64_t overruns_ = 0;
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

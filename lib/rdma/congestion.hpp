@@ -11,7 +11,7 @@
 #include "lib/cc/reaction_point.hpp"
 #include "lib/time.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 struct CongestionConfig {
   bool enabled = false;
@@ -68,4 +68,4 @@ class QpCongestion {
   cc::NotificationPoint np_;
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

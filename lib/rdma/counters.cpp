@@ -1,6 +1,6 @@
 #include "lib/rdma/counters.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 std::string_view counter_name(Counter c) {
   switch (c) {
@@ -55,4 +55,4 @@ std::string_view counter_name(Counter c) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace roce {
+namespace roce::rdma {
 
 enum class Counter : std::uint16_t {
   // rxe's names
@@ -79,4 +79,4 @@ class Counters {
   std::array<std::uint64_t, kCounterCount> v_{};
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -6,7 +6,7 @@
 #include "protocol/pkey.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -312,4 +312,4 @@ std::string to_string(EngineLimit l) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

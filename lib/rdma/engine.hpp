@@ -21,7 +21,7 @@
 #include "lib/status.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // What create_qp takes: ibv_qp_init_attr's fields, with this library's CQ type.
 struct QpInit {
@@ -184,4 +184,4 @@ class Engine {
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -5,7 +5,7 @@
 
 #include "lib/rdma/engine.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // Windows live in the shared region table: the ones still allocated give their slots back.
 Engine::~Engine() {
@@ -92,4 +92,4 @@ bool Engine::get_async_event(AsyncEvent* ev) {
   return false;
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -4,7 +4,7 @@
 
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -102,4 +102,4 @@ std::string to_string(GsiCounter c) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -16,7 +16,7 @@
 #include "protocol/gsi.hpp"
 #include "protocol/packet.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // One MAD as QP1 received it: who sent it (IP, MAC, DETH source QP) and under which P_Key.
 struct GsiReceived {
@@ -91,4 +91,4 @@ class GsiPort {
   std::array<std::uint64_t, static_cast<std::size_t>(GsiCounter::Count)> counters_{};
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

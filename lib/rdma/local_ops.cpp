@@ -1,6 +1,6 @@
 #include "lib/rdma/local_ops.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 ibv_wc_status execute_local_op(QpContext& qp, const SendWqe& w) {
   switch (w.opcode) {
@@ -15,4 +15,4 @@ ibv_wc_status execute_local_op(QpContext& qp, const SendWqe& w) {
   }
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -7,11 +7,11 @@
 
 #include "lib/rdma/qp_context.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // The completion status: IBV_WC_SUCCESS, or what rxe reports when the operation cannot be
 // done (IBV_WC_LOC_QP_OP_ERR for LOCAL_INV, IBV_WC_MW_BIND_ERR for BIND_MW); the QP then
 // enters ERR.
 ibv_wc_status execute_local_op(QpContext& qp, const SendWqe& w);
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -2,7 +2,7 @@
 
 #include "lib/rdma/verbs_ext.hpp"
 
-namespace roce {
+namespace roce::rdma {
 namespace {
 
 constexpr int kRemoteNeedsLocalWrite = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
@@ -164,4 +164,4 @@ std::string to_string(AccessResult r) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

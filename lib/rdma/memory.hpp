@@ -14,7 +14,7 @@
 
 #include "lib/status.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using PdHandle = std::uint32_t;
 
@@ -116,4 +116,4 @@ constexpr bool range_within(std::uint64_t base, std::uint64_t size, std::uint64_
 
 std::string to_string(AccessResult r);
 
-}  // namespace roce
+}  // namespace roce::rdma

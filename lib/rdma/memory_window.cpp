@@ -6,7 +6,7 @@
 
 #include "lib/rdma/memory.hpp"
 
-namespace roce {
+namespace roce::rdma {
 namespace {
 
 constexpr int kWindowAccess = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -88,4 +88,4 @@ Status MrTable::bind_window(std::uint32_t mw_key, std::uint32_t new_key, PdHandl
   return {};
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -7,7 +7,7 @@
 
 #include "lib/rdma/memory.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 struct MemoryWindow {
   ibv_mw base{};
@@ -19,4 +19,4 @@ constexpr std::uint32_t next_window_key(std::uint32_t key) {
   return (key & 0xFFFFFF00u) | ((key + 1) & 0xFFu);
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

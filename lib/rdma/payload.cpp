@@ -4,7 +4,7 @@
 
 #include "protocol/icrc_deferred.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -34,4 +34,4 @@ bool place_payload(const Packet& pkt, const PayloadDest& dest, CrcBackend crc, b
 }
 
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -14,7 +14,7 @@
 #include "lib/rdma/qp_context.hpp"
 #include "protocol/packet.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // Where one packet's payload goes: a contiguous range (dst), or else a place in a scatter list;
 // and where the packet after it will go (empty when this one ends its message). That range is
@@ -48,4 +48,4 @@ bool placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const Payl
 // returns whether it held; the bytes are at dest either way.
 bool place_payload(const proto::Packet& pkt, const PayloadDest& dest, proto::CrcBackend crc, bool icrc_pending) noexcept;
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -8,7 +8,7 @@
 #include "lib/rdma/engine.hpp"
 #include "lib/rdma/qp_transitions.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 inline Status modify_to_init(Engine& e, QueuePair* qp, ibv_qp_type type, int access, std::uint32_t qkey) {
   const QpTransition init = init_transition(type, access, qkey);
@@ -27,4 +27,4 @@ inline Status modify_to_rts(Engine& e, QueuePair* qp, ibv_qp_type type, const Pe
   return e.modify_qp(qp, rts.attr, rts.mask);
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -5,7 +5,7 @@
 
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 const RecvWqe* QpContext::next_receive() const {
   if (srq == nullptr) return rq.empty() ? nullptr : &rq.at(rq.head());
@@ -79,4 +79,4 @@ proto::WriteAhead write_ahead_in_segments(const LocalSegment* segs, std::uint32_
   return {};
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

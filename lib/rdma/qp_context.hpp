@@ -20,7 +20,7 @@
 #include "protocol/builder.hpp"
 #include "protocol/crc32_copy.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // A buffer the engine fills with one outgoing frame.
 struct TxFrame {
@@ -141,4 +141,4 @@ constexpr std::uint32_t packets_for(std::uint64_t length, std::uint32_t pmtu) {
   return length == 0 ? 1 : static_cast<std::uint32_t>((length + pmtu - 1) / pmtu);
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

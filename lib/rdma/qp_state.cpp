@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-namespace roce {
+namespace roce::rdma {
 namespace {
 
 struct Rule {
@@ -151,4 +151,4 @@ TransitionCheck check_transition(ibv_qp_type type, QpState from, QpState to, int
   return {false, "illegal transition " + to_string(from) + "->" + to_string(to)};
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

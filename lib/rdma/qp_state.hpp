@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace roce {
+namespace roce::rdma {
 
 enum class QpState : std::uint8_t { Reset, Init, Rtr, Rts, Sqd, Sqe, Err };
 
@@ -22,4 +22,4 @@ struct TransitionCheck {
 
 TransitionCheck check_transition(ibv_qp_type type, QpState from, QpState to, int attr_mask);
 
-}  // namespace roce
+}  // namespace roce::rdma

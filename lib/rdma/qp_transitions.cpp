@@ -1,6 +1,6 @@
 #include "lib/rdma/qp_transitions.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 QpTransition init_transition(ibv_qp_type type, int access, std::uint32_t qkey) {
   QpTransition t;
@@ -55,4 +55,4 @@ QpTransition rts_transition(ibv_qp_type type, const SendSide& send) {
   return t;
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

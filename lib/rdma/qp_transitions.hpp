@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace roce {
+namespace roce::rdma {
 
 struct QpTransition {
   ibv_qp_attr attr{};
@@ -40,4 +40,4 @@ QpTransition init_transition(ibv_qp_type type, int access, std::uint32_t qkey = 
 QpTransition rtr_transition(ibv_qp_type type, const PeerPath& peer);
 QpTransition rts_transition(ibv_qp_type type, const SendSide& send);
 
-}  // namespace roce
+}  // namespace roce::rdma

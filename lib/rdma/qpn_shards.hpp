@@ -10,7 +10,7 @@
 
 #include "protocol/gsi.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 struct QpnShards {
   std::uint32_t base = 0x11;  // first QPN of shard 0 (0 and 1 are special)
@@ -35,4 +35,4 @@ struct QpnShards {
   constexpr std::uint32_t count() const noexcept { return shards ? shards : 1; }
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

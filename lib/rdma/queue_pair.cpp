@@ -7,7 +7,7 @@
 #include "protocol/mtu.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -569,4 +569,4 @@ Nanos QueuePair::deadline() const {
   return d;
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

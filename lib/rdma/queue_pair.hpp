@@ -15,7 +15,7 @@
 #include "protocol/packet.hpp"
 #include "protocol/udp_sport.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // What ibv_create_ah gives back: a UD destination. The ibv_ah comes first so the pointer a
 // work request carries converts back.
@@ -118,4 +118,4 @@ class QueuePair {
   bool window_joined_ = false;
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -6,7 +6,7 @@
 #include "lib/rdma/local_ops.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -264,4 +264,4 @@ std::string to_string(Requester::State s) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -9,7 +9,7 @@
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/send_window.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 class Requester {
  public:
@@ -84,4 +84,4 @@ class Requester {
 
 std::string to_string(Requester::State s);
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -8,7 +8,7 @@
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -480,4 +480,4 @@ std::string to_string(Responder::SequenceState s) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

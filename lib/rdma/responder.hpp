@@ -19,7 +19,7 @@
 #include "protocol/aeth.hpp"
 #include "protocol/packet.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 enum class ResponderOutcome : std::uint8_t {
   Nothing,    // dropped or answered without changing state
@@ -177,4 +177,4 @@ class Responder {
 std::string to_string(ResponderOutcome o);
 std::string to_string(Responder::SequenceState s);
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -4,7 +4,7 @@
 
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -181,4 +181,4 @@ std::string_view to_string(OpenMessage m) {
   return "unknown";
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

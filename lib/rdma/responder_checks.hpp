@@ -15,7 +15,7 @@
 #include "protocol/aeth.hpp"
 #include "protocol/opcode.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 enum class RespState : std::uint8_t {
   // Checks: read state, change nothing.
@@ -103,4 +103,4 @@ bool fits_write(const proto::OpcodeInfo& info, std::uint32_t payload, std::uint6
 
 inline constexpr std::uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
 
-}  // namespace roce
+}  // namespace roce::rdma

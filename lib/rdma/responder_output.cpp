@@ -6,7 +6,7 @@
 #include "lib/rdma/responder.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -250,4 +250,4 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
   return frame.length != 0;
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -11,7 +11,7 @@
 #include "protocol/feth.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 using namespace roce::proto;
 
@@ -119,4 +119,4 @@ RespState Responder::duplicate_placement(QpContext& qp, Walk& w) {
   return RespState::Done;  // too old to answer: the requester has moved on
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

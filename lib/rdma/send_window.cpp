@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-namespace roce {
+namespace roce::rdma {
 
 namespace {
 // A sample at this fraction of the best delivery rate or more carried the path's rate: the
@@ -142,4 +142,4 @@ void SendWindow::clamp() {
   cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

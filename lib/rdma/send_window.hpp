@@ -29,7 +29,7 @@
 
 #include "lib/time.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 struct WindowTuning {
   // Off by default: on the software path (perf_suite --only loss) it cut resends per loss but
@@ -130,4 +130,4 @@ class SendWindow {
   bool queue_high_ = false;  // the latest RTT sample was above the delay target
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-namespace roce {
+namespace roce::rdma {
 namespace {
 
 constexpr std::uint32_t kMaxMessage = 1u << 31;
@@ -79,4 +79,4 @@ void SharedReceiveQueue::take(RecvWqe* out, LocalSegment* out_segs) {
   }
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

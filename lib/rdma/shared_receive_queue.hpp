@@ -16,7 +16,7 @@
 #include "lib/rdma/work_request.hpp"
 #include "lib/status.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 class SharedReceiveQueue {
  public:
@@ -58,4 +58,4 @@ class SharedReceiveQueue {
   std::vector<LocalSegment> segs_;
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -7,7 +7,7 @@
 
 #include "lib/time.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 class TimerHeap {
  public:
@@ -91,4 +91,4 @@ class TimerHeap {
   std::vector<std::uint32_t> pos_;
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

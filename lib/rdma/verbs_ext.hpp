@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace roce {
+namespace roce::rdma {
 
 inline constexpr auto kWrFlush = static_cast<ibv_wr_opcode>(14);  // IBV_WR_FLUSH
 inline constexpr auto kWcFlush = static_cast<ibv_wc_opcode>(8);   // IBV_WC_FLUSH
@@ -41,4 +41,4 @@ inline ibv_send_wr flush_wr(std::uint64_t wr_id, std::uint32_t rkey, std::uint64
   return wr;
 }
 
-}  // namespace roce
+}  // namespace roce::rdma

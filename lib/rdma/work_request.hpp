@@ -10,7 +10,7 @@
 #include "lib/rdma/verbs_ext.hpp"
 #include "protocol/headers.hpp"
 
-namespace roce {
+namespace roce::rdma {
 
 // A scatter/gather element already translated through its lkey at post time.
 struct LocalSegment {
@@ -111,4 +111,4 @@ class WorkQueue {
   std::uint64_t tail_ = 0;
 };
 
-}  // namespace roce
+}  // namespace roce::rdma

@@ -65,7 +65,7 @@ class CmLossyLink : public ::testing::Test {
     dp::DataplaneOptions o;
     o.name = name;
     o.port.name = port;
-    o.ip = IpAddress::ipv4(ip);
+    o.ip = rdma::IpAddress::ipv4(ip);
     o.mac = mac;
     o.mbufs = 4095;
     auto d = dp::Dataplane::create(o);

@@ -134,7 +134,7 @@ TEST_F(CmServicePair, RequestNobodyAnswersIsRetransmittedThenUnreachable) {
   EXPECT_EQ(c.at("cm_tx_msgs.REQ"), 4u);  // the REQ and its 3 retries
   EXPECT_EQ(c.at("cm_tx_retries.REQ"), 3u);
   EXPECT_EQ(c.at("req_timeouts"), 1u);
-  const std::uint64_t dropped = server_dp_->call(0, [](Engine& e) { return e.drops(EngineDrop::UnknownQp); });
+  const std::uint64_t dropped = server_dp_->call(0, [](rdma::Engine& e) { return e.drops(rdma::EngineDrop::UnknownQp); });
   EXPECT_EQ(dropped, 5u);  // and the REJ "timeout" that gives up (IBA 12.6.5)
   EXPECT_EQ(c.at("cm_tx_msgs.REJ"), 1u);
   EXPECT_EQ(client->cms->live_ids(), 0u);

@@ -53,7 +53,7 @@ struct Side {
     }
   }
   int post_send(const app::LocalQp& q, ibv_send_wr& wr) {
-    return dp.call(q.worker, [&](Engine& e) {
+    return dp.call(q.worker, [&](rdma::Engine& e) {
       ibv_send_wr* bad = nullptr;
       return e.post_send(q.qp, &wr, &bad);
     });
@@ -64,7 +64,7 @@ struct Side {
     wr.wr_id = 7;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    return dp.call(q.worker, [&](Engine& e) {
+    return dp.call(q.worker, [&](rdma::Engine& e) {
       ibv_recv_wr* bad = nullptr;
       return e.post_recv(q.qp, &wr, &bad);
     });
@@ -74,7 +74,7 @@ struct Side {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     while (got.size() < n && std::chrono::steady_clock::now() < until) {
       ibv_wc wc[4];
-      const int k = dp.call(q.worker, [&](Engine& e) { return e.poll_cq(q.cq, 4, wc); });
+      const int k = dp.call(q.worker, [&](rdma::Engine& e) { return e.poll_cq(q.cq, 4, wc); });
       for (int i = 0; i < k; ++i) got.push_back(wc[i]);
       if (k <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -105,7 +105,7 @@ struct Side {
   app::DriverSet drivers;
   app::Connector conn;
   app::MappedBuffer buf;
-  const MemoryRegion* mr = nullptr;
+  const rdma::MemoryRegion* mr = nullptr;
   std::unique_ptr<app::CmService> cms;
   std::vector<cm::RdmaCmEvent> seen, pending;
 };

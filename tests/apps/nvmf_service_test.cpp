@@ -147,7 +147,7 @@ class NvmfService : public DataplanePairTest {
     hc.depth = depth;
     hc.max_transfer = service->target_config().max_transfer();
     hc.inline_size = qid == 0 ? 0 : service->target_config().inline_data_size;
-    auto made = client_dp_->call(0, [&](Engine& e) {
+    auto made = client_dp_->call(0, [&](rdma::Engine& e) {
       return nvmf::NvmfRdmaHost::create(e, h.qp.pd, h.qp.qp, h.qp.cq, hc);
     });
     EXPECT_TRUE(made.ok()) << made.error().message;
@@ -180,7 +180,7 @@ class NvmfService : public DataplanePairTest {
   void close(HostQueue& h) {
     if (!h.host) return;
     (void)client_cm->disconnect(h.id);
-    client_dp_->call(0, [&](Engine&) {
+    client_dp_->call(0, [&](rdma::Engine&) {
       h.host.reset();
       return 0;
     });
@@ -189,12 +189,12 @@ class NvmfService : public DataplanePairTest {
 
   std::optional<nvmf::HostCompletion> exec(HostQueue& h, const nv::Sqe& sqe, std::uint32_t len = 0,
                                            nvmf::SglMode mode = nvmf::SglMode::None, std::uint16_t cid = 0) {
-    const Status s = client_dp_->call(0, [&](Engine&) { return h.host->submit(cid, sqe, len, mode); });
+    const Status s = client_dp_->call(0, [&](rdma::Engine&) { return h.host->submit(cid, sqe, len, mode); });
     EXPECT_TRUE(s.ok()) << s.error().message;
     if (!s) return std::nullopt;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (std::chrono::steady_clock::now() < until) {
-      auto got = client_dp_->call(0, [&](Engine&) {
+      auto got = client_dp_->call(0, [&](rdma::Engine&) {
         h.host->poll();
         return h.host->take(cid);
       });
@@ -214,7 +214,7 @@ class NvmfService : public DataplanePairTest {
     d.cntlid.set(cntlid);
     nv::set_fixed_string(d.subnqn, subnqn, '\0');
     nv::set_fixed_string(d.hostnqn, kHostNqn, '\0');
-    client_dp_->call(0, [&](Engine&) {
+    client_dp_->call(0, [&](rdma::Engine&) {
       std::memcpy(h.host->buffer(0).data(), static_cast<const void*>(&d), sizeof d);
       return 0;
     });
@@ -230,7 +230,7 @@ class NvmfService : public DataplanePairTest {
   }
 
   std::vector<std::byte> copy_out(HostQueue& h, std::uint16_t cid, std::size_t n) {
-    return client_dp_->call(0, [&](Engine&) {
+    return client_dp_->call(0, [&](rdma::Engine&) {
       auto b = h.host->buffer(cid);
       return std::vector<std::byte>(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
     });
@@ -288,7 +288,7 @@ TEST_F(NvmfService, AdminAndTwoIoQueuesEachOnItsOwnQpConnectIdentifyWriteReadAnd
 
   // 8 KiB written on queue 1 (the target RDMA READs it), read back on queue 2 (RDMA WRITE).
   constexpr std::uint32_t kLen = 8192;
-  client_dp_->call(0, [&](Engine&) {
+  client_dp_->call(0, [&](rdma::Engine&) {
     auto b = q1->host->buffer(1);
     for (std::uint32_t i = 0; i < kLen; ++i) b[i] = static_cast<std::byte>(i * 7 + 3);
     return 0;
@@ -302,7 +302,7 @@ TEST_F(NvmfService, AdminAndTwoIoQueuesEachOnItsOwnQpConnectIdentifyWriteReadAnd
   for (std::uint32_t i = 0; i < kLen; ++i) ASSERT_EQ(got[i], static_cast<std::byte>(i * 7 + 3)) << "byte " << i;
 
   // In-capsule write data on an I/O queue, read back on the other.
-  client_dp_->call(0, [&](Engine&) {
+  client_dp_->call(0, [&](rdma::Engine&) {
     auto b = q2->host->buffer(3);
     std::memset(b.data(), 0x5A, 512);
     return 0;
@@ -391,14 +391,14 @@ TEST_F(NvmfService, NamespacesAddedAndRemovedWhileConnectedAreAnnouncedAndServed
   auto aec2 = exec(*admin, enable_ns, 0, nvmf::SglMode::None, 1);
   ASSERT_TRUE(aec2 && aec2->status().ok());
   const auto submit_aer = [&](std::uint16_t cid) {
-    const Status st = client_dp_->call(0, [&](Engine&) {
+    const Status st = client_dp_->call(0, [&](rdma::Engine&) {
       return admin->host->submit(cid, admin_cmd(nv::AdminOpcode::AsyncEventRequest, 0, 0), 0, nvmf::SglMode::None);
     });
     ASSERT_TRUE(st.ok()) << st.error().message;
   };
   const auto wait_aer = [&](std::uint16_t cid) -> std::optional<nvmf::HostCompletion> {
     for (int i = 0; i < 500; ++i) {
-      auto got = client_dp_->call(0, [&](Engine&) {
+      auto got = client_dp_->call(0, [&](rdma::Engine&) {
         admin->host->poll();
         return admin->host->take(cid);
       });
@@ -559,7 +559,7 @@ TEST_F(NvmfServiceSharedCm, RdmaCmListenersAndTheNvmeTargetServeAtOnce) {
   EXPECT_EQ(r->rounds, 3u);
 
   // The NVMe queues were not disturbed: I/O still flows on them.
-  client_dp_->call(0, [&](Engine&) {
+  client_dp_->call(0, [&](rdma::Engine&) {
     std::memset(q1->host->buffer(1).data(), 0xC3, 4096);
     return 0;
   });

@@ -79,7 +79,7 @@ std::uint64_t be64(const Bytes& b) {
   return v;
 }
 
-ibv_gid gid_of(proto::Ipv4Addr ip) { return gid_from_ip(IpAddress::ipv4(ip)); }
+ibv_gid gid_of(proto::Ipv4Addr ip) { return rdma::gid_from_ip(rdma::IpAddress::ipv4(ip)); }
 
 // Plays one side of `steps` over `tcp`; collects what the other side sent, step by step.
 std::vector<Bytes> play(TcpStream& tcp, const std::vector<Step>& steps, bool as_client, std::string& error) {
@@ -229,7 +229,7 @@ class ServerReplay : public ::testing::Test {
     dp::DataplaneOptions o;
     o.name = "orp" + sfx;
     o.port.name = std::to_string(pair->a);
-    o.ip = IpAddress::ipv4({10, 77, 0, 2});
+    o.ip = rdma::IpAddress::ipv4({10, 77, 0, 2});
     o.mbufs = 2047;
     auto d = dp::Dataplane::create(o);
     ASSERT_TRUE(d.ok()) << d.error().message;
@@ -347,9 +347,9 @@ TEST_F(ServerReplay, AResultsFieldThatLooksLikeARecordIsStillAResult) {
 }
 
 std::size_t qps_on(dp::Dataplane& d) {
-  return d.call(0, [](Engine& e) {
+  return d.call(0, [](rdma::Engine& e) {
     std::size_t n = 0;
-    e.for_each_qp([&](const QueuePair&) { ++n; });
+    e.for_each_qp([&](const rdma::QueuePair&) { ++n; });
     return n;
   });
 }

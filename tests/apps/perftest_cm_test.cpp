@@ -116,8 +116,8 @@ class PerftestCm : public DataplanePairTest {
   std::unique_ptr<Connector> server_conn;
   std::unique_ptr<CmListeners> listeners;
   MappedBuffer exposed, recv;
-  const MemoryRegion* exposed_mr = nullptr;
-  const MemoryRegion* recv_mr = nullptr;
+  const rdma::MemoryRegion* exposed_mr = nullptr;
+  const rdma::MemoryRegion* recv_mr = nullptr;
   std::optional<ServedTest> served;
   ibv_qp_type qp_type = IBV_QPT_RC;  // both sides' -c
   std::atomic<bool> stop{false};

@@ -16,7 +16,7 @@ namespace roce::test {
 struct PairOptions {
   dp::Mode mode = dp::Mode::RunToCompletion;
   unsigned workers = 1;
-  EngineConfig engine{};
+  rdma::EngineConfig engine{};
   Nanos stats_interval_ns = 10 * kMilli;
 };
 
@@ -79,7 +79,7 @@ class DataplanePair {
     dp::DataplaneOptions o;
     o.name = name;
     o.port.name = std::to_string(port);
-    o.ip = IpAddress::ipv4(ip);
+    o.ip = rdma::IpAddress::ipv4(ip);
     o.mac = mac;
     o.mode = po.mode;
     o.workers = po.workers;

@@ -353,7 +353,7 @@ TEST(Steering, ClassifiesNeighborDiscoveryForTheControlWorker) {
   Frame na(dp::kNdFrameBytes);
   ASSERT_EQ(dp::handle_ndp(ns, kMyMac, kMyIp, cache, na), NdpAction::Reply);
   EXPECT_EQ(dp::classify(na, qpn), dp::FrameClass::Ndp);
-  const dp::Steering s{QpnShards{0x11, 4}};
+  const dp::Steering s{rdma::QpnShards{0x11, 4}};
   EXPECT_EQ(s.steer(ns).owner, dp::kControlWorker);
   Frame echo = ns;
   put(echo, kIcmp, 128);

@@ -62,7 +62,7 @@ class CaptureDir {
   bool keep_ = false;
 };
 
-void bring_up(Engine& e, QueuePair* qp) {
+void bring_up(rdma::Engine& e, rdma::QueuePair* qp) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
@@ -74,7 +74,7 @@ void bring_up(Engine& e, QueuePair* qp) {
   a.dest_qp_num = kPeerQpn;
   a.rq_psn = kPsn;
   a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
+  a.ah_attr.grh.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
   a.ah_attr.port_num = 1;
   a.max_dest_rd_atomic = 4;
   a.min_rnr_timer = 12;
@@ -110,7 +110,7 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
   dp::DataplaneOptions o;
   o.name = "pcapdp";
   o.port.name = vdev;
-  o.ip = IpAddress::ipv4(kMyIp);
+  o.ip = rdma::IpAddress::ipv4(kMyIp);
   o.mac = kMyMac;
   o.mbufs = 1023;
   auto made = dp::Dataplane::create(o);
@@ -121,7 +121,7 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
   const unsigned pool_start = d->mbufs_in_use();
 
   d->arp().learn(kPeerIp, kPeerMac);
-  Engine& e = d->worker(0).engine();
+  rdma::Engine& e = d->worker(0).engine();
   QpOptions qo;
   Endpoint ep = make_endpoint(e, qo);
   bring_up(e, ep.qp);
@@ -186,8 +186,8 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
   EXPECT_EQ(wcs[0].wr_id, 42u);
   EXPECT_EQ(wcs[0].byte_len, 200u);
   EXPECT_TRUE(std::equal(send_data.begin(), send_data.end(), recv.begin()));
-  EXPECT_EQ(e.drops(EngineDrop::IcrcBad), 1u);
-  EXPECT_EQ(e.drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(e.drops(rdma::EngineDrop::IcrcBad), 1u);
+  EXPECT_EQ(e.drops(rdma::EngineDrop::UnknownQp), 1u);
   EXPECT_EQ(e.parse_drops(proto::ParseError::NotRoceV2Port), 1u);
 
   // Every mbuf the PMD filled and every one the worker sent came back.

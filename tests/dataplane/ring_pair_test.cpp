@@ -52,9 +52,9 @@ struct Layout {
   bool ipv6 = false;  // endpoints fd77::1 and fd77::2, resolved by neighbour discovery
 };
 
-IpAddress address_of(bool ipv6, std::uint8_t host) {
-  if (ipv6) return IpAddress::ipv6({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host});
-  return IpAddress::ipv4({10, 0, 0, host});
+rdma::IpAddress address_of(bool ipv6, std::uint8_t host) {
+  if (ipv6) return rdma::IpAddress::ipv6({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host});
+  return rdma::IpAddress::ipv4({10, 0, 0, host});
 }
 
 class RingPair : public ::testing::TestWithParam<Layout> {
@@ -65,7 +65,7 @@ class RingPair : public ::testing::TestWithParam<Layout> {
     auto pair = dp::make_ring_pair("ringA" + sfx, "ringB" + sfx, 4096, GetParam().queues);
     ASSERT_TRUE(pair.ok()) << pair.error().message;
     ports_ = *pair;
-    const IpAddress ip_a = address_of(GetParam().ipv6, 1), ip_b = address_of(GetParam().ipv6, 2);
+    const rdma::IpAddress ip_a = address_of(GetParam().ipv6, 1), ip_b = address_of(GetParam().ipv6, 2);
     a_ = make_dp("a" + sfx, std::to_string(ports_.a), ip_a, {2, 0, 0, 0, 0, 1});
     b_ = make_dp("b" + sfx, std::to_string(ports_.b), ip_b, {2, 0, 0, 0, 0, 2});
     ASSERT_TRUE(a_ && b_);
@@ -90,7 +90,7 @@ class RingPair : public ::testing::TestWithParam<Layout> {
     for (std::uint16_t q = 0; q < loss_cbs_.size(); ++q) rte_eth_remove_rx_callback(ports_.b, q, loss_cbs_[q]);
   }
 
-  std::unique_ptr<Dataplane> make_dp(const std::string& name, const std::string& port, const IpAddress& ip,
+  std::unique_ptr<Dataplane> make_dp(const std::string& name, const std::string& port, const rdma::IpAddress& ip,
                                      proto::MacAddr mac) {
     dp::DataplaneOptions o;
     o.name = name;
@@ -164,9 +164,9 @@ class RingPair : public ::testing::TestWithParam<Layout> {
 
 std::string counters_of(const Endpoint& e) {
   std::string s;
-  const Counters& c = e.qp->counters();
-  for (std::size_t k = 0; k < kCounterCount; ++k)
-    if (c.values()[k]) s += std::string(counter_name(static_cast<Counter>(k))) + "=" + std::to_string(c.values()[k]) + " ";
+  const rdma::Counters& c = e.qp->counters();
+  for (std::size_t k = 0; k < rdma::kCounterCount; ++k)
+    if (c.values()[k]) s += std::string(rdma::counter_name(static_cast<rdma::Counter>(k))) + "=" + std::to_string(c.values()[k]) + " ";
   return s;
 }
 
@@ -255,7 +255,7 @@ TEST_P(RingPair, GoBackNRecoversFromLossOnTheRing) {
   for (std::size_t i = 0; i < qps.size(); ++i) run_workload(this, qps[i], 20 + i);
   EXPECT_GT(loss_->dropped, 0u);
   std::uint64_t retransmitted = 0;
-  for (auto& q : qps) retransmitted += q.first.qp->counters().get(Counter::RetransmittedPkts);
+  for (auto& q : qps) retransmitted += q.first.qp->counters().get(rdma::Counter::RetransmittedPkts);
   EXPECT_GT(retransmitted, 0u);
 }
 

@@ -106,7 +106,7 @@ TEST(GracefulStop, SigtermStopsALaunchedDataplaneThatFlushesAndPublishesItsFinal
   EXPECT_EQ(last.stats.iterations, live.iterations);
   ASSERT_EQ(last.qps.size(), 1u);
   EXPECT_EQ(last.qps[0].counters.values(), a.qp->counters().values());
-  EXPECT_GT(last.qps[0].counters.get(Counter::ReadResponsesSent), 0u);
+  EXPECT_GT(last.qps[0].counters.get(rdma::Counter::ReadResponsesSent), 0u);
   // Flushed: everything the worker queued for transmission is on the port, none buffered.
   rte_eth_stats st{};
   ASSERT_EQ(rte_eth_stats_get(pair->a->port().id, &st), 0);
@@ -114,7 +114,7 @@ TEST(GracefulStop, SigtermStopsALaunchedDataplaneThatFlushesAndPublishesItsFinal
 
   const Json report = parse_json(pair->a->report_json());
   EXPECT_EQ(report["workers"]["0"]["rx_packets"].u64(), live.rx_packets);
-  EXPECT_EQ(report["qps"][std::to_string(a.qp->qpn())]["counters"]["rcvd_pkts"].u64(), a.qp->counters().get(Counter::RcvdPkts));
+  EXPECT_EQ(report["qps"][std::to_string(a.qp->qpn())]["counters"]["rcvd_pkts"].u64(), a.qp->counters().get(rdma::Counter::RcvdPkts));
   pair->expect_no_mbuf_leak();
 }
 

@@ -42,7 +42,7 @@ std::vector<std::byte> arp_request() {
 }
 
 TEST(QpnShards, DealsQpnsRoundRobinFromTheBase) {
-  const QpnShards s{0x11, 4};
+  const rdma::QpnShards s{0x11, 4};
   for (unsigned shard = 0; shard < 4; ++shard)
     for (std::uint32_t slot = 0; slot < 5; ++slot) {
       const auto qpn = static_cast<std::uint32_t>(s.qpn(shard, slot));
@@ -58,7 +58,7 @@ TEST(QpnShards, DealsQpnsRoundRobinFromTheBase) {
 }
 
 TEST(QpnShards, Qp1BelongsToShardZeroAndLowQpnsToNone) {
-  const QpnShards s{0x11, 3};
+  const rdma::QpnShards s{0x11, 3};
   EXPECT_EQ(s.owner(proto::kGsiQpn), 0u);
   EXPECT_FALSE(s.owner(0));
   EXPECT_FALSE(s.owner(0x10));
@@ -67,7 +67,7 @@ TEST(QpnShards, Qp1BelongsToShardZeroAndLowQpnsToNone) {
 }
 
 TEST(QpnShards, ZeroShardsCountsAsOne) {
-  const QpnShards s{0x20, 0};
+  const rdma::QpnShards s{0x20, 0};
   EXPECT_EQ(s.owner(0x35), 0u);
   EXPECT_EQ(s.slot(0, 0x25), 5u);
 }
@@ -105,7 +105,7 @@ TEST(Steering, ShortFramesAreOtherAtEveryLength) {
 }
 
 TEST(Steering, OwnersFollowEachClassPolicy) {
-  const Steering st(QpnShards{0x11, 3});
+  const Steering st(rdma::QpnShards{0x11, 3});
   const auto arp = st.steer(arp_request());
   EXPECT_EQ(arp.cls, FrameClass::Arp);
   EXPECT_EQ(arp.owner, dp::kControlWorker);
@@ -128,7 +128,7 @@ TEST(Steering, OwnersFollowEachClassPolicy) {
 TEST(Steering, AgreesWithTheQpnsAnEngineHandsOut) {
   // The engine of worker w hands out qpns.qpn(w, k); every such QPN must steer to w.
   for (std::uint32_t workers = 1; workers <= dp::kMaxWorkers; ++workers) {
-    const QpnShards shards{0x40, workers};
+    const rdma::QpnShards shards{0x40, workers};
     const Steering st(shards);
     for (unsigned w = 0; w < workers; ++w)
       for (std::uint32_t k = 0; k < 3; ++k) {

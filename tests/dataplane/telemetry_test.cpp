@@ -41,18 +41,18 @@ void expect_contains(const Json& expected, const Json& actual, const std::string
   }
 }
 
-void expect_counters(const Json& j, const Counters& c, const std::string& what) {
-  for (std::size_t k = 0; k < kCounterCount; ++k) {
-    const std::string name(counter_name(static_cast<Counter>(k)));
+void expect_counters(const Json& j, const rdma::Counters& c, const std::string& what) {
+  for (std::size_t k = 0; k < rdma::kCounterCount; ++k) {
+    const std::string name(rdma::counter_name(static_cast<rdma::Counter>(k)));
     ASSERT_TRUE(j.has(name)) << what << " lacks " << name;
     EXPECT_EQ(j[name].u64(), c.values()[k]) << what << " " << name;
   }
 }
 
-void expect_engine(const Json& j, const Engine& e, const std::string& what) {
+void expect_engine(const Json& j, const rdma::Engine& e, const std::string& what) {
   EXPECT_EQ(j["received"].u64(), e.received()) << what;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(EngineDrop::Count); ++i)
-    EXPECT_EQ(j["drops"][to_string(static_cast<EngineDrop>(i))].u64(), e.drops(static_cast<EngineDrop>(i))) << what;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rdma::EngineDrop::Count); ++i)
+    EXPECT_EQ(j["drops"][to_string(static_cast<rdma::EngineDrop>(i))].u64(), e.drops(static_cast<rdma::EngineDrop>(i))) << what;
   for (std::size_t i = 1; i < static_cast<std::size_t>(proto::ParseError::Count); ++i) {
     const auto pe = static_cast<proto::ParseError>(i);
     std::string name = proto::to_string(pe);  // telemetry names take '_' for '-'
@@ -62,7 +62,7 @@ void expect_engine(const Json& j, const Engine& e, const std::string& what) {
   expect_counters(j["counters"], e.total_counters(), what);
 }
 
-void expect_qp(const Json& j, const QueuePair& qp, const std::string& what) {
+void expect_qp(const Json& j, const rdma::QueuePair& qp, const std::string& what) {
   EXPECT_EQ(j["qpn"].u64(), qp.qpn()) << what;
   EXPECT_EQ(j["state"].str(), to_string(qp.state())) << what;
   EXPECT_EQ(j["type"].str(), "RC") << what;
@@ -76,9 +76,9 @@ void expect_qp(const Json& j, const QueuePair& qp, const std::string& what) {
   EXPECT_EQ(cc["rc_bps"].u64(), static_cast<std::uint64_t>(std::llround(rp.rc_bps()))) << what;
   EXPECT_EQ(cc["rt_bps"].u64(), static_cast<std::uint64_t>(std::llround(rp.rt_bps()))) << what;
   EXPECT_EQ(cc["alpha_ppm"].u64(), static_cast<std::uint64_t>(std::llround(rp.alpha() * 1e6))) << what;
-  EXPECT_EQ(cc["cnp_sent"].u64(), qp.counters().get(Counter::CnpSent)) << what;
-  EXPECT_EQ(cc["cnp_received"].u64(), qp.counters().get(Counter::CnpReceived)) << what;
-  EXPECT_EQ(cc["cnp_ignored"].u64(), qp.counters().get(Counter::CnpIgnored)) << what;
+  EXPECT_EQ(cc["cnp_sent"].u64(), qp.counters().get(rdma::Counter::CnpSent)) << what;
+  EXPECT_EQ(cc["cnp_received"].u64(), qp.counters().get(rdma::Counter::CnpReceived)) << what;
+  EXPECT_EQ(cc["cnp_ignored"].u64(), qp.counters().get(rdma::Counter::CnpIgnored)) << what;
   EXPECT_EQ(cc["reaction_point"]["cnp_received"].u64(), rp.counters().cnp_received) << what;
   EXPECT_EQ(cc["reaction_point"]["rate_decreases"].u64(), rp.counters().rate_decreases) << what;
   EXPECT_EQ(cc["reaction_point"]["increases_fast_recovery"].u64(), rp.counters().increases_fast_recovery) << what;
@@ -179,11 +179,11 @@ TEST_F(Telemetry, QpEngineWorkerAndPortCommandsMatchTheEngineCounters) {
   run_traffic(qps);
   if (HasFatalFailure()) return;
   const std::string an = pair->a->name(), bn = pair->b->name();
-  const QueuePair& qa = *qps[0].first.qp;
-  const QueuePair& qb = *qps[0].second.qp;
+  const rdma::QueuePair& qa = *qps[0].first.qp;
+  const rdma::QueuePair& qb = *qps[0].second.qp;
 
   // DCQCN really acted, so the comparisons below are not of zeros.
-  ASSERT_GT(qa.counters().get(Counter::CnpReceived), 0u);
+  ASSERT_GT(qa.counters().get(rdma::Counter::CnpReceived), 0u);
   ASSERT_GT(qa.congestion()->reaction_point().counters().rate_decreases, 0u);
   ASSERT_GT(qb.congestion()->notification_point().counters().cnp_sent, 0u);
 
@@ -192,7 +192,7 @@ TEST_F(Telemetry, QpEngineWorkerAndPortCommandsMatchTheEngineCounters) {
   const Json first = ask(client, "/rocev2/qp," + std::to_string(qa.qpn()));
   EXPECT_TRUE(first.has("dataplane") && first.has("counters"));
 
-  const Engine& ea = pair->a->worker(0).engine();
+  const rdma::Engine& ea = pair->a->worker(0).engine();
   expect_engine(ask(client, "/rocev2/engine," + an), ea, "engine of a");
   expect_engine(ask(client, "/rocev2/engine," + an + ",0"), ea, "worker 0 engine of a");
   const Json all = ask(client, "/rocev2/engine");

@@ -23,7 +23,7 @@ std::unique_ptr<Dataplane> make_dp(const std::string& name, std::uint16_t port, 
   dp::DataplaneOptions o;
   o.name = name;
   o.port.name = std::to_string(port);
-  o.ip = IpAddress::ipv4(ip);
+  o.ip = rdma::IpAddress::ipv4(ip);
   o.mac = mac;
   o.workers = workers;
   o.mode = workers > 1 ? dp::Mode::Pipeline : dp::Mode::RunToCompletion;  // a ring port has one queue

@@ -50,13 +50,13 @@ class WorkerStall : public ::testing::Test {
     ASSERT_EQ(wcs.size(), 1u);
     EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
   }
-  std::uint64_t early() const { return a_.qp->counters().get(Counter::EarlyRetransmits); }
+  std::uint64_t early() const { return a_.qp->counters().get(rdma::Counter::EarlyRetransmits); }
 
   std::unique_ptr<DataplanePair> pair_;
   Nanos t_ = 0;
   Endpoint a_, b_;
   std::vector<std::byte> src_, dst_;
-  const MemoryRegion *src_mr_ = nullptr, *dst_mr_ = nullptr;
+  const rdma::MemoryRegion *src_mr_ = nullptr, *dst_mr_ = nullptr;
 };
 
 TEST_F(WorkerStall, TimersWaitForTheAckThatArrivedDuringTheStall) {

@@ -19,8 +19,8 @@ TEST(WorkerTxBurst, ALongReadIsAnsweredOneBurstPerIteration) {
   constexpr std::uint32_t kPackets = 3 * dp::kBurst + 4;
   std::vector<std::byte> local(kPackets * 1024, std::byte{0}), remote(kPackets * 1024);
   for (std::size_t i = 0; i < remote.size(); ++i) remote[i] = static_cast<std::byte>(i * 7 + 1);
-  const MemoryRegion* local_mr = reg(*a.engine, a.pd, local, IBV_ACCESS_LOCAL_WRITE);
-  const MemoryRegion* remote_mr = reg(*b.engine, b.pd, remote, IBV_ACCESS_REMOTE_READ);
+  const rdma::MemoryRegion* local_mr = reg(*a.engine, a.pd, local, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* remote_mr = reg(*b.engine, b.pd, remote, IBV_ACCESS_REMOTE_READ);
   ibv_sge g = sge(local.data(), static_cast<std::uint32_t>(local.size()), local_mr);
   ASSERT_EQ(post(a, IBV_WR_RDMA_READ, 1, &g, 1, reinterpret_cast<std::uint64_t>(remote.data()), remote_mr->rkey()), 0);
 

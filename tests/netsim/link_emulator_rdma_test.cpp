@@ -28,7 +28,7 @@ enum class EmulatorRuns { Stepped, OnItsOwnLcore };
 class ThroughEmulator : public ::testing::TestWithParam<EmulatorRuns> {
  public:
   // Builds A <-> emulator <-> B; A is side X.
-  void build(const netsim::DirectionFaults& a_to_b, const netsim::DirectionFaults& b_to_a, const EngineConfig& engine = {},
+  void build(const netsim::DirectionFaults& a_to_b, const netsim::DirectionFaults& b_to_a, const rdma::EngineConfig& engine = {},
              std::uint64_t seed = 1) {
     static int n = 0;
     const std::string s = std::to_string(n++);
@@ -96,11 +96,11 @@ class ThroughEmulator : public ::testing::TestWithParam<EmulatorRuns> {
   }
 
   std::unique_ptr<Dataplane> make_dp(const std::string& name, const std::string& port, proto::Ipv4Addr ip,
-                                     proto::MacAddr mac, const EngineConfig& engine) {
+                                     proto::MacAddr mac, const rdma::EngineConfig& engine) {
     dp::DataplaneOptions o;
     o.name = name;
     o.port.name = port;
-    o.ip = IpAddress::ipv4(ip);
+    o.ip = rdma::IpAddress::ipv4(ip);
     o.mac = mac;
     o.mbufs = 4095;
     o.engine = engine;
@@ -131,9 +131,9 @@ class ThroughEmulator : public ::testing::TestWithParam<EmulatorRuns> {
 
 std::string counters_of(const Endpoint& e) {
   std::string s;
-  const Counters& c = e.qp->counters();
-  for (std::size_t k = 0; k < kCounterCount; ++k)
-    if (c.values()[k]) s += std::string(counter_name(static_cast<Counter>(k))) + "=" + std::to_string(c.values()[k]) + " ";
+  const rdma::Counters& c = e.qp->counters();
+  for (std::size_t k = 0; k < rdma::kCounterCount; ++k)
+    if (c.values()[k]) s += std::string(rdma::counter_name(static_cast<rdma::Counter>(k))) + "=" + std::to_string(c.values()[k]) + " ";
   return s;
 }
 
@@ -199,8 +199,8 @@ TEST_P(ThroughEmulator, WriteReadSendAreByteExactThroughLossReorderingAndDuplica
     EXPECT_GT(s.get(LinkCounter::Duplicated), 0u) << netsim::to_string(d);
     EXPECT_GT(s.get(LinkCounter::Reordered), 0u) << netsim::to_string(d);
   }
-  EXPECT_GT(a.qp->counters().get(Counter::RetransmittedPkts), 0u);
-  EXPECT_GT(b.qp->counters().get(Counter::DuplicateRequest), 0u);
+  EXPECT_GT(a.qp->counters().get(rdma::Counter::RetransmittedPkts), 0u);
+  EXPECT_GT(b.qp->counters().get(rdma::Counter::DuplicateRequest), 0u);
 }
 
 // The sender's DCQCN line rate is 10 Gb/s; the emulator's bottleneck runs at 1 Gb/s and marks
@@ -212,7 +212,7 @@ TEST_P(ThroughEmulator, EcnMarksAtTheBottleneckMakeDcqcnCutTheSenderRate) {
   bottleneck.rate_bps = 1e9;
   bottleneck.queue_bytes = 2'000'000;
   bottleneck.red = {20'000, 200'000, 0.2};
-  EngineConfig cc;
+  rdma::EngineConfig cc;
   cc.tuning.congestion.enabled = true;
   cc.tuning.congestion.rp = cc::paper_params(kLine);
   build(bottleneck, {}, cc, 5);
@@ -235,7 +235,7 @@ TEST_P(ThroughEmulator, EcnMarksAtTheBottleneckMakeDcqcnCutTheSenderRate) {
                    reinterpret_cast<std::uint64_t>(dst.data()) + static_cast<std::uint64_t>(i % 4) * kBytes, dm->rkey()),
               0);
   }
-  const QpCongestion* rp = a.qp->congestion();
+  const rdma::QpCongestion* rp = a.qp->congestion();
   ASSERT_NE(rp, nullptr);
   std::vector<ibv_wc> wcs;
   double min_rc = kLine;  // Rc recovers once the marks stop, so the cut is seen while it lasts
@@ -251,9 +251,9 @@ TEST_P(ThroughEmulator, EcnMarksAtTheBottleneckMakeDcqcnCutTheSenderRate) {
   std::printf("  %s\n  sender: %s lowest Rc=%.3f Gb/s, at the end %.3f Gb/s\n  receiver: %s\n", link_stats().c_str(),
               counters_of(a).c_str(), min_rc / 1e9, rp->reaction_point().rc_bps() / 1e9, counters_of(b).c_str());
   EXPECT_GT(s.get(LinkCounter::Marked), 0u);
-  EXPECT_GT(b.qp->counters().get(Counter::EcnCeReceived), 0u);
-  EXPECT_GT(b.qp->counters().get(Counter::CnpSent), 0u);
-  EXPECT_GT(a.qp->counters().get(Counter::CnpReceived), 0u);
+  EXPECT_GT(b.qp->counters().get(rdma::Counter::EcnCeReceived), 0u);
+  EXPECT_GT(b.qp->counters().get(rdma::Counter::CnpSent), 0u);
+  EXPECT_GT(a.qp->counters().get(rdma::Counter::CnpReceived), 0u);
   EXPECT_GT(rp->reaction_point().counters().rate_decreases, 0u);
   // The first CNP cuts with alpha = 1, halving Rc; later ones cut further.
   EXPECT_LE(min_rc, kLine / 2);

@@ -62,7 +62,7 @@ class DataplanePairTest : public ::testing::Test {
     dp::DataplaneOptions o;
     o.name = name;
     o.port.name = std::to_string(port);
-    o.ip = IpAddress::ipv4(ip);
+    o.ip = rdma::IpAddress::ipv4(ip);
     o.mbufs = 8191;
     o.engine.max_inline = 912;  // perftest's largest -I, as roce-gen configures its engine
     auto d = dp::Dataplane::create(o);

@@ -44,11 +44,11 @@ std::optional<IpHeaderAt> find_ip_header(std::span<const std::byte> frame) {
   return std::nullopt;
 }
 
-std::optional<IpAddress> ip_destination(std::span<const std::byte> frame) {
+std::optional<rdma::IpAddress> ip_destination(std::span<const std::byte> frame) {
   const auto ip = find_ip_header(frame);
   if (!ip) return std::nullopt;
-  if (ip->version == IpVersion::V4) return IpAddress::ipv4(read_at<Ipv4Header>(frame, ip->offset).dst);
-  return IpAddress::ipv6(read_at<Ipv6Header>(frame, ip->offset).dst);
+  if (ip->version == IpVersion::V4) return rdma::IpAddress::ipv4(read_at<Ipv4Header>(frame, ip->offset).dst);
+  return rdma::IpAddress::ipv6(read_at<Ipv6Header>(frame, ip->offset).dst);
 }
 
 Ecn ip_ecn(std::span<const std::byte> frame) {

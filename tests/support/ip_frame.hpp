@@ -19,7 +19,7 @@ struct IpHeaderAt {
 
 // Where the IP header starts; nullopt for a frame too short or not carrying IPv4/IPv6.
 std::optional<IpHeaderAt> find_ip_header(std::span<const std::byte> frame);
-std::optional<IpAddress> ip_destination(std::span<const std::byte> frame);
+std::optional<rdma::IpAddress> ip_destination(std::span<const std::byte> frame);
 // Not-ECT for a frame without an IP header.
 proto::Ecn ip_ecn(std::span<const std::byte> frame);
 

@@ -120,7 +120,7 @@ TEST(IpFrame, NonIpAndTruncatedFramesHaveNoIpHeader) {
 TEST(IpFrame, DestinationIsReadPastTheTags) {
   const auto v4 = ip_destination(roce_frame(IpVersion::V4, Ecn::Ect0, 2));
   ASSERT_TRUE(v4);
-  EXPECT_EQ(*v4, IpAddress::ipv4({10, 0, 0, 2}));
+  EXPECT_EQ(*v4, rdma::IpAddress::ipv4({10, 0, 0, 2}));
   const auto v6 = ip_destination(roce_frame(IpVersion::V6, Ecn::Ect0));
   ASSERT_TRUE(v6);
   EXPECT_EQ(v6->version, IpVersion::V6);

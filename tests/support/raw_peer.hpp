@@ -22,7 +22,7 @@ struct Reply {
 
 class RawPeer {
  public:
-  RawPeer(Engine& target, proto::MacAddr my_mac, proto::Ipv4Addr my_ip, std::uint32_t my_qpn,
+  RawPeer(rdma::Engine& target, proto::MacAddr my_mac, proto::Ipv4Addr my_ip, std::uint32_t my_qpn,
           std::uint32_t target_qpn)
       : target_(target), qpn_(my_qpn) {
     spec_.eth.src = my_mac;
@@ -59,8 +59,8 @@ class RawPeer {
     std::vector<Reply> out;
     std::vector<std::vector<std::byte>> bufs(32, std::vector<std::byte>(8192));
     for (;;) {
-      std::vector<TxFrame> frames(bufs.size());
-      for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = TxFrame{bufs[i].data(), 8192, 0};
+      std::vector<rdma::TxFrame> frames(bufs.size());
+      for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = rdma::TxFrame{bufs[i].data(), 8192, 0};
       const std::size_t n = target_.transmit(frames, now);
       for (std::size_t i = 0; i < n; ++i) {
         Reply r;
@@ -83,18 +83,18 @@ class RawPeer {
   proto::FrameSpec& spec() { return spec_; }
 
  private:
-  Engine& target_;
+  rdma::Engine& target_;
   std::uint32_t qpn_;
   proto::FrameSpec spec_;
 };
 
 // The engine a RawPeer drives: 02:00:00:00:00:01 at 10.0.0.1, every address resolving to the
 // peer's MAC.
-inline EngineConfig raw_peer_target(proto::MacAddr peer_mac) {
-  EngineConfig cfg;
+inline rdma::EngineConfig raw_peer_target(proto::MacAddr peer_mac) {
+  rdma::EngineConfig cfg;
   cfg.path.local.mac = {2, 0, 0, 0, 0, 1};
-  cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 1});
-  cfg.path.resolve_mac = [peer_mac](const IpAddress&) -> std::optional<proto::MacAddr> { return peer_mac; };
+  cfg.path.local.ip = rdma::IpAddress::ipv4({10, 0, 0, 1});
+  cfg.path.resolve_mac = [peer_mac](const rdma::IpAddress&) -> std::optional<proto::MacAddr> { return peer_mac; };
   return cfg;
 }
 
@@ -109,33 +109,33 @@ struct RawPeerPath {
   ibv_mtu mtu = IBV_MTU_1024;
 };
 
-inline void to_init(Engine& e, QueuePair* qp, unsigned access) {
-  const QpTransition t = init_transition(IBV_QPT_RC, static_cast<int>(access));
+inline void to_init(rdma::Engine& e, rdma::QueuePair* qp, unsigned access) {
+  const rdma::QpTransition t = rdma::init_transition(IBV_QPT_RC, static_cast<int>(access));
   const Status s = e.modify_qp(qp, t.attr, t.mask);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 
 // INIT, then RTR towards the raw peer.
-inline void to_rtr(Engine& e, QueuePair* qp, const RawPeerPath& p) {
+inline void to_rtr(rdma::Engine& e, rdma::QueuePair* qp, const RawPeerPath& p) {
   to_init(e, qp, p.access);
-  PeerPath path;
+  rdma::PeerPath path;
   path.mtu = p.mtu;
   path.dest_qpn = p.peer_qpn;
   path.rq_psn = p.rq_psn;
-  path.dgid = gid_from_ip(IpAddress::ipv4(p.peer_ip));
+  path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(p.peer_ip));
   path.max_dest_rd_atomic = p.max_dest_rd_atomic;
   path.min_rnr_timer = p.min_rnr_timer;
-  const QpTransition t = rtr_transition(IBV_QPT_RC, path);
+  const rdma::QpTransition t = rdma::rtr_transition(IBV_QPT_RC, path);
   const Status s = e.modify_qp(qp, t.attr, t.mask);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 
 // RTR to RTS with perftest's retry settings.
-inline void to_rts(Engine& e, QueuePair* qp, std::uint32_t sq_psn, std::uint8_t max_rd_atomic) {
-  SendSide send;
+inline void to_rts(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t sq_psn, std::uint8_t max_rd_atomic) {
+  rdma::SendSide send;
   send.sq_psn = sq_psn;
   send.max_rd_atomic = max_rd_atomic;
-  const QpTransition t = rts_transition(IBV_QPT_RC, send);
+  const rdma::QpTransition t = rdma::rts_transition(IBV_QPT_RC, send);
   const Status s = e.modify_qp(qp, t.attr, t.mask);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
@@ -154,7 +154,7 @@ inline proto::ExtHeaders atomic_eth(std::uint64_t va, std::uint32_t rkey, std::u
 
 // Where `qp` would place the payload of `frame` if it came in now, and what it would ask for
 // ahead (QueuePair::payload_dest).
-inline PayloadDest payload_dest_of(const QueuePair& qp, std::span<const std::byte> frame) {
+inline rdma::PayloadDest payload_dest_of(const rdma::QueuePair& qp, std::span<const std::byte> frame) {
   proto::Packet pkt;
   EXPECT_EQ(proto::parse_frame(frame, {}, pkt), proto::ParseError::None);
   return qp.payload_dest(pkt);

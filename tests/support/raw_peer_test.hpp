@@ -30,7 +30,7 @@ class RawPeerTest : public ::testing::Test {
   void bring_up(const RawPeerSetup& s) {
     setup_ = s;
     peer_.reset();
-    engine_ = std::make_unique<Engine>(raw_peer_target(s.peer_mac), mrs_);
+    engine_ = std::make_unique<rdma::Engine>(raw_peer_target(s.peer_mac), mrs_);
     ep_ = make_endpoint(*engine_, QpOptions{});
     RawPeerPath path{s.peer_ip, s.peer_qpn, s.rq_psn, s.access, s.max_dest_rd_atomic, s.min_rnr_timer, s.mtu};
     to_rtr(*engine_, ep_.qp, path);
@@ -38,17 +38,17 @@ class RawPeerTest : public ::testing::Test {
     peer_ = std::make_unique<RawPeer>(*engine_, s.peer_mac, s.peer_ip, s.peer_qpn, ep_.qp->qpn());
   }
   // A further QP of the same engine in RTR towards the same peer (and in RTS if the first is).
-  void bring_up_another(QueuePair* qp) {
+  void bring_up_another(rdma::QueuePair* qp) {
     RawPeerPath path{setup_.peer_ip, setup_.peer_qpn, setup_.rq_psn, setup_.access, setup_.max_dest_rd_atomic,
                      setup_.min_rnr_timer, setup_.mtu};
     to_rtr(*engine_, qp, path);
     if (setup_.rts) to_rts(*engine_, qp, setup_.sq_psn, setup_.max_rd_atomic);
   }
-  std::uint64_t count(Counter c) const { return ep_.qp->counters().get(c); }
+  std::uint64_t count(rdma::Counter c) const { return ep_.qp->counters().get(c); }
 
   RawPeerSetup setup_;
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
   Endpoint ep_;
   std::unique_ptr<RawPeer> peer_;
 };

@@ -31,16 +31,16 @@ SimFabric::SimFabric(std::uint64_t seed) : seed_(seed) {
 
 SimFabric::~SimFabric() = default;
 
-std::size_t SimFabric::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, EngineConfig cfg, FabricLink link,
+std::size_t SimFabric::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, rdma::EngineConfig cfg, FabricLink link,
                                 cc::CpParams egress) {
   cfg.path.local.mac = mac;
-  cfg.path.local.ip = IpAddress::ipv4(ip);
+  cfg.path.local.ip = rdma::IpAddress::ipv4(ip);
   if (!cfg.path.resolve_mac) cfg.path.resolve_mac = addresses_.resolver();
   addresses_.add(cfg.path.local.ip, mac);
   egress.line_rate_bps = link.bandwidth_bps;
   egress.seed = seed_ * 1'000'003 + hosts_.size();
   if (const auto bad = cc::check(egress)) throw std::invalid_argument("switch port " + name + ": " + *bad);
-  const IpAddress address = cfg.path.local.ip;
+  const rdma::IpAddress address = cfg.path.local.ip;
   hosts_.push_back(std::make_unique<Port>(name, std::move(cfg), address, link, egress));
   hosts_.back()->sim.link() = SerialLink(link.bandwidth_bps);
   hosts_.back()->window.since = now_;

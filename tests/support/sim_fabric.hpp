@@ -59,13 +59,13 @@ class SimFabric {
 
   // Adds a host on a switch port of its own; `egress` is the queue of that port toward the host
   // (its line_rate_bps and seed are set here). Returns the host's index (= its port).
-  std::size_t add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, EngineConfig cfg = {},
+  std::size_t add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, rdma::EngineConfig cfg = {},
                        FabricLink link = {}, cc::CpParams egress = {});
   std::size_t index(const std::string& name) const;
   std::size_t size() const { return hosts_.size(); }
-  Engine& host(std::size_t i) { return hosts_.at(i)->sim.engine(); }
-  Engine& host(const std::string& name) { return host(index(name)); }
-  MrTable& memory(std::size_t i) { return hosts_.at(i)->sim.memory(); }
+  rdma::Engine& host(std::size_t i) { return hosts_.at(i)->sim.engine(); }
+  rdma::Engine& host(const std::string& name) { return host(index(name)); }
+  rdma::MrTable& memory(std::size_t i) { return hosts_.at(i)->sim.memory(); }
 
   // The switch egress port toward host i.
   const EgressQueue& egress(std::size_t i) const { return hosts_.at(i)->egress; }
@@ -92,10 +92,10 @@ class SimFabric {
  private:
   // A host, its link and the switch port toward it.
   struct Port {
-    Port(std::string name, EngineConfig cfg, const IpAddress& ip, FabricLink link, const cc::CpParams& egress)
+    Port(std::string name, rdma::EngineConfig cfg, const rdma::IpAddress& ip, FabricLink link, const cc::CpParams& egress)
         : sim(std::move(name), std::move(cfg)), ip(ip), link(link), egress(egress) {}
     SimHost sim;
-    IpAddress ip;
+    rdma::IpAddress ip;
     FabricLink link;
     EgressQueue egress;
     PortWindow window;

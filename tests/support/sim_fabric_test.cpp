@@ -20,8 +20,8 @@ constexpr int kRemoteWrite = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 
 // Senders bounded only by their 256-packet go-back-N window, so that line-rate senders fill the
 // switch queue as these tests expect (the 256 KiB byte window would keep it shallow).
-EngineConfig line_rate_config() {
-  EngineConfig cfg;
+rdma::EngineConfig line_rate_config() {
+  rdma::EngineConfig cfg;
   cfg.tuning.max_inflight_bytes = 0;
   return cfg;
 }
@@ -131,9 +131,9 @@ TEST(SimFabric, TwoLineRateSendersQueueInTheSwitchAndMarkedFramesStayValid) {
   EXPECT_GT(k.marked_ce, 0u);
   EXPECT_EQ(ce_seen, k.marked_ce);
   EXPECT_EQ(bad, 0u);
-  EXPECT_EQ(s.fabric.host(s.hosts[0]).drops(EngineDrop::IcrcBad), 0u);
-  EXPECT_EQ(s.receivers[0].qp->counters().get(Counter::EcnCeReceived) +
-                s.receivers[1].qp->counters().get(Counter::EcnCeReceived),
+  EXPECT_EQ(s.fabric.host(s.hosts[0]).drops(rdma::EngineDrop::IcrcBad), 0u);
+  EXPECT_EQ(s.receivers[0].qp->counters().get(rdma::Counter::EcnCeReceived) +
+                s.receivers[1].qp->counters().get(rdma::Counter::EcnCeReceived),
             k.marked_ce);
 }
 
@@ -150,7 +150,7 @@ TEST(SimFabric, TailDropIsCountedAndGoBackNStillDeliversEverything) {
   EXPECT_EQ(s.fabric.window(0).dropped, k.dropped_buffer_full + k.dropped_no_slot);
   EXPECT_LE(k.max_occupancy_bytes, port.capacity_bytes);
   std::uint64_t retx = 0;
-  for (const auto& e : s.senders) retx += e.qp->counters().get(Counter::RetransmittedPkts);
+  for (const auto& e : s.senders) retx += e.qp->counters().get(rdma::Counter::RetransmittedPkts);
   EXPECT_GT(retx, 0u);
 }
 
@@ -178,15 +178,15 @@ TEST(SimFabric, PortWindowCountsWhatLeftAndTheTimeWeightedQueue) {
 
 TEST(SimFabric, FramesForAnUnknownAddressAreCountedUnroutable) {
   SimFabric fabric{3};
-  EngineConfig cfg;
-  cfg.path.resolve_mac = [](const IpAddress&) -> std::optional<MacAddr> { return MacAddr{2, 0, 0, 0, 0, 9}; };
+  rdma::EngineConfig cfg;
+  cfg.path.resolve_mac = [](const rdma::IpAddress&) -> std::optional<MacAddr> { return MacAddr{2, 0, 0, 0, 0, 9}; };
   const std::size_t a = fabric.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   const std::size_t b = fabric.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
   // a's peer is an engine outside the fabric, at an address no port has.
-  EngineConfig away = cfg;
-  away.path.local.ip = IpAddress::ipv4({10, 0, 0, 99});
-  MrTable away_mrs;
-  Engine ghost(away, away_mrs);
+  rdma::EngineConfig away = cfg;
+  away.path.local.ip = rdma::IpAddress::ipv4({10, 0, 0, 99});
+  rdma::MrTable away_mrs;
+  rdma::Engine ghost(away, away_mrs);
   QpOptions o;
   Endpoint ea = make_endpoint(fabric.host(a), o);
   Endpoint eg = make_endpoint(ghost, o);

@@ -34,10 +34,10 @@ class SerialLink {
 
 class AddressBook {
  public:
-  void add(const IpAddress& ip, proto::MacAddr mac) { by_ip_[to_string(ip)] = mac; }
+  void add(const rdma::IpAddress& ip, proto::MacAddr mac) { by_ip_[to_string(ip)] = mac; }
   // Looks addresses up in this book, which must outlive the resolver.
-  MacResolver resolver() const {
-    return [this](const IpAddress& a) -> std::optional<proto::MacAddr> {
+  rdma::MacResolver resolver() const {
+    return [this](const rdma::IpAddress& a) -> std::optional<proto::MacAddr> {
       const auto it = by_ip_.find(to_string(a));
       if (it == by_ip_.end()) return std::nullopt;
       return it->second;
@@ -54,12 +54,12 @@ class SimHost {
   static constexpr std::uint32_t kFrameBytes = 4096 + 256;  // a 4096-byte path MTU and every header
 
   // `cfg.path.local` and `cfg.path.resolve_mac` are the caller's to fill.
-  SimHost(std::string name, EngineConfig cfg);
+  SimHost(std::string name, rdma::EngineConfig cfg);
 
   const std::string& name() const { return name_; }
-  Engine& engine() { return *engine_; }
-  const Engine& engine() const { return *engine_; }
-  MrTable& memory() { return *mrs_; }
+  rdma::Engine& engine() { return *engine_; }
+  const rdma::Engine& engine() const { return *engine_; }
+  rdma::MrTable& memory() { return *mrs_; }
   SerialLink& link() { return link_; }
   const SerialLink& link() const { return link_; }
 
@@ -70,7 +70,7 @@ class SimHost {
   template <typename Emit>
   void transmit(Nanos now, Nanos ring, Emit&& emit) {
     while (link_.free_at() <= now + ring) {
-      for (TxFrame& f : frames_) f.length = 0;
+      for (rdma::TxFrame& f : frames_) f.length = 0;
       const std::size_t n = engine_->transmit(frames_, now);
       for (std::size_t i = 0; i < n; ++i) emit(std::span<const std::byte>{frames_[i].data, frames_[i].length});
       if (n < frames_.size()) break;
@@ -83,11 +83,11 @@ class SimHost {
 
  private:
   std::string name_;
-  std::unique_ptr<MrTable> mrs_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<rdma::MrTable> mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
   SerialLink link_;
   std::vector<std::vector<std::byte>> buffers_;
-  std::vector<TxFrame> frames_;
+  std::vector<rdma::TxFrame> frames_;
 };
 
 }  // namespace roce::test

@@ -26,11 +26,11 @@ SimNetwork::SimNetwork(std::uint64_t seed) : rng_(seed) {
   capture_to(std::string(dir) + "/" + name + "-" + std::to_string(seed) + ".pcap");
 }
 
-Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, EngineConfig cfg) {
-  return add_host(name, mac, IpAddress::ipv4(ip), std::move(cfg));
+rdma::Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, Ipv4Addr ip, rdma::EngineConfig cfg) {
+  return add_host(name, mac, rdma::IpAddress::ipv4(ip), std::move(cfg));
 }
 
-Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, const IpAddress& ip, EngineConfig cfg) {
+rdma::Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, const rdma::IpAddress& ip, rdma::EngineConfig cfg) {
   cfg.path.local.mac = mac;
   cfg.path.local.ip = ip;
   if (!cfg.path.resolve_mac) cfg.path.resolve_mac = addresses_.resolver();

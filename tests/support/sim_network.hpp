@@ -42,11 +42,11 @@ class SimNetwork {
   explicit SimNetwork(std::uint64_t seed);
 
   // Adds a host with its own engine; `mrs` may be shared between hosts or not.
-  Engine& add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, EngineConfig cfg = {});
+  rdma::Engine& add_host(const std::string& name, proto::MacAddr mac, proto::Ipv4Addr ip, rdma::EngineConfig cfg = {});
   // The same with an address of either family (an IPv6 host sends IPv6 frames).
-  Engine& add_host(const std::string& name, proto::MacAddr mac, const IpAddress& ip, EngineConfig cfg = {});
-  Engine& host(const std::string& name) { return hosts_.at(index_.at(name)).sim.engine(); }
-  MrTable& memory(const std::string& name) { return hosts_.at(index_.at(name)).sim.memory(); }
+  rdma::Engine& add_host(const std::string& name, proto::MacAddr mac, const rdma::IpAddress& ip, rdma::EngineConfig cfg = {});
+  rdma::Engine& host(const std::string& name) { return hosts_.at(index_.at(name)).sim.engine(); }
+  rdma::MrTable& memory(const std::string& name) { return hosts_.at(index_.at(name)).sim.memory(); }
   void connect(const std::string& a, const std::string& b, const LinkFaults& a_to_b, const LinkFaults& b_to_a);
 
   Nanos now() const { return now_; }

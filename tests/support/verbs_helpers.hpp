@@ -32,20 +32,20 @@ struct QpOptions {
 };
 
 struct Endpoint {
-  Engine* engine = nullptr;
-  PdHandle pd = 0;
-  CompletionQueue* cq = nullptr;
-  QueuePair* qp = nullptr;
+  rdma::Engine* engine = nullptr;
+  rdma::PdHandle pd = 0;
+  rdma::CompletionQueue* cq = nullptr;
+  rdma::QueuePair* qp = nullptr;
 };
 
-inline Endpoint make_endpoint(Engine& e, const QpOptions& o, PdHandle pd = 0) {
+inline Endpoint make_endpoint(rdma::Engine& e, const QpOptions& o, rdma::PdHandle pd = 0) {
   Endpoint ep;
   ep.engine = &e;
   ep.pd = pd ? pd : e.alloc_pd();
   auto cq = e.create_cq(4 * o.depth + 16);
   EXPECT_TRUE(cq.ok()) << cq.error().message;
   ep.cq = *cq;
-  QpInit init;
+  rdma::QpInit init;
   init.type = o.type;
   init.send_cq = ep.cq;
   init.recv_cq = ep.cq;
@@ -56,12 +56,12 @@ inline Endpoint make_endpoint(Engine& e, const QpOptions& o, PdHandle pd = 0) {
   return ep;
 }
 
-inline ibv_gid gid_of(const Engine& e) { return gid_from_ip(e.config().path.local.ip); }
+inline ibv_gid gid_of(const rdma::Engine& e) { return rdma::gid_from_ip(e.config().path.local.ip); }
 
 // RESET -> INIT -> RTR -> RTS with the attributes ibv_rc_pingpong uses.
 inline void bring_up(Endpoint& me, const Endpoint& peer, const QpOptions& o, std::uint32_t my_psn,
                      std::uint32_t peer_psn) {
-  PeerPath path;
+  rdma::PeerPath path;
   path.mtu = o.mtu;
   path.dest_qpn = peer.qp->qpn();
   path.rq_psn = peer_psn;
@@ -69,9 +69,9 @@ inline void bring_up(Endpoint& me, const Endpoint& peer, const QpOptions& o, std
   path.hop_limit = 1;
   path.max_dest_rd_atomic = o.max_rd_atomic;
   path.min_rnr_timer = o.min_rnr_timer;
-  for (const QpTransition& t :
-       {init_transition(o.type, o.access, o.qkey), rtr_transition(o.type, path),
-        rts_transition(o.type, SendSide{my_psn, o.timeout, o.retry_cnt, o.rnr_retry, o.max_rd_atomic})}) {
+  for (const rdma::QpTransition& t :
+       {rdma::init_transition(o.type, o.access, o.qkey), rdma::rtr_transition(o.type, path),
+        rdma::rts_transition(o.type, rdma::SendSide{my_psn, o.timeout, o.retry_cnt, o.rnr_retry, o.max_rd_atomic})}) {
     const auto s = me.engine->modify_qp(me.qp, t.attr, t.mask);
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
@@ -82,13 +82,13 @@ inline void connect_pair(Endpoint& a, Endpoint& b, const QpOptions& o) {
   bring_up(b, a, o, o.rq_psn, o.sq_psn);
 }
 
-inline const MemoryRegion* reg(Engine& e, PdHandle pd, std::vector<std::byte>& buf, int access) {
+inline const rdma::MemoryRegion* reg(rdma::Engine& e, rdma::PdHandle pd, std::vector<std::byte>& buf, int access) {
   auto mr = e.memory().register_region(pd, buf.data(), buf.size(), access);
   EXPECT_TRUE(mr.ok()) << mr.error().message;
   return mr.ok() ? *mr : nullptr;
 }
 
-inline ibv_sge sge(const std::byte* p, std::uint32_t len, const MemoryRegion* mr) {
+inline ibv_sge sge(const std::byte* p, std::uint32_t len, const rdma::MemoryRegion* mr) {
   return ibv_sge{reinterpret_cast<std::uint64_t>(p), len, mr ? mr->lkey() : 0};
 }
 

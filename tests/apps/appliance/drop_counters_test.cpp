@@ -33,7 +33,7 @@ using namespace roce::test::frame_edit;
 
 // One frame of (at least) every kind of drop the engine knows, aimed at an appliance at
 // 10.0.0.2 whose only QP is an RC QP 0x11 in INIT.
-std::vector<std::vector<std::byte>> hostile_frames(Engine& oracle) {
+std::vector<std::vector<std::byte>> hostile_frames(rdma::Engine& oracle) {
   RawPeer peer(oracle, kPeerMac, kPeerIp, 0x77, 0x11);
   const std::vector<std::byte> payload(16, std::byte{0x5a});
   auto send_only = [&] { return peer.frame(Opcode::RcSendOnly, 0, {}, payload); };
@@ -125,10 +125,10 @@ std::uint64_t field(const Json& object, const std::string& name) {
 }
 
 // Every name of the engine's drop tables, with its value in `object` ({"drops":..., "parse_drops":...}).
-void expect_every_drop(const Json& object, const Engine& oracle, const std::string& where) {
+void expect_every_drop(const Json& object, const rdma::Engine& oracle, const std::string& where) {
   ASSERT_TRUE(object.has("drops") && object.has("parse_drops")) << where;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(EngineDrop::Count); ++i) {
-    const auto d = static_cast<EngineDrop>(i);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rdma::EngineDrop::Count); ++i) {
+    const auto d = static_cast<rdma::EngineDrop>(i);
     EXPECT_EQ(field(object["drops"], to_string(d)), oracle.drops(d)) << where << ": drops." << to_string(d);
   }
   for (std::size_t i = 1; i < static_cast<std::size_t>(ParseError::Count); ++i) {
@@ -156,13 +156,13 @@ TEST(DropCounters, EveryEngineDropReachesTheCountersTheReportAndTelemetry) {
   ASSERT_EQ(qp["qpn"].u64(), 0x11u);
 
   // The oracle: an engine at the same address with the same QP.
-  MrTable mrs;
-  EngineConfig cfg;
-  cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 2});
-  Engine oracle(cfg, mrs);
+  rdma::MrTable mrs;
+  rdma::EngineConfig cfg;
+  cfg.path.local.ip = rdma::IpAddress::ipv4({10, 0, 0, 2});
+  rdma::Engine oracle(cfg, mrs);
   test::QpOptions o;
   test::Endpoint ep = test::make_endpoint(oracle, o);
-  const QpTransition init = init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE, 0);
+  const rdma::QpTransition init = rdma::init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE, 0);
   ASSERT_TRUE(oracle.modify_qp(ep.qp, init.attr, init.mask).ok());
   ASSERT_EQ(ep.qp->qpn(), 0x11u);
   const auto frames = hostile_frames(oracle);
@@ -171,8 +171,8 @@ TEST(DropCounters, EveryEngineDropReachesTheCountersTheReportAndTelemetry) {
     ASSERT_TRUE(net.send(f)) << "send " << f.size() << " bytes: " << std::strerror(errno);
   }
   std::size_t kinds = 0;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(EngineDrop::Count); ++i)
-    kinds += oracle.drops(static_cast<EngineDrop>(i)) > 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rdma::EngineDrop::Count); ++i)
+    kinds += oracle.drops(static_cast<rdma::EngineDrop>(i)) > 0;
   for (std::size_t i = 1; i < static_cast<std::size_t>(ParseError::Count); ++i)
     kinds += oracle.parse_drops(static_cast<ParseError>(i)) > 0;
   EXPECT_GE(kinds, 15u) << "the frames should hit most kinds of drop";
@@ -186,8 +186,8 @@ TEST(DropCounters, EveryEngineDropReachesTheCountersTheReportAndTelemetry) {
   ASSERT_EQ(counters["workers"].array()[0]["received"].u64(), oracle.received());
   expect_every_drop(counters, oracle, "counters");
   expect_every_drop(counters["workers"].array()[0], oracle, "counters.workers[0]");
-  for (std::size_t k = 0; k < kCounterCount; ++k) {
-    const std::string name(counter_name(static_cast<Counter>(k)));
+  for (std::size_t k = 0; k < rdma::kCounterCount; ++k) {
+    const std::string name(rdma::counter_name(static_cast<rdma::Counter>(k)));
     EXPECT_EQ(field(counters["transport"], name), oracle.total_counters().values()[k]) << "transport." << name;
   }
 

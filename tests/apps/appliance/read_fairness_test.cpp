@@ -79,11 +79,11 @@ TEST(ReadFairness, FiftyDuplicateLargeReadsDoNotHoldUpAnotherQpOnARealPort) {
   }
 
   // Requests are built as an engine at the appliance's address would expect them.
-  MrTable mrs;
-  EngineConfig cfg;
+  rdma::MrTable mrs;
+  rdma::EngineConfig cfg;
   cfg.path.local.mac = kApplianceMac;
-  cfg.path.local.ip = IpAddress::ipv4({10, 0, 0, 2});
-  Engine shape(cfg, mrs);
+  cfg.path.local.ip = rdma::IpAddress::ipv4({10, 0, 0, 2});
+  rdma::Engine shape(cfg, mrs);
   RawPeer a(shape, kPeerMac, kPeerIp, peer_qpn[0], qpn[0]);
   RawPeer b(shape, kPeerMac, kPeerIp, peer_qpn[1], qpn[1]);
   while (!net.receive(50).empty()) {

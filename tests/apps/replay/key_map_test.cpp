@@ -40,7 +40,7 @@ Packet parsed(const std::vector<std::byte>& f) {
 KeyMap map() {
   KeyMap m;
   m.add(KeyMapping{0x1350d, 0x55f4e59cedb0, 0x201, 0x7000});
-  m.set_local(IpAddress::ipv4({10, 0, 0, 1}));
+  m.set_local(rdma::IpAddress::ipv4({10, 0, 0, 1}));
   return m;
 }
 

@@ -68,7 +68,7 @@ TEST(Scenario, EverySectionIsReadIntoItsFields) {
   EXPECT_FALSE(s.compare.credits);
   EXPECT_TRUE(s.compare.coalesce_acks);
   EXPECT_EQ(s.compare.max_diffs, 3u);
-  EXPECT_EQ(s.local.ip, IpAddress::ipv4({10, 0, 0, 1}));
+  EXPECT_EQ(s.local.ip, rdma::IpAddress::ipv4({10, 0, 0, 1}));
   EXPECT_TRUE(s.dcqcn);
   EXPECT_EQ(s.np.interval, 40'000);
   EXPECT_EQ(s.np.mode, cc::NpMode::Suppress);

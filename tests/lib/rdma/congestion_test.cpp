@@ -11,8 +11,8 @@ namespace {
 
 using namespace roce::proto;
 
-EngineConfig cc_config(double line_bps) {
-  EngineConfig c;
+rdma::EngineConfig cc_config(double line_bps) {
+  rdma::EngineConfig c;
   c.tuning.congestion.enabled = true;
   c.tuning.congestion.rp = cc::paper_params(line_bps);
   return c;
@@ -24,8 +24,8 @@ struct Net {
   std::vector<Nanos> a_data_times;
   std::vector<Nanos> b_cnp_times;
   Net(LinkFaults a_to_b, bool cc = true) {
-    net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cc ? cc_config(10e9) : EngineConfig{});
-    net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cc ? cc_config(10e9) : EngineConfig{});
+    net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cc ? cc_config(10e9) : rdma::EngineConfig{});
+    net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cc ? cc_config(10e9) : rdma::EngineConfig{});
     net.connect("a", "b", a_to_b, {});
     net.on_transmit = [this](const std::string& from, std::span<const std::byte> f, Nanos t) {
       Packet p;
@@ -58,16 +58,16 @@ TEST(Congestion, CeMarkedDataIsAnsweredWithPacedCnpsThatCutTheSenderRate) {
   mark_all.bandwidth_bps = 10e9;
   Net n(mark_all);
   n.write(1 << 20, 4);
-  const QpCongestion* rp_side = n.a.qp->congestion();
+  const rdma::QpCongestion* rp_side = n.a.qp->congestion();
   ASSERT_NE(rp_side, nullptr);
   EXPECT_LT(rp_side->reaction_point().rc_bps(), 10e9);
   EXPECT_GT(rp_side->reaction_point().counters().rate_decreases, 0u);
-  EXPECT_GT(n.a.qp->counters().get(Counter::CnpReceived), 0u);
-  EXPECT_EQ(n.a.qp->counters().get(Counter::CnpIgnored), 0u);
-  EXPECT_EQ(n.b.qp->counters().get(Counter::CnpSent), n.b_cnp_times.size());
+  EXPECT_GT(n.a.qp->counters().get(rdma::Counter::CnpReceived), 0u);
+  EXPECT_EQ(n.a.qp->counters().get(rdma::Counter::CnpIgnored), 0u);
+  EXPECT_EQ(n.b.qp->counters().get(rdma::Counter::CnpSent), n.b_cnp_times.size());
   // The notification point sends at most one CNP per 50 us for the QP.
   for (std::size_t i = 1; i < n.b_cnp_times.size(); ++i) EXPECT_GE(n.b_cnp_times[i] - n.b_cnp_times[i - 1], 50 * kMicro);
-  EXPECT_GT(n.b.qp->counters().get(Counter::EcnCeReceived), 0u);
+  EXPECT_GT(n.b.qp->counters().get(rdma::Counter::EcnCeReceived), 0u);
 }
 
 TEST(Congestion, PacerHoldsTheSenderToItsRateAfterACut) {
@@ -96,8 +96,8 @@ TEST(Congestion, DataGoesOutEct0AndNoCnpWithoutCe) {
 
 // A CNP from b to a's QP, as b's notification point would send it.
 std::vector<std::byte> cnp_to(const Endpoint& sender, const Endpoint& receiver) {
-  const PathConfig& to = sender.engine->config().path;
-  const PathConfig& from = receiver.engine->config().path;
+  const rdma::PathConfig& to = sender.engine->config().path;
+  const rdma::PathConfig& from = receiver.engine->config().path;
   cc::CnpEndpoints ep;
   ep.src4 = from.local.ip.v4;
   ep.dst4 = to.local.ip.v4;
@@ -159,7 +159,7 @@ TEST(Congestion, CnpForAQpWithoutReactionPointIsCountedAsIgnored) {
   ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
   net.run_idle(kSecond);
   EXPECT_EQ(drain(a).size(), 1u);
-  EXPECT_GT(a.qp->counters().get(Counter::CnpIgnored), 0u);
+  EXPECT_GT(a.qp->counters().get(rdma::Counter::CnpIgnored), 0u);
 }
 
 }  // namespace

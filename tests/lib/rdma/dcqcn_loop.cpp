@@ -26,8 +26,8 @@ constexpr Nanos kTick = 20 * kMicro;
 struct Flow {
   Endpoint sender, receiver;
   std::vector<std::byte> src, dst;  // src: 2 messages of random bytes; dst: one slot per WRITE in flight
-  const MemoryRegion* src_mr = nullptr;
-  const MemoryRegion* dst_mr = nullptr;
+  const rdma::MemoryRegion* src_mr = nullptr;
+  const rdma::MemoryRegion* dst_mr = nullptr;
   Nanos start = 0;
   bool started = false;
   std::uint64_t next_write = 0;  // number of the next WRITE to post
@@ -58,13 +58,13 @@ class Loop {
 };
 
 void Loop::build() {
-  EngineConfig cfg;
+  rdma::EngineConfig cfg;
   cfg.tuning.max_inflight_bytes = c_.max_inflight_bytes;
   cfg.tuning.congestion.enabled = c_.dcqcn;
   cfg.tuning.window = c_.window;
   cfg.tuning.congestion.rp = c_.rp;
   const FabricLink link{c_.line_rate_bps, c_.link_delay};
-  EngineConfig receiver_cfg = cfg;
+  rdma::EngineConfig receiver_cfg = cfg;
   receiver_cfg.tuning.congestion.enabled = c_.dcqcn && c_.receiver_dcqcn;
   const FabricLink receiver_link{bottleneck_bps(), c_.link_delay};
   receiver_ = fabric_.add_host("receiver", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, receiver_cfg, receiver_link, c_.port);
@@ -195,14 +195,14 @@ DcqcnLoopResult Loop::run() {
   r_.max_queue_bytes = fabric_.egress(rx).counters().max_occupancy_bytes;
   r_.unroutable = fabric_.unroutable();
   for (auto& f : flows_) {
-    const Counters& s = f->sender.qp->counters();
-    r_.cnps_received += s.get(Counter::CnpReceived);
-    r_.cnps_ignored += s.get(Counter::CnpIgnored);
-    r_.retransmitted += s.get(Counter::RetransmittedPkts);
-    r_.sent_packets += s.get(Counter::SentPkts);
-    r_.loss_events += s.get(Counter::LossEvents);
-    r_.window_cuts += s.get(Counter::WindowCuts);
-    r_.cnps_sent += f->receiver.qp->counters().get(Counter::CnpSent);
+    const rdma::Counters& s = f->sender.qp->counters();
+    r_.cnps_received += s.get(rdma::Counter::CnpReceived);
+    r_.cnps_ignored += s.get(rdma::Counter::CnpIgnored);
+    r_.retransmitted += s.get(rdma::Counter::RetransmittedPkts);
+    r_.sent_packets += s.get(rdma::Counter::SentPkts);
+    r_.loss_events += s.get(rdma::Counter::LossEvents);
+    r_.window_cuts += s.get(rdma::Counter::WindowCuts);
+    r_.cnps_sent += f->receiver.qp->counters().get(rdma::Counter::CnpSent);
     if (f->sender.qp->congestion() == nullptr) continue;
     const cc::RpCounters& rp = f->sender.qp->congestion()->reaction_point().counters();
     r_.rate_decreases += rp.rate_decreases;

@@ -35,12 +35,12 @@ class DeferredIcrc : public RawPeerTest {
     for (std::size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<std::byte>(i * 13 + 5);
   }
   std::span<const std::byte> part(unsigned i) const { return std::span(data_).subspan(i * kMtu, kMtu); }
-  std::uint64_t icrc_bad() const { return engine_->drops(EngineDrop::IcrcBad); }
+  std::uint64_t icrc_bad() const { return engine_->drops(rdma::EngineDrop::IcrcBad); }
   // Where the engine would place this frame's payload, and what it would ask for ahead.
-  PayloadDest target_of(const std::vector<std::byte>& frame) const { return payload_dest_of(*ep_.qp, frame); }
+  rdma::PayloadDest target_of(const std::vector<std::byte>& frame) const { return payload_dest_of(*ep_.qp, frame); }
 
   std::vector<std::byte> mem_, data_;
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
 };
 
 TEST_F(DeferredIcrc, CorruptedWriteMiddleChangesNothingAndItsResendCompletesTheWrite) {
@@ -105,7 +105,7 @@ TEST_F(DeferredIcrc, CorruptedLastOrOnlyNeverReachesMemory) {
 // lie where its resend goes, and go-back-N brings that resend before anything after it is taken.
 TEST_F(DeferredIcrc, ACorruptedMiddlePlacedAheadIsRewrittenBeforeItsMessageCompletes) {
   std::vector<std::byte> rbuf(64);
-  const MemoryRegion* rmr = reg(*engine_, ep_.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* rmr = reg(*engine_, ep_.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
   ibv_sge g = sge(rbuf.data(), 64, rmr);
   ASSERT_EQ(post_recv(ep_, 5, &g, 1), 0);
   ExtHeaders imm;
@@ -149,12 +149,12 @@ TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
                            part(0), false));
   const auto middle = peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false);
   const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
-  const PayloadDest m = target_of(middle);
+  const rdma::PayloadDest m = target_of(middle);
   EXPECT_EQ(m.dst, mem_.data() + kMtu);
   EXPECT_EQ(m.next.at, mem_.data() + 2 * kMtu);
   EXPECT_EQ(m.next.len, kMtu);
   peer_->send(middle);
-  const PayloadDest l = target_of(last);
+  const rdma::PayloadDest l = target_of(last);
   EXPECT_EQ(l.dst, m.next.at);
   EXPECT_EQ(l.next.len, 0u);
   peer_->send(last);
@@ -165,7 +165,7 @@ TEST_F(DeferredIcrc, EachPlacementAsksAheadForWhereTheNextPacketLands) {
   ASSERT_EQ(post_recv(ep_, 9, g, 2), 0);
   peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn + 3, {}, part(0), false));
   const auto send_middle = peer_->frame(Opcode::RcSendMiddle, kEpsn + 4, {}, part(1), false);
-  const PayloadDest sm = target_of(send_middle);
+  const rdma::PayloadDest sm = target_of(send_middle);
   EXPECT_EQ(sm.dst, mem_.data() + kMtu);
   EXPECT_EQ(sm.next.at, mem_.data() + 2 * kMtu);
   EXPECT_EQ(sm.next.len, kMtu / 2);

@@ -48,7 +48,7 @@ struct Planned {
 struct QpState {
   Endpoint a, b;
   std::vector<std::byte> src, dst, remote, atomic_results, recv;
-  const MemoryRegion *src_mr, *dst_mr, *remote_mr, *res_mr, *recv_mr;
+  const rdma::MemoryRegion *src_mr, *dst_mr, *remote_mr, *res_mr, *recv_mr;
   std::vector<std::byte> model_remote, model_dst;
   std::vector<Planned> plan;
   std::vector<std::vector<std::byte>> expected_recv;
@@ -210,7 +210,7 @@ std::string run_scenario(const Scenario& sc) {
       600 * kSecond);
   if (!finished) fail << "did not finish by t=" << net.now() << " ns; ";
   const std::uint64_t corrupted_dropped =
-      net.host("a").drops(EngineDrop::IcrcBad) + net.host("b").drops(EngineDrop::IcrcBad);
+      net.host("a").drops(rdma::EngineDrop::IcrcBad) + net.host("b").drops(rdma::EngineDrop::IcrcBad);
   if (sc.reorder_dup && corrupted_dropped == 0) fail << "no corrupted frame was dropped: the mix did not corrupt; ";
 
   for (std::size_t q = 0; q < qps.size(); ++q) {
@@ -248,9 +248,9 @@ std::string run_scenario(const Scenario& sc) {
     for (std::size_t q = 0; q < qps.size(); ++q)
       for (const Endpoint* ep : {&qps[q].a, &qps[q].b}) {
         fail << "\n  qp" << q << (ep == &qps[q].a ? " requester side:" : " responder side:");
-        const Counters& c = ep->qp->counters();
-        for (std::size_t k = 0; k < kCounterCount; ++k)
-          if (c.values()[k]) fail << " " << counter_name(static_cast<Counter>(k)) << "=" << c.values()[k];
+        const rdma::Counters& c = ep->qp->counters();
+        for (std::size_t k = 0; k < rdma::kCounterCount; ++k)
+          if (c.values()[k]) fail << " " << rdma::counter_name(static_cast<rdma::Counter>(k)) << "=" << c.values()[k];
       }
   }
   return fail.str();

@@ -58,21 +58,21 @@ class World {
   World() : mrs_(16), arena_(kGuard + kRegions * (kRegionBytes + kGuard)) {
     for (std::size_t i = 0; i < arena_.size(); ++i) arena_[i] = static_cast<std::byte>(0x5A ^ (i * 13));
     initial_ = arena_;
-    EngineConfig cfg;
+    rdma::EngineConfig cfg;
     cfg.path.local.mac = kOurMac;
-    cfg.path.local.ip = IpAddress::ipv4(kOurIp);
-    cfg.path.resolve_mac = [](const IpAddress&) -> std::optional<MacAddr> { return kPeerMac; };
+    cfg.path.local.ip = rdma::IpAddress::ipv4(kOurIp);
+    cfg.path.resolve_mac = [](const rdma::IpAddress&) -> std::optional<MacAddr> { return kPeerMac; };
     cfg.max_qps = 4;
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
-    const PdHandle pd = engine_->alloc_pd();
-    const int access[kRegions] = {kAll | kAccessFlushGlobal | IBV_ACCESS_MW_BIND, IBV_ACCESS_REMOTE_READ,
+    engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
+    const rdma::PdHandle pd = engine_->alloc_pd();
+    const int access[kRegions] = {kAll | rdma::kAccessFlushGlobal | IBV_ACCESS_MW_BIND, IBV_ACCESS_REMOTE_READ,
                                   IBV_ACCESS_LOCAL_WRITE};
     for (std::size_t r = 0; r < kRegions; ++r) mr_[r] = *mrs_.register_region(pd, region(r), kRegionBytes, access[r]);
     cq_ = *engine_->create_cq(256);
     srq_ = *engine_->create_srq(pd, ibv_srq_attr{8, 2, 2});
     const ibv_qp_type types[kQps] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
     for (std::size_t q = 0; q < kQps; ++q) {
-      QpInit init;
+      rdma::QpInit init;
       init.type = types[q];
       init.send_cq = cq_;
       init.recv_cq = cq_;
@@ -116,9 +116,9 @@ class World {
     }
     FUZZ_CHECK(std::memcmp(region(ReadOnly), initial_.data() + (region(ReadOnly) - arena_.data()), kRegionBytes) == 0);
     for (std::size_t q = 0; q < kQps; ++q) {
-      const QpState s = qp_[q]->state();
-      const bool sqe_ok = q != Rc && s == QpState::Sqe;
-      FUZZ_CHECK(s == QpState::Rts || s == QpState::Err || sqe_ok);
+      const rdma::QpState s = qp_[q]->state();
+      const bool sqe_ok = q != Rc && s == rdma::QpState::Sqe;
+      FUZZ_CHECK(s == rdma::QpState::Rts || s == rdma::QpState::Err || sqe_ok);
     }
     ibv_wc wc[32];
     for (int n; (n = engine_->poll_cq(cq_, 32, wc)) > 0;) {
@@ -126,14 +126,14 @@ class World {
     }
     // A QP in ERR has flushed everything it owed.
     for (const auto& [id, p] : posted_)
-      if (!p.recv && qp_[p.qp]->state() == QpState::Err) FUZZ_CHECK(p.done);
+      if (!p.recv && qp_[p.qp]->state() == rdma::QpState::Err) FUZZ_CHECK(p.done);
   }
 
  private:
   std::byte* region(std::size_t r) { return arena_.data() + kGuard + r * (kRegionBytes + kGuard); }
 
   void bring_up(std::size_t q) {
-    QueuePair* qp = qp_[q];
+    rdma::QueuePair* qp = qp_[q];
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
@@ -142,7 +142,7 @@ class World {
       a.qkey = kQkey;
       mask |= IBV_QP_QKEY;
     } else {
-      a.qp_access_flags = kAll | (q == Rc ? kAccessFlushGlobal : 0);
+      a.qp_access_flags = kAll | (q == Rc ? rdma::kAccessFlushGlobal : 0);
       mask |= IBV_QP_ACCESS_FLAGS;
     }
     FUZZ_CHECK(engine_->modify_qp(qp, a, mask).ok());
@@ -154,7 +154,7 @@ class World {
       a.dest_qp_num = kPeerQpn;
       a.rq_psn = kRqPsn;
       a.ah_attr.is_global = 1;
-      a.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4(kPeerIp));
+      a.ah_attr.grh.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
       mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
       if (q == Rc) {
         a.max_dest_rd_atomic = 4;
@@ -203,25 +203,25 @@ class World {
     post_send(Rc, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, kRegionBytes - 8, 8);
     post_send(Rc, IBV_WR_SEND, IBV_WC_SEND, 0, kSendBytes);
     post_send(Rc, IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE, 64, 8);
-    ibv_send_wr fl = flush_wr(next_wr_id_++, 0x4242, 0x7000'0000'0000ull, 4096, kFlushGlobal, kFlushRange);
+    ibv_send_wr fl = rdma::flush_wr(next_wr_id_++, 0x4242, 0x7000'0000'0000ull, 4096, rdma::kFlushGlobal, rdma::kFlushRange);
     ibv_send_wr* bad = nullptr;
     FUZZ_CHECK(engine_->post_send(qp_[Rc], &fl, &bad) == 0);
-    posted_[fl.wr_id] = Posted{Rc, false, kWcFlush};
+    posted_[fl.wr_id] = Posted{Rc, false, rdma::kWcFlush};
     post_send(Uc, IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 0, 1500);
   }
 
   // A type 1 window over the exposed region's first half, a type 2 one over its second half,
   // both bound through the RC QP (unsignaled: they complete only if they fail).
-  void bind_windows(PdHandle pd) {
+  void bind_windows(rdma::PdHandle pd) {
     ibv_mr h{};
     h.lkey = mr_[Exposed]->lkey();
     for (std::size_t k = 0; k < 2; ++k) {
-      MemoryWindow* mw = *engine_->alloc_mw(pd, k == 0 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+      rdma::MemoryWindow* mw = *engine_->alloc_mw(pd, k == 0 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
       ibv_send_wr wr{};
       wr.wr_id = next_wr_id_++;
       wr.opcode = IBV_WR_BIND_MW;
       wr.bind_mw.mw = &mw->base;
-      wr.bind_mw.rkey = next_window_key(mw->base.rkey);
+      wr.bind_mw.rkey = rdma::next_window_key(mw->base.rkey);
       wr.bind_mw.bind_info.mr = &h;
       wr.bind_mw.bind_info.addr = mr_[Exposed]->iova + k * (kRegionBytes / 2);
       wr.bind_mw.bind_info.length = kRegionBytes / 2;
@@ -249,8 +249,8 @@ class World {
 
   void pump() {
     for (int round = 0; round < 64; ++round) {
-      TxFrame frames[8];
-      for (std::size_t i = 0; i < 8; ++i) frames[i] = TxFrame{tx_[i], sizeof tx_[i], 0};
+      rdma::TxFrame frames[8];
+      for (std::size_t i = 0; i < 8; ++i) frames[i] = rdma::TxFrame{tx_[i], sizeof tx_[i], 0};
       const std::size_t n = engine_->transmit(frames, now_);
       for (std::size_t i = 0; i < n; ++i) check_output(ByteSpan{frames[i].data, frames[i].length});
       if (n < 8) return;
@@ -287,16 +287,16 @@ class World {
     }
   }
 
-  MrTable mrs_;
+  rdma::MrTable mrs_;
   std::vector<std::byte> arena_;
   std::vector<std::byte> initial_;
-  std::unique_ptr<Engine> engine_;
-  const MemoryRegion* mr_[kRegions] = {};
-  CompletionQueue* cq_ = nullptr;
-  SharedReceiveQueue* srq_ = nullptr;
-  QueuePair* qp_[kQps] = {};
+  std::unique_ptr<rdma::Engine> engine_;
+  const rdma::MemoryRegion* mr_[kRegions] = {};
+  rdma::CompletionQueue* cq_ = nullptr;
+  rdma::SharedReceiveQueue* srq_ = nullptr;
+  rdma::QueuePair* qp_[kQps] = {};
   std::uint32_t window_key_[2] = {};
-  const MemoryRegion* window_[2] = {};
+  const rdma::MemoryRegion* window_[2] = {};
   std::map<std::uint64_t, Posted> posted_;
   std::uint64_t next_wr_id_ = 1;
   Nanos now_ = 0;
@@ -304,8 +304,8 @@ class World {
 
  public:
   std::uint32_t qpn(std::size_t q) const { return qp_[q]->qpn(); }
-  const MemoryRegion* mr(std::size_t r) const { return mr_[r]; }
-  const MemoryRegion* window(std::size_t k) const { return window_[k]; }
+  const rdma::MemoryRegion* mr(std::size_t r) const { return mr_[r]; }
+  const rdma::MemoryRegion* window(std::size_t k) const { return window_[k]; }
 };
 
 // Aims a parsed frame at the world (see fuzz_receive_world.hpp). False: leave it as it came.
@@ -332,7 +332,7 @@ bool retarget(const World& w, ByteSpan in, std::uint8_t flags, std::vector<std::
   if (flags & kMapRkeys) {
     auto map = [&](Be32& rkey, Be64& va) {
       const std::uint32_t pick = rkey.get() % 4;
-      const MemoryRegion* mr = pick < 2 ? w.mr(pick == 1 ? ReadOnly : Exposed) : w.window(pick - 2);
+      const rdma::MemoryRegion* mr = pick < 2 ? w.mr(pick == 1 ? ReadOnly : Exposed) : w.window(pick - 2);
       va.set(mr->iova + va.get() % (mr->length + 64));  // a little past the end, on purpose
       rkey.set(mr->key);
     };

@@ -28,9 +28,9 @@ Mad mad_of(std::uint8_t fill) {
 class GsiPortTest : public ::testing::Test {
  protected:
   explicit GsiPortTest(std::uint32_t ring = 256) : mrs_(16) {
-    EngineConfig cfg = raw_peer_target(kPeerMac);
+    rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.gsi.ring_size = ring;
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
     engine_->gsi().attach(true);  // as a CM agent does
   }
   // A frame to our QP1 as the peer's GSI agent sends it, with one field changed by `edit`.
@@ -55,32 +55,32 @@ class GsiPortTest : public ::testing::Test {
     return out;
   }
   void receive(const std::vector<std::byte>& f) { engine_->receive(f, 1000); }
-  std::uint64_t gsi(GsiCounter c) const { return engine_->gsi().counter(c); }
+  std::uint64_t gsi(rdma::GsiCounter c) const { return engine_->gsi().counter(c); }
 
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
 };
 
 TEST_F(GsiPortTest, MadReachesTheRingWithItsSender) {
   receive(frame(mad_of(0x5A)));
-  GsiReceived r;
+  rdma::GsiReceived r;
   ASSERT_TRUE(engine_->gsi().pop(r));
   EXPECT_EQ(r.mad, mad_of(0x5A));
-  EXPECT_EQ(r.from, IpAddress::ipv4(kPeerIp));
+  EXPECT_EQ(r.from, rdma::IpAddress::ipv4(kPeerIp));
   EXPECT_EQ(r.from_mac, kPeerMac);
   EXPECT_EQ(r.src_qp, kGsiQpn);
   EXPECT_EQ(r.pkey, 0xFFFF);
   EXPECT_FALSE(engine_->gsi().pop(r));
-  EXPECT_EQ(gsi(GsiCounter::RxMads), 1u);
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 0u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::RxMads), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 0u);
 }
 
 TEST_F(GsiPortTest, WithoutAnAgentQp1IsAnUnknownQp) {
   engine_->gsi().attach(false);
   receive(frame(mad_of(1)));
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
-  EXPECT_EQ(gsi(GsiCounter::RxMads), 0u);
-  GsiReceived r;
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::RxMads), 0u);
+  rdma::GsiReceived r;
   EXPECT_FALSE(engine_->gsi().pop(r));
 }
 
@@ -89,18 +89,18 @@ TEST_F(GsiPortTest, EveryOtherPacketForQp1IsCountedByItsFault) {
   receive(frame(mad_of(1), 1, 0x8001));                                           // another partition
   receive(frame(mad_of(1), 1, 0xFFFF, kGsiQkey, Opcode::UdSendOnly, 100));        // not one MAD
   receive(frame(mad_of(1), 1, 0xFFFF, kGsiQkey, Opcode::UdSendOnlyImm)); // MADs carry no immediate
-  EXPECT_EQ(gsi(GsiCounter::BadQkey), 1u);
-  EXPECT_EQ(gsi(GsiCounter::BadPkey), 1u);
-  EXPECT_EQ(gsi(GsiCounter::WrongLength), 1u);
-  EXPECT_EQ(gsi(GsiCounter::NotUdSend), 1u);
-  EXPECT_EQ(gsi(GsiCounter::RxMads), 0u);
-  GsiReceived r;
+  EXPECT_EQ(gsi(rdma::GsiCounter::BadQkey), 1u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::BadPkey), 1u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::WrongLength), 1u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::NotUdSend), 1u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::RxMads), 0u);
+  rdma::GsiReceived r;
   EXPECT_FALSE(engine_->gsi().pop(r));
 }
 
 TEST_F(GsiPortTest, QueuedMadsLeaveFirstAsFramesQp1Accepts) {
-  GsiSend s;
-  s.to = IpAddress::ipv4(kPeerIp);
+  rdma::GsiSend s;
+  s.to = rdma::IpAddress::ipv4(kPeerIp);
   s.to_mac = kPeerMac;
   for (std::uint8_t k = 0; k < 3; ++k) {
     s.mad = mad_of(k);
@@ -108,8 +108,8 @@ TEST_F(GsiPortTest, QueuedMadsLeaveFirstAsFramesQp1Accepts) {
   }
   ASSERT_TRUE(engine_->has_tx_work());
   std::vector<std::vector<std::byte>> bufs(4, std::vector<std::byte>(4096));
-  std::vector<TxFrame> frames;
-  for (auto& b : bufs) frames.push_back(TxFrame{b.data(), static_cast<std::uint32_t>(b.size()), 0});
+  std::vector<rdma::TxFrame> frames;
+  for (auto& b : bufs) frames.push_back(rdma::TxFrame{b.data(), static_cast<std::uint32_t>(b.size()), 0});
   ASSERT_EQ(engine_->transmit(frames, 2000), 3u);
   for (std::uint8_t k = 0; k < 3; ++k) {
     Packet p;
@@ -121,7 +121,7 @@ TEST_F(GsiPortTest, QueuedMadsLeaveFirstAsFramesQp1Accepts) {
     EXPECT_EQ(p.ext.deth.src_qp.get(), kGsiQpn);
     EXPECT_TRUE(std::equal(p.payload.begin(), p.payload.end(), mad_of(k).begin()));
   }
-  EXPECT_EQ(gsi(GsiCounter::TxMads), 3u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::TxMads), 3u);
   EXPECT_FALSE(engine_->has_tx_work());
 }
 
@@ -132,18 +132,18 @@ class SmallGsiRing : public GsiPortTest {
 
 TEST_F(SmallGsiRing, FullRingsDropAndCount) {
   for (int i = 0; i < 6; ++i) receive(frame(mad_of(static_cast<std::uint8_t>(i))));
-  EXPECT_EQ(gsi(GsiCounter::RxMads), 4u);
-  EXPECT_EQ(gsi(GsiCounter::RxRingFull), 2u);
-  GsiReceived r;
+  EXPECT_EQ(gsi(rdma::GsiCounter::RxMads), 4u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::RxRingFull), 2u);
+  rdma::GsiReceived r;
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(engine_->gsi().pop(r));
     EXPECT_EQ(r.mad, mad_of(static_cast<std::uint8_t>(i)));  // oldest first, the latest dropped
   }
-  GsiSend s;
-  s.to = IpAddress::ipv4(kPeerIp);
+  rdma::GsiSend s;
+  s.to = rdma::IpAddress::ipv4(kPeerIp);
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(engine_->gsi().push(s));
   EXPECT_FALSE(engine_->gsi().push(s));
-  EXPECT_EQ(gsi(GsiCounter::TxRingFull), 1u);
+  EXPECT_EQ(gsi(rdma::GsiCounter::TxRingFull), 1u);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ class HostileInput : public RawPeerTest {
                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
                                   IBV_ACCESS_LOCAL_WRITE, kAll};
     for (std::size_t r = 0; r < kRegions; ++r) {
-      const PdHandle pd = r == OtherPd ? engine_->alloc_pd() : ep_.pd;
+      const rdma::PdHandle pd = r == OtherPd ? engine_->alloc_pd() : ep_.pd;
       auto mr = mrs_.register_region(pd, region(r), kRegionBytes, access[r]);
       ASSERT_TRUE(mr.ok()) << mr.error().message;
       mr_[r] = *mr;
@@ -84,7 +84,7 @@ class HostileInput : public RawPeerTest {
     EXPECT_EQ(out[0].pkt.opcode(), raw(Opcode::RcAck));
     EXPECT_EQ(syn(out[0]), syndrome);
     EXPECT_EQ(out[0].pkt.psn(), psn);
-    EXPECT_EQ(ep_.qp->state(), QpState::Err);
+    EXPECT_EQ(ep_.qp->state(), rdma::QpState::Err);
   }
 
   std::vector<std::byte> valid_write(std::size_t n = 64) {
@@ -93,7 +93,7 @@ class HostileInput : public RawPeerTest {
 
   std::vector<std::byte> arena_;
   std::vector<std::byte> before_;
-  const MemoryRegion* mr_[kRegions] = {};
+  const rdma::MemoryRegion* mr_[kRegions] = {};
 };
 
 // ---- frames that never reach a QP --------------------------------------------------------
@@ -112,14 +112,14 @@ TEST_F(HostileInput, FrameCutAtEveryHeaderBoundaryIsATruncatedDrop) {
   EXPECT_EQ(parse_drops(), std::size(cuts));
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(count(Counter::RcvdPkts), 0u);
+  EXPECT_EQ(count(rdma::Counter::RcvdPkts), 0u);
 }
 
 TEST_F(HostileInput, BadIcrcIsACountedDrop) {
   auto f = valid_write();
   f[kBthOffset + sizeof(Bth) + sizeof(Reth) + 3] ^= std::byte{0x10};  // one payload bit
   peer_->send(f);
-  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::IcrcBad), 1u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
 }
@@ -160,7 +160,7 @@ TEST_F(HostileInput, BadIpv4HeaderChecksumIsACountedDrop) {
   ip.checksum.set(static_cast<std::uint16_t>(ip.checksum.get() ^ 0x0101));
   write_header(f, kIpOffset, ip);
   peer_->send(f);
-  EXPECT_EQ(engine_->drops(EngineDrop::Ipv4ChecksumBad), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::Ipv4ChecksumBad), 1u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
 }
@@ -176,10 +176,10 @@ TEST_F(HostileInput, NonZeroTverIsADrop) {
 TEST_F(HostileInput, WrongPkeyIsACountedDrop) {
   peer_->spec().bth.pkey.set(0x1234);
   peer_->send(valid_write());
-  EXPECT_EQ(engine_->drops(EngineDrop::PkeyMismatch), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::PkeyMismatch), 1u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
   // A limited member of our partition may still talk to us (we are a full member).
   peer_->spec().bth.pkey.set(0x7FFF);
   peer_->send(valid_write());
@@ -191,7 +191,7 @@ TEST_F(HostileInput, WrongPkeyIsACountedDrop) {
 TEST_F(HostileInput, FrameForAnotherIpAddressIsACountedDrop) {
   peer_->spec().ipv4.dst = Ipv4Addr{10, 0, 0, 2};
   peer_->send(valid_write());
-  EXPECT_EQ(engine_->drops(EngineDrop::NotForUs), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::NotForUs), 1u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
 }
@@ -199,7 +199,7 @@ TEST_F(HostileInput, FrameForAnotherIpAddressIsACountedDrop) {
 TEST_F(HostileInput, UnknownQpnIsACountedDrop) {
   RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0xABCDE);
   stranger.send(stranger.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 1u);
   EXPECT_TRUE(stranger.collect().empty());
   EXPECT_TRUE(memory_untouched());
 }
@@ -212,7 +212,7 @@ TEST_F(HostileInput, DestroyedQpnIsACountedDrop) {
   ASSERT_TRUE(engine_->destroy_qp(gone.qp).ok());
   RawPeer late(*engine_, kPeerMac, kPeerIp, kPeerQpn, qpn);
   late.send(late.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 1u);
   EXPECT_TRUE(late.collect().empty());
   EXPECT_TRUE(memory_untouched());
 }
@@ -222,10 +222,10 @@ TEST_F(HostileInput, OpcodeOfAnotherTransportForAnRcQpIsAWrongTransportDrop) {
   ExtHeaders deth;
   deth.deth.qkey.set(0x11111111);
   peer_->send(peer_->frame(Opcode::UdSendOnly, kEpsn, deth, bytes(8, 1)));
-  EXPECT_EQ(engine_->drops(EngineDrop::WrongTransport), 2u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::WrongTransport), 2u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 TEST_F(HostileInput, Ipv4HeaderWithOptionsIsCountedAsSuchNotAsCorrupted) {
@@ -238,8 +238,8 @@ TEST_F(HostileInput, Ipv4HeaderWithOptionsIsCountedAsSuchNotAsCorrupted) {
   write_header(f, kIpOffset, ip);
   fix_ipv4_checksum(f);
   peer_->send(f);
-  EXPECT_EQ(engine_->drops(EngineDrop::Ipv4Options), 1u);
-  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 0u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::Ipv4Options), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::IcrcBad), 0u);
   EXPECT_EQ(parse_drops(), 0u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
@@ -249,7 +249,7 @@ TEST_F(HostileInput, ReadRequestCarryingPayloadIsACountedDrop) {
   peer_->send(with_tail(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 8)), 8));
   EXPECT_EQ(engine_->parse_drops(ParseError::PayloadNotAllowed), 1u);
   EXPECT_TRUE(peer_->collect().empty());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 TEST_F(HostileInput, AtomicWithAShortOrLongAtomicEthIsACountedDrop) {
@@ -274,7 +274,7 @@ TEST_F(HostileInput, WriteWithImmediateMissingItsImmDtIsADropOrInvalidRequest) {
   peer_->send(with_opcode(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 64), bytes(64, 1)),
                           Opcode::RcWriteOnlyImm));
   expect_fatal_nak(kNakInvalidRequest);
-  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(count(rdma::Counter::InvalidRequests), 1u);
   EXPECT_TRUE(memory_untouched());
 }
 
@@ -347,15 +347,15 @@ TEST_F(HostileInput, PayloadAboveTheLargestMtuIsADrop) {
 TEST_F(HostileInput, CnpForAnUnknownQpIsACountedDrop) {
   RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0xABCDE);
   stranger.send(stranger.frame(Opcode::Cnp, 0, {}, {}, false));
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 1u);
   EXPECT_TRUE(stranger.collect().empty());
 }
 
 TEST_F(HostileInput, CnpForAQpWithoutDcqcnIsCountedAndIgnored) {
   peer_->send(peer_->frame(Opcode::Cnp, 0, {}, {}, false));
-  EXPECT_EQ(count(Counter::CnpIgnored), 1u);
+  EXPECT_EQ(count(rdma::Counter::CnpIgnored), 1u);
   EXPECT_TRUE(peer_->collect().empty());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 // ---- QP state and PSN --------------------------------------------------------------------
@@ -366,10 +366,10 @@ TEST_F(HostileInput, RequestToAQpInInitIsABadStateDrop) {
   to_init(*engine_, fresh.qp, kAll);
   RawPeer p(*engine_, kPeerMac, kPeerIp, kPeerQpn, fresh.qp->qpn());
   p.send(p.frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
-  EXPECT_EQ(fresh.qp->counters().get(Counter::BadStateDrops), 1u);
+  EXPECT_EQ(fresh.qp->counters().get(rdma::Counter::BadStateDrops), 1u);
   EXPECT_TRUE(p.collect().empty());
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(fresh.qp->state(), QpState::Init);
+  EXPECT_EQ(fresh.qp->state(), rdma::QpState::Init);
 }
 
 TEST_F(HostileInput, ResponseToAQpThatSendsNoRequestsIsABadStateDrop) {
@@ -380,9 +380,9 @@ TEST_F(HostileInput, ResponseToAQpThatSendsNoRequestsIsABadStateDrop) {
   ExtHeaders ext;
   ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
   p.send(p.frame(Opcode::RcReadResponseOnly, 0x500, ext, bytes(8, 1), false));
-  EXPECT_EQ(rtr.qp->counters().get(Counter::BadStateDrops), 1u);
+  EXPECT_EQ(rtr.qp->counters().get(rdma::Counter::BadStateDrops), 1u);
   EXPECT_TRUE(p.collect().empty());
-  EXPECT_EQ(rtr.qp->state(), QpState::Rtr);
+  EXPECT_EQ(rtr.qp->state(), rdma::QpState::Rtr);
 }
 
 TEST_F(HostileInput, UnsolicitedResponseIsAGhostAndChangesNothing) {
@@ -390,9 +390,9 @@ TEST_F(HostileInput, UnsolicitedResponseIsAGhostAndChangesNothing) {
   ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(1)};
   peer_->send(peer_->frame(Opcode::RcReadResponseOnly, 0x500, ext, bytes(8, 1), false));
   peer_->send(peer_->frame(Opcode::RcAck, 0x400, ext, {}, false));  // far behind the window
-  EXPECT_EQ(count(Counter::GhostResponses), 2u);
+  EXPECT_EQ(count(rdma::Counter::GhostResponses), 2u);
   EXPECT_TRUE(peer_->collect().empty());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
   EXPECT_TRUE(drain(ep_).empty());
 }
 
@@ -406,10 +406,10 @@ TEST_F(HostileInput, UnsolicitedAckAtomicAckReadResponseAndNakAreCountedAndChang
   peer_->send(peer_->frame(Opcode::RcAtomicAck, before_first, ack, {}, false));
   peer_->send(peer_->frame(Opcode::RcReadResponseFirst, before_first, ack, bytes(kPmtu, 1), false));
   peer_->send(peer_->frame(Opcode::RcAck, before_first, nak, {}, false));
-  EXPECT_EQ(count(Counter::UnsolicitedResponses), 4u);
-  EXPECT_EQ(count(Counter::GhostResponses), 0u);
+  EXPECT_EQ(count(rdma::Counter::UnsolicitedResponses), 4u);
+  EXPECT_EQ(count(rdma::Counter::GhostResponses), 0u);
   EXPECT_TRUE(peer_->collect().empty());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);  // the NAK used to fail the oldest WQE, and the QP
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);  // the NAK used to fail the oldest WQE, and the QP
   EXPECT_TRUE(drain(ep_).empty());
   EXPECT_TRUE(memory_untouched());
 
@@ -421,8 +421,8 @@ TEST_F(HostileInput, UnsolicitedAckAtomicAckReadResponseAndNakAreCountedAndChang
   ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, 2, &g, 1, 0x10000, 0x1234), 0);
   ASSERT_EQ(peer_->collect().size(), 1u);
   peer_->send(peer_->frame(Opcode::RcAck, 0x500, nak, {}, false));
-  EXPECT_EQ(count(Counter::UnsolicitedResponses), 5u);
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(count(rdma::Counter::UnsolicitedResponses), 5u);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
   peer_->send(peer_->frame(Opcode::RcAck, 0x501, ack, {}, false));
   const auto wcs = drain(ep_);
   ASSERT_EQ(wcs.size(), 2u);
@@ -435,7 +435,7 @@ TEST_F(HostileInput, RequestToAQpInErrorIsABadStateDrop) {
   expect_fatal_nak(kNakInvalidRequest);
   before_ = arena_;
   peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
-  EXPECT_EQ(count(Counter::BadStateDrops), 1u);
+  EXPECT_EQ(count(rdma::Counter::BadStateDrops), 1u);
   EXPECT_TRUE(peer_->collect().empty());
   EXPECT_TRUE(memory_untouched());
 }
@@ -447,9 +447,9 @@ TEST_F(HostileInput, PsnAheadGetsOneSequenceNakThenSilence) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(syn(out[0]), kNakPsnSeq);
   EXPECT_EQ(out[0].pkt.psn(), kEpsn);
-  EXPECT_EQ(count(Counter::OutOfSeqRequest), 5u);
+  EXPECT_EQ(count(rdma::Counter::OutOfSeqRequest), 5u);
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);  // class B: the QP carries on
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);  // class B: the QP carries on
 }
 
 TEST_F(HostileInput, PsnFarBehindIsADuplicateAcknowledgedNotExecuted) {
@@ -459,7 +459,7 @@ TEST_F(HostileInput, PsnFarBehindIsADuplicateAcknowledgedNotExecuted) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(Syndrome{syn(out[0])}.is_ack());
   EXPECT_EQ(out[0].pkt.psn(), (kEpsn - 1) & 0xFFFFFF);
-  EXPECT_EQ(count(Counter::DuplicateRequest), 1u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest), 1u);
   EXPECT_TRUE(memory_untouched());
 }
 
@@ -475,7 +475,7 @@ TEST_F(HostileInput, LastAfterOnlyIsInvalidRequest) {
   peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(va(Rw), rkey(Rw), 8), bytes(8, 2), false));
   peer_->send(peer_->frame(Opcode::RcWriteLast, kEpsn + 1, {}, bytes(8, 3)));
   expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
-  EXPECT_EQ(count(Counter::OpcodeSequenceErrors), 1u);
+  EXPECT_EQ(count(rdma::Counter::OpcodeSequenceErrors), 1u);
   EXPECT_EQ(region(Rw)[0], std::byte{2});  // the ONLY landed, the LAST did not
   EXPECT_TRUE(std::equal(arena_.begin() + kGuard + 8, arena_.end(), before_.begin() + kGuard + 8));
 }
@@ -504,7 +504,7 @@ TEST_F(HostileInput, WriteFirstShorterThanThePathMtuIsInvalidRequest) {
   // 100 bytes is no MTU at all: still the responder's NAK, not a silent drop in the parser.
   peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va(Rw), rkey(Rw), 4096), bytes(100, 1)));
   expect_fatal_nak(kNakInvalidRequest);
-  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(count(rdma::Counter::InvalidRequests), 1u);
   EXPECT_EQ(parse_drops(), 0u);
   EXPECT_TRUE(memory_untouched());
 }
@@ -515,7 +515,7 @@ TEST_F(HostileInput, EmptyLastIsInvalidRequest) {
   peer_->send(peer_->frame(Opcode::RcSendFirst, kEpsn, {}, bytes(kPmtu, 1), false));
   peer_->send(peer_->frame(Opcode::RcSendLast, kEpsn + 1, {}, {}));
   expect_fatal_nak(kNakInvalidRequest, kEpsn + 1);
-  EXPECT_EQ(count(Counter::InvalidRequests), 1u);
+  EXPECT_EQ(count(rdma::Counter::InvalidRequests), 1u);
   EXPECT_EQ(parse_drops(), 0u);
 }
 
@@ -593,7 +593,7 @@ TEST_F(HostileInput, RegionDeregisteredBeforeTheReadResponseIsRemoteAccessError)
   peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(Rw), rkey(Rw), 2 * kPmtu)));
   ASSERT_TRUE(mrs_.deregister(rkey(Rw)).ok());  // before the engine got to send the data
   expect_fatal_nak(kNakRemoteAccess);
-  EXPECT_EQ(count(Counter::ReadResponsesSent), 0u);
+  EXPECT_EQ(count(rdma::Counter::ReadResponsesSent), 0u);
 }
 
 TEST_F(HostileInput, BadRkeyIsRemoteAccessError) {
@@ -658,7 +658,7 @@ TEST_F(HostileInput, MoreOutstandingReadsThanNegotiatedIsInvalidRequest) {
   EXPECT_EQ(out[4].pkt.opcode(), raw(Opcode::RcAck));
   EXPECT_EQ(syn(out[4]), kNakInvalidRequest);
   EXPECT_EQ(out[4].pkt.psn(), kEpsn + 4);
-  EXPECT_EQ(ep_.qp->state(), QpState::Err);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Err);
 }
 
 TEST_F(HostileInput, ReplayedDuplicatesDoNotCountAgainstOutstandingReads) {
@@ -671,8 +671,8 @@ TEST_F(HostileInput, ReplayedDuplicatesDoNotCountAgainstOutstandingReads) {
   ASSERT_EQ(out.size(), 5u);
   for (const Reply& r : out) EXPECT_EQ(r.pkt.opcode(), raw(Opcode::RcAtomicAck));
   EXPECT_EQ(out[4].pkt.psn(), kEpsn + 1);
-  EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), 3u);
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(count(rdma::Counter::DuplicateAtomicReplayed), 3u);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 // ---- floods ------------------------------------------------------------------------------
@@ -690,9 +690,9 @@ TEST_F(HostileInput, FloodOfDuplicateWritesIsAcknowledgedNeverReexecuted) {
     answers += out.size();
   }
   EXPECT_EQ(answers, 100u);
-  EXPECT_EQ(count(Counter::DuplicateRequest), 10000u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest), 10000u);
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 TEST_F(HostileInput, FloodOfDuplicateReadsIsBoundedByTheResponseQueue) {
@@ -703,8 +703,8 @@ TEST_F(HostileInput, FloodOfDuplicateReadsIsBoundedByTheResponseQueue) {
     // Each retried READ restarts the same response stream instead of queueing another.
     EXPECT_LE(peer_->collect().size(), 2u);
   }
-  EXPECT_EQ(count(Counter::DuplicateRequest), 5000u);
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest), 5000u);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
   EXPECT_TRUE(memory_untouched());
 }
 
@@ -717,9 +717,9 @@ TEST_F(HostileInput, FloodOfDuplicateAtomicsIsReplayedNeverReexecuted) {
     EXPECT_LE(peer_->collect().size(), 2u * 4 + 4);  // the response queue (2 x max_dest_rd_atomic + 4), no more
   }
   // Once the response queue is full the rest are dropped unexecuted (the requester retries).
-  EXPECT_GT(count(Counter::ResponderBusyDrops), 0u);
-  EXPECT_EQ(count(Counter::DuplicateRequest) + count(Counter::ResponderBusyDrops), 10000u);
-  EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), count(Counter::DuplicateRequest));
+  EXPECT_GT(count(rdma::Counter::ResponderBusyDrops), 0u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest) + count(rdma::Counter::ResponderBusyDrops), 10000u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateAtomicReplayed), count(rdma::Counter::DuplicateRequest));
   EXPECT_TRUE(memory_untouched());
 }
 
@@ -735,9 +735,9 @@ TEST_F(HostileInput, DuplicateReadsNeverQueueMoreThanTheNegotiatedResources) {
       peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn + 4 * r, reth(va(Rw), rkey(Rw), kLen)));
       ASSERT_LE(ep_.qp->responder().queued_read_packets(), 4u * 4);
     }
-  EXPECT_EQ(count(Counter::DuplicateRequest), 200u);
-  EXPECT_EQ(count(Counter::InvalidRequests), 0u);
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest), 200u);
+  EXPECT_EQ(count(rdma::Counter::InvalidRequests), 0u);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 // One QP asked fifty times for the same 16 MiB must not hold up another QP's answer: each
@@ -745,11 +745,11 @@ TEST_F(HostileInput, DuplicateReadsNeverQueueMoreThanTheNegotiatedResources) {
 // send tx_quantum frames per turn.
 TEST_F(HostileInput, FiftyDuplicateLargeReadsCannotHoldUpAnotherQp) {
   std::vector<std::byte> big(16u << 20);
-  const MemoryRegion* big_mr = reg(*engine_, ep_.pd, big, kAll);
+  const rdma::MemoryRegion* big_mr = reg(*engine_, ep_.pd, big, kAll);
   const auto big_read = peer_->frame(Opcode::RcReadRequest, kEpsn, reth(reinterpret_cast<std::uint64_t>(big.data()),
                                                                           big_mr->rkey(), static_cast<std::uint32_t>(big.size())));
   for (int i = 0; i < 51; ++i) peer_->send(big_read);
-  EXPECT_EQ(count(Counter::DuplicateRequest), 50u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest), 50u);
   EXPECT_EQ(ep_.qp->responder().queued_read_packets(), big.size() / kPmtu);  // one stream, not fifty
 
   Endpoint other = make_endpoint(*engine_, QpOptions{}, ep_.pd);
@@ -758,9 +758,9 @@ TEST_F(HostileInput, FiftyDuplicateLargeReadsCannotHoldUpAnotherQp) {
   // The worker takes bursts of 32 frames; the hog has sent a few when the other request comes.
   constexpr std::size_t kBurst = 32;
   std::vector<std::vector<std::byte>> bufs(kBurst, std::vector<std::byte>(8192));
-  std::vector<TxFrame> burst(kBurst);
+  std::vector<rdma::TxFrame> burst(kBurst);
   const auto transmit = [&] {
-    for (std::size_t i = 0; i < kBurst; ++i) burst[i] = TxFrame{bufs[i].data(), 8192, 0};
+    for (std::size_t i = 0; i < kBurst; ++i) burst[i] = rdma::TxFrame{bufs[i].data(), 8192, 0};
     return engine_->transmit(burst, 0);
   };
   for (int i = 0; i < 10; ++i) ASSERT_EQ(transmit(), kBurst);
@@ -787,7 +787,7 @@ TEST_F(HostileInput, FloodOfFramesForUnknownQpsLeavesNothingBehind) {
     RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0x100000 + q);
     stranger.send(stranger.frame(Opcode::RcWriteOnly, q, reth(va(Rw), rkey(Rw), 8), bytes(8, 1)));
   }
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 10000u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 10000u);
   EXPECT_FALSE(engine_->has_tx_work());
   EXPECT_TRUE(memory_untouched());
 }

@@ -28,13 +28,13 @@ class HostilePlacement : public RawPeerTest {
   void SetUp() override {
     RawPeerSetup s;
     s.rq_psn = kEpsn;
-    s.access = kAll | kAccessFlushGlobal;
+    s.access = kAll | rdma::kAccessFlushGlobal;
     s.rts = true;
     s.sq_psn = 0x700;
     bring_up(s);
     arena_.resize(kGuard + kRegions * (kRegionBytes + kGuard));
     for (std::size_t i = 0; i < arena_.size(); ++i) arena_[i] = static_cast<std::byte>(0x3C ^ (i * 17));
-    const int access[kRegions] = {kAll | kAccessFlushGlobal | IBV_ACCESS_MW_BIND, kAll, IBV_ACCESS_REMOTE_READ};
+    const int access[kRegions] = {kAll | rdma::kAccessFlushGlobal | IBV_ACCESS_MW_BIND, kAll, IBV_ACCESS_REMOTE_READ};
     for (std::size_t r = 0; r < kRegions; ++r) {
       auto mr = mrs_.register_region(ep_.pd, region(r), kRegionBytes, access[r]);
       ASSERT_TRUE(mr.ok()) << mr.error().message;
@@ -72,7 +72,7 @@ class HostilePlacement : public RawPeerTest {
     EXPECT_EQ(out[0].pkt.opcode(), raw(Opcode::RcAck));
     EXPECT_EQ(out[0].pkt.ext.aeth.syndrome, syndrome);
     EXPECT_EQ(out[0].pkt.psn(), kEpsn);
-    EXPECT_EQ(ep_.qp->state(), QpState::Err);
+    EXPECT_EQ(ep_.qp->state(), rdma::QpState::Err);
   }
   // The zero-length READ response ONLY that answers an ATOMIC_WRITE or FLUSH.
   static bool is_empty_read_response(const Reply& r, std::uint32_t psn) {
@@ -80,7 +80,7 @@ class HostilePlacement : public RawPeerTest {
   }
 
   std::vector<std::byte> arena_, before_;
-  const MemoryRegion* mr_[kRegions] = {};
+  const rdma::MemoryRegion* mr_[kRegions] = {};
 };
 
 TEST_F(HostilePlacement, MisalignedAtomicWriteIsInvalidRequest) {
@@ -130,10 +130,10 @@ TEST_F(HostilePlacement, FloodOfDuplicateAtomicWritesIsAnsweredNeverWrittenAgain
     for (const Reply& r : peer_->collect()) answers += is_empty_read_response(r, kEpsn);
   }
   EXPECT_GT(answers, 0u);
-  EXPECT_EQ(count(Counter::DuplicateRequest) + count(Counter::ResponderBusyDrops), 1000u);
-  EXPECT_EQ(count(Counter::DuplicateAtomicReplayed), count(Counter::DuplicateRequest));
+  EXPECT_EQ(count(rdma::Counter::DuplicateRequest) + count(rdma::Counter::ResponderBusyDrops), 1000u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateAtomicReplayed), count(rdma::Counter::DuplicateRequest));
   EXPECT_TRUE(memory_untouched());
-  EXPECT_EQ(ep_.qp->state(), QpState::Rts);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Rts);
 }
 
 TEST_F(HostilePlacement, FlushWithNoOrAnUnknownPlacementTypeIsInvalidRequest) {
@@ -147,28 +147,28 @@ TEST_F(HostilePlacement, FlushWithAReservedSelectivityLevelIsInvalidRequest) {
 }
 
 TEST_F(HostilePlacement, FlushOfAPlacementTheQpDoesNotAllowIsInvalidRequest) {
-  peer_->send(flush(va(Flushable), rkey(Flushable), 64, kFlushPersistent));  // the QP allows global only
+  peer_->send(flush(va(Flushable), rkey(Flushable), 64, rdma::kFlushPersistent));  // the QP allows global only
   expect_fatal_nak(kNakInvalidRequest);
 }
 
 TEST_F(HostilePlacement, FlushOfARegionWithoutFlushAccessIsRemoteAccessError) {
-  peer_->send(flush(va(NoFlush), rkey(NoFlush), 64, kFlushGlobal));
+  peer_->send(flush(va(NoFlush), rkey(NoFlush), 64, rdma::kFlushGlobal));
   expect_fatal_nak(kNakRemoteAccess);
 }
 
 TEST_F(HostilePlacement, FlushOfARangePastTheRegionIsRemoteAccessError) {
-  peer_->send(flush(va(Flushable, 4000), rkey(Flushable), 200, kFlushGlobal));
+  peer_->send(flush(va(Flushable, 4000), rkey(Flushable), 200, rdma::kFlushGlobal));
   expect_fatal_nak(kNakRemoteAccess);
 }
 
 TEST_F(HostilePlacement, FlushOfAWholeRegionThroughAStaleKeyIsRemoteAccessError) {
-  peer_->send(flush(0, rkey(Flushable) ^ 0x01, 0, kFlushGlobal | (kFlushMr << 4)));
+  peer_->send(flush(0, rkey(Flushable) ^ 0x01, 0, rdma::kFlushGlobal | (rdma::kFlushMr << 4)));
   expect_fatal_nak(kNakRemoteAccess);
 }
 
 TEST_F(HostilePlacement, FlushOfAWholeRegionIsAnsweredWhateverItsVaAndLength) {
   // (the RETH length is still held to 2^31, as rxe does for every RETH)
-  peer_->send(flush(0xFFFFFFFFFFFFF000ull, rkey(Flushable), 1u << 30, kFlushGlobal | (kFlushMr << 4)));
+  peer_->send(flush(0xFFFFFFFFFFFFF000ull, rkey(Flushable), 1u << 30, rdma::kFlushGlobal | (rdma::kFlushMr << 4)));
   const auto out = peer_->collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(is_empty_read_response(out[0], kEpsn));
@@ -180,7 +180,7 @@ TEST_F(HostilePlacement, Type2WindowKeyUsedThroughAnotherQpIsRemoteAccessError) 
   // Bound through a second QP of the same engine: only that QP may use it (type 2B).
   auto cq = engine_->create_cq(16);
   ASSERT_TRUE(cq.ok());
-  QpInit init;
+  rdma::QpInit init;
   init.send_cq = init.recv_cq = *cq;
   init.cap = ibv_qp_cap{8, 8, 1, 1, 0};
   auto other = engine_->create_qp(ep_.pd, init);
@@ -193,7 +193,7 @@ TEST_F(HostilePlacement, Type2WindowKeyUsedThroughAnotherQpIsRemoteAccessError) 
   ibv_send_wr wr{};
   wr.opcode = IBV_WR_BIND_MW;
   wr.bind_mw.mw = &(*mw)->base;
-  wr.bind_mw.rkey = next_window_key((*mw)->base.rkey);
+  wr.bind_mw.rkey = rdma::next_window_key((*mw)->base.rkey);
   wr.bind_mw.bind_info.mr = &h;
   wr.bind_mw.bind_info.addr = va(Flushable);
   wr.bind_mw.bind_info.length = kRegionBytes;

@@ -18,23 +18,23 @@ namespace {
 using namespace roce::proto;
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-const IpAddress kA = IpAddress::ipv6({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01});
-const IpAddress kB = IpAddress::ipv6({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02});
+const rdma::IpAddress kA = rdma::IpAddress::ipv6({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01});
+const rdma::IpAddress kB = rdma::IpAddress::ipv6({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02});
 
 TEST(Ipv6Gid, IsTheAddressAndIpv4StaysMapped) {
-  const ibv_gid g = gid_from_ip(kA);
+  const ibv_gid g = rdma::gid_from_ip(kA);
   EXPECT_EQ(std::memcmp(g.raw, kA.v6.data(), 16), 0);
-  EXPECT_EQ(ip_from_gid(g), kA);
-  const IpAddress v4 = IpAddress::ipv4({10, 77, 0, 2});
-  const ibv_gid m = gid_from_ip(v4);
+  EXPECT_EQ(rdma::ip_from_gid(g), kA);
+  const rdma::IpAddress v4 = rdma::IpAddress::ipv4({10, 77, 0, 2});
+  const ibv_gid m = rdma::gid_from_ip(v4);
   EXPECT_EQ(m.raw[10], 0xFF);
   EXPECT_EQ(m.raw[11], 0xFF);
   EXPECT_EQ(m.raw[15], 2);
-  EXPECT_EQ(ip_from_gid(m), v4);
+  EXPECT_EQ(rdma::ip_from_gid(m), v4);
   // ::ffff:0:0/96 is IPv4 whatever follows; an address one bit outside it is IPv6.
   ibv_gid near = m;
   near.raw[9] = 1;
-  EXPECT_EQ(ip_from_gid(near).version, IpVersion::V6);
+  EXPECT_EQ(rdma::ip_from_gid(near).version, IpVersion::V6);
 }
 
 // The rdma_calc_flow_label / rdma_flow_label_to_udp_sport values of the kernel's formula for two
@@ -54,7 +54,7 @@ struct V6Pair {
   SimNetwork net{27};
   Endpoint a, b;
   std::vector<Packet> from_a, from_b;
-  explicit V6Pair(LinkFaults f = {}, EngineConfig cfg = {}) {
+  explicit V6Pair(LinkFaults f = {}, rdma::EngineConfig cfg = {}) {
     net.add_host("a", {2, 0, 0, 0, 0, 1}, kA, cfg);
     net.add_host("b", {2, 0, 0, 0, 0, 2}, kB, cfg);
     net.connect("a", "b", f, {});
@@ -66,15 +66,15 @@ struct V6Pair {
   }
   // RTR with the GRH's traffic class and flow label as a verbs program would set them.
   void bring_up(Endpoint& me, const Endpoint& peer, const QpOptions& o, std::uint8_t tclass, std::uint32_t flow_label) {
-    PeerPath path;
+    rdma::PeerPath path;
     path.mtu = o.mtu;
     path.dest_qpn = peer.qp->qpn();
     path.dgid = gid_of(*peer.engine);
     path.traffic_class = tclass;
-    QpTransition rtr = rtr_transition(o.type, path);
+    rdma::QpTransition rtr = rdma::rtr_transition(o.type, path);
     rtr.attr.ah_attr.grh.flow_label = flow_label;
-    for (const QpTransition& t :
-         {init_transition(o.type, o.access, o.qkey), rtr, rts_transition(o.type, SendSide{0, o.timeout, o.retry_cnt, o.rnr_retry, o.max_rd_atomic})}) {
+    for (const rdma::QpTransition& t :
+         {rdma::init_transition(o.type, o.access, o.qkey), rtr, rdma::rts_transition(o.type, rdma::SendSide{0, o.timeout, o.retry_cnt, o.rnr_retry, o.max_rd_atomic})}) {
       const auto s = me.engine->modify_qp(me.qp, t.attr, t.mask);
       ASSERT_TRUE(s.ok()) << s.error().message;
     }
@@ -125,7 +125,7 @@ TEST(Ipv6Path, NoFlowLabelInTheGrhGivesLabelZeroAndTheQpnPort) {
 }
 
 TEST(Ipv6Path, TheGrhsTrafficClassAndFlowLabelReachTheHeader) {
-  EngineConfig cfg;
+  rdma::EngineConfig cfg;
   cfg.tuning.data_ecn = Ecn::Ect0;
   V6Pair p({}, cfg);
   p.connect(QpOptions{}, 0x60, 0x12345);  // DSCP 24
@@ -215,7 +215,7 @@ TEST(Ipv6Path, UdDatagramCarriesTheIpv6HeaderAsItsGrh) {
 }
 
 TEST(Ipv6Path, CeMarksComeBackAsIpv6Cnps) {
-  EngineConfig cfg;
+  rdma::EngineConfig cfg;
   cfg.tuning.congestion.enabled = true;
   cfg.tuning.congestion.rp = cc::paper_params(10e9);
   LinkFaults mark_all;
@@ -241,7 +241,7 @@ TEST(Ipv6Path, CeMarksComeBackAsIpv6Cnps) {
     EXPECT_EQ(f.icrc_status, IcrcStatus::Ok);
   }
   EXPECT_GT(cnps, 0u);
-  EXPECT_EQ(p.a.qp->counters().get(Counter::CnpReceived), cnps);
+  EXPECT_EQ(p.a.qp->counters().get(rdma::Counter::CnpReceived), cnps);
 }
 
 TEST(Ipv6Path, APeerOfTheOtherFamilyIsRefused) {
@@ -251,12 +251,12 @@ TEST(Ipv6Path, APeerOfTheOtherFamilyIsRefused) {
   QpOptions o;
   Endpoint a = make_endpoint(net.host("a"), o);
   Endpoint b = make_endpoint(net.host("b"), o);
-  PeerPath path;
+  rdma::PeerPath path;
   path.dest_qpn = b.qp->qpn();
   path.dgid = gid_of(*b.engine);
-  ASSERT_TRUE(a.engine->modify_qp(a.qp, init_transition(o.type, o.access, o.qkey).attr,
-                                  init_transition(o.type, o.access, o.qkey).mask).ok());
-  const QpTransition rtr = rtr_transition(o.type, path);
+  ASSERT_TRUE(a.engine->modify_qp(a.qp, rdma::init_transition(o.type, o.access, o.qkey).attr,
+                                  rdma::init_transition(o.type, o.access, o.qkey).mask).ok());
+  const rdma::QpTransition rtr = rdma::rtr_transition(o.type, path);
   const Status s = a.engine->modify_qp(a.qp, rtr.attr, rtr.mask);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), EINVAL);

@@ -26,14 +26,14 @@ constexpr std::uint32_t kPackets = 16;
 class LossEvent : public ::testing::Test {
  protected:
   void SetUp() override {
-    EngineConfig cfg = raw_peer_target(kPeerMac);
+    rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.max_inflight_packets = 8;
     cfg.tuning.max_inflight_bytes = 0;
     cfg.tuning.window.enabled = false;  // go-back-N alone (loss_window_test.cpp: with the window)
     cfg.tuning.congestion.enabled = true;
     cfg.tuning.congestion.rp = cc::paper_params(1e9);
     cfg.tuning.congestion.burst_bytes = 1;  // strict pacing
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
     ep_ = make_endpoint(*engine_, QpOptions{});
     to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
     to_rts(*engine_, ep_.qp, kS, 1);
@@ -63,7 +63,7 @@ class LossEvent : public ::testing::Test {
   }
   void nak(std::uint32_t psn) { answer(Syndrome::nak(NakCode::PsnSequenceError), psn); }
   void ack(std::uint32_t psn) { answer(Syndrome::ack(), psn); }
-  std::uint64_t count(Counter c) const { return ep_.qp->counters().get(c); }
+  std::uint64_t count(rdma::Counter c) const { return ep_.qp->counters().get(c); }
   static std::vector<std::uint32_t> psns(std::uint32_t from, std::uint32_t to) {  // [from, to)
     std::vector<std::uint32_t> v;
     for (std::uint32_t p = from; p < to; ++p) v.push_back(p);
@@ -77,17 +77,17 @@ class LossEvent : public ::testing::Test {
     ASSERT_FALSE(resent.empty());
     ASSERT_LT(resent.size(), 4u) << "the pacer should hold the resend back";
     EXPECT_EQ(resent, psns(kS + 2, kS + 2 + static_cast<std::uint32_t>(resent.size())));
-    EXPECT_EQ(count(Counter::LossEvents), 1u);
+    EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
   }
 
   Nanos now_ = 0;
   std::map<std::uint32_t, int> sends_;  // PSN -> times sent
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
   Endpoint ep_;
   std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> src_;
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
 };
 
 TEST_F(LossEvent, ARepeatedNakBeforeAnyProgressStartsNothing) {
@@ -96,9 +96,9 @@ TEST_F(LossEvent, ARepeatedNakBeforeAnyProgressStartsNothing) {
   const auto next = run_until(400 * kMicro);
   ASSERT_FALSE(next.empty());
   EXPECT_GT(next.front(), kS + 2);
-  EXPECT_EQ(count(Counter::LossEvents), 1u);
-  EXPECT_EQ(count(Counter::DuplicateLossSignals), 1u);
-  EXPECT_EQ(count(Counter::CompleterRetryErr), 1u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateLossSignals), 1u);
+  EXPECT_EQ(count(rdma::Counter::CompleterRetryErr), 1u);
   for (std::uint32_t p = kS + 2; p < kS + 8; ++p) EXPECT_EQ(sends_[p], 2) << "PSN " << p - kS;
   EXPECT_EQ(sends_[kS], 1);
   EXPECT_EQ(sends_[kS + 1], 1);
@@ -115,9 +115,9 @@ TEST_F(LossEvent, ANakForAPsnTheResendHasNotReachedStartsNothing) {
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(next.front(), kS + 6);
   EXPECT_EQ(next, psns(kS + 6, kS + 6 + static_cast<std::uint32_t>(next.size())));
-  EXPECT_EQ(count(Counter::DuplicateLossSignals), 1u);
-  EXPECT_EQ(count(Counter::LossEvents), 1u);
-  EXPECT_EQ(count(Counter::CompleterRetryErr), 1u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateLossSignals), 1u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
+  EXPECT_EQ(count(rdma::Counter::CompleterRetryErr), 1u);
   for (std::uint32_t p = kS + 6; p < kS + 8; ++p) EXPECT_EQ(sends_[p], 2) << "PSN " << p - kS;
   for (std::uint32_t p = kS + 8; p < kS + 14; ++p) EXPECT_EQ(sends_[p], 1) << "PSN " << p - kS;
 }
@@ -133,8 +133,8 @@ TEST_F(LossEvent, AResentPacketLostAgainIsResentAgain) {
   const auto again = run_until(300 * kMicro);
   ASSERT_FALSE(again.empty());
   EXPECT_EQ(again.front(), kS + 4);
-  EXPECT_EQ(count(Counter::LossEvents), 2u);
-  EXPECT_EQ(count(Counter::DuplicateLossSignals), 0u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 2u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateLossSignals), 0u);
 }
 
 TEST_F(LossEvent, EveryPacketIsResentOncePerLossEvent) {
@@ -146,8 +146,8 @@ TEST_F(LossEvent, EveryPacketIsResentOncePerLossEvent) {
     if (!sent.empty()) ack(sent.back());
   }
   ASSERT_EQ(ep_.qp->completer().una(), proto::psn_add(kS, kPackets));
-  EXPECT_EQ(count(Counter::LossEvents), 1u);
-  EXPECT_EQ(count(Counter::RetransmittedPkts), 6u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
+  EXPECT_EQ(count(rdma::Counter::RetransmittedPkts), 6u);
   for (std::uint32_t p = kS; p < kS + kPackets; ++p)
     EXPECT_EQ(sends_[p], p >= kS + 2 && p < kS + 8 ? 2 : 1) << "PSN " << p - kS;
 }

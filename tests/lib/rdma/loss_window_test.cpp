@@ -21,11 +21,11 @@ constexpr std::uint32_t kPackets = 16;
 class LossWindow : public ::testing::Test {
  protected:
   void SetUp() override {
-    EngineConfig cfg = raw_peer_target(kPeerMac);
+    rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.max_inflight_packets = 8;  // the window starts here
     cfg.tuning.max_inflight_bytes = 0;
     cfg.tuning.window = window_;
-    engine_ = std::make_unique<Engine>(cfg, mrs_);
+    engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
     ep_ = make_endpoint(*engine_, QpOptions{});
     to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
     to_rts(*engine_, ep_.qp, kS, 1);
@@ -47,7 +47,7 @@ class LossWindow : public ::testing::Test {
   }
   void nak(std::uint32_t psn, Nanos now) { answer(Syndrome::nak(NakCode::PsnSequenceError), psn, now); }
   void ack(std::uint32_t psn, Nanos now) { answer(Syndrome::ack(), psn, now); }
-  std::uint64_t count(Counter c) const { return ep_.qp->counters().get(c); }
+  std::uint64_t count(rdma::Counter c) const { return ep_.qp->counters().get(c); }
   static std::vector<std::uint32_t> psns(std::uint32_t from, std::uint32_t to) {  // [from, to)
     std::vector<std::uint32_t> v;
     for (std::uint32_t p = from; p < to; ++p) v.push_back(p);
@@ -60,8 +60,8 @@ class LossWindow : public ::testing::Test {
     ASSERT_EQ(sent_psns(0), psns(kS, kS + 8));
     nak(kS + 2, 10 * kMicro);
     EXPECT_EQ(sent_psns(10 * kMicro), psns(kS + 2, kS + 6));
-    EXPECT_EQ(count(Counter::LossEvents), 1u);
-    EXPECT_EQ(count(Counter::WindowCuts), 1u);
+    EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
+    EXPECT_EQ(count(rdma::Counter::WindowCuts), 1u);
     EXPECT_EQ(ep_.qp->completer().window().packets(), 4.0);
     ack(kS + 2, 20 * kMicro);
     EXPECT_EQ(sent_psns(20 * kMicro), psns(kS + 6, kS + 7));
@@ -69,21 +69,21 @@ class LossWindow : public ::testing::Test {
 
   // The cuts themselves: every loss halves the window, whatever the path's need (the hand-driven
   // peer's pace would make it a couple of packets).
-  static WindowTuning halving() {
-    WindowTuning t;
+  static rdma::WindowTuning halving() {
+    rdma::WindowTuning t;
     t.enabled = true;
     t.random_loss_floor = 0;
     t.random_decrease = 0.5;
     t.need_headroom = 1000;
     return t;
   }
-  WindowTuning window_ = halving();
-  MrTable mrs_;
-  std::unique_ptr<Engine> engine_;
+  rdma::WindowTuning window_ = halving();
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
   Endpoint ep_;
   std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> src_;
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
 };
 
 TEST_F(LossWindow, NakForAPsnTheResendHasNotReachedStartsNothing) {
@@ -96,11 +96,11 @@ TEST_F(LossWindow, NakForAPsnTheResendHasNotReachedStartsNothing) {
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(next.front(), kS + 7);
   EXPECT_EQ(next, psns(kS + 7, kS + 7 + static_cast<std::uint32_t>(next.size())));
-  EXPECT_EQ(count(Counter::DuplicateLossSignals), 1u);
-  EXPECT_EQ(count(Counter::LossEvents), 1u);
-  EXPECT_EQ(count(Counter::CompleterRetryErr), 1u);  // one retry used, not two
-  EXPECT_EQ(count(Counter::WindowCuts), 1u);
-  EXPECT_EQ(count(Counter::RetransmittedPkts), 6u);  // kS + 2 .. kS + 7, each once
+  EXPECT_EQ(count(rdma::Counter::DuplicateLossSignals), 1u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
+  EXPECT_EQ(count(rdma::Counter::CompleterRetryErr), 1u);  // one retry used, not two
+  EXPECT_EQ(count(rdma::Counter::WindowCuts), 1u);
+  EXPECT_EQ(count(rdma::Counter::RetransmittedPkts), 6u);  // kS + 2 .. kS + 7, each once
 }
 
 TEST_F(LossWindow, ARepeatedNakBeforeAnyProgressStartsNothing) {
@@ -109,9 +109,9 @@ TEST_F(LossWindow, ARepeatedNakBeforeAnyProgressStartsNothing) {
   EXPECT_EQ(sent_psns(10 * kMicro), psns(kS + 2, kS + 6));
   nak(kS + 2, 11 * kMicro);  // the same NAK again
   EXPECT_TRUE(sent_psns(11 * kMicro).empty());
-  EXPECT_EQ(count(Counter::DuplicateLossSignals), 1u);
-  EXPECT_EQ(count(Counter::LossEvents), 1u);
-  EXPECT_EQ(count(Counter::RetransmittedPkts), 4u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateLossSignals), 1u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
+  EXPECT_EQ(count(rdma::Counter::RetransmittedPkts), 4u);
 }
 
 TEST_F(LossWindow, AResentPacketLostAgainIsResentButTheWindowIsNotCutTwice) {
@@ -122,9 +122,9 @@ TEST_F(LossWindow, AResentPacketLostAgainIsResentButTheWindowIsNotCutTwice) {
   const auto next = sent_psns(30 * kMicro);
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(next.front(), kS + 4);
-  EXPECT_EQ(count(Counter::LossEvents), 2u);
-  EXPECT_EQ(count(Counter::WindowCuts), 1u);
-  EXPECT_EQ(count(Counter::DuplicateLossSignals), 0u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 2u);
+  EXPECT_EQ(count(rdma::Counter::WindowCuts), 1u);
+  EXPECT_EQ(count(rdma::Counter::DuplicateLossSignals), 0u);
 }
 
 TEST_F(LossWindow, ALossAfterTheRecoveredWindowCutsAgain) {
@@ -136,8 +136,8 @@ TEST_F(LossWindow, ALossAfterTheRecoveredWindowCutsAgain) {
   const double before = ep_.qp->completer().window().packets();
   nak(kS + 8, 40 * kMicro);
   EXPECT_EQ(sent_psns(40 * kMicro).front(), kS + 8);
-  EXPECT_EQ(count(Counter::LossEvents), 2u);
-  EXPECT_EQ(count(Counter::WindowCuts), 2u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 2u);
+  EXPECT_EQ(count(rdma::Counter::WindowCuts), 2u);
   // Halved (after the NAK's implicit ACK of kS + 7 grew it by a fraction of a packet).
   EXPECT_LT(ep_.qp->completer().window().packets(), 0.6 * before);
 }
@@ -148,7 +148,7 @@ TEST_F(LossWindow, ALossAfterTheRecoveredWindowCutsAgain) {
 class LossWindowDefaultTuning : public LossWindow {
  protected:
   LossWindowDefaultTuning() {
-    window_ = WindowTuning{};
+    window_ = rdma::WindowTuning{};
     window_.enabled = true;
   }
 };
@@ -169,13 +169,13 @@ TEST_F(LossWindowDefaultTuning, ARandomLossKeepsFourPacketsInFlight) {
   }
   ack(more.front() - 1, t);
   (void)sent_psns(t);
-  const SendWindow& w = ep_.qp->completer().window();
+  const rdma::SendWindow& w = ep_.qp->completer().window();
   ASSERT_GT(w.min_rtt(), 0);
   EXPECT_FALSE(w.queue_high());
   const double before = w.packets();
   nak(std::max(more.front(), kS + 8), t + 10 * kMicro);
-  EXPECT_EQ(count(Counter::LossEvents), 2u);
-  EXPECT_EQ(count(Counter::WindowCuts), 2u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 2u);
+  EXPECT_EQ(count(rdma::Counter::WindowCuts), 2u);
   EXPECT_GE(w.packets(), 4.0);
   EXPECT_GE(w.packets(), std::min(before, 0.5 * before));
   EXPECT_LE(w.packets(), std::max(4.0, 0.8 * before));
@@ -183,13 +183,13 @@ TEST_F(LossWindowDefaultTuning, ARandomLossKeepsFourPacketsInFlight) {
 }
 
 TEST_F(LossWindow, WithTheWindowOffAGoBackResendsEverythingInFlight) {
-  WindowTuning off;
+  rdma::WindowTuning off;
   off.enabled = false;
-  EngineConfig cfg = raw_peer_target(kPeerMac);
+  rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
   cfg.tuning.max_inflight_packets = 8;
   cfg.tuning.max_inflight_bytes = 0;
   cfg.tuning.window = off;
-  engine_ = std::make_unique<Engine>(cfg, mrs_);
+  engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
   ep_ = make_endpoint(*engine_, QpOptions{});
   to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
   to_rts(*engine_, ep_.qp, kS, 1);
@@ -200,8 +200,8 @@ TEST_F(LossWindow, WithTheWindowOffAGoBackResendsEverythingInFlight) {
   ASSERT_EQ(sent_psns(0), psns(kS, kS + 8));
   nak(kS + 2, 10 * kMicro);
   EXPECT_EQ(sent_psns(10 * kMicro), psns(kS + 2, kS + 10));
-  EXPECT_EQ(count(Counter::WindowCuts), 0u);
-  EXPECT_EQ(count(Counter::LossEvents), 1u);
+  EXPECT_EQ(count(rdma::Counter::WindowCuts), 0u);
+  EXPECT_EQ(count(rdma::Counter::LossEvents), 1u);
 }
 
 }  // namespace

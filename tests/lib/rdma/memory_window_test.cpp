@@ -19,8 +19,8 @@ struct WindowPair {
   Endpoint a, b;
   std::vector<std::byte> src = std::vector<std::byte>(4096, std::byte{0x5A});
   std::vector<std::byte> mem = std::vector<std::byte>(8192, std::byte{0});
-  const MemoryRegion* smr = nullptr;
-  const MemoryRegion* region = nullptr;
+  const rdma::MemoryRegion* smr = nullptr;
+  const rdma::MemoryRegion* region = nullptr;
   ibv_mr region_handle{};
   WindowPair() {
     net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1});
@@ -56,7 +56,7 @@ struct WindowPair {
     return i;
   }
   // b binds a type 2 window with `key` through its QP.
-  int bind2(MemoryWindow* mw, std::uint32_t key, std::size_t off, std::uint64_t len, int access, std::uint64_t wr_id = 90) {
+  int bind2(rdma::MemoryWindow* mw, std::uint32_t key, std::size_t off, std::uint64_t len, int access, std::uint64_t wr_id = 90) {
     ibv_send_wr wr{};
     wr.wr_id = wr_id;
     wr.opcode = IBV_WR_BIND_MW;
@@ -95,7 +95,7 @@ TEST(MemoryWindow, Type1WindowWritesLandThroughItsKeyAndTheRegionKeyStillWorks) 
   bind.bind_info = p.info(1024, 2048, IBV_ACCESS_REMOTE_WRITE);
   const std::uint32_t before = (*mw)->base.rkey;
   ASSERT_EQ(p.b.engine->bind_mw(p.b.qp, *mw, bind), 0);
-  EXPECT_EQ((*mw)->base.rkey, next_window_key(before));
+  EXPECT_EQ((*mw)->base.rkey, rdma::next_window_key(before));
   auto bwc = p.wait(p.b, 1);
   ASSERT_EQ(bwc.size(), 1u);
   EXPECT_EQ(bwc[0].status, IBV_WC_SUCCESS) << describe(bwc[0]);
@@ -148,7 +148,7 @@ TEST(MemoryWindow, Type1RebindRetiresTheOldKeyAndCannotBeInvalidated) {
   ASSERT_FALSE(wcs.empty());
   EXPECT_EQ(wcs.back().wr_id, 33u);
   EXPECT_EQ(wcs.back().status, IBV_WC_LOC_QP_OP_ERR) << describe(wcs.back());
-  EXPECT_EQ(p.b.qp->state(), QpState::Err);
+  EXPECT_EQ(p.b.qp->state(), rdma::QpState::Err);
 }
 
 // The old key, from a first test step, after the window was rebound.
@@ -169,7 +169,7 @@ TEST(MemoryWindow, Type2BoundThroughTheQpServesItAndSendWithInvalidateEndsIt) {
   WindowPair p;
   auto mw = p.b.engine->alloc_mw(p.b.pd, IBV_MW_TYPE_2);
   ASSERT_TRUE(mw.ok());
-  const std::uint32_t key = next_window_key((*mw)->base.rkey);
+  const std::uint32_t key = rdma::next_window_key((*mw)->base.rkey);
   ASSERT_EQ(p.bind2(*mw, key, 0, 4096, IBV_ACCESS_REMOTE_WRITE), 0);
   auto bwc = p.wait(p.b, 1);
   ASSERT_EQ(bwc.size(), 1u);
@@ -179,7 +179,7 @@ TEST(MemoryWindow, Type2BoundThroughTheQpServesItAndSendWithInvalidateEndsIt) {
   EXPECT_EQ(p.mem[8], std::byte{0x5A});
 
   // A type 2 window bound to a QP cannot be bound again until it is invalidated.
-  ASSERT_EQ(p.bind2(*mw, next_window_key(key), 0, 4096, IBV_ACCESS_REMOTE_WRITE, 91), 0);
+  ASSERT_EQ(p.bind2(*mw, rdma::next_window_key(key), 0, 4096, IBV_ACCESS_REMOTE_WRITE, 91), 0);
   auto again = p.wait(p.b, 1);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].status, IBV_WC_MW_BIND_ERR) << describe(again[0]);
@@ -189,7 +189,7 @@ TEST(MemoryWindow, Type2SendWithInvalidateThenAccessIsARemoteAccessError) {
   WindowPair p;
   auto mw = p.b.engine->alloc_mw(p.b.pd, IBV_MW_TYPE_2);
   ASSERT_TRUE(mw.ok());
-  const std::uint32_t key = next_window_key((*mw)->base.rkey);
+  const std::uint32_t key = rdma::next_window_key((*mw)->base.rkey);
   ASSERT_EQ(p.bind2(*mw, key, 0, 4096, IBV_ACCESS_REMOTE_WRITE), 0);
   ASSERT_EQ(p.wait(p.b, 1).size(), 1u);
   std::vector<std::byte> rbuf(64);
@@ -222,7 +222,7 @@ TEST(MemoryWindow, Type2LocalInvalidateThenRebindWithANewKey) {
   WindowPair p;
   auto mw = p.b.engine->alloc_mw(p.b.pd, IBV_MW_TYPE_2);
   ASSERT_TRUE(mw.ok());
-  const std::uint32_t key = next_window_key((*mw)->base.rkey);
+  const std::uint32_t key = rdma::next_window_key((*mw)->base.rkey);
   ASSERT_EQ(p.bind2(*mw, key, 0, 4096, IBV_ACCESS_REMOTE_WRITE), 0);
   ibv_send_wr inv{};
   inv.wr_id = 60;
@@ -242,14 +242,14 @@ TEST(MemoryWindow, Type2RebindAfterLocalInvalidateServesTheNewKeyOnly) {
   WindowPair p;
   auto mw = p.b.engine->alloc_mw(p.b.pd, IBV_MW_TYPE_2);
   ASSERT_TRUE(mw.ok());
-  const std::uint32_t key = next_window_key((*mw)->base.rkey);
+  const std::uint32_t key = rdma::next_window_key((*mw)->base.rkey);
   ASSERT_EQ(p.bind2(*mw, key, 0, 4096, IBV_ACCESS_REMOTE_WRITE), 0);
   ibv_send_wr inv{};
   inv.opcode = IBV_WR_LOCAL_INV;
   inv.invalidate_rkey = key;
   ibv_send_wr* bad = nullptr;
   ASSERT_EQ(p.b.engine->post_send(p.b.qp, &inv, &bad), 0);
-  const std::uint32_t key2 = next_window_key(key);
+  const std::uint32_t key2 = rdma::next_window_key(key);
   ASSERT_EQ(p.bind2(*mw, key2, 4096, 4096, IBV_ACCESS_REMOTE_WRITE), 0);
   ASSERT_EQ(p.wait(p.b, 2).size(), 2u);
   EXPECT_EQ(p.write(p.at(4096 + 4), key2).status, IBV_WC_SUCCESS);
@@ -274,7 +274,7 @@ TEST(MemoryWindow, BindOfARegionWithoutMwBindAccessFailsWithBindError) {
   auto wcs = p.wait(p.b, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_MW_BIND_ERR) << describe(wcs[0]);
-  EXPECT_EQ(p.b.qp->state(), QpState::Err);
+  EXPECT_EQ(p.b.qp->state(), rdma::QpState::Err);
 }
 
 TEST(MemoryWindow, AWindowDiesWithItsRegion) {
@@ -333,10 +333,10 @@ namespace roce::test {
 namespace {
 
 TEST(MemoryWindow, WindowsLeftAllocatedGiveTheirSlotsBackWithTheirEngine) {
-  MrTable table(8);
+  rdma::MrTable table(8);
   {
-    Engine e(EngineConfig{}, table);
-    const PdHandle pd = e.alloc_pd();
+    rdma::Engine e(rdma::EngineConfig{}, table);
+    const rdma::PdHandle pd = e.alloc_pd();
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(e.alloc_mw(pd, i % 2 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2).ok());
     auto last = e.alloc_mw(pd, IBV_MW_TYPE_2);
     ASSERT_TRUE(last.ok());

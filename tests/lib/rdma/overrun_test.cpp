@@ -20,7 +20,7 @@ DcqcnLoopConfig shallow_tail_drop(int qps) {
   c.receiver_rate_bps = 1e9;
   c.one_sender_host = true;
   c.dcqcn = false;
-  c.max_inflight_bytes = TransportTuning{}.max_inflight_bytes;  // the default transport
+  c.max_inflight_bytes = rdma::TransportTuning{}.max_inflight_bytes;  // the default transport
   c.port.ecn_marking = false;
   c.window.enabled = true;
   c.port.capacity_bytes = 65536;

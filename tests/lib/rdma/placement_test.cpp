@@ -28,7 +28,7 @@ struct PlacementPair {
   SimNetwork net{7};
   Endpoint a, b;
   std::vector<Sent> sent;
-  explicit PlacementPair(int b_access = kRw | kAccessFlushGlobal, LinkFaults f = {}) {
+  explicit PlacementPair(int b_access = kRw | rdma::kAccessFlushGlobal, LinkFaults f = {}) {
     net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1});
     net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2});
     net.connect("a", "b", f, {});
@@ -63,9 +63,9 @@ struct PlacementPair {
     }
     return out;
   }
-  int flush(std::uint64_t wr_id, const MemoryRegion* mr, std::uint64_t va, std::uint32_t len, std::uint8_t placement,
+  int flush(std::uint64_t wr_id, const rdma::MemoryRegion* mr, std::uint64_t va, std::uint32_t len, std::uint8_t placement,
             std::uint8_t level) {
-    ibv_send_wr wr = flush_wr(wr_id, mr->rkey(), va, len, placement, level);
+    ibv_send_wr wr = rdma::flush_wr(wr_id, mr->rkey(), va, len, placement, level);
     ibv_send_wr* bad = nullptr;
     return a.engine->post_send(a.qp, &wr, &bad);
   }
@@ -167,7 +167,7 @@ TEST(AtomicWrite, UnderDuplicationAndLossEachCompletesOnceAndTheLastValueStays) 
   LinkFaults f;
   f.loss = 0.2;
   f.duplicate = 0.2;
-  PlacementPair p(kRw | kAccessFlushGlobal, f);
+  PlacementPair p(kRw | rdma::kAccessFlushGlobal, f);
   std::vector<std::byte> src(8 * 40), dst(64, std::byte{0});
   auto* smr = reg(*p.a.engine, p.a.pd, src, IBV_ACCESS_LOCAL_WRITE);
   auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw);
@@ -194,14 +194,14 @@ TEST(Flush, GlobalVisibilityOfARangeAfterAWriteCompletesAsFlush) {
   PlacementPair p;
   std::vector<std::byte> src(4096, std::byte{9}), dst(8192);
   auto* smr = reg(*p.a.engine, p.a.pd, src, IBV_ACCESS_LOCAL_WRITE);
-  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | kAccessFlushGlobal);
+  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | rdma::kAccessFlushGlobal);
   ibv_sge s = sge(src.data(), 4096, smr);
   ASSERT_EQ(post(p.a, IBV_WR_RDMA_WRITE, 1, &s, 1, va_of(dst, 1024), dmr->rkey(), 0), 0);
-  ASSERT_EQ(p.flush(2, dmr, va_of(dst, 1024), 4096, kFlushGlobal, kFlushRange), 0);
+  ASSERT_EQ(p.flush(2, dmr, va_of(dst, 1024), 4096, rdma::kFlushGlobal, rdma::kFlushRange), 0);
   auto wcs = p.wait(p.a, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
-  EXPECT_EQ(wcs[0].opcode, kWcFlush);
+  EXPECT_EQ(wcs[0].opcode, rdma::kWcFlush);
   EXPECT_EQ(wcs[0].wr_id, 2u);
   EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1024));
 
@@ -212,8 +212,8 @@ TEST(Flush, GlobalVisibilityOfARangeAfterAWriteCompletesAsFlush) {
   ASSERT_EQ(fl.opcode(), 0x1C);
   EXPECT_EQ(fl.payload_offset - fl.bth_offset, 12u + 4u + 16u);
   EXPECT_EQ(fl.ext.feth.bits.get(), 0x01u);
-  EXPECT_EQ(feth_placement(fl.ext.feth), kFlushGlobal);
-  EXPECT_EQ(feth_selectivity(fl.ext.feth), kFlushRange);
+  EXPECT_EQ(feth_placement(fl.ext.feth), rdma::kFlushGlobal);
+  EXPECT_EQ(feth_selectivity(fl.ext.feth), rdma::kFlushRange);
   EXPECT_EQ(fl.ext.reth.va.get(), va_of(dst, 1024));
   EXPECT_EQ(fl.ext.reth.dma_length.get(), 4096u);
   EXPECT_EQ(fl.payload_length, 0u);
@@ -226,8 +226,8 @@ TEST(Flush, GlobalVisibilityOfARangeAfterAWriteCompletesAsFlush) {
 TEST(Flush, OfAWholeRegionIgnoresTheVaAndLengthAndSetsSelectivityOne) {
   PlacementPair p;
   std::vector<std::byte> dst(4096);
-  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | kAccessFlushGlobal);
-  ASSERT_EQ(p.flush(1, dmr, 0xDEAD0000, 1u << 30, kFlushGlobal, kFlushMr), 0);
+  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | rdma::kAccessFlushGlobal);
+  ASSERT_EQ(p.flush(1, dmr, 0xDEAD0000, 1u << 30, rdma::kFlushGlobal, rdma::kFlushMr), 0);
   auto wcs = p.wait(p.a, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
@@ -240,20 +240,20 @@ TEST(Flush, OfAWholeRegionIgnoresTheVaAndLengthAndSetsSelectivityOne) {
 TEST(Flush, WithoutTheQpsFlushAccessIsAnInvalidRequest) {
   PlacementPair p(kRw);
   std::vector<std::byte> dst(4096);
-  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | kAccessFlushGlobal);
-  ASSERT_EQ(p.flush(1, dmr, va_of(dst), 64, kFlushGlobal, kFlushRange), 0);
+  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | rdma::kAccessFlushGlobal);
+  ASSERT_EQ(p.flush(1, dmr, va_of(dst), 64, rdma::kFlushGlobal, rdma::kFlushRange), 0);
   auto wcs = p.wait(p.a, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_REM_INV_REQ_ERR) << describe(wcs[0]);
-  EXPECT_EQ(p.b.qp->state(), QpState::Err);
+  EXPECT_EQ(p.b.qp->state(), rdma::QpState::Err);
 }
 
 TEST(Flush, OfARegionWithoutFlushAccessOrPastItsEndIsARemoteAccessError) {
   for (int variant = 0; variant < 2; ++variant) {
     PlacementPair p;
     std::vector<std::byte> dst(4096);
-    auto* dmr = reg(*p.b.engine, p.b.pd, dst, variant == 0 ? kRw : kRw | kAccessFlushGlobal);
-    ASSERT_EQ(p.flush(1, dmr, va_of(dst, 4000), variant == 0 ? 64 : 200, kFlushGlobal, kFlushRange), 0);
+    auto* dmr = reg(*p.b.engine, p.b.pd, dst, variant == 0 ? kRw : kRw | rdma::kAccessFlushGlobal);
+    ASSERT_EQ(p.flush(1, dmr, va_of(dst, 4000), variant == 0 ? 64 : 200, rdma::kFlushGlobal, rdma::kFlushRange), 0);
     auto wcs = p.wait(p.a, 1);
     ASSERT_EQ(wcs.size(), 1u);
     EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR) << "variant " << variant << ": " << describe(wcs[0]);
@@ -261,13 +261,13 @@ TEST(Flush, OfARegionWithoutFlushAccessOrPastItsEndIsARemoteAccessError) {
 }
 
 TEST(Flush, PersistenceIsNeverGrantedOrdinaryMemory) {
-  PlacementPair p(kRw | kAccessFlushGlobal | kAccessFlushPersistent);
+  PlacementPair p(kRw | rdma::kAccessFlushGlobal | rdma::kAccessFlushPersistent);
   std::vector<std::byte> dst(4096);
-  auto refused = p.b.engine->memory().register_region(p.b.pd, dst.data(), dst.size(), kRw | kAccessFlushPersistent);
+  auto refused = p.b.engine->memory().register_region(p.b.pd, dst.data(), dst.size(), kRw | rdma::kAccessFlushPersistent);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("not persistent memory"), std::string::npos) << refused.error().message;
-  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | kAccessFlushGlobal);
-  ASSERT_EQ(p.flush(1, dmr, va_of(dst), 64, kFlushPersistent, kFlushRange), 0);
+  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | rdma::kAccessFlushGlobal);
+  ASSERT_EQ(p.flush(1, dmr, va_of(dst), 64, rdma::kFlushPersistent, rdma::kFlushRange), 0);
   auto wcs = p.wait(p.a, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR) << describe(wcs[0]);
@@ -276,11 +276,11 @@ TEST(Flush, PersistenceIsNeverGrantedOrdinaryMemory) {
 TEST(Flush, PostSendRefusesUnknownPlacementSelectivityOrAScatterList) {
   PlacementPair p;
   std::vector<std::byte> dst(64);
-  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | kAccessFlushGlobal);
-  EXPECT_EQ(p.flush(1, dmr, va_of(dst), 8, 0, kFlushRange), EINVAL);
-  EXPECT_EQ(p.flush(2, dmr, va_of(dst), 8, 0x4, kFlushRange), EINVAL);
-  EXPECT_EQ(p.flush(3, dmr, va_of(dst), 8, kFlushGlobal, 2), EINVAL);
-  ibv_send_wr wr = flush_wr(4, dmr->rkey(), va_of(dst), 8, kFlushGlobal, kFlushRange);
+  auto* dmr = reg(*p.b.engine, p.b.pd, dst, kRw | rdma::kAccessFlushGlobal);
+  EXPECT_EQ(p.flush(1, dmr, va_of(dst), 8, 0, rdma::kFlushRange), EINVAL);
+  EXPECT_EQ(p.flush(2, dmr, va_of(dst), 8, 0x4, rdma::kFlushRange), EINVAL);
+  EXPECT_EQ(p.flush(3, dmr, va_of(dst), 8, rdma::kFlushGlobal, 2), EINVAL);
+  ibv_send_wr wr = rdma::flush_wr(4, dmr->rkey(), va_of(dst), 8, rdma::kFlushGlobal, rdma::kFlushRange);
   ibv_sge s = sge(dst.data(), 8, dmr);
   wr.sg_list = &s;
   wr.num_sge = 1;
@@ -289,7 +289,7 @@ TEST(Flush, PostSendRefusesUnknownPlacementSelectivityOrAScatterList) {
 }
 
 TEST(Flush, FethLayoutMatchesTheSpec) {
-  const Feth f = make_feth(kFlushGlobal | kFlushPersistent, kFlushMr);
+  const Feth f = make_feth(rdma::kFlushGlobal | rdma::kFlushPersistent, rdma::kFlushMr);
   const auto* b = reinterpret_cast<const std::uint8_t*>(&f);
   EXPECT_EQ(b[0], 0);
   EXPECT_EQ(b[1], 0);

@@ -13,24 +13,24 @@ namespace {
 
 constexpr int kRemote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-PeerPath path() {
-  PeerPath p;
+rdma::PeerPath path() {
+  rdma::PeerPath p;
   p.mtu = IBV_MTU_4096;
   p.dest_qpn = 0x123;
   p.rq_psn = 0x4000;
-  p.dgid = gid_from_ip(IpAddress::ipv4({10, 0, 0, 2}));
+  p.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4({10, 0, 0, 2}));
   p.max_dest_rd_atomic = 8;
   p.min_rnr_timer = 3;
   return p;
 }
 
-SendSide send_side() { return SendSide{0x777, 9, 5, 6, 4}; }
+rdma::SendSide send_side() { return rdma::SendSide{0x777, 9, 5, 6, 4}; }
 
 class QpTransitions : public ::testing::TestWithParam<ibv_qp_type> {
  protected:
   QpTransitions() : engine_(raw_peer_target({2, 0, 0, 0, 0, 2}), mrs_) {}
-  MrTable mrs_;
-  Engine engine_;
+  rdma::MrTable mrs_;
+  rdma::Engine engine_;
 };
 
 TEST_P(QpTransitions, BringAFreshQpToRtsWithWhatTheyCarry) {
@@ -38,13 +38,13 @@ TEST_P(QpTransitions, BringAFreshQpToRtsWithWhatTheyCarry) {
   QpOptions o;
   o.type = type;
   Endpoint ep = make_endpoint(engine_, o);
-  for (const QpTransition& t : {init_transition(type, kRemote, 0x11111111), rtr_transition(type, path()),
-                                rts_transition(type, send_side())}) {
+  for (const rdma::QpTransition& t : {rdma::init_transition(type, kRemote, 0x11111111), rdma::rtr_transition(type, path()),
+                                rdma::rts_transition(type, send_side())}) {
     const Status s = engine_.modify_qp(ep.qp, t.attr, t.mask);
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
-  EXPECT_EQ(ep.qp->state(), QpState::Rts);
-  const QpConfig& cfg = ep.qp->context().cfg;
+  EXPECT_EQ(ep.qp->state(), rdma::QpState::Rts);
+  const rdma::QpConfig& cfg = ep.qp->context().cfg;
   EXPECT_EQ(cfg.sq_psn, 0x777u);
   if (type == IBV_QPT_UD) {
     EXPECT_EQ(cfg.qkey, 0x11111111u);
@@ -66,13 +66,13 @@ TEST_P(QpTransitions, BringAFreshQpToRtsWithWhatTheyCarry) {
 
 TEST_P(QpTransitions, MasksNameOnlyWhatTheTypeTakes) {
   const ibv_qp_type type = GetParam();
-  const int init = init_transition(type, kRemote, 1).mask;
+  const int init = rdma::init_transition(type, kRemote, 1).mask;
   EXPECT_EQ((init & IBV_QP_QKEY) != 0, type == IBV_QPT_UD);
   EXPECT_EQ((init & IBV_QP_ACCESS_FLAGS) != 0, type != IBV_QPT_UD);
-  const int rtr = rtr_transition(type, path()).mask;
+  const int rtr = rdma::rtr_transition(type, path()).mask;
   EXPECT_EQ((rtr & IBV_QP_AV) != 0, type != IBV_QPT_UD);
   EXPECT_EQ((rtr & IBV_QP_MAX_DEST_RD_ATOMIC) != 0, type == IBV_QPT_RC);
-  const int rts = rts_transition(type, send_side()).mask;
+  const int rts = rdma::rts_transition(type, send_side()).mask;
   EXPECT_TRUE(rts & IBV_QP_SQ_PSN);
   EXPECT_EQ((rts & IBV_QP_RETRY_CNT) != 0, type == IBV_QPT_RC);
 }

@@ -9,21 +9,21 @@ namespace roce::test {
 namespace {
 
 TEST(QpStateMachine, TransitionsNeedTheirAttributes) {
-  EXPECT_TRUE(check_transition(IBV_QPT_RC, QpState::Reset, QpState::Init,
+  EXPECT_TRUE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Reset, rdma::QpState::Init,
                                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok);
-  const auto missing = check_transition(IBV_QPT_RC, QpState::Reset, QpState::Init, IBV_QP_STATE | IBV_QP_PORT);
+  const auto missing = rdma::check_transition(IBV_QPT_RC, rdma::QpState::Reset, rdma::QpState::Init, IBV_QP_STATE | IBV_QP_PORT);
   EXPECT_FALSE(missing.ok);
   EXPECT_NE(missing.reason.find("IBV_QP_PKEY_INDEX"), std::string::npos) << missing.reason;
-  EXPECT_FALSE(check_transition(IBV_QPT_RC, QpState::Init, QpState::Rts, IBV_QP_STATE).ok);
-  EXPECT_FALSE(check_transition(IBV_QPT_RC, QpState::Rtr, QpState::Rts, IBV_QP_STATE | IBV_QP_SQ_PSN).ok);
-  EXPECT_TRUE(check_transition(IBV_QPT_UC, QpState::Rtr, QpState::Rts, IBV_QP_STATE | IBV_QP_SQ_PSN).ok);
-  EXPECT_TRUE(check_transition(IBV_QPT_UD, QpState::Init, QpState::Rtr, IBV_QP_STATE).ok);
-  EXPECT_FALSE(check_transition(IBV_QPT_UD, QpState::Reset, QpState::Init,
+  EXPECT_FALSE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Init, rdma::QpState::Rts, IBV_QP_STATE).ok);
+  EXPECT_FALSE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Rtr, rdma::QpState::Rts, IBV_QP_STATE | IBV_QP_SQ_PSN).ok);
+  EXPECT_TRUE(rdma::check_transition(IBV_QPT_UC, rdma::QpState::Rtr, rdma::QpState::Rts, IBV_QP_STATE | IBV_QP_SQ_PSN).ok);
+  EXPECT_TRUE(rdma::check_transition(IBV_QPT_UD, rdma::QpState::Init, rdma::QpState::Rtr, IBV_QP_STATE).ok);
+  EXPECT_FALSE(rdma::check_transition(IBV_QPT_UD, rdma::QpState::Reset, rdma::QpState::Init,
                                 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS).ok);
-  EXPECT_TRUE(check_transition(IBV_QPT_RC, QpState::Rts, QpState::Err, IBV_QP_STATE).ok);
-  EXPECT_TRUE(check_transition(IBV_QPT_RC, QpState::Err, QpState::Reset, IBV_QP_STATE).ok);
-  EXPECT_FALSE(check_transition(IBV_QPT_RC, QpState::Err, QpState::Rts, IBV_QP_STATE).ok);
-  EXPECT_TRUE(check_transition(IBV_QPT_RC, QpState::Rts, QpState::Sqd, IBV_QP_STATE).ok);
+  EXPECT_TRUE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Rts, rdma::QpState::Err, IBV_QP_STATE).ok);
+  EXPECT_TRUE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Err, rdma::QpState::Reset, IBV_QP_STATE).ok);
+  EXPECT_FALSE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Err, rdma::QpState::Rts, IBV_QP_STATE).ok);
+  EXPECT_TRUE(rdma::check_transition(IBV_QPT_RC, rdma::QpState::Rts, rdma::QpState::Sqd, IBV_QP_STATE).ok);
 }
 
 struct Fixture : ::testing::Test {
@@ -56,7 +56,7 @@ TEST_F(Fixture, ModifyReportsWhatIsWrong) {
   attr.port_num = 2;
   const Status p = a.engine->modify_qp(a.qp, attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(a.qp->state(), QpState::Reset);
+  EXPECT_EQ(a.qp->state(), rdma::QpState::Reset);
 }
 
 TEST_F(Fixture, UnknownPeerMacFailsRtrCleanly) {
@@ -68,13 +68,13 @@ TEST_F(Fixture, UnknownPeerMacFailsRtrCleanly) {
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = IBV_MTU_1024;
   attr.ah_attr.is_global = 1;
-  attr.ah_attr.grh.dgid = gid_from_ip(IpAddress::ipv4({10, 9, 9, 9}));
+  attr.ah_attr.grh.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4({10, 9, 9, 9}));
   const Status s = a.engine->modify_qp(a.qp, attr,
                                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, EHOSTUNREACH);
-  EXPECT_EQ(a.qp->state(), QpState::Init);
+  EXPECT_EQ(a.qp->state(), rdma::QpState::Init);
 }
 
 TEST_F(Fixture, QueueFullAndTooManySgesAreImmediateErrors) {
@@ -97,7 +97,7 @@ TEST_F(Fixture, BadLkeyCompletesWithLocalProtectionErrorAndErrorsTheQp) {
   auto wcs = drain(a);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_LOC_PROT_ERR);
-  EXPECT_EQ(a.qp->state(), QpState::Err);
+  EXPECT_EQ(a.qp->state(), rdma::QpState::Err);
 }
 
 TEST_F(Fixture, ReadIntoRegionWithoutLocalWriteIsLocalProtectionError) {
@@ -125,8 +125,8 @@ TEST_F(Fixture, RemoteAccessErrorCompletesTheRequesterAndFlushesTheRest) {
   ASSERT_EQ(wcs.size(), 2u);
   EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR);
   EXPECT_EQ(wcs[1].status, IBV_WC_WR_FLUSH_ERR);
-  EXPECT_EQ(a.qp->state(), QpState::Err);
-  EXPECT_EQ(b.qp->state(), QpState::Err);
+  EXPECT_EQ(a.qp->state(), rdma::QpState::Err);
+  EXPECT_EQ(b.qp->state(), rdma::QpState::Err);
 }
 
 TEST_F(Fixture, ErrorFlushesPostedReceives) {
@@ -175,30 +175,30 @@ TEST_F(Fixture, InlineSendCopiesAtPostTime) {
 }
 
 TEST(MemoryRegions, KeysAreCheckedForPdAccessBoundsAndStaleness) {
-  MrTable t(4);
+  rdma::MrTable t(4);
   std::vector<std::byte> buf(100);
   auto r = t.register_region(1, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
   ASSERT_TRUE(r.ok());
   const std::uint32_t key = (*r)->rkey();
   const auto base = reinterpret_cast<std::uint64_t>(buf.data());
   std::byte* p = nullptr;
-  EXPECT_EQ(t.check_remote(key, 1, base, 100, IBV_ACCESS_REMOTE_READ, &p), AccessResult::Ok);
+  EXPECT_EQ(t.check_remote(key, 1, base, 100, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::Ok);
   EXPECT_EQ(p, buf.data());
-  EXPECT_EQ(t.check_remote(key, 2, base, 1, IBV_ACCESS_REMOTE_READ, &p), AccessResult::WrongPd);
-  EXPECT_EQ(t.check_remote(key, 1, base, 1, IBV_ACCESS_REMOTE_WRITE, &p), AccessResult::NoPermission);
-  EXPECT_EQ(t.check_remote(key, 1, base + 1, 100, IBV_ACCESS_REMOTE_READ, &p), AccessResult::OutOfBounds);
-  EXPECT_EQ(t.check_remote(key, 1, base - 1, 2, IBV_ACCESS_REMOTE_READ, &p), AccessResult::OutOfBounds);
-  EXPECT_EQ(t.check_remote(key, 1, UINT64_MAX, 2, IBV_ACCESS_REMOTE_READ, &p), AccessResult::OutOfBounds);
+  EXPECT_EQ(t.check_remote(key, 2, base, 1, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::WrongPd);
+  EXPECT_EQ(t.check_remote(key, 1, base, 1, IBV_ACCESS_REMOTE_WRITE, &p), rdma::AccessResult::NoPermission);
+  EXPECT_EQ(t.check_remote(key, 1, base + 1, 100, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::OutOfBounds);
+  EXPECT_EQ(t.check_remote(key, 1, base - 1, 2, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::OutOfBounds);
+  EXPECT_EQ(t.check_remote(key, 1, UINT64_MAX, 2, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::OutOfBounds);
   ASSERT_TRUE(t.deregister(key).ok());
-  EXPECT_EQ(t.check_remote(key, 1, base, 1, IBV_ACCESS_REMOTE_READ, &p), AccessResult::BadKey);
+  EXPECT_EQ(t.check_remote(key, 1, base, 1, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::BadKey);
   auto again = t.register_region(1, buf.data(), buf.size(), IBV_ACCESS_REMOTE_READ);
   ASSERT_TRUE(again.ok());
   EXPECT_NE((*again)->rkey(), key);  // same slot, new generation: the stale key stays dead
-  EXPECT_EQ(t.check_remote(key, 1, base, 1, IBV_ACCESS_REMOTE_READ, &p), AccessResult::BadKey);
+  EXPECT_EQ(t.check_remote(key, 1, base, 1, IBV_ACCESS_REMOTE_READ, &p), rdma::AccessResult::BadKey);
 }
 
 TEST(MemoryRegions, RegistrationRulesMatchIbvRegMr) {
-  MrTable t(2);
+  rdma::MrTable t(2);
   std::vector<std::byte> buf(16);
   const auto bad = t.register_region(1, buf.data(), buf.size(), IBV_ACCESS_REMOTE_WRITE);
   ASSERT_FALSE(bad.ok());

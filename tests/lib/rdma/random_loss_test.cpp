@@ -29,7 +29,7 @@ struct LossRun {
 
 LossRun run(double loss, bool window, std::uint64_t seed) {
   SimNetwork net(seed);
-  EngineConfig cfg;
+  rdma::EngineConfig cfg;
   cfg.tuning.window.enabled = window;
   net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
@@ -46,8 +46,8 @@ LossRun run(double loss, bool window, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::byte> src(2 * kMessage), dst(std::size_t{kMessage} * kOutstanding);
   for (auto& x : src) x = static_cast<std::byte>(rng());
-  const MemoryRegion* smr = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
-  const MemoryRegion* dmr = reg(*b.engine, b.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  const rdma::MemoryRegion* smr = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* dmr = reg(*b.engine, b.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   const auto src_offset = [](std::uint64_t w) { return static_cast<std::size_t>((w * 40'961) % kMessage); };
   std::uint64_t posted = 0;
   const std::uint64_t writes = writes_for(loss);
@@ -76,11 +76,11 @@ LossRun run(double loss, bool window, std::uint64_t seed) {
       },
       60 * kSecond);
   r.lost = net.stats("a").lost + net.stats("b").lost;
-  const Counters& c = a.qp->counters();
-  r.resent = c.get(Counter::RetransmittedPkts);
-  r.early = c.get(Counter::EarlyRetransmits);
-  r.timeouts = c.get(Counter::RetransmitTimeouts);
-  r.cuts = c.get(Counter::WindowCuts);
+  const rdma::Counters& c = a.qp->counters();
+  r.resent = c.get(rdma::Counter::RetransmittedPkts);
+  r.early = c.get(rdma::Counter::EarlyRetransmits);
+  r.timeouts = c.get(rdma::Counter::RetransmitTimeouts);
+  r.cuts = c.get(rdma::Counter::WindowCuts);
   r.elapsed = net.now();
   return r;
 }

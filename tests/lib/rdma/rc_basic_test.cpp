@@ -71,12 +71,12 @@ TEST(RcBasic, EachSideReceivesExactlyThePacketsTheOtherSent) {
   ASSERT_EQ(post(p.a, IBV_WR_RDMA_WRITE, 1, &s, 1, reinterpret_cast<std::uint64_t>(dst.data()), dmr->rkey()), 0);
   ASSERT_EQ(post(p.a, IBV_WR_RDMA_READ, 2, &s, 1, reinterpret_cast<std::uint64_t>(dst.data()), dmr->rkey()), 0);
   ASSERT_EQ(p.wait(p.a, 2).size(), 2u);
-  const Counters& a = p.a.qp->counters();
-  const Counters& b = p.b.qp->counters();
-  EXPECT_EQ(a.get(Counter::SentPkts), 98u + 1u);  // 98 WRITE packets at 1 KiB, one READ request
-  EXPECT_EQ(b.get(Counter::RcvdPkts), a.get(Counter::SentPkts));
-  EXPECT_EQ(a.get(Counter::RcvdPkts), b.get(Counter::SentPkts));
-  EXPECT_GE(a.get(Counter::RcvdPkts), 98u);  // the READ responses, plus the ACKs
+  const rdma::Counters& a = p.a.qp->counters();
+  const rdma::Counters& b = p.b.qp->counters();
+  EXPECT_EQ(a.get(rdma::Counter::SentPkts), 98u + 1u);  // 98 WRITE packets at 1 KiB, one READ request
+  EXPECT_EQ(b.get(rdma::Counter::RcvdPkts), a.get(rdma::Counter::SentPkts));
+  EXPECT_EQ(a.get(rdma::Counter::RcvdPkts), b.get(rdma::Counter::SentPkts));
+  EXPECT_GE(a.get(rdma::Counter::RcvdPkts), 98u);  // the READ responses, plus the ACKs
 }
 
 TEST(RcBasic, ReadReturnsRemoteBytes) {

@@ -65,7 +65,7 @@ class ReadResume : public RawPeerTest {
   }
 
   std::vector<std::byte> local_, remote_;
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
 };
 
 TEST_F(ReadResume, ReissuedReadAsksForTheMissingTail) {
@@ -93,13 +93,13 @@ TEST_F(ReadResume, AnswerContinuingTheOriginalResponseCompletes) {
 TEST_F(ReadResume, ContinuedResponsesArePlacedAndAskedAheadAtTheirOffsets) {
   lose_the_middle();
   const auto middle = response(Opcode::RcReadResponseMiddle, 1);
-  const PayloadDest m = payload_dest_of(*ep_.qp, middle);
+  const rdma::PayloadDest m = payload_dest_of(*ep_.qp, middle);
   EXPECT_EQ(m.dst, local_.data() + 1024);
   EXPECT_EQ(m.next.at, local_.data() + 2048);
   EXPECT_EQ(m.next.len, kLength - 2048);
   peer_->send(middle);
   const auto last = response(Opcode::RcReadResponseLast, 2);
-  const PayloadDest l = payload_dest_of(*ep_.qp, last);
+  const rdma::PayloadDest l = payload_dest_of(*ep_.qp, last);
   EXPECT_EQ(l.dst, local_.data() + 2048);
   EXPECT_EQ(l.next.len, 0u);
   peer_->send(last);
@@ -117,11 +117,11 @@ TEST_F(ReadResume, ACorruptedMiddlePlacedAheadIsRewrittenBeforeTheReadCompletes)
   peer_->send(response(Opcode::RcReadResponseFirst, 0));
   const auto middle = response(Opcode::RcReadResponseMiddle, 1);
   peer_->send(test::frame_edit::corrupted(middle, middle.size() - 4 - 10));
-  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::IcrcBad), 1u);
   EXPECT_FALSE(std::equal(local_.begin() + 1024, local_.begin() + 2048, remote_.begin() + 1024));  // placed, corrupted
   const auto last = response(Opcode::RcReadResponseLast, 2);
   peer_->send(test::frame_edit::corrupted(last, last.size() - 4 - 10));
-  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 2u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::IcrcBad), 2u);
   EXPECT_TRUE(std::all_of(local_.begin() + 2048, local_.end(), [](std::byte b) { return b == std::byte{0}; }));
   peer_->send(last);
   const auto again = peer_->collect();
@@ -140,7 +140,7 @@ TEST_F(ReadResume, MiddleBeforeAnyFirstIsStillRefused) {
   ASSERT_EQ(peer_->collect().size(), 1u);
   peer_->send(response(Opcode::RcReadResponseMiddle, 0));
   EXPECT_TRUE(drain(ep_).empty());
-  EXPECT_EQ(ep_.qp->counters().get(Counter::GhostResponses), 1u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::GhostResponses), 1u);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ class Responder : public RawPeerTest {
   std::vector<std::byte> bytes(std::size_t n, std::uint8_t v) const { return std::vector<std::byte>(n, std::byte{v}); }
 
   std::vector<std::byte> mem_;
-  const MemoryRegion* mr_ = nullptr;
+  const rdma::MemoryRegion* mr_ = nullptr;
 };
 
 TEST_F(Responder, WriteOnlyIsExecutedAndAcknowledgedWithMsn) {
@@ -54,7 +54,7 @@ TEST_F(Responder, AcksForPacketsReceivedTogetherAreCoalesced) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].pkt.psn(), kEpsn + 4);
   EXPECT_EQ(out[0].pkt.ext.aeth.msn.get(), 5u);
-  EXPECT_EQ(ep_.qp->counters().get(Counter::AckDeferred), 4u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::AckDeferred), 4u);
 }
 
 TEST_F(Responder, GapGetsOneSequenceNakThenSilenceUntilTheExpectedPsn) {
@@ -73,7 +73,7 @@ TEST_F(Responder, GapGetsOneSequenceNakThenSilenceUntilTheExpectedPsn) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(syn(out[0]).is_ack());
   EXPECT_EQ(out[0].pkt.psn(), kEpsn);
-  EXPECT_EQ(ep_.qp->counters().get(Counter::OutOfSeqRequest), 4u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::OutOfSeqRequest), 4u);
 }
 
 TEST_F(Responder, DuplicateWriteIsReacknowledgedNotReexecuted) {
@@ -87,7 +87,7 @@ TEST_F(Responder, DuplicateWriteIsReacknowledgedNotReexecuted) {
   EXPECT_TRUE(syn(out[0]).is_ack());
   EXPECT_EQ(out[0].pkt.psn(), kEpsn + 1);  // the most recent PSN, as C9-105 asks
   EXPECT_EQ(mem_[0], std::byte{0x55});
-  EXPECT_EQ(ep_.qp->counters().get(Counter::DuplicateRequest), 1u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::DuplicateRequest), 1u);
 }
 
 TEST_F(Responder, ReadIsSegmentedWithAethOnFirstAndLast) {
@@ -123,7 +123,7 @@ TEST_F(Responder, DuplicateReadIsReexecutedFromTheRequestedPacket) {
   EXPECT_EQ(out[0].pkt.psn(), kEpsn + 1);
   EXPECT_EQ(out[0].payload()[0], std::byte{0xEE});
   EXPECT_EQ(out[1].pkt.psn(), kEpsn + 2);
-  EXPECT_EQ(ep_.qp->counters().get(Counter::DuplicateReadReexecuted), 1u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::DuplicateReadReexecuted), 1u);
 }
 
 TEST_F(Responder, DuplicateAtomicIsReplayedNeverExecutedTwice) {
@@ -141,7 +141,7 @@ TEST_F(Responder, DuplicateAtomicIsReplayedNeverExecutedTwice) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].pkt.ext.atomic_ack.original_data.get(), 100u);
   EXPECT_EQ(*word, 105u);
-  EXPECT_EQ(ep_.qp->counters().get(Counter::DuplicateAtomicReplayed), 1u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::DuplicateAtomicReplayed), 1u);
 }
 
 // Every response carries the MSN the responder holds when it sends it (rxe does the same):
@@ -197,7 +197,7 @@ TEST_F(Responder, VaPlusLengthOverflowIsRemoteAccessErrorAndWritesNothing) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(syn(out[0]).raw, 0x62);
   EXPECT_EQ(mem_, before);
-  EXPECT_EQ(ep_.qp->state(), QpState::Err);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Err);
 }
 
 TEST_F(Responder, LengthBeyondTheRegionIsRemoteAccessError) {
@@ -213,12 +213,12 @@ TEST_F(Responder, BadRkeyIsRemoteAccessError) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].pkt.opcode(), raw(Opcode::RcAck));
   EXPECT_EQ(syn(out[0]).raw, 0x62);
-  EXPECT_EQ(ep_.qp->counters().get(Counter::RemoteAccessErrors), 1u);
+  EXPECT_EQ(ep_.qp->counters().get(rdma::Counter::RemoteAccessErrors), 1u);
 }
 
 TEST_F(Responder, WriteToReadOnlyRegionIsRemoteAccessError) {
   std::vector<std::byte> ro(256);
-  const MemoryRegion* ro_mr = reg(*engine_, ep_.pd, ro, IBV_ACCESS_REMOTE_READ);
+  const rdma::MemoryRegion* ro_mr = reg(*engine_, ep_.pd, ro, IBV_ACCESS_REMOTE_READ);
   peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn, reth(reinterpret_cast<std::uint64_t>(ro.data()), ro_mr->rkey(), 4),
                            bytes(4, 1)));
   auto out = peer_->collect();
@@ -229,7 +229,7 @@ TEST_F(Responder, WriteToReadOnlyRegionIsRemoteAccessError) {
 
 TEST_F(Responder, RkeyOfAnotherProtectionDomainIsRemoteAccessError) {
   std::vector<std::byte> other(256);
-  const MemoryRegion* other_mr = reg(*engine_, engine_->alloc_pd(), other, kAll);
+  const rdma::MemoryRegion* other_mr = reg(*engine_, engine_->alloc_pd(), other, kAll);
   peer_->send(peer_->frame(Opcode::RcWriteOnly, kEpsn,
                            reth(reinterpret_cast<std::uint64_t>(other.data()), other_mr->rkey(), 4), bytes(4, 1)));
   auto out = peer_->collect();
@@ -256,7 +256,7 @@ TEST_F(Responder, SendWithoutPostedReceiveIsRnrNakWithTheQpTimer) {
   EXPECT_EQ(ep_.qp->responder().expected_psn(), kEpsn);
   // Once a receive is posted the retried SEND lands.
   std::vector<std::byte> buf(64);
-  const MemoryRegion* m = reg(*engine_, ep_.pd, buf, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* m = reg(*engine_, ep_.pd, buf, IBV_ACCESS_LOCAL_WRITE);
   ibv_sge g = sge(buf.data(), 64, m);
   ASSERT_EQ(post_recv(ep_, 1, &g, 1), 0);
   peer_->send(peer_->frame(Opcode::RcSendOnly, kEpsn, {}, bytes(10, 3)));
@@ -274,7 +274,7 @@ TEST_F(Responder, MiddleWithoutFirstIsInvalidRequest) {
   auto out = peer_->collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(syn(out[0]).raw, 0x61);
-  EXPECT_EQ(ep_.qp->state(), QpState::Err);
+  EXPECT_EQ(ep_.qp->state(), rdma::QpState::Err);
 }
 
 TEST_F(Responder, FirstPacketShorterThanPmtuIsInvalidRequest) {
@@ -349,7 +349,7 @@ TEST_F(Responder, CorruptedFrameIsDroppedAndCounted) {
   f[f.size() - 6] ^= std::byte{1};
   peer_->send(f);
   EXPECT_TRUE(peer_->collect().empty());
-  EXPECT_EQ(engine_->drops(EngineDrop::IcrcBad), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::IcrcBad), 1u);
   EXPECT_EQ(mem_[0], std::byte{0});
 }
 
@@ -357,7 +357,7 @@ TEST_F(Responder, UnknownQpIsDroppedAndCounted) {
   RawPeer stranger(*engine_, kPeerMac, kPeerIp, kPeerQpn, 0x999);
   stranger.send(stranger.frame(Opcode::RcWriteOnly, kEpsn, reth(va(), mr_->rkey(), 4), bytes(4, 1)));
   EXPECT_TRUE(stranger.collect().empty());
-  EXPECT_EQ(engine_->drops(EngineDrop::UnknownQp), 1u);
+  EXPECT_EQ(engine_->drops(rdma::EngineDrop::UnknownQp), 1u);
 }
 
 }  // namespace

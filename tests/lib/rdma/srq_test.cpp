@@ -21,18 +21,18 @@ struct SrqHosts {
   QpOptions o;
   Endpoint a[kQps];
   Endpoint b[kQps];
-  SharedReceiveQueue* srq = nullptr;
-  CompletionQueue* b_cq = nullptr;
+  rdma::SharedReceiveQueue* srq = nullptr;
+  rdma::CompletionQueue* b_cq = nullptr;
   std::vector<std::byte> rbuf = std::vector<std::byte>(64 * 4096);
-  const MemoryRegion* rmr = nullptr;
+  const rdma::MemoryRegion* rmr = nullptr;
   std::vector<std::byte> sbuf[kQps];
-  const MemoryRegion* smr[kQps] = {};
+  const rdma::MemoryRegion* smr[kQps] = {};
   std::vector<std::uint32_t> a_dest_qps;  // destination QP of every frame a sent, in order
 
   explicit SrqHosts(std::uint32_t srq_depth = 64, std::uint8_t rnr_retry = 7) {
     o.rnr_retry = rnr_retry;
     o.min_rnr_timer = 1;  // 10 us: the RNR retry comes quickly
-    EngineConfig ca;
+    rdma::EngineConfig ca;
     ca.tuning.tx_quantum = 1;  // a's QPs take turns packet by packet: their messages interleave on b
     net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, ca);
     net.on_transmit = [this](const std::string& from, std::span<const std::byte> f, Nanos) {
@@ -41,8 +41,8 @@ struct SrqHosts {
     };
     net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2});
     net.connect("a", "b", {}, {});
-    Engine& eb = net.host("b");
-    const PdHandle pd = eb.alloc_pd();
+    rdma::Engine& eb = net.host("b");
+    const rdma::PdHandle pd = eb.alloc_pd();
     auto s = eb.create_srq(pd, ibv_srq_attr{srq_depth, 2, 0});
     EXPECT_TRUE(s.ok()) << s.error().message;
     srq = *s;
@@ -53,7 +53,7 @@ struct SrqHosts {
       b[i].engine = &eb;
       b[i].pd = pd;
       b[i].cq = b_cq;
-      QpInit init;
+      rdma::QpInit init;
       init.send_cq = init.recv_cq = b_cq;
       init.cap = ibv_qp_cap{64, 0, 2, 0, 0};
       init.srq = srq;
@@ -80,7 +80,7 @@ struct SrqHosts {
     ibv_sge s = sge(sbuf[qp].data(), len, smr[qp]);
     return post(a[qp], IBV_WR_SEND, wr_id, &s, 1);
   }
-  std::vector<ibv_wc> wait(CompletionQueue* cq, Engine& e, std::size_t n) {
+  std::vector<ibv_wc> wait(rdma::CompletionQueue* cq, rdma::Engine& e, std::size_t n) {
     std::vector<ibv_wc> got;
     net.run_until(
         [&] {
@@ -148,8 +148,8 @@ TEST(Srq, MultiPacketMessagesOnSeveralQpsEachFillTheReceiveTheyTook) {
 TEST(Srq, EmptyQueueIsAnRnrNakAndTheRetriedSendLandsOnceAReceiveIsPosted) {
   SrqHosts h;
   ASSERT_EQ(h.send(1, 64, 9), 0);
-  h.net.run_until([&] { return h.b[1].qp->counters().get(Counter::SendRnrErr) > 0; }, h.net.now() + kSecond);
-  EXPECT_GT(h.b[1].qp->counters().get(Counter::SendRnrErr), 0u);
+  h.net.run_until([&] { return h.b[1].qp->counters().get(rdma::Counter::SendRnrErr) > 0; }, h.net.now() + kSecond);
+  EXPECT_GT(h.b[1].qp->counters().get(rdma::Counter::SendRnrErr), 0u);
   ASSERT_EQ(h.post_srq(0), 0);
   auto sent = h.wait(h.a[1].cq, h.net.host("a"), 1);
   ASSERT_EQ(sent.size(), 1u);
@@ -157,17 +157,17 @@ TEST(Srq, EmptyQueueIsAnRnrNakAndTheRetriedSendLandsOnceAReceiveIsPosted) {
   auto got = h.wait(h.b_cq, h.net.host("b"), 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].qp_num, h.b[1].qp->qpn());
-  EXPECT_GT(h.a[1].qp->counters().get(Counter::RcvdRnrErr), 0u);
+  EXPECT_GT(h.a[1].qp->counters().get(rdma::Counter::RcvdRnrErr), 0u);
 }
 
 TEST(Srq, LimitEventFiresOnceWhenFewerThanTheLimitAreLeft) {
   SrqHosts h(16);
-  Engine& eb = h.net.host("b");
+  rdma::Engine& eb = h.net.host("b");
   for (std::uint64_t k = 0; k < 8; ++k) ASSERT_EQ(h.post_srq(k), 0);
   ibv_srq_attr attr{};
   attr.srq_limit = 5;
   ASSERT_TRUE(eb.modify_srq(h.srq, attr, IBV_SRQ_LIMIT).ok());
-  AsyncEvent ev;
+  rdma::AsyncEvent ev;
   for (std::uint64_t m = 0; m < 3; ++m) ASSERT_EQ(h.send(0, 8, m), 0);
   ASSERT_EQ(h.wait(h.b_cq, eb, 3).size(), 3u);
   EXPECT_FALSE(eb.get_async_event(&ev));  // 5 left: not fewer than the limit
@@ -186,7 +186,7 @@ TEST(Srq, LimitEventFiresOnceWhenFewerThanTheLimitAreLeft) {
 
 TEST(Srq, PostRecvOnAnSrqQpIsRefusedAndAnSrqInUseCannotBeDestroyedOrResized) {
   SrqHosts h;
-  Engine& eb = h.net.host("b");
+  rdma::Engine& eb = h.net.host("b");
   ibv_sge s = sge(h.rbuf.data(), 64, h.rmr);
   EXPECT_EQ(post_recv(h.b[0], 1, &s, 1), EINVAL);
   const Status busy = eb.destroy_srq(h.srq);
@@ -203,7 +203,7 @@ TEST(Srq, PostRecvOnAnSrqQpIsRefusedAndAnSrqInUseCannotBeDestroyedOrResized) {
 
 TEST(Srq, AQpEnteringErrorFlushesOnlyTheReceiveItHoldsAndReportsLastWqeReached) {
   SrqHosts h;
-  Engine& eb = h.net.host("b");
+  rdma::Engine& eb = h.net.host("b");
   for (std::uint64_t k = 0; k < 4; ++k) ASSERT_EQ(h.post_srq(k), 0);
   // A 3 KiB SEND whose last packet never comes: b's QP 0 holds receive 0.
   h.net.faults("a").drop_if = [](std::span<const std::byte>, std::uint64_t index) { return index == 2; };
@@ -218,7 +218,7 @@ TEST(Srq, AQpEnteringErrorFlushesOnlyTheReceiveItHoldsAndReportsLastWqeReached) 
   EXPECT_EQ(wcs[0].status, IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(wcs[0].wr_id, 0u);
   EXPECT_EQ(h.srq->posted(), 3u);  // the others stay for the other QPs
-  AsyncEvent ev;
+  rdma::AsyncEvent ev;
   ASSERT_TRUE(eb.get_async_event(&ev));
   EXPECT_EQ(ev.type, IBV_EVENT_QP_LAST_WQE_REACHED);
   EXPECT_EQ(ev.qp, h.b[0].qp);

@@ -61,11 +61,11 @@ class Timers : public ::testing::Test {
   }
 
   static constexpr Nanos kDelay = 3 * kMicro;
-  EngineConfig cfg_;
+  rdma::EngineConfig cfg_;
   SimNetwork net_{42};
   Endpoint a_, b_;
   std::vector<std::byte> buf_, remote_;
-  const MemoryRegion *a_mr_ = nullptr, *b_mr_ = nullptr;
+  const rdma::MemoryRegion *a_mr_ = nullptr, *b_mr_ = nullptr;
   std::vector<Timed> a_out_, b_out_;
 };
 
@@ -88,9 +88,9 @@ TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
   EXPECT_EQ(wcs[0].wr_id, 9u);
   EXPECT_EQ(wcs[1].status, IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(net_.now(), (1 + o.retry_cnt) * rto);
-  EXPECT_EQ(a_.qp->state(), QpState::Err);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RetryExceededErr), 1u);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RetransmitTimeouts), 3u);
+  EXPECT_EQ(a_.qp->state(), rdma::QpState::Err);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetryExceededErr), 1u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmitTimeouts), 3u);
   // Work posted in ERR is flushed at once.
   ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 11, &g, 1, 0, 0), 0);
   auto flushed = drain(a_);
@@ -130,8 +130,8 @@ TEST_P(RnrTimers, RnrNakWaitFollowsTheTimerCodeThenRnrRetryExceeded) {
   }
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RcvdRnrErr), 3u);
-  EXPECT_EQ(b_.qp->counters().get(Counter::SendRnrErr), 3u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RcvdRnrErr), 3u);
+  EXPECT_EQ(b_.qp->counters().get(rdma::Counter::SendRnrErr), 3u);
 }
 
 INSTANTIATE_TEST_SUITE_P(TimerCodes, RnrTimers, ::testing::Values(1, 5, 12, 18, 0));
@@ -146,7 +146,7 @@ TEST_F(Timers, RnrRetrySevenRetriesForeverUntilAReceiveIsPosted) {
   net_.run_until([&] { return a_out_.size() >= 50; }, kSecond);
   EXPECT_TRUE(drain(a_).empty());
   std::vector<std::byte> rbuf(64);
-  const MemoryRegion* rmr = reg(*b_.engine, b_.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* rmr = reg(*b_.engine, b_.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
   ibv_sge rg = sge(rbuf.data(), 64, rmr);
   ASSERT_EQ(post_recv(b_, 5, &rg, 1), 0);
   auto wcs = run_for_completion(kSecond);
@@ -158,7 +158,7 @@ TEST_F(Timers, RnrExponentialBackoffDoublesTheWait) {
   QpOptions o;
   o.min_rnr_timer = 1;
   o.rnr_retry = 4;
-  EngineConfig cfg;
+  rdma::EngineConfig cfg;
   cfg.tuning.rnr_exponential_backoff = true;
   net_.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   net_.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2});
@@ -189,8 +189,8 @@ TEST_F(Timers, SequenceNakTriggersImmediateGoBackN) {
   start(o, drop_second);
   std::vector<std::byte> big(5000, std::byte{7});
   std::vector<std::byte> dst(5000);
-  const MemoryRegion* bm = reg(*a_.engine, a_.pd, big, IBV_ACCESS_LOCAL_WRITE);
-  const MemoryRegion* dm = reg(*b_.engine, b_.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  const rdma::MemoryRegion* bm = reg(*a_.engine, a_.pd, big, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* dm = reg(*b_.engine, b_.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   ibv_sge g = sge(big.data(), 5000, bm);
   ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
   auto wcs = run_for_completion(kSecond);
@@ -204,8 +204,8 @@ TEST_F(Timers, SequenceNakTriggersImmediateGoBackN) {
   EXPECT_EQ(a_out_.size(), 5u + 4u);  // 5 packets, then packets 2..5 again
   EXPECT_EQ(a_out_[5].psn, a_out_[1].psn);
   EXPECT_LT(net_.now(), 100 * kMicro);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RcvdSeqErr), 1u);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RetransmittedPkts), 4u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RcvdSeqErr), 1u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmittedPkts), 4u);
 }
 
 TEST_F(Timers, PacketFillingTheWindowAsksForAnAck) {
@@ -216,15 +216,15 @@ TEST_F(Timers, PacketFillingTheWindowAsksForAnAck) {
   cfg_.tuning.ack_req_every = 64;
   start(QpOptions{}, {});
   std::vector<std::byte> big(20 * 1024, std::byte{5}), dst(20 * 1024);
-  const MemoryRegion* bm = reg(*a_.engine, a_.pd, big, IBV_ACCESS_LOCAL_WRITE);
-  const MemoryRegion* dm = reg(*b_.engine, b_.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  const rdma::MemoryRegion* bm = reg(*a_.engine, a_.pd, big, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* dm = reg(*b_.engine, b_.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   ibv_sge g = sge(big.data(), static_cast<std::uint32_t>(big.size()), bm);
   ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dm->rkey()), 0);
   auto wcs = run_for_completion(kSecond);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(dst, big);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RetransmittedPkts), 0u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmittedPkts), 0u);
   EXPECT_LT(net_.now(), 200 * kMicro);
   ASSERT_EQ(a_out_.size(), 20u);
   EXPECT_FALSE(a_out_[6].ack_req);
@@ -250,14 +250,14 @@ class EarlyRetransmit : public Timers {
     ASSERT_EQ(first[0].status, IBV_WC_SUCCESS);
     big_.assign(5000, std::byte{7});
     dst_.assign(5000, std::byte{0});
-    const MemoryRegion* bm = reg(*a_.engine, a_.pd, big_, IBV_ACCESS_LOCAL_WRITE);
-    const MemoryRegion* dm = reg(*b_.engine, b_.pd, dst_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    const rdma::MemoryRegion* bm = reg(*a_.engine, a_.pd, big_, IBV_ACCESS_LOCAL_WRITE);
+    const rdma::MemoryRegion* dm = reg(*b_.engine, b_.pd, dst_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     ibv_sge g = sge(big_.data(), 5000, bm);
     posted_at_ = net_.now();
     ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 2, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data()), dm->rkey()), 0);
     wcs_ = run_for_completion(kSecond);
   }
-  std::uint64_t count(Counter c) const { return a_.qp->counters().get(c); }
+  std::uint64_t count(rdma::Counter c) const { return a_.qp->counters().get(c); }
 
   std::vector<std::byte> big_, dst_;
   std::vector<ibv_wc> wcs_;
@@ -269,9 +269,9 @@ TEST_F(EarlyRetransmit, LostRetransmissionIsResentAfterTheEarlyTimerNotTheLocalA
   ASSERT_EQ(wcs_.size(), 1u);
   EXPECT_EQ(wcs_[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(dst_, big_);
-  EXPECT_EQ(count(Counter::RetransmitTimeouts), 0u);
-  EXPECT_EQ(count(Counter::EarlyRetransmits), 1u);
-  EXPECT_EQ(count(Counter::RcvdSeqErr), 1u);
+  EXPECT_EQ(count(rdma::Counter::RetransmitTimeouts), 0u);
+  EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 1u);
+  EXPECT_EQ(count(rdma::Counter::RcvdSeqErr), 1u);
   // Frames 6-9 are the go-back-N after the NAK; frame 10 restarts at the lost PSN one early
   // timeout (max(1 ms, srtt + 4 rttvar, 2 srtt) = 1 ms here) after it.
   ASSERT_GE(a_out_.size(), 11u);
@@ -286,8 +286,8 @@ TEST_F(EarlyRetransmit, DisabledTheLostRetransmissionWaitsForTheLocalAckTimeout)
   ASSERT_EQ(wcs_.size(), 1u);
   EXPECT_EQ(wcs_[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(dst_, big_);
-  EXPECT_EQ(count(Counter::RetransmitTimeouts), 1u);
-  EXPECT_EQ(count(Counter::EarlyRetransmits), 0u);
+  EXPECT_EQ(count(rdma::Counter::RetransmitTimeouts), 1u);
+  EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 0u);
   ASSERT_GE(a_out_.size(), 11u);
   EXPECT_EQ(a_out_[10].at - a_out_[6].at, Nanos{4096} << 14);
 }
@@ -304,7 +304,7 @@ TEST_F(EarlyRetransmit, NoRttSampleNoEarlyRetransmission) {
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
   EXPECT_EQ(a_out_.size(), 2u);
-  EXPECT_EQ(a_.qp->counters().get(Counter::EarlyRetransmits), 0u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::EarlyRetransmits), 0u);
 }
 
 TEST_F(EarlyRetransmit, WithTheSendWindowNoAnswerYetTheEarlyTimerWaitsSixteenTimesItsFloor) {
@@ -324,7 +324,7 @@ TEST_F(EarlyRetransmit, WithTheSendWindowNoAnswerYetTheEarlyTimerWaitsSixteenTim
   ASSERT_GE(a_out_.size(), 3u);
   EXPECT_EQ(a_out_[1].at, 16 * kMicro);
   EXPECT_EQ(a_out_[2].at, 16 * kMicro + 32 * kMicro);
-  EXPECT_GT(a_.qp->counters().get(Counter::EarlyRetransmits), 0u);
+  EXPECT_GT(a_.qp->counters().get(rdma::Counter::EarlyRetransmits), 0u);
   EXPECT_EQ(net_.now(), 2 * (Nanos{4096} << 10));
 }
 
@@ -349,10 +349,10 @@ TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExc
   EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
   const Nanos rto = Nanos{4096} << 10;
   EXPECT_EQ(net_.now() - posted, (1 + o.retry_cnt) * rto);
-  EXPECT_EQ(a_.qp->counters().get(Counter::RetransmitTimeouts), 2u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmitTimeouts), 2u);
   // Doubling from 0.5 ms while below the 4.2 ms timeout: 0.5, 1 and 2 ms after the post (the
   // next, 4 ms later, would come after the timeout); after each timeout the doubling goes on.
-  EXPECT_GE(a_.qp->counters().get(Counter::EarlyRetransmits), 3u);
+  EXPECT_GE(a_.qp->counters().get(rdma::Counter::EarlyRetransmits), 3u);
   std::size_t early = 0;
   for (const Timed& t : a_out_)
     if (t.at > posted && t.at < posted + rto) ++early;
@@ -375,12 +375,12 @@ TEST_F(EarlyRetransmit, ARoundTripGrownPastTheTimerIsLearnedFromTheAckOfTheFirst
     ASSERT_EQ(wcs[0].status, IBV_WC_SUCCESS);
   };
   for (std::uint64_t id = 1; id <= 30; ++id) write_and_wait(id);
-  ASSERT_EQ(count(Counter::EarlyRetransmits), 0u);
+  ASSERT_EQ(count(rdma::Counter::EarlyRetransmits), 0u);
   net_.faults("a").delay = net_.faults("b").delay = 120 * kMicro;
   for (std::uint64_t id = 31; id <= 50; ++id) write_and_wait(id);
-  EXPECT_EQ(count(Counter::EarlyRetransmits), 1u);
-  EXPECT_EQ(count(Counter::SpuriousEarlyRetransmits), 1u);
-  EXPECT_EQ(count(Counter::RetransmitTimeouts), 0u);
+  EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 1u);
+  EXPECT_EQ(count(rdma::Counter::SpuriousEarlyRetransmits), 1u);
+  EXPECT_EQ(count(rdma::Counter::RetransmitTimeouts), 0u);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ TEST(Uc, LostPacketDropsItsMessageAndTheNextOneLands) {
   EXPECT_EQ(rw[0].wr_id, 7u);
   EXPECT_EQ(rw[0].byte_len, 2000u);
   EXPECT_EQ(rbuf[0], std::byte{2});
-  EXPECT_EQ(n.b.qp->counters().get(Counter::UcMessagesDropped), 1u);
+  EXPECT_EQ(n.b.qp->counters().get(rdma::Counter::UcMessagesDropped), 1u);
 }
 
 class UdTest : public ::testing::Test {
@@ -113,9 +113,9 @@ class UdTest : public ::testing::Test {
     return n_->a.engine->post_send(n_->a.qp, &wr, &bad);
   }
   std::unique_ptr<Net> n_;
-  AddressHandle* ah_ = nullptr;
+  rdma::AddressHandle* ah_ = nullptr;
   std::vector<std::byte> src_, rbuf_;
-  const MemoryRegion *sm_ = nullptr, *rm_ = nullptr;
+  const rdma::MemoryRegion *sm_ = nullptr, *rm_ = nullptr;
 };
 
 TEST_F(UdTest, DatagramArrivesBehindAGrhWithTheSourceQp) {
@@ -144,7 +144,7 @@ TEST_F(UdTest, WrongQkeyIsDroppedAndCounted) {
   ASSERT_EQ(send(0x22222222, 10, false), 0);
   n_->net.run_idle(kSecond);
   EXPECT_TRUE(drain(n_->b).empty());
-  EXPECT_EQ(n_->b.qp->counters().get(Counter::QkeyViolations), 1u);
+  EXPECT_EQ(n_->b.qp->counters().get(rdma::Counter::QkeyViolations), 1u);
 }
 
 TEST_F(UdTest, QkeyWithHighBitUsesTheQpsOwnQkey) {
@@ -158,7 +158,7 @@ TEST_F(UdTest, QkeyWithHighBitUsesTheQpsOwnQkey) {
 TEST_F(UdTest, NoReceivePostedDropsTheDatagram) {
   ASSERT_EQ(send(0x11111111, 10, false), 0);
   n_->net.run_idle(kSecond);
-  EXPECT_EQ(n_->b.qp->counters().get(Counter::UdNoReceiveDrops), 1u);
+  EXPECT_EQ(n_->b.qp->counters().get(rdma::Counter::UdNoReceiveDrops), 1u);
 }
 
 TEST_F(UdTest, DatagramOfThePortMtuIsAccepted) {
