@@ -31,6 +31,17 @@ bool memcpy_icrc_ceiling(const SuiteConfig& c, std::uint32_t payload, Results& o
 // One window of the ceiling into `big`; payload Gbit/s.
 double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double seconds);
 bool ring_pingpong(const SuiteConfig& c, Results& out);
+// Build+seal and parse+verify of a 64 B WRITE_ONLY and of its ACK (ns per frame): the floor of
+// the 64 B message rate and round trip. The transport cases measure it again right before each
+// of their windows, so their ratios pair like with like on a machine whose load drifts.
+struct ProtocolCost {
+  double write_build = 0, write_parse = 0, ack_build = 0, ack_parse = 0;  // ns per frame
+  bool valid = false;
+  double write_mpps() const { return 1e3 / (write_build + write_parse); }
+  double round_trip_us() const { return (write_build + write_parse + ack_build + ack_parse) / 1e3; }
+};
+ProtocolCost measure_protocol_cost(double seconds);
+bool protocol_cost(const SuiteConfig& c, Results& out);
 
 // The transport.
 bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t message, Results& out);

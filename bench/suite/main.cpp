@@ -8,7 +8,7 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off)
 //              (TransportTuning of every engine)
-// Cases: baselines, responder, goodput, rtt, loss, cycles.
+// Cases: baselines, protocol, responder, goodput, rtt, loss, cycles.
 #include <unistd.h>
 
 #include <algorithm>
@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
       good = good && forward_baseline(c, p, r) && memcpy_icrc_ceiling(c, p, r);
     return good;
   });
+  run("protocol", [&] { return protocol_cost(c, r); });
   run("responder", [&] { return responder_worker(c, 64, 64, r) && responder_worker(c, 4096, 65536, r); });
   run("goodput", [&] { return goodput_sweep(c, r); });
   run("rtt", [&] { return write_rtt(c, r); });

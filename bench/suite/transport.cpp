@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,11 +42,14 @@ bool checked(const rdma::Engine& e, const char* what) {
 }
 
 // Runs `t` for a warm-up and then c.runs windows of `window` seconds; samples in Gbit/s.
-bool time_windows(Traffic& t, unsigned runs, double window, std::vector<double>& samples) {
+// `before` runs ahead of each window, untimed (a paired baseline).
+bool time_windows(Traffic& t, unsigned runs, double window, std::vector<double>& samples,
+                  const std::function<void()>& before = {}) {
   const auto w0 = Clock::now();
   while (since(w0) < window / 4)
     if (!t.step()) return false;
   for (unsigned r = 0; r < runs; ++r) {
+    if (before) before();
     const std::uint64_t b0 = t.bytes();
     const auto t0 = Clock::now();
     double s = 0;
@@ -107,11 +111,18 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   // measured right before it, so the ratio compares like with like.
   Figure ratio{"responder_vs_ceiling", {}, "ratio", {}, {}};
   ratio.with("payload", payload);
+  // At 64 B the floor is the protocol layer's: parse+verify of the WRITE and the window's share
+  // of building its ACKs, measured right before the window.
+  Figure vs_protocol{"responder_vs_protocol", {}, "ratio", {}, {}};
+  vs_protocol.with("payload", payload);
   std::uint64_t k = 0;
+  const std::uint64_t tx0 = worker.stats().tx_packets;
   // Run 0 warms up: here the first window over the destination ran at a tenth of the others
   // (8 vs 100 Gbit/s at 4 KiB) with no page fault in it, the guest's host mapping memory in.
   for (unsigned run = 0; run <= c.runs; ++run) {
     const double ceiling = ceiling_window(buffers(c).a, payload, c.window);
+    const ProtocolCost floor = payload == 64 ? measure_protocol_cost(c.window / 2) : ProtocolCost{};
+    const std::uint64_t acks0 = worker.stats().tx_packets;
     double busy = 0;
     std::uint64_t n = 0;
     while (busy < c.window) {
@@ -128,8 +139,16 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
     if (run == 0) continue;
     fig.samples.push_back(static_cast<double>(n) * payload * 8 / busy / 1e9);
     if (ceiling > 0) ratio.samples.push_back(fig.samples.back() / ceiling);
+    if (floor.valid) {
+      const double acks_per_packet = static_cast<double>(worker.stats().tx_packets - acks0) / static_cast<double>(n);
+      const double floor_mpps = 1e3 / (floor.write_parse + acks_per_packet * floor.ack_build);
+      vs_protocol.samples.push_back(static_cast<double>(n) / busy / 1e6 / floor_mpps);
+    }
   }
   out.add(std::move(ratio));
+  if (!vs_protocol.samples.empty()) out.add(std::move(vs_protocol));
+  // The ACKs it sent per WRITE packet received: its share of an ACK's cost.
+  fig.note("acks_per_packet", static_cast<double>(worker.stats().tx_packets - tx0) / static_cast<double>(k));
   const bool ok = checked(e, "responder worker") && (*qp)->counters().get(rdma::Counter::RcvdPkts) == k;
   worker.release_stash();
   out.add(std::move(fig));
@@ -158,7 +177,13 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
           Traffic t(*rig, qps, verb, size, ra, rb, recvs, largest);
           Figure fig{"goodput", {}, "Gbit/s", {}, {}};
           fig.with("verb", to_string(verb)).with("size", size).with("mtu", 256u << (mtu - 1)).with("qps", nqp);
-          if (!time_windows(t, c.runs, c.window, fig.samples) || !t.finish(2 * kSecond)) return false;
+          // The 64 B message rate target: each window paired with the protocol layer's cost of
+          // that WRITE measured right before it.
+          const bool rate_case = verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024;
+          std::vector<ProtocolCost> floors;
+          std::function<void()> before;
+          if (rate_case) before = [&] { floors.push_back(measure_protocol_cost(c.window / 2)); };
+          if (!time_windows(t, c.runs, c.window, fig.samples, before) || !t.finish(2 * kSecond)) return false;
           const Health h1 = health_of(rig->ea());
           fig.note("retransmitted", static_cast<double>(h1.retransmitted - h0.retransmitted));
           fig.note("timeouts", static_cast<double>(h1.timeouts - h0.timeouts));
@@ -175,11 +200,17 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
             fig.note("naks", static_cast<double>(ca.get(rdma::Counter::NaksReceived)));
             fig.note("out_of_seq", static_cast<double>(cb.get(rdma::Counter::OutOfSeqRequest)));
           }
-          if (verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024) {
+          if (rate_case) {
             Figure rate{"message_rate", {}, "Mpps", {}, {}};
             rate.with("verb", "WRITE").with("size", 64).with("qps", 1);
-            for (double g : fig.samples) rate.samples.push_back(g * 1e9 / 8 / 64 / 1e6);
+            Figure paired{"message_rate_vs_protocol", {}, "ratio", {}, {}};
+            paired.with("verb", "WRITE").with("size", 64);
+            for (std::size_t i = 0; i < fig.samples.size(); ++i) {
+              rate.samples.push_back(fig.samples[i] * 1e9 / 8 / 64 / 1e6);
+              if (i < floors.size() && floors[i].valid) paired.samples.push_back(rate.samples.back() / floors[i].write_mpps());
+            }
             out.add(std::move(rate));
+            out.add(std::move(paired));
           }
           std::fprintf(stderr, "  goodput %s %7u B mtu %u qps %2u: %.2f Gbit/s\n", to_string(verb), size, 256u << (mtu - 1), nqp,
                        fig.median());
@@ -208,6 +239,10 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
   p50.with("path", "write").with("stat", "p50");
   p99.with("path", "write").with("stat", "p99");
   p999.with("path", "write").with("stat", "p99.9");
+  // Each run's median over the protocol layer's build and parse of the WRITE and its ACK,
+  // measured right before the run.
+  Figure paired{"rtt_vs_protocol", {}, "ratio", {}, {}};
+  paired.with("stat", "p50");
   std::vector<double> s(c.rtt_samples);
   ibv_sge sg{reinterpret_cast<std::uint64_t>(ra.bytes.data()), 64, ra.mr->lkey()};
   ibv_send_wr wr{};
@@ -218,6 +253,7 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
   wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(rb.bytes.data());
   wr.wr.rdma.rkey = rb.mr->rkey();
   for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
+    const ProtocolCost floor = measure_protocol_cost(c.window / 2);
     for (unsigned i = 0; i < c.rtt_samples; ++i) {
       ibv_send_wr* bad = nullptr;
       const std::uint64_t t0 = rte_rdtsc();
@@ -231,12 +267,14 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
     if (run == 0) continue;
     std::sort(s.begin(), s.end());
     p50.samples.push_back(s[s.size() / 2]);
+    if (floor.valid) paired.samples.push_back(p50.samples.back() / floor.round_trip_us());
     p99.samples.push_back(s[std::min(s.size() - 1, s.size() * 99 / 100)]);
     p999.samples.push_back(s[std::min(s.size() - 1, s.size() * 999 / 1000)]);
   }
   out.add(std::move(p50));
   out.add(std::move(p99));
   out.add(std::move(p999));
+  out.add(std::move(paired));
   return checked(rig->ea(), "rtt requester") && checked(rig->eb(), "rtt responder");
 }
 
