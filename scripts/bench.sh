@@ -4,6 +4,7 @@
 # baselines) and bench/protocol_bench, and writes
 #   docs/benchmarks/perf_suite.json, protocol_bench.json, meta.json   raw samples and the run
 #   docs/benchmarks/goodput.svg                                       goodput vs message size
+#   docs/benchmarks/responder_runs.md                                 4 KiB responder over 5 runs
 #   docs/BENCHMARKS.md                                                medians [min-max], ratios
 # Timings are reported, never asserted; the exit status is non-zero only if a build fails or
 # the transport misbehaves while measured.
@@ -95,8 +96,15 @@ meta = {
 }
 json.dump(meta, open(meta_path, "w"), indent=1)
 PY
-# Sections other benchmark scripts wrote (scripts/bench_verbs.sh: docs/benchmarks/verbs.md) stay in.
+# The 4 KiB responder figure over five whole runs (a process each: it moves more between
+# processes than within one); not in smoke mode, whose figures mean nothing.
 sections=()
+if ((!smoke)); then
+  "$root/scripts/bench_responder.sh" --runs 5 --window "${BENCH_WINDOW:-0.1}" --out "$data/responder_runs.md" \
+    "$build/bench/perf_suite" >/dev/null
+  sections+=(--section "$data/responder_runs.md")
+fi
+# Sections other benchmark scripts wrote (scripts/bench_verbs.sh: docs/benchmarks/verbs.md) stay in.
 [[ -f $root/docs/benchmarks/verbs.md ]] && sections+=(--section "$root/docs/benchmarks/verbs.md")
 python3 "$root/scripts/bench_report.py" --suite "$data/perf_suite.json" --protocol "$data/protocol_bench.json" \
   --meta "$data/meta.json" --markdown "$out/BENCHMARKS.md" --svg "$data/goodput.svg" --svg-link benchmarks/goodput.svg \

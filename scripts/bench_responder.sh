@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The 4 KiB responder-worker figure (fraction of the memcpy + ICRC ceiling) over several whole
+# runs of perf_suite, because on the sessions' machines it moves more between processes than
+# within one (perf-changes.md section 18): each run is a new process (`--only responder`), and
+# the figure is the median of the runs' medians with its spread. Given two binaries, the runs
+# alternate (A B A B ...) so that a change can be judged against the drift of the host.
+# Prints markdown; timings are reported, never asserted.
+#   bench_responder.sh [--runs N] [--window S] [--out FILE] PERF_SUITE [PERF_SUITE_B] [-- perf_suite options]
+#   (--runs: runs per binary, default 5; --window: seconds per sample, default 0.1)
+set -euo pipefail
+
+runs=5
+window=0.1
+out=""
+bins=()
+extra=()
+while (($#)); do
+  case $1 in
+    --runs) runs=$2; shift ;;
+    --window) window=$2; shift ;;
+    --out) out=$2; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -*) echo "bench_responder.sh: unknown option $1" >&2; exit 2 ;;
+    *) bins+=("$1") ;;
+  esac
+  shift
+done
+if ((${#bins[@]} < 1 || ${#bins[@]} > 2)); then
+  echo "usage: bench_responder.sh [--runs N] [--window S] [--out FILE] PERF_SUITE [PERF_SUITE_B] [-- options]" >&2
+  exit 2
+fi
+for b in "${bins[@]}"; do [[ -x $b ]] || { echo "bench_responder.sh: $b is not an executable" >&2; exit 2; }; done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for ((i = 0; i < runs; ++i)); do
+  for ((k = 0; k < ${#bins[@]}; ++k)); do
+    prefix=roce_perf_resp_$$_${i}_$k
+    "${bins[$k]}" --no-huge --no-pci -m 2048 --file-prefix="$prefix" --log-level=error --no-telemetry -- \
+      --only responder --runs 5 --window "$window" --out "$tmp/$k-$i.json" "${extra[@]}" >/dev/null 2>"$tmp/$k-$i.log" ||
+      { cat "$tmp/$k-$i.log" >&2; rm -rf "/var/run/dpdk/$prefix"; exit 1; }
+    rm -rf "/var/run/dpdk/$prefix"
+    cut -d' ' -f1 /proc/loadavg >"$tmp/$k-$i.load"
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 - "$tmp" "$runs" "${#bins[@]}" "$load_before" "$load_after" "$window" "${bins[@]}" >"$tmp/report.md" <<'PY'
+import json, statistics, sys
+tmp, runs, nbins, before, after, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+bins = sys.argv[7:]
+
+def figure(doc, case, **params):
+    for f in doc["figures"]:
+        if f["case"] == case and all(f["params"].get(k) == v for k, v in params.items()):
+            return f
+    return None
+
+def mmm(v, d=2):
+    return "{:.{d}f} [{:.{d}f}-{:.{d}f}]".format(statistics.median(v), min(v), max(v), d=d) if v else "n/a"
+
+per = []
+for k in range(nbins):
+    rows = []
+    for i in range(runs):
+        doc = json.load(open("{}/{}-{}.json".format(tmp, k, i)))
+        ratio = figure(doc, "responder_vs_ceiling", payload=4096)
+        gbit = figure(doc, "responder_worker", payload=4096)
+        load = open("{}/{}-{}.load".format(tmp, k, i)).read().strip()
+        rows.append((statistics.median(ratio["samples"]), statistics.median(gbit["samples"]), load))
+    per.append(rows)
+label = "AB"[:nbins]
+print("### 4 KiB responder worker over {} runs{}".format(runs, " per binary, alternating" if nbins == 2 else ""))
+print()
+print("Each run is one process (`perf_suite --only responder`, 5 windows of {} s, each paired with a".format(window))
+print("ceiling window right before it); its figure is the median of its paired ratios. Load average")
+print("{} before, {} after.".format(before, after))
+print()
+for k, b in enumerate(bins):
+    print("- {}: `{}`".format(label[k], b))
+print()
+print("| run | " + " | ".join("{0} fraction of ceiling | {0} Gbit/s | load".format(label[k]) for k in range(nbins)) + " |")
+print("|---:|" + "---:|---:|---:|" * nbins)
+for i in range(runs):
+    cells = []
+    for k in range(nbins):
+        r, g, load = per[k][i]
+        cells += ["{:.2f}".format(r), "{:.1f}".format(g), load]
+    print("| {} | {} |".format(i + 1, " | ".join(cells)))
+print()
+for k in range(nbins):
+    print("{}: fraction of the ceiling, median of the runs [min-max]: **{}**; Gbit/s {}.".format(
+        label[k], mmm([r for r, _, _ in per[k]]), mmm([g for _, g, _ in per[k]], 1)))
+if nbins == 2:
+    a = statistics.median(r for r, _, _ in per[0])
+    b = statistics.median(r for r, _, _ in per[1])
+    pairs = [per[1][i][0] / per[0][i][0] for i in range(runs)]
+    print()
+    print("B / A: {:.3f} (medians); run by run {}.".format(b / a, mmm(pairs, 3)))
+PY
+if [[ -n $out ]]; then cp "$tmp/report.md" "$out"; fi
+cat "$tmp/report.md"
