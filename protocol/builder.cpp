@@ -5,6 +5,7 @@
 
 #include "protocol/checksum.hpp"
 #include "protocol/crc32_copy.hpp"
+#include "protocol/icrc_linear.hpp"
 #include "protocol/payload_rule.hpp"
 
 namespace roce::proto {
@@ -129,20 +130,23 @@ MutableByteSpan icrc_field(const FrameLayout& l, MutableByteSpan datagram, Mutab
 
 }  // namespace
 
-void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc) noexcept {
+void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc, IcrcHeaderCache* cache) noexcept {
   const MutableByteSpan datagram = pad_datagram(l, out);
-  write_icrc(icrc_field(l, datagram, out), compute_icrc(crc, spec.ip_version, datagram));
+  write_icrc(icrc_field(l, datagram, out), cache ? compute_icrc_linear(*cache, crc, spec.ip_version, datagram)
+                                                 : compute_icrc(crc, spec.ip_version, datagram));
 }
 
 void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
-                    const std::byte* payload) noexcept {
+                    const std::byte* payload, IcrcHeaderCache* cache) noexcept {
   if (l.payload_length < kSealCopyingFrom) {
     if (l.payload_length) std::memcpy(out.data() + l.payload_offset, payload, l.payload_length);
-    seal(spec, l, out, crc);
+    seal(spec, l, out, crc, cache);
     return;
   }
   const MutableByteSpan datagram = pad_datagram(l, out);
-  std::uint32_t c = icrc_prefix(crc, spec.ip_version, datagram, l.payload_offset - l.l3_offset);
+  const std::size_t upto = l.payload_offset - l.l3_offset;
+  std::uint32_t c = cache ? icrc_prefix_linear(*cache, crc, spec.ip_version, datagram, upto)
+                          : icrc_prefix(crc, spec.ip_version, datagram, upto);
   c = crc32_copy(crc, c, out.data() + l.payload_offset, payload, l.payload_length);
   c = crc32(crc, c, datagram.data() + datagram.size() - l.pad, l.pad);
   write_icrc(icrc_field(l, datagram, out), c);

@@ -10,6 +10,8 @@
 
 namespace roce::proto {
 
+class IcrcHeaderCache;  // icrc_linear.hpp
+
 struct FrameSpec {
   bool with_ethernet = true;
   EthernetFields eth{};
@@ -44,13 +46,15 @@ struct FrameLayout {
 FrameLayout layout_frame(const FrameSpec& spec, std::uint32_t payload_length) noexcept;
 // Writes every header; the payload area is left for the caller.
 FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, MutableByteSpan out) noexcept;
-// Writes the pad bytes and the ICRC once the payload is in place.
-void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc) noexcept;
+// Writes the pad bytes and the ICRC once the payload is in place. With `cache`, the headers'
+// share of the ICRC comes from the sender's flow templates (icrc_linear.hpp).
+void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
+          IcrcHeaderCache* cache = nullptr) noexcept;
 // Puts the payload (layout.payload_length bytes from `payload`) in place and seals. From
 // kSealCopyingFrom bytes the payload's share of the ICRC is computed as it is copied
 // (crc32_copy), so the payload is read once; below it, a copy and then seal.
 void place_and_seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
-                    const std::byte* payload) noexcept;
+                    const std::byte* payload, IcrcHeaderCache* cache = nullptr) noexcept;
 inline constexpr std::uint32_t kSealCopyingFrom = 2048;
 // All of it, copying `payload`.
 FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/checksum.hpp"
+#include "protocol/icrc_linear.hpp"
 #include "protocol/payload_rule.hpp"
 
 namespace roce::proto {
@@ -83,11 +84,15 @@ ParseError parse_l4(ByteSpan buf, const ParseOptions& opts, Packet& p, std::size
     p.icrc_status = IcrcStatus::NotChecked;
   } else if (opts.defer_icrc_from != 0 && p.payload_length >= opts.defer_icrc_from) {
     const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
-    p.icrc_partial = icrc_prefix(opts.crc, p.ip_version, datagram, p.payload_offset - p.l3_offset);
+    const std::size_t upto = p.payload_offset - p.l3_offset;
+    p.icrc_partial = opts.icrc_cache ? icrc_prefix_linear(*opts.icrc_cache, opts.crc, p.ip_version, datagram, upto)
+                                     : icrc_prefix(opts.crc, p.ip_version, datagram, upto);
     p.icrc_status = IcrcStatus::Deferred;
   } else {
     const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
-    p.icrc_status = compute_icrc(opts.crc, p.ip_version, datagram) == p.icrc ? IcrcStatus::Ok : IcrcStatus::Bad;
+    const std::uint32_t icrc = opts.icrc_cache ? compute_icrc_linear(*opts.icrc_cache, opts.crc, p.ip_version, datagram)
+                                               : compute_icrc(opts.crc, p.ip_version, datagram);
+    p.icrc_status = icrc == p.icrc ? IcrcStatus::Ok : IcrcStatus::Bad;
   }
   return ParseError::None;
 }

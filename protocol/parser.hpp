@@ -10,6 +10,8 @@
 
 namespace roce::proto {
 
+class IcrcHeaderCache;  // icrc_linear.hpp
+
 enum class ParseError : std::uint8_t {
   None,
   Truncated,             // the buffer ends inside a header (or, strictly, inside the datagram)
@@ -46,6 +48,9 @@ struct ParseOptions {
   // byte. false: those rules are left to a receiver that knows the path MTU (a responder
   // answers a wrong size with NAK invalid request instead of a silent drop).
   bool mtu_rules = true;
+  // Where the headers' share of the ICRC comes from, by CRC linearity (icrc_linear.hpp): the
+  // receiver's cache of its flows' templates. nullptr: the headers are masked and CRCed whole.
+  IcrcHeaderCache* icrc_cache = nullptr;
 };
 
 // Parses an Ethernet frame (with up to two VLAN tags).

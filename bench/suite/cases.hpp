@@ -40,7 +40,8 @@ struct ProtocolCost {
   double write_mpps() const { return 1e3 / (write_build + write_parse); }
   double round_trip_us() const { return (write_build + write_parse + ack_build + ack_parse) / 1e3; }
 };
-ProtocolCost measure_protocol_cost(double seconds);
+// `icrc_linear`: the ICRC's header share from flow templates, as TransportTuning::icrc_linear.
+ProtocolCost measure_protocol_cost(double seconds, bool icrc_linear);
 bool protocol_cost(const SuiteConfig& c, Results& out);
 
 // The transport.

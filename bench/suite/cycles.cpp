@@ -149,6 +149,7 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
       if (t.acks)
         rxack.note("messages_per_ack", static_cast<double>(t.data) * shape.payload / shape.message / static_cast<double>(t.acks));
     }
+    rxack.note("icrc_template_misses", static_cast<double>(ea.icrc_template_misses() + eb.icrc_template_misses()));
     const Health h = health_of(eb);
     if (h.drops + h.parse_drops + h.errors + health_of(ea).retransmitted != 0)
       std::fprintf(stderr, "cycles: unexpected drops/errors/retransmissions\n");

@@ -6,7 +6,7 @@
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--window-floor PACKETS]
-//              [--early-retransmit-us U] (0: off)
+//              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
 // Cases: baselines, protocol, responder, goodput, rtt, loss, cycles.
 #include <unistd.h>
@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
       c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--early-retransmit-us" && has) {
       c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+    } else if (a == "--no-icrc-linear") {
+      c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {
       c.tuning.window.enabled = true;
     } else if (a == "--window-floor" && has) {
@@ -135,7 +137,7 @@ int main(int argc, char** argv) {
   w.field("big_buffer_mib", static_cast<std::uint64_t>(c.big_bytes >> 20)).field("llc_reported_mib", static_cast<std::uint64_t>(llc >> 20));
   w.field("smoke", c.smoke).field("ok", ok);
   w.field("send_window", c.tuning.window.enabled).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
-  w.field("ack_req_every", c.tuning.ack_req_every);
+  w.field("ack_req_every", c.tuning.ack_req_every).field("icrc_linear", c.tuning.icrc_linear);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
   w.end_object();
   r.write(w);

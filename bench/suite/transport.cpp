@@ -121,7 +121,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   // (8 vs 100 Gbit/s at 4 KiB) with no page fault in it, the guest's host mapping memory in.
   for (unsigned run = 0; run <= c.runs; ++run) {
     const double ceiling = ceiling_window(buffers(c).a, payload, c.window);
-    const ProtocolCost floor = payload == 64 ? measure_protocol_cost(c.window / 2) : ProtocolCost{};
+    const ProtocolCost floor = payload == 64 ? measure_protocol_cost(c.window / 2, c.tuning.icrc_linear) : ProtocolCost{};
     const std::uint64_t acks0 = worker.stats().tx_packets;
     double busy = 0;
     std::uint64_t n = 0;
@@ -182,7 +182,7 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
           const bool rate_case = verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024;
           std::vector<ProtocolCost> floors;
           std::function<void()> before;
-          if (rate_case) before = [&] { floors.push_back(measure_protocol_cost(c.window / 2)); };
+          if (rate_case) before = [&] { floors.push_back(measure_protocol_cost(c.window / 2, c.tuning.icrc_linear)); };
           if (!time_windows(t, c.runs, c.window, fig.samples, before) || !t.finish(2 * kSecond)) return false;
           const Health h1 = health_of(rig->ea());
           fig.note("retransmitted", static_cast<double>(h1.retransmitted - h0.retransmitted));
@@ -253,7 +253,7 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
   wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(rb.bytes.data());
   wr.wr.rdma.rkey = rb.mr->rkey();
   for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
-    const ProtocolCost floor = measure_protocol_cost(c.window / 2);
+    const ProtocolCost floor = measure_protocol_cost(c.window / 2, c.tuning.icrc_linear);
     for (unsigned i = 0; i < c.rtt_samples; ++i) {
       ibv_send_wr* bad = nullptr;
       const std::uint64_t t0 = rte_rdtsc();

@@ -11,7 +11,9 @@ namespace roce::rdma {
 using namespace roce::proto;
 
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
-    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps) {}
+    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps) {
+  if (cfg_.tuning.icrc_linear) icrc_cache_ = std::make_unique<proto::IcrcHeaderCache>();
+}
 
 
 Result<CompletionQueue*> Engine::create_cq(std::uint32_t depth) {
@@ -72,6 +74,7 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   if (qc.type == IBV_QPT_UD) qc.pmtu = cfg_.ud_mtu;
   *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
   (*slot_it)->slot = slot;
+  (*slot_it)->use_icrc_cache(icrc_cache_.get());
   if (attr.srq) {
     (*slot_it)->attach_srq(attr.srq);
     ++attr.srq->attached_qps;
@@ -187,6 +190,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   opts.crc = cfg_.tuning.crc;
   opts.defer_icrc_from = kDeferIcrcFrom;
   opts.mtu_rules = false;  // sizes against the path MTU are the QP's to check: a NAK, not a silent drop
+  opts.icrc_cache = icrc_cache_.get();
   Packet pkt;
   const ParseError err = parse_frame(frame, opts, pkt);
   if (err != ParseError::None) {

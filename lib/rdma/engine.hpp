@@ -19,6 +19,7 @@
 #include "lib/rdma/queue_pair.hpp"
 #include "lib/rdma/timer_heap.hpp"
 #include "lib/status.hpp"
+#include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
 
 namespace roce::rdma {
@@ -139,6 +140,8 @@ class Engine {
 
   QueuePair* find_qp(std::uint32_t qpn) const;
   const EngineConfig& config() const { return cfg_; }
+  // How often the ICRC's header share needed a new flow template (0 with icrc_linear off).
+  std::uint64_t icrc_template_misses() const { return icrc_cache_ ? icrc_cache_->misses() : 0; }
   MrTable& memory() { return mrs_; }
   std::uint64_t parse_drops(proto::ParseError e) const { return parse_drops_[static_cast<std::size_t>(e)]; }
   std::uint64_t drops(EngineDrop d) const { return drops_[static_cast<std::size_t>(d)]; }
@@ -173,6 +176,9 @@ class Engine {
     std::unique_ptr<SendWindow> window;
   };
   std::vector<PathWindow> path_windows_;  // control path only (modify_qp)
+  // The ICRC's header share of the frames it seals and receives, by flow (icrc_linear.hpp);
+  // null with TransportTuning::icrc_linear off.
+  std::unique_ptr<proto::IcrcHeaderCache> icrc_cache_;
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;

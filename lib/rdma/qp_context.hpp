@@ -75,6 +75,7 @@ struct TransportTuning {
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;
+  bool icrc_linear = true;                    // the ICRC's header share from flow templates (icrc_linear.hpp)
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
 };
 
@@ -82,6 +83,7 @@ struct QpContext {
   QpConfig cfg;
   QpState state = QpState::Reset;
   const TransportTuning* tuning = nullptr;
+  proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
   MrTable* mrs = nullptr;
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;

@@ -50,6 +50,7 @@ class QueuePair {
   int post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad);
   // Receives come from `srq` (set once, at creation, by the engine).
   void attach_srq(SharedReceiveQueue* srq);
+  void use_icrc_cache(proto::IcrcHeaderCache* cache) { ctx_.icrc_cache = cache; }
   SharedReceiveQueue* srq() const { return ctx_.srq; }
   // IBV_EVENT_QP_LAST_WQE_REACHED is due (an SRQ QP entered ERR); reported once.
   bool take_last_wqe_reached() {

@@ -214,10 +214,10 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   }
   const MutableByteSpan out{frame.data, frame.capacity};
   if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
-    place_and_seal(spec, l, out, qp.tuning->crc, src);
+    place_and_seal(spec, l, out, qp.tuning->crc, src, qp.icrc_cache);
   } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, frame.data + l.payload_offset, payload);
-    seal(spec, l, out, qp.tuning->crc);
+    seal(spec, l, out, qp.tuning->crc, qp.icrc_cache);
   }
   frame.length = static_cast<std::uint32_t>(l.length);
 

@@ -236,7 +236,7 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
   }
   const FrameLayout l = write_headers(spec, payload, MutableByteSpan{frame.data, frame.capacity});
   if (l.ok()) {
-    place_and_seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc, src);
+    place_and_seal(spec, l, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc, src, qp.icrc_cache);
     frame.length = static_cast<std::uint32_t>(l.length);
     qp.counters.inc(Counter::SentPkts);
   } else {

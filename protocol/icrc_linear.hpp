@@ -1,0 +1,50 @@
+// The ICRC's header share by CRC linearity (issue 26). Of the 48 bytes the ICRC starts with for
+// IPv4 (8 bytes of ones, the masked IP, UDP and BTH headers; 68 for IPv6), all but 12 (10)
+// are the same in every packet of a flow: addresses, ports, P_Key, destination QP, and the
+// fields the ICRC masks to ones. A CRC is affine in its input, so the state after those bytes
+// is the state of the flow's template (the varying bytes zeroed), XOR one precomputed table
+// entry per varying byte (its value moved through the bytes after it). The template's state is
+// computed once per flow and kept in a small cache; a packet whose invariant bytes differ from
+// the cached template's (another flow, or a peer varying a field others keep fixed) computes a
+// new one. The bytes after the BTH are read where they are, with no masked copy.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "protocol/icrc.hpp"
+
+namespace roce::proto {
+
+class IcrcHeaderCache {
+ public:
+  // crc32 (zlib convention) after the 0xFF prefix and the masked IP, UDP and BTH headers that
+  // `ip` starts with (IPv4 without options, or IPv6 with UDP next). The caller checks that the
+  // headers are there. `backend` computes a new template's state.
+  std::uint32_t headers_crc(CrcBackend backend, IpVersion v, const std::byte* ip) noexcept;
+
+  std::uint64_t misses() const { return misses_; }
+
+  // Slots by destination QP and UDP source port: an engine's flows in both directions (its
+  // requests and the ACKs it receives, the requests it receives and its answers) hash apart.
+  static constexpr std::size_t kEntries = 64;
+
+ private:
+  struct Entry {
+    std::array<std::uint64_t, 8> invariant{};  // the header's invariant bytes, the rest zero
+    std::uint32_t state = 0;                    // CRC register after the template's bytes
+    std::uint8_t version = 0;                   // 0: empty
+  };
+  std::array<Entry, kEntries> entries_{};
+  std::uint64_t misses_ = 0;
+};
+
+// compute_icrc (icrc.hpp) with the headers' share taken from `cache`; the same value for every
+// input compute_icrc accepts.
+std::uint32_t compute_icrc_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept;
+// icrc_prefix (icrc.hpp) the same way.
+std::uint32_t icrc_prefix_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram,
+                                 std::size_t upto) noexcept;
+
+}  // namespace roce::proto
