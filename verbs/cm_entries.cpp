@@ -618,6 +618,8 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
     auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.resolve_ud(u, now, out); });
     if (!cid) return cm_fail(cid.error().code);
     i->cm = *cid;
+    i->resolve_params = std::move(u);
+    i->connect_deadline = now + CmPort::kNoListenerWindow;
     port->track(*cid, i);
     move_to(*i, CmIdState::Connecting);
     return 0;
@@ -665,6 +667,8 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
   auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.connect(p, now, out); });
   if (!cid) return cm_fail(cid.error().code);
   i->cm = *cid;
+  i->connect_params = std::move(p);
+  i->connect_deadline = now + CmPort::kNoListenerWindow;
   port->track(*cid, i);
   move_to(*i, CmIdState::Connecting);
   return 0;

@@ -76,6 +76,11 @@ struct CmIdent : rdma_cm_id {
   std::optional<cm::RepInfo> rep;     // active: the peer's REP
   std::vector<std::uint8_t> rep_private;
   bool swallow_established = false;  // the RTU was ours: the CM's ESTABLISHED is not passed on (engine lock)
+  // rdma_connect's request, sent again while the peer answers that nobody listens yet (cm_port.cpp:
+  // CmPort::retry_later), until connect_deadline. Engine lock.
+  std::optional<cm::RdmaConnectParams> connect_params;
+  std::optional<cm::RdmaUdResolveParams> resolve_params;
+  Nanos connect_deadline = 0;
   ibv_sa_path_rec path{};
 };
 
