@@ -82,6 +82,12 @@ struct CmIdent : rdma_cm_id {
   std::optional<cm::RdmaUdResolveParams> resolve_params;
   Nanos connect_deadline = 0;
   ibv_sa_path_rec path{};
+  // Synchronous IDs (made without a channel, rdma_create_ep): a private channel, and every call
+  // that raises an event waits for it (cm_sync.cpp); the last one stays in rdma_cm_id::event.
+  bool sync = false;
+  bool own_cqs = false;  // rdma_create_qp made the CQs and their channels (no CQ was given)
+  std::optional<ibv_qp_init_attr> ep_qp_attr;  // a passive endpoint's QP, made by rdma_get_request
+  ibv_pd* ep_pd = nullptr;
 };
 
 struct CmEventBox : rdma_cm_event {

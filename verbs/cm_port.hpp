@@ -79,6 +79,15 @@ void post_event(CmChannel& ch, CmEventBox* e);
 // A passive ID for a connection request (route(); engine lock held).
 CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e);
 
+// A synchronous ID's wait for the event its call raised (librdmacm's ucma_complete): 0, or -1
+// with errno (ECONNREFUSED for REJECTED, else the event's status). Other IDs: 0 at once.
+int sync_complete(CmIdent& id);
+
+// The CQs (and completion channels) rdma_create_qp makes for an ID when it is given none, and
+// their teardown (rdma_destroy_qp); errno values.
+int make_id_cqs(CmIdent& id, const ibv_qp_init_attr_ex& attr);
+void destroy_id_cqs(CmIdent& id);
+
 // A random 24-bit PSN.
 std::uint32_t random_psn();
 
