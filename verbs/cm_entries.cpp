@@ -450,8 +450,10 @@ ROCE_VERBS_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
 
 ROCE_VERBS_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
   if (id == nullptr) return cm_fail(EINVAL);
-  // Without a channel librdmacm runs the ID synchronously on a private channel; not offered.
-  if (channel == nullptr) return cm_fail(EOPNOTSUPP);
+  // Without a channel the ID is synchronous (librdmacm): a private channel, and its calls wait.
+  const bool sync = channel == nullptr;
+  if (sync && ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB) return cm_fail(ps == RDMA_PS_IB ? EAFNOSUPPORT : EINVAL);
+  if (sync && (channel = rdma_create_event_channel()) == nullptr) return -1;
   CmChannel* ch = to_cm_channel(channel);
   if (ch == nullptr) return cm_fail(EINVAL);
   ibv_qp_type type;
@@ -469,6 +471,7 @@ ROCE_VERBS_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** i
   i->ps = ps;
   i->qp_type = type;
   i->rq_psn = random_psn();
+  i->sync = sync;
   {
     std::lock_guard l(ch->mutex);
     ++ch->ids;
@@ -528,7 +531,7 @@ ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sock
   const bool found = port->rt().resolve(rdma::IpAddress::ipv4(dst->v4), wait).has_value();
   if (found) move_to(*i, CmIdState::AddrResolved);
   post_event(*i->ch, local_event(*i, found ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR, found ? 0 : -ETIMEDOUT));
-  return 0;
+  return sync_complete(*i);
 }
 
 ROCE_VERBS_EXPORT int rdma_resolve_route(rdma_cm_id* id, int) {
@@ -552,7 +555,7 @@ ROCE_VERBS_EXPORT int rdma_resolve_route(rdma_cm_id* id, int) {
   i->route.num_paths = 1;
   move_to(*i, CmIdState::RouteResolved);
   post_event(*i->ch, local_event(*i, RDMA_CM_EVENT_ROUTE_RESOLVED, 0));
-  return 0;
+  return sync_complete(*i);
 }
 
 ROCE_VERBS_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
@@ -593,7 +596,7 @@ ROCE_VERBS_EXPORT int rdma_listen(rdma_cm_id* id, int backlog) {
   return 0;
 }
 
-ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
+static int connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
   if (i->state != CmIdState::RouteResolved) return cm_fail(EINVAL);
@@ -618,6 +621,8 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
     auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.resolve_ud(u, now, out); });
     if (!cid) return cm_fail(cid.error().code);
     i->cm = *cid;
+    i->resolve_params = std::move(u);
+    i->connect_deadline = now + CmPort::kNoListenerWindow;
     port->track(*cid, i);
     move_to(*i, CmIdState::Connecting);
     return 0;
@@ -665,12 +670,19 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
   auto cid = port->agent().run(now, [&](cm::RdmaCm& r, cm::CommunicationManager&, cm::CmOutput& out) { return r.connect(p, now, out); });
   if (!cid) return cm_fail(cid.error().code);
   i->cm = *cid;
+  i->connect_params = std::move(p);
+  i->connect_deadline = now + CmPort::kNoListenerWindow;
   port->track(*cid, i);
   move_to(*i, CmIdState::Connecting);
   return 0;
 }
 
-ROCE_VERBS_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
+ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
+  if (int rc = connect_async(id, param)) return rc;
+  return sync_complete(*to_cm_id(id));
+}
+
+static int accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
   if (i->state != CmIdState::RequestReceived || !(i->req || i->sidr)) return cm_fail(EINVAL);
@@ -733,6 +745,13 @@ ROCE_VERBS_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
   return 0;
 }
 
+// A synchronous passive ID waits for ESTABLISHED (UD: the SIDR_REP is all there is).
+ROCE_VERBS_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
+  if (int rc = accept_async(id, param)) return rc;
+  CmIdent* i = to_cm_id(id);
+  return i->sidr ? 0 : sync_complete(*i);
+}
+
 ROCE_VERBS_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
@@ -784,7 +803,16 @@ ROCE_VERBS_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
   return s ? 0 : cm_fail(s.code());
 }
 
-ROCE_VERBS_EXPORT int rdma_disconnect(rdma_cm_id* id) {
+// A DISCONNECTED of the ID waits on its channel (the peer's DREQ came, the program has not
+// taken the event yet).
+static bool disconnected_queued(CmIdent& i) {
+  std::lock_guard l(i.ch->mutex);
+  return std::any_of(i.ch->queue.begin(), i.ch->queue.end(), [&i](const CmEventBox* e) {
+    return e->counted == &i && e->raw && e->raw->type == cm::RdmaCmEventType::Disconnected;
+  });
+}
+
+static int disconnect_async(rdma_cm_id* id) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
   const CmIdState s = i->state;
@@ -804,9 +832,25 @@ ROCE_VERBS_EXPORT int rdma_disconnect(rdma_cm_id* id) {
   const cm::CmId cid = *i->cm;
   const Nanos now = port->now();
   Status st = port->agent().run(now, [&](cm::RdmaCm&, cm::CommunicationManager& m, cm::CmOutput& out) { return m.disconnect(cid, now, out); });
-  // The peer's DREQ came first (answered at once): the connection is over all the same.
-  if (!st && s != CmIdState::Disconnected) return cm_fail(st.code());
+  // The peer's DREQ came first (answered at once): the connection is over all the same, whether
+  // or not the program has taken that DISCONNECTED yet.
+  if (!st && s != CmIdState::Disconnected && !disconnected_queued(*i)) return cm_fail(st.code());
   return 0;
+}
+
+// A synchronous ID waits for its DISCONNECTED: the one the DREP (or the DREQ timing out) brings,
+// or the one the peer's DREQ brought before, if the program has not taken it yet.
+ROCE_VERBS_EXPORT int rdma_disconnect(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  const bool was_connected = i && i->state != CmIdState::Disconnected;
+  if (int rc = disconnect_async(id)) return rc;
+  if (!i->sync) return 0;
+  bool queued;
+  {
+    std::lock_guard l(i->ch->mutex);
+    queued = !i->ch->queue.empty();
+  }
+  return was_connected || queued ? sync_complete(*i) : 0;
 }
 
 ROCE_VERBS_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
@@ -814,6 +858,12 @@ ROCE_VERBS_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   if (i == nullptr) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
+  if (i->event) {  // a synchronous ID's last event (librdmacm acknowledges it here too)
+    rdma_ack_cm_event(i->event);
+    i->event = nullptr;
+  }
+  const bool sync = i->sync;
+  rdma_event_channel* own = sync ? i->channel : nullptr;
   CmChannel& ch = *i->ch;
   std::vector<CmIdent*> orphans;  // passive IDs of this listener's requests not yet taken
   {
@@ -860,13 +910,21 @@ ROCE_VERBS_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   }
   i->magic = CmMagic::Dead;
   delete i;
+  if (own) rdma_destroy_event_channel(own);
   return 0;
 }
 
 ROCE_VERBS_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
-  if (channel == nullptr) return cm_fail(EOPNOTSUPP);  // synchronous IDs are not offered
+  // To no channel: the ID becomes synchronous, on a private channel of its own.
+  const bool to_sync = channel == nullptr;
+  if (to_sync && i->sync) return 0;
+  if (to_sync && (channel = rdma_create_event_channel()) == nullptr) return -1;
+  if (i->sync && i->event) {  // leaving synchronous mode: its kept event is done with
+    rdma_ack_cm_event(i->event);
+    i->event = nullptr;
+  }
   CmChannel* to = to_cm_channel(channel);
   if (to == nullptr) return cm_fail(EINVAL);
   CmChannel* from = i->ch;
@@ -896,7 +954,10 @@ ROCE_VERBS_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channe
   }
   i->ch = to;
   i->channel = channel;
+  rdma_event_channel* old_private = i->sync && !to_sync ? from : nullptr;
+  i->sync = to_sync;
   for (CmEventBox* e : moving) post_event(*to, e);
+  if (old_private) rdma_destroy_event_channel(old_private);
   return 0;
 }
 
@@ -908,17 +969,28 @@ ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* att
   if (i->verbs == nullptr || i->qp != nullptr) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
-  // librdmacm makes CQs when none are given (rdma_create_ep's IDs); programs here bring theirs.
-  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) return cm_fail(EINVAL);
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) {
     attr->pd = i->pd ? i->pd : port->default_pd();
     if (attr->pd == nullptr) return -1;
     attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   }
   if (attr->pd->context != i->verbs) return cm_fail(EINVAL);
+  // No CQs given: librdmacm makes one per direction, each with its completion channel and the
+  // ID as its context (rdma_get_send_comp / rdma_get_recv_comp wait on them).
+  const bool make_cqs = attr->send_cq == nullptr || attr->recv_cq == nullptr;
+  if (make_cqs) {
+    if (int rc = make_id_cqs(*i, *attr); rc) return cm_fail(rc);
+    attr->send_cq = i->send_cq;
+    attr->recv_cq = i->recv_cq;
+  }
   ibv_qp* qp = create_qp_ex_op(i->verbs, attr);
-  if (qp == nullptr) return -1;
+  if (qp == nullptr) {
+    const int err = errno;
+    if (make_cqs) destroy_id_cqs(*i);
+    return cm_fail(err);
+  }
   i->qp = qp;
+  i->pd = attr->pd;
   // RESET -> INIT now (UD: on to RTS, it needs no peer), as librdmacm does.
   int rc = 0;
   for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
@@ -931,6 +1003,7 @@ ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* att
   if (rc) {
     i->qp = nullptr;
     ibv_destroy_qp(qp);
+    if (make_cqs) destroy_id_cqs(*i);
     return cm_fail(rc);
   }
   return 0;
@@ -958,6 +1031,7 @@ ROCE_VERBS_EXPORT void rdma_destroy_qp(rdma_cm_id* id) {
   if (i == nullptr || i->qp == nullptr) return;
   ibv_destroy_qp(i->qp);
   i->qp = nullptr;
+  destroy_id_cqs(*i);
 }
 
 ROCE_VERBS_EXPORT int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
@@ -997,16 +1071,6 @@ ROCE_VERBS_EXPORT void rdma_free_devices(ibv_context** list) { std::free(list); 
 
 // --- refused: kinds of ID and features the device's CM does not have ---
 
-// Synchronous IDs (no channel) and the CQs librdmacm would make for them.
-ROCE_VERBS_EXPORT int rdma_create_ep(rdma_cm_id**, rdma_addrinfo*, ibv_pd*, ibv_qp_init_attr*) { return cm_fail(EOPNOTSUPP); }
-ROCE_VERBS_EXPORT int rdma_get_request(rdma_cm_id* listen, rdma_cm_id**) {
-  return cm_fail(to_cm_id(listen) ? EOPNOTSUPP : EINVAL);
-}
-ROCE_VERBS_EXPORT void rdma_destroy_ep(rdma_cm_id* id) {
-  if (to_cm_id(id) == nullptr) return;
-  rdma_destroy_qp(id);
-  rdma_destroy_id(id);
-}
 ROCE_VERBS_EXPORT int rdma_create_srq(rdma_cm_id* id, ibv_pd*, ibv_srq_init_attr*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
 ROCE_VERBS_EXPORT int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
 ROCE_VERBS_EXPORT void rdma_destroy_srq(rdma_cm_id*) {}

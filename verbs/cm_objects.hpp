@@ -76,7 +76,18 @@ struct CmIdent : rdma_cm_id {
   std::optional<cm::RepInfo> rep;     // active: the peer's REP
   std::vector<std::uint8_t> rep_private;
   bool swallow_established = false;  // the RTU was ours: the CM's ESTABLISHED is not passed on (engine lock)
+  // rdma_connect's request, sent again while the peer answers that nobody listens yet (cm_port.cpp:
+  // CmPort::retry_later), until connect_deadline. Engine lock.
+  std::optional<cm::RdmaConnectParams> connect_params;
+  std::optional<cm::RdmaUdResolveParams> resolve_params;
+  Nanos connect_deadline = 0;
   ibv_sa_path_rec path{};
+  // Synchronous IDs (made without a channel, rdma_create_ep): a private channel, and every call
+  // that raises an event waits for it (cm_sync.cpp); the last one stays in rdma_cm_id::event.
+  bool sync = false;
+  bool own_cqs = false;  // rdma_create_qp made the CQs and their channels (no CQ was given)
+  std::optional<ibv_qp_init_attr> ep_qp_attr;  // a passive endpoint's QP, made by rdma_get_request
+  ibv_pd* ep_pd = nullptr;
 };
 
 struct CmEventBox : rdma_cm_event {

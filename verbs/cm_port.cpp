@@ -9,6 +9,8 @@
 #include <cstring>
 #include <random>
 
+#include "protocol/cm_reject.hpp"
+#include "protocol/cm_sidr.hpp"
 #include "verbs/device.hpp"
 #include "verbs/export.hpp"
 
@@ -120,13 +122,57 @@ cm::CmQpLimits CmPort::limits() const {
 void CmPort::forget(CmIdent* owner) {
   std::erase_if(by_cm_, [owner](const auto& kv) { return kv.second == owner; });
   std::erase_if(by_listener_, [owner](const auto& kv) { return kv.second == owner; });
+  std::erase_if(retries_, [owner](const Retry& r) { return r.id == owner; });
 }
 
 bool CmPort::check() {
   agent_->poll(now());
   if (agent_->has_events())
     for (cm::RdmaCmEvent& e : agent_->take_events()) route(e);
+  if (!retries_.empty()) send_retries();
   return false;  // polled for the life of the process
+}
+
+bool CmPort::retry_later(CmIdent& id, cm::RdmaCmEvent& e) {
+  if (e.type != cm::RdmaCmEventType::Rejected || id.state != CmIdState::Connecting) return false;
+  const bool sidr = std::holds_alternative<cm::SidrRepInfo>(e.detail);
+  const bool nobody_listens =
+      sidr ? e.status == static_cast<std::uint16_t>(proto::SidrStatus::ServiceIdUnsupported)
+           : e.status == static_cast<std::uint16_t>(proto::RejReason::InvalidServiceId);
+  const Nanos t = now();
+  if (!nobody_listens || t + kNoListenerGap > id.connect_deadline) return false;
+  if (sidr ? !id.resolve_params : !id.connect_params) return false;
+  by_cm_.erase(e.id);
+  id.cm.reset();  // that attempt is over; the next one gets its own CM ID
+  retries_.push_back(Retry{&id, t + kNoListenerGap, std::move(e)});
+  return true;
+}
+
+void CmPort::send_retries() {
+  const Nanos t = now();
+  std::vector<Retry> due;
+  std::erase_if(retries_, [&](Retry& r) {
+    if (r.at > t) return false;
+    due.push_back(std::move(r));
+    return true;
+  });
+  for (Retry& r : due) {
+    CmIdent& id = *r.id;
+    auto cid = agent_->run(t, [&](cm::RdmaCm& cm, cm::CommunicationManager&, cm::CmOutput& out) {
+      return id.resolve_params ? cm.resolve_ud(*id.resolve_params, t, out) : cm.connect(*id.connect_params, t, out);
+    });
+    if (cid) {
+      id.cm = *cid;
+      by_cm_[*cid] = &id;
+      continue;
+    }
+    // Not sent: the program gets the refusal it would have had.
+    auto* box = new CmEventBox{};
+    box->id = &id;
+    box->counted = &id;
+    box->raw = std::move(r.refusal);
+    post_event(*id.ch, box);
+  }
 }
 
 void CmPort::route(cm::RdmaCmEvent& e) {
@@ -153,6 +199,10 @@ void CmPort::route(cm::RdmaCmEvent& e) {
     return;
   }
   CmIdent* id = it->second;
+  if (retry_later(*id, e)) {
+    delete box;
+    return;
+  }
   // The RTU this library sent for a REP already gave the program its event (ESTABLISHED, or
   // CONNECT_RESPONSE before rdma_establish): no second one, and no count on the channel.
   if (e.type == cm::RdmaCmEventType::Established && id->swallow_established) {

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "lib/cm/cm_agent.hpp"
 #include "lib/cm/cm_qp_attr.hpp"
@@ -37,9 +38,28 @@ class CmPort : public CompletionWatch {
   // Polls the agent and routes its events (after every dataplane iteration).
   bool check() override;
 
+  // How long rdma_connect keeps asking a peer that has no listener for the service yet, and how
+  // often (see retry_later).
+  static constexpr Nanos kNoListenerWindow = 2 * kSecond;
+  static constexpr Nanos kNoListenerGap = 100 * kMilli;
+
  private:
   CmPort(Runtime& rt, ibv_context* verbs);
   void route(cm::RdmaCmEvent& e);
+  // A connection attempt the peer refused because nothing listens on its service (REJ "invalid
+  // service ID", SIDR_REP "service ID not supported") is sent again after kNoListenerGap while
+  // the ID's window lasts, and the program sees the refusal only after that. perftest -R's
+  // client connects its data QPs as soon as the handshake on its control connection ends, and
+  // its server calls rdma_listen only after that same handshake: a fast client against a slow
+  // server lost the race about once in five runs (REJECTED, then a crash in perftest's error
+  // path). True when the event was taken for a retry.
+  bool retry_later(CmIdent& id, cm::RdmaCmEvent& e);
+  void send_retries();
+  struct Retry {
+    CmIdent* id;
+    Nanos at;
+    cm::RdmaCmEvent refusal;  // delivered if the request cannot be sent again
+  };
 
   Runtime& rt_;
   ibv_context* verbs_;
@@ -47,6 +67,7 @@ class CmPort : public CompletionWatch {
   std::unique_ptr<cm::CmAgent> agent_;
   std::map<cm::CmId, CmIdent*> by_cm_;
   std::map<cm::ListenerId, CmIdent*> by_listener_;
+  std::vector<Retry> retries_;
 };
 
 // The one place an ID's state changes.
@@ -57,6 +78,15 @@ void post_event(CmChannel& ch, CmEventBox* e);
 
 // A passive ID for a connection request (route(); engine lock held).
 CmIdent* make_passive_id(CmIdent& listener, const cm::RdmaCmEvent& e);
+
+// A synchronous ID's wait for the event its call raised (librdmacm's ucma_complete): 0, or -1
+// with errno (ECONNREFUSED for REJECTED, else the event's status). Other IDs: 0 at once.
+int sync_complete(CmIdent& id);
+
+// The CQs (and completion channels) rdma_create_qp makes for an ID when it is given none, and
+// their teardown (rdma_destroy_qp); errno values.
+int make_id_cqs(CmIdent& id, const ibv_qp_init_attr_ex& attr);
+void destroy_id_cqs(CmIdent& id);
 
 // A random 24-bit PSN.
 std::uint32_t random_psn();

@@ -11,7 +11,7 @@ rr=$build/verbs/roce-run
 
 skip() { echo "verbs pair test: skipped: $*"; exit 77; }
 ((EUID == 0)) || skip "needs root (network namespace, veth)"
-for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong rping ucmatose udaddy; do
+for p in ib_write_bw ib_send_lat ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong rping ucmatose udaddy rdma_server rdma_client; do
   command -v $p >/dev/null || skip "$p is not installed (apt-get install perftest ibverbs-utils rdmacm-utils)"
 done
 
@@ -110,6 +110,8 @@ pair_cm rping_self_qp "rping -s -q -a 10.55.0.1 -V -C 5" "rping -c -q -a 10.55.0
 pair_cm write_bw_R    "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2" "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2 10.55.0.1" "^ 65536 +[0-9]+ "
 pair_cm ucmatose      "ucmatose -C 10 -S 100" "ucmatose -s 10.55.0.1 -C 10 -S 100" "return status 0"
 pair_cm udaddy        "udaddy -C 10 -S 100" "udaddy -s 10.55.0.1 -C 10 -S 100" "return status 0"
+# Synchronous rdma_cm IDs (rdma_create_ep, rdma_get_request, the rdma_verbs.h helpers).
+pair_cm rdma_server   "rdma_server" "rdma_client -s 10.55.0.1" "^rdma_client: end 0$"
 
 # roce-gen (our stack's own client) against a perftest server on our device.
 if [[ -x $build/apps/gen/roce-gen ]]; then

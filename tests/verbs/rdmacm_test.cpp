@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 
 #include <atomic>
 #include <chrono>
@@ -109,8 +110,8 @@ TEST_F(RdmaCm, EventThreadCallingOnADestroyedChannelWaitsInsteadOfFailing) {
 
 TEST_F(RdmaCm, CreateIdRefusesWhatTheDeviceDoesNotOffer) {
   rdma_cm_id* id = nullptr;
-  EXPECT_EQ(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP), -1);  // synchronous IDs
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_IB), -1);  // AF_IB, synchronous or not
+  EXPECT_EQ(errno, EAFNOSUPPORT);
   EXPECT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_IB), -1);  // AF_IB
   EXPECT_EQ(errno, EAFNOSUPPORT);
   EXPECT_EQ(rdma_create_id(ch, &id, nullptr, static_cast<rdma_port_space>(0x4242)), -1);
@@ -506,7 +507,42 @@ TEST_F(Connected, NoListenerIsRejected) {
   sockaddr_in other = addr_of(kOurIp, static_cast<std::uint16_t>(port + 1000));
   std::memcpy(&client->route.addr.dst_sin, &other, sizeof other);
   connect("anyone?");
-  EXPECT_GT(expect_event(ch, RDMA_CM_EVENT_REJECTED), 0);
+  // After the retry window (CmPort::kNoListenerWindow): nobody came to listen.
+  EXPECT_EQ(expect_event(ch, RDMA_CM_EVENT_REJECTED), 8);  // invalid service ID
+}
+
+TEST_F(Connected, ListenerThatComesAfterTheRequestIsReached) {
+  // perftest -R: the client connects as soon as the handshake ends, its server listens only
+  // after it. The refused request is sent again until the listener is there.
+  const std::uint16_t late_port = static_cast<std::uint16_t>(port + 1002);
+  sockaddr_in other = addr_of(kOurIp, late_port);
+  std::memcpy(&client->route.addr.dst_sin, &other, sizeof other);
+  connect("early");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the REJ came and went meanwhile
+  rdma_cm_id* late = nullptr;
+  ASSERT_EQ(rdma_create_id(server_ch, &late, this, RDMA_PS_TCP), 0);
+  sockaddr_in any = addr_of("0.0.0.0", late_port);
+  ASSERT_EQ(rdma_bind_addr(late, reinterpret_cast<sockaddr*>(&any)), 0);
+  ASSERT_EQ(rdma_listen(late, 4), 0);
+  rdma_cm_event* e = next_event(server_ch);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+  EXPECT_EQ(e->listen_id, late);
+  accepted = e->id;
+  EXPECT_EQ(rdma_ack_cm_event(e), 0);
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  make_qp(accepted, pd, cq);
+  ASSERT_EQ(rdma_accept(accepted, nullptr), 0);
+  EXPECT_EQ(expect_event(ch, RDMA_CM_EVENT_ESTABLISHED), 0);
+  EXPECT_EQ(expect_event(server_ch, RDMA_CM_EVENT_ESTABLISHED), 0);
+  // TearDown frees the accepted ID's QP; the late listener goes here.
+  rdma_destroy_qp(accepted);
+  EXPECT_EQ(rdma_destroy_id(accepted), 0);
+  accepted = nullptr;
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  EXPECT_EQ(rdma_destroy_id(late), 0);
 }
 
 TEST_F(Connected, SelfManagedQpWithInitQpAttrAndEstablish) {
@@ -607,6 +643,94 @@ TEST(RdmaAddrinfo, PassiveActiveAndRefusals) {
   EXPECT_EQ(rdma_getaddrinfo(nullptr, "1", nullptr, &r), EAI_NONAME);  // active needs a node
 }
 
+// rdma_server / rdma_client's way: synchronous endpoints from rdma_getaddrinfo, the passive
+// one's QP made by rdma_get_request, CQs made by librdmacm's rules (none given), each call
+// waiting for its event, and the rdma_verbs.h helpers on top.
+TEST(RdmaCmSync, EndpointsConnectExchangeAndDisconnect) {
+  rdma_addrinfo hints{};
+  hints.ai_flags = RAI_PASSIVE;
+  hints.ai_port_space = RDMA_PS_TCP;
+  rdma_addrinfo* passive = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(nullptr, "7480", &hints, &passive), 0);
+  ibv_qp_init_attr attr{};
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = 16;
+  attr.sq_sig_all = 1;
+  rdma_cm_id* listen_id = nullptr;
+  ASSERT_EQ(rdma_create_ep(&listen_id, passive, nullptr, &attr), 0) << std::strerror(errno);
+  ASSERT_EQ(rdma_listen(listen_id, 0), 0);
+
+  std::atomic<int> server_result{-1};
+  std::thread server([&] {
+    rdma_cm_id* id = nullptr;
+    if (rdma_get_request(listen_id, &id) != 0) return;
+    char msg[16] = {};
+    ibv_mr* mr = rdma_reg_msgs(id, msg, sizeof msg);
+    ibv_wc wc{};
+    const bool ok = id->qp && id->recv_cq && id->send_cq && mr && id->event &&
+                    id->event->event == RDMA_CM_EVENT_CONNECT_REQUEST && rdma_post_recv(id, nullptr, msg, sizeof msg, mr) == 0 &&
+                    rdma_accept(id, nullptr) == 0 && rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+                    rdma_post_send(id, nullptr, msg, sizeof msg, nullptr, IBV_SEND_INLINE) == 0 &&
+                    rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS;
+    rdma_disconnect(id);
+    if (mr) rdma_dereg_mr(mr);
+    rdma_destroy_ep(id);
+    server_result = ok ? 0 : 1;
+  });
+
+  rdma_addrinfo chints{};
+  chints.ai_port_space = RDMA_PS_TCP;
+  rdma_addrinfo* active = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(kOurIp, "7480", &chints, &active), 0);
+  ibv_qp_init_attr cattr = attr;
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_ep(&id, active, nullptr, &cattr), 0) << std::strerror(errno);
+  EXPECT_EQ(cattr.qp_type, IBV_QPT_RC);
+  ASSERT_NE(id->qp, nullptr);
+  ASSERT_NE(id->recv_cq_channel, nullptr);
+  EXPECT_EQ(id->recv_cq->cq_context, static_cast<void*>(id));  // rdma_get_recv_comp's check
+  char recv_msg[16] = {}, send_msg[16] = "sync hello";
+  ibv_mr* mr = rdma_reg_msgs(id, recv_msg, sizeof recv_msg);
+  ASSERT_NE(mr, nullptr);
+  ASSERT_EQ(rdma_post_recv(id, nullptr, recv_msg, sizeof recv_msg, mr), 0);
+  ASSERT_EQ(rdma_connect(id, nullptr), 0) << std::strerror(errno);  // returns once ESTABLISHED
+  ASSERT_NE(id->event, nullptr);
+  EXPECT_EQ(id->event->event, RDMA_CM_EVENT_ESTABLISHED);
+  ASSERT_EQ(rdma_post_send(id, nullptr, send_msg, sizeof send_msg, nullptr, IBV_SEND_INLINE), 0);
+  ibv_wc wc{};
+  EXPECT_EQ(rdma_get_send_comp(id, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(rdma_get_recv_comp(id, &wc), 1);  // the server's echo
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_STREQ(recv_msg, "sync hello");
+  server.join();
+  EXPECT_EQ(server_result.load(), 0);
+  EXPECT_EQ(rdma_disconnect(id), 0);  // the server's DREQ came first: its DISCONNECTED is taken
+  EXPECT_EQ(id->event->event, RDMA_CM_EVENT_DISCONNECTED);
+  rdma_dereg_mr(mr);
+  rdma_destroy_ep(id);
+  rdma_destroy_ep(listen_id);
+  rdma_freeaddrinfo(active);
+  rdma_freeaddrinfo(passive);
+}
+
+TEST(RdmaCmSync, ConnectWithNobodyListeningFailsWithEconnrefused) {
+  rdma_addrinfo hints{};
+  hints.ai_port_space = RDMA_PS_TCP;
+  rdma_addrinfo* res = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(kOurIp, "7481", &hints, &res), 0);
+  ibv_qp_init_attr attr{};
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_ep(&id, res, nullptr, &attr), 0);
+  EXPECT_EQ(rdma_connect(id, nullptr), -1);  // after the no-listener retry window
+  EXPECT_EQ(errno, ECONNREFUSED);
+  rdma_destroy_ep(id);
+  rdma_freeaddrinfo(res);
+}
+
 TEST(RdmaCmNames, EventStrings) {
   EXPECT_STREQ(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED");
   EXPECT_STREQ(rdma_event_str(RDMA_CM_EVENT_TIMEWAIT_EXIT), "RDMA_CM_EVENT_TIMEWAIT_EXIT");
@@ -622,12 +746,13 @@ TEST(RdmaCmRefused, FeaturesTheDeviceLacksAnswerWithAnErrno) {
   EXPECT_EQ(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&mc), nullptr), -1);
   EXPECT_EQ(errno, EOPNOTSUPP);
   rdma_cm_id* req = nullptr;
-  EXPECT_EQ(rdma_get_request(id, &req), -1);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(rdma_get_request(id, &req), -1);  // not a synchronous listener
+  EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(rdma_create_ep(&req, nullptr, nullptr, nullptr), -1);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  EXPECT_EQ(rdma_migrate_id(id, nullptr), -1);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_migrate_id(id, nullptr), 0);  // synchronous now, on a channel of its own
+  EXPECT_NE(id->channel, ch);
+  EXPECT_NE(id->channel, nullptr);
   rdma_event_channel* other = rdma_create_event_channel();
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(rdma_migrate_id(id, other), 0);

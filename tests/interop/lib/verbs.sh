@@ -46,7 +46,7 @@ verbs_cm_case() { is_cm_tool "$1" || has_flag "$2" R; }
 
 # librdmacm's example programs (rdmacm-utils), run as themselves rather than through perftest's
 # options.
-is_cm_tool() { [[ $1 == rping || $1 == ucmatose || $1 == udaddy ]]; }
+is_cm_tool() { [[ $1 == rping || $1 == ucmatose || $1 == udaddy || $1 == rdma_client ]]; }
 
 # A librdmacm example's command line: VERB ROLE (server|client) ADDRESS SIZE ITERS. rping's
 # client validates every round (-V: it exits non-zero on a mismatch) and prints each (-v),
@@ -56,6 +56,9 @@ cm_tool_cmd() {
   local verb=$1 role=$2 addr=$3 size=$4 iters=$5
   case $verb in
     rping) if [[ $role == server ]]; then echo "rping -s -a $addr -V -C $iters -S $size"; else echo "rping -c -a $addr -V -v -C $iters -S $size"; fi ;;
+    # Synchronous rdma_cm IDs (rdma_create_ep): one 16-byte message each way, "end 0" on success.
+    # roce-appliance --rdma-cm all serves rdma_server's exchange on port 7472.
+    rdma_client) if [[ $role == server ]]; then echo "rdma_server"; else echo "rdma_client -s $addr${6:+ -p $6}"; fi ;;
     *) if [[ $role == server ]]; then echo "$verb -C $iters -S $size"; else echo "$verb -s $addr -C $iters -S $size"; fi ;;
   esac
 }
@@ -116,6 +119,8 @@ verbs_figure() {
   local verb=$1 flags=$2 log=$3
   if [[ $verb == rping ]]; then
     echo "$(grep -c '^ping data: ' "$log") pings"
+  elif [[ $verb == rdma_client ]]; then
+    grep -qE "^rdma_(client|server): end 0" "$log" && echo "end 0"
   elif is_cm_tool "$verb"; then
     grep -q "return status 0" "$log" && echo "status 0"
   elif [[ $verb == *pingpong ]]; then
@@ -133,6 +138,8 @@ verbs_finished() {
   if [[ $verb == rping ]]; then
     # A validating rping client prints every round it checked (ITERS of them, in $4).
     [[ $(grep -c '^ping data: ' "$log") -eq ${4:-0} ]] && ! grep -qiE 'mismatch|error|fail' "$log"
+  elif [[ $verb == rdma_client ]]; then
+    grep -qE "^rdma_(client|server): end 0" "$log"
   elif is_cm_tool "$verb"; then
     grep -q "return status 0" "$log" && ! grep -qiE 'failed|error' "$log"
   elif [[ $verb == *pingpong ]]; then grep -q "iters in" "$log"; else [[ -n $(verbs_figure "$verb" "$3" "$log") ]]; fi
@@ -152,7 +159,7 @@ run_verbs_case() {
   if [[ $kind == verbs-to-app ]]; then
     local app_args
     app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
-    [[ $verb == rping ]] && app_args="--rdma-cm all"
+    [[ $verb == rping || $verb == rdma_client ]] && app_args="--rdma-cm all"
     [[ $verb == ucmatose || $verb == udaddy ]] && app_args="--rdma-cm all --cm-messages $iters --cm-message-size $size"
     # shellcheck disable=SC2086  # options are words
     appliance_keep "$mtu" $app_args || return
@@ -228,7 +235,7 @@ run_verbs_case() {
       local ocmd="$tool $ours $NET_BRIDGE_IP"
       # rdma_cm reaches the appliance at its RoCE address.
       has_flag "$flags" R && ocmd="$tool $ours $NET_ENGINE_IP"
-      is_cm_tool "$verb" && ocmd=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters")
+      is_cm_tool "$verb" && ocmd=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters" 7472)
       # shellcheck disable=SC2086
       verbs_run "$dir/ours.log" 100 $dev -- $ocmd
       local vrc=$?
@@ -291,8 +298,9 @@ cases_verbs_full() {
   echo "srq-pingpong/rxe>verbs/m1024/q4/s3000 verbs-from-rxe srq-pingpong 1024 0 3000 64 q4"
   # Through librdmacm (our rdma_* entry points on the device's own CM): rping validating every
   # round, both roles against the guest and as the appliance's client; perftest -R both ways;
-  # ucmatose (RC) and udaddy (UD services through SIDR). Our -R clients can lose perftest's own
-  # race against the guest's slower server (docs/verbs.md, section 3).
+  # ucmatose (RC), udaddy (UD services through SIDR) and rdma_server/rdma_client (synchronous
+  # IDs). Our -R clients' requests that reach the guest's server before it listens are sent again
+  # (docs/verbs.md, section 3).
   echo "rping/verbs>rxe/s64 verbs-to-rxe rping 4096 0 64 10"
   echo "rping/rxe>verbs/s64 verbs-from-rxe rping 4096 0 64 10"
   echo "rping/verbs>rxe/s60000 verbs-to-rxe rping 4096 0 60000 4"
@@ -310,6 +318,9 @@ cases_verbs_full() {
   echo "udaddy/verbs>rxe verbs-to-rxe udaddy 4096 0 100 10"
   echo "udaddy/rxe>verbs verbs-from-rxe udaddy 4096 0 100 10"
   echo "udaddy/verbs>app verbs-to-app udaddy 4096 0 100 10"
+  echo "rdma_client/verbs>rxe verbs-to-rxe rdma_client 4096 0 16 1"
+  echo "rdma_client/rxe>verbs verbs-from-rxe rdma_client 4096 0 16 1"
+  echo "rdma_client/verbs>app verbs-to-app rdma_client 4096 0 16 1"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
