@@ -9,7 +9,7 @@
 #include "tests/support/pcap_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::capture {
+namespace roce::capture::capture_reader_test {
 namespace {
 
 using test::append_record;
@@ -152,4 +152,4 @@ TEST_F(CaptureReaderTest, WriterReportsAFileItCannotCreate) {
 }
 
 }  // namespace
-}  // namespace roce::capture
+}  // namespace roce::capture::capture_reader_test

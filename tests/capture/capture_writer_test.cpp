@@ -8,7 +8,7 @@
 #include "capture/capture_reader.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::capture {
+namespace roce::capture::capture_writer_test {
 namespace {
 
 std::vector<std::uint32_t> fractions_written(TimestampPrecision precision) {
@@ -37,4 +37,4 @@ TEST(CaptureWriter, MicrosecondFilesTruncateNanosecondTimestamps) {
 }
 
 }  // namespace
-}  // namespace roce::capture
+}  // namespace roce::capture::capture_writer_test

@@ -8,7 +8,7 @@
 #include "protocol/builder.hpp"
 #include "tests/support/vendor_frames.hpp"
 
-namespace roce::capture {
+namespace roce::capture::frame_decoder_test {
 namespace {
 
 using proto::ParseError;
@@ -229,4 +229,4 @@ TEST(FrameDecoder, VerdictsAndLinkTypesHaveDistinctNames) {
 }
 
 }  // namespace
-}  // namespace roce::capture
+}  // namespace roce::capture::frame_decoder_test

@@ -8,7 +8,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::cc {
+namespace roce::cc::cnp_test {
 namespace {
 
 using proto::Ecn;
@@ -170,4 +170,4 @@ TEST(CnpFrame, RebuildsTheNvidiaExampleCnp) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::cnp_test

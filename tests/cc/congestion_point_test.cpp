@@ -6,7 +6,7 @@
 #include "lib/cc/congestion_point.hpp"
 #include "tests/cc/rel_near.hpp"
 
-namespace roce::cc {
+namespace roce::cc::congestion_point_test {
 namespace {
 
 using proto::Ecn;
@@ -154,4 +154,4 @@ TEST(CongestionPoint, MarkingDisabledForTheCnpQueue) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::congestion_point_test

@@ -3,7 +3,7 @@
 #include "lib/cc/increase.hpp"
 #include "tests/cc/rel_near.hpp"
 
-namespace roce::cc {
+namespace roce::cc::increase_test {
 namespace {
 
 using test::kGbps;
@@ -64,4 +64,4 @@ TEST(IncreaseNames, EveryEnumHasAName) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::increase_test

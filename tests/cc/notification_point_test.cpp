@@ -6,7 +6,7 @@
 
 #include "lib/cc/notification_point.hpp"
 
-namespace roce::cc {
+namespace roce::cc::notification_point_test {
 namespace {
 
 // Replays CE arrivals and the NP's own deadlines in time order (a packet before a timer of
@@ -96,4 +96,4 @@ TEST(NotificationPoint, ParamsAndNames) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::notification_point_test

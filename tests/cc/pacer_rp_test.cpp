@@ -7,7 +7,7 @@
 #include "lib/cc/pacer.hpp"
 #include "lib/cc/reaction_point.hpp"
 
-namespace roce::cc {
+namespace roce::cc::pacer_rp_test {
 namespace {
 
 constexpr std::uint32_t kPacket = 1000;
@@ -61,4 +61,4 @@ TEST(PacerWithReactionPoint, CnpSpacesDeparturesAtTheNewRc) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::pacer_rp_test

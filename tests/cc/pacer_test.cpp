@@ -6,7 +6,7 @@
 
 #include "lib/cc/pacer.hpp"
 
-namespace roce::cc {
+namespace roce::cc::pacer_test {
 namespace {
 
 struct Sent {
@@ -132,4 +132,4 @@ TEST(Pacer, LongIdleDoesNotOverflowTheCredit) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::pacer_test

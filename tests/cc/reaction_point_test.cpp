@@ -7,7 +7,7 @@
 #include "lib/cc/reaction_point.hpp"
 #include "tests/cc/rel_near.hpp"
 
-namespace roce::cc {
+namespace roce::cc::reaction_point_test {
 namespace {
 
 using test::kGbps;
@@ -334,4 +334,4 @@ TEST(RpParams, CheckRejectsUnusableValues) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::reaction_point_test

@@ -7,7 +7,7 @@
 #include "lib/cc/reaction_point.hpp"
 #include "tests/cc/rel_near.hpp"
 
-namespace roce::cc {
+namespace roce::cc::rp_hpcc_test {
 namespace {
 
 using test::kGbps;
@@ -81,4 +81,4 @@ TEST(ReactionPointHpcc, NoByteCounter) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::rp_hpcc_test

@@ -5,7 +5,7 @@
 #include "lib/cc/reaction_point.hpp"
 #include "tests/cc/rel_near.hpp"
 
-namespace roce::cc {
+namespace roce::cc::rp_mlx_test {
 namespace {
 
 using test::kMbps;
@@ -188,4 +188,4 @@ TEST(ReactionPointMlx, RateToSetOnFirstCnp) {
 }
 
 }  // namespace
-}  // namespace roce::cc
+}  // namespace roce::cc::rp_mlx_test

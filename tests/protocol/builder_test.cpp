@@ -4,7 +4,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::proto {
+namespace roce::proto::builder_test {
 namespace {
 
 // dcqcn.md T8(b): the CNP datagram 10.0.0.1 -> 10.0.0.2, DestQP 0x123456.
@@ -128,4 +128,4 @@ TEST(Builder, PlacingWhileSealingEqualsCopyThenSeal) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::builder_test

@@ -14,7 +14,7 @@
 #include "capture/frame_decoder.hpp"
 #include "tests/support/captures_dir.hpp"
 
-namespace roce::proto {
+namespace roce::proto::captures_conformance_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -164,4 +164,4 @@ INSTANTIATE_TEST_SUITE_P(AllCrcBackends, CapturesConformance,
                          [](const auto& info) { return to_string(info.param); });
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::captures_conformance_test

@@ -13,7 +13,7 @@
 #include "tests/support/captures_dir.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::proto {
+namespace roce::proto::captures_rebuild_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -64,4 +64,4 @@ TEST(CapturesRebuild, EveryRoceV2FrameRebuildsByteForByteUpToTheDatagramEnd) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::captures_rebuild_test

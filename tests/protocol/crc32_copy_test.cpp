@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-namespace roce::proto {
+namespace roce::proto::crc32_copy_test {
 namespace {
 
 TEST(Crc32Copy, CopiesAndMatchesThePortableCrcForEveryBackend) {
@@ -46,4 +46,4 @@ TEST(Crc32Copy, OnePassPathIsTheOneTestedWhereTheCpuHasIt) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::crc32_copy_test

@@ -11,7 +11,7 @@
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::proto {
+namespace roce::proto::icrc_deferred_test {
 namespace {
 
 std::vector<std::byte> frame_of(Opcode op, std::size_t payload_len, IpVersion v) {
@@ -100,4 +100,4 @@ TEST(IcrcDeferred, SettlingAcceptsWhatTheFullCheckAcceptsAndCopiesThePayload) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::icrc_deferred_test

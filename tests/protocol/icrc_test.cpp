@@ -7,7 +7,7 @@
 #include "protocol/icrc.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::proto {
+namespace roce::proto::icrc_test {
 namespace {
 
 using test::from_hex;
@@ -148,4 +148,4 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, IcrcBackend, ::testing::ValuesIn(kBackends
                          [](const auto& info) { return to_string(info.param); });
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::icrc_test

@@ -20,7 +20,7 @@
 #include "tests/support/captures_dir.hpp"
 #include "tests/support/pcap_file.hpp"
 
-namespace roce::proto {
+namespace roce::proto::mad_captures_test {
 namespace {
 
 // Values read with tshark 4.0.17 (Debian 12), one run per file:
@@ -240,4 +240,4 @@ INSTANTIATE_TEST_SUITE_P(ConnectX, CmCaptures, ::testing::ValuesIn(expected()),
                          });
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::mad_captures_test

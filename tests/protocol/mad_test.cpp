@@ -19,7 +19,7 @@
 #include "protocol/mad_parser.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::proto {
+namespace roce::proto::mad_test {
 namespace {
 
 // Offsets from IBA tables 106-120 (as the kernel's ibta_vol1_c12.h lists them).
@@ -551,4 +551,4 @@ TEST(CmNames, EveryEnumValueHasADistinctName) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::mad_test

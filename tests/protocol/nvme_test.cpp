@@ -6,7 +6,7 @@
 #include "protocol/nvme.hpp"
 #include "protocol/nvme_rdma.hpp"
 
-namespace roce::proto::nvme {
+namespace roce::proto::nvme::nvme_test {
 namespace {
 
 template <typename T>
@@ -186,4 +186,4 @@ TEST(NvmeIdentify, StringFieldsPadAsTheSpecSays) {
 }
 
 }  // namespace
-}  // namespace roce::proto::nvme
+}  // namespace roce::proto::nvme::nvme_test

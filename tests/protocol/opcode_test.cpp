@@ -3,7 +3,7 @@
 #include "protocol/opcode.hpp"
 #include "protocol/udp_sport.hpp"
 
-namespace roce::proto {
+namespace roce::proto::opcode_test {
 namespace {
 
 TEST(OpcodeTable, TransportBitsMatchTheOpcode) {
@@ -57,4 +57,4 @@ TEST(UdpSport, SchemesMatchLinux) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::opcode_test

@@ -6,7 +6,7 @@
 #include "tests/support/frame_edit.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::proto {
+namespace roce::proto::parser_test {
 namespace {
 
 using test::from_hex;
@@ -215,4 +215,4 @@ TEST(Parser, VlanTaggedFrameParses) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::parser_test

@@ -4,7 +4,7 @@
 #include "protocol/mtu.hpp"
 #include "protocol/psn.hpp"
 
-namespace roce::proto {
+namespace roce::proto::psn_test {
 namespace {
 
 // Exhaustive over a window around every boundary of the 24-bit space.
@@ -71,4 +71,4 @@ TEST(Mtu, EnumAndBytes) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::psn_test

@@ -8,7 +8,7 @@
 #include "protocol/rocev1.hpp"
 #include "tests/support/vendor_frames.hpp"
 
-namespace roce::proto {
+namespace roce::proto::vendor_transport_test {
 namespace {
 
 using test::VendorFrameSpec;
@@ -168,4 +168,4 @@ TEST(OpcodeSpace, EveryOpcodeHasANameThatSaysWhatItIs) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::vendor_transport_test

@@ -10,7 +10,7 @@
 #include "protocol/checksum.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::test {
+namespace roce::test::ip_frame_test {
 namespace {
 
 using namespace roce::proto;
@@ -128,4 +128,4 @@ TEST(IpFrame, DestinationIsReadPastTheTags) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::ip_frame_test

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-namespace roce::test {
+namespace roce::test::jain_index_test {
 namespace {
 
 TEST(JainIndex, EqualSharesAreOneAndOneHogIsOneOverN) {
@@ -14,4 +14,4 @@ TEST(JainIndex, EqualSharesAreOneAndOneHogIsOneOverN) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::jain_index_test

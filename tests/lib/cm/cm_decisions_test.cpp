@@ -8,7 +8,7 @@
 #include "lib/cm/cm_timing.hpp"
 #include "lib/cm/cm_types.hpp"
 
-namespace roce::cm {
+namespace roce::cm::cm_decisions_test {
 namespace {
 
 using S = CmState;
@@ -192,4 +192,4 @@ TEST(CmTiming, LinuxMillisecondScale) {
 }
 
 }  // namespace
-}  // namespace roce::cm
+}  // namespace roce::cm::cm_decisions_test

@@ -8,7 +8,7 @@
 #include "protocol/cma_header.hpp"
 #include "tests/lib/cm/cm_pair.hpp"
 
-namespace roce::cm::test {
+namespace roce::cm::test::cm_exchange_test {
 namespace {
 
 using proto::CmAttribute;
@@ -568,4 +568,4 @@ TEST_F(CmExchange, ConsumerCallsInTheWrongStateAreRefusedWithAReason) {
 }
 
 }  // namespace
-}  // namespace roce::cm::test
+}  // namespace roce::cm::test::cm_exchange_test

@@ -11,7 +11,7 @@
 #include "protocol/cma_header.hpp"
 #include "tests/lib/cm/cm_pair.hpp"
 
-namespace roce::cm::test {
+namespace roce::cm::test::cm_hostile_test {
 namespace {
 
 using proto::CmAttribute;
@@ -266,4 +266,4 @@ TEST(CmHostile, RandomAndMutatedMadsAreCountedAndNeverAmplified) {
 }
 
 }  // namespace
-}  // namespace roce::cm::test
+}  // namespace roce::cm::test::cm_hostile_test

@@ -9,7 +9,7 @@
 #include "protocol/cma_header.hpp"
 #include "tests/lib/cm/cm_pair.hpp"
 
-namespace roce::cm::test {
+namespace roce::cm::test::cm_lossy_link_test {
 namespace {
 
 using proto::CmAttribute;
@@ -133,4 +133,4 @@ TEST(CmLossyLink, SidrOverALossyLinkAnswersOnceAndLeavesNothing) {
 }
 
 }  // namespace
-}  // namespace roce::cm::test
+}  // namespace roce::cm::test::cm_lossy_link_test

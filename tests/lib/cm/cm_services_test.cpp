@@ -6,7 +6,7 @@
 #include "protocol/cma_header.hpp"
 #include "tests/lib/cm/cm_pair.hpp"
 
-namespace roce::cm::test {
+namespace roce::cm::test::cm_services_test {
 namespace {
 
 using proto::CmAttribute;
@@ -208,4 +208,4 @@ TEST(CmCounters, EveryCounterHasADistinctNameAndTheExchangeIsCounted) {
 }
 
 }  // namespace
-}  // namespace roce::cm::test
+}  // namespace roce::cm::test::cm_services_test

@@ -7,7 +7,7 @@
 #include "lib/cm/rdma_cm.hpp"
 #include "tests/lib/cm/cm_pair.hpp"
 
-namespace roce::cm::test {
+namespace roce::cm::test::rdma_cm_test {
 namespace {
 
 using proto::CmAttribute;
@@ -303,4 +303,4 @@ TEST(RdmaCm, ListenersShareOneCmServiceIdUntilTheLastGoes) {
 }
 
 }  // namespace
-}  // namespace roce::cm::test
+}  // namespace roce::cm::test::rdma_cm_test

@@ -4,7 +4,7 @@
 
 #include <array>
 
-namespace roce {
+namespace roce::json_fields_test {
 namespace {
 
 constexpr std::array kConnect{
@@ -59,4 +59,4 @@ TEST(JsonFields, AMissingRequiredFieldIsNamed) {
 }
 
 }  // namespace
-}  // namespace roce
+}  // namespace roce::json_fields_test

@@ -4,7 +4,7 @@
 
 #include "lib/util/json_writer.hpp"
 
-namespace roce {
+namespace roce::json_reader_test {
 namespace {
 
 TEST(JsonReader, ParsesCommandsWithNestedValues) {
@@ -58,4 +58,4 @@ TEST(JsonReader, ARepeatedKeyIsAnErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace roce
+}  // namespace roce::json_reader_test

@@ -7,7 +7,7 @@
 
 #include "tests/support/json.hpp"
 
-namespace roce::test {
+namespace roce::test::json_writer_report_test {
 namespace {
 
 using roce::JsonWriter;
@@ -44,4 +44,4 @@ TEST(JsonWriter, NonFiniteRealsBecomeNull) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::json_writer_report_test

@@ -4,7 +4,7 @@
 
 #include "tests/support/json.hpp"
 
-namespace roce {
+namespace roce::json_writer_test {
 namespace {
 
 TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
@@ -43,4 +43,4 @@ TEST(JsonWriter, PlacesCommasAndColonsInNestedObjectsAndArrays) {
 }
 
 }  // namespace
-}  // namespace roce
+}  // namespace roce::json_writer_test
