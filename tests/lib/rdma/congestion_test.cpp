@@ -6,7 +6,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::congestion_test {
 namespace {
 
 using namespace roce::proto;
@@ -163,4 +163,4 @@ TEST(Congestion, CnpForAQpWithoutReactionPointIsCountedAsIgnored) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::congestion_test

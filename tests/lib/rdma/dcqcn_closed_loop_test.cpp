@@ -17,7 +17,7 @@
 #include "tests/lib/rdma/dcqcn_loop.hpp"
 #include "tests/support/rate_plot.hpp"
 
-namespace roce::test {
+namespace roce::test::dcqcn_closed_loop_test {
 namespace {
 
 constexpr std::uint32_t kFrameLinkBytes = cc::link_bytes(14 + 20 + 8 + 12 + 4096 + 4);
@@ -236,4 +236,4 @@ TEST(DcqcnClosedLoop, BoundsCatchSendersThatNeverIncreaseTheirRate) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::dcqcn_closed_loop_test

@@ -10,7 +10,7 @@
 #include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer_test.hpp"
 
-namespace roce::test {
+namespace roce::test::deferred_icrc_test {
 namespace {
 
 using namespace roce::proto;
@@ -184,4 +184,4 @@ TEST_F(DeferredIcrc, CorruptedMiddleNobodyExpectsIsStillCountedAsCorrupted) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::deferred_icrc_test

@@ -11,7 +11,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::fault_matrix_test {
 namespace {
 
 constexpr int kRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -271,4 +271,4 @@ TEST(RcFaultMatrix, RandomWorkloadsEndByteExactUnderEveryFaultMix) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::fault_matrix_test

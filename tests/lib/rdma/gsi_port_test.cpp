@@ -11,7 +11,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/raw_peer.hpp"
 
-namespace roce::test {
+namespace roce::test::gsi_port_test {
 namespace {
 
 using namespace roce::proto;
@@ -147,4 +147,4 @@ TEST_F(SmallGsiRing, FullRingsDropAndCount) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::gsi_port_test

@@ -10,7 +10,7 @@
 #include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer_test.hpp"
 
-namespace roce::test {
+namespace roce::test::hostile_input_test {
 namespace {
 
 using namespace roce::proto;
@@ -793,4 +793,4 @@ TEST_F(HostileInput, FloodOfFramesForUnknownQpsLeavesNothingBehind) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::hostile_input_test

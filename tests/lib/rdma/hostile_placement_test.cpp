@@ -10,7 +10,7 @@
 #include "protocol/feth.hpp"
 #include "tests/support/raw_peer_test.hpp"
 
-namespace roce::test {
+namespace roce::test::hostile_placement_test {
 namespace {
 
 using namespace roce::proto;
@@ -230,4 +230,4 @@ TEST_F(HostilePlacement, SendWithInvalidateOfAType1WindowIsInvalidRequest) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::hostile_placement_test

@@ -12,7 +12,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::ipv6_path_test {
 namespace {
 
 using namespace roce::proto;
@@ -264,4 +264,4 @@ TEST(Ipv6Path, APeerOfTheOtherFamilyIsRefused) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::ipv6_path_test

@@ -12,7 +12,7 @@
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::loss_event_test {
 namespace {
 
 using namespace roce::proto;
@@ -153,4 +153,4 @@ TEST_F(LossEvent, EveryPacketIsResentOncePerLossEvent) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::loss_event_test

@@ -7,7 +7,7 @@
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::loss_window_test {
 namespace {
 
 using namespace roce::proto;
@@ -205,4 +205,4 @@ TEST_F(LossWindow, WithTheWindowOffAGoBackResendsEverythingInFlight) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::loss_window_test

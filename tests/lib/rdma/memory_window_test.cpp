@@ -9,7 +9,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::memory_window_test {
 namespace {
 
 constexpr int kRegion = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
@@ -327,9 +327,9 @@ TEST(LocalInvalidate, PostSendRefusesLocalOperationsWithAScatterList) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::memory_window_test
 
-namespace roce::test {
+namespace roce::test::memory_window_test {
 namespace {
 
 TEST(MemoryWindow, WindowsLeftAllocatedGiveTheirSlotsBackWithTheirEngine) {
@@ -348,4 +348,4 @@ TEST(MemoryWindow, WindowsLeftAllocatedGiveTheirSlotsBackWithTheirEngine) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::memory_window_test

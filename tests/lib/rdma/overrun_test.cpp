@@ -10,7 +10,7 @@
 #include "lib/rdma/qp_context.hpp"
 #include "tests/lib/rdma/dcqcn_loop.hpp"
 
-namespace roce::test {
+namespace roce::test::overrun_test {
 namespace {
 
 DcqcnLoopConfig shallow_tail_drop(int qps) {
@@ -70,4 +70,4 @@ TEST(Overrun, SixteenQpsThroughAShallowTailDropQueue) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::overrun_test

@@ -12,7 +12,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::placement_test {
 namespace {
 
 using namespace roce::proto;
@@ -305,4 +305,4 @@ TEST(Flush, FethLayoutMatchesTheSpec) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::placement_test

@@ -8,7 +8,7 @@
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::qp_transitions_test {
 namespace {
 
 constexpr int kRemote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
@@ -81,4 +81,4 @@ INSTANTIATE_TEST_SUITE_P(EachType, QpTransitions, ::testing::Values(IBV_QPT_RC, 
                          [](const auto& info) { return std::string(info.param == IBV_QPT_RC ? "RC" : info.param == IBV_QPT_UC ? "UC" : "UD"); });
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::qp_transitions_test

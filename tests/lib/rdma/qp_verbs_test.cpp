@@ -5,7 +5,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::qp_verbs_test {
 namespace {
 
 TEST(QpStateMachine, TransitionsNeedTheirAttributes) {
@@ -211,4 +211,4 @@ TEST(MemoryRegions, RegistrationRulesMatchIbvRegMr) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::qp_verbs_test

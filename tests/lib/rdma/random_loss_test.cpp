@@ -11,7 +11,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::random_loss_test {
 namespace {
 
 constexpr std::uint32_t kMessage = 64 * 1024;
@@ -116,4 +116,4 @@ INSTANTIATE_TEST_SUITE_P(Rates, RandomLoss, ::testing::Values(0.001, 0.01, 0.05)
                          });
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::random_loss_test

@@ -5,7 +5,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::rc_basic_test {
 namespace {
 
 constexpr int kRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -171,4 +171,4 @@ TEST(RcBasic, AtomicsReturnTheOriginalValue) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::rc_basic_test

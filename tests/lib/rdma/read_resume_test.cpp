@@ -10,7 +10,7 @@
 #include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer_test.hpp"
 
-namespace roce::test {
+namespace roce::test::read_resume_test {
 namespace {
 
 using namespace roce::proto;
@@ -144,4 +144,4 @@ TEST_F(ReadResume, MiddleBeforeAnyFirstIsStillRefused) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::read_resume_test

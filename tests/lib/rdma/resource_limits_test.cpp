@@ -4,7 +4,7 @@
 
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::resource_limits_test {
 namespace {
 
 rdma::EngineConfig limited(std::uint32_t max_qps) {
@@ -135,4 +135,4 @@ TEST(ResourceLimits, EveryLimitHasAName) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::resource_limits_test

@@ -8,7 +8,7 @@
 #include "lib/rdma/payload.hpp"
 #include "lib/rdma/responder_checks.hpp"
 
-namespace roce {
+namespace roce::responder_checks_test {
 namespace {
 
 using namespace roce::proto;
@@ -179,4 +179,4 @@ TEST(ResponderChecks, OnlyMiddlePacketsOfAReliableConnectionArePlacedAheadOfThei
 }
 
 }  // namespace
-}  // namespace roce
+}  // namespace roce::responder_checks_test

@@ -4,7 +4,7 @@
 #include "protocol/aeth.hpp"
 #include "tests/support/raw_peer_test.hpp"
 
-namespace roce::test {
+namespace roce::test::responder_test {
 namespace {
 
 using namespace roce::proto;
@@ -361,4 +361,4 @@ TEST_F(Responder, UnknownQpIsDroppedAndCounted) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::responder_test

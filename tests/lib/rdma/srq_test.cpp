@@ -11,7 +11,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::srq_test {
 namespace {
 
 constexpr std::size_t kQps = 3;
@@ -231,4 +231,4 @@ TEST(Srq, AQpEnteringErrorFlushesOnlyTheReceiveItHoldsAndReportsLastWqeReached) 
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::srq_test

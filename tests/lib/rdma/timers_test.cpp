@@ -6,7 +6,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::timers_test {
 namespace {
 
 using namespace roce::proto;
@@ -384,4 +384,4 @@ TEST_F(EarlyRetransmit, ARoundTripGrownPastTheTimerIsLearnedFromTheAckOfTheFirst
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::timers_test

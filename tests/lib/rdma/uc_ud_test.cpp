@@ -6,7 +6,7 @@
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::uc_ud_test {
 namespace {
 
 using namespace roce::proto;
@@ -189,4 +189,4 @@ TEST_F(UdTest, DatagramAbovePathMtuIsRefusedAtPost) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::uc_ud_test
