@@ -5,7 +5,7 @@
 
 #include "tests/lib/nvmf/nvmf_pair.hpp"
 
-namespace roce::nvmf::test {
+namespace roce::nvmf::test::nvmf_admin_test {
 namespace {
 
 nv::NvmeStatus st(const std::optional<HostCompletion>& c) {
@@ -446,9 +446,9 @@ TEST(NvmfAdmin, ShortCapsuleIsFatalForTheQueueOnly) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf::test
+}  // namespace roce::nvmf::test::nvmf_admin_test
 
-namespace roce::nvmf::test {
+namespace roce::nvmf::test::nvmf_admin_test {
 namespace {
 
 TEST(NvmfAdmin, NamespaceChangesCompleteHeldAersAndFillTheChangedList) {
@@ -499,4 +499,4 @@ TEST(NvmfAdmin, NamespaceChangesCompleteHeldAersAndFillTheChangedList) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf::test
+}  // namespace roce::nvmf::test::nvmf_admin_test

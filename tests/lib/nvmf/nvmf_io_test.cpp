@@ -10,7 +10,7 @@
 #include "tests/lib/nvmf/nvmf_pair.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::nvmf::test {
+namespace roce::nvmf::test::nvmf_io_test {
 namespace {
 
 nv::NvmeStatus st(const std::optional<HostCompletion>& c) {
@@ -295,9 +295,9 @@ TEST(NvmfIo, SeededLossyLinkRandomIoVerifiesEveryRead) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf::test
+}  // namespace roce::nvmf::test::nvmf_io_test
 
-namespace roce::nvmf::test {
+namespace roce::nvmf::test::nvmf_io_test {
 namespace {
 
 // The host reuses a CID once it sees the response; the target frees the slot only when the
@@ -342,9 +342,9 @@ TEST(NvmfIo, CapsulesWaitInTheirReceivesWhileResponsesAreUnacknowledged) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf::test
+}  // namespace roce::nvmf::test::nvmf_io_test
 
-namespace roce::nvmf::test {
+namespace roce::nvmf::test::nvmf_io_test {
 namespace {
 
 TEST(NvmfIo, FileBackedNamespaceKeepsWhatTheHostWrote) {
@@ -373,4 +373,4 @@ TEST(NvmfIo, FileBackedNamespaceKeepsWhatTheHostWrote) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf::test
+}  // namespace roce::nvmf::test::nvmf_io_test

@@ -8,7 +8,7 @@
 #include "lib/nvmf/cm_private_data.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::nvmf {
+namespace roce::nvmf::nvmf_unit_test {
 namespace {
 
 namespace nv = proto::nvme;
@@ -127,4 +127,4 @@ TEST(NvmfSubsystem, NqnsNamespacesAndHosts) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf
+}  // namespace roce::nvmf::nvmf_unit_test
