@@ -154,7 +154,8 @@ Result<std::pair<rdma::QueuePair*, rdma::CompletionQueue*>> make_qp(Side& s, std
   rdma::QpInit init;
   init.send_cq = *cq;
   init.recv_cq = *cq;
-  init.cap = ibv_qp_cap{4 * depth + 8, 2 * depth + 8, 1, 1, 64};
+  // Two send SGEs: the host gathers a command's SQE and its in-capsule data in one SEND.
+  init.cap = ibv_qp_cap{4 * depth + 8, 2 * depth + 8, 2, 1, 64};
   auto qp = s.engine->create_qp(s.pd, init);
   if (!qp) return qp.error();
   return std::pair{*qp, *cq};
@@ -216,8 +217,9 @@ class Bench {
   // Connect on a queue; the CNTLID the target answered.
   Result<std::uint16_t> connect(std::size_t link, std::uint16_t qid, std::uint16_t sqsize, std::uint16_t cntlid);
   Result<QueueLink> open(std::uint16_t qid, std::uint16_t depth);
-  // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size` each in flight.
-  Result<double> write_baseline();
+  // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size`
+  // each in flight, for `seconds`.
+  Result<double> write_baseline(double seconds);
 
   const NvmeBenchOptions& o_;
   dp::Dataplane& ini_;
@@ -252,7 +254,7 @@ Result<QueueLink> Bench::open(std::uint16_t qid, std::uint16_t depth) {
   return l;
 }
 
-Result<double> Bench::write_baseline() {
+Result<double> Bench::write_baseline(double seconds) {
   std::vector<std::byte> src(std::size_t{o_.block_size} * o_.queue_depth, std::byte{0x5A});
   std::vector<std::byte> dst(src.size());
   auto smr = ini_side_.engine->memory().register_region(ini_side_.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -291,7 +293,7 @@ Result<double> Bench::write_baseline() {
     for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
       if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
   const Nanos t0 = ini_.now();
-  const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
+  const Nanos end = t0 + static_cast<Nanos>(seconds * 1e9);
   std::uint64_t done = 0, outstanding = std::uint64_t{o_.queue_depth} * o_.queues;
   ibv_wc wc[32];
   while (outstanding > 0 && ini_.now() < end + 10 * kSecond) {
@@ -396,15 +398,19 @@ int Bench::run() {
     std::fprintf(stderr, "roce-gen: NVMe-oF set-up: %s\n", s.error().message.c_str());
     return 1;
   }
+  // The baseline runs half its time before the NVMe run and half after: on a shared machine
+  // whose load drifts, the two figures then see the same load on average.
   double baseline_bps = 0;
-  if (o_.baseline) {
-    auto b = write_baseline();
+  auto baseline_half = [&]() -> bool {
+    auto b = write_baseline(o_.seconds / 2);
     if (!b) {
       std::fprintf(stderr, "roce-gen: baseline: %s\n", b.error().message.c_str());
-      return 1;
+      return false;
     }
-    baseline_bps = *b;
-  }
+    baseline_bps += *b / 2;
+    return true;
+  };
+  if (o_.baseline && !baseline_half()) return 1;
   const std::uint32_t nlb = o_.block_size / o_.lba_size;
   const std::uint64_t blocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
   const std::uint64_t slots = std::uint64_t{o_.queues} * o_.queue_depth;
@@ -516,6 +522,7 @@ int Bench::run() {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  if (o_.baseline && errors == 0 && !baseline_half()) return 1;
   // What the writes left in the namespace: every unit as its last completed write made it.
   std::uint64_t media_mismatches = 0;
   if (o_.verify && writes > 0 && errors == 0) {
