@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <cxxopts.hpp>
 #include <map>
 #include <memory>
@@ -192,6 +193,15 @@ std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t po
   return std::move(*d);
 }
 
+// CPU time of the calling thread: on a machine shared with other work the wall-clock ratio
+// swings with what else runs; the ratio of work per CPU second is what one dedicated core
+// would show.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 class Bench {
  public:
   Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, netsim::LinkEmulator* emu)
@@ -219,7 +229,17 @@ class Bench {
   Result<QueueLink> open(std::uint16_t qid, std::uint16_t depth);
   // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size`
   // each in flight, for `seconds`.
-  Result<double> write_baseline(double seconds);
+  struct Goodput {
+    double wall_bps = 0;  // bytes per second
+    double cpu_bps = 0;   // bytes per second of this thread's CPU time
+  };
+  Result<Goodput> write_baseline(double seconds);
+
+  double cpu_ratio(std::uint64_t ops, double cpu_secs, double baseline_cpu_bps) const {
+    return cpu_secs > 0 && baseline_cpu_bps > 0
+               ? static_cast<double>(ops) * o_.block_size / cpu_secs / baseline_cpu_bps
+               : 0;
+  }
 
   const NvmeBenchOptions& o_;
   dp::Dataplane& ini_;
@@ -254,7 +274,7 @@ Result<QueueLink> Bench::open(std::uint16_t qid, std::uint16_t depth) {
   return l;
 }
 
-Result<double> Bench::write_baseline(double seconds) {
+Result<Bench::Goodput> Bench::write_baseline(double seconds) {
   std::vector<std::byte> src(std::size_t{o_.block_size} * o_.queue_depth, std::byte{0x5A});
   std::vector<std::byte> dst(src.size());
   auto smr = ini_side_.engine->memory().register_region(ini_side_.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -293,6 +313,7 @@ Result<double> Bench::write_baseline(double seconds) {
     for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
       if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
   const Nanos t0 = ini_.now();
+  const double cpu0 = thread_cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(seconds * 1e9);
   std::uint64_t done = 0, outstanding = std::uint64_t{o_.queue_depth} * o_.queues;
   ibv_wc wc[32];
@@ -312,10 +333,12 @@ Result<double> Bench::write_baseline(double seconds) {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  const double cpu = thread_cpu_seconds() - cpu0;
   for (const Qp& q : qps) (void)ini_side_.engine->destroy_qp(q.qp);
   (void)ini_side_.engine->memory().deregister((*smr)->key);
   (void)tgt_side_.engine->memory().deregister((*dmr)->key);
-  return static_cast<double>(done) * o_.block_size / secs;
+  const double bytes = static_cast<double>(done) * o_.block_size;
+  return Goodput{bytes / secs, cpu > 0 ? bytes / cpu : 0};
 }
 
 Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
@@ -400,14 +423,15 @@ int Bench::run() {
   }
   // The baseline runs half its time before the NVMe run and half after: on a shared machine
   // whose load drifts, the two figures then see the same load on average.
-  double baseline_bps = 0;
+  double baseline_bps = 0, baseline_cpu_bps = 0;
   auto baseline_half = [&]() -> bool {
     auto b = write_baseline(o_.seconds / 2);
     if (!b) {
       std::fprintf(stderr, "roce-gen: baseline: %s\n", b.error().message.c_str());
       return false;
     }
-    baseline_bps += *b / 2;
+    baseline_bps += b->wall_bps / 2;
+    baseline_cpu_bps += b->cpu_bps / 2;
     return true;
   };
   if (o_.baseline && !baseline_half()) return 1;
@@ -470,6 +494,7 @@ int Bench::run() {
     }
   }
   const Nanos t0 = ini_.now();
+  const double cpu0 = thread_cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
   for (std::uint16_t q = 0; q < o_.queues; ++q)
     for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) issue(q, cid);
@@ -522,6 +547,7 @@ int Bench::run() {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  const double cpu_secs = thread_cpu_seconds() - cpu0;
   if (o_.baseline && errors == 0 && !baseline_half()) return 1;
   // What the writes left in the namespace: every unit as its last completed write made it.
   std::uint64_t media_mismatches = 0;
@@ -566,7 +592,8 @@ int Bench::run() {
         .field("mismatches", mismatches);
     if (o_.baseline)
       w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
-          .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps);
+          .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps)
+          .field("cpu_ratio_to_write_baseline", cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps));
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
@@ -579,8 +606,9 @@ int Bench::run() {
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
     if (o_.baseline)
-      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s; IOPS x bs / baseline = %.3f\n",
-                  baseline_bps / (1024.0 * 1024.0), iops * o_.block_size / baseline_bps);
+      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s; IOPS x bs / baseline = %.3f (per CPU second: %.3f)\n",
+                  baseline_bps / (1024.0 * 1024.0), iops * o_.block_size / baseline_bps,
+                  cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps));
     if (o_.verify)
       std::printf("  verify: %s (%llu reads checked, %llu mismatched; namespace after the writes: %llu units wrong)\n",
                   mismatches ? "MISMATCH" : "ok", static_cast<unsigned long long>(reads),
