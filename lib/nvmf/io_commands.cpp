@@ -3,7 +3,6 @@
 // fetched their data (a zero-copy Write: into the blocks themselves); the store checks bounds
 // once more. A Read on a memory namespace leaves its data where it is: the transport sends it
 // from the blocks (slot.zero_copy), unless an overlapping transfer makes it copy.
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -27,15 +26,6 @@ NvmeStatus media_status(MediaResult r, bool writing) {
 
 bool in_range(const NamespaceStore& ns, std::uint64_t slba, std::uint64_t nlb) {
   return slba < ns.blocks() && nlb <= ns.blocks() - slba;
-}
-
-// A random block of a large namespace is not in any cache: asking for its lines now lets the
-// memory fetch them while the transport posts this response and handles the other capsules of
-// the burst, rather than while it builds the RDMA WRITE (where the profile showed the misses).
-void prefetch(std::span<const std::byte> d) {
-  constexpr std::size_t kLine = 64, kMax = 64 * 1024;
-  const std::size_t n = std::min(d.size(), kMax);
-  for (std::size_t off = 0; off < n; off += kLine) __builtin_prefetch(d.data() + off, 0, 3);
 }
 
 // Blocks a command reads (writing false) or changes, for the overlap checks.
@@ -95,7 +85,6 @@ NvmeStatus execute_io(Controller& c, CommandSlot& s) {
         s.zero_copy = ns->weak_from_this().lock();
         if (s.zero_copy) {
           s.data = ns->blocks_at(slba, nlb);
-          prefetch(s.data);
           ++c.health.host_reads;
           c.health.read_bytes += s.length;
           s.to_host_length = s.length;
