@@ -232,9 +232,23 @@ class Bench {
   struct Goodput {
     double wall_bps = 0;  // bytes per second
     double cpu_bps = 0;   // bytes per second of this thread's CPU time
+    double frames_per_write = 0;
   };
+  // Frames both dataplanes have sent so far: per command, what the NVMe path costs on the
+  // wire next to one RDMA WRITE.
+  std::uint64_t frames_sent() {
+    std::uint64_t n = 0;
+    for (dp::Dataplane* d : {&ini_, &tgt_}) {
+      d->publish_stats();
+      for (const dp::WorkerSnapshot& w : d->snapshot().workers) n += w.stats.tx_packets;
+    }
+    return n;
+  }
   Result<Goodput> write_baseline(double seconds);
 
+  static double frames_per(std::uint64_t frames, std::uint64_t ops) {
+    return ops ? static_cast<double>(frames) / static_cast<double>(ops) : 0;
+  }
   double cpu_ratio(std::uint64_t ops, double cpu_secs, double baseline_cpu_bps) const {
     return cpu_secs > 0 && baseline_cpu_bps > 0
                ? static_cast<double>(ops) * o_.block_size / cpu_secs / baseline_cpu_bps
@@ -312,6 +326,7 @@ Result<Bench::Goodput> Bench::write_baseline(double seconds) {
   for (const Qp& q : qps)
     for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
       if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
+  const std::uint64_t frames0 = frames_sent();
   const Nanos t0 = ini_.now();
   const double cpu0 = thread_cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(seconds * 1e9);
@@ -334,11 +349,13 @@ Result<Bench::Goodput> Bench::write_baseline(double seconds) {
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
   const double cpu = thread_cpu_seconds() - cpu0;
+  const std::uint64_t frames = frames_sent() - frames0;
   for (const Qp& q : qps) (void)ini_side_.engine->destroy_qp(q.qp);
   (void)ini_side_.engine->memory().deregister((*smr)->key);
   (void)tgt_side_.engine->memory().deregister((*dmr)->key);
   const double bytes = static_cast<double>(done) * o_.block_size;
-  return Goodput{bytes / secs, cpu > 0 ? bytes / cpu : 0};
+  return Goodput{bytes / secs, cpu > 0 ? bytes / cpu : 0,
+                 done ? static_cast<double>(frames) / static_cast<double>(done) : 0};
 }
 
 Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
@@ -423,7 +440,7 @@ int Bench::run() {
   }
   // The baseline runs half its time before the NVMe run and half after: on a shared machine
   // whose load drifts, the two figures then see the same load on average.
-  double baseline_bps = 0, baseline_cpu_bps = 0;
+  double baseline_bps = 0, baseline_cpu_bps = 0, baseline_frames = 0;
   auto baseline_half = [&]() -> bool {
     auto b = write_baseline(o_.seconds / 2);
     if (!b) {
@@ -432,6 +449,7 @@ int Bench::run() {
     }
     baseline_bps += b->wall_bps / 2;
     baseline_cpu_bps += b->cpu_bps / 2;
+    baseline_frames += b->frames_per_write / 2;
     return true;
   };
   if (o_.baseline && !baseline_half()) return 1;
@@ -493,6 +511,7 @@ int Bench::run() {
       tags[u] = 1;
     }
   }
+  const std::uint64_t frames0 = frames_sent();
   const Nanos t0 = ini_.now();
   const double cpu0 = thread_cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
@@ -548,6 +567,7 @@ int Bench::run() {
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
   const double cpu_secs = thread_cpu_seconds() - cpu0;
+  const std::uint64_t frames = frames_sent() - frames0;
   if (o_.baseline && errors == 0 && !baseline_half()) return 1;
   // What the writes left in the namespace: every unit as its last completed write made it.
   std::uint64_t media_mismatches = 0;
@@ -589,11 +609,13 @@ int Bench::run() {
         .field("errors", errors)
         .field("first_error", first_error)
         .field("verify", o_.verify ? (mismatches ? "MISMATCH" : "ok") : "off")
-        .field("mismatches", mismatches);
+        .field("mismatches", mismatches)
+        .field("frames_per_command", frames_per(frames, reads + writes));
     if (o_.baseline)
       w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
           .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps)
-          .field("cpu_ratio_to_write_baseline", cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps));
+          .field("cpu_ratio_to_write_baseline", cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps))
+          .field("baseline_frames_per_write", baseline_frames);
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
@@ -603,11 +625,12 @@ int Bench::run() {
                 static_cast<unsigned long long>(reads), static_cast<unsigned long long>(writes), mib_s);
     std::printf("  latency us: avg %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p.avg, p.p50, p.p90,
                 p.p99, p.p999, p.max);
+    std::printf("  frames on the wire per command (both ways): %.2f\n", frames_per(frames, reads + writes));
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
     if (o_.baseline)
-      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s; IOPS x bs / baseline = %.3f (per CPU second: %.3f)\n",
-                  baseline_bps / (1024.0 * 1024.0), iops * o_.block_size / baseline_bps,
+      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s (%.2f frames per WRITE); IOPS x bs / baseline = %.3f (per CPU second: %.3f)\n",
+                  baseline_bps / (1024.0 * 1024.0), baseline_frames, iops * o_.block_size / baseline_bps,
                   cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps));
     if (o_.verify)
       std::printf("  verify: %s (%llu reads checked, %llu mismatched; namespace after the writes: %llu units wrong)\n",
