@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <cxxopts.hpp>
 #include <map>
 #include <memory>
@@ -154,7 +155,8 @@ Result<std::pair<rdma::QueuePair*, rdma::CompletionQueue*>> make_qp(Side& s, std
   rdma::QpInit init;
   init.send_cq = *cq;
   init.recv_cq = *cq;
-  init.cap = ibv_qp_cap{4 * depth + 8, 2 * depth + 8, 1, 1, 64};
+  // Two send SGEs: the host gathers a command's SQE and its in-capsule data in one SEND.
+  init.cap = ibv_qp_cap{4 * depth + 8, 2 * depth + 8, 2, 1, 64};
   auto qp = s.engine->create_qp(s.pd, init);
   if (!qp) return qp.error();
   return std::pair{*qp, *cq};
@@ -191,6 +193,15 @@ std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t po
   return std::move(*d);
 }
 
+// CPU time of the calling thread: on a machine shared with other work the wall-clock ratio
+// swings with what else runs; the ratio of work per CPU second is what one dedicated core
+// would show.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 class Bench {
  public:
   Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, netsim::LinkEmulator* emu)
@@ -216,8 +227,33 @@ class Bench {
   // Connect on a queue; the CNTLID the target answered.
   Result<std::uint16_t> connect(std::size_t link, std::uint16_t qid, std::uint16_t sqsize, std::uint16_t cntlid);
   Result<QueueLink> open(std::uint16_t qid, std::uint16_t depth);
-  // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size` each in flight.
-  Result<double> write_baseline();
+  // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size`
+  // each in flight, for `seconds`.
+  struct Goodput {
+    double wall_bps = 0;  // bytes per second
+    double cpu_bps = 0;   // bytes per second of this thread's CPU time
+    double frames_per_write = 0;
+  };
+  // Frames both dataplanes have sent so far: per command, what the NVMe path costs on the
+  // wire next to one RDMA WRITE.
+  std::uint64_t frames_sent() {
+    std::uint64_t n = 0;
+    for (dp::Dataplane* d : {&ini_, &tgt_}) {
+      d->publish_stats();
+      for (const dp::WorkerSnapshot& w : d->snapshot().workers) n += w.stats.tx_packets;
+    }
+    return n;
+  }
+  Result<Goodput> write_baseline(double seconds);
+
+  static double frames_per(std::uint64_t frames, std::uint64_t ops) {
+    return ops ? static_cast<double>(frames) / static_cast<double>(ops) : 0;
+  }
+  double cpu_ratio(std::uint64_t ops, double cpu_secs, double baseline_cpu_bps) const {
+    return cpu_secs > 0 && baseline_cpu_bps > 0
+               ? static_cast<double>(ops) * o_.block_size / cpu_secs / baseline_cpu_bps
+               : 0;
+  }
 
   const NvmeBenchOptions& o_;
   dp::Dataplane& ini_;
@@ -252,7 +288,7 @@ Result<QueueLink> Bench::open(std::uint16_t qid, std::uint16_t depth) {
   return l;
 }
 
-Result<double> Bench::write_baseline() {
+Result<Bench::Goodput> Bench::write_baseline(double seconds) {
   std::vector<std::byte> src(std::size_t{o_.block_size} * o_.queue_depth, std::byte{0x5A});
   std::vector<std::byte> dst(src.size());
   auto smr = ini_side_.engine->memory().register_region(ini_side_.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -290,8 +326,10 @@ Result<double> Bench::write_baseline() {
   for (const Qp& q : qps)
     for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
       if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
+  const std::uint64_t frames0 = frames_sent();
   const Nanos t0 = ini_.now();
-  const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
+  const double cpu0 = thread_cpu_seconds();
+  const Nanos end = t0 + static_cast<Nanos>(seconds * 1e9);
   std::uint64_t done = 0, outstanding = std::uint64_t{o_.queue_depth} * o_.queues;
   ibv_wc wc[32];
   while (outstanding > 0 && ini_.now() < end + 10 * kSecond) {
@@ -310,10 +348,14 @@ Result<double> Bench::write_baseline() {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  const double cpu = thread_cpu_seconds() - cpu0;
+  const std::uint64_t frames = frames_sent() - frames0;
   for (const Qp& q : qps) (void)ini_side_.engine->destroy_qp(q.qp);
   (void)ini_side_.engine->memory().deregister((*smr)->key);
   (void)tgt_side_.engine->memory().deregister((*dmr)->key);
-  return static_cast<double>(done) * o_.block_size / secs;
+  const double bytes = static_cast<double>(done) * o_.block_size;
+  return Goodput{bytes / secs, cpu > 0 ? bytes / cpu : 0,
+                 done ? static_cast<double>(frames) / static_cast<double>(done) : 0};
 }
 
 Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
@@ -396,15 +438,21 @@ int Bench::run() {
     std::fprintf(stderr, "roce-gen: NVMe-oF set-up: %s\n", s.error().message.c_str());
     return 1;
   }
-  double baseline_bps = 0;
-  if (o_.baseline) {
-    auto b = write_baseline();
+  // The baseline runs half its time before the NVMe run and half after: on a shared machine
+  // whose load drifts, the two figures then see the same load on average.
+  double baseline_bps = 0, baseline_cpu_bps = 0, baseline_frames = 0;
+  auto baseline_half = [&]() -> bool {
+    auto b = write_baseline(o_.seconds / 2);
     if (!b) {
       std::fprintf(stderr, "roce-gen: baseline: %s\n", b.error().message.c_str());
-      return 1;
+      return false;
     }
-    baseline_bps = *b;
-  }
+    baseline_bps += b->wall_bps / 2;
+    baseline_cpu_bps += b->cpu_bps / 2;
+    baseline_frames += b->frames_per_write / 2;
+    return true;
+  };
+  if (o_.baseline && !baseline_half()) return 1;
   const std::uint32_t nlb = o_.block_size / o_.lba_size;
   const std::uint64_t blocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
   const std::uint64_t slots = std::uint64_t{o_.queues} * o_.queue_depth;
@@ -463,7 +511,9 @@ int Bench::run() {
       tags[u] = 1;
     }
   }
+  const std::uint64_t frames0 = frames_sent();
   const Nanos t0 = ini_.now();
+  const double cpu0 = thread_cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
   for (std::uint16_t q = 0; q < o_.queues; ++q)
     for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) issue(q, cid);
@@ -516,6 +566,9 @@ int Bench::run() {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
+  const double cpu_secs = thread_cpu_seconds() - cpu0;
+  const std::uint64_t frames = frames_sent() - frames0;
+  if (o_.baseline && errors == 0 && !baseline_half()) return 1;
   // What the writes left in the namespace: every unit as its last completed write made it.
   std::uint64_t media_mismatches = 0;
   if (o_.verify && writes > 0 && errors == 0) {
@@ -556,10 +609,13 @@ int Bench::run() {
         .field("errors", errors)
         .field("first_error", first_error)
         .field("verify", o_.verify ? (mismatches ? "MISMATCH" : "ok") : "off")
-        .field("mismatches", mismatches);
+        .field("mismatches", mismatches)
+        .field("frames_per_command", frames_per(frames, reads + writes));
     if (o_.baseline)
       w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
-          .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps);
+          .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps)
+          .field("cpu_ratio_to_write_baseline", cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps))
+          .field("baseline_frames_per_write", baseline_frames);
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
@@ -569,11 +625,13 @@ int Bench::run() {
                 static_cast<unsigned long long>(reads), static_cast<unsigned long long>(writes), mib_s);
     std::printf("  latency us: avg %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p.avg, p.p50, p.p90,
                 p.p99, p.p999, p.max);
+    std::printf("  frames on the wire per command (both ways): %.2f\n", frames_per(frames, reads + writes));
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
     if (o_.baseline)
-      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s; IOPS x bs / baseline = %.3f\n",
-                  baseline_bps / (1024.0 * 1024.0), iops * o_.block_size / baseline_bps);
+      std::printf("  same-run RDMA WRITE baseline: %.2f MiB/s (%.2f frames per WRITE); IOPS x bs / baseline = %.3f (per CPU second: %.3f)\n",
+                  baseline_bps / (1024.0 * 1024.0), baseline_frames, iops * o_.block_size / baseline_bps,
+                  cpu_ratio(reads + writes, cpu_secs, baseline_cpu_bps));
     if (o_.verify)
       std::printf("  verify: %s (%llu reads checked, %llu mismatched; namespace after the writes: %llu units wrong)\n",
                   mismatches ? "MISMATCH" : "ok", static_cast<unsigned long long>(reads),

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 
@@ -20,11 +21,18 @@ Status check_geometry(std::uint64_t blocks, std::uint32_t block_size) {
   if (blocks > (std::uint64_t{1} << 48) / block_size) return make_error(EINVAL, "namespace larger than 256 TiB");
   return {};
 }
+
+std::uint64_t next_id() {
+  static std::atomic<std::uint64_t> ids{0};
+  return ++ids;
+}
 }  // namespace
 
 NamespaceStore::NamespaceStore(std::uint64_t blocks, std::uint32_t block_size)
-    : blocks_(blocks), block_size_(block_size),
-      block_shift_(static_cast<std::uint8_t>(std::countr_zero(block_size))) {}
+    : id_(next_id()), blocks_(blocks), block_size_(block_size),
+      block_shift_(static_cast<std::uint8_t>(std::countr_zero(block_size))) {
+  transfers_.reserve(kMaxTransfers);
+}
 
 NamespaceStore::~NamespaceStore() {
   if (fd_ >= 0) ::close(fd_);
@@ -83,6 +91,35 @@ Result<std::unique_ptr<NamespaceStore>> NamespaceStore::file(const std::string& 
 bool NamespaceStore::in_range(std::uint64_t lba, std::uint64_t nbytes) const {
   const std::uint64_t size = blocks_ << block_shift_;
   return lba < blocks_ && nbytes <= size - (lba << block_shift_);
+}
+
+std::span<std::byte> NamespaceStore::blocks_at(std::uint64_t lba, std::uint64_t nblocks) const {
+  if (fd_ >= 0 || nblocks > blocks_ || !in_range(lba, nblocks << block_shift_)) return {};
+  return {mem_ + (lba << block_shift_), static_cast<std::size_t>(nblocks << block_shift_)};
+}
+
+bool NamespaceStore::conflicts(std::uint64_t lba, std::uint64_t nblocks, bool writing) const {
+  const std::uint64_t end = lba + nblocks;
+  for (const Transfer& t : transfers_)
+    if (t.first < end && lba < t.end && (writing || t.into)) return true;
+  return false;
+}
+
+bool NamespaceStore::begin_transfer(const void* owner, std::uint64_t lba, std::uint64_t nblocks, bool into) {
+  if (waiters_ > 0 || blocks_at(lba, nblocks).empty() || transfers_.size() >= kMaxTransfers ||
+      conflicts(lba, nblocks, into))
+    return false;
+  transfers_.push_back(Transfer{owner, lba, lba + nblocks, into});
+  return true;
+}
+
+void NamespaceStore::end_transfer(const void* owner) {
+  for (std::size_t i = 0; i < transfers_.size(); ++i)
+    if (transfers_[i].owner == owner) {
+      transfers_[i] = transfers_.back();
+      transfers_.pop_back();
+      return;
+    }
 }
 
 MediaResult NamespaceStore::read(std::uint64_t lba, std::span<std::byte> out) const {

@@ -35,6 +35,8 @@ std::string to_string(QueueCounter c) {
     case QueueCounter::DataFetchErrors: return "data_fetch_errors";
     case QueueCounter::ShortCapsules: return "short_capsules";
     case QueueCounter::Overflows: return "overflows";
+    case QueueCounter::ZeroCopy: return "zero_copy";
+    case QueueCounter::Waits: return "waits";
     case QueueCounter::Count: break;
   }
   return "?";
@@ -51,10 +53,54 @@ NvmfQueue::NvmfQueue(Target& target, QueueConfig cfg) : target_(target), cfg_(cf
   for (std::uint16_t i = 0; i < nslots; ++i) {
     slots_[i].index = i;
     slots_[i].buffer = std::span(pool_).subspan(std::size_t{i} * cfg_.max_transfer, cfg_.max_transfer);
+    slots_[i].data = slots_[i].buffer;
   }
 }
 
-NvmfQueue::~NvmfQueue() { disconnect(); }
+NvmfQueue::~NvmfQueue() {
+  release_transfers();
+  disconnect();
+}
+
+void NvmfQueue::end_zero_copy(CommandSlot& s) {
+  if (s.zero_copy) {
+    s.zero_copy->end_transfer(&s);
+    s.zero_copy.reset();
+  }
+  s.data = s.buffer;
+}
+
+void NvmfQueue::drop_zero_copy(CommandSlot& s) {
+  if (!s.zero_copy) return;
+  if (s.dir == Direction::ToHost && s.to_host_length > 0)
+    std::memcpy(s.buffer.data(), s.data.data(), std::min<std::size_t>(s.to_host_length, s.buffer.size()));
+  end_zero_copy(s);
+}
+
+void NvmfQueue::end_wait(CommandSlot& s) {
+  if (!s.waits_on) return;
+  s.waits_on->remove_waiter();
+  s.waits_on.reset();
+  --waiting_;
+}
+
+void NvmfQueue::release_transfers() {
+  for (auto& s : slots_) {
+    end_zero_copy(s);
+    end_wait(s);
+  }
+}
+
+void NvmfQueue::retry_waiting(Nanos now) {
+  if (waiting_ == 0 || !ctrl_) return;
+  for (auto& s : slots_) {
+    if (s.state != SlotState::Waiting || io_conflict(*ctrl_, s)) continue;
+    end_wait(s);
+    s.state = SlotState::Responding;
+    const Step st = execute(s, now);
+    if (st.next == NextStep::Respond) ready_.push_back(&s);
+  }
+}
 
 void NvmfQueue::fail(std::string why) {
   if (failed_) return;
@@ -114,6 +160,8 @@ Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
   s.remote_addr = 0;
   s.rkey = 0;
   s.invalidate = false;
+  s.data = s.buffer;
+  s.capsule_data = {};
   s.state = SlotState::Responding;
 
   const bool connect = s.sqe.opc == 0x7F && s.sqe.fctype() == static_cast<std::uint8_t>(nv::FabricsType::Connect);
@@ -137,7 +185,12 @@ Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
         if (off != 0 || len > cap->data.size() || len > cfg_.inline_size)
           return complete(s, nv::generic_error(nv::sc::kSglOffsetInvalid));
         if (len != plan.length) return complete(s, nv::generic_error(nv::sc::kDataSglLengthInvalid));
-        std::memcpy(s.buffer.data(), cap->data.data(), plan.length);
+        // A Write's data goes from the receive buffer to the blocks when it runs (below, before
+        // the receive is reposted); anything else, or a Write that must wait, copies it here.
+        if (cfg_.qid != 0 && s.sqe.opc == static_cast<std::uint8_t>(nv::IoOpcode::Write))
+          s.capsule_data = cap->data.first(plan.length);
+        else
+          std::memcpy(s.buffer.data(), cap->data.data(), plan.length);
         break;
       }
       case nv::SglKind::KeyedAddress:
@@ -147,6 +200,17 @@ Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
         if (d.keyed_length() != plan.length) return complete(s, nv::generic_error(nv::sc::kDataSglLengthInvalid));
         s.remote_addr = d.addr.get();
         if (plan.dir == Direction::FromHost) {
+          // A Write into a memory namespace: the RDMA READ lands in the blocks themselves.
+          if (cfg_.qid != 0 && s.sqe.opc == static_cast<std::uint8_t>(nv::IoOpcode::Write) && plan.ns &&
+              plan.ns->begin_transfer(&s, plan.lba, plan.nlb, true)) {
+            s.zero_copy = plan.ns->weak_from_this().lock();
+            if (s.zero_copy) {
+              s.data = plan.ns->blocks_at(plan.lba, plan.nlb);
+              bump(QueueCounter::ZeroCopy);
+            } else {
+              plan.ns->end_transfer(&s);
+            }
+          }
           s.state = SlotState::FetchingData;
           bump(QueueCounter::DataFetches);
           return {NextStep::FetchData, &s};
@@ -162,6 +226,9 @@ Step NvmfQueue::on_capsule(proto::ByteSpan capsule, Nanos now) {
 
 Step NvmfQueue::on_data_fetched(CommandSlot& slot, bool ok, Nanos now) {
   if (!ok) {
+    // A zero-copy Write may have landed part of its data: the blocks of a failed Write are
+    // undefined (as after any interrupted write), the other blocks untouched.
+    end_zero_copy(slot);
     bump(QueueCounter::DataFetchErrors);
     return complete(slot, nv::generic_error(nv::sc::kDataTransferError, false));
   }
@@ -189,6 +256,8 @@ CommandSlot* NvmfQueue::pop_ready() {
 
 void NvmfQueue::on_response_sent(CommandSlot& slot) {
   if (slot.state == SlotState::Free) return;
+  // The response's ACK covers the RDMA WRITE before it: a zero-copy read is done.
+  end_zero_copy(slot);
   slot.state = SlotState::Free;
   --busy_;
 }
@@ -237,7 +306,24 @@ Step NvmfQueue::execute(CommandSlot& s, Nanos now) {
     const NvmeStatus st = execute_admin(target_, c, s, now);
     return complete(s, st);
   }
+  if (NamespaceStore* ns = io_conflict(c, s)) {
+    if (auto keep = ns->weak_from_this().lock()) {
+      // The receive buffer goes back to the QP when on_capsule returns.
+      if (!s.capsule_data.empty()) {
+        std::memcpy(s.buffer.data(), s.capsule_data.data(), s.capsule_data.size());
+        s.capsule_data = {};
+      }
+      ns->add_waiter();
+      s.waits_on = std::move(keep);
+      s.state = SlotState::Waiting;
+      ++waiting_;
+      bump(QueueCounter::Waits);
+      return {NextStep::Hold, &s};
+    }
+  }
   const NvmeStatus st = execute_io(c, s);
+  s.capsule_data = {};
+  if (s.zero_copy) bump(QueueCounter::ZeroCopy);
   return complete(s, st, std::uint64_t{sqe.cdw11.get()} << 32 | sqe.cdw10.get());
 }
 
@@ -273,7 +359,7 @@ DataPlan plan_data(const nv::Sqe& sqe, bool admin_queue, const Controller* ctrl)
   }
   const auto op = static_cast<nv::IoOpcode>(sqe.opc);
   if (op != nv::IoOpcode::Read && op != nv::IoOpcode::Write && op != nv::IoOpcode::DatasetManagement) return p;
-  const NamespaceStore* ns = ctrl && ctrl->subsystem ? ctrl->subsystem->find_namespace(sqe.nsid.get()) : nullptr;
+  NamespaceStore* ns = ctrl && ctrl->subsystem ? ctrl->subsystem->find_namespace(sqe.nsid.get()) : nullptr;
   if (!ns) {
     p.status = nv::generic_error(nv::sc::kInvalidNamespace);
     return p;
@@ -295,6 +381,8 @@ DataPlan plan_data(const nv::Sqe& sqe, bool admin_queue, const Controller* ctrl)
     p.status = nv::generic_error(nv::sc::kInvalidField);
     return p;
   }
+  p.ns = ns;
+  p.nlb = nlb;
   p.dir = op == nv::IoOpcode::Read ? Direction::ToHost : Direction::FromHost;
   p.length = static_cast<std::uint32_t>(len);
   return p;

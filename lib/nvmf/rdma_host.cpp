@@ -96,6 +96,7 @@ Status NvmfRdmaHost::submit(std::uint16_t cid, nv::Sqe sqe, std::uint32_t data_l
   sqe.flags = static_cast<std::uint8_t>((sqe.flags & 0x3F) | nv::kPsdtSgl);
   const std::uint64_t va = reinterpret_cast<std::uint64_t>(buffer(cid).data());
   std::uint32_t capsule_len = nv::kSqeSize;
+  const bool gather = qp_->config().cap.max_send_sge >= 2;
   std::byte* capsule = capsules_.data() + std::size_t{cid} * (nv::kSqeSize + cfg_.inline_size);
   switch (mode) {
     case SglMode::None: sqe.sgl1 = nv::SglDescriptor::keyed(0, 0, 0, false); break;
@@ -110,18 +111,23 @@ Status NvmfRdmaHost::submit(std::uint16_t cid, nv::Sqe sqe, std::uint32_t data_l
     case SglMode::InCapsule:
       if (data_len > cfg_.inline_size) return make_error(EINVAL, "in-capsule data beyond the queue's inline size");
       sqe.sgl1 = nv::SglDescriptor::in_capsule(0, data_len);
-      std::memcpy(capsule + nv::kSqeSize, buffer(cid).data(), data_len);
-      capsule_len += data_len;
+      if (!gather) {
+        std::memcpy(capsule + nv::kSqeSize, buffer(cid).data(), data_len);
+        capsule_len += data_len;
+      }
       break;
     case SglMode::AsGiven: break;
   }
   std::memcpy(capsule, static_cast<const void*>(&sqe), nv::kSqeSize);
-  ibv_sge sge{reinterpret_cast<std::uint64_t>(capsule), capsule_len, capsule_mr_->lkey()};
+  // With two send SGEs the in-capsule data goes from the CID's buffer as it is (the SEND
+  // gathers SQE and data), as Linux's nvme-rdma sends it; else it was copied behind the SQE.
+  ibv_sge sge[2] = {{reinterpret_cast<std::uint64_t>(capsule), capsule_len, capsule_mr_->lkey()},
+                    {reinterpret_cast<std::uint64_t>(buffer(cid).data()), data_len, data_mr_->lkey()}};
   ibv_send_wr wr{};
   wr.wr_id = cid;
   wr.opcode = IBV_WR_SEND;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  wr.sg_list = sge;
+  wr.num_sge = mode == SglMode::InCapsule && gather && data_len > 0 ? 2 : 1;
   ibv_send_wr* bad = nullptr;
   if (engine_.post_send(qp_, &wr, &bad) != 0) {
     if (s.own_mr) {

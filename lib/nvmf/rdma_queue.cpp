@@ -24,6 +24,7 @@ NvmfRdmaQueue::~NvmfRdmaQueue() {
   teardown("queue destroyed");
   for (const rdma::MemoryRegion* mr : {recv_mr_, data_mr_, resp_mr_})
     if (mr) (void)engine_.memory().deregister(mr->key);
+  for (const NamespaceRegion& r : ns_regions_) (void)engine_.memory().deregister(r.mr->key);
 }
 
 Result<std::unique_ptr<NvmfRdmaQueue>> NvmfRdmaQueue::create(Target& target, rdma::Engine& engine, rdma::PdHandle pd,
@@ -40,6 +41,7 @@ Status NvmfRdmaQueue::start() {
   recv_buf_.assign(std::size_t{depth} * recv_stride_, std::byte{0});
   backlog_.assign(depth, {0, 0});  // at most every receive
   responses_.assign(2u * depth, nv::Cqe{});  // one per command slot
+  ns_regions_.reserve(kNamespaceRegions);
   rdma::MrTable& mrs = engine_.memory();
   auto r = mrs.register_region(pd_, recv_buf_.data(), recv_buf_.size(), IBV_ACCESS_LOCAL_WRITE);
   if (!r) return r.error();
@@ -68,6 +70,38 @@ bool NvmfRdmaQueue::post_recv(std::uint32_t index) {
   return engine_.post_recv(qp_, &wr, &bad) == 0;
 }
 
+std::uint32_t NvmfRdmaQueue::data_lkey(CommandSlot& s) {
+  if (!s.zero_copy) return data_mr_->lkey();
+  const std::uint64_t id = s.zero_copy->id();
+  for (const NamespaceRegion& r : ns_regions_)
+    if (r.ns_id == id) return r.mr->lkey();
+  if (ns_regions_.size() == kNamespaceRegions) {
+    // Room for another namespace: the oldest region no slot in flight uses goes (it may be of
+    // a namespace long removed: ids are never reused, so nothing finds it again).
+    for (std::size_t i = 0; i < ns_regions_.size(); ++i) {
+      bool used = false;
+      for (std::uint32_t k = 0; k < 2u * queue_.config().depth && !used; ++k) {
+        const CommandSlot& o = queue_.slot(k);
+        used = o.zero_copy && o.zero_copy->id() == ns_regions_[i].ns_id;
+      }
+      if (used) continue;
+      (void)engine_.memory().deregister(ns_regions_[i].mr->key);
+      ns_regions_.erase(ns_regions_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  const std::span<std::byte> mem = s.zero_copy->memory();
+  if (ns_regions_.size() < kNamespaceRegions) {
+    auto r = engine_.memory().register_region(pd_, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (r) {
+      ns_regions_.push_back(NamespaceRegion{id, *r});
+      return (*r)->lkey();
+    }
+  }
+  queue_.drop_zero_copy(s);
+  return data_mr_->lkey();
+}
+
 void NvmfRdmaQueue::teardown(const std::string& why) {
   if (torn_down_) return;
   torn_down_ = true;
@@ -76,6 +110,8 @@ void NvmfRdmaQueue::teardown(const std::string& why) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
   (void)engine_.modify_qp(qp_, a, IBV_QP_STATE);
+  // In the error state the QP touches no slot's data again: zero-copy namespaces are let go.
+  queue_.release_transfers();
 }
 
 void NvmfRdmaQueue::act(const Step& step, Nanos now) {
@@ -84,7 +120,8 @@ void NvmfRdmaQueue::act(const Step& step, Nanos now) {
   ibv_send_wr* bad = nullptr;
   switch (step.next) {
     case NextStep::FetchData: {
-      ibv_sge sge{reinterpret_cast<std::uint64_t>(s->buffer.data()), s->length, data_mr_->lkey()};
+      const std::uint32_t lkey = data_lkey(*s);
+      ibv_sge sge{reinterpret_cast<std::uint64_t>(s->data.data()), s->length, lkey};
       ibv_send_wr wr{};
       wr.wr_id = wr_id(WrKind::Read, s->index);
       wr.opcode = IBV_WR_RDMA_READ;
@@ -98,7 +135,8 @@ void NvmfRdmaQueue::act(const Step& step, Nanos now) {
     }
     case NextStep::Respond: {
       responses_[s->index] = s->cqe;
-      ibv_sge data{reinterpret_cast<std::uint64_t>(s->buffer.data()), s->to_host_length, data_mr_->lkey()};
+      const std::uint32_t lkey = s->to_host_length > 0 ? data_lkey(*s) : 0;
+      ibv_sge data{reinterpret_cast<std::uint64_t>(s->data.data()), s->to_host_length, lkey};
       ibv_sge resp{reinterpret_cast<std::uint64_t>(&responses_[s->index]), sizeof(nv::Cqe), resp_mr_->lkey()};
       ibv_send_wr send{};
       send.wr_id = wr_id(WrKind::Send, s->index);
@@ -181,7 +219,9 @@ int NvmfRdmaQueue::poll(Nanos now) {
       }
     }
   }
-  // Held commands an event completed (AERs) go out like any response.
+  // Commands that waited for an overlapping zero-copy transfer, and held commands an event
+  // completed (AERs), go out like any response.
+  if (!torn_down_) queue_.retry_waiting(now);
   while (!torn_down_)
     if (CommandSlot* s = queue_.pop_ready())
       act(Step{NextStep::Respond, s}, now);

@@ -2,6 +2,9 @@
 // into posted receives, host data is fetched with RDMA READ, read data is placed with RDMA
 // WRITE, and the response capsule is a SEND (SEND_WITH_INVALIDATE when the host asked) posted
 // right after the WRITE on the same QP, so RC ordering lands the data before the CQE.
+// Zero-copy commands (slot.zero_copy) move data from or into a memory namespace's blocks: each
+// such namespace is registered once (local access only: the host never gets a key to it) and
+// its region kept while the queue lives or until another namespace needs the place.
 // The caller creates and connects the QP (later: rdma_cm accept) with at least depth
 // receives, 4 x depth sends (a WRITE and a SEND for each of 2 x depth command slots), and
 // max_rd_atomic for the READs.
@@ -36,6 +39,9 @@ class NvmfRdmaQueue {
   Status start();
   void act(const Step& step, Nanos now);
   bool post_recv(std::uint32_t index);
+  // The lkey for slot.data; a namespace that cannot be registered sends the slot back to its
+  // buffer (NvmfQueue::drop_zero_copy).
+  std::uint32_t data_lkey(CommandSlot& s);
   // Runs the capsule in receive `index` and gives the receive back to the QP.
   void take_capsule(std::uint32_t index, std::uint32_t length, Nanos now);
   void teardown(const std::string& why);
@@ -51,6 +57,12 @@ class NvmfRdmaQueue {
   const rdma::MemoryRegion* recv_mr_ = nullptr;
   const rdma::MemoryRegion* data_mr_ = nullptr;
   const rdma::MemoryRegion* resp_mr_ = nullptr;
+  struct NamespaceRegion {
+    std::uint64_t ns_id;
+    const rdma::MemoryRegion* mr;
+  };
+  static constexpr std::size_t kNamespaceRegions = 8;
+  std::vector<NamespaceRegion> ns_regions_;  // capacity kNamespaceRegions, oldest first
   // Capsules that arrived while every command slot was busy (responses not yet acknowledged):
   // they wait in their receive buffers, which go back to the QP only once they ran, so the
   // host meets RNR NAKs rather than a lost command.

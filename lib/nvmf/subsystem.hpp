@@ -47,7 +47,7 @@ class Subsystem {
   std::string serial_;
   std::set<std::string> allowed_;
   bool allow_any_ = true;
-  std::map<std::uint32_t, std::unique_ptr<NamespaceStore>> namespaces_;
+  std::map<std::uint32_t, std::shared_ptr<NamespaceStore>> namespaces_;  // shared: zero-copy transfers
 };
 
 // NQN syntax as the Fabrics spec gives it: "nqn." followed by a date and a reverse domain, or

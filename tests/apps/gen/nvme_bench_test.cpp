@@ -39,6 +39,12 @@ TEST(GenNvme, RandRwOnTwoQueuesVerifiesEveryReadAndTheNamespace) {
   // The same-run RDMA WRITE baseline and the ratio of the NVMe bytes to it.
   EXPECT_GT(j["write_baseline_mib_per_s"].num(), 0);
   EXPECT_NEAR(j["ratio_to_write_baseline"].num(), j["mib_per_s"].num() / j["write_baseline_mib_per_s"].num(), 1e-6);
+  EXPECT_GT(j["cpu_ratio_to_write_baseline"].num(), 0);
+  // Frames each way per command: at least the capsule, the response and the data of the 4 KiB
+  // (one frame at the 4096 path MTU); one WRITE and, coalesced, less than one ACK per WRITE.
+  EXPECT_GE(j["frames_per_command"].num(), 3.0);
+  EXPECT_GE(j["baseline_frames_per_write"].num(), 1.0);
+  EXPECT_LT(j["baseline_frames_per_write"].num(), 2.0);
 }
 
 TEST(GenNvme, VerifiedAcrossASeededLossyLink) {

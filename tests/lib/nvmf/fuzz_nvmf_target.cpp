@@ -53,8 +53,8 @@ struct World {
     auto b = bytes(s);
     Step st = q.on_capsule(b, 0);
     if (st.next == NextStep::FetchData) {
-      std::memset(st.slot->buffer.data(), 0, st.slot->length);
-      std::memcpy(st.slot->buffer.data(), data.data(), std::min<std::size_t>(data.size(), st.slot->length));
+      std::memset(st.slot->data.data(), 0, st.slot->length);
+      std::memcpy(st.slot->data.data(), data.data(), std::min<std::size_t>(data.size(), st.slot->length));
       st = q.on_data_fetched(*st.slot, true, 0);
     }
     if (st.next == NextStep::Respond) q.on_response_sent(*st.slot);
@@ -91,16 +91,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (q.failed()) continue;
     Step st = q.on_capsule(capsule, 0);
     if (st.next == NextStep::FetchData) {
-      if (st.slot->length > st.slot->buffer.size()) std::abort();
-      std::memset(st.slot->buffer.data(), 0, st.slot->length);
-      std::memcpy(st.slot->buffer.data(), rest.data(), std::min<std::size_t>(rest.size(), st.slot->length));
+      if (st.slot->length > st.slot->data.size()) std::abort();
+      std::memset(st.slot->data.data(), 0, st.slot->length);
+      std::memcpy(st.slot->data.data(), rest.data(), std::min<std::size_t>(rest.size(), st.slot->length));
       st = q.on_data_fetched(*st.slot, (size & 1) == 0 || st.slot->length < 512, 0);
     }
     if (st.next == NextStep::Respond) {
-      if (st.slot->to_host_length > st.slot->buffer.size()) std::abort();
+      if (st.slot->to_host_length > st.slot->data.size()) std::abort();
       q.on_response_sent(*st.slot);
     }
-    if (st.next == NextStep::Hold && st.slot->state != SlotState::Held) std::abort();
+    if (st.next == NextStep::Hold && st.slot->state != SlotState::Held && st.slot->state != SlotState::Waiting) std::abort();
     if (NamespaceStore* ns = w.sub->find_namespace(1); ns && ns->blocks() != 64) std::abort();
   }
   return 0;
