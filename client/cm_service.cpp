@@ -5,6 +5,8 @@
 #include <random>
 #include <thread>
 
+#include "lib/cm/ip_forms.hpp"
+
 namespace roce::app {
 
 namespace {
@@ -24,10 +26,6 @@ std::uint64_t guid_from_mac(const proto::MacAddr& m) {
   proto::Be64 g;
   g.bytes = {static_cast<std::uint8_t>(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
   return g.get();
-}
-
-rdma::IpAddress to_engine_ip(const proto::IpAddress& a) {
-  return a.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(a.v4) : rdma::IpAddress::ipv6(a.v6);
 }
 
 cm::Gid gid_of(const proto::IpAddress& a) {
@@ -159,7 +157,7 @@ Status CmService::reject(cm::CmId id, std::span<const std::uint8_t> private_data
 }
 
 Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
-  const rdma::IpAddress dst = to_engine_ip(p.dst);
+  const rdma::IpAddress dst = cm::engine_ip(p.dst);
   if (!dp_.resolve(dst, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   if (p.ib.path.local_gid == cm::Gid{}) p.ib.path.local_gid = gid_of(p.src);
@@ -171,7 +169,7 @@ Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
 }
 
 Result<cm::CmId> CmService::resolve_ud(const cm::RdmaUdResolveParams& p, Nanos arp_wait) {
-  const rdma::IpAddress dst = to_engine_ip(p.dst);
+  const rdma::IpAddress dst = cm::engine_ip(p.dst);
   if (!dp_.resolve(dst, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   return on_agent([&](cm::CmAgent& a) {

@@ -17,6 +17,11 @@ std::string no_answer_from(const rdma::IpAddress& ip) {
 Connector::Connector(dp::Dataplane& dp, std::uint64_t psn_seed, rdma::PdHandle pd)
     : dp_(dp), pd_(pd ? pd : dp.memory().alloc_pd()), psn_state_(psn_seed | 1) {}
 
+unsigned Connector::next_worker() {
+  std::lock_guard lock(mutex_);
+  return next_worker_++ % dp_.worker_count();
+}
+
 Result<LocalQp> Connector::create(const QpParams& p, int worker) {
   unsigned w;
   std::uint32_t psn;
@@ -38,6 +43,7 @@ Result<LocalQp> Connector::create(const QpParams& p, int worker) {
     init.send_cq = *cq;
     init.recv_cq = *cq;
     init.cap = ibv_qp_cap{p.send_depth, p.recv_depth, p.max_sge, p.max_sge, p.max_inline};
+    init.srq = p.srq;
     auto qp = e.create_qp(pd, init);
     if (!qp) return qp.error();
     if (Status s = rdma::modify_to_init(e, *qp, p.type, p.access, 0x11111111); !s) return s.error();
@@ -73,6 +79,20 @@ Status Connector::destroy(const LocalQp& qp) {
     if (Status s = e.destroy_qp(qp.qp); !s) return s;
     return e.destroy_cq(qp.cq);
   });
+}
+
+Result<rdma::SharedReceiveQueue*> Connector::create_srq(unsigned worker, std::uint32_t depth, std::uint32_t max_sge) {
+  const rdma::PdHandle pd = pd_;
+  return dp_.call(worker, [&](rdma::Engine& e) {
+    ibv_srq_attr attr{};
+    attr.max_wr = depth;
+    attr.max_sge = max_sge;
+    return e.create_srq(pd, attr);
+  });
+}
+
+Status Connector::destroy_srq(unsigned worker, rdma::SharedReceiveQueue* srq) {
+  return dp_.call(worker, [&](rdma::Engine& e) { return e.destroy_srq(srq); });
 }
 
 Result<const rdma::MemoryRegion*> Connector::register_memory(void* addr, std::size_t len, int access) {

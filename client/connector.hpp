@@ -25,6 +25,9 @@ struct QpParams {
   std::uint32_t max_inline = 0;
   std::uint8_t traffic_class = 0;  // the IP TOS byte of what the QP sends (its ECN bits are the engine's)
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  // Receives come from this shared receive queue (create_srq), not a queue of the QP's own:
+  // the QP must be created on the SRQ's worker.
+  rdma::SharedReceiveQueue* srq = nullptr;
 };
 
 struct LocalQp {
@@ -51,6 +54,8 @@ class Connector {
   dp::Dataplane& dataplane() { return dp_; }
   ibv_gid local_gid() const { return rdma::gid_from_ip(dp_.local().ip); }
 
+  // The worker the next QP goes to, taken in turn (for objects its QPs must share, as an SRQ).
+  unsigned next_worker();
   // A QP on the next worker in turn (or on `worker`), in INIT.
   Result<LocalQp> create(const QpParams& p, int worker = -1);
   // Resolves the peer's MAC (ARP) and moves the QP to RTR and RTS.
@@ -58,6 +63,9 @@ class Connector {
   // UD: RTR and RTS straight away (a datagram QP has no peer).
   Status ready_datagram(const LocalQp& qp);
   Status destroy(const LocalQp& qp);
+  // A shared receive queue of max_wr `depth` in our PD on `worker`; destroyed after its QPs.
+  Result<rdma::SharedReceiveQueue*> create_srq(unsigned worker, std::uint32_t depth, std::uint32_t max_sge = 1);
+  Status destroy_srq(unsigned worker, rdma::SharedReceiveQueue* srq);
   Result<const rdma::MemoryRegion*> register_memory(void* addr, std::size_t len, int access);
 
  private:

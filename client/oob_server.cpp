@@ -58,7 +58,7 @@ int OobServer::read_timeout_ms() const {
 }
 
 Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads,
-                                               bool echo) {
+                                               bool echo, int worker) {
   std::optional<LocalQp> cm_connected;
   if (cfg_.cm_qp) {
     cm_connected = cfg_.cm_qp(peer.qpn);
@@ -66,7 +66,7 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
       return make_error(EPROTO, "the client's record names its QP " + std::to_string(peer.qpn) +
                                     ", which did not connect through rdma_cm (perftest -R connects every data QP first)");
   }
-  auto lq = cm_connected ? Result<LocalQp>(*cm_connected) : conn_.create(p);
+  auto lq = cm_connected ? Result<LocalQp>(*cm_connected) : conn_.create(p, worker);
   if (!lq) return lq.error();
   auto q = std::make_unique<ServedQp>();
   q->local = *lq;
@@ -85,7 +85,9 @@ Result<OobServer::ServedQp*> OobServer::add_qp(const QpParams& p, const Perftest
   const bool ud = p.type == IBV_QPT_UD;
   // -b: the session's DuplexTraffic polls the QP (and takes SENDs into its own receives).
   const bool duplex = cfg_.test && cfg_.test->duplex;
-  if (!write_mr_ && !duplex) q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, cfg_.recv_depth, echo, ud);
+  // On a shared receive queue the feeder posts the receives; the QP's receiver reaps and echoes.
+  const std::uint32_t own_receives = p.srq ? 0 : cfg_.recv_depth;
+  if (!write_mr_ && !duplex) q->receiver = std::make_unique<ReceiveServer>(q->local, cfg_.recv_region, own_receives, echo, ud);
   ServedQp* raw = q.get();
   // Receives go up before the QP leaves INIT, so a SEND never meets an empty queue.
   q->driver_id = drivers_.add(q->local.worker, [raw](rdma::Engine& e, Nanos now) {
@@ -161,6 +163,13 @@ void OobServer::teardown(SessionReport& r) {
   }
   qps_.clear();
   by_remote_qpn_.clear();
+  if (srq_feeder_) {
+    drivers_.remove(srq_worker_, srq_driver_id_);
+    r.shared_srq = true;
+    r.srq_limit_events = srq_feeder_->limit_events();
+    (void)conn_.destroy_srq(srq_worker_, srq_feeder_->srq());
+    srq_feeder_.reset();
+  }
   // Only now that the QPs are gone: a stopped -b run (--run_infinitely's client left) may still
   // have WRITEs queued that read from the duplex buffer.
   duplex_.reset();
@@ -262,13 +271,24 @@ Result<SessionReport> OobServer::serve_pingpong(OobChannel& tcp, std::span<const
   QpParams p = cfg_.qp;
   p.max_rd_atomic = 1;  // what ibv_rc_pingpong and ibv_srq_pingpong set
   p.type = IBV_QPT_RC;
+  // ibv_srq_pingpong's QPs share one receive queue, as its own do: all on the SRQ's worker.
+  int worker = -1;
+  if (r.tool == "ibv_srq_pingpong") {
+    const unsigned w = conn_.next_worker();
+    if (Status s = start_shared_srq(w); !s) {
+      teardown(r);
+      return make_error(s.error().code, r.peer + " (ibv_srq_pingpong): " + s.error().message);
+    }
+    p.srq = srq_feeder_->srq();
+    worker = static_cast<int>(w);
+  }
   std::vector<PingpongDest> mine;
   for (const PingpongDest& d : peers) {
     PerftestDest pd;
     pd.qpn = d.qpn;
     pd.psn = d.psn;
     pd.gid = d.gid;
-    auto qp = add_qp(p, pd, 1, true);
+    auto qp = add_qp(p, pd, 1, true, worker);
     if (!qp) {
       teardown(r);
       return qp.error();
@@ -311,8 +331,22 @@ Result<SessionReport> OobServer::serve_pingpong(OobChannel& tcp, std::span<const
       break;
     }
   }
+  Status srq_error;
+  if (srq_feeder_) srq_error = drivers_.inspect(srq_worker_, [this] { return srq_feeder_->error(); });
   teardown(r);
+  if (!srq_error) return make_error(srq_error.error().code, r.peer + " (ibv_srq_pingpong): " + srq_error.error().message);
   return r;
+}
+
+Status OobServer::start_shared_srq(unsigned worker) {
+  auto srq = conn_.create_srq(worker, cfg_.recv_depth);
+  if (!srq) return srq.error();
+  srq_worker_ = worker;
+  srq_feeder_ = std::make_unique<SrqFeeder>(*srq, cfg_.recv_region, cfg_.recv_depth);
+  SrqFeeder* f = srq_feeder_.get();
+  if (Status s = conn_.dataplane().call(worker, [f](rdma::Engine& e) { return f->start(e); }); !s) return s;
+  srq_driver_id_ = drivers_.add(worker, [f](rdma::Engine& e, Nanos) { f->poll(e); });
+  return {};
 }
 
 Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const std::byte> first,

@@ -26,6 +26,7 @@
 #include "client/oob/records.hpp"
 #include "client/tcp.hpp"
 #include "client/traffic/drivers.hpp"
+#include "client/traffic/srq_feeder.hpp"
 
 namespace roce::app {
 
@@ -85,6 +86,10 @@ struct SessionReport {
   std::uint64_t received_messages = 0;
   std::uint64_t received_bytes = 0;
   std::uint64_t writes_sent = 0;  // ib_write_lat: the server's WRITEs
+  // ibv_srq_pingpong: every QP took its receives from one shared receive queue, refilled each
+  // time its limit event came (SrqFeeder).
+  bool shared_srq = false;
+  std::uint64_t srq_limit_events = 0;
   ibv_mtu mtu = IBV_MTU_1024;
   // perftest sessions, for the printout perftest's server makes: each QP's records as
   // exchanged, the client's figures (RDMA bandwidth tests send them), when SENDs arrived, and
@@ -125,7 +130,9 @@ class OobServer {
   };
   Result<SessionReport> serve_pingpong(OobChannel& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
   Result<SessionReport> serve_perftest(OobChannel& tcp, std::span<const std::byte> first, const std::atomic<bool>& stop);
-  Result<ServedQp*> add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads, bool echo);
+  Result<ServedQp*> add_qp(const QpParams& p, const PerftestDest& peer, std::uint32_t out_reads, bool echo, int worker = -1);
+  // ibv_srq_pingpong: the session's SRQ on `worker`, stocked, with its feeder polled there.
+  Status start_shared_srq(unsigned worker);
   // ib_write_lat: starts the next size's WRITEs on QP 0 when the previous one is done; false
   // when every size is done.
   Result<bool> advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r);
@@ -156,6 +163,10 @@ class OobServer {
   std::size_t write_size_index_ = 0;
   // -b: the server's own traffic, started at the sync before each size.
   std::unique_ptr<DuplexTraffic> duplex_;
+  // ibv_srq_pingpong's shared receive queue, gone after the QPs on it.
+  std::unique_ptr<SrqFeeder> srq_feeder_;
+  unsigned srq_worker_ = 0;
+  std::uint64_t srq_driver_id_ = 0;
 };
 
 }  // namespace roce::app

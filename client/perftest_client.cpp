@@ -139,6 +139,20 @@ class ClientTraffic {
     return r;
   }
 
+  // UD: QP i's address handle to `dgid`, with -T's traffic class in its GRH as perftest puts
+  // it there (a UD QP's datagrams take theirs from the AH).
+  Result<rdma::AddressHandle*> ud_address_handle(std::size_t i, const ibv_gid& dgid) {
+    return dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
+      ibv_ah_attr a{};
+      a.is_global = 1;
+      a.grh.dgid = dgid;
+      a.grh.hop_limit = 64;
+      a.grh.traffic_class = params_.traffic_class;
+      a.port_num = 1;
+      return e.create_ah(qps_[i].local.pd, a);
+    });
+  }
+
   // QPs an rdma_cm exchange connected (-R) take the records' addresses and keys only.
   Status connect(const std::vector<PerftestDest>& peers, bool cm_connected = false) {
     for (std::size_t i = 0; i < qps_.size(); ++i) {
@@ -146,14 +160,7 @@ class ClientTraffic {
       if (!cm_connected)
         if (Status s = conn_.connect(qps_[i].local, RemoteQp{peers[i].qpn, peers[i].psn, peers[i].gid}, params_); !s) return s;
       if (params_.type == IBV_QPT_UD) {
-        auto ah = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
-          ibv_ah_attr a{};
-          a.is_global = 1;
-          a.grh.dgid = peers[i].gid;
-          a.grh.hop_limit = 64;
-          a.port_num = 1;
-          return e.create_ah(qps_[i].local.pd, a);
-        });
+        auto ah = ud_address_handle(i, peers[i].gid);
         if (!ah) return ah.error();
         qps_[i].ah = *ah;
       }
@@ -167,14 +174,7 @@ class ClientTraffic {
   Status cm_ud_resolved(std::size_t i, const ibv_gid& server, const cm::SidrRepInfo& rep, bool send_qpn) {
     qps_[i].qkey = rep.qkey;
     if (!send_qpn) return {};
-    auto ah = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
-      ibv_ah_attr a{};
-      a.is_global = 1;
-      a.grh.dgid = server;
-      a.grh.hop_limit = 64;
-      a.port_num = 1;
-      return e.create_ah(qps_[i].local.pd, a);
-    });
+    auto ah = ud_address_handle(i, server);
     if (!ah) return ah.error();
     rdma::AddressHandle* h = *ah;
     std::byte* msg = base(i);
@@ -260,8 +260,8 @@ class ClientTraffic {
 
 Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t& atomic_before) {
   std::byte* send = base(i);
-  if (spec.verb == Verb::Read) {
-    // Give the far side known contents to read back.
+  if (spec.verb == Verb::Read || spec.verb == Verb::Flush) {
+    // Give the far side known contents to read back (FLUSH: that the flushed range still holds).
     fill_pattern(send, spec.size, spec.size);
     TrafficSpec w = spec;
     w.verb = Verb::Write;
@@ -272,7 +272,7 @@ Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std
     BwClient writer(qps_[i].local, w, LocalBuffer{send, spec.size, mr(i)->lkey()}, remote(i));
     if (!run_to_end(drivers_, qps_[i].local.worker, writer, std::chrono::seconds(10)))
       return make_error(ETIMEDOUT, "writing the pattern to verify READs did not complete");
-    std::memset(send, 0, spec.size);
+    if (spec.verb == Verb::Read) std::memset(send, 0, spec.size);
   } else if (spec.verb == Verb::Atomic) {
     if (Status s = read_back(drivers_, qps_[i].local, LocalBuffer{scratch(i), 8, mr(i)->lkey()}, remote(i), 8); !s) return s;
     std::memcpy(&atomic_before, scratch(i), 8);
@@ -286,7 +286,8 @@ Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std
 
 Status ClientTraffic::check_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t ops, std::uint64_t atomic_before) {
   const LocalBuffer into{scratch(i), std::max<std::uint32_t>(spec.size, 8), mr(i)->lkey()};
-  if (spec.verb == Verb::Write) {
+  if (spec.verb == Verb::Write || spec.verb == Verb::AtomicWrite || spec.verb == Verb::Flush) {
+    // ATOMIC_WRITE: the 8 bytes it stored; FLUSH: the range the pattern went to before it.
     if (Status s = read_back(drivers_, qps_[i].local, into, remote(i), spec.size); !s) return s;
     run_.verified = run_.verified && std::memcmp(scratch(i), base(i), spec.size) == 0;
   } else if (spec.verb == Verb::Read) {
@@ -656,17 +657,20 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   std::unique_ptr<CmChannel> cm_channel;
   cm::CmId control_id = 0;
   std::vector<cm::CmId> data_ids;
-  std::optional<proto::Ipv4Addr> server_ip;
+  std::optional<rdma::IpAddress> server_ip;
   std::unique_ptr<TcpStream> tcp;
   OobChannel* link = nullptr;
   if (o.rdma_cm) {
     if (o.qp.type == IBV_QPT_UC) return make_error(EINVAL, "-R: perftest's -R refuses UC (RC or UD)");
-    server_ip = parse_ipv4(o.server);
-    if (!server_ip) return make_error(EINVAL, "-R needs the server's IPv4 address, not '" + o.server + "'");
+    server_ip = parse_ip(o.server);
+    if (!server_ip) return make_error(EINVAL, "-R needs the server's IPv4 or IPv6 address, not '" + o.server + "'");
+    if (server_ip->version != dp.local().ip.version)
+      return make_error(EINVAL, "-R: the server's address " + o.server + " is not of our address's family (" + to_string(dp.local().ip) + ")");
     cms = std::make_unique<CmService>(dp, drivers);
     events = std::make_unique<CmEventQueue>(*cms);
     cm_conn = std::make_unique<Connector>(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x5bd1e995ULL);
-    auto ch = CmChannel::create(*cm_conn, o.server, o.server + ":" + std::to_string(o.port));
+    const std::string host = server_ip->version == proto::IpVersion::V6 ? "[" + o.server + "]" : o.server;
+    auto ch = CmChannel::create(*cm_conn, o.server, host + ":" + std::to_string(o.port));
     if (!ch) return ch.error();
     cm_channel = std::move(*ch);
     CmRcConnect c;
@@ -735,12 +739,12 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   hooks.cm_connect = [&]() -> Status {
     // _rdma_cm_client_connection: one connection per QP to the server's port; a server that does
     // not listen yet (REJ, invalid service ID) is tried again, 10 times 100 ms apart, as perftest.
-    const bool reads = o.spec.verb == Verb::Read || o.spec.verb == Verb::Atomic;
+    const bool reads = takes_responder_resource(o.spec.verb);
     if (qp_params.type == IBV_QPT_UD) {
       // rdma_cm_establish_ud_connection: each QP resolved by SIDR (UDP port space, same port),
       // REJ / refusal tried again as for RC; latency and -b tests then SEND our QPN.
       const bool send_qpn = o.spec.measure == Measure::Latency || o.duplex;
-      const ibv_gid server_gid = rdma::gid_from_ip(rdma::IpAddress::ipv4(*server_ip));
+      const ibv_gid server_gid = rdma::gid_from_ip(*server_ip);
       for (std::size_t i = 0; i < traffic.qp_count(); ++i) {
         if (Status s = traffic.ready_ud(*cms, i); !s) return s;
         CmRcConnect c;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "dataplane/signals.hpp"
+#include "lib/cm/ip_forms.hpp"
 
 namespace roce::app {
 
@@ -51,8 +52,8 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
                                const CmRcConnect& c, std::uint16_t* reject_reason) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  cp.src = proto::IpAddress::of(dp.local().ip.v4);
-  cp.dst = proto::IpAddress::of(c.server);
+  cp.src = cm::cma_ip(dp.local().ip);
+  cp.dst = cm::cma_ip(c.server);
   cp.src_port = ephemeral_port(dp.now());
   cp.dst_port = c.port;
   cp.ib.local_qpn = qp.qpn;
@@ -96,8 +97,8 @@ Result<cm::SidrRepInfo> cm_resolve_ud(dp::Dataplane& dp, CmService& cms, CmEvent
                                       const CmRcConnect& c, std::uint16_t* reject_reason) {
   cm::RdmaUdResolveParams rp;
   rp.port_space = proto::RdmaPortSpace::Udp;
-  rp.src = proto::IpAddress::of(dp.local().ip.v4);
-  rp.dst = proto::IpAddress::of(c.server);
+  rp.src = cm::cma_ip(dp.local().ip);
+  rp.dst = cm::cma_ip(c.server);
   rp.src_port = ephemeral_port(dp.now());
   rp.dst_port = c.port;
   auto id = cms.resolve_ud(rp);

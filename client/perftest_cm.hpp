@@ -31,7 +31,7 @@ class CmEventQueue {
 };
 
 struct CmRcConnect {
-  proto::Ipv4Addr server{};
+  rdma::IpAddress server{};  // either family, as the dataplane's own
   std::uint16_t port = 18515;
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;

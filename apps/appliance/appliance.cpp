@@ -8,8 +8,10 @@ namespace roce::app {
 
 namespace {
 
-constexpr int kExposedAccess =
-    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+// FLUSH_GLOBAL: roce-gen flush (IBTA 1.5) may make ranges of it globally visible; ordinary
+// memory is never persistent, so not FLUSH_PERSISTENT.
+constexpr int kExposedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                               IBV_ACCESS_REMOTE_ATOMIC | rdma::kAccessFlushGlobal;
 
 }  // namespace
 
@@ -198,6 +200,11 @@ void Appliance::reap_sessions(bool all) {
         std::fputs(printout.c_str(), stdout);
         std::fflush(stdout);
       }
+      const SessionReport& r = *s->report;
+      if (r.shared_srq)
+        std::fprintf(stderr, "roce-appliance: %s client %s: %u QPs on one shared receive queue, %llu messages, %llu SRQ limit events\n",
+                     r.tool.c_str(), r.peer.c_str(), r.qps, static_cast<unsigned long long>(r.received_messages),
+                     static_cast<unsigned long long>(r.srq_limit_events));
       finished_.add(*s->report);
     } else if (s->report.error().code != ECANCELED) {
       ++failed_sessions_;

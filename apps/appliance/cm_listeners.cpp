@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "client/rping_info.hpp"
+#include "lib/cm/ip_forms.hpp"
 
 namespace roce::app {
 
@@ -562,8 +563,7 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
     (void)cm_->reject(e.id);
   };
   if (!e.ud || !e.addressing) return refuse("not a UD (SIDR) request with rdma_cm addresses");
-  const rdma::IpAddress client = e.addressing->src.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(e.addressing->src.v4)
-                                                                             : rdma::IpAddress::ipv6(e.addressing->src.v6);
+  const rdma::IpAddress client = cm::engine_ip(e.addressing->src);
   if (!dp_.resolve(client, 3 * kSecond)) return refuse("no ARP or neighbour answer");
   Conn c;
   c.kind = Kind::Udaddy;

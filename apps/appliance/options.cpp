@@ -291,6 +291,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   o.recv_bytes = *rb;
   if (o.recv_depth == 0 || o.recv_depth > 16384) return make_error(EINVAL, "--recv-depth must be 1..16384");
   o.qp.recv_depth = o.recv_depth + 16;
+  o.qp.access |= rdma::kAccessFlushGlobal;  // the QPs as the exposed region: FLUSH of global visibility
   const auto m = parse_size(mtu);
   const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;
   if (!pm) return make_error(EINVAL, "bad --mtu '" + mtu + "': 256, 512, 1024, 2048 or 4096");

@@ -142,6 +142,8 @@ std::string Appliance::report_json() {
         .field("received_messages", r.received_messages)
         .field("received_bytes", r.received_bytes)
         .field("writes_sent", r.writes_sent)
+        .field("shared_srq", r.shared_srq)
+        .field("srq_limit_events", r.srq_limit_events)
         .end_object();
   w.end_array();
   w.field("sessions_not_listed", finished_.dropped());

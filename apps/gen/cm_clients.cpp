@@ -16,6 +16,7 @@
 #include "client/rping_info.hpp"
 #include "client/runtime.hpp"
 #include "dataplane/signals.hpp"
+#include "lib/cm/ip_forms.hpp"
 
 namespace roce::app {
 
@@ -113,9 +114,8 @@ struct Qp {
 Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q, const CmClientOptions& o, std::uint8_t retry_count) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  const rdma::IpAddress me = dp.local().ip;
-  cp.src = proto::IpAddress::of(me.v4);
-  cp.dst = proto::IpAddress::of(o.server);
+  cp.src = cm::cma_ip(dp.local().ip);
+  cp.dst = cm::cma_ip(o.server);
   cp.src_port = ephemeral_port(dp.now());
   cp.dst_port = o.port;
   cp.ib.local_qpn = q.qpn;
@@ -236,8 +236,8 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
   say("udaddy: connecting");
   cm::RdmaUdResolveParams rp;
   rp.port_space = proto::RdmaPortSpace::Udp;
-  rp.src = proto::IpAddress::of(dp.local().ip.v4);
-  rp.dst = proto::IpAddress::of(o.server);
+  rp.src = cm::cma_ip(dp.local().ip);
+  rp.dst = cm::cma_ip(o.server);
   rp.src_port = ephemeral_port(dp.now());
   rp.dst_port = o.port;
   auto id = cms.resolve_ud(rp);
@@ -249,7 +249,7 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
   auto ah = dp.call(qp.q.worker, [&](rdma::Engine& e) {
     ibv_ah_attr a{};
     a.is_global = 1;
-    a.grh.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(o.server));
+    a.grh.dgid = rdma::gid_from_ip(o.server);
     a.grh.hop_limit = 64;
     a.port_num = 1;
     return e.create_ah(qp.q.pd, a);
@@ -390,8 +390,8 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   opts.add_options()
       ("dev", "DPDK port (name or number)", cxxopts::value<std::string>(dev))
       ("vdev", "create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(vdevs))
-      ("ip", "our IPv4 address on that port", cxxopts::value<std::string>(ip))
-      ("a,server", "the server's IPv4 address (rping -a, ucmatose -s)", cxxopts::value<std::string>(server))
+      ("ip", "our IPv4 or IPv6 address on that port", cxxopts::value<std::string>(ip))
+      ("a,server", "the server's IPv4 or IPv6 address (rping -a, ucmatose -s)", cxxopts::value<std::string>(server))
       ("s", "the server's address (ucmatose's and rdma_client's spelling)", cxxopts::value<std::string>())
       ("p,port", "the server's rdma_cm port (default: rping and udaddy 7174, ucmatose and rdma_client 7471)", cxxopts::value<std::uint16_t>(o.port)->default_value("0"))
       ("C,count", "rping: rounds; ucmatose: messages each way", cxxopts::value<std::uint32_t>(o.count)->default_value("10"))
@@ -418,11 +418,13 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   o.verify = r.count("verify") > 0;
   o.verbose = r.count("verbose") > 0;
   o.timeout = static_cast<Nanos>(timeout_s * 1e9);
-  const auto me = parse_ipv4(ip);
-  const auto peer = parse_ipv4(server);
+  const auto me = parse_ip(ip);
+  const auto peer = parse_ip(server);
   if (dev.empty()) return fail("--dev is required (try --help)", 2);
-  if (!me) return fail("--ip is required: our IPv4 address (try --help)", 2);
+  if (!me) return fail("--ip is required: our IPv4 or IPv6 address (try --help)", 2);
   if (!peer) return fail("the server's address is required: -a ADDR (try --help)", 2);
+  // rdma_cm resolves a route only within the source address's family.
+  if (me->version != peer->version) return fail("--ip and the server's address must be of one family (both IPv4 or both IPv6)", 2);
   if (timeout_s <= 0) return fail("--timeout must be positive", 2);
   o.server = *peer;
   if (Status s = complete_cm_client_options(o); !s) return fail(s.error().message, 2);
@@ -432,7 +434,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = dev;
-  dopt.ip = rdma::IpAddress::ipv4(*me);
+  dopt.ip = *me;
   auto dpr = dp::Dataplane::create(dopt);
   if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
   int rc = 0;

@@ -24,7 +24,7 @@ namespace roce::app {
 
 struct CmClientOptions {
   std::string tool;  // rping, ucmatose, udaddy or rdma_client
-  proto::Ipv4Addr server{};
+  rdma::IpAddress server{};  // either family, as --ip
   std::uint16_t port = 0;      // 0: the tool's default (7174, 7471)
   std::uint32_t count = 10;    // -C
   std::uint32_t size = 0;      // -S; 0: the tool's default (rping 64, ucmatose and udaddy 100)

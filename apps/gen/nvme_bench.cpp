@@ -77,12 +77,12 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("reorder", "probability a frame is held back 100 us, each way", cxxopts::value<double>(o.reorder)->default_value("0"))
       ("baseline", "also measure RDMA WRITE goodput (same size, depth, queues, time) and print IOPS x bs against it")
       ("json", "print the result as JSON")
-      ("target", "a remote NVMe/RDMA target's IPv4 address: connect to it through rdma_cm instead of running one here", cxxopts::value<std::string>(o.target))
+      ("target", "a remote NVMe/RDMA target's IPv4 or IPv6 address: connect to it through rdma_cm instead of running one here", cxxopts::value<std::string>(o.target))
       ("trsvcid", "--target: its rdma_cm port", cxxopts::value<std::uint16_t>(o.trsvcid)->default_value("4420"))
       ("nqn", "--target: the subsystem NQN to connect to", cxxopts::value<std::string>(o.nqn))
       ("dev", "--target: our DPDK port (name or number)", cxxopts::value<std::string>(o.dev))
       ("vdev", "--target: create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(o.vdevs))
-      ("ip", "--target: our IPv4 address on that port", cxxopts::value<std::string>(o.ip))
+      ("ip", "--target: our IPv4 or IPv6 address on that port", cxxopts::value<std::string>(o.ip))
       ("timeout", "--target: seconds each set-up step and the last commands may take", cxxopts::value<double>(o.timeout_s)->default_value("10"))
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};

@@ -38,7 +38,7 @@ struct NvmeBenchOptions {
   // same loop, for the same time: the same-run baseline the IOPS are set against.
   bool baseline = false;
   bool json = false;
-  // A remote target (--target): its IPv4 address, rdma_cm port and subsystem NQN, and our DPDK
+  // A remote target (--target): its IPv4 or IPv6 address, rdma_cm port and subsystem NQN, and our DPDK
   // port and address. Empty target: the in-process one.
   std::string target;
   std::uint16_t trsvcid = 4420;

@@ -13,6 +13,7 @@
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "dataplane/dataplane.hpp"
+#include "lib/cm/ip_forms.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "lib/util/json_writer.hpp"
 #include "protocol/nvme_rdma.hpp"
@@ -109,8 +110,8 @@ Result<HostQueue*> Remote::open(std::uint16_t qid, std::uint16_t depth) {
   rd.hsqsize.set(static_cast<std::uint16_t>(depth - 1));
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  cp.src = proto::IpAddress::of(dp_.local().ip.v4);
-  cp.dst = proto::IpAddress::of(*parse_ipv4(o_.target));
+  cp.src = cm::cma_ip(dp_.local().ip);
+  cp.dst = cm::cma_ip(*parse_ip(o_.target));
   cp.src_port = static_cast<std::uint16_t>(32768 + (dp_.now() / kMicro + qid) % 28232);
   cp.dst_port = o_.trsvcid;
   cp.ib.local_qpn = hq.qp.qpn;
@@ -499,9 +500,11 @@ int run_nvme_remote(const NvmeBenchOptions& o, const std::vector<std::string>& e
     std::fprintf(stderr, "roce-gen: %s\n", why.c_str());
     return code;
   };
-  const auto me = parse_ipv4(o.ip);
-  if (!me) return fail("--ip '" + o.ip + "' is not an IPv4 address", 2);
-  if (!parse_ipv4(o.target)) return fail("--target '" + o.target + "' is not an IPv4 address", 2);
+  const auto me = parse_ip(o.ip);
+  if (!me) return fail("--ip '" + o.ip + "' is not an IPv4 or IPv6 address", 2);
+  const auto target = parse_ip(o.target);
+  if (!target) return fail("--target '" + o.target + "' is not an IPv4 or IPv6 address", 2);
+  if (target->version != me->version) return fail("--target " + o.target + " and --ip " + o.ip + " must be of one family", 2);
   const std::uint64_t slots = std::uint64_t{o.queues} * o.queue_depth;
   if (o.namespace_mib * 1024 * 1024 / o.block_size < slots) return fail("--size too small for every command slot to own a block", 2);
   ToolEal tool_eal;
@@ -509,7 +512,7 @@ int run_nvme_remote(const NvmeBenchOptions& o, const std::vector<std::string>& e
   dp::DataplaneOptions dopt;
   dopt.name = "gen";
   dopt.port.name = o.dev;
-  dopt.ip = rdma::IpAddress::ipv4(*me);
+  dopt.ip = *me;
   auto dpr = dp::Dataplane::create(dopt);
   if (!dpr) return fail(dpr.error().message, dpr.error().code == ENODEV ? 2 : 1);
   RunningDataplane running;

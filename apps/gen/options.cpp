@@ -20,7 +20,9 @@ constexpr const char* kUsage = R"(roce-gen: RDMA traffic over this project's sof
 
 TEST is write, read, send, atomic (perftest's ib_TEST_bw, or ib_TEST_lat with --lat; the
 perftest program names ib_write_bw .. ib_atomic_lat work too), pingpong (ibv_rc_pingpong's
-SEND ping-pong) or ud-pingpong (ibv_ud_pingpong's, client only). Two more modes have their own
+SEND ping-pong) or ud-pingpong (ibv_ud_pingpong's, client only). atomic_write and flush run
+IBTA 1.5's ATOMIC_WRITE (-s 8) and FLUSH (global visibility of -s bytes) as perftest runs READ,
+against a server whose memory allows them (roce-appliance; Linux rxe from 6.2). Two more modes have their own
 options (see their --help): `roce-gen raw` crafts raw RoCEv2 packet streams to a port or a pcap
 file, `roce-gen emulate` is a link with loss, reordering, delay and ECN marking between two
 ports, and `roce-gen nvme-read|nvme-write|nvme-randrw` benchmarks an NVMe-oF initiator against
@@ -66,7 +68,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   std::string test, host, mtu, rate, profile, ip, dcqcn, connection, atomic;
   auto text = [] { return cxxopts::value<std::string>(); };
   opts.add_options("Test (perftest's flags)")
-      ("test", "write | read | send | atomic | ib_write_bw .. ib_atomic_lat | pingpong | ud-pingpong",
+      ("test", "write | read | send | atomic | atomic_write | flush | ib_write_bw .. ib_atomic_lat | pingpong | ud-pingpong",
        cxxopts::value<std::string>(test))
       ("host", "the server (perftest's last argument; same as --server)", cxxopts::value<std::string>(host))
       ("bw", "measure bandwidth (default)")
@@ -99,6 +101,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("i,ib-port", "accepted (note on stderr): 1, the only port", text())
       ("x,gid-index", "accepted (note on stderr): the GID is --ip's; the index is shown, 0 .. 64", text())
       ("F,CPU-freq", "accepted (note on stderr): times come from the TSC")
+      ("ipv6", "accepted (note on stderr): the GID's family is --ip's (perftest's IPv6 GID and rdma_cm over IPv6)")
       ("mr_per_qp", "one memory region per QP (default: one for all)")
       ("cpu_util", "with -D: a CPU_Util column (the host's user time over user plus idle)")
       ("output", "print only the average: bandwidth, message_rate or latency", text())
@@ -138,7 +141,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     if (r.count("line-rate-gbps")) return make_error(EINVAL, "--line-rate is the old name of --line-rate-gbps; give one of them");
     g.line_rate_gbps = r["line-rate"].as<double>();
   }
-  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic, pingpong or ud-pingpong");
+  if (test.empty()) return make_error(EINVAL, "name a test: write, read, send, atomic, atomic_write, flush, pingpong or ud-pingpong");
   auto given = [&](const char* name) -> std::optional<std::string> {
     if (!r.count(name)) return std::nullopt;
     return r[name].as<std::string>();
@@ -205,6 +208,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     ft.mr_per_qp = r.count("mr_per_qp") > 0;
     ft.no_peak = r.count("noPeak") > 0;
     ft.cpu_freq = r.count("CPU-freq") > 0;
+    ft.ipv6 = r.count("ipv6") > 0;
     auto pf = resolve_perftest_flags(g.spec.verb, g.spec.measure, ft, rdma::EngineConfig{}.max_rd_atomic);
     if (!pf) return pf.error();
     g.perftest = std::move(*pf);
@@ -228,7 +232,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     else if (connection == "UD") g.qp.type = IBV_QPT_UD;
     else return make_error(EINVAL, "bad --connection '" + connection + "': RC, UC or UD");
     // What perftest runs: UC has no READ or atomics, UD only SENDs.
-    if (g.qp.type == IBV_QPT_UC && (g.spec.verb == Verb::Read || g.spec.verb == Verb::Atomic))
+    if (g.qp.type == IBV_QPT_UC && takes_responder_resource(g.spec.verb))
       return make_error(EINVAL, "-c UC runs write and send tests only (UC has no READ or atomics)");
     if (g.qp.type == IBV_QPT_UD && g.spec.verb != Verb::Send) return make_error(EINVAL, "-c UD runs send tests only");
     const auto aop = atomic_op_from_string(atomic);

@@ -73,10 +73,10 @@ Result<double> seconds(const std::string& flag, const std::string& text, const s
 Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const PerftestFlagText& t,
                                              std::uint32_t device_max_reads) {
   const bool bw = measure == Measure::Bandwidth;
-  const bool reads = verb == Verb::Read || verb == Verb::Atomic;
+  const bool reads = takes_responder_resource(verb);
   PerftestFlags f;
   // init_perftest_params
-  f.size = verb == Verb::Atomic ? 8 : bw ? 65536 : 2;
+  f.size = eight_byte_verb(verb) ? 8 : bw ? 65536 : 2;
   f.iters = bw && verb == Verb::Write ? 5000 : 1000;
   f.tx_depth = bw ? 128 : 1;
   f.rx_depth = verb == Verb::Send ? 512 : 1;
@@ -85,7 +85,7 @@ Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const P
   if (t.size) {
     auto s = message_size(*t.size);
     if (!s) return s.error();
-    if (verb == Verb::Atomic && *s != 8) return bad("-s", *t.size, "Message size cannot be changed for Atomic tests");
+    if (eight_byte_verb(verb) && *s != 8) return bad("-s", *t.size, "Message size cannot be changed for Atomic tests");
     f.size = *s;
   }
   if (t.iters) {
@@ -148,7 +148,7 @@ Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const P
     margin = *v;
   }
   // perftest's -a runs the largest size too, and an atomic is 8 bytes.
-  if (t.all && verb == Verb::Atomic) return bad("-a", "", "Message size cannot be changed for Atomic tests (atomics are 8 bytes)");
+  if (t.all && eight_byte_verb(verb)) return bad("-a", "", "Message size cannot be changed for Atomic tests (atomics are 8 bytes)");
   if (t.events && verb == Verb::Write) return bad("-e", "", "Events feature not available on WRITE verb");
   if (t.bidirectional && !bw) return bad("-b", "", "Bidirectional is only available in BW test");
   if (t.no_peak && !bw) return bad("-N", "", "NoPeak only valid for BW tests");
@@ -169,6 +169,7 @@ Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const P
   }
   if (t.ib_dev) f.notes.push_back("-d " + *t.ib_dev + ": ignored; the device is the DPDK port given by --dev");
   if (t.cpu_freq) f.notes.push_back("-F: nothing to check; times come from the TSC at its measured rate, not from a CPU frequency");
+  if (t.ipv6) f.notes.push_back("--ipv6: the GID and rdma_cm's addresses are --ip's and the server's, in their own family");
   if (t.tos) {
     auto v = in_range("-T", *t.tos, "TOS", 0, kMaxTos);
     if (!v) return v.error();

@@ -21,7 +21,7 @@ struct PerftestFlagText {
   std::optional<std::string> size, iters, tx_depth, rx_depth, qps, cq_mod, post_list, inline_size, out_reads;
   std::optional<std::string> duration, margin, ib_dev, ib_port, gid_index, tos, tclass, output;
   bool all = false, gbits = false, bidirectional = false, events = false, cpu_util = false;
-  bool run_infinitely = false, mr_per_qp = false, no_peak = false, cpu_freq = false;
+  bool run_infinitely = false, mr_per_qp = false, no_peak = false, cpu_freq = false, ipv6 = false;
 };
 
 struct PerftestFlags {

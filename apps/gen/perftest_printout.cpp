@@ -5,7 +5,7 @@ namespace roce::app {
 namespace {
 
 std::vector<std::uint32_t> all_sizes(Verb v) {
-  if (v == Verb::Atomic) return {8};
+  if (eight_byte_verb(v)) return {8};
   std::vector<std::uint32_t> s;
   for (std::uint32_t n = 2; n <= (8u << 20); n *= 2) s.push_back(n);
   return s;

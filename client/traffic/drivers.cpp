@@ -22,6 +22,10 @@ ibv_send_wr work_request(Verb verb, AtomicOp atomic, std::uint64_t wr_id, ibv_sg
     case Verb::Atomic:
       wr.opcode = atomic == AtomicOp::CmpAndSwap ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
       break;
+    case Verb::AtomicWrite: wr.opcode = IBV_WR_ATOMIC_WRITE; break;  // RETH + the 8 bytes of the sge
+    case Verb::Flush:
+      // Global visibility of the range [remote, remote + -s): FETH placement 1, selectivity range.
+      return rdma::flush_wr(wr_id, remote.rkey, remote.addr, sge->length, rdma::kFlushGlobal, rdma::kFlushRange, flags);
   }
   if (verb == Verb::Atomic) {
     wr.wr.atomic.remote_addr = remote.addr;
@@ -42,7 +46,7 @@ ibv_send_wr work_request(Verb verb, AtomicOp atomic, std::uint64_t wr_id, ibv_sg
 
 int post_op(rdma::Engine& e, const LocalQp& qp, Verb verb, AtomicOp atomic, std::uint64_t wr_id, LocalBuffer local,
             std::uint32_t size, RemoteBuffer remote, unsigned flags = IBV_SEND_SIGNALED) {
-  ibv_sge sge{reinterpret_cast<std::uint64_t>(local.ptr), verb == Verb::Atomic ? 8u : size, local.lkey};
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(local.ptr), eight_byte_verb(verb) ? 8u : size, local.lkey};
   ibv_send_wr wr = work_request(verb, atomic, wr_id, &sge, remote, flags);
   ibv_send_wr* bad = nullptr;
   return e.post_send(qp.qp, &wr, &bad);
@@ -299,11 +303,11 @@ void ReceiveServer::poll(rdma::Engine& e, Nanos now) {
   for (int i = 0; i < n; ++i) {
     if (wc[i].status != IBV_WC_SUCCESS) {
       if (wc[i].status != IBV_WC_WR_FLUSH_ERR) note_error(st_, wc[i].status);
-      if (wc[i].opcode & IBV_WC_RECV) --posted_;
+      if ((wc[i].opcode & IBV_WC_RECV) && depth_ > 0) --posted_;
       continue;
     }
     if (!(wc[i].opcode & IBV_WC_RECV)) continue;  // our echo SEND finished
-    --posted_;
+    if (depth_ > 0) --posted_;
     if (received_++ == 0) first_received_ = now;
     last_received_ = now;
     const std::uint32_t grh = ud_ ? kUdGrhBytes : 0;

@@ -165,7 +165,8 @@ class WriteLatency {
 // Server side of SEND tests: keeps receives posted (all into one region: a sink) and, in echo
 // mode, sends every message back (ibv_rc_pingpong's server, ib_send_lat's server). On a UD QP
 // each receive starts with the GRH, which is neither counted nor echoed; answers go to the peer
-// set with set_ud_peer.
+// set with set_ud_peer. `depth` 0: the QP takes its receives from a shared receive queue that
+// someone else keeps stocked (SrqFeeder); this one only reaps and echoes.
 class ReceiveServer {
  public:
   ReceiveServer(const LocalQp& qp, LocalBuffer region, std::uint32_t depth, bool echo, bool ud = false);

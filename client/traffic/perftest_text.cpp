@@ -28,6 +28,8 @@ const char* test_name(Verb v) {
     case Verb::Write: return "RDMA_Write";
     case Verb::Read: return "RDMA_Read";
     case Verb::Atomic: return "Atomic";
+    case Verb::AtomicWrite: return "Atomic_Write";
+    case Verb::Flush: return "Flush";
   }
   return "?";
 }
@@ -86,7 +88,7 @@ std::string perftest_header(const PerftestHeader& h) {
   s += format(" Mtu             : %u[B]\n", h.mtu_bytes);
   s += format(" Link type       : %s\n", h.link_type.c_str());
   if (h.gid_index >= 0) s += format(" GID index       : %d\n", h.gid_index);
-  if (h.verb != Verb::Read && h.verb != Verb::Atomic) s += format(" Max inline data : %u[B]\n", h.inline_size);
+  if (!takes_responder_resource(h.verb)) s += format(" Max inline data : %u[B]\n", h.inline_size);
   else s += format(" Outstand reads  : %u\n", h.out_reads);
   s += format(" rdma_cm QPs\t : %s\n", h.rdma_cm ? "ON" : "OFF");
   s += format(" Data ex. method : %s\n", h.rdma_cm ? "rdma_cm" : "Ethernet");
@@ -102,8 +104,10 @@ std::string perftest_header(const PerftestHeader& h) {
 
 std::string perftest_address(const PerftestDest& d, Verb verb, bool remote, bool with_gid) {
   std::string s = format(" %s address: LID %#04x QPN %#06x PSN %#06x", remote ? "remote" : "local", d.lid, d.qpn, d.psn);
-  if (verb == Verb::Read) s += format(" OUT %#04x", d.out_reads);
-  if (verb == Verb::Read || verb == Verb::Write)
+  // ATOMIC_WRITE and FLUSH as READ: responder resources and a remote address.
+  const bool read_like = verb == Verb::Read || verb == Verb::AtomicWrite || verb == Verb::Flush;
+  if (read_like) s += format(" OUT %#04x", d.out_reads);
+  if (read_like || verb == Verb::Write)
     s += format(" RKey %#08x VAddr %#016llx", d.rkey, static_cast<unsigned long long>(d.vaddr));
   s += "\n";
   if (with_gid) {
@@ -158,7 +162,7 @@ std::string perftest_lat_duration_row(const LatDurationFigures& f, std::optional
 std::string perftest_single_figure(double v) { return format("%lf\n", v); }
 
 bool perftest_side_shows_table(const PerftestHeader& h) {
-  return !(h.server && h.measure == Measure::Latency && (h.verb == Verb::Read || h.verb == Verb::Atomic));
+  return !(h.server && h.measure == Measure::Latency && takes_responder_resource(h.verb));
 }
 
 std::string perftest_preamble(const PerftestHeader& h, const PerftestStyle& st, const std::vector<PerftestDest>& mine,

@@ -8,12 +8,14 @@ std::string to_string(Verb v) {
     case Verb::Read: return "read";
     case Verb::Send: return "send";
     case Verb::Atomic: return "atomic";
+    case Verb::AtomicWrite: return "atomic_write";
+    case Verb::Flush: return "flush";
   }
   return "unknown";
 }
 
 std::optional<Verb> verb_from_string(std::string_view s) {
-  for (Verb v : {Verb::Write, Verb::Read, Verb::Send, Verb::Atomic})
+  for (Verb v : {Verb::Write, Verb::Read, Verb::Send, Verb::Atomic, Verb::AtomicWrite, Verb::Flush})
     if (s == to_string(v)) return v;
   return std::nullopt;
 }

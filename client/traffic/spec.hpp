@@ -11,7 +11,9 @@
 
 namespace roce::app {
 
-enum class Verb : std::uint8_t { Write, Read, Send, Atomic };
+// AtomicWrite and Flush are IBTA 1.5's (annex A19, Linux 6.2+ rxe): no perftest test has them;
+// roce-gen runs them as perftest runs READ (the same exchange, the server only exposes memory).
+enum class Verb : std::uint8_t { Write, Read, Send, Atomic, AtomicWrite, Flush };
 enum class Measure : std::uint8_t { Bandwidth, Latency };
 // perftest's -A: the atomic an atomic test runs (CMP_AND_SWAP compares with 0 and swaps in 0,
 // FETCH_AND_ADD adds 1, as perftest's work requests do).
@@ -42,7 +44,12 @@ std::string to_string(Measure m);
 std::string to_string(AtomicOp a);  // perftest's spelling: "FETCH_AND_ADD", "CMP_AND_SWAP"
 std::optional<AtomicOp> atomic_op_from_string(std::string_view s);
 
-// Bytes one operation moves: atomics are 8 bytes whatever -s says.
-constexpr std::uint32_t op_bytes(const TrafficSpec& s) { return s.verb == Verb::Atomic ? 8 : s.size; }
+// Bytes one operation moves: atomics and ATOMIC_WRITE are 8 bytes whatever -s says (a FLUSH moves
+// none; its figure is the range it makes durable, -s).
+constexpr bool eight_byte_verb(Verb v) { return v == Verb::Atomic || v == Verb::AtomicWrite; }
+constexpr std::uint32_t op_bytes(const TrafficSpec& s) { return eight_byte_verb(s.verb) ? 8 : s.size; }
+// The verbs that finish on a response and take a responder resource on the peer (perftest's
+// "reads": -o, the QP's max_rd_atomic, no inline data).
+constexpr bool takes_responder_resource(Verb v) { return v == Verb::Read || v == Verb::Atomic || v == Verb::AtomicWrite || v == Verb::Flush; }
 
 }  // namespace roce::app

@@ -126,6 +126,8 @@ Result<AddressHandle*> Engine::create_ah(PdHandle pd, const ibv_ah_attr& attr) {
   ah->dest.ipv6 = peer.version == IpVersion::V6;
   ah->dest.ipv4 = peer.v4;
   ah->dest.ipv6_addr = peer.v6;
+  ah->dest.traffic_class = attr.grh.traffic_class;
+  ah->dest.flow_label = attr.grh.flow_label & 0xFFFFF;
   ahs_.push_back(std::move(ah));
   return ahs_.back().get();
 }

@@ -188,6 +188,11 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     spec.bth.dest_qp.set(w.ud.remote_qpn);
     spec.eth.dst = w.ud.mac;
     if (w.ud.ipv6) spec.ipv6.dst = w.ud.ipv6_addr; else spec.ipv4.dst = w.ud.ipv4;
+    // The AH's traffic class and flow label (an RC QP takes its own from the path at RTR).
+    const auto ecn = static_cast<std::uint8_t>(spec.ipv4.tos & 3u);
+    spec.ipv4.tos = static_cast<std::uint8_t>((w.ud.traffic_class & ~3u) | ecn);
+    spec.ipv6.traffic_class = spec.ipv4.tos;
+    spec.ipv6.flow_label = w.ud.flow_label;
   }
   if (qp.is_rc()) {
     ++packets_since_ack_req_;

@@ -32,6 +32,10 @@ struct UdDestination {
   roce::proto::Ipv6Addr ipv6_addr{};
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
+  // The AH's GRH: its traffic class (the DSCP part; the ECN bits stay the QP's) and the IPv6
+  // flow label, on every datagram sent through it.
+  std::uint8_t traffic_class = 0;
+  std::uint32_t flow_label = 0;
 };
 
 struct SendWqe {

@@ -19,7 +19,8 @@ namespace {
 
 class CmTools : public DataplanePairTest {
  protected:
-  CmTools() : DataplanePairTest("cmt") {}
+  explicit CmTools(proto::IpVersion family = proto::IpVersion::V4)
+      : DataplanePairTest(family == proto::IpVersion::V4 ? "cmt" : "cm6", family) {}
   void SetUp() override {
     DataplanePairTest::SetUp();
     server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
@@ -57,7 +58,7 @@ class CmTools : public DataplanePairTest {
   app::CmClientOptions client(const std::string& tool) {
     app::CmClientOptions o;
     o.tool = tool;
-    o.server = {10, 0, 0, 2};
+    o.server = host_ip(2);
     o.timeout = 5 * kSecond;
     return o;
   }
@@ -179,6 +180,34 @@ TEST_F(CmTools, UnknownPortIsRejected) {
   auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("reason 8"), std::string::npos) << r.error().message;
+}
+
+// The same clients over IPv6: the cma_hdr with both IPv6 addresses, IPv6 GIDs in the REQ's
+// path and the SIDR AH, MADs and data over IPv6 to a peer found by neighbour discovery.
+class CmToolsV6 : public CmTools {
+ protected:
+  CmToolsV6() : CmTools(proto::IpVersion::V6) {}
+};
+
+TEST_F(CmToolsV6, RpingRoundsVerifiedOverIpv6) {
+  auto o = client("rping");
+  o.count = 3;
+  o.size = 4000;
+  o.verify = true;
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->rounds, 3u);
+  EXPECT_EQ(r->mismatches, 0u);
+  EXPECT_EQ(settled_totals(1).completed, 1u);
+}
+
+TEST_F(CmToolsV6, UdaddyDatagramsBothWaysAfterSidrOverIpv6) {
+  auto o = client("udaddy");
+  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages_sent, 10u);
+  EXPECT_EQ(r->messages_received, 10u);
+  EXPECT_EQ(settled_totals(1).datagrams, 20u);
 }
 
 }  // namespace

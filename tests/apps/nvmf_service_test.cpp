@@ -548,7 +548,7 @@ TEST_F(NvmfServiceSharedCm, RdmaCmListenersAndTheNvmeTargetServeAtOnce) {
 
   app::CmClientOptions o;
   o.tool = "rping";
-  o.server = {10, 0, 0, 2};
+  o.server = rdma::IpAddress::ipv4({10, 0, 0, 2});
   o.timeout = 5 * kSecond;
   o.count = 3;
   o.size = 2000;

@@ -143,6 +143,44 @@ TEST_F(PerftestLoop, AtomicBandwidthAddsExactlyOncePerOperation) {
   EXPECT_TRUE(r->verified);
 }
 
+// IBTA 1.5's ATOMIC_WRITE and FLUSH (roce-gen atomic_write / flush), run as READ is, against a
+// server whose region and QPs allow FLUSH of global visibility (as roce-appliance's): every
+// ATOMIC_WRITE stores the 8 bytes it carries, every FLUSH of the range completes and the range
+// still holds what was written before it; both as latency tests too.
+TEST_F(PerftestLoop, AtomicWriteStoresItsEightBytesAndFlushKeepsTheRange) {
+  exposed_access_ = kAll | rdma::kAccessFlushGlobal;
+  tweak_server_ = [](ServerConfig& c) { c.qp.access |= rdma::kAccessFlushGlobal; };
+  {
+    auto r = run(spec(Verb::AtomicWrite, Measure::Bandwidth, 8, 500), true, 2);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->bw.at(0).iterations, 1000u);
+    EXPECT_EQ(r->bw.at(0).size, 8u);
+    EXPECT_TRUE(r->verified);
+    EXPECT_EQ(r->counters.errors, 0u);
+  }
+  {
+    auto r = run(spec(Verb::Flush, Measure::Bandwidth, 65536, 300), true);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->bw.at(0).iterations, 300u);
+    EXPECT_TRUE(r->verified);
+    EXPECT_EQ(r->counters.errors, 0u);
+  }
+  for (Verb v : {Verb::AtomicWrite, Verb::Flush}) {
+    auto r = run(spec(v, Measure::Latency, 8, 100), false);
+    ASSERT_TRUE(r.ok()) << to_string(v) << ": " << r.error().message;
+    ASSERT_EQ(r->lat.size(), 1u);
+    EXPECT_EQ(r->lat[0].iterations, 100u);
+  }
+}
+
+// A region registered without IBV_ACCESS_FLUSH_GLOBAL refuses a FLUSH: remote access error.
+TEST_F(PerftestLoop, FlushOfARegionWithoutFlushAccessIsARemoteAccessError) {
+  tweak_server_ = [](ServerConfig& c) { c.qp.access |= rdma::kAccessFlushGlobal; };
+  auto r = run(spec(Verb::Flush, Measure::Bandwidth, 4096, 20), false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("remote access error"), std::string::npos) << r.error().message;
+}
+
 TEST_F(PerftestLoop, LatencyTestsReportEveryColumn) {
   for (Verb v : {Verb::Read, Verb::Send, Verb::Atomic}) {
     auto r = run(spec(v, Measure::Latency, 64, 300), false);

@@ -211,10 +211,10 @@ TEST(PerftestFlags, DependenciesFollowPerftestsParser) {
 
 TEST(PerftestFlags, DeviceFlagsAreAcceptedWithANoteEach) {
   const PerftestFlags f =
-      ok(Verb::Read, kBw, {.ib_dev = "mlx5_0", .ib_port = "1", .gid_index = "3", .events = true, .cpu_freq = true});
-  ASSERT_EQ(f.notes.size(), 5u);
+      ok(Verb::Read, kBw, {.ib_dev = "mlx5_0", .ib_port = "1", .gid_index = "3", .events = true, .cpu_freq = true, .ipv6 = true});
+  ASSERT_EQ(f.notes.size(), 6u);
   for (const char* w : {"-x 3: the GID is --ip's", "-i 1: port 1 is the DPDK port", "-d mlx5_0: ignored", "-F: nothing to check",
-                        "-e: completions are polled"})
+                        "-e: completions are polled", "--ipv6: the GID and rdma_cm's addresses are --ip's"})
     EXPECT_TRUE(std::any_of(f.notes.begin(), f.notes.end(), [&](const std::string& n) { return n.find(w) == 0; })) << w;
 }
 
@@ -239,6 +239,24 @@ TEST(GenOptions, PerftestProgramNamesAndTheServerLastAsPerftestTakesIt) {
   EXPECT_EQ(parse_gen_options(cmd({"write", "--server", "10.0.0.2", "10.0.0.3"})).error().message,
             "two servers: --server 10.0.0.2 and 10.0.0.3");
   EXPECT_NE(parse_gen_options(cmd({"ib_write_xx", "10.0.0.2"})).error().message.find("unknown test 'ib_write_xx'"), std::string::npos);
+}
+
+// IBTA 1.5's ATOMIC_WRITE and FLUSH: tests of their own, READ's rules for -o and -I, and
+// ATOMIC_WRITE's 8 bytes as an atomic's.
+TEST(GenOptions, AtomicWriteAndFlushAreTestsWithReadsRules) {
+  auto g = parse_gen_options(cmd({"atomic_write", "-n", "100", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->spec.verb, Verb::AtomicWrite);
+  EXPECT_EQ(g->spec.size, 8u);
+  EXPECT_EQ(op_bytes(g->spec), 8u);
+  g = parse_gen_options(cmd({"flush", "-s", "4096", "-o", "4", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->spec.verb, Verb::Flush);
+  EXPECT_EQ(op_bytes(g->spec), 4096u);
+  EXPECT_EQ(g->perftest.out_reads, 4u);
+  EXPECT_NE(refused(Verb::AtomicWrite, kBw, {.size = "64"}).find("Message size cannot be changed"), std::string::npos);
+  EXPECT_NE(refused(Verb::Flush, kBw, {.inline_size = "64"}).find("Inline feature not available"), std::string::npos);
+  EXPECT_NE(parse_gen_options(cmd({"flush", "-c", "UC", "10.0.0.2"})).error().message.find("-c UC"), std::string::npos);
 }
 
 TEST(GenOptions, FlagsReachTheQueuePairsAndTheRun) {

@@ -264,6 +264,9 @@ cases_flags_full() {
   echo "send/rxe>app/m1024/uc/bidir/s4096 from-rxe send 1024 0 4096 64 b,uc"
   echo "write/rxe>app/m1024/q2/bidir/s4096 from-rxe write 1024 0 4096 64 b,q2"
   echo "send/gen>rxe/m1024/ud/bidir/s1024 to-rxe send 1024 0 1024 64 b,ud"
+  # UD datagrams take the traffic class of the address handle they go through (issue 27): -T 98
+  # in roce-gen's AHs, every datagram of ours with TOS 0x62.
+  echo "send/gen>rxe/m1024/ud/T98/s1024 to-rxe send 1024 0 1024 16 ud,T98"
   echo "send/gen>rxe/m1024/bidir/s4096 to-rxe send 1024 0 4096 64 b"
   echo "send/gen>rxe/m1024/uc/bidir-D2/s4096 to-rxe send 1024 0 4096 16 b,uc,D2"
   echo "read/rxe>app/m1024/bidir-D2/s65536 from-rxe read 1024 0 65536 16 b,D2"
@@ -391,7 +394,11 @@ run_case() {
     local GEN_STOP_ROWS=""
     has_flag "$flags" inf && GEN_STOP_ROWS=3
     if ((ok)); then
-      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$NET_GUEST_IP" || { ok=0; CASE_NOTE="roce-gen exit $?: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -3 "$dir/roce-gen.log" | tr '\n' ' ')"; }
+      # -R: rdma_cm connects to the guest's RoCE address (v6: its fd77:: one); otherwise the
+      # TCP exchange's IPv4 one.
+      local gen_server=$NET_GUEST_IP
+      has_flag "$flags" R && gen_server=$peer_ip
+      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$gen_server" || { ok=0; CASE_NOTE="roce-gen exit $?: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -3 "$dir/roce-gen.log" | tr '\n' ' ')"; }
       grep -q "MISMATCH" "$dir/roce-gen.log" && { ok=0; CASE_NOTE="data check failed"; }
     fi
     # A server whose client failed may wait for ever (ib_write_lat polls its memory): 10 s then.
@@ -463,7 +470,7 @@ run_case() {
     else
       # -R: rdma_cm resolves the engine's RoCE address (the exchange runs there too).
       local server_ip=$NET_BRIDGE_IP
-      has_flag "$flags" R && server_ip=$NET_ENGINE_IP
+      has_flag "$flags" R && server_ip=$our_ip
       guest_run 150 "timeout 120 $tool $args $server_ip"
       grc=$?
       printf '%s' "$GUEST_OUT" > "$dir/guest.log"

@@ -20,6 +20,9 @@
 #                  options) with --verify: it writes every block it uses first, checks every
 #                  read, and reads the whole range back at the end.
 #
+# FLAGS v6 (any kind): over IPv6, both sides' fd77:: addresses (the host's rdma_cm and ours
+# carry IPv6 in the cma_hdr; nvmet's port is adrfam ipv6).
+#
 # A case passes only when every guest command succeeds, the guest's written and read-back
 # hashes match each other and the appliance's backing file, and the appliance saw the queues go.
 
@@ -35,18 +38,26 @@ KNOWN_FAILURES+=("nvmf/rxe>app/loss5/*|the guest's rxe stalls a queue after a se
 
 is_nvmf_kind() { [[ $1 == nvmf-* ]]; }
 
+# nvmf_addresses FLAGS: NVMF_OURS and NVMF_PEER (v6: the fd77:: ones) and ENGINE_ROCE_IP.
+nvmf_addresses() {
+  NVMF_OURS=$NET_ENGINE_IP NVMF_PEER=$NET_GUEST_IP
+  has_flag "$1" v6 && NVMF_OURS=$NET_ENGINE_IP6 NVMF_PEER=$NET_GUEST_IP6
+  ENGINE_ROCE_IP=$NVMF_OURS
+}
+
 NVMF_REF_NQN=nqn.2026-12.io.rocev2-dp:guest-nvmet
 
 # nvmet_guest_setup / nvmet_guest_teardown: the guest's nvmet target, as nvmetcli would make it
 # (one command line: the guest agent reads one per line).
 nvmet_guest_setup() {
-  local c=/sys/kernel/config/nvmet s=/sys/kernel/config/nvmet/subsystems/$NVMF_REF_NQN
+  local c=/sys/kernel/config/nvmet s=/sys/kernel/config/nvmet/subsystems/$NVMF_REF_NQN fam=ipv4
+  [[ $NVMF_PEER == *:* ]] && fam=ipv6
   echo "set -e; mount -t configfs none /sys/kernel/config 2>/dev/null || true; dd if=/dev/zero of=/tmp/nvmet.img bs=1048576 count=64 2>/dev/null;"
   echo " mkdir $s; echo 1 > $s/attr_allow_any_host; mkdir $s/namespaces/1; echo -n /tmp/nvmet.img > $s/namespaces/1/device_path;"
   # /tmp is a tmpfs, which has no O_DIRECT: the file backend must use the page cache.
   echo " echo 1 > $s/namespaces/1/buffered_io;"
-  echo " echo 1 > $s/namespaces/1/enable; mkdir $c/ports/1; echo rdma > $c/ports/1/addr_trtype; echo ipv4 > $c/ports/1/addr_adrfam;"
-  echo " echo $NET_GUEST_IP > $c/ports/1/addr_traddr; echo 4420 > $c/ports/1/addr_trsvcid; ln -s $s $c/ports/1/subsystems/; echo NVMET_READY"
+  echo " echo 1 > $s/namespaces/1/enable; mkdir $c/ports/1; echo rdma > $c/ports/1/addr_trtype; echo $fam > $c/ports/1/addr_adrfam;"
+  echo " echo $NVMF_PEER > $c/ports/1/addr_traddr; echo 4420 > $c/ports/1/addr_trsvcid; ln -s $s $c/ports/1/subsystems/; echo NVMET_READY"
 }
 nvmet_guest_teardown() {
   local c=/sys/kernel/config/nvmet s=/sys/kernel/config/nvmet/subsystems/$NVMF_REF_NQN
@@ -58,15 +69,17 @@ run_nvmf_to_rxe_case() {
   read -r name kind verb mtu loss size iters flags <<< "$1"
   case_begin "$name"
   local dir=$CASE_DIR ok=1
+  nvmf_addresses "$flags"
   appliance_none
   capture_start "$dir/capture.pcap"
   guest_run 30 "$(nvmet_guest_setup | tr '\n' ' ')" && grep -q NVMET_READY <<< "$GUEST_OUT" ||
     { ok=0; CASE_NOTE="guest nvmet set-up: $(tr '\n' ' ' <<< "$GUEST_OUT" | cut -c1-200)"; }
   printf '%s\n' "$GUEST_OUT" > "$dir/guest.log"
-  local extra=()
-  [[ $flags != - ]] && read -r -a extra <<< "${flags//,/ }"
+  local extra=() f
+  # FLAGS are roce-gen's own options (v6 aside).
+  for f in ${flags//,/ }; do [[ $f == - || $f == v6 ]] || extra+=("$f"); done
   if ((ok)); then
-    gen_run "$dir/roce-gen.log" "$verb" --target "$NET_GUEST_IP" --nqn "$NVMF_REF_NQN" --bs "$size" --qd "$iters" \
+    gen_run "$dir/roce-gen.log" "$verb" --target "$NVMF_PEER" --nqn "$NVMF_REF_NQN" --bs "$size" --qd "$iters" \
       --time 3 --size 16 --verify "${extra[@]}" ||
       { ok=0; CASE_NOTE="roce-gen: $(grep -m1 -E 'roce-gen|errors [1-9]|MISMATCH' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
   fi
@@ -75,14 +88,14 @@ run_nvmf_to_rxe_case() {
   capture_stop
   grep -q "^  verify: ok" "$dir/roce-gen.log" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-gen did not verify"; }
   CASE_FIGURE="$(grep -o 'IOPS [0-9]*' "$dir/roce-gen.log" | head -1)"
-  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "-" ours || ok=0
+  capture_verdict "$dir" "$NVMF_PEER" "$mtu" "-" ours "$NVMF_OURS" || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
 
 # nvmf_guest_connect: connect to the subsystem and wait for its namespace's block device ($dev).
 nvmf_guest_connect() {
-  local s=" nvme connect -t rdma -a $NET_ENGINE_IP -s 4420 -n $NVMF_NQN;"
+  local s=" nvme connect -t rdma -a $NVMF_OURS -s 4420 -n $NVMF_NQN;"
   s+=" dev=''; for i in \$(seq 100); do for d in /sys/class/nvme/nvme*; do"
   s+=" [ \"\$(cat \$d/subsysnqn 2>/dev/null)\" = $NVMF_NQN ] && [ -b /dev/\${d##*/}n1 ] && dev=/dev/\${d##*/}n1; done;"
   s+=" [ -n \"\$dev\" ] && break; sleep 0.1; done; [ -n \"\$dev\" ]; echo DEV \$dev;"
@@ -110,7 +123,7 @@ nvmf_guest_fs_script() {
 # nvmf_guest_script SIZE_MIB FLAGS: the guest's commands, one shell line; it prints
 # "DISCOVERED", "DEV /dev/...", "WROTE <sha256>", "READ <sha256>" on the way.
 nvmf_guest_script() {
-  local mib=$1 flags=$2 a=$NET_ENGINE_IP
+  local mib=$1 flags=$2 a=$NVMF_OURS
   local s="set -e; nvme discover -t rdma -a $a -s 4420 > /tmp/disc.txt; cat /tmp/disc.txt;"
   s+=" grep -q 'subnqn: *$NVMF_NQN' /tmp/disc.txt && echo DISCOVERED;"
   s+=" nvme connect -t rdma -a $a -s 4420 -n $NVMF_NQN;"
@@ -147,6 +160,7 @@ run_nvmf_case() {
   [[ $kind == nvmf-to-rxe ]] && { run_nvmf_to_rxe_case "$1"; return; }
   case_begin "$name"
   local dir=$CASE_DIR ok=1
+  nvmf_addresses "$flags"
   # A fresh appliance and namespace file per case: the file is what the hashes are checked against.
   appliance_none
   local img=$dir/namespace.img
@@ -191,7 +205,7 @@ run_nvmf_case() {
   accepted=$(grep -c "nvmf queue .* accepted" "$dir/appliance.log")
   CASE_FIGURE="${size} MiB, $accepted QPs"
   grep -q "refused\|failed" "$dir/appliance.log" && CASE_NOTE+="${CASE_NOTE:+; }appliance: $(grep -m1 'refused\|failed' "$dir/appliance.log")"
-  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "-" ours || ok=0
+  capture_verdict "$dir" "$NVMF_PEER" "$mtu" "-" ours "$NVMF_OURS" || ok=0
   rm -f "$img"
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
@@ -211,5 +225,7 @@ nvmf/rxe>app/loss5/dd4M                 nvmf-from-rxe nvme 4096 5 4 32 -
 nvmf/rxe>app/ext4                       nvmf-fs nvme 4096 0 4 32 -
 nvmf/app>rxe/write                      nvmf-to-rxe nvme-write 1024 0 4k 16 -
 nvmf/app>rxe/randrw                     nvmf-to-rxe nvme-randrw 1024 0 4k 16 --queues,2
+nvmf/rxe>app/v6/dd4M                    nvmf-from-rxe nvme 4096 0 4 32 v6
+nvmf/app>rxe/v6/write                   nvmf-to-rxe nvme-write 1024 0 4k 16 v6
 LIST
 }

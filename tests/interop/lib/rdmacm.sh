@@ -11,18 +11,29 @@
 #                 rping -s -V, ucmatose, udaddy and rdma_server; both programs must succeed
 #
 # A case passes when the real program exits 0 and says what success says; SIZE is rping's -S /
-# ucmatose's -S, ITERS their -C. MTU is the path MTU rdma_cm settles on (the active side's port:
+# ucmatose's -S, ITERS their -C.
+# FLAGS v6: the same over IPv6 (issue 27): both sides' rdma_cm addresses are the fd77:: ones
+# (our --ip fd77::10, the guest's fd77::2), so the cma_hdr carries IPv6 addresses and the paths
+# IPv6 GIDs; the guest's servers bind their IPv6 address (-a / -b). MTU is the path MTU rdma_cm settles on (the active side's port:
 # 4096 on the 9000-byte link) and is what the capture check holds the frames to.
 
 is_cm_kind() { [[ $1 == cm-* ]]; }
 
-# cm_guest_cmd VERB SIZE ITERS: the guest's client command line.
+# cm_addresses FLAGS: CM_OURS and CM_PEER, both sides' rdma_cm addresses (v6: the fd77:: ones),
+# and ENGINE_ROCE_IP for our side.
+cm_addresses() {
+  CM_OURS=$NET_ENGINE_IP CM_PEER=$NET_GUEST_IP
+  has_flag "$1" v6 && CM_OURS=$NET_ENGINE_IP6 CM_PEER=$NET_GUEST_IP6
+  ENGINE_ROCE_IP=$CM_OURS
+}
+
+# cm_guest_cmd VERB SIZE ITERS: the guest's client command line (to CM_OURS).
 cm_guest_cmd() {
   case $1 in
-    rping) echo "rping -c -a $NET_ENGINE_IP -V -C $3 -S $2" ;;
-    ucmatose) echo "ucmatose -s $NET_ENGINE_IP -C $3 -S $2" ;;
-    udaddy) echo "udaddy -s $NET_ENGINE_IP -C $3 -S $2" ;;
-    rdma_client) echo "rdma_client -s $NET_ENGINE_IP -p 7472" ;;
+    rping) echo "rping -c -a $CM_OURS -V -C $3 -S $2" ;;
+    ucmatose) echo "ucmatose -s $CM_OURS -C $3 -S $2" ;;
+    udaddy) echo "udaddy -s $CM_OURS -C $3 -S $2" ;;
+    rdma_client) echo "rdma_client -s $CM_OURS -p 7472" ;;
   esac
 }
 
@@ -48,6 +59,7 @@ run_cm_case() {
   [[ $verb == perftest2 ]] && { run_cm_perftest_concurrent_case "$1"; return; }
   case_begin "$name"
   local dir=$CASE_DIR ok=1
+  cm_addresses "$flags"
   # rping's client says its sizes itself; cmatose's and udaddy's servers must be told (their -C/-S).
   local app_args="--rdma-cm all"
   [[ $verb == rping || $verb == rdma_client ]] || app_args+=" --cm-messages $iters --cm-message-size $size"
@@ -84,7 +96,7 @@ run_cm_case() {
         { ok=0; CASE_NOTE+="${CASE_NOTE:+; }appliance did not log rdma_server's 1 message each way"; } ;;
   esac
   capture_stop
-  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" peer || ok=0
+  capture_verdict "$dir" "$CM_PEER" "$mtu" "$flags" peer "$CM_OURS" || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
@@ -125,12 +137,15 @@ run_cm_perftest_concurrent_case() {
   ((ok)) && CASE_VERDICT=pass
 }
 
-# cm_guest_server VERB SIZE ITERS: the guest's server command line.
+# cm_guest_server VERB SIZE ITERS FLAGS: the guest's server command line (v6: bound to CM_PEER,
+# the way rping's always is).
 cm_guest_server() {
+  local bind=""
+  has_flag "$4" v6 && bind="-b $CM_PEER"
   case $1 in
-    rping) echo "rping -s -V -a $NET_GUEST_IP -C $3 -S $2" ;;
-    ucmatose) echo "ucmatose -C $3 -S $2" ;;
-    udaddy) echo "udaddy -C $3 -S $2" ;;
+    rping) echo "rping -s -V -a $CM_PEER -C $3 -S $2" ;;
+    ucmatose) echo "ucmatose $bind -C $3 -S $2" ;;
+    udaddy) echo "udaddy $bind -C $3 -S $2" ;;
     rdma_client) echo "rdma_server" ;;
   esac
 }
@@ -140,14 +155,15 @@ run_cm_to_rxe_case() {
   read -r name kind verb mtu loss size iters flags <<< "$1"
   case_begin "$name"
   local dir=$CASE_DIR ok=1
+  cm_addresses "$flags"
   appliance_none
   capture_start "$dir/capture.pcap"
   # The server listens on rdma_cm, not on a TCP port: it is given a second to bind.
-  guest_run 20 "bg server $(cm_guest_server "$verb" "$size" "$iters"); sleep 1; [ ! -f /tmp/server.rc ]" > /dev/null ||
+  guest_run 20 "bg server $(cm_guest_server "$verb" "$size" "$iters" "$flags"); sleep 1; [ ! -f /tmp/server.rc ]" > /dev/null ||
     { ok=0; CASE_NOTE="guest $verb server did not start"; }
-  local gen_args=("$verb" -a "$NET_GUEST_IP" -C "$iters" -S "$size")
+  local gen_args=("$verb" -a "$CM_PEER" -C "$iters" -S "$size")
   [[ $verb == rping ]] && gen_args+=(-V)
-  [[ $verb == rdma_client ]] && gen_args=("$verb" -s "$NET_GUEST_IP")  # no -C/-S: 16 bytes each way
+  [[ $verb == rdma_client ]] && gen_args=("$verb" -s "$CM_PEER")  # no -C/-S: 16 bytes each way
   if ((ok)); then
     gen_run "$dir/roce-gen.log" "${gen_args[@]}" || { ok=0; CASE_NOTE="roce-gen: $(grep -m1 'roce-gen' "$dir/roce-gen.log" || tail -1 "$dir/roce-gen.log")"; }
   fi
@@ -168,7 +184,7 @@ run_cm_to_rxe_case() {
   esac
   grep -qiE "mismatch|error" "$dir/guest.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest: $(grep -m1 -iE 'mismatch|error' "$dir/guest.log")"; }
   capture_stop
-  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" ours || ok=0
+  capture_verdict "$dir" "$CM_PEER" "$mtu" "$flags" ours "$CM_OURS" || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
@@ -191,6 +207,12 @@ cm/ucmatose/gen>rxe                     cm-to-rxe   ucmatose 4096 0 100   10 -
 cm/udaddy/rxe>app                       cm-from-rxe udaddy   4096 0 100   10 -
 cm/udaddy/gen>rxe                       cm-to-rxe   udaddy   4096 0 100   10 -
 cm/rdma_client/gen>rxe                  cm-to-rxe   rdma_client 4096 0 16 1 -
+cm/rping/rxe>app/v6/s64                 cm-from-rxe rping    4096 0 64    10 v6
+cm/ucmatose/rxe>app/v6                  cm-from-rxe ucmatose 4096 0 100   10 v6
+cm/udaddy/rxe>app/v6                    cm-from-rxe udaddy   4096 0 100   10 v6
+cm/rping/gen>rxe/v6/s64                 cm-to-rxe   rping    4096 0 64    10 v6
+cm/ucmatose/gen>rxe/v6                  cm-to-rxe   ucmatose 4096 0 100   10 v6
+cm/udaddy/gen>rxe/v6                    cm-to-rxe   udaddy   4096 0 100   10 v6
 LIST
   cases_perftest_cm_full
 }
@@ -242,4 +264,8 @@ cm/perftest/send_bw/ud/bidir/gen>rxe    to-rxe   send   1024 0 1024  200 R,ud,b
 cm/perftest/read_bw/D2/gen>rxe          to-rxe   read   4096 0 65536 5   R,D2
 cm/perftest/write_bw/inf-D1/gen>rxe     to-rxe   write  4096 0 65536 5   R,inf,D1
 LIST
+  # No -R case over IPv6: Debian 12's perftest (4.5-0.17) resolves its -R addresses as AF_INET
+  # only, --ipv6 or not: its client stops at "Address family for hostname not supported for
+  # fd77::10:18515", and its server binds an AF_INET wildcard, which the kernel's rdma_cm keeps to
+  # IPv4 (an IPv6 REQ is rejected, reason 28). Ours both ways: perftest_cm_tests (PerftestCmV6*).
 }

@@ -2,7 +2,7 @@
 // IPv4-mapped), the GRH's traffic class and flow label reach the IPv6 header, the UDP source
 // port follows the flow label as rdma_get_udp_sport does (rxe >= 5.17, ConnectX), every verb
 // lands byte-exact, UD receives carry the IPv6 header as their GRH, and CE marks come back as
-// IPv6 CNPs.
+// IPv6 CNPs; UD datagrams take their AH's traffic class and flow label.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -78,6 +78,15 @@ struct V6Pair {
       const auto s = me.engine->modify_qp(me.qp, t.attr, t.mask);
       ASSERT_TRUE(s.ok()) << s.error().message;
     }
+  }
+  // Two UD QPs with Q_Key 0x11111111, ready to send.
+  void connect_ud() {
+    QpOptions o;
+    o.type = IBV_QPT_UD;
+    o.qkey = 0x11111111;
+    a = make_endpoint(net.host("a"), o);
+    b = make_endpoint(net.host("b"), o);
+    connect_pair(a, b, o);
   }
   void connect(const QpOptions& o, std::uint8_t tclass = 0, std::uint32_t flow_label = 0) {
     a = make_endpoint(net.host("a"), o);
@@ -173,12 +182,7 @@ TEST(Ipv6Path, EveryVerbLandsByteExact) {
 
 TEST(Ipv6Path, UdDatagramCarriesTheIpv6HeaderAsItsGrh) {
   V6Pair p;
-  QpOptions o;
-  o.type = IBV_QPT_UD;
-  o.qkey = 0x11111111;
-  p.a = make_endpoint(p.net.host("a"), o);
-  p.b = make_endpoint(p.net.host("b"), o);
-  connect_pair(p.a, p.b, o);
+  p.connect_ud();
   ibv_ah_attr ah{};
   ah.is_global = 1;
   ah.grh.dgid = gid_of(*p.b.engine);
@@ -212,6 +216,112 @@ TEST(Ipv6Path, UdDatagramCarriesTheIpv6HeaderAsItsGrh) {
   EXPECT_EQ(rbuf[40], std::byte{9});
   ASSERT_FALSE(p.from_a.empty());
   EXPECT_EQ(p.from_a.front().ip_version, IpVersion::V6);
+}
+
+// Sends one 100-byte datagram from a's UD QP through an AH to b's.
+int send_ud(Endpoint& a, const Endpoint& b, rdma::AddressHandle* ah, std::uint64_t wr_id, ibv_sge* g) {
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = g;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.ud.ah = &ah->base;
+  wr.wr.ud.remote_qpn = b.qp->qpn();
+  wr.wr.ud.remote_qkey = 0x11111111;
+  ibv_send_wr* bad = nullptr;
+  return a.engine->post_send(a.qp, &wr, &bad);
+}
+
+// A UD QP has no path of its own: each datagram takes the traffic class (DSCP; the ECN bits stay
+// the QP's) and the IPv6 flow label of the AH it is sent through, as a GRH would carry them.
+TEST(Ipv6Path, UdDatagramsCarryTheirAddressHandlesTrafficClassAndFlowLabel) {
+  rdma::EngineConfig cfg;
+  cfg.tuning.data_ecn = Ecn::Ect0;
+  V6Pair p({}, cfg);
+  p.connect_ud();
+  std::vector<rdma::AddressHandle*> ahs;
+  const std::pair<std::uint8_t, std::uint32_t> grhs[] = {{0x60, 0xABCDE}, {0xB8 | 3, 0x1}, {0, 0}};
+  for (const auto& [tc, label] : grhs) {
+    ibv_ah_attr ah{};
+    ah.is_global = 1;
+    ah.grh.dgid = gid_of(*p.b.engine);
+    ah.grh.traffic_class = tc;
+    ah.grh.flow_label = label | 0xF00000;  // bits above the 20-bit label are not the label's
+    auto h = p.a.engine->create_ah(p.a.pd, ah);
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    ahs.push_back(*h);
+  }
+  std::vector<std::byte> src(100, std::byte{9}), rbuf(3 * (40 + 100));
+  auto* sm = reg(*p.a.engine, p.a.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  auto* rm = reg(*p.b.engine, p.b.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
+  for (int i = 0; i < 3; ++i) {
+    ibv_sge rg = sge(rbuf.data() + i * 140, 140, rm);
+    ASSERT_EQ(post_recv(p.b, static_cast<std::uint64_t>(i), &rg, 1), 0);
+  }
+  ibv_sge g = sge(src.data(), 100, sm);
+  for (std::size_t i = 0; i < ahs.size(); ++i) ASSERT_EQ(send_ud(p.a, p.b, ahs[i], i, &g), 0);
+  ASSERT_EQ(p.wait(p.b, 3).size(), 3u);
+  std::vector<const Packet*> sent;
+  for (const Packet& f : p.from_a)
+    if (f.opcode() == raw(Opcode::UdSendOnly)) sent.push_back(&f);
+  ASSERT_EQ(sent.size(), 3u);
+  const std::uint8_t ect0 = static_cast<std::uint8_t>(Ecn::Ect0);
+  EXPECT_EQ(sent[0]->ipv6.traffic_class, 0x60 | ect0);
+  EXPECT_EQ(sent[0]->ipv6.flow_label, 0xABCDEu);
+  EXPECT_EQ(sent[1]->ipv6.traffic_class, 0xB8 | ect0);  // the AH's ECN bits give way to the QP's
+  EXPECT_EQ(sent[1]->ipv6.flow_label, 0x1u);
+  EXPECT_EQ(sent[2]->ipv6.traffic_class, ect0);
+  EXPECT_EQ(sent[2]->ipv6.flow_label, 0u);
+  for (const Packet* f : sent) EXPECT_EQ(f->icrc_status, IcrcStatus::Ok);
+  // The receiver's GRH (the IPv6 header) shows them too: version 6, traffic class, flow label.
+  EXPECT_EQ(std::to_integer<int>(rbuf[0]), 0x60 | (0x60 >> 4));
+  EXPECT_EQ(std::to_integer<int>(rbuf[1]), ((0x60 | ect0) & 0xF) << 4 | 0xA);
+}
+
+TEST(UdAddressHandle, Ipv4DatagramsCarryTheAhsTrafficClassAsTos) {
+  SimNetwork net{7};
+  rdma::EngineConfig cfg;
+  cfg.tuning.data_ecn = Ecn::Ect1;
+  net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
+  net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
+  net.connect("a", "b", {}, {});
+  std::vector<Packet> from_a;
+  net.on_transmit = [&](const std::string& from, std::span<const std::byte> fr, Nanos) {
+    Packet pk;
+    if (from == "a" && parse_frame(fr, {}, pk) == ParseError::None) from_a.push_back(pk);
+  };
+  QpOptions o;
+  o.type = IBV_QPT_UD;
+  o.qkey = 0x11111111;
+  Endpoint a = make_endpoint(net.host("a"), o);
+  Endpoint b = make_endpoint(net.host("b"), o);
+  connect_pair(a, b, o);
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.grh.dgid = gid_of(*b.engine);
+  ah.grh.traffic_class = 0x88;  // DSCP 34
+  ah.grh.flow_label = 0x777;    // IPv4 has no flow label: nothing to carry
+  auto h = a.engine->create_ah(a.pd, ah);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  std::vector<std::byte> src(100, std::byte{5}), rbuf(140);
+  auto* sm = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  auto* rm = reg(*b.engine, b.pd, rbuf, IBV_ACCESS_LOCAL_WRITE);
+  ibv_sge rg = sge(rbuf.data(), 140, rm);
+  ASSERT_EQ(post_recv(b, 1, &rg, 1), 0);
+  ibv_sge g = sge(src.data(), 100, sm);
+  ASSERT_EQ(send_ud(a, b, *h, 1, &g), 0);
+  std::vector<ibv_wc> got;
+  net.run_until([&] {
+    auto more = drain(b);
+    got.insert(got.end(), more.begin(), more.end());
+    return !got.empty();
+  }, net.now() + 10 * kSecond);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(from_a.size(), 1u);
+  EXPECT_EQ(from_a[0].ip_version, IpVersion::V4);
+  EXPECT_EQ(from_a[0].ipv4.tos, 0x88 | static_cast<std::uint8_t>(Ecn::Ect1));
+  EXPECT_EQ(from_a[0].icrc_status, IcrcStatus::Ok);
 }
 
 TEST(Ipv6Path, CeMarksComeBackAsIpv6Cnps) {
