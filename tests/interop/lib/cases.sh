@@ -398,7 +398,7 @@ run_case() {
       # TCP exchange's IPv4 one.
       local gen_server=$NET_GUEST_IP
       has_flag "$flags" R && gen_server=$peer_ip
-      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$gen_server" || { ok=0; CASE_NOTE="roce-gen exit $?: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -3 "$dir/roce-gen.log" | tr '\n' ' ')"; }
+      gen_run "$dir/roce-gen.log" "${gen_args[@]}" --server "$gen_server" || { local grc=$?; ok=0; CASE_NOTE="roce-gen exit $grc: $(grep -m1 'roce-gen:' "$dir/roce-gen.log" || tail -3 "$dir/roce-gen.log" | tr '\n' ' ')"; }
       grep -q "MISMATCH" "$dir/roce-gen.log" && { ok=0; CASE_NOTE="data check failed"; }
     fi
     # A server whose client failed may wait for ever (ib_write_lat polls its memory): 10 s then.
