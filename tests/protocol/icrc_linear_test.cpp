@@ -10,7 +10,7 @@
 #include "protocol/icrc_linear.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::proto {
+namespace roce::proto::icrc_linear_test {
 namespace {
 
 constexpr CrcBackend kBackends[] = {CrcBackend::Portable, CrcBackend::Zlib, CrcBackend::Isal};
@@ -134,4 +134,4 @@ TEST(IcrcLinear, ARequestFlowAndItsAcksKeepTheirTemplates) {
 }
 
 }  // namespace
-}  // namespace roce::proto
+}  // namespace roce::proto::icrc_linear_test

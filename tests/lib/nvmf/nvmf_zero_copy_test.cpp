@@ -8,7 +8,7 @@
 
 #include "tests/lib/nvmf/nvmf_pair.hpp"
 
-namespace roce::nvmf::test {
+namespace roce::nvmf::test::nvmf_zero_copy_test {
 namespace {
 
 // Ethernet 14 + IPv4 20 + UDP 8: the BTH opcode.
@@ -225,4 +225,4 @@ TEST(NvmfZeroCopy, ATornDownQueueLetsGoOfItsTransfersAndWaits) {
 }
 
 }  // namespace
-}  // namespace roce::nvmf::test
+}  // namespace roce::nvmf::test::nvmf_zero_copy_test
