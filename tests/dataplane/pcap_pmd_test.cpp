@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "dataplane/dataplane.hpp"
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -103,7 +103,7 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
   CaptureDir dir("pcap_pmd");
   const std::string in = dir.path("requests.pcap"), out = dir.path("responses.pcap");
   // The PMD opens rx_pcap at probe: start with an empty capture, fill it once the QP exists.
-  ASSERT_EQ(write_pcap(in, {}), "");
+  ASSERT_EQ(write_capture(in, {}), "");
   const std::string vdev = "net_pcap_rocetest";
   ASSERT_EQ(rte_dev_probe((vdev + ",rx_pcap=" + in + ",tx_pcap=" + out).c_str()), 0) << "cannot create " << vdev;
 
@@ -154,7 +154,7 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
   auto not_roce = peer.frame(Opcode::RcSendOnly, psn(6), {}, send_data);
   not_roce[14 + 20 + 2] = std::byte{0};  // UDP destination port 4791 -> 0x00B7
   frames.push_back(not_roce);
-  ASSERT_EQ(write_pcap(in, frames), "");
+  ASSERT_EQ(write_capture(in, frames), "");
 
   // The PMD reopens its files at start: this start reads the capture from its first record.
   ASSERT_EQ(rte_eth_dev_stop(d->port().id), 0);
@@ -206,7 +206,7 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
       {Opcode::RcAck, psn(4), 3, {}},
       {Opcode::RcAtomicAck, psn(5), 4, {}},
   };
-  const PcapContents got = read_pcap(out);
+  const CaptureContents got = read_capture(out);
   ASSERT_EQ(got.error, "");
   ASSERT_EQ(got.records.size(), expected.size());
   EXPECT_EQ(sent, expected.size());

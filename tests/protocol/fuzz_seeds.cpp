@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/random_frames.hpp"
 
 namespace {
@@ -68,8 +68,8 @@ std::size_t capture_seeds(const std::string& out_dir, const std::string& capture
   std::size_t n = 0;
   std::set<std::vector<std::byte>> seen;
   for (const auto& path : pcaps_under(captures)) {
-    const auto pcap = roce::test::read_pcap(path);
-    if (!pcap.error.empty() || pcap.linktype != DLT_EN10MB) {
+    const auto pcap = roce::test::read_capture(path);
+    if (!pcap.error.empty() || pcap.link != roce::capture::LinkType::Ethernet) {
       std::fprintf(stderr, "fuzz_seeds: skipping %s (%s)\n", path.c_str(),
                    pcap.error.empty() ? "not Ethernet" : pcap.error.c_str());
       continue;

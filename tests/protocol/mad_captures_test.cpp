@@ -18,7 +18,7 @@
 #include "protocol/mad_parser.hpp"
 #include "protocol/parser.hpp"
 #include "tests/support/captures_dir.hpp"
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 
 namespace roce::proto::mad_captures_test {
 namespace {
@@ -62,7 +62,7 @@ struct CapturedMad {
 };
 
 std::vector<CapturedMad> qp1_mads(const std::filesystem::path& file) {
-  const auto pcap = test::read_pcap(file.string());
+  const auto pcap = test::read_capture(file.string());
   EXPECT_TRUE(pcap.error.empty()) << pcap.error;
   std::vector<CapturedMad> out;
   for (const auto& rec : pcap.records) {

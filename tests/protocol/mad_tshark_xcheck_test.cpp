@@ -37,7 +37,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/captures_dir.hpp"
 #include "tests/support/hex.hpp"
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/run_command.hpp"
 
 namespace roce::proto {
@@ -311,7 +311,7 @@ TEST(MadTsharkCaptures, EveryCmMadOfTheConnectXCapturesDecodesAsTsharkDecodesIt)
   std::size_t mads = 0, fields = 0;
   for (const char* file : {"connectx_rdma_cm_write.pcap", "connectx_send_recv.pcap", "connectx_write_read.pcap"}) {
     const auto path = (*dir / file).string();
-    const auto pcap = test::read_pcap(path);
+    const auto pcap = test::read_capture(path);
     ASSERT_TRUE(pcap.error.empty()) << pcap.error;
     const auto rows = run_tshark(path, names);
     ASSERT_EQ(rows.size(), pcap.records.size()) << file;
@@ -429,7 +429,7 @@ TEST(MadTsharkBuilt, EveryAttributeWeBuildDecodesToTheValuesWeWrote) {
     }
   }
   const std::string pcap = g_out_dir + "/mad_tshark_xcheck.pcap";
-  ASSERT_EQ(test::write_pcap(pcap, frames), "");
+  ASSERT_EQ(test::write_capture(pcap, frames), "");
   const auto rows = run_tshark(pcap, field_names());
   ASSERT_EQ(rows.size(), frames.size());
   std::size_t fields = 0;

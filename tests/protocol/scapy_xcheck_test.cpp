@@ -16,7 +16,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/csv_sidecar.hpp"
 #include "tests/support/hex.hpp"
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/random_frames.hpp"
 
 namespace roce::proto {
@@ -30,7 +30,7 @@ std::string env_or(const char* name, const std::string& fallback) {
 // What the generator wrote; filled by main() before the tests run.
 struct Generated {
   std::string seed;
-  test::PcapContents pcap;
+  test::CaptureContents pcap;
   std::vector<test::CsvRow> rows;
 };
 Generated g_generated;
@@ -41,7 +41,7 @@ class ScapyCrossCheck : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(g_generated.pcap.error.empty()) << g_generated.pcap.error;
-    ASSERT_EQ(g_generated.pcap.linktype, DLT_EN10MB);
+    ASSERT_EQ(g_generated.pcap.link, capture::LinkType::Ethernet);
     ASSERT_EQ(g_generated.pcap.records.size(), g_generated.rows.size()) << "pcap and CSV sidecar disagree";
     ASSERT_FALSE(g_generated.rows.empty());
   }
@@ -186,7 +186,7 @@ int generate(roce::proto::Generated& out) {
     std::fprintf(stderr, "scapy_gen.py failed (status %d)\n", rc);
     return 1;
   }
-  out.pcap = roce::test::read_pcap(pcap);
+  out.pcap = roce::test::read_capture(pcap);
   out.rows = roce::test::read_csv(csv);
   return 0;
 }

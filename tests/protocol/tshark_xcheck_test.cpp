@@ -22,7 +22,7 @@
 #include "protocol/parser.hpp"
 #include "protocol/payload_rule.hpp"
 #include "tests/support/hex.hpp"
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/random_frames.hpp"
 
 namespace roce::proto {
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   auto records = g_run.bytes;
   records.push_back(cut_frame());
   const std::string pcap = env_or("ROCE_XCHECK_OUT_DIR", ".") + "/tshark_xcheck.pcap";
-  if (const std::string e = roce::test::write_pcap(pcap, records); !e.empty()) {
+  if (const std::string e = roce::test::write_capture(pcap, records); !e.empty()) {
     std::fprintf(stderr, "cannot write %s: %s\n", pcap.c_str(), e.c_str());
     return 1;
   }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lib/rdma/engine.hpp"
-#include "lib/rdma/qp_transitions.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
@@ -110,8 +110,7 @@ struct RawPeerPath {
 };
 
 inline void to_init(rdma::Engine& e, rdma::QueuePair* qp, unsigned access) {
-  const rdma::QpTransition t = rdma::init_transition(IBV_QPT_RC, static_cast<int>(access));
-  const Status s = e.modify_qp(qp, t.attr, t.mask);
+  const Status s = rdma::modify_to_init(e, qp, IBV_QPT_RC, static_cast<int>(access), 0);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 
@@ -125,8 +124,7 @@ inline void to_rtr(rdma::Engine& e, rdma::QueuePair* qp, const RawPeerPath& p) {
   path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(p.peer_ip));
   path.max_dest_rd_atomic = p.max_dest_rd_atomic;
   path.min_rnr_timer = p.min_rnr_timer;
-  const rdma::QpTransition t = rdma::rtr_transition(IBV_QPT_RC, path);
-  const Status s = e.modify_qp(qp, t.attr, t.mask);
+  const Status s = rdma::modify_to_rtr(e, qp, IBV_QPT_RC, path);
   ASSERT_TRUE(s.ok()) << s.error().message;
 }
 

@@ -55,8 +55,7 @@ std::size_t SimFabric::index(const std::string& name) const {
 }
 
 void SimFabric::capture_to(const std::string& path, std::uint32_t snap_bytes) {
-  pcap_ = std::make_unique<PcapDump>(path);
-  snap_bytes_ = snap_bytes;
+  pcap_ = open_sim_capture(path, snap_bytes);
 }
 
 void SimFabric::start_window() {
@@ -99,7 +98,7 @@ void SimFabric::transmit_all() {
   for (std::size_t i = 0; i < hosts_.size(); ++i) {
     Port& p = *hosts_[i];
     p.sim.transmit(now_, kTxRingNs, [&](std::span<const std::byte> f) {
-      if (pcap_) pcap_->write(f.first(std::min<std::size_t>(f.size(), snap_bytes_)), now_, f.size());
+      if (pcap_) write_sim_frame(*pcap_, f, now_);
       const Nanos sent = p.sim.link().send(now_, cc::link_bytes(static_cast<std::uint32_t>(f.size())));
       push(sent + p.link.delay, store(f), i, false);
     });

@@ -20,7 +20,7 @@
 
 #include "lib/cc/congestion_point.hpp"
 #include "lib/rdma/engine.hpp"
-#include "tests/support/pcap_dump.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/sim_host.hpp"
 
 namespace roce::test {
@@ -136,8 +136,7 @@ class SimFabric {
   std::uint64_t unroutable_ = 0;
   Nanos now_ = 0;
   std::uint64_t steps_at_now_ = 0;
-  std::unique_ptr<PcapDump> pcap_;
-  std::uint32_t snap_bytes_ = 128;
+  std::unique_ptr<capture::CaptureWriter> pcap_;
 };
 
 }  // namespace roce::test

@@ -91,7 +91,7 @@ void SimNetwork::emit(Host& from, std::span<const std::byte> frame) {
 void SimNetwork::transmit_all() {
   for (Host& h : hosts_)
     h.sim.transmit(now_, kTxRingNs, [&](std::span<const std::byte> f) {
-      if (pcap_) pcap_->write(f, now_);
+      if (pcap_) write_sim_frame(*pcap_, f, now_);
       emit(h, f);
     });
 }

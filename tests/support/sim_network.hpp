@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lib/rdma/engine.hpp"
-#include "tests/support/pcap_dump.hpp"
+#include "tests/support/capture_file.hpp"
 #include "tests/support/sim_host.hpp"
 
 namespace roce::test {
@@ -59,7 +59,7 @@ class SimNetwork {
   const LinkStats& stats(const std::string& from) const { return hosts_.at(index_.at(from)).link_stats; }
   // The faults of `from`'s outgoing link, for a path that changes mid-test.
   LinkFaults& faults(const std::string& from) { return hosts_.at(index_.at(from)).faults; }
-  void capture_to(const std::string& path) { pcap_ = std::make_unique<PcapDump>(path); }
+  void capture_to(const std::string& path) { pcap_ = open_sim_capture(path); }
   // Observes every frame put on a link (before faults): for tests that count packets.
   std::function<void(const std::string& from, std::span<const std::byte>, Nanos)> on_transmit;
 
@@ -89,7 +89,7 @@ class SimNetwork {
   std::vector<InFlight> queue_;  // min-heap on (at, seq)
   std::uint64_t seq_ = 0;
   Nanos now_ = 0;
-  std::unique_ptr<PcapDump> pcap_;
+  std::unique_ptr<capture::CaptureWriter> pcap_;
 };
 
 }  // namespace roce::test

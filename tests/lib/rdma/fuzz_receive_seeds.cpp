@@ -18,7 +18,7 @@
 #include "protocol/parser.hpp"
 #include "protocol/psn.hpp"
 #include "tests/lib/rdma/fuzz_receive_world.hpp"
-#include "tests/support/pcap_file.hpp"
+#include "tests/support/capture_file.hpp"
 
 namespace {
 
@@ -166,8 +166,8 @@ std::vector<std::string> pcaps_under(const std::string& dir) {
 std::size_t capture_seeds(const std::string& out_dir, const std::string& dir) {
   std::size_t n = 0;
   for (const auto& path : pcaps_under(dir)) {
-    const auto pcap = roce::test::read_pcap(path);
-    if (!pcap.error.empty() || pcap.linktype != DLT_EN10MB) continue;
+    const auto pcap = roce::test::read_capture(path);
+    if (!pcap.error.empty() || pcap.link != roce::capture::LinkType::Ethernet) continue;
     const std::string base = path.substr(path.rfind('/') + 1);
     const std::size_t windows = (pcap.records.size() + kWindow - 1) / kWindow;
     const std::size_t step = windows / kMaxWindowsPerCapture + 1;

@@ -1,5 +1,6 @@
 // Unreliable connected and datagram queue pairs: no acknowledgements, and a lost packet loses
 // its message (UC) or its datagram (UD).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include "protocol/parser.hpp"
