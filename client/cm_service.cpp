@@ -241,6 +241,10 @@ Status CmService::connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQp
   if (type != IBV_QPT_UD && !dp_.resolve(ip, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(ip));
   return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
+    // Agreed in the REQ/REP (lib/cm/ece.hpp); 0 unless both ends are rocev2-dp and asked for it.
+    if (type == IBV_QPT_RC) {
+      if (Status s = qp.qp->set_selective_repeat(a.selective_repeat); !s) return s;
+    }
     const rdma::QpTransition rtr = rdma::rtr_transition(type, a.rtr);
     if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
     const rdma::QpTransition rts = rdma::rts_transition(type, a.rts);

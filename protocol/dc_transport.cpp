@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "protocol/icrc_verdict.hpp"
 #include "protocol/payload_tail.hpp"
 
 namespace roce::proto {
@@ -115,16 +116,7 @@ ParseError parse_dc(ByteSpan buf, const ParseOptions& opts, Packet& p, DcHeaders
     case PayloadTail::Cut: return ParseError::None;
     case PayloadTail::Whole: break;
   }
-  const std::size_t icrc_off = p.datagram_end - kIcrcBytes;
-  const bool ipv4_options = p.ip_version == IpVersion::V4 && p.l4_offset - p.l3_offset != kIpv4HeaderBytes;
-  if (ipv4_options) {
-    p.icrc_status = IcrcStatus::NotCheckable;
-  } else if (!opts.verify_icrc) {
-    p.icrc_status = IcrcStatus::NotChecked;
-  } else {
-    const auto datagram = buf.subspan(p.l3_offset, icrc_off - p.l3_offset);
-    p.icrc_status = compute_icrc(opts.crc, p.ip_version, datagram) == p.icrc ? IcrcStatus::Ok : IcrcStatus::Bad;
-  }
+  p.icrc_status = icrc_verdict(buf, opts, p);
   return ParseError::None;
 }
 

@@ -4,6 +4,7 @@
 
 #include "protocol/dc_transport.hpp"
 #include "protocol/opcode.hpp"
+#include "protocol/sack.hpp"
 
 namespace roce::proto {
 namespace {
@@ -54,7 +55,10 @@ OpcodeName describe_opcode(std::uint8_t op, bool se) {
       return {OpcodeKind::Xrc, "XRC_" + rc_name.substr(3)};
     }
     case 6: return {OpcodeKind::Reserved, with_hex("RESERVED", op)};
-    default: return {OpcodeKind::Vendor, with_hex("VENDOR", op)};
+    default:
+      // Ours, sent only to a peer that agreed to selective repeat (sack.hpp).
+      if (op == kSackOpcode) return {OpcodeKind::Vendor, "ROCEV2DP_RC_SACK"};
+      return {OpcodeKind::Vendor, with_hex("VENDOR", op)};
   }
 }
 

@@ -41,6 +41,7 @@ bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, prot
   const rdma::QpTransition init =
       rdma::init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   if (!e.modify_qp(qp, init.attr, init.mask).ok()) return false;
+  if (!qp->set_selective_repeat(o.selective_repeat).ok()) return false;
   rdma::PeerPath path;
   path.mtu = o.mtu;
   path.dest_qpn = peer_qpn;

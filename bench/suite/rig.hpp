@@ -34,6 +34,7 @@ struct QpSetOptions {
   ibv_mtu mtu = IBV_MTU_4096;
   std::uint32_t depth = 512;   // send and receive queue entries
   std::uint8_t timeout = 14;   // local ACK timeout: 4.096 us * 2^timeout (perftest's default)
+  std::uint32_t selective_repeat = 0;  // reorder window on both ends (QueuePair::set_selective_repeat), 0 = go-back-N
 };
 
 class Rig {

@@ -52,7 +52,10 @@ Mad format_req(const ConnectParams& p, Ids ids, std::uint64_t local_ca_guid, std
   r.primary.set_subnet_local(subnet_local);
   r.primary.set_local_ack_timeout(cm_ack_timeout(ca_ack_delay, p.path.packet_life_time));
   copy_into(r.private_data, p.private_data);
-  return make_mad(MadHeader::cm(CmAttribute::Req, ids.tid), r);
+  r.set_vendor_id(p.ece.vendor_id);
+  MadHeader h = MadHeader::cm(CmAttribute::Req, ids.tid);
+  h.attribute_modifier.set(p.ece.options);  // ECE (ece.hpp)
+  return make_mad(h, r);
 }
 
 Mad format_rep(const AcceptParams& p, Ids ids, std::uint8_t target_ack_delay, std::uint64_t local_ca_guid) {
@@ -71,7 +74,10 @@ Mad format_rep(const AcceptParams& p, Ids ids, std::uint8_t target_ack_delay, st
   r.set_srq(p.srq);
   r.local_ca_guid.set(local_ca_guid);
   copy_into(r.private_data, p.private_data);
-  return make_mad(MadHeader::cm(CmAttribute::Rep, ids.tid), r);
+  set_rep_vendor_id(r, p.ece.vendor_id);
+  MadHeader h = MadHeader::cm(CmAttribute::Rep, ids.tid);
+  h.attribute_modifier.set(p.ece.options);  // ECE (ece.hpp)
+  return make_mad(h, r);
 }
 
 Mad format_rtu(Ids ids, PrivateData pd) {

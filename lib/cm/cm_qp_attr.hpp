@@ -18,11 +18,15 @@ struct CmQpLimits {
   ibv_mtu max_mtu = IBV_MTU_4096;   // the port's active MTU: what an active side asks for
   std::uint8_t max_rd_atomic = 16;  // the engine's max_rd_atomic
   std::uint8_t min_rnr_timer = 12;  // ours: the REQ/REP do not carry it
+  // Selective repeat with another rocev2-dp endpoint (ece.hpp): the reorder window we offer or
+  // accept, 0 = never (go-back-N).
+  std::uint32_t selective_repeat = 0;
 };
 
 struct CmQpAttrs {
   rdma::PeerPath rtr;
   rdma::SendSide rts;
+  std::uint32_t selective_repeat = 0;  // agreed in the REQ/REP ECE: set on the QP before RTR
 };
 
 // Passive side, from the REQ: `rq_psn` is the starting PSN our REP carries (AcceptParams).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/cm/cm_state.hpp"
+#include "lib/cm/ece.hpp"
 #include "lib/time.hpp"
 #include "protocol/cm_connect.hpp"
 #include "protocol/cm_reject.hpp"
@@ -75,6 +76,7 @@ struct ConnectParams {
   std::uint8_t max_cm_retries = 15;              // CMA_MAX_CM_RETRIES
   std::uint32_t local_qkey = 0;
   std::vector<std::uint8_t> private_data;        // at most 92 bytes
+  Ece ece{};                                     // ece.hpp: selective_repeat_ece() offers selective repeat
 };
 
 // Passive side: ib_send_cm_rep()'s parameters. starting_psn as in ConnectParams.
@@ -89,6 +91,7 @@ struct AcceptParams {
   bool srq = false;
   std::uint32_t local_qkey = 0;
   std::vector<std::uint8_t> private_data;  // at most 196 bytes
+  Ece ece{};                               // ece.hpp: answer_selective_repeat() to the REQ's
 };
 
 struct SidrRequestParams {
@@ -152,6 +155,7 @@ struct ReqInfo {
   bool srq = false;
   std::uint16_t pkey = 0;
   proto::CmReqPath primary{};  // as the REQ carries it (local = the active side)
+  Ece ece{};
 };
 
 // A REP as the active consumer needs it (cm_format_rep_event): swapped like ReqInfo.
@@ -168,6 +172,7 @@ struct RepInfo {
   std::uint8_t rnr_retry_count = 0;
   bool flow_control = false;
   bool srq = false;
+  Ece ece{};
 };
 
 struct RejInfo {

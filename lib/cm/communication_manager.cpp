@@ -328,6 +328,7 @@ void CommunicationManager::on_req(const ParsedMad& p, const MadPeer& from, Nanos
   info.local_cm_response_timeout = req.local_cm_response_timeout();
   info.max_cm_retries = req.max_cm_retries();
   info.flow_control = req.end_to_end_flow_control();
+  info.ece = Ece{req.vendor_id(), p.header.attribute_modifier.get()};
   info.srq = req.srq();
   info.pkey = req.partition_key.get();
   info.primary = req.primary;
@@ -396,6 +397,7 @@ void CommunicationManager::on_rep(const ParsedMad& p, const MadPeer& from, Nanos
   info.rnr_retry_count = rep.rnr_retry_count();
   info.flow_control = rep.end_to_end_flow_control();
   info.srq = rep.srq();
+  info.ece = Ece{rep_vendor_id(rep), p.header.attribute_modifier.get()};
   emit(*c, out, CmEvent{CmEventType::RepReceived, 0, std::move(info), to_vector(rep.private_data)});
 }
 

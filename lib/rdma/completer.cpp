@@ -7,6 +7,7 @@
 #include "protocol/aeth.hpp"
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/psn.hpp"
+#include "protocol/sack.hpp"
 
 namespace roce::rdma {
 
@@ -225,7 +226,7 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   if (timeout) qp.counters.inc(Counter::RetransmitTimeouts);
   qp.counters.inc(Counter::CompleterRetryErr);
   loss_event(qp, req, now, timeout);
-  go_back(qp, req, psn, now);
+  go_back(qp, req, psn, now, false, timeout);
   return CompleterOutcome::Progress;
 }
 
@@ -247,8 +248,8 @@ void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool 
   }
 }
 
-void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early) {
-  req.rewind(qp, psn);
+void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early, bool timer) {
+  if (!((early || timer) && req.selective() && req.resend_unsacked(qp))) req.rewind(qp, psn);
   retrying_ = true;
   if (early && sample_sent_at_ != kNever) {
     sample_resent_ = true;  // judged when its ACK comes back
@@ -258,6 +259,20 @@ void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos 
   }
   sample_from_ = req.sent_end_psn();
   arm_timers(qp, now);
+}
+
+void Completer::on_sack(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  qp.counters.inc(Counter::SacksReceived);
+  std::uint32_t first = 0;
+  if (req.on_sack(qp, psn_next(pkt.psn()), sack_bitmap(pkt), &first) == 0) return;
+  // A hole costs its own packets, not a window: no go-back, no cut (a queue shows in the
+  // round trip and DCQCN's marks, which still act).
+  qp.counters.inc(Counter::LossEvents);
+  if (sample_sent_at_ != kNever && psn_before(first, sample_end_)) {
+    sample_sent_at_ = kNever;  // Karn: the sampled PSN goes twice
+    sample_resent_ = false;
+  }
+  arm_early(qp, now);  // the resends get their round trip before the timer looks again
 }
 
 std::uint32_t Completer::resume_psn(const QpContext& qp) const {
@@ -342,6 +357,10 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
       const auto r = acknowledge_before(qp, req, psn_next(psn), &retry_psn);
       if (una_ != before) progressed(qp, req, now);
       if (r == AckResult::ResponseLost) return retry(qp, req, retry_psn, now, false);
+      if (is_sack(pkt)) {
+        on_sack(qp, req, pkt, now);
+        return CompleterOutcome::Progress;
+      }
       return una_ != before ? CompleterOutcome::Progress : CompleterOutcome::Nothing;
     }
     case AckType::RnrNak: {

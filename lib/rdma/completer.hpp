@@ -69,7 +69,11 @@ class Completer {
   AckResult acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn, std::uint32_t* retry_psn);
   void finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status);
   CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
-  void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false);
+  // `timer`: a timer, not a NAK, found the loss; with selective repeat only what no SACK
+  // reported is resent then.
+  void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false, bool timer = false);
+  // A SACK's selective part: marks what it shows missing for one resend each.
+  void on_sack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
   CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now, bool placed);
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);

@@ -50,6 +50,12 @@ std::string_view counter_name(Counter c) {
     case Counter::CnpIgnored: return "cnp_ignored";
     case Counter::EcnCeReceived: return "ecn_ce_received";
     case Counter::WcErrors: return "wc_errors";
+    case Counter::SacksSent: return "sacks_sent";
+    case Counter::SacksReceived: return "sacks_received";
+    case Counter::OutOfOrderBuffered: return "out_of_order_buffered";
+    case Counter::ReorderDuplicates: return "reorder_duplicates";
+    case Counter::ReorderOverflows: return "reorder_overflows";
+    case Counter::SelectiveResends: return "selective_resends";
     case Counter::Count: break;
   }
   return "unknown";

@@ -59,6 +59,13 @@ enum class Counter : std::uint16_t {
   CnpIgnored,
   EcnCeReceived,
   WcErrors,              // completions with a status other than success (flush included)
+  // selective repeat (docs/loss.md, part 2)
+  SacksSent,
+  SacksReceived,
+  OutOfOrderBuffered,    // requests ahead of the expected PSN held in the reorder buffer
+  ReorderDuplicates,     // ... arriving again while held (dropped)
+  ReorderOverflows,      // ... beyond the reorder window (dropped)
+  SelectiveResends,      // packets resent because a SACK or a timer found them missing
   Count,
 };
 

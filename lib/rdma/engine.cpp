@@ -194,7 +194,13 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   opts.mtu_rules = false;  // sizes against the path MTU are the QP's to check: a NAK, not a silent drop
   opts.icrc_cache = icrc_cache_.get();
   Packet pkt;
-  const ParseError err = parse_frame(frame, opts, pkt);
+  ParseError err = parse_frame(frame, opts, pkt);
+  // Our selective acknowledgement (protocol/sack.hpp): only a QP that agreed to selective
+  // repeat takes one; for any other it stays the unknown opcode it is.
+  if (err == ParseError::UnknownOpcode && pkt.bth.opcode == kSackOpcode) {
+    const QueuePair* q = find_qp(pkt.dest_qp());
+    if (q != nullptr && q->selective_repeat()) err = parse_sack(frame, opts, pkt);
+  }
   if (err != ParseError::None) {
     ++parse_drops_[static_cast<std::size_t>(err)];
     return;

@@ -50,6 +50,11 @@ struct QpConfig {
   std::uint16_t pkey = 0xFFFF;
   std::uint32_t sq_psn = 0;
   std::uint32_t rq_psn = 0;
+
+  // Selective repeat (docs/loss.md, part 2): the reorder window in PSNs (a power of two, at
+  // most proto::kSackSpan), or 0 for go-back-N. Set before RTR, on both ends, only when both
+  // agreed at connection set-up: a standard peer never gets a SACK.
+  std::uint32_t selective_repeat = 0;
 };
 
 // Knobs of the transport that verbs does not expose.

@@ -1,11 +1,13 @@
 #include "lib/rdma/queue_pair.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/mtu.hpp"
 #include "protocol/psn.hpp"
+#include "protocol/sack.hpp"
 
 namespace roce::rdma {
 
@@ -152,6 +154,17 @@ void QueuePair::apply(const ibv_qp_attr& a, int mask) {
   if (mask & IBV_QP_MIN_RNR_TIMER) c.min_rnr_timer = a.min_rnr_timer;
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) c.max_rd_atomic = a.max_rd_atomic;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+}
+
+Status QueuePair::set_selective_repeat(std::uint32_t window) {
+  if (ctx_.cfg.type != IBV_QPT_RC) return make_error(EINVAL, "selective repeat is for RC QPs");
+  if (ctx_.state != QpState::Reset && ctx_.state != QpState::Init)
+    return make_error(EINVAL, "selective repeat is set before RTR, the QP is in " + to_string(ctx_.state));
+  if (window != 0 && (window < 8 || window > proto::kSackSpan || !std::has_single_bit(window)))
+    return make_error(EINVAL, "selective repeat window " + std::to_string(window) + " is not a power of two in 8.." +
+                                  std::to_string(proto::kSackSpan));
+  ctx_.cfg.selective_repeat = window;
+  return {};
 }
 
 Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& path) {

@@ -45,6 +45,10 @@ class QueuePair {
   const Counters& counters() const { return ctx_.counters; }
 
   Status modify(const ibv_qp_attr& attr, int mask, const PathConfig& path);
+  // Selective repeat with a reorder window of `window` PSNs (0: go-back-N), before RTR; only
+  // when the peer agreed at connection set-up (docs/loss.md, part 2).
+  Status set_selective_repeat(std::uint32_t window);
+  bool selective_repeat() const { return ctx_.cfg.selective_repeat != 0; }
   void query(ibv_qp_attr* attr, ibv_qp_init_attr* init) const;
   int post_send(const ibv_send_wr* wr, ibv_send_wr** bad);
   int post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad);

@@ -56,6 +56,10 @@ void Requester::start(const QpContext& qp) {
   rnr_until_ = kNever;
   inflight_rd_atomic_ = 0;
   packets_since_ack_req_ = 0;
+  sr_window_ = qp.is_rc() ? qp.cfg.selective_repeat : 0;
+  sr_pending_ = 0;
+  tx_seq_ = 0;
+  sr_.fill(SrSlot{});
 }
 
 bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
@@ -64,6 +68,8 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   const std::int32_t inflight = psn_diff(psn, una_hint_);
   if (inflight >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
   if (static_cast<std::int64_t>(inflight) >= static_cast<std::int64_t>(window_limit())) return false;
+  // Selective repeat: no further ahead than the responder's reorder buffer reaches.
+  if (sr_window_ != 0 && inflight >= static_cast<std::int32_t>(sr_window_)) return false;
   if (qp.tuning->max_inflight_bytes != 0 && inflight > 0 &&
       static_cast<std::uint64_t>(inflight) * qp.cfg.pmtu >= qp.tuning->max_inflight_bytes)
     return false;
@@ -78,6 +84,7 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
 
 bool Requester::can_send(const QpContext& qp) const {
   if (!qp.sends_requests() || state_ != State::Ready) return false;
+  if (sr_pending_ != 0) return true;  // a resend replaces a lost packet: no window holds it back
   for (std::uint64_t i = cursor_; i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);
     if (w.state == WqeState::Done) continue;
@@ -96,6 +103,7 @@ bool Requester::drained(const QpContext& qp) const {
 bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
   *local_error = false;
   if (!qp.sends_requests() || state_ != State::Ready) return false;
+  if (sr_pending_ != 0 && build_selective(qp, frame)) return true;
   while (cursor_ < qp.sq.tail()) {
     SendWqe& w = qp.sq.at(cursor_);
     if (w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets)) {
@@ -202,6 +210,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     const bool fills_window =
         inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
         static_cast<std::int64_t>(inflight_after) >= static_cast<std::int64_t>(window_limit()) ||
+        (sr_window_ != 0 && inflight_after >= static_cast<std::int32_t>(sr_window_)) ||
         (qp.tuning->max_inflight_bytes != 0 &&
          static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
     const std::uint32_t every = std::min(qp.tuning->ack_req_every, window_ack_spacing());
@@ -227,6 +236,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   frame.length = static_cast<std::uint32_t>(l.length);
 
   qp.counters.inc(Counter::SentPkts);
+  if (sr_window_ != 0) sr_slot(psn).tx = ++tx_seq_;
   if (info.ends_message() && info.operation == Operation::Send) qp.counters.inc(Counter::RdmaSends);
   const std::uint32_t end = psn_add(psn, w.is_read() ? w.npackets - index : 1);
   if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
@@ -257,6 +267,7 @@ void Requester::rewind(QpContext& qp, std::uint32_t psn) {
     cursor_ = i;
     packets_since_ack_req_ = 0;
     send_pos_ = psn;
+    sr_pending_ = 0;  // everything from here goes again anyway
     return;
   }
 }

@@ -3,11 +3,13 @@
 // and the outstanding READ/atomic limit, and rewinds to a PSN when the completer asks.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/send_window.hpp"
+#include "protocol/sack.hpp"
 
 namespace roce::rdma {
 
@@ -58,11 +60,43 @@ class Requester {
   std::uint32_t window_limit() const { return window_ ? window_->limit() : UINT32_MAX; }
   std::uint32_t window_ack_spacing() const { return window_ ? window_->ack_spacing() : UINT32_MAX; }
   void use_window(const SendWindow* w) { window_ = w; }
+  // Selective repeat (requester_selective.cpp; docs/loss.md, part 2).
+  bool selective() const { return sr_window_ != 0; }
+  // A SACK from a responder expecting `epsn`: marks the request packets it shows missing below
+  // the highest one it holds for one resend each (a resent packet lost again is resent once more when the SACK holds a packet sent after it). Returns how many were newly marked; *first the oldest.
+  std::uint32_t on_sack(const QpContext& qp, std::uint32_t epsn, const proto::SackBitmap& sacked, std::uint32_t* first);
+  // A timer fired: marks every unacknowledged request packet no SACK reported. False (nothing
+  // marked) when the oldest unfinished WQE waits for response data: go-back-N re-asks for it.
+  bool resend_unsacked(const QpContext& qp);
+  std::uint32_t resends_pending() const { return sr_pending_; }
+
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
 
  private:
   bool window_allows(const QpContext& qp, const SendWqe& w) const;
+  // Resends the oldest packet marked for a selective resend; false when none is left.
+  bool build_selective(QpContext& qp, TxFrame& frame);
+  // Calls f(wqe, packet index, psn) for every request packet sent and not yet acknowledged.
+  template <typename F>
+  void for_each_sent_request(QpContext& qp, F&& f);
+  template <typename F>
+  void for_each_sent_request(const QpContext& qp, F&& f) const;
+  enum SrFlag : std::uint8_t { kSacked = 1, kPending = 2, kResent = 4 };
+  struct SrSlot {
+    std::uint32_t psn = 0;
+    std::uint32_t tx = 0;  // when its latest copy went out (tx_seq_)
+    std::uint8_t flags = 0;
+  };
+  SrSlot& sr_slot(std::uint32_t psn) {
+    SrSlot& s = sr_[psn % sr_.size()];
+    if (s.psn != psn) s = SrSlot{psn, 0, 0};
+    return s;
+  }
+  std::uint8_t sr_flags(std::uint32_t psn) const {
+    const SrSlot& s = sr_[psn % sr_.size()];
+    return s.psn == psn ? s.flags : 0;
+  }
   void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
 
   State state_ = State::Ready;
@@ -78,6 +112,12 @@ class Requester {
   bool local_done_ = false;
   std::uint32_t send_pos_ = 0;
   const SendWindow* window_ = nullptr;  // the completer's send window
+  // Selective repeat: the responder's reorder window (0: go-back-N), and per PSN in flight
+  // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it.
+  std::uint32_t sr_window_ = 0;
+  std::uint32_t sr_pending_ = 0;  // marked kPending (some may have been acknowledged since)
+  std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
+  std::array<SrSlot, proto::kSackSpan> sr_{};
 
   friend class Completer;
 };

@@ -45,12 +45,22 @@ void Responder::start(const QpContext& qp) {
   out_head_ = 0;
   out_count_ = 0;
   replays_queued_ = false;
+  // Slots hold whole frames: headers around one path MTU (QueuePair::max_frame_bytes).
+  reorder_.start(qp.is_rc() ? qp.cfg.selective_repeat : 0, qp.cfg.pmtu + 128);
 }
 
 // The driver: the only place the walk's state changes. Checks run on the packet as parsed; the
 // first acting state needs its ICRC known, so a deferred one is settled here, once, unless the
 // packet is placed ahead of its verdict (Execute settles it during the copy).
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame) {
+  if (!reorder_.enabled()) return walk(qp, pkt, frame);
+  if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) return hold_ahead(qp, pkt, frame);
+  const std::uint32_t before = epsn_;
+  const ResponderOutcome o = walk(qp, pkt, frame);
+  return epsn_ != before && reorder_.held() != 0 ? drain(qp, o) : o;
+}
+
+ResponderOutcome Responder::walk(QpContext& qp, const Packet& pkt, ByteSpan frame) {
   Walk w{pkt, frame};
   w.icrc_known = pkt.icrc_status != IcrcStatus::Deferred;
   RespState s = RespState::CheckPsn;

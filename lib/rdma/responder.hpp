@@ -15,6 +15,7 @@
 
 #include "lib/rdma/payload.hpp"
 #include "lib/rdma/qp_context.hpp"
+#include "lib/rdma/reorder_buffer.hpp"
 #include "lib/rdma/responder_checks.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/packet.hpp"
@@ -60,6 +61,8 @@ class Responder {
   PayloadDest destination(const QpContext& qp, const proto::Packet& pkt) const;
 
   std::uint32_t expected_psn() const { return epsn_; }
+  // Selective repeat: requests held ahead of the expected PSN.
+  std::uint32_t reorder_held() const { return reorder_.held(); }
   std::uint32_t msn() const { return msn_; }
   SequenceState sequence_state() const { return seq_; }
   OpenMessage open_message() const { return msg_; }
@@ -87,7 +90,9 @@ class Responder {
     std::uint64_t original = 0;
   };
   struct Item {
-    enum class Kind : std::uint8_t { Ack, Nak, ReadResponse, AtomicAck } kind = Kind::Ack;
+    // Sack: an ACK for `psn` with the reorder buffer's bitmap as it is when the packet is built
+    // (a plain ACK when the buffer is empty by then).
+    enum class Kind : std::uint8_t { Ack, Nak, ReadResponse, AtomicAck, Sack } kind = Kind::Ack;
     std::uint32_t psn = 0;  // ACK/NAK/atomic: the PSN; READ: PSN of the first response packet
     std::uint32_t msn = 0;
     proto::Syndrome syndrome{};
@@ -102,6 +107,15 @@ class Responder {
     bool reexecuted = false;
     bool replay = false;  // a fresh answer to a duplicate: takes no responder resource
   };
+
+  // One request through the states, in PSN order (on_request adds the reorder buffer around it).
+  ResponderOutcome walk(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
+  // Selective repeat (responder_reorder.cpp): holds a request ahead of the expected PSN; runs
+  // the held requests that are now in sequence.
+  ResponderOutcome hold_ahead(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
+  ResponderOutcome drain(QpContext& qp, ResponderOutcome so_far);
+  void queue_sack();
+  bool build_sack_frame(QpContext& qp, Item& it, TxFrame& frame);
 
   // The checks (responder_checks.hpp): each names the next state and changes nothing.
   RespState check(const QpContext& qp, Walk& w, RespState s) const;
@@ -163,6 +177,7 @@ class Responder {
   std::uint32_t write_remaining_ = 0;
   std::uint32_t write_length_ = 0;
   bool fatal_ = false;
+  ReorderBuffer reorder_;
 
   std::vector<Resource> resources_;
   std::size_t next_resource_ = 0;

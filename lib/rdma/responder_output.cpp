@@ -20,7 +20,7 @@ Responder::Item& Responder::push_item() {
 void Responder::queue_ack(QpContext& qp, std::uint32_t psn) {
   if (out_count_ > 0) {
     Item& tail = out_[slot(out_count_ - 1)];
-    if (tail.kind == Item::Kind::Ack) {  // coalesce: one ACK covers everything up to psn
+    if (tail.kind == Item::Kind::Ack || tail.kind == Item::Kind::Sack) {  // coalesce: one ACK covers everything up to psn
       tail.psn = psn;
       tail.msn = msn_;
       qp.counters.inc(Counter::AckDeferred);
@@ -184,17 +184,23 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
 bool Responder::build_next(QpContext& qp, TxFrame& frame) {
   if (out_count_ == 0) return false;
   Item& it = out_[out_head_];
+  if (it.kind == Item::Kind::Sack && build_sack_frame(qp, it, frame)) {
+    out_head_ = slot(1);
+    if (--out_count_ == 0) replays_queued_ = false;
+    return frame.length != 0;
+  }
   FrameSpec spec = qp.path;
   std::uint32_t payload = 0;
   const std::byte* src = nullptr;
   bool done = true;
   switch (it.kind) {
     case Item::Kind::Ack:
+    case Item::Kind::Sack:  // the reorder buffer emptied before it went out: a plain ACK
     case Item::Kind::Nak:
       spec.bth.opcode = raw(Opcode::RcAck);
       spec.bth.psn.set(it.psn);
       spec.ext.aeth = Aeth{it.syndrome.raw, Be24::of(it.msn)};
-      if (it.kind == Item::Kind::Ack) qp.counters.inc(Counter::AcksSent);
+      if (it.kind != Item::Kind::Nak) qp.counters.inc(Counter::AcksSent);
       break;
     case Item::Kind::AtomicAck:
       spec.bth.opcode = raw(Opcode::RcAtomicAck);

@@ -1,0 +1,113 @@
+// Selective repeat at the requester (docs/loss.md, part 2): a SACK names the request packets
+// the responder holds past a hole; the ones below the highest held that it does not hold are
+// resent, each once, and new data goes on. A timer resends what no SACK reported.
+#include "lib/rdma/requester.hpp"
+#include "protocol/psn.hpp"
+
+namespace roce::rdma {
+
+using namespace roce::proto;
+
+template <typename F>
+void Requester::for_each_sent_request(const QpContext& qp, F&& f) const {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::InFlight) continue;
+    if (w.is_read()) {
+      // One request packet; once its data started coming, go-back-N re-asks for the rest.
+      if (w.read_packets_received == 0 && w.next_packet != 0) f(w, 0u, w.first_psn);
+      continue;
+    }
+    for (std::uint32_t k = 0; k < w.next_packet && k < w.npackets; ++k) f(w, k, psn_add(w.first_psn, k));
+  }
+}
+
+template <typename F>
+void Requester::for_each_sent_request(QpContext& qp, F&& f) {
+  std::as_const(*this).for_each_sent_request(std::as_const(qp), [&](const SendWqe& w, std::uint32_t k, std::uint32_t psn) {
+    f(const_cast<SendWqe&>(w), k, psn);
+  });
+}
+
+std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const SackBitmap& sacked, std::uint32_t* first) {
+  // The highest PSN held: everything unreported below it was lost (the paths selective repeat
+  // runs on do not reorder within a round trip; a late original is a duplicate, dropped).
+  std::uint32_t top = 0;
+  bool any = false;
+  for (std::uint32_t i = 0; i < kSackSpan; ++i)
+    if (sacked.has(i)) {
+      top = i;
+      any = true;
+    }
+  if (!any) return 0;
+  const std::uint32_t end = psn_add(epsn, 1 + top);  // the highest held
+  const auto held = [&](std::uint32_t psn) {
+    const std::int32_t d = psn_diff(psn, epsn);
+    return d > 0 && sacked.has(static_cast<std::uint32_t>(d - 1));
+  };
+  // The latest transmission the SACK shows arrived: a copy sent before it and still missing was
+  // lost (IRN's rule for lost retransmissions), without waiting for a timer.
+  std::uint32_t latest = 0;
+  for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
+    if (!held(psn)) return;
+    SrSlot& s = sr_slot(psn);
+    s.flags |= kSacked;
+    latest = std::max(latest, s.tx);
+  });
+  std::uint32_t marked = 0;
+  for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
+    if (psn_before(psn, epsn) || !psn_before(psn, end) || held(psn)) return;
+    SrSlot& s = sr_slot(psn);
+    if (s.flags & (kPending | kSacked)) return;  // a SACK never takes back a hold
+    if ((s.flags & kResent) && s.tx >= latest) return;  // its latest copy may still arrive
+    s.flags |= kPending | kResent;
+    if (marked++ == 0) *first = psn;
+    ++sr_pending_;
+  });
+  return marked;
+}
+
+bool Requester::resend_unsacked(const QpContext& qp) {
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state == WqeState::Done) continue;
+    if (w.state == WqeState::InFlight && w.is_read() && w.read_packets_received != 0) return false;
+    break;
+  }
+  std::uint32_t marked = 0;
+  for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
+    SrSlot& s = sr_slot(psn);
+    if (s.flags & kSacked) return;
+    s.flags = kPending | kResent;
+    ++marked;
+  });
+  sr_pending_ = marked;
+  return marked != 0;
+}
+
+bool Requester::build_selective(QpContext& qp, TxFrame& frame) {
+  SendWqe* wqe = nullptr;
+  std::uint32_t index = 0;
+  for_each_sent_request(qp, [&](SendWqe& w, std::uint32_t k, std::uint32_t psn) {
+    if (wqe != nullptr || psn_before(psn, una_hint_)) return;
+    SrSlot& s = sr_slot(psn);
+    if (!(s.flags & kPending)) return;
+    s.flags &= static_cast<std::uint8_t>(~kPending);
+    wqe = &w;
+    index = k;
+  });
+  if (wqe == nullptr) {
+    sr_pending_ = 0;  // the rest were acknowledged meanwhile
+    return false;
+  }
+  --sr_pending_;
+  // The packet as it first went out: write_packet builds packet `next_packet` and moves it on.
+  const std::uint32_t next = wqe->next_packet;
+  wqe->next_packet = index;
+  write_packet(qp, *wqe, frame);
+  wqe->next_packet = next;
+  qp.counters.inc(Counter::SelectiveResends);
+  return true;
+}
+
+}  // namespace roce::rdma

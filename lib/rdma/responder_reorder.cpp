@@ -1,0 +1,119 @@
+// Selective repeat at the responder (docs/loss.md, part 2): requests ahead of the expected PSN
+// are held in the reorder buffer and run through the ordinary states once the hole before them
+// is filled, so WRITE placement, SEND and WRITE-with-immediate completions, READ and atomic
+// execution and duplicate handling all stay in PSN order, exactly once. What is held and what
+// is missing goes back in an RC_SACK (protocol/sack.hpp).
+#include <algorithm>
+
+#include "lib/rdma/responder.hpp"
+#include "protocol/icrc_deferred.hpp"
+#include "protocol/parser.hpp"
+#include "protocol/psn.hpp"
+
+namespace roce::rdma {
+
+using namespace roce::proto;
+
+namespace {
+
+// The outcome of several requests run in one call: an error dominates, then progress.
+ResponderOutcome merge(ResponderOutcome a, ResponderOutcome b) {
+  if (a == ResponderOutcome::Fatal || b == ResponderOutcome::Fatal) return ResponderOutcome::Fatal;
+  if (a == ResponderOutcome::Progress || b == ResponderOutcome::Progress) return ResponderOutcome::Progress;
+  return a;
+}
+
+}  // namespace
+
+ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpan frame) {
+  // Held means acknowledged in the next SACK: only a packet known good is held.
+  if (pkt.icrc_status == IcrcStatus::Deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
+  const std::uint32_t psn = pkt.psn();
+  qp.counters.inc(Counter::OutOfOrderBuffered);
+  if (reorder_.holds(psn)) {
+    qp.counters.inc(Counter::ReorderDuplicates);
+  } else if (!reorder_.in_window(psn, epsn_) || !reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)))) {
+    // Beyond what the requester may have in flight (or larger than a slot): dropped as
+    // go-back-N would; the SACK still tells it where the hole is.
+    qp.counters.inc(Counter::ReorderOverflows);
+  }
+  queue_sack();
+  return ResponderOutcome::Nothing;
+}
+
+ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
+  ParseOptions opts;
+  opts.crc = qp.tuning->crc;
+  opts.verify_icrc = false;  // settled before it was held
+  opts.mtu_rules = false;    // as Engine::receive parses
+  bool ran = false;
+  while (reorder_.holds(epsn_) && so_far != ResponderOutcome::Fatal) {
+    const std::uint32_t psn = epsn_;
+    const ByteSpan held = reorder_.frame(psn);
+    Packet pkt;
+    if (parse_frame(held, opts, pkt) == ParseError::None) so_far = merge(so_far, walk(qp, pkt, held));
+    reorder_.release(psn);
+    ran = true;
+    // Not taken (no receive posted: an RNR NAK went out; the response queue was full): the
+    // requester sends it again, and the SACK shows it missing meanwhile.
+    if (epsn_ == psn) break;
+  }
+  // A hole was filled: say so at once, with what is still missing if anything is.
+  if (ran && so_far != ResponderOutcome::Fatal) {
+    if (reorder_.held() != 0)
+      queue_sack();
+    else
+      queue_ack(qp, psn_add(epsn_, -1));
+  }
+  return so_far;
+}
+
+void Responder::queue_sack() {
+  const std::uint32_t psn = psn_add(epsn_, -1);
+  if (out_count_ > 0) {
+    Item& tail = out_[slot(out_count_ - 1)];
+    if (tail.kind == Item::Kind::Ack || tail.kind == Item::Kind::Sack) {  // one SACK covers both
+      tail.kind = Item::Kind::Sack;
+      tail.psn = psn;
+      tail.msn = msn_;
+      return;
+    }
+  }
+  if (output_full()) return;  // the next one will say it
+  Item& it = push_item();
+  it.kind = Item::Kind::Sack;
+  it.psn = psn;
+  it.msn = msn_;
+  it.syndrome = Syndrome::ack();
+}
+
+bool Responder::build_sack_frame(QpContext& qp, Item& it, TxFrame& frame) {
+  // Alone in the queue, it may speak for everything that arrived since it was queued.
+  if (out_count_ == 1 && psn_before(it.psn, psn_add(epsn_, -1))) {
+    it.psn = psn_add(epsn_, -1);
+    it.msn = msn_;
+  }
+  // Bit i: PSN it.psn + 2 + i arrived (run already, or held).
+  SackBitmap sacked;
+  const std::uint32_t missing = psn_next(it.psn);
+  for (std::uint32_t i = 0; i < kSackSpan; ++i) {
+    const std::uint32_t p = psn_add(missing, 1 + i);
+    if (psn_before(p, epsn_) || reorder_.holds(p)) sacked.set(i);
+  }
+  if (sacked.empty()) return false;  // nothing past the cumulative point: an ordinary ACK says it all
+  FrameSpec spec = qp.path;
+  spec.bth.psn.set(it.psn);
+  spec.ext.aeth = Aeth{it.syndrome.raw, Be24::of(it.msn)};
+  const FrameLayout l = build_sack(spec, sacked, MutableByteSpan{frame.data, frame.capacity}, qp.tuning->crc);
+  if (l.ok()) {
+    frame.length = static_cast<std::uint32_t>(l.length);
+    qp.counters.inc(Counter::SentPkts);
+    qp.counters.inc(Counter::SacksSent);
+  } else {
+    frame.length = 0;
+    qp.counters.inc(Counter::SendErr);
+  }
+  return true;
+}
+
+}  // namespace roce::rdma
