@@ -48,23 +48,25 @@ __attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold(__m512i acc, _
 
 constexpr std::size_t kLine = 64;
 
+// Not a lambda in one_pass: a lambda does not inherit its target attribute.
+__attribute__((target("avx512f"))) inline __m512i copy_line(std::byte* dst, const std::byte* src, std::size_t at) {
+  const __m512i v = _mm512_loadu_si512(src + at);
+  _mm512_storeu_si512(dst + at, v);
+  return v;
+}
+
 // `len` is a multiple of kStride and at least kStride.
 __attribute__((target("avx512f,vpclmulqdq"))) std::uint32_t one_pass(std::uint32_t crc, std::byte* dst,
                                                                       const std::byte* src, std::size_t len,
                                                                       WriteAhead ahead) {
   constexpr auto lo = static_cast<long long>(kFoldLo), hi = static_cast<long long>(kFoldHi);
   const __m512i k = _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);  // [lo | hi] in every 128-bit lane
-  auto load_store = [&](std::size_t at) {
-    const __m512i v = _mm512_loadu_si512(src + at);
-    _mm512_storeu_si512(dst + at, v);
-    return v;
-  };
   // A CRC from state s equals one from state 0 over the data with s in its first four bytes;
   // state 0 is what folding keeps (leading zeros do not change it).
-  __m512i a0 = _mm512_xor_si512(load_store(0), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
-  __m512i a1 = load_store(64);
-  __m512i a2 = load_store(128);
-  __m512i a3 = load_store(192);
+  __m512i a0 = _mm512_xor_si512(copy_line(dst, src, 0), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
+  __m512i a1 = copy_line(dst, src, 64);
+  __m512i a2 = copy_line(dst, src, 128);
+  __m512i a3 = copy_line(dst, src, 192);
   // The lines `ahead` has at the offset this copy has reached: the reads for ownership run one
   // packet ahead of the stores, spread over the copy. The first stride of `ahead` is left to the
   // hardware prefetcher (asking for it before the first loads was slower). The prefetches stay
@@ -72,10 +74,10 @@ __attribute__((target("avx512f,vpclmulqdq"))) std::uint32_t one_pass(std::uint32
   // drops the call.
   for (std::size_t at = kStride; at < len; at += kStride) {
     for (std::size_t l = at; l < at + kStride && l < ahead.len; l += kLine) __builtin_prefetch(ahead.at + l, 1, 3);
-    a0 = fold(a0, k, load_store(at));
-    a1 = fold(a1, k, load_store(at + 64));
-    a2 = fold(a2, k, load_store(at + 128));
-    a3 = fold(a3, k, load_store(at + 192));
+    a0 = fold(a0, k, copy_line(dst, src, at));
+    a1 = fold(a1, k, copy_line(dst, src, at + 64));
+    a2 = fold(a2, k, copy_line(dst, src, at + 128));
+    a3 = fold(a3, k, copy_line(dst, src, at + 192));
   }
   // The accumulators stand for the last 256 bytes of a message with the same CRC from state 0.
   alignas(64) std::byte image[kStride];
