@@ -33,6 +33,8 @@ constexpr Nanos kHandoff = 20 * kMicro;
 constexpr Nanos kHandoffNap = 10 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
 constexpr Nanos kIdleBeforeNap = kMilli;
+// The longest the exiting dataplane thread keeps sending what is queued (see thread_main).
+constexpr Nanos kExitDrain = 100 * kMilli;
 
 void nap(Nanos ns) {
   timespec ts{0, static_cast<long>(ns)};
@@ -170,6 +172,11 @@ void Runtime::thread_main(std::promise<Status>* ready) {
   // exit-time code may still call verbs on them (they answer, nothing moves any more), and the
   // kernel closes the port's socket and frees the memory; no file of the EAL exists to remove.
   EngineGuard g(lock_);
+  // What the program's last calls queued still goes out: a DREQ from rdma_destroy_id, a DREP.
+  // Without it the peer waits out its CM timers for a process that is gone (perftest -R's client
+  // sat in rdma_get_cm_event for a minute). Bounded, so a QP with endless work cannot hold the exit.
+  for (const Nanos until = dp_->now() + kExitDrain; dp_->worker(0).engine().has_tx_work() && dp_->now() < until;)
+    dp_->worker(0).poll(dp_->now());
   dp_->flush();
   // ROCE_VERBS_REPORT=FILE: the dataplane's counters (JSON) when the device goes down.
   if (const char* path = std::getenv("ROCE_VERBS_REPORT"); path && *path) {
