@@ -646,17 +646,28 @@ TEST(RdmaAddrinfo, PassiveActiveAndRefusals) {
 // rdma_server / rdma_client's way: synchronous endpoints from rdma_getaddrinfo, the passive
 // one's QP made by rdma_get_request, CQs made by librdmacm's rules (none given), each call
 // waiting for its event, and the rdma_verbs.h helpers on top.
-TEST(RdmaCmSync, EndpointsConnectExchangeAndDisconnect) {
+// An RC endpoint's address (passive: the wildcard) and rdma_server's QP: one 16-byte message.
+rdma_addrinfo* tcp_addrinfo(const char* node, const char* service) {
   rdma_addrinfo hints{};
-  hints.ai_flags = RAI_PASSIVE;
+  hints.ai_flags = node ? 0 : RAI_PASSIVE;
   hints.ai_port_space = RDMA_PS_TCP;
-  rdma_addrinfo* passive = nullptr;
-  ASSERT_EQ(rdma_getaddrinfo(nullptr, "7480", &hints, &passive), 0);
+  rdma_addrinfo* r = nullptr;
+  EXPECT_EQ(rdma_getaddrinfo(node, service, &hints, &r), 0);
+  return r;
+}
+ibv_qp_init_attr one_message_qp() {
   ibv_qp_init_attr attr{};
   attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
   attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
   attr.cap.max_inline_data = 16;
   attr.sq_sig_all = 1;
+  return attr;
+}
+
+TEST(RdmaCmSync, EndpointsConnectExchangeAndDisconnect) {
+  rdma_addrinfo* passive = tcp_addrinfo(nullptr, "7480");
+  ASSERT_NE(passive, nullptr);
+  ibv_qp_init_attr attr = one_message_qp();
   rdma_cm_id* listen_id = nullptr;
   ASSERT_EQ(rdma_create_ep(&listen_id, passive, nullptr, &attr), 0) << std::strerror(errno);
   ASSERT_EQ(rdma_listen(listen_id, 0), 0);
@@ -679,11 +690,9 @@ TEST(RdmaCmSync, EndpointsConnectExchangeAndDisconnect) {
     server_result = ok ? 0 : 1;
   });
 
-  rdma_addrinfo chints{};
-  chints.ai_port_space = RDMA_PS_TCP;
-  rdma_addrinfo* active = nullptr;
-  ASSERT_EQ(rdma_getaddrinfo(kOurIp, "7480", &chints, &active), 0);
-  ibv_qp_init_attr cattr = attr;
+  rdma_addrinfo* active = tcp_addrinfo(kOurIp, "7480");
+  ASSERT_NE(active, nullptr);
+  ibv_qp_init_attr cattr = one_message_qp();
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_ep(&id, active, nullptr, &cattr), 0) << std::strerror(errno);
   EXPECT_EQ(cattr.qp_type, IBV_QPT_RC);
@@ -716,13 +725,9 @@ TEST(RdmaCmSync, EndpointsConnectExchangeAndDisconnect) {
 }
 
 TEST(RdmaCmSync, ConnectWithNobodyListeningFailsWithEconnrefused) {
-  rdma_addrinfo hints{};
-  hints.ai_port_space = RDMA_PS_TCP;
-  rdma_addrinfo* res = nullptr;
-  ASSERT_EQ(rdma_getaddrinfo(kOurIp, "7481", &hints, &res), 0);
-  ibv_qp_init_attr attr{};
-  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
-  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  rdma_addrinfo* res = tcp_addrinfo(kOurIp, "7481");
+  ASSERT_NE(res, nullptr);
+  ibv_qp_init_attr attr = one_message_qp();
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_ep(&id, res, nullptr, &attr), 0);
   EXPECT_EQ(rdma_connect(id, nullptr), -1);  // after the no-listener retry window
