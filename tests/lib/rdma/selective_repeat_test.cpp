@@ -331,6 +331,19 @@ TEST_F(SelectiveRepeat, AQpWithoutItNeitherSendsNorTakesASack) {
   EXPECT_FALSE(a_.qp->set_selective_repeat(kWindow).ok()) << "only before RTR";
 }
 
+// Only b agreed: its SACKs reach a QP that never did, which takes them for the unknown opcode
+// they are to any standard peer (counted), and recovers by its own go-back-N timer.
+TEST_F(SelectiveRepeat, ASackToAQpThatDidNotAgreeIsAnUnknownOpcodeDrop) {
+  build(0, kWindow);
+  lose_ = {psn(5)};
+  write(0, 0, 32 * 1024);
+  run(1);
+  EXPECT_TRUE(same(0, 32 * 1024));
+  EXPECT_GT(sacks_on_wire_, 0u);
+  EXPECT_GT(a_.engine->parse_drops(proto::ParseError::UnknownOpcode), 0u);
+  EXPECT_EQ(count(a_, rdma::Counter::SacksReceived), 0u);
+}
+
 TEST(SelectiveRepeatConfig, RefusesAWindowThatIsNoPowerOfTwoInRange) {
   rdma::MrTable mrs;
   rdma::Engine e(rdma::EngineConfig{}, mrs);
