@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace roce::app {
+namespace roce::client {
 
 MappedBuffer::~MappedBuffer() {
   if (data_) ::munmap(data_, size_);
@@ -60,4 +60,4 @@ Result<MappedBuffer> MappedBuffer::file(const std::string& path, std::size_t byt
   return b;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class MappedBuffer {
  public:
@@ -31,4 +31,4 @@ class MappedBuffer {
   std::size_t size_ = 0;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

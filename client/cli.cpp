@@ -7,7 +7,7 @@
 
 #include "client/option_error.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 Result<cxxopts::ParseResult> parse_cli(cxxopts::Options& options, const std::vector<std::string>& args) {
   std::vector<const char*> argv;
@@ -33,4 +33,4 @@ int guarded_main(const std::string& prog, const std::function<int()>& body, cons
   }
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -15,7 +15,7 @@ class Options;
 class ParseResult;
 }  // namespace cxxopts
 
-namespace roce::app {
+namespace roce::client {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;  // the run could not be finished
@@ -37,4 +37,4 @@ using FailFn = std::function<int(const std::string& why, int code)>;
 // after the stack unwound (the EAL cleaned up among the rest), never an abort.
 int guarded_main(const std::string& prog, const std::function<int()>& body, const FailFn& fail = {});
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 
 #include "client/oob/cm_record.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -189,4 +189,4 @@ Status CmChannel::write_all(std::span<const std::byte> data) {
   return {};
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

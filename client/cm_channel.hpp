@@ -21,7 +21,7 @@
 #include "client/connector.hpp"
 #include "client/oob/channel.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class CmChannel : public OobChannel {
  public:
@@ -74,4 +74,4 @@ class CmChannel : public OobChannel {
   std::uint64_t sent_ = 0;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

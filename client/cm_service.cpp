@@ -7,7 +7,7 @@
 
 #include "lib/cm/ip_forms.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -277,4 +277,4 @@ std::size_t CmService::live_ids() {
   return on_agent([](cm::CmAgent& a) { return a.cm().id_count(); });
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

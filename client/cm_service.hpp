@@ -26,7 +26,7 @@
 #include "lib/cm/cm_agent.hpp"
 #include "lib/cm/cm_qp_attr.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct CmServiceConfig {
   cm::CmAgentConfig agent;
@@ -101,4 +101,4 @@ class CmService {
   std::set<Channel> closed_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

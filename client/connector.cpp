@@ -2,7 +2,7 @@
 
 #include "lib/rdma/qp_bring_up.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -99,4 +99,4 @@ Result<const rdma::MemoryRegion*> Connector::register_memory(void* addr, std::si
   return dp_.memory().register_region(pd_, addr, len, access);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 
 #include "dataplane/dataplane.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct QpParams {
   ibv_qp_type type = IBV_QPT_RC;
@@ -76,4 +76,4 @@ class Connector {
   std::uint64_t psn_state_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace roce::app {
+namespace roce::client {
 
 std::optional<CpuTimes> read_cpu_times(const std::string& path) {
   std::ifstream f(path);
@@ -22,4 +22,4 @@ double cpu_util_percent(const CpuTimes& before, const CpuTimes& after) {
   return user + idle > 0 ? user / (user + idle) * 100 : 0;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace roce::app {
+namespace roce::client {
 
 struct CpuTimes {
   std::uint64_t user = 0;
@@ -18,4 +18,4 @@ struct CpuTimes {
 std::optional<CpuTimes> read_cpu_times(const std::string& path = "/proc/stat");
 double cpu_util_percent(const CpuTimes& before, const CpuTimes& after);
 
-}  // namespace roce::app
+}  // namespace roce::client

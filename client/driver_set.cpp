@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace roce::app {
+namespace roce::client {
 
 DriverSet::DriverSet(dp::Dataplane& dp) : dp_(dp), per_worker_(dp.worker_count()) {
   for (unsigned w = 0; w < dp.worker_count(); ++w) {
@@ -37,4 +37,4 @@ void DriverSet::remove(unsigned worker, std::uint64_t id) {
   });
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -10,7 +10,7 @@
 
 #include "dataplane/dataplane.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 using DriverFn = std::function<void(rdma::Engine&, Nanos)>;
 
@@ -39,4 +39,4 @@ class DriverSet {
   std::atomic<std::uint64_t> next_id_{1};
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 #include "client/perftest_client.hpp"
 #include "client/traffic/perftest_text.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 constexpr int kLocalAccess = IBV_ACCESS_LOCAL_WRITE;
@@ -162,4 +162,4 @@ Result<PerftestResults> DuplexTraffic::finish(Nanos stall) {
                          perftest_bw_units(f.bw_avg_bps, false), f.msg_rate_mpps};
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -18,7 +18,7 @@
 #include "client/oob/perftest_flow.hpp"
 #include "client/traffic/drivers.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // Where a -b client is in perftest's flow, from the records and results it sends: which sync
 // comes right before a size's traffic. The first round of records names every QP (new ones);
@@ -80,4 +80,4 @@ class DuplexTraffic {
   std::uint64_t received_messages_ = 0, received_bytes_ = 0;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

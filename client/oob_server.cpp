@@ -14,7 +14,7 @@
 #include "lib/cm/rdma_cm.hpp"
 #include "protocol/be.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -607,4 +607,4 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
   }
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

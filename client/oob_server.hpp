@@ -28,7 +28,7 @@
 #include "client/traffic/drivers.hpp"
 #include "client/traffic/srq_feeder.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // The perftest test a server serves, when it must know (ib_send_lat, ib_write_lat).
 struct ServedTest {
@@ -169,4 +169,4 @@ class OobServer {
   std::uint64_t srq_driver_id_ = 0;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -1,6 +1,6 @@
 #include "client/option_error.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -31,4 +31,4 @@ std::string explain_option_error(const std::string& what, const std::vector<std:
   return what;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -17,7 +17,7 @@
 #include "client/traffic/perftest_text.hpp"
 #include "dataplane/signals.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -823,4 +823,4 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
   return run;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -15,7 +15,7 @@
 #include "client/traffic/perftest_math.hpp"
 #include "client/traffic/results.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class BwClient;
 // perftest's figures of one size's bandwidth drivers (all QPs together; the window under -D).
@@ -104,4 +104,4 @@ Result<std::vector<PerftestDest>> perftest_client_exchange(PerftestSession& s, c
                                                            const std::vector<PerftestDest>& mine,
                                                            const ClientHooks& hooks);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -5,7 +5,7 @@
 #include "dataplane/signals.hpp"
 #include "lib/cm/ip_forms.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -115,4 +115,4 @@ Result<cm::SidrRepInfo> cm_resolve_ud(dp::Dataplane& dp, CmService& cms, CmEvent
   return *info;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -12,7 +12,7 @@
 #include "client/cm_service.hpp"
 #include "client/connector.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // Events of several rdma_cm IDs on one control thread, each taken when its owner asks.
 class CmEventQueue {
@@ -53,4 +53,4 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
 Result<cm::SidrRepInfo> cm_resolve_ud(dp::Dataplane& dp, CmService& cms, CmEventQueue& events,
                                       const CmRcConnect& c, std::uint16_t* reject_reason = nullptr);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -1,6 +1,6 @@
 #include "client/perftest_server_print.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -123,4 +123,4 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
   return out + perftest_closing(style);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -11,7 +11,7 @@
 #include "client/oob_server.hpp"
 #include "client/traffic/perftest_text.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct ServerPrintSettings {
   std::string device;               // the DPDK port
@@ -30,4 +30,4 @@ SessionTest perftest_test_of(const SessionReport& r, const ServerPrintSettings& 
 // Empty for sessions that were not perftest's.
 std::string perftest_server_printout(const SessionReport& r, const ServerPrintSettings& s);
 
-}  // namespace roce::app
+}  // namespace roce::client

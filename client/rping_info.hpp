@@ -7,7 +7,7 @@
 
 #include "protocol/be.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct RpingInfo {
   proto::Be64 buf;
@@ -19,4 +19,4 @@ static_assert(sizeof(RpingInfo) == 16);
 inline constexpr std::uint16_t kRpingPort = 7174;
 inline constexpr std::uint16_t kCmatosePort = 7471;
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-namespace roce::app {
+namespace roce::client {
 
 std::vector<std::string> default_eal_args(const std::string& prog) {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -105,4 +105,4 @@ std::optional<rdma::IpAddress> parse_ip(const std::string& s) {
   return rdma::IpAddress::ipv6(out);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

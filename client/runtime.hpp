@@ -14,7 +14,7 @@
 #include "dataplane/eal.hpp"
 #include "dataplane/signals.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // EAL arguments used when the command line has no `--`: no hugepages, no PCI, a private
 // file prefix, two lcores when the machine has two cores.
@@ -67,4 +67,4 @@ std::optional<proto::Ipv4Addr> parse_ipv4(const std::string& s);
 // An endpoint address of either family: "10.77.0.2" or "fd77::2".
 std::optional<rdma::IpAddress> parse_ip(const std::string& s);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cstring>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -184,4 +184,4 @@ std::uint16_t TcpListener::port() const {
   return ntohs(sa.sin_port);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 #include "client/oob/channel.hpp"
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class TcpStream : public OobChannel {
  public:
@@ -58,4 +58,4 @@ class TcpListener {
   int fd_ = -1;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -8,7 +8,7 @@
 
 #include "client/oob/refusal.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 void WaitingRoom::drop_oldest(const std::string& reason, std::vector<Left>& left) {
   send_refusal(waiting_.front().tcp, reason);
@@ -71,4 +71,4 @@ std::vector<TcpStream> WaitingRoom::poll(TcpListener& listener, int wait_ms, std
   return ready;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

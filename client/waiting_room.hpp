@@ -12,7 +12,7 @@
 
 #include "client/tcp.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class WaitingRoom {
  public:
@@ -48,4 +48,4 @@ class WaitingRoom {
   std::vector<Waiting> waiting_;  // oldest first
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

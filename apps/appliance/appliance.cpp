@@ -4,7 +4,7 @@
 
 #include "client/perftest_server_print.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -247,4 +247,4 @@ void Appliance::run() {
   if (shared_cm_) shared_cm_->stop();
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

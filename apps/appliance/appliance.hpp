@@ -25,7 +25,7 @@
 #include "client/waiting_room.hpp"
 #include "lib/util/json_fields.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct ApplianceOptions {
   std::string dev;
@@ -202,4 +202,4 @@ class Appliance {
 // "12 GiB", "64 MiB", "4096 B": sizes in messages.
 std::string size_text(std::uint64_t bytes);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 #include "client/rping_info.hpp"
 #include "lib/cm/ip_forms.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -865,4 +865,4 @@ CmListeners::Totals CmListeners::totals() {
   return totals_;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -37,7 +37,7 @@
 #include "client/connector.hpp"
 #include "client/driver_set.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct CmListenOptions {
   bool rping = false;
@@ -225,4 +225,4 @@ class CmListeners {
   std::map<std::string, std::uint64_t> final_counters_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

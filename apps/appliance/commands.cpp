@@ -11,7 +11,7 @@
 #include "apps/appliance/appliance.hpp"
 #include "lib/util/json_writer.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -494,4 +494,4 @@ std::string Appliance::cmd_nvmf_allow_any_host(ControlSocket::ClientId, const Js
   return ok_object([&](JsonWriter& w) { w.field("subsystem", sub).field("allow_any_host", any); });
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -15,7 +15,7 @@
 
 #include "lib/util/json_writer.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -406,4 +406,4 @@ void ControlSocket::collect_done() {
       }
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -24,7 +24,7 @@
 #include "lib/status.hpp"
 #include "lib/util/json_reader.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct ControlLimits {
   std::size_t max_clients = 16;
@@ -111,4 +111,4 @@ class ControlSocket {
 // {"ok":false,"error":"..."} for a handler to return.
 std::string control_error(const std::string& message);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -6,7 +6,7 @@
 #include "apps/appliance/options.hpp"
 
 using namespace roce;
-using namespace roce::app;
+using namespace roce::client;
 
 namespace {
 int fail(const std::string& why, int code = 1) {

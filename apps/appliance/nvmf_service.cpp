@@ -6,7 +6,7 @@
 
 #include "lib/nvmf/cm_private_data.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -420,4 +420,4 @@ void NvmfService::release(cm::CmId id) {
   conns_.erase(it);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -22,7 +22,7 @@
 #include "lib/nvmf/rdma_queue.hpp"
 #include "lib/nvmf/target.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct NvmfNamespaceSpec {
   bool file = false;
@@ -140,4 +140,4 @@ class NvmfService {
   Totals totals_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -18,7 +18,7 @@
 #include "client/cli.hpp"
 #include "protocol/mtu.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -368,4 +368,4 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   return cli;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -6,7 +6,7 @@
 
 #include "apps/appliance/appliance.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct ApplianceCli {
   bool help = false;
@@ -19,4 +19,4 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
 // --mr-quota's default: half of MemTotal.
 std::uint64_t default_mr_quota();
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -8,7 +8,7 @@
 #include "dataplane/report.hpp"
 #include "lib/util/json_writer.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 std::string Appliance::status_line(double seconds) {
   std::uint64_t rx = 0, tx = 0, qps = 0;
@@ -156,4 +156,4 @@ std::string Appliance::report_json() {
   return w.str();
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 #include "lib/cc/pacer.hpp"
 #include "lib/cc/reaction_point.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 
@@ -131,4 +131,4 @@ ShareResult run_dcqcn_share(const ShareConfig& c, std::ostream& csv) {
   return r;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -14,7 +14,7 @@
 #include "lib/cc/params.hpp"
 #include "lib/time.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct ShareConfig {
   unsigned flows = 2;
@@ -39,4 +39,4 @@ struct ShareResult {
 // Writes the rate trace (t_us,qp,rc_gbps,rt_gbps,alpha; the flows are QPs 1..N) to `csv`.
 ShareResult run_dcqcn_share(const ShareConfig& c, std::ostream& csv);
 
-}  // namespace roce::app
+}  // namespace roce::client

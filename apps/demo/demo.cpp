@@ -23,7 +23,7 @@
 #include "dataplane/ring_port.hpp"
 #include "netsim/link_emulator.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -282,4 +282,4 @@ Result<DemoResult> run_demo(const DemoOptions& o) {
   return r;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 #include "client/traffic/spec.hpp"
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct DemoOptions {
   TrafficSpec spec;
@@ -36,4 +36,4 @@ Status prepare_out_dir(const std::string& dir);
 // Runs the whole demonstration; EAL must be initialised (with at least 2 lcores for speed).
 Result<DemoResult> run_demo(const DemoOptions& o);
 
-}  // namespace roce::app
+}  // namespace roce::client

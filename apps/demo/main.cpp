@@ -8,7 +8,7 @@
 #include "apps/demo/demo.hpp"
 
 using namespace roce;
-using namespace roce::app;
+using namespace roce::client;
 
 int demo_main(int argc, char** argv) {
   const dp::SplitArgs split = dp::split_args(argc, argv, default_eal_args("roce-demo"));

@@ -10,7 +10,7 @@
 
 #include "client/perftest_client.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -129,4 +129,4 @@ DemoResult finish_soak(const SoakOutcome& s, dp::Dataplane& gen, dp::Dataplane& 
   return r;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 #include "dataplane/dataplane.hpp"
 #include "netsim/link_emulator.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct SoakOutcome {
   int exit_code = 0;
@@ -28,4 +28,4 @@ SoakOutcome run_soak(dp::Dataplane& gen, dp::Dataplane& appl, netsim::LinkEmulat
 // keep for the next transmit, and fails unless every mbuf is back in its pool. Prints the verdict.
 DemoResult finish_soak(const SoakOutcome& s, dp::Dataplane& gen, dp::Dataplane& appl, netsim::LinkEmulator& emu);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -18,7 +18,7 @@
 #include "dataplane/signals.hpp"
 #include "lib/cm/ip_forms.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -460,4 +460,4 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   return rc;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -20,7 +20,7 @@
 #include "client/connector.hpp"
 #include "dataplane/eal.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct CmClientOptions {
   std::string tool;  // rping, ucmatose, udaddy or rdma_client
@@ -50,4 +50,4 @@ Result<CmClientResult> run_cm_client(dp::Dataplane& dp, CmService& cm, Connector
 // `roce-gen rping|ucmatose|udaddy|rdma_client [EAL args --] --dev PORT --ip ADDR -a|--server ADDR [-C N] [-S N] [-V] [-p PORT]`
 int cm_client_main(const std::string& tool, const dp::SplitArgs& split);
 
-}  // namespace roce::app
+}  // namespace roce::client

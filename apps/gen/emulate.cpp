@@ -14,7 +14,7 @@
 #include "lib/util/json_writer.hpp"
 #include "netsim/link_emulator.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -180,4 +180,4 @@ int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal_arg
   return 0;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 #include "lib/status.hpp"
 #include "netsim/link_faults.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct EmulateOptions {
   bool help = false;
@@ -29,4 +29,4 @@ Result<EmulateOptions> parse_emulate_options(const std::vector<std::string>& arg
 // Runs the emulator on this thread (EAL from `eal`); returns the exit status.
 int run_emulate(const EmulateOptions& o, const std::vector<std::string>& eal);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -2,7 +2,7 @@
 
 #include "lib/util/json_writer.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -126,4 +126,4 @@ std::string gen_error_json(const std::string& message, int exit_status) {
   return w.str();
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

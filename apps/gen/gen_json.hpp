@@ -9,7 +9,7 @@
 #include "client/perftest_client.hpp"
 #include "apps/gen/options.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct GenJsonRun {
   const ClientConnection* connection = nullptr;  // perftest tests: both sides' QP records
@@ -26,4 +26,4 @@ std::string gen_result_json(const GenOptions& g, const GenJsonRun& r);
 // {"error": MESSAGE, "exit_status": N}
 std::string gen_error_json(const std::string& message, int exit_status);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -24,7 +24,7 @@
 #include "apps/gen/ud_pingpong_client.hpp"
 
 using namespace roce;
-using namespace roce::app;
+using namespace roce::client;
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "lib/util/json_writer.hpp"
 #include "netsim/link_emulator.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace nv = proto::nvme;
 using nvmf::HostCompletion;
@@ -688,4 +688,4 @@ int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& ea
   return b.run();
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

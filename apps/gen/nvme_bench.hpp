@@ -13,7 +13,7 @@
 
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 enum class NvmeWorkload : std::uint8_t { Read, Write, RandRw };
 
@@ -56,4 +56,4 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
 // verification mismatch).
 int run_nvme_bench(const NvmeBenchOptions& o, const std::vector<std::string>& eal);
 
-}  // namespace roce::app
+}  // namespace roce::client

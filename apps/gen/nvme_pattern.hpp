@@ -13,7 +13,7 @@
 #include "apps/gen/nvme_bench.hpp"
 #include "lib/time.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // The pattern a block carries after its `tag`-th write (tag 0: never written, zeros).
 inline void fill_block(std::span<std::byte> b, std::uint64_t lba, std::uint64_t tag) {
@@ -57,4 +57,4 @@ inline const char* workload_name(NvmeWorkload w) {
   return "?";
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -18,7 +18,7 @@
 #include "lib/util/json_writer.hpp"
 #include "protocol/nvme_rdma.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace nv = proto::nvme;
 using nvmf::HostCompletion;
@@ -525,4 +525,4 @@ int run_nvme_remote(const NvmeBenchOptions& o, const std::vector<std::string>& e
   return rc;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

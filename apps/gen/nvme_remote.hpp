@@ -15,8 +15,8 @@
 
 #include "apps/gen/nvme_bench.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 int run_nvme_remote(const NvmeBenchOptions& o, const std::vector<std::string>& eal);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -10,7 +10,7 @@
 #include "client/cli.hpp"
 #include "protocol/mtu.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -285,4 +285,4 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   return g;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

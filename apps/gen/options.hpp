@@ -12,7 +12,7 @@
 #include "apps/gen/perftest_flags.hpp"
 #include "lib/cc/params.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct GenOptions {
   bool help = false;                 // --help: print `help_text` and exit
@@ -44,4 +44,4 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args);
 // ones that stop the parser.
 bool json_requested(const std::vector<std::string>& args);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -257,4 +257,4 @@ Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const P
   return f;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

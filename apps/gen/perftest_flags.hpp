@@ -14,7 +14,7 @@
 #include "client/traffic/spec.hpp"
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // What the command line gave, as text (nullopt: not given).
 struct PerftestFlagText {
@@ -55,4 +55,4 @@ struct PerftestFlags {
 Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const PerftestFlagText& text,
                                              std::uint32_t device_max_reads);
 
-}  // namespace roce::app
+}  // namespace roce::client

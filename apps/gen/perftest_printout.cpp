@@ -1,6 +1,6 @@
 #include "apps/gen/perftest_printout.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -75,4 +75,4 @@ void print_as_perftest(ClientOptions& co, const GenOptions& g, const std::functi
   co.on_lat_duration = [style, out](const LatDurationFigures& f) { out(perftest_result(style, f, f.cpu_util_percent)); };
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -12,7 +12,7 @@
 #include "client/traffic/perftest_text.hpp"
 #include "apps/gen/options.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 ClientOptions client_options_of(const GenOptions& g);
 // roce-gen --listen knows its test, as perftest's server does (ib_send_lat answers, ib_write_lat writes first).
@@ -22,4 +22,4 @@ PerftestStyle style_of(const GenOptions& g);
 // Sets the printing hooks of `co`; `out` gets each piece of text as perftest would print it.
 void print_as_perftest(ClientOptions& co, const GenOptions& g, const std::function<void(const std::string&)>& out);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -9,7 +9,7 @@
 #include "client/traffic/drivers.hpp"
 #include "dataplane/signals.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& server, std::uint16_t port,
                                         const TrafficSpec& spec, const QpParams& qp,
@@ -82,4 +82,4 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
   return run;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

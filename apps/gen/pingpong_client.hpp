@@ -6,7 +6,7 @@
 #include "client/connector.hpp"
 #include "client/traffic/results.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct PingpongRun {
   LatFigures lat;
@@ -18,4 +18,4 @@ Result<PingpongRun> run_pingpong_client(dp::Dataplane& dp, const std::string& se
                                         const TrafficSpec& spec, const QpParams& qp,
                                         const std::function<void(const std::string&)>& progress = {});
 
-}  // namespace roce::app
+}  // namespace roce::client

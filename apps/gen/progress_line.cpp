@@ -4,7 +4,7 @@
 
 #include "client/traffic/perftest_text.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 std::string progress_text(const ClientProgress& p, bool gbits) {
   char b[200];
@@ -35,4 +35,4 @@ void ProgressLine::clear() {
   shown_ = false;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

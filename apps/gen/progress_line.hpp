@@ -7,7 +7,7 @@
 
 #include "client/perftest_client.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // " 65536 B: 12000 of 50000 ops (24.0 %), 3 s, 1234.56 MB/sec" or, under -D, " 65536 B: 3 of 10 s, ...".
 std::string progress_text(const ClientProgress& p, bool gbits);
@@ -27,4 +27,4 @@ class ProgressLine {
   bool shown_ = false;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

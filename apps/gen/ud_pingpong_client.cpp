@@ -9,7 +9,7 @@
 #include "client/oob/pingpong.hpp"
 #include "client/traffic/drivers.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -160,4 +160,4 @@ Result<UdPingpongRun> run_ud_pingpong_client(dp::Dataplane& dp, const std::strin
   return run;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

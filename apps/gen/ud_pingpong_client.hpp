@@ -6,7 +6,7 @@
 #include "client/connector.hpp"
 #include "client/traffic/results.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct UdPingpongRun {
   LatFigures lat;
@@ -17,4 +17,4 @@ struct UdPingpongRun {
 Result<UdPingpongRun> run_ud_pingpong_client(dp::Dataplane& dp, const std::string& server, std::uint16_t port,
                                              const TrafficSpec& spec);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class OobChannel {
  public:
@@ -22,4 +22,4 @@ class OobChannel {
   virtual std::string peer_endpoint() const = 0;  // "IP:port", for messages about one connection
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

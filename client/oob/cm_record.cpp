@@ -5,7 +5,7 @@
 
 #include "protocol/be.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -61,4 +61,4 @@ Result<PerftestDest> parse_perftest_cm(std::span<const std::byte> message) {
   return d;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -12,7 +12,7 @@
 
 #include "client/oob/records.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 inline constexpr std::size_t kPerftestCmRecordBytes = 56;
 
@@ -21,4 +21,4 @@ std::array<std::byte, kPerftestCmRecordBytes> format_perftest_cm(const PerftestD
 // A message of any other length is refused (perftest's receive is exactly the record's size).
 Result<PerftestDest> parse_perftest_cm(std::span<const std::byte> message);
 
-}  // namespace roce::app
+}  // namespace roce::client

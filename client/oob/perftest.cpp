@@ -11,7 +11,7 @@
 #include "client/oob/refusal.hpp"
 #include "protocol/be.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -150,4 +150,4 @@ Status PerftestSession::exchange_done() {
   return {};
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

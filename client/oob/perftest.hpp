@@ -10,7 +10,7 @@
 #include "client/oob/records.hpp"
 #include "client/tcp.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 enum class OobRole : std::uint8_t { Client, Server };
 
@@ -71,4 +71,4 @@ class PerftestSession {
 std::uint64_t double_to_wire(double v);
 double double_from_wire(std::uint64_t bits);
 
-}  // namespace roce::app
+}  // namespace roce::client

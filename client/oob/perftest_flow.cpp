@@ -1,6 +1,6 @@
 #include "client/oob/perftest_flow.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -166,4 +166,4 @@ bool RecordOrder::latency_prelude_complete() const {
   return qpns_[2 * *n + 1] == qpns_[0];
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -13,7 +13,7 @@
 
 #include "client/traffic/spec.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 enum class FlowStep : std::uint8_t {
   RecordsAll,   // one record per QP, QP 0 first (ctx_hand_shake in a loop over the QPs)
@@ -84,4 +84,4 @@ class RecordOrder {
   std::vector<std::uint32_t> qpns_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

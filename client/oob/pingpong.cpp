@@ -7,7 +7,7 @@
 
 #include "client/oob/refusal.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 constexpr char kDone[] = {'d', 'o', 'n', 'e', '\0'};
@@ -98,4 +98,4 @@ Result<std::vector<PingpongDest>> srq_pingpong_client_exchange(OobChannel& tcp, 
   return remote;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

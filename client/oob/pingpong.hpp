@@ -11,7 +11,7 @@
 #include "client/oob/records.hpp"
 #include "client/tcp.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 Result<PingpongDest> pingpong_client_exchange(TcpStream& tcp, const PingpongDest& mine, int timeout_ms = 30'000);
 
@@ -34,4 +34,4 @@ Status write_srq_pingpong_records(OobChannel& tcp, std::span<const PingpongDest>
 Result<std::vector<PingpongDest>> srq_pingpong_client_exchange(OobChannel& tcp, std::span<const PingpongDest> mine,
                                                                int timeout_ms = 30'000);
 
-}  // namespace roce::app
+}  // namespace roce::client

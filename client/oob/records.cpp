@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -111,4 +111,4 @@ std::string gid_to_string(const ibv_gid& g) {
   return buf;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

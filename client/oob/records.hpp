@@ -12,7 +12,7 @@
 
 #include "lib/status.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 inline constexpr std::size_t kPingpongRecordBytes = 52;
 inline constexpr std::size_t kPerftestRecordBytes = 108;
@@ -48,4 +48,4 @@ Result<PerftestDest> parse_perftest(std::span<const std::byte> record);
 
 std::string gid_to_string(const ibv_gid& g);  // "::ffff:10.77.0.2"-style text for messages
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstring>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 constexpr std::size_t kMaxReason = 512;
@@ -39,4 +39,4 @@ std::optional<std::string> read_refusal(std::span<const std::byte> head, OobChan
   return line;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

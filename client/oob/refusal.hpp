@@ -11,7 +11,7 @@
 
 #include "client/tcp.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 inline constexpr std::string_view kRefusedPrefix = "REFUSED ";
 
@@ -23,4 +23,4 @@ void send_refusal(OobChannel& tcp, std::string_view reason);
 // (up to 512 bytes, within 1 s).
 std::optional<std::string> read_refusal(std::span<const std::byte> head, OobChannel& tcp);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -321,4 +321,4 @@ void ReceiveServer::poll(rdma::Engine& e, Nanos now) {
   post_receives(e);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -11,7 +11,7 @@
 #include "client/connector.hpp"
 #include "client/traffic/spec.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct LocalBuffer {
   std::byte* ptr = nullptr;
@@ -195,4 +195,4 @@ class ReceiveServer {
   DriverStatus st_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -129,4 +129,4 @@ LatDurationFigures perftest_latency_duration(std::uint32_t size, std::uint64_t i
   return f;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

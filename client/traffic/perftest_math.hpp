@@ -13,7 +13,7 @@
 
 #include "client/traffic/results.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // Bandwidth of one run. `posted[k]` and `completed[k]` are the times the k-th operation of the
 // run (every QP's together, in time order) was posted and seen completed; a completion that
@@ -65,4 +65,4 @@ struct LatDurationFigures {
 };
 LatDurationFigures perftest_latency_duration(std::uint32_t size, std::uint64_t iters, Nanos elapsed, int rtt_factor);
 
-}  // namespace roce::app
+}  // namespace roce::client

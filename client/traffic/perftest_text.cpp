@@ -5,7 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -194,4 +194,4 @@ std::string perftest_result(const PerftestStyle& st, const LatDurationFigures& f
 
 std::string perftest_closing(const PerftestStyle& st) { return st.output == PerftestOutput::Full ? std::string(kRule) : ""; }
 
-}  // namespace roce::app
+}  // namespace roce::client

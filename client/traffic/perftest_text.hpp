@@ -13,7 +13,7 @@
 #include "client/traffic/perftest_math.hpp"
 #include "client/traffic/spec.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // RESULT_LINE: the rule between the blocks.
 std::string perftest_rule();
@@ -88,4 +88,4 @@ bool perftest_side_shows_table(const PerftestHeader& h);
 // Bandwidth in perftest's units: MB/sec (2^20 bytes) or Gb/sec (10^9 bits).
 double perftest_bw_units(double bytes_per_s, bool gbits);
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
-namespace roce::app {
+namespace roce::client {
 
 namespace {
 
@@ -58,4 +58,4 @@ std::string lat_table_row(const LatFigures& f) {
   return b;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

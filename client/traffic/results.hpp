@@ -9,7 +9,7 @@
 
 #include "client/traffic/spec.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 struct BwFigures {
   std::uint32_t size = 0;
@@ -45,4 +45,4 @@ std::string lat_table_header();
 std::string lat_table_row(const LatFigures& f);
 std::string table_rule();
 
-}  // namespace roce::app
+}  // namespace roce::client

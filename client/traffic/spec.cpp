@@ -1,6 +1,6 @@
 #include "client/traffic/spec.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 std::string to_string(Verb v) {
   switch (v) {
@@ -30,4 +30,4 @@ std::optional<AtomicOp> atomic_op_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

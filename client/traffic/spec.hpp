@@ -9,7 +9,7 @@
 
 #include "lib/time.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 // AtomicWrite and Flush are IBTA 1.5's (annex A19, Linux 6.2+ rxe): no perftest test has them;
 // roce-gen runs them as perftest runs READ (the same exchange, the server only exposes memory).
@@ -52,4 +52,4 @@ constexpr std::uint32_t op_bytes(const TrafficSpec& s) { return eight_byte_verb(
 // "reads": -o, the QP's max_rd_atomic, no inline data).
 constexpr bool takes_responder_resource(Verb v) { return v == Verb::Read || v == Verb::Atomic || v == Verb::AtomicWrite || v == Verb::Flush; }
 
-}  // namespace roce::app
+}  // namespace roce::client

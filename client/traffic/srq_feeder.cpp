@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-namespace roce::app {
+namespace roce::client {
 
 SrqFeeder::SrqFeeder(rdma::SharedReceiveQueue* srq, LocalBuffer landing, std::uint32_t depth, std::uint32_t low_water)
     : srq_(srq), landing_(landing), depth_(depth), low_water_(low_water ? low_water : std::max<std::uint32_t>(depth / 4, 1)) {}
@@ -36,4 +36,4 @@ Status SrqFeeder::refill_and_arm(rdma::Engine& e) {
   return e.modify_srq(srq_, attr, IBV_SRQ_LIMIT);
 }
 
-}  // namespace roce::app
+}  // namespace roce::client

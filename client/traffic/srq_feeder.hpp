@@ -10,7 +10,7 @@
 
 #include "client/traffic/drivers.hpp"
 
-namespace roce::app {
+namespace roce::client {
 
 class SrqFeeder {
  public:
@@ -41,4 +41,4 @@ class SrqFeeder {
   Status error_;
 };
 
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 #include "client/buffers.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 TEST(MappedBufferFile, CreatesAndGrowsTheFileAndKeepsWhatIsWritten) {
@@ -49,4 +49,4 @@ TEST(MappedBufferFile, RefusesDirectoriesAndMissingFolders) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

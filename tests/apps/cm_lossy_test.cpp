@@ -91,13 +91,13 @@ TEST_F(CmLossyLink, TenConnectionsSurviveTwentyPercentLossBothWays) {
   constexpr int kConnections = 10;
   for (int k = 0; k < kConnections; ++k) {
     SCOPED_TRACE("connection " + std::to_string(k));
-    auto cq = client->conn.create(app::QpParams{});
+    auto cq = client->conn.create(client::QpParams{});
     ASSERT_TRUE(cq.ok());
     cm::RdmaConnectParams cp = short_timer_request(*cq, 7174);
     cp.src_port = static_cast<std::uint16_t>(41000 + k);
     auto id = client->cms->connect(cp, 10 * kSecond);
     ASSERT_TRUE(id.ok()) << id.error().message;
-    const app::LocalQp sq = server->serve_one(64, 10 * kSecond);
+    const client::LocalQp sq = server->serve_one(64, 10 * kSecond);
     ASSERT_NE(sq.qp, nullptr);
     auto rep = client->wait_for(RdmaCmEventType::ConnectResponse, 10 * kSecond);
     ASSERT_TRUE(rep);
@@ -153,13 +153,13 @@ TEST_F(CmLossyLink, TenConnectionsSurviveTwentyPercentLossBothWays) {
 // no REJ "timeout"). The late RTU that follows is a duplicate for an established ID.
 TEST_F(CmLossyLink, FirstPacketEstablishesThePassiveSideWhenTheRtuIsLost) {
   ASSERT_TRUE(server->cms->listen(proto::RdmaPortSpace::Tcp, 7174).ok());
-  auto cq = client->conn.create(app::QpParams{});
+  auto cq = client->conn.create(client::QpParams{});
   ASSERT_TRUE(cq.ok());
   cm::RdmaConnectParams cp = short_timer_request(*cq, 7174);
   cp.ib.local_cm_response_timeout = 16;  // the server waits 268 ms for the RTU, 15 times (the SEND may be lost and resent)
   auto id = client->cms->connect(cp, 10 * kSecond);
   ASSERT_TRUE(id.ok()) << id.error().message;
-  const app::LocalQp sq = server->serve_one(64, 10 * kSecond);
+  const client::LocalQp sq = server->serve_one(64, 10 * kSecond);
   ASSERT_NE(sq.qp, nullptr);
   auto rep = client->wait_for(RdmaCmEventType::ConnectResponse, 10 * kSecond);
   ASSERT_TRUE(rep);

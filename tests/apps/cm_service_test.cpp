@@ -37,10 +37,10 @@ class CmServicePair : public DataplanePairTest {
     DataplanePairTest::TearDown();
   }
 
-  cm::RdmaConnectParams connect_params(const app::LocalQp& q, std::uint16_t port, std::uint8_t retries = 15) {
+  cm::RdmaConnectParams connect_params(const client::LocalQp& q, std::uint16_t port, std::uint8_t retries = 15) {
     return short_timer_request(q, port, retries);
   }
-  app::LocalQp serve_one(std::uint32_t recv_len) { return server->serve_one(recv_len); }
+  client::LocalQp serve_one(std::uint32_t recv_len) { return server->serve_one(recv_len); }
 
   std::unique_ptr<Side> client, server;
 };
@@ -49,13 +49,13 @@ TEST_F(CmServicePair, ConnectExchangeDataAndDisconnect) {
   client->start_cm();
   server->start_cm();
   ASSERT_TRUE(server->cms->listen(RdmaPortSpace::Tcp, 7174).ok());
-  auto cq = client->conn.create(app::QpParams{});
+  auto cq = client->conn.create(client::QpParams{});
   ASSERT_TRUE(cq.ok());
   cm::RdmaConnectParams cp = connect_params(*cq, 7174);
   auto id = client->cms->connect(cp);
   ASSERT_TRUE(id.ok()) << id.error().message;
 
-  const app::LocalQp sq = serve_one(kBuf);
+  const client::LocalQp sq = serve_one(kBuf);
   ASSERT_NE(sq.qp, nullptr);
   auto rep = client->wait_for(RdmaCmEventType::ConnectResponse);
   ASSERT_TRUE(rep);
@@ -122,7 +122,7 @@ TEST_F(CmServicePair, RequestNobodyAnswersIsRetransmittedThenUnreachable) {
   // The server runs no CM agent, so it has no QP1: its engine drops every REQ as a packet for an
   // unknown QP, and every REQ is lost as far as the client can tell.
   client->start_cm();
-  auto cq = client->conn.create(app::QpParams{});
+  auto cq = client->conn.create(client::QpParams{});
   ASSERT_TRUE(cq.ok());
   auto cp = connect_params(*cq, 7174, 3);
   auto id = client->cms->connect(cp);
@@ -145,7 +145,7 @@ TEST_F(CmServicePair, PortNobodyListensOnIsRejectedAsInvalidServiceId) {
   client->start_cm();
   server->start_cm();
   ASSERT_TRUE(server->cms->listen(RdmaPortSpace::Tcp, 7174).ok());
-  auto cq = client->conn.create(app::QpParams{});
+  auto cq = client->conn.create(client::QpParams{});
   ASSERT_TRUE(cq.ok());
   auto cp = connect_params(*cq, 7175);
   ASSERT_TRUE(client->cms->connect(cp).ok());
@@ -160,8 +160,8 @@ TEST_F(CmServicePair, FullAcceptQueueRejectsTheRequestBeyondIt) {
   client->start_cm();
   server->start_cm();
   ASSERT_TRUE(server->cms->listen(RdmaPortSpace::Tcp, 7471, 1).ok());
-  auto q1 = client->conn.create(app::QpParams{});
-  auto q2 = client->conn.create(app::QpParams{});
+  auto q1 = client->conn.create(client::QpParams{});
+  auto q2 = client->conn.create(client::QpParams{});
   ASSERT_TRUE(q1.ok() && q2.ok());
   auto cp1 = connect_params(*q1, 7471), cp2 = connect_params(*q2, 7471);
   auto id1 = client->cms->connect(cp1);
@@ -187,12 +187,12 @@ TEST_F(CmServicePair, StoppingServiceSendsDreqForEveryLiveConnection) {
   client->start_cm();
   server->start_cm();
   ASSERT_TRUE(server->cms->listen(RdmaPortSpace::Tcp, 7174).ok());
-  auto cq = client->conn.create(app::QpParams{});
+  auto cq = client->conn.create(client::QpParams{});
   ASSERT_TRUE(cq.ok());
   cm::RdmaConnectParams cp = connect_params(*cq, 7174);
   auto id = client->cms->connect(cp);
   ASSERT_TRUE(id.ok());
-  const app::LocalQp sq = serve_one(64);
+  const client::LocalQp sq = serve_one(64);
   auto rep = client->wait_for(RdmaCmEventType::ConnectResponse);
   ASSERT_TRUE(rep);
   ASSERT_TRUE(client->cms->connect_qp(*cq, IBV_QPT_RC,

@@ -24,7 +24,7 @@ inline constexpr std::size_t kBuf = 4096;
 
 struct Side {
   Side(dp::Dataplane& d, std::uint64_t seed) : dp(d), drivers(d), conn(d, seed) {
-    auto b = app::MappedBuffer::anonymous(kBuf);
+    auto b = client::MappedBuffer::anonymous(kBuf);
     EXPECT_TRUE(b.ok());
     buf = std::move(*b);
     auto m = conn.register_memory(buf.data(), buf.size(),
@@ -32,7 +32,7 @@ struct Side {
     EXPECT_TRUE(m.ok());
     mr = *m;
   }
-  void start_cm() { cms = std::make_unique<app::CmService>(dp, drivers); }
+  void start_cm() { cms = std::make_unique<client::CmService>(dp, drivers); }
 
   // The next event of `type` within `wait`; the others are kept in `seen`.
   std::optional<cm::RdmaCmEvent> wait_for(cm::RdmaCmEventType type, Nanos wait = 3 * kSecond) {
@@ -52,13 +52,13 @@ struct Side {
       }
     }
   }
-  int post_send(const app::LocalQp& q, ibv_send_wr& wr) {
+  int post_send(const client::LocalQp& q, ibv_send_wr& wr) {
     return dp.call(q.worker, [&](rdma::Engine& e) {
       ibv_send_wr* bad = nullptr;
       return e.post_send(q.qp, &wr, &bad);
     });
   }
-  int post_recv(const app::LocalQp& q, std::uint32_t len) {
+  int post_recv(const client::LocalQp& q, std::uint32_t len) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(buf.data()), len, mr->lkey()};
     ibv_recv_wr wr{};
     wr.wr_id = 7;
@@ -69,7 +69,7 @@ struct Side {
       return e.post_recv(q.qp, &wr, &bad);
     });
   }
-  std::vector<ibv_wc> poll(const app::LocalQp& q, std::size_t n) {
+  std::vector<ibv_wc> poll(const client::LocalQp& q, std::size_t n) {
     std::vector<ibv_wc> got;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     while (got.size() < n && std::chrono::steady_clock::now() < until) {
@@ -82,12 +82,12 @@ struct Side {
   }
 
   // The whole passive side of one RC connection: QP, a receive, RTR/RTS, REP.
-  app::LocalQp serve_one(std::uint32_t recv_len, Nanos wait = 3 * kSecond) {
+  client::LocalQp serve_one(std::uint32_t recv_len, Nanos wait = 3 * kSecond) {
     auto req = wait_for(cm::RdmaCmEventType::ConnectRequest, wait);
     EXPECT_TRUE(req);
     if (!req) return {};
     const auto& info = std::get<cm::ReqInfo>(req->detail);
-    auto q = conn.create(app::QpParams{});
+    auto q = conn.create(client::QpParams{});
     EXPECT_TRUE(q.ok());
     EXPECT_EQ(post_recv(*q, recv_len), 0);
     const cm::CmQpAttrs a = cm::passive_qp_attrs(info, q->psn, cms->qp_limits());
@@ -102,17 +102,17 @@ struct Side {
   }
 
   dp::Dataplane& dp;
-  app::DriverSet drivers;
-  app::Connector conn;
-  app::MappedBuffer buf;
+  client::DriverSet drivers;
+  client::Connector conn;
+  client::MappedBuffer buf;
   const rdma::MemoryRegion* mr = nullptr;
-  std::unique_ptr<app::CmService> cms;
+  std::unique_ptr<client::CmService> cms;
   std::vector<cm::RdmaCmEvent> seen, pending;
 };
 
 // rdma_cm's REQ with short timers (packet lifetime 10: a 256 ms TIMEWAIT; response timeouts
 // of 4 ms), so that lost MADs cost milliseconds.
-inline cm::RdmaConnectParams short_timer_request(const app::LocalQp& q, std::uint16_t port, std::uint8_t retries = 15) {
+inline cm::RdmaConnectParams short_timer_request(const client::LocalQp& q, std::uint16_t port, std::uint8_t retries = 15) {
   cm::RdmaConnectParams p;
   p.port_space = proto::RdmaPortSpace::Tcp;
   p.src = kClientIp;

@@ -23,18 +23,18 @@ class CmTools : public DataplanePairTest {
       : DataplanePairTest(family == proto::IpVersion::V4 ? "cmt" : "cm6", family) {}
   void SetUp() override {
     DataplanePairTest::SetUp();
-    server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
-    server_conn = std::make_unique<app::Connector>(*server_dp_, 0x77);
-    auto parsed = app::parse_cm_listeners("all");
+    server_drivers = std::make_unique<client::DriverSet>(*server_dp_);
+    server_conn = std::make_unique<client::Connector>(*server_dp_, 0x77);
+    auto parsed = client::parse_cm_listeners("all");
     ASSERT_TRUE(parsed.ok());
-    app::CmListenOptions lo = *parsed;
+    client::CmListenOptions lo = *parsed;
     lo.messages = 10;
     lo.message_size = 100;
-    listeners = std::make_unique<app::CmListeners>(*server_dp_, *server_drivers, *server_conn, lo);
+    listeners = std::make_unique<client::CmListeners>(*server_dp_, *server_drivers, *server_conn, lo);
     ASSERT_TRUE(listeners->start().ok());
-    client_drivers = std::make_unique<app::DriverSet>(*client_dp_);
-    client_conn = std::make_unique<app::Connector>(*client_dp_, 0x99);
-    client_cm = std::make_unique<app::CmService>(*client_dp_, *client_drivers);
+    client_drivers = std::make_unique<client::DriverSet>(*client_dp_);
+    client_conn = std::make_unique<client::Connector>(*client_dp_, 0x99);
+    client_cm = std::make_unique<client::CmService>(*client_dp_, *client_drivers);
   }
   void TearDown() override {
     client_cm.reset();
@@ -46,8 +46,8 @@ class CmTools : public DataplanePairTest {
     DataplanePairTest::TearDown();
   }
   // The server counts a connection once its client's DREQ came.
-  app::CmListeners::Totals settled_totals(std::uint64_t completed) {
-    app::CmListeners::Totals t;
+  client::CmListeners::Totals settled_totals(std::uint64_t completed) {
+    client::CmListeners::Totals t;
     for (int i = 0; i < 300; ++i) {
       t = listeners->totals();
       if (t.completed + t.failed >= completed) break;
@@ -55,18 +55,18 @@ class CmTools : public DataplanePairTest {
     }
     return t;
   }
-  app::CmClientOptions client(const std::string& tool) {
-    app::CmClientOptions o;
+  client::CmClientOptions client(const std::string& tool) {
+    client::CmClientOptions o;
     o.tool = tool;
     o.server = host_ip(2);
     o.timeout = 5 * kSecond;
     return o;
   }
 
-  std::unique_ptr<app::DriverSet> server_drivers, client_drivers;
-  std::unique_ptr<app::Connector> server_conn, client_conn;
-  std::unique_ptr<app::CmListeners> listeners;
-  std::unique_ptr<app::CmService> client_cm;
+  std::unique_ptr<client::DriverSet> server_drivers, client_drivers;
+  std::unique_ptr<client::Connector> server_conn, client_conn;
+  std::unique_ptr<client::CmListeners> listeners;
+  std::unique_ptr<client::CmService> client_cm;
   std::vector<std::string> said;
   std::function<void(const std::string&)> say = [this](const std::string& l) { said.push_back(l); };
 };
@@ -76,7 +76,7 @@ TEST_F(CmTools, RpingRoundsAreReadAndWrittenBackVerified) {
   o.count = 5;
   o.size = 4000;  // several packets each way at MTU 1024
   o.verify = true;
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->rounds, 5u);
   EXPECT_EQ(r->mismatches, 0u);
@@ -91,14 +91,14 @@ TEST_F(CmTools, RpingSizeAboveRpingsLargestIsRefusedBeforeConnecting) {
   // rping takes -S up to 65535 and refuses more itself; so does roce-gen rping.
   auto o = client("rping");
   o.size = 70000;
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("rping -S"), std::string::npos);
 }
 
 TEST_F(CmTools, UcmatoseMessagesGoBothWaysAndTheServerDisconnects) {
   auto o = client("ucmatose");
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->messages_received, 10u);
   EXPECT_EQ(r->messages_sent, 10u);
@@ -112,7 +112,7 @@ TEST_F(CmTools, UcmatoseMessagesGoBothWaysAndTheServerDisconnects) {
 
 TEST_F(CmTools, UdaddyDatagramsGoBothWaysAfterSidr) {
   auto o = client("udaddy");
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->messages_sent, 10u);
   EXPECT_EQ(r->messages_received, 10u);
@@ -126,7 +126,7 @@ TEST_F(CmTools, UdaddyDatagramsGoBothWaysAfterSidr) {
 TEST_F(CmTools, RdmaClientSendsSixteenBytesInlineAndGetsRdmaServersSixteenBack) {
   auto o = client("rdma_client");
   o.port = 7472;  // rdma_server's port beside ucmatose's 7471
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->messages_sent, 1u);
   EXPECT_EQ(r->messages_received, 1u);
@@ -144,32 +144,32 @@ TEST_F(CmTools, RdmaClientAgainstUcmatosesServerReportsTheOversizedMessage) {
   // 16-byte receive, which the client must report, not take as rdma_server's answer.
   auto o = client("rdma_client");
   o.timeout = 2 * kSecond;
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("work completion error"), std::string::npos) << r.error().message;
 }
 
 TEST(CmListenerNames, PortsAndClashes) {
-  auto one = app::parse_cm_listeners("rdma_server");
+  auto one = client::parse_cm_listeners("rdma_server");
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->rdma_server_port, 7471);  // alone: rdma_server's own default
-  auto both = app::parse_cm_listeners("ucmatose,rdma_server");
+  auto both = client::parse_cm_listeners("ucmatose,rdma_server");
   ASSERT_TRUE(both.ok());
   EXPECT_EQ(both->ucmatose_port, 7471);
   EXPECT_EQ(both->rdma_server_port, 7472);
-  auto moved = app::parse_cm_listeners("ucmatose:7000,rdma_server");
+  auto moved = client::parse_cm_listeners("ucmatose:7000,rdma_server");
   ASSERT_TRUE(moved.ok());
   EXPECT_EQ(moved->rdma_server_port, 7471);
-  auto chosen = app::parse_cm_listeners("rping:9000,rdma_server:9001");
+  auto chosen = client::parse_cm_listeners("rping:9000,rdma_server:9001");
   ASSERT_TRUE(chosen.ok());
   EXPECT_EQ(chosen->rping_port, 9000);
   EXPECT_EQ(chosen->rdma_server_port, 9001);
-  EXPECT_FALSE(app::parse_cm_listeners("ucmatose,rdma_server:7471").ok());
-  EXPECT_FALSE(app::parse_cm_listeners("rping:0").ok());
-  EXPECT_FALSE(app::parse_cm_listeners("rping:70000").ok());
-  EXPECT_FALSE(app::parse_cm_listeners("rping:7x").ok());
-  EXPECT_FALSE(app::parse_cm_listeners("all:1").ok());
-  auto bad = app::parse_cm_listeners("rdma_srv");
+  EXPECT_FALSE(client::parse_cm_listeners("ucmatose,rdma_server:7471").ok());
+  EXPECT_FALSE(client::parse_cm_listeners("rping:0").ok());
+  EXPECT_FALSE(client::parse_cm_listeners("rping:70000").ok());
+  EXPECT_FALSE(client::parse_cm_listeners("rping:7x").ok());
+  EXPECT_FALSE(client::parse_cm_listeners("all:1").ok());
+  auto bad = client::parse_cm_listeners("rdma_srv");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("rdma_srv"), std::string::npos);
 }
@@ -177,7 +177,7 @@ TEST(CmListenerNames, PortsAndClashes) {
 TEST_F(CmTools, UnknownPortIsRejected) {
   auto o = client("rping");
   o.port = 7999;
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("reason 8"), std::string::npos) << r.error().message;
 }
@@ -194,7 +194,7 @@ TEST_F(CmToolsV6, RpingRoundsVerifiedOverIpv6) {
   o.count = 3;
   o.size = 4000;
   o.verify = true;
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->rounds, 3u);
   EXPECT_EQ(r->mismatches, 0u);
@@ -203,7 +203,7 @@ TEST_F(CmToolsV6, RpingRoundsVerifiedOverIpv6) {
 
 TEST_F(CmToolsV6, UdaddyDatagramsBothWaysAfterSidrOverIpv6) {
   auto o = client("udaddy");
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->messages_sent, 10u);
   EXPECT_EQ(r->messages_received, 10u);

@@ -61,26 +61,26 @@ class NvmfService : public DataplanePairTest {
   explicit NvmfService(bool share_cm = false) : DataplanePairTest("nvs"), share_cm_(share_cm) {}
   void SetUp() override {
     DataplanePairTest::SetUp();
-    server_drivers = std::make_unique<app::DriverSet>(*server_dp_);
-    server_conn = std::make_unique<app::Connector>(*server_dp_, 0x77);
-    app::NvmfOptions o;
+    server_drivers = std::make_unique<client::DriverSet>(*server_dp_);
+    server_conn = std::make_unique<client::Connector>(*server_dp_, 0x77);
+    client::NvmfOptions o;
     o.subsystem = kSubNqn;
-    app::NvmfNamespaceSpec ns;
+    client::NvmfNamespaceSpec ns;
     ns.bytes = 1 << 20;
     o.namespaces.push_back(ns);
     if (share_cm_) {
       // As roce-appliance runs --rdma-cm and --nvmf-subsystem together: one CM agent for both.
-      shared_cm = std::make_shared<app::CmService>(*server_dp_, *server_drivers);
-      auto lo = app::parse_cm_listeners("rping,rdma_server");
+      shared_cm = std::make_shared<client::CmService>(*server_dp_, *server_drivers);
+      auto lo = client::parse_cm_listeners("rping,rdma_server");
       ASSERT_TRUE(lo.ok());
-      listeners = std::make_unique<app::CmListeners>(*server_dp_, *server_drivers, *server_conn, *lo, shared_cm);
+      listeners = std::make_unique<client::CmListeners>(*server_dp_, *server_drivers, *server_conn, *lo, shared_cm);
       ASSERT_TRUE(listeners->start().ok());
     }
-    service = std::make_unique<app::NvmfService>(*server_dp_, *server_drivers, *server_conn, o, shared_cm);
+    service = std::make_unique<client::NvmfService>(*server_dp_, *server_drivers, *server_conn, o, shared_cm);
     ASSERT_TRUE(service->start().ok());
-    client_drivers = std::make_unique<app::DriverSet>(*client_dp_);
-    client_conn = std::make_unique<app::Connector>(*client_dp_, 0x99);
-    client_cm = std::make_unique<app::CmService>(*client_dp_, *client_drivers);
+    client_drivers = std::make_unique<client::DriverSet>(*client_dp_);
+    client_conn = std::make_unique<client::Connector>(*client_dp_, 0x99);
+    client_cm = std::make_unique<client::CmService>(*client_dp_, *client_drivers);
   }
   void TearDown() override {
     for (auto& q : queues) close(q);
@@ -98,7 +98,7 @@ class NvmfService : public DataplanePairTest {
   struct HostQueue {
     std::uint16_t qid = 0;
     cm::CmId id = 0;
-    app::LocalQp qp;
+    client::LocalQp qp;
     std::unique_ptr<nvmf::NvmfRdmaHost> host;
   };
 
@@ -116,7 +116,7 @@ class NvmfService : public DataplanePairTest {
     return std::nullopt;
   }
 
-  cm::RdmaConnectParams connect_params(const app::LocalQp& q, std::vector<std::uint8_t> pd) {
+  cm::RdmaConnectParams connect_params(const client::LocalQp& q, std::vector<std::uint8_t> pd) {
     cm::RdmaConnectParams p;
     p.port_space = proto::RdmaPortSpace::Tcp;
     p.src = proto::IpAddress::of(proto::Ipv4Addr{10, 0, 0, 1});
@@ -136,7 +136,7 @@ class NvmfService : public DataplanePairTest {
   HostQueue* open(std::uint16_t qid, std::uint16_t depth) {
     HostQueue h;
     h.qid = qid;
-    app::QpParams qp;
+    client::QpParams qp;
     qp.send_depth = 2u * depth + 8;
     qp.recv_depth = depth + 8;
     auto q = client_conn->create(qp, 0);
@@ -244,13 +244,13 @@ class NvmfService : public DataplanePairTest {
     return done();
   }
 
-  std::unique_ptr<app::DriverSet> server_drivers, client_drivers;
-  std::unique_ptr<app::Connector> server_conn, client_conn;
+  std::unique_ptr<client::DriverSet> server_drivers, client_drivers;
+  std::unique_ptr<client::Connector> server_conn, client_conn;
   bool share_cm_ = false;
-  std::shared_ptr<app::CmService> shared_cm;
-  std::unique_ptr<app::CmListeners> listeners;
-  std::unique_ptr<app::NvmfService> service;
-  std::unique_ptr<app::CmService> client_cm;
+  std::shared_ptr<client::CmService> shared_cm;
+  std::unique_ptr<client::CmListeners> listeners;
+  std::unique_ptr<client::NvmfService> service;
+  std::unique_ptr<client::CmService> client_cm;
   std::deque<HostQueue> queues;
   std::vector<cm::RdmaCmEvent> pending;
 };
@@ -352,7 +352,7 @@ TEST_F(NvmfService, DiscoveryControllerListsTheSubsystem) {
 
 TEST_F(NvmfService, BadConnectPrivateDataIsRejectedWithTheNvmeRdmaStatus) {
   const auto try_connect = [&](std::vector<std::uint8_t> pd) -> std::uint16_t {
-    auto q = client_conn->create(app::QpParams{}, 0);
+    auto q = client_conn->create(client::QpParams{}, 0);
     EXPECT_TRUE(q.ok());
     auto cp = connect_params(*q, std::move(pd));
     auto id = client_cm->connect(cp);
@@ -409,7 +409,7 @@ TEST_F(NvmfService, NamespacesAddedAndRemovedWhileConnectedAreAnnouncedAndServed
   };
   submit_aer(20);
 
-  app::NvmfNamespaceSpec extra;
+  client::NvmfNamespaceSpec extra;
   extra.bytes = 64 << 10;
   auto added = service->add_namespace(extra);
   ASSERT_TRUE(added.ok()) << added.error().message;
@@ -473,7 +473,7 @@ TEST_F(NvmfService, SubsystemsAndAllowedHostsChangeWhileTheTargetRuns) {
   ASSERT_TRUE(service->add_subsystem(second).ok());
   EXPECT_EQ(service->add_subsystem(second).code(), EEXIST);
   EXPECT_EQ(service->add_subsystem("not-an-nqn").code(), EINVAL);
-  app::NvmfNamespaceSpec mem;
+  client::NvmfNamespaceSpec mem;
   mem.bytes = 64 << 10;
   auto nsid = service->add_namespace(mem, 0, second);
   ASSERT_TRUE(nsid.ok()) << nsid.error().message;
@@ -546,7 +546,7 @@ TEST_F(NvmfServiceSharedCm, RdmaCmListenersAndTheNvmeTargetServeAtOnce) {
   auto c1 = fabrics_connect(*q1, cntlid, kSubNqn);
   ASSERT_TRUE(c1 && c1->status().ok());
 
-  app::CmClientOptions o;
+  client::CmClientOptions o;
   o.tool = "rping";
   o.server = rdma::IpAddress::ipv4({10, 0, 0, 2});
   o.timeout = 5 * kSecond;
@@ -554,7 +554,7 @@ TEST_F(NvmfServiceSharedCm, RdmaCmListenersAndTheNvmeTargetServeAtOnce) {
   o.size = 2000;
   o.verify = true;
   std::vector<std::string> said;
-  auto r = app::run_cm_client(*client_dp_, *client_cm, *client_conn, o, [&](const std::string& l) { said.push_back(l); });
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, [&](const std::string& l) { said.push_back(l); });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->rounds, 3u);
 
@@ -587,22 +587,22 @@ TEST_F(NvmfServiceSharedCm, RdmaCmListenersAndTheNvmeTargetServeAtOnce) {
 }
 
 TEST(NvmfNamespaceOption, ParsesMemoryAndFileBackings) {
-  auto m = app::parse_nvmf_namespace("mem:16M");
+  auto m = client::parse_nvmf_namespace("mem:16M");
   ASSERT_TRUE(m.ok());
   EXPECT_FALSE(m->file);
   EXPECT_EQ(m->bytes, 16u << 20);
-  auto f = app::parse_nvmf_namespace("file:/tmp/disk.img:64M");
+  auto f = client::parse_nvmf_namespace("file:/tmp/disk.img:64M");
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(f->file);
   EXPECT_EQ(f->path, "/tmp/disk.img");
   EXPECT_EQ(f->bytes, 64u << 20);
-  auto p = app::parse_nvmf_namespace("file:/tmp/disk.img");
+  auto p = client::parse_nvmf_namespace("file:/tmp/disk.img");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->path, "/tmp/disk.img");
   EXPECT_EQ(p->bytes, 0u);
-  EXPECT_FALSE(app::parse_nvmf_namespace("mem:0").ok());
-  EXPECT_FALSE(app::parse_nvmf_namespace("mem:12X").ok());
-  EXPECT_FALSE(app::parse_nvmf_namespace("disk:/x").ok());
+  EXPECT_FALSE(client::parse_nvmf_namespace("mem:0").ok());
+  EXPECT_FALSE(client::parse_nvmf_namespace("mem:12X").ok());
+  EXPECT_FALSE(client::parse_nvmf_namespace("disk:/x").ok());
 }
 
 }  // namespace

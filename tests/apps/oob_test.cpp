@@ -14,7 +14,7 @@
 #include "tests/support/loopback_tcp.hpp"
 #include "tests/support/hex.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 std::vector<std::byte> text_record(const std::string& s) {
@@ -299,11 +299,11 @@ TEST(TcpStream, AReadHasOneDeadlineForTheWholeRecord) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client
 
 // perftest -R's record: struct pingpong_dest as rdma_write_keys sends it (x86-64 layout, integers
 // in network order), 56 bytes.
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 TEST(PerftestCmRecord, LayoutIsPingpongDestInNetworkOrder) {
@@ -363,4 +363,4 @@ TEST(PerftestCmRecord, RefusesOtherLengthsAndOutOfRangeFields) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

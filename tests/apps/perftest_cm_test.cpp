@@ -20,7 +20,7 @@
 namespace roce::test {
 namespace {
 
-using namespace roce::app;
+using namespace roce::client;
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 

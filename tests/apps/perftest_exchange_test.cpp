@@ -11,7 +11,7 @@
 #include "client/perftest_client.hpp"
 #include "tests/support/loopback_tcp.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 using test::LoopbackPair;
@@ -311,4 +311,4 @@ TEST(PerftestExchange, VersionsPerftestRefusesAreRefusedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

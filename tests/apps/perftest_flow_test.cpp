@@ -6,7 +6,7 @@
 
 #include "client/oob/perftest_flow.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 std::string letters(const std::vector<FlowOp>& f) {
@@ -200,4 +200,4 @@ TEST(PerftestFlow, RdmaCmConnectsBetweenTwoSyncsFirstAndSendsNoDone) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

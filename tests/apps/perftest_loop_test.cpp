@@ -14,7 +14,7 @@
 #include "dataplane/signals.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -460,4 +460,4 @@ TEST_F(PerftestLoop, RefusedConnectionIsAClearError) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

@@ -23,7 +23,7 @@
 #define ROCE_SOURCE_ROOT "."
 #endif
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -242,4 +242,4 @@ TEST_F(PerftestOutput, OutputFlagPrintsOnlyTheFigure) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

@@ -16,7 +16,7 @@
 #define ROCE_SOURCE_ROOT "."
 #endif
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 std::vector<std::string> fixture(const std::string& name) {
@@ -296,4 +296,4 @@ TEST(PerftestText, AClientRunPrintsAsTheRealClient) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

@@ -45,9 +45,9 @@ class DataplanePairTest : public ::testing::Test {
         server_dp_->poll_once();
       }
     });
-    auto l = app::TcpListener::listen("127.0.0.1", 0);
+    auto l = client::TcpListener::listen("127.0.0.1", 0);
     ASSERT_TRUE(l.ok());
-    listener_ = std::make_unique<app::TcpListener>(std::move(*l));
+    listener_ = std::make_unique<client::TcpListener>(std::move(*l));
   }
 
   void TearDown() override {
@@ -83,7 +83,7 @@ class DataplanePairTest : public ::testing::Test {
   std::unique_ptr<dp::Dataplane> client_dp_, server_dp_;
   std::thread poller_;
   std::atomic<bool> stop_poller_{false};
-  std::unique_ptr<app::TcpListener> listener_;
+  std::unique_ptr<client::TcpListener> listener_;
 };
 
 }  // namespace roce::test

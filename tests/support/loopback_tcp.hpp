@@ -10,12 +10,12 @@
 namespace roce::test {
 
 struct LoopbackPair {
-  app::TcpStream client, server;
+  client::TcpStream client, server;
   LoopbackPair() {
-    auto l = app::TcpListener::listen("127.0.0.1", 0);
+    auto l = client::TcpListener::listen("127.0.0.1", 0);
     EXPECT_TRUE(l.ok());
     std::thread t([&] {
-      auto c = app::TcpStream::connect("127.0.0.1", l->port(), 2000);
+      auto c = client::TcpStream::connect("127.0.0.1", l->port(), 2000);
       EXPECT_TRUE(c.ok());
       client = std::move(*c);
     });

@@ -49,7 +49,7 @@ int run_port(const RawCommand& cmd, const std::vector<std::string>& eal_args, st
     err << prog << ": " << gen.error().message << '\n';
     return kExitUsage;
   }
-  app::ToolEal eal;
+  client::ToolEal eal;
   if (int rc = eal.start(eal_args, {}, [&](const std::string& why, int code) {
         err << prog << ": " << why << '\n';
         return code;

@@ -12,11 +12,11 @@
 
 namespace roce::gen {
 
-// Exit statuses: app::kExitOk, kExitFailed (the run could not be finished), kExitUsage (bad
+// Exit statuses: client::kExitOk, kExitFailed (the run could not be finished), kExitUsage (bad
 // command line: options, DPDK arguments, a port or file that cannot be used).
-using app::kExitFailed;
-using app::kExitOk;
-using app::kExitUsage;
+using client::kExitFailed;
+using client::kExitOk;
+using client::kExitUsage;
 
 struct RawCommand {
   RawStreamSpec spec;

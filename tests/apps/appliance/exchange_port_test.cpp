@@ -11,7 +11,7 @@
 
 #include "tests/apps/appliance/appliance_process.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 using test::ApplianceProcess;
@@ -155,4 +155,4 @@ TEST(ExchangePort, AClientRefusedForWantOfQpsIsToldWhyAndServedOnceTheyAreFree) 
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

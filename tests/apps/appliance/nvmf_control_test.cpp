@@ -9,7 +9,7 @@
 
 #include "tests/apps/appliance/appliance_process.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 using test::ControlClient;
@@ -206,4 +206,4 @@ TEST(NvmfControlWithoutTarget, SaysThereIsNoTarget) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 struct Shared {
@@ -67,4 +67,4 @@ TEST(DcqcnShare, TheTraceStartsEachFlowAtItsJoinTimeAtLineRate) {
 TEST(DcqcnShare, TheSameSeedDrawsTheSamePicture) { EXPECT_EQ(share(2).csv, share(2).csv); }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

@@ -10,7 +10,7 @@
 // are "not given" by their default member initializers, which is what -Wextra would flag.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 constexpr std::uint32_t kMaxReads = 16;
@@ -344,4 +344,4 @@ TEST(GenOptions, LineRateGbpsAndItsOldSpelling) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client

@@ -12,7 +12,7 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::app {
+namespace roce::client {
 namespace {
 
 #ifndef ROCE_GEN_BIN
@@ -108,4 +108,4 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
 }
 
 }  // namespace
-}  // namespace roce::app
+}  // namespace roce::client
