@@ -19,6 +19,7 @@ ROCE_VERBS_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   Pd* p = to_pd(pd);
   Context* c = p ? to_context(p->context) : nullptr;
   if (c == nullptr || attr == nullptr) return fail<ibv_ah>(EINVAL);
+  if (not_served(*c, "ibv_create_ah")) return nullptr;
   if (attr->port_num > 1) return fail<ibv_ah>(EINVAL);
   // RoCE address handles are global: the GID is the peer's IP address.
   if (!attr->is_global) return fail<ibv_ah>(EINVAL);
@@ -97,6 +98,7 @@ ROCE_VERBS_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_a
                                                   std::uint16_t* vid) {
   Context* c = to_context(context);
   if (c == nullptr || attr == nullptr || !attr->is_global) return EINVAL;
+  if (not_served(*c, "ibv_resolve_eth_l2_from_gid")) return EOPNOTSUPP;
   const auto mac = c->rt->resolve(rdma::ip_from_gid(attr->grh.dgid), kArpWait);
   if (!mac) return EHOSTUNREACH;
   std::memcpy(eth_mac, mac->data(), 6);

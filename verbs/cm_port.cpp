@@ -13,6 +13,7 @@
 #include "protocol/cm_sidr.hpp"
 #include "verbs/device.hpp"
 #include "verbs/export.hpp"
+#include "verbs/objects.hpp"
 
 namespace roce::verbs {
 
@@ -81,6 +82,11 @@ CmPort* CmPort::get() {
   Device* d = configured_device();
   if (d == nullptr) {
     errno = ENODEV;
+    return nullptr;
+  }
+  if (!d->config.service.empty()) {  // rdma_cm through the service's CM agent is slice 5 (docs/verbs.md)
+    report("rdma_cm: not served in service mode yet (EOPNOTSUPP)");
+    errno = EOPNOTSUPP;
     return nullptr;
   }
   // librdmacm keeps one context per device for its IDs, open until the process ends.

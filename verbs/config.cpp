@@ -144,6 +144,9 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
       } else {
         return bad(key, value, "not an IPv4 or IPv6 address");
       }
+    } else if (key == "service") {
+      if (value.empty() || value.size() >= 108) return bad(key, value, "a UNIX socket path of 1..107 bytes");
+      c.service = value;
     } else if (key == "vdev") {
       if (value.empty()) return bad(key, value, "empty");
       c.vdevs.push_back(value);
@@ -199,6 +202,12 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
       return make_error(EINVAL, "unknown option --" + key + " (" + config_usage() + ")");
     }
   }
+  if (!c.service.empty()) {
+    // The service owns the port, its address and its EAL: nothing of it is chosen by a program.
+    if (c.ip || !c.vdevs.empty() || !c.port.empty() || !c.eal_extra.empty() || c.cpu)
+      return make_error(EINVAL, "--service excludes the port options (--ip, --vdev, --dev, --eal, --cpu): the service owns the port");
+    return c;
+  }
   if (!c.ip) return make_error(EINVAL, "no --ip: the device needs an IPv4 or IPv6 address (its GID)");
   if (c.port.empty() && c.vdevs.empty()) return make_error(EINVAL, "no port: give --vdev (and --dev) or --dev");
   return c;
@@ -215,11 +224,15 @@ Result<std::vector<std::string>> config_words_from_environment() {
     if (!w) return make_error(EINVAL, std::string("ROCE_VERBS_ARGS: ") + w.error().message);
     words.insert(words.end(), w->begin(), w->end());
   }
+  if (const char* s = std::getenv("ROCE_VERBS_SERVICE"); s && *s) {
+    words.push_back("--service");
+    words.push_back(s);
+  }
   return words;
 }
 
 std::string config_usage() {
-  return "options: --ip ADDR --vdev SPEC --dev NAME --mtu BYTES --name NAME --eal 'ARGS' --cpu N --memory MB "
+  return "options: --service SOCKET | --ip ADDR --vdev SPEC --dev NAME --mtu BYTES --name NAME --eal 'ARGS' --cpu N --memory MB "
          "--mbufs N --poll busy|adaptive --idle-nap-us N --max-qps N --max-mrs N --max-rd-atomic N --config FILE";
 }
 

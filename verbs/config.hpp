@@ -23,6 +23,9 @@ enum class PollMode : std::uint8_t { Busy, Adaptive };
 
 struct DeviceConfig {
   std::string name = "rocedp0";        // the device name programs see (ibv_devices, -d)
+  // Service mode: the UNIX socket of a roce-verbsd that owns the port (no EAL in the program;
+  // the port options then belong to the service and are refused here).
+  std::string service;
   std::optional<rdma::IpAddress> ip;         // our address; GID 0 is it (an IPv4 one in its IPv4-mapped form)
   std::vector<std::string> vdevs;      // DPDK --vdev arguments
   std::string port;                    // ethdev name; default: the first vdev's driver name
@@ -50,7 +53,7 @@ std::string join_words(const std::vector<std::string>& words);
 // whose lines are "key value" or "key = value" (# starts a comment) at that point.
 Result<DeviceConfig> parse_config(const std::vector<std::string>& words);
 // The option words from the environment: ROCE_VERBS_CONFIG (a file) then ROCE_VERBS_ARGS.
-// Empty when neither is set.
+// ROCE_VERBS_SERVICE=PATH adds --service PATH. Empty when none is set.
 Result<std::vector<std::string>> config_words_from_environment();
 // Usage text of the option words.
 std::string config_usage();

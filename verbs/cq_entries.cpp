@@ -15,6 +15,7 @@ using namespace roce::verbs;
 ROCE_VERBS_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   Context* c = to_context(context);
   if (c == nullptr) return fail<ibv_comp_channel>(EINVAL);
+  if (not_served(*c, "ibv_create_comp_channel")) return nullptr;
   // An eventfd in semaphore mode: one count per event, readable while any is waiting, so the
   // program can poll() or epoll it and set O_NONBLOCK as on a uverbs event file.
   const int fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
@@ -81,6 +82,7 @@ std::uint8_t read_sl(ibv_cq_ex* cq) { return current_cq(cq)->current.sl; }
 std::uint8_t read_dlid_path_bits(ibv_cq_ex* cq) { return current_cq(cq)->current.dlid_path_bits; }
 
 Cq* make_cq(Context& c, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
+  if (not_served(c, "ibv_create_cq")) return nullptr;
   Channel* ch = nullptr;
   if (channel != nullptr) {
     ch = to_channel(channel);

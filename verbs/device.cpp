@@ -31,6 +31,14 @@ void eth_speed(std::uint32_t mbps, std::uint8_t& width, std::uint8_t& speed) {
 
 void report(const std::string& what) { std::fprintf(stderr, "roce-verbs: %s\n", what.c_str()); }
 
+bool not_served(const Context& c, const char* verb) {
+  if (!c.service) return false;
+  static std::once_flag once;
+  std::call_once(once, [verb] { report(std::string(verb) + ": not served in service mode yet (EOPNOTSUPP)"); });
+  errno = EOPNOTSUPP;
+  return true;
+}
+
 Device* configured_device() {
   std::call_once(g_parse_once, [] {
     auto words = config_words_from_environment();
@@ -49,10 +57,20 @@ Device* configured_device() {
     }
     auto* d = new Device{};
     d->config = *cfg;
+    if (!cfg->service.empty()) {
+      // Service mode: the device is the service's; its name comes from the service.
+      auto conn = ServiceConnection::connect(cfg->service);
+      if (!conn) {
+        report(conn.error().message);
+        delete d;
+        return;
+      }
+      d->config.name = (*conn)->device_name();
+    }
     d->node_type = IBV_NODE_CA;
     d->transport_type = IBV_TRANSPORT_IB;  // what RoCE devices report
-    std::snprintf(d->name, sizeof d->name, "%s", cfg->name.c_str());
-    std::snprintf(d->dev_name, sizeof d->dev_name, "roce_verbs_%s", cfg->name.c_str());
+    std::snprintf(d->name, sizeof d->name, "%s", d->config.name.c_str());
+    std::snprintf(d->dev_name, sizeof d->dev_name, "roce_verbs_%s", d->config.name.c_str());
     g_device = d;  // one per process, never freed: ibv_device pointers must outlive every list
   });
   return g_device;

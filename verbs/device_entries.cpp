@@ -9,9 +9,46 @@
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/ops.hpp"
+#include "verbs/service_verbs.hpp"
 
 using namespace roce;
 using namespace roce::verbs;
+
+namespace {
+
+Context* new_context(ibv_device* device) {
+  auto* c = new Context{};
+  ibv_context& ctx = c->context;
+  ctx.device = device;
+  ctx.cmd_fd = -1;
+  c->async.owner = c;
+  ctx.async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);  // one count per queued event (AsyncEvents)
+  ctx.num_comp_vectors = 1;
+  pthread_mutex_init(&ctx.mutex, nullptr);
+  ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  c->sz = sizeof(verbs_context);
+  install_ops(*c);
+  return c;
+}
+
+// Service mode: a context is a connection to the service, which opens one of its own for it;
+// everything the program makes on it belongs to that connection and is freed when it closes.
+ibv_context* open_service_context(ibv_device* device, const DeviceConfig& cfg) {
+  auto conn = ServiceConnection::connect(cfg.service);
+  if (!conn) {
+    report("cannot open " + std::string(device->name) + ": " + conn.error().message);
+    return fail<ibv_context>(conn.error().code);
+  }
+  if (int rc = (*conn)->call(service::Op::Open, nullptr, 0); rc != 0) {
+    report("cannot open " + std::string(device->name) + ": the service refused: " + std::strerror(rc));
+    return fail<ibv_context>(rc);
+  }
+  Context* c = new_context(device);
+  c->service = std::move(*conn);
+  return &c->context;
+}
+
+}  // namespace
 
 ROCE_VERBS_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
   Device* d = configured_device();
@@ -33,6 +70,12 @@ ROCE_VERBS_EXPORT int ibv_get_device_index(ibv_device* device) { return is_our_d
 
 ROCE_VERBS_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
   if (!is_our_device(device)) return 0;
+  if (const DeviceConfig& cfg = static_cast<Device*>(device)->config; !cfg.service.empty()) {
+    auto conn = ServiceConnection::connect(cfg.service);
+    ibv_device_attr a{};
+    if (!conn || (*conn)->call(service::Op::QueryDevice, &a, sizeof a) != 0) return 0;
+    return a.node_guid;
+  }
   // The GUID comes from the port's MAC: the device must be up to know it.
   auto rt = Runtime::start(static_cast<Device*>(device)->config);
   if (!rt) {
@@ -45,30 +88,22 @@ ROCE_VERBS_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
 
 ROCE_VERBS_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   if (!is_our_device(device)) return fail<ibv_context>(ENODEV);
+  if (const DeviceConfig& cfg = static_cast<Device*>(device)->config; !cfg.service.empty()) return open_service_context(device, cfg);
   auto rt = Runtime::start(static_cast<Device*>(device)->config);
   if (!rt) {
     report("cannot open " + std::string(device->name) + ": " + rt.error().message);
     return fail<ibv_context>(rt.error().code);
   }
-  auto* c = new Context{};
+  auto* c = new_context(device);
   c->rt = *rt;
-  ibv_context& ctx = c->context;
-  ctx.device = device;
-  ctx.cmd_fd = -1;
-  c->async.owner = c;
-  ctx.async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);  // one count per queued event (AsyncEvents)
-  ctx.num_comp_vectors = 1;
-  pthread_mutex_init(&ctx.mutex, nullptr);
-  ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
-  c->sz = sizeof(verbs_context);
-  install_ops(*c);
-  return &ctx;
+  return &c->context;
 }
 
 ROCE_VERBS_EXPORT int ibv_close_device(ibv_context* context) {
   Context* c = to_context(context);
   if (c == nullptr) return EINVAL;
-  release_everything(*c);
+  if (c->service) service_close(*c);  // the service frees its side when the connection closes
+  else release_everything(*c);
   if (context->async_fd >= 0) ::close(context->async_fd);
   pthread_mutex_destroy(&context->mutex);
   retire(c);
@@ -78,6 +113,7 @@ ROCE_VERBS_EXPORT int ibv_close_device(ibv_context* context) {
 ROCE_VERBS_EXPORT int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
   Context* c = to_context(context);
   if (c == nullptr || attr == nullptr) return EINVAL;
+  if (c->service) return c->service->call(service::Op::QueryDevice, attr, sizeof *attr);
   EngineGuard g(c->rt->lock());
   fill_device_attr(*c->rt, *attr);
   return 0;
@@ -108,6 +144,7 @@ ROCE_VERBS_EXPORT int _ibv_query_gid_ex(ibv_context* context, std::uint32_t port
   if (c == nullptr || entry == nullptr || flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
   if (port_num != 1) return EINVAL;
   if (gid_index >= static_cast<std::uint32_t>(kGidTableLength)) return ENODATA;
+  if (c->service) return c->service->call(service::Op::QueryGid, entry, sizeof *entry, gid_index);
   *entry = ibv_gid_entry{};
   entry->gid = rdma::gid_from_ip(*c->rt->config().ip);
   entry->gid_index = gid_index;

@@ -6,6 +6,7 @@
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/ops.hpp"
+#include "verbs/service_verbs.hpp"
 
 using namespace roce;
 using namespace roce::verbs;
@@ -32,6 +33,7 @@ bool mapped(const void* addr, std::size_t length) {
 ROCE_VERBS_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
   Context* c = to_context(context);
   if (c == nullptr) return fail<ibv_pd>(EINVAL);
+  if (c->service) return service_alloc_pd(*c);
   EngineGuard g(c->rt->lock());
   if (c->pds.size() >= 65536) return fail<ibv_pd>(ENOMEM);
   auto* p = new Pd{};
@@ -45,6 +47,7 @@ ROCE_VERBS_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
   Pd* p = to_pd(pd);
   Context* c = p ? to_context(p->context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_dealloc_pd(*c, *p);
   EngineGuard g(c->rt->lock());
   if (p->users) return EBUSY;
   c->pds.erase(p);
@@ -64,6 +67,7 @@ ROCE_VERBS_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, std::size_t l
   access &= ~(static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE) | IBV_ACCESS_HUGETLB);
   if (length == 0 || addr == nullptr) return fail<ibv_mr>(EINVAL);
   if (!mapped(addr, length)) return fail<ibv_mr>(EFAULT);
+  if (c->service) return service_reg_mr(*c, *p, addr, length, iova, access);
   EngineGuard g(c->rt->lock());
   auto r = c->rt->memory().register_region(p->handle, addr, length, static_cast<int>(access),
                                            (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova);
@@ -103,6 +107,7 @@ ROCE_VERBS_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   Mr* m = to_mr(mr);
   Context* c = m ? to_context(m->context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_dereg_mr(*c, *m);
   EngineGuard g(c->rt->lock());
   return dereg_mr_locked(*c, m);
 }
@@ -130,6 +135,7 @@ ibv_mw* alloc_mw_op(ibv_pd* pd, ibv_mw_type type) {
   Pd* p = to_pd(pd);
   Context* c = p ? to_context(p->context) : nullptr;
   if (c == nullptr) return fail<ibv_mw>(EINVAL);
+  if (not_served(*c, "ibv_alloc_mw")) return nullptr;
   EngineGuard g(c->rt->lock());
   auto impl = c->rt->engine().alloc_mw(p->handle, type);
   if (!impl) return fail<ibv_mw>(impl.error().code);

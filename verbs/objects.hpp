@@ -14,6 +14,7 @@
 
 #include "lib/rdma/engine.hpp"
 #include "verbs/runtime.hpp"
+#include "verbs/service_client.hpp"
 
 namespace roce::verbs {
 
@@ -37,10 +38,12 @@ struct Pd : ibv_pd {
   Magic magic = Magic::Pd;
   rdma::PdHandle handle = 0;
   std::uint32_t users = 0;  // MRs, QPs and AHs made in it (dealloc is EBUSY until 0)
+  std::uint32_t service_handle = 0;  // service mode: the service's name for it
 };
 
 struct Mr : ibv_mr {
   Magic magic = Magic::Mr;
+  std::uint32_t service_handle = 0;  // service mode: the service's name for it
 };
 
 struct Cq;
@@ -114,7 +117,10 @@ struct AsyncEvents : CompletionWatch {
 
 struct Context : verbs_context {
   Magic magic = Magic::Context;
-  Runtime* rt = nullptr;
+  Runtime* rt = nullptr;  // library mode: the engine in this process
+  // Service mode (rt is null): the connection to roce-verbsd that owns this context's objects.
+  std::unique_ptr<ServiceConnection> service;
+  std::mutex service_mutex;  // service mode: guards the object sets below (no engine lock here)
   AsyncEvents async;
   // Every object made on this context, freed by ibv_close_device if the program did not.
   // Guarded by the engine lock.
@@ -152,6 +158,10 @@ inline Qp* to_qp(ibv_qp_ex* q) { return ours<Qp>(q, Magic::Qp); }
 inline Srq* to_srq(ibv_srq* s) { return ours<Srq>(s, Magic::Srq); }
 inline Mw* to_mw(ibv_mw* m) { return ours<Mw>(m, Magic::Mw); }
 inline Context* context_of(ibv_context* c) { return to_context(c); }
+
+// Service mode serves its verbs in slices (docs/verbs.md); a verb of a slice not built yet
+// answers EOPNOTSUPP on a service context, said once on stderr.
+bool not_served(const Context& c, const char* verb);
 
 // Frees one of our objects; its magic is cleared first, so a stale pointer to it is told apart
 // for as long as the allocator leaves the memory alone.

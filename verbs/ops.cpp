@@ -83,7 +83,9 @@ int query_port_op(ibv_context* context, std::uint8_t port_num, ibv_port_attr* at
   if (c == nullptr || attr == nullptr) return EINVAL;
   if (port_num != 1) return EINVAL;
   ibv_port_attr full{};
-  {
+  if (c->service) {
+    if (int rc = c->service->call(service::Op::QueryPort, &full, sizeof full, port_num); rc != 0) return rc;
+  } else {
     EngineGuard g(c->rt->lock());
     fill_port_attr(*c->rt, full);
   }
@@ -98,7 +100,9 @@ int query_device_ex_op(ibv_context* context, const ibv_query_device_ex_input* in
   if (c == nullptr || attr == nullptr) return EINVAL;
   if (input && input->comp_mask) return EINVAL;
   ibv_device_attr_ex full{};
-  {
+  if (c->service) {
+    if (int rc = c->service->call(service::Op::QueryDevice, &full.orig_attr, sizeof full.orig_attr); rc != 0) return rc;
+  } else {
     EngineGuard g(c->rt->lock());
     fill_device_attr(*c->rt, full.orig_attr);
   }

@@ -21,6 +21,7 @@ constexpr std::uint64_t kSupportedSendOps =
 
 ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
   Context* c = to_context(p->context);
+  if (not_served(*c, "ibv_create_qp")) return nullptr;
   Cq* scq = to_cq(a.send_cq);
   Cq* rcq = to_cq(a.recv_cq);
   if (scq == nullptr || rcq == nullptr || scq->context != p->context || rcq->context != p->context)
@@ -98,6 +99,7 @@ namespace roce::verbs {
 
 ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   if (to_context(context) == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+  if (not_served(*to_context(context), "ibv_create_qp_ex")) return nullptr;
   const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
                               IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -201,6 +203,7 @@ ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   Pd* p = to_pd(pd);
   if (p == nullptr || attr == nullptr) return fail<ibv_srq>(EINVAL);
   Context* c = to_context(p->context);
+  if (not_served(*c, "ibv_create_srq")) return nullptr;
   EngineGuard g(c->rt->lock());
   auto impl = c->rt->engine().create_srq(p->handle, attr->attr);
   if (!impl) return fail<ibv_srq>(impl.error().code);

@@ -19,7 +19,9 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: roce-run [device options] [--] PROGRAM [ARGS...]\n"
                "Runs a verbs program (ibv_devinfo, ib_write_bw, ibv_rc_pingpong, ...) on a RoCEv2 device backed by\n"
-               "the rocev2-dp dataplane inside the program's own process.\n"
+               "the rocev2-dp dataplane inside the program's own process (or, with --service, in roce-verbsd).\n"
+               "  --service SOCKET  service mode: use the device of the roce-verbsd listening on SOCKET (no port\n"
+               "                    options then; the service owns the port)\n"
                "  --ip ADDR         the device's IPv4 or IPv6 address (GID 0: ::ffff:ADDR, or ADDR)\n"
                "  --vdev SPEC       DPDK virtual device, e.g. net_af_packet0,iface=veth0 (repeatable)\n"
                "  --dev NAME        ethdev to use (default: the first --vdev)\n"
@@ -30,7 +32,8 @@ void usage(FILE* out) {
                "  --memory MB       DPDK memory (default 256)\n"
                "  --poll busy|adaptive   busy: never nap; adaptive (default): nap when idle for 1 ms\n"
                "  --config FILE     read options from FILE (\"key value\" lines)\n"
-               "Environment: ROCE_VERBS_CONFIG (a config file), ROCE_VERBS_LIBRARY (the library to preload).\n");
+               "Environment: ROCE_VERBS_CONFIG (a config file), ROCE_VERBS_SERVICE (as --service), ROCE_VERBS_LIBRARY\n"
+               "(the library to preload).\n");
 }
 
 std::string library_path() {

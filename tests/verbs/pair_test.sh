@@ -191,6 +191,15 @@ check_refusal "not an IPv4 or IPv6 address" --ip 10.1 --vdev net_ring0 --
 check_refusal "256, 512, 1024, 2048 or 4096" --ip 10.0.0.1 --vdev net_ring0 --mtu 1500 --
 check_refusal "unknown option --bogus" --ip 10.0.0.1 --vdev net_ring0 --bogus 1 --
 check_refusal "cannot read config file" --config /nonexistent --
+check_refusal "--service excludes the port options" --service /tmp/none.sock --ip 10.0.0.1 --
+msg=$(env -u ROCE_VERBS_ARGS -u ROCE_VERBS_CONFIG ROCE_VERBS_SERVICE=/nonexistent/roce.sock \
+  LD_PRELOAD="$build/verbs/libroce-verbs.so" ibv_devices 2>&1)
+if [[ $msg == *"cannot reach the service at /nonexistent/roce.sock"* ]]; then
+  echo "verbs pair: ibv_devices with no service behind ROCE_VERBS_SERVICE -> no device, says why"
+else
+  echo "verbs pair: ibv_devices with no service behind ROCE_VERBS_SERVICE -> FAIL: '$msg'"
+  failed=$((failed + 1))
+fi
 msg=$(env -u ROCE_VERBS_ARGS -u ROCE_VERBS_CONFIG LD_PRELOAD="$build/verbs/libroce-verbs.so" ibv_devices 2>&1)
 if [[ $msg == *"no device configured"* ]]; then
   echo "verbs pair: unconfigured ibv_devices -> no device, says why"

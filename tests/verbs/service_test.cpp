@@ -1,0 +1,532 @@
+// Service mode (docs/verbs.md, "2. Service mode"): this program is a client of a roce-verbsd it
+// starts on a looped-back net_ring0 port (ROCE_VERBSD names the binary; libroce-verbs.so is
+// preloaded by meson). Device list and queries answered by the service, the service's errnos
+// for malformed records, and programs that exit or are SIGKILLed leaving nothing behind while
+// another keeps working.
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "verbs/service_proto.hpp"
+
+namespace service_test {
+namespace {
+
+using roce::verbs::service::Op;
+using roce::verbs::service::Reply;
+using roce::verbs::service::Request;
+using roce::verbs::service::StatusReply;
+
+// Generous bounds for a loaded machine: they only decide how long a failing test waits.
+constexpr auto kStartBound = std::chrono::seconds(60);
+constexpr auto kEventBound = std::chrono::seconds(30);
+
+std::string g_socket;
+pid_t g_service = -1;
+
+int raw_connect() {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", g_socket.c_str());
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `len` bytes of a record and returns the answer's errno (-1: no answer).
+int exchange(int fd, const void* rec, std::size_t len, Reply* out = nullptr) {
+  if (::send(fd, rec, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) return -1;
+  Reply r;
+  const ssize_t n = ::recv(fd, &r, sizeof r, 0);
+  if (n < static_cast<ssize_t>(roce::verbs::service::kReplyHeader)) return -1;
+  if (out) *out = r;
+  return r.err;
+}
+
+StatusReply status() {
+  StatusReply s{};
+  const int fd = raw_connect();
+  if (fd < 0) return s;
+  Request q;
+  q.op = Op::Status;
+  Reply r;
+  if (exchange(fd, &q, roce::verbs::service::kRequestHeader, &r) == 0) std::memcpy(&s, r.body, sizeof s);
+  ::close(fd);
+  s.connections -= 1;  // not counting this probe
+  return s;
+}
+
+// Waits until the service holds `contexts` contexts; false after kEventBound.
+bool wait_for_contexts(std::uint32_t contexts) {
+  const auto until = std::chrono::steady_clock::now() + kEventBound;
+  while (std::chrono::steady_clock::now() < until) {
+    if (status().contexts == contexts) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+class Service : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* bin = std::getenv("ROCE_VERBSD");
+    ASSERT_NE(bin, nullptr) << "ROCE_VERBSD (the roce-verbsd binary) is not set";
+    g_socket = "/tmp/roce-verbs-service-test-" + std::to_string(::getpid()) + ".sock";
+    g_service = ::fork();
+    ASSERT_GE(g_service, 0);
+    if (g_service == 0) {
+      ::execl(bin, bin, "--ip", "10.99.0.3", "--vdev", "net_ring0", "--memory", "128", "--name", "svc0", "--allow-probe", "--socket",
+              g_socket.c_str(), static_cast<char*>(nullptr));
+      std::perror("exec roce-verbsd");
+      ::_exit(127);
+    }
+    const auto until = std::chrono::steady_clock::now() + kStartBound;
+    for (;;) {
+      if (const int fd = raw_connect(); fd >= 0) {
+        ::close(fd);
+        break;
+      }
+      int st = 0;
+      ASSERT_EQ(::waitpid(g_service, &st, WNOHANG), 0) << "roce-verbsd exited at start-up";
+      ASSERT_LT(std::chrono::steady_clock::now(), until) << "roce-verbsd did not listen on " << g_socket;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // The library in this process reads its configuration on first use: service mode.
+    ::setenv("ROCE_VERBS_SERVICE", g_socket.c_str(), 1);
+  }
+
+  static void TearDownTestSuite() {
+    if (g_service <= 0) return;
+    ::kill(g_service, SIGTERM);
+    int st = 0;
+    ::waitpid(g_service, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "roce-verbsd status " << st;
+    EXPECT_NE(::access(g_socket.c_str(), F_OK), 0) << "the socket file stayed";
+  }
+
+  void SetUp() override {
+    int n = 0;
+    list = ibv_get_device_list(&n);
+    ASSERT_NE(list, nullptr);
+    ASSERT_EQ(n, 1);
+    ctx = ibv_open_device(list[0]);
+    ASSERT_NE(ctx, nullptr) << std::strerror(errno);
+  }
+  void TearDown() override {
+    if (ctx) {
+      EXPECT_EQ(ibv_close_device(ctx), 0);
+    }
+    if (list) ibv_free_device_list(list);
+  }
+
+  ibv_device** list = nullptr;
+  ibv_context* ctx = nullptr;
+};
+
+TEST_F(Service, TheDeviceIsTheServicesNamedByIt) {
+  EXPECT_STREQ(ibv_get_device_name(list[0]), "svc0");
+  ibv_device_attr a{};
+  ASSERT_EQ(ibv_query_device(ctx, &a), 0);
+  EXPECT_EQ(a.vendor_id, 0xFFFFFFu);
+  EXPECT_EQ(a.phys_port_cnt, 1);
+  EXPECT_EQ(a.max_qp, 1024);
+  EXPECT_NE(a.node_guid, 0u);
+  EXPECT_EQ(ibv_get_device_guid(list[0]), a.node_guid);
+  ibv_device_attr_ex x{};
+  ASSERT_EQ(ibv_query_device_ex(ctx, nullptr, &x), 0);
+  EXPECT_EQ(x.orig_attr.max_qp, a.max_qp);
+  EXPECT_EQ(x.phys_port_cnt_ex, 1u);
+}
+
+TEST_F(Service, PortAndGidAreTheServicesPort) {
+  ibv_port_attr p{};
+  ASSERT_EQ(ibv_query_port(ctx, 1, &p), 0);
+  EXPECT_EQ(p.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_EQ(p.gid_tbl_len, 1);
+  EXPECT_EQ(ibv_query_port(ctx, 2, &p), EINVAL);
+  ibv_gid gid{};
+  ASSERT_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
+  in_addr ip{};
+  ASSERT_EQ(::inet_pton(AF_INET, "10.99.0.3", &ip), 1);
+  const std::uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  EXPECT_EQ(std::memcmp(gid.raw, mapped, 12), 0);
+  EXPECT_EQ(std::memcmp(gid.raw + 12, &ip, 4), 0);
+  ibv_gid_entry e{};
+  EXPECT_EQ(ibv_query_gid_ex(ctx, 1, 1, &e, 0), ENODATA);
+  ASSERT_EQ(ibv_query_gid_ex(ctx, 1, 0, &e, 0), 0);
+  EXPECT_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
+}
+
+// Debian's ibv_devinfo, unmodified, through the service (this process's environment: the
+// preloaded library and ROCE_VERBS_SERVICE).
+TEST_F(Service, IbvDevinfoSeesTheServicesDevice) {
+  FILE* p = ::popen("ibv_devinfo -v 2>&1", "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0) << out;
+  EXPECT_NE(out.find("hca_id:\tsvc0"), std::string::npos) << out;
+  EXPECT_NE(out.find("PORT_ACTIVE"), std::string::npos) << out;
+  EXPECT_NE(out.find("Ethernet"), std::string::npos) << out;
+  EXPECT_NE(out.find("::ffff:10.99.0.3"), std::string::npos) << out;
+}
+
+TEST_F(Service, VerbsOfSlicesNotBuiltAnswerEopnotsupp) {
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(ctx, 16, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_create_comp_channel(ctx), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.qp_type = IBV_QPT_RC;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(pd, &ia), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// --- slice 2: PDs and MRs, the registered buffer's pages shared with the service ---
+
+using ProbeWrite = int (*)(ibv_pd*, std::uint64_t, std::uint32_t, std::uint32_t, std::uint8_t, std::uint32_t*);
+
+// The service WRITEs `len` bytes of `pattern` at `at` through `mr` from a QP pair of its own.
+int probe(ibv_pd* pd, ibv_mr* mr, const void* at, std::uint32_t len, std::uint8_t pattern,
+          std::uint32_t* status = nullptr) {
+  static const auto fn = reinterpret_cast<ProbeWrite>(::dlsym(RTLD_DEFAULT, "roce_verbs_probe_write"));
+  if (fn == nullptr) return -1;
+  std::uint32_t st = 0;
+  const int rc = fn(pd, reinterpret_cast<std::uintptr_t>(at), mr->rkey, len, pattern, &st);
+  if (status) *status = st;
+  return rc;
+}
+
+std::size_t page() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+
+TEST_F(Service, PdAndMrAreTheServicesAndCountedThere) {
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  void* buf = std::aligned_alloc(page(), 3 * page());
+  ASSERT_NE(buf, nullptr);
+  ibv_mr* mr = ibv_reg_mr(pd, buf, 3 * page(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr, nullptr) << std::strerror(errno);
+  EXPECT_EQ(mr->addr, buf);
+  EXPECT_EQ(mr->length, 3 * page());
+  EXPECT_NE(mr->rkey, 0u);
+  StatusReply s = status();
+  EXPECT_EQ(s.pds, 1u);
+  EXPECT_EQ(s.mrs, 1u);
+  EXPECT_EQ(s.mapped_bytes, 3 * page());
+  EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);  // the service's answer: an MR uses it
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  s = status();
+  EXPECT_EQ(s.pds, 0u);
+  EXPECT_EQ(s.mrs, 0u);
+  EXPECT_EQ(s.mapped_bytes, 0u);
+  std::free(buf);
+}
+
+TEST_F(Service, RegistrationErrnosAreLibraryModes) {
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  std::vector<std::uint8_t> buf(8192);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_REMOTE_WRITE), nullptr);  // no LOCAL_WRITE
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), 1 << 30), nullptr);  // not an access flag
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), 0, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  void* hole = ::mmap(nullptr, page(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(hole, MAP_FAILED);
+  ASSERT_EQ(::munmap(hole, page()), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd, hole, page(), IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EFAULT);
+  EXPECT_EQ(status().mrs, 0u);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// The slice's end-to-end check: the bytes of a WRITE that the service's engine places through
+// the program's MR appear in the program's own buffer, at the program's own addresses, and the
+// heap around the buffer (its pages were moved) keeps its contents.
+TEST_F(Service, WriteFromTheServiceLandsInTheProgramsBuffer) {
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  std::vector<std::uint8_t> before(1000, 0x5A);  // likely heap neighbours of buf
+  std::vector<std::uint8_t> buf(20000, 0x11);
+  std::vector<std::uint8_t> after(1000, 0xA5);
+  std::uint8_t* const data = buf.data();
+  ibv_mr* mr = ibv_reg_mr(pd, data, buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr, nullptr) << std::strerror(errno);
+  ASSERT_EQ(probe(pd, mr, data + 100, 5000, 0xAB), 0);
+  EXPECT_EQ(buf.data(), data);
+  for (std::size_t i = 0; i < buf.size(); ++i)
+    ASSERT_EQ(buf[i], (i >= 100 && i < 5100) ? 0xAB : 0x11) << "byte " << i;
+  for (auto b : before) ASSERT_EQ(b, 0x5A);
+  for (auto b : after) ASSERT_EQ(b, 0xA5);
+  // The program's own writes are seen by the next WRITE's neighbours: one memory, not a copy.
+  buf[6000] = 0x77;
+  ASSERT_EQ(probe(pd, mr, data + 6001, 10, 0xCD), 0);
+  EXPECT_EQ(buf[6000], 0x77);
+  EXPECT_EQ(buf[6001], 0xCD);
+  // Outside the region, or with a wrong rkey: the service's completion says so, nothing lands.
+  std::uint32_t st = 0;
+  EXPECT_EQ(probe(pd, mr, data + buf.size() - 4, 8, 0xEE, &st), EIO);
+  EXPECT_EQ(st, static_cast<std::uint32_t>(IBV_WC_REM_ACCESS_ERR));
+  EXPECT_EQ(buf[buf.size() - 4], 0x11);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// Two buffers in one page (registered one after the other) share its memfd: a WRITE through
+// either MR is seen by the program. And a buffer the program unmapped and mapped again at the
+// same address is moved again, not served from the stale memfd.
+TEST_F(Service, SharedPagesAndRemappedBuffers) {
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  auto* page_buf = static_cast<std::uint8_t*>(std::aligned_alloc(page(), page()));
+  ASSERT_NE(page_buf, nullptr);
+  std::memset(page_buf, 0, page());
+  const std::uint32_t half = static_cast<std::uint32_t>(page() / 2);
+  const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  ibv_mr* a = ibv_reg_mr(pd, page_buf, half, access);
+  ibv_mr* b = ibv_reg_mr(pd, page_buf + half, half, access);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(probe(pd, a, page_buf, 16, 0x01), 0);
+  ASSERT_EQ(probe(pd, b, page_buf + half, 16, 0x02), 0);
+  EXPECT_EQ(page_buf[0], 0x01);
+  EXPECT_EQ(page_buf[half], 0x02);
+  EXPECT_EQ(ibv_dereg_mr(a), 0);
+  EXPECT_EQ(ibv_dereg_mr(b), 0);
+  std::free(page_buf);
+
+  const std::size_t len = 2 * page();
+  void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  ibv_mr* first = ibv_reg_mr(pd, m, len, access);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(ibv_dereg_mr(first), 0);
+  ASSERT_EQ(::munmap(m, len), 0);
+  void* again = ::mmap(m, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  ASSERT_EQ(again, m);
+  ibv_mr* second = ibv_reg_mr(pd, m, len, access);
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(probe(pd, second, static_cast<std::uint8_t*>(m) + 10, 4, 0x3C), 0);
+  EXPECT_EQ(static_cast<std::uint8_t*>(m)[10], 0x3C);
+  EXPECT_EQ(ibv_dereg_mr(second), 0);
+  ::munmap(m, len);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// fork() after registering: the moved pages are MAP_SHARED, yet the child gets a private copy
+// (as fork promises), so neither process's writes (its heap included) reach the other.
+TEST_F(Service, ForkedChildGetsAPrivateCopyOfMovedPages) {
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  std::vector<std::uint8_t> buf(3 * page(), 0x42);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr, nullptr);
+  int done[2];
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const bool saw = buf[0] == 0x42;
+    std::memset(buf.data(), 0x99, buf.size());
+    ::_exit(saw && ::write(done[1], "d", 1) == 1 ? 0 : 1);
+  }
+  char d;
+  ASSERT_EQ(::read(done[0], &d, 1), 1);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  for (auto b : buf) ASSERT_EQ(b, 0x42);
+  // The parent's registration still works on the parent's pages.
+  ASSERT_EQ(probe(pd, mr, buf.data() + 1, 2, 0x07), 0);
+  EXPECT_EQ(buf[1], 0x07);
+  ::close(done[0]);
+  ::close(done[1]);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// A program that hands the service a file it could shrink, too small, or where none belongs.
+TEST_F(Service, BadMemoryFilesAreRefused) {
+  const int fd = raw_connect();
+  ASSERT_GE(fd, 0);
+  Request q;
+  q.op = Op::Open;
+  ASSERT_EQ(exchange(fd, &q, sizeof q), 0);
+  q.op = Op::AllocPd;
+  Reply r;
+  ASSERT_EQ(exchange(fd, &q, sizeof q, &r), 0);
+  std::uint32_t pd;
+  std::memcpy(&pd, r.body, sizeof pd);
+  auto reg = [&](int memfd, std::uint64_t seg_len, Op op = Op::RegMr) {
+    roce::verbs::service::RegMrRequest m{};
+    m.addr = 0x10000000;
+    m.length = page();
+    m.iova = m.addr;
+    m.access = IBV_ACCESS_LOCAL_WRITE;
+    m.segments = 1;
+    m.segment[0] = {0, seg_len};
+    Request rq;
+    rq.op = op;
+    rq.handle = pd;
+    std::memcpy(rq.body, &m, sizeof m);
+    iovec iov{&rq, sizeof rq};
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    h.msg_control = control;
+    h.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&h);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &memfd, sizeof memfd);
+    if (::sendmsg(fd, &h, MSG_NOSIGNAL) < 0) return -1;
+    Reply rep;
+    return ::recv(fd, &rep, sizeof rep, 0) > 0 ? rep.err : -1;
+  };
+  const int unsealed = ::memfd_create("t", MFD_CLOEXEC);
+  ASSERT_EQ(::ftruncate(unsealed, static_cast<off_t>(page())), 0);
+  EXPECT_EQ(reg(unsealed, page()), EINVAL);  // could shrink under the service's mapping
+  const int sealed = ::memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(::ftruncate(sealed, static_cast<off_t>(page())), 0);
+  ASSERT_EQ(::fcntl(sealed, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  EXPECT_EQ(reg(sealed, 2 * page()), EINVAL);  // the file is smaller than its segment
+  EXPECT_EQ(reg(sealed, page() / 2), EINVAL);  // not whole pages
+  EXPECT_EQ(reg(sealed, page(), Op::AllocPd), EINVAL);  // a file where none belongs
+  EXPECT_EQ(reg(sealed, page()), 0);  // well-formed: accepted
+  EXPECT_EQ(status().mrs, 1u);
+  ::close(unsealed);
+  ::close(sealed);
+  ::close(fd);
+  EXPECT_TRUE(wait_for_contexts(1));
+  EXPECT_EQ(status().mrs, 0u);  // freed with the connection
+}
+
+TEST_F(Service, MalformedRecordsGetAnErrnoAndTheServiceGoesOn) {
+  const int fd = raw_connect();
+  ASSERT_GE(fd, 0);
+  const char junk[3] = {1, 2, 3};
+  EXPECT_EQ(exchange(fd, junk, sizeof junk), EINVAL);  // shorter than a request header
+  std::vector<char> big(sizeof(Request) + 100, 0);
+  EXPECT_EQ(exchange(fd, big.data(), big.size()), EINVAL);  // longer than any request
+  Request q;
+  q.version = 99;
+  q.op = Op::Hello;
+  EXPECT_EQ(exchange(fd, &q, roce::verbs::service::kRequestHeader), EPROTO);
+  q.version = roce::verbs::service::kProtocolVersion;
+  q.op = static_cast<Op>(999);
+  EXPECT_EQ(exchange(fd, &q, sizeof q), EOPNOTSUPP);
+  q.op = Op::QueryPort;
+  q.arg = 300;
+  EXPECT_EQ(exchange(fd, &q, sizeof q), EINVAL);
+  q.arg = 1;
+  EXPECT_EQ(exchange(fd, &q, sizeof q), 0);
+  q.op = Op::Open;
+  EXPECT_EQ(exchange(fd, &q, sizeof q), 0);
+  EXPECT_EQ(exchange(fd, &q, sizeof q), EBUSY);  // one context per connection
+  ::close(fd);
+  // This fixture's context is still served.
+  ibv_port_attr p{};
+  EXPECT_EQ(ibv_query_port(ctx, 1, &p), 0);
+  EXPECT_TRUE(wait_for_contexts(1));
+}
+
+// Two programs on one service; one is SIGKILLed holding its context: the service frees it and
+// the other program's context keeps being served until it exits normally.
+TEST_F(Service, KilledProgramIsFreedAndTheOtherGoesOn) {
+  ASSERT_TRUE(wait_for_contexts(1));  // this fixture's
+  int opened[2], go[2];
+  ASSERT_EQ(::pipe(opened), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  auto client = [&](bool survivor) -> pid_t {
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    int n = 0;
+    ibv_device** l = ibv_get_device_list(&n);
+    ibv_context* c = n == 1 ? ibv_open_device(l[0]) : nullptr;
+    ibv_pd* pd = c ? ibv_alloc_pd(c) : nullptr;
+    static std::uint8_t mem[3 * 4096];
+    ibv_mr* mr = pd ? ibv_reg_mr(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE) : nullptr;
+    const char byte = mr ? 'o' : 'x';
+    if (::write(opened[1], &byte, 1) != 1) ::_exit(3);
+    if (!survivor) {
+      for (;;) ::pause();  // until SIGKILL
+    }
+    char g;
+    if (::read(go[0], &g, 1) != 1) ::_exit(4);
+    ibv_port_attr p{};
+    if (ibv_query_port(c, 1, &p) != 0 || p.state != IBV_PORT_ACTIVE) ::_exit(5);
+    ::_exit(0);  // exits without closing its context: the service frees it too
+  };
+  const pid_t survivor = client(true);
+  const pid_t victim = client(false);
+  ASSERT_GT(survivor, 0);
+  ASSERT_GT(victim, 0);
+  for (int i = 0; i < 2; ++i) {
+    char b = 0;
+    ASSERT_EQ(::read(opened[0], &b, 1), 1);
+    EXPECT_EQ(b, 'o');
+  }
+  StatusReply s = status();
+  EXPECT_EQ(s.contexts, 3u);
+  EXPECT_EQ(s.pds, 2u);
+  EXPECT_EQ(s.mrs, 2u);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  int st = 0;
+  ASSERT_EQ(::waitpid(victim, &st, 0), victim);
+  EXPECT_TRUE(wait_for_contexts(2)) << "the killed program's context was not freed";
+  s = status();
+  EXPECT_EQ(s.pds, 1u);
+  EXPECT_EQ(s.mrs, 1u);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ASSERT_EQ(::waitpid(survivor, &st, 0), survivor);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "survivor status " << st;
+  EXPECT_TRUE(wait_for_contexts(1));
+  s = status();
+  EXPECT_EQ(s.pds, 0u);
+  EXPECT_EQ(s.mrs, 0u);
+  EXPECT_EQ(s.mapped_bytes, 0u);
+  for (int fd : {opened[0], opened[1], go[0], go[1]}) ::close(fd);
+  ibv_port_attr p{};
+  EXPECT_EQ(ibv_query_port(ctx, 1, &p), 0);
+}
+
+}  // namespace
+}  // namespace service_test

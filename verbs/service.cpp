@@ -1,0 +1,279 @@
+#include "verbs/service.hpp"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace roce::verbs {
+namespace {
+
+using service::Op;
+
+void log(const std::string& what) { std::fprintf(stderr, "roce-verbsd: %s\n", what.c_str()); }
+
+sockaddr_un socket_address(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), std::min(path.size(), sizeof a.sun_path - 1));
+  return a;
+}
+
+// A socket file left by a service that is gone refuses connections; a live one accepts.
+bool someone_listens(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const sockaddr_un a = socket_address(path);
+  const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return live;
+}
+
+template <typename T>
+void put(service::Reply& r, const T& v) {
+  static_assert(sizeof(T) <= service::kBodyBytes);
+  std::memcpy(r.body, &v, sizeof v);
+  r.size = sizeof v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<VerbsService>> VerbsService::create(const ServiceOptions& o) {
+  if (o.socket_path.empty() || o.socket_path.size() >= sizeof(sockaddr_un::sun_path))
+    return make_error(EINVAL, "bad socket path '" + o.socket_path + "' (1..107 bytes)");
+  std::unique_ptr<VerbsService> s(new VerbsService());
+  s->opt_ = o;
+  // The device of this process: libroce-verbs.so in library mode (configured from ROCE_VERBS_ARGS).
+  int n = 0;
+  s->devices_ = (ibv_get_device_list)(&n);  // the function, not verbs.h's static-provider macro
+  if (s->devices_ == nullptr || n < 1) return make_error(ENODEV, "no device (the device options are wrong; see above)");
+  s->anchor_ = ibv_open_device(s->devices_[0]);
+  if (s->anchor_ == nullptr) return make_error(errno ? errno : ENODEV, "cannot open the device (see above)");
+  s->name_ = s->devices_[0]->name;
+
+  const std::filesystem::path path(o.socket_path);
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  if (std::filesystem::exists(path, ec)) {
+    if (someone_listens(o.socket_path)) return make_error(EADDRINUSE, "a service already listens on " + o.socket_path);
+    std::filesystem::remove(path, ec);
+  }
+  s->listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s->listen_fd_ < 0) return make_error(errno, std::string("socket: ") + std::strerror(errno));
+  const sockaddr_un a = socket_address(o.socket_path);
+  if (::bind(s->listen_fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 || ::listen(s->listen_fd_, 64) != 0)
+    return make_error(errno, "cannot listen on " + o.socket_path + ": " + std::strerror(errno));
+  return s;
+}
+
+VerbsService::~VerbsService() {
+  for (auto& c : clients_) drop(*c);
+  clients_.clear();
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    std::error_code ec;
+    std::filesystem::remove(opt_.socket_path, ec);
+  }
+  if (anchor_) ibv_close_device(anchor_);
+  if (devices_) ibv_free_device_list(devices_);
+}
+
+void VerbsService::run(const std::atomic<bool>& stop) {
+  std::vector<pollfd> fds;
+  while (!stop.load(std::memory_order_relaxed)) {
+    fds.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (auto& c : clients_) fds.push_back({c->fd, POLLIN, 0});
+    // A timeout so that `stop` is seen without a signal interrupting poll().
+    const int ready = ::poll(fds.data(), fds.size(), 200);
+    if (ready <= 0) continue;
+    // Clients first (their indexes match fds), then new ones.
+    for (std::size_t i = clients_.size(); i-- > 0;) {
+      if (fds[i + 1].revents == 0) continue;
+      if (!serve(*clients_[i])) {
+        drop(*clients_[i]);
+        clients_.erase(clients_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    if (fds[0].revents & POLLIN) accept_clients();
+  }
+  for (auto& c : clients_) drop(*c);
+  clients_.clear();
+}
+
+void VerbsService::accept_clients() {
+  for (;;) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;  // EAGAIN: none left; anything else: the program gave up, nothing to do
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+    if (clients_.size() >= opt_.max_clients) {
+      log("refused program " + std::to_string(cred.pid) + ": " + std::to_string(opt_.max_clients) + " connections open");
+      ::close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Client>();
+    c->fd = fd;
+    c->pid = cred.pid;
+    clients_.push_back(std::move(c));
+  }
+}
+
+bool VerbsService::serve(Client& c) {
+  service::Request req;
+  iovec iov{&req, sizeof req};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * service::kMaxFiles)];
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(c.fd, &m, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+  if (n == 0) return false;  // the program closed its context, exited or was killed
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  // Every file that came along is closed once the request is answered, whatever the answer.
+  std::vector<int> files;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&m); cm != nullptr; cm = CMSG_NXTHDR(&m, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < k; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+      files.push_back(fd);
+    }
+  }
+  service::Reply rep;
+  if (static_cast<std::size_t>(n) < service::kRequestHeader || static_cast<std::size_t>(n) > sizeof req) {
+    rep.err = EINVAL;  // not a request record (MSG_TRUNC gives a longer record's real length)
+  } else if (m.msg_flags & MSG_CTRUNC) {
+    rep.err = EINVAL;  // more files than any request carries (the kernel closed the rest)
+  } else if (req.version != service::kProtocolVersion) {
+    rep.err = EPROTO;
+  } else {
+    answer(c, req, static_cast<std::size_t>(n) - service::kRequestHeader, files, rep);
+  }
+  for (int fd : files) ::close(fd);
+  // A program that does not read its answers is broken: it is dropped rather than waited for.
+  return ::send(c.fd, &rep, service::kReplyHeader + rep.size, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0;
+}
+
+void VerbsService::answer(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
+                          service::Reply& out) {
+  // Only RegMr takes files.
+  if (!files.empty() && r.op != Op::RegMr) {
+    out.err = EINVAL;
+    return;
+  }
+  switch (r.op) {
+    case Op::Hello: {
+      service::HelloReply h;
+      std::snprintf(h.device_name, sizeof h.device_name, "%s", name_.c_str());
+      put(out, h);
+      return;
+    }
+    case Op::Open: {
+      if (c.ctx != nullptr) {
+        out.err = EBUSY;  // one context per connection
+        return;
+      }
+      c.ctx = ibv_open_device(devices_[0]);
+      if (c.ctx == nullptr) out.err = errno ? errno : ENODEV;
+      return;
+    }
+    case Op::QueryDevice: {
+      ibv_device_attr a{};
+      if ((out.err = ibv_query_device(anchor_, &a)) == 0) put(out, a);
+      return;
+    }
+    case Op::QueryPort: {
+      ibv_port_attr a{};
+      if (r.arg > 0xFF) {
+        out.err = EINVAL;
+        return;
+      }
+      if ((out.err = ibv_query_port(anchor_, static_cast<std::uint8_t>(r.arg), &a)) == 0) put(out, a);
+      return;
+    }
+    case Op::QueryGid: {
+      ibv_gid_entry e{};
+      if ((out.err = ibv_query_gid_ex(anchor_, 1, r.arg, &e, 0)) == 0) put(out, e);
+      return;
+    }
+    case Op::Status: {
+      service::StatusReply s;
+      s.connections = static_cast<std::uint32_t>(clients_.size());
+      for (const auto& k : clients_) {
+        s.contexts += k->ctx != nullptr;
+        s.pds += static_cast<std::uint32_t>(k->pds.size());
+        s.mrs += static_cast<std::uint32_t>(k->mrs.size());
+        for (const auto& [h, region] : k->mrs) s.mapped_bytes += region.map_bytes;
+      }
+      put(out, s);
+      return;
+    }
+    case Op::AllocPd: {
+      if (c.ctx == nullptr) {
+        out.err = EINVAL;  // no context opened on this connection
+        return;
+      }
+      ibv_pd* pd = ibv_alloc_pd(c.ctx);
+      if (pd == nullptr) {
+        out.err = errno ? errno : ENOMEM;
+        return;
+      }
+      const std::uint32_t h = c.next_handle++;
+      c.pds.emplace(h, pd);
+      put(out, service::Handle{h});
+      return;
+    }
+    case Op::DeallocPd: {
+      const auto it = c.pds.find(r.handle);
+      if (it == c.pds.end()) {
+        out.err = EINVAL;
+        return;
+      }
+      if ((out.err = ibv_dealloc_pd(it->second)) == 0) c.pds.erase(it);
+      return;
+    }
+    case Op::RegMr:
+      out.err = reg_mr(c, r, len, files, out);
+      return;
+    case Op::DeregMr: {
+      const auto it = c.mrs.find(r.handle);
+      if (it == c.mrs.end()) {
+        out.err = EINVAL;
+        return;
+      }
+      if ((out.err = ibv_dereg_mr(it->second.mr)) == 0) {
+        ::munmap(it->second.map, it->second.map_bytes);
+        c.mrs.erase(it);
+      }
+      return;
+    }
+    case Op::ProbeWrite:
+      out.err = opt_.allow_probe ? probe_write(c, r, len, out) : EPERM;
+      return;
+  }
+  out.err = EOPNOTSUPP;  // an operation this service does not know
+}
+
+void VerbsService::drop(Client& c) {
+  if (c.ctx) ibv_close_device(c.ctx);  // frees whatever the program left on it
+  c.ctx = nullptr;
+  // Its MRs are gone with the context: nothing reaches their pages any more.
+  for (auto& [h, region] : c.mrs) ::munmap(region.map, region.map_bytes);
+  c.mrs.clear();
+  c.pds.clear();
+  if (c.fd >= 0) ::close(c.fd);
+  c.fd = -1;
+}
+
+}  // namespace roce::verbs

@@ -1,0 +1,79 @@
+// roce-verbsd's service (docs/verbs.md, "2. Service mode"): one process owns the port and serves
+// several verbs programs, each through its own connection on a UNIX socket (service_proto.hpp).
+// The service is itself a verbs program on the in-process device of libroce-verbs.so (library
+// mode: the EAL, the port, the engine and its dataplane thread), and answers each request by
+// running the same verb there, so a program gets library mode's errnos. Every object a program
+// makes belongs to its connection; when the socket closes (exit, crash, SIGKILL) the service
+// frees exactly that connection's objects (ibv_close_device of its context) and nobody else's.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/status.hpp"
+#include "verbs/service_proto.hpp"
+
+namespace roce::verbs {
+
+struct ServiceOptions {
+  std::string socket_path;
+  std::uint32_t max_clients = 64;  // connections at once; more are refused (closed at accept)
+  bool allow_probe = false;        // answer ProbeWrite (tests): a WRITE into a program's MR
+};
+
+class VerbsService {
+ public:
+  // Opens the device (brings the port up) and listens on the socket. A socket file nobody
+  // answers on is a dead service's and is replaced; a live one is EADDRINUSE.
+  static Result<std::unique_ptr<VerbsService>> create(const ServiceOptions& o);
+  ~VerbsService();
+  VerbsService(const VerbsService&) = delete;
+  VerbsService& operator=(const VerbsService&) = delete;
+
+  // The control loop: accepts programs and answers their requests until `stop` is set, then
+  // frees every program's objects and removes the socket file.
+  void run(const std::atomic<bool>& stop);
+  const std::string& device_name() const { return name_; }
+
+ private:
+  // A program's registration: its MR in the service and the service's mapping of its pages.
+  struct Region {
+    ibv_mr* mr = nullptr;
+    void* map = nullptr;
+    std::size_t map_bytes = 0;
+  };
+  struct Client {
+    int fd = -1;
+    int pid = 0;                  // the program (SO_PEERCRED), for the log
+    ibv_context* ctx = nullptr;   // after Open: the context owning the program's objects
+    // The program's objects by the handles it was given (it names them by handle only).
+    std::uint32_t next_handle = 1;
+    std::unordered_map<std::uint32_t, ibv_pd*> pds;
+    std::unordered_map<std::uint32_t, Region> mrs;
+  };
+
+  VerbsService() = default;
+  void accept_clients();
+  // Answers the client's pending requests; false when the client is gone or broke the protocol.
+  bool serve(Client& c);
+  // `files` came with the request; the service closes them afterwards (mappings keep what they need).
+  void answer(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
+  int reg_mr(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
+  int probe_write(Client& c, const service::Request& r, std::size_t len, service::Reply& out);
+  void drop(Client& c);
+
+  ServiceOptions opt_;
+  std::string name_;
+  ibv_device** devices_ = nullptr;
+  ibv_context* anchor_ = nullptr;  // the service's own context: queries, and the port stays up
+  int listen_fd_ = -1;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+}  // namespace roce::verbs
