@@ -134,7 +134,8 @@ int VerbsService::probe_write(Client& c, const service::Request& r, std::size_t 
   if (ibv_query_gid(c.ctx, 1, 0, &gid) != 0) return EIO;
   std::vector<std::uint8_t> src(q.length, q.pattern);
   ibv_cq* cq = ibv_create_cq(c.ctx, 4, nullptr, nullptr, 0);
-  ibv_mr* mr = ibv_reg_mr(pd->second, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  const int local = IBV_ACCESS_LOCAL_WRITE;  // an int: verbs.h's ibv_reg_mr macro ors it with another enum
+  ibv_mr* mr = ibv_reg_mr(pd->second, src.data(), src.size(), local);
   ibv_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = cq;
   ia.qp_type = IBV_QPT_RC;

@@ -255,7 +255,7 @@ TEST_F(Service, RegistrationErrnosAreLibraryModes) {
   ASSERT_NE(pd, nullptr);
   std::vector<std::uint8_t> buf(8192);
   errno = 0;
-  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_REMOTE_WRITE), nullptr);  // no LOCAL_WRITE
+  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), static_cast<int>(IBV_ACCESS_REMOTE_WRITE)), nullptr);  // no LOCAL_WRITE
   EXPECT_EQ(errno, EINVAL);
   errno = 0;
   EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), 1 << 30), nullptr);  // not an access flag
@@ -264,13 +264,13 @@ TEST_F(Service, RegistrationErrnosAreLibraryModes) {
   EXPECT_EQ(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
   errno = 0;
-  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), 0, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(ibv_reg_mr(pd, buf.data(), 0, static_cast<int>(IBV_ACCESS_LOCAL_WRITE)), nullptr);
   EXPECT_EQ(errno, EINVAL);
   void* hole = ::mmap(nullptr, page(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(hole, MAP_FAILED);
   ASSERT_EQ(::munmap(hole, page()), 0);
   errno = 0;
-  EXPECT_EQ(ibv_reg_mr(pd, hole, page(), IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(ibv_reg_mr(pd, hole, page(), static_cast<int>(IBV_ACCESS_LOCAL_WRITE)), nullptr);
   EXPECT_EQ(errno, EFAULT);
   EXPECT_EQ(status().mrs, 0u);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);
@@ -483,7 +483,7 @@ TEST_F(Service, KilledProgramIsFreedAndTheOtherGoesOn) {
     ibv_context* c = n == 1 ? ibv_open_device(l[0]) : nullptr;
     ibv_pd* pd = c ? ibv_alloc_pd(c) : nullptr;
     static std::uint8_t mem[3 * 4096];
-    ibv_mr* mr = pd ? ibv_reg_mr(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE) : nullptr;
+    ibv_mr* mr = pd ? ibv_reg_mr(pd, mem, sizeof mem, static_cast<int>(IBV_ACCESS_LOCAL_WRITE)) : nullptr;
     const char byte = mr ? 'o' : 'x';
     if (::write(opened[1], &byte, 1) != 1) ::_exit(3);
     if (!survivor) {
