@@ -8,6 +8,7 @@
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/ops.hpp"
+#include "verbs/service_verbs.hpp"
 
 using namespace roce;
 using namespace roce::verbs;
@@ -15,7 +16,7 @@ using namespace roce::verbs;
 ROCE_VERBS_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   Context* c = to_context(context);
   if (c == nullptr) return fail<ibv_comp_channel>(EINVAL);
-  if (not_served(*c, "ibv_create_comp_channel")) return nullptr;
+  if (c->service) return service_create_channel(*c);
   // An eventfd in semaphore mode: one count per event, readable while any is waiting, so the
   // program can poll() or epoll it and set O_NONBLOCK as on a uverbs event file.
   const int fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
@@ -46,6 +47,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   Channel* ch = to_channel(channel);
   Context* c = ch ? to_context(ch->context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_destroy_channel(*c, ch);
   return destroy_channel(*c, ch);
 }
 
@@ -117,6 +119,7 @@ ROCE_VERBS_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_
                                         int comp_vector) {
   Context* c = to_context(context);
   if (c == nullptr) return fail<ibv_cq>(EINVAL);
+  if (c->service) return service_create_cq(*c, cqe, cq_context, channel, comp_vector);
   return reinterpret_cast<ibv_cq*>(static_cast<ibv_cq_ex*>(make_cq(*c, cqe, cq_context, channel, comp_vector)));
 }
 
@@ -184,6 +187,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
   Cq* q = to_cq(cq);
   Context* c = q ? to_context(q->context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_destroy_cq(*c, q);
   return destroy_cq_unlocked(*c, q);
 }
 
@@ -200,7 +204,9 @@ ROCE_VERBS_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, v
     std::uint64_t v;
     if (::read(ch->fd, &v, sizeof v) != sizeof v) return -1;  // errno from read (EAGAIN on O_NONBLOCK)
     Cq* q = nullptr;
-    {
+    if (Context* c = to_context(ch->context); c && c->service) {
+      q = service_fired_cq(*c, ch);
+    } else {
       std::lock_guard l(ch->mutex);
       if (!ch->events.empty()) {
         q = ch->events.front();

@@ -45,6 +45,7 @@ ibv_context* open_service_context(ibv_device* device, const DeviceConfig& cfg) {
   }
   Context* c = new_context(device);
   c->service = std::move(*conn);
+  install_service_ops(*c);
   return &c->context;
 }
 

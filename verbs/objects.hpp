@@ -47,6 +47,8 @@ struct Mr : ibv_mr {
 };
 
 struct Cq;
+struct ServiceCqRing;   // service mode (service_verbs.hpp)
+struct ServiceQpRings;
 
 struct Channel : ibv_comp_channel {
   Magic magic = Magic::Channel;
@@ -65,6 +67,7 @@ struct Cq : ibv_cq_ex, CompletionWatch {
   std::uint32_t qps = 0;          // QPs using it
   // ibv_cq_ex polling: the entries taken by start_poll/next_poll, one at a time.
   ibv_wc current{};
+  ServiceCqRing* ring = nullptr;  // service mode: the completion ring shared with the service
 
   bool check() override;
   void signal();
@@ -90,6 +93,7 @@ struct Qp : ibv_qp_ex {
   std::vector<ibv_sge> sges;
   std::vector<std::byte> inline_bytes;
   int batch_error = 0;
+  ServiceQpRings* rings = nullptr;  // service mode: the WQE rings shared with the service
 };
 
 struct Mw : ibv_mw {

@@ -6,6 +6,7 @@
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/ops.hpp"
+#include "verbs/service_verbs.hpp"
 
 using namespace roce;
 using namespace roce::verbs;
@@ -82,6 +83,7 @@ ibv_qp* make_qp(Pd* p, ibv_qp_init_attr_ex& a, bool extended) {
 ROCE_VERBS_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   Pd* p = to_pd(pd);
   if (p == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+  if (Context* c = to_context(p->context); c->service) return service_create_qp(*c, *p, *attr);
   ibv_qp_init_attr_ex a{};
   a.qp_context = attr->qp_context;
   a.send_cq = attr->send_cq;
@@ -140,6 +142,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   Qp* q = to_qp(qp);
   Context* c = q ? to_context(q->qp_base.context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_destroy_qp(*c, q);
   EngineGuard g(c->rt->lock());
   return destroy_qp_locked(*c, q);
 }
@@ -147,6 +150,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
 ROCE_VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   Qp* q = to_qp(qp);
   if (q == nullptr || attr == nullptr) return EINVAL;
+  if (Context* c = to_context(qp->context); c->service) return service_modify_qp(*c, *q, *attr, mask);
   // A connected QP's path needs the peer's MAC: ask the link before taking the engine (the
   // dataplane thread answers ARP meanwhile).
   if ((mask & IBV_QP_AV) && qp->qp_type != IBV_QPT_UD && attr->ah_attr.is_global) {
@@ -162,9 +166,10 @@ ROCE_VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   return 0;
 }
 
-ROCE_VERBS_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init_attr) {
+ROCE_VERBS_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init_attr) {
   Qp* q = to_qp(qp);
   if (q == nullptr || attr == nullptr || init_attr == nullptr) return EINVAL;
+  if (Context* c = to_context(qp->context); c->service) return service_query_qp(*c, *q, *attr, mask, *init_attr);
   EngineGuard g(q->rt->lock());
   q->impl->query(attr, init_attr);
   attr->ah_attr = q->av;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -87,12 +88,23 @@ VerbsService::~VerbsService() {
 
 void VerbsService::run(const std::atomic<bool>& stop) {
   std::vector<pollfd> fds;
+  auto last_moved = std::chrono::steady_clock::now();
   while (!stop.load(std::memory_order_relaxed)) {
+    // The data path first: while programs have rings the loop spins, napping once nothing
+    // moved for a while (then a first WQE waits up to one nap).
+    bool rings = false;
+    for (auto& c : clients_) rings |= !c->qps.empty() || !c->cqs.empty();
+    int timeout = 200;  // ms: so that `stop` is seen without a signal interrupting poll()
+    if (rings) {
+      const auto now = std::chrono::steady_clock::now();
+      if (pump()) last_moved = now;
+      timeout = 0;
+      if (now - last_moved > std::chrono::milliseconds(1)) ::usleep(50);
+    }
     fds.clear();
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& c : clients_) fds.push_back({c->fd, POLLIN, 0});
-    // A timeout so that `stop` is seen without a signal interrupting poll().
-    const int ready = ::poll(fds.data(), fds.size(), 200);
+    const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready <= 0) continue;
     // Clients first (their indexes match fds), then new ones.
     for (std::size_t i = clients_.size(); i-- > 0;) {
@@ -167,8 +179,8 @@ bool VerbsService::serve(Client& c) {
 
 void VerbsService::answer(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
                           service::Reply& out) {
-  // Only RegMr takes files.
-  if (!files.empty() && r.op != Op::RegMr) {
+  // Only these take files.
+  if (!files.empty() && r.op != Op::RegMr && r.op != Op::CreateCq && r.op != Op::CreateQp) {
     out.err = EINVAL;
     return;
   }
@@ -214,6 +226,8 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
         s.contexts += k->ctx != nullptr;
         s.pds += static_cast<std::uint32_t>(k->pds.size());
         s.mrs += static_cast<std::uint32_t>(k->mrs.size());
+        s.cqs += static_cast<std::uint32_t>(k->cqs.size());
+        s.qps += static_cast<std::uint32_t>(k->qps.size());
         for (const auto& [h, region] : k->mrs) s.mapped_bytes += region.map_bytes;
       }
       put(out, s);
@@ -252,7 +266,9 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
         out.err = EINVAL;
         return;
       }
+      const std::uint32_t lkey = it->second.mr->lkey;
       if ((out.err = ibv_dereg_mr(it->second.mr)) == 0) {
+        c.mr_by_lkey.erase(lkey);
         ::munmap(it->second.map, it->second.map_bytes);
         c.mrs.erase(it);
       }
@@ -261,6 +277,24 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
     case Op::ProbeWrite:
       out.err = opt_.allow_probe ? probe_write(c, r, len, out) : EPERM;
       return;
+    case Op::CreateCq:
+      out.err = create_cq(c, r, len, files, out);
+      return;
+    case Op::DestroyCq:
+      out.err = destroy_cq(c, r.handle);
+      return;
+    case Op::CreateQp:
+      out.err = create_qp(c, r, len, files, out);
+      return;
+    case Op::ModifyQp:
+      out.err = modify_qp(c, r, len);
+      return;
+    case Op::QueryQp:
+      out.err = query_qp(c, r, out);
+      return;
+    case Op::DestroyQp:
+      out.err = destroy_qp(c, r.handle);
+      return;
   }
   out.err = EOPNOTSUPP;  // an operation this service does not know
 }
@@ -268,9 +302,17 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
 void VerbsService::drop(Client& c) {
   if (c.ctx) ibv_close_device(c.ctx);  // frees whatever the program left on it
   c.ctx = nullptr;
-  // Its MRs are gone with the context: nothing reaches their pages any more.
+  // Its MRs, QPs and CQs are gone with the context: nothing reaches their pages any more.
   for (auto& [h, region] : c.mrs) ::munmap(region.map, region.map_bytes);
+  c.mr_by_lkey.clear();
   c.mrs.clear();
+  for (auto& [h, q] : c.qps) ::munmap(q.map, q.map_bytes);
+  c.qps.clear();
+  for (auto& [h, q] : c.cqs) {
+    ::munmap(q.map, q.map_bytes);
+    if (q.event_fd >= 0) ::close(q.event_fd);
+  }
+  c.cqs.clear();
   c.pds.clear();
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;

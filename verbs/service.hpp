@@ -18,6 +18,7 @@
 
 #include "lib/status.hpp"
 #include "verbs/service_proto.hpp"
+#include "verbs/service_rings.hpp"
 
 namespace roce::verbs {
 
@@ -47,6 +48,34 @@ class VerbsService {
     ibv_mr* mr = nullptr;
     void* map = nullptr;
     std::size_t map_bytes = 0;
+    std::uint64_t program_addr = 0;  // mr->addr is the service's view of it
+  };
+  // A program's CQ: the service's CQ and the ring its completions are copied into.
+  struct CqState {
+    ibv_cq* cq = nullptr;
+    void* map = nullptr;
+    std::size_t map_bytes = 0;
+    service::RingHeader* ring = nullptr;
+    ibv_wc* entries = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t tail = 0;  // ours (the producer's); the shared copy is only published
+    int event_fd = -1;       // the program's completion channel, or -1
+    std::uint32_t qps = 0;
+  };
+  // A program's QP: the service's QP and the rings its WQEs are taken from.
+  struct QpState {
+    ibv_qp* qp = nullptr;
+    void* map = nullptr;
+    std::size_t map_bytes = 0;
+    service::RingHeader* sq = nullptr;
+    service::SendWqe* sq_entries = nullptr;
+    std::uint32_t sq_size = 0, sq_head = 0;  // heads: ours, as above
+    service::RingHeader* rq = nullptr;
+    service::RecvWqe* rq_entries = nullptr;
+    std::uint32_t rq_size = 0, rq_head = 0;
+    std::uint32_t send_cq = 0, recv_cq = 0;
+    std::uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+    bool broken = false;  // the program corrupted a ring index: its QP is in error, not drained
   };
   struct Client {
     int fd = -1;
@@ -56,6 +85,9 @@ class VerbsService {
     std::uint32_t next_handle = 1;
     std::unordered_map<std::uint32_t, ibv_pd*> pds;
     std::unordered_map<std::uint32_t, Region> mrs;
+    std::unordered_map<std::uint32_t, const Region*> mr_by_lkey;  // for the SGEs in the rings
+    std::unordered_map<std::uint32_t, CqState> cqs;
+    std::unordered_map<std::uint32_t, QpState> qps;
   };
 
   VerbsService() = default;
@@ -66,6 +98,21 @@ class VerbsService {
   void answer(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
   int reg_mr(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
   int probe_write(Client& c, const service::Request& r, std::size_t len, service::Reply& out);
+  int create_cq(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
+  int destroy_cq(Client& c, std::uint32_t handle);
+  int create_qp(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
+  int modify_qp(Client& c, const service::Request& r, std::size_t len);
+  int query_qp(Client& c, const service::Request& r, service::Reply& out);
+  int destroy_qp(Client& c, std::uint32_t handle);
+  // The data path, once per loop iteration: every program's rings drained into its QPs, every
+  // CQ's completions copied into its ring. True when anything moved.
+  bool pump();
+  bool pump_qp(QpState& q, Client& c);
+  bool pump_cq(CqState& q);
+  // A WQE the service's QP refused: an error completion for it, and the QP to the error state.
+  // A ring's SGE names the program's address; the engine takes local SGEs by the service's.
+  static void translate(const Client& c, ibv_sge& sge);
+  void fail_wqe(Client& c, QpState& q, std::uint64_t wr_id, bool send, ibv_wc_status status);
   void drop(Client& c);
 
   ServiceOptions opt_;

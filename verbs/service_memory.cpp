@@ -78,7 +78,8 @@ int VerbsService::reg_mr(Client& c, const service::Request& r, std::size_t len, 
     return e;
   }
   const std::uint32_t h = c.next_handle++;
-  c.mrs.emplace(h, Region{mr, map, total});
+  const auto it = c.mrs.emplace(h, Region{mr, map, total, q.addr}).first;
+  c.mr_by_lkey[mr->lkey] = &it->second;
   service::RegMrReply rep{h, mr->lkey, mr->rkey};
   std::memcpy(out.body, &rep, sizeof rep);
   out.size = sizeof rep;

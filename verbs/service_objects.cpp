@@ -1,3 +1,6 @@
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -73,6 +76,25 @@ int service_dereg_mr(Context& c, Mr& m) {
 void service_close(Context& c) {
   c.service.reset();  // the service frees everything this connection owned
   std::lock_guard g(c.service_mutex);
+  for (Qp* q : c.qps) {
+    ::munmap(q->rings->map, q->rings->bytes);
+    ::close(q->rings->memfd);
+    delete q->rings;
+    retire(q);
+  }
+  c.qps.clear();
+  for (Cq* q : c.cqs) {
+    ::munmap(q->ring->map, q->ring->bytes);
+    ::close(q->ring->memfd);
+    delete q->ring;
+    retire(q);
+  }
+  c.cqs.clear();
+  for (Channel* ch : c.channels) {
+    ::close(ch->fd);
+    retire(ch);
+  }
+  c.channels.clear();
   for (Mr* m : c.mrs) retire(m);
   for (Pd* p : c.pds) retire(p);
   c.mrs.clear();

@@ -34,6 +34,13 @@ enum class Op : std::uint32_t {
   // `pattern` from a QP pair of its own in the program's PD through the looped-back port into
   // (addr, rkey), and answers with the completion's status (0, or EIO and the ibv_wc_status).
   ProbeWrite = 11,  // handle: the PD; body: ProbeWriteRequest; answer: Handle (the wc status)
+  // Slice 3 (service_rings.hpp): CQs and QPs with their rings.
+  CreateCq = 12,    // body: CreateCqRequest; files: the ring's memfd [, the channel's eventfd]
+  DestroyCq = 13,   // handle: the CQ
+  CreateQp = 14,    // handle: the PD; body: CreateQpRequest; files: the rings' memfd
+  ModifyQp = 15,    // handle: the QP; body: ModifyQpRequest
+  QueryQp = 16,     // handle: the QP; arg: the mask; answer: QueryQpReply
+  DestroyQp = 17,   // handle: the QP
 };
 
 struct Request {
@@ -62,6 +69,8 @@ struct StatusReply {
   std::uint32_t contexts = 0;     // of them, opened contexts
   std::uint32_t pds = 0;          // objects the programs hold, all contexts together
   std::uint32_t mrs = 0;
+  std::uint32_t cqs = 0;
+  std::uint32_t qps = 0;
   std::uint64_t mapped_bytes = 0;  // of the programs' memory, mapped in the service
 };
 

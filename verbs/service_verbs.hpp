@@ -4,6 +4,7 @@
 #pragma once
 
 #include "verbs/objects.hpp"
+#include "verbs/service_rings.hpp"
 
 namespace roce::verbs {
 
@@ -14,5 +15,45 @@ ibv_mr* service_reg_mr(Context& c, Pd& p, void* addr, std::size_t length, std::u
 int service_dereg_mr(Context& c, Mr& m);
 // ibv_close_device: the connection is closed (the service frees its side), then ours.
 void service_close(Context& c);
+
+// Slice 3: channels, CQs and QPs with their rings (service_rings.hpp).
+struct ServiceCqRing {
+  std::uint32_t handle = 0;
+  int memfd = -1;
+  void* map = nullptr;
+  std::size_t bytes = 0;
+  service::RingHeader* ring = nullptr;
+  ibv_wc* entries = nullptr;
+  std::uint32_t size = 0;
+  std::uint32_t head = 0;  // ours (the consumer's)
+  std::mutex mutex;        // pollers of one CQ on several threads
+};
+struct ServiceQpRings {
+  std::uint32_t handle = 0;
+  int memfd = -1;
+  void* map = nullptr;
+  std::size_t bytes = 0;
+  service::RingHeader* sq = nullptr;
+  service::SendWqe* sq_entries = nullptr;
+  std::uint32_t sq_size = 0, sq_tail = 0;
+  service::RingHeader* rq = nullptr;
+  service::RecvWqe* rq_entries = nullptr;
+  std::uint32_t rq_size = 0, rq_tail = 0;
+  ibv_qp_cap cap{};
+  std::mutex mutex;  // posters of one QP on several threads
+};
+
+ibv_comp_channel* service_create_channel(Context& c);
+int service_destroy_channel(Context& c, Channel* ch);
+ibv_cq* service_create_cq(Context& c, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);
+int service_destroy_cq(Context& c, Cq* q);
+// The CQ whose event the service raised on `ch` (nullptr: none left, its CQ was destroyed).
+Cq* service_fired_cq(Context& c, Channel* ch);
+ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& attr);
+int service_modify_qp(Context& c, Qp& q, ibv_qp_attr& attr, int mask);
+int service_query_qp(Context& c, Qp& q, ibv_qp_attr& attr, int mask, ibv_qp_init_attr& init);
+int service_destroy_qp(Context& c, Qp* q);
+// The data-path ops of a service context (its op table).
+void install_service_ops(Context& c);
 
 }  // namespace roce::verbs

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <signal.h>
@@ -193,19 +194,35 @@ TEST_F(Service, IbvDevinfoSeesTheServicesDevice) {
 }
 
 TEST_F(Service, VerbsOfSlicesNotBuiltAnswerEopnotsupp) {
+  ibv_cq_init_attr_ex cx{};
+  cx.cqe = 16;
   errno = 0;
-  EXPECT_EQ(ibv_create_cq(ctx, 16, nullptr, nullptr, 0), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_create_comp_channel(ctx), nullptr);
+  EXPECT_EQ(ibv_create_cq_ex(ctx, &cx), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
   ibv_pd* pd = ibv_alloc_pd(ctx);
   ASSERT_NE(pd, nullptr);
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
   ibv_qp_init_attr ia{};
-  ia.qp_type = IBV_QPT_RC;
+  ia.send_cq = ia.recv_cq = cq;
+  ia.cap = {1, 1, 1, 1, 0};
+  ia.qp_type = IBV_QPT_UD;  // needs address handles
   errno = 0;
   EXPECT_EQ(ibv_create_qp(pd, &ia), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.port_num = 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_ah(pd, &ah), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_srq(pd, &sa), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
 
@@ -380,6 +397,287 @@ TEST_F(Service, ForkedChildGetsAPrivateCopyOfMovedPages) {
   EXPECT_EQ(ibv_dereg_mr(mr), 0);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
+
+// --- slice 3: CQs and QPs through the shared rings ---
+
+int to_rts(ibv_qp* qp, std::uint32_t peer, const ibv_gid& gid) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return rc;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = peer;
+  a.rq_psn = 7;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = gid;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  if (int rc = ibv_modify_qp(qp, &a,
+                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    return rc;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = 7;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  return ibv_modify_qp(qp, &a,
+                       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                           IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+// Polls until one completion came (a generous bound for a loaded machine); -1 if none.
+int poll_one(ibv_cq* cq, ibv_wc& wc) {
+  const auto until = std::chrono::steady_clock::now() + kEventBound;
+  while (std::chrono::steady_clock::now() < until) {
+    const int n = ibv_poll_cq(cq, 1, &wc);
+    if (n != 0) return n;
+    std::this_thread::yield();
+  }
+  return -1;
+}
+
+class ServiceQps : public Service {
+ protected:
+  void SetUp() override {
+    Service::SetUp();
+    pd = ibv_alloc_pd(ctx);
+    ASSERT_NE(pd, nullptr);
+    ch = ibv_create_comp_channel(ctx);
+    ASSERT_NE(ch, nullptr);
+    cq_a = ibv_create_cq(ctx, 64, this, ch, 0);
+    cq_b = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+    ASSERT_NE(cq_a, nullptr);
+    ASSERT_NE(cq_b, nullptr);
+    ibv_qp_init_attr ia{};
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap = {16, 16, 2, 2, 64};
+    ia.send_cq = ia.recv_cq = cq_a;
+    a = ibv_create_qp(pd, &ia);
+    ia.send_cq = ia.recv_cq = cq_b;
+    b = ibv_create_qp(pd, &ia);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_GE(ia.cap.max_send_wr, 16u);
+    ibv_gid gid{};
+    ASSERT_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
+    ASSERT_EQ(to_rts(a, b->qp_num, gid), 0);
+    ASSERT_EQ(to_rts(b, a->qp_num, gid), 0);
+    for (auto& m : mem) {
+      m.assign(8192, 0);
+      const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+      mrs.push_back(ibv_reg_mr(pd, m.data(), m.size(), access));
+      ASSERT_NE(mrs.back(), nullptr);
+    }
+  }
+  void TearDown() override {
+    if (a) {
+      EXPECT_EQ(ibv_destroy_qp(a), 0);
+    }
+    if (b) {
+      EXPECT_EQ(ibv_destroy_qp(b), 0);
+    }
+    for (ibv_mr* m : mrs) EXPECT_EQ(ibv_dereg_mr(m), 0);
+    if (cq_a) {
+      EXPECT_EQ(ibv_destroy_cq(cq_a), 0);
+    }
+    if (cq_b) {
+      EXPECT_EQ(ibv_destroy_cq(cq_b), 0);
+    }
+    if (ch) {
+      EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+    }
+    if (pd) {
+      EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+    }
+    Service::TearDown();
+  }
+  int post(ibv_qp* qp, ibv_wr_opcode op, ibv_mr* mr, std::size_t off, std::uint32_t len, ibv_mr* remote = nullptr,
+           std::size_t roff = 0, unsigned flags = IBV_SEND_SIGNALED) {
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(mr->addr) + off, len, mr->lkey};
+    ibv_send_wr w{};
+    ibv_send_wr* bad = nullptr;
+    w.wr_id = 0x5150 + off;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = op;
+    w.send_flags = flags;
+    if (remote) {
+      w.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(remote->addr) + roff;
+      w.wr.rdma.rkey = remote->rkey;
+    }
+    return ibv_post_send(qp, &w, &bad);
+  }
+  int post_recv(ibv_qp* qp, ibv_mr* mr, std::size_t off, std::uint32_t len) {
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(mr->addr) + off, len, mr->lkey};
+    ibv_recv_wr w{};
+    ibv_recv_wr* bad = nullptr;
+    w.wr_id = 0x7000 + off;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    return ibv_post_recv(qp, &w, &bad);
+  }
+
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* ch = nullptr;
+  ibv_cq* cq_a = nullptr;
+  ibv_cq* cq_b = nullptr;
+  ibv_qp* a = nullptr;
+  ibv_qp* b = nullptr;
+  std::vector<std::uint8_t> mem[2];
+  std::vector<ibv_mr*> mrs;
+};
+
+TEST_F(ServiceQps, SendWriteReadMoveEveryByte) {
+  for (std::size_t i = 0; i < 4096; ++i) mem[0][i] = static_cast<std::uint8_t>(i * 7 + 1);
+  ASSERT_EQ(post_recv(b, mrs[1], 0, 4096), 0);
+  ASSERT_EQ(post(a, IBV_WR_SEND, mrs[0], 0, 3000), 0);
+  ibv_wc wc{};
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+  EXPECT_EQ(wc.wr_id, 0x5150u);
+  EXPECT_EQ(wc.qp_num, a->qp_num);
+  ASSERT_EQ(poll_one(cq_b, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc.byte_len, 3000u);
+  EXPECT_EQ(wc.wr_id, 0x7000u);
+  EXPECT_EQ(std::memcmp(mem[1].data(), mem[0].data(), 3000), 0);
+  // WRITE into b's buffer at an offset; READ it back into a's second half.
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, mrs[0], 100, 2000, mrs[1], 5000), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(mem[1].data() + 5000, mem[0].data() + 100, 2000), 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_READ, mrs[0], 4096, 2000, mrs[1], 5000), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(std::memcmp(mem[0].data() + 4096, mem[0].data() + 100, 2000), 0);
+  // Inline: the bytes travel in the WQE.
+  mem[0][10] = 0xEE;
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, mrs[0], 10, 1, mrs[1], 0, IBV_SEND_SIGNALED | IBV_SEND_INLINE), 0);
+  mem[0][10] = 0;  // after the post: the WQE already holds the byte
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(mem[1][0], 0xEE);
+  StatusReply s = status();
+  EXPECT_EQ(s.cqs, 2u);
+  EXPECT_EQ(s.qps, 2u);
+}
+
+TEST_F(ServiceQps, CompletionChannelRaisesOneEventPerArming) {
+  ASSERT_EQ(ibv_req_notify_cq(cq_a, 0), 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, mrs[0], 0, 64, mrs[1], 0), 0);
+  ibv_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);  // blocks until the service raised it
+  EXPECT_EQ(ev_cq, cq_a);
+  EXPECT_EQ(ev_ctx, this);
+  ibv_wc wc{};
+  ASSERT_EQ(ibv_poll_cq(cq_a, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  ibv_ack_cq_events(cq_a, 1);
+  // Arming with an entry already waiting raises the event at once.
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, mrs[0], 0, 64, mrs[1], 0), 0);
+  ASSERT_EQ(poll_one(cq_a, wc) == 1 ? 0 : -1, 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, mrs[0], 0, 64, mrs[1], 0), 0);
+  // Wait for its completion to reach the ring without taking it, then arm.
+  const auto until = std::chrono::steady_clock::now() + kEventBound;
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(ibv_query_qp(a, &qa, IBV_QP_STATE, &qi), 0);  // a request round trip: gives the service time
+    ASSERT_EQ(ibv_req_notify_cq(cq_a, 0), 0);
+    pollfd p{ch->fd, POLLIN, 0};
+    if (::poll(&p, 1, 10) == 1) break;
+  }
+  ASSERT_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+  EXPECT_EQ(ev_cq, cq_a);
+  ibv_ack_cq_events(cq_a, 1);
+  ASSERT_EQ(ibv_poll_cq(cq_a, 1, &wc), 1);
+}
+
+TEST_F(ServiceQps, BadWorkRequestsAnswerAsLibraryMode) {
+  ibv_wc wc{};
+  // A bad lkey: the error completion, the QP in error, and what follows flushes.
+  ibv_sge s{reinterpret_cast<std::uintptr_t>(mem[0].data()), 16, mrs[0]->lkey + 0x100};
+  ibv_send_wr w{};
+  ibv_send_wr* bad = nullptr;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(mem[1].data());
+  w.wr.rdma.rkey = mrs[1]->rkey;
+  ASSERT_EQ(ibv_post_send(a, &w, &bad), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_LOC_PROT_ERR);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, mrs[0], 0, 8, mrs[1], 0), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(ibv_query_qp(a, &qa, IBV_QP_STATE, &qi), 0);
+  EXPECT_EQ(qa.qp_state, IBV_QPS_ERR);
+  EXPECT_EQ(qi.send_cq, cq_a);
+  // Refused at post time, as in library mode: more SGEs than the caps, too much inline data.
+  ibv_sge three[3] = {s, s, s};
+  w.sg_list = three;
+  w.num_sge = 3;
+  EXPECT_EQ(ibv_post_send(b, &w, &bad), EINVAL);
+  EXPECT_EQ(bad, &w);
+  w.sg_list = &s;
+  w.num_sge = 1;
+  s.length = 65;
+  w.send_flags = IBV_SEND_INLINE;
+  EXPECT_EQ(ibv_post_send(b, &w, &bad), EINVAL);
+}
+
+// Debian's ibv_rc_pingpong, unmodified, both ends through this one service: with completion
+// events (-e, 200 iterations) and busy-polling (20: three spinning processes on a loaded
+// machine take their time slices in turn).
+class Pingpong : public Service, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(Pingpong, IbvRcPingpongThroughOneService) {
+  const bool events = std::string(GetParam()) == "events";
+  const std::string port = std::to_string(20000 + ::getpid() % 20000 + (events ? 1 : 0));
+  const std::string iters = events ? "200" : "20";
+  const std::string common =
+      std::string("ibv_rc_pingpong ") + (events ? "-e " : "") + "-d svc0 -g 0 -s 4096 -n " + iters + " -p " + port;
+  FILE* server = ::popen((common + " 2>&1").c_str(), "r");
+  ASSERT_NE(server, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server listens on TCP first
+  std::string client_out;
+  int client_rc = -1;
+  for (int attempt = 0; attempt < 20 && client_rc != 0; ++attempt) {
+    FILE* client = ::popen((common + " 127.0.0.1 2>&1").c_str(), "r");
+    ASSERT_NE(client, nullptr);
+    char buf[4096];
+    client_out.clear();
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, client)) client_out.append(buf, n);
+    client_rc = ::pclose(client);
+    if (client_rc != 0 && client_out.find("Couldn't connect") == std::string::npos) break;  // a real failure
+    if (client_rc != 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  std::string server_out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, server)) server_out.append(buf, n);
+  const int server_rc = ::pclose(server);
+  EXPECT_EQ(client_rc, 0) << client_out;
+  EXPECT_EQ(server_rc, 0) << server_out;
+  EXPECT_NE(client_out.find(iters + " iters"), std::string::npos) << client_out;
+  EXPECT_TRUE(wait_for_contexts(1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Pingpong, ::testing::Values("events", "busy"));
 
 // A program that hands the service a file it could shrink, too small, or where none belongs.
 TEST_F(Service, BadMemoryFilesAreRefused) {
