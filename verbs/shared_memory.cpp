@@ -34,22 +34,41 @@ struct Locked {
 };
 
 // fork(): MAP_SHARED pages stay shared with the child, so a moved heap page would be written by
-// both processes' allocators. The child gets what fork promises instead, a private copy: each
-// moved run is copied into private memory moved over the same range (mremap), as the kernel
-// copies a registered (pinned) page for the child. Its registrations stay the parent's.
-void before_fork() { pthread_mutex_lock(&g_mutex); }
-void after_fork_parent() { pthread_mutex_unlock(&g_mutex); }
-void after_fork_child() {
+// both processes' allocators. The child gets what fork promises instead, a private copy, as the
+// kernel copies a registered (pinned) page for the child: the forking thread snapshots every
+// moved run into private memory just before fork() (the copy must be taken before the parent
+// runs on: copying in the child raced with the parent's own malloc right after fork and handed
+// the child a torn heap), the child moves the snapshots over the runs (mremap), the parent drops
+// its copies. Its registrations stay the parent's. The cost: a copy of every moved page per fork.
+std::vector<void*> g_snapshots;  // one per run of g_moved, in order; only between prepare and after
+
+void before_fork() {
+  pthread_mutex_lock(&g_mutex);
+  g_snapshots.clear();
   for (auto& [start, m] : g_moved) {
     const std::size_t size = m.end - start;
     void* copy = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (copy != MAP_FAILED) {
-      std::memcpy(copy, reinterpret_cast<void*>(start), size);
+    if (copy != MAP_FAILED) std::memcpy(copy, reinterpret_cast<void*>(start), size);
+    g_snapshots.push_back(copy);
+  }
+}
+void after_fork_parent() {
+  std::size_t i = 0;
+  for (auto& [start, m] : g_moved)
+    if (g_snapshots[i++] != MAP_FAILED) ::munmap(g_snapshots[i - 1], m.end - start);
+  g_snapshots.clear();
+  pthread_mutex_unlock(&g_mutex);
+}
+void after_fork_child() {
+  std::size_t i = 0;
+  for (auto& [start, m] : g_moved) {
+    const std::size_t size = m.end - start;
+    if (void* copy = g_snapshots[i++]; copy != MAP_FAILED)
       ::mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(start));
-    }
     ::close(m.fd);
   }
   g_moved.clear();
+  g_snapshots.clear();
   pthread_mutex_init(&g_mutex, nullptr);
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "verbs/service_proto.hpp"
+#include "verbs/service_rings.hpp"
 
 namespace service_test {
 namespace {
@@ -678,6 +679,218 @@ TEST_P(Pingpong, IbvRcPingpongThroughOneService) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Pingpong, ::testing::Values("events", "busy"));
+
+// --- slice 4: several programs moving data through one service at once ---
+
+struct Program {
+  pid_t pid = -1;
+  std::string out;  // stdout and stderr land here
+};
+
+Program spawn(const std::vector<std::string>& args, const std::string& out) {
+  Program p;
+  p.out = out;
+  p.pid = ::fork();
+  if (p.pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return p;
+}
+
+std::string slurp(const std::string& path) {
+  std::string s;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
+    std::fclose(f);
+  }
+  return s;
+}
+
+bool wait_for_output(const Program& p, const std::string& text) {
+  const auto until = std::chrono::steady_clock::now() + kEventBound;
+  while (std::chrono::steady_clock::now() < until) {
+    if (slurp(p.out).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The exit status, or -1 when the program did not end within the bound (then it is killed).
+int wait_exit(Program& p, std::chrono::seconds bound) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  int st = 0;
+  int rc = -1;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
+      rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (rc < 0) {
+    ::kill(p.pid, SIGKILL);
+    ::waitpid(p.pid, &st, 0);
+  }
+  p.pid = -1;
+  return rc;
+}
+
+// Two ib_write_bw pairs (Debian's perftest, unmodified) through this one service at once; the
+// client of the second is SIGKILLed mid-transfer. The first pair finishes with its own verdict,
+// and the service frees every object of the killed program (and of its server, killed after).
+TEST_F(Service, TwoPerftestPairsOneClientKilledMidTransfer) {
+  const std::string dir = "/tmp/roce-verbs-service-test-" + std::to_string(::getpid());
+  const std::string p1 = std::to_string(21000 + ::getpid() % 20000), p2 = std::to_string(21001 + ::getpid() % 20000);
+  // stdbuf: perftest's progress lines reach the files as they are printed (line-buffered).
+  const std::vector<std::string> bw = {"stdbuf", "-oL", "ib_write_bw", "-d", "svc0", "-x", "0", "-s", "16384"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = bw;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  Program server1 = spawn(with({"-p", p1, "-n", "3000"}), dir + ".s1");
+  Program server2 = spawn(with({"-p", p2, "-D", "60"}), dir + ".s2");
+  Program client1, client2;
+  // Whatever happens below, no program of this test outlives it.
+  struct Reaper {
+    std::vector<Program*> all;
+    ~Reaper() {
+      for (Program* p : all)
+        if (p->pid > 0 && ::kill(p->pid, SIGKILL) == 0) ::waitpid(p->pid, nullptr, 0);
+    }
+  } reaper{{&server1, &server2, &client1, &client2}};
+  ASSERT_TRUE(wait_for_output(server1, "Waiting for client")) << slurp(server1.out);
+  ASSERT_TRUE(wait_for_output(server2, "Waiting for client")) << slurp(server2.out);
+  client2 = spawn(with({"-p", p2, "-D", "60", "127.0.0.1"}), dir + ".c2");
+  ASSERT_TRUE(wait_for_output(client2, "#bytes")) << slurp(client2.out);  // its transfer has begun
+  client1 = spawn(with({"-p", p1, "-n", "3000", "127.0.0.1"}), dir + ".c1");
+  ASSERT_TRUE(wait_for_output(client1, "#bytes")) << slurp(client1.out);
+  EXPECT_GE(status().qps, 4u);
+  ASSERT_EQ(::kill(client2.pid, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(client2, std::chrono::seconds(30)), 128 + SIGKILL);
+  EXPECT_EQ(wait_exit(client1, std::chrono::seconds(90)), 0) << slurp(client1.out);
+  EXPECT_EQ(wait_exit(server1, std::chrono::seconds(30)), 0) << slurp(server1.out);
+  EXPECT_NE(slurp(client1.out).find(" 16384      3000"), std::string::npos) << slurp(client1.out);
+  ::kill(server2.pid, SIGKILL);  // it waits for a client that is gone
+  wait_exit(server2, std::chrono::seconds(30));
+  EXPECT_TRUE(wait_for_contexts(1));
+  const StatusReply s = status();
+  EXPECT_EQ(s.qps, 0u);
+  EXPECT_EQ(s.cqs, 0u);
+  EXPECT_EQ(s.mrs, 0u);
+  for (const char* f : {".s1", ".s2", ".c1", ".c2"}) ::unlink((dir + f).c_str());
+}
+
+// A program that writes nonsense into its rings (a WQE with 1000 SGEs, a tail a million
+// entries ahead, a CQ head past the tail) gets error completions and a QP in error; the
+// service reads nothing outside the rings and goes on serving.
+TEST_F(Service, CorruptRingsHurtOnlyTheirProgram) {
+  using namespace roce::verbs::service;
+  const int fd = raw_connect();
+  ASSERT_GE(fd, 0);
+  auto call = [&](Op op, std::uint32_t handle, const void* body, std::size_t len, int file, Reply& rep) {
+    Request rq;
+    rq.op = op;
+    rq.handle = handle;
+    std::memcpy(rq.body, body, len);
+    iovec iov{&rq, kRequestHeader + len};
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (file >= 0) {
+      h.msg_control = control;
+      h.msg_controllen = sizeof control;
+      cmsghdr* cm = CMSG_FIRSTHDR(&h);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(cm), &file, sizeof file);
+    }
+    if (::sendmsg(fd, &h, MSG_NOSIGNAL) < 0) return -1;
+    return ::recv(fd, &rep, sizeof rep, 0) > 0 ? rep.err : -1;
+  };
+  auto sealed_file = [](std::size_t bytes) {
+    const int f = ::memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (::ftruncate(f, static_cast<off_t>(bytes)) != 0 || ::fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK) != 0) return -1;
+    return f;
+  };
+  Reply rep;
+  ASSERT_EQ(call(Op::Open, 0, nullptr, 0, -1, rep), 0);
+  ASSERT_EQ(call(Op::AllocPd, 0, nullptr, 0, -1, rep), 0);
+  std::uint32_t pd;
+  std::memcpy(&pd, rep.body, sizeof pd);
+  const std::size_t cq_bytes = cq_ring_bytes(16);
+  const int cq_file = sealed_file(cq_bytes);
+  ASSERT_GE(cq_file, 0);
+  CreateCqRequest cr{16, 16, 0};
+  ASSERT_EQ(call(Op::CreateCq, 0, &cr, sizeof cr, cq_file, rep), 0);
+  CreateCqReply cq;
+  std::memcpy(&cq, rep.body, sizeof cq);
+  const auto layout = qp_ring_layout(16, 16);
+  const int qp_file = sealed_file(layout.bytes);
+  ASSERT_GE(qp_file, 0);
+  CreateQpRequest qr;
+  qr.send_cq = qr.recv_cq = cq.handle;
+  qr.qp_type = IBV_QPT_RC;
+  qr.cap = {4, 4, 1, 1, 0};
+  qr.sq_size = qr.rq_size = 16;
+  ASSERT_EQ(call(Op::CreateQp, pd, &qr, sizeof qr, qp_file, rep), 0);
+  CreateQpReply qp;
+  std::memcpy(&qp, rep.body, sizeof qp);
+  auto* cq_map = static_cast<char*>(::mmap(nullptr, cq_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, cq_file, 0));
+  auto* qp_map = static_cast<char*>(::mmap(nullptr, layout.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, qp_file, 0));
+  ASSERT_NE(cq_map, MAP_FAILED);
+  ASSERT_NE(qp_map, MAP_FAILED);
+  auto* cq_ring = reinterpret_cast<RingHeader*>(cq_map);
+  auto* cq_entries = reinterpret_cast<ibv_wc*>(cq_map + sizeof(RingHeader));
+  auto* sq = reinterpret_cast<RingHeader*>(qp_map + layout.sq_header);
+  auto* sq_entries = reinterpret_cast<SendWqe*>(qp_map + layout.sq_entries);
+  auto wait_entries = [&](std::uint32_t n) {
+    const auto until = std::chrono::steady_clock::now() + kEventBound;
+    while (cq_ring->tail.load() < n && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return cq_ring->tail.load() >= n;
+  };
+  sq_entries[0].wr_id = 41;
+  sq_entries[0].num_sge = 1000;
+  sq_entries[0].opcode = IBV_WR_SEND;
+  sq->tail.store(1);
+  ASSERT_TRUE(wait_entries(1));
+  EXPECT_EQ(cq_entries[0].wr_id, 41u);
+  EXPECT_EQ(cq_entries[0].status, IBV_WC_LOC_LEN_ERR);
+  EXPECT_EQ(cq_entries[0].qp_num, qp.qp_num);
+  sq->tail.store(1000000);  // a tail a million entries ahead of the service's head
+  ASSERT_TRUE(wait_entries(2));
+  EXPECT_EQ(cq_entries[1].status, IBV_WC_LOC_QP_OP_ERR);
+  ModifyQpRequest mr;
+  mr.attr.qp_state = IBV_QPS_INIT;
+  mr.mask = IBV_QP_STATE;
+  EXPECT_EQ(call(Op::ModifyQp, qp.handle, &mr, sizeof mr, -1, rep), EINVAL);  // its rings are not read again
+  cq_ring->head.store(cq_ring->tail.load() + 12345);  // a consumer index past the producer's
+  StatusReply s = status();
+  EXPECT_EQ(s.qps, 1u);
+  EXPECT_EQ(s.cqs, 1u);
+  // Files where none belong, and a ring file too small for its sizes, are refused.
+  EXPECT_EQ(call(Op::DestroyQp, qp.handle, nullptr, 0, qp_file, rep), EINVAL);
+  const int small = sealed_file(4096);
+  qr.sq_size = qr.rq_size = 1024;
+  EXPECT_EQ(call(Op::CreateQp, pd, &qr, sizeof qr, small, rep), EINVAL);
+  EXPECT_EQ(call(Op::DestroyQp, qp.handle, nullptr, 0, -1, rep), 0);
+  EXPECT_EQ(call(Op::DestroyCq, cq.handle, nullptr, 0, -1, rep), 0);
+  ::munmap(cq_map, cq_bytes);
+  ::munmap(qp_map, layout.bytes);
+  for (int f : {cq_file, qp_file, small, fd}) ::close(f);
+  EXPECT_TRUE(wait_for_contexts(1));
+}
 
 // A program that hands the service a file it could shrink, too small, or where none belongs.
 TEST_F(Service, BadMemoryFilesAreRefused) {
