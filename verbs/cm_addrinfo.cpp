@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "verbs/cm_objects.hpp"
+#include "verbs/device.hpp"
 #include "verbs/export.hpp"
 
 namespace {
@@ -19,6 +20,17 @@ sockaddr* copy_addr(const sockaddr* a, socklen_t len) {
   auto* out = static_cast<sockaddr*>(std::malloc(len));
   if (out) std::memcpy(out, a, len);
   return out;
+}
+
+// The answer to use: the first of the device's family, else the first (the later calls then
+// say why it cannot be reached).
+const addrinfo* pick(const addrinfo* found) {
+  const roce::verbs::Device* d = roce::verbs::configured_device();
+  if (d == nullptr || !d->config.ip) return found;
+  const int family = d->config.ip->version == roce::proto::IpVersion::V4 ? AF_INET : AF_INET6;
+  for (const addrinfo* a = found; a; a = a->ai_next)
+    if (a->ai_family == family) return a;
+  return found;
 }
 
 }  // namespace
@@ -44,14 +56,15 @@ ROCE_VERBS_EXPORT int rdma_getaddrinfo(const char* node, const char* service, co
   }
   const int flags = hints ? hints->ai_flags : 0;
   const bool passive = (flags & RAI_PASSIVE) != 0;
-  if (hints && hints->ai_family != AF_UNSPEC && hints->ai_family != AF_INET) return EAI_FAMILY;
+  const int family = hints ? hints->ai_family : AF_UNSPEC;
+  if (family != AF_UNSPEC && family != AF_INET && family != AF_INET6) return EAI_FAMILY;
   if (node == nullptr && !passive) return EAI_NONAME;
   int ps = hints ? hints->ai_port_space : 0;
   if (ps == 0) ps = hints && hints->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
   if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB) return EAI_SERVICE;
 
   addrinfo want{};
-  want.ai_family = AF_INET;
+  want.ai_family = family;
   want.ai_socktype = SOCK_STREAM;
   want.ai_flags = (passive ? AI_PASSIVE : 0) | ((flags & RAI_NUMERICHOST) ? AI_NUMERICHOST : 0);
   addrinfo* found = nullptr;
@@ -63,17 +76,18 @@ ROCE_VERBS_EXPORT int rdma_getaddrinfo(const char* node, const char* service, co
     errno = ENOMEM;
     return -1;
   }
+  const addrinfo* a = pick(found);
   r->ai_flags = flags;
-  r->ai_family = AF_INET;
+  r->ai_family = a->ai_family;
   r->ai_port_space = ps;
   r->ai_qp_type = ps == RDMA_PS_TCP ? IBV_QPT_RC : IBV_QPT_UD;
   bool ok = true;
   if (passive) {
-    r->ai_src_len = found->ai_addrlen;
-    ok = (r->ai_src_addr = copy_addr(found->ai_addr, found->ai_addrlen)) != nullptr;
+    r->ai_src_len = a->ai_addrlen;
+    ok = (r->ai_src_addr = copy_addr(a->ai_addr, a->ai_addrlen)) != nullptr;
   } else {
-    r->ai_dst_len = found->ai_addrlen;
-    ok = (r->ai_dst_addr = copy_addr(found->ai_addr, found->ai_addrlen)) != nullptr;
+    r->ai_dst_len = a->ai_addrlen;
+    ok = (r->ai_dst_addr = copy_addr(a->ai_addr, a->ai_addrlen)) != nullptr;
     if (ok && hints && hints->ai_src_addr && hints->ai_src_len) {
       r->ai_src_len = hints->ai_src_len;
       ok = (r->ai_src_addr = copy_addr(hints->ai_src_addr, hints->ai_src_len)) != nullptr;

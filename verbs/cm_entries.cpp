@@ -39,12 +39,25 @@ std::uint16_t ephemeral_port() {
   return static_cast<std::uint16_t>(32768 + gen() % (60999 - 32768 + 1));
 }
 
+// The address of an AF_INET or AF_INET6 sockaddr (rdma_cm's two IP families).
 std::optional<proto::IpAddress> ip_of(const sockaddr* sa) {
-  if (sa == nullptr || sa->sa_family != AF_INET) return std::nullopt;
-  proto::Ipv4Addr a;
-  std::memcpy(a.data(), &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
-  return proto::IpAddress::of(a);
+  if (sa == nullptr) return std::nullopt;
+  if (sa->sa_family == AF_INET) {
+    proto::Ipv4Addr a;
+    std::memcpy(a.data(), &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+    return proto::IpAddress::of(a);
+  }
+  if (sa->sa_family == AF_INET6) {
+    proto::Ipv6Addr a;
+    std::memcpy(a.data(), &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
+    return proto::IpAddress::of(a);
+  }
+  return std::nullopt;
 }
+
+bool is_ip_family(const sockaddr* sa) { return sa->sa_family == AF_INET || sa->sa_family == AF_INET6; }
+
+socklen_t sockaddr_bytes(const sockaddr* sa) { return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in); }
 
 std::uint16_t port_of(const sockaddr* sa) {
   if (sa == nullptr) return 0;
@@ -53,8 +66,26 @@ std::uint16_t port_of(const sockaddr* sa) {
   return 0;
 }
 
-void set_port(sockaddr_storage& s, std::uint16_t port) {
-  if (s.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(s).sin_port = htons(port);
+// An ID's source: the device's address in its own family, with the port given.
+void set_source(sockaddr_storage& s, const rdma::IpAddress& ip, std::uint16_t port) {
+  std::memset(&s, 0, sizeof s);
+  if (ip.version == proto::IpVersion::V4) {
+    auto& in = reinterpret_cast<sockaddr_in&>(s);
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    std::memcpy(&in.sin_addr, ip.v4.data(), 4);
+  } else {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(s);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    std::memcpy(&in6.sin6_addr, ip.v6.data(), 16);
+  }
+}
+
+int family_of(const rdma::IpAddress& ip) { return ip.version == proto::IpVersion::V4 ? AF_INET : AF_INET6; }
+
+rdma::IpAddress to_rdma(const proto::IpAddress& a) {
+  return a.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(a.v4) : rdma::IpAddress::ipv6(a.v6);
 }
 
 proto::IpAddress to_proto(const rdma::IpAddress& a) {
@@ -64,7 +95,7 @@ proto::IpAddress to_proto(const rdma::IpAddress& a) {
 bool is_ours(CmPort& port, const proto::IpAddress& a) { return a.is_any() || a == to_proto(port.local_ip()); }
 
 cm::Gid gid_of(const proto::IpAddress& a) {
-  ibv_gid g = rdma::gid_from_ip(a.version == proto::IpVersion::V4 ? rdma::IpAddress::ipv4(a.v4) : rdma::IpAddress::ipv6(a.v6));
+  ibv_gid g = rdma::gid_from_ip(to_rdma(a));
   cm::Gid out;
   std::memcpy(out.data(), g.raw, 16);
   return out;
@@ -480,17 +511,21 @@ ROCE_VERBS_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** i
   return 0;
 }
 
+// Either family: the device's own address, or a wildcard of either family (the device has one
+// address, so a listener on "::" or "0.0.0.0" hears every request to its port, as a dual-stack
+// AF_INET6 listener does under Linux). Another address is EADDRNOTAVAIL.
 ROCE_VERBS_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || addr == nullptr) return cm_fail(EINVAL);
   if (i->state != CmIdState::Idle) return cm_fail(EINVAL);
-  if (addr->sa_family != AF_INET) return cm_fail(EAFNOSUPPORT);  // the device has an IPv4 address
+  if (!is_ip_family(addr)) return cm_fail(EAFNOSUPPORT);  // AF_IB: IB fabrics only
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   const auto ip = ip_of(addr);
   if (!is_ours(*port, *ip)) return cm_fail(EADDRNOTAVAIL);
-  std::memcpy(&i->route.addr.src_storage, addr, sizeof(sockaddr_in));
-  if (port_of(addr) == 0) set_port(i->route.addr.src_storage, ephemeral_port());
+  std::memset(&i->route.addr.src_storage, 0, sizeof i->route.addr.src_storage);
+  std::memcpy(&i->route.addr.src_storage, addr, sockaddr_bytes(addr));
+  if (port_of(addr) == 0) set_source(i->route.addr.src_storage, to_rdma(*ip), ephemeral_port());
   // Bound to the device's address: its device is known (librdmacm leaves verbs NULL for a wildcard).
   if (!ip->is_any()) {
     i->verbs = port->verbs();
@@ -505,30 +540,31 @@ ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sock
   if (i == nullptr || dst_addr == nullptr) return cm_fail(EINVAL);
   const CmIdState s = i->state;
   if (s != CmIdState::Idle && s != CmIdState::AddrBound && s != CmIdState::AddrResolved) return cm_fail(EINVAL);
-  if (dst_addr->sa_family != AF_INET || (src_addr && src_addr->sa_family != AF_INET)) return cm_fail(EAFNOSUPPORT);
+  if (!is_ip_family(dst_addr) || (src_addr && !is_ip_family(src_addr))) return cm_fail(EAFNOSUPPORT);
+  // A source of another family than the destination: the kernel's rdma_resolve_addr says EINVAL.
+  if (src_addr && src_addr->sa_family != dst_addr->sa_family) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
+  const rdma::IpAddress local = port->local_ip();
+  // The device has one address: a peer of the other family has no route from it.
+  if (dst_addr->sa_family != family_of(local)) return cm_fail(EAFNOSUPPORT);
   if (s == CmIdState::Idle) {
-    if (src_addr) {
-      if (!is_ours(*port, *ip_of(src_addr))) return cm_fail(EADDRNOTAVAIL);
-      std::memcpy(&i->route.addr.src_storage, src_addr, sizeof(sockaddr_in));
-    }
+    if (src_addr && !is_ours(*port, *ip_of(src_addr))) return cm_fail(EADDRNOTAVAIL);
     // The source is the device's address (a wildcard source means it too).
-    sockaddr_in& src = i->route.addr.src_sin;
-    src.sin_family = AF_INET;
-    std::memcpy(&src.sin_addr, port->local_ip().v4.data(), 4);
-    if (src.sin_port == 0) src.sin_port = htons(ephemeral_port());
-  } else if (i->route.addr.src_sin.sin_addr.s_addr == 0) {
-    std::memcpy(&i->route.addr.src_sin.sin_addr, port->local_ip().v4.data(), 4);
+    const std::uint16_t p = src_addr ? port_of(src_addr) : 0;
+    set_source(i->route.addr.src_storage, local, p ? p : ephemeral_port());
+  } else if (ip_of(&i->route.addr.src_addr)->is_any()) {
+    set_source(i->route.addr.src_storage, local, port_of(&i->route.addr.src_addr));
   }
-  std::memcpy(&i->route.addr.dst_storage, dst_addr, sizeof(sockaddr_in));
+  std::memset(&i->route.addr.dst_storage, 0, sizeof i->route.addr.dst_storage);
+  std::memcpy(&i->route.addr.dst_storage, dst_addr, sockaddr_bytes(dst_addr));
   i->verbs = port->verbs();
   i->port_num = 1;
-  // The peer's MAC, as the kernel's address resolution finds the neighbour (ARP): the answer
-  // comes as ADDR_RESOLVED or ADDR_ERROR on the channel.
+  // The peer's MAC, as the kernel's address resolution finds the neighbour (ARP for IPv4,
+  // neighbour discovery for IPv6): the answer comes as ADDR_RESOLVED or ADDR_ERROR on the channel.
   const auto dst = ip_of(dst_addr);
   const Nanos wait = std::clamp<Nanos>(static_cast<Nanos>(timeout_ms) * kMilli, 10 * kMilli, kMaxArpWait);
-  const bool found = port->rt().resolve(rdma::IpAddress::ipv4(dst->v4), wait).has_value();
+  const bool found = port->rt().resolve(to_rdma(*dst), wait).has_value();
   if (found) move_to(*i, CmIdState::AddrResolved);
   post_event(*i->ch, local_event(*i, found ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR, found ? 0 : -ETIMEDOUT));
   return sync_complete(*i);

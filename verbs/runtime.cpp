@@ -151,6 +151,7 @@ Status Runtime::bring_up() {
   dp_ = std::move(*dp);
   // Loopback: QPs of this device talking to each other resolve our own address.
   if (cfg_.ip->version == proto::IpVersion::V4) dp_->arp().learn(cfg_.ip->v4, dp_->local().mac);
+  else dp_->neighbors().learn(cfg_.ip->v6, dp_->local().mac);
   // resolve() waits for this thread to answer instead of stepping the dataplane itself.
   dp_->set_driven_by_other_thread(true);
   return {};

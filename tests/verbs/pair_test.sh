@@ -112,6 +112,14 @@ pair_cm ucmatose      "ucmatose -C 10 -S 100" "ucmatose -s 10.55.0.1 -C 10 -S 10
 pair_cm udaddy        "udaddy -C 10 -S 100" "udaddy -s 10.55.0.1 -C 10 -S 100" "return status 0"
 # Synchronous rdma_cm IDs (rdma_create_ep, rdma_get_request, the rdma_verbs.h helpers).
 pair_cm rdma_server   "rdma_server" "rdma_client -s 10.55.0.1" "^rdma_client: end 0$"
+# The same entry points over IPv6 (issue 27): both devices on fd55:: addresses, each finding the
+# other by neighbour discovery; the CMA headers carry IPv6 addresses, the GIDs are the addresses.
+dev_a4=$dev_a dev_b4=$dev_b
+dev_a="--ip fd55::1 --vdev net_af_packet0,iface=va,$ring"
+dev_b="--ip fd55::2 --vdev net_af_packet1,iface=vb,$ring"
+pair_cm rping_v6      "rping -s -a fd55::1 -V -C 10 -S 4000" "rping -c -a fd55::1 -V -v -C 10 -S 4000" "^ping data: rdma-ping-9: "
+pair_cm udaddy_v6     "udaddy -b fd55::1 -C 10 -S 100" "udaddy -s fd55::1 -C 10 -S 100" "return status 0"
+dev_a=$dev_a4 dev_b=$dev_b4
 
 # roce-gen (our stack's own client) against a perftest server on our device.
 if [[ -x $build/apps/gen/roce-gen ]]; then

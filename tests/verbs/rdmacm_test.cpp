@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/verbs/cm_events.hpp"
+
 namespace {
 
 constexpr const char* kOurIp = "10.99.0.1";  // roce-run --ip (tests/verbs/meson.build)
@@ -34,27 +36,8 @@ sockaddr_in addr_of(const char* ip, std::uint16_t port) {
   return a;
 }
 
-// The next event within 5 s (nullptr and a test failure otherwise).
-rdma_cm_event* next_event(rdma_event_channel* ch, int timeout_ms = 5000) {
-  pollfd p{ch->fd, POLLIN, 0};
-  if (::poll(&p, 1, timeout_ms) != 1) {
-    ADD_FAILURE() << "no rdma_cm event within " << timeout_ms << " ms";
-    return nullptr;
-  }
-  rdma_cm_event* e = nullptr;
-  EXPECT_EQ(rdma_get_cm_event(ch, &e), 0) << std::strerror(errno);
-  return e;
-}
-
-// Takes the next event, checks its type, acknowledges it; returns its status.
-int expect_event(rdma_event_channel* ch, rdma_cm_event_type type) {
-  rdma_cm_event* e = next_event(ch);
-  if (e == nullptr) return -1000;
-  EXPECT_STREQ(rdma_event_str(e->event), rdma_event_str(type));
-  const int status = e->status;
-  EXPECT_EQ(rdma_ack_cm_event(e), 0);
-  return status;
-}
+using cm_test::expect_event;
+using cm_test::next_event;
 
 class RdmaCm : public ::testing::Test {
  protected:
@@ -147,10 +130,23 @@ TEST_F(RdmaCm, CallsOutOfOrderAreEinval) {
   sockaddr_in foreign = addr_of("10.98.0.7", 7001);
   EXPECT_EQ(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&foreign)), -1);
   EXPECT_EQ(errno, EADDRNOTAVAIL);
+  // An IPv6 address is not the device's (its one address is IPv4); AF_IB is not for RoCE.
   sockaddr_in6 v6{};
   v6.sin6_family = AF_INET6;
+  inet_pton(AF_INET6, "fd99::1", &v6.sin6_addr);
   EXPECT_EQ(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&v6)), -1);
+  EXPECT_EQ(errno, EADDRNOTAVAIL);
+  sockaddr_storage ib{};
+  ib.ss_family = AF_IB;
+  EXPECT_EQ(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&ib)), -1);
   EXPECT_EQ(errno, EAFNOSUPPORT);
+  // No route from an IPv4 device to an IPv6 peer; a source of another family than the peer.
+  v6.sin6_port = htons(7001);
+  EXPECT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&v6), 100), -1);
+  EXPECT_EQ(errno, EAFNOSUPPORT);
+  sockaddr_in ours4 = addr_of(kOurIp, 0);
+  EXPECT_EQ(rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&ours4), reinterpret_cast<sockaddr*>(&v6), 100), -1);
+  EXPECT_EQ(errno, EINVAL);
   // Options: TOS and the ACK timeout are kept; IB path records are not for RoCE.
   std::uint8_t tos = 0x20, timeout = 14;
   EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
@@ -637,8 +633,15 @@ TEST(RdmaAddrinfo, PassiveActiveAndRefusals) {
   EXPECT_EQ(r->ai_port_space, RDMA_PS_UDP);
   rdma_freeaddrinfo(r);
 
+  // IPv6 when asked for (the device, being IPv4, then has no route to it); AF_IB never.
   hints = {};
   hints.ai_family = AF_INET6;
+  ASSERT_EQ(rdma_getaddrinfo("fd99::7", "1", &hints, &r), 0);
+  EXPECT_EQ(r->ai_family, AF_INET6);
+  ASSERT_NE(r->ai_dst_addr, nullptr);
+  EXPECT_EQ(r->ai_dst_addr->sa_family, AF_INET6);
+  rdma_freeaddrinfo(r);
+  hints.ai_family = AF_IB;
   EXPECT_EQ(rdma_getaddrinfo("::1", "1", &hints, &r), EAI_FAMILY);
   EXPECT_EQ(rdma_getaddrinfo(nullptr, "1", nullptr, &r), EAI_NONAME);  // active needs a node
 }
