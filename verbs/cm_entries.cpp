@@ -213,6 +213,12 @@ bool take(CmEventBox& box, CmPort& port) {
   rdma_conn_param& c = box.param.conn;
   switch (e.type) {
     case cm::RdmaCmEventType::ConnectRequest: {
+      // The requester's MAC before the program answers (its RTR, a UD reply's AH), as the
+      // kernel's CM resolves a request's sender (rdma_addr_find_l2_eth_by_grh). An IPv6 peer
+      // that found us by neighbour discovery from its link-local address is not in the cache
+      // under its RoCE address yet; an IPv4 one is (its ARP request taught us). Not found: the
+      // program's RTR or AH says EHOSTUNREACH.
+      (void)port.rt().resolve(rdma::ip_from_gid(id.path.dgid), kMaxArpWait);
       if (std::holds_alternative<cm::SidrReqInfo>(e.detail)) {  // UD: a SIDR_REQ, no QP of the peer's
         box.event = RDMA_CM_EVENT_CONNECT_REQUEST;
         fill_ud(box.param.ud, box, e.private_data, id.path, 0, 0);

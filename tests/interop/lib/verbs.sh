@@ -13,11 +13,13 @@ VERBS_VDEV="net_af_packet1,iface=veng1,blocksz=36864,framesz=4608,framecnt=512"
 
 is_verbs_kind() { [[ $1 == verbs-* ]]; }
 
-# Our program's port: veng0 at the engine address when the guest is the peer, veng1 at
-# NET_VERBS_IP when roce-appliance holds veng0.
+# Our program's port: veng0 at the engine address when the guest is the peer (FLAGS v6: its
+# IPv6 one), veng1 at NET_VERBS_IP when roce-appliance holds veng0.
 verbs_device_args() {
   if [[ $1 == verbs-to-app ]]; then
     echo "--ip $NET_VERBS_IP --vdev $VERBS_VDEV"
+  elif has_flag "${2:-}" v6; then
+    echo "--ip $NET_ENGINE_IP6 --vdev $ENGINE_VDEV"
   else
     echo "--ip $NET_ENGINE_IP --vdev $ENGINE_VDEV"
   fi
@@ -48,7 +50,9 @@ verbs_cm_case() { is_cm_tool "$1" || has_flag "$2" R; }
 # options.
 is_cm_tool() { [[ $1 == rping || $1 == ucmatose || $1 == udaddy || $1 == rdma_client ]]; }
 
-# A librdmacm example's command line: VERB ROLE (server|client) ADDRESS SIZE ITERS. rping's
+# A librdmacm example's command line: VERB ROLE (server|client) ADDRESS SIZE ITERS [PORT [BIND]].
+# BIND (yes): the server binds ADDRESS, as the guest's servers must for IPv6 (the kernel keeps
+# an AF_INET wildcard listener to IPv4; ours, one address per device, hears both). rping's
 # client validates every round (-V: it exits non-zero on a mismatch) and prints each (-v),
 # which verbs_finished counts; ucmatose (RC) and udaddy (UD, SIDR) send ITERS messages of SIZE
 # each way and end with "return status 0".
@@ -58,8 +62,8 @@ cm_tool_cmd() {
     rping) if [[ $role == server ]]; then echo "rping -s -a $addr -V -C $iters -S $size"; else echo "rping -c -a $addr -V -v -C $iters -S $size"; fi ;;
     # Synchronous rdma_cm IDs (rdma_create_ep): one 16-byte message each way, "end 0" on success.
     # roce-appliance --rdma-cm all serves rdma_server's exchange on port 7472.
-    rdma_client) if [[ $role == server ]]; then echo "rdma_server"; else echo "rdma_client -s $addr${6:+ -p $6}"; fi ;;
-    *) if [[ $role == server ]]; then echo "$verb -C $iters -S $size"; else echo "$verb -s $addr -C $iters -S $size"; fi ;;
+    rdma_client) if [[ $role == server ]]; then echo "rdma_server${7:+ -s $addr}"; else echo "rdma_client -s $addr${6:+ -p $6}"; fi ;;
+    *) if [[ $role == server ]]; then echo "$verb${7:+ -b $addr} -C $iters -S $size"; else echo "$verb -s $addr -C $iters -S $size"; fi ;;
   esac
 }
 
@@ -145,6 +149,13 @@ verbs_finished() {
   elif [[ $verb == *pingpong ]]; then grep -q "iters in" "$log"; else [[ -n $(verbs_figure "$verb" "$3" "$log") ]]; fi
 }
 
+# glibc's getaddrinfo (AI_ADDRCONFIG, which rping's and the rdmacm examples' lookups use) returns
+# no IPv6 address in a namespace whose only kernel address is IPv4 (br0's): "Address family for
+# hostname not supported". The IPv6 cases give the namespace's loopback an IPv6 address of its
+# own for their duration (never one of the fd77:: RoCE addresses, and no link carries IPv6).
+VERBS_ADDRCONFIG_IP6=fd7f::1
+verbs_addrconfig_v6() { inns ip -6 addr "$1" "$VERBS_ADDRCONFIG_IP6/128" dev lo 2>/dev/null; }
+
 # run_verbs_case LINE: as run_case (sets CASE_VERDICT, CASE_FIGURE, CASE_NOTE, CASE_DIR,
 # CASE_CAPTURE, CASE_SECONDS).
 run_verbs_case() {
@@ -155,7 +166,10 @@ run_verbs_case() {
   tool=$(guest_tool "$verb" "$flags")
   is_cm_tool "$verb" && tool=$verb
   ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
-  dev=$(verbs_device_args "$kind")
+  dev=$(verbs_device_args "$kind" "$flags")
+  # v6: the RoCE addresses of both sides are the fd77:: ones (rdma_cm programs only).
+  local guest_roce=$NET_GUEST_IP our_roce=$NET_ENGINE_IP bind=""
+  has_flag "$flags" v6 && guest_roce=$NET_GUEST_IP6 our_roce=$NET_ENGINE_IP6 bind=yes && verbs_addrconfig_v6 add
   if [[ $kind == verbs-to-app ]]; then
     local app_args
     app_args=$(appliance_args "$verb" "$size" "$iters" "$flags")
@@ -174,8 +188,8 @@ run_verbs_case() {
       # rdma_cm servers listen on no TCP port: they are given a second to bind.
       verbs_cm_case "$verb" "$flags" && gwait="sleep 1; [ ! -f /tmp/server.rc ]"
       if is_cm_tool "$verb"; then
-        gserver=$(cm_tool_cmd "$verb" server "$NET_GUEST_IP" "$size" "$iters")
-        ocmd=$(cm_tool_cmd "$verb" client "$NET_GUEST_IP" "$size" "$iters")
+        gserver=$(cm_tool_cmd "$verb" server "$guest_roce" "$size" "$iters" "" "$bind")
+        ocmd=$(cm_tool_cmd "$verb" client "$guest_roce" "$size" "$iters")
       fi
       guest_run 40 "bg server $gserver; $gwait" > /dev/null ||
         { ok=0; CASE_NOTE="guest server did not listen"; }
@@ -193,15 +207,15 @@ run_verbs_case() {
       verbs_finished "$verb" "$dir/guest.log" "$flags" || [[ $verb != *pingpong ]] ||
         { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest did not finish its iterations"; }
       CASE_FIGURE=$(verbs_figure "$verb" "$flags" "$dir/ours.log")
-      peer_ip=$NET_GUEST_IP
+      peer_ip=$guest_roce
       ;;
     verbs-from-rxe)
       local oserver="$tool $ours" gclient="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_BRIDGE_IP"
       # rdma_cm reaches our program at its RoCE address.
       has_flag "$flags" R && gclient="$tool $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags") $NET_ENGINE_IP"
       if is_cm_tool "$verb"; then
-        oserver=$(cm_tool_cmd "$verb" server "$NET_ENGINE_IP" "$size" "$iters")
-        gclient=$(cm_tool_cmd "$verb" client "$NET_ENGINE_IP" "$size" "$iters")
+        oserver=$(cm_tool_cmd "$verb" server "$our_roce" "$size" "$iters")
+        gclient=$(cm_tool_cmd "$verb" client "$our_roce" "$size" "$iters")
       fi
       # shellcheck disable=SC2086
       verbs_start "$dir/ours.log" $dev -- $oserver
@@ -229,7 +243,7 @@ run_verbs_case() {
         ((orc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool exit $orc"; }
       fi
       [[ $verb == *pingpong ]] && ! verbs_finished "$verb" "$dir/ours.log" && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our $tool did not finish its iterations"; }
-      peer_ip=$NET_GUEST_IP
+      peer_ip=$guest_roce
       ;;
     verbs-to-app)
       local ocmd="$tool $ours $NET_BRIDGE_IP"
@@ -246,12 +260,15 @@ run_verbs_case() {
       ;;
   esac
   capture_stop
+  has_flag "$flags" v6 && verbs_addrconfig_v6 del
   local pmtu=$mtu sender=ours
   [[ $verb == ud-pingpong ]] && pmtu=0
   # veng0-br carries the side on veng0 ("ours" to the check): our program facing the guest, or the
   # appliance, whose client (the check's peer) is the one sending in a one-way test.
   [[ $kind == verbs-to-rxe ]] || sender=peer
-  capture_verdict "$dir" "$peer_ip" "$pmtu" "$flags" "$sender" || ok=0
+  local ours_ip=$our_roce
+  [[ $kind == verbs-to-app ]] && ours_ip=$NET_ENGINE_IP
+  capture_verdict "$dir" "$peer_ip" "$pmtu" "$flags" "$sender" "$ours_ip" || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
@@ -321,6 +338,16 @@ cases_verbs_full() {
   echo "rdma_client/verbs>rxe verbs-to-rxe rdma_client 4096 0 16 1"
   echo "rdma_client/rxe>verbs verbs-from-rxe rdma_client 4096 0 16 1"
   echo "rdma_client/verbs>app verbs-to-app rdma_client 4096 0 16 1"
+  # The same over IPv6 (issue 27): our device on fd77::10, the guest's fd77::2 GID; the CMA
+  # headers carry IPv6 addresses, the guest's servers bind their IPv6 address. perftest -R has
+  # no IPv6 case: Debian's perftest 4.5 resolves -R addresses as AF_INET only (docs/verbs.md).
+  for dir in verbs-to-rxe verbs-from-rxe; do
+    [[ $dir == verbs-to-rxe ]] && kind="verbs>rxe" || kind="rxe>verbs"
+    echo "rping/$kind/v6/s64 $dir rping 4096 0 64 10 v6"
+    echo "ucmatose/$kind/v6 $dir ucmatose 4096 0 100 10 v6"
+    echo "udaddy/$kind/v6 $dir udaddy 4096 0 100 10 v6"
+    echo "rdma_client/$kind/v6 $dir rdma_client 4096 0 16 1 v6"
+  done
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
