@@ -101,7 +101,8 @@ Status DuplexTraffic::start(const std::vector<DuplexQp>& qps, const TrafficSpec&
     std::byte* base = buffer_.data() + i * per_qp_;
     auto d = std::make_unique<BwClient>(qps[i].local, spec, LocalBuffer{base, size, mr_->lkey()}, qps[i].remote);
     // Under -D the client sends until its own deadline (0: receive until ours).
-    if (spec.verb == Verb::Send)
+    if (spec.verb == Verb::Send && recv_depth == 0) d->expect_sends_on_srq(spec.duration > 0 ? 0 : spec.iters);
+    else if (spec.verb == Verb::Send)
       d->expect_sends(LocalBuffer{base + size, landing, mr_->lkey()}, recv_depth, spec.duration > 0 ? 0 : spec.iters);
     BwClient* raw = d.get();
     bw_.push_back(std::move(d));

@@ -56,7 +56,8 @@ class DuplexTraffic {
   DuplexTraffic& operator=(const DuplexTraffic&) = delete;
 
   // Starts `spec` on every QP; SEND also takes as many SENDs from the client on each QP, into
-  // receives `recv_depth` deep (posted before this returns: the client may send at once).
+  // receives `recv_depth` deep (posted before this returns: the client may send at once);
+  // `recv_depth` 0: the QPs take them from the session's shared receive queue (--use-srq).
   Status start(const std::vector<DuplexQp>& qps, const TrafficSpec& spec, std::uint32_t recv_depth, bool ud);
   // Waits for the size to finish (its operations completed and, SEND, the client's arrived);
   // fails when nothing moves for `stall`. The figures are perftest's, in MB/sec.

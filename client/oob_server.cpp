@@ -197,7 +197,9 @@ Status OobServer::start_duplex(std::uint32_t size_index) {
   spec.cq_mod = spec.size > 8192 ? 1 : std::min<std::uint32_t>(100, spec.tx_depth);
   std::vector<DuplexQp> qps;
   for (auto& q : qps_) qps.push_back(DuplexQp{q->local, RemoteBuffer{q->peer.vaddr, q->peer.rkey, q->ah, q->peer.qpn, ud_qkey()}});
-  return duplex_->start(qps, spec, std::min(cfg_.recv_depth, cfg_.qp.recv_depth), cfg_.qp.type == IBV_QPT_UD);
+  // --use-srq: the QPs take the client's SENDs from the session's shared receive queue.
+  const std::uint32_t own_receives = srq_feeder_ ? 0 : std::min(cfg_.recv_depth, cfg_.qp.recv_depth);
+  return duplex_->start(qps, spec, own_receives, cfg_.qp.type == IBV_QPT_UD);
 }
 
 Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r) {
@@ -549,7 +551,17 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
       if (!new_qp) {
         q = by_remote_qpn_.at(peer->qpn);
       } else {
-        auto added = add_qp(p, *peer, p.max_rd_atomic, send_lat);
+        // --use-srq (perftest's server flag): every QP of the session takes its receives from one
+        // shared receive queue, stocked to the receive depth and refilled on its limit event, so
+        // all of them live on the SRQ's worker. QPs rdma_cm made (-R) came without it.
+        int worker = -1;
+        if (cfg_.use_srq && !cfg_.cm_qp && !write_lat) {
+          if (!srq_feeder_)
+            if (Status s = start_shared_srq(conn_.next_worker()); !s) return fail(s.error().code, s.error().message);
+          p.srq = srq_feeder_->srq();
+          worker = static_cast<int>(srq_worker_);
+        }
+        auto added = add_qp(p, *peer, p.max_rd_atomic, send_lat, worker);
         if (!added) return fail(added.error().code, added.error().message);
         q = *added;
         q->peer = *peer;

@@ -54,6 +54,9 @@ struct ServerConfig {
   LocalBuffer recv_region;  // every receive lands here (SEND sink/echo)
   std::uint32_t recv_depth = 256;
   std::optional<ServedTest> test;
+  // perftest's --use-srq on the server: a perftest session's QPs (TCP exchange) share one
+  // receive queue of recv_depth receives (SEND tests; ib_write_lat takes no receives).
+  bool use_srq = false;
   Nanos pingpong_idle_timeout = 10 * kSecond;  // a pingpong QP is torn down after this quiet
   // A perftest session with no TCP input and no packet on its QPs for this long has lost its
   // client (or the client waits for a server role we were not given): it ends with the reason.
@@ -86,8 +89,8 @@ struct SessionReport {
   std::uint64_t received_messages = 0;
   std::uint64_t received_bytes = 0;
   std::uint64_t writes_sent = 0;  // ib_write_lat: the server's WRITEs
-  // ibv_srq_pingpong: every QP took its receives from one shared receive queue, refilled each
-  // time its limit event came (SrqFeeder).
+  // ibv_srq_pingpong, and perftest sessions under --use-srq: every QP took its receives from one
+  // shared receive queue, refilled each time its limit event came (SrqFeeder).
   bool shared_srq = false;
   std::uint64_t srq_limit_events = 0;
   ibv_mtu mtu = IBV_MTU_1024;

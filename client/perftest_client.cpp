@@ -15,6 +15,7 @@
 #include "client/runtime.hpp"
 #include "client/traffic/drivers.hpp"
 #include "client/traffic/perftest_text.hpp"
+#include "client/traffic/srq_feeder.hpp"
 #include "dataplane/signals.hpp"
 
 namespace roce::client {
@@ -95,10 +96,12 @@ class ClientTraffic {
         per_qp_((2 * std::size_t{max_size} + landing_bytes_ + 64 + 63) / 64 * 64), run_(run), progress_(progress),
         conn_(dp, static_cast<std::uint64_t>(dp.now()) ^ 0x9E3779B97F4A7C15ULL), drivers_(drivers) {}
   ~ClientTraffic() {
+    if (srq_feeder_) drivers_.remove(srq_worker_, srq_driver_id_);
     for (ClientQp& q : qps_) {
       if (q.ah) dp_.call(q.local.worker, [&](rdma::Engine& e) { return e.destroy_ah(q.ah); });
       conn_.destroy(q.local);
     }
+    if (srq_feeder_) (void)conn_.destroy_srq(srq_worker_, srq_feeder_->srq());
     for (const rdma::MemoryRegion* mr : mrs_) dp_.memory().deregister(mr->rkey());
   }
 
@@ -114,8 +117,24 @@ class ClientTraffic {
       if (!region) return region.error();
       mrs_.push_back(*region);
     }
+    // --use-srq where perftest's client makes its SRQ (a SEND latency test, or -b): every QP's
+    // receives come from one shared receive queue of the receive depth, refilled at its limit
+    // event; the QPs live on its worker.
+    int worker = -1;
+    if (uses_srq()) {
+      const unsigned w = conn_.next_worker();
+      auto srq = conn_.create_srq(w, params_.recv_depth);
+      if (!srq) return srq.error();
+      srq_worker_ = w;
+      srq_feeder_ = std::make_unique<SrqFeeder>(*srq, LocalBuffer{landing(0), landing_bytes_, mr(0)->lkey()}, params_.recv_depth);
+      SrqFeeder* f = srq_feeder_.get();
+      if (Status s = dp_.call(w, [f](rdma::Engine& e) { return f->start(e); }); !s) return s;
+      srq_driver_id_ = drivers_.add(w, [f](rdma::Engine& e, Nanos) { f->poll(e); });
+      params_.srq = f->srq();
+      worker = static_cast<int>(w);
+    }
     for (unsigned i = 0; i < o_.qps; ++i) {
-      auto lq = conn_.create(p);
+      auto lq = conn_.create(params_, worker);
       if (!lq) return lq.error();
       ClientQp q;
       q.local = *lq;
@@ -221,6 +240,7 @@ class ClientTraffic {
   Status prepost_receives(const TrafficSpec& spec) {
     preposted_.assign(qps_.size(), 0);
     if (!o_.duplex || spec.verb != Verb::Send || spec.measure != Measure::Bandwidth) return {};
+    if (srq_feeder_) return {};  // the shared receive queue was stocked before the QPs left INIT
     for (std::size_t i = 0; i < qps_.size(); ++i) {
       const std::uint64_t want = std::min<std::uint64_t>(params_.recv_depth, spec.duration > 0 ? params_.recv_depth : spec.iters);
       preposted_[i] = dp_.call(qps_[i].local.worker, [&](rdma::Engine& e) {
@@ -256,6 +276,13 @@ class ClientTraffic {
   std::vector<const rdma::MemoryRegion*> mrs_;
   std::vector<ClientQp> qps_;
   std::vector<std::uint32_t> preposted_;  // receives prepost_receives put up for the next size
+  // --use-srq: perftest's client makes its SRQ for a SEND latency test or -b only.
+  bool uses_srq() const {
+    return o_.use_srq && o_.spec.verb == Verb::Send && (o_.spec.measure == Measure::Latency || o_.duplex);
+  }
+  std::unique_ptr<SrqFeeder> srq_feeder_;
+  unsigned srq_worker_ = 0;
+  std::uint64_t srq_driver_id_ = 0;
 };
 
 Status ClientTraffic::prepare_verify(const TrafficSpec& spec, std::size_t i, std::uint64_t& atomic_before) {
@@ -326,7 +353,9 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
       bw.push_back(std::make_unique<BwClient>(qps_[i].local, driver_spec, local, remote(i)));
       BwClient* d = bw.back().get();
       // SEND -b: the server sends as many messages on each QP, into our receives.
-      if (o_.duplex && spec.verb == Verb::Send)
+      if (o_.duplex && spec.verb == Verb::Send && srq_feeder_)
+        d->expect_sends_on_srq(spec.duration > 0 ? 0 : spec.iters);
+      else if (o_.duplex && spec.verb == Verb::Send)
         d->expect_sends(LocalBuffer{landing(i), landing_bytes_, mr(i)->lkey()}, params_.recv_depth,
                         spec.duration > 0 ? 0 : spec.iters, i < preposted_.size() ? preposted_[i] : 0);
       ids.push_back(drivers_.add(w, [d](rdma::Engine& e, Nanos now) { d->poll(e, now); }));
@@ -339,6 +368,7 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
     } else {
       lat.push_back(std::make_unique<LatClient>(qps_[i].local, spec, local, remote(i)));
       LatClient* d = lat.back().get();
+      if (srq_feeder_) d->receives_from_srq();
       ids.push_back(drivers_.add(w, [d](rdma::Engine& e, Nanos now) { d->poll(e, now); }));
     }
   }
@@ -502,6 +532,11 @@ Result<PerftestResults> ClientTraffic::run_size(const TrafficSpec& spec) {
 }
 
 void ClientTraffic::gather_counters() {
+  if (srq_feeder_) {
+    SrqFeeder* f = srq_feeder_.get();
+    run_.shared_srq = true;
+    run_.srq_limit_events = drivers_.inspect(srq_worker_, [f] { return f->limit_events(); });
+  }
   RunCounters& rc = run_.counters;
   rc.retransmits = rc.naks = rc.timeouts = rc.cnps_received = rc.cnps_sent = 0;
   for (ClientQp& q : qps_) {

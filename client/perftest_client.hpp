@@ -55,6 +55,9 @@ struct ClientOptions {
   bool cpu_util = false;        // -D: the host's CPU use over the measured window
   bool gbits = false;           // the figures the server gets are in Gb/sec (else MB/sec), as perftest sends them
   bool duplex = false;          // -b: the server sends too; the figures shown are both sides' sum
+  // --use-srq: a SEND latency test's or -b's receives come from one shared receive queue of
+  // qp.recv_depth (perftest's client makes none otherwise).
+  bool use_srq = false;
   // -R: the exchange runs on an rdma_cm connection to `port` and the QPs connect through rdma_cm
   // (perftest_cm.hpp); retry_count is --retry_count, the data connections' retry and RNR retry.
   bool rdma_cm = false;
@@ -77,6 +80,10 @@ struct ClientRun {
   std::vector<LatDurationFigures> lat_duration;  // -D latency tests
   std::optional<double> cpu_util_percent;        // --cpu_util under -D
   bool stopped = false;   // --run_infinitely ended by a stop signal (its normal end)
+  // --use-srq where it applies: the receives came from one shared receive queue, refilled each
+  // time its limit event came.
+  bool shared_srq = false;
+  std::uint64_t srq_limit_events = 0;
 };
 
 // `progress` is called about once a second while a size runs.

@@ -61,6 +61,7 @@ std::string perftest_server_printout(const SessionReport& r, const ServerPrintSe
   h.device = s.device;
   h.qps = static_cast<unsigned>(r.records.size());
   h.rx_depth = s.recv_depth;
+  h.use_srq = r.shared_srq;
   // perftest's server takes its CQ moderation from its own -s; ours learns the size from the
   // client's figures.
   const std::uint64_t size = r.client_results ? r.client_results->size

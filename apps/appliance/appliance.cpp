@@ -150,6 +150,7 @@ void Appliance::start_session(std::shared_ptr<OobChannel> channel, std::shared_p
   cfg.exposed = LocalBuffer{exposed_.data(), exposed_.size(), exposed_mr_->lkey()};
   cfg.recv_region = LocalBuffer{recv_.data(), recv_.size(), recv_mr_->lkey()};
   cfg.recv_depth = o_.recv_depth;
+  cfg.use_srq = o_.use_srq;
   cfg.test = o_.test;
   cfg.handshake_timeout_ms = o_.handshake_timeout_ms;
   // A UD data QP may wait in the listener for its client's QPN message a little longer.

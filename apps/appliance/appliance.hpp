@@ -35,6 +35,7 @@ struct ApplianceOptions {
   std::string mr_file;  // back the exposed region with this file
   std::uint64_t recv_bytes = 8ull << 20;  // ib_send_lat -a sends up to 8 MiB
   std::uint32_t recv_depth = 256;
+  bool use_srq = false;  // perftest's --use-srq: a session's QPs share one receive queue
   // The perftest test the clients run, where the server must act (ib_send_lat, ib_write_lat).
   std::optional<ServedTest> test;
   std::string listen_ip = "0.0.0.0";

@@ -210,7 +210,8 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("mr-size", "size of the exposed region (K/M/G suffixes)", cxxopts::value<std::string>(mr_size)->default_value("64M"))
       ("mr-file", "back the exposed region with this file (kept after exit)", cxxopts::value<std::string>(o.mr_file))
       ("recv-size", "receive buffer: the largest SEND accepted", cxxopts::value<std::string>(recv_size)->default_value("8M"))
-      ("recv-depth", "receives kept posted per QP", cxxopts::value<std::uint32_t>(o.recv_depth)->default_value("256"))
+      ("recv-depth", "receives kept posted per QP (--use-srq: in the session's shared receive queue)", cxxopts::value<std::uint32_t>(o.recv_depth)->default_value("256"))
+      ("use-srq", "as perftest's server --use-srq: the QPs of a perftest session (TCP exchange) take their receives from one shared receive queue, refilled at its limit event")
       ("echo", "the same as --perftest ib_send_lat")
       ("write-echo", "the same as --perftest ib_write_lat -s SIZE", cxxopts::value<std::string>(write_echo));
   opts.add_options("perftest")
@@ -291,6 +292,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   o.recv_bytes = *rb;
   if (o.recv_depth == 0 || o.recv_depth > 16384) return make_error(EINVAL, "--recv-depth must be 1..16384");
   o.qp.recv_depth = o.recv_depth + 16;
+  o.use_srq = r.count("use-srq") > 0;
   o.qp.access |= rdma::kAccessFlushGlobal;  // the QPs as the exposed region: FLUSH of global visibility
   const auto m = parse_size(mtu);
   const auto pm = m ? proto::mtu_from_bytes(static_cast<std::uint32_t>(*m)) : std::nullopt;

@@ -192,6 +192,7 @@ int gen_main(int argc, char** argv) {
     cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
     // roce-gen's server knows its test, as perftest's does (ib_send_lat answers, ib_write_lat writes first).
     cfg.test = served;
+    cfg.use_srq = g.perftest.use_srq;
     auto listener = TcpListener::listen("0.0.0.0", g.oob_port);
     if (!listener) return fail(listener.error().message, 2);
     std::fprintf(stderr, "roce-gen: waiting for a client on TCP port %u\n", listener->port());

@@ -103,6 +103,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("F,CPU-freq", "accepted (note on stderr): times come from the TSC")
       ("ipv6", "accepted (note on stderr): the GID's family is --ip's (perftest's IPv6 GID and rdma_cm over IPv6)")
       ("mr_per_qp", "one memory region per QP (default: one for all)")
+      ("use-srq", "SEND tests: receives from one shared receive queue of -r entries, as perftest's (a latency test or -b; --listen: the server's)")
       ("cpu_util", "with -D: a CPU_Util column (the host's user time over user plus idle)")
       ("output", "print only the average: bandwidth, message_rate or latency", text())
       ("report_gbits", "bandwidth in Gb/sec instead of MB/sec")
@@ -206,6 +207,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
     ft.cpu_util = r.count("cpu_util") > 0;
     ft.run_infinitely = r.count("run_infinitely") > 0;
     ft.mr_per_qp = r.count("mr_per_qp") > 0;
+    ft.use_srq = r.count("use-srq") > 0;
     ft.no_peak = r.count("noPeak") > 0;
     ft.cpu_freq = r.count("CPU-freq") > 0;
     ft.ipv6 = r.count("ipv6") > 0;

@@ -192,6 +192,7 @@ Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const P
   f.mr_per_qp = t.mr_per_qp;
   f.no_peak = t.no_peak;
   f.run_infinitely = t.run_infinitely;
+  f.use_srq = t.use_srq;
   if (f.events)
     f.notes.push_back("-e: completions are polled on the worker lcore that owns the QP (the dataplane has no completion events)");
 
@@ -201,6 +202,9 @@ Result<PerftestFlags> resolve_perftest_flags(Verb verb, Measure measure, const P
     f.tx_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(f.tx_depth, f.iters));
     if (verb == Verb::Send) f.rx_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(f.rx_depth, f.iters));
   }
+  // perftest checks --use-srq after -r took -n's bound.
+  if (f.use_srq && verb != Verb::Send) return bad("--use-srq", "", "Using SRQ only avavilible in SEND tests.");
+  if (f.use_srq && f.qps > f.rx_depth) return bad("--use-srq", "", "Using SRQ depth should be greater than number of QPs.");
   if (f.size > kSizeCqModLimit && !f.all && !f.events && !t.cq_mod) f.cq_mod = 1;
   f.cq_mod = std::min(f.cq_mod, f.tx_depth);
   if (reads) f.inline_size = 0;

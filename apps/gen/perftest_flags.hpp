@@ -22,6 +22,7 @@ struct PerftestFlagText {
   std::optional<std::string> duration, margin, ib_dev, ib_port, gid_index, tos, tclass, output;
   bool all = false, gbits = false, bidirectional = false, events = false, cpu_util = false;
   bool run_infinitely = false, mr_per_qp = false, no_peak = false, cpu_freq = false, ipv6 = false;
+  bool use_srq = false;
 };
 
 struct PerftestFlags {
@@ -44,6 +45,9 @@ struct PerftestFlags {
   bool events = false;
   bool cpu_util = false;             // CPU_Util column (only under -D, as in perftest)
   bool mr_per_qp = false;
+  // --use-srq (SEND tests): the receives come from one shared receive queue of rx_depth, where
+  // perftest makes one (its server; a client's SEND latency test or -b).
+  bool use_srq = false;
   int gid_index = 0;
   std::optional<std::uint8_t> traffic_class;  // -T / --tclass: the IP TOS byte of our packets
   PerftestOutput output = PerftestOutput::Full;

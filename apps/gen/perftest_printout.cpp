@@ -27,6 +27,7 @@ ClientOptions client_options_of(const GenOptions& g) {
   co.cpu_util = p.cpu_util;
   co.gbits = p.gbits;
   co.duplex = p.bidirectional;
+  co.use_srq = p.use_srq;
   co.rdma_cm = g.rdma_cm;
   if (p.all) co.sizes = all_sizes(g.spec.verb);
   return co;
@@ -58,6 +59,7 @@ PerftestHeader client_header_of(const GenOptions& g, const ClientConnection& c) 
   h.inline_size = p.inline_size;
   h.out_reads = p.out_reads;
   h.rdma_cm = g.rdma_cm;
+  h.use_srq = p.use_srq;
   return h;
 }
 

@@ -153,7 +153,7 @@ void BwClient::poll(rdma::Engine& e, Nanos now) {
       continue;
     }
     if (wc[i].opcode & IBV_WC_RECV) {
-      --recv_posted_;
+      if (recv_posted_ > 0) --recv_posted_;  // none of ours on a shared receive queue
       ++received_;
       continue;
     }
@@ -195,7 +195,7 @@ void BwClient::poll(rdma::Engine& e, Nanos now) {
     posted_ += count;
   }
   const bool all_posted = spec_.duration > 0 ? now >= deadline_ && posted_ % spec_.cq_mod == 0 : posted_ >= spec_.iters;
-  const bool all_received = recv_depth_ == 0 || endless_receives || received_ >= recv_expected_;
+  const bool all_received = (recv_depth_ == 0 && !srq_fed_) || endless_receives || received_ >= recv_expected_;
   if (all_posted && st_.completed + st_.errors >= posted_ && all_received) st_.done = true;
 }
 
@@ -205,7 +205,7 @@ LatClient::LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer loc
 }
 
 void LatClient::start_one(rdma::Engine& e, Nanos now) {
-  if (spec_.verb == Verb::Send) {
+  if (spec_.verb == Verb::Send && !srq_fed_) {
     // The answer lands in front of what we send (it comes only after ours arrived).
     const std::uint32_t len = spec_.size + (remote_.ah ? kUdGrhBytes : 0);
     if (post_recv(e, qp_, local_.ptr, len, local_.lkey) != 0) note_error(st_, IBV_WC_GENERAL_ERR);

@@ -68,6 +68,14 @@ class BwClient {
     recv_expected_ = count;
     recv_posted_ = already_posted;
   }
+  // SEND -b (--use-srq): the QP takes its receives from a shared receive queue someone else keeps
+  // stocked (SrqFeeder); the run is done once `count` messages came on this QP (0: until -D ends).
+  void expect_sends_on_srq(std::uint64_t count) {
+    recv_depth_ = 0;
+    recv_expected_ = count;
+    recv_posted_ = 0;
+    srq_fed_ = true;
+  }
   std::uint64_t received() const { return received_; }
   const DriverStatus& status() const { return st_; }
   Nanos first_post() const { return first_post_; }
@@ -101,6 +109,7 @@ class BwClient {
   LocalBuffer recv_landing_;
   std::uint32_t recv_depth_ = 0;  // 0: no receives (every test but SEND -b)
   std::uint64_t recv_expected_ = 0, recv_posted_ = 0, received_ = 0;
+  bool srq_fed_ = false;
   DriverStatus st_;
 };
 
@@ -111,6 +120,9 @@ class LatClient {
  public:
   LatClient(const LocalQp& qp, const TrafficSpec& spec, LocalBuffer local, RemoteBuffer remote);
   void poll(rdma::Engine& e, Nanos now);
+  // SEND (--use-srq): the answers land in receives of a shared receive queue someone else keeps
+  // stocked (SrqFeeder), not in one this client posts before each SEND.
+  void receives_from_srq() { srq_fed_ = true; }
   const DriverStatus& status() const { return st_; }
   const std::vector<Nanos>& samples() const { return samples_; }
   // SEND measures a round trip; perftest reports half of it.
@@ -124,6 +136,7 @@ class LatClient {
   RemoteBuffer remote_;
   bool in_flight_ = false;
   bool send_done_ = false, recv_done_ = false;
+  bool srq_fed_ = false;
   Nanos started_ = 0;      // of the operation in flight
   Nanos run_started_ = -1;  // of the first operation: -D counts from here
   std::vector<Nanos> samples_;

@@ -78,7 +78,7 @@ std::string perftest_header(const PerftestHeader& h) {
   s += "Test\n";
   s += format(" Dual-port       : OFF\t\tDevice         : %s\n", h.device.c_str());
   s += format(" Number of qps   : %u\t\tTransport type : IB\n", h.qps);
-  s += format(" Connection type : %s\t\tUsing SRQ      : OFF\n", h.connection.c_str());
+  s += format(" Connection type : %s\t\tUsing SRQ      : %s\n", h.connection.c_str(), h.use_srq ? "ON" : "OFF");
   s += format(" PCIe relax order: %s\n", h.pcie_relax_order.c_str());
   s += format(" ibv_wr* API     : %s\n", h.wr_api ? "ON" : "OFF");
   if (!h.server || h.duplex) s += format(" TX depth        : %u\n", h.tx_depth);

@@ -46,6 +46,7 @@ struct PerftestHeader {
   std::uint32_t inline_size = 0;
   std::uint32_t out_reads = 1;
   bool rdma_cm = false;                          // -R: "rdma_cm QPs : ON", "Data ex. method : rdma_cm"
+  bool use_srq = false;                          // --use-srq: "Using SRQ : ON"
 };
 
 // From the first rule to the rule after "Data ex. method".

@@ -74,6 +74,7 @@ class PerftestLoop : public test::DataplanePairTest {
     o.stall_timeout = stall_timeout_;
     o.duplex = duplex_;
     o.run_infinitely = run_infinitely_;
+    if (tweak_client_) tweak_client_(o);
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok()) stop = true;
     srv.join();
@@ -96,6 +97,7 @@ class PerftestLoop : public test::DataplanePairTest {
   bool served_duplex_ = true;  // the server is told -b when the client runs it
   bool run_infinitely_ = false;
   std::function<void(ServerConfig&)> tweak_server_;
+  std::function<void(ClientOptions&)> tweak_client_;
 };
 
 TrafficSpec spec(Verb v, Measure m, std::uint32_t size, std::uint64_t iters) {
@@ -448,6 +450,59 @@ TEST_F(PerftestLoop, AOneWayClientOfABidirectionalServerIsNamed) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(server_error_.find("it runs a one-way test (no -b); this server was told -b"), std::string::npos)
       << server_error_;
+}
+
+// perftest's --use-srq on the server: every QP of the session takes the client's SENDs from one
+// shared receive queue, shallower than the messages (its limit event refills it), nothing lost.
+TEST_F(PerftestLoop, UseSrqServerTakesEverySendFromOneSharedReceiveQueue) {
+  tweak_server_ = [](ServerConfig& c) {
+    c.use_srq = true;
+    c.recv_depth = 32;
+  };
+  auto r = run(spec(Verb::Send, Measure::Bandwidth, 2048, 300), false, 4);
+  ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+  EXPECT_EQ(r->bw[0].iterations, 1200u);
+  EXPECT_EQ(last_report_.received_messages, 1200u);
+  EXPECT_EQ(last_report_.received_bytes, 1200u * 2048);
+  EXPECT_TRUE(last_report_.shared_srq);
+  EXPECT_GT(last_report_.srq_limit_events, 0u);
+  EXPECT_NE(perftest_server_printout(last_report_, ServerPrintSettings{}).find("Using SRQ      : ON"), std::string::npos);
+}
+
+// --use-srq on the client, where perftest's client makes its SRQ: the answers of ib_send_lat's
+// server, and the server's SENDs of -b (both sides on SRQs), land in receives of one shared
+// receive queue refilled at its limit event.
+TEST_F(PerftestLoop, UseSrqClientTakesLatencyAnswersAndBidirectionalSendsFromAnSrq) {
+  tweak_client_ = [](ClientOptions& o) {
+    o.use_srq = true;
+    o.qp.recv_depth = 16;
+  };
+  auto r = run(spec(Verb::Send, Measure::Latency, 64, 200), false);
+  ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+  EXPECT_EQ(r->lat[0].iterations, 200u);
+  EXPECT_TRUE(r->shared_srq);
+  EXPECT_GT(r->srq_limit_events, 0u);
+
+  duplex_ = true;
+  tweak_server_ = [](ServerConfig& c) {
+    c.use_srq = true;
+    c.recv_depth = 32;
+  };
+  r = run(spec(Verb::Send, Measure::Bandwidth, 4096, 200), false, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message << " / server: " << server_error_;
+  EXPECT_TRUE(r->shared_srq);
+  EXPECT_GT(r->srq_limit_events, 0u);
+  EXPECT_TRUE(last_report_.shared_srq);
+  EXPECT_EQ(last_report_.received_messages, 400u);
+  ASSERT_TRUE(last_report_.server_results);
+  EXPECT_EQ(last_report_.server_results->iters, 400u);
+
+  // One-way bandwidth: perftest's client makes no SRQ then.
+  duplex_ = false;
+  tweak_server_ = nullptr;
+  r = run(spec(Verb::Send, Measure::Bandwidth, 4096, 100), false, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->shared_srq);
 }
 
 TEST_F(PerftestLoop, RefusedConnectionIsAClearError) {

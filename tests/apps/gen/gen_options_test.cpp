@@ -307,6 +307,28 @@ TEST(GenOptions, BidirectionalRunsWhereTheClientTakesTheServersOperations) {
             "-b: roce-gen --listen serves unidirectional tests only");
 }
 
+// perftest's --use-srq: SEND tests only, never more QPs than the SRQ's depth (-r, after -n's
+// bound), as perftest's force_dependecies says; it reaches the client, the server and the header.
+TEST(GenOptions, UseSrqIsForSendTestsWithAnSrqDeepEnoughForTheQps) {
+  EXPECT_NE(refused(Verb::Write, kBw, {.use_srq = true}).find("--use-srq: Using SRQ only avavilible in SEND tests."),
+            std::string::npos);
+  EXPECT_NE(refused(Verb::Send, kBw, {.rx_depth = "4", .qps = "8", .use_srq = true})
+                .find("Using SRQ depth should be greater than number of QPs."),
+            std::string::npos);
+  EXPECT_NE(refused(Verb::Send, kBw, {.iters = "5", .qps = "8", .use_srq = true}).find("greater than number of QPs"),
+            std::string::npos)
+      << "-r is bounded by -n first";
+  EXPECT_TRUE(ok(Verb::Send, kLat, {.use_srq = true}).use_srq);
+  auto g = parse_gen_options(cmd({"send", "-b", "--use-srq", "-q", "4", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(client_options_of(*g).use_srq);
+  EXPECT_NE(perftest_header(client_header_of(*g, ClientConnection{})).find("Using SRQ      : ON"), std::string::npos);
+  g = parse_gen_options(cmd({"send", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(client_options_of(*g).use_srq);
+  EXPECT_NE(perftest_header(client_header_of(*g, ClientConnection{})).find("Using SRQ      : OFF"), std::string::npos);
+}
+
 TEST(GenOptions, PingpongKeepsIbvRcPingpongsDefaults) {
   auto g = parse_gen_options(cmd({"pingpong", "10.0.0.2"}));
   ASSERT_TRUE(g.ok()) << g.error().message;

@@ -55,6 +55,7 @@ perftest_flags() {
       b) out+=(-b) ;;
       inf) out+=(--run_infinitely) ;;
       R) out+=(-R) ;;
+      srq) out+=(--use-srq) ;;
     esac
   done
   echo "${out[*]}"
@@ -113,6 +114,8 @@ appliance_args() {
   has_flag "$flags" ud && out+=(-c UD)
   # -R: the client reaches the appliance through its rdma_cm perftest listener.
   has_flag "$flags" R && out+=(--rdma-cm perftest)
+  # --use-srq: as perftest's server given it, the session's QPs share one receive queue.
+  has_flag "$flags" srq && out+=(--use-srq)
   # -b: perftest's server is given -b and the client's -s (or -a) and -n; so is ours.
   if has_flag "$flags" b; then
     out+=(--perftest "ib_${verb}_bw" -b -n "$iters")
@@ -277,6 +280,23 @@ cases_flags_full() {
   # appliance: its default 16 QPs, and -q 4 with messages of 3 packets.
   echo "srq-pingpong/rxe>app/m1024/s4096 from-rxe srq-pingpong 1024 0 4096 16"
   echo "srq-pingpong/rxe>app/m1024/q4/s3000 from-rxe srq-pingpong 1024 0 3000 16 q4"
+  # perftest's --use-srq (issue 27), on both sides: the wire and the exchange are as without it
+  # (the SRQ number in the record stays 0, as perftest fills it for XRC only); each side with an
+  # SRQ takes its receives from it: perftest's server, and a client's SEND latency test or -b
+  # (the guest's perftest and roce-gen alike); the appliance given --use-srq as its server.
+  local dir kind
+  for dir in to-rxe from-rxe; do
+    [[ $dir == to-rxe ]] && kind="gen>rxe" || kind="rxe>app"
+    echo "send/$kind/m1024/srq/q4/s4096 $dir send 1024 0 4096 200 srq,q4"
+    echo "send-lat/$kind/m1024/srq/s64 $dir send 1024 0 64 200 srq,lat"
+    echo "send/$kind/m1024/srq/bidir/s4096 $dir send 1024 0 4096 100 srq,b"
+  done
+  # UD over perftest's SRQ: its server stocks the SRQ with -r receives (at most -n) for all its
+  # QPs together, and a datagram that finds none is gone (no RNR on UD): -q 2 -n 100 sends 200
+  # into 100 receives, and perftest's server then waits for ever (seen live). One QP against
+  # the guest; two against the appliance, whose SRQ is refilled at its limit event.
+  echo "send/gen>rxe/m1024/ud/srq/s1024 to-rxe send 1024 0 1024 100 srq,ud"
+  echo "send/rxe>app/m1024/ud/srq/q2/s1024 from-rxe send 1024 0 1024 100 srq,ud,q2"
 }
 
 # RoCE over IPv6 (issue 27): the guest's fd77:: GID, our --ip fd77::10, neighbour discovery both
