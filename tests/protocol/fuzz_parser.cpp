@@ -2,12 +2,19 @@
 // several ParseOptions; besides "no crash, no out-of-bounds read" (ASan/UBSan), an accepted
 // packet must be self-consistent, must rebuild through frame_spec_from + build_frame into a
 // frame that parses to the same fields, and must rebuild byte for byte when nothing in it was
-// left to the builder to recompute. Build: scripts/fuzz.sh.
+// left to the builder to recompute. The payload of every accepted packet also goes through the
+// CM's MAD parser and, as a REQ's or SIDR_REQ's private data would, rdma_cm's cma_hdr parser
+// (IPv4 and IPv6 addresses): a header it accepts must write back and parse to the same
+// addressing. Build: scripts/fuzz.sh.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "protocol/builder.hpp"
+#include "protocol/cm_connect.hpp"
+#include "protocol/cm_sidr.hpp"
+#include "protocol/cma_header.hpp"
+#include "protocol/mad_parser.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/payload_rule.hpp"
 
@@ -48,6 +55,42 @@ bool pad_bytes_are_zero(ByteSpan in, const Packet& p) {
   return true;
 }
 
+// A cma_hdr the parser accepts: one family for both addresses, and it writes back to bytes that
+// parse to the same addressing.
+void check_cma(std::span<const std::uint8_t> private_data, const ParseOptions& opts, bool l2) {
+  CmaAddressing a;
+  const CmaHeaderError err = parse_cma_header(private_data, a);
+  if (err != CmaHeaderError::None) {
+    FUZZ_CHECK(private_data.size() >= kCmaHeaderBytes || err == CmaHeaderError::TooShort);
+    return;
+  }
+  FUZZ_CHECK(private_data.size() >= kCmaHeaderBytes);
+  FUZZ_CHECK(a.src.version == a.dst.version);
+  FUZZ_CHECK(a.src.version == IpVersion::V4 || a.src.version == IpVersion::V6);
+  std::array<std::uint8_t, kCmaHeaderBytes> out{};
+  FUZZ_CHECK(write_cma_header(a, out));
+  CmaAddressing b;
+  FUZZ_CHECK(parse_cma_header(out, b) == CmaHeaderError::None);
+  FUZZ_CHECK(b.src == a.src && b.dst == a.dst && b.src_port == a.src_port);
+}
+
+// The payload as a MAD (QP1's), and the cma_hdr where a REQ or SIDR_REQ carries it.
+void check_mad(ByteSpan payload, const ParseOptions& opts, bool l2) {
+  const auto raw = std::span(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size());
+  check_cma(raw, opts, l2);
+  ParsedMad m;
+  const MadError err = parse_mad(payload, m);
+  FUZZ_CHECK(err < MadError::Count);
+  if (err != MadError::None) return;
+  if (m.attribute == CmAttribute::Req) {
+    const CmReq r = m.as<CmReq>();
+    check_cma(r.private_data, opts, l2);
+  } else if (m.attribute == CmAttribute::SidrReq) {
+    const CmSidrReq r = m.as<CmSidrReq>();
+    check_cma(r.private_data, opts, l2);
+  }
+}
+
 // The 8 KiB the largest acceptable packet needs, plus room.
 std::byte g_rebuilt[70'000];
 
@@ -76,6 +119,7 @@ void check(ByteSpan in, const ParseOptions& opts, bool l2) {
     FUZZ_CHECK(p.icrc_status == IcrcStatus::NotCheckable);
     return;
   }
+  check_mad(p.payload, opts, l2);
   const bool ipv4_options = p.ip_version == IpVersion::V4 && p.l4_offset - p.l3_offset != kIpv4HeaderBytes;
   if (ipv4_options) {
     FUZZ_CHECK(p.icrc_status == IcrcStatus::NotCheckable);

@@ -134,6 +134,58 @@ TEST(Parser, ReasonCodes) {
   EXPECT_EQ(parse_frame(pad, {}, p), ParseError::PadCntInconsistent);
 }
 
+// IPv6 (issue 27): an IPv6 RoCEv2 frame's header gets the same refusals as an IPv4 one's.
+TEST(Parser, Ipv6ReasonCodes) {
+  FrameSpec s;
+  s.ip_version = IpVersion::V6;
+  s.ipv6.src = Ipv6Addr{0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02};
+  s.ipv6.dst = Ipv6Addr{0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+  s.bth.opcode = raw(Opcode::RcSendOnly);
+  const std::vector<std::byte> payload(64, std::byte{0x5A});
+  std::vector<std::byte> good(256);
+  const auto l = build_frame(s, payload, good, CrcBackend::Isal);
+  ASSERT_TRUE(l.ok()) << to_string(l.error);
+  good.resize(l.length);
+  Packet p;
+  ASSERT_EQ(parse_frame(good, {}, p), ParseError::None);
+  EXPECT_EQ(p.ip_version, IpVersion::V6);
+  EXPECT_EQ(p.icrc_status, IcrcStatus::Ok);
+
+  constexpr std::size_t l3 = 14, l4 = l3 + 40;
+  auto bad_version = good;
+  bad_version[l3] = std::byte{0x45};  // an IPv4 version nibble behind the IPv6 EtherType
+  EXPECT_EQ(parse_frame(bad_version, {}, p), ParseError::BadIpHeader);
+  for (std::uint8_t next : {0 /* hop-by-hop options */, 43 /* routing */, 44 /* fragment */, 6 /* TCP */}) {
+    auto other = good;
+    other[l3 + 6] = std::byte{next};
+    EXPECT_EQ(parse_frame(other, {}, p), ParseError::NotUdp) << "next header " << int{next};
+  }
+  for (int delta : {-8, 8}) {  // payload length disagreeing with the UDP length
+    auto len = good;
+    const std::uint16_t v = static_cast<std::uint16_t>(std::to_integer<int>(len[l3 + 4]) << 8 | std::to_integer<int>(len[l3 + 5]));
+    const std::uint16_t w = static_cast<std::uint16_t>(v + delta);
+    len[l3 + 4] = std::byte{static_cast<std::uint8_t>(w >> 8)};
+    len[l3 + 5] = std::byte{static_cast<std::uint8_t>(w & 0xFF)};
+    EXPECT_EQ(parse_frame(len, {}, p), ParseError::LengthMismatch) << "payload length " << w;
+  }
+  // Cut at every header boundary: inside the IPv6 header, the UDP header, the BTH.
+  for (std::size_t n : {l3 + 20, l4, l4 + 4, l4 + 8, l4 + 8 + 6})
+    EXPECT_EQ(parse_frame(std::span(good).first(n), {}, p), ParseError::Truncated) << n << " bytes";
+  // The ICRC covers the IPv6 header's unmasked fields and the payload.
+  auto flipped = good;
+  flipped[l4 + 8 + 12 + 3] ^= std::byte{0x01};
+  ASSERT_EQ(parse_frame(flipped, {}, p), ParseError::None);
+  EXPECT_EQ(p.icrc_status, IcrcStatus::Bad);
+  auto src = good;
+  src[l3 + 8 + 15] ^= std::byte{0x01};  // the source address is not masked
+  ASSERT_EQ(parse_frame(src, {}, p), ParseError::None);
+  EXPECT_EQ(p.icrc_status, IcrcStatus::Bad);
+  auto hop = good;
+  hop[l3 + 7] = std::byte{1};  // the hop limit is
+  ASSERT_EQ(parse_frame(hop, {}, p), ParseError::None);
+  EXPECT_EQ(p.icrc_status, IcrcStatus::Ok);
+}
+
 std::vector<std::byte> build(Opcode op, std::uint32_t payload_len) {
   FrameSpec s;
   s.bth.opcode = raw(op);
