@@ -1017,6 +1017,7 @@ ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* att
     attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   }
   if (attr->pd->context != i->verbs) return cm_fail(EINVAL);
+  if (i->srq && attr->srq == nullptr) attr->srq = i->srq;  // the ID's SRQ (rdma_create_srq), as librdmacm
   // No CQs given: librdmacm makes one per direction, each with its completion channel and the
   // ID as its context (rdma_get_send_comp / rdma_get_recv_comp wait on them).
   const bool make_cqs = attr->send_cq == nullptr || attr->recv_cq == nullptr;
@@ -1085,6 +1086,55 @@ ROCE_VERBS_EXPORT int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, in
   return 0;
 }
 
+// --- shared receive queues ---
+
+// librdmacm's SRQ of an ID: made on the ID's device (its PD, or the one given), kept in id->srq,
+// and taken by rdma_create_qp when the QP attributes name none. Basic SRQs only: XRC is refused
+// as ibv_create_srq_ex's XRC is (the device has no XRC domains).
+ROCE_VERBS_EXPORT int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || attr == nullptr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)) return cm_fail(EINVAL);
+  if (attr->srq_type != IBV_SRQT_BASIC) return cm_fail(EOPNOTSUPP);
+  if (i->verbs == nullptr || i->srq != nullptr) return cm_fail(EINVAL);
+  CmPort* port = CmPort::get();
+  if (port == nullptr) return -1;
+  if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr) {
+    attr->pd = i->pd ? i->pd : port->default_pd();  // as rdma_create_qp: a NULL PD takes the device-wide one
+    if (attr->pd == nullptr) return -1;
+    attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+  }
+  if (attr->pd->context != i->verbs) return cm_fail(EINVAL);
+  ibv_srq_init_attr basic{};
+  basic.srq_context = attr->srq_context;
+  basic.attr = attr->attr;
+  ibv_srq* srq = ibv_create_srq(attr->pd, &basic);
+  if (srq == nullptr) return -1;
+  attr->attr = basic.attr;  // what it really got
+  if (i->pd == nullptr) i->pd = attr->pd;
+  i->srq = srq;
+  return 0;
+}
+
+ROCE_VERBS_EXPORT int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
+  if (attr == nullptr) return cm_fail(EINVAL);
+  ibv_srq_init_attr_ex ex{};
+  ex.srq_context = attr->srq_context;
+  ex.attr = attr->attr;
+  ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+  ex.srq_type = IBV_SRQT_BASIC;
+  ex.pd = pd;
+  const int rc = rdma_create_srq_ex(id, &ex);
+  attr->attr = ex.attr;
+  return rc;
+}
+
+ROCE_VERBS_EXPORT void rdma_destroy_srq(rdma_cm_id* id) {
+  CmIdent* i = to_cm_id(id);
+  if (i == nullptr || i->srq == nullptr) return;
+  ibv_destroy_srq(i->srq);
+  i->srq = nullptr;
+}
+
 // --- small helpers ---
 
 ROCE_VERBS_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) {
@@ -1113,9 +1163,6 @@ ROCE_VERBS_EXPORT void rdma_free_devices(ibv_context** list) { std::free(list); 
 
 // --- refused: kinds of ID and features the device's CM does not have ---
 
-ROCE_VERBS_EXPORT int rdma_create_srq(rdma_cm_id* id, ibv_pd*, ibv_srq_init_attr*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
-ROCE_VERBS_EXPORT int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
-ROCE_VERBS_EXPORT void rdma_destroy_srq(rdma_cm_id*) {}
 // No multicast on the device.
 ROCE_VERBS_EXPORT int rdma_join_multicast(rdma_cm_id* id, sockaddr*, void*) { return cm_fail(to_cm_id(id) ? EOPNOTSUPP : EINVAL); }
 ROCE_VERBS_EXPORT int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex*, void*) {

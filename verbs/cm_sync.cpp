@@ -146,5 +146,6 @@ ROCE_VERBS_EXPORT int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
 ROCE_VERBS_EXPORT void rdma_destroy_ep(rdma_cm_id* id) {
   if (to_cm_id(id) == nullptr) return;
   rdma_destroy_qp(id);
+  rdma_destroy_srq(id);  // librdmacm's order: the QP, then the ID's SRQ
   rdma_destroy_id(id);
 }

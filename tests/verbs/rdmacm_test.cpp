@@ -481,6 +481,86 @@ TEST_F(Connected, AcceptSendDisconnect) {
   ibv_dereg_mr(smr);
 }
 
+// librdmacm's SRQ helpers: rdma_create_srq keeps the SRQ in id->srq and the QP rdma_create_qp
+// makes afterwards takes its receives from it; XRC is refused, a second SRQ and no type EINVAL.
+TEST_F(Connected, AnIdsSrqFeedsTheQpMadeAfterIt) {
+  connect("srq please");
+  accepted = take_request();
+  ASSERT_NE(accepted, nullptr);
+  ibv_pd* pd = ibv_alloc_pd(accepted->verbs);
+  ibv_cq* cq = ibv_create_cq(accepted->verbs, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd && cq);
+  ibv_srq_init_attr_ex xrc{};
+  xrc.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
+  xrc.srq_type = IBV_SRQT_XRC;
+  EXPECT_EQ(rdma_create_srq_ex(accepted, &xrc), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_srq_init_attr_ex untyped{};
+  EXPECT_EQ(rdma_create_srq_ex(accepted, &untyped), -1);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ASSERT_EQ(rdma_create_srq(accepted, pd, &sa), 0) << std::strerror(errno);
+  ASSERT_NE(accepted->srq, nullptr);
+  EXPECT_GE(sa.attr.max_wr, 8u);
+  EXPECT_EQ(rdma_create_srq(accepted, pd, &sa), -1);  // it has one
+  EXPECT_EQ(errno, EINVAL);
+  ibv_qp_init_attr a{};
+  a.send_cq = a.recv_cq = cq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap = {8, 0, 1, 0, 0};
+  ASSERT_EQ(rdma_create_qp(accepted, pd, &a), 0) << std::strerror(errno);
+  EXPECT_EQ(accepted->qp->srq, accepted->srq);
+
+  std::vector<char> rbuf(64), sbuf(64);
+  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), kLocalWrite);
+  ibv_mr* smr = ibv_reg_mr(client_pd, sbuf.data(), sbuf.size(), 0);
+  ASSERT_TRUE(rmr && smr);
+  ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf.data()), 64, rmr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  ASSERT_EQ(ibv_post_srq_recv(accepted->srq, &rwr, &bad_r), 0);
+  ASSERT_EQ(rdma_accept(accepted, nullptr), 0) << std::strerror(errno);
+  EXPECT_EQ(expect_event(ch, RDMA_CM_EVENT_ESTABLISHED), 0);
+  EXPECT_EQ(expect_event(server_ch, RDMA_CM_EVENT_ESTABLISHED), 0);
+  std::strcpy(sbuf.data(), "via the srq");
+  ibv_sge ssge{reinterpret_cast<std::uintptr_t>(sbuf.data()), 12, smr->lkey};
+  ibv_send_wr swr{};
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad_s = nullptr;
+  ASSERT_EQ(ibv_post_send(client->qp, &swr, &bad_s), 0);
+  int completions = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (completions < 2 && std::chrono::steady_clock::now() < until) {
+    ibv_wc wc{};
+    for (ibv_cq* q : {client_cq, cq}) {
+      if (ibv_poll_cq(q, 1, &wc) == 1) {
+        EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+        ++completions;
+      }
+    }
+  }
+  EXPECT_EQ(completions, 2);
+  EXPECT_STREQ(rbuf.data(), "via the srq");
+
+  EXPECT_EQ(rdma_disconnect(client), 0);
+  EXPECT_EQ(expect_event(server_ch, RDMA_CM_EVENT_DISCONNECTED), 0);
+  EXPECT_EQ(expect_event(ch, RDMA_CM_EVENT_DISCONNECTED), 0);
+  rdma_destroy_qp(accepted);
+  rdma_destroy_srq(accepted);
+  EXPECT_EQ(accepted->srq, nullptr);
+  ibv_dereg_mr(rmr);
+  ibv_dereg_mr(smr);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+}
+
 TEST_F(Connected, RejectCarriesPrivateData) {
   connect("may I");
   accepted = take_request();
