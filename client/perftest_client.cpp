@@ -150,6 +150,7 @@ class ClientTraffic {
   }
 
   std::size_t qp_count() const { return qps_.size(); }
+  bool on_srq() const { return srq_feeder_ != nullptr; }
   const LocalQp& local_qp(std::size_t i) const { return qps_[i].local; }
 
   std::vector<PerftestDest> records() const {
@@ -810,6 +811,7 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
       c.responder_resources = c.initiator_depth = reads ? qp_params.max_rd_atomic : 0;
       c.retry_count = c.rnr_retry_count = o.retry_count;
       c.timeout = std::max<Nanos>(Nanos{o.oob_timeout_ms} * kMilli, kSecond);
+      c.srq = traffic.on_srq();
       for (int attempt = 1;; ++attempt) {
         std::uint16_t reason = 0;
         auto id = cm_connect_rc(dp, *cms, *events, traffic.local_qp(i), c, &reason);

@@ -67,6 +67,7 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
   // The MTU perftest's exchange settled on (both sides' -m): the DPDK port's own MTU is not the
   // link's (a 1500-byte af_packet port on a 9000-byte link), and the TCP exchange's QPs take -m too.
   cp.ib.path_mtu = static_cast<proto::PathMtu>(c.mtu);
+  cp.ib.srq = c.srq;
   auto id = cms.connect(cp);
   if (!id) return id.error();
   auto rep = events.next(*id, c.timeout);

@@ -39,6 +39,7 @@ struct CmRcConnect {
   std::uint8_t rnr_retry_count = 7;
   ibv_mtu mtu = IBV_MTU_1024;  // the REQ's path MTU
   Nanos timeout = 10 * kSecond;
+  bool srq = false;  // the QP takes its receives from an SRQ: the REQ says so (librdmacm: !!qp->srq)
 };
 
 // REQ, REP, the QP to RTR/RTS with what they agreed, RTU (rdma_connect). A REJ is ECONNREFUSED

@@ -253,6 +253,9 @@ cm/perftest/send_bw/ud/q2/rxe>app       from-rxe send   1024 0 1024  500 R,ud,q2
 cm/perftest/send_lat/ud/rxe>app         from-rxe send   1024 0 64    200 R,lat,ud
 cm/perftest/send_bw/ud/gen>rxe          to-rxe   send   1024 0 1024  500 R,ud
 cm/perftest/send_lat/ud/gen>rxe         to-rxe   send   1024 0 64    200 R,lat,ud
+cm/perftest/send_lat/srq/rxe>app        from-rxe send   4096 0 64    200 R,lat,srq
+cm/perftest/send_lat/srq/gen>rxe        to-rxe   send   4096 0 64    200 R,lat,srq
+cm/perftest/send_bw/srq/q2/gen>rxe      to-rxe   send   4096 0 4096  500 R,q2,srq
 cm/perftest/write_bw/two/rxe>app        cm-from-rxe perftest2 4096 0 65536 2000 -
 cm/perftest/write_bw/bidir/rxe>app      from-rxe write  4096 0 65536 200 R,b
 cm/perftest/send_bw/ud/bidir/rxe>app    from-rxe send   1024 0 1024  200 R,ud,b
