@@ -416,6 +416,9 @@ ROCE_VERBS_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
 ROCE_VERBS_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   if (is_closed(channel)) block_on_closed_channel();
   CmChannel* ch = to_cm_channel(channel);
+  // Closed between the two looks (rping's main thread tearing down while its CM thread comes
+  // back for the next event: seen live as "rdma_get_cm_event: Invalid argument", exit 255).
+  if (ch == nullptr && is_closed(channel)) block_on_closed_channel();
   if (ch == nullptr || event == nullptr) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
