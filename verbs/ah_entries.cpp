@@ -7,6 +7,7 @@
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/ops.hpp"
+#include "verbs/service_verbs.hpp"
 
 using namespace roce;
 using namespace roce::verbs;
@@ -19,7 +20,7 @@ ROCE_VERBS_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   Pd* p = to_pd(pd);
   Context* c = p ? to_context(p->context) : nullptr;
   if (c == nullptr || attr == nullptr) return fail<ibv_ah>(EINVAL);
-  if (not_served(*c, "ibv_create_ah")) return nullptr;
+  if (c->service) return service_create_ah(*c, *p, *attr);
   if (attr->port_num > 1) return fail<ibv_ah>(EINVAL);
   // RoCE address handles are global: the GID is the peer's IP address.
   if (!attr->is_global) return fail<ibv_ah>(EINVAL);
@@ -52,6 +53,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_ah(ibv_ah* ah) {
   if (ah == nullptr) return EINVAL;
   Context* c = to_context(ah->context);
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_destroy_ah(*c, ah);
   EngineGuard g(c->rt->lock());
   auto* h = reinterpret_cast<rdma::AddressHandle*>(ah);
   if (!c->ahs.count(h)) return EINVAL;

@@ -49,6 +49,7 @@ struct Mr : ibv_mr {
 struct Cq;
 struct ServiceCqRing;   // service mode (service_verbs.hpp)
 struct ServiceQpRings;
+struct ServiceAh;
 
 struct Channel : ibv_comp_channel {
   Magic magic = Magic::Channel;
@@ -125,6 +126,7 @@ struct Context : verbs_context {
   // Service mode (rt is null): the connection to roce-verbsd that owns this context's objects.
   std::unique_ptr<ServiceConnection> service;
   std::mutex service_mutex;  // service mode: guards the object sets below (no engine lock here)
+  std::unordered_set<ServiceAh*> service_ahs;  // service mode's AHs (ahs holds the engine's)
   AsyncEvents async;
   // Every object made on this context, freed by ibv_close_device if the program did not.
   // Guarded by the engine lock.

@@ -295,6 +295,33 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
     case Op::DestroyQp:
       out.err = destroy_qp(c, r.handle);
       return;
+    case Op::CreateAh: {
+      const auto pd = c.pds.find(r.handle);
+      ibv_ah_attr a{};
+      if (pd == c.pds.end() || len < sizeof a) {
+        out.err = EINVAL;
+        return;
+      }
+      std::memcpy(&a, r.body, sizeof a);
+      ibv_ah* ah = ibv_create_ah(pd->second, &a);
+      if (ah == nullptr) {
+        out.err = errno ? errno : EINVAL;
+        return;
+      }
+      const std::uint32_t h = c.next_handle++;
+      c.ahs.emplace(h, ah);
+      put(out, service::Handle{h});
+      return;
+    }
+    case Op::DestroyAh: {
+      const auto it = c.ahs.find(r.handle);
+      if (it == c.ahs.end()) {
+        out.err = EINVAL;
+        return;
+      }
+      if ((out.err = ibv_destroy_ah(it->second)) == 0) c.ahs.erase(it);
+      return;
+    }
   }
   out.err = EOPNOTSUPP;  // an operation this service does not know
 }
@@ -314,6 +341,7 @@ void VerbsService::drop(Client& c) {
   }
   c.cqs.clear();
   c.pds.clear();
+  c.ahs.clear();
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;
 }

@@ -75,6 +75,7 @@ class VerbsService {
     std::uint32_t rq_size = 0, rq_head = 0;
     std::uint32_t send_cq = 0, recv_cq = 0;
     std::uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+    bool ud = false;      // WQEs name an address handle
     bool broken = false;  // the program corrupted a ring index: its QP is in error, not drained
   };
   struct Client {
@@ -88,6 +89,7 @@ class VerbsService {
     std::unordered_map<std::uint32_t, const Region*> mr_by_lkey;  // for the SGEs in the rings
     std::unordered_map<std::uint32_t, CqState> cqs;
     std::unordered_map<std::uint32_t, QpState> qps;
+    std::unordered_map<std::uint32_t, ibv_ah*> ahs;
   };
 
   VerbsService() = default;

@@ -125,6 +125,7 @@ int VerbsService::create_qp(Client& c, const service::Request& r, std::size_t le
   s.max_send_sge = ia.cap.max_send_sge;
   s.max_recv_sge = ia.cap.max_recv_sge;
   s.max_inline = ia.cap.max_inline_data;
+  s.ud = ia.qp_type == IBV_QPT_UD;
   ++scq->second.qps;
   ++rcq->second.qps;
   const std::uint32_t h = c.next_handle++;
@@ -235,7 +236,17 @@ bool VerbsService::pump_qp(QpState& q, Client& c) {
       wr.sg_list = sge;
       wr.num_sge = static_cast<int>(w.num_sge);
     }
-    if (w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    if (q.ud) {
+      const auto ah = c.ahs.find(w.ah);
+      if (ah == c.ahs.end()) {  // not one of this program's address handles
+        fail_wqe(c, q, w.wr_id, true, IBV_WC_LOC_QP_OP_ERR);
+        ++q.sq_head;
+        continue;
+      }
+      wr.wr.ud.ah = ah->second;
+      wr.wr.ud.remote_qpn = w.remote_qpn;
+      wr.wr.ud.remote_qkey = w.remote_qkey;
+    } else if (w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       wr.wr.atomic.remote_addr = w.remote_addr;
       wr.wr.atomic.rkey = w.rkey;
       wr.wr.atomic.compare_add = w.compare_add;

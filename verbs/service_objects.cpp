@@ -73,6 +73,33 @@ int service_dereg_mr(Context& c, Mr& m) {
   return 0;
 }
 
+ibv_ah* service_create_ah(Context& c, Pd& p, const ibv_ah_attr& attr) {
+  service::Handle h;
+  if (int rc = c.service->call(Op::CreateAh, p.service_handle, 0, &attr, sizeof attr, &h, sizeof h); rc != 0)
+    return fail<ibv_ah>(rc);
+  auto* ah = new ServiceAh{};
+  ah->context = &c.context;
+  ah->pd = &p;
+  ah->handle = h.value;
+  ah->service_handle = h.value;
+  std::lock_guard g(c.service_mutex);
+  c.service_ahs.insert(ah);
+  return ah;
+}
+
+int service_destroy_ah(Context& c, ibv_ah* ah) {
+  auto* a = static_cast<ServiceAh*>(ah);
+  {
+    std::lock_guard g(c.service_mutex);
+    if (!c.service_ahs.count(a)) return EINVAL;
+  }
+  if (int rc = c.service->call(Op::DestroyAh, a->service_handle, 0, nullptr, 0, nullptr, 0); rc != 0) return rc;
+  std::lock_guard g(c.service_mutex);
+  c.service_ahs.erase(a);
+  delete a;
+  return 0;
+}
+
 void service_close(Context& c) {
   c.service.reset();  // the service frees everything this connection owned
   std::lock_guard g(c.service_mutex);
@@ -95,6 +122,8 @@ void service_close(Context& c) {
     retire(ch);
   }
   c.channels.clear();
+  for (ServiceAh* a : c.service_ahs) delete a;
+  c.service_ahs.clear();
   for (Mr* m : c.mrs) retire(m);
   for (Pd* p : c.pds) retire(p);
   c.mrs.clear();

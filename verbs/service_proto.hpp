@@ -41,6 +41,8 @@ enum class Op : std::uint32_t {
   ModifyQp = 15,    // handle: the QP; body: ModifyQpRequest
   QueryQp = 16,     // handle: the QP; arg: the mask; answer: QueryQpReply
   DestroyQp = 17,   // handle: the QP
+  CreateAh = 18,    // handle: the PD; body: ibv_ah_attr; answer: Handle
+  DestroyAh = 19,   // handle: the AH
 };
 
 struct Request {

@@ -138,7 +138,22 @@ int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     w.opcode = wr->opcode;
     w.send_flags = wr->send_flags;
     w.imm_data = wr->imm_data;
-    if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    w.ah = 0;
+    if (qp->qp_type == IBV_QPT_UD) {
+      // The AH must be one of this context's (the service checks its handle again).
+      auto* ah = static_cast<ServiceAh*>(wr->wr.ud.ah);
+      {
+        std::lock_guard l(to_context(qp->context)->service_mutex);
+        if (ah == nullptr || !to_context(qp->context)->service_ahs.count(ah)) err = EINVAL;
+      }
+      if (err) {
+        if (bad) *bad = wr;
+        break;
+      }
+      w.ah = ah->service_handle;
+      w.remote_qpn = wr->wr.ud.remote_qpn;
+      w.remote_qkey = wr->wr.ud.remote_qkey;
+    } else if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       w.remote_addr = wr->wr.atomic.remote_addr;
       w.rkey = wr->wr.atomic.rkey;
       w.compare_add = wr->wr.atomic.compare_add;
@@ -303,8 +318,8 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   if (a.srq != nullptr) return fail<ibv_qp>(EOPNOTSUPP);  // SRQs are not served yet
   switch (a.qp_type) {
     case IBV_QPT_RC:
-    case IBV_QPT_UC: break;
-    case IBV_QPT_UD:  // needs address handles, not served yet
+    case IBV_QPT_UC:
+    case IBV_QPT_UD: break;
     case IBV_QPT_RAW_PACKET:
     case IBV_QPT_XRC_SEND:
     case IBV_QPT_XRC_RECV:

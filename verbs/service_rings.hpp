@@ -40,6 +40,10 @@ struct SendWqe {
   std::uint32_t inline_bytes = 0;  // with IBV_SEND_INLINE: the bytes are in `inline_data`
   std::uint64_t compare_add = 0;
   std::uint64_t swap = 0;
+  std::uint32_t ah = 0;  // UD: the service's handle of the address handle
+  std::uint32_t remote_qpn = 0;
+  std::uint32_t remote_qkey = 0;
+  std::uint32_t reserved = 0;
   union {
     ibv_sge sge[kMaxWqeSge];
     std::uint8_t inline_data[kMaxWqeInline];

@@ -43,6 +43,13 @@ struct ServiceQpRings {
   std::mutex mutex;  // posters of one QP on several threads
 };
 
+// An address handle of the service (UD): the program names it by handle in its WQEs.
+struct ServiceAh : ibv_ah {
+  std::uint32_t service_handle = 0;
+};
+ibv_ah* service_create_ah(Context& c, Pd& p, const ibv_ah_attr& attr);
+int service_destroy_ah(Context& c, ibv_ah* ah);
+
 ibv_comp_channel* service_create_channel(Context& c);
 int service_destroy_channel(Context& c, Channel* ch);
 ibv_cq* service_create_cq(Context& c, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -32,45 +33,6 @@ struct Locked {
   Locked() { pthread_mutex_lock(&g_mutex); }
   ~Locked() { pthread_mutex_unlock(&g_mutex); }
 };
-
-// fork(): MAP_SHARED pages stay shared with the child, so a moved heap page would be written by
-// both processes' allocators. The child gets what fork promises instead, a private copy, as the
-// kernel copies a registered (pinned) page for the child: the forking thread snapshots every
-// moved run into private memory just before fork() (the copy must be taken before the parent
-// runs on: copying in the child raced with the parent's own malloc right after fork and handed
-// the child a torn heap), the child moves the snapshots over the runs (mremap), the parent drops
-// its copies. Its registrations stay the parent's. The cost: a copy of every moved page per fork.
-std::vector<void*> g_snapshots;  // one per run of g_moved, in order; only between prepare and after
-
-void before_fork() {
-  pthread_mutex_lock(&g_mutex);
-  g_snapshots.clear();
-  for (auto& [start, m] : g_moved) {
-    const std::size_t size = m.end - start;
-    void* copy = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (copy != MAP_FAILED) std::memcpy(copy, reinterpret_cast<void*>(start), size);
-    g_snapshots.push_back(copy);
-  }
-}
-void after_fork_parent() {
-  std::size_t i = 0;
-  for (auto& [start, m] : g_moved)
-    if (g_snapshots[i++] != MAP_FAILED) ::munmap(g_snapshots[i - 1], m.end - start);
-  g_snapshots.clear();
-  pthread_mutex_unlock(&g_mutex);
-}
-void after_fork_child() {
-  std::size_t i = 0;
-  for (auto& [start, m] : g_moved) {
-    const std::size_t size = m.end - start;
-    if (void* copy = g_snapshots[i++]; copy != MAP_FAILED)
-      ::mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(start));
-    ::close(m.fd);
-  }
-  g_moved.clear();
-  g_snapshots.clear();
-  pthread_mutex_init(&g_mutex, nullptr);
-}
 
 struct MapLine {
   std::uintptr_t start, end;
@@ -110,6 +72,68 @@ bool still_shared(const std::vector<MapLine>& maps, std::uintptr_t start, const 
     x = hit->end;
   }
   return true;
+}
+
+// fork(): MAP_SHARED pages stay shared with the child, so a moved heap page would be written by
+// both processes' allocators. The child gets what fork promises instead, a private copy, as the
+// kernel copies a registered (pinned) page for the child: the forking thread snapshots every
+// moved run into private memory just before fork() (the copy must be taken before the parent
+// runs on: copying in the child raced with the parent's own malloc right after fork and handed
+// the child a torn heap), the child moves the snapshots over the runs (mremap), the parent drops
+// its copies. Its registrations stay the parent's. The cost: a copy of every moved page per fork.
+struct Snapshot {
+  std::uintptr_t start;
+  std::size_t size;
+  void* copy;
+};
+// Static, not on the heap: the heap's own pages may be among those snapshotted, and the child
+// reads this list while it moves the snapshots in.
+constexpr std::size_t kMaxSnapshots = 4096;
+Snapshot g_snapshots[kMaxSnapshots];
+std::size_t g_snapshot_count = 0;  // only between prepare and after
+
+// Every mapping of one of our memfds is snapshotted, found in /proc/self/maps rather than from
+// the runs: the heap's own trimming can unmap part of a run and leave the rest shared.
+void before_fork() {
+  pthread_mutex_lock(&g_mutex);
+  g_snapshot_count = 0;
+  if (g_moved.empty()) return;
+  // Which mappings to copy, found first; the lists that found them are freed before the first
+  // copy: nothing may allocate or free between the first snapshot and fork(), or a moved heap
+  // page copied before it would not match the rest of the child's heap.
+  static MapLine lines[kMaxSnapshots];
+  std::size_t n = 0;
+  {
+    const auto maps = read_maps();
+    std::vector<ino_t> ours;
+    ours.reserve(g_moved.size());
+    for (const auto& [start, m] : g_moved) ours.push_back(m.inode);
+    for (const MapLine& l : maps)
+      if (n < kMaxSnapshots && std::find(ours.begin(), ours.end(), l.inode) != ours.end()) lines[n++] = l;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t size = lines[i].end - lines[i].start;
+    void* copy = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) continue;
+    std::memcpy(copy, reinterpret_cast<void*>(lines[i].start), size);
+    g_snapshots[g_snapshot_count++] = {lines[i].start, size, copy};
+  }
+}
+void after_fork_parent() {
+  for (std::size_t i = 0; i < g_snapshot_count; ++i) ::munmap(g_snapshots[i].copy, g_snapshots[i].size);
+  g_snapshot_count = 0;
+  pthread_mutex_unlock(&g_mutex);
+}
+void after_fork_child() {
+  // The snapshots first: until they are in, the heap may still be the parent's, changing.
+  for (std::size_t i = 0; i < g_snapshot_count; ++i) {
+    const Snapshot& s = g_snapshots[i];
+    ::mremap(s.copy, s.size, s.size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(s.start));
+  }
+  g_snapshot_count = 0;
+  for (auto& [start, m] : g_moved) ::close(m.fd);
+  g_moved.clear();
+  pthread_mutex_init(&g_mutex, nullptr);
 }
 
 // Moves [start, end) (whole pages) into a new sealed memfd mapped over the same range.

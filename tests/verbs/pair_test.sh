@@ -121,6 +121,58 @@ pair_cm rping_v6      "rping -s -a fd55::1 -V -C 10 -S 4000" "rping -c -a fd55::
 pair_cm udaddy_v6     "udaddy -b fd55::1 -C 10 -S 100" "udaddy -s fd55::1 -C 10 -S 100" "return status 0"
 dev_a=$dev_a4 dev_b=$dev_b4
 
+# Service mode (docs/verbs.md, section 2): one roce-verbsd owns va and serves two ib_write_bw
+# clients at once, against two library-mode servers on vb; the second client is SIGKILLed
+# mid-transfer, the first pair must finish with its own verdict, and the service goes on serving.
+listening() { ip netns exec "$ns" ss -ltn | grep -q ":$1 "; }
+if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
+  t0=$SECONDS
+  sock=$out/verbsd.sock
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 120 "$build/apps/verbsd/roce-verbsd" $dev_a --socket "$sock" > "$out/verbsd.log" 2>&1 &
+  vp=$!
+  for i in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+  bw="ib_write_bw -d rocedp0 -x 0 -F -s 65536"
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" $dev_b -- $bw -n 2000 -p 18601 > "$out/svc.s1" 2>&1 &
+  s1p=$!
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" $dev_b -- $bw -D 30 -p 18602 > "$out/svc.s2" 2>&1 &
+  s2p=$!
+  for i in $(seq 100); do listening 18601 && listening 18602 && break; sleep 0.1; done
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" --service "$sock" -- stdbuf -oL $bw -D 30 -p 18602 127.0.0.1 > "$out/svc.c2" 2>&1 &
+  c2p=$!
+  for i in $(seq 200); do grep -q "#bytes" "$out/svc.c2" && break; sleep 0.1; done
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" --service "$sock" -- $bw -n 2000 -p 18601 127.0.0.1 > "$out/svc.c1" 2>&1 &
+  c1p=$!
+  sleep 0.5
+  victim=$(pgrep -P "$c2p" | head -1)  # timeout's child: the client itself
+  [[ -n $victim ]] && kill -KILL "$victim"
+  wait $c1p
+  c1rc=$?
+  wait $s1p
+  s1rc=$?
+  wait $c2p 2>/dev/null
+  for j in $(pgrep -P "$s2p"); do kill -KILL "$j"; done
+  wait $s2p 2>/dev/null
+  info=$(ip netns exec "$ns" timeout 20 "$rr" --service "$sock" -- ibv_devinfo 2>&1)
+  kill -TERM $vp
+  wait $vp
+  vrc=$?
+  result=$(awk '$1 == "65536" && $2 ~ /^[0-9]+$/ { print; exit }' "$out/svc.c1")
+  if [[ -n $victim ]] && ((c1rc == 0 && s1rc == 0 && vrc == 0)) && [[ -n $result && $info == *PORT_ACTIVE* && ! -e $sock ]]; then
+    printf 'verbs pair: %-34s pass %3ds  %s\n' "service: 2 pairs, 1 killed" $((SECONDS - t0)) "$(echo $result | cut -c1-60)"
+  else
+    printf 'verbs pair: %-34s FAIL (victim %s, client %d, server %d, service %d)\n' "service: 2 pairs, 1 killed" \
+      "${victim:-none}" $c1rc $s1rc $vrc
+    tail -n 5 "$out/verbsd.log" "$out/svc.s1" "$out/svc.c1" "$out/svc.c2" | sed 's/^/    /'
+    echo "$info" | head -5 | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+fi
+
 # roce-gen (our stack's own client) against a perftest server on our device.
 if [[ -x $build/apps/gen/roce-gen ]]; then
   t0=$SECONDS
