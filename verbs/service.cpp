@@ -184,6 +184,17 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
     out.err = EINVAL;
     return;
   }
+  // The per-program cap on each kind of object.
+  const std::size_t held = r.op == Op::AllocPd    ? c.pds.size()
+                           : r.op == Op::RegMr    ? c.mrs.size()
+                           : r.op == Op::CreateCq ? c.cqs.size()
+                           : r.op == Op::CreateQp ? c.qps.size()
+                           : r.op == Op::CreateAh ? c.ahs.size()
+                                                  : 0;
+  if (held >= opt_.max_per_client) {
+    out.err = ENOMEM;
+    return;
+  }
   switch (r.op) {
     case Op::Hello: {
       service::HelloReply h;

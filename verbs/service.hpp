@@ -26,6 +26,9 @@ struct ServiceOptions {
   std::string socket_path;
   std::uint32_t max_clients = 64;  // connections at once; more are refused (closed at accept)
   bool allow_probe = false;        // answer ProbeWrite (tests): a WRITE into a program's MR
+  // Objects of each kind (PDs, MRs, CQs, QPs, AHs) one program may hold, so that one program
+  // cannot exhaust the device's tables for the others: one more is ENOMEM.
+  std::uint32_t max_per_client = 256;
 };
 
 class VerbsService {

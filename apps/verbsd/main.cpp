@@ -24,6 +24,7 @@ void usage(FILE* out) {
                "Owns a port and serves verbs programs started with ROCE_VERBS_SERVICE=PATH (or roce-run --service PATH).\n"
                "  --socket PATH     the UNIX socket programs connect to (default /run/rocedp/NAME.sock)\n"
                "  --max-clients N   programs (contexts) served at once (default 64)\n"
+               "  --max-per-client N  PDs, MRs, CQs, QPs and AHs each one program may hold (default 256)\n"
                "  --allow-probe     answer test probes (a WRITE from the service into a program's MR; tests only)\n"
                "Device options, as roce-run's: --ip ADDR --vdev SPEC [--dev NAME] [--mtu BYTES] [--name NAME]\n"
                "  [--eal 'ARGS'] [--cpu N] [--memory MB] [--mbufs N] [--poll busy|adaptive] [--max-qps N]\n"
@@ -56,18 +57,18 @@ int main(int argc, char** argv) {
       o.allow_probe = true;
       continue;
     }
-    if (key == "--socket" || key == "--max-clients") {
+    if (key == "--socket" || key == "--max-clients" || key == "--max-per-client") {
       if (!inline_value) ++i;
       if (key == "--socket") {
         o.socket_path = value;
       } else {
         char* end = nullptr;
         const unsigned long v = std::strtoul(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || v == 0 || v > 4096) {
-          std::fprintf(stderr, "roce-verbsd: bad --max-clients '%s' (1..4096)\n", value.c_str());
+        if (value.empty() || *end != '\0' || v == 0 || v > (1u << 20)) {
+          std::fprintf(stderr, "roce-verbsd: bad %s '%s' (1..1048576)\n", key.c_str(), value.c_str());
           return 2;
         }
-        o.max_clients = static_cast<std::uint32_t>(v);
+        (key == "--max-clients" ? o.max_clients : o.max_per_client) = static_cast<std::uint32_t>(v);
       }
       continue;
     }

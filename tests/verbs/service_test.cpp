@@ -96,7 +96,7 @@ class Service : public ::testing::Test {
     g_service = ::fork();
     ASSERT_GE(g_service, 0);
     if (g_service == 0) {
-      ::execl(bin, bin, "--ip", "10.99.0.3", "--vdev", "net_ring0", "--memory", "128", "--name", "svc0", "--allow-probe", "--socket",
+      ::execl(bin, bin, "--ip", "10.99.0.3", "--vdev", "net_ring0", "--memory", "128", "--name", "svc0", "--allow-probe", "--max-per-client", "32", "--socket",
               g_socket.c_str(), static_cast<char*>(nullptr));
       std::perror("exec roce-verbsd");
       ::_exit(127);
@@ -267,6 +267,29 @@ TEST_F(Service, PdAndMrAreTheServicesAndCountedThere) {
   EXPECT_EQ(s.mrs, 0u);
   EXPECT_EQ(s.mapped_bytes, 0u);
   std::free(buf);
+}
+
+// One program cannot take the device's tables from the others: past the service's
+// --max-per-client (32 here) of a kind, the next is ENOMEM, and others are still served.
+TEST_F(Service, PerProgramCapIsEnomem) {
+  std::vector<ibv_pd*> pds;
+  for (int i = 0; i < 32; ++i) {
+    pds.push_back(ibv_alloc_pd(ctx));
+    ASSERT_NE(pds.back(), nullptr) << i;
+  }
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_pd(ctx), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  // Another program (a second context is a second connection) still gets its own.
+  ibv_context* other = ibv_open_device(list[0]);
+  ASSERT_NE(other, nullptr);
+  ibv_pd* p = ibv_alloc_pd(other);
+  EXPECT_NE(p, nullptr);
+  if (p) {
+    EXPECT_EQ(ibv_dealloc_pd(p), 0);
+  }
+  EXPECT_EQ(ibv_close_device(other), 0);
+  for (ibv_pd* q : pds) EXPECT_EQ(ibv_dealloc_pd(q), 0);
 }
 
 TEST_F(Service, RegistrationErrnosAreLibraryModes) {
@@ -829,7 +852,7 @@ TEST_F(Service, TwoPerftestPairsOneClientKilledMidTransfer) {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  Program server1 = spawn(with({"-p", p1, "-n", "3000"}), dir + ".s1");
+  Program server1 = spawn(with({"-p", p1, "-n", "1000"}), dir + ".s1");
   Program server2 = spawn(with({"-p", p2, "-D", "60"}), dir + ".s2");
   Program client1, client2;
   // Whatever happens below, no program of this test outlives it.
@@ -844,14 +867,14 @@ TEST_F(Service, TwoPerftestPairsOneClientKilledMidTransfer) {
   ASSERT_TRUE(wait_for_output(server2, "Waiting for client")) << slurp(server2.out);
   client2 = spawn(with({"-p", p2, "-D", "60", "127.0.0.1"}), dir + ".c2");
   ASSERT_TRUE(wait_for_output(client2, "#bytes")) << slurp(client2.out);  // its transfer has begun
-  client1 = spawn(with({"-p", p1, "-n", "3000", "127.0.0.1"}), dir + ".c1");
+  client1 = spawn(with({"-p", p1, "-n", "1000", "127.0.0.1"}), dir + ".c1");
   ASSERT_TRUE(wait_for_output(client1, "#bytes")) << slurp(client1.out);
   EXPECT_GE(status().qps, 4u);
   ASSERT_EQ(::kill(client2.pid, SIGKILL), 0);
   EXPECT_EQ(wait_exit(client2, std::chrono::seconds(30)), 128 + SIGKILL);
   EXPECT_EQ(wait_exit(client1, std::chrono::seconds(90)), 0) << slurp(client1.out);
   EXPECT_EQ(wait_exit(server1, std::chrono::seconds(30)), 0) << slurp(server1.out);
-  EXPECT_NE(slurp(client1.out).find(" 16384      3000"), std::string::npos) << slurp(client1.out);
+  EXPECT_NE(slurp(client1.out).find(" 16384      1000"), std::string::npos) << slurp(client1.out);
   ::kill(server2.pid, SIGKILL);  // it waits for a client that is gone
   wait_exit(server2, std::chrono::seconds(30));
   EXPECT_TRUE(wait_for_contexts(1));
