@@ -87,6 +87,15 @@ bool wait_for_contexts(std::uint32_t contexts) {
   return false;
 }
 
+// Debian's programs the live tests run (ibverbs-utils, perftest); a test without them is
+// skipped and says why.
+bool installed(const char* program) {
+  const std::string cmd = std::string("command -v ") + program + " > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+#define REQUIRE_PROGRAM(p) \
+  if (!installed(p)) GTEST_SKIP() << p << " is not installed (apt-get install ibverbs-utils perftest)"
+
 class Service : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -182,6 +191,7 @@ TEST_F(Service, PortAndGidAreTheServicesPort) {
 // Debian's ibv_devinfo, unmodified, through the service (this process's environment: the
 // preloaded library and ROCE_VERBS_SERVICE).
 TEST_F(Service, IbvDevinfoSeesTheServicesDevice) {
+  REQUIRE_PROGRAM("ibv_devinfo");
   FILE* p = ::popen("ibv_devinfo -v 2>&1", "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -742,6 +752,8 @@ TEST_F(ServiceQps, BadWorkRequestsAnswerAsLibraryMode) {
 class Pingpong : public Service, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(Pingpong, IbvRcPingpongThroughOneService) {
+  REQUIRE_PROGRAM("ibv_rc_pingpong");
+  REQUIRE_PROGRAM("ibv_ud_pingpong");
   const std::string mode = GetParam();
   const bool events = mode == "events" || mode == "ud";
   const std::string port =
@@ -843,6 +855,8 @@ int wait_exit(Program& p, std::chrono::seconds bound) {
 // client of the second is SIGKILLed mid-transfer. The first pair finishes with its own verdict,
 // and the service frees every object of the killed program (and of its server, killed after).
 TEST_F(Service, TwoPerftestPairsOneClientKilledMidTransfer) {
+  REQUIRE_PROGRAM("ib_write_bw");
+  REQUIRE_PROGRAM("stdbuf");
   const std::string dir = "/tmp/roce-verbs-service-test-" + std::to_string(::getpid());
   const std::string p1 = std::to_string(21000 + ::getpid() % 20000), p2 = std::to_string(21001 + ::getpid() % 20000);
   // stdbuf: perftest's progress lines reach the files as they are printed (line-buffered).
