@@ -68,6 +68,7 @@ cm::CmQpLimits CmService::qp_limits() const {
   const std::uint16_t mtu = dp_.port().mtu;
   l.max_mtu = mtu >= 4096 ? IBV_MTU_4096 : mtu >= 2048 ? IBV_MTU_2048 : mtu >= 1024 ? IBV_MTU_1024 : mtu >= 512 ? IBV_MTU_512 : IBV_MTU_256;
   l.max_rd_atomic = dp_.worker(0).config().engine.max_rd_atomic;
+  l.selective_repeat = cfg_.selective_repeat;
   return l;
 }
 

@@ -32,6 +32,9 @@ struct CmServiceConfig {
   cm::CmAgentConfig agent;
   Nanos poll_interval = 1 * kMilli;  // how often a waiting control thread looks for events
   Nanos stop_wait = 2 * kSecond;     // stop(): how long the DREQs may wait for their DREPs
+  // Selective repeat (docs/loss.md): the reorder window accepted from a REQ that offers it
+  // (qp_limits(); the REP answers with passive_qp_attrs' rep_ece); 0 = go-back-N always.
+  std::uint32_t selective_repeat = 0;
 };
 
 class CmService {

@@ -56,6 +56,8 @@ Status Connector::connect(const LocalQp& qp, const RemoteQp& peer, const QpParam
   if (!dp_.resolve(ip, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(ip) + " (is the peer on this port's link?)");
   return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
+    if (p.type == IBV_QPT_RC)
+      if (Status s = qp.qp->set_selective_repeat(p.selective_repeat); !s) return s;
     rdma::PeerPath path;
     path.mtu = p.mtu;
     path.dest_qpn = peer.qpn;

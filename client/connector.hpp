@@ -28,7 +28,19 @@ struct QpParams {
   // Receives come from this shared receive queue (create_srq), not a queue of the QP's own:
   // the QP must be created on the SRQ's worker.
   rdma::SharedReceiveQueue* srq = nullptr;
+  // RC: the reorder window agreed with the peer for selective repeat (docs/loss.md), set on the
+  // QP before RTR; 0 = go-back-N. Only ever what both ends agreed (never a default of ours).
+  std::uint32_t selective_repeat = 0;
 };
+
+// The reorder window roce-gen and roce-appliance offer and accept for selective repeat by
+// default (--selective-repeat): 64 packets, 270 KB of reorder buffer per QP at a 4 KiB MTU.
+inline constexpr std::uint32_t kDefaultSelectiveRepeatWindow = 64;
+// What a QP takes (QueuePair::set_selective_repeat): 0, or a power of two from 8 to 128.
+constexpr bool valid_selective_repeat_window(std::uint32_t w) { return w == 0 || (w >= 8 && w <= 128 && (w & (w - 1)) == 0); }
+inline constexpr const char* kSelectiveRepeatHelp =
+    "selective repeat with a rocev2-dp peer that agrees (roce-gen, roce-appliance; others always get go-back-N): "
+    "the reorder window in packets, a power of two 8 .. 128, 0 = go-back-N always";
 
 struct LocalQp {
   unsigned worker = 0;

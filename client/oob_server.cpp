@@ -365,8 +365,13 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
     return s.error();
   version.back() = '\0';
   r.remote_version = version.data();
-  std::array<char, 16> mine_version{};
-  std::strncpy(mine_version.data(), PerftestSession::kVersion, mine_version.size() - 1);
+  // A rocev2-dp client offers selective repeat after its version's NUL; we answer there too
+  // (nothing unless it offered: a perftest client gets perftest's record).
+  const cm::Ece offer = perftest_version_ece(version);
+  // -R sessions' QPs agree on it in their REQ/REP; UC and UD have nothing to repeat.
+  const bool tcp_rc = cfg_.qp.type == IBV_QPT_RC && !cfg_.cm_qp;
+  const cm::Ece answer = cm::answer_selective_repeat(offer, tcp_rc ? cfg_.selective_repeat : 0);
+  const std::array<char, 16> mine_version = perftest_version_record(PerftestSession::kVersion, answer);
   if (Status s = tcp.write_all(std::as_bytes(std::span{mine_version})); !s) return s.error();
   // Like perftest, ours goes out first: an old client then says itself what it does not support.
   if (Status s = check_remote_version(r.remote_version); !s) {
@@ -385,6 +390,8 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
   r.mtu = *mtu;
   QpParams p = cfg_.qp;
   p.mtu = *mtu;
+  p.selective_repeat = cm::agreed_selective_repeat(offer, answer);
+  r.selective_repeat = p.selective_repeat;
 
   const bool write_lat = cfg_.test && cfg_.test->verb == Verb::Write && cfg_.test->measure == Measure::Latency;
   const bool send_lat = cfg_.test && cfg_.test->verb == Verb::Send && cfg_.test->measure == Measure::Latency;

@@ -77,6 +77,10 @@ struct ServerConfig {
   // and the second the client connects its data QPs (a listener serving several clients of one
   // host tells their data QPs from a new client's control connection by it).
   std::function<void()> cm_sync;
+  // Selective repeat (docs/loss.md): the reorder window we accept from a client that offers it
+  // in its version record (a rocev2-dp client over the TCP exchange); 0 = go-back-N always.
+  // rdma_cm (-R) QPs agree on it in their REQ/REP instead (CmServiceConfig).
+  std::uint32_t selective_repeat = 0;
 };
 
 struct SessionReport {
@@ -94,6 +98,7 @@ struct SessionReport {
   bool shared_srq = false;
   std::uint64_t srq_limit_events = 0;
   ibv_mtu mtu = IBV_MTU_1024;
+  std::uint32_t selective_repeat = 0;  // the reorder window agreed in the TCP exchange; 0 = go-back-N
   // perftest sessions, for the printout perftest's server makes: each QP's records as
   // exchanged, the client's figures (RDMA bandwidth tests send them), when SENDs arrived, and
   // which operations the QPs answered (the exchange does not name the test).

@@ -540,6 +540,7 @@ void ClientTraffic::gather_counters() {
   }
   RunCounters& rc = run_.counters;
   rc.retransmits = rc.naks = rc.timeouts = rc.cnps_received = rc.cnps_sent = 0;
+  rc.packets_sent = rc.sacks_received = rc.selective_resends = 0;
   for (ClientQp& q : qps_) {
     const rdma::Counters c = dp_.call(q.local.worker, [&](rdma::Engine&) { return q.local.qp->counters(); });
     rc.retransmits += c.get(rdma::Counter::RetransmittedPkts);
@@ -547,6 +548,9 @@ void ClientTraffic::gather_counters() {
     rc.timeouts += c.get(rdma::Counter::RetransmitTimeouts);
     rc.cnps_received += c.get(rdma::Counter::CnpReceived);
     rc.cnps_sent += c.get(rdma::Counter::CnpSent);
+    rc.packets_sent += c.get(rdma::Counter::SentPkts);
+    rc.sacks_received += c.get(rdma::Counter::SacksReceived);
+    rc.selective_resends += c.get(rdma::Counter::SelectiveResends);
   }
 }
 
@@ -581,8 +585,8 @@ BwFigures bw_figures(const TrafficSpec& spec, const std::vector<std::unique_ptr<
   return perftest_bw(in);
 }
 
-Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine) {
-  if (Status st = s.exchange_versions(); !st) return st.error();
+Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine, const cm::Ece& ece) {
+  if (Status st = s.exchange_versions(ece); !st) return st.error();
   if (Status st = s.exchange_sizes(); !st) return st.error();
   return s.exchange_mtu(mine);
 }
@@ -733,12 +737,17 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
     link = tcp.get();
   }
   PerftestSession session(*link, OobRole::Client, o.oob_timeout_ms);
-  auto mtu = perftest_client_preamble(session, o.qp.mtu);
+  // Over TCP the offer rides in our version record; -R's QPs offer it in their REQs instead.
+  const bool rc = o.qp.type == IBV_QPT_RC;
+  const cm::Ece offer = rc && !o.rdma_cm ? cm::selective_repeat_ece(o.selective_repeat) : cm::Ece{};
+  auto mtu = perftest_client_preamble(session, o.qp.mtu, offer);
   if (!mtu) return mtu.error();
   run.remote_version = session.remote_version();
   run.mtu = *mtu;
   QpParams qp_params = o.qp;
   qp_params.mtu = *mtu;
+  qp_params.selective_repeat = cm::agreed_selective_repeat(offer, session.remote_ece());
+  run.selective_repeat = qp_params.selective_repeat;
   if (o.qp.type == IBV_QPT_UD) {
     // A UD message is one packet: perftest's sweep stops at the MTU, and a larger -s is an error.
     const std::uint32_t limit = 128u << static_cast<int>(*mtu);
@@ -812,10 +821,14 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
       c.retry_count = c.rnr_retry_count = o.retry_count;
       c.timeout = std::max<Nanos>(Nanos{o.oob_timeout_ms} * kMilli, kSecond);
       c.srq = traffic.on_srq();
+      c.selective_repeat = o.selective_repeat;
       for (int attempt = 1;; ++attempt) {
         std::uint16_t reason = 0;
-        auto id = cm_connect_rc(dp, *cms, *events, traffic.local_qp(i), c, &reason);
+        std::uint32_t agreed = 0;
+        auto id = cm_connect_rc(dp, *cms, *events, traffic.local_qp(i), c, &reason, &agreed);
         if (id) {
+          // Every QP's REQ offers the same: the server answers them alike (QP 0's is reported).
+          if (i == 0) run.selective_repeat = agreed;
           data_ids.push_back(*id);
           break;
         }

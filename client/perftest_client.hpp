@@ -62,6 +62,10 @@ struct ClientOptions {
   // (perftest_cm.hpp); retry_count is --retry_count, the data connections' retry and RNR retry.
   bool rdma_cm = false;
   std::uint8_t retry_count = 7;
+  // Selective repeat (docs/loss.md): the reorder window offered to the server, in the TCP
+  // exchange's version record (perftest_version_record) or, with -R, in each data QP's REQ; RC
+  // only. The QPs use it only when the server accepted it (a rocev2-dp server); 0 = go-back-N.
+  std::uint32_t selective_repeat = 0;
   // perftest prints as the run goes: the header once the QPs are up, a row per size.
   std::function<void(const ClientConnection&)> on_connected;
   std::function<void(const BwFigures&)> on_bw;
@@ -75,6 +79,7 @@ struct ClientRun {
   RunCounters counters;
   ibv_mtu mtu = IBV_MTU_1024;
   std::string remote_version;
+  std::uint32_t selective_repeat = 0;  // the reorder window the server accepted; 0 = go-back-N
   std::vector<PerftestDest> local, remote;  // the QP records, ours and the server's
   bool verified = false;  // --verify ran and the far side held what was written
   std::vector<LatDurationFigures> lat_duration;  // -D latency tests
@@ -93,7 +98,8 @@ Result<ClientRun> run_perftest_client(dp::Dataplane& dp, const ClientOptions& o,
 // The client's side of perftest's exchange in the order perftest 4.5 runs it (the recorded
 // streams in tests/apps/fixtures/oob show it); run_perftest_client runs the traffic in between.
 // Versions, cycle-buffer and cache-line sizes, then the MTU: the smaller one is returned.
-Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine);
+// `ece` goes after our version (perftest_version_record): the offer of selective repeat.
+Result<ibv_mtu> perftest_client_preamble(PerftestSession& s, ibv_mtu mine, const cm::Ece& ece = {});
 
 // Walks `flow` on the client's side: records, syncs, results and "done" on the socket; `connect`
 // brings the QPs up with the server's records, `traffic` runs one size and gives the figures the

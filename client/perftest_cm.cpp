@@ -49,7 +49,7 @@ Result<cm::RdmaCmEvent> CmEventQueue::next(cm::CmId id, Nanos wait) {
 }
 
 Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& events, const LocalQp& qp,
-                               const CmRcConnect& c, std::uint16_t* reject_reason) {
+                               const CmRcConnect& c, std::uint16_t* reject_reason, std::uint32_t* agreed_window) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
   cp.src = cm::cma_ip(dp.local().ip);
@@ -62,6 +62,7 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
   cp.ib.initiator_depth = c.initiator_depth;
   cp.ib.retry_count = c.retry_count;
   cp.ib.rnr_retry_count = c.rnr_retry_count;
+  cp.ib.ece = cm::selective_repeat_ece(c.selective_repeat);
   cm::CmQpLimits lim = cms.qp_limits();
   lim.max_mtu = c.mtu;  // ours as the REQ says it (below), for the QP's RTR as well
   // The MTU perftest's exchange settled on (both sides' -m): the DPDK port's own MTU is not the
@@ -82,10 +83,12 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
                       "the rdma_cm connection request to port " + std::to_string(c.port) + ": " + describe(*rep));
   }
   const auto& info = std::get<cm::RepInfo>(rep->detail);
-  if (Status s = cms.connect_qp(qp, IBV_QPT_RC, cm::active_qp_attrs(cp.ib, info, lim)); !s) {
+  const cm::CmQpAttrs attrs = cm::active_qp_attrs(cp.ib, info, lim);
+  if (Status s = cms.connect_qp(qp, IBV_QPT_RC, attrs); !s) {
     cms.destroy(*id);
     return s.error();
   }
+  if (agreed_window) *agreed_window = attrs.selective_repeat;
   if (Status s = cms.ready_to_use(*id); !s) return s.error();
   auto est = events.next(*id, c.timeout);
   if (!est) return est.error();

@@ -40,12 +40,16 @@ struct CmRcConnect {
   ibv_mtu mtu = IBV_MTU_1024;  // the REQ's path MTU
   Nanos timeout = 10 * kSecond;
   bool srq = false;  // the QP takes its receives from an SRQ: the REQ says so (librdmacm: !!qp->srq)
+  // The reorder window the REQ offers for selective repeat (its ECE, lib/cm/ece.hpp); 0 = none.
+  std::uint32_t selective_repeat = 0;
 };
 
 // REQ, REP, the QP to RTR/RTS with what they agreed, RTU (rdma_connect). A REJ is ECONNREFUSED
-// with its reason in `reject_reason`.
+// with its reason in `reject_reason`. `agreed_window` gets the selective repeat window the REP
+// accepted (0: go-back-N).
 Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& events, const LocalQp& qp,
-                               const CmRcConnect& c, std::uint16_t* reject_reason = nullptr);
+                               const CmRcConnect& c, std::uint16_t* reject_reason = nullptr,
+                               std::uint32_t* agreed_window = nullptr);
 
 // perftest -R with -c UD (rdma_cm_route_handler for a UD ID): a SIDR_REQ in the UDP port space
 // to the server's port for `qp` (already at RTS with rdma_cm's Q_Key: CmService::ready_ud_qp);

@@ -74,7 +74,11 @@ Status Appliance::start() {
   mr_bytes_in_use_ = exposed_.size() + recv_.size();
   drivers_ = std::make_unique<DriverSet>(dp_);
   // One QP1, so one CM agent: the rdma_cm listeners and the NVMe/RDMA target share it.
-  if (o_.rdma_cm.any() && o_.nvmf.enabled()) shared_cm_ = std::make_shared<CmService>(dp_, *drivers_);
+  if (o_.rdma_cm.any() && o_.nvmf.enabled()) {
+    CmServiceConfig cc;
+    cc.selective_repeat = o_.selective_repeat;
+    shared_cm_ = std::make_shared<CmService>(dp_, *drivers_, cc);
+  }
   if (o_.rdma_cm.any()) {
     PerftestCmServe perftest;
     perftest.qp = o_.qp;
@@ -147,6 +151,7 @@ void Appliance::start_session(std::shared_ptr<OobChannel> channel, std::shared_p
   if (stop_) raw->stop = true;
   ServerConfig cfg;
   cfg.qp = o_.qp;
+  cfg.selective_repeat = o_.selective_repeat;
   cfg.exposed = LocalBuffer{exposed_.data(), exposed_.size(), exposed_mr_->lkey()};
   cfg.recv_region = LocalBuffer{recv_.data(), recv_.size(), recv_mr_->lkey()};
   cfg.recv_depth = o_.recv_depth;

@@ -41,6 +41,9 @@ struct ApplianceOptions {
   std::string listen_ip = "0.0.0.0";
   std::uint16_t oob_port = 18515;
   QpParams qp;
+  // Selective repeat with a rocev2-dp client that offers it (TCP exchange: ServerConfig; -R and
+  // the other rdma_cm listeners: the REQ's ECE); 0 = go-back-N with everyone.
+  std::uint32_t selective_repeat = kDefaultSelectiveRepeatWindow;
   std::string control_socket;  // empty: none
   ControlLimits control;
   double status_interval_s = 1;

@@ -347,7 +347,11 @@ Status CmListeners::start() {
   if (o_.message_size == 0 || o_.message_size > 65536) return make_error(EINVAL, "--cm-message-size must be 1..65536");
   if (o_.udaddy && o_.message_size > 4096)
     return make_error(EINVAL, "--cm-message-size above 4096 does not fit a UD datagram (udaddy)");
-  if (!cm_) cm_ = std::make_shared<CmService>(dp_, drivers_);
+  if (!cm_) {
+    CmServiceConfig cc;
+    cc.selective_repeat = o_.selective_repeat;
+    cm_ = std::make_shared<CmService>(dp_, drivers_, cc);
+  }
   channel_ = shared_cm_ ? cm_->open_channel() : 0;
   const auto add = [&](Kind k, std::uint16_t port) -> Status {
     auto l = cm_->listen(proto::RdmaPortSpace::Tcp, port, o_.accept_queue, channel_);
@@ -537,6 +541,7 @@ void CmListeners::on_request(const cm::RdmaCmEvent& e, Kind kind) {
     ap.starting_psn = c.qp.psn;
     ap.responder_resources = a.rtr.max_dest_rd_atomic;
     ap.initiator_depth = a.rts.max_rd_atomic;
+    ap.ece = a.rep_ece;
     s = cm_->accept(e.id, ap);
   }
   keep(e.id, std::move(c), s, refuse);
@@ -678,6 +683,7 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
       ap.starting_psn = q->psn;
       ap.responder_resources = a.rtr.max_dest_rd_atomic;
       ap.initiator_depth = a.rts.max_rd_atomic;
+      ap.ece = a.rep_ece;
       s = cm_->accept(e.id, ap);
       if (!s) (void)c.perftest->take(req->remote_qpn);
     }
@@ -707,6 +713,7 @@ void CmListeners::on_perftest_request(const cm::RdmaCmEvent& e) {
     ap.starting_psn = c.channel->qp().psn;
     ap.responder_resources = a.rtr.max_dest_rd_atomic;
     ap.initiator_depth = a.rts.max_rd_atomic;
+    ap.ece = a.rep_ece;
     s = cm_->accept(e.id, ap);
   }
   if (s) {

@@ -54,6 +54,7 @@ struct CmListenOptions {
   std::uint32_t message_size = 100;    // ucmatose's and udaddy's -S
   Nanos ud_idle = 30 * kSecond;        // a udaddy client that sends nothing this long is dropped
   std::size_t accept_queue = 64;
+  std::uint32_t selective_repeat = 0;  // the reorder window accepted from a REQ that offers it (0: never)
   bool any() const { return rping || ucmatose || udaddy || rdma_server || perftest; }
 };
 

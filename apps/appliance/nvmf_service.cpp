@@ -89,7 +89,11 @@ Status NvmfService::start() {
     if (Status s = (*sub)->add_namespace(nsid, std::move(*store)); !s) return s;
     ++nsid;
   }
-  if (!cm_) cm_ = std::make_shared<CmService>(dp_, drivers_);
+  if (!cm_) {
+    CmServiceConfig cc;
+    cc.selective_repeat = o_.selective_repeat;
+    cm_ = std::make_shared<CmService>(dp_, drivers_, cc);
+  }
   channel_ = shared_cm_ ? cm_->open_channel() : 0;
   auto l = cm_->listen(proto::RdmaPortSpace::Tcp, o_.port, o_.accept_queue, channel_);
   if (!l) return l.error();
@@ -383,6 +387,7 @@ void NvmfService::on_request(const cm::RdmaCmEvent& e) {
     // The target READs host data; the host never reads from us.
     ap.responder_resources = 0;
     ap.initiator_depth = a.rts.max_rd_atomic;
+    ap.ece = a.rep_ece;
     const auto bytes = nvmf::to_bytes(acc.reply);
     ap.private_data.resize(bytes.size());
     std::memcpy(ap.private_data.data(), bytes.data(), bytes.size());

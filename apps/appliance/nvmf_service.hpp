@@ -37,6 +37,7 @@ struct NvmfOptions {
   std::uint16_t port = proto::nvme::kNvmeRdmaPort;
   std::uint32_t block_size = 512;
   std::size_t accept_queue = 64;
+  std::uint32_t selective_repeat = 0;  // the reorder window accepted from a REQ that offers it (0: never)
   bool enabled() const { return !subsystem.empty(); }
 };
 

@@ -233,6 +233,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("cm-messages", "ucmatose, udaddy: messages each way (their -C)", cxxopts::value<std::uint32_t>(o.rdma_cm.messages)->default_value("10"))
       ("cm-message-size", "ucmatose, udaddy: bytes per message (their -S)", cxxopts::value<std::uint32_t>(o.rdma_cm.message_size)->default_value("100"))
       ("max-sessions", "clients served at once", cxxopts::value<std::uint32_t>(o.max_sessions)->default_value("64"))
+      ("selective-repeat", kSelectiveRepeatHelp, cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value(std::to_string(kDefaultSelectiveRepeatWindow)))
       ("handshake-timeout", "seconds a client may take to send its first bytes, and again to send what follows them at once (perftest: version, sizes, MTU)", cxxopts::value<double>(handshake_s)->default_value("5"));
   unsigned max_rd_atomic = 16;
   std::vector<std::string> nvmf_namespaces;
@@ -335,6 +336,9 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   if (o.status_interval_s < 0) return make_error(EINVAL, "--status-interval must not be negative");
   if (o.duration_s < 0) return make_error(EINVAL, "--duration must not be negative");
   if (o.max_sessions == 0) return make_error(EINVAL, "--max-sessions must be at least 1");
+  if (!valid_selective_repeat_window(o.selective_repeat))
+    return make_error(EINVAL, "--selective-repeat takes 0 (go-back-N) or a power of two from 8 to 128, not " + std::to_string(o.selective_repeat));
+  o.rdma_cm.selective_repeat = o.nvmf.selective_repeat = o.selective_repeat;
   auto hs = milliseconds("--handshake-timeout", handshake_s);
   if (!hs) return hs.error();
   o.handshake_timeout_ms = *hs;

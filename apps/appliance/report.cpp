@@ -139,6 +139,7 @@ std::string Appliance::report_json() {
         .field("tool", r.tool)
         .field("version", r.remote_version)
         .field("qps", r.qps)
+        .field("selective_repeat", r.selective_repeat)
         .field("received_messages", r.received_messages)
         .field("received_bytes", r.received_bytes)
         .field("writes_sent", r.writes_sent)

@@ -114,7 +114,11 @@ std::string gen_result_json(const GenOptions& g, const GenJsonRun& r) {
       .field("naks", c.naks)
       .field("timeouts", c.timeouts)
       .field("cnps_received", c.cnps_received)
-      .field("cnps_sent", c.cnps_sent);
+      .field("cnps_sent", c.cnps_sent)
+      .field("packets_sent", c.packets_sent)
+      .field("selective_repeat", r.selective_repeat)
+      .field("sacks_received", c.sacks_received)
+      .field("selective_resends", c.selective_resends);
   if (!r.verify.empty()) w.field("verify", r.verify);
   w.end_object();
   return w.str();

@@ -20,6 +20,7 @@ struct GenJsonRun {
   std::string verify;                 // --verify's outcome in words; empty without --verify
   std::optional<double> cpu_util_percent;
   bool stopped = false;               // --run_infinitely ended by a signal
+  std::uint32_t selective_repeat = 0;  // the reorder window the server agreed to; 0 = go-back-N
 };
 
 std::string gen_result_json(const GenOptions& g, const GenJsonRun& r);

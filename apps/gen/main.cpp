@@ -57,12 +57,20 @@ void print_pingpong(const GenOptions& g, const LatFigures& lat, const RunCounter
 }
 
 // The transport's side of a run, after perftest's table (perftest has no such line).
-void print_counters(const RunCounters& c) {
+// `selective_repeat`: the reorder window the server agreed to, 0 = go-back-N.
+void print_counters(const RunCounters& c, std::uint32_t selective_repeat) {
   std::fprintf(stderr, "roce-gen: errors %llu%s%s, retransmitted packets %llu, NAKs %llu, timeouts %llu, CNPs received %llu\n",
                static_cast<unsigned long long>(c.errors), c.first_error.empty() ? "" : " (first: ",
                c.first_error.empty() ? "" : (c.first_error + ")").c_str(), static_cast<unsigned long long>(c.retransmits),
                static_cast<unsigned long long>(c.naks), static_cast<unsigned long long>(c.timeouts),
                static_cast<unsigned long long>(c.cnps_received));
+  if (selective_repeat)
+    std::fprintf(stderr, "roce-gen: packets sent %llu; selective repeat (window %u): SACKs received %llu, packets resent %llu\n",
+                 static_cast<unsigned long long>(c.packets_sent), selective_repeat,
+                 static_cast<unsigned long long>(c.sacks_received), static_cast<unsigned long long>(c.selective_resends));
+  else
+    std::fprintf(stderr, "roce-gen: packets sent %llu; go-back-N (the server did not agree to selective repeat)\n",
+                 static_cast<unsigned long long>(c.packets_sent));
 }
 
 int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
@@ -95,10 +103,11 @@ int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
     r.verify = verify;
     r.cpu_util_percent = run->cpu_util_percent;
     r.stopped = run->stopped;
+    r.selective_repeat = run->selective_repeat;
     std::printf("%s\n", gen_result_json(g, r).c_str());
   } else {
     print(perftest_closing(style));
-    if (p.output == PerftestOutput::Full) print_counters(run->counters);
+    if (p.output == PerftestOutput::Full) print_counters(run->counters, run->selective_repeat);
     if (!verify.empty()) std::fprintf(stderr, "roce-gen: verify: %s\n", verify.c_str());
   }
   return run->counters.errors || (g.verify && g.spec.verb != Verb::Send && !run->verified) ? 1 : 0;
@@ -188,6 +197,7 @@ int gen_main(int argc, char** argv) {
     DriverSet drivers(dp);
     ServerConfig cfg;
     cfg.qp = g.qp;
+    cfg.selective_repeat = g.selective_repeat;
     cfg.exposed = LocalBuffer{exposed->data(), exposed->size(), (*emr)->lkey()};
     cfg.recv_region = LocalBuffer{recv->data(), recv->size(), (*rmr)->lkey()};
     // roce-gen's server knows its test, as perftest's does (ib_send_lat answers, ib_write_lat writes first).

@@ -115,7 +115,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("server", "client mode: the server's address", cxxopts::value<std::string>(g.server))
       ("listen", "server mode: wait for one client")
       ("p,oob-port", "TCP port of the exchange (also --port)", cxxopts::value<std::uint16_t>(g.oob_port)->default_value("18515"))
-      ("port", "same as -p", cxxopts::value<std::uint16_t>());
+      ("port", "same as -p", cxxopts::value<std::uint16_t>())
+      ("selective-repeat", kSelectiveRepeatHelp, cxxopts::value<std::uint32_t>(g.selective_repeat)->default_value(std::to_string(kDefaultSelectiveRepeatWindow)));
   opts.add_options("Dataplane")
       ("vdev", "create a DPDK virtual device first (repeatable), e.g. net_tap0,iface=rdp0", cxxopts::value<std::vector<std::string>>())
       ("dev", "DPDK port to use (name or number)", cxxopts::value<std::string>(g.dev))
@@ -282,6 +283,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   if (g.ud_pingpong && (g.spec.size == 0 || g.spec.size > 4096)) return make_error(EINVAL, "ud-pingpong sizes are 1..4096");
   if (g.perftest.bidirectional && g.listen) return make_error(EINVAL, "-b: roce-gen --listen serves unidirectional tests only");
   g.rdma_cm = r.count("rdma_cm") > 0;
+  if (!valid_selective_repeat_window(g.selective_repeat))
+    return make_error(EINVAL, "--selective-repeat takes 0 (go-back-N) or a power of two from 8 to 128, not " + std::to_string(g.selective_repeat));
   if (g.rdma_cm && g.listen)
     return make_error(EINVAL, "-R: roce-gen --listen serves the TCP exchange only (roce-appliance --rdma-cm perftest serves -R clients)");
   return g;

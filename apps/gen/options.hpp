@@ -24,6 +24,8 @@ struct GenOptions {
   bool listen = false;               // server mode
   bool rdma_cm = false;              // -R: the exchange and the QPs' connections over rdma_cm
   std::uint16_t oob_port = 18515;
+  // Selective repeat with a rocev2-dp peer that agrees (docs/loss.md); 0 = go-back-N always.
+  std::uint32_t selective_repeat = kDefaultSelectiveRepeatWindow;
   PerftestFlags perftest;            // the common flags of the perftest tests (write, read, send, atomic)
   bool json = false;
   bool verify = false;

@@ -29,6 +29,7 @@ ClientOptions client_options_of(const GenOptions& g) {
   co.duplex = p.bidirectional;
   co.use_srq = p.use_srq;
   co.rdma_cm = g.rdma_cm;
+  co.selective_repeat = g.selective_repeat;
   if (p.all) co.sizes = all_sizes(g.spec.verb);
   return co;
 }

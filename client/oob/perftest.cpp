@@ -15,7 +15,7 @@ namespace roce::client {
 
 namespace {
 
-constexpr std::size_t kVersionBytes = 16;
+constexpr std::size_t kVersionBytes = kPerftestVersionBytes;
 constexpr std::size_t kDoneBytes = 5;
 // How long the client waits for the peer's "done" (see exchange_done).
 constexpr int kDoneGraceMs = 2'000;
@@ -28,7 +28,35 @@ std::span<const std::byte> bytes_of(const T& v) {
   return std::as_bytes(std::span{&v, 1});
 }
 
+// What follows the version's NUL in a record of ours (perftest_version_record).
+struct VersionEce {  // Be types are byte arrays: no padding
+  proto::Be24 vendor_id;
+  proto::Be32 options;
+};
+static_assert(sizeof(VersionEce) == 7);
+
 }  // namespace
+
+std::array<char, kPerftestVersionBytes> perftest_version_record(const std::string& version, const cm::Ece& ece) {
+  std::array<char, kPerftestVersionBytes> r{};
+  const std::size_t text = std::min(version.size(), r.size() - 1);
+  std::memcpy(r.data(), version.data(), text);
+  if (ece == cm::Ece{} || text + 1 + sizeof(VersionEce) > r.size()) return r;
+  VersionEce e;
+  e.vendor_id.set(ece.vendor_id);
+  e.options.set(ece.options);
+  std::memcpy(r.data() + text + 1, &e, sizeof e);
+  return r;
+}
+
+cm::Ece perftest_version_ece(const std::array<char, kPerftestVersionBytes>& record) {
+  const auto nul = std::find(record.begin(), record.end(), '\0');
+  const std::size_t at = static_cast<std::size_t>(nul - record.begin()) + 1;
+  if (at + sizeof(VersionEce) > record.size()) return {};
+  VersionEce e;
+  std::memcpy(&e, record.data() + at, sizeof e);
+  return cm::Ece{e.vendor_id.get(), e.options.get()};
+}
 
 Status check_remote_version(const std::string& v) {
   // perftest 4.5 itself stops there (check_version_compatibility): "not compatible with versions
@@ -64,13 +92,13 @@ Status PerftestSession::swap_bytes(std::span<const std::byte> mine, std::span<st
   return tcp_.write_all(mine);
 }
 
-Status PerftestSession::exchange_versions() {
-  std::array<char, kVersionBytes> mine{};
-  std::strncpy(mine.data(), kVersion, mine.size() - 1);
+Status PerftestSession::exchange_versions(const cm::Ece& ece) {
+  const std::array<char, kVersionBytes> mine = perftest_version_record(kVersion, ece);
   std::array<char, kVersionBytes> theirs{};
   if (Status s = swap_bytes(std::as_bytes(std::span{mine}), std::as_writable_bytes(std::span{theirs})); !s) return s;
   theirs.back() = '\0';
   remote_version_ = theirs.data();
+  remote_ece_ = perftest_version_ece(theirs);
   return check_remote_version(remote_version_);
 }
 

@@ -5,10 +5,12 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <string>
 
 #include "client/oob/records.hpp"
 #include "client/tcp.hpp"
+#include "lib/cm/ece.hpp"
 
 namespace roce::client {
 
@@ -31,13 +33,25 @@ inline constexpr const char* kOldestPeerVersion = "5.70";
 // A clear error for a version string perftest 4.5 would refuse.
 Status check_remote_version(const std::string& version);
 
+// The 16-byte version record. perftest reads it only as a C string (atof), so the bytes after
+// the version's NUL are never looked at, and perftest sends zeros there. rocev2-dp puts an ECE
+// there (lib/cm/ece.hpp: a 24-bit vendor ID then a 32-bit options word, big-endian), the same
+// one its CM REQ/REP carry: that is how roce-gen and roce-appliance agree on selective repeat
+// over the TCP exchange (docs/loss.md). A zero ECE leaves the record as perftest's.
+inline constexpr std::size_t kPerftestVersionBytes = 16;
+std::array<char, kPerftestVersionBytes> perftest_version_record(const std::string& version, const cm::Ece& ece = {});
+// The ECE a version record carries after its text; zero for perftest's own records.
+cm::Ece perftest_version_ece(const std::array<char, kPerftestVersionBytes>& record);
+
 class PerftestSession {
  public:
   static constexpr const char* kVersion = "6.06";  // what perftest 4.5 (Debian 12) sends
 
   PerftestSession(OobChannel& tcp, OobRole role, int timeout_ms = 30'000) : tcp_(tcp), role_(role), timeout_(timeout_ms) {}
 
-  Status exchange_versions();
+  // The version, with `ece` after it (perftest_version_record); remote_ece() is the peer's.
+  // As a client, `ece` is our offer; a server that read the client's first answers it.
+  Status exchange_versions(const cm::Ece& ece = {});
   // Cycle-buffer (page) size and cache line: each side keeps the larger. Skipped for peers
   // older than 5.32, as perftest does.
   // A peer's cycle buffer beyond kMaxCycleBuffer is refused (it sizes the memory we expose).
@@ -54,6 +68,7 @@ class PerftestSession {
   Status exchange_done();
 
   const std::string& remote_version() const { return remote_version_; }
+  const cm::Ece& remote_ece() const { return remote_ece_; }
   // For a server that read the version itself (to tell perftest from other tools).
   void set_remote_version(std::string v) { remote_version_ = std::move(v); }
 
@@ -64,6 +79,7 @@ class PerftestSession {
   OobRole role_;
   int timeout_;
   std::string remote_version_ = kVersion;
+  cm::Ece remote_ece_{};
   std::uint32_t cycle_buffer_ = 4096;
 };
 

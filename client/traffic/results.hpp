@@ -35,6 +35,9 @@ struct RunCounters {
   std::uint64_t cnps_received = 0;
   std::uint64_t cnps_sent = 0;
   std::uint64_t timeouts = 0;
+  std::uint64_t packets_sent = 0;       // every packet the QPs sent, resends included
+  std::uint64_t sacks_received = 0;     // selective repeat: SACKs that reported holes or held packets
+  std::uint64_t selective_resends = 0;  // ... packets resent because a SACK or a timer found them missing
   std::string first_error;  // ibv_wc_status_str of the first failed completion
 };
 

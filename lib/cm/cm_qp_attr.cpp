@@ -40,8 +40,9 @@ CmQpAttrs passive_qp_attrs(const ReqInfo& req, std::uint32_t rq_psn, const CmQpL
   a.rts.retry_cnt = std::min<std::uint8_t>(req.retry_count, 7);
   a.rts.rnr_retry = std::min<std::uint8_t>(req.rnr_retry_count, 7);
   a.rts.max_rd_atomic = std::min(req.initiator_depth, lim.max_rd_atomic);
-  // The REP answers the REQ's ECE with answer_selective_repeat(req.ece, lim.selective_repeat).
-  a.selective_repeat = agreed_selective_repeat(req.ece, answer_selective_repeat(req.ece, lim.selective_repeat));
+  // The REP answers the REQ's ECE: ours only when it offered selective repeat and we do it.
+  a.rep_ece = answer_selective_repeat(req.ece, lim.selective_repeat);
+  a.selective_repeat = agreed_selective_repeat(req.ece, a.rep_ece);
   return a;
 }
 

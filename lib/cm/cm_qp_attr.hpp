@@ -27,6 +27,7 @@ struct CmQpAttrs {
   rdma::PeerPath rtr;
   rdma::SendSide rts;
   std::uint32_t selective_repeat = 0;  // agreed in the REQ/REP ECE: set on the QP before RTR
+  Ece rep_ece{};  // passive side: what our REP answers (AcceptParams::ece)
 };
 
 // Passive side, from the REQ: `rq_psn` is the starting PSN our REP carries (AcceptParams).

@@ -2,8 +2,10 @@
 // bytes real tools sent (../shared/captures) and end to end over a local TCP connection.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -130,6 +132,50 @@ TEST(PerftestSession, ClientAndServerAgreeOnEveryStep) {
   ASSERT_TRUE(c.exchange_results(c_res).ok());
   EXPECT_TRUE(c.exchange_done().ok());
   server.join();
+}
+
+// rocev2-dp's offer of selective repeat rides after the version's NUL, where perftest (atof on
+// the 16 bytes) never looks; perftest's own record has zeros there.
+TEST(PerftestVersionRecord, OurOfferSitsAfterTheNulWherePerftestReadsNothing) {
+  const cm::Ece offer = cm::selective_repeat_ece(64);
+  const auto rec = perftest_version_record(PerftestSession::kVersion, offer);
+  EXPECT_STREQ(rec.data(), "6.06");
+  EXPECT_DOUBLE_EQ(std::atof(rec.data()), 6.06);  // all perftest reads of it
+  EXPECT_EQ(std::string(rec.data() + 5, 3), "RDP");  // the vendor ID 0x524450, big-endian
+  EXPECT_EQ(perftest_version_ece(rec), offer);
+  const auto plain = perftest_version_record(PerftestSession::kVersion);
+  EXPECT_TRUE(std::all_of(plain.begin() + 4, plain.end(), [](char c) { return c == 0; }));
+  EXPECT_EQ(perftest_version_ece(plain), cm::Ece{});
+  // A record with no room after its text, or someone else's bytes there, offers nothing.
+  std::array<char, kPerftestVersionBytes> full{};
+  std::memset(full.data(), '9', full.size() - 1);
+  EXPECT_EQ(perftest_version_ece(full), cm::Ece{});
+  auto other = plain;
+  other[5] = 0x15, other[6] = char(0xb3);  // a PCI vendor ID is not ours
+  other[11] = 1;
+  EXPECT_EQ(cm::selective_repeat_window(perftest_version_ece(other)), 0u);
+}
+
+// Our client offers; a perftest server (zeros after its version) gives go-back-N, another
+// rocev2-dp server the smaller window.
+TEST(PerftestVersionRecord, SelectiveRepeatIsAgreedOnlyWithAServerThatAnswersIt) {
+  for (const std::uint32_t server_window : {0u, 32u, 128u}) {
+    LoopbackPair p;
+    const cm::Ece offer = cm::selective_repeat_ece(64);
+    std::thread server([&] {
+      // A server reads the client's record first: its answer follows the offer.
+      std::array<char, kPerftestVersionBytes> in{};
+      ASSERT_TRUE(p.server.read_exact(std::as_writable_bytes(std::span{in}), 3000).ok());
+      const cm::Ece answer = cm::answer_selective_repeat(perftest_version_ece(in), server_window);
+      const auto out = perftest_version_record(PerftestSession::kVersion, answer);
+      ASSERT_TRUE(p.server.write_all(std::as_bytes(std::span{out})).ok());
+    });
+    PerftestSession c(p.client, OobRole::Client);
+    ASSERT_TRUE(c.exchange_versions(offer).ok());
+    server.join();
+    EXPECT_EQ(c.remote_version(), "6.06");
+    EXPECT_EQ(cm::agreed_selective_repeat(offer, c.remote_ece()), std::min(server_window, 64u)) << server_window;
+  }
 }
 
 // perftest closes after its "done" without reading ours; when its "done" and the reset that

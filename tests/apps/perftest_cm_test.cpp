@@ -44,6 +44,7 @@ class PerftestCm : public DataplanePairTest {
     recv_mr = *rmr;
     auto parsed = parse_cm_listeners("perftest");
     ASSERT_TRUE(parsed.ok());
+    parsed->selective_repeat = server_selective_repeat;
     PerftestCmServe serve;
     serve.qp.type = qp_type;
     serve.ud_qpn_message = served && (served->measure == Measure::Latency || served->duplex);
@@ -95,6 +96,7 @@ class PerftestCm : public DataplanePairTest {
     o.rdma_cm = true;
     o.qp.type = qp_type;
     o.oob_timeout_ms = 5'000;
+    o.selective_repeat = client_selective_repeat;
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok())
       for (const auto& [k, v] : listeners->cm_counters())
@@ -121,6 +123,8 @@ class PerftestCm : public DataplanePairTest {
   const rdma::MemoryRegion* recv_mr = nullptr;
   std::optional<ServedTest> served;
   ibv_qp_type qp_type = IBV_QPT_RC;  // both sides' -c
+  std::uint32_t client_selective_repeat = 0;  // the window the data QPs' REQs offer
+  std::uint32_t server_selective_repeat = 0;  // ... and the listener's REPs accept
   std::atomic<bool> stop{false};
   std::mutex mutex;
   std::vector<std::thread> sessions;
@@ -149,6 +153,42 @@ TEST_F(PerftestCm, WriteBandwidthTwoQpsConnectThroughRdmaCm) {
   EXPECT_NE(printed.find(" rdma_cm QPs\t : ON\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find(" Data ex. method : rdma_cm\n"), std::string::npos) << printed;
   EXPECT_EQ(printed.find("Data ex. method : Ethernet"), std::string::npos) << printed;
+}
+
+// Selective repeat over rdma_cm: the data QPs' REQs offer it in their ECE, the listener's REPs
+// answer with the smaller window; a listener that does not do it answers with no ECE.
+class PerftestCmSelectiveRepeat : public PerftestCm {
+ protected:
+  void SetUp() override {
+    server_selective_repeat = 32;
+    PerftestCm::SetUp();
+  }
+};
+
+TEST_F(PerftestCmSelectiveRepeat, TheDataQpsAgreeOnItInTheirReqAndRep) {
+  client_selective_repeat = 64;
+  auto r = run(Verb::Write, Measure::Bandwidth, 65536, 100, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 32u);
+  EXPECT_EQ(r->bw[0].iterations, 200u);
+  EXPECT_EQ(r->counters.errors, 0u);
+  ASSERT_TRUE(report().ok());
+}
+
+TEST_F(PerftestCmSelectiveRepeat, AClientThatOffersNothingGetsGoBackN) {
+  auto r = run(Verb::Write, Measure::Bandwidth, 4096, 100, 1);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 0u);
+  EXPECT_EQ(r->counters.errors, 0u);
+}
+
+TEST_F(PerftestCm, AListenerThatDoesNotDoSelectiveRepeatGivesGoBackN) {
+  client_selective_repeat = 64;
+  auto r = run(Verb::Write, Measure::Bandwidth, 4096, 100, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 0u);
+  EXPECT_EQ(r->counters.errors, 0u);
+  EXPECT_EQ(r->counters.sacks_received, 0u);
 }
 
 TEST_F(PerftestCm, ReadAndSendBandwidthAndReadLatency) {

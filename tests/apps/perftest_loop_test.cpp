@@ -51,6 +51,7 @@ class PerftestLoop : public test::DataplanePairTest {
     }
     cfg.test = served;
     cfg.qp.type = type_;
+    cfg.selective_repeat = server_selective_repeat_;
     if (tweak_server_) tweak_server_(cfg);
     OobServer server(server_conn, server_drivers, cfg);
     std::atomic<bool> stop{false};
@@ -75,6 +76,7 @@ class PerftestLoop : public test::DataplanePairTest {
     o.duplex = duplex_;
     o.run_infinitely = run_infinitely_;
     if (tweak_client_) tweak_client_(o);
+    o.selective_repeat = client_selective_repeat_;
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok()) stop = true;
     srv.join();
@@ -96,6 +98,8 @@ class PerftestLoop : public test::DataplanePairTest {
   bool duplex_ = false;  // the client runs -b
   bool served_duplex_ = true;  // the server is told -b when the client runs it
   bool run_infinitely_ = false;
+  std::uint32_t client_selective_repeat_ = 0;  // the window our client offers (0: none)
+  std::uint32_t server_selective_repeat_ = 0;  // ... and our server accepts
   std::function<void(ServerConfig&)> tweak_server_;
   std::function<void(ClientOptions&)> tweak_client_;
 };
@@ -121,6 +125,48 @@ TEST_F(PerftestLoop, WriteBandwidthVerifiesRemoteMemory) {
   EXPECT_EQ(r->counters.errors, 0u);
   EXPECT_EQ(last_report_.qps, 2u);
   EXPECT_EQ(last_report_.tool, "perftest");
+}
+
+// Selective repeat over the TCP exchange (docs/loss.md): our client offers it in its version
+// record, our server answers; the QPs of both run it only when both sides want it.
+TEST_F(PerftestLoop, SelectiveRepeatIsAgreedInTheExchangeWhenBothSidesDoIt) {
+  client_selective_repeat_ = 64;
+  server_selective_repeat_ = 32;
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 65536, 200), true, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 32u);  // the smaller window
+  EXPECT_EQ(last_report_.selective_repeat, 32u);
+  EXPECT_TRUE(r->verified);
+  EXPECT_EQ(r->counters.errors, 0u);
+  EXPECT_GT(r->counters.packets_sent, 0u);
+}
+
+TEST_F(PerftestLoop, AServerThatDoesNotOfferSelectiveRepeatGetsGoBackN) {
+  client_selective_repeat_ = 64;
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 65536, 100), true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 0u);
+  EXPECT_EQ(last_report_.selective_repeat, 0u);
+  EXPECT_EQ(r->counters.sacks_received, 0u);
+  EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, AClientThatDoesNotOfferSelectiveRepeatGetsGoBackN) {
+  server_selective_repeat_ = 64;
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 65536, 100), true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 0u);
+  EXPECT_EQ(last_report_.selective_repeat, 0u);
+  EXPECT_TRUE(r->verified);
+}
+
+TEST_F(PerftestLoop, UcQpsNeverAgreeOnSelectiveRepeat) {
+  client_selective_repeat_ = server_selective_repeat_ = 64;
+  type_ = IBV_QPT_UC;
+  auto r = run(spec(Verb::Write, Measure::Bandwidth, 4096, 50), false);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 0u);
+  EXPECT_EQ(last_report_.selective_repeat, 0u);
 }
 
 TEST_F(PerftestLoop, ReadBandwidthReadsWhatWasWritten) {

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Issue 21's af_packet case: `roce-gen write -q 4 -s 16K -n 500` against roce-appliance, two
+processes in two network namespaces joined by a veth pair that each drives through DPDK's
+net_af_packet, no configured loss. What is lost there is what af_packet's receive ring drops when
+the receiving poller is starved, so the figure depends on the load: the load average is printed
+beside every run.
+
+Each run starts a fresh appliance and runs the client once per mode, the modes taking turns:
+selective repeat (both ends' --selective-repeat, the default), and go-back-N (both at 0). Per run
+and mode it prints the retransmitted packets as a fraction of the packets the client sent
+(data packets: a WRITE client sends nothing else), NAKs, timeouts, SACKs, bandwidth.
+
+Usage: afpacket_overrun.py ROCE_GEN ROCE_APPLIANCE [--runs N] [--qps 4] [--size 16K] [--iters 500]
+       [--window 64] [--modes sr,gbn] [--mtu 1024]
+Root only. Namespaces and processes are removed on any exit. Two busy-polling DPDK processes:
+the figures are the machine's at that moment, not the code's alone.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TAG = "afo%d" % (os.getpid() % 100000)
+NS_GEN, NS_APPL = TAG + "g", TAG + "a"
+VETH_GEN, VETH_APPL = TAG + "g0", TAG + "a0"
+TCP_GEN, TCP_APPL = "10.78.0.1", "10.78.0.2"
+ROCE_GEN, ROCE_APPL = "10.78.1.1", "10.78.1.2"
+EAL = ["--no-huge", "--no-pci", "-m", "256", "--log-level=error", "--no-telemetry"]
+
+procs = []
+
+
+def sh(*args, check=True):
+    r = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(args), r.stderr.strip()))
+    return r
+
+
+def cleanup():
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    for ns in (NS_GEN, NS_APPL):
+        sh("ip", "netns", "del", ns, check=False)
+    for prefix in (TAG + "_gen", TAG + "_appl"):
+        sh("rm", "-rf", "/var/run/dpdk/" + prefix, check=False)
+
+
+def setup_network():
+    if os.geteuid() != 0:
+        sys.exit("needs root: network namespaces and a veth pair")
+    sh("ip", "netns", "add", NS_GEN)
+    sh("ip", "netns", "add", NS_APPL)
+    sh("ip", "link", "add", VETH_GEN, "type", "veth", "peer", "name", VETH_APPL)
+    for ns, dev, addr in ((NS_GEN, VETH_GEN, TCP_GEN), (NS_APPL, VETH_APPL, TCP_APPL)):
+        sh("ip", "link", "set", dev, "netns", ns)
+        sh("ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+
+def start_appliance(binary, tmp, window, mtu):
+    report = os.path.join(tmp, "report-%d.json" % len(procs))
+    err = open(os.path.join(tmp, "appliance-%d.err" % len(procs)), "w+")
+    cmd = ["ip", "netns", "exec", NS_APPL, binary] + EAL + ["--file-prefix=" + TAG + "_appl", "-l", "0-1", "--",
+           "--vdev", "net_af_packet0,iface=" + VETH_APPL, "--dev", "net_af_packet0", "--ip", ROCE_APPL,
+           "--listen-ip", TCP_APPL, "--mr-size", "16M", "--status-interval", "0", "--report", report,
+           "--mtu", str(mtu), "--selective-repeat", str(window)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True)
+    procs.append(p)
+    deadline = time.time() + 40
+    while time.time() < deadline:
+        err.seek(0)
+        text = err.read()
+        if "serving " in text:
+            return p, report
+        if p.poll() is not None:
+            raise RuntimeError("roce-appliance exited %d: %s" % (p.returncode, text.strip()))
+        time.sleep(0.1)
+    raise RuntimeError("roce-appliance did not start in 40 s")
+
+
+def stop_appliance(p):
+    p.send_signal(signal.SIGTERM)
+    p.wait(20)
+
+
+def run_gen(binary, a, window):
+    cmd = ["ip", "netns", "exec", NS_GEN, binary] + EAL + ["--file-prefix=" + TAG + "_gen", "--lcores=0@1,1@0", "--",
+           "write", "-q", str(a.qps), "-s", a.size, "-n", str(a.iters), "-m", str(a.mtu),
+           "--selective-repeat", str(window),
+           "--vdev", "net_af_packet0,iface=" + VETH_GEN, "--dev", "net_af_packet0", "--ip", ROCE_GEN,
+           "--server", TCP_APPL, "--json"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError("roce-gen exited %d: %s" % (r.returncode, r.stderr.strip()[-400:]))
+    return json.loads(r.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("gen")
+    ap.add_argument("appliance")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--qps", type=int, default=4)
+    ap.add_argument("--size", default="16K")
+    ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--window", type=int, default=64)
+    ap.add_argument("--mtu", type=int, default=1024)
+    ap.add_argument("--modes", default="sr,gbn")
+    a = ap.parse_args()
+    modes = a.modes.split(",")
+    setup_network()
+    totals = {m: [0, 0, 0] for m in modes}  # retransmitted, sent, runs
+    with tempfile.TemporaryDirectory() as tmp:
+        print("run mode window  retransmitted / sent = fraction  NAKs timeouts SACKs  MB/s  load (1 min)")
+        for run in range(a.runs):
+            for m in modes:
+                window = a.window if m == "sr" else 0
+                p, _ = start_appliance(a.appliance, tmp, window, a.mtu)
+                try:
+                    j = run_gen(a.gen, a, window)
+                finally:
+                    stop_appliance(p)
+                load = os.getloadavg()[0]
+                rt, sent = j["retransmits"], j["packets_sent"]
+                bw = (j.get("results") or [{}])[0].get("bw_average", 0)
+                print("%3d %-4s %6d  %6d / %6d = %.4f  %5d %8d %5d  %6.1f  %.1f" %
+                      (run, m, j["selective_repeat"], rt, sent, rt / max(sent, 1), j["naks"], j["timeouts"],
+                       j["sacks_received"], bw, load))
+                sys.stdout.flush()
+                t = totals[m]
+                t[0] += rt
+                t[1] += sent
+                t[2] += 1
+        for m in modes:
+            rt, sent, n = totals[m]
+            print("all  %-4s %d runs: %d / %d = %.4f retransmitted per packet sent" % (m, n, rt, sent, rt / max(sent, 1)))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        cleanup()
