@@ -214,7 +214,9 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
         (qp.tuning->max_inflight_bytes != 0 &&
          static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
     const std::uint32_t every = std::min(qp.tuning->ack_req_every, window_ack_spacing());
-    const bool ask = info.ends_message() || packets_since_ack_req_ >= every || fills_window;
+    // A selective resend asks too: its answer is what tells the requester the hole (or the
+    // probed tail) is filled, and resends are few.
+    const bool ask = info.ends_message() || packets_since_ack_req_ >= every || fills_window || sr_resending_;
     spec.bth.set_ack_requested(ask);
     last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;

@@ -65,8 +65,9 @@ class Requester {
   // A SACK from a responder expecting `epsn`: marks the request packets it shows missing below
   // the highest one it holds for one resend each (a resent packet lost again is resent once more when the SACK holds a packet sent after it). Returns how many were newly marked; *first the oldest.
   std::uint32_t on_sack(const QpContext& qp, std::uint32_t epsn, const proto::SackBitmap& sacked, std::uint32_t* first);
-  // A timer fired: marks every unacknowledged request packet no SACK reported. False (nothing
-  // marked) when the oldest unfinished WQE waits for response data: go-back-N re-asks for it.
+  // A timer fired: marks the newest request packet no SACK reported for a resend (a probe whose
+  // answer names what is missing). False (nothing marked) when the oldest unfinished WQE waits
+  // for response data: go-back-N re-asks for it.
   bool resend_unsacked(const QpContext& qp);
   std::uint32_t resends_pending() const { return sr_pending_; }
 
@@ -115,7 +116,8 @@ class Requester {
   // Selective repeat: the responder's reorder window (0: go-back-N), and per PSN in flight
   // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it.
   std::uint32_t sr_window_ = 0;
-  std::uint32_t sr_pending_ = 0;  // marked kPending (some may have been acknowledged since)
+  std::uint32_t sr_pending_ = 0;
+  bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
   std::array<SrSlot, proto::kSackSpan> sr_{};
 

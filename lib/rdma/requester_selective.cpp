@@ -74,15 +74,23 @@ bool Requester::resend_unsacked(const QpContext& qp) {
     if (w.state == WqeState::InFlight && w.is_read() && w.read_packets_received != 0) return false;
     break;
   }
-  std::uint32_t marked = 0;
+  // A probe, not the whole window: the newest packet no SACK reported goes again alone. If
+  // only ACKs were lost (a starved receive ring drops whatever comes), it is a duplicate the
+  // responder answers with an ACK for everything; if a tail was lost, it arrives past the hole
+  // and its SACK names every missing packet, each then resent once (TCP's tail loss probe).
+  // Resending everything unreported instead cost a window per spurious timer on af_packet.
+  std::uint32_t probe = 0;
+  bool any = false;
   for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
-    SrSlot& s = sr_slot(psn);
-    if (s.flags & kSacked) return;
-    s.flags = kPending | kResent;
-    ++marked;
+    if (sr_slot(psn).flags & kSacked) return;
+    probe = psn;
+    any = true;
   });
-  sr_pending_ = marked;
-  return marked != 0;
+  if (!any) return false;
+  SrSlot& s = sr_slot(probe);
+  s.flags = kPending | kResent;
+  sr_pending_ = 1;
+  return true;
 }
 
 bool Requester::build_selective(QpContext& qp, TxFrame& frame) {
@@ -104,7 +112,9 @@ bool Requester::build_selective(QpContext& qp, TxFrame& frame) {
   // The packet as it first went out: write_packet builds packet `next_packet` and moves it on.
   const std::uint32_t next = wqe->next_packet;
   wqe->next_packet = index;
+  sr_resending_ = true;
   write_packet(qp, *wqe, frame);
+  sr_resending_ = false;
   wqe->next_packet = next;
   qp.counters.inc(Counter::SelectiveResends);
   return true;

@@ -77,6 +77,10 @@ class SelectiveRepeat : public ::testing::Test {
       ++dropped_;
       return true;
     }
+    if (from == "b" && x.opcode == 0x11 && lose_acks_ && ack_copies_.insert(x.psn).second) {
+      ++dropped_;
+      return true;
+    }
     const bool data = from == "a" ? is_request(x.opcode) : (x.opcode >= 0x0D && x.opcode <= 0x10);
     if (!data || !lose_.contains(x.psn)) return false;
     if (lose_twice_.contains(x.psn)) {
@@ -132,6 +136,8 @@ class SelectiveRepeat : public ::testing::Test {
   std::set<std::uint32_t> lose_;
   std::map<std::string, std::set<std::uint32_t>> first_copy_;
   int lose_sacks_ = 0;
+  bool lose_acks_ = false;            // the first copy of every ACK b sends
+  std::set<std::uint32_t> ack_copies_;
   std::set<std::uint32_t> lose_twice_;  // the first two copies (a subset of lose_)
   std::map<std::uint32_t, int> copies_;
   std::uint64_t dropped_ = 0, sacks_on_wire_ = 0;
@@ -208,6 +214,33 @@ TEST_F(SelectiveRepeat, ATailLossTimerResendsOnlyWhatIsUnacknowledged) {
   EXPECT_TRUE(same(0, 16 * 1024));
   EXPECT_EQ(resent(), 1u);
   expect_sends(16, {psn(15)});
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
+}
+
+// The timer's resend is a probe: the newest packet no SACK reported goes alone. When only the
+// ACKs were lost (a starved receive ring drops whatever arrives), it is one duplicate, which
+// the responder answers with an ACK for everything, not a window of duplicates.
+TEST_F(SelectiveRepeat, WhenOnlyTheAcksWereLostTheTimerResendsOnePacket) {
+  build();
+  lose_acks_ = true;
+  write(0, 0, 32 * 1024);
+  run(1);
+  EXPECT_TRUE(same(0, 32 * 1024));
+  EXPECT_EQ(resent(), 1u);
+  expect_sends(32, {psn(31)});
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
+}
+
+// A lost tail of several packets: the probe (the newest) arrives past the holes and its SACK
+// names them; each is resent once, after one timer.
+TEST_F(SelectiveRepeat, ALostTailOfSeveralPacketsCostsOneProbeAndItsHoles) {
+  build();
+  lose_ = {psn(26), psn(27), psn(28), psn(29), psn(30), psn(31)};
+  write(0, 0, 32 * 1024);
+  run(1);
+  EXPECT_TRUE(same(0, 32 * 1024));
+  EXPECT_EQ(resent(), 6u);
+  expect_sends(32, lose_);
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
 }
 
