@@ -5,7 +5,7 @@
 //
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
-//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--window-floor PACKETS]
+//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--sr-window on|off] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
 // Cases: baselines, protocol, responder, goodput, rtt, loss, cycles.
@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
       c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {
       c.tuning.window.enabled = true;
+    } else if (a == "--sr-window" && has) {
+      c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--window-floor" && has) {
       c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
     } else if (a == "--ack-req-every" && has) {

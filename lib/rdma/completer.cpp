@@ -74,7 +74,8 @@ void Completer::start(const QpContext& qp) {
   if (t && t->max_inflight_bytes != 0)
     static_cap = std::min(static_cap, std::max(1.0, static_cast<double>(t->max_inflight_bytes / qp.cfg.pmtu)));
   // A shared window is started by its owner, once.
-  if (shared_window_ == nullptr) own_window_.start(t ? t->window : WindowTuning{}, static_cap, t && t->congestion.enabled);
+  if (shared_window_ == nullptr)
+    own_window_.start(t ? t->window : WindowTuning{}, static_cap, t && t->congestion.enabled, qp.cfg.selective_repeat != 0);
   recovery_end_ = progress_una_ = una_;
   recovering_ = false;
   peer_answered_ = false;
@@ -265,9 +266,11 @@ void Completer::on_sack(QpContext& qp, Requester& req, const Packet& pkt, Nanos 
   qp.counters.inc(Counter::SacksReceived);
   std::uint32_t first = 0;
   if (req.on_sack(qp, psn_next(pkt.psn()), sack_bitmap(pkt), &first) == 0) return;
-  // A hole costs its own packets, not a window: no go-back, no cut (a queue shows in the
-  // round trip and DCQCN's marks, which still act).
+  // A hole costs its own packets, not a window: no go-back. The window is cut only when the
+  // round trip shows a queue (SendWindow: selective repeat reacts to congestion alone), at most
+  // once per round trip across the QPs of the path.
   qp.counters.inc(Counter::LossEvents);
+  if (window().on_loss(now, srtt_ ? srtt_ : window().min_rtt(), false)) qp.counters.inc(Counter::WindowCuts);
   if (sample_sent_at_ != kNever && psn_before(first, sample_end_)) {
     sample_sent_at_ = kNever;  // Karn: the sampled PSN goes twice
     sample_resent_ = false;

@@ -168,14 +168,16 @@ void Engine::activate(QueuePair& qp) {
 SendWindow* Engine::path_window(const QueuePair& qp) {
   const proto::FrameSpec& p = qp.context().path;
   const IpAddress peer = p.ip_version == IpVersion::V6 ? IpAddress::ipv6(p.ipv6.dst) : IpAddress::ipv4(p.ipv4.dst);
+  // Selective repeat QPs have a window of their own kind (congestion losses only).
+  const bool selective = qp.context().cfg.selective_repeat != 0;
   for (PathWindow& w : path_windows_)
-    if (w.peer == peer) return w.window.get();
+    if (w.peer == peer && w.window->selective() == selective) return w.window.get();
   auto w = std::make_unique<SendWindow>();
   const TransportTuning& t = cfg_.tuning;
   double static_cap = t.max_inflight_packets;
   if (t.max_inflight_bytes != 0)
     static_cap = std::min(static_cap, std::max(1.0, static_cast<double>(t.max_inflight_bytes / qp.config().pmtu)));
-  w->start(t.window, static_cap, t.congestion.enabled);
+  w->start(t.window, static_cap, t.congestion.enabled, selective);
   path_windows_.push_back(PathWindow{peer, std::move(w)});
   return path_windows_.back().window.get();
 }

@@ -58,6 +58,7 @@ void Requester::start(const QpContext& qp) {
   packets_since_ack_req_ = 0;
   sr_window_ = qp.is_rc() ? qp.cfg.selective_repeat : 0;
   sr_pending_ = 0;
+  probed_ = false;
   tx_seq_ = 0;
   sr_.fill(SrSlot{});
 }

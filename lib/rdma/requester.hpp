@@ -117,7 +117,9 @@ class Requester {
   // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it.
   std::uint32_t sr_window_ = 0;
   std::uint32_t sr_pending_ = 0;
-  bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)  // marked kPending (some may have been acknowledged since)
+  bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)
+  bool probed_ = false;        // the last timer sent probe_psn_ alone
+  std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
   std::array<SrSlot, proto::kSackSpan> sr_{};
 

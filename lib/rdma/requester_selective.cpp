@@ -79,16 +79,28 @@ bool Requester::resend_unsacked(const QpContext& qp) {
   // responder answers with an ACK for everything; if a tail was lost, it arrives past the hole
   // and its SACK names every missing packet, each then resent once (TCP's tail loss probe).
   // Resending everything unreported instead cost a window per spurious timer on af_packet.
+  // A timer that finds the same newest packet unreported again (the probe drew no answer: a
+  // peer holding fewer PSNs than we send drops it as beyond its window) resends all of them.
   std::uint32_t probe = 0;
-  bool any = false;
+  std::uint32_t unreported = 0;
   for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
     if (sr_slot(psn).flags & kSacked) return;
     probe = psn;
-    any = true;
+    ++unreported;
   });
-  if (!any) return false;
-  SrSlot& s = sr_slot(probe);
-  s.flags = kPending | kResent;
+  if (unreported == 0) return false;
+  if (probed_ && probe == probe_psn_) {
+    probed_ = false;
+    for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
+      SrSlot& s = sr_slot(psn);
+      if (!(s.flags & kSacked)) s.flags = kPending | kResent;
+    });
+    sr_pending_ = unreported;
+    return true;
+  }
+  probed_ = true;
+  probe_psn_ = probe;
+  sr_slot(probe).flags = kPending | kResent;
   sr_pending_ = 1;
   return true;
 }

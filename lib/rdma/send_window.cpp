@@ -11,8 +11,10 @@ namespace {
 constexpr double kKneeRate = 0.9;
 }  // namespace
 
-void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback) {
+void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
   t_ = t;
+  selective_ = selective;
+  if (selective) t_.enabled = t.enabled || t.selective_repeat;
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
   cwnd_ = ssthresh_ = cap_ = need_ = static_total();
@@ -22,6 +24,12 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   congested_ = false;
   lost_ = false;
   queue_high_ = false;
+  if (selective_ && t_.enabled) {
+    // Engaged from the start, from an initial window in slow start: the first round trips are
+    // then measured on a path the QPs have not filled yet, so that a queue shows later as one.
+    lost_ = true;
+    cwnd_ = std::min(static_total(), t_.initial_packets);
+  }
 }
 
 std::uint32_t SendWindow::limit() const {
@@ -31,7 +39,7 @@ std::uint32_t SendWindow::limit() const {
 }
 
 std::uint32_t SendWindow::ack_spacing() const {
-  if (!t_.enabled || !lost_ || congested_) return std::numeric_limits<std::uint32_t>::max();
+  if (!t_.enabled || !lost_ || congested_ || selective_) return std::numeric_limits<std::uint32_t>::max();
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
@@ -44,12 +52,14 @@ void SendWindow::join() {
   if (++joined_ > 1) ++sharers_;
   // Before any loss the window is what the static caps allow together.
   if (!lost_) cwnd_ = ssthresh_ = static_total();
+  if (selective_ && !congested_) ssthresh_ = static_total();  // slow start toward them
 }
 
 void SendWindow::leave() {
   if (joined_ == 0) return;
   if (--joined_ > 0) --sharers_;
   if (!lost_) cwnd_ = ssthresh_ = static_total();
+  if (selective_ && !congested_) ssthresh_ = static_total();
 }
 
 void SendWindow::expire(Nanos now) {
@@ -69,11 +79,13 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
 bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   if (!t_.enabled) return false;
   expire(now);
-  if (!lost_) cwnd_ = std::min(cwnd_, static_total());
-  lost_ = true;
   // Congestion: the round trip shows a queue (the latest sample or the QP's smoothed one), or
   // nothing is known of the path yet (the first window lost).
   const bool congestion = timeout || min_rtt_ == 0 || queue_high_ || rtt > queue_target();
+  // Selective repeat resends only what was lost: a random loss costs the same at any window.
+  if (selective_ && !congestion) return false;
+  if (!lost_) cwnd_ = std::min(cwnd_, static_total());
+  lost_ = true;
   if (congestion) {
     congested_ = true;
     congested_until_ = std::max(congested_until_, now + static_cast<Nanos>(t_.congestion_memory_rtts) * std::max<Nanos>(rtt, 1));

@@ -35,6 +35,15 @@ struct WindowTuning {
   // Off by default: on the software path (perf_suite --only loss) it cut resends per loss but
   // also goodput under random loss (docs/loss.md, Figures).
   bool enabled = false;
+  // The window of selective repeat QPs (on with this even when `enabled` is off): against
+  // congestion only, since a random loss costs them one resend whatever is in flight. It starts
+  // at `initial_packets` in slow start (so that its first round trips are measured before a
+  // queue fills), is cut when the round trip shows a queue, and has no cap. Off by default: it
+  // keeps a shallow tail-drop queue to 0.02-0.03 % resent (tests/lib/rdma/overrun_test.cpp),
+  // but on the software path it takes random losses for congestion and cost goodput at 1-5 %
+  // loss (docs/loss.md, Status).
+  bool selective_repeat = false;
+  double initial_packets = 16;
   double min_packets = 1.0 / 16;   // smallest share of one QP; below 1 the QP is paced
   double decrease = 0.5;           // multiplicative cut per loss event
   // Packets per round trip once past the slow-start threshold (the whole path's window).
@@ -65,9 +74,11 @@ class SendWindow {
  public:
   // `static_cap`: the packets the transport tuning allows one QP in flight anyway. `ecn_feedback`:
   // the QPs run DCQCN (kept for the record: the delay cut waits for a congestion loss either way).
-  void start(const WindowTuning& t, double static_cap, bool ecn_feedback);
+  // `selective`: the window of selective repeat QPs (WindowTuning::selective_repeat).
+  void start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective = false);
 
   bool enabled() const { return t_.enabled; }
+  bool selective() const { return selective_; }
   // Whether the window bounds the QPs yet (after the path's first loss), not only the static cap.
   bool engaged() const { return t_.enabled && lost_; }
   double packets() const { return cwnd_; }  // the whole path's window
@@ -104,7 +115,8 @@ class SendWindow {
   double share() const { return cwnd_ / sharers_; }
   double static_total() const { return static_cap_ * sharers_; }
   // After a loss the window never needs more than the path's need (congested: the cap).
-  double effective_cap() const { return !lost_ ? static_total() : congested_ ? cap_ : need_; }
+  // Selective repeat has no random-loss cap: a random loss costs it one packet at any window.
+  double effective_cap() const { return !lost_ || selective_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
   Nanos queue_target() const;
@@ -127,6 +139,7 @@ class SendWindow {
   bool congested_ = false;     // cached congested(now) of the latest event
   bool lost_ = false;
   bool ecn_feedback_ = false;
+  bool selective_ = false;   // congestion losses only (selective repeat QPs)
   bool queue_high_ = false;  // the latest RTT sample was above the delay target
 };
 

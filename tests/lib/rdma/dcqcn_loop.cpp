@@ -82,6 +82,8 @@ void Loop::build() {
     auto f = std::make_unique<Flow>();
     f->sender = make_endpoint(fabric_.host(h), o);
     f->receiver = make_endpoint(fabric_.host(receiver_), o);
+    EXPECT_TRUE(f->sender.qp->set_selective_repeat(c_.selective_repeat).ok());
+    EXPECT_TRUE(f->receiver.qp->set_selective_repeat(c_.selective_repeat).ok());
     connect_pair(f->sender, f->receiver, o);
     f->src.resize(2 * std::size_t{c_.message_bytes});
     for (auto& b : f->src) b = static_cast<std::byte>(rng());

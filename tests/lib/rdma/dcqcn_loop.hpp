@@ -31,6 +31,7 @@ struct DcqcnLoopConfig {
   double receiver_rate_bps = 0;   // the receiver's link and switch port (the bottleneck); 0: line rate
   bool dcqcn = true;           // false: no QP runs DCQCN (no pacer, no CNPs); set port.ecn_marking too
   rdma::WindowTuning window{};       // the senders' go-back-N send window
+  std::uint32_t selective_repeat = 0;  // the reorder window of every QP pair (docs/loss.md), 0 = go-back-N
   // Senders bounded only by their 256-packet go-back-N window by default, as the queue bounds of
   // the DCQCN experiments assume (the 256 KiB byte window would keep the switch queue shallow).
   std::uint32_t max_inflight_bytes = 0;

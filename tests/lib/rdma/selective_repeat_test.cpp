@@ -244,6 +244,25 @@ TEST_F(SelectiveRepeat, ALostTailOfSeveralPacketsCostsOneProbeAndItsHoles) {
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
 }
 
+// A request beyond the responder's reorder window is dropped as go-back-N would drop it
+// (reorder_overflows); the SACKs that follow show it missing and it is resent. The windows
+// differ here only to reach that case: agreed windows are equal (lib/cm/ece.hpp), so a peer
+// sending beyond ours is not one of ours.
+TEST_F(SelectiveRepeat, ARequestBeyondTheReorderWindowIsDroppedCountedAndResent) {
+  build(kWindow, 8);
+  // +1 lost: +2 .. +9 fit b's 8-PSN window behind the hole, +10 .. +31 do not (22 drops). The
+  // SACKs name +1 alone; the timer's probe (+31) is beyond the window again (the 23rd), so the
+  // next timer, finding the same probe unanswered, resends everything unreported.
+  lose_ = {psn(1)};
+  write(0, 0, 32 * 1024);
+  run(1);
+  EXPECT_TRUE(same(0, 32 * 1024));
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderOverflows), 23u);
+  EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+  for (std::uint32_t i = 10; i < 32; ++i) EXPECT_GE(sent_[psn(i)], 2) << "PSN +" << i;
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 2u);
+}
+
 TEST_F(SelectiveRepeat, AHoleAndALostTailCostTheirOwnPacketsOnly) {
   build();
   // +4 comes back through the SACK the packets behind it draw; the tail (+31) through the
