@@ -75,8 +75,8 @@ class PerftestLoop : public test::DataplanePairTest {
     o.stall_timeout = stall_timeout_;
     o.duplex = duplex_;
     o.run_infinitely = run_infinitely_;
-    if (tweak_client_) tweak_client_(o);
     o.selective_repeat = client_selective_repeat_;
+    if (tweak_client_) tweak_client_(o);
     auto r = run_perftest_client(*client_dp_, o, nullptr);
     if (!r.ok()) stop = true;
     srv.join();
