@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "lib/cm/ip_forms.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 
 namespace roce::client {
 
@@ -246,23 +247,13 @@ Status CmService::connect_qp(const LocalQp& qp, ibv_qp_type type, const cm::CmQp
     if (type == IBV_QPT_RC) {
       if (Status s = qp.qp->set_selective_repeat(a.selective_repeat); !s) return s;
     }
-    const rdma::QpTransition rtr = rdma::rtr_transition(type, a.rtr);
-    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
-    const rdma::QpTransition rts = rdma::rts_transition(type, a.rts);
-    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+    return rdma::modify_to_rts(e, qp.qp, type, a.rtr, a.rts);
   });
 }
 
 Status CmService::ready_ud_qp(const LocalQp& qp, std::uint32_t qkey) {
-  return dp_.call(qp.worker, [&](rdma::Engine& e) -> Status {
-    ibv_qp_attr attr{};
-    attr.qp_state = IBV_QPS_INIT;
-    attr.qkey = qkey;
-    if (Status s = e.modify_qp(qp.qp, attr, IBV_QP_STATE | IBV_QP_QKEY); !s) return s;
-    const rdma::QpTransition rtr = rdma::rtr_transition(IBV_QPT_UD, rdma::PeerPath{});
-    if (Status s = e.modify_qp(qp.qp, rtr.attr, rtr.mask); !s) return s;
-    const rdma::QpTransition rts = rdma::rts_transition(IBV_QPT_UD, rdma::SendSide{qp.psn});
-    return e.modify_qp(qp.qp, rts.attr, rts.mask);
+  return dp_.call(qp.worker, [&](rdma::Engine& e) {
+    return rdma::bring_up(e, qp.qp, IBV_QPT_UD, 0, qkey, rdma::PeerPath{}, rdma::SendSide{qp.psn});
   });
 }
 

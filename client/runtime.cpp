@@ -68,24 +68,32 @@ void RunningDataplane::stop() {
   dp_ = nullptr;
 }
 
-std::optional<std::uint64_t> parse_size(const std::string& s) {
-  if (s.empty()) return std::nullopt;
+Result<std::uint64_t> parse_byte_size(const std::string& s) {
+  if (s.empty()) return make_error(EINVAL, "empty size");
+  // stoull alone would take " 4" and "-1" (as 2^64 - 1).
+  if (s[0] < '0' || s[0] > '9') return make_error(EINVAL, "size '" + s + "' is not a number");
   std::size_t used = 0;
   unsigned long long v;
   try {
     v = std::stoull(s, &used, 10);
   } catch (...) {
-    return std::nullopt;
+    return make_error(EINVAL, "size '" + s + "' is too large");
   }
   std::uint64_t mult = 1;
   const std::string unit = s.substr(used);
   if (unit == "" || unit == "B") mult = 1;
   else if (unit == "K" || unit == "k" || unit == "KiB") mult = 1ull << 10;
-  else if (unit == "M" || unit == "MiB") mult = 1ull << 20;
-  else if (unit == "G" || unit == "GiB") mult = 1ull << 30;
-  else return std::nullopt;
-  if (v > UINT64_MAX / mult) return std::nullopt;
+  else if (unit == "M" || unit == "m" || unit == "MiB") mult = 1ull << 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB") mult = 1ull << 30;
+  else return make_error(EINVAL, "size '" + s + "': the unit must be K, M or G (or KiB, MiB, GiB)");
+  if (v > UINT64_MAX / mult) return make_error(EINVAL, "size '" + s + "' is too large");
   return v * mult;
+}
+
+std::optional<std::uint64_t> parse_size(const std::string& s) {
+  auto r = parse_byte_size(s);
+  if (!r) return std::nullopt;
+  return *r;
 }
 
 std::optional<proto::Ipv4Addr> parse_ipv4(const std::string& s) {

@@ -61,7 +61,9 @@ class RunningDataplane {
   bool launched_ = false;
 };
 
-// "64M" / "4K" / "1G" / "4096" -> bytes.
+// "64M" / "4k" / "1GiB" / "4096" -> bytes (K, M, G: powers of 1024, either case or KiB, MiB,
+// GiB). The error says what is wrong with the text; parse_size drops the reason.
+Result<std::uint64_t> parse_byte_size(const std::string& s);
 std::optional<std::uint64_t> parse_size(const std::string& s);
 std::optional<proto::Ipv4Addr> parse_ipv4(const std::string& s);
 // An endpoint address of either family: "10.77.0.2" or "fd77::2".

@@ -178,21 +178,33 @@ int connect_qp(CmIdent& id, CmPort& port) {
   return 0;
 }
 
-void fill_conn(rdma_conn_param& c, CmEventBox& box, const std::vector<std::uint8_t>& data) {
+// The event's private data lives in the box (the program reads it until it acks the event).
+template <typename Param>
+void fill_private(Param& p, CmEventBox& box, const std::vector<std::uint8_t>& data) {
   const std::size_t n = std::min(data.size(), sizeof box.private_data);
   if (n) std::memcpy(box.private_data, data.data(), n);
-  c.private_data = n ? box.private_data : nullptr;
-  c.private_data_len = static_cast<std::uint8_t>(n);
+  p.private_data = n ? box.private_data : nullptr;
+  p.private_data_len = static_cast<std::uint8_t>(n);
+}
+
+// A REQ's or a REP's values, as librdmacm gives them to the program (a REP has no retry count).
+template <typename Info>
+void fill_conn(rdma_conn_param& c, CmEventBox& box, const std::vector<std::uint8_t>& data, const Info& info) {
+  fill_private(c, box, data);
+  c.responder_resources = info.responder_resources;
+  c.initiator_depth = info.initiator_depth;
+  c.flow_control = info.flow_control;
+  if constexpr (requires { info.retry_count; }) c.retry_count = info.retry_count;
+  c.rnr_retry_count = info.rnr_retry_count;
+  c.srq = info.srq;
+  c.qp_num = info.remote_qpn;
 }
 
 // A UD event's parameters: the peer's address as an AH attribute (a global route, as RoCE
 // needs), its QP and Q_Key, the private data.
 void fill_ud(rdma_ud_param& u, CmEventBox& box, const std::vector<std::uint8_t>& data, const ibv_sa_path_rec& path,
              std::uint32_t qpn, std::uint32_t qkey) {
-  const std::size_t n = std::min(data.size(), sizeof box.private_data);
-  if (n) std::memcpy(box.private_data, data.data(), n);
-  u.private_data = n ? box.private_data : nullptr;
-  u.private_data_len = static_cast<std::uint8_t>(n);
+  fill_private(u, box, data);
   u.ah_attr = {};
   u.ah_attr.is_global = 1;
   u.ah_attr.grh.dgid = path.dgid;
@@ -226,14 +238,7 @@ bool take(CmEventBox& box, CmPort& port) {
       }
       const auto& req = std::get<cm::ReqInfo>(e.detail);
       box.event = RDMA_CM_EVENT_CONNECT_REQUEST;
-      fill_conn(c, box, e.private_data);
-      c.responder_resources = req.responder_resources;
-      c.initiator_depth = req.initiator_depth;
-      c.flow_control = req.flow_control;
-      c.retry_count = req.retry_count;
-      c.rnr_retry_count = req.rnr_retry_count;
-      c.srq = req.srq;
-      c.qp_num = req.remote_qpn;
+      fill_conn(c, box, e.private_data, req);
       return true;
     }
     case cm::RdmaCmEventType::ConnectResponse: {
@@ -254,13 +259,7 @@ bool take(CmEventBox& box, CmPort& port) {
           if (s.ok()) {
             move_to(id, CmIdState::Connected);
             box.event = RDMA_CM_EVENT_ESTABLISHED;
-            fill_conn(c, box, e.private_data);
-            c.responder_resources = rep.responder_resources;
-            c.initiator_depth = rep.initiator_depth;
-            c.flow_control = rep.flow_control;
-            c.rnr_retry_count = rep.rnr_retry_count;
-            c.srq = rep.srq;
-            c.qp_num = rep.remote_qpn;
+            fill_conn(c, box, e.private_data, rep);
             return true;
           }
           id.swallow_established = false;
@@ -277,13 +276,7 @@ bool take(CmEventBox& box, CmPort& port) {
       }
       move_to(id, CmIdState::ConnectResponse);
       box.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
-      fill_conn(c, box, e.private_data);
-      c.responder_resources = rep.responder_resources;
-      c.initiator_depth = rep.initiator_depth;
-      c.flow_control = rep.flow_control;
-      c.rnr_retry_count = rep.rnr_retry_count;
-      c.srq = rep.srq;
-      c.qp_num = rep.remote_qpn;
+      fill_conn(c, box, e.private_data, rep);
       return true;
     }
     case cm::RdmaCmEventType::Established:
@@ -296,13 +289,7 @@ bool take(CmEventBox& box, CmPort& port) {
       move_to(id, CmIdState::Connected);
       box.event = RDMA_CM_EVENT_ESTABLISHED;
       if (id.rep) {
-        fill_conn(c, box, id.rep_private);
-        c.responder_resources = id.rep->responder_resources;
-        c.initiator_depth = id.rep->initiator_depth;
-        c.flow_control = id.rep->flow_control;
-        c.rnr_retry_count = id.rep->rnr_retry_count;
-        c.srq = id.rep->srq;
-        c.qp_num = id.rep->remote_qpn;
+        fill_conn(c, box, id.rep_private, *id.rep);
       }
       return true;
     case cm::RdmaCmEventType::Rejected:
@@ -316,7 +303,7 @@ bool take(CmEventBox& box, CmPort& port) {
       box.event = RDMA_CM_EVENT_REJECTED;
       box.status = e.status;
       // Only a consumer's refusal carries the peer's private data to the program.
-      if (e.status == static_cast<std::uint16_t>(proto::RejReason::ConsumerDefined)) fill_conn(c, box, e.private_data);
+      if (e.status == static_cast<std::uint16_t>(proto::RejReason::ConsumerDefined)) fill_private(c, box, e.private_data);
       return true;
     case cm::RdmaCmEventType::Unreachable:
       move_to(id, CmIdState::Disconnected);

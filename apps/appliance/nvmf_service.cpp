@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "client/runtime.hpp"
 #include "lib/nvmf/cm_private_data.hpp"
 
 namespace roce::client {
@@ -12,24 +13,11 @@ namespace {
 
 std::string peer_of(const cm::RdmaCmEvent& e) { return e.addressing ? proto::to_string(e.addressing->src) : "?"; }
 
-// "64M", "1G", "4096": bytes (K, M, G: powers of 1024).
-Result<std::uint64_t> parse_size(const std::string& s) {
-  if (s.empty()) return make_error(EINVAL, "empty size");
-  std::size_t used = 0;
-  std::uint64_t v = 0;
-  try {
-    v = std::stoull(s, &used);
-  } catch (...) {
-    return make_error(EINVAL, "size '" + s + "' is not a number");
-  }
-  const std::string unit = s.substr(used);
-  std::uint64_t mult = 1;
-  if (unit == "K" || unit == "k") mult = 1ull << 10;
-  else if (unit == "M" || unit == "m") mult = 1ull << 20;
-  else if (unit == "G" || unit == "g") mult = 1ull << 30;
-  else if (!unit.empty()) return make_error(EINVAL, "size '" + s + "': unit must be K, M or G");
-  if (v > (1ull << 50) / mult) return make_error(EINVAL, "size '" + s + "' is too large");
-  return v * mult;
+// A namespace's size: client's size syntax, at most 1 PiB.
+Result<std::uint64_t> namespace_size(const std::string& s) {
+  auto b = parse_byte_size(s);
+  if (b && *b > (1ull << 50)) return make_error(EINVAL, "size '" + s + "' is too large");
+  return b;
 }
 
 }  // namespace
@@ -37,7 +25,7 @@ Result<std::uint64_t> parse_size(const std::string& s) {
 Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text) {
   NvmfNamespaceSpec n;
   if (text.rfind("mem:", 0) == 0) {
-    auto b = parse_size(text.substr(4));
+    auto b = namespace_size(text.substr(4));
     if (!b) return make_error(EINVAL, "'" + text + "': " + b.error().message);
     if (*b == 0) return make_error(EINVAL, "'" + text + "': a memory namespace needs a size");
     n.bytes = *b;
@@ -49,7 +37,7 @@ Result<NvmfNamespaceSpec> parse_nvmf_namespace(const std::string& text) {
     // An optional ":SIZE" after the path sizes the file.
     const std::size_t colon = rest.rfind(':');
     if (colon != std::string::npos) {
-      auto b = parse_size(rest.substr(colon + 1));
+      auto b = namespace_size(rest.substr(colon + 1));
       if (b) {
         n.bytes = *b;
         rest.resize(colon);

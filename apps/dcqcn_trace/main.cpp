@@ -11,6 +11,7 @@
 #include "apps/dcqcn_trace/params_from_options.hpp"
 #include "apps/dcqcn_trace/trace_events.hpp"
 #include "apps/dcqcn_trace/trace_runner.hpp"
+#include "client/cli.hpp"
 
 namespace {
 
@@ -57,27 +58,18 @@ std::vector<std::string> normalise_args(int argc, char** argv) {
 }
 
 int fail_usage(const std::string& msg) {
-  std::cerr << "dcqcn-trace: " << msg << " (see --help)\n";
-  return 2;
+  return roce::client::report_error("dcqcn-trace", msg + " (see --help)", roce::client::kExitUsage);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   cxxopts::Options options("dcqcn-trace", kIntro);
   options.set_width(100);
   roce::trace::add_param_options(options);
   options.add_options("Output")("header", "print the CSV header line first")("h,help", "show this help");
 
-  std::vector<std::string> arg_strings = normalise_args(argc, argv);
-  std::vector<char*> arg_ptrs;
-  for (std::string& a : arg_strings) arg_ptrs.push_back(a.data());
-  cxxopts::ParseResult args;
-  try {
-    args = options.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return fail_usage(e.what());
-  }
+  auto parsed = roce::client::parse_cli(options, normalise_args(argc, argv));
+  if (!parsed) return fail_usage(parsed.error().message);
+  const cxxopts::ParseResult& args = *parsed;
   if (args.count("help")) {
     std::cout << options.help({"", "DCQCN parameters", "Output"});
     return 0;
@@ -100,9 +92,15 @@ int main(int argc, char** argv) {
     if (problem) {
       std::cout.flush();
       std::cerr << "dcqcn-trace: line " << number << ": " << *problem << '\n';
-      return 2;  // bad input, like a bad option
+      return roce::client::kExitUsage;  // bad input, like a bad option
     }
   }
   std::cout.flush();
-  return std::cout ? 0 : 1;
+  return std::cout ? roce::client::kExitOk : roce::client::kExitFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return roce::client::guarded_main("dcqcn-trace", [&] { return run(argc, argv); });
 }

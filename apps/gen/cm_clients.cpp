@@ -4,6 +4,7 @@
 #define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,7 +13,6 @@
 
 #include "client/buffers.hpp"
 #include "client/driver_set.hpp"
-#include "client/option_error.hpp"
 #include "client/rping_info.hpp"
 #include "client/runtime.hpp"
 #include "dataplane/signals.hpp"
@@ -400,18 +400,16 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
       ("v,verbose", "rping: print each round's data")
       ("timeout", "seconds each step may take", cxxopts::value<double>(timeout_s)->default_value("10"))
       ("h,help", "this text");
-  std::vector<const char*> argv{prog.c_str()};
-  for (std::size_t i = 2; i < split.app.size(); ++i) argv.push_back(split.app[i].c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = opts.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const std::exception& e) {
-    return fail(std::string(e.what()) + " (try --help)", 2);
-  }
+  std::vector<std::string> args{prog};
+  args.insert(args.end(), split.app.begin() + std::min<std::size_t>(2, split.app.size()), split.app.end());
+  auto parsed = parse_cli(opts, args);
+  if (!parsed) return fail(parsed.error().message + " (try --help)", kExitUsage);
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) {
     std::cout << opts.help();
     return 0;
   }
+  if (!r.unmatched().empty()) return fail("unexpected argument '" + r.unmatched().front() + "' (try --help)", kExitUsage);
   if (r.count("s")) server = r["s"].as<std::string>();
   if (tool == "rdma_client" && (r.count("count") || r.count("size") || r.count("verify")))
     return fail("rdma_client takes no -C, -S or -V: it sends one 16-byte message and receives one", 2);

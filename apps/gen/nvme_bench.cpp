@@ -17,7 +17,7 @@
 #include "dataplane/ring_port.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "lib/nvmf/rdma_queue.hpp"
-#include "lib/rdma/qp_transitions.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 #include "lib/util/json_writer.hpp"
 #include "netsim/link_emulator.hpp"
 
@@ -35,17 +35,6 @@ constexpr char kUsage[] =
     "NVMe-oF initiator against an in-process NVMe-oF target over a net_ring pair";
 constexpr char kSubNqn[] = "nqn.2026-12.io.rocev2-dp:bench";
 constexpr char kHostNqn[] = "nqn.2014-08.org.nvmexpress:uuid:roce-gen";
-
-std::optional<std::uint64_t> parse_bytes(std::string s) {
-  if (s.empty()) return std::nullopt;
-  std::uint64_t mult = 1;
-  const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
-  if (last == 'k') mult = 1024;
-  if (last == 'm') mult = 1024 * 1024;
-  if (mult != 1) s.pop_back();
-  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
-  return std::stoull(s) * mult;
-}
 
 }  // namespace
 
@@ -101,7 +90,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
   }
   if (!r.unmatched().empty()) return make_error(EINVAL, "unexpected argument '" + r.unmatched().front() + "'");
   if (o.lba_size != 512 && o.lba_size != 4096) return make_error(EINVAL, "--lba must be 512 or 4096");
-  const auto b = parse_bytes(bs);
+  const auto b = parse_size(bs);
   if (!b || *b == 0 || *b % o.lba_size || *b > 128 * 1024)
     return make_error(EINVAL, "--bs '" + bs + "': a multiple of the LBA size (" + std::to_string(o.lba_size) + ") up to 128k");
   o.block_size = static_cast<std::uint32_t>(*b);
@@ -113,7 +102,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
   if (rw == "rand") o.random = true;
   else if (rw != "seq") return make_error(EINVAL, "--rw must be seq or rand");
   if (o.read_percent > 100) return make_error(EINVAL, "--rwmix is a percentage");
-  const auto mib = parse_bytes(ns);
+  const auto mib = parse_size(ns);
   if (!mib || *mib == 0 || *mib > 4096) return make_error(EINVAL, "--size must be 1..4096 MiB");
   o.namespace_mib = *mib;
   const std::uint64_t slots = std::uint64_t{o.queues} * o.queue_depth;
@@ -171,10 +160,7 @@ Status bring_up(Side& me, rdma::QueuePair* qp, const dp::Dataplane& peer_dp, std
   path.rq_psn = peer_psn;
   path.dgid = rdma::gid_from_ip(peer_dp.local().ip);
   path.max_dest_rd_atomic = 16;
-  for (const rdma::QpTransition& t : {rdma::init_transition(IBV_QPT_RC, kAccess), rdma::rtr_transition(IBV_QPT_RC, path),
-                                rdma::rts_transition(IBV_QPT_RC, rdma::SendSide{my_psn, 14, 7, 7, 16})})
-    if (Status s = me.engine->modify_qp(qp, t.attr, t.mask); !s) return s;
-  return {};
+  return rdma::bring_up(*me.engine, qp, IBV_QPT_RC, kAccess, 0, path, rdma::SendSide{my_psn, 14, 7, 7, 16});
 }
 
 std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip,

@@ -13,6 +13,7 @@
 #include "apps/inspect/inspect.hpp"
 #include "apps/inspect/mad_hook.hpp"
 #include "apps/inspect/nvme_capsule_view.hpp"
+#include "client/cli.hpp"
 #include "protocol/mtu.hpp"
 
 namespace {
@@ -205,172 +206,171 @@ Usage parse_command_line(int argc, char** argv) {
   options.set_width(100);
   u.help_text = options.help({""}) + kVerdicts + reasons_text() + kColumns + fields_text();
   const Args args = normalise_args(argc, argv);
-  std::vector<char*> av;
-  for (const std::string& a : args.args) av.push_back(const_cast<char*>(a.c_str()));
+  auto parsed = roce::client::parse_cli(options, args.args);
+  if (!parsed) {
+    u.error = parsed.error().message;
+    return u;
+  }
+  const cxxopts::ParseResult& r = *parsed;
   auto& o = u.opts;
-  try {
-    const auto r = options.parse(static_cast<int>(av.size()), av.data());
-    if (r.count("help")) {
-      u.help = true;
+  if (r.count("help")) {
+    u.help = true;
+    return u;
+  }
+  o.json = r.count("json") > 0;
+  o.summary = r.count("summary") > 0 || r.count("s") > 0;
+  o.output = o.summary ? Output::None : o.json ? Output::Json : Output::Table;
+  if (r.count("output")) {
+    const std::string t = r["output"].as<std::string>();
+    if (t == "fields") o.output = Output::Fields;
+    else if (t == "json") o.output = Output::Json;
+    else if (t == "text") o.output = Output::Table;
+    else {
+      u.error = "-T: unknown format '" + t + "' (use text, fields or json; -T json writes JSON Lines)";
       return u;
     }
-    o.json = r.count("json") > 0;
-    o.summary = r.count("summary") > 0 || r.count("s") > 0;
-    o.output = o.summary ? Output::None : o.json ? Output::Json : Output::Table;
-    if (r.count("output")) {
-      const std::string t = r["output"].as<std::string>();
-      if (t == "fields") o.output = Output::Fields;
-      else if (t == "json") o.output = Output::Json;
-      else if (t == "text") o.output = Output::Table;
-      else {
-        u.error = "-T: unknown format '" + t + "' (use text, fields or json; -T json writes JSON Lines)";
-        return u;
-      }
-      if (o.summary) {
-        u.error = "-T goes with the frames, --summary replaces them: give one of them";
-        return u;
-      }
-    }
-    if (r.count("field")) {
-      for (const std::string& name : r["field"].as<std::vector<std::string>>()) {
-        const FieldDef* f = find_field(name);
-        if (!f) {
-          const std::string near = suggest_fields(name);
-          u.error = "-e: unknown field '" + name + "'" + (near.empty() ? " (roce-inspect --help lists the fields)" : " (did you mean: " + near + ")");
-          return u;
-        }
-        o.fields.fields.push_back(f);
-        o.field_names.push_back(name);
-      }
-    }
-    if (o.output == Output::Fields && o.fields.fields.empty()) {
-      u.error = "-T fields needs at least one -e FIELD (e.g. -e frame -e qpn -e psn)";
+    if (o.summary) {
+      u.error = "-T goes with the frames, --summary replaces them: give one of them";
       return u;
     }
-    o.table.link = r.count("link") > 0;
-    if (args.missing_e_value) {
-      u.error = "-E needs a value: separator=CHAR or header=y|n";
-      return u;
-    }
-    {
-      for (const std::string& e : args.fields_options) {
-        if (e.rfind("separator=", 0) == 0) {
-          std::string sep = e.substr(10);
-          if (sep == "/t") sep = "\t";
-          else if (sep == "/s") sep = " ";
-          o.fields.separator = sep;
-        } else if (e == "header=y" || e == "header=n") {
-          o.fields.header = e == "header=y";
-        } else {
-          u.error = "-E: '" + e + "' (use separator=CHAR or header=y|n)";
-          return u;
-        }
-      }
-    }
-    if (r.count("t")) {
-      const std::string t = r["t"].as<std::string>();
-      if (t == "r") o.table.time = TimeFormat::Relative;
-      else if (t == "ud" || t == "u") o.table.time = TimeFormat::Utc;
-      else if (t == "e") o.table.time = TimeFormat::Epoch;
-      else if (t == "both") o.table.time = TimeFormat::Both;
-      else {
-        u.error = "-t: unknown time format '" + t + "' (use r, ud, e or both)";
-        return u;
-      }
-    }
-    if (r.count("display-filter")) {
-      auto f = DisplayFilter::compile(r["display-filter"].as<std::string>());
+  }
+  if (r.count("field")) {
+    for (const std::string& name : r["field"].as<std::vector<std::string>>()) {
+      const FieldDef* f = find_field(name);
       if (!f) {
-        u.error = "-Y: " + f.error().message;
+        const std::string near = suggest_fields(name);
+        u.error = "-e: unknown field '" + name + "'" + (near.empty() ? " (roce-inspect --help lists the fields)" : " (did you mean: " + near + ")");
         return u;
       }
-      o.filter = std::move(*f);
+      o.fields.fields.push_back(f);
+      o.field_names.push_back(name);
     }
-    if (r.count("count")) {
-      const std::string c = r["count"].as<std::string>();
-      std::size_t used = 0;
-      unsigned long long n = 0;
-      try {
-        n = std::stoull(c, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != c.size() || n == 0) {
-        u.error = "-c: '" + c + "' is not a positive number of frames";
+  }
+  if (o.output == Output::Fields && o.fields.fields.empty()) {
+    u.error = "-T fields needs at least one -e FIELD (e.g. -e frame -e qpn -e psn)";
+    return u;
+  }
+  o.table.link = r.count("link") > 0;
+  if (args.missing_e_value) {
+    u.error = "-E needs a value: separator=CHAR or header=y|n";
+    return u;
+  }
+  {
+    for (const std::string& e : args.fields_options) {
+      if (e.rfind("separator=", 0) == 0) {
+        std::string sep = e.substr(10);
+        if (sep == "/t") sep = "\t";
+        else if (sep == "/s") sep = " ";
+        o.fields.separator = sep;
+      } else if (e == "header=y" || e == "header=n") {
+        o.fields.header = e == "header=y";
+      } else {
+        u.error = "-E: '" + e + "' (use separator=CHAR or header=y|n)";
         return u;
       }
-      o.count = n;
     }
-    if (r.count("interval") && !parse_seconds(r["interval"].as<std::string>(), o.summary_options.interval_ns)) {
-      u.error = "--interval: '" + r["interval"].as<std::string>() + "' is not a positive number of seconds";
+  }
+  if (r.count("t")) {
+    const std::string t = r["t"].as<std::string>();
+    if (t == "r") o.table.time = TimeFormat::Relative;
+    else if (t == "ud" || t == "u") o.table.time = TimeFormat::Utc;
+    else if (t == "e") o.table.time = TimeFormat::Epoch;
+    else if (t == "both") o.table.time = TimeFormat::Both;
+    else {
+      u.error = "-t: unknown time format '" + t + "' (use r, ud, e or both)";
       return u;
     }
-    if (r.count("plot")) {
-      o.plot_path = r["plot"].as<std::string>();
-      const auto dot = o.plot_path.rfind('.');
-      const std::string ext = dot == std::string::npos ? "" : o.plot_path.substr(dot);
-      if (ext != ".svg") {
-        u.error = "--plot: '" + o.plot_path + "': roce-inspect writes SVG (give FILE.svg; for PNG convert it, e.g. rsvg-convert -o psn.png psn.svg)";
-        return u;
-      }
-      const auto slash = o.plot_path.rfind('/');
-      const std::string dir = slash == std::string::npos ? "." : o.plot_path.substr(0, std::max<std::size_t>(slash, 1));
-      if (::access(dir.c_str(), W_OK) != 0) {
-        u.error = "--plot: cannot write into " + dir + " (give a path in a directory you can write)";
-        return u;
-      }
-    }
-    if (r.count("threads")) {
-      const std::string t = r["threads"].as<std::string>();
-      try {
-        std::size_t used = 0;
-        o.threads = std::stoi(t, &used);
-        if (used != t.size() || o.threads < 1 || o.threads > 256) throw std::invalid_argument(t);
-      } catch (const std::exception&) {
-        u.error = "--threads: '" + t + "' is not a number of threads (1..256)";
-        return u;
-      }
-    }
-    o.progress = r.count("progress") ? true : r.count("no-progress") ? false : ::isatty(STDERR_FILENO) == 1;
-
-    const std::string crc = r["crc"].as<std::string>();
-    const auto backend = roce::proto::crc_backend_from_string(crc);
-    if (!backend) {
-      u.error = "--crc: unknown CRC implementation '" + crc + "' (use isal, zlib or portable)";
+  }
+  if (r.count("display-filter")) {
+    auto f = DisplayFilter::compile(r["display-filter"].as<std::string>());
+    if (!f) {
+      u.error = "-Y: " + f.error().message;
       return u;
     }
-    o.parse.crc = *backend;
-
-    if (r.count("mtu") && r.count("pmtu")) {
-      u.error = "--pmtu is the old name of --mtu; give one of them";
-      return u;
-    }
-    const char* mtu_name = r.count("pmtu") ? "pmtu" : "mtu";
-    const std::string pmtu = r[mtu_name].as<std::string>();
+    o.filter = std::move(*f);
+  }
+  if (r.count("count")) {
+    const std::string c = r["count"].as<std::string>();
     std::size_t used = 0;
-    unsigned long n = 0;
+    unsigned long long n = 0;
     try {
-      n = std::stoul(pmtu, &used);
+      n = std::stoull(c, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != pmtu.size() || (n != 0 && !roce::proto::mtu_from_bytes(static_cast<std::uint32_t>(n)))) {
-      u.error = std::string("--") + mtu_name + ": '" + pmtu + "' is not 0, 256, 512, 1024, 2048 or 4096";
+    if (used != c.size() || n == 0) {
+      u.error = "-c: '" + c + "' is not a positive number of frames";
       return u;
     }
-    o.parse.pmtu = static_cast<std::uint32_t>(n);
+    o.count = n;
+  }
+  if (r.count("interval") && !parse_seconds(r["interval"].as<std::string>(), o.summary_options.interval_ns)) {
+    u.error = "--interval: '" + r["interval"].as<std::string>() + "' is not a positive number of seconds";
+    return u;
+  }
+  if (r.count("plot")) {
+    o.plot_path = r["plot"].as<std::string>();
+    const auto dot = o.plot_path.rfind('.');
+    const std::string ext = dot == std::string::npos ? "" : o.plot_path.substr(dot);
+    if (ext != ".svg") {
+      u.error = "--plot: '" + o.plot_path + "': roce-inspect writes SVG (give FILE.svg; for PNG convert it, e.g. rsvg-convert -o psn.png psn.svg)";
+      return u;
+    }
+    const auto slash = o.plot_path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : o.plot_path.substr(0, std::max<std::size_t>(slash, 1));
+    if (::access(dir.c_str(), W_OK) != 0) {
+      u.error = "--plot: cannot write into " + dir + " (give a path in a directory you can write)";
+      return u;
+    }
+  }
+  if (r.count("threads")) {
+    const std::string t = r["threads"].as<std::string>();
+    try {
+      std::size_t used = 0;
+      o.threads = std::stoi(t, &used);
+      if (used != t.size() || o.threads < 1 || o.threads > 256) throw std::invalid_argument(t);
+    } catch (const std::exception&) {
+      u.error = "--threads: '" + t + "' is not a number of threads (1..256)";
+      return u;
+    }
+  }
+  o.progress = r.count("progress") ? true : r.count("no-progress") ? false : ::isatty(STDERR_FILENO) == 1;
 
-    if (!r.count("file")) {
-      u.error = "no capture file given (try --help)";
-      return u;
-    }
-    o.paths = r["file"].as<std::vector<std::string>>();
-    if (!o.plot_path.empty() && o.paths.size() > 1) {
-      u.error = "--plot draws one capture; give one file, or run once per file";
-      return u;
-    }
-  } catch (const std::exception& e) {
-    u.error = e.what();
+  const std::string crc = r["crc"].as<std::string>();
+  const auto backend = roce::proto::crc_backend_from_string(crc);
+  if (!backend) {
+    u.error = "--crc: unknown CRC implementation '" + crc + "' (use isal, zlib or portable)";
+    return u;
+  }
+  o.parse.crc = *backend;
+
+  if (r.count("mtu") && r.count("pmtu")) {
+    u.error = "--pmtu is the old name of --mtu; give one of them";
+    return u;
+  }
+  const char* mtu_name = r.count("pmtu") ? "pmtu" : "mtu";
+  const std::string pmtu = r[mtu_name].as<std::string>();
+  std::size_t used = 0;
+  unsigned long n = 0;
+  try {
+    n = std::stoul(pmtu, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != pmtu.size() || (n != 0 && !roce::proto::mtu_from_bytes(static_cast<std::uint32_t>(n)))) {
+    u.error = std::string("--") + mtu_name + ": '" + pmtu + "' is not 0, 256, 512, 1024, 2048 or 4096";
+    return u;
+  }
+  o.parse.pmtu = static_cast<std::uint32_t>(n);
+
+  if (!r.count("file")) {
+    u.error = "no capture file given (try --help)";
+    return u;
+  }
+  o.paths = r["file"].as<std::vector<std::string>>();
+  if (!o.plot_path.empty() && o.paths.size() > 1) {
+    u.error = "--plot draws one capture; give one file, or run once per file";
+    return u;
   }
   return u;
 }
@@ -381,14 +381,16 @@ int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
   roce::inspect::set_mad_describer(&roce::inspect::describe_cm_mad);
   roce::inspect::set_nvme_describer(&roce::inspect::describe_nvme_capsule);
-  const Usage u = parse_command_line(argc, argv);
-  if (u.help) {
-    std::cout << u.help_text;
-    return kExitOk;
-  }
-  if (!u.error.empty()) {
-    std::cerr << "roce-inspect: " << u.error << '\n';
-    return kExitUsage;
-  }
-  return run_inspect(u.opts, std::cout, std::cerr);
+  return roce::client::guarded_main("roce-inspect", [&] {
+    const Usage u = parse_command_line(argc, argv);
+    if (u.help) {
+      std::cout << u.help_text;
+      return kExitOk;
+    }
+    if (!u.error.empty()) {
+      std::cerr << "roce-inspect: " << u.error << '\n';
+      return kExitUsage;
+    }
+    return run_inspect(u.opts, std::cout, std::cerr);
+  });
 }

@@ -12,6 +12,7 @@
 #include "apps/replay/replay.hpp"
 #include "apps/replay/text_values.hpp"
 #include "apps/replay/transmit.hpp"
+#include "client/cli.hpp"
 #include "dataplane/eal.hpp"
 
 namespace {
@@ -203,63 +204,62 @@ Usage parse_command_line(const std::vector<std::string>& args) {
   options.add_options("Aliases")("s", "same as --scenario", cxxopts::value<std::string>(), "FILE");
   options.set_width(100);
   u.help_text = options.help({"", "Sending (tcpreplay)"}) + kMore;
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  try {
-    const auto r = options.parse(static_cast<int>(argv.size()), argv.data());
-    if (r.count("help")) {
-      u.help = true;
-      return u;
-    }
-    if (!r.unmatched().empty()) {
-      u.error = "unexpected argument '" + r.unmatched().front() + "' (EAL arguments go before `--`)";
-      return u;
-    }
-    auto& o = u.opts;
-    if (!r.count("input")) {
-      u.error = "no capture given: -i FILE (try --help)";
-      return u;
-    }
-    o.input = r["input"].as<std::string>();
-    if (r.count("dev")) return parse_send(r, u);
-    for (const char* send_only : {"multiplier", "pps", "mbps", "topspeed", "loop", "limit", "srcmac", "dstmac", "ip-map",
-                                  "sport", "qpn-map", "psn-offset", "psn-base"})
-      if (r.count(send_only)) {
-        u.error = std::string("--") + send_only + " goes with --dev PORT (sending the capture out of a port)";
-        return u;
-      }
-    o.derive = r.count("derive") > 0;
-    if (r.count("scenario") && r.count("s")) {
-      u.error = "-s is the old name of --scenario; give one of them";
-      return u;
-    }
-    if (r.count("scenario")) o.scenario = r["scenario"].as<std::string>();
-    if (r.count("s")) o.scenario = r["s"].as<std::string>();
-    if (o.derive == !o.scenario.empty()) {
-      u.error = "give one of --scenario FILE and --derive (replay into the engine), or --dev PORT (send the capture out of a port)";
-      return u;
-    }
-    if (r.count("responder")) {
-      if (!o.derive) {
-        u.error = "--responder goes with --derive (add --derive to stand in for that host)";
-        return u;
-      }
-      o.responder_ip = roce::replay::parse_ip(r["responder"].as<std::string>());
-      if (!o.responder_ip) {
-        u.error = "--responder: '" + r["responder"].as<std::string>() + "' is not an IP address";
-        return u;
-      }
-    }
-    if (r.count("output")) o.output = r["output"].as<std::string>();
-    if (r.count("expect")) o.expect = r["expect"].as<std::string>();
-    if (r.count("dump-scenario")) o.dump_scenario = r["dump-scenario"].as<std::string>();
-    if (r.count("max-diffs")) o.max_diffs = r["max-diffs"].as<std::uint32_t>();
-    o.ignore_timing = r.count("ignore-timing") > 0;
-    o.dpdk = r.count("dpdk") > 0;
-    o.verbose = r.count("verbose") > 0;
-  } catch (const std::exception& e) {
-    u.error = e.what();
+  auto parsed = roce::client::parse_cli(options, args);
+  if (!parsed) {
+    u.error = parsed.error().message;
+    return u;
   }
+  const cxxopts::ParseResult& r = *parsed;
+  if (r.count("help")) {
+    u.help = true;
+    return u;
+  }
+  if (!r.unmatched().empty()) {
+    u.error = "unexpected argument '" + r.unmatched().front() + "' (EAL arguments go before `--`)";
+    return u;
+  }
+  auto& o = u.opts;
+  if (!r.count("input")) {
+    u.error = "no capture given: -i FILE (try --help)";
+    return u;
+  }
+  o.input = r["input"].as<std::string>();
+  if (r.count("dev")) return parse_send(r, u);
+  for (const char* send_only : {"multiplier", "pps", "mbps", "topspeed", "loop", "limit", "srcmac", "dstmac", "ip-map",
+                                "sport", "qpn-map", "psn-offset", "psn-base"})
+    if (r.count(send_only)) {
+      u.error = std::string("--") + send_only + " goes with --dev PORT (sending the capture out of a port)";
+      return u;
+    }
+  o.derive = r.count("derive") > 0;
+  if (r.count("scenario") && r.count("s")) {
+    u.error = "-s is the old name of --scenario; give one of them";
+    return u;
+  }
+  if (r.count("scenario")) o.scenario = r["scenario"].as<std::string>();
+  if (r.count("s")) o.scenario = r["s"].as<std::string>();
+  if (o.derive == !o.scenario.empty()) {
+    u.error = "give one of --scenario FILE and --derive (replay into the engine), or --dev PORT (send the capture out of a port)";
+    return u;
+  }
+  if (r.count("responder")) {
+    if (!o.derive) {
+      u.error = "--responder goes with --derive (add --derive to stand in for that host)";
+      return u;
+    }
+    o.responder_ip = roce::replay::parse_ip(r["responder"].as<std::string>());
+    if (!o.responder_ip) {
+      u.error = "--responder: '" + r["responder"].as<std::string>() + "' is not an IP address";
+      return u;
+    }
+  }
+  if (r.count("output")) o.output = r["output"].as<std::string>();
+  if (r.count("expect")) o.expect = r["expect"].as<std::string>();
+  if (r.count("dump-scenario")) o.dump_scenario = r["dump-scenario"].as<std::string>();
+  if (r.count("max-diffs")) o.max_diffs = r["max-diffs"].as<std::uint32_t>();
+  o.ignore_timing = r.count("ignore-timing") > 0;
+  o.dpdk = r.count("dpdk") > 0;
+  o.verbose = r.count("verbose") > 0;
   return u;
 }
 
@@ -287,9 +287,7 @@ int send(roce::replay::TransmitOptions t, const std::vector<std::string>& eal) {
   return r->failed ? roce::replay::kExitMismatch : roce::replay::kExitPass;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const roce::dp::SplitArgs split = roce::dp::split_args(argc, argv, {});
   Usage u = parse_command_line(split.app);
   if (u.help) {
@@ -307,4 +305,10 @@ int main(int argc, char** argv) {
   }
   u.opts.eal_args = split.eal;
   return roce::replay::run_replay(u.opts, std::cout, std::cerr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return roce::client::guarded_main("roce-replay", [&] { return run(argc, argv); });
 }

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "dataplane/ring_port.hpp"
-#include "lib/rdma/qp_transitions.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 
 namespace roce::bench {
 namespace {
@@ -38,9 +38,8 @@ std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port
 
 bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn) {
-  const rdma::QpTransition init =
-      rdma::init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  if (!e.modify_qp(qp, init.attr, init.mask).ok()) return false;
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (!rdma::modify_to_init(e, qp, IBV_QPT_RC, kAccess, 0).ok()) return false;
   if (!qp->set_selective_repeat(o.selective_repeat).ok()) return false;
   rdma::PeerPath path;
   path.mtu = o.mtu;
@@ -48,13 +47,10 @@ bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, prot
   path.rq_psn = rq_psn;
   path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(peer_ip));
   path.min_rnr_timer = 1;
-  const rdma::QpTransition rtr = rdma::rtr_transition(IBV_QPT_RC, path);
-  if (!e.modify_qp(qp, rtr.attr, rtr.mask).ok()) return false;
   rdma::SendSide send;
   send.sq_psn = sq_psn;
   send.timeout = o.timeout;
-  const rdma::QpTransition rts = rdma::rts_transition(IBV_QPT_RC, send);
-  return e.modify_qp(qp, rts.attr, rts.mask).ok();
+  return rdma::modify_to_rts(e, qp, IBV_QPT_RC, path, send).ok();
 }
 
 rdma::QueuePair* make_qp(rdma::Engine& e, rdma::PdHandle pd, rdma::CompletionQueue* cq, std::uint32_t depth) {

@@ -15,7 +15,7 @@
 #include "bench/suite/cases.hpp"
 #include "bench/suite/frames.hpp"
 #include "bench/suite/traffic.hpp"
-#include "lib/rdma/qp_transitions.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
 
 namespace roce::bench {
 namespace {
@@ -94,14 +94,14 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   auto qp = e.create_qp(pd, init);
   if (!qp.ok()) return false;
   {
-    const rdma::QpTransition init = rdma::init_transition(IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     rdma::PeerPath path;
     path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
     path.dest_qpn = kPeerQpn;
     path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
     path.max_dest_rd_atomic = 1;
-    const rdma::QpTransition rtr = rdma::rtr_transition(IBV_QPT_RC, path);
-    if (!e.modify_qp(*qp, init.attr, init.mask).ok() || !e.modify_qp(*qp, rtr.attr, rtr.mask).ok()) return false;
+    if (!rdma::modify_to_init(e, *qp, IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0).ok() ||
+        !rdma::modify_to_rtr(e, *qp, IBV_QPT_RC, path).ok())
+      return false;
   }
   WriteFrames frames(payload, message, payload <= 1024 ? 1024 : 4096, (*qp)->qpn(), dst.mr->rkey(), dst.bytes.data(),
                      dst.bytes.size());

@@ -160,6 +160,8 @@ TEST_F(ToolsBadInput, Gen) {
       {"roce-gen emulate", g, {"emulate", "--bogus"}, "bogus"},
       {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "--bogus"}, "bogus"},
       {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1"}, "the server's address is required"},
+      {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "stray"}, "unexpected argument 'stray'"},
+      {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "-C", "ten"}, "failed to parse (-C)"},
       {"roce-gen rping", g, {"rping", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "-S", "70000"}, "rping -S must be 23..65535"},
       {"roce-gen rdma_client", g, {"rdma_client", "--dev", "x", "--ip", "10.0.0.1", "-s", "10.0.0.2", "-C", "5"}, "rdma_client takes no -C"},
       {"roce-gen udaddy", g, {"udaddy", "--dev", "x", "--ip", "10.0.0.1", "-a", "10.0.0.2", "-S", "5000"}, "does not fit a UD datagram"},
@@ -201,6 +203,7 @@ TEST_F(ToolsBadInput, Replay) {
   const std::string in = kSource + "/pcap/replay/gap_nak.in.pcap", sc = kSource + "/pcap/replay/gap_nak.scenario";
   const std::vector<Case> cases{
       {"roce-replay", r, {"--bogus"}, "bogus"},
+      {"roce-replay", r, {"-i", in, "-s", sc, "--max-diffs", "many"}, "failed to parse (--max-diffs)"},
       {"roce-replay", r, {"-i", path("missing.pcap"), "--derive"}, "missing.pcap"},
       {"roce-replay", r, {"-i", in, "-s", sc, "-o", "/proc/x/out.pcap"}, "/proc/x/out.pcap"},
       {"roce-replay", r, {"-i", in, "-s", sc, "--dpdk", "-o", "/proc/x/out.pcap"}, "/proc/x/out.pcap"},
@@ -225,6 +228,7 @@ TEST_F(ToolsBadInput, DcqcnTrace) {
   const std::string t = DCQCN_TRACE_BIN;
   const std::vector<Case> cases{
       {"dcqcn-trace", t, {"--bogus"}, "bogus"},
+      {"dcqcn-trace", t, {"stray"}, "unexpected argument 'stray'"},
       {"dcqcn-trace", t, {"--profile", "x"}, "--profile"},
       {"dcqcn-trace", t, {}, "line 1: time 'garbage'", "garbage\n"},
   };
