@@ -5,7 +5,6 @@
 #include <random>
 #include <thread>
 
-#include "lib/cm/ip_forms.hpp"
 #include "lib/rdma/qp_bring_up.hpp"
 
 namespace roce::client {
@@ -159,7 +158,7 @@ Status CmService::reject(cm::CmId id, std::span<const std::uint8_t> private_data
 }
 
 Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
-  const rdma::IpAddress dst = cm::engine_ip(p.dst);
+  const rdma::IpAddress dst = p.dst;
   if (!dp_.resolve(dst, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   if (p.ib.path.local_gid == cm::Gid{}) p.ib.path.local_gid = gid_of(p.src);
@@ -171,7 +170,7 @@ Result<cm::CmId> CmService::connect(cm::RdmaConnectParams& p, Nanos arp_wait) {
 }
 
 Result<cm::CmId> CmService::resolve_ud(const cm::RdmaUdResolveParams& p, Nanos arp_wait) {
-  const rdma::IpAddress dst = cm::engine_ip(p.dst);
+  const rdma::IpAddress dst = p.dst;
   if (!dp_.resolve(dst, arp_wait))
     return make_error(EHOSTUNREACH, no_answer_from(dst) + " (is the peer on this port's link?)");
   return on_agent([&](cm::CmAgent& a) {

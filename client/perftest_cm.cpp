@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "dataplane/signals.hpp"
-#include "lib/cm/ip_forms.hpp"
 
 namespace roce::client {
 
@@ -52,8 +51,8 @@ Result<cm::CmId> cm_connect_rc(dp::Dataplane& dp, CmService& cms, CmEventQueue& 
                                const CmRcConnect& c, std::uint16_t* reject_reason, std::uint32_t* agreed_window) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  cp.src = cm::cma_ip(dp.local().ip);
-  cp.dst = cm::cma_ip(c.server);
+  cp.src = dp.local().ip;
+  cp.dst = c.server;
   cp.src_port = ephemeral_port(dp.now());
   cp.dst_port = c.port;
   cp.ib.local_qpn = qp.qpn;
@@ -101,8 +100,8 @@ Result<cm::SidrRepInfo> cm_resolve_ud(dp::Dataplane& dp, CmService& cms, CmEvent
                                       const CmRcConnect& c, std::uint16_t* reject_reason) {
   cm::RdmaUdResolveParams rp;
   rp.port_space = proto::RdmaPortSpace::Udp;
-  rp.src = cm::cma_ip(dp.local().ip);
-  rp.dst = cm::cma_ip(c.server);
+  rp.src = dp.local().ip;
+  rp.dst = c.server;
   rp.src_port = ephemeral_port(dp.now());
   rp.dst_port = c.port;
   auto id = cms.resolve_ud(rp);

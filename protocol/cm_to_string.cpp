@@ -229,10 +229,6 @@ std::string to_string(CmaHeaderError e) {
   return "unknown";
 }
 
-std::string to_string(const IpAddress& a) {
-  return a.version == IpVersion::V4 ? ipv4_to_string(a.v4) : ipv6_to_string(a.v6);
-}
-
 std::string gid_to_string(const Gid& g) {
   if (auto v4 = ipv4_of(g)) return ipv4_to_string(*v4);
   return ipv6_to_string(g);

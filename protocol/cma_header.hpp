@@ -13,6 +13,7 @@
 #include "protocol/bitfield.hpp"
 #include "protocol/headers.hpp"
 #include "protocol/icrc.hpp"
+#include "protocol/ip_address.hpp"
 
 namespace roce::proto {
 
@@ -73,23 +74,6 @@ struct CmaHeader {
 };
 static_assert(sizeof(CmaHeader) == kCmaHeaderBytes);
 
-// An IP address of either family, as rdma_cm carries it.
-struct IpAddress {
-  IpVersion version = IpVersion::V4;
-  Ipv4Addr v4{};
-  Ipv6Addr v6{};
-
-  static constexpr IpAddress of(const Ipv4Addr& a) { return IpAddress{IpVersion::V4, a, {}}; }
-  static constexpr IpAddress of(const Ipv6Addr& a) { return IpAddress{IpVersion::V6, {}, a}; }
-  constexpr bool is_any() const {
-    if (version == IpVersion::V4) return v4 == Ipv4Addr{};
-    return v6 == Ipv6Addr{};
-  }
-  friend constexpr bool operator==(const IpAddress& a, const IpAddress& b) {
-    return a.version == b.version && (a.version == IpVersion::V4 ? a.v4 == b.v4 : a.v6 == b.v6);
-  }
-};
-
 struct CmaAddressing {
   IpAddress src;        // the active side
   IpAddress dst;        // the address the active side connected to
@@ -110,6 +94,5 @@ bool write_cma_header(const CmaAddressing& a, std::span<std::uint8_t> out) noexc
 
 std::string to_string(RdmaPortSpace ps);
 std::string to_string(CmaHeaderError e);
-std::string to_string(const IpAddress& a);
 
 }  // namespace roce::proto

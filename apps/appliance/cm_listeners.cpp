@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "client/rping_info.hpp"
-#include "lib/cm/ip_forms.hpp"
 
 namespace roce::client {
 
@@ -568,7 +567,7 @@ void CmListeners::on_ud_request(const cm::RdmaCmEvent& e) {
     (void)cm_->reject(e.id);
   };
   if (!e.ud || !e.addressing) return refuse("not a UD (SIDR) request with rdma_cm addresses");
-  const rdma::IpAddress client = cm::engine_ip(e.addressing->src);
+  const rdma::IpAddress client = e.addressing->src;
   if (!dp_.resolve(client, 3 * kSecond)) return refuse("no ARP or neighbour answer");
   Conn c;
   c.kind = Kind::Udaddy;

@@ -16,7 +16,6 @@
 #include "client/rping_info.hpp"
 #include "client/runtime.hpp"
 #include "dataplane/signals.hpp"
-#include "lib/cm/ip_forms.hpp"
 
 namespace roce::client {
 
@@ -114,8 +113,8 @@ struct Qp {
 Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q, const CmClientOptions& o, std::uint8_t retry_count) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  cp.src = cm::cma_ip(dp.local().ip);
-  cp.dst = cm::cma_ip(o.server);
+  cp.src = dp.local().ip;
+  cp.dst = o.server;
   cp.src_port = ephemeral_port(dp.now());
   cp.dst_port = o.port;
   cp.ib.local_qpn = q.qpn;
@@ -236,8 +235,8 @@ Result<CmClientResult> run_udaddy(dp::Dataplane& dp, CmService& cms, Qp& qp, con
   say("udaddy: connecting");
   cm::RdmaUdResolveParams rp;
   rp.port_space = proto::RdmaPortSpace::Udp;
-  rp.src = cm::cma_ip(dp.local().ip);
-  rp.dst = cm::cma_ip(o.server);
+  rp.src = dp.local().ip;
+  rp.dst = o.server;
   rp.src_port = ephemeral_port(dp.now());
   rp.dst_port = o.port;
   auto id = cms.resolve_ud(rp);

@@ -13,7 +13,6 @@
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "dataplane/dataplane.hpp"
-#include "lib/cm/ip_forms.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "lib/util/json_writer.hpp"
 #include "protocol/nvme_rdma.hpp"
@@ -110,8 +109,8 @@ Result<HostQueue*> Remote::open(std::uint16_t qid, std::uint16_t depth) {
   rd.hsqsize.set(static_cast<std::uint16_t>(depth - 1));
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
-  cp.src = cm::cma_ip(dp_.local().ip);
-  cp.dst = cm::cma_ip(*parse_ip(o_.target));
+  cp.src = dp_.local().ip;
+  cp.dst = *parse_ip(o_.target);
   cp.src_port = static_cast<std::uint16_t>(32768 + (dp_.now() / kMicro + qid) % 28232);
   cp.dst_port = o_.trsvcid;
   cp.ib.local_qpn = hq.qp.qpn;

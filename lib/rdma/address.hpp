@@ -10,19 +10,13 @@
 #include <string>
 
 #include "protocol/headers.hpp"
-#include "protocol/icrc.hpp"
+#include "protocol/ip_address.hpp"
 
 namespace roce::rdma {
 
-struct IpAddress {
-  proto::IpVersion version = proto::IpVersion::V4;
-  proto::Ipv4Addr v4{};
-  proto::Ipv6Addr v6{};
-
-  static IpAddress ipv4(proto::Ipv4Addr a) { return IpAddress{proto::IpVersion::V4, a, {}}; }
-  static IpAddress ipv6(proto::Ipv6Addr a) { return IpAddress{proto::IpVersion::V6, {}, a}; }
-  friend bool operator==(const IpAddress&, const IpAddress&) = default;
-};
+// The wire's address type (protocol/ip_address.hpp): the engine and rdma_cm share it.
+using IpAddress = proto::IpAddress;
+using proto::to_string;
 
 struct LocalAddress {
   proto::MacAddr mac{};
@@ -51,10 +45,6 @@ inline IpAddress ip_from_gid(const ibv_gid& g) {
   proto::Ipv6Addr a;
   std::memcpy(a.data(), g.raw, 16);
   return IpAddress::ipv6(a);
-}
-
-inline std::string to_string(const IpAddress& ip) {
-  return ip.version == proto::IpVersion::V4 ? proto::ipv4_to_string(ip.v4) : proto::ipv6_to_string(ip.v6);
 }
 
 // Finds the MAC of a peer on the link (the dataplane answers from its ARP cache).
