@@ -329,7 +329,8 @@ TEST(InspectVsTshark, EveryFrameOfEveryCaptureDecodesToTsharksFields) {
   }
   std::printf("compared %zu fields of %zu RoCEv2 (%zu with a MAD), %zu DC and %zu RoCEv1 frames in %zu captures\n", compared,
               roce, mads, dc, v1, inputs.size());
-  EXPECT_GT(roce, 1000u);
+  // Without ../shared/captures only the project's own captures are compared (about 150 frames).
+  EXPECT_GT(roce, shared_found ? 1000u : 100u);
   EXPECT_GE(dc, 4u);
   EXPECT_GE(v1, 2u);
   if (shared_found) {
