@@ -66,21 +66,6 @@ std::uint16_t port_of(const sockaddr* sa) {
   return 0;
 }
 
-// An ID's source: the device's address in its own family, with the port given.
-void set_source(sockaddr_storage& s, const rdma::IpAddress& ip, std::uint16_t port) {
-  std::memset(&s, 0, sizeof s);
-  if (ip.version == proto::IpVersion::V4) {
-    auto& in = reinterpret_cast<sockaddr_in&>(s);
-    in.sin_family = AF_INET;
-    in.sin_port = htons(port);
-    std::memcpy(&in.sin_addr, ip.v4.data(), 4);
-  } else {
-    auto& in6 = reinterpret_cast<sockaddr_in6&>(s);
-    in6.sin6_family = AF_INET6;
-    in6.sin6_port = htons(port);
-    std::memcpy(&in6.sin6_addr, ip.v6.data(), 16);
-  }
-}
 
 int family_of(const rdma::IpAddress& ip) { return ip.version == proto::IpVersion::V4 ? AF_INET : AF_INET6; }
 
@@ -527,7 +512,7 @@ ROCE_VERBS_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   if (!is_ours(*port, *ip)) return cm_fail(EADDRNOTAVAIL);
   std::memset(&i->route.addr.src_storage, 0, sizeof i->route.addr.src_storage);
   std::memcpy(&i->route.addr.src_storage, addr, sockaddr_bytes(addr));
-  if (port_of(addr) == 0) set_source(i->route.addr.src_storage, to_rdma(*ip), ephemeral_port());
+  if (port_of(addr) == 0) set_sockaddr(i->route.addr.src_storage, to_rdma(*ip), ephemeral_port());
   // Bound to the device's address: its device is known (librdmacm leaves verbs NULL for a wildcard).
   if (!ip->is_any()) {
     i->verbs = port->verbs();
@@ -554,9 +539,9 @@ ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sock
     if (src_addr && !is_ours(*port, *ip_of(src_addr))) return cm_fail(EADDRNOTAVAIL);
     // The source is the device's address (a wildcard source means it too).
     const std::uint16_t p = src_addr ? port_of(src_addr) : 0;
-    set_source(i->route.addr.src_storage, local, p ? p : ephemeral_port());
+    set_sockaddr(i->route.addr.src_storage, local, p ? p : ephemeral_port());
   } else if (ip_of(&i->route.addr.src_addr)->is_any()) {
-    set_source(i->route.addr.src_storage, local, port_of(&i->route.addr.src_addr));
+    set_sockaddr(i->route.addr.src_storage, local, port_of(&i->route.addr.src_addr));
   }
   std::memset(&i->route.addr.dst_storage, 0, sizeof i->route.addr.dst_storage);
   std::memcpy(&i->route.addr.dst_storage, dst_addr, sockaddr_bytes(dst_addr));

@@ -26,6 +26,9 @@ ibv_mtu ibv_mtu_of(std::uint32_t bytes) {
   return bytes >= 4096 ? IBV_MTU_4096 : bytes >= 2048 ? IBV_MTU_2048 : bytes >= 1024 ? IBV_MTU_1024 : bytes >= 512 ? IBV_MTU_512 : IBV_MTU_256;
 }
 
+
+}  // namespace
+
 void set_sockaddr(sockaddr_storage& s, const proto::IpAddress& ip, std::uint16_t port) {
   std::memset(&s, 0, sizeof s);
   if (ip.version == proto::IpVersion::V4) {
@@ -40,8 +43,6 @@ void set_sockaddr(sockaddr_storage& s, const proto::IpAddress& ip, std::uint16_t
     std::memcpy(&in6.sin6_addr, ip.v6.data(), 16);
   }
 }
-
-}  // namespace
 
 const char* to_string(CmIdState s) {
   switch (s) {

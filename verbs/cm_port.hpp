@@ -90,5 +90,7 @@ void destroy_id_cqs(CmIdent& id);
 
 // A random 24-bit PSN.
 std::uint32_t random_psn();
+// An address and port as a sockaddr of the address's family (the rest zeroed).
+void set_sockaddr(sockaddr_storage& s, const proto::IpAddress& ip, std::uint16_t port);
 
 }  // namespace roce::verbs
