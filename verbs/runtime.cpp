@@ -28,8 +28,10 @@ std::mutex g_start_mutex;
 Runtime* g_runtime = nullptr;
 
 // A program thread that polled within this long is driving the engine; the dataplane thread
-// naps meanwhile (in naps of kHandoffNap).
+// naps meanwhile (in naps of kHandoffNap, or waits for a frame). kHandoffBusy: the same while
+// the engine has something to send (the program is posting and polling).
 constexpr Nanos kHandoff = 20 * kMicro;
+constexpr Nanos kHandoffBusy = 200 * kMicro;
 constexpr Nanos kHandoffNap = 10 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
 constexpr Nanos kIdleBeforeNap = kMilli;
@@ -154,6 +156,7 @@ Status Runtime::bring_up() {
   else dp_->neighbors().learn(cfg_.ip->v6, dp_->local().mac);
   // resolve() waits for this thread to answer instead of stepping the dataplane itself.
   dp_->set_driven_by_other_thread(true);
+  port_wait_ = PortWait::for_interface(ifindex_);
   return {};
 }
 
@@ -190,37 +193,99 @@ void Runtime::thread_main(std::promise<Status>* ready) {
 }
 
 void Runtime::loop() {
-  dp::Worker& w = dp_->worker(0);
   Nanos last_busy = dp_->now();
   while (!stop_.load(std::memory_order_relaxed)) {
     Nanos now = dp_->now();
-    if (now - last_app_step_.load(std::memory_order_relaxed) < kHandoff) {
+    const Nanos handoff = app_has_tx_work_.load(std::memory_order_relaxed) ? kHandoffBusy : kHandoff;
+    if (now - last_app_step_.load(std::memory_order_relaxed) < handoff) {
+      while_program_steps();
+      continue;
+    }
+    // Never queue for the lock behind a program thread: a ticket taken here and then preempted
+    // (more runnable threads than CPUs) would stall the program's verbs until this thread ran.
+    if (!lock_.try_lock()) {
       nap(kHandoffNap);
       continue;
     }
-    unsigned received;
+    now = dp_->now();
     bool tx_work;
-    {
-      EngineGuard g(lock_);
-      now = dp_->now();
-      received = w.poll(now);
-      after_step();
-      tx_work = w.engine().has_tx_work();
-    }
+    const unsigned received = step_locked(now, tx_work);
+    lock_.unlock();
     if (cfg_.poll != PollMode::Adaptive) continue;
     if (received || tx_work) {
       last_busy = now;
+    } else if (port_wait_.can_wait()) {
+      // Nothing to do: sleep until a frame comes (the timers get their turn after the nap).
+      port_wait_.wait(static_cast<Nanos>(cfg_.idle_nap_us) * kMicro);
     } else if (now - last_busy > kIdleBeforeNap) {
       nap(static_cast<Nanos>(cfg_.idle_nap_us) * kMicro);
     }
   }
 }
 
+// A program thread drives the engine. While the engine has something to send (a bandwidth
+// test posting and polling), the program is back in a poll within microseconds: this thread
+// stays out of its way, on a long nap (each wake-up costs the CPU the program runs on). With
+// nothing to send the program may stop calling at any moment: ib_write_lat spins on its
+// buffer's last byte once its send completed, and the peer's WRITE then arrives with nobody
+// polling. A frame left on the port is taken at once where the port can be waited on.
+void Runtime::while_program_steps() {
+  if (app_has_tx_work_.load(std::memory_order_relaxed)) {
+    nap(kHandoffBusy / 2);
+    return;
+  }
+  if (!port_wait_.can_wait()) {
+    nap(kHandoffNap);
+    return;
+  }
+  if (!port_wait_.wait(kHandoff)) return;
+  // Held: a program thread is in a verb, most likely a poll that takes the frame itself.
+  if (!lock_.try_lock()) {
+    nap(kHandoff);
+    return;
+  }
+  bool tx_work;
+  step_locked(dp_->now(), tx_work);
+  lock_.unlock();
+}
+
+unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
+  dp::Worker& w = dp_->worker(0);
+  const unsigned received = w.poll(now);
+  after_step();
+  tx_work = w.engine().has_tx_work();
+  return received;
+}
+
 void Runtime::step_from_app() {
   const Nanos now = dp_->now();
   last_app_step_.store(now, std::memory_order_relaxed);
-  dp_->worker(0).poll(now);
+  dp::Worker& w = dp_->worker(0);
+  w.poll(now);
   after_step();
+  app_has_tx_work_.store(w.engine().has_tx_work(), std::memory_order_relaxed);
+}
+
+void Runtime::doorbell_from_app() {
+  if (dp_->now() - last_app_step_.load(std::memory_order_relaxed) >= kHandoff) step_from_app();
+}
+
+// Busy-polling before going quiet, as a socket's SO_BUSY_POLL does: the peer's answer often
+// follows the acknowledgement that completed the program's send by a few microseconds, and a
+// frame taken here costs nothing, while one left for the dataplane thread costs a wake-up and a
+// context switch on the CPU the program spins on (ib_write_lat: several times roce-gen's
+// latency without it). Only with nothing left to send: a bandwidth test's next poll comes soon.
+void Runtime::linger_from_app() {
+  dp::Worker& w = dp_->worker(0);
+  if (cfg_.linger_us == 0 || w.engine().has_tx_work()) return;
+  const Nanos until = dp_->now() + static_cast<Nanos>(cfg_.linger_us) * kMicro;
+  for (Nanos now = dp_->now(); now < until; now = dp_->now()) {
+    last_app_step_.store(now, std::memory_order_relaxed);
+    const unsigned received = w.poll(now);
+    after_step();
+    if (received) break;
+  }
+  app_has_tx_work_.store(w.engine().has_tx_work(), std::memory_order_relaxed);
 }
 
 void Runtime::after_step() {

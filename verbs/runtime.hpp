@@ -7,7 +7,8 @@
 // a program that busy-polls its CQ drives the engine from its own thread, as roce-gen's traffic
 // drivers do from the worker lcore, and the dataplane thread naps meanwhile instead of
 // spinning beside it. When program threads stop polling (they block, compute, or spin on
-// memory as ib_write_lat does) the dataplane thread takes over within `handoff`.
+// memory as ib_write_lat does) the dataplane thread takes over within `handoff`; on a port it
+// can sleep on (net_af_packet), it takes a frame the program leaves waiting at once.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "dataplane/dataplane.hpp"
 #include "verbs/config.hpp"
 #include "verbs/engine_lock.hpp"
+#include "verbs/port_wait.hpp"
 
 namespace roce::verbs {
 
@@ -62,6 +64,14 @@ class Runtime {
 
   // One dataplane iteration by a program thread; the lock is held.
   void step_from_app();
+  // After a post: sends it at once (one iteration) unless a program thread is stepping anyway,
+  // so that a program that posts and then blocks (ibv_get_cq_event) does not wait for the
+  // dataplane thread's wake-up; the lock is held.
+  void doorbell_from_app();
+  // After a program thread's step brought a completion: steps on for up to `linger_us` until a
+  // frame comes, when the engine has nothing left to send (the program is likely to wait for
+  // its peer next, perhaps without calling verbs at all); the lock is held.
+  void linger_from_app();
   // Arms a watch (lock held); it is checked after every iteration until it fires.
   void watch(CompletionWatch* w);
   void unwatch(CompletionWatch* w);
@@ -78,6 +88,8 @@ class Runtime {
   void thread_main(std::promise<Status>* ready);
   Status bring_up();
   void loop();
+  void while_program_steps();
+  unsigned step_locked(Nanos now, bool& tx_work);  // one iteration; the lock is held
   void after_step();
 
   DeviceConfig cfg_;
@@ -87,8 +99,10 @@ class Runtime {
   std::atomic<bool> stop_{false};
   std::uint32_t active_mtu_ = 1024;
   int ifindex_ = 0;
+  PortWait port_wait_;  // the port's packet sockets, when it has them (net_af_packet)
   // Set by program threads that step: the dataplane thread leaves the engine to them meanwhile.
   alignas(64) std::atomic<Nanos> last_app_step_{0};
+  std::atomic<bool> app_has_tx_work_{false};  // the engine had something to send after that step
   std::vector<CompletionWatch*> watches_;  // under the lock
 };
 
