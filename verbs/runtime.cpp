@@ -31,7 +31,7 @@ Runtime* g_runtime = nullptr;
 // naps meanwhile (in naps of kHandoffNap, or waits for a frame). kHandoffBusy: the same while
 // the engine has something to send (the program is posting and polling).
 constexpr Nanos kHandoff = 20 * kMicro;
-constexpr Nanos kHandoffBusy = 200 * kMicro;
+constexpr Nanos kHandoffBusy = 1000 * kMicro;
 constexpr Nanos kHandoffNap = 10 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
 constexpr Nanos kIdleBeforeNap = kMilli;
@@ -196,7 +196,8 @@ void Runtime::loop() {
   Nanos last_busy = dp_->now();
   while (!stop_.load(std::memory_order_relaxed)) {
     Nanos now = dp_->now();
-    const Nanos handoff = app_has_tx_work_.load(std::memory_order_relaxed) ? kHandoffBusy : kHandoff;
+    const bool app_busy = app_has_tx_work_.load(std::memory_order_relaxed) || !app_waits_for_peer_.load(std::memory_order_relaxed);
+    const Nanos handoff = app_busy ? kHandoffBusy : kHandoff;
     if (now - last_app_step_.load(std::memory_order_relaxed) < handoff) {
       while_program_steps();
       continue;
@@ -223,14 +224,15 @@ void Runtime::loop() {
   }
 }
 
-// A program thread drives the engine. While the engine has something to send (a bandwidth
-// test posting and polling), the program is back in a poll within microseconds: this thread
-// stays out of its way, on a long nap (each wake-up costs the CPU the program runs on). With
-// nothing to send the program may stop calling at any moment: ib_write_lat spins on its
+// A program thread drives the engine. While the engine has something to send, or the QP of
+// the program's last completion still has requests outstanding (a bandwidth test posting and
+// polling), the program is back in a poll within microseconds: this thread stays out of its
+// way, on a long nap (each wake-up costs the CPU the program runs on). Otherwise the program
+// may stop calling at any moment: ib_write_lat spins on its
 // buffer's last byte once its send completed, and the peer's WRITE then arrives with nobody
 // polling. A frame left on the port is taken at once where the port can be waited on.
 void Runtime::while_program_steps() {
-  if (app_has_tx_work_.load(std::memory_order_relaxed)) {
+  if (app_has_tx_work_.load(std::memory_order_relaxed) || !app_waits_for_peer_.load(std::memory_order_relaxed)) {
     nap(kHandoffBusy / 2);
     return;
   }
@@ -275,6 +277,13 @@ void Runtime::doorbell_from_app() {
 // frame taken here costs nothing, while one left for the dataplane thread costs a wake-up and a
 // context switch on the CPU the program spins on (ib_write_lat: several times roce-gen's
 // latency without it). Only with nothing left to send: a bandwidth test's next poll comes soon.
+void Runtime::completions_to_app(std::uint32_t qpn, bool stepped) {
+  const rdma::QueuePair* qp = engine().find_qp(qpn);
+  const bool waits = qp == nullptr || qp->context().sq.empty();
+  app_waits_for_peer_.store(waits, std::memory_order_relaxed);
+  if (waits && stepped) linger_from_app();
+}
+
 void Runtime::linger_from_app() {
   dp::Worker& w = dp_->worker(0);
   if (cfg_.linger_us == 0 || w.engine().has_tx_work()) return;

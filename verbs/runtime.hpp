@@ -68,10 +68,15 @@ class Runtime {
   // so that a program that posts and then blocks (ibv_get_cq_event) does not wait for the
   // dataplane thread's wake-up; the lock is held.
   void doorbell_from_app();
-  // After a program thread's step brought a completion: steps on for up to `linger_us` until a
-  // frame comes, when the engine has nothing left to send (the program is likely to wait for
-  // its peer next, perhaps without calling verbs at all); the lock is held.
-  void linger_from_app();
+  // A poll hands the program completions, the last of them for QP `qpn`; `stepped`: this
+  // poll's own iteration brought them. A QP with nothing left in its send queue means the
+  // program is likely to wait for its peer next, perhaps without calling verbs at all
+  // (ib_write_lat spins on its buffer): the poll then lingers (`linger_us`) for the peer's next
+  // frame, and the dataplane thread watches the port meanwhile. The lock is held.
+  void completions_to_app(std::uint32_t qpn, bool stepped);
+  // A program thread armed a CQ and is about to block for its event: the dataplane thread
+  // steps from now on, without waiting out the handoff.
+  void program_waits() { last_app_step_.store(0, std::memory_order_relaxed); }
   // Arms a watch (lock held); it is checked after every iteration until it fires.
   void watch(CompletionWatch* w);
   void unwatch(CompletionWatch* w);
@@ -89,6 +94,7 @@ class Runtime {
   Status bring_up();
   void loop();
   void while_program_steps();
+  void linger_from_app();
   unsigned step_locked(Nanos now, bool& tx_work);  // one iteration; the lock is held
   void after_step();
 
@@ -103,6 +109,7 @@ class Runtime {
   // Set by program threads that step: the dataplane thread leaves the engine to them meanwhile.
   alignas(64) std::atomic<Nanos> last_app_step_{0};
   std::atomic<bool> app_has_tx_work_{false};  // the engine had something to send after that step
+  std::atomic<bool> app_waits_for_peer_{true};  // see completions_to_app
   std::vector<CompletionWatch*> watches_;  // under the lock
 };
 
