@@ -33,13 +33,11 @@ int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 int poll_or_step(Cq& c, int n, ibv_wc* wc, bool may_step) {
   EngineGuard g(c.rt->lock());
   int got = c.impl->poll(n, wc);
-  bool stepped = false;
   if (got == 0 && n > 0 && may_step) {
-    c.rt->step_from_app();
+    const unsigned received = c.rt->step_from_app();
     got = c.impl->poll(n, wc);
-    stepped = true;
+    if (got > 0) c.rt->completions_from_step(wc[got - 1], received);
   }
-  if (got > 0) c.rt->completions_to_app(wc[got - 1].qp_num, stepped);
   return got;
 }
 

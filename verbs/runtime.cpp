@@ -5,6 +5,8 @@
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <sys/ioctl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -27,11 +29,9 @@ namespace {
 std::mutex g_start_mutex;
 Runtime* g_runtime = nullptr;
 
-// A program thread that polled within this long is driving the engine; the dataplane thread
-// naps meanwhile (in naps of kHandoffNap, or waits for a frame). kHandoffBusy: the same while
-// the engine has something to send (the program is posting and polling).
-constexpr Nanos kHandoff = 20 * kMicro;
-constexpr Nanos kHandoffBusy = 1000 * kMicro;
+// A program thread that stepped within this long, and did not let go, is driving the engine;
+// the dataplane thread sleeps meanwhile. kHandoffNap: its nap when the lock is busy.
+constexpr Nanos kHandoff = 1000 * kMicro;
 constexpr Nanos kHandoffNap = 10 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
 constexpr Nanos kIdleBeforeNap = kMilli;
@@ -157,6 +157,8 @@ Status Runtime::bring_up() {
   // resolve() waits for this thread to answer instead of stepping the dataplane itself.
   dp_->set_driven_by_other_thread(true);
   port_wait_ = PortWait::for_interface(ifindex_);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return make_error(errno, "eventfd for the dataplane thread");
   return {};
 }
 
@@ -196,10 +198,9 @@ void Runtime::loop() {
   Nanos last_busy = dp_->now();
   while (!stop_.load(std::memory_order_relaxed)) {
     Nanos now = dp_->now();
-    const bool app_busy = app_has_tx_work_.load(std::memory_order_relaxed) || !app_waits_for_peer_.load(std::memory_order_relaxed);
-    const Nanos handoff = app_busy ? kHandoffBusy : kHandoff;
-    if (now - last_app_step_.load(std::memory_order_relaxed) < handoff) {
-      while_program_steps();
+    if (!app_released_.load(std::memory_order_acquire) &&
+        now - last_app_step_.load(std::memory_order_relaxed) < kHandoff) {
+      sleep_while_program_steps();
       continue;
     }
     // Never queue for the lock behind a program thread: a ticket taken here and then preempted
@@ -224,31 +225,30 @@ void Runtime::loop() {
   }
 }
 
-// A program thread drives the engine. While the engine has something to send, or the QP of
-// the program's last completion still has requests outstanding (a bandwidth test posting and
-// polling), the program is back in a poll within microseconds: this thread stays out of its
-// way, on a long nap (each wake-up costs the CPU the program runs on). Otherwise the program
-// may stop calling at any moment: ib_write_lat spins on its
-// buffer's last byte once its send completed, and the peer's WRITE then arrives with nobody
-// polling. A frame left on the port is taken at once where the port can be waited on.
-void Runtime::while_program_steps() {
-  if (app_has_tx_work_.load(std::memory_order_relaxed) || !app_waits_for_peer_.load(std::memory_order_relaxed)) {
-    nap(kHandoffBusy / 2);
-    return;
+// A program thread drives the engine: this thread sleeps until the program lets go (release())
+// or has not stepped for kHandoff. Every wake-up of this thread costs the CPU the program spins
+// on a context switch, so it does not watch the port meanwhile: a frame the program leaves
+// there after letting go is what it waits for next (in loop()).
+void Runtime::sleep_while_program_steps() {
+  sleeping_.store(true, std::memory_order_seq_cst);
+  if (!app_released_.load(std::memory_order_seq_cst)) {
+    const Nanos left = last_app_step_.load(std::memory_order_relaxed) + kHandoff - dp_->now();
+    pollfd p{wake_fd_, POLLIN, 0};
+    const timespec ts{0, static_cast<long>(std::clamp<Nanos>(left, kMicro, kHandoff))};
+    ::ppoll(&p, 1, &ts, nullptr);
   }
-  if (!port_wait_.can_wait()) {
-    nap(kHandoffNap);
-    return;
+  sleeping_.store(false, std::memory_order_relaxed);
+  std::uint64_t v;
+  while (::read(wake_fd_, &v, sizeof v) == sizeof v) {
   }
-  if (!port_wait_.wait(kHandoff)) return;
-  // Held: a program thread is in a verb, most likely a poll that takes the frame itself.
-  if (!lock_.try_lock()) {
-    nap(kHandoff);
-    return;
+}
+
+void Runtime::release_from_app() {
+  if (app_released_.exchange(true, std::memory_order_seq_cst)) return;
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
   }
-  bool tx_work;
-  step_locked(dp_->now(), tx_work);
-  lock_.unlock();
 }
 
 unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
@@ -259,42 +259,47 @@ unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
   return received;
 }
 
-void Runtime::step_from_app() {
+unsigned Runtime::step_from_app() {
   const Nanos now = dp_->now();
   last_app_step_.store(now, std::memory_order_relaxed);
-  dp::Worker& w = dp_->worker(0);
-  w.poll(now);
+  if (app_released_.load(std::memory_order_relaxed)) app_released_.store(false, std::memory_order_relaxed);
+  const unsigned received = dp_->worker(0).poll(now);
   after_step();
-  app_has_tx_work_.store(w.engine().has_tx_work(), std::memory_order_relaxed);
+  return received;
 }
 
 void Runtime::doorbell_from_app() {
-  if (dp_->now() - last_app_step_.load(std::memory_order_relaxed) >= kHandoff) step_from_app();
+  if (app_released_.load(std::memory_order_relaxed) ||
+      dp_->now() - last_app_step_.load(std::memory_order_relaxed) >= kHandoff)
+    step_from_app();
 }
 
 // Busy-polling before going quiet, as a socket's SO_BUSY_POLL does: the peer's answer often
 // follows the acknowledgement that completed the program's send by a few microseconds, and a
 // frame taken here costs nothing, while one left for the dataplane thread costs a wake-up and a
 // context switch on the CPU the program spins on (ib_write_lat: several times roce-gen's
-// latency without it). Only with nothing left to send: a bandwidth test's next poll comes soon.
-void Runtime::completions_to_app(std::uint32_t qpn, bool stepped) {
-  const rdma::QueuePair* qp = engine().find_qp(qpn);
-  const bool waits = qp == nullptr || qp->context().sq.empty();
-  app_waits_for_peer_.store(waits, std::memory_order_relaxed);
-  if (waits && stepped) linger_from_app();
+// latency without it). Only where the program is likely to wait for its peer next (see
+// completions_from_step): after a READ's completion, say, it goes on at once, and a poll that
+// lingered would cost every ib_read_lat round trip the whole linger.
+void Runtime::completions_from_step(const ibv_wc& last, unsigned received) {
+  if (last.opcode != IBV_WC_RDMA_WRITE && last.opcode != IBV_WC_SEND) return;
+  if (received > 1) return;  // the peer's answer may have come with the ACK
+  const rdma::QueuePair* qp = engine().find_qp(last.qp_num);
+  if (qp != nullptr && !qp->context().sq.empty()) return;
+  if (!linger_from_app()) release_from_app();
 }
 
-void Runtime::linger_from_app() {
+bool Runtime::linger_from_app() {
   dp::Worker& w = dp_->worker(0);
-  if (cfg_.linger_us == 0 || w.engine().has_tx_work()) return;
+  if (cfg_.linger_us == 0 || w.engine().has_tx_work()) return false;
   const Nanos until = dp_->now() + static_cast<Nanos>(cfg_.linger_us) * kMicro;
   for (Nanos now = dp_->now(); now < until; now = dp_->now()) {
     last_app_step_.store(now, std::memory_order_relaxed);
     const unsigned received = w.poll(now);
     after_step();
-    if (received) break;
+    if (received) return true;
   }
-  app_has_tx_work_.store(w.engine().has_tx_work(), std::memory_order_relaxed);
+  return false;
 }
 
 void Runtime::after_step() {
