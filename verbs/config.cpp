@@ -186,6 +186,10 @@ Result<DeviceConfig> parse_config(const std::vector<std::string>& words) {
       const auto v = parse_uint(value, 100000);
       if (!v || *v == 0) return bad(key, value, "1..100000 microseconds");
       c.idle_nap_us = static_cast<std::uint32_t>(*v);
+    } else if (key == "linger-us") {
+      const auto v = parse_uint(value, 1000);
+      if (!v) return bad(key, value, "0..1000 microseconds");
+      c.linger_us = static_cast<std::uint32_t>(*v);
     } else if (key == "max-qps") {
       const auto v = parse_uint(value, 65536);
       if (!v || *v == 0) return bad(key, value, "1..65536");
@@ -233,7 +237,7 @@ Result<std::vector<std::string>> config_words_from_environment() {
 
 std::string config_usage() {
   return "options: --service SOCKET | --ip ADDR --vdev SPEC --dev NAME --mtu BYTES --name NAME --eal 'ARGS' --cpu N --memory MB "
-         "--mbufs N --poll busy|adaptive --idle-nap-us N --max-qps N --max-mrs N --max-rd-atomic N --config FILE";
+         "--mbufs N --poll busy|adaptive --idle-nap-us N --linger-us N --max-qps N --max-mrs N --max-rd-atomic N --config FILE";
 }
 
 std::string port_name(const DeviceConfig& c) {

@@ -36,6 +36,9 @@ struct DeviceConfig {
   std::uint32_t mbufs = 8191;
   PollMode poll = PollMode::Adaptive;
   std::uint32_t idle_nap_us = 50;      // adaptive: nap length once idle
+  // A program thread whose poll stepped the engine to a completion, with nothing left to send,
+  // steps on this long for the peer's next frame (0: never). See Runtime::linger_from_app.
+  std::uint32_t linger_us = 20;
   std::uint32_t max_qps = 1024;
   std::uint32_t max_mrs = 4096;
   // Outstanding READ/atomic requests per QP, each direction. perftest's read and atomic tests

@@ -15,7 +15,9 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     return EINVAL;
   }
   EngineGuard g(q->rt->lock());
-  return q->rt->engine().post_send(q->impl, wr, bad);
+  const int rc = q->rt->engine().post_send(q->impl, wr, bad);
+  q->rt->doorbell_from_app();
+  return rc;
 }
 
 int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
@@ -32,8 +34,9 @@ int poll_or_step(Cq& c, int n, ibv_wc* wc, bool may_step) {
   EngineGuard g(c.rt->lock());
   int got = c.impl->poll(n, wc);
   if (got == 0 && n > 0 && may_step) {
-    c.rt->step_from_app();
+    const unsigned received = c.rt->step_from_app();
     got = c.impl->poll(n, wc);
+    if (got > 0) c.rt->completions_from_step(wc[got - 1], received);
   }
   return got;
 }
@@ -58,6 +61,7 @@ int req_notify_cq_op(ibv_cq* cq, int) {
   }
   c->armed = true;
   c->rt->watch(c);
+  c->rt->program_waits();
   return 0;
 }
 

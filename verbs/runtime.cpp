@@ -5,6 +5,8 @@
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <sys/ioctl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -27,9 +29,9 @@ namespace {
 std::mutex g_start_mutex;
 Runtime* g_runtime = nullptr;
 
-// A program thread that polled within this long is driving the engine; the dataplane thread
-// naps meanwhile (in naps of kHandoffNap).
-constexpr Nanos kHandoff = 20 * kMicro;
+// A program thread that stepped within this long, and did not let go, is driving the engine;
+// the dataplane thread sleeps meanwhile. kHandoffNap: its nap when the lock is busy.
+constexpr Nanos kHandoff = 1000 * kMicro;
 constexpr Nanos kHandoffNap = 10 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
 constexpr Nanos kIdleBeforeNap = kMilli;
@@ -154,6 +156,9 @@ Status Runtime::bring_up() {
   else dp_->neighbors().learn(cfg_.ip->v6, dp_->local().mac);
   // resolve() waits for this thread to answer instead of stepping the dataplane itself.
   dp_->set_driven_by_other_thread(true);
+  port_wait_ = PortWait::for_interface(ifindex_);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return make_error(errno, "eventfd for the dataplane thread");
   return {};
 }
 
@@ -190,37 +195,111 @@ void Runtime::thread_main(std::promise<Status>* ready) {
 }
 
 void Runtime::loop() {
-  dp::Worker& w = dp_->worker(0);
   Nanos last_busy = dp_->now();
   while (!stop_.load(std::memory_order_relaxed)) {
     Nanos now = dp_->now();
-    if (now - last_app_step_.load(std::memory_order_relaxed) < kHandoff) {
+    if (!app_released_.load(std::memory_order_acquire) &&
+        now - last_app_step_.load(std::memory_order_relaxed) < kHandoff) {
+      sleep_while_program_steps();
+      continue;
+    }
+    // Never queue for the lock behind a program thread: a ticket taken here and then preempted
+    // (more runnable threads than CPUs) would stall the program's verbs until this thread ran.
+    if (!lock_.try_lock()) {
       nap(kHandoffNap);
       continue;
     }
-    unsigned received;
+    now = dp_->now();
     bool tx_work;
-    {
-      EngineGuard g(lock_);
-      now = dp_->now();
-      received = w.poll(now);
-      after_step();
-      tx_work = w.engine().has_tx_work();
-    }
+    const unsigned received = step_locked(now, tx_work);
+    lock_.unlock();
     if (cfg_.poll != PollMode::Adaptive) continue;
     if (received || tx_work) {
       last_busy = now;
+    } else if (port_wait_.can_wait()) {
+      // Nothing to do: sleep until a frame comes (the timers get their turn after the nap).
+      port_wait_.wait(static_cast<Nanos>(cfg_.idle_nap_us) * kMicro);
     } else if (now - last_busy > kIdleBeforeNap) {
       nap(static_cast<Nanos>(cfg_.idle_nap_us) * kMicro);
     }
   }
 }
 
-void Runtime::step_from_app() {
+// A program thread drives the engine: this thread sleeps until the program lets go (release())
+// or has not stepped for kHandoff. Every wake-up of this thread costs the CPU the program spins
+// on a context switch, so it does not watch the port meanwhile: a frame the program leaves
+// there after letting go is what it waits for next (in loop()).
+void Runtime::sleep_while_program_steps() {
+  sleeping_.store(true, std::memory_order_seq_cst);
+  if (!app_released_.load(std::memory_order_seq_cst)) {
+    const Nanos left = last_app_step_.load(std::memory_order_relaxed) + kHandoff - dp_->now();
+    pollfd p{wake_fd_, POLLIN, 0};
+    const timespec ts{0, static_cast<long>(std::clamp<Nanos>(left, kMicro, kHandoff))};
+    ::ppoll(&p, 1, &ts, nullptr);
+  }
+  sleeping_.store(false, std::memory_order_relaxed);
+  std::uint64_t v;
+  while (::read(wake_fd_, &v, sizeof v) == sizeof v) {
+  }
+}
+
+void Runtime::release_from_app() {
+  if (app_released_.exchange(true, std::memory_order_seq_cst)) return;
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
+  dp::Worker& w = dp_->worker(0);
+  const unsigned received = w.poll(now);
+  after_step();
+  tx_work = w.engine().has_tx_work();
+  return received;
+}
+
+unsigned Runtime::step_from_app() {
   const Nanos now = dp_->now();
   last_app_step_.store(now, std::memory_order_relaxed);
-  dp_->worker(0).poll(now);
+  if (app_released_.load(std::memory_order_relaxed)) app_released_.store(false, std::memory_order_relaxed);
+  const unsigned received = dp_->worker(0).poll(now);
   after_step();
+  return received;
+}
+
+void Runtime::doorbell_from_app() {
+  if (app_released_.load(std::memory_order_relaxed) ||
+      dp_->now() - last_app_step_.load(std::memory_order_relaxed) >= kHandoff)
+    step_from_app();
+}
+
+// Busy-polling before going quiet, as a socket's SO_BUSY_POLL does: the peer's answer often
+// follows the acknowledgement that completed the program's send by a few microseconds, and a
+// frame taken here costs nothing, while one left for the dataplane thread costs a wake-up and a
+// context switch on the CPU the program spins on (ib_write_lat: several times roce-gen's
+// latency without it). Only where the program is likely to wait for its peer next (see
+// completions_from_step): after a READ's completion, say, it goes on at once, and a poll that
+// lingered would cost every ib_read_lat round trip the whole linger.
+void Runtime::completions_from_step(const ibv_wc& last, unsigned received) {
+  if (last.opcode != IBV_WC_RDMA_WRITE && last.opcode != IBV_WC_SEND) return;
+  if (received > 1) return;  // the peer's answer may have come with the ACK
+  const rdma::QueuePair* qp = engine().find_qp(last.qp_num);
+  if (qp != nullptr && !qp->context().sq.empty()) return;
+  if (!linger_from_app()) release_from_app();
+}
+
+bool Runtime::linger_from_app() {
+  dp::Worker& w = dp_->worker(0);
+  if (cfg_.linger_us == 0 || w.engine().has_tx_work()) return false;
+  const Nanos until = dp_->now() + static_cast<Nanos>(cfg_.linger_us) * kMicro;
+  for (Nanos now = dp_->now(); now < until; now = dp_->now()) {
+    last_app_step_.store(now, std::memory_order_relaxed);
+    const unsigned received = w.poll(now);
+    after_step();
+    if (received) return true;
+  }
+  return false;
 }
 
 void Runtime::after_step() {

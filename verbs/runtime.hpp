@@ -5,9 +5,11 @@
 // Who steps the engine: the dataplane thread, except while a program thread polls a CQ. A
 // poll that finds the CQ empty runs one dataplane iteration itself (under the engine lock), so
 // a program that busy-polls its CQ drives the engine from its own thread, as roce-gen's traffic
-// drivers do from the worker lcore, and the dataplane thread naps meanwhile instead of
-// spinning beside it. When program threads stop polling (they block, compute, or spin on
-// memory as ib_write_lat does) the dataplane thread takes over within `handoff`.
+// drivers do from the worker lcore, and the dataplane thread sleeps meanwhile instead of
+// spinning beside it. When the program lets go (a linger for the peer's answer ended without
+// one, or it armed a CQ to block for its event) or has not stepped for a while, the dataplane
+// thread takes over; idle, it sleeps on the port's packet socket (docs/verbs.md, "Who steps
+// the engine").
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include "dataplane/dataplane.hpp"
 #include "verbs/config.hpp"
 #include "verbs/engine_lock.hpp"
+#include "verbs/port_wait.hpp"
 
 namespace roce::verbs {
 
@@ -61,7 +64,22 @@ class Runtime {
   LinkState link() const;
 
   // One dataplane iteration by a program thread; the lock is held.
-  void step_from_app();
+  unsigned step_from_app();  // frames received
+  // After a post: sends it at once (one iteration) unless a program thread drives the engine
+  // anyway, so that a program that posts and then blocks (ibv_get_cq_event) does not wait for
+  // the dataplane thread's wake-up; the lock is held.
+  void doorbell_from_app();
+  // A program thread's poll stepped the engine (`received` frames) and found completions, the
+  // last of them `last`. A WRITE or SEND completed by that step's ACK alone, with its QP's send
+  // queue now empty, means the program is likely to wait for its peer next, perhaps without
+  // calling verbs at all (ib_write_lat spins on its buffer): the poll then lingers
+  // (`linger_us`) for the peer's next frame and, if none came, lets go of the engine
+  // (release_from_app). After a READ or atomic, a receive, or with the peer's answer in the
+  // same burst, the program acts on what it got instead. The lock is held.
+  void completions_from_step(const ibv_wc& last, unsigned received);
+  // A program thread armed a CQ and is about to block for its event: the dataplane thread
+  // steps from now on, without waiting out the handoff.
+  void program_waits() { release_from_app(); }
   // Arms a watch (lock held); it is checked after every iteration until it fires.
   void watch(CompletionWatch* w);
   void unwatch(CompletionWatch* w);
@@ -78,6 +96,10 @@ class Runtime {
   void thread_main(std::promise<Status>* ready);
   Status bring_up();
   void loop();
+  void sleep_while_program_steps();
+  void release_from_app();
+  bool linger_from_app();  // true when a frame came
+  unsigned step_locked(Nanos now, bool& tx_work);  // one iteration; the lock is held
   void after_step();
 
   DeviceConfig cfg_;
@@ -87,8 +109,14 @@ class Runtime {
   std::atomic<bool> stop_{false};
   std::uint32_t active_mtu_ = 1024;
   int ifindex_ = 0;
+  PortWait port_wait_;  // the port's packet sockets, when it has them (net_af_packet)
   // Set by program threads that step: the dataplane thread leaves the engine to them meanwhile.
   alignas(64) std::atomic<Nanos> last_app_step_{0};
+  // Set by a program thread that is likely to stop stepping (completions_to_app, program_waits);
+  // cleared by its next step. The dataplane thread, asleep on wake_fd_ (sleeping_), is woken.
+  std::atomic<bool> app_released_{false};
+  alignas(64) std::atomic<bool> sleeping_{false};
+  int wake_fd_ = -1;
   std::vector<CompletionWatch*> watches_;  // under the lock
 };
 

@@ -29,6 +29,10 @@ struct ServiceOptions {
   // Objects of each kind (PDs, MRs, CQs, QPs, AHs) one program may hold, so that one program
   // cannot exhaust the device's tables for the others: one more is ENOMEM.
   std::uint32_t max_per_client = 256;
+  // Bytes of a program's memory one program may have mapped into the service at once (its
+  // registered buffers' pages and its CQ and QP rings), so that one program cannot fill the
+  // service's address space: a registration or ring past it is ENOMEM.
+  std::uint64_t max_map_bytes = std::uint64_t{64} << 30;
 };
 
 class VerbsService {
@@ -118,6 +122,8 @@ class VerbsService {
   // A ring's SGE names the program's address; the engine takes local SGEs by the service's.
   static void translate(const Client& c, ibv_sge& sge);
   void fail_wqe(Client& c, QpState& q, std::uint64_t wr_id, bool send, ibv_wc_status status);
+  // Whether `bytes` more may be mapped for the program (ServiceOptions::max_map_bytes).
+  bool may_map(const Client& c, std::uint64_t bytes) const;
   void drop(Client& c);
 
   ServiceOptions opt_;

@@ -44,6 +44,7 @@ int VerbsService::create_cq(Client& c, const service::Request& r, std::size_t le
   if (files.size() != 1u + (q.has_channel ? 1u : 0u) || !service::valid_ring_size(q.ring_size)) return EINVAL;
   if (q.cqe == 0 || q.cqe > q.ring_size) return EINVAL;  // the ring holds every entry the CQ can
   const std::size_t bytes = service::cq_ring_bytes(q.ring_size);
+  if (!may_map(c, bytes)) return ENOMEM;
   void* map = map_ring(files[0], bytes);
   if (map == nullptr) return EINVAL;
   ibv_cq* cq = ibv_create_cq(c.ctx, static_cast<int>(q.cqe), nullptr, nullptr, 0);
@@ -93,6 +94,7 @@ int VerbsService::create_qp(Client& c, const service::Request& r, std::size_t le
       q.cap.max_inline_data > service::kMaxWqeInline || q.cap.max_send_wr > q.sq_size || q.cap.max_recv_wr > q.rq_size)
     return EINVAL;
   const auto layout = service::qp_ring_layout(q.sq_size, q.rq_size);
+  if (!may_map(c, layout.bytes)) return ENOMEM;
   void* map = map_ring(files[0], layout.bytes);
   if (map == nullptr) return EINVAL;
   ibv_qp_init_attr ia{};

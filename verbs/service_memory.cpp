@@ -33,6 +33,14 @@ int check_file(int fd, std::uint64_t offset, std::uint64_t length) {
 
 }  // namespace
 
+bool VerbsService::may_map(const Client& c, std::uint64_t bytes) const {
+  std::uint64_t mapped = 0;
+  for (const auto& [h, region] : c.mrs) mapped += region.map_bytes;
+  for (const auto& [h, q] : c.cqs) mapped += q.map_bytes;
+  for (const auto& [h, q] : c.qps) mapped += q.map_bytes;
+  return mapped <= opt_.max_map_bytes && bytes <= opt_.max_map_bytes - mapped;
+}
+
 int VerbsService::reg_mr(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
                          service::Reply& out) {
   const auto pd = c.pds.find(r.handle);
@@ -56,6 +64,7 @@ int VerbsService::reg_mr(Client& c, const service::Request& r, std::size_t len, 
     if (total < s.length) return EINVAL;
   }
   if (total != end - start) return EINVAL;  // the segments must cover the buffer's pages exactly
+  if (!may_map(c, total)) return ENOMEM;
   // One contiguous range of the service's address space, then each segment over its part.
   void* map = ::mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (map == MAP_FAILED) return ENOMEM;

@@ -25,6 +25,8 @@ void usage(FILE* out) {
                "  --socket PATH     the UNIX socket programs connect to (default /run/rocedp/NAME.sock)\n"
                "  --max-clients N   programs (contexts) served at once (default 64)\n"
                "  --max-per-client N  PDs, MRs, CQs, QPs and AHs each one program may hold (default 256)\n"
+               "  --max-map-mb N      MiB of its memory (registered buffers, rings) each program may have\n"
+               "                      mapped into the service (default 65536)\n"
                "  --allow-probe     answer test probes (a WRITE from the service into a program's MR; tests only)\n"
                "Device options, as roce-run's: --ip ADDR --vdev SPEC [--dev NAME] [--mtu BYTES] [--name NAME]\n"
                "  [--eal 'ARGS'] [--cpu N] [--memory MB] [--mbufs N] [--poll busy|adaptive] [--max-qps N]\n"
@@ -55,6 +57,17 @@ int main(int argc, char** argv) {
     }
     if (a == "--allow-probe") {
       o.allow_probe = true;
+      continue;
+    }
+    if (key == "--max-map-mb") {
+      if (!inline_value) ++i;
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || v == 0 || v > (1ull << 27)) {
+        std::fprintf(stderr, "roce-verbsd: bad --max-map-mb '%s' (1..134217728)\n", value.c_str());
+        return 2;
+      }
+      o.max_map_bytes = static_cast<std::uint64_t>(v) << 20;
       continue;
     }
     if (key == "--socket" || key == "--max-clients" || key == "--max-per-client") {

@@ -105,7 +105,7 @@ class Service : public ::testing::Test {
     g_service = ::fork();
     ASSERT_GE(g_service, 0);
     if (g_service == 0) {
-      ::execl(bin, bin, "--ip", "10.99.0.3", "--vdev", "net_ring0", "--memory", "128", "--name", "svc0", "--allow-probe", "--max-per-client", "32", "--socket",
+      ::execl(bin, bin, "--ip", "10.99.0.3", "--vdev", "net_ring0", "--memory", "128", "--name", "svc0", "--allow-probe", "--max-per-client", "32", "--max-map-mb", "64", "--socket",
               g_socket.c_str(), static_cast<char*>(nullptr));
       std::perror("exec roce-verbsd");
       ::_exit(127);
@@ -300,6 +300,49 @@ TEST_F(Service, PerProgramCapIsEnomem) {
   }
   EXPECT_EQ(ibv_close_device(other), 0);
   for (ibv_pd* q : pds) EXPECT_EQ(ibv_dealloc_pd(q), 0);
+}
+
+// Nor can it fill the service's address space: past --max-map-mb (64 MiB here) of its memory
+// mapped into the service, a registration is ENOMEM; another program still registers, and
+// deregistering makes room again.
+TEST_F(Service, MappedBytesCapIsEnomem) {
+  constexpr std::size_t kBytes = std::size_t{40} << 20;
+  auto buffer = [] {
+    void* p = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  };
+  void* a = buffer();
+  void* b = buffer();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const int access = IBV_ACCESS_LOCAL_WRITE;
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  ibv_mr* first = ibv_reg_mr(pd, a, kBytes, access);
+  ASSERT_NE(first, nullptr) << std::strerror(errno);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd, b, kBytes, access), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  ibv_context* other = ibv_open_device(list[0]);
+  ASSERT_NE(other, nullptr);
+  ibv_pd* other_pd = ibv_alloc_pd(other);
+  ASSERT_NE(other_pd, nullptr);
+  ibv_mr* theirs = ibv_reg_mr(other_pd, b, kBytes, access);
+  EXPECT_NE(theirs, nullptr) << std::strerror(errno);
+  if (theirs) {
+    EXPECT_EQ(ibv_dereg_mr(theirs), 0);
+  }
+  EXPECT_EQ(ibv_dealloc_pd(other_pd), 0);
+  EXPECT_EQ(ibv_close_device(other), 0);
+  EXPECT_EQ(ibv_dereg_mr(first), 0);
+  ibv_mr* second = ibv_reg_mr(pd, b, kBytes, access);
+  EXPECT_NE(second, nullptr) << std::strerror(errno);
+  if (second) {
+    EXPECT_EQ(ibv_dereg_mr(second), 0);
+  }
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  ::munmap(a, kBytes);
+  ::munmap(b, kBytes);
 }
 
 TEST_F(Service, RegistrationErrnosAreLibraryModes) {
