@@ -15,7 +15,7 @@
 #include "netsim/link_emulator.hpp"
 #include "tests/apps/cm_side.hpp"
 
-namespace roce::test {
+namespace roce::test::cm_lossy_test {
 namespace {
 
 using cm::RdmaCmEventType;
@@ -215,4 +215,4 @@ TEST_F(CmLossyLink, FirstPacketEstablishesThePassiveSideWhenTheRtuIsLost) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::cm_lossy_test

@@ -16,7 +16,7 @@
 #include "tests/apps/cm_side.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::test {
+namespace roce::test::cm_service_test {
 namespace {
 
 using cm::RdmaCmEvent;
@@ -210,4 +210,4 @@ TEST_F(CmServicePair, StoppingServiceSendsDreqForEveryLiveConnection) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::cm_service_test

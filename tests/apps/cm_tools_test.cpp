@@ -14,7 +14,7 @@
 #include "apps/gen/cm_clients.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::test {
+namespace roce::test::cm_tools_test {
 namespace {
 
 class CmTools : public DataplanePairTest {
@@ -211,4 +211,4 @@ TEST_F(CmToolsV6, UdaddyDatagramsBothWaysAfterSidrOverIpv6) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::cm_tools_test

@@ -18,7 +18,7 @@
 #include "lib/nvmf/rdma_host.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::test {
+namespace roce::test::nvmf_service_test {
 namespace {
 
 namespace nv = proto::nvme;
@@ -606,4 +606,4 @@ TEST(NvmfNamespaceOption, ParsesMemoryAndFileBackings) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::nvmf_service_test

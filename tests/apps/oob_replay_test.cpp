@@ -21,7 +21,7 @@
 #define ROCE_SOURCE_ROOT "."
 #endif
 
-namespace roce::client {
+namespace roce::client::oob_replay_test {
 namespace {
 
 using Bytes = std::vector<std::byte>;
@@ -477,4 +477,4 @@ INSTANTIATE_TEST_SUITE_P(Captures, OobReplay, ::testing::ValuesIn(kPerftest),
                          [](const auto& info) { return std::string(info.param.fixture); });
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::oob_replay_test

@@ -17,7 +17,7 @@
 #include "client/perftest_server_print.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::test {
+namespace roce::test::perftest_cm_test {
 namespace {
 
 using namespace roce::client;
@@ -299,4 +299,4 @@ TEST_F(PerftestCmUdV6, SendBandwidthResolvedBySidrOverIpv6) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::perftest_cm_test

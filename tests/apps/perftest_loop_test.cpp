@@ -14,7 +14,7 @@
 #include "dataplane/signals.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::client {
+namespace roce::client::perftest_loop_test {
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -561,4 +561,4 @@ TEST_F(PerftestLoop, RefusedConnectionIsAClearError) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::perftest_loop_test

@@ -8,7 +8,7 @@
 
 #include "client/traffic/perftest_math.hpp"
 
-namespace roce::client {
+namespace roce::client::perftest_math_test {
 namespace {
 
 // perftest 4.5's loop in print_report_bw, as it stands (integer division per pair).
@@ -174,4 +174,4 @@ TEST(PerftestLatency, DurationRunsReportTheMeanAndTransactionsPerSecond) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::perftest_math_test

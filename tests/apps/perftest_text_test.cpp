@@ -16,7 +16,7 @@
 #define ROCE_SOURCE_ROOT "."
 #endif
 
-namespace roce::client {
+namespace roce::client::perftest_text_test {
 namespace {
 
 std::vector<std::string> fixture(const std::string& name) {
@@ -296,4 +296,4 @@ TEST(PerftestText, AClientRunPrintsAsTheRealClient) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::perftest_text_test

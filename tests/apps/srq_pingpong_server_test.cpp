@@ -12,7 +12,7 @@
 #include "client/oob_server.hpp"
 #include "tests/support/dataplane_pair.hpp"
 
-namespace roce::client {
+namespace roce::client::srq_pingpong_server_test {
 namespace {
 
 constexpr std::uint32_t kMsg = 64;
@@ -123,4 +123,4 @@ TEST_F(SrqPingpongServer, EveryQpSharesOneQueueRefilledAtItsLimitEvent) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::srq_pingpong_server_test

@@ -17,7 +17,7 @@
 #include "dataplane/steering.hpp"
 #include "tests/support/run_command.hpp"
 
-namespace roce::test {
+namespace roce::test::ndp_test {
 namespace {
 
 using dp::NdpAction;
@@ -364,4 +364,4 @@ TEST(Steering, ClassifiesNeighborDiscoveryForTheControlWorker) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::ndp_test

@@ -19,7 +19,7 @@
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::pcap_pmd_test {
 namespace {
 
 using proto::Opcode;
@@ -236,4 +236,4 @@ TEST(PcapPmd, RequestCaptureInAnswersOutAndMemoryWritten) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::pcap_pmd_test

@@ -9,7 +9,7 @@
 #include "dataplane/ring_port.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::ring_pair_test {
 namespace {
 
 using dp::Dataplane;
@@ -297,4 +297,4 @@ INSTANTIATE_TEST_SUITE_P(Modes, RingPairIpv6,
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::ring_pair_test

@@ -12,7 +12,7 @@
 #include "tests/support/json.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::signals_test {
 namespace {
 
 using dp::StopSignals;
@@ -187,4 +187,4 @@ TEST(GracefulStop, SigintStopsAPipelineWhoseIoLoopDrainsTheWorkersLastFrames) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::signals_test

@@ -10,7 +10,7 @@
 #include "lib/rdma/qpn_shards.hpp"
 #include "protocol/builder.hpp"
 
-namespace roce::test {
+namespace roce::test::steering_test {
 namespace {
 
 using dp::FrameClass;
@@ -145,4 +145,4 @@ TEST(Steering, EveryClassHasAName) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::steering_test

@@ -14,7 +14,7 @@
 #include "tests/support/json.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::telemetry_test {
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -331,4 +331,4 @@ TEST_F(Telemetry, WorkersPublishFromTheirLoopEveryInterval) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::telemetry_test

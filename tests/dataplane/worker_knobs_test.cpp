@@ -6,7 +6,7 @@
 #include "dataplane/ring_port.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::worker_knobs_test {
 namespace {
 
 using dp::Dataplane;
@@ -79,4 +79,4 @@ TEST(DataplaneKnobs, RxBurstZeroHoldsFramesAndOneTakesOneFramePerPoll) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::worker_knobs_test

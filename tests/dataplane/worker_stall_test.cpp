@@ -5,7 +5,7 @@
 #include "tests/dataplane/dataplane_pair.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::worker_stall_test {
 namespace {
 
 constexpr Nanos kStall = 5 * kMilli;  // far beyond the early retransmission timer below
@@ -88,4 +88,4 @@ TEST_F(WorkerStall, TimersRunOnceTheQueueHasBeenRead) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::worker_stall_test

@@ -6,7 +6,7 @@
 #include "tests/dataplane/dataplane_pair.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::worker_tx_burst_test {
 namespace {
 
 TEST(WorkerTxBurst, ALongReadIsAnsweredOneBurstPerIteration) {
@@ -49,4 +49,4 @@ TEST(WorkerTxBurst, ALongReadIsAnsweredOneBurstPerIteration) {
 }
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::worker_tx_burst_test

@@ -12,7 +12,7 @@
 #include "protocol/checksum.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::netsim {
+namespace roce::netsim::ecn_mark_test {
 namespace {
 
 using namespace roce::dp;
@@ -138,4 +138,4 @@ TEST(EcnMark, NotIpOrTooShortHasNoEcnField) {
 }
 
 }  // namespace
-}  // namespace roce::netsim
+}  // namespace roce::netsim::ecn_mark_test

@@ -16,7 +16,7 @@
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::netsim {
+namespace roce::netsim::link_emulator_af_packet_test {
 namespace {
 
 using namespace roce::dp;
@@ -177,4 +177,4 @@ TEST(LinkEmulatorAfPacket, JoinsARingPortAndAVethBothWays) {
 }
 
 }  // namespace
-}  // namespace roce::netsim
+}  // namespace roce::netsim::link_emulator_af_packet_test

@@ -15,7 +15,7 @@
 #include "netsim/link_emulator.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::test {
+namespace roce::test::link_emulator_rdma_test {
 namespace {
 
 using dp::Dataplane;
@@ -263,4 +263,4 @@ INSTANTIATE_TEST_SUITE_P(Emulator, ThroughEmulator, ::testing::Values(EmulatorRu
                          [](const auto& info) { return info.param == EmulatorRuns::Stepped ? "Stepped" : "OnItsOwnLcore"; });
 
 }  // namespace
-}  // namespace roce::test
+}  // namespace roce::test::link_emulator_rdma_test

@@ -20,7 +20,7 @@
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::netsim {
+namespace roce::netsim::link_emulator_test {
 namespace {
 
 using namespace roce::dp;
@@ -605,4 +605,4 @@ TEST(LinkEmulator, BadSettingsAreRefusedWithAReason) {
 }
 
 }  // namespace
-}  // namespace roce::netsim
+}  // namespace roce::netsim::link_emulator_test

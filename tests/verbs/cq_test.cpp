@@ -7,7 +7,7 @@
 #include "tests/verbs/loopback.hpp"
 
 namespace verbs_test {
-namespace {
+namespace cq_test {
 
 TEST_F(DeviceTest, CqSizesAndVectors) {
   ibv_device_attr d{};
@@ -103,5 +103,5 @@ TEST_F(DeviceTest, ChannelOfAnotherContextIsRefused) {
   EXPECT_EQ(ibv_close_device(other), 0);
 }
 
-}  // namespace
+}  // namespace cq_test
 }  // namespace verbs_test

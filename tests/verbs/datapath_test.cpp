@@ -9,7 +9,7 @@
 #include "tests/verbs/loopback.hpp"
 
 namespace verbs_test {
-namespace {
+namespace datapath_test {
 
 std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
   std::vector<std::uint8_t> v(n);
@@ -274,11 +274,11 @@ TEST_F(DeviceTest, ExtendedSendApiAndExtendedCq) {
   EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
-}  // namespace
+}  // namespace datapath_test
 }  // namespace verbs_test
 
 namespace verbs_test {
-namespace {
+namespace datapath_test {
 
 // An SRQ with a limit armed: the SEND that leaves fewer receives than the limit raises
 // IBV_EVENT_SRQ_LIMIT_REACHED once; a QP on the SRQ moved to ERR raises LAST_WQE_REACHED.
@@ -352,11 +352,11 @@ TEST_F(DeviceTest, SrqLimitAndLastWqeReachTheProgramAsAsyncEvents) {
   ASSERT_EQ(ibv_destroy_srq(srq), 0);
 }
 
-}  // namespace
+}  // namespace datapath_test
 }  // namespace verbs_test
 
 namespace verbs_test {
-namespace {
+namespace datapath_test {
 
 // Memory windows through libibverbs' own inlines: a type 1 window bound with ibv_bind_mw and a
 // type 2 window bound by a BIND_MW work request give the peer access through their keys only;
@@ -434,11 +434,11 @@ TEST_F(PairTest, MemoryWindowsType1AndType2) {
   EXPECT_EQ(ibv_dealloc_mw(w2), 0);
 }
 
-}  // namespace
+}  // namespace datapath_test
 }  // namespace verbs_test
 
 namespace verbs_test {
-namespace {
+namespace datapath_test {
 
 // ibv_wr_atomic_write (its 8 bytes copied at the call), then ibv_wr_local_inv of the target's
 // region on the other QP: a later ATOMIC_WRITE through that key fails with IBV_WC_REM_ACCESS_ERR.
@@ -498,5 +498,5 @@ TEST_F(DeviceTest, ExtendedApiAtomicWriteAndLocalInvalidate) {
   EXPECT_EQ(got, 0x1122334455667788ull);
 }
 
-}  // namespace
+}  // namespace datapath_test
 }  // namespace verbs_test

@@ -5,7 +5,7 @@
 #include "tests/verbs/loopback.hpp"
 
 namespace verbs_test {
-namespace {
+namespace device_test {
 
 TEST(DeviceList, OneDeviceNamedByTheConfiguration) {
   int n = -1;
@@ -138,5 +138,5 @@ TEST(DeviceLifetime, ReopenAfterCloseWithLeftovers) {
   }
 }
 
-}  // namespace
+}  // namespace device_test
 }  // namespace verbs_test

@@ -4,7 +4,7 @@
 #include "tests/verbs/loopback.hpp"
 
 namespace verbs_test {
-namespace {
+namespace errors_test {
 
 TEST_F(PairTest, BadLkeyCompletesWithLocalProtectionErrorAndFailsTheQp) {
   make_pair(IBV_QPT_RC);
@@ -126,5 +126,5 @@ TEST_F(PairTest, MalformedWorkRequestsAreRefusedAtPost) {
   EXPECT_EQ(ibv_post_send(uc, &w, &bad), EINVAL);
 }
 
-}  // namespace
+}  // namespace errors_test
 }  // namespace verbs_test

@@ -5,7 +5,7 @@
 #include "tests/verbs/loopback.hpp"
 
 namespace verbs_test {
-namespace {
+namespace memory_test {
 
 TEST_F(DeviceTest, RegisterAndDeregister) {
   std::vector<std::uint8_t> buf(8192);
@@ -109,5 +109,5 @@ TEST_F(DeviceTest, DeallocPdBusyUntilItsObjectsGo) {
   pd = nullptr;
 }
 
-}  // namespace
+}  // namespace memory_test
 }  // namespace verbs_test

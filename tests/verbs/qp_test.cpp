@@ -3,7 +3,7 @@
 #include "tests/verbs/loopback.hpp"
 
 namespace verbs_test {
-namespace {
+namespace qp_test {
 
 class QpTest : public DeviceTest {
  protected:
@@ -213,5 +213,5 @@ TEST_F(QpTest, PostingBeforeRtsIsRefused) {
   EXPECT_EQ(ibv_post_recv(qp, &r, &rbad), EINVAL);  // RESET takes no receives
 }
 
-}  // namespace
+}  // namespace qp_test
 }  // namespace verbs_test

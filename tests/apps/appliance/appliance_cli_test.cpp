@@ -12,7 +12,7 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::client {
+namespace roce::client::appliance_cli_test {
 namespace {
 
 #ifndef ROCE_APPLIANCE_BIN
@@ -156,4 +156,4 @@ TEST(ApplianceCli, ABadVdevStopsAtTheEalWithAReasonAndNoLeftovers) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::appliance_cli_test

@@ -10,7 +10,7 @@
 
 #include "tests/apps/appliance/appliance_process.hpp"
 
-namespace roce::client {
+namespace roce::client::control_clients_test {
 namespace {
 
 using test::ApplianceProcess;
@@ -133,4 +133,4 @@ TEST(ControlClients, TheQpLimitComesBackWhenQpsAreDestroyedOrTheirClientGoes) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::control_clients_test

@@ -11,7 +11,7 @@
 
 #include "tests/apps/appliance/appliance_process.hpp"
 
-namespace roce::client {
+namespace roce::client::control_socket_test {
 namespace {
 
 using test::ControlClient;
@@ -454,4 +454,4 @@ TEST_F(ApplianceControl, StopEndsTheApplianceWithItsReport) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::control_socket_test

@@ -16,7 +16,7 @@
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
-namespace roce::client {
+namespace roce::client::drop_counters_test {
 namespace {
 
 using namespace roce::proto;
@@ -210,4 +210,4 @@ TEST(DropCounters, EveryEngineDropReachesTheCountersTheReportAndTelemetry) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::drop_counters_test

@@ -11,7 +11,7 @@
 
 #include "tests/apps/appliance/appliance_process.hpp"
 
-namespace roce::client {
+namespace roce::client::exchange_port_test {
 namespace {
 
 using test::ApplianceProcess;
@@ -155,4 +155,4 @@ TEST(ExchangePort, AClientRefusedForWantOfQpsIsToldWhyAndServedOnceTheyAreFree) 
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::exchange_port_test

@@ -9,7 +9,7 @@
 
 #include "tests/apps/appliance/appliance_process.hpp"
 
-namespace roce::client {
+namespace roce::client::nvmf_control_test {
 namespace {
 
 using test::ControlClient;
@@ -206,4 +206,4 @@ TEST(NvmfControlWithoutTarget, SaysThereIsNoTarget) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::nvmf_control_test

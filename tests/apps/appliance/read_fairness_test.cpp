@@ -15,7 +15,7 @@
 #include "tests/apps/appliance/veth_namespace.hpp"
 #include "tests/support/raw_peer.hpp"
 
-namespace roce::client {
+namespace roce::client::read_fairness_test {
 namespace {
 
 using namespace roce::proto;
@@ -134,4 +134,4 @@ TEST(ReadFairness, FiftyDuplicateLargeReadsDoNotHoldUpAnotherQpOnARealPort) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::read_fairness_test

@@ -12,7 +12,7 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::client {
+namespace roce::client::gen_cli_test {
 namespace {
 
 #ifndef ROCE_GEN_BIN
@@ -274,4 +274,4 @@ TEST(GenEmulate, ForwardsBothWaysAndLosesTheShareAsked) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::gen_cli_test

@@ -12,7 +12,7 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::client {
+namespace roce::client::nvme_bench_test {
 namespace {
 
 #ifndef ROCE_GEN_BIN
@@ -108,4 +108,4 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
 }
 
 }  // namespace
-}  // namespace roce::client
+}  // namespace roce::client::nvme_bench_test

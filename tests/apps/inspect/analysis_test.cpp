@@ -10,7 +10,7 @@
 #include "tests/apps/inspect/frames.hpp"
 #include "tests/support/json.hpp"
 
-namespace roce::inspect {
+namespace roce::inspect::analysis_test {
 namespace {
 
 using proto::NakCode;
@@ -164,4 +164,4 @@ TEST(RateTimeline, KeepsItsBucketCountBoundedAndItsTotalExact) {
 }
 
 }  // namespace
-}  // namespace roce::inspect
+}  // namespace roce::inspect::analysis_test

@@ -5,7 +5,7 @@
 
 #include "tests/apps/inspect/frames.hpp"
 
-namespace roce::inspect {
+namespace roce::inspect::display_filter_test {
 namespace {
 
 using test::view_of;
@@ -81,4 +81,4 @@ TEST(DisplayFilter, ErrorsSayWhereAndWhat) {
 }
 
 }  // namespace
-}  // namespace roce::inspect
+}  // namespace roce::inspect::display_filter_test

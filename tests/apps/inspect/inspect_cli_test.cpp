@@ -18,10 +18,12 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/vendor_frames.hpp"
 
-namespace roce::inspect {
+namespace roce::inspect::inspect_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
+// Another file of this unity build opens roce::inspect::test; the helpers are roce::test's.
+namespace test = ::roce::test;
 using test::CommandResult;
 using test::Json;
 
@@ -534,4 +536,4 @@ TEST_F(InspectCli, RealMixedCaptureSeparatesRoceV1FromRoceV2) {
 }
 
 }  // namespace
-}  // namespace roce::inspect
+}  // namespace roce::inspect::inspect_cli_test

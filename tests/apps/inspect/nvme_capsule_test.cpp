@@ -14,7 +14,7 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::inspect {
+namespace roce::inspect::nvme_capsule_test {
 namespace {
 
 namespace nv = proto::nvme;
@@ -161,4 +161,4 @@ TEST(NvmeCapsuleView, RoceInspectNamesCapsulesInACraftedCapture) {
 }
 
 }  // namespace
-}  // namespace roce::inspect
+}  // namespace roce::inspect::nvme_capsule_test

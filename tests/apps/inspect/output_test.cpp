@@ -13,7 +13,7 @@
 #include "tests/support/json.hpp"
 #include "tests/support/vendor_frames.hpp"
 
-namespace roce::inspect {
+namespace roce::inspect::output_test {
 namespace {
 
 using capture::Verdict;
@@ -280,4 +280,4 @@ TEST(Fields, TsharkNamesAreAliasesAndEveryFieldHasHelp) {
 }
 
 }  // namespace
-}  // namespace roce::inspect
+}  // namespace roce::inspect::output_test

@@ -6,7 +6,7 @@
 
 #include "apps/replay_goldens/wire.hpp"
 
-namespace roce::replay {
+namespace roce::replay::compare_test {
 namespace {
 
 using namespace roce::proto;
@@ -183,4 +183,4 @@ TEST(Compare, OnlyTheFirstMaxDiffsAreShownButAllAreCounted) {
 }
 
 }  // namespace
-}  // namespace roce::replay
+}  // namespace roce::replay::compare_test

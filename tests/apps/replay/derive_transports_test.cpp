@@ -10,7 +10,7 @@
 #include "protocol/builder.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::replay {
+namespace roce::replay::derive_transports_test {
 namespace {
 
 using namespace roce::proto;
@@ -105,4 +105,4 @@ TEST(DeriveTransports, WithoutTheReceivesTheCountersDisagree) {
 }
 
 }  // namespace
-}  // namespace roce::replay
+}  // namespace roce::replay::derive_transports_test

@@ -7,7 +7,7 @@
 #include "apps/replay_goldens/wire.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::replay {
+namespace roce::replay::engine_run_test {
 namespace {
 
 using namespace roce::proto;
@@ -86,4 +86,4 @@ TEST(EngineRun, ARegionTheTableRefusesIsASetUpErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace roce::replay
+}  // namespace roce::replay::engine_run_test

@@ -7,7 +7,7 @@
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 
-namespace roce::replay {
+namespace roce::replay::frame_rewrite_test {
 namespace {
 
 using namespace roce::proto;
@@ -141,4 +141,4 @@ TEST(FrameRewrite, MapEntriesParseOrSayNo) {
 }
 
 }  // namespace
-}  // namespace roce::replay
+}  // namespace roce::replay::frame_rewrite_test

@@ -7,7 +7,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/raw_peer.hpp"
 
-namespace roce::replay {
+namespace roce::replay::key_map_test {
 namespace {
 
 using namespace roce::proto;
@@ -96,4 +96,4 @@ TEST(KeyMap, SendWithoutKeysIsLeftAlone) {
 }
 
 }  // namespace
-}  // namespace roce::replay
+}  // namespace roce::replay::key_map_test

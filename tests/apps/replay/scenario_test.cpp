@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace roce::replay {
+namespace roce::replay::scenario_test {
 namespace {
 
 constexpr const char* kFull = R"(# a comment
@@ -156,4 +156,4 @@ TEST(Scenario, PatternFillIsTheDocumentedFormula) {
 }
 
 }  // namespace
-}  // namespace roce::replay
+}  // namespace roce::replay::scenario_test

@@ -10,7 +10,7 @@
 
 #include "protocol/parser.hpp"
 
-namespace roce::gen {
+namespace roce::gen::frame_generator_test {
 namespace {
 
 using namespace roce::proto;
@@ -320,4 +320,4 @@ TEST(RawStream, NamesOfOpcodesModesAndEcn) {
 }
 
 }  // namespace
-}  // namespace roce::gen
+}  // namespace roce::gen::frame_generator_test

@@ -12,7 +12,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace roce::gen {
+namespace roce::gen::pcap_output_test {
 namespace {
 
 using namespace roce::proto;
@@ -137,4 +137,4 @@ TEST(PcapOutput, AnUnwritablePathIsAnErrorWithItsReason) {
 }
 
 }  // namespace
-}  // namespace roce::gen
+}  // namespace roce::gen::pcap_output_test

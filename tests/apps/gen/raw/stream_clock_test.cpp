@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace roce::gen {
+namespace roce::gen::stream_clock_test {
 namespace {
 
 TEST(StreamClock, PacketsPerSecondSpaceFramesEvenly) {
@@ -40,4 +40,4 @@ TEST(StreamClock, UnpacedStreamsLeaveAtOnce) {
 }
 
 }  // namespace
-}  // namespace roce::gen
+}  // namespace roce::gen::stream_clock_test
