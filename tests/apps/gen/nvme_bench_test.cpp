@@ -32,6 +32,7 @@ TEST(GenNvme, RandRwOnTwoQueuesVerifiesEveryReadAndTheNamespace) {
                            "--baseline", "--json"});
   EXPECT_EQ(j["errors"].num(), 0);
   EXPECT_EQ(j["verify"].str(), "ok");
+  EXPECT_EQ(j["lcores"].num(), 2);  // the target on a worker lcore, the initiator on the main one
   EXPECT_GT(j["reads"].num(), 100);
   EXPECT_GT(j["writes"].num(), 100);
   EXPECT_GT(j["iops"].num(), 0);
@@ -57,13 +58,16 @@ TEST(GenNvme, VerifiedAcrossASeededLossyLink) {
 }
 
 TEST(GenNvme, SequentialWriteAndReadTextOutput) {
+  // The write on two lcores (the default), the read with one thread stepping both sides.
   for (const char* mode : {"nvme-write", "nvme-read"}) {
-    const auto r = gen({mode, "--bs", "16k", "--qd", "4", "--time", "0.2", "--size", "8", "--verify"});
+    const std::string lcores = std::string(mode) == "nvme-read" ? "1" : "2";
+    const auto r = gen({mode, "--bs", "16k", "--qd", "4", "--time", "0.2", "--size", "8", "--verify", "--lcores", lcores});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("IOPS"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("p99"), std::string::npos);
     EXPECT_NE(r.out.find("verify: ok"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("errors 0"), std::string::npos);
+    EXPECT_NE(r.out.find("lcores=" + lcores), std::string::npos) << r.out;
   }
 }
 
@@ -90,13 +94,16 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
                                                                 {"nvme-erase"},
                                                                 {"nvme-read", "--time", "0"},
                                                                 {"nvme-read", "--loss", "1.5"},
+                                                                {"nvme-read", "--lcores", "3"},
                                                                 {"nvme-read", "--target", "10.0.0.1"},
                                                                 {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y"},
                                                                 {"nvme-read", "--nqn", "nqn.2026-12.io.x:y"},
                                                                 {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
                                                                  "0", "--ip", "10.0.0.2", "--loss", "0.1"},
                                                                 {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
-                                                                 "0", "--ip", "10.0.0.2", "--baseline"}}) {
+                                                                 "0", "--ip", "10.0.0.2", "--baseline"},
+                                                                {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
+                                                                 "0", "--ip", "10.0.0.2", "--lcores", "1"}}) {
     const auto r = gen(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << r.err;
     EXPECT_NE(r.err.find("roce-gen"), std::string::npos) << r.err;
