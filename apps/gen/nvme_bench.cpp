@@ -294,12 +294,11 @@ class Bench {
   };
   // Frames both dataplanes have sent so far: per command, what the NVMe path costs on the
   // wire next to one RDMA WRITE.
-  std::uint64_t frames_sent() {
+  std::uint64_t frames_sent() { return frames_sent_by(ini_) + frames_sent_by(tgt_); }
+  static std::uint64_t frames_sent_by(dp::Dataplane& d) {
+    d.publish_stats();
     std::uint64_t n = 0;
-    for (dp::Dataplane* d : {&ini_, &tgt_}) {
-      d->publish_stats();
-      for (const dp::WorkerSnapshot& w : d->snapshot().workers) n += w.stats.tx_packets;
-    }
+    for (const dp::WorkerSnapshot& w : d.snapshot().workers) n += w.stats.tx_packets;
     return n;
   }
   // CPU seconds of both lcores: this thread's and the target's.
@@ -597,7 +596,7 @@ int Bench::run() {
       return 1;
     }
   }
-  const std::uint64_t frames0 = frames_sent();
+  const std::uint64_t ini_frames0 = frames_sent_by(ini_), tgt_frames0 = frames_sent_by(tgt_);
   const Nanos t0 = ini_.now();
   const double cpu0 = cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
@@ -652,7 +651,8 @@ int Bench::run() {
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
   const double cpu_secs = cpu_seconds() - cpu0;
-  const std::uint64_t frames = frames_sent() - frames0;
+  const std::uint64_t ini_frames = frames_sent_by(ini_) - ini_frames0, tgt_frames = frames_sent_by(tgt_) - tgt_frames0;
+  const std::uint64_t frames = ini_frames + tgt_frames;
   if (o_.baseline && errors == 0 && !baseline_half()) return 1;
   // What the writes left in the namespace: every unit as its last completed write made it.
   std::uint64_t media_mismatches = 0;
@@ -700,7 +700,9 @@ int Bench::run() {
         .field("first_error", first_error)
         .field("verify", o_.verify ? (mismatches ? "MISMATCH" : "ok") : "off")
         .field("mismatches", mismatches)
-        .field("frames_per_command", frames_per(frames, reads + writes));
+        .field("frames_per_command", frames_per(frames, reads + writes))
+        .field("initiator_frames_per_command", frames_per(ini_frames, reads + writes))
+        .field("target_frames_per_command", frames_per(tgt_frames, reads + writes));
     if (o_.baseline)
       w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
           .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps)
@@ -715,7 +717,8 @@ int Bench::run() {
                 static_cast<unsigned long long>(reads), static_cast<unsigned long long>(writes), mib_s);
     std::printf("  latency us: avg %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p.avg, p.p50, p.p90,
                 p.p99, p.p999, p.max);
-    std::printf("  frames on the wire per command (both ways): %.2f\n", frames_per(frames, reads + writes));
+    std::printf("  frames on the wire per command: %.2f (initiator %.2f, target %.2f)\n", frames_per(frames, reads + writes),
+                frames_per(ini_frames, reads + writes), frames_per(tgt_frames, reads + writes));
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
     if (o_.baseline)
