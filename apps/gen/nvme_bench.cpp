@@ -626,7 +626,8 @@ int Bench::run() {
         outstanding = 0;
         break;
       }
-      for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) {
+      while (const auto done = h.next_completed()) {
+        const std::uint16_t cid = *done;
         auto c = h.take(cid);
         if (!c) continue;
         const std::uint64_t slot = std::uint64_t{q} * o_.queue_depth + cid;
