@@ -5,18 +5,15 @@
 #include <cstring>
 #include <ctime>
 #include <cxxopts.hpp>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <random>
-#include <thread>
-
-#include <rte_lcore.h>
 
 #include "client/cli.hpp"
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "apps/gen/nvme_remote.hpp"
+#include "apps/gen/nvme_target_lcore.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/ring_port.hpp"
 #include "lib/nvmf/rdma_host.hpp"
@@ -132,68 +129,6 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
 }
 
 namespace {
-
-// The target's half of the run: the Target and its queues, polled by the target dataplane's
-// worker 0 on its own lcore (its app hook), so it never shares a thread with the initiator.
-// The initiator's thread reaches it only through Dataplane::call, and learns of a queue the
-// target tore down from `failed`.
-struct TargetSide {
-  std::unique_ptr<nvmf::Target> target;
-  std::vector<std::unique_ptr<NvmfRdmaQueue>> queues;  // [0] admin
-  std::atomic<bool> failed{false};
-  std::string failure;  // written on the target's lcore before `failed`
-
-  void poll(Nanos now) {
-    target->poll(now);
-    for (auto& q : queues) {
-      q->poll(now);
-      if (q->torn_down() && !failed.load(std::memory_order_relaxed)) {
-        failure = "target dropped queue " + std::to_string(q->queue().config().qid) + ": " + q->queue().failure();
-        failed.store(true, std::memory_order_release);
-      }
-    }
-  }
-};
-
-// Runs the target dataplane on a worker lcore of the EAL (a plain thread when the EAL has
-// only the main lcore); the main lcore is the initiator's.
-class TargetLcore {
- public:
-  explicit TargetLcore(dp::Dataplane& dp) : dp_(dp) {}
-  ~TargetLcore() { stop(); }
-  Status start() {
-    const unsigned lcore = rte_get_next_lcore(rte_lcore_id(), 1, 0);
-    if (lcore < RTE_MAX_LCORE) {
-      if (Status s = dp_.launch({lcore}); !s) return s;
-      launched_ = true;
-      return {};
-    }
-    dp_.set_driven_by_other_thread(true);
-    thread_ = std::thread([this] {
-      while (!stop_.load(std::memory_order_relaxed)) dp_.poll_once();
-      dp_.flush();
-    });
-    return {};
-  }
-  void stop() {
-    if (launched_) {
-      dp_.stop();
-      dp_.wait();
-      launched_ = false;
-    }
-    if (thread_.joinable()) {
-      stop_ = true;
-      thread_.join();
-      dp_.set_driven_by_other_thread(false);
-    }
-  }
-
- private:
-  dp::Dataplane& dp_;
-  bool launched_ = false;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-};
 
 struct Side {
   rdma::Engine* engine;
@@ -326,8 +261,8 @@ class Bench {
   dp::Dataplane& ini_;
   dp::Dataplane& tgt_;
   netsim::LinkEmulator* emu_;
-  TargetLcore tgt_lcore_;
-  TargetSide ts_;  // touched only on the target's lcore once it runs
+  NvmeTargetLcore tgt_lcore_;
+  NvmeTargetSide ts_;  // touched only on the target's lcore once it runs
   Side ini_side_{}, tgt_side_{};
   std::vector<std::unique_ptr<NvmfRdmaHost>> hosts_;  // [0] admin
   std::uint32_t inline_size_ = 0;                     // the target's in-capsule data size
