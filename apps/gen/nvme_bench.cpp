@@ -192,7 +192,7 @@ double thread_cpu_seconds() {
 class Bench {
  public:
   Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, netsim::LinkEmulator* emu)
-      : o_(o), ini_(ini), tgt_(tgt), emu_(emu), tgt_lcore_(tgt) {}
+      : o_(o), ini_(ini), tgt_(tgt), emu_(emu), tgt_lcore_(tgt), lcores_(o.lcores) {}
   ~Bench() { teardown(); }
 
   int run();
@@ -209,7 +209,7 @@ class Bench {
   void step_dataplanes() {
     ini_.poll_once();
     if (emu_) emu_->poll(emu_->now());
-    if (o_.lcores == 1) tgt_.poll_once();
+    if (lcores_ == 1) tgt_.poll_once();
   }
   // Runs one admin/connect command to completion.
   Result<HostCompletion> exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode);
@@ -242,7 +242,7 @@ class Bench {
   }
   // CPU seconds of both lcores: this thread's and the target's.
   double cpu_seconds() {
-    if (o_.lcores == 1) return thread_cpu_seconds();
+    if (lcores_ == 1) return thread_cpu_seconds();
     return thread_cpu_seconds() + tgt_.call(0, [](rdma::Engine&) { return thread_cpu_seconds(); });
   }
   bool target_failed() const { return ts_.failed.load(std::memory_order_acquire); }
@@ -263,6 +263,7 @@ class Bench {
   netsim::LinkEmulator* emu_;
   NvmeTargetLcore tgt_lcore_;
   NvmeTargetSide ts_;  // touched only on the target's lcore once it runs
+  unsigned lcores_;    // --lcores, or 1 when the EAL has no worker lcore
   Side ini_side_{}, tgt_side_{};
   std::vector<std::unique_ptr<NvmfRdmaHost>> hosts_;  // [0] admin
   std::uint32_t inline_size_ = 0;                     // the target's in-capsule data size
@@ -422,7 +423,11 @@ Status Bench::setup() {
   tgt_.arp().learn(ini_.local().ip.v4, ini_.local().mac);
   // From here on the target side lives on its own lcore.
   tgt_.worker(0).app_hook = [this](rdma::Engine&, Nanos now) { ts_.poll(now); };
-  if (Status s = o_.lcores == 1 ? Status{} : tgt_lcore_.start(); !s) return make_error(s.error().code, "the target's lcore: " + s.error().message);
+  if (lcores_ == 2 && !NvmeTargetLcore::available()) {
+    std::fprintf(stderr, "roce-gen: the EAL has no worker lcore for the target (-l 0-1 gives it one): one thread steps both sides\n");
+    lcores_ = 1;
+  }
+  if (Status s = lcores_ == 1 ? Status{} : tgt_lcore_.start(); !s) return make_error(s.error().code, "the target's lcore: " + s.error().message);
 
   if (Status s = open(0, 32); !s) return s;
   auto cntlid = connect(0, 0, 31, nv::kDynamicCntlid);
@@ -621,7 +626,7 @@ int Bench::run() {
         .field("block_size", std::uint64_t{o_.block_size})
         .field("queue_depth", std::uint64_t{o_.queue_depth})
         .field("queues", std::uint64_t{o_.queues})
-        .field("lcores", std::uint64_t{o_.lcores})
+        .field("lcores", std::uint64_t{lcores_})
         .field("seconds", secs)
         .field("reads", reads)
         .field("writes", writes)
@@ -652,7 +657,7 @@ int Bench::run() {
     std::printf("%s\n", w.str().c_str());
   } else {
     std::printf("nvme-%s %s bs=%u qd=%u queues=%u lcores=%u: %.1f s\n", workload_name(o_.workload), o_.random ? "rand" : "seq",
-                o_.block_size, o_.queue_depth, o_.queues, o_.lcores, secs);
+                o_.block_size, o_.queue_depth, o_.queues, lcores_, secs);
     std::printf("  IOPS %.0f (read %llu, write %llu), bandwidth %.2f MiB/s\n", iops,
                 static_cast<unsigned long long>(reads), static_cast<unsigned long long>(writes), mib_s);
     std::printf("  latency us: avg %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p.avg, p.p50, p.p90,

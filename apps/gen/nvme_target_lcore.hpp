@@ -8,7 +8,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "dataplane/dataplane.hpp"
@@ -39,44 +38,31 @@ struct NvmeTargetSide {
   }
 };
 
-// Runs the target dataplane on a worker lcore of the EAL (a plain thread when the EAL has
-// only the main lcore); the main lcore is the initiator's.
+// Runs the target dataplane on a worker lcore of the EAL; the main lcore is the initiator's.
 class NvmeTargetLcore {
  public:
   explicit NvmeTargetLcore(dp::Dataplane& dp) : dp_(dp) {}
   ~NvmeTargetLcore() { stop(); }
+  // Whether the EAL has a worker lcore for the target (with -l 0 alone it has none, and a
+  // second thread on the main lcore's CPU would only take turns with the first).
+  static bool available() { return rte_get_next_lcore(rte_lcore_id(), 1, 0) < RTE_MAX_LCORE; }
   Status start() {
     const unsigned lcore = rte_get_next_lcore(rte_lcore_id(), 1, 0);
-    if (lcore < RTE_MAX_LCORE) {
-      if (Status s = dp_.launch({lcore}); !s) return s;
-      launched_ = true;
-      return {};
-    }
-    dp_.set_driven_by_other_thread(true);
-    thread_ = std::thread([this] {
-      while (!stop_.load(std::memory_order_relaxed)) dp_.poll_once();
-      dp_.flush();
-    });
+    if (lcore >= RTE_MAX_LCORE) return make_error(ENODEV, "the EAL has no worker lcore");
+    if (Status s = dp_.launch({lcore}); !s) return s;
+    launched_ = true;
     return {};
   }
   void stop() {
-    if (launched_) {
-      dp_.stop();
-      dp_.wait();
-      launched_ = false;
-    }
-    if (thread_.joinable()) {
-      stop_ = true;
-      thread_.join();
-      dp_.set_driven_by_other_thread(false);
-    }
+    if (!launched_) return;
+    dp_.stop();
+    dp_.wait();
+    launched_ = false;
   }
 
  private:
   dp::Dataplane& dp_;
   bool launched_ = false;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
 };
 
 }  // namespace roce::client

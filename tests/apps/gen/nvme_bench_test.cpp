@@ -1,6 +1,7 @@
 // roce-gen nvme-read | nvme-write | nvme-randrw as a user runs them: the initiator against the
 // in-process target over a net_ring pair, verified, with its figures; bad flags refused.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -76,6 +77,15 @@ TEST(GenNvme, SequentialWriteAndReadTextOutput) {
     EXPECT_NE(r.out.find("errors 0"), std::string::npos);
     EXPECT_NE(r.out.find("lcores=" + lcores), std::string::npos) << r.out;
   }
+}
+
+TEST(GenNvme, WithoutAWorkerLcoreOneThreadStepsBothSides) {
+  const auto r = gen({"--no-huge", "--no-pci", "-m", "512", "-l", "0", "--file-prefix=gen_nvme_l0_" + std::to_string(::getpid()),
+                      "--log-level=error", "--", "nvme-read", "-bs", "4k", "-qd", "4", "-time", "0.2", "--size", "4", "--verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("no worker lcore"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("lcores=1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verify: ok"), std::string::npos) << r.out;
 }
 
 TEST(GenNvme, FileBackedNamespaceHoldsTheWrites) {
