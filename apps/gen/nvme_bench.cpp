@@ -13,6 +13,7 @@
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "apps/gen/nvme_remote.hpp"
+#include "apps/gen/nvme_target_lcore.hpp"
 #include "dataplane/dataplane.hpp"
 #include "dataplane/ring_port.hpp"
 #include "lib/nvmf/rdma_host.hpp"
@@ -64,6 +65,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("loss", "probability a frame is lost, each way (link emulator between the two)", cxxopts::value<double>(o.loss)->default_value("0"))
       ("dup", "probability a frame arrives twice, each way", cxxopts::value<double>(o.duplicate)->default_value("0"))
       ("reorder", "probability a frame is held back 100 us, each way", cxxopts::value<double>(o.reorder)->default_value("0"))
+      ("lcores", "1: initiator and target stepped by one thread; 2: the target on a worker lcore of its own, the initiator on the main one", cxxopts::value<unsigned>(o.lcores)->default_value("2"))
       ("baseline", "also measure RDMA WRITE goodput (same size, depth, queues, time) and print IOPS x bs against it")
       ("json", "print the result as JSON")
       ("target", "a remote NVMe/RDMA target's IPv4 or IPv6 address: connect to it through rdma_cm instead of running one here", cxxopts::value<std::string>(o.target))
@@ -101,6 +103,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
   if (!(o.seconds > 0) || o.seconds > 3600) return make_error(EINVAL, "--time must be in (0, 3600] seconds");
   if (rw == "rand") o.random = true;
   else if (rw != "seq") return make_error(EINVAL, "--rw must be seq or rand");
+  if (o.lcores != 1 && o.lcores != 2) return make_error(EINVAL, "--lcores must be 1 or 2");
   if (o.read_percent > 100) return make_error(EINVAL, "--rwmix is a percentage");
   const auto mib = parse_size(ns);
   if (!mib || *mib == 0 || *mib > 4096) return make_error(EINVAL, "--size must be 1..4096 MiB");
@@ -115,8 +118,8 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
   if (!o.target.empty()) {
     if (o.nqn.empty()) return make_error(EINVAL, "--target needs --nqn: the subsystem to connect to");
     if (o.dev.empty() || o.ip.empty()) return make_error(EINVAL, "--target needs --dev and --ip: our DPDK port and address");
-    if (o.baseline || o.loss > 0 || o.duplicate > 0 || o.reorder > 0 || !o.file.empty() || r.count("lba"))
-      return make_error(EINVAL, "--baseline, --loss, --dup, --reorder, --file and --lba are for the in-process target, not --target (the target's namespace gives the LBA size)");
+    if (o.baseline || o.loss > 0 || o.duplicate > 0 || o.reorder > 0 || !o.file.empty() || r.count("lba") || r.count("lcores"))
+      return make_error(EINVAL, "--baseline, --loss, --dup, --reorder, --file, --lba and --lcores are for the in-process target, not --target (the target's namespace gives the LBA size)");
     if (!(o.timeout_s > 0)) return make_error(EINVAL, "--timeout must be positive");
   } else if (!o.nqn.empty() || !o.dev.empty() || !o.ip.empty() || !o.vdevs.empty() || r.count("trsvcid")) {
     return make_error(EINVAL, "--nqn, --trsvcid, --dev, --vdev and --ip need --target");
@@ -126,12 +129,6 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
 }
 
 namespace {
-
-// One RC QP pair of the run, initiator side and target side.
-struct QueueLink {
-  std::unique_ptr<NvmfRdmaQueue> target;
-  std::unique_ptr<NvmfRdmaHost> host;
-};
 
 struct Side {
   rdma::Engine* engine;
@@ -151,16 +148,20 @@ Result<std::pair<rdma::QueuePair*, rdma::CompletionQueue*>> make_qp(Side& s, std
   return std::pair{*qp, *cq};
 }
 
-Status bring_up(Side& me, rdma::QueuePair* qp, const dp::Dataplane& peer_dp, std::uint32_t peer_qpn, std::uint32_t my_psn,
+Status bring_up(Side& me, rdma::QueuePair* qp, const rdma::IpAddress& peer_ip, std::uint32_t peer_qpn, std::uint32_t my_psn,
                 std::uint32_t peer_psn) {
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   rdma::PeerPath path;
   path.mtu = IBV_MTU_4096;
   path.dest_qpn = peer_qpn;
   path.rq_psn = peer_psn;
-  path.dgid = rdma::gid_from_ip(peer_dp.local().ip);
+  path.dgid = rdma::gid_from_ip(peer_ip);
   path.max_dest_rd_atomic = 16;
-  return rdma::bring_up(*me.engine, qp, IBV_QPT_RC, kAccess, 0, path, rdma::SendSide{my_psn, 14, 7, 7, 16});
+  // Local ACK timeout 18 (about 1.07 s, eight tries: 8.6 s) rather than the usual 14 (67 ms,
+  // 0.54 s): with the two sides on two threads of a busy machine, one may get no CPU (or sit in
+  // a file namespace's fdatasync) for half a second while the other's timer runs. Losses are
+  // still resent after a few round trips by the early retransmission, which uses no retries.
+  return rdma::bring_up(*me.engine, qp, IBV_QPT_RC, kAccess, 0, path, rdma::SendSide{my_psn, 18, 7, 7, 16});
 }
 
 std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip,
@@ -180,8 +181,8 @@ std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t po
 }
 
 // CPU time of the calling thread: on a machine shared with other work the wall-clock ratio
-// swings with what else runs; the ratio of work per CPU second is what one dedicated core
-// would show.
+// swings with what else runs; the ratio of work per CPU second is what dedicated cores would
+// show.
 double thread_cpu_seconds() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -191,45 +192,60 @@ double thread_cpu_seconds() {
 class Bench {
  public:
   Bench(const NvmeBenchOptions& o, dp::Dataplane& ini, dp::Dataplane& tgt, netsim::LinkEmulator* emu)
-      : o_(o), ini_(ini), tgt_(tgt), emu_(emu) {}
+      : o_(o), ini_(ini), tgt_(tgt), emu_(emu), tgt_lcore_(tgt), lcores_(o.lcores) {}
+  ~Bench() { teardown(); }
 
   int run();
 
  private:
   Status setup();
+  void teardown();
+  // The initiator's lcore (this thread): its dataplane, the link emulator, its host queues.
   void poll() {
+    step_dataplanes();
+    for (auto& h : hosts_) h->poll();
+  }
+  // With --lcores 1 this thread steps the target's dataplane too (its hook polls the target).
+  void step_dataplanes() {
     ini_.poll_once();
     if (emu_) emu_->poll(emu_->now());
-    tgt_.poll_once();
-    const Nanos now = tgt_.now();
-    target_->poll(now);
-    for (auto& l : links_) {
-      l.target->poll(now);
-      l.host->poll();
-    }
+    if (lcores_ == 1) tgt_.poll_once();
   }
   // Runs one admin/connect command to completion.
   Result<HostCompletion> exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode);
   // Connect on a queue; the CNTLID the target answered.
   Result<std::uint16_t> connect(std::size_t link, std::uint16_t qid, std::uint16_t sqsize, std::uint16_t cntlid);
-  Result<QueueLink> open(std::uint16_t qid, std::uint16_t depth);
+  Status open(std::uint16_t qid, std::uint16_t depth);
+  // A connected RC QP pair: the initiator's end (made here) and the target's (made on its lcore).
+  struct QpPair {
+    rdma::QueuePair* ini_qp;
+    rdma::CompletionQueue* ini_cq;
+    rdma::QueuePair* tgt_qp;
+    rdma::CompletionQueue* tgt_cq;
+  };
+  Result<QpPair> make_pair(std::uint16_t depth);
   // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size`
   // each in flight, for `seconds`.
   struct Goodput {
     double wall_bps = 0;  // bytes per second
-    double cpu_bps = 0;   // bytes per second of this thread's CPU time
+    double cpu_bps = 0;   // bytes per CPU second of both lcores together
     double frames_per_write = 0;
   };
   // Frames both dataplanes have sent so far: per command, what the NVMe path costs on the
   // wire next to one RDMA WRITE.
-  std::uint64_t frames_sent() {
+  std::uint64_t frames_sent() { return frames_sent_by(ini_) + frames_sent_by(tgt_); }
+  static std::uint64_t frames_sent_by(dp::Dataplane& d) {
+    d.publish_stats();
     std::uint64_t n = 0;
-    for (dp::Dataplane* d : {&ini_, &tgt_}) {
-      d->publish_stats();
-      for (const dp::WorkerSnapshot& w : d->snapshot().workers) n += w.stats.tx_packets;
-    }
+    for (const dp::WorkerSnapshot& w : d.snapshot().workers) n += w.stats.tx_packets;
     return n;
   }
+  // CPU seconds of both lcores: this thread's and the target's.
+  double cpu_seconds() {
+    if (lcores_ == 1) return thread_cpu_seconds();
+    return thread_cpu_seconds() + tgt_.call(0, [](rdma::Engine&) { return thread_cpu_seconds(); });
+  }
+  bool target_failed() const { return ts_.failed.load(std::memory_order_acquire); }
   Result<Goodput> write_baseline(double seconds);
 
   static double frames_per(std::uint64_t frames, std::uint64_t ops) {
@@ -245,59 +261,68 @@ class Bench {
   dp::Dataplane& ini_;
   dp::Dataplane& tgt_;
   netsim::LinkEmulator* emu_;
-  std::unique_ptr<nvmf::Target> target_;
+  NvmeTargetLcore tgt_lcore_;
+  NvmeTargetSide ts_;  // touched only on the target's lcore once it runs
+  unsigned lcores_;    // --lcores, or 1 when the EAL has no worker lcore
   Side ini_side_{}, tgt_side_{};
-  std::vector<QueueLink> links_;  // [0] admin
+  std::vector<std::unique_ptr<NvmfRdmaHost>> hosts_;  // [0] admin
+  std::uint32_t inline_size_ = 0;                     // the target's in-capsule data size
   std::uint32_t psn_ = 0x1000;
 };
 
-Result<QueueLink> Bench::open(std::uint16_t qid, std::uint16_t depth) {
+Result<Bench::QpPair> Bench::make_pair(std::uint16_t depth) {
   auto a = make_qp(ini_side_, depth);
   if (!a) return a.error();
-  auto b = make_qp(tgt_side_, depth);
+  auto b = tgt_.call(0, [&](rdma::Engine&) { return make_qp(tgt_side_, depth); });
   if (!b) return b.error();
   psn_ += 0x100;
-  if (Status s = bring_up(ini_side_, a->first, tgt_, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
-  if (Status s = bring_up(tgt_side_, b->first, ini_, a->first->qpn(), psn_ + 0x80, psn_); !s) return s.error();
-  QueueLink l;
-  auto t = NvmfRdmaQueue::create(*target_, *tgt_side_.engine, tgt_side_.pd, b->first, b->second,
-                                 nvmf::queue_config_for(target_->config(), qid, depth));
-  if (!t) return t.error();
-  l.target = std::move(*t);
+  if (Status s = bring_up(ini_side_, a->first, tgt_.local().ip, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
+  const std::uint32_t ini_qpn = a->first->qpn();
+  if (Status s = tgt_.call(0, [&](rdma::Engine&) { return bring_up(tgt_side_, b->first, ini_.local().ip, ini_qpn, psn_ + 0x80, psn_); }); !s)
+    return s.error();
+  return QpPair{a->first, a->second, b->first, b->second};
+}
+
+Status Bench::open(std::uint16_t qid, std::uint16_t depth) {
+  auto p = make_pair(depth);
+  if (!p) return p.error();
+  if (Status s = tgt_.call(0, [&](rdma::Engine&) -> Status {
+        auto t = NvmfRdmaQueue::create(*ts_.target, *tgt_side_.engine, tgt_side_.pd, p->tgt_qp, p->tgt_cq,
+                                       nvmf::queue_config_for(ts_.target->config(), qid, depth));
+        if (!t) return t.error();
+        ts_.queues.push_back(std::move(*t));
+        return {};
+      });
+      !s)
+    return s;
   nvmf::HostQueueConfig hc;
   hc.depth = depth;
   hc.max_transfer = std::max<std::uint32_t>(o_.block_size, 4096);
-  hc.inline_size = qid == 0 ? 0 : target_->config().inline_data_size;
-  auto h = NvmfRdmaHost::create(*ini_side_.engine, ini_side_.pd, a->first, a->second, hc);
+  hc.inline_size = qid == 0 ? 0 : inline_size_;
+  auto h = NvmfRdmaHost::create(*ini_side_.engine, ini_side_.pd, p->ini_qp, p->ini_cq, hc);
   if (!h) return h.error();
-  l.host = std::move(*h);
-  return l;
+  hosts_.push_back(std::move(*h));
+  return {};
 }
 
 Result<Bench::Goodput> Bench::write_baseline(double seconds) {
   std::vector<std::byte> src(std::size_t{o_.block_size} * o_.queue_depth, std::byte{0x5A});
   std::vector<std::byte> dst(src.size());
   auto smr = ini_side_.engine->memory().register_region(ini_side_.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
-  auto dmr = tgt_side_.engine->memory().register_region(tgt_side_.pd, dst.data(), dst.size(),
-                                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  auto dmr = tgt_.call(0, [&](rdma::Engine&) {
+    return tgt_side_.engine->memory().register_region(tgt_side_.pd, dst.data(), dst.size(),
+                                                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  });
   if (!smr || !dmr) return make_error(ENOMEM, "cannot register the baseline's buffers");
-  struct Qp {
-    rdma::QueuePair* qp;
-    rdma::CompletionQueue* cq;
-  };
-  std::vector<Qp> qps;
+  const std::uint32_t lkey = (*smr)->lkey(), rkey = (*dmr)->rkey();
+  std::vector<QpPair> qps;
   for (std::uint16_t q = 0; q < o_.queues; ++q) {
-    auto a = make_qp(ini_side_, o_.queue_depth);
-    auto b = make_qp(tgt_side_, o_.queue_depth);
-    if (!a || !b) return make_error(ENOMEM, "cannot create the baseline's QPs");
-    psn_ += 0x100;
-    if (Status s = bring_up(ini_side_, a->first, tgt_, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
-    if (Status s = bring_up(tgt_side_, b->first, ini_, a->first->qpn(), psn_ + 0x80, psn_); !s) return s.error();
-    qps.push_back({a->first, a->second});
+    auto p = make_pair(o_.queue_depth);
+    if (!p) return make_error(p.error().code, "the baseline's QPs: " + p.error().message);
+    qps.push_back(*p);
   }
-  auto post = [&](const Qp& q, std::uint16_t i) {
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(src.data() + std::size_t{i} * o_.block_size), o_.block_size,
-                (*smr)->lkey()};
+  auto post = [&](const QpPair& q, std::uint16_t i) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(src.data() + std::size_t{i} * o_.block_size), o_.block_size, lkey};
     ibv_send_wr wr{};
     wr.wr_id = i;
     wr.opcode = IBV_WR_RDMA_WRITE;
@@ -305,26 +330,24 @@ Result<Bench::Goodput> Bench::write_baseline(double seconds) {
     wr.num_sge = 1;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(dst.data() + std::size_t{i} * o_.block_size);
-    wr.wr.rdma.rkey = (*dmr)->rkey();
+    wr.wr.rdma.rkey = rkey;
     ibv_send_wr* bad = nullptr;
-    return ini_side_.engine->post_send(q.qp, &wr, &bad) == 0;
+    return ini_side_.engine->post_send(q.ini_qp, &wr, &bad) == 0;
   };
-  for (const Qp& q : qps)
+  for (const QpPair& q : qps)
     for (std::uint16_t i = 0; i < o_.queue_depth; ++i)
       if (!post(q, i)) return make_error(ENOSPC, "cannot post the baseline's WRITEs");
   const std::uint64_t frames0 = frames_sent();
   const Nanos t0 = ini_.now();
-  const double cpu0 = thread_cpu_seconds();
+  const double cpu0 = cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(seconds * 1e9);
   std::uint64_t done = 0, outstanding = std::uint64_t{o_.queue_depth} * o_.queues;
   ibv_wc wc[32];
   while (outstanding > 0 && ini_.now() < end + 10 * kSecond) {
-    ini_.poll_once();
-    if (emu_) emu_->poll(emu_->now());
-    tgt_.poll_once();
+    step_dataplanes();
     const bool stopping = ini_.now() >= end;
-    for (const Qp& q : qps) {
-      const int n = ini_side_.engine->poll_cq(q.cq, 32, wc);
+    for (const QpPair& q : qps) {
+      const int n = ini_side_.engine->poll_cq(q.ini_cq, 32, wc);
       if (n < 0) return make_error(EIO, "baseline CQ overrun");
       for (int k = 0; k < n; ++k) {
         if (wc[k].status != IBV_WC_SUCCESS) return make_error(EIO, std::string("baseline WRITE: ") + ibv_wc_status_str(wc[k].status));
@@ -334,18 +357,21 @@ Result<Bench::Goodput> Bench::write_baseline(double seconds) {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
-  const double cpu = thread_cpu_seconds() - cpu0;
+  const double cpu = cpu_seconds() - cpu0;
   const std::uint64_t frames = frames_sent() - frames0;
-  for (const Qp& q : qps) (void)ini_side_.engine->destroy_qp(q.qp);
+  for (const QpPair& q : qps) {
+    (void)ini_side_.engine->destroy_qp(q.ini_qp);
+    (void)tgt_.call(0, [&](rdma::Engine&) { return tgt_side_.engine->destroy_qp(q.tgt_qp); });
+  }
   (void)ini_side_.engine->memory().deregister((*smr)->key);
-  (void)tgt_side_.engine->memory().deregister((*dmr)->key);
+  (void)tgt_.call(0, [&](rdma::Engine&) { return tgt_side_.engine->memory().deregister((*dmr)->key); });
   const double bytes = static_cast<double>(done) * o_.block_size;
   return Goodput{bytes / secs, cpu > 0 ? bytes / cpu : 0,
                  done ? static_cast<double>(frames) / static_cast<double>(done) : 0};
 }
 
 Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::uint32_t len, SglMode mode) {
-  NvmfRdmaHost& h = *links_[link].host;
+  NvmfRdmaHost& h = *hosts_[link];
   if (Status s = h.submit(0, sqe, len, mode); !s) return s.error();
   const Nanos deadline = ini_.now() + 5 * kSecond;
   while (ini_.now() < deadline) {
@@ -355,7 +381,7 @@ Result<HostCompletion> Bench::exec(std::size_t link, const nv::Sqe& sqe, std::ui
       return *c;
     }
     if (h.failed()) return make_error(EIO, "host queue failed: " + h.failure());
-    if (links_[link].target->torn_down()) return make_error(EIO, "target dropped the queue: " + links_[link].target->queue().failure());
+    if (target_failed()) return make_error(EIO, ts_.failure);
   }
   return make_error(ETIMEDOUT, "no response in 5 s");
 }
@@ -369,7 +395,7 @@ Result<std::uint16_t> Bench::connect(std::size_t link, std::uint16_t qid, std::u
   d.cntlid.set(cntlid);
   nv::set_fixed_string(d.subnqn, kSubNqn, '\0');
   nv::set_fixed_string(d.hostnqn, kHostNqn, '\0');
-  std::memcpy(links_[link].host->buffer(0).data(), static_cast<const void*>(&d), sizeof d);
+  std::memcpy(hosts_[link]->buffer(0).data(), static_cast<const void*>(&d), sizeof d);
   auto r = exec(link, nv::overlay<nv::Sqe>(c), nv::kConnectDataSize, SglMode::Keyed);
   if (!r) return make_error(EIO, "Connect QID " + std::to_string(qid) + ": " + r.error().message);
   return static_cast<std::uint16_t>(r->cqe.dw0.get());
@@ -381,23 +407,29 @@ Status Bench::setup() {
   tc.max_queue_depth = 128;
   tc.mdts = 5;  // 128 KiB
   tc.traddr = to_string(tgt_.local().ip);
-  target_ = std::make_unique<nvmf::Target>(tc);
-  auto sub = target_->add_subsystem(kSubNqn, "ROCEGEN0001");
+  ts_.target = std::make_unique<nvmf::Target>(tc);
+  auto sub = ts_.target->add_subsystem(kSubNqn, "ROCEGEN0001");
   if (!sub) return sub.error();
   const std::uint64_t nblocks = o_.namespace_mib * 1024 * 1024 / o_.lba_size;
   auto ns = o_.file.empty() ? nvmf::NamespaceStore::memory(nblocks, o_.lba_size)
                             : nvmf::NamespaceStore::file(o_.file, nblocks, o_.lba_size);
   if (!ns) return ns.error();
   if (Status s = (*sub)->add_namespace(1, std::move(*ns)); !s) return s;
+  inline_size_ = ts_.target->config().inline_data_size;
   ini_side_ = Side{&ini_.worker(0).engine(), ini_.worker(0).engine().alloc_pd()};
   tgt_side_ = Side{&tgt_.worker(0).engine(), tgt_.worker(0).engine().alloc_pd()};
   // Both ends are in this process: each learns the other's MAC without ARP.
   ini_.arp().learn(tgt_.local().ip.v4, tgt_.local().mac);
   tgt_.arp().learn(ini_.local().ip.v4, ini_.local().mac);
+  // From here on the target side lives on its own lcore.
+  tgt_.worker(0).app_hook = [this](rdma::Engine&, Nanos now) { ts_.poll(now); };
+  if (lcores_ == 2 && !NvmeTargetLcore::available()) {
+    std::fprintf(stderr, "roce-gen: the EAL has no worker lcore for the target (-l 0-1 gives it one): one thread steps both sides\n");
+    lcores_ = 1;
+  }
+  if (Status s = lcores_ == 1 ? Status{} : tgt_lcore_.start(); !s) return make_error(s.error().code, "the target's lcore: " + s.error().message);
 
-  auto admin = open(0, 32);
-  if (!admin) return admin.error();
-  links_.push_back(std::move(*admin));
+  if (Status s = open(0, 32); !s) return s;
   auto cntlid = connect(0, 0, 31, nv::kDynamicCntlid);
   if (!cntlid) return cntlid.error();
   nv::PropertyCommand cc;
@@ -411,12 +443,20 @@ Status Bench::setup() {
   nq.cdw11.set((o_.queues - 1u) | (o_.queues - 1u) << 16);
   if (auto r = exec(0, nq, 0, SglMode::None); !r) return make_error(EIO, "number of queues: " + r.error().message);
   for (std::uint16_t q = 1; q <= o_.queues; ++q) {
-    auto l = open(q, o_.queue_depth);
-    if (!l) return l.error();
-    links_.push_back(std::move(*l));
+    if (Status s = open(q, o_.queue_depth); !s) return s;
     if (auto c = connect(q, q, static_cast<std::uint16_t>(o_.queue_depth - 1), *cntlid); !c) return c.error();
   }
   return {};
+}
+
+// The target's lcore stops first; then everything is torn down on this thread: the queues
+// deregister their memory and the controller goes.
+void Bench::teardown() {
+  tgt_lcore_.stop();
+  tgt_.worker(0).app_hook = nullptr;
+  hosts_.clear();
+  ts_.queues.clear();
+  ts_.target.reset();
 }
 
 int Bench::run() {
@@ -466,7 +506,7 @@ int Bench::run() {
     const std::uint64_t unit = slot * stripe_cmds + k;
     bool write = o_.workload == NvmeWorkload::Write;
     if (o_.workload == NvmeWorkload::RandRw) write = rng() % 100 >= o_.read_percent;
-    NvmfRdmaHost& h = *links_[q + 1u].host;
+    NvmfRdmaHost& h = *hosts_[q + 1u];
     if (write && o_.verify) fill_block(h.buffer(cid).first(o_.block_size), unit, tags[unit] + 1);
     nv::Sqe s;
     s.opc = static_cast<std::uint8_t>(write ? nv::IoOpcode::Write : nv::IoOpcode::Read);
@@ -475,8 +515,7 @@ int Bench::run() {
     s.cdw10.set(static_cast<std::uint32_t>(slba));
     s.cdw11.set(static_cast<std::uint32_t>(slba >> 32));
     s.cdw12.set(nlb - 1);
-    const SglMode mode = write && o_.block_size <= links_[q + 1u].target->queue().config().inline_size ? SglMode::InCapsule
-                                                                                                        : SglMode::Keyed;
+    const SglMode mode = write && o_.block_size <= inline_size_ ? SglMode::InCapsule : SglMode::Keyed;
     inflight[slot] = InFlight{ini_.now(), write, unit};
     if (Status st = h.submit(cid, s, o_.block_size, mode); !st) {
       ++errors;
@@ -487,19 +526,23 @@ int Bench::run() {
   // Reads that verify need something to check: the namespace starts with every unit written
   // once (through the store, before the clock starts).
   if (o_.verify) {
-    nvmf::NamespaceStore& ns = *target_->find_subsystem(kSubNqn)->find_namespace(1);
-    for (std::uint64_t u = 0; u < tags.size(); ++u) {
-      fill_block(expect, u, 1);
-      if (ns.write(u * nlb, expect) != nvmf::MediaResult::Ok) {
-        std::fprintf(stderr, "roce-gen: cannot fill the namespace\n");
-        return 1;
+    const bool filled = tgt_.call(0, [&](rdma::Engine&) {
+      nvmf::NamespaceStore& ns = *ts_.target->find_subsystem(kSubNqn)->find_namespace(1);
+      for (std::uint64_t u = 0; u < tags.size(); ++u) {
+        fill_block(expect, u, 1);
+        if (ns.write(u * nlb, expect) != nvmf::MediaResult::Ok) return false;
+        tags[u] = 1;
       }
-      tags[u] = 1;
+      return true;
+    });
+    if (!filled) {
+      std::fprintf(stderr, "roce-gen: cannot fill the namespace\n");
+      return 1;
     }
   }
-  const std::uint64_t frames0 = frames_sent();
+  const std::uint64_t ini_frames0 = frames_sent_by(ini_), tgt_frames0 = frames_sent_by(tgt_);
   const Nanos t0 = ini_.now();
-  const double cpu0 = thread_cpu_seconds();
+  const double cpu0 = cpu_seconds();
   const Nanos end = t0 + static_cast<Nanos>(o_.seconds * 1e9);
   for (std::uint16_t q = 0; q < o_.queues; ++q)
     for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) issue(q, cid);
@@ -516,15 +559,15 @@ int Bench::run() {
       break;
     }
     for (std::uint16_t q = 0; q < o_.queues; ++q) {
-      NvmfRdmaHost& h = *links_[q + 1u].host;
-      if (h.failed() || links_[q + 1u].target->torn_down()) {
+      NvmfRdmaHost& h = *hosts_[q + 1u];
+      if (h.failed() || target_failed()) {
         ++errors;
-        if (first_error.empty())
-          first_error = h.failed() ? h.failure() : links_[q + 1u].target->queue().failure();
+        if (first_error.empty()) first_error = h.failed() ? h.failure() : ts_.failure;
         outstanding = 0;
         break;
       }
-      for (std::uint16_t cid = 0; cid < o_.queue_depth; ++cid) {
+      while (const auto done = h.next_completed()) {
+        const std::uint16_t cid = *done;
         auto c = h.take(cid);
         if (!c) continue;
         const std::uint64_t slot = std::uint64_t{q} * o_.queue_depth + cid;
@@ -552,18 +595,23 @@ int Bench::run() {
     }
   }
   const double secs = static_cast<double>(ini_.now() - t0) / 1e9;
-  const double cpu_secs = thread_cpu_seconds() - cpu0;
-  const std::uint64_t frames = frames_sent() - frames0;
+  const double cpu_secs = cpu_seconds() - cpu0;
+  const std::uint64_t ini_frames = frames_sent_by(ini_) - ini_frames0, tgt_frames = frames_sent_by(tgt_) - tgt_frames0;
+  const std::uint64_t frames = ini_frames + tgt_frames;
   if (o_.baseline && errors == 0 && !baseline_half()) return 1;
   // What the writes left in the namespace: every unit as its last completed write made it.
   std::uint64_t media_mismatches = 0;
   if (o_.verify && writes > 0 && errors == 0) {
-    const nvmf::NamespaceStore& ns = *target_->find_subsystem(kSubNqn)->find_namespace(1);
-    std::vector<std::byte> got(o_.block_size);
-    for (std::uint64_t u = 0; u < tags.size(); ++u) {
-      fill_block(expect, u, tags[u]);
-      if (ns.read(u * nlb, got) != nvmf::MediaResult::Ok || got != expect) ++media_mismatches;
-    }
+    media_mismatches = tgt_.call(0, [&](rdma::Engine&) {
+      const nvmf::NamespaceStore& ns = *ts_.target->find_subsystem(kSubNqn)->find_namespace(1);
+      std::vector<std::byte> got(o_.block_size);
+      std::uint64_t wrong = 0;
+      for (std::uint64_t u = 0; u < tags.size(); ++u) {
+        fill_block(expect, u, tags[u]);
+        if (ns.read(u * nlb, got) != nvmf::MediaResult::Ok || got != expect) ++wrong;
+      }
+      return wrong;
+    });
     mismatches += media_mismatches;
   }
   const Percentiles p = percentiles(lat);
@@ -578,6 +626,7 @@ int Bench::run() {
         .field("block_size", std::uint64_t{o_.block_size})
         .field("queue_depth", std::uint64_t{o_.queue_depth})
         .field("queues", std::uint64_t{o_.queues})
+        .field("lcores", std::uint64_t{lcores_})
         .field("seconds", secs)
         .field("reads", reads)
         .field("writes", writes)
@@ -596,7 +645,9 @@ int Bench::run() {
         .field("first_error", first_error)
         .field("verify", o_.verify ? (mismatches ? "MISMATCH" : "ok") : "off")
         .field("mismatches", mismatches)
-        .field("frames_per_command", frames_per(frames, reads + writes));
+        .field("frames_per_command", frames_per(frames, reads + writes))
+        .field("initiator_frames_per_command", frames_per(ini_frames, reads + writes))
+        .field("target_frames_per_command", frames_per(tgt_frames, reads + writes));
     if (o_.baseline)
       w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
           .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps)
@@ -605,13 +656,14 @@ int Bench::run() {
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
-    std::printf("nvme-%s %s bs=%u qd=%u queues=%u: %.1f s\n", workload_name(o_.workload), o_.random ? "rand" : "seq",
-                o_.block_size, o_.queue_depth, o_.queues, secs);
+    std::printf("nvme-%s %s bs=%u qd=%u queues=%u lcores=%u: %.1f s\n", workload_name(o_.workload), o_.random ? "rand" : "seq",
+                o_.block_size, o_.queue_depth, o_.queues, lcores_, secs);
     std::printf("  IOPS %.0f (read %llu, write %llu), bandwidth %.2f MiB/s\n", iops,
                 static_cast<unsigned long long>(reads), static_cast<unsigned long long>(writes), mib_s);
     std::printf("  latency us: avg %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p.avg, p.p50, p.p90,
                 p.p99, p.p999, p.max);
-    std::printf("  frames on the wire per command (both ways): %.2f\n", frames_per(frames, reads + writes));
+    std::printf("  frames on the wire per command: %.2f (initiator %.2f, target %.2f)\n", frames_per(frames, reads + writes),
+                frames_per(ini_frames, reads + writes), frames_per(tgt_frames, reads + writes));
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
     if (o_.baseline)
@@ -624,7 +676,7 @@ int Bench::run() {
                   static_cast<unsigned long long>(mismatches - media_mismatches),
                   static_cast<unsigned long long>(media_mismatches));
   }
-  links_.clear();  // queues first: they deregister their memory and disconnect the controller
+  teardown();
   return failed ? 1 : 0;
 }
 

@@ -1,6 +1,6 @@
 // `roce-gen nvme-read | nvme-write | nvme-randrw`: an NVMe-oF initiator (lib/nvmf's host queue)
-// against lib/nvmf's target, each on its own dataplane, joined by a net_ring pair in this
-// process, fio-like: block size, queue depth, number of I/O queues, duration, sequential or
+// against lib/nvmf's target, each on its own dataplane and lcore, joined by a net_ring pair in
+// this process, fio-like: block size, queue depth, number of I/O queues, duration, sequential or
 // random offsets, --verify; --loss/--dup/--reorder put the link emulator between the two.
 // Prints IOPS, bandwidth and latency percentiles. The in-process QPs are connected directly.
 // With --target the initiator runs alone on a DPDK port and connects through rdma_cm to a real
@@ -37,6 +37,10 @@ struct NvmeBenchOptions {
   // Also run RDMA WRITEs of the same size and depth between the same two dataplanes, in the
   // same loop, for the same time: the same-run baseline the IOPS are set against.
   bool baseline = false;
+  // 2: the target's dataplane and queues on a worker lcore of their own, the initiator's on the
+  // main lcore (the set-up); 1: one thread steps both (robust on a busy shared machine,
+  // where two spinning threads wait for each other's time slices).
+  unsigned lcores = 2;
   bool json = false;
   // A remote target (--target): its IPv4 or IPv6 address, rdma_cm port and subsystem NQN, and our DPDK
   // port and address. Empty target: the in-process one.

@@ -44,6 +44,7 @@ Status NvmfRdmaHost::start() {
   recv_count_ = cfg_.depth + 1u;
   recv_.assign(std::size_t{recv_count_} * kRecvStride, std::byte{0});
   slots_.assign(cfg_.depth, Slot{});
+  completed_.assign(cfg_.depth, 0);
   struct Region {
     std::vector<std::byte>* buf;
     const rdma::MemoryRegion** mr;
@@ -186,6 +187,7 @@ int NvmfRdmaHost::poll() {
       }
       Slot& s = slots_[cid];
       s.done = true;
+      push_completed(cid);
       s.completion = HostCompletion{};
       s.completion.cqe = cqe;
       if (wc.wc_flags & IBV_WC_WITH_INV) {
@@ -195,6 +197,34 @@ int NvmfRdmaHost::poll() {
       }
     }
   }
+}
+
+void NvmfRdmaHost::push_completed(std::uint16_t cid) {
+  const auto size = static_cast<std::uint32_t>(completed_.size());
+  if (completed_count_ == size) {
+    // Full only when callers also take() CIDs by hand: keep the entries whose CID still waits
+    // (at most one per CID: a done CID is busy until taken, so it completes once).
+    std::uint32_t kept = 0;
+    for (std::uint32_t i = 0; i < completed_count_; ++i) {
+      const std::uint16_t c = completed_[(completed_head_ + i) % size];
+      bool seen = false;
+      for (std::uint32_t k = 0; k < kept && !seen; ++k) seen = completed_[(completed_head_ + k) % size] == c;
+      if (!seen && slots_[c].busy && slots_[c].done) completed_[(completed_head_ + kept++) % size] = c;
+    }
+    completed_count_ = kept;
+    if (completed_count_ == size) return;  // every CID already listed, this one with them
+  }
+  completed_[(completed_head_ + completed_count_++) % size] = cid;
+}
+
+std::optional<std::uint16_t> NvmfRdmaHost::next_completed() {
+  while (completed_count_ > 0) {
+    const std::uint16_t cid = completed_[completed_head_];
+    completed_head_ = (completed_head_ + 1) % static_cast<std::uint32_t>(completed_.size());
+    --completed_count_;
+    if (slots_[cid].busy && slots_[cid].done) return cid;
+  }
+  return std::nullopt;
 }
 
 std::optional<HostCompletion> NvmfRdmaHost::take(std::uint16_t cid) {

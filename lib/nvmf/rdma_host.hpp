@@ -57,6 +57,9 @@ class NvmfRdmaHost {
   int poll();
   // The response of `cid`, once it came; frees the CID.
   std::optional<HostCompletion> take(std::uint16_t cid);
+  // The next CID whose response came (in arrival order) and that is still to be taken: a
+  // caller with many commands in flight takes what completed without asking every CID.
+  std::optional<std::uint16_t> next_completed();
   bool outstanding(std::uint16_t cid) const { return slots_[cid].busy; }
   bool failed() const { return failed_; }
   const std::string& failure() const { return failure_; }
@@ -72,6 +75,7 @@ class NvmfRdmaHost {
   NvmfRdmaHost(rdma::Engine& engine, rdma::PdHandle pd, rdma::QueuePair* qp, rdma::CompletionQueue* cq, HostQueueConfig cfg);
   Status start();
   bool post_recv(std::uint32_t index);
+  void push_completed(std::uint16_t cid);
   void fail(std::string why);
 
   rdma::Engine& engine_;
@@ -88,6 +92,10 @@ class NvmfRdmaHost {
   const rdma::MemoryRegion* raw_mr_ = nullptr;
   const rdma::MemoryRegion* recv_mr_ = nullptr;
   std::vector<Slot> slots_;
+  // CIDs in the order their responses came, a ring of depth entries; an entry whose CID was
+  // taken meanwhile (through take()) is skipped.
+  std::vector<std::uint16_t> completed_;
+  std::uint32_t completed_head_ = 0, completed_count_ = 0;
   std::uint32_t recv_count_ = 0;
   bool failed_ = false;
   std::string failure_;
