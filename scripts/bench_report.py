@@ -339,6 +339,11 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
             r = fig.find("scaling_ratio", payload=pl, mode=mode)
             w("| {} WRITE{} | {} | {} | {} | {} |".format(
                 size_label(pl), "s of 64 KiB" if pl == 4096 else "_ONLY", mode, mmm(one), mmm(f), mmm(r)))
+        for f in fig.all("scaling_ceiling_ratio"):
+            w("")
+            w("The hardware's own scaling of that work: the memcpy + ICRC ceiling ({} frames) on two lcores at once".format(
+                size_label(f["params"]["payload"])))
+            w("over one lcore, paired by window: {}.".format(mmm(f)))
         for f in fig.all("scaling_io_lcore"):
             w("")
             w("IO lcore alone (pipeline), RX + steer into two workers' rings, {} frames: {} Mpps.".format(

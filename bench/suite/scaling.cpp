@@ -19,6 +19,7 @@
 #include <rte_lcore.h>
 #include <rte_pause.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -88,20 +89,25 @@ struct ScaleDut {
   }
 };
 
+// A worker's side of a sample: it stays on its lcore for the whole sample, spinning between
+// rounds, so a round never waits for a sleeping thread (or a halted vCPU) to wake up.
+struct Control {
+  std::atomic<int> go{-1};  // the round the lanes may start
+  std::atomic<bool> quit{false};
+};
+
 struct Lane {
   Worker* worker = nullptr;
   Dataplane* dp = nullptr;
-  std::uint64_t rx_target = 0, inbox_target = 0;
+  Control* ctl = nullptr;
+  std::uint64_t rx_target = 0, inbox_target = 0;  // set before the round's go
   std::uint64_t t0 = 0, t1 = 0;
-  std::atomic<unsigned>* ready = nullptr;
-  std::atomic<bool>* go = nullptr;
+  std::atomic<int> done{-1};
 };
 
-void run_lane(Lane& l) {
+void run_round(Lane& l) {
   Worker& w = *l.worker;
   rdma::Engine& e = w.engine();
-  l.ready->fetch_add(1, std::memory_order_acq_rel);
-  while (!l.go->load(std::memory_order_acquire)) rte_pause();
   l.t0 = rte_rdtsc();
   while (w.stats().rx_packets < l.rx_target || w.stats().rx_from_inbox < l.inbox_target || e.has_tx_work())
     w.poll(l.dp->now());
@@ -110,8 +116,14 @@ void run_lane(Lane& l) {
 }
 
 int lane_main(void* arg) {
-  run_lane(*static_cast<Lane*>(arg));
-  return 0;
+  auto& l = *static_cast<Lane*>(arg);
+  for (int r = 0;; ++r) {
+    int g;
+    while ((g = l.ctl->go.load(std::memory_order_acquire)) < r && !l.ctl->quit.load(std::memory_order_acquire)) rte_pause();
+    if (g < r) return 0;
+    run_round(l);
+    l.done.store(r, std::memory_order_release);
+  }
 }
 
 std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigned workers, std::uint32_t payload,
@@ -254,55 +266,66 @@ void drain_acks(ScaleDut& d) {
     while (const std::uint16_t n = rte_eth_rx_burst(d.ports.a, q, m.data(), 32)) rte_pktmbuf_free_bulk(m.data(), n);
 }
 
-// One round timed: every worker on its lcore (worker 0 on this one), started together.
-// Returns seconds from the first start to the last finish, or < 0 on failure.
-double time_round(ScaleDut& d, const std::vector<unsigned>& lcores) {
-  std::atomic<unsigned> ready{0};
-  std::atomic<bool> go{false};
+// Sets each lane's targets for the round just loaded.
+void aim(ScaleDut& d, std::vector<Lane>& lanes) {
+  for (unsigned w = 0; w < d.workers; ++w) {
+    const auto& st = d.dp->worker(w).stats();
+    lanes[w].rx_target = st.rx_packets + (d.mode == ScaleMode::Pipeline ? d.owned_frames[w] : d.queue_frames[w]);
+    // Frames of its QPs that arrive on another queue come through its inbox.
+    lanes[w].inbox_target = st.rx_from_inbox + (d.mode == ScaleMode::Spread ? d.inbox_frames[w] : 0);
+  }
+}
+
+// One sample: rounds until `window` seconds of worker time, every worker on its lcore (worker 0
+// on this one), each round started together; a round lasts from the first start to the last
+// finish. The sample is the median of the rounds' payload Gbit/s (< 0 on failure): on this
+// shared guest a lane's vCPU is now and then taken away for a millisecond or more, as long as
+// a whole round, and the sum of round times would measure that instead of the workers.
+double sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double window, const std::vector<unsigned>& lcores) {
+  Control ctl;
   std::vector<Lane> lanes(d.workers);
   for (unsigned w = 0; w < d.workers; ++w) {
-    Worker& wk = d.dp->worker(w);
-    Lane& l = lanes[w];
-    l.worker = &wk;
-    l.dp = d.dp.get();
-    l.ready = &ready;
-    l.go = &go;
-    const std::uint64_t on_queue = d.mode == ScaleMode::Pipeline ? d.owned_frames[w] : d.queue_frames[w];
-    l.rx_target = wk.stats().rx_packets + on_queue;
-    // Frames of its QPs that arrive on another queue come through its inbox.
-    l.inbox_target = wk.stats().rx_from_inbox + (d.mode == ScaleMode::Spread ? d.inbox_frames[w] : 0);
+    lanes[w].worker = &d.dp->worker(w);
+    lanes[w].dp = d.dp.get();
+    lanes[w].ctl = &ctl;
   }
   for (unsigned w = 1; w < d.workers; ++w) {
     if (rte_eal_remote_launch(lane_main, &lanes[w], lcores[w - 1]) != 0) {
       std::fprintf(stderr, "scaling: cannot launch on lcore %u\n", lcores[w - 1]);
+      ctl.quit.store(true);
+      for (unsigned v = 1; v < w; ++v) rte_eal_wait_lcore(lcores[v - 1]);
       return -1;
     }
   }
-  while (ready.load(std::memory_order_acquire) < d.workers - 1) rte_pause();
-  go.store(true, std::memory_order_release);
-  run_lane(lanes[0]);
-  for (unsigned w = 1; w < d.workers; ++w) rte_eal_wait_lcore(lcores[w - 1]);
-  std::uint64_t t0 = lanes[0].t0, t1 = lanes[0].t1;
-  for (const Lane& l : lanes) {
-    t0 = std::min(t0, l.t0);
-    t1 = std::max(t1, l.t1);
-  }
-  return static_cast<double>(t1 - t0) / static_cast<double>(rte_get_tsc_hz());
-}
-
-// One sample: rounds until `window` seconds of worker time; payload Gbit/s.
-double sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double window, const std::vector<unsigned>& lcores) {
   double busy = 0;
-  std::uint64_t frames = 0;
-  while (busy < window) {
-    if (!load_round(d, pool)) return -1;
-    const double s = time_round(d, lcores);
-    if (s < 0) return -1;
-    busy += s;
+  std::vector<double> rates;  // per round
+  bool ok = true;
+  for (int r = 0; busy < window; ++r) {
+    if (!load_round(d, pool)) {
+      ok = false;
+      break;
+    }
+    aim(d, lanes);
+    ctl.go.store(r, std::memory_order_release);
+    run_round(lanes[0]);
+    std::uint64_t t0 = lanes[0].t0, t1 = lanes[0].t1;
+    for (unsigned w = 1; w < d.workers; ++w) {
+      while (lanes[w].done.load(std::memory_order_acquire) < r) rte_pause();
+      t0 = std::min(t0, lanes[w].t0);
+      t1 = std::max(t1, lanes[w].t1);
+    }
+    const double secs = static_cast<double>(t1 - t0) / static_cast<double>(rte_get_tsc_hz());
+    busy += secs;
+    std::uint64_t frames = 0;
     for (std::uint64_t n : d.queue_frames) frames += n;
+    rates.push_back(static_cast<double>(frames) * payload * 8 / secs / 1e9);
     drain_acks(d);
   }
-  return static_cast<double>(frames) * payload * 8 / busy / 1e9;
+  ctl.quit.store(true, std::memory_order_release);
+  for (unsigned w = 1; w < d.workers; ++w) rte_eal_wait_lcore(lcores[w - 1]);
+  if (!ok || rates.empty()) return -1;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
 }
 
 bool healthy(ScaleDut& d) {
@@ -399,6 +422,44 @@ bool io_lcore_mpps(rte_mempool* pool, std::uint32_t payload, double window, unsi
   return ok;
 }
 
+// The hardware's own scaling for the same work: the memcpy + ICRC ceiling (baselines.cpp) on one
+// lcore, and on two at once, each into its own half of the big buffer (payload Gbit/s, summed).
+struct CeilingLane {
+  std::span<std::byte> big;
+  std::uint32_t payload = 0;
+  double seconds = 0, gbits = 0;
+  std::atomic<unsigned>* ready = nullptr;
+  std::atomic<bool>* go = nullptr;
+};
+
+int ceiling_main(void* arg) {
+  auto& l = *static_cast<CeilingLane*>(arg);
+  l.ready->fetch_add(1, std::memory_order_acq_rel);
+  while (!l.go->load(std::memory_order_acquire)) rte_pause();
+  l.gbits = ceiling_window(l.big, l.payload, l.seconds);
+  return 0;
+}
+
+double ceiling_on(unsigned lanes, std::span<std::byte> big, std::uint32_t payload, double seconds,
+                  const std::vector<unsigned>& lcores) {
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<CeilingLane> l(lanes);
+  const std::size_t part = big.size() / 2;
+  for (unsigned i = 0; i < lanes; ++i) l[i] = CeilingLane{big.subspan(i * part, part), payload, seconds, 0, &ready, &go};
+  for (unsigned i = 1; i < lanes; ++i)
+    if (rte_eal_remote_launch(ceiling_main, &l[i], lcores[i - 1]) != 0) return -1;
+  while (ready.load(std::memory_order_acquire) < lanes - 1) rte_pause();
+  go.store(true, std::memory_order_release);
+  l[0].gbits = ceiling_window(l[0].big, payload, seconds);
+  double sum = l[0].gbits;
+  for (unsigned i = 1; i < lanes; ++i) {
+    rte_eal_wait_lcore(lcores[i - 1]);
+    sum += l[i].gbits;
+  }
+  return sum;
+}
+
 }  // namespace
 
 bool worker_scaling(const SuiteConfig& c, Results& out) {
@@ -475,6 +536,19 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       rte_mempool_free(pool);
       break;
     }
+    Figure ceiling{"scaling_ceiling_ratio", {}, "ratio", {}, {}};
+    ceiling.with("payload", sh.payload).with("workers", 2);
+    for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
+      const double one = ceiling_on(1, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
+      const double two = ceiling_on(2, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
+      if (one <= 0 || two <= 0) {
+        ok = false;
+        break;
+      }
+      if (run > 0) ceiling.samples.push_back(two / one);
+    }
+    std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %.2f\n", sh.payload, ceiling.median());
+    out.add(std::move(ceiling));
     Figure io{"scaling_io_lcore", {}, "Mpps", {}, {}};
     io.with("payload", sh.payload).with("workers", 2);
     ok = io_lcore_mpps(pool, sh.payload, c.window / 2, c.runs, io);
