@@ -8,7 +8,8 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--sr-window on|off] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
-// Cases: baselines, protocol, responder, scaling, goodput, rtt, loss, cycles.
+// Cases: baselines, protocol, responder, scaling, goodput, rtt, loss, cycles (scaling: --sizes picks
+// its 64 B and 4 KiB shapes).
 #include <unistd.h>
 
 #include <algorithm>

@@ -475,6 +475,8 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
   };
   bool ok = true;
   for (const Shape sh : {Shape{64, 64}, Shape{4096, 65536}}) {
+    // --sizes picks the shapes by payload (both are in the default list).
+    if (std::find(c.sizes.begin(), c.sizes.end(), sh.payload) == c.sizes.end()) continue;
     // Frames in mbufs of a NIC's usual size (2 KiB, or 4.5 KiB for 4 KiB frames).
     const std::uint16_t room = sh.payload <= 1024 ? RTE_MBUF_DEFAULT_BUF_SIZE : 4096 + 512 + RTE_PKTMBUF_HEADROOM;
     rte_mempool* pool = rte_pktmbuf_pool_create(("bkfeed" + std::to_string(g_scale_tag++)).c_str(), 2 * kPerQueue + 1023,
