@@ -5,6 +5,7 @@
 // (bench/run_protocol_bench.sh prints them).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -122,6 +123,29 @@ void BM_IcrcLinear(benchmark::State& state, bool hit) {
 }
 BENCHMARK_CAPTURE(BM_IcrcLinear, hit, true)->ArgName("payload")->Arg(0)->Arg(64)->Arg(1024)->Arg(4096);
 BENCHMARK_CAPTURE(BM_IcrcLinear, miss, false)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
+
+// Sixteen flows (destination QPs) in turns, one call each, as a worker receiving from 16 QPs
+// sees them: whether the template cache holds them all (misses per call is a counter).
+void BM_IcrcLinearFlows(benchmark::State& state) {
+  constexpr std::size_t kFlows = 16;
+  constexpr std::size_t kDestQpLow = 20 + 8 + 7;  // IPv4 header, UDP header, BTH byte 7
+  const Fixture f(static_cast<std::size_t>(state.range(0)));
+  std::vector<std::vector<std::byte>> flows(kFlows, std::vector<std::byte>(f.datagram().begin(), f.datagram().end()));
+  for (std::size_t k = 0; k < kFlows; ++k) flows[k][kDestQpLow] ^= static_cast<std::byte>(k);
+  IcrcHeaderCache cache;
+  std::size_t k = 0;
+  for (auto _ : state) {
+    std::uint32_t crc = compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, flows[k]);
+    benchmark::DoNotOptimize(crc);
+    k = (k + 1) % kFlows;
+  }
+  for (const auto& d : flows)
+    if (compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, d) != compute_icrc(CrcBackend::Isal, IpVersion::V4, d))
+      state.SkipWithError("ICRC differs from the plain one");
+  state.counters["misses_per_call"] = static_cast<double>(cache.misses()) / static_cast<double>(std::max<std::int64_t>(1, state.iterations()));
+  report(state, f.datagram().size());
+}
+BENCHMARK(BM_IcrcLinearFlows)->ArgName("payload")->Arg(64)->Arg(1024);
 
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
 void BM_Memcpy(benchmark::State& state) {

@@ -96,9 +96,11 @@ class Worker {
   unsigned rx_burst() const { return rx_burst_; }
 
  private:
-  // False when the frame was handed to its owner worker (which then frees it).
-  bool handle_rx(rte_mbuf* m, Nanos now);
-  void hand_off(rte_mbuf* m, unsigned owner);
+  // Hands the burst's frames that another worker owns to their inboxes; returns how many of
+  // `rx` are left (this worker's, at its front).
+  unsigned hand_off_foreign(rte_mbuf** rx, unsigned n);
+  // Handles and frees frames this worker owns; `count`: they came from its queue (not its inbox).
+  void receive(rte_mbuf** rx, unsigned n, Nanos now, bool count);
   // A frame this worker owns: ARP to answer_arp, NDP to answer_ndp, the rest to the engine
   // (which counts what is not RoCEv2 as a parse drop).
   void deliver(std::span<const std::byte> frame, FrameClass cls, Nanos now);

@@ -139,7 +139,14 @@ void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcB
 void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
                     const std::byte* payload, IcrcHeaderCache* cache) noexcept {
   if (l.payload_length < kSealCopyingFrom) {
-    if (l.payload_length) std::memcpy(out.data() + l.payload_offset, payload, l.payload_length);
+    // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
+    // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
+    // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
+    // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
+    // run time.
+    std::size_t n = l.payload_length;
+    asm("" : "+r"(n));
+    if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
     seal(spec, l, out, crc, cache);
     return;
   }

@@ -315,6 +315,41 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     w("")
 
     # RTT.
+    scaling = fig.all("scaling")
+    if scaling:
+        w("## Scaling across workers (issue 26 P5)")
+        w("")
+        w("One dataplane, 16 QPs taking WRITEs (receive-bound: parse, ICRC check, placement, ACKs), with one")
+        w("and with two workers, each worker on its own lcore; a round of frames is loaded while the workers")
+        w("are idle and the workers' time to drain it is measured, the configurations taking turns window by")
+        w("window. steered: every frame on its owner's queue (RSS or a flow rule that agrees with the QPN")
+        w("shards); spread: half of each worker's QPs arrive on the other worker's queue and cross through its")
+        w("inbox; pipeline: workers fed from their rings as the IO lcore fills them (the IO lcore's own RX +")
+        w("steer rate below: on two cores it has no core of its own). Ratio: two workers over one, paired by")
+        w("window. Load average (1 min) before and after the case: {} / {}.".format(
+            fmt(scaling[0]["notes"].get("load_before"), 2), fmt(scaling[0]["notes"].get("load_after"), 2)))
+        w("")
+        w("| payload | mode | 1 worker, Gbit/s | 2 workers, Gbit/s | 2 / 1 (paired) |")
+        w("|---|---|---:|---:|---:|")
+        for f in scaling:
+            if f["params"]["workers"] != 2:
+                continue
+            pl, mode = f["params"]["payload"], f["params"]["mode"]
+            one = fig.find("scaling", payload=pl, workers=1, mode="pipeline" if mode == "pipeline" else "steered")
+            r = fig.find("scaling_ratio", payload=pl, mode=mode)
+            w("| {} WRITE{} | {} | {} | {} | {} |".format(
+                size_label(pl), "s of 64 KiB" if pl == 4096 else "_ONLY", mode, mmm(one), mmm(f), mmm(r)))
+        for f in fig.all("scaling_ceiling_ratio"):
+            w("")
+            w("The hardware's own scaling of that work: the memcpy + ICRC ceiling ({} frames) on two lcores at once".format(
+                size_label(f["params"]["payload"])))
+            w("over one lcore, paired by window: {}.".format(mmm(f)))
+        for f in fig.all("scaling_io_lcore"):
+            w("")
+            w("IO lcore alone (pipeline), RX + steer into two workers' rings, {} frames: {} Mpps.".format(
+                size_label(f["params"]["payload"]), mmm(f)))
+        w("")
+
     w("## Round-trip latency")
     w("")
     w("| | median us | p99 us | p99.9 us |")

@@ -50,5 +50,7 @@ bool goodput_sweep(const SuiteConfig& c, Results& out);
 bool write_rtt(const SuiteConfig& c, Results& out);
 bool loss_goodput(const SuiteConfig& c, Results& out);
 bool cycles_per_packet(const SuiteConfig& c, Results& out);
+// Issue 26 P5: one dataplane's 1 and 2 workers on their own lcores, receive-bound (scaling.cpp).
+bool worker_scaling(const SuiteConfig& c, Results& out);
 
 }  // namespace roce::bench

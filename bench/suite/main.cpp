@@ -8,7 +8,8 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--sr-window on|off] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
-// Cases: baselines, protocol, responder, goodput, rtt, loss, cycles.
+// Cases: baselines, protocol, responder, scaling, goodput, rtt, loss, cycles (scaling: --sizes picks
+// its 64 B and 4 KiB shapes).
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
   });
   run("protocol", [&] { return protocol_cost(c, r); });
   run("responder", [&] { return responder_worker(c, 64, 64, r) && responder_worker(c, 4096, 65536, r); });
+  run("scaling", [&] { return worker_scaling(c, r); });
   run("goodput", [&] { return goodput_sweep(c, r); });
   run("rtt", [&] { return write_rtt(c, r); });
   run("loss", [&] { return loss_goodput(c, r); });

@@ -1,0 +1,565 @@
+// Issue 26 P5: one dataplane with N transport workers on N lcores, receive-bound (16 QPs taking
+// WRITEs), against the same with one worker, in alternating windows. Each window preloads a
+// round of frames onto the workers' queues while they are idle and then times the workers
+// draining them concurrently (parse, ICRC check, placement, ACKs): the figure is what the
+// workers do, not what a feeder sharing their cores could supply.
+//
+// Modes:
+//   steered   run to completion, every frame on its owner's queue (what RSS gives when the
+//             sender's UDP source port hashes to the owner, or an exact flow rule)
+//   spread    run to completion, half of each worker's QPs arriving on the other worker's queue
+//             (RSS on a source port the sender chose without regard to our owner): those frames
+//             cross to the owner through its inbox ring
+//   pipeline  workers fed from their rings as the IO lcore fills them; the IO lcore's own
+//             RX + steer rate is measured separately (figure scaling_io_lcore), since on two
+//             cores it has no core of its own beside two workers
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/suite/big_buffer.hpp"
+#include "bench/suite/cases.hpp"
+#include "bench/suite/frames.hpp"
+#include "bench/suite/rig.hpp"
+#include "dataplane/io_loop.hpp"
+#include "dataplane/port.hpp"
+#include "lib/rdma/qp_bring_up.hpp"
+
+namespace roce::bench {
+namespace {
+
+using namespace roce::dp;
+
+constexpr unsigned kQps = 16;
+// Frames per worker queue per round: as the responder-worker case, a few MiB of frames, so
+// they are about as cold as a NIC's DMA leaves them, not evicted to DRAM by their own round.
+constexpr unsigned kPerQueue = 2048;
+constexpr unsigned kRingSize = 16384;
+
+enum class ScaleMode { Steered, Spread, Pipeline };
+const char* to_string(ScaleMode m) {
+  return m == ScaleMode::Steered ? "steered" : m == ScaleMode::Spread ? "spread" : "pipeline";
+}
+
+int g_scale_tag = 0;
+
+double load_average() {
+  std::ifstream f("/proc/loadavg");
+  double l = -1;
+  f >> l;
+  return l;
+}
+
+struct ScaleQp {
+  rdma::QueuePair* qp = nullptr;
+  unsigned owner = 0;  // worker
+  unsigned queue = 0;  // the queue (or ring) its frames arrive on
+  std::unique_ptr<WriteFrames> frames;
+  std::uint64_t next = 0;  // next packet of its stream
+};
+
+// One dataplane under test with its feeder port and QPs.
+struct ScaleDut {
+  ScaleMode mode = ScaleMode::Steered;
+  unsigned workers = 1;
+  RingPair ports;
+  bool feeder_open = false;
+  std::unique_ptr<Dataplane> dp;
+  std::vector<ScaleQp> qps;
+  std::vector<std::uint64_t> queue_frames;  // per worker queue (pipeline: per worker ring) per round
+  std::vector<std::uint64_t> owned_frames;  // per worker per round
+  std::vector<std::uint64_t> inbox_frames;  // per worker per round: its frames on another queue
+  Figure fig{"scaling", {}, "Gbit/s", {}, {}};
+  ~ScaleDut() {
+    if (dp) {
+      for (unsigned w = 0; w < dp->worker_count(); ++w) dp->worker(w).release_stash();
+    }
+    dp.reset();
+    if (feeder_open) close_port(ports.a);
+  }
+};
+
+// A worker's side of a sample: it stays on its lcore for the whole sample, spinning between
+// rounds, so a round never waits for a sleeping thread (or a halted vCPU) to wake up.
+struct Control {
+  std::atomic<int> go{-1};  // the round the lanes may start
+  std::atomic<bool> quit{false};
+};
+
+struct Lane {
+  Worker* worker = nullptr;
+  Dataplane* dp = nullptr;
+  Control* ctl = nullptr;
+  std::uint64_t rx_target = 0, inbox_target = 0;  // set before the round's go
+  std::uint64_t t0 = 0, t1 = 0;
+  std::atomic<int> done{-1};
+};
+
+void run_round(Lane& l) {
+  Worker& w = *l.worker;
+  rdma::Engine& e = w.engine();
+  l.t0 = rte_rdtsc();
+  while (w.stats().rx_packets < l.rx_target || w.stats().rx_from_inbox < l.inbox_target || e.has_tx_work())
+    w.poll(l.dp->now());
+  w.flush();
+  l.t1 = rte_rdtsc();
+}
+
+int lane_main(void* arg) {
+  auto& l = *static_cast<Lane*>(arg);
+  for (int r = 0;; ++r) {
+    int g;
+    while ((g = l.ctl->go.load(std::memory_order_acquire)) < r && !l.ctl->quit.load(std::memory_order_acquire)) rte_pause();
+    if (g < r) return 0;
+    run_round(l);
+    l.done.store(r, std::memory_order_release);
+  }
+}
+
+std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigned workers, std::uint32_t payload,
+                                   std::uint32_t message, rte_mempool* feed_pool) {
+  auto d = std::make_unique<ScaleDut>();
+  d->mode = mode;
+  d->workers = workers;
+  const std::string t = std::to_string(g_scale_tag++);
+  // The pipeline's port has one queue (the IO lcore's); its workers' rings are loaded instead.
+  const unsigned queues = mode == ScaleMode::Pipeline ? 1 : workers;
+  auto pair = make_ring_pair("bka" + t, "bkb" + t, kRingSize, queues);
+  if (!pair.ok()) {
+    std::fprintf(stderr, "scaling: %s\n", pair.error().message.c_str());
+    return nullptr;
+  }
+  d->ports = *pair;
+  PortOptions po;
+  po.name = std::to_string(d->ports.a);
+  po.queues = static_cast<std::uint16_t>(queues);
+  if (!open_port(po, feed_pool).ok()) return nullptr;
+  d->feeder_open = true;
+  DataplaneOptions o;
+  o.name = "bk" + t;
+  o.port.name = std::to_string(d->ports.b);
+  o.mac = kDutMac;
+  o.ip = rdma::IpAddress::ipv4(kDutIp);
+  o.workers = workers;
+  o.mode = mode == ScaleMode::Pipeline ? Mode::Pipeline : Mode::RunToCompletion;
+  o.ring_size = kRingSize;
+  o.engine.tuning = c.tuning;
+  auto dp = Dataplane::create(o);
+  if (!dp.ok()) {
+    std::fprintf(stderr, "scaling: %s\n", dp.error().message.c_str());
+    return nullptr;
+  }
+  d->dp = std::move(*dp);
+  d->dp->arp().learn(kPeerIp, kPeerMac);
+  const rdma::PdHandle pd = d->dp->memory().alloc_pd();
+  Region dst;
+  if (!register_region(*d->dp, pd, dst, big_buffers(c.big_bytes).b)) return nullptr;
+  const std::size_t slice = dst.bytes.size() / kQps / message * message;
+  d->queue_frames.assign(workers, 0);
+  d->owned_frames.assign(workers, 0);
+  d->inbox_frames.assign(workers, 0);
+  std::vector<unsigned> per_worker(workers, 0);
+  for (unsigned j = 0; j < kQps; ++j) {
+    const unsigned w = j % workers;
+    rdma::Engine& e = d->dp->worker(w).engine();
+    auto cq = e.create_cq(4096);
+    if (!cq.ok()) return nullptr;
+    rdma::QpInit init;
+    init.send_cq = *cq;
+    init.recv_cq = *cq;
+    init.cap = ibv_qp_cap{256, 16, 1, 1, 0};
+    auto qp = e.create_qp(pd, init);
+    if (!qp.ok()) return nullptr;
+    rdma::PeerPath path;
+    path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
+    path.dest_qpn = kPeerQpn + j;
+    path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
+    path.max_dest_rd_atomic = 1;
+    if (!rdma::modify_to_init(e, *qp, IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0).ok() ||
+        !rdma::modify_to_rtr(e, *qp, IBV_QPT_RC, path).ok())
+      return nullptr;
+    ScaleQp q;
+    q.qp = *qp;
+    q.owner = w;
+    // Spread: every other QP of a worker arrives on the next worker's queue.
+    q.queue = mode == ScaleMode::Pipeline ? w : mode == ScaleMode::Spread ? (w + per_worker[w]) % workers : w;
+    ++per_worker[w];
+    q.frames = std::make_unique<WriteFrames>(payload, message, payload <= 1024 ? 1024 : 4096, q.qp->qpn(), dst.mr->rkey(),
+                                             dst.bytes.data() + j * slice, slice);
+    d->qps.push_back(std::move(q));
+  }
+  // Each queue gets kPerQueue frames a round, dealt one frame per QP in turn (whole messages
+  // per QP so every round starts at a message boundary: kPerQueue / QPs on the queue is a
+  // multiple of the packets per message).
+  return d;
+}
+
+// Loads one round: kPerQueue frames on every queue, the QPs of a queue interleaved frame by frame.
+bool load_round(ScaleDut& d, rte_mempool* pool) {
+  const unsigned queues = static_cast<unsigned>(d.queue_frames.size());
+  std::vector<std::uint64_t> owned(d.workers, 0);
+  std::vector<std::uint64_t> foreign(d.workers, 0);
+  std::vector<rte_mbuf*> m(kPerQueue);
+  for (unsigned q = 0; q < queues; ++q) {
+    std::vector<ScaleQp*> mine;
+    for (auto& s : d.qps)
+      if (s.queue == q) mine.push_back(&s);
+    if (mine.empty()) continue;
+    if (rte_pktmbuf_alloc_bulk(pool, m.data(), kPerQueue) != 0) {
+      std::fprintf(stderr, "scaling: feeder pool exhausted\n");
+      return false;
+    }
+    for (unsigned i = 0; i < kPerQueue; ++i) {
+      ScaleQp& s = *mine[i % mine.size()];
+      const std::size_t len = s.frames->build(s.next++, {rte_pktmbuf_mtod(m[i], std::byte*), rte_pktmbuf_tailroom(m[i])});
+      if (len == 0) return false;
+      m[i]->data_len = static_cast<std::uint16_t>(len);
+      m[i]->pkt_len = static_cast<std::uint32_t>(len);
+      if (s.owner == q || d.mode == ScaleMode::Pipeline) ++owned[s.owner];
+      else ++foreign[s.owner];
+    }
+    unsigned sent = 0;
+    if (d.mode == ScaleMode::Pipeline) {
+      rte_ring* r = d.dp->worker(q).config().rx_ring;
+      sent = rte_ring_sp_enqueue_burst(r, reinterpret_cast<void**>(m.data()), kPerQueue, nullptr);
+    } else {
+      for (int tries = 0; sent < kPerQueue && tries < 1000; ++tries)
+        sent += rte_eth_tx_burst(d.ports.a, static_cast<std::uint16_t>(q), m.data() + sent,
+                                 static_cast<std::uint16_t>(kPerQueue - sent));
+    }
+    if (sent < kPerQueue) {
+      std::fprintf(stderr, "scaling: queue %u took %u of %u frames\n", q, sent, kPerQueue);
+      rte_pktmbuf_free_bulk(m.data() + sent, kPerQueue - sent);
+      return false;
+    }
+    d.queue_frames[q] = kPerQueue;
+  }
+  for (unsigned w = 0; w < d.workers; ++w) {
+    d.owned_frames[w] = owned[w] + foreign[w];
+    d.inbox_frames[w] = foreign[w];
+  }
+  return true;
+}
+
+// What the workers sent (ACKs) is read and freed by the feeder side between windows.
+void drain_acks(ScaleDut& d) {
+  std::array<rte_mbuf*, 32> m;
+  if (d.mode == ScaleMode::Pipeline) {
+    for (unsigned w = 0; w < d.workers; ++w) {
+      rte_ring* r = d.dp->worker(w).config().tx_ring;
+      while (unsigned n = rte_ring_sc_dequeue_burst(r, reinterpret_cast<void**>(m.data()), 32, nullptr))
+        rte_pktmbuf_free_bulk(m.data(), n);
+    }
+    return;
+  }
+  for (std::uint16_t q = 0; q < d.workers; ++q)
+    while (const std::uint16_t n = rte_eth_rx_burst(d.ports.a, q, m.data(), 32)) rte_pktmbuf_free_bulk(m.data(), n);
+}
+
+// Sets each lane's targets for the round just loaded.
+void aim(ScaleDut& d, std::vector<Lane>& lanes) {
+  for (unsigned w = 0; w < d.workers; ++w) {
+    const auto& st = d.dp->worker(w).stats();
+    lanes[w].rx_target = st.rx_packets + (d.mode == ScaleMode::Pipeline ? d.owned_frames[w] : d.queue_frames[w]);
+    // Frames of its QPs that arrive on another queue come through its inbox.
+    lanes[w].inbox_target = st.rx_from_inbox + (d.mode == ScaleMode::Spread ? d.inbox_frames[w] : 0);
+  }
+}
+
+// One sample: rounds until `window` seconds of worker time, every worker on its lcore (worker 0
+// on this one), each round started together; a round lasts from the first start to the last
+// finish. The sample is the median of the rounds' payload Gbit/s (< 0 on failure): on this
+// shared guest a lane's vCPU is now and then taken away for a millisecond or more, as long as
+// a whole round, and the sum of round times would measure that instead of the workers.
+double sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double window, const std::vector<unsigned>& lcores) {
+  Control ctl;
+  std::vector<Lane> lanes(d.workers);
+  for (unsigned w = 0; w < d.workers; ++w) {
+    lanes[w].worker = &d.dp->worker(w);
+    lanes[w].dp = d.dp.get();
+    lanes[w].ctl = &ctl;
+  }
+  for (unsigned w = 1; w < d.workers; ++w) {
+    if (rte_eal_remote_launch(lane_main, &lanes[w], lcores[w - 1]) != 0) {
+      std::fprintf(stderr, "scaling: cannot launch on lcore %u\n", lcores[w - 1]);
+      ctl.quit.store(true);
+      for (unsigned v = 1; v < w; ++v) rte_eal_wait_lcore(lcores[v - 1]);
+      return -1;
+    }
+  }
+  double busy = 0;
+  std::vector<double> rates;  // per round
+  bool ok = true;
+  for (int r = 0; busy < window; ++r) {
+    if (!load_round(d, pool)) {
+      ok = false;
+      break;
+    }
+    aim(d, lanes);
+    ctl.go.store(r, std::memory_order_release);
+    run_round(lanes[0]);
+    std::uint64_t t0 = lanes[0].t0, t1 = lanes[0].t1;
+    for (unsigned w = 1; w < d.workers; ++w) {
+      while (lanes[w].done.load(std::memory_order_acquire) < r) rte_pause();
+      t0 = std::min(t0, lanes[w].t0);
+      t1 = std::max(t1, lanes[w].t1);
+    }
+    const double secs = static_cast<double>(t1 - t0) / static_cast<double>(rte_get_tsc_hz());
+    busy += secs;
+    std::uint64_t frames = 0;
+    for (std::uint64_t n : d.queue_frames) frames += n;
+    rates.push_back(static_cast<double>(frames) * payload * 8 / secs / 1e9);
+    drain_acks(d);
+  }
+  ctl.quit.store(true, std::memory_order_release);
+  for (unsigned w = 1; w < d.workers; ++w) rte_eal_wait_lcore(lcores[w - 1]);
+  if (!ok || rates.empty()) return -1;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+bool healthy(ScaleDut& d) {
+  bool ok = true;
+  std::uint64_t received = 0, sent = 0;
+  for (unsigned w = 0; w < d.workers; ++w) {
+    const Health h = health_of(d.dp->worker(w).engine());
+    if (h.drops + h.parse_drops + h.errors + h.naks != 0) {
+      std::fprintf(stderr, "scaling %s x%u: worker %u misbehaved: %llu drops, %llu parse drops, %llu errors, %llu NAKs\n",
+                   to_string(d.mode), d.workers, w, static_cast<unsigned long long>(h.drops),
+                   static_cast<unsigned long long>(h.parse_drops), static_cast<unsigned long long>(h.errors),
+                   static_cast<unsigned long long>(h.naks));
+      ok = false;
+    }
+    const auto& st = d.dp->worker(w).stats();
+    if (st.rx_handoff_dropped) {
+      std::fprintf(stderr, "scaling: worker %u dropped %llu hand-offs\n", w, static_cast<unsigned long long>(st.rx_handoff_dropped));
+      ok = false;
+    }
+  }
+  for (const auto& s : d.qps) {
+    received += s.qp->counters().get(rdma::Counter::RcvdPkts);
+    sent += s.next;
+  }
+  if (received != sent) {
+    std::fprintf(stderr, "scaling %s x%u: QPs received %llu of %llu frames\n", to_string(d.mode), d.workers,
+                 static_cast<unsigned long long>(received), static_cast<unsigned long long>(sent));
+    ok = false;
+  }
+  return ok;
+}
+
+// The IO lcore alone: RX and steering into two workers' rings, frames preloaded; one sample
+// (Mpps) per window.
+bool io_lcore_mpps(rte_mempool* pool, std::uint32_t payload, double window, unsigned runs, Figure& fig) {
+  const std::string t = std::to_string(g_scale_tag++);
+  auto pair = make_ring_pair("bia" + t, "bib" + t, kRingSize, 1);
+  if (!pair.ok()) return false;
+  PortOptions po;
+  po.name = std::to_string(pair->a);
+  if (!open_port(po, pool).ok()) return false;
+  po.name = std::to_string(pair->b);
+  if (!open_port(po, pool).ok()) return false;
+  IoConfig io;
+  io.port = pair->b;
+  io.shards = rdma::QpnShards{0x11, 2};
+  for (unsigned w = 0; w < 2; ++w) {
+    for (const char* dir : {"r", "t"}) {
+      rte_ring* r = rte_ring_create(("bir" + t + dir + std::to_string(w)).c_str(), kRingSize, SOCKET_ID_ANY,
+                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (!r) return false;
+      (*dir == 'r' ? io.worker_rx : io.worker_tx).push_back(r);
+    }
+  }
+  IoLoop loop(io);
+  std::vector<std::unique_ptr<WriteFrames>> frames;
+  static std::byte sink[1 << 20];
+  for (unsigned j = 0; j < kQps; ++j)
+    frames.push_back(std::make_unique<WriteFrames>(payload, payload, 4096, 0x11 + j, 1, sink, sizeof sink));
+  std::uint64_t n = 0, k = 0;
+  std::vector<rte_mbuf*> m(kPerQueue);
+  std::array<rte_mbuf*, 32> out;
+  bool ok = true;
+  for (unsigned run = 0; run <= runs && ok; ++run) {  // run 0 warms up
+  double busy = 0;
+  std::uint64_t n0 = n;
+  while (busy < window) {
+    if (rte_pktmbuf_alloc_bulk(pool, m.data(), kPerQueue) != 0) {
+      ok = false;
+      break;
+    }
+    for (unsigned i = 0; i < kPerQueue; ++i, ++k) {
+      const std::size_t len = frames[i % kQps]->build(k / kQps, {rte_pktmbuf_mtod(m[i], std::byte*), rte_pktmbuf_tailroom(m[i])});
+      m[i]->data_len = static_cast<std::uint16_t>(len);
+      m[i]->pkt_len = static_cast<std::uint32_t>(len);
+    }
+    unsigned sent = 0;
+    while (sent < kPerQueue) sent += rte_eth_tx_burst(pair->a, 0, m.data() + sent, static_cast<std::uint16_t>(kPerQueue - sent));
+    const std::uint64_t c0 = rte_rdtsc();
+    while (loop.stats().rx_packets < n + kPerQueue) loop.poll(0);
+    busy += static_cast<double>(rte_rdtsc() - c0) / static_cast<double>(rte_get_tsc_hz());
+    n += kPerQueue;
+    for (rte_ring* r : io.worker_rx)
+      while (unsigned got = rte_ring_sc_dequeue_burst(r, reinterpret_cast<void**>(out.data()), 32, nullptr))
+        rte_pktmbuf_free_bulk(out.data(), got);
+  }
+  if (run > 0) fig.samples.push_back(static_cast<double>(n - n0) / busy / 1e6);
+  }
+  ok = ok && loop.stats().steered == n;
+  close_port(pair->a);
+  close_port(pair->b);
+  for (rte_ring* r : io.worker_rx) rte_ring_free(r);
+  for (rte_ring* r : io.worker_tx) rte_ring_free(r);
+  return ok;
+}
+
+// The hardware's own scaling for the same work: the memcpy + ICRC ceiling (baselines.cpp) on one
+// lcore, and on two at once, each into its own half of the big buffer (payload Gbit/s, summed).
+struct CeilingLane {
+  std::span<std::byte> big;
+  std::uint32_t payload = 0;
+  double seconds = 0, gbits = 0;
+  std::atomic<unsigned>* ready = nullptr;
+  std::atomic<bool>* go = nullptr;
+};
+
+int ceiling_main(void* arg) {
+  auto& l = *static_cast<CeilingLane*>(arg);
+  l.ready->fetch_add(1, std::memory_order_acq_rel);
+  while (!l.go->load(std::memory_order_acquire)) rte_pause();
+  l.gbits = ceiling_window(l.big, l.payload, l.seconds);
+  return 0;
+}
+
+double ceiling_on(unsigned lanes, std::span<std::byte> big, std::uint32_t payload, double seconds,
+                  const std::vector<unsigned>& lcores) {
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<CeilingLane> l(lanes);
+  const std::size_t part = big.size() / 2;
+  for (unsigned i = 0; i < lanes; ++i) l[i] = CeilingLane{big.subspan(i * part, part), payload, seconds, 0, &ready, &go};
+  for (unsigned i = 1; i < lanes; ++i)
+    if (rte_eal_remote_launch(ceiling_main, &l[i], lcores[i - 1]) != 0) return -1;
+  while (ready.load(std::memory_order_acquire) < lanes - 1) rte_pause();
+  go.store(true, std::memory_order_release);
+  l[0].gbits = ceiling_window(l[0].big, payload, seconds);
+  double sum = l[0].gbits;
+  for (unsigned i = 1; i < lanes; ++i) {
+    rte_eal_wait_lcore(lcores[i - 1]);
+    sum += l[i].gbits;
+  }
+  return sum;
+}
+
+}  // namespace
+
+bool worker_scaling(const SuiteConfig& c, Results& out) {
+  std::vector<unsigned> lcores;
+  for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE; l = rte_get_next_lcore(l, 1, 0)) lcores.push_back(l);
+  if (lcores.empty()) {
+    std::fprintf(stderr, "perf_suite: scaling skipped: it needs a second lcore (EAL -l 0-1), this run has only the main one\n");
+    return true;
+  }
+  const double load0 = load_average();
+  struct Shape {
+    std::uint32_t payload, message;
+  };
+  bool ok = true;
+  for (const Shape sh : {Shape{64, 64}, Shape{4096, 65536}}) {
+    // --sizes picks the shapes by payload (both are in the default list).
+    if (std::find(c.sizes.begin(), c.sizes.end(), sh.payload) == c.sizes.end()) continue;
+    // Frames in mbufs of a NIC's usual size (2 KiB, or 4.5 KiB for 4 KiB frames).
+    const std::uint16_t room = sh.payload <= 1024 ? RTE_MBUF_DEFAULT_BUF_SIZE : 4096 + 512 + RTE_PKTMBUF_HEADROOM;
+    rte_mempool* pool = rte_pktmbuf_pool_create(("bkfeed" + std::to_string(g_scale_tag++)).c_str(), 2 * kPerQueue + 1023,
+                                                256, 0, room, SOCKET_ID_ANY);
+    if (!pool) return false;
+    std::vector<std::unique_ptr<ScaleDut>> duts;
+    for (const auto& [mode, n] : {std::pair{ScaleMode::Steered, 1u}, std::pair{ScaleMode::Steered, 2u},
+                                  std::pair{ScaleMode::Spread, 2u}, std::pair{ScaleMode::Pipeline, 1u},
+                                  std::pair{ScaleMode::Pipeline, 2u}}) {
+      auto d = make_dut(c, mode, n, sh.payload, sh.message, pool);
+      if (!d) {
+        duts.clear();
+        rte_mempool_free(pool);
+        return false;
+      }
+      d->fig.with("mode", to_string(mode)).with("workers", n).with("payload", sh.payload).with("size", sh.message).with("qps", kQps);
+      duts.push_back(std::move(d));
+    }
+    // Run 0 warms up (the first pass over the destination pages).
+    for (unsigned run = 0; run <= c.runs && ok; ++run) {
+      for (auto& d : duts) {
+        const double g = sample(*d, pool, sh.payload, c.window, lcores);
+        if (g < 0) {
+          ok = false;
+          break;
+        }
+        if (run > 0) d->fig.samples.push_back(g);
+      }
+    }
+    // Paired ratios: N workers over one worker of the same mode family, window by window.
+    auto ratio = [&](ScaleDut& n, ScaleDut& one) {
+      Figure r{"scaling_ratio", {}, "ratio", {}, {}};
+      r.with("mode", to_string(n.mode)).with("workers", n.workers).with("payload", sh.payload).with("size", sh.message);
+      for (std::size_t i = 0; i < n.fig.samples.size() && i < one.fig.samples.size(); ++i)
+        r.samples.push_back(n.fig.samples[i] / one.fig.samples[i]);
+      return r;
+    };
+    if (ok) {
+      Figure r_steered = ratio(*duts[1], *duts[0]);
+      Figure r_spread = ratio(*duts[2], *duts[0]);
+      Figure r_pipe = ratio(*duts[4], *duts[3]);
+      for (auto& d : duts) {
+        ok = healthy(*d) && ok;
+        std::uint64_t handed = 0;
+        for (unsigned w = 0; w < d->workers; ++w) handed += d->dp->worker(w).stats().rx_handed_off;
+        d->fig.note("handed_off", static_cast<double>(handed));
+        d->fig.note("load_before", load0).note("load_after", load_average());
+        std::fprintf(stderr, "  scaling %-8s x%u, %4u B: %.2f Gbit/s\n", to_string(d->mode), d->workers, sh.payload, d->fig.median());
+      }
+      std::fprintf(stderr, "  scaling %4u B: 2/1 workers steered %.2f, spread %.2f, pipeline %.2f\n", sh.payload,
+                   r_steered.median(), r_spread.median(), r_pipe.median());
+      for (auto& d : duts) out.add(std::move(d->fig));
+      out.add(std::move(r_steered));
+      out.add(std::move(r_spread));
+      out.add(std::move(r_pipe));
+    }
+    duts.clear();
+    if (!ok) {
+      rte_mempool_free(pool);
+      break;
+    }
+    Figure ceiling{"scaling_ceiling_ratio", {}, "ratio", {}, {}};
+    ceiling.with("payload", sh.payload).with("workers", 2);
+    for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
+      const double one = ceiling_on(1, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
+      const double two = ceiling_on(2, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
+      if (one <= 0 || two <= 0) {
+        ok = false;
+        break;
+      }
+      if (run > 0) ceiling.samples.push_back(two / one);
+    }
+    std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %.2f\n", sh.payload, ceiling.median());
+    out.add(std::move(ceiling));
+    Figure io{"scaling_io_lcore", {}, "Mpps", {}, {}};
+    io.with("payload", sh.payload).with("workers", 2);
+    ok = io_lcore_mpps(pool, sh.payload, c.window / 2, c.runs, io);
+    std::fprintf(stderr, "  scaling %4u B: IO lcore RX + steer %.2f Mpps\n", sh.payload, io.median());
+    out.add(std::move(io));
+    rte_mempool_free(pool);
+    if (!ok) break;
+  }
+  return ok;
+}
+
+}  // namespace roce::bench
