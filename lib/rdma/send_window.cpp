@@ -165,7 +165,10 @@ Nanos SendWindow::queue_target() const {
 
 void SendWindow::clamp() {
   cap_ = std::min(cap_, static_total());
-  const double lo = t_.min_packets * sharers_;
+  // At least one packet in flight on the whole path: a share below one packet is for many QPs
+  // through one small queue, never for a QP alone, which would be paced at srtt / share (a
+  // software path's srtt after a starved poller is milliseconds; 16 times that per packet stalls it).
+  const double lo = std::max(t_.min_packets * sharers_, 1.0);
   cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
 }
 
