@@ -5,7 +5,7 @@
 //
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
-//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--sr-window on|off] [--window-floor PACKETS]
+//              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
 // Cases: baselines, protocol, responder, scaling, goodput, rtt, loss, cycles (scaling: --sizes picks
@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
       c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {
       c.tuning.window.enabled = true;
+    } else if (a == "--congestion-window" && has) {
+      // The congestion-only windows of go-back-N and selective repeat QPs (on by default).
+      c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--sr-window" && has) {
       c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--window-floor" && has) {
@@ -140,7 +143,7 @@ int main(int argc, char** argv) {
   w.field("runs", c.runs).field("window_s", c.window).field("rtt_samples", c.rtt_samples);
   w.field("big_buffer_mib", static_cast<std::uint64_t>(c.big_bytes >> 20)).field("llc_reported_mib", static_cast<std::uint64_t>(llc >> 20));
   w.field("smoke", c.smoke).field("ok", ok);
-  w.field("send_window", c.tuning.window.enabled).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
+  w.field("send_window", c.tuning.window.enabled).field("gbn_congestion_window", c.tuning.window.go_back_n_congestion).field("sr_congestion_window", c.tuning.window.selective_repeat).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
   w.field("ack_req_every", c.tuning.ack_req_every).field("icrc_linear", c.tuning.icrc_linear);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
   w.end_object();

@@ -169,6 +169,10 @@ Health health_of(const rdma::Engine& e) {
   h.retransmitted = c.get(rdma::Counter::RetransmittedPkts);
   h.timeouts = c.get(rdma::Counter::RetransmitTimeouts);
   h.early_retransmits = c.get(rdma::Counter::EarlyRetransmits);
+  h.window_cuts = c.get(rdma::Counter::WindowCuts);
+  h.loss_events = c.get(rdma::Counter::LossEvents);
+  h.held = c.get(rdma::Counter::OutOfOrderBuffered);
+  h.sacks_sent = c.get(rdma::Counter::SacksSent);
   return h;
 }
 

@@ -14,17 +14,21 @@ constexpr double kKneeRate = 0.9;
 void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
   t_ = t;
   selective_ = selective;
-  if (selective) t_.enabled = t.enabled || t.selective_repeat;
+  // Congestion only: selective repeat QPs always (a random loss costs them one resend at any
+  // window); go-back-N QPs unless the full window (random-loss cuts too) is on.
+  congestion_only_ = selective || !t.enabled;
+  t_.enabled = t.enabled || (selective ? t.selective_repeat : t.go_back_n_congestion);
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
   cwnd_ = ssthresh_ = cap_ = need_ = static_total();
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
+  recent_count_ = 0;
   max_rate_bps_ = 0;
   next_cut_at_ = next_delay_cut_at_ = congested_until_ = 0;
   congested_ = false;
   lost_ = false;
   queue_high_ = false;
-  if (selective_ && t_.enabled) {
+  if (congestion_only_ && t_.enabled) {
     // Engaged from the start, from an initial window in slow start: the first round trips are
     // then measured on a path the QPs have not filled yet, so that a queue shows later as one.
     lost_ = true;
@@ -39,7 +43,7 @@ std::uint32_t SendWindow::limit() const {
 }
 
 std::uint32_t SendWindow::ack_spacing() const {
-  if (!t_.enabled || !lost_ || congested_ || selective_) return std::numeric_limits<std::uint32_t>::max();
+  if (!t_.enabled || !lost_ || congested_ || congestion_only_) return std::numeric_limits<std::uint32_t>::max();
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
@@ -52,14 +56,14 @@ void SendWindow::join() {
   if (++joined_ > 1) ++sharers_;
   // Before any loss the window is what the static caps allow together.
   if (!lost_) cwnd_ = ssthresh_ = static_total();
-  if (selective_ && !congested_) ssthresh_ = static_total();  // slow start toward them
+  if (congestion_only_ && !congested_) ssthresh_ = static_total();  // slow start toward them
 }
 
 void SendWindow::leave() {
   if (joined_ == 0) return;
   if (--joined_ > 0) --sharers_;
   if (!lost_) cwnd_ = ssthresh_ = static_total();
-  if (selective_ && !congested_) ssthresh_ = static_total();
+  if (congestion_only_ && !congested_) ssthresh_ = static_total();
 }
 
 void SendWindow::expire(Nanos now) {
@@ -79,11 +83,13 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
 bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   if (!t_.enabled) return false;
   expire(now);
-  // Congestion: the round trip shows a queue (the latest sample or the QP's smoothed one), or
-  // nothing is known of the path yet (the first window lost).
-  const bool congestion = timeout || min_rtt_ == 0 || queue_high_ || rtt > queue_target();
+  // Congestion: the round trip shows a standing queue (the latest samples all above the target),
+  // or nothing is known of the path yet (the first window lost). Not the smoothed round trip:
+  // one descheduled poller's sample of milliseconds keeps it above the target for many round
+  // trips, and every random loss in them would look like a queue.
+  const bool congestion = timeout || min_rtt_ == 0 || queue_high_;
   // Selective repeat resends only what was lost: a random loss costs the same at any window.
-  if (selective_ && !congestion) return false;
+  if (congestion_only_ && !congestion) return false;
   if (!lost_) cwnd_ = std::min(cwnd_, static_total());
   lost_ = true;
   if (congestion) {
@@ -113,6 +119,7 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   if (rtt <= 0) return;
   expire(now);
   last_rtt_ = rtt;
+  recent_[recent_count_++ % kRecent] = rtt;
   if (min_rtt_ == 0 || rtt < min_rtt_) min_rtt_ = rtt;
   // One QP's rate; its share of the path's, so times the sharers.
   const double rate =
@@ -128,7 +135,7 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
                      std::min(t_.random_loss_floor, static_total()), static_total());
   const Nanos target = queue_target();
-  queue_high_ = rtt > target;
+  queue_high_ = standing_rtt() > target;
   // The delay cut only after a congestion loss: a software path's round trip varies by far more
   // than the target with the scheduling of its threads, and a lossless QP must send as before.
   if (t_.enabled && queue_high_ && congested_ && now >= next_delay_cut_at_) {
@@ -138,6 +145,14 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
     ssthresh_ = std::max(cwnd_, t_.min_packets * sharers_);
   }
   clamp();
+}
+
+Nanos SendWindow::standing_rtt() const {
+  const std::uint32_t n = std::min({recent_count_, kRecent, std::max<std::uint32_t>(t_.queue_samples, 1)});
+  if (n == 0) return 0;
+  Nanos m = std::numeric_limits<Nanos>::max();
+  for (std::uint32_t i = 1; i <= n; ++i) m = std::min(m, recent_[(recent_count_ - i) % kRecent]);
+  return m;
 }
 
 Nanos SendWindow::queue_target() const {
@@ -150,7 +165,10 @@ Nanos SendWindow::queue_target() const {
 
 void SendWindow::clamp() {
   cap_ = std::min(cap_, static_total());
-  const double lo = t_.min_packets * sharers_;
+  // At least one packet in flight on the whole path: a share below one packet is for many QPs
+  // through one small queue, never for a QP alone, which would be paced at srtt / share (a
+  // software path's srtt after a starved poller is milliseconds; 16 times that per packet stalls it).
+  const double lo = std::max(t_.min_packets * sharers_, 1.0);
   cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
 }
 

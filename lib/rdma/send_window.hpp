@@ -38,11 +38,14 @@ struct WindowTuning {
   // The window of selective repeat QPs (on with this even when `enabled` is off): against
   // congestion only, since a random loss costs them one resend whatever is in flight. It starts
   // at `initial_packets` in slow start (so that its first round trips are measured before a
-  // queue fills), is cut when the round trip shows a queue, and has no cap. Off by default: it
-  // keeps a shallow tail-drop queue to 0.02-0.03 % resent (tests/lib/rdma/overrun_test.cpp),
-  // but on the software path it takes random losses for congestion and cost goodput at 1-5 %
-  // loss (docs/loss.md, Status).
-  bool selective_repeat = false;
+  // queue fills), is cut when the standing round trip shows a queue, and has no cap. On by
+  // default: it keeps a shallow tail-drop queue to 0.02-0.05 % resent (tests/lib/rdma/
+  // overrun_test.cpp) and, judging by the standing round trip, never cut for the software
+  // path's random loss (docs/loss.md, "Telling a queue from noise").
+  bool selective_repeat = true;
+  // The same congestion-only window for go-back-N QPs while `enabled` is off (on by default:
+  // 0.24 / 0.05 % resent through the shallow queue with 4 / 16 QPs, against 94 / 92 % without).
+  bool go_back_n_congestion = true;
   double initial_packets = 16;
   double min_packets = 1.0 / 16;   // smallest share of one QP; below 1 the QP is paced
   double decrease = 0.5;           // multiplicative cut per loss event
@@ -66,6 +69,11 @@ struct WindowTuning {
   // hits whoever arrives at a full queue, not who filled it; the delay every QP on the
   // bottleneck sees keeps the queue below full for all of them. 0: every loss is random.
   Nanos queue_delay_target = 200 * kMicro;
+  // ... when the smallest of the latest `queue_samples` RTT samples is above it: a queue that
+  // stands, not one late sample. A software path's round trip jumps by milliseconds when a
+  // poller is descheduled, for a sample or two; a tail-drop queue that overflows has held every
+  // sample above the target since it filled (docs/loss.md, "Telling a queue from noise").
+  std::uint32_t queue_samples = 3;
   // A congestion loss keeps the cap and the delay cut for this many round trips after it.
   std::uint32_t congestion_memory_rtts = 4096;
 };
@@ -87,6 +95,8 @@ class SendWindow {
   bool congested(Nanos now) const { return congested_until_ > now; }
   bool queue_high() const { return queue_high_; }
   Nanos min_rtt() const { return min_rtt_; }
+  // The smallest of the latest queue_samples RTT samples (0: none yet).
+  Nanos standing_rtt() const;
   Nanos knee_rtt() const { return knee_rtt_; }
   std::uint32_t sharers() const { return sharers_; }
   // Packets one QP may have in flight (at least one).
@@ -105,7 +115,8 @@ class SendWindow {
 
   // `packets` newly acknowledged at `now`.
   void on_progress(Nanos now, std::uint32_t packets);
-  // A loss event seen by a QP whose round trip is `rtt`: returns whether the window was cut.
+  // A loss event seen by a QP whose round trip is `rtt` (its smoothed one: the cut spacing, not
+  // the test for a queue, which takes the standing round trip): returns whether the window was cut.
   // `timeout`: the local ACK timer, down to one packet per QP.
   bool on_loss(Nanos now, Nanos rtt, bool timeout);
   // An RTT sample `rtt`; one QP had `delivered_packets` of `pmtu` bytes acknowledged in the last `interval`.
@@ -116,7 +127,7 @@ class SendWindow {
   double static_total() const { return static_cap_ * sharers_; }
   // After a loss the window never needs more than the path's need (congested: the cap).
   // Selective repeat has no random-loss cap: a random loss costs it one packet at any window.
-  double effective_cap() const { return !lost_ || selective_ ? static_total() : congested_ ? cap_ : need_; }
+  double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
   Nanos queue_target() const;
@@ -130,6 +141,10 @@ class SendWindow {
   Nanos min_rtt_ = 0;          // 0: no sample yet
   Nanos knee_rtt_ = 0;         // smallest RTT of a sample at >= 0.8 of the best rate; 0: none
   Nanos last_rtt_ = 0;
+  // The latest RTT samples (a ring of kRecent): their minimum is the standing round trip.
+  static constexpr std::uint32_t kRecent = 8;
+  Nanos recent_[kRecent] = {};
+  std::uint32_t recent_count_ = 0;
   double max_rate_bps_ = 0;    // highest delivery rate measured, decaying slowly
   std::uint32_t sharers_ = 1;  // QPs with send work (at least one)
   std::uint32_t joined_ = 0;
@@ -139,8 +154,9 @@ class SendWindow {
   bool congested_ = false;     // cached congested(now) of the latest event
   bool lost_ = false;
   bool ecn_feedback_ = false;
-  bool selective_ = false;   // congestion losses only (selective repeat QPs)
-  bool queue_high_ = false;  // the latest RTT sample was above the delay target
+  bool selective_ = false;        // the window of selective repeat QPs
+  bool congestion_only_ = false;  // cut by congestion losses only (WindowTuning::go_back_n_congestion, selective_repeat)
+  bool queue_high_ = false;  // the latest queue_samples RTT samples were all above the delay target
 };
 
 }  // namespace roce::rdma

@@ -342,7 +342,12 @@ TEST(NvmfIo, CapsulesWaitInTheirReceivesWhileResponsesAreUnacknowledged) {
     // Ethernet 14 + IPv4 20 + UDP 8: the BTH opcode; 0x11 = RC ACKNOWLEDGE.
     return hold_acks && frame.size() > 42 && std::to_integer<unsigned>(frame[42]) == 0x11;
   };
-  NvmfPair p(NvmfPair::small_config(), f);
+  // The target must send more than the congestion window's first 16 packets with no ACK back
+  // for the host to fill its slots: a window (on by default) holds it there until the ACK timer
+  // runs out of retries. The case is the target's backlog, not the window: without it.
+  rdma::EngineConfig engine;
+  engine.tuning.window.go_back_n_congestion = false;
+  NvmfPair p(NvmfPair::small_config(), f, 1, engine);
   const auto cntlid = p.bring_up_admin();
   p.bring_up_io(1, cntlid, 4);
   NvmfRdmaHost& h = *p.links[1].host;

@@ -33,10 +33,12 @@ struct QueueLink {
 
 class NvmfPair {
  public:
-  explicit NvmfPair(TargetConfig cfg = small_config(), LinkFaults faults = {}, std::uint64_t seed = 1)
+  // `engine`: both hosts' engine configuration (the transport tuning).
+  explicit NvmfPair(TargetConfig cfg = small_config(), LinkFaults faults = {}, std::uint64_t seed = 1,
+                    const rdma::EngineConfig& engine = {})
       : net(seed), target(cfg) {
-    net.add_host("host", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1});
-    net.add_host("target", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2});
+    net.add_host("host", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, engine);
+    net.add_host("target", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, engine);
     net.connect("host", "target", faults, faults);
     auto s = target.add_subsystem(kSubNqn, "SN-0001");
     EXPECT_TRUE(s.ok());

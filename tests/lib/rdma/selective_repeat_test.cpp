@@ -44,8 +44,13 @@ class SelectiveRepeat : public ::testing::Test {
   // `sr_a`, `sr_b`: the reorder window each side was given (0: go-back-N).
   void build(std::uint32_t sr_a = kWindow, std::uint32_t sr_b = kWindow, LinkFaults fa = {}, LinkFaults fb = {}) {
     net_ = std::make_unique<SimNetwork>(21);
-    net_->add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1});
-    net_->add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2});
+    // These tests count the packets of selective repeat's own mechanisms: the congestion window
+    // (on by default, starting at 16 packets in slow start) would hold back what they send at
+    // once. It is tested in overrun_test.cpp and SelectiveRepeatFaults (below, defaults).
+    rdma::EngineConfig cfg;
+    cfg.tuning.window.selective_repeat = window_;
+    net_->add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
+    net_->add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
     fa.drop_if = [this](std::span<const std::byte> f, std::uint64_t) { return drop("a", f); };
     fb.drop_if = [this](std::span<const std::byte> f, std::uint64_t) { return drop("b", f); };
     net_->connect("a", "b", fa, fb);
@@ -137,6 +142,7 @@ class SelectiveRepeat : public ::testing::Test {
   std::map<std::string, std::set<std::uint32_t>> first_copy_;
   int lose_sacks_ = 0;
   bool lose_acks_ = false;            // the first copy of every ACK b sends
+  bool window_ = false;               // the congestion window (WindowTuning::selective_repeat)
   std::set<std::uint32_t> ack_copies_;
   std::set<std::uint32_t> lose_twice_;  // the first two copies (a subset of lose_)
   std::map<std::uint32_t, int> copies_;
@@ -425,6 +431,7 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
   f.corrupt = m.corrupt;
   f.bandwidth_bps = 25e9;
   o_.depth = 64;
+  window_ = true;  // the default tuning: the congestion window on
   build(kWindow, kWindow, f, f);
   constexpr std::uint32_t kMsg = 16 * 1024;
   constexpr std::uint64_t kWrites = 400;
