@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bench/suite/frames.hpp"
 #include "dataplane/ring_port.hpp"
 #include "lib/rdma/qp_bring_up.hpp"
 
@@ -63,6 +64,26 @@ rdma::QueuePair* make_qp(rdma::Engine& e, rdma::PdHandle pd, rdma::CompletionQue
     std::fprintf(stderr, "create_qp: %s\n", qp.error().message.c_str());
     return nullptr;
   }
+  return *qp;
+}
+
+rdma::QueuePair* make_write_target_qp(rdma::Engine& e, rdma::PdHandle pd, std::uint32_t peer_qpn, std::uint32_t payload) {
+  auto cq = e.create_cq(4096);
+  if (!cq.ok()) return nullptr;
+  rdma::QpInit init;
+  init.send_cq = *cq;
+  init.recv_cq = *cq;
+  init.cap = ibv_qp_cap{256, 16, 1, 1, 0};
+  auto qp = e.create_qp(pd, init);
+  if (!qp.ok()) return nullptr;
+  rdma::PeerPath path;
+  path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
+  path.dest_qpn = peer_qpn;
+  path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
+  path.max_dest_rd_atomic = 1;
+  if (!rdma::modify_to_init(e, *qp, IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0).ok() ||
+      !rdma::modify_to_rtr(e, *qp, IBV_QPT_RC, path).ok())
+    return nullptr;
   return *qp;
 }
 

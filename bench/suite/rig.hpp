@@ -74,6 +74,9 @@ class Rig {
 bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn);
 rdma::QueuePair* make_qp(rdma::Engine& e, rdma::PdHandle pd, rdma::CompletionQueue* cq, std::uint32_t depth);
+// A QP in RTR on a CQ of its own that takes the crafted WRITEs (bench/suite/frames.hpp) from
+// the frame peer's QP `peer_qpn`, with the path MTU that fits `payload`; nullptr on failure.
+rdma::QueuePair* make_write_target_qp(rdma::Engine& e, rdma::PdHandle pd, std::uint32_t peer_qpn, std::uint32_t payload);
 
 // A buffer registered with one side (the caller owns and pre-touches the memory, so page
 // faults stay out of the timings; one buffer may be registered with several rigs).

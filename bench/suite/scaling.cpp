@@ -172,24 +172,10 @@ std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigne
   for (unsigned j = 0; j < kQps; ++j) {
     const unsigned w = j % workers;
     rdma::Engine& e = d->dp->worker(w).engine();
-    auto cq = e.create_cq(4096);
-    if (!cq.ok()) return nullptr;
-    rdma::QpInit init;
-    init.send_cq = *cq;
-    init.recv_cq = *cq;
-    init.cap = ibv_qp_cap{256, 16, 1, 1, 0};
-    auto qp = e.create_qp(pd, init);
-    if (!qp.ok()) return nullptr;
-    rdma::PeerPath path;
-    path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
-    path.dest_qpn = kPeerQpn + j;
-    path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
-    path.max_dest_rd_atomic = 1;
-    if (!rdma::modify_to_init(e, *qp, IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0).ok() ||
-        !rdma::modify_to_rtr(e, *qp, IBV_QPT_RC, path).ok())
-      return nullptr;
+    rdma::QueuePair* qp = make_write_target_qp(e, pd, kPeerQpn + j, payload);
+    if (qp == nullptr) return nullptr;
     ScaleQp q;
-    q.qp = *qp;
+    q.qp = qp;
     q.owner = w;
     // Spread: every other QP of a worker arrives on the next worker's queue.
     q.queue = mode == ScaleMode::Pipeline ? w : mode == ScaleMode::Spread ? (w + per_worker[w]) % workers : w;

@@ -86,24 +86,9 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   const rdma::PdHandle pd = e.alloc_pd();
   Region dst;
   if (!register_region(dut, pd, dst, buffers(c).b)) return false;
-  auto cq = e.create_cq(4096);
-  rdma::QpInit init;
-  init.send_cq = *cq;
-  init.recv_cq = *cq;
-  init.cap = ibv_qp_cap{256, 16, 1, 1, 0};
-  auto qp = e.create_qp(pd, init);
-  if (!qp.ok()) return false;
-  {
-    rdma::PeerPath path;
-    path.mtu = payload <= 1024 ? IBV_MTU_1024 : IBV_MTU_4096;
-    path.dest_qpn = kPeerQpn;
-    path.dgid = rdma::gid_from_ip(rdma::IpAddress::ipv4(kPeerIp));
-    path.max_dest_rd_atomic = 1;
-    if (!rdma::modify_to_init(e, *qp, IBV_QPT_RC, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0).ok() ||
-        !rdma::modify_to_rtr(e, *qp, IBV_QPT_RC, path).ok())
-      return false;
-  }
-  WriteFrames frames(payload, message, payload <= 1024 ? 1024 : 4096, (*qp)->qpn(), dst.mr->rkey(), dst.bytes.data(),
+  rdma::QueuePair* qp = make_write_target_qp(e, pd, kPeerQpn, payload);
+  if (qp == nullptr) return false;
+  WriteFrames frames(payload, message, payload <= 1024 ? 1024 : 4096, qp->qpn(), dst.mr->rkey(), dst.bytes.data(),
                      dst.bytes.size());
   Figure fig{"responder_worker", {}, "Gbit/s", {}, {}};
   fig.with("verb", "WRITE").with("payload", payload).with("size", message);
@@ -149,7 +134,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   if (!vs_protocol.samples.empty()) out.add(std::move(vs_protocol));
   // The ACKs it sent per WRITE packet received: its share of an ACK's cost.
   fig.note("acks_per_packet", static_cast<double>(worker.stats().tx_packets - tx0) / static_cast<double>(k));
-  const bool ok = checked(e, "responder worker") && (*qp)->counters().get(rdma::Counter::RcvdPkts) == k;
+  const bool ok = checked(e, "responder worker") && qp->counters().get(rdma::Counter::RcvdPkts) == k;
   worker.release_stash();
   out.add(std::move(fig));
   return ok;
