@@ -198,19 +198,36 @@ std::uint32_t IcrcHeaderCache::headers_crc(CrcBackend backend, IpVersion v, cons
   const std::uint32_t key = static_cast<std::uint32_t>(static_cast<std::uint8_t>(ip[ip_len + kUdp + offsetof(Bth, dest_qp) + 2])) |
                             static_cast<std::uint32_t>(static_cast<std::uint8_t>(ip[ip_len + offsetof(UdpHeader, src_port) + 1])) << 8 |
                             static_cast<std::uint32_t>(static_cast<std::uint8_t>(ip[src_last])) << 16;
-  const std::size_t slot = (key * 0x9E3779B1u) >> 26;  // Fibonacci hashing onto kEntries = 64 slots
+  // Four ways a set: a direct-mapped slot thrashed whenever two busy flows hashed alike (16 QPs
+  // taking WRITEs and their 16 ACK flows, 32 flows in 64 slots: a template recomputed for a
+  // sixth of the packets, docs/perf-changes.md section 27).
+  constexpr std::size_t kWays = 4;
   static_assert(kEntries == 64);
-  Entry& e = entries_[slot];
+  Entry* set = &entries_[((key * 0x9E3779B1u) >> 28) * kWays];  // Fibonacci hashing onto 16 sets
   const auto words = v4 ? invariant_words<kHeadersV4>(ip, kKeepV4) : invariant_words<kHeadersV6>(ip, kKeepV6);
-  std::uint64_t diff = e.version != static_cast<std::uint8_t>(v);
-  for (std::size_t i = 0; i < words.size(); ++i) diff |= words[i] ^ e.invariant[i];
-  if (diff != 0) {
-    ++misses_;
-    e.invariant = words;
-    e.version = static_cast<std::uint8_t>(v);
-    e.state = v4 ? template_state(backend, ip, kMasksV4) : template_state(backend, ip, kMasksV6);
+  Entry* e = nullptr;
+  for (std::size_t w = 0; w < kWays; ++w) {
+    std::uint64_t diff = set[w].version != static_cast<std::uint8_t>(v);
+    for (std::size_t i = 0; i < words.size(); ++i) diff |= words[i] ^ set[w].invariant[i];
+    if (diff == 0) {
+      e = &set[w];
+      break;
+    }
   }
-  return ~(v4 ? add_varying(e.state, ip, kLayoutV4, kTablesV4) : add_varying(e.state, ip, kLayoutV6, kTablesV6));
+  if (e == nullptr) {
+    // An empty way, else one in turn (the miss count is as good a turn as any).
+    e = &set[misses_ % kWays];
+    for (std::size_t w = 0; w < kWays; ++w)
+      if (set[w].version == 0) {
+        e = &set[w];
+        break;
+      }
+    ++misses_;
+    e->invariant = words;
+    e->version = static_cast<std::uint8_t>(v);
+    e->state = v4 ? template_state(backend, ip, kMasksV4) : template_state(backend, ip, kMasksV6);
+  }
+  return ~(v4 ? add_varying(e->state, ip, kLayoutV4, kTablesV4) : add_varying(e->state, ip, kLayoutV6, kTablesV6));
 }
 
 std::uint32_t compute_icrc_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept {

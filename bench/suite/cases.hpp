@@ -20,6 +20,8 @@ struct SuiteConfig {
   std::size_t big_bytes = 0;     // destination buffers: larger than the LLC
   std::vector<std::uint32_t> sizes;  // message sizes of the goodput sweep
   bool smoke = false;
+  // scaling: frames left in the loader's cache instead of evicted as a NIC's DMA leaves them.
+  bool scaling_warm_feed = false;
   rdma::TransportTuning tuning{};          // of every engine the suite creates
 };
 
@@ -52,5 +54,7 @@ bool loss_goodput(const SuiteConfig& c, Results& out);
 bool cycles_per_packet(const SuiteConfig& c, Results& out);
 // Issue 26 P5: one dataplane's 1 and 2 workers on their own lcores, receive-bound (scaling.cpp).
 bool worker_scaling(const SuiteConfig& c, Results& out);
+// One worker taking 64 B WRITEs from 1 to 16 QPs interleaved (scaling.cpp).
+bool responder_fanout(const SuiteConfig& c, Results& out);
 
 }  // namespace roce::bench

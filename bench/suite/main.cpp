@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
     } else if (a == "--congestion-window" && has) {
       // The congestion-only windows of go-back-N and selective repeat QPs (on by default).
       c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = args.app[++i] == "on";
+    } else if (a == "--scaling-feed" && has) {
+      c.scaling_warm_feed = args.app[++i] == "warm";
     } else if (a == "--sr-window" && has) {
       c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--window-floor" && has) {
@@ -132,6 +134,7 @@ int main(int argc, char** argv) {
   run("protocol", [&] { return protocol_cost(c, r); });
   run("responder", [&] { return responder_worker(c, 64, 64, r) && responder_worker(c, 4096, 65536, r); });
   run("scaling", [&] { return worker_scaling(c, r); });
+  run("fanout", [&] { return responder_fanout(c, r); });
   run("goodput", [&] { return goodput_sweep(c, r); });
   run("rtt", [&] { return write_rtt(c, r); });
   run("loss", [&] { return loss_goodput(c, r); });

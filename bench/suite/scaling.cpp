@@ -18,6 +18,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
+#include <emmintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -80,6 +81,8 @@ struct ScaleDut {
   std::vector<std::uint64_t> owned_frames;  // per worker per round
   std::vector<std::uint64_t> inbox_frames;  // per worker per round: its frames on another queue
   Figure fig{"scaling", {}, "Gbit/s", {}, {}};
+  unsigned rounds = 0, disturbed = 0;  // over the timed samples
+  std::vector<double> balance;         // per sample: slowest lane's round time / fastest's
   ~ScaleDut() {
     if (dp) {
       for (unsigned w = 0; w < dp->worker_count(); ++w) dp->worker(w).release_stash();
@@ -102,17 +105,38 @@ struct Lane {
   Control* ctl = nullptr;
   std::uint64_t rx_target = 0, inbox_target = 0;  // set before the round's go
   std::uint64_t t0 = 0, t1 = 0;
+  std::uint64_t max_gap = 0;  // longest iteration of the round, TSC cycles
+  // Where this worker's ACKs arrive (the feeder port's queue, or the worker's TX ring in the
+  // pipeline): the lane frees them as it goes, as a NIC's TX completion returns a sent mbuf to
+  // the pool on the worker's own lcore, hot in its mempool cache.
+  std::uint16_t ack_port = 0, ack_queue = 0;
+  rte_ring* ack_ring = nullptr;
   std::atomic<int> done{-1};
 };
+
+void reclaim(Lane& l) {
+  std::array<rte_mbuf*, kBurst> m;
+  const unsigned n = l.ack_ring ? rte_ring_sc_dequeue_burst(l.ack_ring, reinterpret_cast<void**>(m.data()), kBurst, nullptr)
+                                : rte_eth_rx_burst(l.ack_port, l.ack_queue, m.data(), kBurst);
+  if (n) rte_pktmbuf_free_bulk(m.data(), n);
+}
 
 void run_round(Lane& l) {
   Worker& w = *l.worker;
   rdma::Engine& e = w.engine();
   l.t0 = rte_rdtsc();
-  while (w.stats().rx_packets < l.rx_target || w.stats().rx_from_inbox < l.inbox_target || e.has_tx_work())
+  std::uint64_t prev = l.t0, gap = 0;
+  while (w.stats().rx_packets < l.rx_target || w.stats().rx_from_inbox < l.inbox_target || e.has_tx_work()) {
     w.poll(l.dp->now());
+    reclaim(l);
+    const std::uint64_t t = rte_rdtsc();
+    gap = std::max(gap, t - prev);
+    prev = t;
+  }
   w.flush();
+  reclaim(l);
   l.t1 = rte_rdtsc();
+  l.max_gap = std::max(gap, l.t1 - prev);
 }
 
 int lane_main(void* arg) {
@@ -127,7 +151,7 @@ int lane_main(void* arg) {
 }
 
 std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigned workers, std::uint32_t payload,
-                                   std::uint32_t message, rte_mempool* feed_pool) {
+                                   std::uint32_t message, rte_mempool* feed_pool, unsigned qps = kQps) {
   auto d = std::make_unique<ScaleDut>();
   d->mode = mode;
   d->workers = workers;
@@ -164,12 +188,12 @@ std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigne
   const rdma::PdHandle pd = d->dp->memory().alloc_pd();
   Region dst;
   if (!register_region(*d->dp, pd, dst, big_buffers(c.big_bytes).b)) return nullptr;
-  const std::size_t slice = dst.bytes.size() / kQps / message * message;
+  const std::size_t slice = dst.bytes.size() / qps / message * message;
   d->queue_frames.assign(workers, 0);
   d->owned_frames.assign(workers, 0);
   d->inbox_frames.assign(workers, 0);
   std::vector<unsigned> per_worker(workers, 0);
-  for (unsigned j = 0; j < kQps; ++j) {
+  for (unsigned j = 0; j < qps; ++j) {
     const unsigned w = j % workers;
     rdma::Engine& e = d->dp->worker(w).engine();
     rdma::QueuePair* qp = make_write_target_qp(e, pd, kPeerQpn + j, payload);
@@ -189,6 +213,21 @@ std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigne
   // multiple of the packets per message).
   return d;
 }
+
+// Writes an mbuf's lines (its header and its frame) back to memory and drops them from every
+// cache, as a NIC's DMA into memory leaves a received frame: no worker finds it warm, and none
+// finds it in another core's cache (the loader's), which cost the worker on the other lcore a
+// cross-core transfer per line that the one-worker case on the loader's lcore never paid.
+void evict(const rte_mbuf* m) {
+  const auto* h = reinterpret_cast<const char*>(m);
+  for (unsigned at = 0; at < sizeof(rte_mbuf); at += RTE_CACHE_LINE_SIZE) _mm_clflush(h + at);
+  const auto* p = rte_pktmbuf_mtod(m, const char*);
+  const auto first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{RTE_CACHE_LINE_SIZE - 1};
+  for (std::uintptr_t at = first; at < reinterpret_cast<std::uintptr_t>(p) + m->data_len; at += RTE_CACHE_LINE_SIZE)
+    _mm_clflush(reinterpret_cast<const void*>(at));
+}
+
+bool g_warm_feed = false;  // --scaling-feed warm: frames left in the loader's cache (before)
 
 // Loads one round: kPerQueue frames on every queue, the QPs of a queue interleaved frame by frame.
 bool load_round(ScaleDut& d, rte_mempool* pool) {
@@ -211,6 +250,7 @@ bool load_round(ScaleDut& d, rte_mempool* pool) {
       if (len == 0) return false;
       m[i]->data_len = static_cast<std::uint16_t>(len);
       m[i]->pkt_len = static_cast<std::uint32_t>(len);
+      if (!g_warm_feed) evict(m[i]);
       if (s.owner == q || d.mode == ScaleMode::Pipeline) ++owned[s.owner];
       else ++foreign[s.owner];
     }
@@ -237,14 +277,13 @@ bool load_round(ScaleDut& d, rte_mempool* pool) {
   return true;
 }
 
-// What the workers sent (ACKs) is read and freed by the feeder side between windows.
+// What the lanes left of the workers' ACKs is freed by the loader between rounds.
 void drain_acks(ScaleDut& d) {
   std::array<rte_mbuf*, 32> m;
   if (d.mode == ScaleMode::Pipeline) {
     for (unsigned w = 0; w < d.workers; ++w) {
       rte_ring* r = d.dp->worker(w).config().tx_ring;
-      while (unsigned n = rte_ring_sc_dequeue_burst(r, reinterpret_cast<void**>(m.data()), 32, nullptr))
-        rte_pktmbuf_free_bulk(m.data(), n);
+      while (unsigned n = rte_ring_sc_dequeue_burst(r, reinterpret_cast<void**>(m.data()), 32, nullptr)) rte_pktmbuf_free_bulk(m.data(), n);
     }
     return;
   }
@@ -262,29 +301,64 @@ void aim(ScaleDut& d, std::vector<Lane>& lanes) {
   }
 }
 
+// One sample's figures. A round is disturbed when one of its lanes went longer than
+// kDisturbedGap without finishing a poll iteration (an iteration takes a few to a few tens of
+// microseconds): its lcore was descheduled, or its vCPU taken away by the host (which this
+// guest cannot see: steal time reads 0). The sample is the median over undisturbed rounds.
+struct SampleOut {
+  double gbits = -1;       // median over undisturbed rounds (all rounds if none was)
+  double gbits_all = -1;   // median over every round
+  double balance = 0;      // median over rounds of the slowest lane's time / the fastest's
+  unsigned rounds = 0, disturbed = 0;
+};
+
+constexpr double kDisturbedGapUs = 100;
+
+// "median [min-max]" of a figure's samples.
+std::string spread_of(const Figure& f) {
+  if (f.samples.empty()) return "-";
+  const auto [lo, hi] = std::minmax_element(f.samples.begin(), f.samples.end());
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f [%.2f-%.2f]", f.median(), *lo, *hi);
+  return b;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // One sample: rounds until `window` seconds of worker time, every worker on its lcore (worker 0
 // on this one), each round started together; a round lasts from the first start to the last
-// finish. The sample is the median of the rounds' payload Gbit/s (< 0 on failure): on this
-// shared guest a lane's vCPU is now and then taken away for a millisecond or more, as long as
-// a whole round, and the sum of round times would measure that instead of the workers.
-double sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double window, const std::vector<unsigned>& lcores) {
+// finish. On this shared guest a lane's vCPU is now and then taken away for a millisecond or
+// more, as long as a whole round: the sum of round times would measure that instead of the
+// workers, so the sample is a median of rounds (SampleOut).
+SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double window, const std::vector<unsigned>& lcores) {
+  SampleOut out;
   Control ctl;
   std::vector<Lane> lanes(d.workers);
   for (unsigned w = 0; w < d.workers; ++w) {
     lanes[w].worker = &d.dp->worker(w);
     lanes[w].dp = d.dp.get();
     lanes[w].ctl = &ctl;
+    lanes[w].ack_port = d.ports.a;
+    lanes[w].ack_queue = static_cast<std::uint16_t>(w);
+    lanes[w].ack_ring = d.mode == ScaleMode::Pipeline ? d.dp->worker(w).config().tx_ring : nullptr;
   }
   for (unsigned w = 1; w < d.workers; ++w) {
     if (rte_eal_remote_launch(lane_main, &lanes[w], lcores[w - 1]) != 0) {
       std::fprintf(stderr, "scaling: cannot launch on lcore %u\n", lcores[w - 1]);
       ctl.quit.store(true);
       for (unsigned v = 1; v < w; ++v) rte_eal_wait_lcore(lcores[v - 1]);
-      return -1;
+      return out;
     }
   }
+  const double hz = static_cast<double>(rte_get_tsc_hz());
+  const auto disturbed_gap = static_cast<std::uint64_t>(kDisturbedGapUs * 1e-6 * hz);
   double busy = 0;
-  std::vector<double> rates;  // per round
+  std::vector<double> rates, clean, balance;  // per round
   bool ok = true;
   for (int r = 0; busy < window; ++r) {
     if (!load_round(d, pool)) {
@@ -294,24 +368,35 @@ double sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double wind
     aim(d, lanes);
     ctl.go.store(r, std::memory_order_release);
     run_round(lanes[0]);
-    std::uint64_t t0 = lanes[0].t0, t1 = lanes[0].t1;
+    std::uint64_t t0 = lanes[0].t0, t1 = lanes[0].t1, gap = lanes[0].max_gap;
+    std::uint64_t fastest = lanes[0].t1 - lanes[0].t0, slowest = fastest;
     for (unsigned w = 1; w < d.workers; ++w) {
       while (lanes[w].done.load(std::memory_order_acquire) < r) rte_pause();
       t0 = std::min(t0, lanes[w].t0);
       t1 = std::max(t1, lanes[w].t1);
+      gap = std::max(gap, lanes[w].max_gap);
+      fastest = std::min(fastest, lanes[w].t1 - lanes[w].t0);
+      slowest = std::max(slowest, lanes[w].t1 - lanes[w].t0);
     }
-    const double secs = static_cast<double>(t1 - t0) / static_cast<double>(rte_get_tsc_hz());
+    const double secs = static_cast<double>(t1 - t0) / hz;
     busy += secs;
     std::uint64_t frames = 0;
     for (std::uint64_t n : d.queue_frames) frames += n;
-    rates.push_back(static_cast<double>(frames) * payload * 8 / secs / 1e9);
+    const double rate = static_cast<double>(frames) * payload * 8 / secs / 1e9;
+    rates.push_back(rate);
+    if (gap <= disturbed_gap) clean.push_back(rate);
+    balance.push_back(static_cast<double>(slowest) / static_cast<double>(fastest));
     drain_acks(d);
   }
   ctl.quit.store(true, std::memory_order_release);
   for (unsigned w = 1; w < d.workers; ++w) rte_eal_wait_lcore(lcores[w - 1]);
-  if (!ok || rates.empty()) return -1;
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  if (!ok || rates.empty()) return out;
+  out.rounds = static_cast<unsigned>(rates.size());
+  out.disturbed = static_cast<unsigned>(rates.size() - clean.size());
+  out.gbits_all = median_of(rates);
+  out.gbits = clean.empty() ? out.gbits_all : median_of(clean);
+  out.balance = median_of(balance);
+  return out;
 }
 
 bool healthy(ScaleDut& d) {
@@ -448,6 +533,63 @@ double ceiling_on(unsigned lanes, std::span<std::byte> big, std::uint32_t payloa
 
 }  // namespace
 
+// Issue 26's second item: one worker on one lcore taking 64 B WRITE_ONLYs (an ACK asked for on
+// every message, as the scaling case's frames) from 1 to 16 QPs interleaved frame by frame on
+// its queue. The responder-worker case (one QP) does 7-8 Mpps, a worker of the scaling case
+// (16 QPs) 2-3: this shows what the number of QPs alone costs, and the ACKs each frame brings.
+bool responder_fanout(const SuiteConfig& c, Results& out) {
+  g_warm_feed = c.scaling_warm_feed;
+  const std::vector<unsigned> none;
+  rte_mempool* pool = rte_pktmbuf_pool_create(("bkfan" + std::to_string(g_scale_tag++)).c_str(), 2 * kPerQueue + 1023,
+                                              256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  if (!pool) return false;
+  const double load0 = load_average();
+  std::vector<std::unique_ptr<ScaleDut>> duts;
+  bool ok = true;
+  for (unsigned q : {1u, 2u, 4u, 8u, 16u}) {
+    auto d = make_dut(c, ScaleMode::Steered, 1, 64, 64, pool, q);
+    if (!d) {
+      ok = false;
+      break;
+    }
+    d->fig = Figure{"responder_fanout", {}, "Mpps", {}, {}};
+    d->fig.with("qps", q).with("payload", 64).with("size", 64);
+    duts.push_back(std::move(d));
+  }
+  std::vector<std::uint64_t> rx(duts.size()), tx(duts.size());
+  for (unsigned run = 0; ok && run <= c.runs; ++run) {
+    for (std::size_t i = 0; i < duts.size(); ++i) {
+      ScaleDut* d = duts[i].get();
+      const std::uint64_t rx0 = d->dp->worker(0).stats().rx_packets, tx0 = d->dp->worker(0).stats().tx_packets;
+      const SampleOut g = sample(*d, pool, 64, c.window, none);
+      if (g.gbits < 0) {
+        ok = false;
+        break;
+      }
+      const auto& st = d->dp->worker(0).stats();
+      if (run > 0) {
+        d->fig.samples.push_back(g.gbits / (64 * 8) * 1e3);
+        rx[i] += st.rx_packets - rx0;
+        tx[i] += st.tx_packets - tx0;
+      }
+    }
+  }
+  for (std::size_t i = 0; ok && i < duts.size(); ++i) {
+    ScaleDut* d = duts[i].get();
+    ok = healthy(*d);
+    const double acks = static_cast<double>(tx[i]) / static_cast<double>(std::max<std::uint64_t>(rx[i], 1));
+    const auto misses = static_cast<double>(d->dp->worker(0).engine().icrc_template_misses());
+    d->fig.note("acks_per_packet", acks).note("icrc_template_misses", misses);
+    d->fig.note("load_before", load0).note("load_after", load_average());
+    std::fprintf(stderr, "  fanout %2u QPs, 64 B: %.2f Mpps, %.3f ACKs per frame, %.0f ICRC template misses\n",
+                 static_cast<unsigned>(d->qps.size()), d->fig.median(), acks, misses);
+    out.add(std::move(d->fig));
+  }
+  duts.clear();
+  rte_mempool_free(pool);
+  return ok;
+}
+
 bool worker_scaling(const SuiteConfig& c, Results& out) {
   std::vector<unsigned> lcores;
   for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE; l = rte_get_next_lcore(l, 1, 0)) lcores.push_back(l);
@@ -456,6 +598,7 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
     return true;
   }
   const double load0 = load_average();
+  g_warm_feed = c.scaling_warm_feed;
   struct Shape {
     std::uint32_t payload, message;
   };
@@ -481,16 +624,28 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       d->fig.with("mode", to_string(mode)).with("workers", n).with("payload", sh.payload).with("size", sh.message).with("qps", kQps);
       duts.push_back(std::move(d));
     }
-    // Run 0 warms up (the first pass over the destination pages).
+    // Run 0 warms up (the first pass over the destination pages). The ceiling's two windows
+    // follow each run's transport samples, so each ceiling ratio pairs with the run it was
+    // measured in (this guest's second vCPU is sometimes slower for seconds at a time).
+    Figure ceiling{"scaling_ceiling_ratio", {}, "ratio", {}, {}};
+    ceiling.with("payload", sh.payload).with("workers", 2);
     for (unsigned run = 0; run <= c.runs && ok; ++run) {
       for (auto& d : duts) {
-        const double g = sample(*d, pool, sh.payload, c.window, lcores);
-        if (g < 0) {
+        const SampleOut g = sample(*d, pool, sh.payload, c.window, lcores);
+        if (g.gbits < 0) {
           ok = false;
           break;
         }
-        if (run > 0) d->fig.samples.push_back(g);
+        if (run == 0) continue;
+        d->fig.samples.push_back(g.gbits);
+        d->rounds += g.rounds;
+        d->disturbed += g.disturbed;
+        d->balance.push_back(g.balance);
       }
+      const double one = ceiling_on(1, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
+      const double two = ceiling_on(2, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
+      if (one <= 0 || two <= 0) ok = false;
+      if (ok && run > 0) ceiling.samples.push_back(two / one);
     }
     // Paired ratios: N workers over one worker of the same mode family, window by window.
     auto ratio = [&](ScaleDut& n, ScaleDut& one) {
@@ -499,6 +654,15 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       for (std::size_t i = 0; i < n.fig.samples.size() && i < one.fig.samples.size(); ++i)
         r.samples.push_back(n.fig.samples[i] / one.fig.samples[i]);
       return r;
+    };
+    // The steered ratio over the ceiling's ratio of the same run: how far the transport scales
+    // as far as the machine did while it ran.
+    auto per_ceiling = [&](const Figure& r) {
+      Figure f{"scaling_vs_ceiling", {}, "ratio", {}, {}};
+      f.params = r.params;
+      for (std::size_t i = 0; i < r.samples.size() && i < ceiling.samples.size(); ++i)
+        f.samples.push_back(r.samples[i] / ceiling.samples[i]);
+      return f;
     };
     if (ok) {
       Figure r_steered = ratio(*duts[1], *duts[0]);
@@ -509,34 +673,29 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
         std::uint64_t handed = 0;
         for (unsigned w = 0; w < d->workers; ++w) handed += d->dp->worker(w).stats().rx_handed_off;
         d->fig.note("handed_off", static_cast<double>(handed));
+        d->fig.note("rounds", d->rounds).note("disturbed_rounds", d->disturbed).note("lane_balance", median_of(d->balance));
         d->fig.note("load_before", load0).note("load_after", load_average());
-        std::fprintf(stderr, "  scaling %-8s x%u, %4u B: %.2f Gbit/s\n", to_string(d->mode), d->workers, sh.payload, d->fig.median());
+        std::fprintf(stderr, "  scaling %-8s x%u, %4u B: %s Gbit/s, %u of %u rounds disturbed, slowest / fastest lane %.3f\n",
+                     to_string(d->mode), d->workers, sh.payload, spread_of(d->fig).c_str(), d->disturbed, d->rounds,
+                     median_of(d->balance));
       }
-      std::fprintf(stderr, "  scaling %4u B: 2/1 workers steered %.2f, spread %.2f, pipeline %.2f\n", sh.payload,
-                   r_steered.median(), r_spread.median(), r_pipe.median());
+      std::fprintf(stderr, "  scaling %4u B: 2/1 workers steered %s, spread %s, pipeline %s\n", sh.payload,
+                   spread_of(r_steered).c_str(), spread_of(r_spread).c_str(), spread_of(r_pipe).c_str());
+      Figure v_steered = per_ceiling(r_steered);
+      std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %s; steered / ceiling, paired by run: %s\n",
+                   sh.payload, spread_of(ceiling).c_str(), spread_of(v_steered).c_str());
       for (auto& d : duts) out.add(std::move(d->fig));
       out.add(std::move(r_steered));
       out.add(std::move(r_spread));
       out.add(std::move(r_pipe));
+      out.add(std::move(ceiling));
+      out.add(std::move(v_steered));
     }
     duts.clear();
     if (!ok) {
       rte_mempool_free(pool);
       break;
     }
-    Figure ceiling{"scaling_ceiling_ratio", {}, "ratio", {}, {}};
-    ceiling.with("payload", sh.payload).with("workers", 2);
-    for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
-      const double one = ceiling_on(1, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
-      const double two = ceiling_on(2, big_buffers(c.big_bytes).a, sh.payload, c.window / 2, lcores);
-      if (one <= 0 || two <= 0) {
-        ok = false;
-        break;
-      }
-      if (run > 0) ceiling.samples.push_back(two / one);
-    }
-    std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %.2f\n", sh.payload, ceiling.median());
-    out.add(std::move(ceiling));
     Figure io{"scaling_io_lcore", {}, "Mpps", {}, {}};
     io.with("payload", sh.payload).with("workers", 2);
     ok = io_lcore_mpps(pool, sh.payload, c.window / 2, c.runs, io);

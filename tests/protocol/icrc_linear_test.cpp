@@ -133,5 +133,29 @@ TEST(IcrcLinear, ARequestFlowAndItsAcksKeepTheirTemplates) {
   EXPECT_EQ(cache.misses(), 2u);
 }
 
+// A responder with 16 QPs taking WRITEs, as perf_suite's scaling case runs it: 16 request flows
+// (one peer, one UDP source port, destination QPs 0x11..0x20) and the 16 ACK flows it sends
+// (to the peer's QPs 0x4242..0x4251, its own source port). 32 flows in the cache's 64 entries
+// keep their templates: a direct-mapped cache recomputed one for about a sixth of the packets.
+TEST(IcrcLinear, SixteenQpsAndTheirAcksKeepTheirTemplates) {
+  const std::vector<std::byte> request = test::from_hex("450000400000400040110000 0a000b02 0a000b01 c0de12b7002c0000 0a00ffff00000000 8000002a");
+  const std::vector<std::byte> ack = test::from_hex("450000300000400040110000 0a000b01 0a000b02 e01112b7001c0000 1100ffff00000000 0000002a");
+  IcrcHeaderCache cache;
+  for (std::uint32_t psn = 0; psn < 50; ++psn) {
+    for (std::uint32_t q = 0; q < 16; ++q) {
+      auto r = request;
+      r[33 + 2] = static_cast<std::byte>(0x11 + q);
+      r[39] = static_cast<std::byte>(psn);
+      auto a = ack;
+      a[33 + 1] = std::byte{0x42};
+      a[33 + 2] = static_cast<std::byte>(0x42 + q);
+      a[39] = static_cast<std::byte>(psn);
+      ASSERT_EQ(compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, r), compute_icrc(CrcBackend::Isal, IpVersion::V4, r));
+      ASSERT_EQ(compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, a), compute_icrc(CrcBackend::Isal, IpVersion::V4, a));
+    }
+  }
+  EXPECT_EQ(cache.misses(), 32u);
+}
+
 }  // namespace
 }  // namespace roce::proto::icrc_linear_test
