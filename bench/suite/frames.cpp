@@ -35,7 +35,7 @@ std::size_t WriteFrames::build(std::uint64_t k, std::span<std::byte> out) {
   const Opcode op = ppm == 1 ? Opcode::RcWriteOnly
                              : (i == 0 ? Opcode::RcWriteFirst : (i + 1 == ppm ? Opcode::RcWriteLast : Opcode::RcWriteMiddle));
   s.bth.opcode = proto::raw(op);
-  s.bth.set_ack_requested(op == Opcode::RcWriteOnly || op == Opcode::RcWriteLast);
+  s.bth.set_ack_requested(ack_requests_ && (op == Opcode::RcWriteOnly || op == Opcode::RcWriteLast));
   if (i == 0) {
     const std::uint64_t va = reinterpret_cast<std::uint64_t>(target_ + (m % slots_) * message_);
     s.ext.reth = proto::Reth{proto::Be64::of(va), proto::Be32::of(rkey_), proto::Be32::of(message_)};

@@ -30,12 +30,16 @@ class WriteFrames {
               std::byte* target, std::size_t target_len);
   // Packet `k` of the run into `out`; returns its length (0 if it does not fit).
   std::size_t build(std::uint64_t k, std::span<std::byte> out);
+  // Whether the last packet of each message asks for an ACK (the default, as a peer signalling
+  // every WRITE); false: none does, so the responder sends no ACK at all.
+  void set_ack_requests(bool on) { ack_requests_ = on; }
 
  private:
   std::uint32_t payload_len_, message_;
   std::byte* target_;
   std::size_t slots_;
   std::uint32_t rkey_;
+  bool ack_requests_ = true;
   proto::FrameSpec spec_;
   std::vector<std::byte> payload_;
 };
