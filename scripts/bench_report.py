@@ -322,7 +322,10 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
         w("One dataplane, 16 QPs taking WRITEs (receive-bound: parse, ICRC check, placement, ACKs), with one")
         w("and with two workers, each worker on its own lcore; a round of frames is loaded while the workers")
         w("are idle and the workers' time to drain it is measured, the configurations taking turns window by")
-        w("window. steered: every frame on its owner's queue (RSS or a flow rule that agrees with the QPN")
+        w("window; the loaded frames are evicted from every cache (as a NIC's DMA into memory leaves them) and")
+        w("each worker frees its own ACKs as it goes (as a NIC's TX completion on its lcore); a round in which")
+        w("a worker went over 100 us without finishing a poll iteration (descheduled, or its vCPU taken away)")
+        w("is left out of the sample's median. steered: every frame on its owner's queue (RSS or a flow rule that agrees with the QPN")
         w("shards); spread: half of each worker's QPs arrive on the other worker's queue and cross through its")
         w("inbox; pipeline: workers fed from their rings as the IO lcore fills them (the IO lcore's own RX +")
         w("steer rate below: on two cores it has no core of its own). Ratio: two workers over one, paired by")
@@ -343,11 +346,39 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
             w("")
             w("The hardware's own scaling of that work: the memcpy + ICRC ceiling ({} frames) on two lcores at once".format(
                 size_label(f["params"]["payload"])))
-            w("over one lcore, paired by window: {}.".format(mmm(f)))
+            w("over one lcore, measured after each run's transport samples: {}.".format(mmm(f)))
+            v = fig.find("scaling_vs_ceiling", payload=f["params"]["payload"], mode="steered")
+            if v:
+                w("Steered two workers / one, over that ceiling ratio of the same run: {}.".format(mmm(v)))
         for f in fig.all("scaling_io_lcore"):
             w("")
             w("IO lcore alone (pipeline), RX + steer into two workers' rings, {} frames: {} Mpps.".format(
                 size_label(f["params"]["payload"]), mmm(f)))
+        for f in scaling:
+            n = f["notes"]
+            if n.get("rounds"):
+                w("")
+                w("Rounds disturbed and left out, and the slowest worker's round time over the fastest's (median):")
+                w("")
+                for g in scaling:
+                    gn = g["notes"]
+                    w("- {} {} x{}: {} of {} rounds, {}".format(size_label(g["params"]["payload"]), g["params"]["mode"],
+                                                           g["params"]["workers"], int(gn.get("disturbed_rounds", 0)),
+                                                           int(gn.get("rounds", 0)), fmt(gn.get("lane_balance"), 3)))
+                break
+        w("")
+    fanout = fig.all("responder_fanout")
+    if fanout:
+        w("### One worker, 1 to 16 QPs (64 B WRITE_ONLY)")
+        w("")
+        w("The scaling case's worker alone, its QPs' frames interleaved one by one on its queue; with an ACK")
+        w("asked for on every message (as above) and on none.")
+        w("")
+        w("| QPs | ACK requests | Mpps | ACKs per frame |")
+        w("|---:|---|---:|---:|")
+        for f in fanout:
+            w("| {} | {} | {} | {} |".format(f["params"]["qps"], f["params"].get("ack_requests", "every message"), mmm(f, 2),
+                                             fmt(f["notes"].get("acks_per_packet"), 3)))
         w("")
 
     w("## Round-trip latency")

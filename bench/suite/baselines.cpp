@@ -136,7 +136,7 @@ bool memcpy_icrc_ceiling(const SuiteConfig& c, std::uint32_t payload, Results& o
   return true;
 }
 
-double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double seconds) {
+double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double seconds, std::size_t* cursor) {
   std::vector<std::byte> dummy(payload);
   WriteFrames frames(payload, payload, pmtu_for(payload), 0x11, 0, dummy.data(), dummy.size());
   std::vector<std::byte> src(std::size_t{kRound} * (payload + 128));
@@ -147,7 +147,7 @@ double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double se
     len[i] = frames.build(i, {src.data() + at, payload + 128});
     at += len[i];
   }
-  std::size_t dst = 0;
+  std::size_t dst = cursor && *cursor < big.size() ? *cursor : 0;
   std::uint32_t sink = 0;
   std::uint64_t n = 0;
   const auto t0 = Clock::now();
@@ -162,6 +162,7 @@ double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double se
     }
     n += kRound;
   }
+  if (cursor) *cursor = dst;
   if (sink == 0x12345678) std::puts("");  // keeps the CRCs from being optimised away
   return static_cast<double>(n) * payload * 8 / t / 1e9;
 }
