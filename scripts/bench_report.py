@@ -338,8 +338,8 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
             if f["params"]["workers"] != 2:
                 continue
             pl, mode = f["params"]["payload"], f["params"]["mode"]
-            one = fig.find("scaling", payload=pl, workers=1, mode="pipeline" if mode == "pipeline" else "steered")
-            r = fig.find("scaling_ratio", payload=pl, mode=mode)
+            one = fig.find("scaling", payload=pl, workers=1, mode="pipeline" if mode == "pipeline" else "steered", qps=16)
+            r = fig.find("scaling_ratio", payload=pl, mode=mode, workers=2)
             w("| {} WRITE{} | {} | {} | {} | {} |".format(
                 size_label(pl), "s of 64 KiB" if pl == 4096 else "_ONLY", mode, mmm(one), mmm(f), mmm(r)))
         for f in fig.all("scaling_ceiling_ratio"):
@@ -347,6 +347,9 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
             w("The hardware's own scaling of that work: the memcpy + ICRC ceiling ({} frames) on two lcores at once".format(
                 size_label(f["params"]["payload"])))
             w("over one lcore, measured after each run's transport samples: {}.".format(mmm(f)))
+            e = fig.find("scaling_ratio", payload=f["params"]["payload"], mode="steered", one_worker_qps=8)
+            if e:
+                w("Steered two workers (8 QPs each) over one worker with 8 QPs (the same work per worker): {}.".format(mmm(e)))
             v = fig.find("scaling_vs_ceiling", payload=f["params"]["payload"], mode="steered")
             if v:
                 w("Steered two workers / one, over that ceiling ratio of the same run: {}.".format(mmm(v)))

@@ -618,16 +618,24 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
                                                 256, 0, room, SOCKET_ID_ANY);
     if (!pool) return false;
     std::vector<std::unique_ptr<ScaleDut>> duts;
-    for (const auto& [mode, n] : {std::pair{ScaleMode::Steered, 1u}, std::pair{ScaleMode::Steered, 2u},
-                                  std::pair{ScaleMode::Spread, 2u}, std::pair{ScaleMode::Pipeline, 1u},
-                                  std::pair{ScaleMode::Pipeline, 2u}}) {
-      auto d = make_dut(c, mode, n, sh.payload, sh.message, pool);
+    // The last one: one worker with as many QPs as each of two workers has (8). Two workers
+    // over one with all 16 QPs is the scaling a deployment sees, but each of the two then
+    // interleaves half as many QPs on its queue, which alone makes a worker faster (fewer ACKs
+    // per frame: the fanout case); over this one, the workers do the same work each.
+    struct Config {
+      ScaleMode mode;
+      unsigned workers, qps;
+    };
+    for (const Config& k : {Config{ScaleMode::Steered, 1, kQps}, Config{ScaleMode::Steered, 2, kQps},
+                            Config{ScaleMode::Spread, 2, kQps}, Config{ScaleMode::Pipeline, 1, kQps},
+                            Config{ScaleMode::Pipeline, 2, kQps}, Config{ScaleMode::Steered, 1, kQps / 2}}) {
+      auto d = make_dut(c, k.mode, k.workers, sh.payload, sh.message, pool, k.qps);
       if (!d) {
         duts.clear();
         rte_mempool_free(pool);
         return false;
       }
-      d->fig.with("mode", to_string(mode)).with("workers", n).with("payload", sh.payload).with("size", sh.message).with("qps", kQps);
+      d->fig.with("mode", to_string(k.mode)).with("workers", k.workers).with("payload", sh.payload).with("size", sh.message).with("qps", k.qps);
       duts.push_back(std::move(d));
     }
     // Run 0 warms up (the first pass over the destination pages). The ceiling's two windows
@@ -682,6 +690,8 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       Figure r_steered = ratio(*duts[1], *duts[0]);
       Figure r_spread = ratio(*duts[2], *duts[0]);
       Figure r_pipe = ratio(*duts[4], *duts[3]);
+      Figure r_equal = ratio(*duts[1], *duts[5]);
+      r_equal.with("one_worker_qps", kQps / 2);
       for (auto& d : duts) {
         ok = healthy(*d) && ok;
         std::uint64_t handed = 0;
@@ -689,12 +699,13 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
         d->fig.note("handed_off", static_cast<double>(handed));
         d->fig.note("rounds", d->rounds).note("disturbed_rounds", d->disturbed).note("lane_balance", median_of(d->balance));
         d->fig.note("load_before", load0).note("load_after", load_average());
-        std::fprintf(stderr, "  scaling %-8s x%u, %4u B: %s Gbit/s, %u of %u rounds disturbed, slowest / fastest lane %.3f\n",
-                     to_string(d->mode), d->workers, sh.payload, spread_of(d->fig).c_str(), d->disturbed, d->rounds,
+        std::fprintf(stderr, "  scaling %-8s x%u, %2zu QPs, %4u B: %s Gbit/s, %u of %u rounds disturbed, slowest / fastest lane %.3f\n",
+                     to_string(d->mode), d->workers, d->qps.size(), sh.payload, spread_of(d->fig).c_str(), d->disturbed, d->rounds,
                      median_of(d->balance));
       }
-      std::fprintf(stderr, "  scaling %4u B: 2/1 workers steered %s, spread %s, pipeline %s\n", sh.payload,
-                   spread_of(r_steered).c_str(), spread_of(r_spread).c_str(), spread_of(r_pipe).c_str());
+      std::fprintf(stderr, "  scaling %4u B: 2/1 workers steered %s, spread %s, pipeline %s; steered over one worker with 8 QPs %s\n",
+                   sh.payload, spread_of(r_steered).c_str(), spread_of(r_spread).c_str(), spread_of(r_pipe).c_str(),
+                   spread_of(r_equal).c_str());
       Figure v_steered = per_ceiling(r_steered);
       std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %s; steered / ceiling, paired by run: %s\n",
                    sh.payload, spread_of(ceiling).c_str(), spread_of(v_steered).c_str());
@@ -702,6 +713,7 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       out.add(std::move(r_steered));
       out.add(std::move(r_spread));
       out.add(std::move(r_pipe));
+      out.add(std::move(r_equal));
       out.add(std::move(ceiling));
       out.add(std::move(v_steered));
     }
