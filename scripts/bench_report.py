@@ -365,9 +365,9 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
                 w("")
                 for g in scaling:
                     gn = g["notes"]
-                    w("- {} {} x{}: {} of {} rounds, {}".format(size_label(g["params"]["payload"]), g["params"]["mode"],
-                                                           g["params"]["workers"], int(gn.get("disturbed_rounds", 0)),
-                                                           int(gn.get("rounds", 0)), fmt(gn.get("lane_balance"), 3)))
+                    w("- {} {} x{}, {} QPs: {} of {} rounds, {}".format(
+                        size_label(g["params"]["payload"]), g["params"]["mode"], g["params"]["workers"], g["params"].get("qps"),
+                        int(gn.get("disturbed_rounds", 0)), int(gn.get("rounds", 0)), fmt(gn.get("lane_balance"), 3)))
                 break
         w("")
     fanout = fig.all("responder_fanout")
