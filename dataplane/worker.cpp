@@ -2,6 +2,8 @@
 
 #include <rte_prefetch.h>
 
+#include "dataplane/write_prefetch.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -17,6 +19,14 @@ namespace {
 void prefetch_rest(const rte_mbuf* m) {
   const auto* p = rte_pktmbuf_mtod(m, const char*);
   for (unsigned at = RTE_CACHE_LINE_SIZE; at < m->data_len; at += RTE_CACHE_LINE_SIZE) rte_prefetch0(p + at);
+}
+
+// The first line a WRITE in `m` will store into, fetched for writing while the frames before
+// it are handled (write_prefetch.hpp).
+void prefetch_destination(const rte_mbuf* m, const rdma::MrTable& mrs) {
+  if (m->nb_segs != 1) return;
+  if (const std::byte* d = write_destination({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, mrs))
+    __builtin_prefetch(d, 1, 3);  // rte_prefetch0_write is still experimental in DPDK 22.11
 }
 
 }  // namespace
@@ -240,8 +250,12 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   constexpr unsigned kPrefetchAhead = 3;
   for (unsigned i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(rx[i], void*));
   if (n) prefetch_rest(rx[0]);
+  // Two frames ahead of its turn a frame's header has arrived (asked for three ahead), and its
+  // destination still has two frames' time to come in.
+  constexpr unsigned kDestinationAhead = 2;
   for (unsigned i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(rx[i + kPrefetchAhead], void*));
+    if (i + kDestinationAhead < n) prefetch_destination(rx[i + kDestinationAhead], engine_.memory());
     if (i + 1 < n) prefetch_rest(rx[i + 1]);
     rte_mbuf* m = rx[i];
     if (count) {
