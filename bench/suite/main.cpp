@@ -8,8 +8,9 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
-// Cases: baselines, protocol, responder, scaling, goodput, rtt, loss, cycles (scaling: --sizes picks
-// its 64 B and 4 KiB shapes).
+//              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
+// Cases: baselines, protocol, responder, scaling, fanout, goodput, rtt, loss, cycles (scaling: --sizes
+// picks its 64 B and 4 KiB shapes; fanout: one worker taking 64 B WRITEs from 1 to 16 QPs).
 #include <unistd.h>
 
 #include <algorithm>
