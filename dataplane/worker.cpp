@@ -304,7 +304,7 @@ bool Worker::timers_due(Nanos now, unsigned received, unsigned burst) {
   return timers_held_ == 0;
 }
 
-unsigned Worker::poll(Nanos now) {
+unsigned Worker::poll(Nanos now, bool send) {
   ++stats_.iterations;
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
   std::array<rte_mbuf*, kBurst> rx;
@@ -322,6 +322,7 @@ unsigned Worker::poll(Nanos now) {
   }
   if (app_hook) app_hook(engine_, now);
   if (timers_due(now, n, want)) engine_.advance(now);
+  if (!send) return n;
   push_out();
   transmit(now);
   // A short RX burst means the link is not busy: batching the rest would only add latency

@@ -57,8 +57,11 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // One poll-loop iteration at time `now`. Returns frames received.
-  unsigned poll(Nanos now);
+  // One poll-loop iteration at time `now`. Returns frames received. `send` false: the
+  // iteration ends before building and sending frames (what the engine owes stays owed until
+  // the next full iteration): the verbs device holds the ACK of a frame its program is about
+  // to answer, so that both leave in one burst.
+  unsigned poll(Nanos now, bool send = true);
   // Sends everything buffered (graceful stop, tests).
   void flush();
   // Frees what the port never took (shutdown), counting it as dropped.

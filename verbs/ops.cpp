@@ -34,8 +34,14 @@ int poll_or_step(Cq& c, int n, ibv_wc* wc, bool may_step) {
   EngineGuard g(c.rt->lock());
   int got = c.impl->poll(n, wc);
   if (got == 0 && n > 0 && may_step) {
-    const unsigned received = c.rt->step_from_app();
+    unsigned received = c.rt->step_from_app(true);
     got = c.impl->poll(n, wc);
+    if (got == 0 && c.rt->holds_tx()) {
+      // Nothing for the program to answer: what the step owes goes now (and what that step
+      // brings is this poll's, or nobody would decide whether to linger for it).
+      received += c.rt->step_from_app();
+      got = c.impl->poll(n, wc);
+    }
     if (got > 0) c.rt->completions_from_step(wc[got - 1], received);
   }
   return got;

@@ -254,22 +254,31 @@ void Runtime::release_from_app() {
 unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
   dp::Worker& w = dp_->worker(0);
   const unsigned received = w.poll(now);
+  tx_held_ = false;
   after_step();
   tx_work = w.engine().has_tx_work();
   return received;
 }
 
-unsigned Runtime::step_from_app() {
+// Holding back the ACK: on net_af_packet every burst sent is a sendto(), which on a veth runs
+// the peer's receive path in the call (about 1.5 us here). A ping-pong program (ib_write_lat,
+// ib_send_lat) answers the frame that completed its wait at once; sending the ACK of that frame
+// in a burst of its own, and the answer in the next, cost every round trip one more sendto
+// than roce-gen, whose driver posts between the receive and the transmit half of one iteration.
+unsigned Runtime::step_from_app(bool may_hold) {
   const Nanos now = dp_->now();
   last_app_step_.store(now, std::memory_order_relaxed);
   if (app_released_.load(std::memory_order_relaxed)) app_released_.store(false, std::memory_order_relaxed);
-  const unsigned received = dp_->worker(0).poll(now);
+  dp::Worker& w = dp_->worker(0);
+  const bool hold = may_hold && !w.engine().has_tx_work();
+  const unsigned received = w.poll(now, !hold);
   after_step();
+  tx_held_ = hold && w.engine().has_tx_work();
   return received;
 }
 
 void Runtime::doorbell_from_app() {
-  if (app_released_.load(std::memory_order_relaxed) ||
+  if (tx_held_ || app_released_.load(std::memory_order_relaxed) ||
       dp_->now() - last_app_step_.load(std::memory_order_relaxed) >= kHandoff)
     step_from_app();
 }
@@ -286,18 +295,19 @@ void Runtime::completions_from_step(const ibv_wc& last, unsigned received) {
   if (received > 1) return;  // the peer's answer may have come with the ACK
   const rdma::QueuePair* qp = engine().find_qp(last.qp_num);
   if (qp != nullptr && !qp->context().sq.empty()) return;
-  if (!linger_from_app()) release_from_app();
+  if (linger_from_app()) return;
+  send_held();
+  release_from_app();
 }
 
+// The frame that ends the linger is the peer's answer: its ACK is held for the program's next
+// post (see step_from_app).
 bool Runtime::linger_from_app() {
-  dp::Worker& w = dp_->worker(0);
-  if (cfg_.linger_us == 0 || w.engine().has_tx_work()) return false;
+  if (cfg_.linger_us == 0 || tx_held_ || engine().has_tx_work()) return false;
   const Nanos until = dp_->now() + static_cast<Nanos>(cfg_.linger_us) * kMicro;
   for (Nanos now = dp_->now(); now < until; now = dp_->now()) {
-    last_app_step_.store(now, std::memory_order_relaxed);
-    const unsigned received = w.poll(now);
-    after_step();
-    if (received) return true;
+    if (step_from_app(true)) return true;
+    if (tx_held_ && step_from_app()) return true;  // a timer's work, not an answer: sent now
   }
   return false;
 }

@@ -63,8 +63,17 @@ class Runtime {
   int ifindex() const { return ifindex_; }                   // of the kernel interface, 0 if none
   LinkState link() const;
 
-  // One dataplane iteration by a program thread; the lock is held.
-  unsigned step_from_app();  // frames received
+  // One dataplane iteration by a program thread; the lock is held. Returns frames received.
+  // `may_hold`: when nothing was owed to the peer before the step, what the step's frames owe
+  // (the ACK of the peer's WRITE or SEND) is held back instead of sent, for the program's
+  // answer to take along: the caller then either hands the program a completion (which it is
+  // about to act on: its next post sends both in one burst) or calls send_held().
+  unsigned step_from_app(bool may_hold = false);
+  bool holds_tx() const { return tx_held_; }
+  // Sends what a step held back (lock held).
+  void send_held() {
+    if (tx_held_) step_from_app();
+  }
   // After a post: sends it at once (one iteration) unless a program thread drives the engine
   // anyway, so that a program that posts and then blocks (ibv_get_cq_event) does not wait for
   // the dataplane thread's wake-up; the lock is held.
@@ -79,7 +88,10 @@ class Runtime {
   void completions_from_step(const ibv_wc& last, unsigned received);
   // A program thread armed a CQ and is about to block for its event: the dataplane thread
   // steps from now on, without waiting out the handoff.
-  void program_waits() { release_from_app(); }
+  void program_waits() {
+    send_held();
+    release_from_app();
+  }
   // Arms a watch (lock held); it is checked after every iteration until it fires.
   void watch(CompletionWatch* w);
   void unwatch(CompletionWatch* w);
@@ -118,6 +130,10 @@ class Runtime {
   alignas(64) std::atomic<bool> sleeping_{false};
   int wake_fd_ = -1;
   std::vector<CompletionWatch*> watches_;  // under the lock
+  // A program thread's step held back what the engine owes (step_from_app's may_hold); under
+  // the lock. The next post, a poll that finds nothing, arming a CQ, or the dataplane thread
+  // taking over sends it.
+  bool tx_held_ = false;
 };
 
 }  // namespace roce::verbs
