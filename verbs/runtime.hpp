@@ -108,7 +108,8 @@ class Runtime {
   void thread_main(std::promise<Status>* ready);
   Status bring_up();
   void loop();
-  void sleep_while_program_steps();
+  // `at_least`: sleep that long even when the program's last step is older than kHandoff.
+  void sleep_while_program_steps(Nanos at_least = 0);
   void release_from_app();
   bool linger_from_app();  // true when a frame came
   unsigned step_locked(Nanos now, bool& tx_work);  // one iteration; the lock is held

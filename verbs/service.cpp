@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +43,22 @@ void put(service::Reply& r, const T& v) {
   static_assert(sizeof(T) <= service::kBodyBytes);
   std::memcpy(r.body, &v, sizeof v);
   r.size = sizeof v;
+}
+
+// What a program of the service can use, which is less than the in-process device offers: no
+// SRQs and no memory windows (their verbs answer EOPNOTSUPP, as libibverbs' dummy ops do for a
+// provider that lacks them), and the rings' limits on SGEs per WQE and entries per CQ or queue.
+// So a program that sizes itself from ibv_query_device (perftest, ibv_devinfo) reads a device
+// that has what it is served, as it would from hardware without SRQ or window support.
+void limit_to_service_mode(ibv_device_attr& a) {
+  a.max_srq = a.max_srq_wr = a.max_srq_sge = 0;
+  a.max_mw = 0;
+  a.device_cap_flags &= ~static_cast<unsigned>(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+                                               IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_SRQ_RESIZE);
+  a.max_sge = std::min(a.max_sge, static_cast<int>(service::kMaxWqeSge));
+  a.max_sge_rd = std::min(a.max_sge_rd, static_cast<int>(service::kMaxWqeSge));
+  a.max_cqe = std::min(a.max_cqe, static_cast<int>(service::kMaxRingEntries));
+  a.max_qp_wr = std::min(a.max_qp_wr, static_cast<int>(service::kMaxRingEntries));
 }
 
 }  // namespace
@@ -218,7 +235,10 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
     }
     case Op::QueryDevice: {
       ibv_device_attr a{};
-      if ((out.err = ibv_query_device(anchor_, &a)) == 0) put(out, a);
+      if ((out.err = ibv_query_device(anchor_, &a)) == 0) {
+        limit_to_service_mode(a);
+        put(out, a);
+      }
       return;
     }
     case Op::QueryPort: {

@@ -234,6 +234,47 @@ TEST_F(Service, VerbsOfSlicesNotBuiltAnswerEopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_create_srq(pd, &sa), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_mw(pd, IBV_MW_TYPE_1), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// The device a program of the service reads is what it is served: no SRQs or memory windows,
+// the rings' limits (16 SGEs, 65536 CQ entries), where library mode reports its own.
+TEST_F(Service, DeviceAttributesAreWhatTheServiceServes) {
+  ibv_device_attr a{};
+  ASSERT_EQ(ibv_query_device(ctx, &a), 0);
+  EXPECT_EQ(a.max_srq, 0);
+  EXPECT_EQ(a.max_srq_wr, 0);
+  EXPECT_EQ(a.max_mw, 0);
+  EXPECT_EQ(a.device_cap_flags & (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B), 0u);
+  EXPECT_EQ(a.max_sge, 16);
+  EXPECT_EQ(a.max_cqe, 65536);
+  ibv_device_attr_ex x{};
+  ASSERT_EQ(ibv_query_device_ex(ctx, nullptr, &x), 0);
+  EXPECT_EQ(x.orig_attr.max_srq, 0);
+  EXPECT_EQ(x.device_cap_flags_ex & IBV_DEVICE_MEM_WINDOW, 0u);
+  // The limits hold: the largest CQ and SGE count reported are made, one more is EINVAL.
+  ibv_cq* cq = ibv_create_cq(ctx, a.max_cqe, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(ctx, a.max_cqe + 1, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.cap = {4, 4, static_cast<std::uint32_t>(a.max_sge), static_cast<std::uint32_t>(a.max_sge), 0};
+  ia.qp_type = IBV_QPT_RC;
+  ibv_qp* qp = ibv_create_qp(pd, &ia);
+  ASSERT_NE(qp, nullptr) << std::strerror(errno);
+  ia.cap.max_send_sge = static_cast<std::uint32_t>(a.max_sge) + 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(pd, &ia), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
