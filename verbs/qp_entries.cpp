@@ -119,6 +119,7 @@ ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 }
 
 int destroy_qp_locked(Context& c, Qp* q) {
+  c.rt->send_held();  // an ACK held for the program's next post (Runtime::step_from_app) is this QP's, perhaps
   if (Status s = c.rt->engine().destroy_qp(q->impl); !s) return s.code();
   if (q->qp_base.srq) {
     std::lock_guard<std::mutex> l(c.async.mutex);
@@ -159,6 +160,7 @@ ROCE_VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   }
   if ((mask & IBV_QP_AV) && attr->ah_attr.port_num > 1) return EINVAL;
   EngineGuard g(q->rt->lock());
+  q->rt->send_held();  // before the QP leaves RTS (an ACK held for the program's next post)
   if (Status s = q->rt->engine().modify_qp(q->impl, *attr, mask); !s) return s.code();
   if (mask & IBV_QP_AV) q->av = attr->ah_attr;
   if (mask & IBV_QP_PORT) q->port_num = attr->port_num;

@@ -206,12 +206,9 @@ void Runtime::loop() {
     // Never queue for the lock behind a program thread: a ticket taken here and then preempted
     // (more runnable threads than CPUs) would stall the program's verbs until this thread ran.
     if (!lock_.try_lock()) {
-      // A program thread is in a verb. Unless it let go of the engine, it is alive and steps
-      // itself: wait for it as while it drives. Naps of kHandoffNap here, when a program held the
-      // lock while descheduled (load), were a wake-up of this thread every 10-100 us, each one a
-      // context switch on the CPUs the program needs (ib_write_bw under load).
-      if (app_released_.load(std::memory_order_acquire)) nap(kHandoffNap);
-      else sleep_while_program_steps(kHandoff);
+      // Not a longer sleep: a program thread in its last verb before it spins on memory (ib_write_lat)
+      // would leave the peer's frame a whole handoff late (tried: 1-2.5 ms round trips live).
+      nap(kHandoffNap);
       continue;
     }
     now = dp_->now();
@@ -234,10 +231,10 @@ void Runtime::loop() {
 // or has not stepped for kHandoff. Every wake-up of this thread costs the CPU the program spins
 // on a context switch, so it does not watch the port meanwhile: a frame the program leaves
 // there after letting go is what it waits for next (in loop()).
-void Runtime::sleep_while_program_steps(Nanos at_least) {
+void Runtime::sleep_while_program_steps() {
   sleeping_.store(true, std::memory_order_seq_cst);
   if (!app_released_.load(std::memory_order_seq_cst)) {
-    const Nanos left = std::max(at_least, last_app_step_.load(std::memory_order_relaxed) + kHandoff - dp_->now());
+    const Nanos left = last_app_step_.load(std::memory_order_relaxed) + kHandoff - dp_->now();
     pollfd p{wake_fd_, POLLIN, 0};
     const timespec ts{0, static_cast<long>(std::clamp<Nanos>(left, kMicro, kHandoff))};
     ::ppoll(&p, 1, &ts, nullptr);

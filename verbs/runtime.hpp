@@ -108,8 +108,7 @@ class Runtime {
   void thread_main(std::promise<Status>* ready);
   Status bring_up();
   void loop();
-  // `at_least`: sleep that long even when the program's last step is older than kHandoff.
-  void sleep_while_program_steps(Nanos at_least = 0);
+  void sleep_while_program_steps();
   void release_from_app();
   bool linger_from_app();  // true when a frame came
   unsigned step_locked(Nanos now, bool& tx_work);  // one iteration; the lock is held
