@@ -110,6 +110,26 @@ TEST_F(PairTest, RcSendWithImmediateAndInline) {
   for (int i = 0; i < 40; ++i) EXPECT_EQ(dst[i], i + 1);
 }
 
+// The poll that hands B its receive holds back the ACK B owes for the SEND, for B's next post
+// to take along (docs/verbs.md, "Who steps the engine"). B destroys its QP instead: the ACK must
+// leave first, or A's SEND runs out of retries (ibv_rc_pingpong's client did this at its end).
+TEST_F(PairTest, AckHeldForTheProgramLeavesBeforeItsQpIsDestroyed) {
+  make_pair(IBV_QPT_RC);
+  std::vector<std::uint8_t> src = pattern(64, 3), dst(64);
+  ibv_mr* ms = reg(src);
+  ibv_mr* md = reg(dst);
+  ASSERT_EQ(post_recv(b, md, 0, 64), 0);
+  ASSERT_EQ(post(a, IBV_WR_SEND, ms, 0, 64), 0);
+  ibv_wc wc{};
+  ASSERT_EQ(poll_n(cq_b, &wc, 1), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst, src);
+  ASSERT_EQ(ibv_destroy_qp(b), 0);
+  b = nullptr;
+  ASSERT_EQ(poll_n(cq_a, &wc, 1), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+}
+
 TEST_F(PairTest, UcWriteAndSend) {
   make_pair(IBV_QPT_UC);
   std::vector<std::uint8_t> src = pattern(5000, 1), dst(5000);
