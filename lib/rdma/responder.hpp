@@ -117,7 +117,8 @@ class Responder {
   ResponderOutcome drain(QpContext& qp, ResponderOutcome so_far);
   // IRN's placement: writes a held WRITE MIDDLE's payload where its message puts it, when that
   // is known (its FIRST ran or is held); returns where, or nullptr (then it is held whole).
-  std::byte* place_ahead(QpContext& qp, const proto::Packet& pkt);
+  // With `icrc_pending` the deferred ICRC is settled during the copy: `icrc_good` says how.
+  std::byte* place_ahead(QpContext& qp, const proto::Packet& pkt, bool icrc_pending, bool* icrc_good);
   void queue_sack();
   bool build_sack_frame(QpContext& qp, Item& it, TxFrame& frame);
 

@@ -36,9 +36,24 @@ ResponderOutcome merge(ResponderOutcome a, ResponderOutcome b) {
 }  // namespace
 
 ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpan frame) {
-  // Held means acknowledged in the next SACK: only a packet known good is held.
-  if (pkt.icrc_status == IcrcStatus::Deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
+  // Held means acknowledged in the next SACK: only a packet known good is held. A MIDDLE placed
+  // at once has its deferred ICRC settled during the copy, in one pass, as the in-order path
+  // places one (payload.hpp): a corrupted one wrote only where its good copy, which the SACK
+  // asks for, goes (a PSN not held, inside a message that has not completed).
   const std::uint32_t psn = pkt.psn();
+  const bool deferred = pkt.icrc_status == IcrcStatus::Deferred;
+  if (!reorder_.holds(psn) && reorder_.in_window(psn, epsn_)) {
+    bool good = true;
+    if (std::byte* at = place_ahead(qp, pkt, deferred, &good); at != nullptr) {
+      if (!good) return ResponderOutcome::Corrupted;
+      qp.counters.inc(Counter::OutOfOrderBuffered);
+      qp.counters.inc(Counter::ReorderPlaced);
+      reorder_.put_placed(psn, pkt, at);
+      queue_sack();
+      return ResponderOutcome::Nothing;
+    }
+  }
+  if (deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
   qp.counters.inc(Counter::OutOfOrderBuffered);
   if (reorder_.holds(psn)) {
     qp.counters.inc(Counter::ReorderDuplicates);
@@ -46,9 +61,6 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
     // Beyond what the requester may have in flight: dropped as go-back-N would; the SACK still
     // tells it where the hole is.
     qp.counters.inc(Counter::ReorderOverflows);
-  } else if (std::byte* at = place_ahead(qp, pkt); at != nullptr) {
-    reorder_.put_placed(psn, pkt, at);
-    qp.counters.inc(Counter::ReorderPlaced);
   } else {
     const OpcodeInfo& info = *pkt.info;
     if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)))) {
@@ -62,7 +74,7 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
   return ResponderOutcome::Nothing;
 }
 
-std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt) {
+std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt, bool icrc_pending, bool* icrc_good) {
   const OpcodeInfo& info = *pkt.info;
   const std::uint32_t mtu = qp.cfg.pmtu;
   if (!qp.tuning->reorder_placement || info.transport != Transport::Rc || info.operation != Operation::Write || info.position != Position::Middle ||
@@ -95,7 +107,10 @@ std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt) {
     return nullptr;  // held whole: in sequence, the in-order path answers it
   PayloadDest dest;
   dest.dst = dst;
-  place_payload(pkt, dest, qp.tuning->crc, false);
+  // The packet after it most likely comes next and goes right behind it: ask for that range
+  // ahead, as the in-order path does (payload.hpp); without it each placement waits on memory.
+  dest.next = {dst + mtu, std::min<std::uint64_t>(mtu, rest - offset - mtu)};
+  *icrc_good = place_payload(pkt, dest, qp.tuning->crc, icrc_pending);
   return dst;
 }
 
