@@ -66,7 +66,7 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
     if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)))) {
       qp.counters.inc(Counter::ReorderOverflows);  // larger than a slot
     } else if (info.operation == Operation::Write && info.position == Position::First &&
-               (!held_first_.valid || !psn_after(held_first_.psn, epsn_) || psn_after(psn, held_first_.psn))) {
+               (!held_first_.valid || !reorder_.holds(held_first_.psn) || psn_after(psn, held_first_.psn))) {
       held_first_ = {true, psn, pkt.ext.reth.va.get(), pkt.ext.reth.rkey.get(), pkt.ext.reth.dma_length.get()};
     }
   }
@@ -86,7 +86,8 @@ std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt, bool icrc_pe
   std::uint64_t va = 0;
   std::uint32_t rkey = 0;
   std::uint64_t rest = 0;  // bytes of the message from `va` on
-  if (held_first_.valid && psn_after(held_first_.psn, epsn_) && psn_before(held_first_.psn, psn)) {
+  // Still held (not run yet, nor a record from a PSN the 24-bit space has wrapped back to).
+  if (held_first_.valid && reorder_.holds(held_first_.psn) && psn_before(held_first_.psn, psn)) {
     from = held_first_.psn;
     va = held_first_.va;
     rkey = held_first_.rkey;
