@@ -16,6 +16,7 @@
 #include "client/rping_info.hpp"
 #include "client/runtime.hpp"
 #include "dataplane/signals.hpp"
+#include "lib/cm/ece.hpp"
 
 namespace roce::client {
 
@@ -110,7 +111,9 @@ struct Qp {
 };
 
 // REQ, REP, the QP to RTS, RTU: rdma_connect's work. Returns the connection's ID.
-Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q, const CmClientOptions& o, std::uint8_t retry_count) {
+// `agreed`: the reorder window of selective repeat the REP agreed to (0: go-back-N).
+Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q, const CmClientOptions& o, std::uint8_t retry_count,
+                            std::uint32_t* agreed) {
   cm::RdmaConnectParams cp;
   cp.port_space = proto::RdmaPortSpace::Tcp;
   cp.src = dp.local().ip;
@@ -123,6 +126,7 @@ Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q,
   cp.ib.initiator_depth = 1;
   cp.ib.retry_count = retry_count;
   cp.ib.rnr_retry_count = 7;
+  cp.ib.ece = cm::selective_repeat_ece(o.selective_repeat);
   const cm::CmQpLimits lim = cms.qp_limits();
   cp.ib.path_mtu = static_cast<proto::PathMtu>(lim.max_mtu);
   auto id = cms.connect(cp);
@@ -131,7 +135,9 @@ Result<cm::CmId> connect_rc(dp::Dataplane& dp, CmService& cms, const LocalQp& q,
   if (!rep) return make_error(ETIMEDOUT, "no answer to the connection request");
   if (rep->type != RdmaCmEventType::ConnectResponse) return make_error(ECONNREFUSED, "connection request: " + describe(*rep));
   const auto& info = std::get<cm::RepInfo>(rep->detail);
-  if (Status s = cms.connect_qp(q, IBV_QPT_RC, cm::active_qp_attrs(cp.ib, info, lim)); !s) return s.error();
+  const cm::CmQpAttrs attrs = cm::active_qp_attrs(cp.ib, info, lim);
+  if (Status s = cms.connect_qp(q, IBV_QPT_RC, attrs); !s) return s.error();
+  *agreed = attrs.selective_repeat;
   if (Status s = cms.ready_to_use(*id); !s) return s.error();
   auto est = next_event(cms, *id, o.timeout);
   if (!est) return est.error();
@@ -143,7 +149,7 @@ Result<CmClientResult> run_rping(dp::Dataplane& dp, CmService& cms, Qp& qp, cons
                                  const std::function<void(const std::string&)>& say) {
   CmClientResult r;
   if (qp.post_recv(kRecvSlot, sizeof(RpingInfo))) return make_error(EIO, "post_recv failed");
-  auto id = connect_rc(dp, cms, qp.q, o, 7);
+  auto id = connect_rc(dp, cms, qp.q, o, 7, &r.selective_repeat);
   if (!id) return id.error();
   std::byte* start = qp.base + kData;
   std::byte* rdma = start + o.size;
@@ -201,7 +207,7 @@ Result<CmClientResult> run_ucmatose(dp::Dataplane& dp, CmService& cms, Qp& qp, c
   for (std::uint32_t i = 0; i < o.count; ++i)
     if (qp.post_recv(std::size_t{i} * o.size, o.size)) return make_error(EIO, "post_recv failed");
   say("cmatose: connecting");
-  auto id = connect_rc(dp, cms, qp.q, o, 5);
+  auto id = connect_rc(dp, cms, qp.q, o, 5, &r.selective_repeat);
   if (!id) return id.error();
   say("receiving data transfers");
   auto in = qp.wait(o.count, 0, o.timeout);
@@ -297,7 +303,7 @@ Result<CmClientResult> run_rdma_client(dp::Dataplane& dp, CmService& cms, Qp& qp
   say("rdma_client: start");
   if (qp.post_recv(0, kRdmaClientMsg)) return make_error(EIO, "rdma_post_recv failed");
   // rdma_connect with no parameters: librdmacm's retry and RNR retry counts of 7.
-  auto id = connect_rc(dp, cms, qp.q, o, 7);
+  auto id = connect_rc(dp, cms, qp.q, o, 7, &r.selective_repeat);
   if (!id) return id.error();
   Status failed;
   if (qp.post_send(kRdmaClientMsg, kRdmaClientMsg, IBV_SEND_INLINE)) {
@@ -398,6 +404,7 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
       ("V,verify", "rping: check each round's data")
       ("v,verbose", "rping: print each round's data")
       ("timeout", "seconds each step may take", cxxopts::value<double>(timeout_s)->default_value("10"))
+      ("selective-repeat", kSelectiveRepeatHelp, cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value(std::to_string(kDefaultSelectiveRepeatWindow)))
       ("h,help", "this text");
   std::vector<std::string> args{prog};
   args.insert(args.end(), split.app.begin() + std::min<std::size_t>(2, split.app.size()), split.app.end());
@@ -423,6 +430,8 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
   // rdma_cm resolves a route only within the source address's family.
   if (me->version != peer->version) return fail("--ip and the server's address must be of one family (both IPv4 or both IPv6)", 2);
   if (timeout_s <= 0) return fail("--timeout must be positive", 2);
+  if (!valid_selective_repeat_window(o.selective_repeat))
+    return fail("--selective-repeat takes 0 (go-back-N) or a power of two from 8 to 128, not " + std::to_string(o.selective_repeat), 2);
   o.server = *peer;
   if (Status s = complete_cm_client_options(o); !s) return fail(s.error().message, 2);
 
@@ -442,6 +451,11 @@ int cm_client_main(const std::string& tool, const dp::SplitArgs& split) {
     Connector conn(**dpr, static_cast<std::uint64_t>((*dpr)->now()) | 1);
     CmService cms(**dpr, drivers);
     auto res = run_cm_client(**dpr, cms, conn, o, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+    if (res && tool != "udaddy") {  // UD has no retransmission to choose
+      const std::string mode = res->selective_repeat ? "selective repeat (window " + std::to_string(res->selective_repeat) + ")"
+                                                     : "go-back-N (the server did not agree to selective repeat)";
+      std::fprintf(stderr, "%s: %s\n", tool.c_str(), mode.c_str());
+    }
     if (!res) {
       rc = fail(res.error().message, 1);
     } else if (tool == "rping") {

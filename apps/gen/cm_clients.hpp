@@ -31,6 +31,9 @@ struct CmClientOptions {
   bool verify = false;         // rping -V
   bool verbose = false;        // rping -v: print each round's data
   Nanos timeout = 10 * kSecond;  // for each step (connection, each round)
+  // RC tools: the reorder window offered in the REQ's ECE (docs/loss.md, part 2); a rocev2-dp
+  // server that agrees runs selective repeat, any other peer go-back-N. 0: offer nothing.
+  std::uint32_t selective_repeat = kDefaultSelectiveRepeatWindow;
 };
 
 struct CmClientResult {
@@ -38,6 +41,7 @@ struct CmClientResult {
   std::uint64_t messages_received = 0; // ucmatose
   std::uint64_t messages_sent = 0;
   std::uint64_t mismatches = 0;        // rping -V
+  std::uint32_t selective_repeat = 0;  // the reorder window the server agreed to; 0 = go-back-N
 };
 
 // Fills the tool's defaults in (port, size) and checks the bounds the real tools have.

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "client/cli.hpp"
+#include "client/connector.hpp"
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "apps/gen/nvme_remote.hpp"
@@ -75,6 +76,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("vdev", "--target: create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(o.vdevs))
       ("ip", "--target: our IPv4 or IPv6 address on that port", cxxopts::value<std::string>(o.ip))
       ("timeout", "--target: seconds each set-up step and the last commands may take", cxxopts::value<double>(o.timeout_s)->default_value("10"))
+      ("selective-repeat", std::string("--target: ") + kSelectiveRepeatHelp, cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value("64"))
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
   for (std::size_t i = 2; i < args.size(); ++i) {
@@ -121,8 +123,10 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
     if (o.baseline || o.loss > 0 || o.duplicate > 0 || o.reorder > 0 || !o.file.empty() || r.count("lba") || r.count("lcores"))
       return make_error(EINVAL, "--baseline, --loss, --dup, --reorder, --file, --lba and --lcores are for the in-process target, not --target (the target's namespace gives the LBA size)");
     if (!(o.timeout_s > 0)) return make_error(EINVAL, "--timeout must be positive");
-  } else if (!o.nqn.empty() || !o.dev.empty() || !o.ip.empty() || !o.vdevs.empty() || r.count("trsvcid")) {
-    return make_error(EINVAL, "--nqn, --trsvcid, --dev, --vdev and --ip need --target");
+    if (!valid_selective_repeat_window(o.selective_repeat))
+      return make_error(EINVAL, "--selective-repeat takes 0 (go-back-N) or a power of two from 8 to 128, not " + std::to_string(o.selective_repeat));
+  } else if (!o.nqn.empty() || !o.dev.empty() || !o.ip.empty() || !o.vdevs.empty() || r.count("trsvcid") || r.count("selective-repeat")) {
+    return make_error(EINVAL, "--nqn, --trsvcid, --dev, --vdev, --ip and --selective-repeat need --target");
   }
   o.json = r.count("json") > 0;
   return o;

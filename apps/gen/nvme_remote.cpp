@@ -13,6 +13,7 @@
 #include "client/runtime.hpp"
 #include "apps/gen/nvme_pattern.hpp"
 #include "dataplane/dataplane.hpp"
+#include "lib/cm/ece.hpp"
 #include "lib/nvmf/rdma_host.hpp"
 #include "lib/util/json_writer.hpp"
 #include "protocol/nvme_rdma.hpp"
@@ -34,6 +35,7 @@ struct HostQueue {
   LocalQp qp;
   cm::CmId id = 0;
   std::unique_ptr<NvmfRdmaHost> host;  // lives on worker 0
+  std::uint32_t selective_repeat = 0;  // the reorder window the target agreed to; 0 = go-back-N
 };
 
 class Remote {
@@ -123,6 +125,7 @@ Result<HostQueue*> Remote::open(std::uint16_t qid, std::uint16_t depth) {
   cp.ib.retry_count = 7;
   cp.ib.rnr_retry_count = 7;
   cp.ib.path_mtu = static_cast<proto::PathMtu>(lim.max_mtu);
+  cp.ib.ece = cm::selective_repeat_ece(o_.selective_repeat);
   cp.private_data.resize(sizeof rd);
   std::memcpy(cp.private_data.data(), static_cast<const void*>(&rd), sizeof rd);
   auto id = cm_.connect(cp);
@@ -139,8 +142,9 @@ Result<HostQueue*> Remote::open(std::uint16_t qid, std::uint16_t depth) {
     }
     return make_error(ECONNREFUSED, "queue " + std::to_string(qid) + ": " + why);
   }
-  if (Status s = cm_.connect_qp(hq.qp, IBV_QPT_RC, cm::active_qp_attrs(cp.ib, std::get<cm::RepInfo>(rep->detail), lim)); !s)
-    return s.error();
+  const cm::CmQpAttrs attrs = cm::active_qp_attrs(cp.ib, std::get<cm::RepInfo>(rep->detail), lim);
+  if (Status s = cm_.connect_qp(hq.qp, IBV_QPT_RC, attrs); !s) return s.error();
+  hq.selective_repeat = attrs.selective_repeat;
   if (Status s = cm_.ready_to_use(*id); !s) return s.error();
   return &hq;
 }
@@ -354,10 +358,13 @@ int Remote::run() {
     std::fprintf(stderr, "roce-gen: NVMe-oF set-up with %s:%u (%s): %s\n", o_.target.c_str(), o_.trsvcid, o_.nqn.c_str(), s.error().message.c_str());
     return 1;
   }
-  if (!o_.json)
-    std::fprintf(stderr, "roce-gen: connected to %s on %s:%u: namespace 1 of %llu blocks of %u bytes, %u I/O queue(s) of depth %u, in-capsule data up to %u bytes\n",
+  if (!o_.json) {
+    const std::uint32_t sr = queues_.empty() ? 0 : queues_.back()->selective_repeat;
+    const std::string mode = sr ? "selective repeat (window " + std::to_string(sr) + ")" : "go-back-N";
+    std::fprintf(stderr, "roce-gen: connected to %s on %s:%u: namespace 1 of %llu blocks of %u bytes, %u I/O queue(s) of depth %u, in-capsule data up to %u bytes, %s\n",
                  o_.nqn.c_str(), o_.target.c_str(), o_.trsvcid, static_cast<unsigned long long>(ns_blocks_), lba_size_, o_.queues,
-                 o_.queue_depth, inline_size_);
+                 o_.queue_depth, inline_size_, mode.c_str());
+  }
   const std::uint64_t slots = std::uint64_t{o_.queues} * o_.queue_depth;
   const std::uint64_t units = o_.namespace_mib * 1024 * 1024 / o_.block_size;
   const std::uint64_t stripe = units / slots;  // each slot owns units [slot*stripe, (slot+1)*stripe)
@@ -457,6 +464,8 @@ int Remote::run() {
         .field("block_size", std::uint64_t{o_.block_size})
         .field("queue_depth", std::uint64_t{o_.queue_depth})
         .field("queues", std::uint64_t{o_.queues})
+        // The reorder window the target agreed to for the I/O queues (0: go-back-N).
+        .field("selective_repeat", std::uint64_t{queues_.empty() ? 0u : queues_.back()->selective_repeat})
         .field("seconds", secs)
         .field("reads", reads)
         .field("writes", writes)

@@ -47,14 +47,21 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
     std::uint32_t payload, message;
     ibv_mtu mtu;
     unsigned burst;  // data frames per exchange (the responder ACKs each exchange once)
+    // Selective repeat (docs/loss.md, part 2): each exchange's first frame arrives last, so the
+    // rest wait behind a hole; `placement`: held WRITE MIDDLEs placed at once (else copied whole).
+    bool hole = false;
+    bool placement = true;
   };
   std::vector<std::byte> src(1u << 20, std::byte{7});
   std::span<std::byte> dst = big_buffers(c.big_bytes).b;
   for (const Shape shape : {Shape{64, 64, IBV_MTU_1024, kBurst}, Shape{64, 64, IBV_MTU_1024, 1},
-                            Shape{1024, 65536, IBV_MTU_1024, kBurst}, Shape{4096, 65536, IBV_MTU_4096, kBurst}}) {
+                            Shape{1024, 65536, IBV_MTU_1024, kBurst}, Shape{4096, 65536, IBV_MTU_4096, kBurst},
+                            Shape{4096, 65536, IBV_MTU_4096, kBurst, true, true}, Shape{4096, 65536, IBV_MTU_4096, kBurst, true, false}}) {
     rdma::MrTable mrs;
-    rdma::Engine ea(config_of(kMacA, kIpA, kMacB, c.tuning), mrs);
-    rdma::Engine eb(config_of(kMacB, kIpB, kMacA, c.tuning), mrs);
+    rdma::TransportTuning tuning = c.tuning;
+    tuning.reorder_placement = shape.placement;
+    rdma::Engine ea(config_of(kMacA, kIpA, kMacB, tuning), mrs);
+    rdma::Engine eb(config_of(kMacB, kIpB, kMacA, tuning), mrs);
     const rdma::PdHandle pa = ea.alloc_pd(), pb = eb.alloc_pd();
     auto smr = mrs.register_region(pa, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
     auto dmr = mrs.register_region(pb, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -62,7 +69,7 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
     if (!smr.ok() || !dmr.ok() || !cqa.ok() || !cqb.ok()) return false;
     rdma::QueuePair* qa = make_qp(ea, pa, *cqa, 1024);
     rdma::QueuePair* qb = make_qp(eb, pb, *cqb, 1024);
-    const QpSetOptions qo{1, shape.mtu, 1024, 14};
+    const QpSetOptions qo{1, shape.mtu, 1024, 14, shape.hole ? 64u : 0u};
     if (!qa || !qb || !bring_up(ea, qa, qb->qpn(), kIpB, qo, 0x2000, 0x1000) || !bring_up(eb, qb, qa->qpn(), kIpA, qo, 0x1000, 0x2000))
       return false;
 
@@ -82,6 +89,7 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
 
     Figure tx{"cycles", {}, "cycles/packet", {}, {}};
     tx.with("burst", shape.burst);
+    if (shape.hole) tx.with("behind_a_hole", shape.placement ? "placed" : "copied");
     Figure rx = tx, txack = tx, rxack = tx;
     tx.with("path", "requester transmit (data)").with("payload", shape.payload);
     rx.with("path", "responder receive (data)").with("payload", shape.payload);
@@ -116,7 +124,10 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
         t.data += n;
         const Nanos at = now();
         c0 = rte_rdtsc();
-        for (std::size_t i = 0; i < n; ++i) eb.receive({data_frames[i].data, data_frames[i].length}, at);
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::size_t j = shape.hole ? (i + 1) % n : i;  // the first frame last
+          eb.receive({data_frames[j].data, data_frames[j].length}, at);
+        }
         c1 = rte_rdtsc();
         t.rx_data_cycles += c1 - c0;
         c0 = rte_rdtsc();
@@ -151,6 +162,10 @@ bool cycles_per_packet(const SuiteConfig& c, Results& out) {
     }
     rxack.note("icrc_template_misses", static_cast<double>(ea.icrc_template_misses() + eb.icrc_template_misses()));
     const Health h = health_of(eb);
+    if (shape.hole) {
+      rx.note("held_behind_hole", static_cast<double>(h.held));
+      rx.note("placed_of_held", h.held ? static_cast<double>(h.placed) / static_cast<double>(h.held) : 0.0);
+    }
     if (h.drops + h.parse_drops + h.errors + health_of(ea).retransmitted != 0)
       std::fprintf(stderr, "cycles: unexpected drops/errors/retransmissions\n");
     out.add(std::move(tx));

@@ -6,6 +6,7 @@
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
+//              [--sr-placement on|off] [--sr-timer standing|srtt]
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
@@ -92,6 +93,10 @@ int main(int argc, char** argv) {
       c.scaling_warm_feed = args.app[++i] == "warm";
     } else if (a == "--sr-window" && has) {
       c.tuning.window.selective_repeat = args.app[++i] == "on";
+    } else if (a == "--sr-placement" && has) {
+      c.tuning.reorder_placement = args.app[++i] == "on";
+    } else if (a == "--sr-timer" && has) {
+      c.tuning.early_retransmit_standing_rtt = args.app[++i] == "standing";
     } else if (a == "--window-floor" && has) {
       c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
     } else if (a == "--ack-req-every" && has) {

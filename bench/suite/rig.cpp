@@ -193,6 +193,7 @@ Health health_of(const rdma::Engine& e) {
   h.window_cuts = c.get(rdma::Counter::WindowCuts);
   h.loss_events = c.get(rdma::Counter::LossEvents);
   h.held = c.get(rdma::Counter::OutOfOrderBuffered);
+  h.placed = c.get(rdma::Counter::ReorderPlaced);
   h.sacks_sent = c.get(rdma::Counter::SacksSent);
   return h;
 }

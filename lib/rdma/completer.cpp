@@ -183,7 +183,16 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   if (srtt_ == 0 && !(qp.tuning && qp.tuning->window.enabled)) return;
   // At least twice the smoothed round trip: a queue that grows past srtt + 4 rttvar would have
   // every QP on it resend its window, which doubles the queue and keeps the round trip there.
-  const Nanos base = srtt_ != 0 ? std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_}) : (peer_answered_ ? 4 : 16) * floor;
+  // Selective repeat's timer sends one probe, not a window (requester_selective.cpp): with
+  // early_retransmit_standing_rtt (off by default) it waits twice the standing round trip (the
+  // smallest of the path's latest samples, SendWindow) instead of srtt's bound. Off because a
+  // tail-drop queue that fills grows the round trip faster than the latest samples show: in
+  // overrun_test.cpp 4 selective repeat QPs then resent 80 % of what they sent (docs/loss.md).
+  const Nanos standing =
+      qp.cfg.selective_repeat != 0 && qp.tuning && qp.tuning->early_retransmit_standing_rtt ? window().standing_rtt() : 0;
+  const Nanos base = srtt_ == 0      ? (peer_answered_ ? 4 : 16) * floor
+                     : standing != 0 ? std::max(floor, 2 * standing)
+                                     : std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_});
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }

@@ -55,6 +55,7 @@ std::string_view counter_name(Counter c) {
     case Counter::OutOfOrderBuffered: return "out_of_order_buffered";
     case Counter::ReorderDuplicates: return "reorder_duplicates";
     case Counter::ReorderOverflows: return "reorder_overflows";
+    case Counter::ReorderPlaced: return "reorder_placed";
     case Counter::SelectiveResends: return "selective_resends";
     case Counter::Count: break;
   }

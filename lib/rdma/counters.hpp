@@ -65,6 +65,7 @@ enum class Counter : std::uint16_t {
   OutOfOrderBuffered,    // requests ahead of the expected PSN held in the reorder buffer
   ReorderDuplicates,     // ... arriving again while held (dropped)
   ReorderOverflows,      // ... beyond the reorder window (dropped)
+  ReorderPlaced,         // ... of them WRITE MIDDLEs placed in memory at once, only their headers held
   SelectiveResends,      // packets resent because a SACK or a timer found them missing
   Count,
 };

@@ -76,6 +76,13 @@ struct TransportTuning {
   // quiet round trip and above the 200 us after which a worker counts a stall of its own (and
   // holds the timers); lower, the timer would fire on a peer's scheduling jitter.
   Nanos early_retransmit_min = 250 * kMicro;
+  // Selective repeat (docs/loss.md, part 2): the early timer waits max(the floor above, twice
+  // the standing round trip) instead of srtt's bound (off: a filling tail-drop queue outgrows
+  // it, overrun_test.cpp); a held WRITE MIDDLE whose place is known is placed at once, only its
+  // headers held (false: copied whole). Switches for measuring each (perf_suite --sr-timer,
+  // --sr-placement).
+  bool early_retransmit_standing_rtt = false;
+  bool reorder_placement = true;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send

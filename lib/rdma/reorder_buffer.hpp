@@ -3,6 +3,10 @@
 // PSN and taken out again, in PSN order, once the hole before them is filled. The responder's
 // logic then sees every request in order, exactly once. Slots are allocated when the QP enters
 // RTR with selective repeat on; nothing is allocated per packet.
+//
+// A WRITE MIDDLE whose place is known when it arrives (IRN's placement, responder_reorder.cpp)
+// is written to memory at once and only its parsed headers are kept here: its slot holds the
+// Packet (payload span cleared) and where its payload went, not the frame.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "protocol/packet.hpp"
 #include "protocol/psn.hpp"
 #include "protocol/sack.hpp"
 
@@ -26,6 +31,8 @@ class ReorderBuffer {
     bytes_.assign(std::size_t{window_} * slot_bytes_, std::byte{});
     psn_.assign(window_, 0);
     length_.assign(window_, 0);
+    placed_.assign(window_, nullptr);
+    packets_.assign(window_, proto::Packet{});
     held_ = 0;
   }
   bool enabled() const { return window_ != 0; }
@@ -49,9 +56,26 @@ class ReorderBuffer {
     std::memcpy(bytes_.data() + s * slot_bytes_, frame.data(), frame.size());
     psn_[s] = psn;
     length_[s] = static_cast<std::uint32_t>(frame.size());
+    placed_[s] = nullptr;
     ++held_;
     return true;
   }
+  // Keeps the headers of `pkt` for `psn` (in the window, not held), whose payload was written
+  // to `placed_at` already.
+  void put_placed(std::uint32_t psn, const proto::Packet& pkt, std::byte* placed_at) {
+    const std::size_t s = slot(psn);
+    if (length_[s] != 0) --held_;
+    packets_[s] = pkt;
+    packets_[s].payload = {};  // the frame it pointed into is gone
+    packets_[s].icrc_status = proto::IcrcStatus::Ok;  // only a packet known good is held
+    psn_[s] = psn;
+    length_[s] = 1;  // held
+    placed_[s] = placed_at;
+    ++held_;
+  }
+  // Where the payload of the held `psn` was placed (nullptr: the frame is held whole).
+  std::byte* placed_at(std::uint32_t psn) const { return placed_[slot(psn)]; }
+  const proto::Packet& placed_packet(std::uint32_t psn) const { return packets_[slot(psn)]; }
   // The frame held for `psn`; valid until release(psn).
   std::span<const std::byte> frame(std::uint32_t psn) const {
     const std::size_t s = slot(psn);
@@ -76,6 +100,8 @@ class ReorderBuffer {
   std::vector<std::byte> bytes_;
   std::vector<std::uint32_t> psn_;
   std::vector<std::uint32_t> length_;
+  std::vector<std::byte*> placed_;
+  std::vector<proto::Packet> packets_;
   std::uint32_t held_ = 0;
 };
 

@@ -47,6 +47,7 @@ void Responder::start(const QpContext& qp) {
   replays_queued_ = false;
   // Slots hold whole frames: headers around one path MTU (QueuePair::max_frame_bytes).
   reorder_.start(qp.is_rc() ? qp.cfg.selective_repeat : 0, qp.cfg.pmtu + 128);
+  held_first_ = HeldFirst{};
 }
 
 // The driver: the only place the walk's state changes. Checks run on the packet as parsed; the
@@ -60,8 +61,9 @@ ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpa
   return epsn_ != before && reorder_.held() != 0 ? drain(qp, o) : o;
 }
 
-ResponderOutcome Responder::walk(QpContext& qp, const Packet& pkt, ByteSpan frame) {
+ResponderOutcome Responder::walk(QpContext& qp, const Packet& pkt, ByteSpan frame, std::byte* placed) {
   Walk w{pkt, frame};
+  w.placed = placed;
   w.icrc_known = pkt.icrc_status != IcrcStatus::Deferred;
   RespState s = RespState::CheckPsn;
   while (s != RespState::Done) {
@@ -303,7 +305,14 @@ RespState Responder::execute_send(QpContext& qp, Walk& w) {
 RespState Responder::execute_write(QpContext& qp, Walk& w) {
   const Packet& pkt = w.pkt;
   const OpcodeInfo& info = *pkt.info;
-  if (pkt.payload_length && !place_payload(pkt, w.dest, qp.tuning->crc, !w.icrc_known)) return RespState::ErrCorrupted;
+  if (w.placed != nullptr) {
+    // Placed when it arrived ahead, from what its PSN said of the message; in sequence now, the
+    // message must put it at the same place. Only a requester whose packets contradict each
+    // other gets here otherwise: its request is invalid.
+    if (w.dest.dst != w.placed) return RespState::ErrLength;
+  } else if (pkt.payload_length && !place_payload(pkt, w.dest, qp.tuning->crc, !w.icrc_known)) {
+    return RespState::ErrCorrupted;
+  }
   w.icrc_known = true;
   if (info.starts_message()) {
     set_message(OpenMessage::Write);

@@ -78,6 +78,7 @@ class Responder {
     const RecvWqe* recv = nullptr;  // the receive a SEND fills (or a UD datagram, or WRITE with immediate)
     PayloadDest dest{};          // where the payload goes
     std::byte* target = nullptr; // atomic: the word
+    std::byte* placed = nullptr; // a held WRITE MIDDLE whose payload is there already (responder_reorder.cpp)
     ResponderOutcome outcome = ResponderOutcome::Nothing;
   };
   struct Resource {
@@ -109,11 +110,15 @@ class Responder {
   };
 
   // One request through the states, in PSN order (on_request adds the reorder buffer around it).
-  ResponderOutcome walk(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
+  ResponderOutcome walk(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, std::byte* placed = nullptr);
   // Selective repeat (responder_reorder.cpp): holds a request ahead of the expected PSN; runs
   // the held requests that are now in sequence.
   ResponderOutcome hold_ahead(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
   ResponderOutcome drain(QpContext& qp, ResponderOutcome so_far);
+  // IRN's placement: writes a held WRITE MIDDLE's payload where its message puts it, when that
+  // is known (its FIRST ran or is held); returns where, or nullptr (then it is held whole).
+  // With `icrc_pending` the deferred ICRC is settled during the copy: `icrc_good` says how.
+  std::byte* place_ahead(QpContext& qp, const proto::Packet& pkt, bool icrc_pending, bool* icrc_good);
   void queue_sack();
   bool build_sack_frame(QpContext& qp, Item& it, TxFrame& frame);
 
@@ -178,6 +183,14 @@ class Responder {
   std::uint32_t write_length_ = 0;
   bool fatal_ = false;
   ReorderBuffer reorder_;
+  // The latest WRITE FIRST held in the reorder buffer: where the MIDDLEs of its message go.
+  struct HeldFirst {
+    bool valid = false;
+    std::uint32_t psn = 0;
+    std::uint64_t va = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t length = 0;
+  } held_first_;
 
   std::vector<Resource> resources_;
   std::size_t next_resource_ = 0;

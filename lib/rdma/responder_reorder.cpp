@@ -3,6 +3,16 @@
 // is filled, so WRITE placement, SEND and WRITE-with-immediate completions, READ and atomic
 // execution and duplicate handling all stay in PSN order, exactly once. What is held and what
 // is missing goes back in an RC_SACK (protocol/sack.hpp).
+//
+// IRN's placement (Mittal et al., SIGCOMM 2018): a held WRITE MIDDLE whose place is known when
+// it arrives is written there at once and only its headers wait for its turn. Its place is
+// known from its PSN when its message's FIRST ran already (the open message: the next byte goes
+// to write_va_, at the expected PSN) or is held itself: every packet of a message but the last
+// carries exactly one MTU, so PSN f + k goes to the FIRST's VA + k x MTU. The R_Key is checked
+// for that range as the in-order path checks it; when the packet's turn comes, the in-order
+// path checks everything again and must arrive at the same place. LAST packets are held whole:
+// their bytes end the message, and a poller watching the last byte of a buffer (ib_write_lat,
+// roce-gen's latency test) must not see it before the bytes in front of it.
 #include <algorithm>
 
 #include "lib/rdma/responder.hpp"
@@ -26,19 +36,83 @@ ResponderOutcome merge(ResponderOutcome a, ResponderOutcome b) {
 }  // namespace
 
 ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpan frame) {
-  // Held means acknowledged in the next SACK: only a packet known good is held.
-  if (pkt.icrc_status == IcrcStatus::Deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
+  // Held means acknowledged in the next SACK: only a packet known good is held. A MIDDLE placed
+  // at once has its deferred ICRC settled during the copy, in one pass, as the in-order path
+  // places one (payload.hpp): a corrupted one wrote only where its good copy, which the SACK
+  // asks for, goes (a PSN not held, inside a message that has not completed).
   const std::uint32_t psn = pkt.psn();
+  const bool deferred = pkt.icrc_status == IcrcStatus::Deferred;
+  if (!reorder_.holds(psn) && reorder_.in_window(psn, epsn_)) {
+    bool good = true;
+    if (std::byte* at = place_ahead(qp, pkt, deferred, &good); at != nullptr) {
+      if (!good) return ResponderOutcome::Corrupted;
+      qp.counters.inc(Counter::OutOfOrderBuffered);
+      qp.counters.inc(Counter::ReorderPlaced);
+      reorder_.put_placed(psn, pkt, at);
+      queue_sack();
+      return ResponderOutcome::Nothing;
+    }
+  }
+  if (deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
   qp.counters.inc(Counter::OutOfOrderBuffered);
   if (reorder_.holds(psn)) {
     qp.counters.inc(Counter::ReorderDuplicates);
-  } else if (!reorder_.in_window(psn, epsn_) || !reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)))) {
-    // Beyond what the requester may have in flight (or larger than a slot): dropped as
-    // go-back-N would; the SACK still tells it where the hole is.
+  } else if (!reorder_.in_window(psn, epsn_)) {
+    // Beyond what the requester may have in flight: dropped as go-back-N would; the SACK still
+    // tells it where the hole is.
     qp.counters.inc(Counter::ReorderOverflows);
+  } else {
+    const OpcodeInfo& info = *pkt.info;
+    if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)))) {
+      qp.counters.inc(Counter::ReorderOverflows);  // larger than a slot
+    } else if (info.operation == Operation::Write && info.position == Position::First &&
+               (!held_first_.valid || !reorder_.holds(held_first_.psn) || psn_after(psn, held_first_.psn))) {
+      held_first_ = {true, psn, pkt.ext.reth.va.get(), pkt.ext.reth.rkey.get(), pkt.ext.reth.dma_length.get()};
+    }
   }
   queue_sack();
   return ResponderOutcome::Nothing;
+}
+
+std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt, bool icrc_pending, bool* icrc_good) {
+  const OpcodeInfo& info = *pkt.info;
+  const std::uint32_t mtu = qp.cfg.pmtu;
+  if (!qp.tuning->reorder_placement || info.transport != Transport::Rc || info.operation != Operation::Write || info.position != Position::Middle ||
+      pkt.payload_length != mtu || mtu == 0 || !(qp.cfg.access & IBV_ACCESS_REMOTE_WRITE))
+    return nullptr;
+  const std::uint32_t psn = pkt.psn();
+  // Where its message starts: the latest held FIRST before it, or else the open message.
+  std::uint32_t from = 0;  // PSN of the message's next byte at `va`
+  std::uint64_t va = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t rest = 0;  // bytes of the message from `va` on
+  // Still held (not run yet, nor a record from a PSN the 24-bit space has wrapped back to).
+  if (held_first_.valid && reorder_.holds(held_first_.psn) && psn_before(held_first_.psn, psn)) {
+    from = held_first_.psn;
+    va = held_first_.va;
+    rkey = held_first_.rkey;
+    rest = held_first_.length;
+  } else if (msg_ == OpenMessage::Write && seq_ == SequenceState::Normal) {
+    from = epsn_;
+    va = write_va_;
+    rkey = write_rkey_;
+    rest = write_remaining_;
+  } else {
+    return nullptr;
+  }
+  const std::uint64_t offset = std::uint64_t{static_cast<std::uint32_t>(psn_diff(psn, from))} * mtu;
+  // A MIDDLE: a whole MTU with more of the message after it; otherwise it is not in this message.
+  if (offset + mtu >= rest) return nullptr;
+  std::byte* dst = nullptr;
+  if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va + offset, mtu, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
+    return nullptr;  // held whole: in sequence, the in-order path answers it
+  PayloadDest dest;
+  dest.dst = dst;
+  // The packet after it most likely comes next and goes right behind it: ask for that range
+  // ahead, as the in-order path does (payload.hpp); without it each placement waits on memory.
+  dest.next = {dst + mtu, std::min<std::uint64_t>(mtu, rest - offset - mtu)};
+  *icrc_good = place_payload(pkt, dest, qp.tuning->crc, icrc_pending);
+  return dst;
 }
 
 ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
@@ -49,9 +123,13 @@ ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
   bool ran = false;
   while (reorder_.holds(epsn_) && so_far != ResponderOutcome::Fatal) {
     const std::uint32_t psn = epsn_;
-    const ByteSpan held = reorder_.frame(psn);
-    Packet pkt;
-    if (parse_frame(held, opts, pkt) == ParseError::None) so_far = merge(so_far, walk(qp, pkt, held));
+    if (std::byte* at = reorder_.placed_at(psn); at != nullptr) {
+      so_far = merge(so_far, walk(qp, reorder_.placed_packet(psn), {}, at));
+    } else {
+      const ByteSpan held = reorder_.frame(psn);
+      Packet pkt;
+      if (parse_frame(held, opts, pkt) == ParseError::None) so_far = merge(so_far, walk(qp, pkt, held));
+    }
     reorder_.release(psn);
     ran = true;
     // Not taken (no receive posted: an RNR NAK went out; the response queue was full): the

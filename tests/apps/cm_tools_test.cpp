@@ -30,6 +30,7 @@ class CmTools : public DataplanePairTest {
     client::CmListenOptions lo = *parsed;
     lo.messages = 10;
     lo.message_size = 100;
+    lo.selective_repeat = server_selective_repeat;
     listeners = std::make_unique<client::CmListeners>(*server_dp_, *server_drivers, *server_conn, lo);
     ASSERT_TRUE(listeners->start().ok());
     client_drivers = std::make_unique<client::DriverSet>(*client_dp_);
@@ -63,6 +64,7 @@ class CmTools : public DataplanePairTest {
     return o;
   }
 
+  std::uint32_t server_selective_repeat = 0;  // what the listeners accept (the appliance's default: 64)
   std::unique_ptr<client::DriverSet> server_drivers, client_drivers;
   std::unique_ptr<client::Connector> server_conn, client_conn;
   std::unique_ptr<client::CmListeners> listeners;
@@ -85,6 +87,46 @@ TEST_F(CmTools, RpingRoundsAreReadAndWrittenBackVerified) {
   EXPECT_EQ(t.completed, 1u);
   EXPECT_EQ(t.failed, 0u);
   EXPECT_EQ(t.rping_rounds, 5u);
+}
+
+TEST_F(CmTools, AServerThatDoesNotAgreeGivesGoBackN) {
+  auto o = client("rping");  // offers selective repeat (the default window, 64)
+  o.count = 2;
+  o.verify = true;
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 0u);
+  EXPECT_EQ(r->mismatches, 0u);
+}
+
+// roce-gen's rping and ucmatose offer selective repeat in their REQ's ECE; the appliance's
+// listeners agree (docs/loss.md, part 2).
+class CmToolsSelectiveRepeat : public CmTools {
+ protected:
+  CmToolsSelectiveRepeat() { server_selective_repeat = 32; }
+};
+
+TEST_F(CmToolsSelectiveRepeat, RpingAndUcmatoseAgreeOnItAndRunVerified) {
+  auto o = client("rping");
+  o.count = 5;
+  o.size = 4000;
+  o.verify = true;
+  auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->selective_repeat, 32u);  // the smaller of the two windows
+  EXPECT_EQ(r->rounds, 5u);
+  EXPECT_EQ(r->mismatches, 0u);
+  auto u = client::run_cm_client(*client_dp_, *client_cm, *client_conn, client("ucmatose"), say);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_EQ(u->selective_repeat, 32u);
+  EXPECT_EQ(u->messages_received, 10u);
+  auto quiet = client("rping");
+  quiet.selective_repeat = 0;  // offers nothing: go-back-N
+  quiet.count = 1;
+  auto g = client::run_cm_client(*client_dp_, *client_cm, *client_conn, quiet, say);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->selective_repeat, 0u);
+  EXPECT_EQ(settled_totals(3).completed, 3u);
 }
 
 TEST_F(CmTools, RpingSizeAboveRpingsLargestIsRefusedBeforeConnecting) {

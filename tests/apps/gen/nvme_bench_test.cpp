@@ -120,7 +120,10 @@ TEST(GenNvme, BadFlagsAreRefusedBeforeDpdkStarts) {
                                                                 {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
                                                                  "0", "--ip", "10.0.0.2", "--baseline"},
                                                                 {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
-                                                                 "0", "--ip", "10.0.0.2", "--lcores", "1"}}) {
+                                                                 "0", "--ip", "10.0.0.2", "--lcores", "1"},
+                                                                {"nvme-read", "--target", "10.0.0.1", "--nqn", "nqn.2026-12.io.x:y", "--dev",
+                                                                 "0", "--ip", "10.0.0.2", "--selective-repeat", "48"},
+                                                                {"nvme-read", "--selective-repeat", "64"}}) {
     const auto r = gen(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << r.err;
     EXPECT_NE(r.err.find("roce-gen"), std::string::npos) << r.err;

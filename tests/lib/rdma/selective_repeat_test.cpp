@@ -162,7 +162,64 @@ TEST_F(SelectiveRepeat, OneLostFrameCostsExactlyOneResend) {
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts), 0u);
   EXPECT_EQ(count(a_, rdma::Counter::EarlyRetransmits), 0u);
   EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 26u);  // +6 .. +31 waited for +5
+  // +6 .. +30 are MIDDLEs of the open message: placed at once; the LAST +31 is held whole.
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 25u);
   EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+}
+
+TEST_F(SelectiveRepeat, MiddlesBehindAHeldFirstArePlacedFromItsReth) {
+  build();
+  lose_ = {psn(3)};
+  write(0, 0, 16 * 1024);          // +0 .. +15
+  write(1, 64 * 1024, 16 * 1024);  // +16 .. +31, another place
+  run(2);
+  EXPECT_TRUE(same(0, 16 * 1024));
+  EXPECT_TRUE(same(64 * 1024, 16 * 1024));
+  EXPECT_EQ(resent(), 1u);
+  expect_sends(32, {psn(3)});
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 28u);  // +4 .. +31
+  // +4 .. +14 from the open message, +17 .. +30 from the held FIRST +16; +15, +16, +31 held whole.
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 25u);
+}
+
+TEST_F(SelectiveRepeat, MiddlesOfAMessageWhoseFirstIsMissingAreHeldWhole) {
+  build();
+  lose_ = {psn(16)};
+  write(0, 0, 16 * 1024);
+  write(1, 64 * 1024, 16 * 1024);  // its FIRST +16 lost: nothing says where +17 .. +30 go
+  run(2);
+  EXPECT_TRUE(same(0, 16 * 1024));
+  EXPECT_TRUE(same(64 * 1024, 16 * 1024));
+  EXPECT_EQ(resent(), 1u);
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 15u);
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+}
+
+TEST_F(SelectiveRepeat, APlacedMiddleNeverWritesWhereTheRkeyDoesNotReach) {
+  // The target region is the first 72 KiB of dst_; the second WRITE runs 8 KiB past it. Its
+  // FIRST is held behind a hole, and its MIDDLEs inside the region are placed ahead; those past
+  // the end are held whole, and when the FIRST's turn comes the message fails its R_Key check.
+  build();
+  auto small_mr = b_.engine->memory().register_region(b_.pd, dst_.data(), 72 * 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_TRUE(small_mr.ok());
+  const rdma::MemoryRegion* small = *small_mr;
+  lose_ = {psn(3)};
+  write(0, 0, 16 * 1024);
+  ibv_sge g = sge(src_.data() + 64 * 1024, 16 * 1024, smr_);
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data() + 64 * 1024), small->rkey()), 0);
+  std::vector<ibv_wc> mine;
+  net_->run_until(
+      [&] {
+        for (const ibv_wc& wc : drain(a_)) mine.push_back(wc);
+        return mine.size() >= 2;
+      },
+      10 * kSecond);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(mine[1].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_TRUE(same(0, 16 * 1024));
+  for (std::size_t i = 72 * 1024; i < 80 * 1024; ++i) ASSERT_EQ(dst_[i], std::byte{0}) << "byte " << i << " outside the region";
+  EXPECT_GT(count(b_, rdma::Counter::ReorderPlaced), 11u);  // some of the second WRITE's MIDDLEs too
 }
 
 TEST_F(SelectiveRepeat, SeveralLossesInOneWindowEachCostOneResend) {
@@ -436,9 +493,15 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
   constexpr std::uint32_t kMsg = 16 * 1024;
   constexpr std::uint64_t kWrites = 400;
   std::uint64_t posted = 0, done = 0, bad = 0;
+  // Each WRITE carries bytes of its own into a place cleared for it: a packet placed at the
+  // wrong offset, or not at all, shows (16 places reused: the same bytes each time would not).
+  std::mt19937_64 fill(11);
   const auto post_one = [&] {
     const std::uint64_t w = posted++;
-    write(w, (w % 16) * kMsg, kMsg);
+    const std::size_t off = (w % 16) * kMsg;
+    for (std::size_t i = 0; i < kMsg; ++i) src_[off + i] = static_cast<std::byte>(fill());
+    std::memset(dst_.data() + off, 0, kMsg);
+    write(w, off, kMsg);
   };
   for (int i = 0; i < 8; ++i) post_one();
   net_->run_until(
@@ -455,12 +518,18 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
   EXPECT_EQ(done, kWrites);
   EXPECT_EQ(bad, 0u);
   const std::uint64_t lost = net_->stats("a").lost;
+  const std::uint64_t held = count(b_, rdma::Counter::OutOfOrderBuffered), placed = count(b_, rdma::Counter::ReorderPlaced);
   std::printf("[selective repeat] loss %.1f %% dup %.1f %% reorder %.1f %% corrupt %.1f %%: data lost %llu, resent %llu, "
-              "SACKs %llu, early %llu, timeouts %llu, %.2f ms\n",
+              "held %llu (placed %llu), SACKs %llu, early %llu, timeouts %llu, %.2f ms\n",
               m.loss * 100, m.duplicate * 100, m.reorder * 100, m.corrupt * 100, static_cast<unsigned long long>(lost),
-              static_cast<unsigned long long>(resent()), static_cast<unsigned long long>(count(a_, rdma::Counter::SacksReceived)),
+              static_cast<unsigned long long>(resent()), static_cast<unsigned long long>(held),
+              static_cast<unsigned long long>(placed), static_cast<unsigned long long>(count(a_, rdma::Counter::SacksReceived)),
               static_cast<unsigned long long>(count(a_, rdma::Counter::EarlyRetransmits)),
               static_cast<unsigned long long>(count(a_, rdma::Counter::RetransmitTimeouts)), static_cast<double>(net_->now()) / 1e6);
+  // The placement path ran: most packets held behind a hole are MIDDLEs placed at once.
+  if (lost > 20) {
+    EXPECT_GT(placed, held / 2);
+  }
   if (m.duplicate == 0 && m.reorder == 0 && m.corrupt == 0 && lost > 20) {
     // Loss both ways: a lost SACK or ACK can leave a hole to the timer, which resends what no
     // SACK reported. Go-back-N resends 10-20 per lost frame here (random_loss_test.cpp).
