@@ -76,6 +76,14 @@ struct TransportTuning {
   // quiet round trip and above the 200 us after which a worker counts a stall of its own (and
   // holds the timers); lower, the timer would fire on a peer's scheduling jitter.
   Nanos early_retransmit_min = 250 * kMicro;
+  // Go-back-N's tail loss probe (docs/loss.md, part 1): the early timer's first try after
+  // progress resends the newest packet alone, asking for an ACK, after max(this, 2 srtt)
+  // (TCP's probe timeout) instead of the wait above; the go-back from una follows only if the
+  // probe draws no answer. A lost tail (the packet that asked for the ACK) is then refilled and
+  // a lost ACK answered again (the probe is a duplicate the responder ACKs), for one packet
+  // instead of a window, and soon: a spurious probe costs one duplicate, not a window of them.
+  // 0: no probe (the early timer goes back from una at once).
+  Nanos tail_probe_min = 20 * kMicro;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
