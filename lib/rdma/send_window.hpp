@@ -77,7 +77,7 @@ struct WindowTuning {
   // A congestion loss keeps the cap and the delay cut for this many round trips after it.
   std::uint32_t congestion_memory_rtts = 4096;
   // Go-back-N's in-flight cap after a loss (IRN's BDP flow control): bdp_headroom x the best
-  // delivery rate x min RTT, never below bdp_cap_floor packets on the path. Go-back-N resends
+  // delivery rate x min RTT of the path, never below bdp_cap_floor packets, for each QP. Go-back-N resends
   // what was sent behind a lost packet before its NAK came back: about half of what is in
   // flight, so more in flight than the path needs is resent behind every loss (docs/loss.md,
   // part 1). The floor keeps packets behind a loss to draw its NAK and a burst in flight for a
@@ -106,7 +106,7 @@ class SendWindow {
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
-  double bdp() const { return bdp_; }       // go-back-N's in-flight cap (the whole path's)
+  double bdp() const { return bdp_; }       // go-back-N's in-flight cap (each QP's; 0: no RTT sample yet)
   bool congested(Nanos now) const { return congested_until_ > now; }
   bool queue_high() const { return queue_high_; }
   Nanos min_rtt() const { return min_rtt_; }
@@ -142,8 +142,10 @@ class SendWindow {
   double static_total() const { return static_cap_ * sharers_; }
   // After a loss the window never needs more than the path's need (congested: the cap).
   // Selective repeat has no random-loss cap: a random loss costs it one packet at any window.
-  // One QP's share of the BDP cap (no cap for selective repeat or before the first RTT sample).
-  double bdp_share() const { return bdp_on_ && bdp_engaged_ && bdp_ > 0 ? bdp_ / sharers_ : static_cap_; }
+  // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
+  // go-back-N QP is its own in flight; sharing the path is the congestion window's and DCQCN's
+  // job). None for selective repeat, before the first RTT sample, or without a recent loss.
+  double bdp_share() const { return bdp_on_ && bdp_engaged_ && bdp_ > 0 ? bdp_ : static_cap_; }
   double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
