@@ -63,8 +63,6 @@ void Completer::start(const QpContext& qp) {
   rnr_at_ = kNever;
   early_at_ = kNever;
   early_backoff_ = 0;
-  probed_ = false;
-  probe_backoff_ = 0;
   early_sent_at_ = kNever;
   srtt_ = rttvar_ = 0;
   sample_end_ = sample_from_ = una_;
@@ -119,11 +117,8 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retry_left_ = qp.cfg.retry_cnt;
   rnr_retry_left_ = qp.cfg.rnr_retry;
   retrying_ = false;
-  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
-  // A probe answered within half a round trip was not needed (the first copy's ACK was late, a
-  // starved peer): the next probes wait twice as long, up to 16 times; a needed one resets that.
-  if (probed_) probe_backoff_ = first_copy_answered ? static_cast<std::uint8_t>(std::min(probe_backoff_ + 1, 4)) : 0;
   probed_ = false;
+  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
   if (first_copy_answered) {
     qp.counters.inc(Counter::SpuriousEarlyRetransmits);
@@ -196,15 +191,10 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // PSN, answers with silence) would otherwise stall the QP for the floor's 250 us. Neither while
   // the path shows a queue: there the round trip grows past 2 srtt, and every QP on the queue
   // would resend into it (tests/lib/rdma/overrun_test.cpp: 16 QPs resent 3.8 % instead of 0.05 %).
-  if (srtt_ != 0 && qp.tuning->tail_probe_min > 0 && !qp.cfg.selective_repeat && !window().queue_high() &&
-      !window().congested(now)) {
-    const Nanos quick = std::max(qp.tuning->tail_probe_min, 2 * srtt_);
-    if (!probed_ && early_backoff_ == 0) {
-      base = std::min(base, quick << probe_backoff_);
-    } else if (window().bdp_engaged()) {
-      base = std::min(base, quick);
-    }
-  }
+  const bool cheap = ((!probed_ && early_backoff_ == 0) || window().bdp_engaged()) && !window().queue_high() &&
+                     !window().congested(now);
+  if (srtt_ != 0 && cheap && qp.tuning->tail_probe_min > 0 && !qp.cfg.selective_repeat)
+    base = std::min(base, std::max(qp.tuning->tail_probe_min, 2 * srtt_));
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
@@ -258,11 +248,11 @@ bool Completer::duplicate_loss_signal(const Requester& req, std::uint32_t psn) c
   return in_recovery() && psn_before(psn, recovery_end_) && !psn_before(psn, req.send_pos());
 }
 
-void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout, bool by_timer) {
+void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout) {
   qp.counters.inc(Counter::LossEvents);
   // One cut per window of data: a loss among packets sent before the previous cut took effect
   // says nothing new about the path. A local ACK timeout always cuts.
-  if ((timeout || !in_recovery()) && window().on_loss(now, srtt_ ? srtt_ : window().min_rtt(), timeout, by_timer || timeout))
+  if ((timeout || !in_recovery()) && window().on_loss(now, srtt_ ? srtt_ : window().min_rtt(), timeout))
     qp.counters.inc(Counter::WindowCuts);
   if (!in_recovery()) {
     recovering_ = true;
@@ -591,7 +581,7 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
       out = CompleterOutcome::Progress;
     } else if (outstanding && rnr_at_ == kNever) {
       qp.counters.inc(Counter::EarlyRetransmits);
-      loss_event(qp, req, now, false, true);
+      loss_event(qp, req, now, false);
       ++early_backoff_;
       // The local ACK timer keeps running from the last progress: early retransmissions must
       // not postpone the QP's failure on a dead path.

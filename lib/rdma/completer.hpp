@@ -89,8 +89,7 @@ class Completer {
   // A go-back-N from `psn` is about to start: whether it is a new loss event (cutting the
   // window) or a signal for a range already being resent (starting nothing).
   bool duplicate_loss_signal(const Requester& req, std::uint32_t psn) const;
-  // `by_timer`: the early timer found it (no NAK proves the loss).
-  void loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout, bool by_timer = false);
+  void loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout);
   bool in_recovery() const;
   Nanos rto() const { return rto_; }
 
@@ -117,7 +116,6 @@ class Completer {
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
-  std::uint8_t probe_backoff_ = 0;    // doublings of the probe's wait: probes answered too soon to have been needed
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
 
   // Send window (AIMD + BDP cap). A loss event covers what was sent when it started: until una

@@ -66,7 +66,6 @@ void Requester::start(const QpContext& qp) {
 
 bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   if (qp.cfg.type == IBV_QPT_UD || qp.cfg.type == IBV_QPT_UC) return true;
-  if (probing_) return true;  // the tail probe stands for a packet already in flight
   const std::uint32_t psn = w.state == WqeState::Posted ? next_psn_ : psn_add(w.first_psn, w.next_packet);
   const std::int32_t inflight = psn_diff(psn, una_hint_);
   if (inflight >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;

@@ -88,7 +88,7 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   clamp();
 }
 
-bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout, bool by_timer) {
+bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   if (!t_.enabled) return false;
   expire(now);
   // Congestion: the round trip shows a standing queue (the latest samples all above the target),
@@ -96,7 +96,7 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout, bool by_timer) {
   // one descheduled poller's sample of milliseconds keeps it above the target for many round
   // trips, and every random loss in them would look like a queue.
   const bool congestion = timeout || min_rtt_ == 0 || queue_high_;
-  if (bdp_on_ && !by_timer && !timeout) {
+  if (bdp_on_) {
     bdp_engaged_ = true;
     bdp_until_ = std::max(bdp_until_, now + static_cast<Nanos>(t_.bdp_cap_memory_rtts) * std::max<Nanos>(rtt, 1));
   }

@@ -132,9 +132,8 @@ class SendWindow {
   void on_progress(Nanos now, std::uint32_t packets);
   // A loss event seen by a QP whose round trip is `rtt` (its smoothed one: the cut spacing, not
   // the test for a queue, which takes the standing round trip): returns whether the window was cut.
-  // `timeout`: the local ACK timer, down to one packet per QP. `by_timer`: a timer, not a NAK,
-  // found it, which proves no loss (a starved peer answers late): it does not engage the BDP cap.
-  bool on_loss(Nanos now, Nanos rtt, bool timeout, bool by_timer = false);
+  // `timeout`: the local ACK timer, down to one packet per QP.
+  bool on_loss(Nanos now, Nanos rtt, bool timeout);
   // An RTT sample `rtt`; one QP had `delivered_packets` of `pmtu` bytes acknowledged in the last `interval`.
   void on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu);
 
