@@ -84,8 +84,12 @@ struct WindowTuning {
   // polling software path (whose min RTT is a lone packet's). It holds from any loss until
   // bdp_cap_memory_rtts round trips pass without one: a path that does not lose keeps the
   // static caps. Only while the window is on (`enabled` or `go_back_n_congestion`); never for
-  // selective repeat QPs (a loss costs them one packet at any window).
-  bool bdp_cap = true;
+  // selective repeat QPs (a loss costs them one packet at any window). Off by default: it meets
+  // issue 21's <= 4 resent per lost frame (3.1-3.9 in perf_suite) and doubles goodput at 5 %
+  // random loss, but on the single-threaded software path the 6 packets in flight that target
+  // needs cost 0.22 / 0.09 of goodput at 0.1 / 1 % (0.72 of lossless at 0.1 %, under the 0.90
+  // docs/BENCHMARKS.md holds met): docs/loss.md, part 1.
+  bool bdp_cap = false;
   double bdp_cap_floor = 6;
   std::uint32_t bdp_cap_memory_rtts = 1024;
 };
