@@ -36,7 +36,7 @@ LossRun run(double loss, Tuning t, std::uint64_t seed) {
   rdma::EngineConfig cfg;
   cfg.tuning.window.enabled = t == Tuning::FullWindow;
   cfg.tuning.window.bdp_cap = t == Tuning::BdpCap;
-  if (t == Tuning::Before) cfg.tuning.tail_probe_min = 0;
+  cfg.tuning.tail_probe_min = t == Tuning::Before ? 0 : 20 * kMicro;
   net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
   LinkFaults f;
