@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <optional>
 #include <vector>
 
 #include "bench/suite/samples.hpp"
@@ -23,6 +24,9 @@ struct SuiteConfig {
   // scaling: frames left in the loader's cache instead of evicted as a NIC's DMA leaves them.
   bool scaling_warm_feed = false;
   rdma::TransportTuning tuning{};          // of every engine the suite creates
+  // The loss case runs go-back-N with this tuning in place of selective repeat (a same-run
+  // baseline for a go-back-N change: --loss-baseline).
+  std::optional<rdma::TransportTuning> loss_baseline;
 };
 
 // Baselines: same PMD, same frames, same machine, same run.

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   std::string out_path = "perf_suite.json";
   std::set<std::string> only;
   std::size_t big_mib = 0;
+  bool loss_baseline = false;
   for (std::size_t i = 1; i < args.app.size(); ++i) {
     const std::string& a = args.app[i];
     const bool has = i + 1 < args.app.size();
@@ -82,6 +83,14 @@ int main(int argc, char** argv) {
       c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--early-retransmit-us" && has) {
       c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+    } else if (a == "--tail-probe-us" && has) {
+      c.tuning.tail_probe_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+    } else if (a == "--bdp-cap" && has) {
+      c.tuning.window.bdp_cap = args.app[++i] == "on";
+    } else if (a == "--bdp-floor" && has) {
+      c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
+    } else if (a == "--loss-baseline") {
+      loss_baseline = true;
     } else if (a == "--no-icrc-linear") {
       c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {
@@ -109,6 +118,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "perf_suite: unknown argument %s\n", a.c_str());
       return 2;
     }
+  }
+  if (loss_baseline) {
+    // Go-back-N as it was before the BDP cap and the tail probe, in the loss case's same turns.
+    rdma::TransportTuning b = c.tuning;
+    b.window.bdp_cap = false;
+    b.tail_probe_min = 0;
+    c.loss_baseline = b;
   }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {
     std::fprintf(stderr, "perf_suite: --runs, --window, --rtt-samples and --sizes must be positive\n");

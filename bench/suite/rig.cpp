@@ -191,6 +191,7 @@ Health health_of(const rdma::Engine& e) {
   h.timeouts = c.get(rdma::Counter::RetransmitTimeouts);
   h.early_retransmits = c.get(rdma::Counter::EarlyRetransmits);
   h.window_cuts = c.get(rdma::Counter::WindowCuts);
+  h.tail_probes = c.get(rdma::Counter::TailProbes);
   h.loss_events = c.get(rdma::Counter::LossEvents);
   h.held = c.get(rdma::Counter::OutOfOrderBuffered);
   h.placed = c.get(rdma::Counter::ReorderPlaced);

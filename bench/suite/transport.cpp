@@ -4,6 +4,7 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -273,10 +274,12 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     double loss = 0;
     bool window = true;
     bool selective = false;  // selective repeat on both ends (window off)
+    bool baseline = false;   // go-back-N with c.loss_baseline's tuning
     std::unique_ptr<Rig> rig;
     Region ra, rb;
     std::vector<std::uint32_t> recvs;
     std::unique_ptr<Traffic> traffic;
+    rdma::QueuePair* qp = nullptr;  // the requester's
     Figure fig{"loss_goodput", {}, "Gbit/s", {}, {}};
     Figure fraction{"loss_fraction", {}, "ratio", {}, {}};
   };
@@ -285,27 +288,36 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
   // --send-window turns it on) and with selective repeat (docs/loss.md, part 2; window off), in
   // the same turns; every fraction is of the first lossless turn. (Eight rigs of four ports each:
   // DPDK's 32-port limit leaves no room for a third setting.)
+  // With a baseline tuning (--loss-baseline) it takes selective repeat's place and goes first:
+  // every fraction is then of the baseline's lossless turn.
+  const std::array<int, 2> modes = c.loss_baseline ? std::array<int, 2>{1, 0} : std::array<int, 2>{0, 2};
   for (const double loss : {0.0, 0.001, 0.01, 0.05})
-  for (const int mode : {0, 2}) {
+  for (const int mode : modes) {
     const bool window = mode == 0 && c.tuning.window.enabled;
     auto k = std::make_unique<Case>();
     k->loss = loss;
     k->window = window;
     k->selective = mode == 2;
-    rdma::TransportTuning tuning = c.tuning;
-    tuning.window.enabled = window;
-    k->rig = Rig::create(RigOptions{tag(k->selective ? "lr" : window ? "ls" : "lw"), loss, 42, 8191, tuning});
+    k->baseline = mode == 1;
+    rdma::TransportTuning tuning = k->baseline ? *c.loss_baseline : c.tuning;
+    if (!k->baseline) tuning.window.enabled = window;
+    k->rig = Rig::create(RigOptions{tag(k->selective ? "lr" : k->baseline ? "lb" : window ? "ls" : "lw"), loss, 42, 8191, tuning});
     if (!k->rig) return false;
     Rig& rig = *k->rig;
     if (!register_region(rig.a(), rig.pda(), k->ra, buffers(c).a) || !register_region(rig.b(), rig.pdb(), k->rb, buffers(c).b))
       return false;
     const auto qps = rig.connect(QpSetOptions{1, IBV_MTU_4096, 512, 14, k->selective ? 64u : 0u});
     if (qps.empty()) return false;
+    k->qp = qps.front().a;
     k->traffic = std::make_unique<Traffic>(rig, qps, Verb::Write, 65536, k->ra, k->rb, k->recvs, 65536);
     k->fig.with("verb", "WRITE").with("size", 65536).with("mtu", 4096).with("loss_pct", loss * 100);
     k->fraction.with("loss_pct", loss * 100);
     k->fig.with("send_window", window ? "on" : "off").with("selective_repeat", k->selective ? "on" : "off");
     k->fraction.with("send_window", window ? "on" : "off").with("selective_repeat", k->selective ? "on" : "off");
+    if (k->baseline) {
+      k->fig.with("baseline", "yes");
+      k->fraction.with("baseline", "yes");
+    }
     cases.push_back(std::move(k));
   }
   for (unsigned run = 0; run < c.runs; ++run) {
@@ -325,6 +337,7 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->fig.note("early_retransmits", static_cast<double>(h.early_retransmits));
     k->fig.note("loss_events", static_cast<double>(h.loss_events));
     k->fig.note("window_cuts", static_cast<double>(h.window_cuts));
+    k->fig.note("tail_probes", static_cast<double>(h.tail_probes));
     // Selective repeat: requests the responder held behind a hole, over the packets the
     // requester sent; and of those, the WRITE MIDDLEs placed at once (the rest were copied
     // whole into the reorder buffer and parsed again).
@@ -334,12 +347,18 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->fig.note("placed_behind_hole", static_cast<double>(hb.placed));
     k->fig.note("naks_sent", static_cast<double>(health_of(rig.eb()).naks));
     k->fig.note("sent_packets", static_cast<double>(rig.a().worker(0).stats().tx_packets));
-    std::fprintf(stderr, "  loss %.1f %%, %s: %.2f Gbit/s (%.2f of lossless), %llu lost, %llu retransmitted (%.2f per lost), %llu timeouts, %llu early, %llu window cuts, %.2f of sent held behind a hole (%.2f placed)\n",
-                 k->loss * 100, k->selective ? "selective repeat" : k->window ? "go-back-N, full window" : "go-back-N", k->fig.median(), k->fraction.median(), static_cast<unsigned long long>(lost),
+    std::fprintf(stderr, "  loss %.1f %%, %s: %.2f Gbit/s (%.2f of lossless), %llu lost, %llu retransmitted (%.2f per lost), %llu timeouts, %llu early, %llu tail probes, %llu window cuts, %.2f of sent held behind a hole (%.2f placed)\n",
+                 k->loss * 100, k->selective ? "selective repeat" : k->baseline ? "go-back-N, baseline" : k->window ? "go-back-N, full window" : "go-back-N", k->fig.median(), k->fraction.median(), static_cast<unsigned long long>(lost),
                  static_cast<unsigned long long>(h.retransmitted), lost ? static_cast<double>(h.retransmitted) / static_cast<double>(lost) : 0.0,
-                 static_cast<unsigned long long>(h.timeouts), static_cast<unsigned long long>(h.early_retransmits),
+                 static_cast<unsigned long long>(h.timeouts), static_cast<unsigned long long>(h.early_retransmits), static_cast<unsigned long long>(h.tail_probes),
                  static_cast<unsigned long long>(h.window_cuts), sent > 0 ? static_cast<double>(hb.held) / sent : 0.0,
                  sent > 0 ? static_cast<double>(hb.placed) / sent : 0.0);
+    {
+      const rdma::Completer& cm = k->qp->completer();
+      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f, window %.1f packets\n",
+                   cm.window().min_rtt() / 1e3, cm.window().standing_rtt() / 1e3, cm.srtt() / 1e3, cm.window().knee_rtt() / 1e3,
+                   cm.window().need(), cm.window().bdp(), cm.window().packets());
+    }
     out.add(std::move(k->fig));
     out.add(std::move(k->fraction));
     if (!checked(rig.ea(), "loss requester") || !checked(rig.eb(), "loss responder")) return false;

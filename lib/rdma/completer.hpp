@@ -72,6 +72,8 @@ class Completer {
   // `timer`: a timer, not a NAK, found the loss; with selective repeat only what no SACK
   // reported is resent then.
   void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false, bool timer = false);
+  // The early timer's first try on a go-back-N QP: resend the newest packet alone (false: it cannot).
+  bool tail_probe(QpContext& qp, Requester& req, Nanos now);
   // A SACK's selective part: marks what it shows missing for one resend each.
   void on_sack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
@@ -113,6 +115,7 @@ class Completer {
   std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
+  bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
 
   // Send window (AIMD + BDP cap). A loss event covers what was sent when it started: until una

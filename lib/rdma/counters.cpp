@@ -22,6 +22,7 @@ std::string_view counter_name(Counter c) {
     case Counter::RetransmitTimeouts: return "retransmit_timeouts";
     case Counter::EarlyRetransmits: return "early_retransmits";
     case Counter::SpuriousEarlyRetransmits: return "spurious_early_retransmits";
+    case Counter::TailProbes: return "tail_probes";
     case Counter::LossEvents: return "loss_events";
     case Counter::DuplicateLossSignals: return "duplicate_loss_signals";
     case Counter::WindowCuts: return "window_cuts";

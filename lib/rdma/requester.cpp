@@ -56,6 +56,7 @@ void Requester::start(const QpContext& qp) {
   rnr_until_ = kNever;
   inflight_rd_atomic_ = 0;
   packets_since_ack_req_ = 0;
+  probing_ = false;
   sr_window_ = qp.is_rc() ? qp.cfg.selective_repeat : 0;
   sr_pending_ = 0;
   probed_ = false;
@@ -217,7 +218,8 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     const std::uint32_t every = std::min(qp.tuning->ack_req_every, window_ack_spacing());
     // A selective resend asks too: its answer is what tells the requester the hole (or the
     // probed tail) is filled, and resends are few.
-    const bool ask = info.ends_message() || packets_since_ack_req_ >= every || fills_window || sr_resending_;
+    const bool ask = info.ends_message() || packets_since_ack_req_ >= every || fills_window || sr_resending_ || probing_;
+    probing_ = false;
     spec.bth.set_ack_requested(ask);
     last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;
@@ -271,8 +273,26 @@ void Requester::rewind(QpContext& qp, std::uint32_t psn) {
     packets_since_ack_req_ = 0;
     send_pos_ = psn;
     sr_pending_ = 0;  // everything from here goes again anyway
+    probing_ = false;
     return;
   }
+}
+
+bool Requester::probe_newest(QpContext& qp) {
+  if (send_pos_ != sent_end_psn_) return false;
+  const std::uint32_t psn = psn_add(sent_end_psn_, -1);
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::InFlight) continue;
+    const std::int32_t d = psn_diff(psn, w.first_psn);
+    if (d < 0) return false;
+    if (d >= static_cast<std::int32_t>(w.npackets)) continue;
+    if (w.needs_response_data()) return false;
+    rewind(qp, psn);
+    probing_ = true;
+    return true;
+  }
+  return false;
 }
 
 std::string to_string(Requester::State s) {

@@ -70,6 +70,10 @@ class Requester {
   // for response data: go-back-N re-asks for it.
   bool resend_unsacked(const QpContext& qp);
   std::uint32_t resends_pending() const { return sr_pending_; }
+  // Go-back-N's tail loss probe: the newest request packet goes again alone, asking for an ACK.
+  // False (nothing changed) when that packet belongs to a READ or atomic (the responder would
+  // execute it again) or a resend has not reached the newest packet yet.
+  bool probe_newest(QpContext& qp);
 
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
@@ -118,6 +122,7 @@ class Requester {
   std::uint32_t sr_window_ = 0;
   std::uint32_t sr_pending_ = 0;
   bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)
+  bool probing_ = false;       // the next packet is go-back-N's tail probe (it asks for an ACK)
   bool probed_ = false;        // the last timer sent probe_psn_ alone
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends

@@ -21,6 +21,10 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
   cwnd_ = ssthresh_ = cap_ = need_ = static_total();
+  bdp_ = 0;
+  bdp_engaged_ = false;
+  bdp_until_ = 0;
+  bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
   max_rate_bps_ = 0;
@@ -38,12 +42,15 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
 
 std::uint32_t SendWindow::limit() const {
   if (!t_.enabled) return std::numeric_limits<std::uint32_t>::max();
-  if (!lost_) return static_cast<std::uint32_t>(static_cap_);
-  return std::max<std::uint32_t>(1, static_cast<std::uint32_t>(share()));
+  const double w = std::min(lost_ ? share() : static_cap_, bdp_share());
+  return std::max<std::uint32_t>(1, static_cast<std::uint32_t>(w));
 }
 
 std::uint32_t SendWindow::ack_spacing() const {
-  if (!t_.enabled || !lost_ || congested_ || congestion_only_) return std::numeric_limits<std::uint32_t>::max();
+  if (!t_.enabled) return std::numeric_limits<std::uint32_t>::max();
+  // While the BDP cap holds a go-back-N QP back: twice per window too.
+  const bool bdp_bound = bdp_on_ && bdp_share() < (lost_ ? share() : static_cap_);
+  if (!bdp_bound && (!lost_ || congested_ || congestion_only_)) return std::numeric_limits<std::uint32_t>::max();
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
@@ -69,6 +76,7 @@ void SendWindow::leave() {
 void SendWindow::expire(Nanos now) {
   // The congestion cap lapses: the window may grow back to the static caps.
   if (congested_ && now >= congested_until_) congested_ = false;
+  if (bdp_engaged_ && now >= bdp_until_) bdp_engaged_ = false;
 }
 
 void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
@@ -88,6 +96,10 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   // one descheduled poller's sample of milliseconds keeps it above the target for many round
   // trips, and every random loss in them would look like a queue.
   const bool congestion = timeout || min_rtt_ == 0 || queue_high_;
+  if (bdp_on_) {
+    bdp_engaged_ = true;
+    bdp_until_ = std::max(bdp_until_, now + static_cast<Nanos>(t_.bdp_cap_memory_rtts) * std::max<Nanos>(rtt, 1));
+  }
   // Selective repeat resends only what was lost: a random loss costs the same at any window.
   if (congestion_only_ && !congestion) return false;
   if (!lost_) cwnd_ = std::min(cwnd_, static_total());
@@ -132,6 +144,8 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   const double per_ns = bps * 1e-9 / 8 / pmtu;  // packets per nanosecond
   cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
                     static_total());
+  bdp_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_),
+                    std::min(t_.bdp_cap_floor, static_total()), static_total());
   need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
                      std::min(t_.random_loss_floor, static_total()), static_total());
   const Nanos target = queue_target();

@@ -76,6 +76,22 @@ struct WindowTuning {
   std::uint32_t queue_samples = 3;
   // A congestion loss keeps the cap and the delay cut for this many round trips after it.
   std::uint32_t congestion_memory_rtts = 4096;
+  // Go-back-N's in-flight cap after a loss (IRN's BDP flow control): bdp_headroom x the best
+  // delivery rate x min RTT of the path, never below bdp_cap_floor packets, for each QP. Go-back-N resends
+  // what was sent behind a lost packet before its NAK came back: about half of what is in
+  // flight, so more in flight than the path needs is resent behind every loss (docs/loss.md,
+  // part 1). The floor keeps packets behind a loss to draw its NAK and a burst in flight for a
+  // polling software path (whose min RTT is a lone packet's). It holds from any loss until
+  // bdp_cap_memory_rtts round trips pass without one: a path that does not lose keeps the
+  // static caps. Only while the window is on (`enabled` or `go_back_n_congestion`); never for
+  // selective repeat QPs (a loss costs them one packet at any window). Off by default: it meets
+  // issue 21's <= 4 resent per lost frame (3.1-3.9 in perf_suite) and doubles goodput at 5 %
+  // random loss, but on the single-threaded software path the 6 packets in flight that target
+  // needs cost 0.22 / 0.09 of goodput at 0.1 / 1 % (0.72 of lossless at 0.1 %, under the 0.90
+  // docs/BENCHMARKS.md holds met): docs/loss.md, part 1.
+  bool bdp_cap = false;
+  double bdp_cap_floor = 6;
+  std::uint32_t bdp_cap_memory_rtts = 1024;
 };
 
 class SendWindow {
@@ -89,9 +105,12 @@ class SendWindow {
   bool selective() const { return selective_; }
   // Whether the window bounds the QPs yet (after the path's first loss), not only the static cap.
   bool engaged() const { return t_.enabled && lost_; }
+  // Whether go-back-N's BDP cap holds (a loss came recently).
+  bool bdp_engaged() const { return bdp_on_ && bdp_engaged_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
+  double bdp() const { return bdp_; }       // go-back-N's in-flight cap (each QP's; 0: no RTT sample yet)
   bool congested(Nanos now) const { return congested_until_ > now; }
   bool queue_high() const { return queue_high_; }
   Nanos min_rtt() const { return min_rtt_; }
@@ -127,6 +146,10 @@ class SendWindow {
   double static_total() const { return static_cap_ * sharers_; }
   // After a loss the window never needs more than the path's need (congested: the cap).
   // Selective repeat has no random-loss cap: a random loss costs it one packet at any window.
+  // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
+  // go-back-N QP is its own in flight; sharing the path is the congestion window's and DCQCN's
+  // job). None for selective repeat, before the first RTT sample, or without a recent loss.
+  double bdp_share() const { return bdp_on_ && bdp_engaged_ && bdp_ > 0 ? bdp_ : static_cap_; }
   double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
@@ -138,6 +161,10 @@ class SendWindow {
   double ssthresh_ = 1;
   double cap_ = 1;
   double need_ = 1;
+  double bdp_ = 0;  // 0: no RTT sample yet
+  bool bdp_on_ = false;
+  bool bdp_engaged_ = false;  // a loss came less than bdp_cap_memory_rtts round trips ago (until bdp_until_)
+  Nanos bdp_until_ = 0;
   Nanos min_rtt_ = 0;          // 0: no sample yet
   Nanos knee_rtt_ = 0;         // smallest RTT of a sample at >= 0.8 of the best rate; 0: none
   Nanos last_rtt_ = 0;

@@ -30,6 +30,7 @@ class LossEvent : public ::testing::Test {
     cfg.tuning.max_inflight_packets = 8;
     cfg.tuning.max_inflight_bytes = 0;
     cfg.tuning.window.enabled = false;  // go-back-N alone (loss_window_test.cpp: with the window)
+    cfg.tuning.window.bdp_cap = false;  // ... and without the BDP cap after a loss (off by default; random_loss_test.cpp)
     cfg.tuning.congestion.enabled = true;
     cfg.tuning.congestion.rp = cc::paper_params(1e9);
     cfg.tuning.congestion.burst_bytes = 1;  // strict pacing

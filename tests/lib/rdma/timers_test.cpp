@@ -239,6 +239,9 @@ TEST_F(Timers, PacketFillingTheWindowAsksForAnAck) {
 // responder silent (it sent its one NAK for that PSN), so only a timer can restart it.
 class EarlyRetransmit : public Timers {
  protected:
+  // These count the go-back from una the early timer starts: the tail probe that goes first by
+  // default (one packet, tail_probe_test.cpp) is off here.
+  EarlyRetransmit() { cfg_.tuning.tail_probe_min = 0; }
   // One small WRITE (frame 0) gives the requester its first RTT sample; then a 5-packet WRITE
   // (frames 1-5) loses its second packet (frame 2) and, after the NAK, the retransmission of
   // that packet too (frame 6).
