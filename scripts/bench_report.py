@@ -73,6 +73,8 @@ def protocol_rows(doc):
     for b in doc.get("benchmarks", []):
         if b.get("run_type") != "iteration":
             continue
+        if b.get("error_occurred"):
+            sys.exit("bench_report: protocol_bench {} failed: {}".format(b.get("name"), b.get("error_message")))
         name, size = b["run_name"].rsplit("/payload:", 1)
         entry = runs.setdefault((name, int(size)), {"Mpkt": [], "GB": []})
         entry["Mpkt"].append(b["Mpkt"])
