@@ -11,6 +11,7 @@
 
 #include "protocol/parser.hpp"
 #include "protocol/sack.hpp"
+#include "tests/lib/rdma/frame_look.hpp"
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -20,22 +21,6 @@ namespace {
 using namespace roce::proto;
 
 constexpr std::uint32_t kWindow = 64;
-
-struct Frame {
-  bool ok = false;
-  std::uint8_t opcode = 0;
-  std::uint32_t psn = 0;
-};
-
-Frame look(std::span<const std::byte> f) {
-  Packet p;
-  ParseOptions o;
-  o.verify_icrc = false;
-  o.mtu_rules = false;
-  const ParseError e = parse_frame(f, o, p);
-  if (e != ParseError::None && !(e == ParseError::UnknownOpcode && p.bth.opcode == kSackOpcode)) return {};
-  return {true, p.bth.opcode, p.psn()};
-}
 
 bool is_request(std::uint8_t op) { return op <= 0x1D && op != 0x0D && op != 0x0E && op != 0x0F && op != 0x10 && op != 0x11 && op != 0x12; }
 
@@ -55,7 +40,7 @@ class SelectiveRepeat : public ::testing::Test {
     fb.drop_if = [this](std::span<const std::byte> f, std::uint64_t) { return drop("b", f); };
     net_->connect("a", "b", fa, fb);
     net_->on_transmit = [this](const std::string& from, std::span<const std::byte> f, Nanos) {
-      const Frame x = look(f);
+      const Frame x = look(f, true);
       if (!x.ok) return;
       if (from == "a" && is_request(x.opcode)) ++sent_[x.psn];
       if (x.opcode == kSackOpcode) ++sacks_on_wire_;
@@ -75,7 +60,7 @@ class SelectiveRepeat : public ::testing::Test {
   // Drops the first copy of each PSN in `lose_` sent by a (requests) or b (READ responses),
   // and the first `lose_sacks_` SACKs b sends.
   bool drop(const std::string& from, std::span<const std::byte> f) {
-    const Frame x = look(f);
+    const Frame x = look(f, true);
     if (!x.ok) return false;
     if (from == "b" && x.opcode == kSackOpcode && lose_sacks_ > 0) {
       --lose_sacks_;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "protocol/parser.hpp"
+#include "tests/lib/rdma/frame_look.hpp"
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -21,21 +22,6 @@ namespace {
 using namespace roce::proto;
 
 constexpr std::uint32_t kMessage = 32 * 1024;  // 32 packets at the 1 KiB MTU
-
-struct Frame {
-  bool ok = false;
-  std::uint8_t opcode = 0;
-  std::uint32_t psn = 0;
-};
-
-Frame look(std::span<const std::byte> f) {
-  Packet p;
-  ParseOptions o;
-  o.verify_icrc = false;
-  o.mtu_rules = false;
-  if (parse_frame(f, o, p) != ParseError::None) return {};
-  return {true, p.bth.opcode, p.psn()};
-}
 
 bool is_write(std::uint8_t op) { return op >= 0x06 && op <= 0x0B; }
 
