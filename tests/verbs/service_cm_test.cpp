@@ -371,7 +371,9 @@ TEST_F(Service, CmProgramKilledWithAConnectionUp) {
 }
 
 // Debian's programs, unmodified, both ends through the service: their own verdicts decide.
-void run_pair(const std::vector<std::string>& server_args, const std::vector<std::string>& client_args, const char* tag) {
+// `expect`: a line of the client's output its run must show (the last exchange, the result row).
+void run_pair(const std::vector<std::string>& server_args, const std::vector<std::string>& client_args, const char* tag,
+              const std::string& expect) {
   const std::string dir = "/tmp/roce-verbs-service-cm-" + std::to_string(::getpid()) + tag;
   const std::uint32_t before = status().cm_ids;
   Program server = spawn(server_args, dir + ".s");
@@ -390,6 +392,7 @@ void run_pair(const std::vector<std::string>& server_args, const std::vector<std
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // from its ID to its rdma_listen
   client = spawn(client_args, dir + ".c");
   EXPECT_EQ(wait_exit(client, std::chrono::seconds(90)), 0) << slurp(dir + ".c");
+  EXPECT_NE(slurp(dir + ".c").find(expect), std::string::npos) << slurp(dir + ".c");
   EXPECT_EQ(wait_exit(server, std::chrono::seconds(30)), 0) << slurp(dir + ".s");
   EXPECT_TRUE(wait_for_cm_ids(before));
   ::unlink((dir + ".s").c_str());
@@ -400,14 +403,24 @@ TEST_F(Service, RpingThroughTheService) {
   REQUIRE_PROGRAM("rping");
   const std::string port = std::to_string(test_port(3));
   run_pair({"rping", "-s", "-a", kServiceIp, "-p", port, "-V", "-C", "10", "-S", "4000"},
-           {"rping", "-c", "-a", kServiceIp, "-p", port, "-V", "-C", "10", "-S", "4000"}, "rping");
+           {"rping", "-c", "-a", kServiceIp, "-p", port, "-V", "-v", "-C", "10", "-S", "4000"}, "rping", "ping data: rdma-ping-9: ");
 }
 
 TEST_F(Service, WriteBwOverRdmaCmThroughTheService) {
   REQUIRE_PROGRAM("ib_write_bw");
   const std::string port = std::to_string(test_port(4));
   run_pair({"ib_write_bw", "-d", "svc0", "-R", "-F", "-s", "65536", "-n", "200", "-p", port},
-           {"ib_write_bw", "-d", "svc0", "-R", "-F", "-s", "65536", "-n", "200", "-p", port, kServiceIp}, "wbw");
+           {"ib_write_bw", "-d", "svc0", "-R", "-F", "-s", "65536", "-n", "200", "-p", port, kServiceIp}, "wbw",
+           " 65536      200 ");
+}
+
+// UD through SIDR: the service's CM answers the SIDR_REQ with the server's QP and Q_Key.
+TEST_F(Service, SendBwUdOverRdmaCmThroughTheService) {
+  REQUIRE_PROGRAM("ib_send_bw");
+  const std::string port = std::to_string(test_port(5));
+  run_pair({"ib_send_bw", "-d", "svc0", "-R", "-c", "UD", "-F", "-s", "1024", "-n", "200", "-p", port},
+           {"ib_send_bw", "-d", "svc0", "-R", "-c", "UD", "-F", "-s", "1024", "-n", "200", "-p", port, kServiceIp}, "sbwud",
+           " 1024       200 ");
 }
 
 }  // namespace
