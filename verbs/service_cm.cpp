@@ -274,6 +274,8 @@ int VerbsService::cm_attach_qp(const Client& c, rdma_cm_id& id, std::uint32_t qp
       for (const auto& [h, s] : k->qps)
         if (s.qp->qp_num == qpn) qp = s.qp;
   if (qp == nullptr) return EINVAL;
+  for (const auto& [h, other] : c.cm->ids)
+    if (other->qp == qp) return EBUSY;  // one ID per QP, as rdma_create_qp makes a QP per ID
   id.qp = qp;
   // RESET -> INIT (UD on to RTS: it needs no peer), as rdma_create_qp does.
   for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {

@@ -134,8 +134,63 @@ TEST_F(Service, CmRecordsAreCheckedByTheService) {
   EXPECT_EQ(cm_exchange(fd, CmOp::SetOption, id, q), EINVAL);
   EXPECT_EQ(cm_exchange(fd, static_cast<CmOp>(99), id, q), EOPNOTSUPP);
   EXPECT_EQ(cm_exchange(fd, CmOp::DestroyChannel, channel, q), EBUSY);  // its ID first
-  EXPECT_EQ(status().cm_ids, 1u);
-  ::close(fd);  // the service destroys the listener and the channel
+
+  // A QP is named by its number, and only one of this program's (a context of the same
+  // process) is taken, by one ID at a time.
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ASSERT_NE(pd, nullptr);
+  ibv_cq* cq = ibv_create_cq(ctx, 4, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = cq;
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 2;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(pd, &qa);
+  ASSERT_NE(qp, nullptr);
+  q = CmRequest{};
+  q.channel = channel;
+  q.ps = RDMA_PS_TCP;
+  ASSERT_EQ(cm_exchange(fd, CmOp::CreateId, 0, q, &rep), 0);
+  const std::uint32_t a1 = rep.handle;
+  ASSERT_EQ(cm_exchange(fd, CmOp::CreateId, 0, q, &rep), 0);
+  const std::uint32_t a2 = rep.handle;
+  q.qpn = qp->qp_num;
+  EXPECT_EQ(in_child([&q, a1] {
+    // Another program (this one's child, on a connection of its own) cannot name it.
+    const int other = raw_connect();
+    ASSERT_GE(other, 0);
+    CmRequest o;
+    CmReply r;
+    ASSERT_EQ(cm_exchange(other, CmOp::Open, 0, o), 0);
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair), 0);
+    ASSERT_EQ(cm_exchange(other, CmOp::CreateChannel, 0, o, &r, pair[1]), 0);
+    o.channel = r.handle;
+    o.ps = RDMA_PS_TCP;
+    ASSERT_EQ(cm_exchange(other, CmOp::CreateId, 0, o, &r), 0);
+    o.qpn = q.qpn;
+    EXPECT_EQ(cm_exchange(other, CmOp::AttachQp, r.handle, o), EINVAL);
+    EXPECT_EQ(cm_exchange(other, CmOp::AttachQp, a1, o), EINVAL);  // nor name another's ID
+    ::close(other);
+  }), 0);
+  ASSERT_EQ(cm_exchange(fd, CmOp::AttachQp, a1, q, &rep), 0);
+  EXPECT_EQ(rep.id.qp_state, IBV_QPS_INIT);  // moved as rdma_create_qp does
+  EXPECT_EQ(cm_exchange(fd, CmOp::AttachQp, a2, q), EBUSY);
+  EXPECT_EQ(cm_exchange(fd, CmOp::AttachQp, a1, q), EINVAL);  // it has one
+  // Destroyed under the ID: the ID no longer holds it (no answer reads a freed QP).
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  q.level = RDMA_OPTION_ID;
+  q.optname = RDMA_OPTION_ID_TOS;
+  q.optlen = 1;
+  ASSERT_EQ(cm_exchange(fd, CmOp::SetOption, a1, q, &rep), 0);
+  EXPECT_EQ(rep.id.qp_state, -1);
+  EXPECT_EQ(cm_exchange(fd, CmOp::DetachQp, a1, q), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+
+  EXPECT_EQ(status().cm_ids, 3u);
+  ::close(fd);  // the service destroys the IDs and the channel
   EXPECT_TRUE(wait_for_cm_ids(0));
   for (int f : {p[0], p[1], stream[0], stream[1], sv[0], sv[1]}) ::close(f);
 }
