@@ -195,6 +195,50 @@ TEST_F(Service, CmRecordsAreCheckedByTheService) {
   for (int f : {p[0], p[1], stream[0], stream[1], sv[0], sv[1]}) ::close(f);
 }
 
+// The per-program cap covers rdma_cm IDs; a program that reads none of its events is not
+// waited for: once its channel's socket is full the service closes it (the program reads the
+// events queued so far, then end of file) and goes on serving.
+TEST_F(Service, CmProgramThatReadsNoEventsIsNotWaitedFor) {
+  const int fd = raw_connect();
+  ASSERT_GE(fd, 0);
+  CmRequest q;
+  CmReply rep;
+  ASSERT_EQ(cm_exchange(fd, CmOp::Open, 0, q), 0);
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+  ASSERT_EQ(cm_exchange(fd, CmOp::CreateChannel, 0, q, &rep, sv[1]), 0);
+  q.channel = rep.handle;
+  q.ps = RDMA_PS_TCP;
+  std::vector<std::uint32_t> ids;
+  int err = 0;
+  while ((err = cm_exchange(fd, CmOp::CreateId, 0, q, &rep)) == 0 && ids.size() < 100) ids.push_back(rep.handle);
+  EXPECT_EQ(err, ENOMEM);
+  EXPECT_EQ(ids.size(), 32u);  // the harness's --max-per-client
+  // Each address resolution queues an event; nobody reads them.
+  const sockaddr_in a = service_addr(test_port(6));
+  std::memcpy(&q.dst, &a, sizeof a);
+  q.timeout_ms = 1000;
+  int answered = 0;
+  for (int i = 0; i < 3000; ++i) answered += cm_exchange(fd, CmOp::ResolveAddr, ids[0], q) == 0;
+  EXPECT_EQ(answered, 3000);
+  ::close(sv[1]);
+  // What was queued can be read, then the service's end is closed.
+  roce::verbs::service::CmEventRecord r;
+  int records = 0;
+  ssize_t n;
+  while ((n = ::recv(sv[0], &r, sizeof r, MSG_DONTWAIT)) == static_cast<ssize_t>(sizeof r)) {
+    EXPECT_EQ(r.event, RDMA_CM_EVENT_ADDR_RESOLVED);
+    ++records;
+  }
+  EXPECT_EQ(n, 0) << "the service kept the channel open after " << records << " events";
+  EXPECT_GT(records, 0);
+  EXPECT_LT(records, 3000);
+  EXPECT_EQ(status().cm_ids, 32u);  // served all the same
+  ::close(fd);
+  EXPECT_TRUE(wait_for_cm_ids(0));
+  ::close(sv[0]);
+}
+
 // A QP of an ID through the service, with a CQ and a buffer of its own.
 struct Side {
   ibv_pd* pd = nullptr;
