@@ -59,6 +59,7 @@ struct CmChannel : rdma_event_channel {
 struct CmIdent : rdma_cm_id {
   CmMagic magic = CmMagic::Id;
   std::uint32_t remote = 0;  // service mode: the service's handle for its ID (cm_remote.hpp)
+  std::uint64_t remote_seq = 0;  // service mode: the last snapshot of it applied
   std::atomic<CmIdState> state{CmIdState::Idle};  // read by any thread without the lock
   CmChannel* ch = nullptr;
   CmIdent* listener = nullptr;  // a passive ID's listening ID

@@ -74,8 +74,10 @@ struct CmRequest {
   std::int32_t notify_event = 0;
 };
 
-// What the program's rdma_cm_id shows, after a call or an event.
+// What the program's rdma_cm_id shows, after a call or an event. `seq` orders the snapshots of
+// one connection: an event read after a later call's answer carries an older one, not applied.
 struct CmIdSnapshot {
+  std::uint64_t seq = 0;
   std::uint8_t state = 0;      // CmIdState
   std::uint8_t has_verbs = 0;  // the service's ID knows its device (bound to the address, resolved)
   std::uint8_t port_num = 0;

@@ -25,7 +25,7 @@ using service::CmOp;
 struct Remote {
   std::unique_ptr<ServiceConnection> conn;
   ibv_context* verbs = nullptr;
-  std::mutex mutex;  // guards pd and ids
+  std::mutex mutex;  // guards pd, ids and the snapshots' application to the IDs
   ibv_pd* pd = nullptr;
   std::unordered_map<std::uint32_t, CmIdent*> ids;
 };
@@ -76,6 +76,8 @@ int call(std::uint32_t handle, CmOp op, const service::CmRequest& q, service::Cm
 }
 
 void apply(CmIdent& id, const service::CmIdSnapshot& s) {
+  if (s.seq <= id.remote_seq) return;  // an event taken before the answer already applied
+  id.remote_seq = s.seq;
   move_to(id, static_cast<CmIdState>(s.state));
   std::memset(&id.route.addr.src_storage, 0, sizeof id.route.addr.src_storage);
   std::memset(&id.route.addr.dst_storage, 0, sizeof id.route.addr.dst_storage);
@@ -246,9 +248,9 @@ int remote_create_id(CmChannel& ch, CmIdent& id) {
   service::CmReply rep;
   if (call(0, CmOp::CreateId, q, rep) != 0) return -1;
   Remote* r = remote();
+  std::lock_guard l(r->mutex);
   id.remote = rep.handle;
   apply(id, rep.id);
-  std::lock_guard l(r->mutex);
   r->ids.emplace(rep.handle, &id);
   return 0;
 }
@@ -268,7 +270,10 @@ void remote_destroy_id(CmIdent& id) {
 int remote_call(CmIdent& id, CmOp op, service::CmRequest& q, service::CmReply* out) {
   service::CmReply rep;
   if (call(id.remote, op, q, rep) != 0) return -1;
-  apply(id, rep.id);
+  {
+    std::lock_guard l(remote()->mutex);  // as the event thread's apply
+    apply(id, rep.id);
+  }
   if (out) *out = rep;
   return 0;
 }

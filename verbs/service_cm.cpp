@@ -35,6 +35,7 @@ struct CmClient {
     bool dead = false;  // the program stopped reading it: events are taken and dropped
   };
   std::uint32_t next_handle = 1;
+  std::uint64_t snapshots = 0;  // CmIdSnapshot::seq
   std::unordered_map<std::uint32_t, Channel> channels;
   std::unordered_map<std::uint32_t, rdma_cm_id*> ids;
   std::unordered_map<const rdma_cm_id*, std::uint32_t> handle_of;
@@ -65,8 +66,9 @@ int last_errno() { return errno ? errno : EINVAL; }
 
 void copy_addr(service::CmAddr& to, const sockaddr_storage& from) { std::memcpy(&to, &from, sizeof to); }
 
-CmIdSnapshot snapshot(rdma_cm_id* id) {
+CmIdSnapshot snapshot(CmClient& m, rdma_cm_id* id) {
   CmIdSnapshot s;
+  s.seq = ++m.snapshots;
   s.state = static_cast<std::uint8_t>(to_cm_id(id)->state.load());
   s.has_verbs = id->verbs != nullptr;
   s.port_num = id->port_num;
@@ -113,7 +115,7 @@ CmEventRecord record(CmClient& m, const rdma_cm_event& e) {
   } else {
     return r;  // not the program's (id 0: not sent)
   }
-  r.snap = snapshot(e.id);
+  r.snap = snapshot(m, e.id);
   if (is_ud(e.id->ps)) {
     r.ud = 1;
     put_private(r.conn, e.param.ud.private_data, e.param.ud.private_data_len);
@@ -202,7 +204,7 @@ int VerbsService::cm_request(Client& c, const service::Request& r, std::size_t l
       rdma_cm_id* id = nullptr;
       if (rdma_create_id(ch->ch, &id, nullptr, static_cast<rdma_port_space>(q.ps)) != 0) return last_errno();
       rep.handle = m.add(id);
-      rep.id = snapshot(id);
+      rep.id = snapshot(m, id);
       return reply();
     }
     default: break;
@@ -261,7 +263,7 @@ int VerbsService::cm_request(Client& c, const service::Request& r, std::size_t l
   }
   if (rc != 0) return last_errno();
   rep.handle = r.handle;
-  rep.id = snapshot(id);
+  rep.id = snapshot(m, id);
   return reply();
 }
 

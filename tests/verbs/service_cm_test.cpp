@@ -156,7 +156,7 @@ TEST_F(Service, CmRecordsAreCheckedByTheService) {
   ASSERT_EQ(cm_exchange(fd, CmOp::CreateId, 0, q, &rep), 0);
   const std::uint32_t a2 = rep.handle;
   q.qpn = qp->qp_num;
-  EXPECT_EQ(in_child([&q, a1] {
+  const int child = in_child([&q, a1] {
     // Another program (this one's child, on a connection of its own) cannot name it.
     const int other = raw_connect();
     ASSERT_GE(other, 0);
@@ -173,7 +173,8 @@ TEST_F(Service, CmRecordsAreCheckedByTheService) {
     EXPECT_EQ(cm_exchange(other, CmOp::AttachQp, r.handle, o), EINVAL);
     EXPECT_EQ(cm_exchange(other, CmOp::AttachQp, a1, o), EINVAL);  // nor name another's ID
     ::close(other);
-  }), 0);
+  });
+  EXPECT_EQ(child, 0) << "the child's failures are above";
   ASSERT_EQ(cm_exchange(fd, CmOp::AttachQp, a1, q, &rep), 0);
   EXPECT_EQ(rep.id.qp_state, IBV_QPS_INIT);  // moved as rdma_create_qp does
   EXPECT_EQ(cm_exchange(fd, CmOp::AttachQp, a2, q), EBUSY);
@@ -320,12 +321,27 @@ rdma_conn_param with_private(const char* text) {
   return p;
 }
 
+// The server's side of the next connection request on `ch`: its QP made, accepted, and
+// ESTABLISHED taken (nullptr when any step failed; the test failure says which).
+rdma_cm_id* accept_next(rdma_event_channel* ch, Side& side, const char* text) {
+  rdma_cm_event* e = next_event(ch, 30000);
+  if (e == nullptr) return nullptr;
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_CONNECT_REQUEST) << rdma_event_str(e->event);
+  rdma_cm_id* s = e->event == RDMA_CM_EVENT_CONNECT_REQUEST ? e->id : nullptr;
+  rdma_ack_cm_event(e);
+  if (s == nullptr) return nullptr;
+  side.make(s);
+  rdma_conn_param ap = with_private(text);
+  EXPECT_EQ(rdma_accept(s, &ap), 0) << std::strerror(errno);
+  return expect_event(ch, RDMA_CM_EVENT_ESTABLISHED) == 0 ? s : nullptr;
+}
+
 // rping's shape through one service: a server and a client (two channels of one program),
 // private data both ways, the QPs moved by the service's CM, a SEND checked byte for byte,
 // disconnect events on both sides, and nothing left in the service afterwards.
 TEST_F(Service, CmClientAndServerConnectAndSend) {
   const std::uint16_t port = test_port(1);
-  EXPECT_EQ(in_child([port] {
+  const int child = in_child([port] {
     rdma_event_channel* sch = rdma_create_event_channel();
     rdma_event_channel* cch = rdma_create_event_channel();
     ASSERT_NE(sch, nullptr) << std::strerror(errno);
@@ -407,9 +423,52 @@ TEST_F(Service, CmClientAndServerConnectAndSend) {
     EXPECT_EQ(rdma_destroy_id(l), 0);
     rdma_destroy_event_channel(cch);
     rdma_destroy_event_channel(sch);
-  }), 0);
+  });
+  EXPECT_EQ(child, 0) << "the child's failures are above";
   EXPECT_TRUE(wait_for_cm_ids(0));
   EXPECT_EQ(status().qps, 0u);
+}
+
+// An event the service pushed before a call, read after the call's answer, carries the older
+// snapshot: the ID keeps what the call left (here ESTABLISHED read after rdma_disconnect: the
+// QP stays in ERR, not back to RTS).
+TEST_F(Service, CmEventReadAfterALaterCallDoesNotUndoIt) {
+  const std::uint16_t port = test_port(7);
+  const int child = in_child([port] {
+    rdma_event_channel* sch = rdma_create_event_channel();
+    rdma_event_channel* cch = rdma_create_event_channel();
+    ASSERT_NE(sch, nullptr) << std::strerror(errno);
+    ASSERT_NE(cch, nullptr);
+    rdma_cm_id* l = listen_on(sch, port, nullptr);
+    rdma_cm_id* c = resolved(cch, port);
+    Side client, server;
+    client.make(c);
+    rdma_conn_param cp = with_private("early");
+    ASSERT_EQ(rdma_connect(c, &cp), 0) << std::strerror(errno);
+    rdma_cm_id* s = accept_next(sch, server, "late");
+    ASSERT_NE(s, nullptr);
+    pollfd p{cch->fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 5000), 1);  // the client's ESTABLISHED waits, unread
+    ASSERT_EQ(rdma_disconnect(c), 0) << std::strerror(errno);
+    EXPECT_EQ(c->qp->state, IBV_QPS_ERR);
+    rdma_cm_event* e = next_event(cch);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->event, RDMA_CM_EVENT_ESTABLISHED);
+    EXPECT_EQ(private_text(e->param.conn), "late");
+    EXPECT_EQ(c->qp->state, IBV_QPS_ERR);
+    rdma_ack_cm_event(e);
+    EXPECT_EQ(expect_event(cch, RDMA_CM_EVENT_DISCONNECTED), 0);
+    EXPECT_EQ(expect_event(sch, RDMA_CM_EVENT_DISCONNECTED), 0);
+    client.destroy(c);
+    server.destroy(s);
+    EXPECT_EQ(rdma_destroy_id(c), 0);
+    EXPECT_EQ(rdma_destroy_id(s), 0);
+    EXPECT_EQ(rdma_destroy_id(l), 0);
+    rdma_destroy_event_channel(cch);
+    rdma_destroy_event_channel(sch);
+  });
+  EXPECT_EQ(child, 0) << "the child's failures are above";
+  EXPECT_TRUE(wait_for_cm_ids(0));
 }
 
 // A client killed with its connection up: the service destroys its ID, whose DREQ reaches the
@@ -426,15 +485,9 @@ TEST_F(Service, CmProgramKilledWithAConnectionUp) {
     if (ch == nullptr) ::_exit(2);
     rdma_cm_id* l = listen_on(ch, port, nullptr);
     if (::write(listening[1], "l", 1) != 1) ::_exit(3);
-    rdma_cm_event* e = next_event(ch, 30000);
-    if (e == nullptr || e->event != RDMA_CM_EVENT_CONNECT_REQUEST) ::_exit(4);
-    rdma_cm_id* s = e->id;
-    rdma_ack_cm_event(e);
     Side side;
-    side.make(s);
-    rdma_conn_param ap = with_private("up");
-    if (rdma_accept(s, &ap) != 0) ::_exit(5);
-    if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED) != 0) ::_exit(6);
+    rdma_cm_id* s = accept_next(ch, side, "up");
+    if (s == nullptr) ::_exit(4);
     // The peer's DREQ when its program is killed.
     if (expect_event(ch, RDMA_CM_EVENT_DISCONNECTED) != 0) ::_exit(7);
     side.destroy(s);
