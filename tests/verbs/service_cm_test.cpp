@@ -575,5 +575,14 @@ TEST_F(Service, SendBwUdOverRdmaCmThroughTheService) {
            " 1024       200 ");
 }
 
+// Synchronous IDs (rdma_create_ep, rdma_get_request: each call waits for its event on a
+// private channel, here a socket from the service like any other).
+TEST_F(Service, RdmaServerAndClientThroughTheService) {
+  REQUIRE_PROGRAM("rdma_server");
+  const std::string port = std::to_string(test_port(8));
+  run_pair({"rdma_server", "-s", kServiceIp, "-p", port}, {"rdma_client", "-s", kServiceIp, "-p", port}, "sync",
+           "rdma_client: end 0");
+}
+
 }  // namespace
 }  // namespace service_test
