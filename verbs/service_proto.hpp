@@ -43,8 +43,9 @@ enum class Op : std::uint32_t {
   DestroyQp = 17,   // handle: the QP
   CreateAh = 18,    // handle: the PD; body: ibv_ah_attr; answer: Handle
   DestroyAh = 19,   // handle: the AH
-  // Slice 5 (cm_proto.hpp): rdma_cm, on a connection of its own; arg: the CmOp.
-  Cm = 20,
+  // Slice 5 (cm_proto.hpp): rdma_cm, on a connection of its own; arg: the CmOp. Numbered apart
+  // from the verbs' requests, which keep the numbers after DestroyAh.
+  Cm = 64,
 };
 
 struct Request {
