@@ -8,6 +8,7 @@
 #include <rdma/rdma_cma.h>
 
 #include <array>
+#include <random>
 
 #include "tests/verbs/cm_events.hpp"
 #include "tests/verbs/service_harness.hpp"
@@ -238,6 +239,55 @@ TEST_F(Service, CmProgramThatReadsNoEventsIsNotWaitedFor) {
   ::close(fd);
   EXPECT_TRUE(wait_for_cm_ids(0));
   ::close(sv[0]);
+}
+
+// Records of random content (a fixed seed) on an rdma_cm connection: every one answered with an
+// errno or done, and the service still serving afterwards.
+TEST_F(Service, CmRandomRecordsNeverHurtTheService) {
+  const int fd = raw_connect();
+  ASSERT_GE(fd, 0);
+  CmRequest q;
+  CmReply rep;
+  ASSERT_EQ(cm_exchange(fd, CmOp::Open, 0, q), 0);
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+  ASSERT_EQ(cm_exchange(fd, CmOp::CreateChannel, 0, q, &rep, sv[1]), 0);
+  ::fcntl(sv[0], F_SETFL, O_NONBLOCK);
+  std::mt19937 gen(12345);
+  const auto next = [&gen] { return static_cast<std::uint32_t>(gen()); };
+  int answered = 0, done = 0;
+  for (int i = 0; i < 3000; ++i) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(&q);
+    for (std::size_t k = 0; k < sizeof q; ++k) bytes[k] = static_cast<std::uint8_t>(next());
+    // Half the fields made plausible, so that calls get past the first checks: the real
+    // channel, the port spaces, the service's own address on a random port, short options.
+    q.channel %= 3;
+    q.timeout_ms = 10;  // an unreachable peer's ARP wait stays short
+    if (next() % 2) q.ps = next() % 2 ? RDMA_PS_TCP : RDMA_PS_UDP;
+    for (auto* addr : {&q.src, &q.dst}) {
+      if (next() % 2) continue;
+      const sockaddr_in a = service_addr(static_cast<std::uint16_t>(next()));
+      std::memcpy(addr, &a, sizeof a);
+    }
+    if (next() % 2) q.conn.private_len %= 64;
+    if (next() % 2) q.optlen = next() % 9, q.level = RDMA_OPTION_ID, q.optname = static_cast<int>(next() % 6);
+    if (next() % 2) q.qp_state = static_cast<int>(next() % 7);
+    const auto op = static_cast<CmOp>(4 + next() % 18);  // every op but Open and the channel ones
+    const int err = cm_exchange(fd, op, next() % 8, q);
+    answered += err >= 0;
+    done += err == 0;
+    roce::verbs::service::CmEventRecord r;
+    while (::recv(sv[0], &r, sizeof r, 0) > 0) {
+    }
+  }
+  EXPECT_EQ(answered, 3000);
+  EXPECT_GT(done, 0);  // some made IDs, bound, set options...
+  std::printf("random records: %d of 3000 done\n", done);
+  ::close(fd);
+  EXPECT_TRUE(wait_for_cm_ids(0));
+  EXPECT_EQ(status().connections, 1u);  // the fixture's context only
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 // A QP of an ID through the service, with a CQ and a buffer of its own.
