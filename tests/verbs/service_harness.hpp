@@ -30,7 +30,6 @@
 
 namespace service_test {
 
-
 using roce::verbs::service::Op;
 using roce::verbs::service::Reply;
 using roce::verbs::service::Request;
