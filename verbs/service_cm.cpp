@@ -175,12 +175,18 @@ int VerbsService::cm_request(Client& c, const service::Request& r, std::size_t l
     case CmOp::CreateChannel: {
       if (files.size() != 1 || !is_record_socket(files[0])) return EINVAL;
       if (m.channels.size() >= opt_.max_per_client) return ENOMEM;
+      const int sock = ::fcntl(files[0], F_DUPFD_CLOEXEC, 0);
+      if (sock < 0) return last_errno();
       rdma_event_channel* ch = rdma_create_event_channel();
-      if (ch == nullptr) return last_errno();
+      if (ch == nullptr) {
+        const int e = last_errno();
+        ::close(sock);
+        return e;
+      }
       // Taken in the control loop when its fd is readable: never block the loop.
       ::fcntl(ch->fd, F_SETFL, ::fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
       const std::uint32_t h = m.next_handle++;
-      m.channels.emplace(h, CmClient::Channel{ch, ::fcntl(files[0], F_DUPFD_CLOEXEC, 0)});
+      m.channels.emplace(h, CmClient::Channel{ch, sock});
       rep.handle = h;
       return reply();
     }
