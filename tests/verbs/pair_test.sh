@@ -165,6 +165,7 @@ if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   dev_a=$dev_b4 dev_b="--service $sock"
   pair_cm "service: rping" "rping -s -a 10.55.0.2 -V -C 20 -S 4000" "rping -c -a 10.55.0.2 -V -v -C 20 -S 4000" "^ping data: rdma-ping-19: "
   pair_cm "service: write_bw_R" "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2" "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2 10.55.0.2" "^ 65536 +[0-9]+ "
+  pair_cm "service: udaddy" "udaddy -C 10 -S 100" "udaddy -s 10.55.0.2 -C 10 -S 100" "return status 0"
   dev_a=$dev_a4 dev_b=$dev_b4
   info=$(ip netns exec "$ns" timeout 20 "$rr" --service "$sock" -- ibv_devinfo 2>&1)
   kill -TERM $vp
