@@ -1,6 +1,7 @@
 #include "verbs/cm_remote.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +34,25 @@ struct Remote {
 std::mutex g_remote_mutex;
 Remote* g_remote = nullptr;
 
+// fork(): the child's rdma_cm starts afresh. It closes its copy of the parent's connection (so
+// the service still sees the parent go when it exits or is killed, whatever the child does) and
+// makes a connection of its own on its first rdma_cm call; the parent's channels and IDs are
+// not the child's (EINVAL there: their handles name the parent's objects). The Remote itself is
+// left behind, its mutexes possibly held by a parent thread that is not in the child.
+void lock_for_fork() { g_remote_mutex.lock(); }
+void unlock_after_fork() { g_remote_mutex.unlock(); }
+void forget_in_child() {
+  if (g_remote) g_remote->conn.reset();
+  g_remote = nullptr;
+  g_remote_mutex.unlock();
+}
+
+// Whether an object's handle is of this process's rdma_cm connection.
+bool mine(const void* owner) {
+  std::lock_guard l(g_remote_mutex);
+  return owner != nullptr && owner == g_remote;
+}
+
 // Made by the first call that needs it (rdma_create_event_channel), kept until the process
 // ends as librdmacm keeps its device; nullptr with errno when the service cannot be reached.
 Remote* remote() {
@@ -62,6 +82,8 @@ Remote* remote() {
   r->conn = std::move(*conn);
   r->verbs = ctx;
   g_remote = r;
+  static const int forks = pthread_atfork(lock_for_fork, unlock_after_fork, forget_in_child);
+  (void)forks;
   return r;
 }
 
@@ -159,10 +181,12 @@ CmChannel* remote_create_channel() {
   auto* ch = new CmChannel{};
   ch->fd = sv[0];
   ch->remote = rep.handle;
+  ch->owner = remote();
   return ch;
 }
 
 void remote_destroy_channel(CmChannel& ch) {
+  if (!mine(ch.owner)) return;  // the parent's (fork): its socket is closed, the service's is the parent's
   service::CmRequest q;
   service::CmReply rep;
   (void)call(ch.remote, CmOp::DestroyChannel, q, rep);
@@ -174,6 +198,10 @@ bool remote_event_waiting(CmChannel& ch) {
 }
 
 int remote_get_event(CmChannel& ch, rdma_cm_event** event) {
+  if (!mine(ch.owner)) {  // the parent's (fork): reading it would take the parent's events
+    errno = EINVAL;
+    return -1;
+  }
   Remote* r = remote();
   if (r == nullptr) return -1;
   for (;;) {
@@ -204,6 +232,7 @@ int remote_get_event(CmChannel& ch, rdma_cm_event** event) {
       }
       listener = l_it->second;
       id = passive_id(*listener, rec.id);
+      id->owner = r;
       r->ids.emplace(rec.id, id);
     }
     if (id == nullptr) continue;  // the program destroyed the ID: its late events are dropped
@@ -242,6 +271,10 @@ int remote_get_event(CmChannel& ch, rdma_cm_event** event) {
 }
 
 int remote_create_id(CmChannel& ch, CmIdent& id) {
+  if (!mine(ch.owner)) {
+    errno = EINVAL;
+    return -1;
+  }
   service::CmRequest q;
   q.channel = ch.remote;
   q.ps = id.ps;
@@ -250,12 +283,14 @@ int remote_create_id(CmChannel& ch, CmIdent& id) {
   Remote* r = remote();
   std::lock_guard l(r->mutex);
   id.remote = rep.handle;
+  id.owner = r;
   apply(id, rep.id);
   r->ids.emplace(rep.handle, &id);
   return 0;
 }
 
 void remote_destroy_id(CmIdent& id) {
+  if (!mine(id.owner)) return;  // the parent's (fork): the parent destroys it
   Remote* r = remote();
   if (r == nullptr) return;
   {
@@ -268,6 +303,10 @@ void remote_destroy_id(CmIdent& id) {
 }
 
 int remote_call(CmIdent& id, CmOp op, service::CmRequest& q, service::CmReply* out) {
+  if (!mine(id.owner)) {  // the parent's (fork)
+    errno = EINVAL;
+    return -1;
+  }
   service::CmReply rep;
   if (call(id.remote, op, q, rep) != 0) return -1;
   {

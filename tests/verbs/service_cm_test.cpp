@@ -572,6 +572,57 @@ TEST_F(Service, CmProgramKilledWithAConnectionUp) {
   for (int f : {listening[0], listening[1], connected[0], connected[1]}) ::close(f);
 }
 
+// fork(): the child's rdma_cm is its own connection (the parent's objects are EINVAL there), and
+// the parent killed while the child lives on has its IDs freed all the same (the child closed
+// its copy of the parent's connection).
+TEST_F(Service, CmForkedChildHasAConnectionOfItsOwn) {
+  const std::uint16_t port = test_port(9);
+  int to_test[2];
+  ASSERT_EQ(::pipe(to_test), 0);
+  Program parent, child;
+  parent.pid = ::fork();
+  if (parent.pid == 0) {
+    rdma_event_channel* ch = rdma_create_event_channel();
+    if (ch == nullptr) ::_exit(2);
+    rdma_cm_id* l = listen_on(ch, port, nullptr);
+    int ready[2];
+    if (::pipe(ready) != 0) ::_exit(3);
+    const pid_t c = ::fork();
+    if (c == 0) {
+      int bad = 0;
+      bad += rdma_resolve_route(l, 100) == 0 || errno != EINVAL;  // the parent's ID
+      ::fcntl(ch->fd, F_SETFL, O_NONBLOCK);
+      rdma_cm_event* e = nullptr;
+      bad += rdma_get_cm_event(ch, &e) == 0 || errno != EINVAL;  // the parent's channel
+      rdma_event_channel* mine = rdma_create_event_channel();
+      rdma_cm_id* own = mine ? listen_on(mine, static_cast<std::uint16_t>(port + 1), nullptr) : nullptr;
+      bad += own == nullptr || ::testing::Test::HasFailure();
+      const char verdict = bad ? 'x' : 'c';
+      if (::write(ready[1], &verdict, 1) != 1) ::_exit(4);
+      for (;;) ::pause();
+    }
+    char v = 0;
+    if (c < 0 || ::read(ready[0], &v, 1) != 1) ::_exit(5);
+    const pid_t pids[2] = {::getpid(), c};
+    if (::write(to_test[1], &v, 1) != 1 || ::write(to_test[1], pids, sizeof pids) != sizeof pids) ::_exit(6);
+    for (;;) ::pause();  // killed here, its listener up
+  }
+  char verdict = 0;
+  pid_t pids[2] = {};
+  ASSERT_EQ(::read(to_test[0], &verdict, 1), 1);
+  ASSERT_EQ(::read(to_test[0], pids, sizeof pids), static_cast<ssize_t>(sizeof pids));
+  child.pid = pids[1];
+  EXPECT_EQ(verdict, 'c') << "the child could use its parent's rdma_cm objects, or not make its own";
+  EXPECT_EQ(status().cm_ids, 2u);  // the parent's listener and the child's
+  ASSERT_EQ(::kill(parent.pid, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(parent, std::chrono::seconds(30)), 128 + SIGKILL);
+  EXPECT_TRUE(wait_for_cm_ids(1)) << "the parent's IDs outlived it";
+  ::kill(child.pid, SIGKILL);  // not this process's child: reaped by init
+  EXPECT_TRUE(wait_for_cm_ids(0));
+  ::close(to_test[0]);
+  ::close(to_test[1]);
+}
+
 // Debian's programs, unmodified, both ends through the service: their own verdicts decide.
 // `expect`: a line of the client's output its run must show (the last exchange, the result row).
 void run_pair(const std::vector<std::string>& server_args, const std::vector<std::string>& client_args, const char* tag,
