@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "verbs/cm_port.hpp"
+#include "verbs/cm_remote.hpp"
 #include "verbs/export.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/ops.hpp"
 
 using namespace roce;
 using namespace roce::verbs;
+using service::CmOp;
 
 namespace {
 
@@ -352,6 +354,7 @@ bool is_closed(const rdma_event_channel* channel) {
 // --- event channels ---
 
 ROCE_VERBS_EXPORT rdma_event_channel* rdma_create_event_channel() {
+  if (cm_served()) return remote_create_channel();  // the channel's socket, from the service
   if (CmPort::get() == nullptr) return nullptr;  // errno: no device, as librdmacm's ENODEV
   auto* ch = new CmChannel{};
   ch->fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
@@ -383,10 +386,12 @@ ROCE_VERBS_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
     ch->queue.clear();
   }
   // Marked closed before the descriptor goes: a thread in rdma_get_cm_event whose read then
-  // fails (EBADF, or another file that took the number: EINVAL from an epoll or inotify fd)
-  // sees the mark and blocks instead of returning that error.
+  // fails (EBADF, or another file that took the number: EINVAL from an epoll or inotify fd; in
+  // service mode the end of the socket the service closes) sees the mark and blocks instead of
+  // returning that error.
   const int fd = ch->fd;
   retire(ch);
+  if (ch->remote) remote_destroy_channel(*ch);
   ch->fd = -1;
   ::close(fd);
 }
@@ -398,6 +403,11 @@ ROCE_VERBS_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_eve
   // back for the next event: seen live as "rdma_get_cm_event: Invalid argument", exit 255).
   if (ch == nullptr && is_closed(channel)) block_on_closed_channel();
   if (ch == nullptr || event == nullptr) return cm_fail(EINVAL);
+  if (ch->remote) {
+    const int rc = remote_get_event(*ch, event);
+    if (rc != 0 && is_closed(channel)) block_on_closed_channel();
+    return rc;
+  }
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   for (;;) {
@@ -490,6 +500,13 @@ ROCE_VERBS_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** i
   i->qp_type = type;
   i->rq_psn = random_psn();
   i->sync = sync;
+  if (ch->remote && remote_create_id(*ch, *i) != 0) {
+    const int err = errno;
+    i->magic = CmMagic::Dead;
+    delete i;
+    if (sync) rdma_destroy_event_channel(channel);
+    return cm_fail(err);
+  }
   {
     std::lock_guard l(ch->mutex);
     ++ch->ids;
@@ -504,6 +521,11 @@ ROCE_VERBS_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** i
 ROCE_VERBS_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || addr == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    put_addr(q.src, addr);
+    return remote_call(*i, CmOp::BindAddr, q);
+  }
   if (i->state != CmIdState::Idle) return cm_fail(EINVAL);
   if (!is_ip_family(addr)) return cm_fail(EAFNOSUPPORT);  // AF_IB: IB fabrics only
   CmPort* port = CmPort::get();
@@ -525,6 +547,13 @@ ROCE_VERBS_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
 ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, int timeout_ms) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || dst_addr == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    put_addr(q.src, src_addr);
+    put_addr(q.dst, dst_addr);
+    q.timeout_ms = timeout_ms;
+    return remote_call(*i, CmOp::ResolveAddr, q) == 0 ? sync_complete(*i) : -1;
+  }
   const CmIdState s = i->state;
   if (s != CmIdState::Idle && s != CmIdState::AddrBound && s != CmIdState::AddrResolved) return cm_fail(EINVAL);
   if (!is_ip_family(dst_addr) || (src_addr && !is_ip_family(src_addr))) return cm_fail(EAFNOSUPPORT);
@@ -557,9 +586,14 @@ ROCE_VERBS_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sock
   return sync_complete(*i);
 }
 
-ROCE_VERBS_EXPORT int rdma_resolve_route(rdma_cm_id* id, int) {
+ROCE_VERBS_EXPORT int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    q.timeout_ms = timeout_ms;
+    return remote_call(*i, CmOp::ResolveRoute, q) == 0 ? sync_complete(*i) : -1;
+  }
   if (i->state != CmIdState::AddrResolved) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
@@ -584,6 +618,15 @@ ROCE_VERBS_EXPORT int rdma_resolve_route(rdma_cm_id* id, int) {
 ROCE_VERBS_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || optval == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    if (optlen > sizeof q.optval) return cm_fail(level != RDMA_OPTION_ID ? ENOSYS : EINVAL);
+    q.level = level;
+    q.optname = optname;
+    q.optlen = static_cast<std::uint32_t>(optlen);
+    std::memcpy(q.optval, optval, optlen);
+    return remote_call(*i, CmOp::SetOption, q);
+  }
   if (level != RDMA_OPTION_ID) return cm_fail(ENOSYS);  // RDMA_OPTION_IB_PATH: IB path records
   switch (optname) {
     case RDMA_OPTION_ID_TOS:
@@ -606,6 +649,11 @@ ROCE_VERBS_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, vo
 ROCE_VERBS_EXPORT int rdma_listen(rdma_cm_id* id, int backlog) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    q.backlog = backlog;
+    return remote_call(*i, CmOp::Listen, q);
+  }
   if (i->state != CmIdState::AddrBound) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
@@ -619,9 +667,17 @@ ROCE_VERBS_EXPORT int rdma_listen(rdma_cm_id* id, int backlog) {
   return 0;
 }
 
+// A call that carries an rdma_conn_param (connect, accept) to the service.
+static int remote_conn_call(CmIdent& i, CmOp op, const rdma_conn_param* param) {
+  service::CmRequest q;
+  if (int rc = put_conn(q.conn, param)) return cm_fail(rc);
+  return remote_call(i, op, q);
+}
+
 static int connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) return remote_conn_call(*i, CmOp::Connect, param);
   if (i->state != CmIdState::RouteResolved) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
@@ -708,6 +764,7 @@ ROCE_VERBS_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
 static int accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) return remote_conn_call(*i, CmOp::Accept, param);
   if (i->state != CmIdState::RequestReceived || !(i->req || i->sidr)) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
@@ -772,12 +829,19 @@ static int accept_async(rdma_cm_id* id, rdma_conn_param* param) {
 ROCE_VERBS_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
   if (int rc = accept_async(id, param)) return rc;
   CmIdent* i = to_cm_id(id);
-  return i->sidr ? 0 : sync_complete(*i);
+  return i->sidr || (i->remote && is_ud(i->ps)) ? 0 : sync_complete(*i);
 }
 
 ROCE_VERBS_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    if (private_data_len && private_data == nullptr) return cm_fail(EINVAL);
+    rdma_conn_param p{};
+    p.private_data = private_data;
+    p.private_data_len = private_data_len;
+    return remote_conn_call(*i, CmOp::Reject, &p);
+  }
   const CmIdState s = i->state;
   if (s != CmIdState::RequestReceived && s != CmIdState::ConnectResponse) return cm_fail(EINVAL);
   if (private_data_len > proto::kCmRejPrivateBytes || (private_data_len && private_data == nullptr)) return cm_fail(EINVAL);
@@ -795,6 +859,10 @@ ROCE_VERBS_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, std:
 ROCE_VERBS_EXPORT int rdma_establish(rdma_cm_id* id) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    return remote_call(*i, CmOp::Establish, q);
+  }
   if (i->state != CmIdState::ConnectResponse) return cm_fail(EINVAL);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
@@ -816,6 +884,11 @@ ROCE_VERBS_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
   if (event != IBV_EVENT_COMM_EST) return 0;  // the other QP events mean nothing to the CM
+  if (i->remote) {
+    service::CmRequest q;
+    q.notify_event = event;
+    return remote_call(*i, CmOp::Notify, q);
+  }
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   EngineGuard g(port->rt().lock());
@@ -838,6 +911,10 @@ static bool disconnected_queued(CmIdent& i) {
 static int disconnect_async(rdma_cm_id* id) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {  // the service stops the QP and sends the DREQ; its QP's state comes back
+    service::CmRequest q;
+    return remote_call(*i, CmOp::Disconnect, q);
+  }
   const CmIdState s = i->state;
   if (s != CmIdState::Connected && s != CmIdState::Accepting && s != CmIdState::ConnectResponse && s != CmIdState::Disconnected)
     return cm_fail(EINVAL);
@@ -869,16 +946,40 @@ ROCE_VERBS_EXPORT int rdma_disconnect(rdma_cm_id* id) {
   if (int rc = disconnect_async(id)) return rc;
   if (!i->sync) return 0;
   bool queued;
-  {
+  if (i->remote) {
+    queued = remote_event_waiting(*i->ch);
+  } else {
     std::lock_guard l(i->ch->mutex);
     queued = !i->ch->queue.empty();
   }
   return was_connected || queued ? sync_complete(*i) : 0;
 }
 
+// Service mode: the service destroys its ID (sending what its state asks); events of it still
+// on the channel's socket are dropped when read, those handed out must be acknowledged first.
+static int destroy_remote_id(CmIdent* i) {
+  if (i->event) {
+    rdma_ack_cm_event(i->event);
+    i->event = nullptr;
+  }
+  rdma_event_channel* own = i->sync ? i->channel : nullptr;
+  CmChannel& ch = *i->ch;
+  remote_destroy_id(*i);
+  {
+    std::unique_lock l(ch.mutex);
+    ch.acked.wait(l, [i] { return i->unacked == 0; });
+    --ch.ids;
+  }
+  i->magic = CmMagic::Dead;
+  delete i;
+  if (own) rdma_destroy_event_channel(own);
+  return 0;
+}
+
 ROCE_VERBS_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr) return cm_fail(EINVAL);
+  if (i->remote) return destroy_remote_id(i);
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   if (i->event) {  // a synchronous ID's last event (librdmacm acknowledges it here too)
@@ -952,6 +1053,30 @@ ROCE_VERBS_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channe
   if (to == nullptr) return cm_fail(EINVAL);
   CmChannel* from = i->ch;
   if (to == from) return 0;
+  if (i->remote) {
+    // The service's ID moves to the service's side of the channel; this side's counts follow.
+    {
+      std::unique_lock l(from->mutex);
+      from->acked.wait(l, [i] { return i->unacked == 0; });
+    }
+    service::CmRequest q;
+    q.channel = to->remote;
+    if (remote_call(*i, CmOp::Migrate, q) != 0) return -1;
+    {
+      std::lock_guard l(from->mutex);
+      --from->ids;
+    }
+    {
+      std::lock_guard l(to->mutex);
+      ++to->ids;
+    }
+    rdma_event_channel* old_private = i->sync && !to_sync ? from : nullptr;
+    i->ch = to;
+    i->channel = channel;
+    i->sync = to_sync;
+    if (old_private) rdma_destroy_event_channel(old_private);
+    return 0;
+  }
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   // The router posts under the engine lock: holding it, no event of the ID is in flight.
@@ -986,14 +1111,31 @@ ROCE_VERBS_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channe
 
 // --- QPs ---
 
+// Service mode: the QP through the service-mode verbs (its rings), which take the basic
+// attributes only (the extended QP is not served there yet: EOPNOTSUPP).
+static ibv_qp* create_service_qp(ibv_qp_init_attr_ex& attr) {
+  if (attr.comp_mask & ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_PD)) return create_qp_ex_op(attr.pd->context, &attr);
+  ibv_qp_init_attr a{};
+  a.qp_context = attr.qp_context;
+  a.send_cq = attr.send_cq;
+  a.recv_cq = attr.recv_cq;
+  a.srq = attr.srq;
+  a.cap = attr.cap;
+  a.qp_type = attr.qp_type;
+  a.sq_sig_all = attr.sq_sig_all;
+  ibv_qp* qp = ibv_create_qp(attr.pd, &a);
+  if (qp) attr.cap = a.cap;
+  return qp;
+}
+
 ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || attr == nullptr) return cm_fail(EINVAL);
   if (i->verbs == nullptr || i->qp != nullptr) return cm_fail(EINVAL);
-  CmPort* port = CmPort::get();
-  if (port == nullptr) return -1;
+  CmPort* port = nullptr;
+  if (!i->remote && (port = CmPort::get()) == nullptr) return -1;
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) {
-    attr->pd = i->pd ? i->pd : port->default_pd();
+    attr->pd = i->pd ? i->pd : port ? port->default_pd() : remote_default_pd();
     if (attr->pd == nullptr) return -1;
     attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   }
@@ -1007,7 +1149,7 @@ ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* att
     attr->send_cq = i->send_cq;
     attr->recv_cq = i->recv_cq;
   }
-  ibv_qp* qp = create_qp_ex_op(i->verbs, attr);
+  ibv_qp* qp = i->remote ? create_service_qp(*attr) : create_qp_ex_op(i->verbs, attr);
   if (qp == nullptr) {
     const int err = errno;
     if (make_cqs) destroy_id_cqs(*i);
@@ -1015,9 +1157,11 @@ ROCE_VERBS_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* att
   }
   i->qp = qp;
   i->pd = attr->pd;
-  // RESET -> INIT now (UD: on to RTS, it needs no peer), as librdmacm does.
-  int rc = 0;
+  // RESET -> INIT now (UD: on to RTS, it needs no peer), as librdmacm does; in service mode the
+  // service's ID takes the QP (named by its number) and moves it.
+  int rc = i->remote ? remote_attach_qp(*i, qp) : 0;
   for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+    if (i->remote) break;
     if (s != IBV_QPS_INIT && qp->qp_type != IBV_QPT_UD) break;
     ibv_qp_attr a{};
     a.qp_state = s;
@@ -1053,6 +1197,10 @@ ROCE_VERBS_EXPORT int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_att
 ROCE_VERBS_EXPORT void rdma_destroy_qp(rdma_cm_id* id) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || i->qp == nullptr) return;
+  if (i->remote) {
+    service::CmRequest q;
+    (void)remote_call(*i, CmOp::DetachQp, q);
+  }
   ibv_destroy_qp(i->qp);
   i->qp = nullptr;
   destroy_id_cqs(*i);
@@ -1061,6 +1209,15 @@ ROCE_VERBS_EXPORT void rdma_destroy_qp(rdma_cm_id* id) {
 ROCE_VERBS_EXPORT int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
   CmIdent* i = to_cm_id(id);
   if (i == nullptr || qp_attr == nullptr || qp_attr_mask == nullptr) return cm_fail(EINVAL);
+  if (i->remote) {
+    service::CmRequest q;
+    q.qp_state = qp_attr->qp_state;
+    service::CmReply rep;
+    if (remote_call(*i, CmOp::InitQpAttr, q, &rep) != 0) return -1;
+    *qp_attr = rep.qp_attr;
+    *qp_attr_mask = rep.qp_attr_mask;
+    return 0;
+  }
   CmPort* port = CmPort::get();
   if (port == nullptr) return -1;
   if (int rc = qp_attr_for(*i, *port, *qp_attr, *qp_attr_mask)) return cm_fail(rc);
@@ -1077,10 +1234,10 @@ ROCE_VERBS_EXPORT int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* a
   if (i == nullptr || attr == nullptr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)) return cm_fail(EINVAL);
   if (attr->srq_type != IBV_SRQT_BASIC) return cm_fail(EOPNOTSUPP);
   if (i->verbs == nullptr || i->srq != nullptr) return cm_fail(EINVAL);
-  CmPort* port = CmPort::get();
-  if (port == nullptr) return -1;
+  CmPort* port = nullptr;
+  if (!i->remote && (port = CmPort::get()) == nullptr) return -1;
   if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr) {
-    attr->pd = i->pd ? i->pd : port->default_pd();  // as rdma_create_qp: a NULL PD takes the device-wide one
+    attr->pd = i->pd ? i->pd : port ? port->default_pd() : remote_default_pd();  // as rdma_create_qp: a NULL PD takes the device-wide one
     if (attr->pd == nullptr) return -1;
     attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
   }
@@ -1129,14 +1286,16 @@ ROCE_VERBS_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) {
 }
 
 ROCE_VERBS_EXPORT ibv_context** rdma_get_devices(int* num_devices) {
-  CmPort* port = CmPort::get();
+  ibv_context* verbs = nullptr;
+  if (cm_served()) verbs = remote_verbs();
+  else if (CmPort* port = CmPort::get()) verbs = port->verbs();
   auto** list = static_cast<ibv_context**>(std::calloc(2, sizeof(ibv_context*)));
   if (list == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
-  if (port) list[0] = port->verbs();
-  if (num_devices) *num_devices = port ? 1 : 0;
+  list[0] = verbs;
+  if (num_devices) *num_devices = verbs ? 1 : 0;
   return list;
 }
 

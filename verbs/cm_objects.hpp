@@ -53,10 +53,15 @@ struct CmChannel : rdma_event_channel {
   std::condition_variable acked;   // an event was acknowledged (rdma_destroy_id waits)
   std::deque<CmEventBox*> queue;   // guarded by mutex
   std::uint32_t ids = 0;           // IDs on it (destroy is EBUSY until 0), guarded by mutex
+  std::uint32_t remote = 0;        // service mode: the service's handle (fd: the channel's socket)
+  const void* owner = nullptr;     // service mode: the rdma_cm connection the handle is of
 };
 
 struct CmIdent : rdma_cm_id {
   CmMagic magic = CmMagic::Id;
+  std::uint32_t remote = 0;  // service mode: the service's handle for its ID (cm_remote.hpp)
+  const void* owner = nullptr;  // service mode: the rdma_cm connection the handle is of
+  std::uint64_t remote_seq = 0;  // service mode: the last snapshot of it applied
   std::atomic<CmIdState> state{CmIdState::Idle};  // read by any thread without the lock
   CmChannel* ch = nullptr;
   CmIdent* listener = nullptr;  // a passive ID's listening ID

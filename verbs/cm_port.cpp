@@ -85,8 +85,7 @@ CmPort* CmPort::get() {
     errno = ENODEV;
     return nullptr;
   }
-  if (!d->config.service.empty()) {  // rdma_cm through the service's CM agent is slice 5 (docs/verbs.md)
-    report("rdma_cm: not served in service mode yet (EOPNOTSUPP)");
+  if (!d->config.service.empty()) {  // no CM in this process: the service's (cm_remote.hpp)
     errno = EOPNOTSUPP;
     return nullptr;
   }

@@ -126,8 +126,12 @@ void VerbsService::run(const std::atomic<bool>& stop) {
     fds.clear();
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& c : clients_) fds.push_back({c->fd, POLLIN, 0});
+    const std::size_t cm_first = fds.size();
+    cm_poll_fds(fds);
     const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready <= 0) continue;
+    const bool cm_events = std::any_of(fds.begin() + static_cast<std::ptrdiff_t>(cm_first), fds.end(),
+                                       [](const pollfd& p) { return p.revents != 0; });
     // Clients first (their indexes match fds), then new ones.
     for (std::size_t i = clients_.size(); i-- > 0;) {
       if (fds[i + 1].revents == 0) continue;
@@ -137,6 +141,7 @@ void VerbsService::run(const std::atomic<bool>& stop) {
       }
     }
     if (fds[0].revents & POLLIN) accept_clients();
+    if (cm_events) cm_deliver();
   }
   for (auto& c : clients_) drop(*c);
   clients_.clear();
@@ -202,7 +207,7 @@ bool VerbsService::serve(Client& c) {
 void VerbsService::answer(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
                           service::Reply& out) {
   // Only these take files.
-  if (!files.empty() && r.op != Op::RegMr && r.op != Op::CreateCq && r.op != Op::CreateQp) {
+  if (!files.empty() && r.op != Op::RegMr && r.op != Op::CreateCq && r.op != Op::CreateQp && r.op != Op::Cm) {
     out.err = EINVAL;
     return;
   }
@@ -225,8 +230,8 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
       return;
     }
     case Op::Open: {
-      if (c.ctx != nullptr) {
-        out.err = EBUSY;  // one context per connection
+      if (c.ctx != nullptr || c.cm) {
+        out.err = EBUSY;  // one context per connection, and none on an rdma_cm connection
         return;
       }
       c.ctx = ibv_open_device(devices_[0]);
@@ -265,6 +270,7 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
         s.cqs += static_cast<std::uint32_t>(k->cqs.size());
         s.qps += static_cast<std::uint32_t>(k->qps.size());
         for (const auto& [h, region] : k->mrs) s.mapped_bytes += region.map_bytes;
+        s.cm_ids += cm_ids(*k);
       }
       put(out, s);
       return;
@@ -349,6 +355,9 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
       put(out, service::Handle{h});
       return;
     }
+    case Op::Cm:
+      out.err = cm_request(c, r, len, files, out);
+      return;
     case Op::DestroyAh: {
       const auto it = c.ahs.find(r.handle);
       if (it == c.ahs.end()) {
@@ -363,6 +372,8 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
 }
 
 void VerbsService::drop(Client& c) {
+  c.cm.reset();  // its rdma_cm IDs destroyed (REJ, DREQ as their state asks), then its channels
+  for (auto& [h, q] : c.qps) cm_forget_qp(q.qp);
   if (c.ctx) ibv_close_device(c.ctx);  // frees whatever the program left on it
   c.ctx = nullptr;
   // Its MRs, QPs and CQs are gone with the context: nothing reaches their pages any more.

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
 
 #include <atomic>
 #include <cstdint>
@@ -21,6 +23,11 @@
 #include "verbs/service_rings.hpp"
 
 namespace roce::verbs {
+
+struct CmClient;  // a program's rdma_cm connection (service_cm.cpp)
+struct CmClientFree {
+  void operator()(CmClient* c) const;
+};
 
 struct ServiceOptions {
   std::string socket_path;
@@ -97,6 +104,8 @@ class VerbsService {
     std::unordered_map<std::uint32_t, CqState> cqs;
     std::unordered_map<std::uint32_t, QpState> qps;
     std::unordered_map<std::uint32_t, ibv_ah*> ahs;
+    // An rdma_cm connection instead (slice 5): the program's rdma_cm IDs and channels.
+    std::unique_ptr<CmClient, CmClientFree> cm;
   };
 
   VerbsService() = default;
@@ -122,6 +131,15 @@ class VerbsService {
   // A ring's SGE names the program's address; the engine takes local SGEs by the service's.
   static void translate(const Client& c, ibv_sge& sge);
   void fail_wqe(Client& c, QpState& q, std::uint64_t wr_id, bool send, ibv_wc_status status);
+  // rdma_cm (service_cm.cpp): the requests of a program's rdma_cm connection; its channels'
+  // fds for the control loop's poll(), and their events pushed to the program once readable;
+  // a QP about to be destroyed no longer an ID's.
+  int cm_request(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
+  int cm_attach_qp(const Client& c, rdma_cm_id& id, std::uint32_t qpn);
+  void cm_poll_fds(std::vector<pollfd>& fds) const;
+  void cm_deliver();
+  void cm_forget_qp(const ibv_qp* qp);
+  static std::uint32_t cm_ids(const Client& c);
   // Whether `bytes` more may be mapped for the program (ServiceOptions::max_map_bytes).
   bool may_map(const Client& c, std::uint64_t bytes) const;
   void drop(Client& c);

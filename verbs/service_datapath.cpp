@@ -163,6 +163,7 @@ int VerbsService::destroy_qp(Client& c, std::uint32_t handle) {
   const auto it = c.qps.find(handle);
   if (it == c.qps.end()) return EINVAL;
   if (int rc = ibv_destroy_qp(it->second.qp); rc != 0) return rc;
+  cm_forget_qp(it->second.qp);  // no rdma_cm ID of the program's holds it any more
   ::munmap(it->second.map, it->second.map_bytes);
   if (auto s = c.cqs.find(it->second.send_cq); s != c.cqs.end()) --s->second.qps;
   if (auto s = c.cqs.find(it->second.recv_cq); s != c.cqs.end()) --s->second.qps;

@@ -43,6 +43,9 @@ enum class Op : std::uint32_t {
   DestroyQp = 17,   // handle: the QP
   CreateAh = 18,    // handle: the PD; body: ibv_ah_attr; answer: Handle
   DestroyAh = 19,   // handle: the AH
+  // Slice 5 (cm_proto.hpp): rdma_cm, on a connection of its own; arg: the CmOp. Numbered apart
+  // from the verbs' requests, which keep the numbers after DestroyAh.
+  Cm = 64,
 };
 
 struct Request {
@@ -74,6 +77,7 @@ struct StatusReply {
   std::uint32_t cqs = 0;
   std::uint32_t qps = 0;
   std::uint64_t mapped_bytes = 0;  // of the programs' memory, mapped in the service
+  std::uint32_t cm_ids = 0;        // rdma_cm IDs the programs hold (slice 5)
 };
 
 struct Handle {

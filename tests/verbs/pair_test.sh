@@ -123,7 +123,8 @@ dev_a=$dev_a4 dev_b=$dev_b4
 
 # Service mode (docs/verbs.md, section 2): one roce-verbsd owns va and serves two ib_write_bw
 # clients at once, against two library-mode servers on vb; the second client is SIGKILLed
-# mid-transfer, the first pair must finish with its own verdict, and the service goes on serving.
+# mid-transfer, the first pair must finish with its own verdict, and the service goes on serving
+# (rping and ib_write_bw -R clients through it next).
 listening() { ip netns exec "$ns" ss -ltn | grep -q ":$1 "; }
 if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   t0=$SECONDS
@@ -157,13 +158,22 @@ if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   wait $c2p 2>/dev/null
   for j in $(pgrep -P "$s2p"); do kill -KILL "$j"; done
   wait $s2p 2>/dev/null
+  t1=$SECONDS
+  # rdma_cm through the service (slice 5): clients of the service on va against library-mode
+  # servers on vb (the device's own CM on each end), their own verdicts deciding.
+  dev_a4=$dev_a dev_b4=$dev_b
+  dev_a=$dev_b4 dev_b="--service $sock"
+  pair_cm "service: rping" "rping -s -a 10.55.0.2 -V -C 20 -S 4000" "rping -c -a 10.55.0.2 -V -v -C 20 -S 4000" "^ping data: rdma-ping-19: "
+  pair_cm "service: write_bw_R" "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2" "ib_write_bw -d rocedp0 -R -F -s 65536 -n 200 -q 2 10.55.0.2" "^ 65536 +[0-9]+ "
+  pair_cm "service: udaddy" "udaddy -C 10 -S 100" "udaddy -s 10.55.0.2 -C 10 -S 100" "return status 0"
+  dev_a=$dev_a4 dev_b=$dev_b4
   info=$(ip netns exec "$ns" timeout 20 "$rr" --service "$sock" -- ibv_devinfo 2>&1)
   kill -TERM $vp
   wait $vp
   vrc=$?
   result=$(awk '$1 == "65536" && $2 ~ /^[0-9]+$/ { print; exit }' "$out/svc.c1")
   if [[ -n $victim ]] && ((c1rc == 0 && s1rc == 0 && vrc == 0)) && [[ -n $result && $info == *PORT_ACTIVE* && ! -e $sock ]]; then
-    printf 'verbs pair: %-34s pass %3ds  %s\n' "service: 2 pairs, 1 killed" $((SECONDS - t0)) "$(echo $result | cut -c1-60)"
+    printf 'verbs pair: %-34s pass %3ds  %s\n' "service: 2 pairs, 1 killed" $((t1 - t0)) "$(echo $result | cut -c1-60)"
   else
     printf 'verbs pair: %-34s FAIL (victim %s, client %d, server %d, service %d)\n' "service: 2 pairs, 1 killed" \
       "${victim:-none}" $c1rc $s1rc $vrc
