@@ -404,8 +404,9 @@ GoldenCase requester_write_read() {
                "as requester: a WRITE, a READ and a SEND posted as work requests go out with consecutive PSNs from "
                "sq_psn (the READ taking one PSN per response packet), AckReq on the last packet of each message; "
                "the peer's ACK and READ responses complete them; the SEND nobody ACKs is sent again by the early "
-               "retransmission timer (250 us, doubling: 0.5, 1 and 2 ms more; the WRITE's ACK gave an RTT sample) and "
-               "after the local ACK timeout (4.096 us x 2^timeout), which the early ones do not postpone",
+               "retransmission timer: as a tail probe after 2 srtt (40 us: the WRITE's ACK gave an RTT sample), then as "
+               "the oldest packet's probe 250 us later, doubling (0.5, 1 and 2 ms more), and after the local ACK timeout "
+               "(4.096 us x 2^timeout), which the early ones do not postpone",
                {}, {}};
   Exchange& x = c.frames;
   const auto mem = pattern(0, kRegionBytes);
@@ -423,7 +424,7 @@ GoldenCase requester_write_read() {
   x.peer_response(30, Packet{O::RcReadResponseFirst, s + 2, r, data(1024, 0x70)});
   x.peer_response(31, Packet{O::RcReadResponseLast, s + 3, r, data(476, 0x71)});
   x.our_request(50, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
-  for (const int at : {250, 750, 1750, 3750})
+  for (const int at : {40, 290, 790, 1790, 3790})
     x.our_request(50 + at, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
   x.our_request(50 + 4.096 * (1 << kTimeout), Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
   ExtHeaders ack3;
@@ -442,7 +443,7 @@ GoldenCase requester_write_read() {
       hex(kPeerRkey) +
       "\nat_us = 0\n"
       "\n[wr send]\nqp = responder\nopcode = send\nmr = data\noffset = 1024\nlength = 64\nat_us = 50\n";
-  t.expect = "wc.ok = 3\ncounter.retransmit_timeouts = 1\ncounter.early_retransmits = 4\n";
+  t.expect = "wc.ok = 3\ncounter.retransmit_timeouts = 1\ncounter.tail_probes = 1\ncounter.oldest_probes = 4\ncounter.early_retransmits = 0\n";
   c.scenario = scenario_text(c.name, c.pins, t);
   return c;
 }

@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
       c.tuning.tail_probe_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
     } else if (a == "--bdp-cap" && has) {
       c.tuning.window.bdp_cap = args.app[++i] == "on";
+    } else if (a == "--bdp-loss-interval" && has) {
+      c.tuning.window.bdp_cap_loss_interval = std::stod(args.app[++i]);
     } else if (a == "--bdp-floor" && has) {
       c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
     } else if (a == "--loss-baseline") {

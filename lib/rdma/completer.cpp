@@ -118,6 +118,7 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   rnr_retry_left_ = qp.cfg.rnr_retry;
   retrying_ = false;
   probed_ = false;
+  oldest_probed_ = false;
   const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
   if (first_copy_answered) {
@@ -200,8 +201,10 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // PSN, answers with silence) would otherwise stall the QP for the floor's 250 us. Neither while
   // the path shows a queue: there the round trip grows past 2 srtt, and every QP on the queue
   // would resend into it (tests/lib/rdma/overrun_test.cpp: 16 QPs resent 3.8 % instead of 0.05 %).
-  const bool cheap = ((!probed_ && early_backoff_ == 0) || window().bdp_engaged()) && !window().queue_high() &&
-                     !window().congested(now);
+  // Nor during a go-back without the cap: the resend queues behind the whole window sent before
+  // it, and its ACK comes later than 2 srtt (RandomLoss at 0.1 %: two spurious probes per loss).
+  const bool cheap = ((!probed_ && early_backoff_ == 0 && !in_recovery()) || window().bdp_engaged()) &&
+                     !window().queue_high() && !window().congested(now);
   if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && !qp.cfg.selective_repeat)
     base = std::min(base, std::max(qp.tuning->tail_probe_min, 2 * srtt_));
   const Nanos wait = base << early_backoff_;
@@ -291,6 +294,10 @@ bool Completer::tail_probe(QpContext& qp, Requester& req, Nanos now) {
   // Karn: the ACK that answers may answer either copy of the newest packet; judged as an early
   // retransmission's (an ACK within half a round trip answered the first copy).
   if (sample_sent_at_ != kNever) sample_resent_ = true;
+  // Nor does the probe start a sample of its own (its PSN was sent before): a probe's round trip
+  // is an unqueued packet's, and such samples drove srtt below the time a message's ACK takes,
+  // so that the next probe fired before it (RandomLoss at 0.1 %: 95 probes for 54 losses).
+  sample_from_ = req.sent_end_psn();
   early_sent_at_ = now;
   const Nanos ack_timer = retransmit_at_;  // a probe must not postpone the QP's failure
   arm_early(qp, now);
@@ -312,6 +319,30 @@ void Completer::on_sack(QpContext& qp, Requester& req, const Packet& pkt, Nanos 
     sample_resent_ = false;
   }
   arm_early(qp, now);  // the resends get their round trip before the timer looks again
+}
+
+bool Completer::oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now) {
+  // Silence after the tail probe is a lost NAK, a lost resend (the responder sends one NAK per
+  // hole, then drops in silence) or a peer that is not polling (an af_packet ring behind a
+  // starved poller: nothing was lost). One packet tells them apart: the oldest unacknowledged.
+  // If it was the hole, its ACK comes alone and the go-back follows then (on_aeth); if not, the
+  // responder answers it as a duplicate with all it has. A whole window sent on silence was
+  // what a starved poller cost (docs/loss.md, the af_packet case). The local ACK timer still
+  // goes back from una, and still fails the QP.
+  if (!probed_ || srtt_ == 0 || qp.tuning->tail_probe_min <= 0 || req.selective()) return false;
+  if (window().queue_high() || window().congested(now)) return false;  // a queue: the go-back as before
+  if (!req.probe_oldest(qp, psn)) return false;
+  qp.counters.inc(Counter::OldestProbes);
+  oldest_probed_ = true;
+  oldest_probe_psn_ = psn;
+  ++early_backoff_;
+  if (sample_sent_at_ != kNever) sample_resent_ = true;  // Karn, as for the tail probe
+  sample_from_ = req.sent_end_psn();
+  early_sent_at_ = now;
+  const Nanos ack_timer = retransmit_at_;  // a probe must not postpone the QP's failure
+  arm_early(qp, now);
+  retransmit_at_ = ack_timer;
+  return true;
 }
 
 std::uint32_t Completer::resume_psn(const QpContext& qp) const {
@@ -393,9 +424,17 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
     case AckType::Ack: {
       qp.counters.inc(Counter::AcksReceived);
       consecutive_rnr_ = 0;
+      // The oldest packet's probe acknowledged alone: the responder took it as new, so it had
+      // lost it and dropped everything sent after it (go-back-N); those go again now. A
+      // responder that had it answers a duplicate with its latest PSN (C9-105), further on.
+      const bool probed_hole = oldest_probed_ && before == oldest_probe_psn_ && psn == oldest_probe_psn_;
       const auto r = acknowledge_before(qp, req, psn_next(psn), &retry_psn);
       if (una_ != before) progressed(qp, req, now);
       if (r == AckResult::ResponseLost) return retry(qp, req, retry_psn, now, false);
+      if (probed_hole && una_ == psn_next(psn) && psn_before(una_, req.sent_end_psn())) {
+        qp.counters.inc(Counter::ProbedHoles);
+        return retry(qp, req, una_, now, false);
+      }
       if (is_sack(pkt)) {
         on_sack(qp, req, pkt, now);
         return CompleterOutcome::Progress;
@@ -586,7 +625,7 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
       qp.counters.inc(Counter::DuplicateLossSignals);
       arm_early(qp, now);
       out = CompleterOutcome::Progress;
-    } else if (outstanding && rnr_at_ == kNever && tail_probe(qp, req, now)) {
+    } else if (outstanding && rnr_at_ == kNever && (tail_probe(qp, req, now) || oldest_probe(qp, req, from, now))) {
       out = CompleterOutcome::Progress;
     } else if (outstanding && rnr_at_ == kNever) {
       qp.counters.inc(Counter::EarlyRetransmits);

@@ -74,6 +74,9 @@ class Completer {
   void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false, bool timer = false);
   // The early timer's first try on a go-back-N QP: resend the newest packet alone (false: it cannot).
   bool tail_probe(QpContext& qp, Requester& req, Nanos now);
+  // The early timer's later tries on a go-back-N QP whose tail probe drew no answer: resend the
+  // oldest unacknowledged packet alone (false: it cannot, a READ or atomic; the go-back then).
+  bool oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now);
   // A SACK's selective part: marks what it shows missing for one resend each.
   void on_sack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
@@ -116,6 +119,8 @@ class Completer {
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
+  bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_
+  std::uint32_t oldest_probe_psn_ = 0;
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
 
   // Send window (AIMD + BDP cap). A loss event covers what was sent when it started: until una

@@ -23,6 +23,8 @@ std::string_view counter_name(Counter c) {
     case Counter::EarlyRetransmits: return "early_retransmits";
     case Counter::SpuriousEarlyRetransmits: return "spurious_early_retransmits";
     case Counter::TailProbes: return "tail_probes";
+    case Counter::OldestProbes: return "oldest_probes";
+    case Counter::ProbedHoles: return "probed_holes";
     case Counter::LossEvents: return "loss_events";
     case Counter::DuplicateLossSignals: return "duplicate_loss_signals";
     case Counter::WindowCuts: return "window_cuts";

@@ -30,6 +30,8 @@ enum class Counter : std::uint16_t {
   EarlyRetransmits,      // go-back-N started by the early retransmission timer
   SpuriousEarlyRetransmits,  // ... whose ACK came back too soon to answer it (the first copy got through)
   TailProbes,            // go-back-N: the early timer resent the newest packet alone (a tail loss probe)
+  OldestProbes,          // go-back-N: ... and, that probe unanswered, the oldest unacknowledged packet alone
+  ProbedHoles,           // go-back-N: the oldest packet's probe was taken as new: a go-back from the next
   LossEvents,            // go-back-N resends started (by a NAK, a lost response or a timer)
   DuplicateLossSignals,  // a NAK or early timer for a range already being resent: started nothing
   WindowCuts,            // send window cuts (at most one per window of data, plus local ACK timeouts)

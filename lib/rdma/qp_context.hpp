@@ -89,10 +89,10 @@ struct TransportTuning {
   // probe draws no answer. A lost tail (the packet that asked for the ACK) is then refilled and
   // a lost ACK answered again (the probe is a duplicate the responder ACKs), for one packet
   // instead of a window, and soon: a spurious probe costs one duplicate, not a window of them.
-  // 0: no probe (the early timer goes back from una at once). Off by default for now: with it on,
-  // WorkerStall.TimersRunOnceTheQueueHasBeenRead and the replay goldens (which record the early
-  // timer's go-back) need updating first; 20 us is the value measured (docs/loss.md, part 1).
-  Nanos tail_probe_min = 0;
+  // 0: no probe (the early timer goes back from una at once). On by default since session 8,
+  // with the BDP cap while losses are frequent (WindowTuning::bdp_cap): a capped QP has a few
+  // packets in flight, and a lost last one has nothing behind it to draw a NAK.
+  Nanos tail_probe_min = 20 * kMicro;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send

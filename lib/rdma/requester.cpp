@@ -295,6 +295,24 @@ bool Requester::probe_newest(QpContext& qp) {
   return false;
 }
 
+bool Requester::probe_oldest(QpContext& qp, std::uint32_t psn) {
+  if (selective()) return false;
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::InFlight) continue;
+    const std::int32_t d = psn_diff(psn, w.first_psn);
+    if (d < 0 || w.needs_response_data()) return false;
+    if (d >= static_cast<std::int32_t>(w.next_packet)) continue;  // not sent yet (or wholly before)
+    // Built as a selective resend is (build_selective): the packet as it first went out, with
+    // AckReq, and the cursor where it was.
+    // (A flag a rewind left behind is set again: the rewind cleared the count, not the slots.)
+    sr_slot(psn).flags |= kPending;
+    sr_pending_ = std::max<std::uint32_t>(sr_pending_, 1);
+    return true;
+  }
+  return false;
+}
+
 std::string to_string(Requester::State s) {
   switch (s) {
     case Requester::State::Ready: return "ready";

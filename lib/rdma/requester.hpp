@@ -74,6 +74,10 @@ class Requester {
   // False (nothing changed) when that packet belongs to a READ or atomic (the responder would
   // execute it again) or a resend has not reached the newest packet yet.
   bool probe_newest(QpContext& qp);
+  // After an unanswered tail probe: the packet `psn` (the oldest unacknowledged) goes again
+  // alone, asking for an ACK, while the resend position stays where it is. False (nothing
+  // changed) for a READ or atomic packet.
+  bool probe_oldest(QpContext& qp, std::uint32_t psn);
 
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;

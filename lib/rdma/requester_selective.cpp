@@ -128,7 +128,7 @@ bool Requester::build_selective(QpContext& qp, TxFrame& frame) {
   write_packet(qp, *wqe, frame);
   sr_resending_ = false;
   wqe->next_packet = next;
-  qp.counters.inc(Counter::SelectiveResends);
+  if (selective()) qp.counters.inc(Counter::SelectiveResends);  // else go-back-N's probe of the oldest
   return true;
 }
 

@@ -24,6 +24,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   bdp_ = 0;
   bdp_engaged_ = false;
   bdp_until_ = 0;
+  delivered_ = delivered_at_loss_ = loss_interval_ = 0;
   bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
@@ -40,6 +41,16 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   }
 }
 
+bool SendWindow::bdp_engaged() const {
+  if (!bdp_on_) return false;
+  if (t_.bdp_cap_loss_interval <= 0) return bdp_engaged_;
+  // The interval still open counts as if it closed now, once it is the longer (TFRC): a clean
+  // stretch releases the cap, a lucky one among frequent losses (a few times the average) does not.
+  const double open = delivered_ - delivered_at_loss_;
+  const double avg = open > loss_interval_ ? loss_interval_ + (open - loss_interval_) / 4 : loss_interval_;
+  return loss_interval_ > 0 && avg < t_.bdp_cap_loss_interval;
+}
+
 std::uint32_t SendWindow::limit() const {
   if (!t_.enabled) return std::numeric_limits<std::uint32_t>::max();
   const double w = std::min(lost_ ? share() : static_cap_, bdp_share());
@@ -49,7 +60,7 @@ std::uint32_t SendWindow::limit() const {
 std::uint32_t SendWindow::ack_spacing() const {
   if (!t_.enabled) return std::numeric_limits<std::uint32_t>::max();
   // While the BDP cap holds a go-back-N QP back: twice per window too.
-  const bool bdp_bound = bdp_on_ && bdp_share() < (lost_ ? share() : static_cap_);
+  const bool bdp_bound = bdp_share() < (lost_ ? share() : static_cap_);
   if (!bdp_bound && (!lost_ || congested_ || congestion_only_)) return std::numeric_limits<std::uint32_t>::max();
   return std::max<std::uint32_t>(1, limit() / 2);
 }
@@ -81,6 +92,7 @@ void SendWindow::expire(Nanos now) {
 
 void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   if (!t_.enabled || packets == 0) return;
+  delivered_ += packets;
   expire(now);
   if (queue_high_ && congested_) return;  // a queue above the target: hold
   for (std::uint32_t i = 0; i < packets && cwnd_ < effective_cap(); ++i)
@@ -97,6 +109,10 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   // trips, and every random loss in them would look like a queue.
   const bool congestion = timeout || min_rtt_ == 0 || queue_high_;
   if (bdp_on_) {
+    // The first interval is what was delivered before the first loss; TFRC weights the latest a quarter.
+    const double interval = delivered_ - delivered_at_loss_;
+    loss_interval_ = loss_interval_ == 0 ? std::max(interval, 1.0) : loss_interval_ + (interval - loss_interval_) / 4;
+    delivered_at_loss_ = delivered_;
     bdp_engaged_ = true;
     bdp_until_ = std::max(bdp_until_, now + static_cast<Nanos>(t_.bdp_cap_memory_rtts) * std::max<Nanos>(rtt, 1));
   }
@@ -144,7 +160,7 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   const double per_ns = bps * 1e-9 / 8 / pmtu;  // packets per nanosecond
   cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
                     static_total());
-  bdp_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_),
+  bdp_ = std::clamp(t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
                     std::min(t_.bdp_cap_floor, static_total()), static_total());
   need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
                      std::min(t_.random_loss_floor, static_total()), static_total());

@@ -76,21 +76,29 @@ struct WindowTuning {
   std::uint32_t queue_samples = 3;
   // A congestion loss keeps the cap and the delay cut for this many round trips after it.
   std::uint32_t congestion_memory_rtts = 4096;
-  // Go-back-N's in-flight cap after a loss (IRN's BDP flow control): bdp_headroom x the best
-  // delivery rate x min RTT of the path, never below bdp_cap_floor packets, for each QP. Go-back-N resends
-  // what was sent behind a lost packet before its NAK came back: about half of what is in
-  // flight, so more in flight than the path needs is resent behind every loss (docs/loss.md,
-  // part 1). The floor keeps packets behind a loss to draw its NAK and a burst in flight for a
-  // polling software path (whose min RTT is a lone packet's). It holds from any loss until
-  // bdp_cap_memory_rtts round trips pass without one: a path that does not lose keeps the
-  // static caps. Only while the window is on (`enabled` or `go_back_n_congestion`); never for
-  // selective repeat QPs (a loss costs them one packet at any window). Off by default: it meets
-  // issue 21's <= 4 resent per lost frame (3.1-3.9 in perf_suite) and doubles goodput at 5 %
-  // random loss, but on the single-threaded software path the 6 packets in flight that target
-  // needs cost 0.22 / 0.09 of goodput at 0.1 / 1 % (0.72 of lossless at 0.1 %, under the 0.90
-  // docs/BENCHMARKS.md holds met): docs/loss.md, part 1.
-  bool bdp_cap = false;
+  // Go-back-N's in-flight cap while losses are frequent (IRN's BDP flow control): bdp_headroom x
+  // the best delivery rate x min RTT of the path, never below bdp_cap_floor packets, for each QP.
+  // Go-back-N resends what was sent behind a lost packet before its NAK came back: about half
+  // of what is in flight, so more in flight than the path needs is resent behind every loss
+  // (docs/loss.md, part 1). The floor keeps packets behind a loss to draw its NAK and a burst in
+  // flight for a polling software path (whose min RTT is a lone packet's). Only while the window
+  // is on (`enabled` or `go_back_n_congestion`); never for selective repeat QPs (a loss costs
+  // them one packet at any window).
+  // When it holds: with bdp_cap_loss_interval > 0, while the path's loss events come on average
+  // less than that many delivered packets apart (TFRC's loss interval: an average over the
+  // intervals between loss events, a quarter weight to the latest, and the interval still open
+  // when it is longer). On the single-threaded software path the 6 packets in flight that
+  // <= 4 resent per lost frame needs cost a quarter of the rate: worth it at 1-5 % random loss
+  // (2x goodput at 5 %), not at 0.1 %, where every loss cost 16 resends but the cap cost 0.22
+  // of goodput (docs/loss.md, part 1). 0: from any loss until bdp_cap_memory_rtts round trips
+  // pass without one (session 7's cap).
+  bool bdp_cap = true;
+  // The cap is this x rate x min RTT: IRN caps at the BDP itself. (1.5, the congestion cap's
+  // headroom, left 7.5 packets on a 25 Gbit/s path with a 6.6 us round trip, and 4.16 resent per
+  // lost frame at 1 %, over issue 21's 4: RandomLoss, eight seeds.)
+  double bdp_cap_headroom = 1.0;
   double bdp_cap_floor = 6;
+  double bdp_cap_loss_interval = 256;
   std::uint32_t bdp_cap_memory_rtts = 1024;
 };
 
@@ -105,8 +113,10 @@ class SendWindow {
   bool selective() const { return selective_; }
   // Whether the window bounds the QPs yet (after the path's first loss), not only the static cap.
   bool engaged() const { return t_.enabled && lost_; }
-  // Whether go-back-N's BDP cap holds (a loss came recently).
-  bool bdp_engaged() const { return bdp_on_ && bdp_engaged_; }
+  // Whether go-back-N's BDP cap holds (losses are frequent, or with no loss interval: a loss came recently).
+  bool bdp_engaged() const;
+  // The average number of packets delivered between loss events (0: fewer than one loss yet).
+  double loss_interval() const { return loss_interval_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
@@ -149,7 +159,7 @@ class SendWindow {
   // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
   // go-back-N QP is its own in flight; sharing the path is the congestion window's and DCQCN's
   // job). None for selective repeat, before the first RTT sample, or without a recent loss.
-  double bdp_share() const { return bdp_on_ && bdp_engaged_ && bdp_ > 0 ? bdp_ : static_cap_; }
+  double bdp_share() const { return bdp_engaged() && bdp_ > 0 ? bdp_ : static_cap_; }
   double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
@@ -165,6 +175,10 @@ class SendWindow {
   bool bdp_on_ = false;
   bool bdp_engaged_ = false;  // a loss came less than bdp_cap_memory_rtts round trips ago (until bdp_until_)
   Nanos bdp_until_ = 0;
+  // The path's loss interval (WindowTuning::bdp_cap_loss_interval), in packets delivered.
+  double delivered_ = 0;
+  double delivered_at_loss_ = 0;
+  double loss_interval_ = 0;  // 0: no loss yet
   Nanos min_rtt_ = 0;          // 0: no sample yet
   Nanos knee_rtt_ = 0;         // smallest RTT of a sample at >= 0.8 of the best rate; 0: none
   Nanos last_rtt_ = 0;

@@ -50,7 +50,10 @@ class WorkerStall : public ::testing::Test {
     ASSERT_EQ(wcs.size(), 1u);
     EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
   }
-  std::uint64_t early() const { return a_.qp->counters().get(rdma::Counter::EarlyRetransmits); }
+  // What the early timer resent: a go-back, or (go-back-N's first try, docs/loss.md) a tail probe.
+  std::uint64_t early() const {
+    return a_.qp->counters().get(rdma::Counter::EarlyRetransmits) + a_.qp->counters().get(rdma::Counter::TailProbes);
+  }
 
   std::unique_ptr<DataplanePair> pair_;
   Nanos t_ = 0;
@@ -81,9 +84,10 @@ TEST_F(WorkerStall, TimersRunOnceTheQueueHasBeenRead) {
   poll_a(kStall);
   EXPECT_EQ(early(), 0u);
   // Nothing came in (b is still silent): the burst is short, the queue is read, so the timers
-  // run now and resend.
+  // run now and resend (the tail probe: the WRITE's one packet alone).
   poll_a();
   EXPECT_EQ(early(), 1u);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::TailProbes), 1u);
   complete();
 }
 

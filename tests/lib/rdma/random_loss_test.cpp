@@ -1,9 +1,12 @@
 // Resent packets per lost frame under random loss both ways (data and ACKs), counted on virtual
 // time: one RC QP keeps eight 64 KiB WRITEs (4 KiB MTU) outstanding over a 25 Gbit/s link that
 // drops frames at random. Go-back-N resends what was in flight behind each loss; issue 21 asks
-// for at most 4 resent per lost frame: the BDP cap after a loss (WindowTuning::bdp_cap, off by
-// default) with the tail probe (on), or the full window (docs/loss.md, part 1). Every completed
-// WRITE's bytes are checked.
+// for at most 4 resent per lost frame. The defaults meet it once losses are frequent (1 and 5 %):
+// the BDP cap (WindowTuning::bdp_cap) holds while the path's loss events come less than
+// bdp_cap_loss_interval packets apart, with the tail probe. At 0.1 % the cap stays off by design
+// (on the single-threaded software path it cost a quarter of the goodput there, docs/loss.md,
+// part 1); the cap held after every loss (bdp_cap_loss_interval 0) and the full window meet
+// the bound at every rate. Every completed WRITE's bytes are checked.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -24,19 +27,23 @@ struct LossRun {
   std::uint64_t lost = 0;       // frames the links dropped, both ways
   std::uint64_t resent = 0;     // retransmitted_pkts of the requester
   std::uint64_t completed = 0, failed = 0, corrupt = 0;
-  std::uint64_t early = 0, timeouts = 0, cuts = 0, probes = 0;
+  std::uint64_t early = 0, timeouts = 0, cuts = 0, probes = 0, oldest = 0, holes = 0;
   Nanos elapsed = 0;
+  double loss_interval = 0;  // the window's average packets between loss events at the end
   double ratio() const { return lost ? static_cast<double>(resent) / static_cast<double>(lost) : 0; }
 };
 
-enum class Tuning { BdpCap, FullWindow, Before };  // Before: no BDP cap, no tail probe (the defaults but the probe)
+// Defaults: the BDP cap while losses are frequent, the tail probe. AlwaysCap: the cap after any
+// loss (session 7's). Before: no BDP cap, no tail probe (the defaults before session 8).
+enum class Tuning { Defaults, AlwaysCap, FullWindow, Before };
 
 LossRun run(double loss, Tuning t, std::uint64_t seed) {
   SimNetwork net(seed);
   rdma::EngineConfig cfg;
   cfg.tuning.window.enabled = t == Tuning::FullWindow;
-  cfg.tuning.window.bdp_cap = t == Tuning::BdpCap;
-  cfg.tuning.tail_probe_min = t == Tuning::Before ? 0 : 20 * kMicro;
+  cfg.tuning.window.bdp_cap = t == Tuning::Defaults || t == Tuning::AlwaysCap;
+  if (t == Tuning::AlwaysCap) cfg.tuning.window.bdp_cap_loss_interval = 0;
+  if (t == Tuning::Before) cfg.tuning.tail_probe_min = 0;
   net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
   LinkFaults f;
@@ -88,37 +95,70 @@ LossRun run(double loss, Tuning t, std::uint64_t seed) {
   r.timeouts = c.get(rdma::Counter::RetransmitTimeouts);
   r.cuts = c.get(rdma::Counter::WindowCuts);
   r.probes = c.get(rdma::Counter::TailProbes);
+  r.oldest = c.get(rdma::Counter::OldestProbes);
+  r.holes = c.get(rdma::Counter::ProbedHoles);
   r.elapsed = net.now();
+  r.loss_interval = a.qp->completer().window().loss_interval();
   return r;
 }
 
 void print(const char* name, double loss, const LossRun& r) {
   const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-  std::printf("[%s] loss %.1f %%: lost %llu, resent %llu (%.2f per lost), early %llu, tail probes %llu, timeouts %llu, window cuts %llu, "
-              "WRITEs %llu (failed %llu, corrupt %llu) in %.1f ms\n",
-              name, loss * 100, u(r.lost), u(r.resent), r.ratio(), u(r.early), u(r.probes), u(r.timeouts), u(r.cuts),
-              u(r.completed), u(r.failed), u(r.corrupt), static_cast<double>(r.elapsed) / 1e6);
+  std::printf("[%s] loss %.1f %%: lost %llu, resent %llu (%.2f per lost), early %llu, tail probes %llu (then oldest %llu, holes %llu), timeouts %llu, window cuts %llu, "
+              "WRITEs %llu (failed %llu, corrupt %llu) in %.1f ms, loss interval %.0f packets\n",
+              name, loss * 100, u(r.lost), u(r.resent), r.ratio(), u(r.early), u(r.probes), u(r.oldest), u(r.holes), u(r.timeouts), u(r.cuts),
+              u(r.completed), u(r.failed), u(r.corrupt), static_cast<double>(r.elapsed) / 1e6, r.loss_interval);
 }
 
 class RandomLoss : public ::testing::TestWithParam<double> {};
 
 TEST_P(RandomLoss, GoBackNResendsAtMostFourPacketsPerLostFrame) {
   const double loss = GetParam();
-  const LossRun def = run(loss, Tuning::BdpCap, 2101);
+  const rdma::WindowTuning defaults;
+  const bool frequent = loss >= 0.01;
+  // The defaults over four seeds (one seed's figure varies by +-0.3 around the mean at 1 %).
+  LossRun def;
+  for (std::uint64_t seed = 2101; seed < 2105; ++seed) {
+    const LossRun r = run(loss, Tuning::Defaults, seed);
+    def.lost += r.lost;
+    def.resent += r.resent;
+    def.completed += r.completed;
+    def.failed += r.failed;
+    def.corrupt += r.corrupt;
+    def.early += r.early;
+    def.timeouts += r.timeouts;
+    def.probes += r.probes;
+    def.oldest += r.oldest;
+    def.holes += r.holes;
+    def.elapsed += r.elapsed;
+    def.loss_interval = std::max(def.loss_interval, r.loss_interval);  // the cap's decision: the least frequent
+    if (frequent) {
+      EXPECT_LT(r.loss_interval, defaults.bdp_cap_loss_interval) << "seed " << seed;
+    } else {
+      EXPECT_GT(r.loss_interval, defaults.bdp_cap_loss_interval) << "seed " << seed;
+    }
+  }
+  const LossRun always = run(loss, Tuning::AlwaysCap, 2101);
   const LossRun full = run(loss, Tuning::FullWindow, 2101);
   const LossRun before = run(loss, Tuning::Before, 2101);
-  print("random_loss BDP cap", loss, def);
+  print("random_loss defaults, four seeds", loss, def);
+  print("random_loss BDP cap after any loss", loss, always);
   print("random_loss full window", loss, full);
   print("random_loss no BDP cap, no probe", loss, before);
-  for (const LossRun* r : {&def, &full}) {
-    EXPECT_EQ(r->completed, writes_for(loss));
+  for (const LossRun* r : {static_cast<const LossRun*>(&def), &always, &full}) {
+    EXPECT_EQ(r->completed, writes_for(loss) * (r == &def ? 4 : 1));
     EXPECT_EQ(r->failed, 0u);
     EXPECT_EQ(r->corrupt, 0u);
     ASSERT_GT(r->lost, 0u);
-    EXPECT_LE(r->ratio(), 4.0);
+    if (r != &def || frequent) {
+      EXPECT_LE(r->ratio(), 4.0);
+    }
   }
   // The bound is the cap's doing: without it each loss costs what was in flight.
-  EXPECT_GT(before.ratio(), 2 * def.ratio());
+  EXPECT_GT(before.ratio(), 2 * always.ratio());
+  if (frequent) {
+    EXPECT_GT(before.ratio(), 2 * def.ratio());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rates, RandomLoss, ::testing::Values(0.001, 0.01, 0.05),

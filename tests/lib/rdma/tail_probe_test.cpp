@@ -126,8 +126,10 @@ TEST_F(TailProbe, WithoutItTheTimerResendsTheWholeMessage) {
   EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 1u);
 }
 
-// A probe that draws no answer (lost too) is followed by the go-back from una, as before.
-TEST_F(TailProbe, AnUnansweredProbeIsFollowedByTheGoBack) {
+// A probe that draws no answer (lost too) is followed by a probe of the oldest packet, not the
+// go-back: the responder (which has +32 .. +62) answers that duplicate with its latest PSN, so
+// una moves to +63, and the next tail probe refills it. Three packets, not the window.
+TEST_F(TailProbe, AnUnansweredProbeIsFollowedByAProbeOfTheOldestPacket) {
   build(20 * kMicro);
   lose_ = {psn(63)};
   net_->on_transmit = [this, probe_lost = false](const std::string& from, std::span<const std::byte> f, Nanos) mutable {
@@ -139,9 +141,30 @@ TEST_F(TailProbe, AnUnansweredProbeIsFollowedByTheGoBack) {
       first_copy_.erase(x.psn);
     }
   };
-  EXPECT_EQ(run_second(), 33u);  // the probe, then the 32 packets from una
-  EXPECT_EQ(count(rdma::Counter::TailProbes), 1u);
-  EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 1u);
+  EXPECT_EQ(run_second(), 3u);  // the probe (lost), +32, the second probe
+  EXPECT_EQ(sent_[psn(32)], 2);
+  EXPECT_EQ(sent_[psn(63)], 3);
+  for (std::uint32_t i = 33; i < 63; ++i) EXPECT_EQ(sent_[psn(i)], 1) << "PSN +" << i;
+  EXPECT_EQ(count(rdma::Counter::TailProbes), 2u);
+  EXPECT_EQ(count(rdma::Counter::OldestProbes), 1u);
+  EXPECT_EQ(count(rdma::Counter::ProbedHoles), 0u);
+  EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 0u);
+}
+
+// +40 is lost and so is the responder's one NAK for it (its PSN is +40): the tail probe, beyond
+// the hole, draws silence (one NAK per hole). The oldest packet's probe then reaches the hole
+// (at once, or after a probe of a duplicate moved una up to it): its ACK comes alone, and only
+// then does the go-back resend what the responder dropped. No timeout, no window from +32.
+TEST_F(TailProbe, AProbedHoleIsFollowedByTheGoBackFromTheNextPacket) {
+  build(20 * kMicro);
+  lose_ = {psn(40)};
+  lose_ack_ = {psn(40)};
+  run_second();
+  EXPECT_EQ(count(rdma::Counter::ProbedHoles), 1u);
+  EXPECT_EQ(count(rdma::Counter::EarlyRetransmits), 0u);
+  EXPECT_EQ(count(rdma::Counter::RetransmitTimeouts), 0u);
+  EXPECT_EQ(sent_[psn(40)], 2);  // lost, then the probe that filled it
+  for (std::uint32_t i = 41; i < 63; ++i) EXPECT_EQ(sent_[psn(i)], 2) << "PSN +" << i;  // dropped behind the hole
 }
 
 }  // namespace
