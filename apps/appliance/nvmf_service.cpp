@@ -330,9 +330,12 @@ void NvmfService::on_request(const cm::RdmaCmEvent& e) {
   const std::string peer = peer_of(e);
   const auto refuse = [&](const std::string& why, std::span<const std::uint8_t> pd = {}) {
     std::fprintf(stderr, "roce-appliance: nvmf connect from %s refused: %s\n", peer.c_str(), why.c_str());
+    {
+      // Counted before the REJ leaves: a host that reads its REJECTED event may read the totals at once.
+      std::lock_guard lock(totals_mutex_);
+      ++totals_.rejected;
+    }
     (void)cm_->reject(e.id, pd);
-    std::lock_guard lock(totals_mutex_);
-    ++totals_.rejected;
   };
   if (req == nullptr || e.ud || req->transport != proto::CmTransport::Rc) return refuse("not an RC connect request");
   const auto decision =
