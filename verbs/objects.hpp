@@ -50,6 +50,7 @@ struct Cq;
 struct ServiceCqRing;   // service mode (service_verbs.hpp)
 struct ServiceQpRings;
 struct ServiceAh;
+struct ServiceSrqRing;
 
 struct Channel : ibv_comp_channel {
   Magic magic = Magic::Channel;
@@ -107,6 +108,7 @@ struct Srq : ibv_srq {
   Magic magic = Magic::Srq;
   Runtime* rt = nullptr;
   rdma::SharedReceiveQueue* impl = nullptr;
+  ServiceSrqRing* ring = nullptr;  // service mode: the receive WQE ring shared with the service
 };
 
 // The context's asynchronous events (ibv_get_async_event): after every dataplane iteration

@@ -210,7 +210,7 @@ ROCE_VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   Pd* p = to_pd(pd);
   if (p == nullptr || attr == nullptr) return fail<ibv_srq>(EINVAL);
   Context* c = to_context(p->context);
-  if (not_served(*c, "ibv_create_srq")) return nullptr;
+  if (c->service) return service_create_srq(*c, *p, *attr);
   EngineGuard g(c->rt->lock());
   auto impl = c->rt->engine().create_srq(p->handle, attr->attr);
   if (!impl) return fail<ibv_srq>(impl.error().code);
@@ -262,6 +262,7 @@ bool AsyncEvents::check() {
 ROCE_VERBS_EXPORT int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
   Srq* s = to_srq(srq);
   if (s == nullptr || attr == nullptr) return EINVAL;
+  if (Context* c = to_context(s->context); c->service) return service_modify_srq(*c, *s, *attr, mask);
   EngineGuard g(s->rt->lock());
   const Status st = s->rt->engine().modify_srq(s->impl, *attr, mask);
   return st ? 0 : st.code();
@@ -270,6 +271,7 @@ ROCE_VERBS_EXPORT int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask)
 ROCE_VERBS_EXPORT int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
   Srq* s = to_srq(srq);
   if (s == nullptr || attr == nullptr) return EINVAL;
+  if (Context* c = to_context(s->context); c->service) return service_query_srq(*c, *s, *attr);
   EngineGuard g(s->rt->lock());
   s->impl->query(attr);
   return 0;
@@ -311,6 +313,7 @@ ROCE_VERBS_EXPORT int ibv_destroy_srq(ibv_srq* srq) {
   Srq* s = to_srq(srq);
   Context* c = s ? to_context(s->context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_destroy_srq(*c, s);
   EngineGuard g(c->rt->lock());
   return destroy_srq_locked(*c, s);
 }

@@ -110,6 +110,13 @@ void service_close(Context& c) {
     retire(q);
   }
   c.qps.clear();
+  for (Srq* s : c.srqs) {
+    ::munmap(s->ring->map, s->ring->bytes);
+    ::close(s->ring->memfd);
+    delete s->ring;
+    retire(s);
+  }
+  c.srqs.clear();
   for (Cq* q : c.cqs) {
     ::munmap(q->ring->map, q->ring->bytes);
     ::close(q->ring->memfd);

@@ -43,6 +43,11 @@ enum class Op : std::uint32_t {
   DestroyQp = 17,   // handle: the QP
   CreateAh = 18,    // handle: the PD; body: ibv_ah_attr; answer: Handle
   DestroyAh = 19,   // handle: the AH
+  // Shared receive queues (service_rings.hpp): a ring of receive WQEs per SRQ.
+  CreateSrq = 20,   // handle: the PD; body: CreateSrqRequest; files: the ring's memfd; answer: CreateSrqReply
+  ModifySrq = 21,   // handle: the SRQ; body: ModifySrqRequest
+  QuerySrq = 22,    // handle: the SRQ; answer: ibv_srq_attr
+  DestroySrq = 23,  // handle: the SRQ
   // Slice 5 (cm_proto.hpp): rdma_cm, on a connection of its own; arg: the CmOp. Numbered apart
   // from the verbs' requests, which keep the numbers after DestroyAh.
   Cm = 64,

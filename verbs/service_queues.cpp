@@ -18,30 +18,6 @@ namespace {
 
 using service::Op;
 
-struct RingFile {
-  int fd = -1;
-  void* map = nullptr;
-};
-
-RingFile make_ring_file(std::size_t bytes) {
-  RingFile f;
-  f.fd = ::memfd_create("roce-verbs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (f.fd < 0) return f;
-  if (::ftruncate(f.fd, static_cast<off_t>(bytes)) == 0 &&
-      ::fcntl(f.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
-    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
-    if (m != MAP_FAILED) {
-      f.map = m;
-      return f;
-    }
-  }
-  const int e = errno;
-  ::close(f.fd);
-  f.fd = -1;
-  errno = e;
-  return f;
-}
-
 void free_cq_ring(ServiceCqRing* r) {
   if (r == nullptr) return;
   ::munmap(r->map, r->bytes);
@@ -178,7 +154,7 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   std::lock_guard g(r.mutex);
   int err = 0;
   for (; wr != nullptr; wr = wr->next) {
-    if (qp->state == IBV_QPS_RESET || wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > r.cap.max_recv_sge) {
+    if (qp->srq != nullptr || qp->state == IBV_QPS_RESET || wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > r.cap.max_recv_sge) {
       err = EINVAL;
     } else if (r.rq_tail - r.rq->head.load(std::memory_order_acquire) >= r.rq_size) {
       err = ENOMEM;
@@ -187,10 +163,7 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
       if (bad) *bad = wr;
       break;
     }
-    service::RecvWqe& w = r.rq_entries[r.rq_tail & (r.rq_size - 1)];
-    w.wr_id = wr->wr_id;
-    w.num_sge = static_cast<std::uint32_t>(wr->num_sge);
-    std::memcpy(w.sge, wr->sg_list, static_cast<std::size_t>(wr->num_sge) * sizeof(ibv_sge));
+    put_recv_wqe(r.rq_entries[r.rq_tail & (r.rq_size - 1)], *wr);
     ++r.rq_tail;
   }
   r.rq->tail.store(r.rq_tail, std::memory_order_release);
@@ -199,12 +172,38 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 }  // namespace
 
+void put_recv_wqe(service::RecvWqe& w, const ibv_recv_wr& wr) {
+  w.wr_id = wr.wr_id;
+  w.num_sge = static_cast<std::uint32_t>(wr.num_sge);
+  std::memcpy(w.sge, wr.sg_list, static_cast<std::size_t>(wr.num_sge) * sizeof(ibv_sge));
+}
+
+RingFile make_ring_file(std::size_t bytes) {
+  RingFile f;
+  f.fd = ::memfd_create("roce-verbs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (f.fd < 0) return f;
+  if (::ftruncate(f.fd, static_cast<off_t>(bytes)) == 0 &&
+      ::fcntl(f.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+    if (m != MAP_FAILED) {
+      f.map = m;
+      return f;
+    }
+  }
+  const int e = errno;
+  ::close(f.fd);
+  f.fd = -1;
+  errno = e;
+  return f;
+}
+
 void install_service_ops(Context& c) {
   ibv_context_ops& o = c.context.ops;
   o.poll_cq = svc_poll_cq;
   o.req_notify_cq = svc_req_notify_cq;
   o.post_send = svc_post_send;
   o.post_recv = svc_post_recv;
+  o.post_srq_recv = service_post_srq_recv;
 }
 
 ibv_comp_channel* service_create_channel(Context& c) {
@@ -315,7 +314,9 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   Cq* rcq = to_cq(a.recv_cq);
   if (scq == nullptr || rcq == nullptr || scq->context != p.context || rcq->context != p.context)
     return fail<ibv_qp>(EINVAL);
-  if (a.srq != nullptr) return fail<ibv_qp>(EOPNOTSUPP);  // SRQs are not served yet
+  Srq* srq = a.srq ? to_srq(a.srq) : nullptr;
+  if (a.srq != nullptr && (srq == nullptr || srq->context != p.context || srq->ring == nullptr))
+    return fail<ibv_qp>(EINVAL);
   switch (a.qp_type) {
     case IBV_QPT_RC:
     case IBV_QPT_UC:
@@ -337,7 +338,9 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   rq.sq_sig_all = static_cast<std::uint32_t>(a.sq_sig_all);
   rq.cap = a.cap;
   rq.sq_size = service::ring_size_for(std::max(1u, a.cap.max_send_wr));
-  rq.rq_size = service::ring_size_for(std::max(1u, a.cap.max_recv_wr));
+  rq.srq = srq ? srq->ring->handle : 0;
+  // A QP on an SRQ takes its receives from the SRQ's ring: its own stays at one entry, unused.
+  rq.rq_size = srq ? 1 : service::ring_size_for(std::max(1u, a.cap.max_recv_wr));
   const auto layout = service::qp_ring_layout(rq.sq_size, rq.rq_size);
   RingFile f = make_ring_file(layout.bytes);
   if (f.map == nullptr) return nullptr;
@@ -367,7 +370,7 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   b.pd = &p;
   b.send_cq = a.send_cq;
   b.recv_cq = a.recv_cq;
-  b.srq = nullptr;
+  b.srq = a.srq;
   b.handle = rep.handle;
   b.qp_num = rep.qp_num;
   b.state = IBV_QPS_RESET;

@@ -74,6 +74,10 @@ inline QpRingLayout qp_ring_layout(std::uint32_t sq_size, std::uint32_t rq_size)
 inline std::size_t cq_ring_bytes(std::uint32_t size) {
   return (sizeof(RingHeader) + size * sizeof(ibv_wc) + 4095) & ~std::size_t{4095};
 }
+// An SRQ's memfd: one ring of receive WQEs.
+inline std::size_t srq_ring_bytes(std::uint32_t size) {
+  return (sizeof(RingHeader) + size * sizeof(RecvWqe) + 4095) & ~std::size_t{4095};
+}
 inline bool valid_ring_size(std::uint32_t n) { return n >= 1 && n <= kMaxRingEntries && (n & (n - 1)) == 0; }
 inline std::uint32_t ring_size_for(std::uint32_t wanted) {
   std::uint32_t n = 1;
@@ -93,6 +97,7 @@ struct CreateCqReply {
 
 struct CreateQpRequest {
   std::uint32_t send_cq = 0, recv_cq = 0;  // handles
+  std::uint32_t srq = 0;                   // handle, 0: none (the QP's own receive ring)
   std::uint32_t qp_type = 0;
   std::uint32_t sq_sig_all = 0;
   ibv_qp_cap cap{};
@@ -102,6 +107,19 @@ struct CreateQpReply {
   std::uint32_t handle = 0;
   std::uint32_t qp_num = 0;
   ibv_qp_cap cap{};
+};
+
+struct CreateSrqRequest {
+  ibv_srq_attr attr{};         // as the program asked
+  std::uint32_t ring_size = 0;  // entries of the ring in the passed memfd (a power of 2)
+};
+struct CreateSrqReply {
+  std::uint32_t handle = 0;
+  ibv_srq_attr attr{};  // what the SRQ really got
+};
+struct ModifySrqRequest {
+  ibv_srq_attr attr{};
+  std::int32_t mask = 0;
 };
 
 struct ModifyQpRequest {
