@@ -102,6 +102,7 @@ struct Mw : ibv_mw {
   Magic magic = Magic::Mw;
   Runtime* rt = nullptr;
   rdma::MemoryWindow* impl = nullptr;
+  std::uint32_t service_handle = 0;  // service mode: the service's name for it
 };
 
 struct Srq : ibv_srq {

@@ -118,6 +118,7 @@ class VerbsService {
     std::unordered_map<std::uint32_t, QpState> qps;
     std::unordered_map<std::uint32_t, ibv_ah*> ahs;
     std::unordered_map<std::uint32_t, SrqState> srqs;
+    std::unordered_map<std::uint32_t, ibv_mw*> mws;
     // An rdma_cm connection instead (slice 5): the program's rdma_cm IDs and channels.
     std::unique_ptr<CmClient, CmClientFree> cm;
   };
@@ -147,6 +148,11 @@ class VerbsService {
   bool pump_qp(QpState& q, Client& c);
   bool pump_cq(CqState& q);
   bool pump_srq(SrqState& q, const Client& c);
+  // Memory windows (service_mw.cpp); a bind WQE of a ring posted to the service's QP, returning
+  // the post's errno.
+  int alloc_mw(Client& c, const service::Request& r, service::Reply& out);
+  int dealloc_mw(Client& c, std::uint32_t handle);
+  static int post_bind(const Client& c, QpState& q, const service::SendWqe& w);
   // A WQE the service's QP refused: an error completion for it, and the QP to the error state.
   // A ring's SGE names the program's address; the engine takes local SGEs by the service's.
   static void translate(const Client& c, ibv_sge& sge);

@@ -222,6 +222,14 @@ bool VerbsService::pump_qp(QpState& q, Client& c) {
   }
   while (q.sq_head != tail) {
     const SendWqe w = q.sq_entries[q.sq_head & (q.sq_size - 1)];
+    if (w.opcode == IBV_WR_BIND_MW || w.opcode == service::kRingBindType1) {
+      const int rc = post_bind(c, q, w);
+      if (rc == ENOMEM) break;  // the QP is full: the WQE stays in the ring for the next round
+      if (rc != 0) fail_wqe(c, q, w.wr_id, true, IBV_WC_LOC_QP_OP_ERR);
+      ++q.sq_head;
+      moved = true;
+      continue;
+    }
     ibv_send_wr wr{};
     ibv_sge sge[service::kMaxWqeSge];
     ibv_sge inline_sge{};

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/rdma/memory_window.hpp"
 #include "verbs/ops.hpp"
 #include "verbs/service_verbs.hpp"
 
@@ -69,7 +70,26 @@ int svc_req_notify_cq(ibv_cq* cq, int) {
 
 bool posting_allowed(ibv_qp_state s) { return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR; }
 
-int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+// A bind's window and region, by the service's handles; EINVAL for objects not of this context.
+int put_bind(service::SendWqe& w, const ibv_send_wr& wr, const ibv_context* context) {
+  Mw* m = to_mw(wr.bind_mw.mw);
+  if (m == nullptr || m->context != context) return EINVAL;
+  Mr* r = nullptr;
+  if (wr.bind_mw.bind_info.mr != nullptr) {
+    r = to_mr(wr.bind_mw.bind_info.mr);
+    if (r == nullptr || r->context != context) return EINVAL;
+  }
+  w.bind.mw = m->service_handle;
+  w.bind.mr = r ? r->service_handle : 0;
+  w.bind.addr = wr.bind_mw.bind_info.addr;
+  w.bind.length = wr.bind_mw.bind_info.length;
+  w.bind.access = wr.bind_mw.bind_info.mw_access_flags;
+  w.rkey = wr.bind_mw.rkey;
+  return 0;
+}
+
+// `type1_bind`: the one WR is ibv_bind_mw's (the ring's kRingBindType1).
+int post_to_ring(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad, bool type1_bind) {
   Qp* q = to_qp(qp);
   if (q == nullptr || q->rings == nullptr) {
     if (bad) *bad = wr;
@@ -111,11 +131,16 @@ int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
       break;
     }
     w.wr_id = wr->wr_id;
-    w.opcode = wr->opcode;
+    w.opcode = type1_bind ? service::kRingBindType1 : static_cast<std::uint32_t>(wr->opcode);
     w.send_flags = wr->send_flags;
     w.imm_data = wr->imm_data;
     w.ah = 0;
-    if (qp->qp_type == IBV_QPT_UD) {
+    if (wr->opcode == IBV_WR_BIND_MW) {
+      if ((err = put_bind(w, *wr, qp->context)) != 0) {
+        if (bad) *bad = wr;
+        break;
+      }
+    } else if (qp->qp_type == IBV_QPT_UD) {
       // The AH must be one of this context's (the service checks its handle again).
       auto* ah = static_cast<ServiceAh*>(wr->wr.ud.ah);
       {
@@ -144,6 +169,8 @@ int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   return err;
 }
 
+int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) { return post_to_ring(qp, wr, bad, false); }
+
 int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* q = to_qp(qp);
   if (q == nullptr || q->rings == nullptr) {
@@ -171,6 +198,23 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 }  // namespace
+
+// A type 1 window's key follows each bind at post time, as library mode's does; the service's
+// window takes the same next key (rdma::next_window_key).
+int service_bind_mw(Qp& q, Mw& m, const ibv_mw_bind& b) {
+  if (m.type != IBV_MW_TYPE_1) return EINVAL;
+  ibv_send_wr wr{};
+  wr.wr_id = b.wr_id;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = b.send_flags;
+  wr.bind_mw.mw = &m;
+  wr.bind_mw.rkey = rdma::next_window_key(m.rkey);
+  wr.bind_mw.bind_info = b.bind_info;
+  ibv_send_wr* bad = nullptr;
+  const int rc = post_to_ring(&q.qp_base, &wr, &bad, true);
+  if (rc == 0) m.rkey = wr.bind_mw.rkey;
+  return rc;
+}
 
 void put_recv_wqe(service::RecvWqe& w, const ibv_recv_wr& wr) {
   w.wr_id = wr.wr_id;

@@ -44,11 +44,24 @@ struct SendWqe {
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
   std::uint32_t reserved = 0;
+  // BIND_MW and kRingBindType1: the window and the region by the service's handles, the range
+  // and access as ibv_mw_bind_info has them; the new key is `rkey`.
+  struct Bind {
+    std::uint32_t mw = 0;
+    std::uint32_t mr = 0;  // 0: unbind
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    std::uint32_t access = 0;
+  } bind;
   union {
     ibv_sge sge[kMaxWqeSge];
     std::uint8_t inline_data[kMaxWqeInline];
   };
 };
+
+// A ring-only opcode: a type 1 window bound by ibv_bind_mw (the service binds it the same way);
+// IBV_WR_BIND_MW in a ring is a work request binding a type 2 window.
+inline constexpr std::uint32_t kRingBindType1 = 0x10000;
 
 struct RecvWqe {
   std::uint64_t wr_id = 0;

@@ -87,6 +87,10 @@ int service_modify_srq(Context& c, Srq& s, ibv_srq_attr& attr, int mask);
 int service_query_srq(Context& c, Srq& s, ibv_srq_attr& attr);
 int service_destroy_srq(Context& c, Srq* s);
 int service_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+// Memory windows (service_objects.cpp; the bind, service_queues.cpp: a WQE in the send ring).
+ibv_mw* service_alloc_mw(Context& c, Pd& p, ibv_mw_type type);
+int service_dealloc_mw(Context& c, Mw* m);
+int service_bind_mw(Qp& q, Mw& m, const ibv_mw_bind& b);
 // The data-path ops of a service context (its op table).
 void install_service_ops(Context& c);
 

@@ -25,11 +25,14 @@
 #include <vector>
 
 #include "tests/verbs/service_harness.hpp"
+#include "tests/verbs/window_binds.hpp"
 #include "verbs/service_proto.hpp"
 #include "verbs/service_rings.hpp"
 
 namespace service_test {
 namespace {
+
+using verbs_test::bind_two_windows;
 
 TEST_F(Service, TheDeviceIsTheServicesNamedByIt) {
   EXPECT_STREQ(ibv_get_device_name(list[0]), "svc0");
@@ -106,14 +109,11 @@ TEST_F(Service, VerbsOfSlicesNotBuiltAnswerEopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_create_qp_ex(ctx, &ix), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_alloc_mw(pd, IBV_MW_TYPE_1), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
 
-// The device a program of the service reads is what it is served: no memory windows, SRQs not
+// The device a program of the service reads is what it is served: memory windows, SRQs not
 // resized, the rings' limits (16 SGEs, 65536 CQ entries, 65536 queue and SRQ entries at most),
 // where library mode reports its own.
 TEST_F(Service, DeviceAttributesAreWhatTheServiceServes) {
@@ -123,14 +123,14 @@ TEST_F(Service, DeviceAttributesAreWhatTheServiceServes) {
   EXPECT_EQ(a.max_srq_wr, a.max_qp_wr);  // the engine's, within the rings' 65536
   EXPECT_EQ(a.max_srq_sge, 16);
   EXPECT_EQ(a.device_cap_flags & IBV_DEVICE_SRQ_RESIZE, 0u);
-  EXPECT_EQ(a.max_mw, 0);
-  EXPECT_EQ(a.device_cap_flags & (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B), 0u);
+  EXPECT_GT(a.max_mw, 0);
+  EXPECT_NE(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B, 0u);
   EXPECT_EQ(a.max_sge, 16);
   EXPECT_EQ(a.max_cqe, 65536);
   ibv_device_attr_ex x{};
   ASSERT_EQ(ibv_query_device_ex(ctx, nullptr, &x), 0);
   EXPECT_EQ(x.orig_attr.max_srq_sge, 16);
-  EXPECT_EQ(x.device_cap_flags_ex & IBV_DEVICE_MEM_WINDOW, 0u);
+  EXPECT_NE(x.device_cap_flags_ex & IBV_DEVICE_MEM_WINDOW, 0u);
   // The limits hold: the largest CQ and SGE count reported are made, one more is EINVAL.
   ibv_cq* cq = ibv_create_cq(ctx, a.max_cqe, nullptr, nullptr, 0);
   ASSERT_NE(cq, nullptr);
@@ -865,6 +865,92 @@ TEST_F(ServiceQps, SendsLandInTheSrqsBuffers) {
   EXPECT_EQ(ibv_destroy_qp(x), 0);
   EXPECT_EQ(ibv_destroy_qp(y), 0);
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+// Memory windows through the service: a type 1 window bound with ibv_bind_mw and a type 2
+// window bound by a BIND_MW work request in the send ring give the peer WRITE access through
+// their keys only; the peer's SEND_WITH_INVALIDATE ends the type 2 window, and a WRITE
+// through it then fails with IBV_WC_REM_ACCESS_ERR. A window or region of another context is
+// EINVAL at post time.
+TEST_F(ServiceQps, WritesThroughBoundWindows) {
+  ibv_device_attr da{};
+  ASSERT_EQ(ibv_query_device(ctx, &da), 0);
+  EXPECT_GT(da.max_mw, 0);
+  EXPECT_NE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW, 0u);
+  ibv_mr* wmr = ibv_reg_mr(pd, mem[1].data(), mem[1].size(),
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+  ASSERT_NE(wmr, nullptr) << std::strerror(errno);
+  ibv_mw* w1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+  ibv_mw* w2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  ASSERT_NE(w1, nullptr) << std::strerror(errno);
+  ASSERT_NE(w2, nullptr) << std::strerror(errno);
+  const auto base = reinterpret_cast<std::uint64_t>(mem[1].data());
+  const std::uint32_t before = w1->rkey;
+  const std::uint32_t k2 = bind_two_windows(b, wmr, base, 2048, w1, w2);
+  ASSERT_NE(k2, 0u);
+  EXPECT_EQ(w1->rkey, ibv_inc_rkey(before));
+  ibv_send_wr* bad = nullptr;
+  ibv_wc wc{};
+  for (std::uint64_t id : {11u, 12u}) {
+    ASSERT_EQ(poll_one(cq_b, wc), 1);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    EXPECT_EQ(wc.opcode, IBV_WC_BIND_MW);
+    EXPECT_EQ(wc.wr_id, id);
+  }
+  auto write = [&](std::uint64_t to, std::uint32_t rkey) {
+    ibv_sge sg{reinterpret_cast<std::uintptr_t>(mem[0].data()), 100, mrs[0]->lkey};
+    ibv_send_wr w{};
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = IBV_WR_RDMA_WRITE;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = to;
+    w.wr.rdma.rkey = rkey;
+    ibv_send_wr* b2 = nullptr;
+    return ibv_post_send(a, &w, &b2);
+  };
+  std::memset(mem[0].data(), 0x5A, 100);
+  ASSERT_EQ(write(base + 10, w1->rkey), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  ASSERT_EQ(write(base + 4096 + 10, k2), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(mem[1][10], 0x5A);
+  EXPECT_EQ(mem[1][4096 + 10], 0x5A);
+  EXPECT_EQ(mem[1][9], 0);
+  // The peer invalidates the type 2 window with its SEND.
+  ASSERT_EQ(post_recv(b, mrs[1], 6000, 64), 0);
+  ibv_sge sg{reinterpret_cast<std::uintptr_t>(mem[0].data()), 8, mrs[0]->lkey};
+  ibv_send_wr inv{};
+  inv.sg_list = &sg;
+  inv.num_sge = 1;
+  inv.opcode = IBV_WR_SEND_WITH_INV;
+  inv.send_flags = IBV_SEND_SIGNALED;
+  inv.invalidate_rkey = k2;
+  ASSERT_EQ(ibv_post_send(a, &inv, &bad), 0);
+  ASSERT_EQ(poll_one(cq_b, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_INV);
+  EXPECT_EQ(wc.invalidated_rkey, k2);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  ASSERT_EQ(write(base + 4096 + 200, k2), 0);
+  ASSERT_EQ(poll_one(cq_a, wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(mem[1][4096 + 200], 0);
+  // A window of no context of ours is refused before it reaches the ring.
+  struct {
+    ibv_mw mw;
+    std::uint64_t beyond[8];  // where our windows keep their magic word: zero here
+  } foreign{};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.bind_mw.mw = &foreign.mw;
+  EXPECT_EQ(ibv_post_send(b, &wr, &bad), EINVAL);
+  EXPECT_EQ(bad, &wr);
+  EXPECT_EQ(ibv_dealloc_mw(w1), 0);
+  EXPECT_EQ(ibv_dealloc_mw(w2), 0);
+  EXPECT_EQ(ibv_dereg_mr(wmr), 0);
 }
 
 // Debian's ibv_srq_pingpong, unmodified, both ends through this one service: 16 QPs on one
