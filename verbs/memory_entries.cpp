@@ -135,7 +135,7 @@ ibv_mw* alloc_mw_op(ibv_pd* pd, ibv_mw_type type) {
   Pd* p = to_pd(pd);
   Context* c = p ? to_context(p->context) : nullptr;
   if (c == nullptr) return fail<ibv_mw>(EINVAL);
-  if (not_served(*c, "ibv_alloc_mw")) return nullptr;
+  if (c->service) return service_alloc_mw(*c, *p, type);
   EngineGuard g(c->rt->lock());
   auto impl = c->rt->engine().alloc_mw(p->handle, type);
   if (!impl) return fail<ibv_mw>(impl.error().code);
@@ -164,6 +164,7 @@ int dealloc_mw_op(ibv_mw* mw) {
   Mw* w = to_mw(mw);
   Context* c = w ? to_context(w->context) : nullptr;
   if (c == nullptr) return EINVAL;
+  if (c->service) return service_dealloc_mw(*c, w);
   EngineGuard g(c->rt->lock());
   return dealloc_mw_locked(*c, w);
 }
@@ -173,6 +174,7 @@ int bind_mw_op(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
   Mw* w = to_mw(mw);
   if (q == nullptr || w == nullptr || bind == nullptr || w->context != qp->context) return EINVAL;
   if (bind->bind_info.mr && to_mr(bind->bind_info.mr) == nullptr) return EINVAL;
+  if (to_context(qp->context)->service) return service_bind_mw(*q, *w, *bind);
   EngineGuard g(q->rt->lock());
   const int rc = q->rt->engine().bind_mw(q->impl, w->impl, *bind);
   if (rc == 0) w->rkey = w->impl->base.rkey;

@@ -50,6 +50,7 @@ struct Cq;
 struct ServiceCqRing;   // service mode (service_verbs.hpp)
 struct ServiceQpRings;
 struct ServiceAh;
+struct ServiceSrqRing;
 
 struct Channel : ibv_comp_channel {
   Magic magic = Magic::Channel;
@@ -101,12 +102,14 @@ struct Mw : ibv_mw {
   Magic magic = Magic::Mw;
   Runtime* rt = nullptr;
   rdma::MemoryWindow* impl = nullptr;
+  std::uint32_t service_handle = 0;  // service mode: the service's name for it
 };
 
 struct Srq : ibv_srq {
   Magic magic = Magic::Srq;
   Runtime* rt = nullptr;
   rdma::SharedReceiveQueue* impl = nullptr;
+  ServiceSrqRing* ring = nullptr;  // service mode: the receive WQE ring shared with the service
 };
 
 // The context's asynchronous events (ibv_get_async_event): after every dataplane iteration

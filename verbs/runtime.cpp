@@ -30,9 +30,13 @@ std::mutex g_start_mutex;
 Runtime* g_runtime = nullptr;
 
 // A program thread that stepped within this long, and did not let go, is driving the engine;
-// the dataplane thread sleeps meanwhile. kHandoffNap: its nap when the lock is busy.
+// the dataplane thread sleeps meanwhile. When the handoff has passed but a program thread holds
+// the lock, the dataplane thread naps kBusyNapFirst, doubling over consecutive failures up to
+// kBusyNapMost: the first retry stays quick (a program's last verb before it spins on memory),
+// while a holder that lost its CPU no longer costs a wake-up every 10 us.
 constexpr Nanos kHandoff = 1000 * kMicro;
-constexpr Nanos kHandoffNap = 10 * kMicro;
+constexpr Nanos kBusyNapFirst = 10 * kMicro;
+constexpr Nanos kBusyNapMost = 160 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
 constexpr Nanos kIdleBeforeNap = kMilli;
 // The longest the exiting dataplane thread keeps sending what is queued (see thread_main).
@@ -196,6 +200,7 @@ void Runtime::thread_main(std::promise<Status>* ready) {
 
 void Runtime::loop() {
   Nanos last_busy = dp_->now();
+  Nanos busy_nap = kBusyNapFirst;
   while (!stop_.load(std::memory_order_relaxed)) {
     Nanos now = dp_->now();
     if (!app_released_.load(std::memory_order_acquire) &&
@@ -206,11 +211,13 @@ void Runtime::loop() {
     // Never queue for the lock behind a program thread: a ticket taken here and then preempted
     // (more runnable threads than CPUs) would stall the program's verbs until this thread ran.
     if (!lock_.try_lock()) {
-      // Not a longer sleep: a program thread in its last verb before it spins on memory (ib_write_lat)
-      // would leave the peer's frame a whole handoff late (tried: 1-2.5 ms round trips live).
-      nap(kHandoffNap);
+      // Not a whole handoff: a program thread in its last verb before it spins on memory
+      // (ib_write_lat) would leave the peer's frame that late (tried: 1-2.5 ms round trips live).
+      nap(busy_nap);
+      busy_nap = std::min(2 * busy_nap, kBusyNapMost);
       continue;
     }
+    busy_nap = kBusyNapFirst;
     now = dp_->now();
     bool tx_work;
     const unsigned received = step_locked(now, tx_work);

@@ -45,16 +45,13 @@ void put(service::Reply& r, const T& v) {
   r.size = sizeof v;
 }
 
-// What a program of the service can use, which is less than the in-process device offers: no
-// SRQs and no memory windows (their verbs answer EOPNOTSUPP, as libibverbs' dummy ops do for a
-// provider that lacks them), and the rings' limits on SGEs per WQE and entries per CQ or queue.
-// So a program that sizes itself from ibv_query_device (perftest, ibv_devinfo) reads a device
-// that has what it is served, as it would from hardware without SRQ or window support.
+// What a program of the service can use, which is less than the in-process device offers: SRQs
+// that are not resized, and the rings' limits on SGEs per WQE and entries per CQ, queue or SRQ. So a program that sizes itself from ibv_query_device
+// (perftest, ibv_devinfo) reads a device that has what it is served.
 void limit_to_service_mode(ibv_device_attr& a) {
-  a.max_srq = a.max_srq_wr = a.max_srq_sge = 0;
-  a.max_mw = 0;
-  a.device_cap_flags &= ~static_cast<unsigned>(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-                                               IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_SRQ_RESIZE);
+  a.max_srq_wr = std::min(a.max_srq_wr, static_cast<int>(service::kMaxRingEntries));
+  a.max_srq_sge = std::min(a.max_srq_sge, static_cast<int>(service::kMaxWqeSge));
+  a.device_cap_flags &= ~static_cast<unsigned>(IBV_DEVICE_SRQ_RESIZE);
   a.max_sge = std::min(a.max_sge, static_cast<int>(service::kMaxWqeSge));
   a.max_sge_rd = std::min(a.max_sge_rd, static_cast<int>(service::kMaxWqeSge));
   a.max_cqe = std::min(a.max_cqe, static_cast<int>(service::kMaxRingEntries));
@@ -207,7 +204,8 @@ bool VerbsService::serve(Client& c) {
 void VerbsService::answer(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
                           service::Reply& out) {
   // Only these take files.
-  if (!files.empty() && r.op != Op::RegMr && r.op != Op::CreateCq && r.op != Op::CreateQp && r.op != Op::Cm) {
+  if (!files.empty() && r.op != Op::RegMr && r.op != Op::CreateCq && r.op != Op::CreateQp && r.op != Op::Cm &&
+      r.op != Op::CreateSrq) {
     out.err = EINVAL;
     return;
   }
@@ -217,6 +215,8 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
                            : r.op == Op::CreateCq ? c.cqs.size()
                            : r.op == Op::CreateQp ? c.qps.size()
                            : r.op == Op::CreateAh ? c.ahs.size()
+                           : r.op == Op::CreateSrq ? c.srqs.size()
+                           : r.op == Op::AllocMw ? c.mws.size()
                                                   : 0;
   if (held >= opt_.max_per_client) {
     out.err = ENOMEM;
@@ -358,6 +358,24 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
     case Op::Cm:
       out.err = cm_request(c, r, len, files, out);
       return;
+    case Op::CreateSrq:
+      out.err = create_srq(c, r, len, files, out);
+      return;
+    case Op::ModifySrq:
+      out.err = modify_srq(c, r, len);
+      return;
+    case Op::QuerySrq:
+      out.err = query_srq(c, r, out);
+      return;
+    case Op::DestroySrq:
+      out.err = destroy_srq(c, r.handle);
+      return;
+    case Op::AllocMw:
+      out.err = alloc_mw(c, r, out);
+      return;
+    case Op::DeallocMw:
+      out.err = dealloc_mw(c, r.handle);
+      return;
     case Op::DestroyAh: {
       const auto it = c.ahs.find(r.handle);
       if (it == c.ahs.end()) {
@@ -382,6 +400,8 @@ void VerbsService::drop(Client& c) {
   c.mrs.clear();
   for (auto& [h, q] : c.qps) ::munmap(q.map, q.map_bytes);
   c.qps.clear();
+  for (auto& [h, q] : c.srqs) ::munmap(q.map, q.map_bytes);
+  c.srqs.clear();
   for (auto& [h, q] : c.cqs) {
     ::munmap(q.map, q.map_bytes);
     if (q.event_fd >= 0) ::close(q.event_fd);
@@ -389,6 +409,7 @@ void VerbsService::drop(Client& c) {
   c.cqs.clear();
   c.pds.clear();
   c.ahs.clear();
+  c.mws.clear();
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;
 }

@@ -88,9 +88,22 @@ class VerbsService {
     service::RecvWqe* rq_entries = nullptr;
     std::uint32_t rq_size = 0, rq_head = 0;
     std::uint32_t send_cq = 0, recv_cq = 0;
+    std::uint32_t srq = 0;  // its SRQ's handle, 0: none (then its receive ring is not read)
     std::uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
     bool ud = false;      // WQEs name an address handle
     bool broken = false;  // the program corrupted a ring index: its QP is in error, not drained
+  };
+  // A program's SRQ: the service's SRQ and the ring its receive WQEs are taken from.
+  struct SrqState {
+    ibv_srq* srq = nullptr;
+    void* map = nullptr;
+    std::size_t map_bytes = 0;
+    service::RingHeader* ring = nullptr;
+    service::RecvWqe* entries = nullptr;
+    std::uint32_t size = 0, head = 0;  // head: ours, as above
+    std::uint32_t max_sge = 0;
+    std::uint32_t qps = 0;
+    bool broken = false;  // the program corrupted its tail, or posted a WQE the SRQ refused
   };
   struct Client {
     int fd = -1;
@@ -104,6 +117,8 @@ class VerbsService {
     std::unordered_map<std::uint32_t, CqState> cqs;
     std::unordered_map<std::uint32_t, QpState> qps;
     std::unordered_map<std::uint32_t, ibv_ah*> ahs;
+    std::unordered_map<std::uint32_t, SrqState> srqs;
+    std::unordered_map<std::uint32_t, ibv_mw*> mws;
     // An rdma_cm connection instead (slice 5): the program's rdma_cm IDs and channels.
     std::unique_ptr<CmClient, CmClientFree> cm;
   };
@@ -122,14 +137,29 @@ class VerbsService {
   int modify_qp(Client& c, const service::Request& r, std::size_t len);
   int query_qp(Client& c, const service::Request& r, service::Reply& out);
   int destroy_qp(Client& c, std::uint32_t handle);
+  // SRQs (service_srq.cpp).
+  int create_srq(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files, service::Reply& out);
+  int modify_srq(Client& c, const service::Request& r, std::size_t len);
+  int query_srq(Client& c, const service::Request& r, service::Reply& out);
+  int destroy_srq(Client& c, std::uint32_t handle);
   // The data path, once per loop iteration: every program's rings drained into its QPs, every
   // CQ's completions copied into its ring. True when anything moved.
   bool pump();
   bool pump_qp(QpState& q, Client& c);
   bool pump_cq(CqState& q);
+  bool pump_srq(SrqState& q, const Client& c);
+  // Memory windows (service_mw.cpp); a bind WQE of a ring posted to the service's QP, returning
+  // the post's errno.
+  int alloc_mw(Client& c, const service::Request& r, service::Reply& out);
+  int dealloc_mw(Client& c, std::uint32_t handle);
+  static int post_bind(const Client& c, QpState& q, const service::SendWqe& w);
   // A WQE the service's QP refused: an error completion for it, and the QP to the error state.
   // A ring's SGE names the program's address; the engine takes local SGEs by the service's.
   static void translate(const Client& c, ibv_sge& sge);
+  // A receive WQE of a ring as a WR for the service's QP or SRQ, its SGEs (in `sge`, room for
+  // kMaxWqeSge) translated; false when it has more than `max_sge`.
+  static bool recv_wr_from(const Client& c, const service::RecvWqe& w, std::uint32_t max_sge, ibv_sge* sge,
+                           ibv_recv_wr& wr);
   void fail_wqe(Client& c, QpState& q, std::uint64_t wr_id, bool send, ibv_wc_status status);
   // rdma_cm (service_cm.cpp): the requests of a program's rdma_cm connection; its channels'
   // fds for the control loop's poll(), and their events pushed to the program once readable;

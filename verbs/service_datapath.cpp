@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "verbs/service.hpp"
+#include "verbs/service_ring_files.hpp"
 
 namespace roce::verbs {
 namespace {
@@ -17,8 +18,8 @@ namespace {
 using service::RecvWqe;
 using service::SendWqe;
 
-// Maps a program's ring file: sealed against shrinking (a shrunk file would SIGBUS the service)
-// and at least `bytes` long.
+}  // namespace
+
 void* map_ring(int fd, std::size_t bytes) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) < bytes) return nullptr;
@@ -27,15 +28,6 @@ void* map_ring(int fd, std::size_t bytes) {
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return m == MAP_FAILED ? nullptr : m;
 }
-
-template <typename T>
-bool read_body(const service::Request& r, std::size_t len, T& out) {
-  if (len < sizeof(T)) return false;
-  std::memcpy(&out, r.body, sizeof(T));
-  return true;
-}
-
-}  // namespace
 
 int VerbsService::create_cq(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
                             service::Reply& out) {
@@ -89,9 +81,12 @@ int VerbsService::create_qp(Client& c, const service::Request& r, std::size_t le
   const auto scq = c.cqs.find(q.send_cq);
   const auto rcq = c.cqs.find(q.recv_cq);
   if (pd == c.pds.end() || scq == c.cqs.end() || rcq == c.cqs.end()) return EINVAL;
+  const auto srq = q.srq ? c.srqs.find(q.srq) : c.srqs.end();
+  if (q.srq && srq == c.srqs.end()) return EINVAL;
   if (!service::valid_ring_size(q.sq_size) || !service::valid_ring_size(q.rq_size)) return EINVAL;
   if (q.cap.max_send_sge > service::kMaxWqeSge || q.cap.max_recv_sge > service::kMaxWqeSge ||
-      q.cap.max_inline_data > service::kMaxWqeInline || q.cap.max_send_wr > q.sq_size || q.cap.max_recv_wr > q.rq_size)
+      q.cap.max_inline_data > service::kMaxWqeInline || q.cap.max_send_wr > q.sq_size ||
+      (q.srq == 0 && q.cap.max_recv_wr > q.rq_size))
     return EINVAL;
   const auto layout = service::qp_ring_layout(q.sq_size, q.rq_size);
   if (!may_map(c, layout.bytes)) return ENOMEM;
@@ -103,6 +98,7 @@ int VerbsService::create_qp(Client& c, const service::Request& r, std::size_t le
   ia.qp_type = static_cast<ibv_qp_type>(q.qp_type);
   ia.sq_sig_all = q.sq_sig_all != 0;
   ia.cap = q.cap;
+  if (q.srq) ia.srq = srq->second.srq;
   ibv_qp* qp = ibv_create_qp(pd->second, &ia);
   if (qp == nullptr) {
     const int e = errno ? errno : ENOMEM;
@@ -124,12 +120,14 @@ int VerbsService::create_qp(Client& c, const service::Request& r, std::size_t le
   s.rq_head = s.rq->head.load(std::memory_order_relaxed);
   s.send_cq = q.send_cq;
   s.recv_cq = q.recv_cq;
+  s.srq = q.srq;
   s.max_send_sge = ia.cap.max_send_sge;
   s.max_recv_sge = ia.cap.max_recv_sge;
   s.max_inline = ia.cap.max_inline_data;
   s.ud = ia.qp_type == IBV_QPT_UD;
   ++scq->second.qps;
   ++rcq->second.qps;
+  if (q.srq) ++srq->second.qps;
   const std::uint32_t h = c.next_handle++;
   c.qps.emplace(h, s);
   service::CreateQpReply rep{h, qp->qp_num, ia.cap};
@@ -167,6 +165,7 @@ int VerbsService::destroy_qp(Client& c, std::uint32_t handle) {
   ::munmap(it->second.map, it->second.map_bytes);
   if (auto s = c.cqs.find(it->second.send_cq); s != c.cqs.end()) --s->second.qps;
   if (auto s = c.cqs.find(it->second.recv_cq); s != c.cqs.end()) --s->second.qps;
+  if (auto s = c.srqs.find(it->second.srq); s != c.srqs.end()) --s->second.qps;
   c.qps.erase(it);
   return 0;
 }
@@ -179,6 +178,17 @@ void VerbsService::translate(const Client& c, ibv_sge& sge) {
   const auto it = c.mr_by_lkey.find(sge.lkey);
   if (it == c.mr_by_lkey.end()) return;
   sge.addr = reinterpret_cast<std::uintptr_t>(it->second->mr->addr) + (sge.addr - it->second->program_addr);
+}
+
+bool VerbsService::recv_wr_from(const Client& c, const service::RecvWqe& w, std::uint32_t max_sge, ibv_sge* sge,
+                                ibv_recv_wr& wr) {
+  if (w.num_sge > max_sge || w.num_sge > service::kMaxWqeSge) return false;
+  std::memcpy(sge, w.sge, w.num_sge * sizeof(ibv_sge));
+  for (std::uint32_t i = 0; i < w.num_sge; ++i) translate(c, sge[i]);
+  wr.wr_id = w.wr_id;
+  wr.sg_list = sge;
+  wr.num_sge = static_cast<int>(w.num_sge);
+  return true;
 }
 
 void VerbsService::fail_wqe(Client& c, QpState& q, std::uint64_t wr_id, bool send, ibv_wc_status status) {
@@ -212,6 +222,14 @@ bool VerbsService::pump_qp(QpState& q, Client& c) {
   }
   while (q.sq_head != tail) {
     const SendWqe w = q.sq_entries[q.sq_head & (q.sq_size - 1)];
+    if (w.opcode == IBV_WR_BIND_MW || w.opcode == service::kRingBindType1) {
+      const int rc = post_bind(c, q, w);
+      if (rc == ENOMEM) break;  // the QP is full: the WQE stays in the ring for the next round
+      if (rc != 0) fail_wqe(c, q, w.wr_id, true, IBV_WC_LOC_QP_OP_ERR);
+      ++q.sq_head;
+      moved = true;
+      continue;
+    }
     ibv_send_wr wr{};
     ibv_sge sge[service::kMaxWqeSge];
     ibv_sge inline_sge{};
@@ -266,6 +284,7 @@ bool VerbsService::pump_qp(QpState& q, Client& c) {
     moved = true;
   }
   q.sq->head.store(q.sq_head, std::memory_order_release);
+  if (q.srq) return moved;  // its receives come from the SRQ's ring
   // Receive ring, the same way.
   tail = q.rq->tail.load(std::memory_order_acquire);
   if (tail - q.rq_head > q.rq_size) {
@@ -275,18 +294,13 @@ bool VerbsService::pump_qp(QpState& q, Client& c) {
   }
   while (q.rq_head != tail) {
     const RecvWqe w = q.rq_entries[q.rq_head & (q.rq_size - 1)];
-    if (w.num_sge > q.max_recv_sge || w.num_sge > service::kMaxWqeSge) {
+    ibv_sge sge[service::kMaxWqeSge];
+    ibv_recv_wr wr{};
+    if (!recv_wr_from(c, w, q.max_recv_sge, sge, wr)) {
       fail_wqe(c, q, w.wr_id, false, IBV_WC_LOC_LEN_ERR);
       ++q.rq_head;
       continue;
     }
-    ibv_sge sge[service::kMaxWqeSge];
-    std::memcpy(sge, w.sge, w.num_sge * sizeof(ibv_sge));
-    for (std::uint32_t i = 0; i < w.num_sge; ++i) translate(c, sge[i]);
-    ibv_recv_wr wr{};
-    wr.wr_id = w.wr_id;
-    wr.sg_list = sge;
-    wr.num_sge = static_cast<int>(w.num_sge);
     ibv_recv_wr* bad = nullptr;
     const int rc = ibv_post_recv(q.qp, &wr, &bad);
     if (rc == ENOMEM) break;
@@ -321,6 +335,7 @@ bool VerbsService::pump_cq(CqState& q) {
 bool VerbsService::pump() {
   bool moved = false;
   for (auto& c : clients_) {
+    for (auto& [h, q] : c->srqs) moved |= pump_srq(q, *c);
     for (auto& [h, q] : c->qps) moved |= pump_qp(q, *c);
     for (auto& [h, q] : c->cqs) moved |= pump_cq(q);
   }

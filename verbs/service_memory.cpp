@@ -38,6 +38,7 @@ bool VerbsService::may_map(const Client& c, std::uint64_t bytes) const {
   for (const auto& [h, region] : c.mrs) mapped += region.map_bytes;
   for (const auto& [h, q] : c.cqs) mapped += q.map_bytes;
   for (const auto& [h, q] : c.qps) mapped += q.map_bytes;
+  for (const auto& [h, q] : c.srqs) mapped += q.map_bytes;
   return mapped <= opt_.max_map_bytes && bytes <= opt_.max_map_bytes - mapped;
 }
 

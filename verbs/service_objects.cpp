@@ -100,6 +100,32 @@ int service_destroy_ah(Context& c, ibv_ah* ah) {
   return 0;
 }
 
+ibv_mw* service_alloc_mw(Context& c, Pd& p, ibv_mw_type type) {
+  service::AllocMwReply rep;
+  if (int rc = c.service->call(service::Op::AllocMw, p.service_handle, static_cast<std::uint32_t>(type), nullptr, 0,
+                               &rep, sizeof rep);
+      rc != 0)
+    return fail<ibv_mw>(rc);
+  auto* w = new Mw{};
+  w->service_handle = rep.handle;
+  w->context = p.context;
+  w->pd = &p;
+  w->rkey = rep.rkey;
+  w->handle = rep.handle;
+  w->type = type;
+  std::lock_guard g(c.service_mutex);
+  c.mws.insert(w);
+  return w;
+}
+
+int service_dealloc_mw(Context& c, Mw* m) {
+  if (int rc = c.service->call(service::Op::DeallocMw, m->service_handle, 0, nullptr, 0, nullptr, 0); rc != 0) return rc;
+  std::lock_guard g(c.service_mutex);
+  c.mws.erase(m);
+  retire(m);
+  return 0;
+}
+
 void service_close(Context& c) {
   c.service.reset();  // the service frees everything this connection owned
   std::lock_guard g(c.service_mutex);
@@ -110,6 +136,13 @@ void service_close(Context& c) {
     retire(q);
   }
   c.qps.clear();
+  for (Srq* s : c.srqs) {
+    ::munmap(s->ring->map, s->ring->bytes);
+    ::close(s->ring->memfd);
+    delete s->ring;
+    retire(s);
+  }
+  c.srqs.clear();
   for (Cq* q : c.cqs) {
     ::munmap(q->ring->map, q->ring->bytes);
     ::close(q->ring->memfd);
@@ -124,6 +157,8 @@ void service_close(Context& c) {
   c.channels.clear();
   for (ServiceAh* a : c.service_ahs) delete a;
   c.service_ahs.clear();
+  for (Mw* m : c.mws) retire(m);
+  c.mws.clear();
   for (Mr* m : c.mrs) retire(m);
   for (Pd* p : c.pds) retire(p);
   c.mrs.clear();

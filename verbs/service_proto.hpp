@@ -43,9 +43,22 @@ enum class Op : std::uint32_t {
   DestroyQp = 17,   // handle: the QP
   CreateAh = 18,    // handle: the PD; body: ibv_ah_attr; answer: Handle
   DestroyAh = 19,   // handle: the AH
+  // Shared receive queues (service_rings.hpp): a ring of receive WQEs per SRQ.
+  CreateSrq = 20,   // handle: the PD; body: CreateSrqRequest; files: the ring's memfd; answer: CreateSrqReply
+  ModifySrq = 21,   // handle: the SRQ; body: ModifySrqRequest
+  QuerySrq = 22,    // handle: the SRQ; answer: ibv_srq_attr
+  DestroySrq = 23,  // handle: the SRQ
+  // Memory windows: bound by WQEs in the send ring (service_rings.hpp's SendWqe::bind).
+  AllocMw = 24,     // handle: the PD; arg: the ibv_mw_type; answer: AllocMwReply
+  DeallocMw = 25,   // handle: the window
   // Slice 5 (cm_proto.hpp): rdma_cm, on a connection of its own; arg: the CmOp. Numbered apart
   // from the verbs' requests, which keep the numbers after DestroyAh.
   Cm = 64,
+};
+
+struct AllocMwReply {
+  std::uint32_t handle = 0;
+  std::uint32_t rkey = 0;
 };
 
 struct Request {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/rdma/memory_window.hpp"
 #include "verbs/ops.hpp"
 #include "verbs/service_verbs.hpp"
 
@@ -17,30 +18,6 @@ namespace roce::verbs {
 namespace {
 
 using service::Op;
-
-struct RingFile {
-  int fd = -1;
-  void* map = nullptr;
-};
-
-RingFile make_ring_file(std::size_t bytes) {
-  RingFile f;
-  f.fd = ::memfd_create("roce-verbs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (f.fd < 0) return f;
-  if (::ftruncate(f.fd, static_cast<off_t>(bytes)) == 0 &&
-      ::fcntl(f.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
-    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
-    if (m != MAP_FAILED) {
-      f.map = m;
-      return f;
-    }
-  }
-  const int e = errno;
-  ::close(f.fd);
-  f.fd = -1;
-  errno = e;
-  return f;
-}
 
 void free_cq_ring(ServiceCqRing* r) {
   if (r == nullptr) return;
@@ -93,7 +70,26 @@ int svc_req_notify_cq(ibv_cq* cq, int) {
 
 bool posting_allowed(ibv_qp_state s) { return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR; }
 
-int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+// A bind's window and region, by the service's handles; EINVAL for objects not of this context.
+int put_bind(service::SendWqe& w, const ibv_send_wr& wr, const ibv_context* context) {
+  Mw* m = to_mw(wr.bind_mw.mw);
+  if (m == nullptr || m->context != context) return EINVAL;
+  Mr* r = nullptr;
+  if (wr.bind_mw.bind_info.mr != nullptr) {
+    r = to_mr(wr.bind_mw.bind_info.mr);
+    if (r == nullptr || r->context != context) return EINVAL;
+  }
+  w.bind.mw = m->service_handle;
+  w.bind.mr = r ? r->service_handle : 0;
+  w.bind.addr = wr.bind_mw.bind_info.addr;
+  w.bind.length = wr.bind_mw.bind_info.length;
+  w.bind.access = wr.bind_mw.bind_info.mw_access_flags;
+  w.rkey = wr.bind_mw.rkey;
+  return 0;
+}
+
+// `type1_bind`: the one WR is ibv_bind_mw's (the ring's kRingBindType1).
+int post_to_ring(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad, bool type1_bind) {
   Qp* q = to_qp(qp);
   if (q == nullptr || q->rings == nullptr) {
     if (bad) *bad = wr;
@@ -135,11 +131,16 @@ int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
       break;
     }
     w.wr_id = wr->wr_id;
-    w.opcode = wr->opcode;
+    w.opcode = type1_bind ? service::kRingBindType1 : static_cast<std::uint32_t>(wr->opcode);
     w.send_flags = wr->send_flags;
     w.imm_data = wr->imm_data;
     w.ah = 0;
-    if (qp->qp_type == IBV_QPT_UD) {
+    if (wr->opcode == IBV_WR_BIND_MW) {
+      if ((err = put_bind(w, *wr, qp->context)) != 0) {
+        if (bad) *bad = wr;
+        break;
+      }
+    } else if (qp->qp_type == IBV_QPT_UD) {
       // The AH must be one of this context's (the service checks its handle again).
       auto* ah = static_cast<ServiceAh*>(wr->wr.ud.ah);
       {
@@ -168,6 +169,8 @@ int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   return err;
 }
 
+int svc_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) { return post_to_ring(qp, wr, bad, false); }
+
 int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* q = to_qp(qp);
   if (q == nullptr || q->rings == nullptr) {
@@ -178,7 +181,7 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   std::lock_guard g(r.mutex);
   int err = 0;
   for (; wr != nullptr; wr = wr->next) {
-    if (qp->state == IBV_QPS_RESET || wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > r.cap.max_recv_sge) {
+    if (qp->srq != nullptr || qp->state == IBV_QPS_RESET || wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > r.cap.max_recv_sge) {
       err = EINVAL;
     } else if (r.rq_tail - r.rq->head.load(std::memory_order_acquire) >= r.rq_size) {
       err = ENOMEM;
@@ -187,10 +190,7 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
       if (bad) *bad = wr;
       break;
     }
-    service::RecvWqe& w = r.rq_entries[r.rq_tail & (r.rq_size - 1)];
-    w.wr_id = wr->wr_id;
-    w.num_sge = static_cast<std::uint32_t>(wr->num_sge);
-    std::memcpy(w.sge, wr->sg_list, static_cast<std::size_t>(wr->num_sge) * sizeof(ibv_sge));
+    put_recv_wqe(r.rq_entries[r.rq_tail & (r.rq_size - 1)], *wr);
     ++r.rq_tail;
   }
   r.rq->tail.store(r.rq_tail, std::memory_order_release);
@@ -199,12 +199,55 @@ int svc_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 }  // namespace
 
+// A type 1 window's key follows each bind at post time, as library mode's does; the service's
+// window takes the same next key (rdma::next_window_key).
+int service_bind_mw(Qp& q, Mw& m, const ibv_mw_bind& b) {
+  if (m.type != IBV_MW_TYPE_1) return EINVAL;
+  ibv_send_wr wr{};
+  wr.wr_id = b.wr_id;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = b.send_flags;
+  wr.bind_mw.mw = &m;
+  wr.bind_mw.rkey = rdma::next_window_key(m.rkey);
+  wr.bind_mw.bind_info = b.bind_info;
+  ibv_send_wr* bad = nullptr;
+  const int rc = post_to_ring(&q.qp_base, &wr, &bad, true);
+  if (rc == 0) m.rkey = wr.bind_mw.rkey;
+  return rc;
+}
+
+void put_recv_wqe(service::RecvWqe& w, const ibv_recv_wr& wr) {
+  w.wr_id = wr.wr_id;
+  w.num_sge = static_cast<std::uint32_t>(wr.num_sge);
+  std::memcpy(w.sge, wr.sg_list, static_cast<std::size_t>(wr.num_sge) * sizeof(ibv_sge));
+}
+
+RingFile make_ring_file(std::size_t bytes) {
+  RingFile f;
+  f.fd = ::memfd_create("roce-verbs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (f.fd < 0) return f;
+  if (::ftruncate(f.fd, static_cast<off_t>(bytes)) == 0 &&
+      ::fcntl(f.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+    if (m != MAP_FAILED) {
+      f.map = m;
+      return f;
+    }
+  }
+  const int e = errno;
+  ::close(f.fd);
+  f.fd = -1;
+  errno = e;
+  return f;
+}
+
 void install_service_ops(Context& c) {
   ibv_context_ops& o = c.context.ops;
   o.poll_cq = svc_poll_cq;
   o.req_notify_cq = svc_req_notify_cq;
   o.post_send = svc_post_send;
   o.post_recv = svc_post_recv;
+  o.post_srq_recv = service_post_srq_recv;
 }
 
 ibv_comp_channel* service_create_channel(Context& c) {
@@ -315,7 +358,9 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   Cq* rcq = to_cq(a.recv_cq);
   if (scq == nullptr || rcq == nullptr || scq->context != p.context || rcq->context != p.context)
     return fail<ibv_qp>(EINVAL);
-  if (a.srq != nullptr) return fail<ibv_qp>(EOPNOTSUPP);  // SRQs are not served yet
+  Srq* srq = a.srq ? to_srq(a.srq) : nullptr;
+  if (a.srq != nullptr && (srq == nullptr || srq->context != p.context || srq->ring == nullptr))
+    return fail<ibv_qp>(EINVAL);
   switch (a.qp_type) {
     case IBV_QPT_RC:
     case IBV_QPT_UC:
@@ -337,7 +382,9 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   rq.sq_sig_all = static_cast<std::uint32_t>(a.sq_sig_all);
   rq.cap = a.cap;
   rq.sq_size = service::ring_size_for(std::max(1u, a.cap.max_send_wr));
-  rq.rq_size = service::ring_size_for(std::max(1u, a.cap.max_recv_wr));
+  rq.srq = srq ? srq->ring->handle : 0;
+  // A QP on an SRQ takes its receives from the SRQ's ring: its own stays at one entry, unused.
+  rq.rq_size = srq ? 1 : service::ring_size_for(std::max(1u, a.cap.max_recv_wr));
   const auto layout = service::qp_ring_layout(rq.sq_size, rq.rq_size);
   RingFile f = make_ring_file(layout.bytes);
   if (f.map == nullptr) return nullptr;
@@ -367,7 +414,7 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   b.pd = &p;
   b.send_cq = a.send_cq;
   b.recv_cq = a.recv_cq;
-  b.srq = nullptr;
+  b.srq = a.srq;
   b.handle = rep.handle;
   b.qp_num = rep.qp_num;
   b.state = IBV_QPS_RESET;

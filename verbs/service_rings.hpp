@@ -44,11 +44,24 @@ struct SendWqe {
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
   std::uint32_t reserved = 0;
+  // BIND_MW and kRingBindType1: the window and the region by the service's handles, the range
+  // and access as ibv_mw_bind_info has them; the new key is `rkey`.
+  struct Bind {
+    std::uint32_t mw = 0;
+    std::uint32_t mr = 0;  // 0: unbind
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    std::uint32_t access = 0;
+  } bind;
   union {
     ibv_sge sge[kMaxWqeSge];
     std::uint8_t inline_data[kMaxWqeInline];
   };
 };
+
+// A ring-only opcode: a type 1 window bound by ibv_bind_mw (the service binds it the same way);
+// IBV_WR_BIND_MW in a ring is a work request binding a type 2 window.
+inline constexpr std::uint32_t kRingBindType1 = 0x10000;
 
 struct RecvWqe {
   std::uint64_t wr_id = 0;
@@ -74,6 +87,10 @@ inline QpRingLayout qp_ring_layout(std::uint32_t sq_size, std::uint32_t rq_size)
 inline std::size_t cq_ring_bytes(std::uint32_t size) {
   return (sizeof(RingHeader) + size * sizeof(ibv_wc) + 4095) & ~std::size_t{4095};
 }
+// An SRQ's memfd: one ring of receive WQEs.
+inline std::size_t srq_ring_bytes(std::uint32_t size) {
+  return (sizeof(RingHeader) + size * sizeof(RecvWqe) + 4095) & ~std::size_t{4095};
+}
 inline bool valid_ring_size(std::uint32_t n) { return n >= 1 && n <= kMaxRingEntries && (n & (n - 1)) == 0; }
 inline std::uint32_t ring_size_for(std::uint32_t wanted) {
   std::uint32_t n = 1;
@@ -93,6 +110,7 @@ struct CreateCqReply {
 
 struct CreateQpRequest {
   std::uint32_t send_cq = 0, recv_cq = 0;  // handles
+  std::uint32_t srq = 0;                   // handle, 0: none (the QP's own receive ring)
   std::uint32_t qp_type = 0;
   std::uint32_t sq_sig_all = 0;
   ibv_qp_cap cap{};
@@ -102,6 +120,19 @@ struct CreateQpReply {
   std::uint32_t handle = 0;
   std::uint32_t qp_num = 0;
   ibv_qp_cap cap{};
+};
+
+struct CreateSrqRequest {
+  ibv_srq_attr attr{};         // as the program asked
+  std::uint32_t ring_size = 0;  // entries of the ring in the passed memfd (a power of 2)
+};
+struct CreateSrqReply {
+  std::uint32_t handle = 0;
+  ibv_srq_attr attr{};  // what the SRQ really got
+};
+struct ModifySrqRequest {
+  ibv_srq_attr attr{};
+  std::int32_t mask = 0;
 };
 
 struct ModifyQpRequest {

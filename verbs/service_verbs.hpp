@@ -60,6 +60,37 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& attr);
 int service_modify_qp(Context& c, Qp& q, ibv_qp_attr& attr, int mask);
 int service_query_qp(Context& c, Qp& q, ibv_qp_attr& attr, int mask, ibv_qp_init_attr& init);
 int service_destroy_qp(Context& c, Qp* q);
+// A ring file: a memfd of `bytes`, sealed at that size, mapped here (map nullptr and errno set
+// on failure). The service maps it too (service_ring_files.hpp).
+struct RingFile {
+  int fd = -1;
+  void* map = nullptr;
+};
+RingFile make_ring_file(std::size_t bytes);
+// A receive WR as a WQE of a ring (its SGEs checked by the caller).
+void put_recv_wqe(service::RecvWqe& w, const ibv_recv_wr& wr);
+
+// SRQs (service_srq_client.cpp): the receive WQEs go through a ring as a QP's do.
+struct ServiceSrqRing {
+  std::uint32_t handle = 0;
+  int memfd = -1;
+  void* map = nullptr;
+  std::size_t bytes = 0;
+  service::RingHeader* ring = nullptr;
+  service::RecvWqe* entries = nullptr;
+  std::uint32_t size = 0, tail = 0;
+  std::uint32_t max_sge = 0;
+  std::mutex mutex;  // posters on several threads
+};
+ibv_srq* service_create_srq(Context& c, Pd& p, ibv_srq_init_attr& attr);
+int service_modify_srq(Context& c, Srq& s, ibv_srq_attr& attr, int mask);
+int service_query_srq(Context& c, Srq& s, ibv_srq_attr& attr);
+int service_destroy_srq(Context& c, Srq* s);
+int service_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+// Memory windows (service_objects.cpp; the bind, service_queues.cpp: a WQE in the send ring).
+ibv_mw* service_alloc_mw(Context& c, Pd& p, ibv_mw_type type);
+int service_dealloc_mw(Context& c, Mw* m);
+int service_bind_mw(Qp& q, Mw& m, const ibv_mw_bind& b);
 // The data-path ops of a service context (its op table).
 void install_service_ops(Context& c);
 

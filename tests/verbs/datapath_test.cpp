@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "tests/verbs/loopback.hpp"
+#include "tests/verbs/window_binds.hpp"
 
 namespace verbs_test {
 namespace datapath_test {
@@ -395,27 +396,11 @@ TEST_F(PairTest, MemoryWindowsType1AndType2) {
   ASSERT_NE(w1, nullptr) << std::strerror(errno);
   ASSERT_NE(w2, nullptr);
   const auto base = reinterpret_cast<std::uint64_t>(dst.data());
-  ibv_mw_bind bind{};
-  bind.wr_id = 11;
-  bind.send_flags = IBV_SEND_SIGNALED;
-  bind.bind_info.mr = dmr;
-  bind.bind_info.addr = base;
-  bind.bind_info.length = 4096;
-  bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
   const std::uint32_t before = w1->rkey;
-  ASSERT_EQ(ibv_bind_mw(b, w1, &bind), 0);
+  const std::uint32_t k2 = bind_two_windows(b, dmr, base, 4096, w1, w2);
+  ASSERT_NE(k2, 0u);
   EXPECT_EQ(w1->rkey, ibv_inc_rkey(before));
-  ibv_send_wr wr{};
-  wr.wr_id = 12;
-  wr.opcode = IBV_WR_BIND_MW;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.bind_mw.mw = w2;
-  wr.bind_mw.rkey = ibv_inc_rkey(w2->rkey);
-  wr.bind_mw.bind_info = bind.bind_info;
-  wr.bind_mw.bind_info.addr = base + 4096;
   ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(b, &wr, &bad), 0);
-  const std::uint32_t k2 = wr.bind_mw.rkey;
   ibv_wc wc[2];
   ASSERT_EQ(poll_n(cq_b, wc, 2), 2);
   for (const ibv_wc& c : wc) {
