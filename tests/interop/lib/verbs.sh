@@ -8,6 +8,11 @@
 #   verbs-from-rxe  the guest's client against our program as the server   (NAME .../rxe>verbs/...)
 #   verbs-to-app    our program is the client of roce-appliance (its port veng0, ours veng1)
 #                                                                           (NAME .../verbs>app/...)
+#   verbs-svc-to-rxe, verbs-svc-from-rxe, verbs-svc-to-app: the same in service mode (NAME
+#                   .../verbs-svc>rxe/..., .../rxe>verbs-svc/..., .../verbs-svc>app/...): a
+#                   roce-verbsd of the case's own owns the port and the program runs through it
+#                   (roce-run --service); the service must still be alive when the case ends
+#                   and must end cleanly on SIGTERM (docs/verbs.md, section 2).
 
 VERBS_VDEV="net_af_packet1,iface=veng1,blocksz=36864,framesz=4608,framecnt=512"
 
@@ -91,6 +96,38 @@ verbs_stop() {
   VERBS_PID=""
 }
 
+# verbsd_start LOG DEVICE_ARGS: the case's roce-verbsd owning the port (VERBSD_PID), its socket
+# VERBSD_SOCK; returns 1 when the socket does not appear within 10 s.
+verbsd_start() {
+  local log=$1 i
+  shift
+  VERBSD_SOCK=/tmp/roce-interop-$$-verbsd.sock
+  rm -f "$VERBSD_SOCK"
+  # shellcheck disable=SC2068
+  timeout 180 ip netns exec "$NETNS" "$BUILD_DIR/apps/verbsd/roce-verbsd" $@ --socket "$VERBSD_SOCK" > "$log" 2>&1 &
+  VERBSD_PID=$!
+  for i in $(seq 100); do
+    [[ -S $VERBSD_SOCK ]] && return 0
+    kill -0 "$VERBSD_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
+}
+
+# verbsd_stop: SIGTERM to the case's roce-verbsd; its exit status (0: it ended cleanly).
+verbsd_stop() {
+  [[ -n ${VERBSD_PID:-} ]] || return 0
+  local pid rc i
+  pid=$(pgrep -P "$VERBSD_PID" | head -1)  # timeout's child: the service itself
+  kill -TERM "${pid:-$VERBSD_PID}" 2>/dev/null
+  for i in $(seq 100); do kill -0 "$VERBSD_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$VERBSD_PID" ${pid:+"$pid"} 2>/dev/null
+  wait "$VERBSD_PID"
+  rc=$?
+  VERBSD_PID=""
+  return $rc
+}
+
 # Waits up to 10 s for our rdma_cm server: its dataplane thread runs once the program made its
 # event channel, and rdma_listen follows at once (there is no TCP port to watch).
 verbs_wait_cm_listen() {
@@ -100,6 +137,23 @@ verbs_wait_cm_listen() {
     pid=$(pgrep -P "$VERBS_PID" | head -1)
     if [[ -n $pid ]] && grep -qs roce-verbs-dp /proc/"$pid"/task/*/comm; then
       sleep 0.5
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# The same for an rdma_cm server in service mode, which has no dataplane thread of its own: its
+# rdma_create_event_channel opens a context and the rdma_cm connection (two sockets to the
+# service), and rdma_listen follows at once.
+verbs_wait_svc_cm_listen() {
+  local i pid
+  for i in $(seq 100); do
+    kill -0 "$VERBS_PID" 2>/dev/null || return 1
+    pid=$(pgrep -P "$VERBS_PID" | head -1)
+    if [[ -n $pid ]] && (($(find /proc/"$pid"/fd -lname 'socket:*' 2>/dev/null | wc -l) >= 2)); then
+      sleep 1
       return 0
     fi
     sleep 0.1
@@ -162,7 +216,9 @@ run_verbs_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
   case_begin "$name"
-  local dir=$CASE_DIR tool ok=1 ours dev peer_ip
+  local dir=$CASE_DIR tool ok=1 ours dev peer_ip svc=0
+  # Service mode: the case runs as its library-mode KIND, the program through a roce-verbsd.
+  [[ $kind == verbs-svc-* ]] && svc=1 kind=verbs-${kind#verbs-svc-}
   tool=$(guest_tool "$verb" "$flags")
   is_cm_tool "$verb" && tool=$verb
   ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
@@ -179,6 +235,11 @@ run_verbs_case() {
     appliance_keep "$mtu" $app_args || return
   else
     appliance_none
+  fi
+  if ((svc)); then
+    # shellcheck disable=SC2086  # options are words
+    verbsd_start "$dir/verbsd.log" $dev || { CASE_NOTE="roce-verbsd did not start: $(tail -1 "$dir/verbsd.log")"; verbsd_stop; return; }
+    dev="--service $VERBSD_SOCK"
   fi
   capture_start "$dir/capture.pcap"
   case $kind in
@@ -219,7 +280,9 @@ run_verbs_case() {
       fi
       # shellcheck disable=SC2086
       verbs_start "$dir/ours.log" $dev -- $oserver
-      if verbs_cm_case "$verb" "$flags"; then verbs_wait_cm_listen; else verbs_wait_listen; fi ||
+      if ! verbs_cm_case "$verb" "$flags"; then verbs_wait_listen
+      elif ((svc)); then verbs_wait_svc_cm_listen
+      else verbs_wait_cm_listen; fi ||
         { ok=0; CASE_NOTE="our $tool did not listen: $(tail -1 "$dir/ours.log")"; }
       if ((ok)); then
         guest_run 150 "timeout 120 $gclient"
@@ -261,6 +324,14 @@ run_verbs_case() {
   esac
   capture_stop
   has_flag "$flags" v6 && verbs_addrconfig_v6 del
+  # The service outlived its program and ends cleanly on SIGTERM (removing its socket).
+  if ((svc)); then
+    kill -0 "$VERBSD_PID" 2>/dev/null || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd died: $(tail -1 "$dir/verbsd.log")"; }
+    verbsd_stop
+    local src=$?
+    ((src == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd exit $src"; }
+    [[ -e $VERBSD_SOCK ]] && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd left its socket"; rm -f "$VERBSD_SOCK"; }
+  fi
   local pmtu=$mtu sender=ours
   [[ $verb == ud-pingpong ]] && pmtu=0
   # veng0-br carries the side on veng0 ("ours" to the check): our program facing the guest, or the
@@ -348,6 +419,44 @@ cases_verbs_full() {
     echo "udaddy/$kind/v6 $dir udaddy 4096 0 100 10 v6"
     echo "rdma_client/$kind/v6 $dir rdma_client 4096 0 16 1 v6"
   done
+  cases_verbs_svc_full
+}
+
+# Service mode (docs/verbs.md, section 2): the same programs through a roce-verbsd that owns the
+# port, in each role (RC, UC and UD; the service serves no SRQ, so no ibv_srq_pingpong), and
+# rdma_cm through the service (slice 5).
+cases_verbs_svc_full() {
+  local dir kind verb
+  for dir in verbs-svc-to-rxe verbs-svc-from-rxe verbs-svc-to-app; do
+    case $dir in verbs-svc-to-rxe) kind="verbs-svc>rxe" ;; verbs-svc-from-rxe) kind="rxe>verbs-svc" ;; *) kind="verbs-svc>app" ;; esac
+    echo "pingpong/$kind/m1024/s4096 $dir pingpong 1024 0 4096 16"
+    for verb in write read send; do
+      echo "$verb/$kind/m1024/s65536 $dir $verb 1024 0 65536 16"
+      echo "$verb/$kind/m4096/q4/s4096 $dir $verb 4096 0 4096 16 q4"
+      echo "$verb-lat/$kind/m1024/s64 $dir $verb 1024 0 64 16 lat"
+    done
+    echo "write/$kind/m4096/s1048576 $dir write 4096 0 1048576 5"
+    echo "atomic/$kind/m1024/s8 $dir atomic 1024 0 8 64"
+    echo "write/$kind/m1024/uc/s4096 $dir write 1024 0 4096 16 uc"
+    echo "send/$kind/m1024/ud/s1024 $dir send 1024 0 1024 16 ud"
+  done
+  echo "ud-pingpong/verbs-svc>rxe/s1024 verbs-svc-to-rxe ud-pingpong 4096 0 1024 16"
+  echo "ud-pingpong/rxe>verbs-svc/s1024 verbs-svc-from-rxe ud-pingpong 4096 0 1024 16"
+  echo "uc-pingpong/verbs-svc>rxe/m1024/s4096 verbs-svc-to-rxe uc-pingpong 1024 0 4096 16"
+  echo "rping/verbs-svc>rxe/s64 verbs-svc-to-rxe rping 4096 0 64 10"
+  echo "rping/rxe>verbs-svc/s64 verbs-svc-from-rxe rping 4096 0 64 10"
+  echo "rping/verbs-svc>rxe/s60000 verbs-svc-to-rxe rping 4096 0 60000 4"
+  echo "rping/verbs-svc>app/s64 verbs-svc-to-app rping 4096 0 64 10"
+  echo "write-R/verbs-svc>rxe/s65536 verbs-svc-to-rxe write 4096 0 65536 200 R"
+  echo "write-R/rxe>verbs-svc/s65536 verbs-svc-from-rxe write 4096 0 65536 200 R"
+  echo "write-R/verbs-svc>app/s65536 verbs-svc-to-app write 4096 0 65536 200 R"
+  echo "read-R/verbs-svc>rxe/q2/s65536 verbs-svc-to-rxe read 4096 0 65536 100 R,q2"
+  echo "send-R/verbs-svc>rxe/ud/s1024 verbs-svc-to-rxe send 4096 0 1024 200 R,ud"
+  echo "send-R/rxe>verbs-svc/ud/s1024 verbs-svc-from-rxe send 4096 0 1024 200 R,ud"
+  echo "ucmatose/verbs-svc>rxe verbs-svc-to-rxe ucmatose 4096 0 100 10"
+  echo "udaddy/rxe>verbs-svc verbs-svc-from-rxe udaddy 4096 0 100 10"
+  echo "rdma_client/verbs-svc>rxe verbs-svc-to-rxe rdma_client 4096 0 16 1"
+  echo "rdma_client/rxe>verbs-svc verbs-svc-from-rxe rdma_client 4096 0 16 1"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
@@ -357,6 +466,11 @@ CASES_VERBS_CI=(
   "ud-pingpong/rxe>verbs/s1024"
   # librdmacm's entry points against the kernel's rdma_cm: one case (about 4 s here).
   "rping/verbs>rxe/s64"
+  # Service mode: a roce-verbsd of the case's own holds the port; each program kind in each role
+  # toward rxe, rdma_cm through the service both ways, and one case toward the appliance.
+  "write/verbs-svc>rxe/m1024/s65536" "read-lat/rxe>verbs-svc/m1024/s64" "pingpong/rxe>verbs-svc/m1024/s4096"
+  "pingpong/verbs-svc>rxe/m1024/s4096" "rping/verbs-svc>rxe/s64" "rping/rxe>verbs-svc/s64"
+  "write-R/verbs-svc>rxe/s65536" "write-R/rxe>verbs-svc/s65536" "write-R/verbs-svc>app/s65536"
 )
 
 cases_verbs_ci() {
