@@ -13,6 +13,9 @@
 #                   roce-verbsd of the case's own owns the port and the program runs through it
 #                   (roce-run --service); the service must still be alive when the case ends
 #                   and must end cleanly on SIGTERM (docs/verbs.md, section 2).
+#   verbs-svc-two   two programs through one roce-verbsd at once: our rping server for the
+#                   guest's rping client while our ib_write_bw client runs against the guest's
+#                   server (NAME two/verbs-svc<>rxe/...)
 
 VERBS_VDEV="net_af_packet1,iface=veng1,blocksz=36864,framesz=4608,framecnt=512"
 
@@ -215,6 +218,7 @@ verbs_addrconfig_v6() { inns ip -6 addr "$1" "$VERBS_ADDRCONFIG_IP6/128" dev lo 
 run_verbs_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  [[ $kind == verbs-svc-two ]] && { run_verbs_svc_two_case "$1"; return; }
   case_begin "$name"
   local dir=$CASE_DIR tool ok=1 ours dev peer_ip svc=0
   # Service mode: the case runs as its library-mode KIND, the program through a roce-verbsd.
@@ -344,6 +348,77 @@ run_verbs_case() {
   ((ok)) && CASE_VERDICT=pass
 }
 
+# run_verbs_svc_two_case LINE (kind verbs-svc-two, VERB write with a -D flag): one roce-verbsd
+# on veng0 serves two programs at once, each with its own verdict: our `rping -s -V` for the
+# guest's validating rping client, and our ib_write_bw client (-D: for a fixed time) against the
+# guest's ib_write_bw server. The rping client starts once the ib_write_bw client printed its
+# table header (its transfer begins) and must end while it still runs, so that the two really
+# share the service.
+run_verbs_svc_two_case() {
+  local name kind verb mtu size iters flags
+  read -r name kind verb mtu _ size iters flags <<< "$1"
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1 svc rping_pid bw_pid i rc
+  appliance_none
+  # shellcheck disable=SC2046  # options are words
+  verbsd_start "$dir/verbsd.log" $(verbs_device_args verbs-to-rxe) ||
+    { CASE_NOTE="roce-verbsd did not start: $(tail -1 "$dir/verbsd.log")"; verbsd_stop; return; }
+  svc="--service $VERBSD_SOCK"
+  capture_start "$dir/capture.pcap"
+  # shellcheck disable=SC2046,SC2086
+  verbs_start "$dir/ours_rping.log" $svc -- $(cm_tool_cmd rping server "$NET_ENGINE_IP" 64 10)
+  rping_pid=$VERBS_PID
+  verbs_wait_svc_cm_listen || { ok=0; CASE_NOTE="our rping did not listen: $(tail -1 "$dir/ours_rping.log")"; }
+  if ((ok)); then
+    guest_run 40 "bg server ib_${verb}_bw $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags"); s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null ||
+      { ok=0; CASE_NOTE="guest server did not listen"; }
+  fi
+  if ((ok)); then
+    # shellcheck disable=SC2046,SC2086
+    timeout 100 ip netns exec "$NETNS" "$BUILD_DIR/verbs/roce-run" $svc -- stdbuf -oL "ib_${verb}_bw" \
+      $(verbs_args verbs-to-rxe "$verb" "$mtu" "$size" "$iters" "$flags") "$NET_GUEST_IP" > "$dir/ours_bw.log" 2>&1 &
+    bw_pid=$!
+    for i in $(seq 200); do grep -q "#bytes" "$dir/ours_bw.log" && break; kill -0 "$bw_pid" 2>/dev/null || break; sleep 0.1; done
+    guest_run 150 "timeout 120 $(cm_tool_cmd rping client "$NET_ENGINE_IP" 64 10)"
+    rc=$?
+    printf '%s' "$GUEST_OUT" > "$dir/guest_rping.log"
+    ((rc == 0)) || { ok=0; CASE_NOTE="guest rping exit $rc"; }
+    verbs_finished rping "$dir/guest_rping.log" "" 10 || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest rping reported no result"; }
+    kill -0 "$bw_pid" 2>/dev/null || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our ib_${verb}_bw had ended before the rping: not at once"; }
+    wait "$bw_pid"
+    rc=$?
+    ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our ib_${verb}_bw exit $rc"; }
+    verbs_finished "$verb" "$dir/ours_bw.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our ib_${verb}_bw reported no result"; }
+    CASE_FIGURE="$(bw_figure "$dir/ours_bw.log"), $(verbs_figure rping "" "$dir/guest_rping.log")"
+    guest_run 90 "fg server 60"
+  else
+    guest_run 40 "fg server 10"
+  fi
+  rc=$?
+  printf '%s' "$GUEST_OUT" > "$dir/guest_bw.log"
+  ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest ib_${verb}_bw exit $rc"; }
+  for i in $(seq 100); do kill -0 "$rping_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$rping_pid" 2>/dev/null; then
+    ok=0
+    CASE_NOTE+="${CASE_NOTE:+; }our rping did not finish"
+    verbs_stop
+  else
+    wait "$rping_pid"
+    rc=$?
+    ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our rping exit $rc"; }
+  fi
+  VERBS_PID=""
+  capture_stop
+  kill -0 "$VERBSD_PID" 2>/dev/null || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd died: $(tail -1 "$dir/verbsd.log")"; }
+  verbsd_stop
+  rc=$?
+  ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd exit $rc"; }
+  [[ -e $VERBSD_SOCK ]] && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd left its socket"; rm -f "$VERBSD_SOCK"; }
+  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" ours "$NET_ENGINE_IP" || ok=0
+  CASE_SECONDS=$((SECONDS - CASE_T0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
 # Every program in each role it has: against the guest as client and server, against
 # roce-appliance as client; -q 4, -a, UC and UD where perftest has them.
 cases_verbs_full() {
@@ -457,6 +532,7 @@ cases_verbs_svc_full() {
   echo "udaddy/rxe>verbs-svc verbs-svc-from-rxe udaddy 4096 0 100 10"
   echo "rdma_client/verbs-svc>rxe verbs-svc-to-rxe rdma_client 4096 0 16 1"
   echo "rdma_client/rxe>verbs-svc verbs-svc-from-rxe rdma_client 4096 0 16 1"
+  echo "two/verbs-svc<>rxe/write-D6+rping verbs-svc-two write 1024 0 65536 16 D6"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
@@ -471,6 +547,7 @@ CASES_VERBS_CI=(
   "write/verbs-svc>rxe/m1024/s65536" "read-lat/rxe>verbs-svc/m1024/s64" "pingpong/rxe>verbs-svc/m1024/s4096"
   "pingpong/verbs-svc>rxe/m1024/s4096" "rping/verbs-svc>rxe/s64" "rping/rxe>verbs-svc/s64"
   "write-R/verbs-svc>rxe/s65536" "write-R/rxe>verbs-svc/s65536" "write-R/verbs-svc>app/s65536"
+  "two/verbs-svc<>rxe/write-D6+rping"
 )
 
 cases_verbs_ci() {
