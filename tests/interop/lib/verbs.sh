@@ -131,6 +131,18 @@ verbsd_stop() {
   return $rc
 }
 
+# verbsd_verdict DIR: the case's roce-verbsd outlived its programs and ends cleanly on SIGTERM,
+# removing its socket; 1 (with CASE_NOTE) when not.
+verbsd_verdict() {
+  local ok=0 rc
+  kill -0 "$VERBSD_PID" 2>/dev/null || { ok=1; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd died: $(tail -1 "$1/verbsd.log")"; }
+  verbsd_stop
+  rc=$?
+  ((rc == 0)) || { ok=1; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd exit $rc"; }
+  [[ -e $VERBSD_SOCK ]] && { ok=1; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd left its socket"; rm -f "$VERBSD_SOCK"; }
+  return $ok
+}
+
 # Waits up to 10 s for our rdma_cm server: its dataplane thread runs once the program made its
 # event channel, and rdma_listen follows at once (there is no TCP port to watch).
 verbs_wait_cm_listen() {
@@ -328,14 +340,7 @@ run_verbs_case() {
   esac
   capture_stop
   has_flag "$flags" v6 && verbs_addrconfig_v6 del
-  # The service outlived its program and ends cleanly on SIGTERM (removing its socket).
-  if ((svc)); then
-    kill -0 "$VERBSD_PID" 2>/dev/null || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd died: $(tail -1 "$dir/verbsd.log")"; }
-    verbsd_stop
-    local src=$?
-    ((src == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd exit $src"; }
-    [[ -e $VERBSD_SOCK ]] && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd left its socket"; rm -f "$VERBSD_SOCK"; }
-  fi
+  if ((svc)); then verbsd_verdict "$dir" || ok=0; fi
   local pmtu=$mtu sender=ours
   [[ $verb == ud-pingpong ]] && pmtu=0
   # veng0-br carries the side on veng0 ("ours" to the check): our program facing the guest, or the
@@ -409,11 +414,7 @@ run_verbs_svc_two_case() {
   fi
   VERBS_PID=""
   capture_stop
-  kill -0 "$VERBSD_PID" 2>/dev/null || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd died: $(tail -1 "$dir/verbsd.log")"; }
-  verbsd_stop
-  rc=$?
-  ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd exit $rc"; }
-  [[ -e $VERBSD_SOCK ]] && { ok=0; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd left its socket"; rm -f "$VERBSD_SOCK"; }
+  verbsd_verdict "$dir" || ok=0
   capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" ours "$NET_ENGINE_IP" || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
