@@ -499,7 +499,7 @@ cases_verbs_full() {
 }
 
 # Service mode (docs/verbs.md, section 2): the same programs through a roce-verbsd that owns the
-# port, in each role (RC, UC and UD; the service serves no SRQ, so no ibv_srq_pingpong), and
+# port, in each role (RC, UC and UD; ibv_srq_pingpong's QPs on one SRQ through the service), and
 # rdma_cm through the service (slice 5).
 cases_verbs_svc_full() {
   local dir kind verb
@@ -519,6 +519,8 @@ cases_verbs_svc_full() {
   echo "ud-pingpong/verbs-svc>rxe/s1024 verbs-svc-to-rxe ud-pingpong 4096 0 1024 16"
   echo "ud-pingpong/rxe>verbs-svc/s1024 verbs-svc-from-rxe ud-pingpong 4096 0 1024 16"
   echo "uc-pingpong/verbs-svc>rxe/m1024/s4096 verbs-svc-to-rxe uc-pingpong 1024 0 4096 16"
+  echo "srq-pingpong/verbs-svc>rxe/m1024/s4096 verbs-svc-to-rxe srq-pingpong 1024 0 4096 64"
+  echo "srq-pingpong/rxe>verbs-svc/m1024/q4/s3000 verbs-svc-from-rxe srq-pingpong 1024 0 3000 64 q4"
   echo "rping/verbs-svc>rxe/s64 verbs-svc-to-rxe rping 4096 0 64 10"
   echo "rping/rxe>verbs-svc/s64 verbs-svc-from-rxe rping 4096 0 64 10"
   echo "rping/verbs-svc>rxe/s60000 verbs-svc-to-rxe rping 4096 0 60000 4"
