@@ -80,6 +80,7 @@ cleanup() {
   capture_stop
   appliance_stop
   verbs_stop
+  verbsd_stop
   guest_stop
   net_down
   rm -rf "/var/run/dpdk/interop_gen_$$" "/var/run/dpdk/interop_app_$$"

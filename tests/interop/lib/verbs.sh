@@ -8,6 +8,14 @@
 #   verbs-from-rxe  the guest's client against our program as the server   (NAME .../rxe>verbs/...)
 #   verbs-to-app    our program is the client of roce-appliance (its port veng0, ours veng1)
 #                                                                           (NAME .../verbs>app/...)
+#   verbs-svc-to-rxe, verbs-svc-from-rxe, verbs-svc-to-app: the same in service mode (NAME
+#                   .../verbs-svc>rxe/..., .../rxe>verbs-svc/..., .../verbs-svc>app/...): a
+#                   roce-verbsd of the case's own owns the port and the program runs through it
+#                   (roce-run --service); the service must still be alive when the case ends
+#                   and must end cleanly on SIGTERM (docs/verbs.md, section 2).
+#   verbs-svc-two   two programs through one roce-verbsd at once: our rping server for the
+#                   guest's rping client while our ib_write_bw client runs against the guest's
+#                   server (NAME two/verbs-svc<>rxe/...)
 
 VERBS_VDEV="net_af_packet1,iface=veng1,blocksz=36864,framesz=4608,framecnt=512"
 
@@ -91,6 +99,50 @@ verbs_stop() {
   VERBS_PID=""
 }
 
+# verbsd_start LOG DEVICE_ARGS: the case's roce-verbsd owning the port (VERBSD_PID), its socket
+# VERBSD_SOCK; returns 1 when the socket does not appear within 10 s.
+verbsd_start() {
+  local log=$1 i
+  shift
+  VERBSD_SOCK=/tmp/roce-interop-$$-verbsd.sock
+  rm -f "$VERBSD_SOCK"
+  # shellcheck disable=SC2068
+  timeout 180 ip netns exec "$NETNS" "$BUILD_DIR/apps/verbsd/roce-verbsd" $@ --socket "$VERBSD_SOCK" > "$log" 2>&1 &
+  VERBSD_PID=$!
+  for i in $(seq 100); do
+    [[ -S $VERBSD_SOCK ]] && return 0
+    kill -0 "$VERBSD_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
+}
+
+# verbsd_stop: SIGTERM to the case's roce-verbsd; its exit status (0: it ended cleanly).
+verbsd_stop() {
+  [[ -n ${VERBSD_PID:-} ]] || return 0
+  local pid rc i
+  pid=$(pgrep -P "$VERBSD_PID" | head -1)  # timeout's child: the service itself
+  kill -TERM "${pid:-$VERBSD_PID}" 2>/dev/null
+  for i in $(seq 100); do kill -0 "$VERBSD_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$VERBSD_PID" ${pid:+"$pid"} 2>/dev/null
+  wait "$VERBSD_PID"
+  rc=$?
+  VERBSD_PID=""
+  return $rc
+}
+
+# verbsd_verdict DIR: the case's roce-verbsd outlived its programs and ends cleanly on SIGTERM,
+# removing its socket; 1 (with CASE_NOTE) when not.
+verbsd_verdict() {
+  local ok=0 rc
+  kill -0 "$VERBSD_PID" 2>/dev/null || { ok=1; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd died: $(tail -1 "$1/verbsd.log")"; }
+  verbsd_stop
+  rc=$?
+  ((rc == 0)) || { ok=1; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd exit $rc"; }
+  [[ -e $VERBSD_SOCK ]] && { ok=1; CASE_NOTE+="${CASE_NOTE:+; }roce-verbsd left its socket"; rm -f "$VERBSD_SOCK"; }
+  return $ok
+}
+
 # Waits up to 10 s for our rdma_cm server: its dataplane thread runs once the program made its
 # event channel, and rdma_listen follows at once (there is no TCP port to watch).
 verbs_wait_cm_listen() {
@@ -100,6 +152,23 @@ verbs_wait_cm_listen() {
     pid=$(pgrep -P "$VERBS_PID" | head -1)
     if [[ -n $pid ]] && grep -qs roce-verbs-dp /proc/"$pid"/task/*/comm; then
       sleep 0.5
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# The same for an rdma_cm server in service mode, which has no dataplane thread of its own: its
+# rdma_create_event_channel opens a context and the rdma_cm connection (two sockets to the
+# service), and rdma_listen follows at once.
+verbs_wait_svc_cm_listen() {
+  local i pid
+  for i in $(seq 100); do
+    kill -0 "$VERBS_PID" 2>/dev/null || return 1
+    pid=$(pgrep -P "$VERBS_PID" | head -1)
+    if [[ -n $pid ]] && (($(find /proc/"$pid"/fd -lname 'socket:*' 2>/dev/null | wc -l) >= 2)); then
+      sleep 1
       return 0
     fi
     sleep 0.1
@@ -161,8 +230,11 @@ verbs_addrconfig_v6() { inns ip -6 addr "$1" "$VERBS_ADDRCONFIG_IP6/128" dev lo 
 run_verbs_case() {
   local name kind verb mtu loss size iters flags
   read -r name kind verb mtu loss size iters flags <<< "$1"
+  [[ $kind == verbs-svc-two ]] && { run_verbs_svc_two_case "$1"; return; }
   case_begin "$name"
-  local dir=$CASE_DIR tool ok=1 ours dev peer_ip
+  local dir=$CASE_DIR tool ok=1 ours dev peer_ip svc=0
+  # Service mode: the case runs as its library-mode KIND, the program through a roce-verbsd.
+  [[ $kind == verbs-svc-* ]] && svc=1 kind=verbs-${kind#verbs-svc-}
   tool=$(guest_tool "$verb" "$flags")
   is_cm_tool "$verb" && tool=$verb
   ours=$(verbs_args "$kind" "$verb" "$mtu" "$size" "$iters" "$flags")
@@ -179,6 +251,11 @@ run_verbs_case() {
     appliance_keep "$mtu" $app_args || return
   else
     appliance_none
+  fi
+  if ((svc)); then
+    # shellcheck disable=SC2086  # options are words
+    verbsd_start "$dir/verbsd.log" $dev || { CASE_NOTE="roce-verbsd did not start: $(tail -1 "$dir/verbsd.log")"; verbsd_stop; return; }
+    dev="--service $VERBSD_SOCK"
   fi
   capture_start "$dir/capture.pcap"
   case $kind in
@@ -219,7 +296,9 @@ run_verbs_case() {
       fi
       # shellcheck disable=SC2086
       verbs_start "$dir/ours.log" $dev -- $oserver
-      if verbs_cm_case "$verb" "$flags"; then verbs_wait_cm_listen; else verbs_wait_listen; fi ||
+      if ! verbs_cm_case "$verb" "$flags"; then verbs_wait_listen
+      elif ((svc)); then verbs_wait_svc_cm_listen
+      else verbs_wait_cm_listen; fi ||
         { ok=0; CASE_NOTE="our $tool did not listen: $(tail -1 "$dir/ours.log")"; }
       if ((ok)); then
         guest_run 150 "timeout 120 $gclient"
@@ -261,6 +340,7 @@ run_verbs_case() {
   esac
   capture_stop
   has_flag "$flags" v6 && verbs_addrconfig_v6 del
+  if ((svc)); then verbsd_verdict "$dir" || ok=0; fi
   local pmtu=$mtu sender=ours
   [[ $verb == ud-pingpong ]] && pmtu=0
   # veng0-br carries the side on veng0 ("ours" to the check): our program facing the guest, or the
@@ -269,6 +349,73 @@ run_verbs_case() {
   local ours_ip=$our_roce
   [[ $kind == verbs-to-app ]] && ours_ip=$NET_ENGINE_IP
   capture_verdict "$dir" "$peer_ip" "$pmtu" "$flags" "$sender" "$ours_ip" || ok=0
+  CASE_SECONDS=$((SECONDS - CASE_T0))
+  ((ok)) && CASE_VERDICT=pass
+}
+
+# run_verbs_svc_two_case LINE (kind verbs-svc-two, VERB write with a -D flag): one roce-verbsd
+# on veng0 serves two programs at once, each with its own verdict: our `rping -s -V` for the
+# guest's validating rping client, and our ib_write_bw client (-D: for a fixed time) against the
+# guest's ib_write_bw server. The rping client starts once the ib_write_bw client printed its
+# table header (its transfer begins) and must end while it still runs, so that the two really
+# share the service.
+run_verbs_svc_two_case() {
+  local name kind verb mtu size iters flags
+  read -r name kind verb mtu _ size iters flags <<< "$1"
+  case_begin "$name"
+  local dir=$CASE_DIR ok=1 svc rping_pid bw_pid i rc
+  appliance_none
+  # shellcheck disable=SC2046  # options are words
+  verbsd_start "$dir/verbsd.log" $(verbs_device_args verbs-to-rxe) ||
+    { CASE_NOTE="roce-verbsd did not start: $(tail -1 "$dir/verbsd.log")"; verbsd_stop; return; }
+  svc="--service $VERBSD_SOCK"
+  capture_start "$dir/capture.pcap"
+  # shellcheck disable=SC2046,SC2086
+  verbs_start "$dir/ours_rping.log" $svc -- $(cm_tool_cmd rping server "$NET_ENGINE_IP" 64 10)
+  rping_pid=$VERBS_PID
+  verbs_wait_svc_cm_listen || { ok=0; CASE_NOTE="our rping did not listen: $(tail -1 "$dir/ours_rping.log")"; }
+  if ((ok)); then
+    guest_run 40 "bg server ib_${verb}_bw $(guest_args "$verb" "$mtu" "$size" "$iters" "$flags"); s=0; until netstat -ltn | grep -q ':18515 '; do [ -f /tmp/server.rc ] || [ \$s -ge 200 ] && exit 1; sleep 0.1; s=\$((s + 1)); done" > /dev/null ||
+      { ok=0; CASE_NOTE="guest server did not listen"; }
+  fi
+  if ((ok)); then
+    # shellcheck disable=SC2046,SC2086
+    timeout 100 ip netns exec "$NETNS" "$BUILD_DIR/verbs/roce-run" $svc -- stdbuf -oL "ib_${verb}_bw" \
+      $(verbs_args verbs-to-rxe "$verb" "$mtu" "$size" "$iters" "$flags") "$NET_GUEST_IP" > "$dir/ours_bw.log" 2>&1 &
+    bw_pid=$!
+    for i in $(seq 200); do grep -q "#bytes" "$dir/ours_bw.log" && break; kill -0 "$bw_pid" 2>/dev/null || break; sleep 0.1; done
+    guest_run 150 "timeout 120 $(cm_tool_cmd rping client "$NET_ENGINE_IP" 64 10)"
+    rc=$?
+    printf '%s' "$GUEST_OUT" > "$dir/guest_rping.log"
+    ((rc == 0)) || { ok=0; CASE_NOTE="guest rping exit $rc"; }
+    verbs_finished rping "$dir/guest_rping.log" "" 10 || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest rping reported no result"; }
+    kill -0 "$bw_pid" 2>/dev/null || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our ib_${verb}_bw had ended before the rping: not at once"; }
+    wait "$bw_pid"
+    rc=$?
+    ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our ib_${verb}_bw exit $rc"; }
+    verbs_finished "$verb" "$dir/ours_bw.log" "$flags" || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our ib_${verb}_bw reported no result"; }
+    CASE_FIGURE="$(bw_figure "$dir/ours_bw.log"), $(verbs_figure rping "" "$dir/guest_rping.log")"
+    guest_run 90 "fg server 60"
+  else
+    guest_run 40 "fg server 10"
+  fi
+  rc=$?
+  printf '%s' "$GUEST_OUT" > "$dir/guest_bw.log"
+  ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }guest ib_${verb}_bw exit $rc"; }
+  for i in $(seq 100); do kill -0 "$rping_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$rping_pid" 2>/dev/null; then
+    ok=0
+    CASE_NOTE+="${CASE_NOTE:+; }our rping did not finish"
+    verbs_stop
+  else
+    wait "$rping_pid"
+    rc=$?
+    ((rc == 0)) || { ok=0; CASE_NOTE+="${CASE_NOTE:+; }our rping exit $rc"; }
+  fi
+  VERBS_PID=""
+  capture_stop
+  verbsd_verdict "$dir" || ok=0
+  capture_verdict "$dir" "$NET_GUEST_IP" "$mtu" "$flags" ours "$NET_ENGINE_IP" || ok=0
   CASE_SECONDS=$((SECONDS - CASE_T0))
   ((ok)) && CASE_VERDICT=pass
 }
@@ -348,6 +495,47 @@ cases_verbs_full() {
     echo "udaddy/$kind/v6 $dir udaddy 4096 0 100 10 v6"
     echo "rdma_client/$kind/v6 $dir rdma_client 4096 0 16 1 v6"
   done
+  cases_verbs_svc_full
+}
+
+# Service mode (docs/verbs.md, section 2): the same programs through a roce-verbsd that owns the
+# port, in each role (RC, UC and UD; ibv_srq_pingpong's QPs on one SRQ through the service), and
+# rdma_cm through the service (slice 5).
+cases_verbs_svc_full() {
+  local dir kind verb
+  for dir in verbs-svc-to-rxe verbs-svc-from-rxe verbs-svc-to-app; do
+    case $dir in verbs-svc-to-rxe) kind="verbs-svc>rxe" ;; verbs-svc-from-rxe) kind="rxe>verbs-svc" ;; *) kind="verbs-svc>app" ;; esac
+    echo "pingpong/$kind/m1024/s4096 $dir pingpong 1024 0 4096 16"
+    for verb in write read send; do
+      echo "$verb/$kind/m1024/s65536 $dir $verb 1024 0 65536 16"
+      echo "$verb/$kind/m4096/q4/s4096 $dir $verb 4096 0 4096 16 q4"
+      echo "$verb-lat/$kind/m1024/s64 $dir $verb 1024 0 64 16 lat"
+    done
+    echo "write/$kind/m4096/s1048576 $dir write 4096 0 1048576 5"
+    echo "atomic/$kind/m1024/s8 $dir atomic 1024 0 8 64"
+    echo "write/$kind/m1024/uc/s4096 $dir write 1024 0 4096 16 uc"
+    echo "send/$kind/m1024/ud/s1024 $dir send 1024 0 1024 16 ud"
+  done
+  echo "ud-pingpong/verbs-svc>rxe/s1024 verbs-svc-to-rxe ud-pingpong 4096 0 1024 16"
+  echo "ud-pingpong/rxe>verbs-svc/s1024 verbs-svc-from-rxe ud-pingpong 4096 0 1024 16"
+  echo "uc-pingpong/verbs-svc>rxe/m1024/s4096 verbs-svc-to-rxe uc-pingpong 1024 0 4096 16"
+  echo "srq-pingpong/verbs-svc>rxe/m1024/s4096 verbs-svc-to-rxe srq-pingpong 1024 0 4096 64"
+  echo "srq-pingpong/rxe>verbs-svc/m1024/q4/s3000 verbs-svc-from-rxe srq-pingpong 1024 0 3000 64 q4"
+  echo "rping/verbs-svc>rxe/s64 verbs-svc-to-rxe rping 4096 0 64 10"
+  echo "rping/rxe>verbs-svc/s64 verbs-svc-from-rxe rping 4096 0 64 10"
+  echo "rping/verbs-svc>rxe/s60000 verbs-svc-to-rxe rping 4096 0 60000 4"
+  echo "rping/verbs-svc>app/s64 verbs-svc-to-app rping 4096 0 64 10"
+  echo "write-R/verbs-svc>rxe/s65536 verbs-svc-to-rxe write 4096 0 65536 200 R"
+  echo "write-R/rxe>verbs-svc/s65536 verbs-svc-from-rxe write 4096 0 65536 200 R"
+  echo "write-R/verbs-svc>app/s65536 verbs-svc-to-app write 4096 0 65536 200 R"
+  echo "read-R/verbs-svc>rxe/q2/s65536 verbs-svc-to-rxe read 4096 0 65536 100 R,q2"
+  echo "send-R/verbs-svc>rxe/ud/s1024 verbs-svc-to-rxe send 4096 0 1024 200 R,ud"
+  echo "send-R/rxe>verbs-svc/ud/s1024 verbs-svc-from-rxe send 4096 0 1024 200 R,ud"
+  echo "ucmatose/verbs-svc>rxe verbs-svc-to-rxe ucmatose 4096 0 100 10"
+  echo "udaddy/rxe>verbs-svc verbs-svc-from-rxe udaddy 4096 0 100 10"
+  echo "rdma_client/verbs-svc>rxe verbs-svc-to-rxe rdma_client 4096 0 16 1"
+  echo "rdma_client/rxe>verbs-svc verbs-svc-from-rxe rdma_client 4096 0 16 1"
+  echo "two/verbs-svc<>rxe/write-D6+rping verbs-svc-two write 1024 0 65536 16 D6"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
@@ -357,6 +545,12 @@ CASES_VERBS_CI=(
   "ud-pingpong/rxe>verbs/s1024"
   # librdmacm's entry points against the kernel's rdma_cm: one case (about 4 s here).
   "rping/verbs>rxe/s64"
+  # Service mode: a roce-verbsd of the case's own holds the port; each program kind in each role
+  # toward rxe, rdma_cm through the service both ways, and one case toward the appliance.
+  "write/verbs-svc>rxe/m1024/s65536" "read-lat/rxe>verbs-svc/m1024/s64" "pingpong/rxe>verbs-svc/m1024/s4096"
+  "pingpong/verbs-svc>rxe/m1024/s4096" "rping/verbs-svc>rxe/s64" "rping/rxe>verbs-svc/s64"
+  "write-R/verbs-svc>rxe/s65536" "write-R/rxe>verbs-svc/s65536" "write-R/verbs-svc>app/s65536"
+  "two/verbs-svc<>rxe/write-D6+rping"
 )
 
 cases_verbs_ci() {
