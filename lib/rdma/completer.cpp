@@ -104,8 +104,8 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     SendWqe& w = qp.sq.at(i);
     if (w.state == WqeState::Done) {
-      // A tracked READ that finished before an older one: una passes it once that one did.
-      if (!blocked && w.status == IBV_WC_SUCCESS && req.tracks_read(w) && psn_diff(w.last_psn(), end_psn) < 0 &&
+      // A READ or atomic that finished behind a tracked READ: una passes it once that one did.
+      if (!blocked && w.status == IBV_WC_SUCCESS && req.selective() && w.needs_response_data() && psn_diff(w.last_psn(), end_psn) < 0 &&
           psn_after(psn_next(w.last_psn()), una_))
         una_ = psn_next(w.last_psn());
       continue;
@@ -562,12 +562,22 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
       break;
     }
   }
-  // ATOMIC_WRITE and FLUSH are answered by a zero-length READ response ONLY at their PSN.
+  // ATOMIC_WRITE and FLUSH are answered by a zero-length READ response ONLY at their PSN
+  // (selective repeat: perhaps behind a READ still missing responses).
+  if (req.selective())
+    for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+      SendWqe& c = qp.sq.at(i);
+      if (c.state == WqeState::InFlight && (c.is_atomic_write() || c.is_flush()) && psn == c.first_psn) {
+        w = &c;
+        break;
+      }
+    }
   if (w != nullptr && (w->is_atomic_write() || w->is_flush()) && psn == w->first_psn) {
     if (pkt.info->position != Position::Only || pkt.payload_length != 0) {
       qp.counters.inc(Counter::GhostResponses);
       return retry(qp, req, psn, now, false);
     }
+    if (req.selective()) return finish_in_turn(qp, req, *w, psn, now);
     una_ = psn_next(psn);
     finish(qp, req, *w, IBV_WC_SUCCESS);
     progressed(qp, req, now);
@@ -626,7 +636,8 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
   SendWqe* w = nullptr;
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     SendWqe& c = qp.sq.at(i);
-    if (c.state == WqeState::InFlight) {
+    // Selective repeat: the atomic may wait behind a READ still missing responses.
+    if (c.state == WqeState::InFlight && (!req.selective() || (c.is_atomic() && c.first_psn == psn))) {
       w = &c;
       break;
     }
@@ -638,6 +649,7 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
   }
   const std::uint64_t original = pkt.ext.atomic_ack.original_data.get();
   copy_to_segments(qp.send_segs(*w), w->num_seg, 0, reinterpret_cast<const std::byte*>(&original), sizeof original);
+  if (req.selective()) return finish_in_turn(qp, req, *w, psn, now);
   una_ = psn_next(psn);
   finish(qp, req, *w, IBV_WC_SUCCESS);
   progressed(qp, req, now);

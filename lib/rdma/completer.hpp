@@ -85,6 +85,15 @@ class Completer {
   // (completer_read_holes.cpp): placed where its PSN puts it; what it shows missing is asked for.
   CompleterOutcome on_tracked_read_response(QpContext& qp, Requester& req, SendWqe& w, const proto::Packet& pkt, Nanos now,
                                             bool placed);
+  // Selective repeat: a response at `psn` acknowledged everything before it (and `psn` itself):
+  // completes in order what it can, una stopping at a tracked READ still missing responses.
+  CompleterOutcome acknowledge_in_turn(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now);
+  // ... after `w` (an atomic, ATOMIC_WRITE or FLUSH answered at `psn`) finished, perhaps
+  // behind such a READ.
+  CompleterOutcome finish_in_turn(QpContext& qp, Requester& req, SendWqe& w, std::uint32_t psn, Nanos now) {
+    finish(qp, req, w, IBV_WC_SUCCESS);
+    return acknowledge_in_turn(qp, req, psn, now);
+  }
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   void progressed(QpContext& qp, const Requester& req, Nanos now);

@@ -51,6 +51,10 @@ CompleterOutcome Completer::on_tracked_read_response(QpContext& qp, Requester& r
   req.advance_read(w);
   if (w.read_packets_received == w.npackets) finish(qp, req, w, IBV_WC_SUCCESS);
   // The response acknowledges every request before it, and its own READ up to it.
+  return acknowledge_in_turn(qp, req, psn, now);
+}
+
+CompleterOutcome Completer::acknowledge_in_turn(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now) {
   if (psn_after(psn_next(psn), acked_end_)) acked_end_ = psn_next(psn);
   const std::uint32_t before = una_;
   std::uint32_t retry_psn = 0;

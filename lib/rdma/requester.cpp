@@ -149,6 +149,7 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
       w.read_expect_first = true;
       w.read_high = 0;
       w.rd_credit_held = false;
+      w.read_in_order = sr_window_ != 0 && w.is_read() && overlaps_earlier_read(qp, cursor_);
       next_psn_ = psn_add(next_psn_, w.npackets);
       w.state = WqeState::InFlight;
       if (w.needs_response_data()) ++inflight_rd_atomic_;

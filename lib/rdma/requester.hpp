@@ -82,7 +82,9 @@ class Requester {
   // Selective READ responses (requester_read_holes.cpp; docs/loss.md, part 2, "READ
   // responses"): a READ of at most kSackSpan packets on a selective repeat QP places responses
   // out of order and asks for each missing range with a READ request of its own.
-  bool tracks_read(const SendWqe& w) const { return sr_window_ != 0 && w.is_read() && w.npackets <= proto::kSackSpan; }
+  bool tracks_read(const SendWqe& w) const {
+    return sr_window_ != 0 && w.is_read() && w.npackets <= proto::kSackSpan && !w.read_in_order;
+  }
   // How a response at `psn` of tracked READ `w` is taken. Arrived: new, to be placed.
   enum class ReadArrival : std::uint8_t { Arrived, Duplicate };
   // Records response `psn` of `w` as placed; *asked_tx: the transmission that asked for it (0:
@@ -125,6 +127,8 @@ class Requester {
     return s.psn == psn ? s.flags : 0;
   }
   void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
+  // Whether the local buffer of the READ at SQ index `index` overlaps an earlier unfinished READ's.
+  bool overlaps_earlier_read(const QpContext& qp, std::uint64_t index) const;
   // Sends the oldest range of READ responses marked missing; false when none is left.
   bool build_read_hole(QpContext& qp, TxFrame& frame);
   enum RdFlag : std::uint8_t { kArrived = 1, kAskPending = 2, kAsked = 4 };

@@ -41,6 +41,22 @@ void Requester::advance_read(SendWqe& w) const {
   w.read_expect_first = false;
 }
 
+bool Requester::overlaps_earlier_read(const QpContext& qp, std::uint64_t index) const {
+  const SendWqe& w = qp.sq.at(index);
+  const LocalSegment* mine = qp.send_segs(w);
+  for (std::uint64_t q = qp.sq.head(); q < index; ++q) {
+    const SendWqe& e = qp.sq.at(q);
+    if (e.state != WqeState::InFlight || !e.is_read()) continue;
+    const LocalSegment* theirs = qp.send_segs(e);
+    for (std::uint32_t a = 0; a < w.num_seg; ++a)
+      for (std::uint32_t b = 0; b < e.num_seg; ++b)
+        if (mine[a].length != 0 && theirs[b].length != 0 && mine[a].ptr < theirs[b].ptr + theirs[b].length &&
+            theirs[b].ptr < mine[a].ptr + mine[a].length)
+          return true;
+  }
+  return false;
+}
+
 bool Requester::build_read_hole(QpContext& qp, TxFrame& frame) {
   for (std::uint64_t q = qp.sq.head(); q < qp.sq.tail(); ++q) {
     SendWqe& w = qp.sq.at(q);

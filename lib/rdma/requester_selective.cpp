@@ -69,12 +69,15 @@ std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const 
 }
 
 bool Requester::resend_unsacked(const QpContext& qp) {
-  // A tracked READ some of whose responses came: everything it still misses is asked for again
-  // (what a timer finds: a lost tail, or a hole's answer lost again).
+  // A tracked READ some of whose responses came, or whose responses were found missing: all it
+  // still misses is asked for again (what a timer finds: a lost tail, a hole's request or
+  // answer lost again).
   std::uint32_t holes = 0;
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);
-    if (w.state == WqeState::InFlight && tracks_read(w) && w.read_high != 0) holes += ask_read_holes(w, w.npackets, tx_seq_);
+    if (w.state != WqeState::InFlight || !tracks_read(w)) continue;
+    const bool asked = rd_flags(psn_add(w.first_psn, w.read_packets_received)) & (kAsked | kAskPending);
+    if (w.read_high != 0 || asked) holes += ask_read_holes(w, w.npackets, tx_seq_);
   }
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);

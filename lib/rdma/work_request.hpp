@@ -73,6 +73,9 @@ struct SendWqe {
   // READ with selective repeat (requester_read_holes.cpp): one past the furthest response
   // placed; between read_packets_received and it, holes asked for by READs of their own.
   std::uint32_t read_high = 0;
+  // READ: its local buffer overlaps an earlier unfinished READ's, so it is placed in order (an
+  // out-of-order placement would let the earlier one's late bytes land over its own).
+  bool read_in_order = false;
   // Selective repeat: finished before an older WQE, it keeps its READ/atomic credit until it
   // retires (the responder's resource for the older one must not be recycled meanwhile).
   bool rd_credit_held = false;
