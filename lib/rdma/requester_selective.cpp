@@ -83,6 +83,10 @@ bool Requester::resend_unsacked(const QpContext& qp) {
     const SendWqe& w = qp.sq.at(i);
     if (w.state == WqeState::Done) continue;
     if (w.state == WqeState::InFlight && w.is_read() && w.read_packets_received != 0 && !tracks_read(w)) return false;
+    // An atomic (ATOMIC_WRITE, FLUSH) waiting for its answer: its request may have been
+    // reported held or answered, so no probe would send it again; go-back-N asks for it (a
+    // duplicate the responder replays), as it would on a NAK.
+    if (w.state == WqeState::InFlight && w.needs_response_data() && !w.is_read() && w.next_packet != 0) return false;
     break;
   }
   // A probe, not the whole window: the newest packet no SACK reported goes again alone. If
