@@ -76,7 +76,8 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("vdev", "--target: create a DPDK virtual device first (repeatable)", cxxopts::value<std::vector<std::string>>(o.vdevs))
       ("ip", "--target: our IPv4 or IPv6 address on that port", cxxopts::value<std::string>(o.ip))
       ("timeout", "--target: seconds each set-up step and the last commands may take", cxxopts::value<double>(o.timeout_s)->default_value("10"))
-      ("selective-repeat", std::string("--target: ") + kSelectiveRepeatHelp, cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value("64"))
+      ("selective-repeat", std::string("the in-process target's QPs run it with this window; --target: ") + kSelectiveRepeatHelp,
+       cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value("64"))
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
   for (std::size_t i = 2; i < args.size(); ++i) {
@@ -123,11 +124,11 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
     if (o.baseline || o.loss > 0 || o.duplicate > 0 || o.reorder > 0 || !o.file.empty() || r.count("lba") || r.count("lcores"))
       return make_error(EINVAL, "--baseline, --loss, --dup, --reorder, --file, --lba and --lcores are for the in-process target, not --target (the target's namespace gives the LBA size)");
     if (!(o.timeout_s > 0)) return make_error(EINVAL, "--timeout must be positive");
-    if (!valid_selective_repeat_window(o.selective_repeat))
-      return make_error(EINVAL, "--selective-repeat takes 0 (go-back-N) or a power of two from 8 to 128, not " + std::to_string(o.selective_repeat));
-  } else if (!o.nqn.empty() || !o.dev.empty() || !o.ip.empty() || !o.vdevs.empty() || r.count("trsvcid") || r.count("selective-repeat")) {
-    return make_error(EINVAL, "--nqn, --trsvcid, --dev, --vdev, --ip and --selective-repeat need --target");
+  } else if (!o.nqn.empty() || !o.dev.empty() || !o.ip.empty() || !o.vdevs.empty() || r.count("trsvcid")) {
+    return make_error(EINVAL, "--nqn, --trsvcid, --dev, --vdev and --ip need --target");
   }
+  if (!valid_selective_repeat_window(o.selective_repeat))
+    return make_error(EINVAL, "--selective-repeat takes 0 (go-back-N) or a power of two from 8 to 128, not " + std::to_string(o.selective_repeat));
   o.json = r.count("json") > 0;
   return o;
 }
@@ -152,8 +153,9 @@ Result<std::pair<rdma::QueuePair*, rdma::CompletionQueue*>> make_qp(Side& s, std
   return std::pair{*qp, *cq};
 }
 
+// `selective_repeat`: both ends are ours, so both take the window (docs/loss.md, part 2); 0: go-back-N.
 Status bring_up(Side& me, rdma::QueuePair* qp, const rdma::IpAddress& peer_ip, std::uint32_t peer_qpn, std::uint32_t my_psn,
-                std::uint32_t peer_psn) {
+                std::uint32_t peer_psn, std::uint32_t selective_repeat) {
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   rdma::PeerPath path;
   path.mtu = IBV_MTU_4096;
@@ -165,7 +167,9 @@ Status bring_up(Side& me, rdma::QueuePair* qp, const rdma::IpAddress& peer_ip, s
   // 0.54 s): with the two sides on two threads of a busy machine, one may get no CPU (or sit in
   // a file namespace's fdatasync) for half a second while the other's timer runs. Losses are
   // still resent after a few round trips by the early retransmission, which uses no retries.
-  return rdma::bring_up(*me.engine, qp, IBV_QPT_RC, kAccess, 0, path, rdma::SendSide{my_psn, 18, 7, 7, 16});
+  if (Status s = rdma::modify_to_init(*me.engine, qp, IBV_QPT_RC, kAccess, 0); !s) return s;
+  if (Status s = qp->set_selective_repeat(selective_repeat); !s) return s;  // before RTR
+  return rdma::modify_to_rts(*me.engine, qp, IBV_QPT_RC, path, rdma::SendSide{my_psn, 18, 7, 7, 16});
 }
 
 std::unique_ptr<dp::Dataplane> make_dp(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip,
@@ -228,6 +232,13 @@ class Bench {
     rdma::CompletionQueue* tgt_cq;
   };
   Result<QpPair> make_pair(std::uint16_t depth);
+  // What the NVMe queues' QPs (both ends) resent: the loss figures of the run.
+  struct Resends {
+    std::uint64_t retransmitted = 0;     // request packets sent again, by go-back-N or selectively
+    std::uint64_t selective = 0;         // ... of them resent alone (a SACK or timer named them)
+    std::uint64_t sacks = 0;             // SACKs received
+  };
+  Resends resends();
   // Bytes per second of RDMA WRITEs, `queues` QPs with `queue_depth` WRITEs of `block_size`
   // each in flight, for `seconds`.
   struct Goodput {
@@ -272,6 +283,7 @@ class Bench {
   std::vector<std::unique_ptr<NvmfRdmaHost>> hosts_;  // [0] admin
   std::uint32_t inline_size_ = 0;                     // the target's in-capsule data size
   std::uint32_t psn_ = 0x1000;
+  std::vector<QpPair> nvme_pairs_;  // the admin and I/O queues' QPs (not the baseline's)
 };
 
 Result<Bench::QpPair> Bench::make_pair(std::uint16_t depth) {
@@ -280,16 +292,41 @@ Result<Bench::QpPair> Bench::make_pair(std::uint16_t depth) {
   auto b = tgt_.call(0, [&](rdma::Engine&) { return make_qp(tgt_side_, depth); });
   if (!b) return b.error();
   psn_ += 0x100;
-  if (Status s = bring_up(ini_side_, a->first, tgt_.local().ip, b->first->qpn(), psn_, psn_ + 0x80); !s) return s.error();
+  if (Status s = bring_up(ini_side_, a->first, tgt_.local().ip, b->first->qpn(), psn_, psn_ + 0x80, o_.selective_repeat); !s) return s.error();
   const std::uint32_t ini_qpn = a->first->qpn();
-  if (Status s = tgt_.call(0, [&](rdma::Engine&) { return bring_up(tgt_side_, b->first, ini_.local().ip, ini_qpn, psn_ + 0x80, psn_); }); !s)
+  if (Status s = tgt_.call(0, [&](rdma::Engine&) { return bring_up(tgt_side_, b->first, ini_.local().ip, ini_qpn, psn_ + 0x80, psn_, o_.selective_repeat); });
+      !s)
     return s.error();
   return QpPair{a->first, a->second, b->first, b->second};
+}
+
+Bench::Resends Bench::resends() {
+  const auto sum = [](const std::vector<rdma::QueuePair*>& qps) {
+    Resends r;
+    for (const rdma::QueuePair* qp : qps) {
+      r.retransmitted += qp->counters().get(rdma::Counter::RetransmittedPkts);
+      r.selective += qp->counters().get(rdma::Counter::SelectiveResends);
+      r.sacks += qp->counters().get(rdma::Counter::SacksReceived);
+    }
+    return r;
+  };
+  std::vector<rdma::QueuePair*> ini_qps, tgt_qps;
+  for (const QpPair& p : nvme_pairs_) {
+    ini_qps.push_back(p.ini_qp);
+    tgt_qps.push_back(p.tgt_qp);
+  }
+  Resends r = sum(ini_qps);
+  const Resends t = tgt_.call(0, [&](rdma::Engine&) { return sum(tgt_qps); });  // the target's QPs live on its lcore
+  r.retransmitted += t.retransmitted;
+  r.selective += t.selective;
+  r.sacks += t.sacks;
+  return r;
 }
 
 Status Bench::open(std::uint16_t qid, std::uint16_t depth) {
   auto p = make_pair(depth);
   if (!p) return p.error();
+  nvme_pairs_.push_back(*p);
   if (Status s = tgt_.call(0, [&](rdma::Engine&) -> Status {
         auto t = NvmfRdmaQueue::create(*ts_.target, *tgt_side_.engine, tgt_side_.pd, p->tgt_qp, p->tgt_cq,
                                        nvmf::queue_config_for(ts_.target->config(), qid, depth));
@@ -622,6 +659,7 @@ int Bench::run() {
   const double iops = static_cast<double>(reads + writes) / secs;
   const double mib_s = iops * o_.block_size / (1024.0 * 1024.0);
   const bool failed = errors > 0 || mismatches > 0;
+  const Resends rs = resends();
   if (o_.json) {
     JsonWriter w;
     w.begin_object()
@@ -651,7 +689,11 @@ int Bench::run() {
         .field("mismatches", mismatches)
         .field("frames_per_command", frames_per(frames, reads + writes))
         .field("initiator_frames_per_command", frames_per(ini_frames, reads + writes))
-        .field("target_frames_per_command", frames_per(tgt_frames, reads + writes));
+        .field("target_frames_per_command", frames_per(tgt_frames, reads + writes))
+        .field("selective_repeat", std::uint64_t{o_.selective_repeat})
+        .field("retransmitted_packets", rs.retransmitted)
+        .field("selective_resends", rs.selective)
+        .field("sacks_received", rs.sacks);
     if (o_.baseline)
       w.field("write_baseline_mib_per_s", baseline_bps / (1024.0 * 1024.0))
           .field("ratio_to_write_baseline", iops * o_.block_size / baseline_bps)
@@ -668,6 +710,10 @@ int Bench::run() {
                 p.p99, p.p999, p.max);
     std::printf("  frames on the wire per command: %.2f (initiator %.2f, target %.2f)\n", frames_per(frames, reads + writes),
                 frames_per(ini_frames, reads + writes), frames_per(tgt_frames, reads + writes));
+    std::printf("  %s: %llu packets resent (%llu of them alone), %llu SACKs received\n",
+                o_.selective_repeat ? ("selective repeat (window " + std::to_string(o_.selective_repeat) + ")").c_str() : "go-back-N",
+                static_cast<unsigned long long>(rs.retransmitted), static_cast<unsigned long long>(rs.selective),
+                static_cast<unsigned long long>(rs.sacks));
     std::printf("  errors %llu%s%s%s\n", static_cast<unsigned long long>(errors), first_error.empty() ? "" : " (first: ",
                 first_error.c_str(), first_error.empty() ? "" : ")");
     if (o_.baseline)

@@ -27,6 +27,8 @@ struct SuiteConfig {
   // The loss case runs go-back-N with this tuning in place of selective repeat (a same-run
   // baseline for a go-back-N change: --loss-baseline).
   std::optional<rdma::TransportTuning> loss_baseline;
+  // The loss case's verb (--loss-verb read: a READs b's memory, the data in READ responses).
+  bool loss_read = false;
 };
 
 // Baselines: same PMD, same frames, same machine, same run.

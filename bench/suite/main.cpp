@@ -6,7 +6,7 @@
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
-//              [--sr-placement on|off] [--sr-timer standing|srtt]
+//              [--sr-placement on|off] [--sr-timer standing|srtt] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
       c.tuning.window.bdp_cap_loss_interval = std::stod(args.app[++i]);
     } else if (a == "--bdp-floor" && has) {
       c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
+    } else if (a == "--loss-verb" && has) {
+      c.loss_read = args.app[++i] == "read";
     } else if (a == "--loss-baseline") {
       loss_baseline = true;
     } else if (a == "--no-icrc-linear") {

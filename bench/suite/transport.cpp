@@ -309,8 +309,8 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     const auto qps = rig.connect(QpSetOptions{1, IBV_MTU_4096, 512, 14, k->selective ? 64u : 0u});
     if (qps.empty()) return false;
     k->qp = qps.front().a;
-    k->traffic = std::make_unique<Traffic>(rig, qps, Verb::Write, 65536, k->ra, k->rb, k->recvs, 65536);
-    k->fig.with("verb", "WRITE").with("size", 65536).with("mtu", 4096).with("loss_pct", loss * 100);
+    k->traffic = std::make_unique<Traffic>(rig, qps, c.loss_read ? Verb::Read : Verb::Write, 65536, k->ra, k->rb, k->recvs, 65536);
+    k->fig.with("verb", c.loss_read ? "READ" : "WRITE").with("size", 65536).with("mtu", 4096).with("loss_pct", loss * 100);
     k->fraction.with("loss_pct", loss * 100);
     k->fig.with("send_window", window ? "on" : "off").with("selective_repeat", k->selective ? "on" : "off");
     k->fraction.with("send_window", window ? "on" : "off").with("selective_repeat", k->selective ? "on" : "off");
@@ -347,6 +347,17 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->fig.note("placed_behind_hole", static_cast<double>(hb.placed));
     k->fig.note("naks_sent", static_cast<double>(health_of(rig.eb()).naks));
     k->fig.note("sent_packets", static_cast<double>(rig.a().worker(0).stats().tx_packets));
+    if (c.loss_read) {
+      // READs: the data goes b to a in READ responses. Those b sent beyond one per 4 KiB read
+      // were sent again (go-back-N on the READ, or a hole's range alone), per frame lost.
+      const rdma::Counters cb = rig.eb().total_counters();
+      const double again = static_cast<double>(cb.get(rdma::Counter::ReadResponsesSent)) - static_cast<double>(k->traffic->bytes() / 4096);
+      const double holes = static_cast<double>(rig.ea().total_counters().get(rdma::Counter::ReadHoleRequests));
+      k->fig.note("read_responses_sent_again", again);
+      k->fig.note("read_hole_requests", holes);
+      std::fprintf(stderr, "    READ responses sent again %.0f (%.2f per lost frame), %.0f READ requests for a hole alone\n", again,
+                   lost ? again / static_cast<double>(lost) : 0.0, holes);
+    }
     std::fprintf(stderr, "  loss %.1f %%, %s: %.2f Gbit/s (%.2f of lossless), %llu lost, %llu retransmitted (%.2f per lost), %llu timeouts, %llu early, %llu tail probes, %llu window cuts, %.2f of sent held behind a hole (%.2f placed)\n",
                  k->loss * 100, k->selective ? "selective repeat" : k->baseline ? "go-back-N, baseline" : k->window ? "go-back-N, full window" : "go-back-N", k->fig.median(), k->fraction.median(), static_cast<unsigned long long>(lost),
                  static_cast<unsigned long long>(h.retransmitted), lost ? static_cast<double>(h.retransmitted) / static_cast<double>(lost) : 0.0,

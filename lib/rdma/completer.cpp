@@ -76,7 +76,7 @@ void Completer::start(const QpContext& qp) {
   // A shared window is started by its owner, once.
   if (shared_window_ == nullptr)
     own_window_.start(t ? t->window : WindowTuning{}, static_cap, t && t->congestion.enabled, qp.cfg.selective_repeat != 0);
-  recovery_end_ = progress_una_ = una_;
+  recovery_end_ = progress_una_ = acked_end_ = una_;
   recovering_ = false;
   peer_answered_ = false;
   delivered_ = rate_delivered_ = 0;
@@ -84,7 +84,12 @@ void Completer::start(const QpContext& qp) {
 }
 
 void Completer::finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status) {
-  if (w.state == WqeState::InFlight && w.needs_response_data()) req.release_rd_atomic();
+  if (w.state == WqeState::InFlight && w.needs_response_data()) {
+    // Selective repeat: a READ may finish before an older one, whose responder resource a new
+    // READ must not recycle yet; its credit goes back when it retires, in order.
+    if (req.selective()) w.rd_credit_held = true;
+    else req.release_rd_atomic();
+  }
   w.state = WqeState::Done;
   w.status = status;
   (void)qp;
@@ -92,21 +97,47 @@ void Completer::finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status 
 
 Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn,
                                                    std::uint32_t* retry_psn) {
+  if (psn_after(end_psn, acked_end_)) acked_end_ = end_psn;
+  // A tracked READ (selective repeat) still missing responses: nothing after it completes yet,
+  // and una stays at its first missing one; what it acknowledged is kept in acked_end_.
+  bool blocked = false;
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     SendWqe& w = qp.sq.at(i);
-    if (w.state == WqeState::Done) continue;
+    if (w.state == WqeState::Done) {
+      // A READ or atomic that finished behind a tracked READ: una passes it once that one did.
+      if (!blocked && w.status == IBV_WC_SUCCESS && req.selective() && w.needs_response_data() && psn_diff(w.last_psn(), end_psn) < 0 &&
+          psn_after(psn_next(w.last_psn()), una_))
+        una_ = psn_next(w.last_psn());
+      continue;
+    }
     if (w.state != WqeState::InFlight) break;
     if (psn_diff(w.last_psn(), end_psn) >= 0) {
-      // Partially covered: only a multi-packet SEND/WRITE can be acknowledged in part.
-      if (!w.needs_response_data() && psn_after(end_psn, una_)) una_ = end_psn;
+      // Partially covered: only a multi-packet SEND/WRITE can be acknowledged in part, and a
+      // tracked READ up to its first missing response.
+      if (!blocked && req.tracks_read(w)) {
+        const std::uint32_t missing = psn_add(w.first_psn, w.read_packets_received);
+        if (psn_after(missing, una_)) una_ = missing;
+      } else if (!blocked && !w.needs_response_data() && psn_after(end_psn, una_)) {
+        una_ = end_psn;
+      }
       break;
+    }
+    if (req.tracks_read(w)) {
+      // The responder is past this READ and answers in PSN order: what did not come was lost,
+      // and is asked for alone (requester_read_holes.cpp), with no go-back.
+      req.ask_read_holes(w, w.npackets, 0);
+      const std::uint32_t missing = psn_add(w.first_psn, w.read_packets_received);
+      if (!blocked && psn_after(missing, una_)) una_ = missing;
+      blocked = true;
+      continue;
     }
     if (w.needs_response_data()) {
       // The responder is past this READ/atomic, so its response was lost.
       *retry_psn = psn_add(w.first_psn, w.read_packets_received);
-      if (psn_after(*retry_psn, una_)) una_ = *retry_psn;
+      if (!blocked && psn_after(*retry_psn, una_)) una_ = *retry_psn;
       return AckResult::ResponseLost;
     }
+    if (blocked) continue;
     finish(qp, req, w, IBV_WC_SUCCESS);
     una_ = psn_next(w.last_psn());
   }
@@ -531,16 +562,36 @@ CompleterOutcome Completer::on_read_response(QpContext& qp, Requester& req, cons
       break;
     }
   }
-  // ATOMIC_WRITE and FLUSH are answered by a zero-length READ response ONLY at their PSN.
+  // ATOMIC_WRITE and FLUSH are answered by a zero-length READ response ONLY at their PSN
+  // (selective repeat: perhaps behind a READ still missing responses).
+  if (req.selective())
+    for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+      SendWqe& c = qp.sq.at(i);
+      if (c.state == WqeState::InFlight && (c.is_atomic_write() || c.is_flush()) && psn == c.first_psn) {
+        w = &c;
+        break;
+      }
+    }
   if (w != nullptr && (w->is_atomic_write() || w->is_flush()) && psn == w->first_psn) {
     if (pkt.info->position != Position::Only || pkt.payload_length != 0) {
       qp.counters.inc(Counter::GhostResponses);
       return retry(qp, req, psn, now, false);
     }
+    if (req.selective()) return finish_in_turn(qp, req, *w, psn, now);
     una_ = psn_next(psn);
     finish(qp, req, *w, IBV_WC_SUCCESS);
     progressed(qp, req, now);
     return CompleterOutcome::Progress;
+  }
+  if (req.selective()) {
+    // Selective repeat: the READ this response belongs to need not be the oldest one.
+    for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+      SendWqe& c = qp.sq.at(i);
+      if (c.state == WqeState::InFlight && c.is_read() && psn_diff(psn, c.first_psn) >= 0 && psn_diff(psn, c.last_psn()) <= 0) {
+        if (req.tracks_read(c)) return on_tracked_read_response(qp, req, c, pkt, now, placed);
+        break;
+      }
+    }
   }
   if (w == nullptr || !w->is_read() || psn_diff(psn, w->first_psn) < 0 ||
       psn_diff(psn, w->last_psn()) > 0) {
@@ -585,7 +636,8 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
   SendWqe* w = nullptr;
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     SendWqe& c = qp.sq.at(i);
-    if (c.state == WqeState::InFlight) {
+    // Selective repeat: the atomic may wait behind a READ still missing responses.
+    if (c.state == WqeState::InFlight && (!req.selective() || (c.is_atomic() && c.first_psn == psn))) {
       w = &c;
       break;
     }
@@ -597,6 +649,7 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
   }
   const std::uint64_t original = pkt.ext.atomic_ack.original_data.get();
   copy_to_segments(qp.send_segs(*w), w->num_seg, 0, reinterpret_cast<const std::byte*>(&original), sizeof original);
+  if (req.selective()) return finish_in_turn(qp, req, *w, psn, now);
   una_ = psn_next(psn);
   finish(qp, req, *w, IBV_WC_SUCCESS);
   progressed(qp, req, now);
@@ -658,6 +711,10 @@ void Completer::retire(QpContext& qp, Requester& req) {
       wc.qp_num = qp.cfg.qpn;
       if (w.status != IBV_WC_SUCCESS) qp.counters.inc(Counter::WcErrors);
       if (qp.send_cq) qp.send_cq->push(wc);
+    }
+    if (w.rd_credit_held) {
+      w.rd_credit_held = false;
+      req.release_rd_atomic();
     }
     if (req.cursor_ == qp.sq.head()) ++req.cursor_;
     qp.sq.pop();

@@ -81,6 +81,19 @@ class Completer {
   void on_sack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
   CompleterOutcome on_read_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now, bool placed);
+  // Selective repeat: a response of a READ whose responses are tracked one by one
+  // (completer_read_holes.cpp): placed where its PSN puts it; what it shows missing is asked for.
+  CompleterOutcome on_tracked_read_response(QpContext& qp, Requester& req, SendWqe& w, const proto::Packet& pkt, Nanos now,
+                                            bool placed);
+  // Selective repeat: a response at `psn` acknowledged everything before it (and `psn` itself):
+  // completes in order what it can, una stopping at a tracked READ still missing responses.
+  CompleterOutcome acknowledge_in_turn(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now);
+  // ... after `w` (an atomic, ATOMIC_WRITE or FLUSH answered at `psn`) finished, perhaps
+  // behind such a READ.
+  CompleterOutcome finish_in_turn(QpContext& qp, Requester& req, SendWqe& w, std::uint32_t psn, Nanos now) {
+    finish(qp, req, w, IBV_WC_SUCCESS);
+    return acknowledge_in_turn(qp, req, psn, now);
+  }
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   void progressed(QpContext& qp, const Requester& req, Nanos now);
@@ -122,6 +135,7 @@ class Completer {
   bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_
   std::uint32_t oldest_probe_psn_ = 0;
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
+  std::uint32_t acked_end_ = 0;       // one past the highest PSN a response acknowledged (implicitly or not)
 
   // Send window (AIMD + BDP cap). A loss event covers what was sent when it started: until una
   // passes recovery_end_, further losses in that range neither cut again nor resend twice.

@@ -60,6 +60,8 @@ std::string_view counter_name(Counter c) {
     case Counter::ReorderOverflows: return "reorder_overflows";
     case Counter::ReorderPlaced: return "reorder_placed";
     case Counter::SelectiveResends: return "selective_resends";
+    case Counter::ReadHoleRequests: return "read_hole_requests";
+    case Counter::ReadResponsesAhead: return "read_responses_ahead";
     case Counter::Count: break;
   }
   return "unknown";

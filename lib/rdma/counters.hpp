@@ -70,6 +70,8 @@ enum class Counter : std::uint16_t {
   ReorderOverflows,      // ... beyond the reorder window (dropped)
   ReorderPlaced,         // ... of them WRITE MIDDLEs placed in memory at once, only their headers held
   SelectiveResends,      // packets resent because a SACK or a timer found them missing
+  ReadHoleRequests,      // READ requests for the missing response PSNs of a READ alone
+  ReadResponsesAhead,    // READ responses placed ahead of a missing one
   Count,
 };
 

@@ -62,6 +62,9 @@ void Requester::start(const QpContext& qp) {
   probed_ = false;
   tx_seq_ = 0;
   sr_.fill(SrSlot{});
+  rd_.fill(RdSlot{});
+  rd_pending_ = 0;
+  read_hole_count_ = 0;
 }
 
 bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
@@ -72,6 +75,12 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   if (static_cast<std::int64_t>(inflight) >= static_cast<std::int64_t>(window_limit())) return false;
   // Selective repeat: no further ahead than the responder's reorder buffer reaches.
   if (sr_window_ != 0 && inflight >= static_cast<std::int32_t>(sr_window_)) return false;
+  // A READ whose responses are tracked one by one starts only when all of them fall within
+  // kSackSpan of una (requester_read_holes.cpp keeps them in a slot per PSN modulo that).
+  if (sr_window_ != 0 && w.state == WqeState::Posted && w.is_read()) {
+    const std::uint32_t n = packets_for(w.length, qp.cfg.pmtu);
+    if (n <= kSackSpan && inflight > 0 && static_cast<std::uint32_t>(inflight) + n > kSackSpan) return false;
+  }
   if (qp.tuning->max_inflight_bytes != 0 && inflight > 0 &&
       static_cast<std::uint64_t>(inflight) * qp.cfg.pmtu >= qp.tuning->max_inflight_bytes)
     return false;
@@ -86,7 +95,7 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
 
 bool Requester::can_send(const QpContext& qp) const {
   if (!qp.sends_requests() || state_ != State::Ready) return false;
-  if (sr_pending_ != 0) return true;  // a resend replaces a lost packet: no window holds it back
+  if (sr_pending_ != 0 || rd_pending_ != 0) return true;  // a resend replaces a lost packet: no window holds it back
   for (std::uint64_t i = cursor_; i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);
     if (w.state == WqeState::Done) continue;
@@ -106,6 +115,7 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
   *local_error = false;
   if (!qp.sends_requests() || state_ != State::Ready) return false;
   if (sr_pending_ != 0 && build_selective(qp, frame)) return true;
+  if (rd_pending_ != 0 && build_read_hole(qp, frame)) return true;
   while (cursor_ < qp.sq.tail()) {
     SendWqe& w = qp.sq.at(cursor_);
     if (w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets)) {
@@ -137,6 +147,9 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
       w.next_packet = 0;
       w.read_packets_received = 0;
       w.read_expect_first = true;
+      w.read_high = 0;
+      w.rd_credit_held = false;
+      w.read_in_order = sr_window_ != 0 && w.is_read() && overlaps_earlier_read(qp, cursor_);
       next_psn_ = psn_add(next_psn_, w.npackets);
       w.state = WqeState::InFlight;
       if (w.needs_response_data()) ++inflight_rd_atomic_;
@@ -156,16 +169,18 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   std::uint32_t payload = 0;
   Opcode op;
 
+  std::uint32_t read_end = w.npackets;  // READ: one past the last response packet asked for
   if (w.is_read()) {
-    // One request covers every response packet still missing.
-    index = w.read_packets_received;
+    // One request covers every response packet still missing, or (selective repeat) one hole.
+    index = read_hole_count_ ? read_hole_first_ : w.read_packets_received;
+    read_end = read_hole_count_ ? index + read_hole_count_ : w.npackets;
     psn = psn_add(w.first_psn, index);
     offset = std::uint64_t{index} * pmtu;
+    const std::uint64_t end_byte = std::min<std::uint64_t>(std::uint64_t{read_end} * pmtu, w.length);
     op = Opcode::RcReadRequest;
-    spec.ext.reth = Reth{Be64::of(w.remote_addr + offset), Be32::of(w.rkey),
-                         Be32::of(static_cast<std::uint32_t>(w.length - offset))};
+    spec.ext.reth = Reth{Be64::of(w.remote_addr + offset), Be32::of(w.rkey), Be32::of(static_cast<std::uint32_t>(end_byte - offset))};
     w.next_packet = w.npackets;
-    w.read_expect_first = true;
+    if (read_hole_count_ == 0) w.read_expect_first = true;
   } else if (w.is_atomic()) {
     op = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? Opcode::RcCmpSwap : Opcode::RcFetchAdd;
     spec.ext.atomic = AtomicEth{Be64::of(w.remote_addr), Be32::of(w.rkey),
@@ -243,7 +258,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   qp.counters.inc(Counter::SentPkts);
   if (sr_window_ != 0) sr_slot(psn).tx = ++tx_seq_;
   if (info.ends_message() && info.operation == Operation::Send) qp.counters.inc(Counter::RdmaSends);
-  const std::uint32_t end = psn_add(psn, w.is_read() ? w.npackets - index : 1);
+  const std::uint32_t end = psn_add(psn, w.is_read() ? read_end - index : 1);
   if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
   if (psn_after(end, sent_end_psn_)) sent_end_psn_ = end;
   if (psn_after(end, send_pos_)) send_pos_ = end;
@@ -266,8 +281,9 @@ void Requester::rewind(QpContext& qp, std::uint32_t psn) {
       SendWqe& later = qp.sq.at(j);
       if (later.state != WqeState::InFlight) continue;
       later.next_packet = 0;
-      later.read_packets_received = 0;
       later.read_expect_first = true;
+      // A tracked READ keeps what it placed: its request goes again, the answers it has are duplicates.
+      if (!(tracks_read(later) && later.read_high != 0)) later.read_packets_received = 0;
     }
     cursor_ = i;
     packets_since_ack_req_ = 0;

@@ -79,6 +79,26 @@ class Requester {
   // changed) for a READ or atomic packet.
   bool probe_oldest(QpContext& qp, std::uint32_t psn);
 
+  // Selective READ responses (requester_read_holes.cpp; docs/loss.md, part 2, "READ
+  // responses"): a READ of at most kSackSpan packets on a selective repeat QP places responses
+  // out of order and asks for each missing range with a READ request of its own.
+  bool tracks_read(const SendWqe& w) const {
+    return sr_window_ != 0 && w.is_read() && w.npackets <= proto::kSackSpan && !w.read_in_order;
+  }
+  // How a response at `psn` of tracked READ `w` is taken. Arrived: new, to be placed.
+  enum class ReadArrival : std::uint8_t { Arrived, Duplicate };
+  // Records response `psn` of `w` as placed; *asked_tx: the transmission that asked for it (0:
+  // the READ's own request).
+  ReadArrival on_read_arrival(SendWqe& w, std::uint32_t psn, std::uint32_t* asked_tx);
+  // Marks for a READ request of their own the responses of `w` below index `below` that did not
+  // arrive and were not asked for, or were asked for by a transmission at or before `lost_tx`
+  // (0: none; their answer came out of order, so they were lost again); with `only_asked`, only
+  // those (the READ's own stream may still be on its way). Returns how many.
+  std::uint32_t ask_read_holes(const SendWqe& w, std::uint32_t below, std::uint32_t lost_tx, bool only_asked = false);
+  // Moves read_packets_received over the responses placed in sequence.
+  void advance_read(SendWqe& w) const;
+  std::uint32_t read_holes_pending() const { return rd_pending_; }
+
   // SQD is reached once nothing is in flight and the cursor has no started WQE left.
   bool drained(const QpContext& qp) const;
 
@@ -107,6 +127,25 @@ class Requester {
     return s.psn == psn ? s.flags : 0;
   }
   void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
+  // Whether the local buffer of the READ at SQ index `index` overlaps an earlier unfinished READ's.
+  bool overlaps_earlier_read(const QpContext& qp, std::uint64_t index) const;
+  // Sends the oldest range of READ responses marked missing; false when none is left.
+  bool build_read_hole(QpContext& qp, TxFrame& frame);
+  enum RdFlag : std::uint8_t { kArrived = 1, kAskPending = 2, kAsked = 4 };
+  struct RdSlot {
+    std::uint32_t psn = 0;
+    std::uint32_t tx = 0;  // the transmission (tx_seq_) of the READ request that asked for it
+    std::uint8_t flags = 0;
+  };
+  RdSlot& rd_slot(std::uint32_t psn) {
+    RdSlot& s = rd_[psn % rd_.size()];
+    if (s.psn != psn) s = RdSlot{psn, 0, 0};
+    return s;
+  }
+  std::uint8_t rd_flags(std::uint32_t psn) const {
+    const RdSlot& s = rd_[psn % rd_.size()];
+    return s.psn == psn ? s.flags : 0;
+  }
 
   State state_ = State::Ready;
   Nanos rnr_until_ = kNever;
@@ -131,6 +170,11 @@ class Requester {
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
   std::array<SrSlot, proto::kSackSpan> sr_{};
+  // Tracked READs' response PSNs (all within kSackSpan of una: window_allows), and how many
+  // are marked kAskPending. A hole READ request covers [read_hole_first_, + read_hole_count_).
+  std::array<RdSlot, proto::kSackSpan> rd_{};
+  std::uint32_t rd_pending_ = 0;
+  std::uint32_t read_hole_first_ = 0, read_hole_count_ = 0;
 
   friend class Completer;
 };

@@ -14,8 +14,9 @@ void Requester::for_each_sent_request(const QpContext& qp, F&& f) const {
     const SendWqe& w = qp.sq.at(i);
     if (w.state != WqeState::InFlight) continue;
     if (w.is_read()) {
-      // One request packet; once its data started coming, go-back-N re-asks for the rest.
-      if (w.read_packets_received == 0 && w.next_packet != 0) f(w, 0u, w.first_psn);
+      // One request packet; once its data started coming, go-back-N re-asks for the rest (or,
+      // for a tracked READ, requester_read_holes.cpp asks for each missing range).
+      if (w.read_packets_received == 0 && w.read_high == 0 && w.next_packet != 0) f(w, 0u, w.first_psn);
       continue;
     }
     for (std::uint32_t k = 0; k < w.next_packet && k < w.npackets; ++k) f(w, k, psn_add(w.first_psn, k));
@@ -68,10 +69,24 @@ std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const 
 }
 
 bool Requester::resend_unsacked(const QpContext& qp) {
+  // A tracked READ some of whose responses came, or whose responses were found missing: all it
+  // still misses is asked for again (what a timer finds: a lost tail, a hole's request or
+  // answer lost again).
+  std::uint32_t holes = 0;
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const SendWqe& w = qp.sq.at(i);
+    if (w.state != WqeState::InFlight || !tracks_read(w)) continue;
+    const bool asked = rd_flags(psn_add(w.first_psn, w.read_packets_received)) & (kAsked | kAskPending);
+    if (w.read_high != 0 || asked) holes += ask_read_holes(w, w.npackets, tx_seq_);
+  }
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);
     if (w.state == WqeState::Done) continue;
-    if (w.state == WqeState::InFlight && w.is_read() && w.read_packets_received != 0) return false;
+    if (w.state == WqeState::InFlight && w.is_read() && w.read_packets_received != 0 && !tracks_read(w)) return false;
+    // An atomic (ATOMIC_WRITE, FLUSH) waiting for its answer: its request may have been
+    // reported held or answered, so no probe would send it again; go-back-N asks for it (a
+    // duplicate the responder replays), as it would on a NAK.
+    if (w.state == WqeState::InFlight && w.needs_response_data() && !w.is_read() && w.next_packet != 0) return false;
     break;
   }
   // A probe, not the whole window: the newest packet no SACK reported goes again alone. If
@@ -88,7 +103,7 @@ bool Requester::resend_unsacked(const QpContext& qp) {
     probe = psn;
     ++unreported;
   });
-  if (unreported == 0) return false;
+  if (unreported == 0) return holes != 0;
   if (probed_ && probe == probe_psn_) {
     probed_ = false;
     for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {

@@ -47,7 +47,6 @@ void Responder::start(const QpContext& qp) {
   replays_queued_ = false;
   // Slots hold whole frames: headers around one path MTU (QueuePair::max_frame_bytes).
   reorder_.start(qp.is_rc() ? qp.cfg.selective_repeat : 0, qp.cfg.pmtu + 128);
-  held_first_ = HeldFirst{};
 }
 
 // The driver: the only place the walk's state changes. Checks run on the packet as parsed; the

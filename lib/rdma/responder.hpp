@@ -116,7 +116,7 @@ class Responder {
   ResponderOutcome hold_ahead(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
   ResponderOutcome drain(QpContext& qp, ResponderOutcome so_far);
   // IRN's placement: writes a held WRITE MIDDLE's payload where its message puts it, when that
-  // is known (its FIRST ran or is held); returns where, or nullptr (then it is held whole).
+  // is known (its FIRST ran: the open message); returns where, or nullptr (then it is held whole).
   // With `icrc_pending` the deferred ICRC is settled during the copy: `icrc_good` says how.
   std::byte* place_ahead(QpContext& qp, const proto::Packet& pkt, bool icrc_pending, bool* icrc_good);
   void queue_sack();
@@ -168,6 +168,8 @@ class Responder {
   // Drops queued answers for PSNs at or after `psn`; returns the READ response stream of the
   // request that started at `read_first_psn` if it is among them (kept, for a restart).
   Item* truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn);
+  // The queued response stream of the READ that started at `read_first_psn`, if any.
+  Item* find_read_stream(std::uint32_t read_first_psn);
 
   std::uint32_t epsn_ = 0;
   std::uint32_t msn_ = 0;
@@ -183,14 +185,6 @@ class Responder {
   std::uint32_t write_length_ = 0;
   bool fatal_ = false;
   ReorderBuffer reorder_;
-  // The latest WRITE FIRST held in the reorder buffer: where the MIDDLEs of its message go.
-  struct HeldFirst {
-    bool valid = false;
-    std::uint32_t psn = 0;
-    std::uint64_t va = 0;
-    std::uint32_t rkey = 0;
-    std::uint32_t length = 0;
-  } held_first_;
 
   std::vector<Resource> resources_;
   std::size_t next_resource_ = 0;

@@ -63,6 +63,14 @@ Responder::Item* Responder::truncate_output_at(std::uint32_t psn, std::uint32_t 
   return nullptr;
 }
 
+Responder::Item* Responder::find_read_stream(std::uint32_t read_first_psn) {
+  for (std::size_t i = 0; i < out_count_; ++i) {
+    Item& it = out_[slot(i)];
+    if (it.kind == Item::Kind::ReadResponse && it.psn == read_first_psn) return &it;
+  }
+  return nullptr;
+}
+
 // A new READ/atomic recycles the oldest resource. A requester keeps at most max_rd_atomic
 // (<= our max_dest_rd_atomic) outstanding, so it sends this one only after the oldest one
 // completed on its side: answers still queued for that one are replays of a duplicate (its
@@ -124,8 +132,12 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
         const std::uint64_t va = pkt.ext.reth.va.get();
         const std::uint32_t len = pkt.ext.reth.dma_length.get();
         const std::uint64_t offset = std::uint64_t(d) * qp.cfg.pmtu;
+        const bool to_end = std::uint64_t{len} + offset == r.length;
+        // Selective repeat (docs/loss.md, part 2, "READ responses"): the requester asks for a
+        // hole's range alone, which may stop short of the original's end.
+        const bool selective = reorder_.enabled();
         std::byte* src = nullptr;
-        if (va != r.va + offset || std::uint64_t{len} + offset != r.length ||
+        if (va != r.va + offset || !(to_end || (selective && std::uint64_t{len} + offset < r.length && len != 0)) ||
             (len != 0 && qp.mrs->check_remote(pkt.ext.reth.rkey.get(), qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_READ,
                                               &src) != AccessResult::Ok)) {
           qp.counters.inc(Counter::InvalidRequests);
@@ -134,11 +146,14 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
         qp.counters.inc(Counter::DuplicateReadReexecuted);
         w.outcome = ResponderOutcome::Progress;
         replays_queued_ = true;
-        // The requester went back to this PSN and will ask again for everything after it:
-        // answers still queued from here on are stale. A response stream of this same READ
-        // that is still going out restarts at the requested packet instead.
-        if (Item* same = truncate_output_at(psn, r.first_psn)) {
-          same->sent = static_cast<std::uint32_t>(d);
+        // Go-back-N: the requester went back to this PSN and will ask again for everything
+        // after it: answers still queued from here on are stale. A response stream of this
+        // same READ that is still going out restarts at the requested packet instead.
+        // Selective repeat: the requester asks for what it misses and nothing else, so every
+        // answer queued stays; a request for the rest of a READ still going out restarts that
+        // stream there (never ahead of what it has sent), any other range is answered after the queue.
+        if (Item* same = selective ? (to_end ? find_read_stream(r.first_psn) : nullptr) : truncate_output_at(psn, r.first_psn)) {
+          same->sent = selective ? std::min(same->sent, static_cast<std::uint32_t>(d)) : static_cast<std::uint32_t>(d);
           same->msn = msn_;
           same->reexecuted = true;
           return RespState::Done;

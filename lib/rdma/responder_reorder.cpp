@@ -62,13 +62,8 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
     // tells it where the hole is.
     qp.counters.inc(Counter::ReorderOverflows);
   } else {
-    const OpcodeInfo& info = *pkt.info;
-    if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)))) {
+    if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end))))
       qp.counters.inc(Counter::ReorderOverflows);  // larger than a slot
-    } else if (info.operation == Operation::Write && info.position == Position::First &&
-               (!held_first_.valid || !reorder_.holds(held_first_.psn) || psn_after(psn, held_first_.psn))) {
-      held_first_ = {true, psn, pkt.ext.reth.va.get(), pkt.ext.reth.rkey.get(), pkt.ext.reth.dma_length.get()};
-    }
   }
   queue_sack();
   return ResponderOutcome::Nothing;
@@ -81,25 +76,16 @@ std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt, bool icrc_pe
       pkt.payload_length != mtu || mtu == 0 || !(qp.cfg.access & IBV_ACCESS_REMOTE_WRITE))
     return nullptr;
   const std::uint32_t psn = pkt.psn();
-  // Where its message starts: the latest held FIRST before it, or else the open message.
-  std::uint32_t from = 0;  // PSN of the message's next byte at `va`
-  std::uint64_t va = 0;
-  std::uint32_t rkey = 0;
-  std::uint64_t rest = 0;  // bytes of the message from `va` on
-  // Still held (not run yet, nor a record from a PSN the 24-bit space has wrapped back to).
-  if (held_first_.valid && reorder_.holds(held_first_.psn) && psn_before(held_first_.psn, psn)) {
-    from = held_first_.psn;
-    va = held_first_.va;
-    rkey = held_first_.rkey;
-    rest = held_first_.length;
-  } else if (msg_ == OpenMessage::Write && seq_ == SequenceState::Normal) {
-    from = epsn_;
-    va = write_va_;
-    rkey = write_rkey_;
-    rest = write_remaining_;
-  } else {
-    return nullptr;
-  }
+  // Only a MIDDLE of the open message (its FIRST ran): every PSN missing before it is then a
+  // packet of the same message, writing other bytes. Behind a held FIRST the missing PSNs may
+  // be an earlier WRITE to the same bytes, which must land first (IBA executes requests in
+  // order; RcFaultMatrix's overlapping WRITEs caught placement from a held FIRST breaking it),
+  // or a READ that must not see them yet.
+  if (msg_ != OpenMessage::Write || seq_ != SequenceState::Normal) return nullptr;
+  const std::uint32_t from = epsn_;  // PSN of the message's next byte at `va`
+  const std::uint64_t va = write_va_;
+  const std::uint32_t rkey = write_rkey_;
+  const std::uint64_t rest = write_remaining_;  // bytes of the message from `va` on
   const std::uint64_t offset = std::uint64_t{static_cast<std::uint32_t>(psn_diff(psn, from))} * mtu;
   // A MIDDLE: a whole MTU with more of the message after it; otherwise it is not in this message.
   if (offset + mtu >= rest) return nullptr;

@@ -70,6 +70,15 @@ struct SendWqe {
   std::uint32_t next_packet = 0;  // requester cursor: next packet index to (re)transmit
   std::uint32_t read_packets_received = 0;  // READ: response packets placed so far
   bool read_expect_first = true;            // READ: next response must be FIRST or ONLY
+  // READ with selective repeat (requester_read_holes.cpp): one past the furthest response
+  // placed; between read_packets_received and it, holes asked for by READs of their own.
+  std::uint32_t read_high = 0;
+  // READ: its local buffer overlaps an earlier unfinished READ's, so it is placed in order (an
+  // out-of-order placement would let the earlier one's late bytes land over its own).
+  bool read_in_order = false;
+  // Selective repeat: finished before an older WQE, it keeps its READ/atomic credit until it
+  // retires (the responder's resource for the older one must not be recycled meanwhile).
+  bool rd_credit_held = false;
 
   bool is_read() const { return opcode == IBV_WR_RDMA_READ; }
   bool is_atomic() const { return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD; }
