@@ -130,7 +130,9 @@ class Engine {
 
   // Packet path.
   void receive(proto::ByteSpan frame, Nanos now);
-  std::size_t transmit(std::span<TxFrame> frames, Nanos now);
+  // `rx_busy`: the caller's receive queue stays full, so a plain ACK may wait a little to cover
+  // what arrives next (TransportTuning::ack_hold); false sends every ACK owed.
+  std::size_t transmit(std::span<TxFrame> frames, Nanos now, bool rx_busy = false);
   void advance(Nanos now);
   Nanos next_deadline() const { return timers_.earliest(); }
   bool has_tx_work() const { return active_count_ > 0 || gsi_.has_tx_work(); }
@@ -180,6 +182,14 @@ class Engine {
   // null with TransportTuning::icrc_linear off.
   std::unique_ptr<proto::IcrcHeaderCache> icrc_cache_;
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
+  // Per slot: since when, and for how many transmit calls, its plain ACK has been held (ack_hold).
+  struct HeldAck {
+    Nanos since = kNever;
+    std::uint32_t turns = 0;
+  };
+  std::vector<HeldAck> held_acks_;
+  std::vector<std::uint32_t> held_now_;  // slots passed over by the current transmit call
+  bool hold_ack(std::uint32_t slot, const QueuePair& qp, bool rx_busy, Nanos now);
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;
   Counters retired_;  // counters of destroyed QPs

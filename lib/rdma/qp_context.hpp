@@ -57,6 +57,16 @@ struct QpConfig {
   std::uint32_t selective_repeat = 0;
 };
 
+// How long the engine may pass over a QP whose only send work is a plain ACK while the
+// worker's receive queue stays full (Engine::transmit), so that the ACK, when it goes, covers
+// the requests that arrived meanwhile (an ACK acknowledges every PSN up to its own): at most
+// `turns` transmit calls in a row and no longer than `age` after the first. turns 0: never.
+// See docs/perf-changes.md 30.
+struct AckHold {
+  std::uint32_t turns = 0;
+  Nanos age = 0;
+};
+
 // Knobs of the transport that verbs does not expose.
 struct TransportTuning {
   std::uint32_t max_inflight_packets = 256;   // go-back-N window, in PSNs
@@ -94,6 +104,7 @@ struct TransportTuning {
   // packets in flight, and a lost last one has nothing behind it to draw a NAK.
   Nanos tail_probe_min = 20 * kMicro;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
+  AckHold ack_hold{4, 20 * kMicro};
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;
