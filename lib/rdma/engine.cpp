@@ -258,7 +258,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   refresh(*qp);
 }
 
-std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, bool rx_busy) {
+std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration) {
   std::size_t n = 0;
   // MADs first: a handful per connection set-up, and the CM's timers are the peer's too.
   while (n < frames.size() && gsi_.has_tx_work()) {
@@ -271,7 +271,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, bool rx_busy)
     active_head_ = (active_head_ + 1) % active_.size();
     --active_count_;
     QueuePair& qp = *qps_[slot];
-    if (hold_ack(slot, qp, rx_busy, now)) {
+    if (hold_ack(slot, qp, now, busy_iteration)) {
       held_now_.push_back(slot);  // stays marked active: back in the ring below
       continue;
     }
@@ -294,18 +294,21 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, bool rx_busy)
 }
 
 // Whether the QP in `slot`, taken from the active ring, waits for a later call: only a plain
-// ACK, while the receive queue is busy, held fewer than ack_hold.turns calls and for less than
-// ack_hold.age. Anything else it has to send (a NAK, a response, a request, an answer to a
-// duplicate) lets the ACK go with it at once.
-bool Engine::hold_ack(std::uint32_t slot, const QueuePair& qp, bool rx_busy, Nanos now) {
+// ACK, while the caller's receive queue is busy, held fewer than ack_hold.turns calls, and only
+// if the next call (`gap` from now: the caller's last iteration) falls within ack_hold.age of
+// the first hold. An iteration is the unit of waiting: on a loaded host one can last 100 us or
+// more, and holding for a single one would then delay the ACK that long. Anything else the QP
+// has to send (a NAK, a response, a request, an answer to a duplicate) lets the ACK go with it
+// at once.
+bool Engine::hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap) {
   HeldAck& h = held_acks_[slot];
   const AckHold& hold = cfg_.tuning.ack_hold;
-  if (!rx_busy || hold.turns == 0 || !qp.only_plain_ack_pending()) {
+  if (gap == kNever || hold.turns == 0 || !qp.only_plain_ack_pending()) {
     h = HeldAck{};
     return false;
   }
   if (h.turns == 0) h.since = now;
-  if (h.turns >= hold.turns || now - h.since >= hold.age) {
+  if (h.turns >= hold.turns || gap >= hold.age || now - h.since >= hold.age - gap) {
     h = HeldAck{};
     return false;
   }

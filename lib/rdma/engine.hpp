@@ -130,12 +130,15 @@ class Engine {
 
   // Packet path.
   void receive(proto::ByteSpan frame, Nanos now);
-  // `rx_busy`: the caller's receive queue stays full, so a plain ACK may wait a little to cover
-  // what arrives next (TransportTuning::ack_hold); false sends every ACK owed.
-  std::size_t transmit(std::span<TxFrame> frames, Nanos now, bool rx_busy = false);
+  // `busy_iteration`: the caller's receive queue stays full and it calls again in about this
+  // long (its last iteration's length), so a plain ACK may wait for a later call and cover what
+  // arrives meanwhile (TransportTuning::ack_hold). kNever: every ACK owed goes now.
+  std::size_t transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration = kNever);
   void advance(Nanos now);
   Nanos next_deadline() const { return timers_.earliest(); }
   bool has_tx_work() const { return active_count_ > 0 || gsi_.has_tx_work(); }
+  // QPs the last transmit() passed over, each with a plain ACK waiting (ack_hold).
+  std::size_t acks_held() const { return held_now_.size(); }
   // QP1: MADs received and to send (the CM agent's side of it).
   GsiPort& gsi() { return gsi_; }
   const GsiPort& gsi() const { return gsi_; }
@@ -189,7 +192,7 @@ class Engine {
   };
   std::vector<HeldAck> held_acks_;
   std::vector<std::uint32_t> held_now_;  // slots passed over by the current transmit call
-  bool hold_ack(std::uint32_t slot, const QueuePair& qp, bool rx_busy, Nanos now);
+  bool hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap);
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;
   Counters retired_;  // counters of destroyed QPs

@@ -60,8 +60,8 @@ struct QpConfig {
 // How long the engine may pass over a QP whose only send work is a plain ACK while the
 // worker's receive queue stays full (Engine::transmit), so that the ACK, when it goes, covers
 // the requests that arrived meanwhile (an ACK acknowledges every PSN up to its own): at most
-// `turns` transmit calls in a row and no longer than `age` after the first. turns 0: never.
-// See docs/perf-changes.md 30.
+// `turns` transmit calls in a row, and only while the next call (one more iteration, as long as
+// the last) is due within `age` of the first hold. turns 0: never. docs/perf-changes.md 30.
 struct AckHold {
   std::uint32_t turns = 0;
   Nanos age = 0;

@@ -92,5 +92,61 @@ TEST_P(WorkerAckHold, FullBurstsShareAnAckAShortOneIsAnsweredAtOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Turns, WorkerAckHold, ::testing::Values(0u, 1u, 2u, 4u));
 
+// Sixteen QPs, each a WRITE in every full burst: their ACKs are held together, and when the
+// burst comes back short they all go in that one iteration (an iteration that sent nothing
+// must not shrink the next offer of frames below the ACKs waiting).
+TEST(WorkerAckHoldMany, HeldAcksOfManyQpsGoInOneIteration) {
+  constexpr unsigned kQps = 16;
+  PairOptions o;
+  o.engine.tuning.ack_hold = rdma::AckHold{4, kSecond};
+  o.engine.tuning.window.go_back_n_congestion = false;
+  auto pair = DataplanePair::create("ackm", o);
+  ASSERT_TRUE(pair);
+  std::vector<Endpoint> as, bs;
+  std::vector<std::byte> src(64, std::byte{3}), dst(64 * kQps * 4, std::byte{0});
+  for (unsigned q = 0; q < kQps; ++q) {
+    as.push_back(make_endpoint(pair->a->worker(0).engine(), QpOptions{}, q ? as[0].pd : 0));
+    bs.push_back(make_endpoint(pair->b->worker(0).engine(), QpOptions{}, q ? bs[0].pd : 0));
+    connect_pair(as.back(), bs.back(), QpOptions{});
+  }
+  const rdma::MemoryRegion* src_mr = reg(*as[0].engine, as[0].pd, src, IBV_ACCESS_LOCAL_WRITE);
+  const rdma::MemoryRegion* dst_mr = reg(*bs[0].engine, bs[0].pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  // Four WRITEs per QP (two full bursts), posted round by round: the requester interleaves the
+  // QPs in its bursts.
+  for (unsigned i = 0; i < 4; ++i)
+    for (unsigned q = 0; q < kQps; ++q) {
+      ibv_sge g = sge(src.data(), 64, src_mr);
+      const auto at = reinterpret_cast<std::uint64_t>(dst.data() + 64 * (q * 4 + i));
+      ASSERT_EQ(post(as[q], IBV_WR_RDMA_WRITE, i, &g, 1, at, dst_mr->rkey(), i == 3 ? IBV_SEND_SIGNALED : 0), 0);
+    }
+  dp::Worker& requester = pair->a->worker(0);
+  dp::Worker& responder = pair->b->worker(0);
+  const std::uint64_t sent0 = requester.stats().tx_packets;
+  for (int i = 0; i < 4; ++i) requester.poll(pair->a->now());
+  requester.flush();
+  ASSERT_EQ(requester.stats().tx_packets - sent0, 4 * kQps);
+  const std::uint64_t tx0 = responder.stats().tx_packets;
+  ASSERT_EQ(responder.poll(pair->b->now()), dp::kBurst);
+  ASSERT_EQ(responder.poll(pair->b->now()), dp::kBurst);
+  EXPECT_EQ(responder.stats().tx_packets, tx0) << "every QP's ACK held";
+  EXPECT_EQ(responder.engine().acks_held(), kQps);
+  ASSERT_EQ(responder.poll(pair->b->now()), 0u);
+  responder.flush();
+  EXPECT_EQ(responder.stats().tx_packets - tx0, kQps) << "one ACK per QP, all in the iteration that found the queue empty";
+  EXPECT_FALSE(responder.engine().has_tx_work());
+  ASSERT_TRUE(pair->step_until([&] {
+    for (Endpoint& a : as)
+      if (a.qp->requester().drained(a.qp->context()) == false) return false;
+    return true;
+  }));
+  for (Endpoint& a : as) {
+    const auto wcs = drain(a);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+  }
+  EXPECT_EQ(dst, std::vector<std::byte>(dst.size(), std::byte{3}));
+  pair->expect_no_mbuf_leak();
+}
+
 }  // namespace
 }  // namespace roce::test::worker_ack_hold_test

@@ -53,12 +53,13 @@ class AckHoldTest : public ::testing::Test {
   void read(std::uint32_t psn, std::uint32_t len, unsigned q = 0) {
     peers_[q]->send(peers_[q]->frame(Opcode::RcReadRequest, psn, reth(va(), mr_->rkey(), len)), now_);
   }
-  // One transmit call, as the worker makes it: `busy` when its RX burst came back full.
+  // One transmit call, as the worker makes it: `busy` when its RX burst came back full, with
+  // its last iteration `iteration_` long.
   std::vector<Sent> transmit(bool busy) {
     std::vector<std::vector<std::byte>> bufs(8, std::vector<std::byte>(8192));
     std::vector<rdma::TxFrame> frames(bufs.size());
     for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = rdma::TxFrame{bufs[i].data(), 8192, 0};
-    const std::size_t n = engine_->transmit(frames, now_, busy);
+    const std::size_t n = engine_->transmit(frames, now_, busy ? iteration_ : kNever);
     std::vector<Sent> out;
     for (std::size_t i = 0; i < n; ++i) {
       Packet p;
@@ -76,6 +77,7 @@ class AckHoldTest : public ::testing::Test {
   std::vector<std::byte> mem_;
   const rdma::MemoryRegion* mr_ = nullptr;
   Nanos now_ = 1000;
+  Nanos iteration_ = kMicro;
 };
 
 constexpr std::uint8_t kAck = raw(Opcode::RcAck);
@@ -114,15 +116,22 @@ TEST_F(AckHoldTest, AnIdleReceiveQueueGetsItsAckAtOnce) {
 
 TEST_F(AckHoldTest, TheAgeBoundsTheWait) {
   start(rdma::AckHold{1000, 10 * kMicro});
+  iteration_ = 4 * kMicro;
   write(kPsn);
-  EXPECT_TRUE(transmit(true).empty());  // held from now_
-  now_ += 9 * kMicro;
+  EXPECT_TRUE(transmit(true).empty());  // held from now_; the next call is due 4 us later
+  now_ += 4 * kMicro;
   write(kPsn + 1);
-  EXPECT_TRUE(transmit(true).empty());
-  now_ += kMicro;
-  const auto sent = transmit(true);
+  EXPECT_TRUE(transmit(true).empty());  // held 4 us, the next call due at 8 us
+  now_ += 4 * kMicro;
+  auto sent = transmit(true);  // held 8 us: the next call, at 12 us, would be past the age
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].psn, kPsn + 1);
+  // With iterations as long as the age (a loaded host), no ACK is held even once.
+  iteration_ = 10 * kMicro;
+  write(kPsn + 2);
+  sent = transmit(true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].psn, kPsn + 2);
 }
 
 TEST_F(AckHoldTest, NoHoldByDefaultTurnsZero) {
