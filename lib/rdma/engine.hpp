@@ -185,14 +185,6 @@ class Engine {
   // null with TransportTuning::icrc_linear off.
   std::unique_ptr<proto::IcrcHeaderCache> icrc_cache_;
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
-  // Per slot: since when, and for how many transmit calls, its plain ACK has been held (ack_hold).
-  struct HeldAck {
-    Nanos since = kNever;
-    std::uint32_t turns = 0;
-  };
-  std::vector<HeldAck> held_acks_;
-  std::vector<std::uint32_t> held_now_;  // slots passed over by the current transmit call
-  bool hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap);
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;
   Counters retired_;  // counters of destroyed QPs
@@ -201,6 +193,15 @@ class Engine {
   std::uint64_t received_ = 0;
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
+  // Last, so that the members the receive path reads keep their places.
+  // Per slot: since when, and for how many transmit calls, its plain ACK has been held (ack_hold).
+  struct HeldAck {
+    Nanos since = kNever;
+    std::uint32_t turns = 0;
+  };
+  std::vector<HeldAck> held_acks_;
+  std::vector<std::uint32_t> held_now_;  // slots passed over by the current transmit call
+  bool hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap);
 };
 
 }  // namespace roce::rdma

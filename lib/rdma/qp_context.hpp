@@ -104,12 +104,12 @@ struct TransportTuning {
   // packets in flight, and a lost last one has nothing behind it to draw a NAK.
   Nanos tail_probe_min = 20 * kMicro;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
-  AckHold ack_hold{4, 20 * kMicro};
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;
   bool icrc_linear = true;                    // the ICRC's header share from flow templates (icrc_linear.hpp)
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
+  AckHold ack_hold{4, 20 * kMicro};
 };
 
 struct QpContext {
