@@ -131,7 +131,7 @@ bool Worker::push_out() {
 // dry put a whole READ's responses (or a 16-QP window) in the ring at once: the receiver then
 // found them cold, having left the cache while they waited (measured in docs/perf-changes.md,
 // "One TX burst per iteration").
-void Worker::transmit(Nanos now) {
+void Worker::transmit(Nanos now, Nanos busy_iteration) {
   constexpr unsigned kMinOffer = 4;
   if (!engine_.has_tx_work() || pending_count_ >= kBurst) return;
   std::array<rte_mbuf*, kBurst> mbufs;
@@ -143,7 +143,7 @@ void Worker::transmit(Nanos now) {
     tx_frames_[have] = rdma::TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
   }
   if (have == 0) return;
-  const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now);
+  const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now, busy_iteration);
   for (std::size_t i = 0; i < n; ++i) {
     mbufs[i]->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
     mbufs[i]->pkt_len = tx_frames_[i].length;
@@ -151,7 +151,10 @@ void Worker::transmit(Nanos now) {
   emit(mbufs.data(), static_cast<unsigned>(n));
   // Unused mbufs go back to the stash for the next round.
   for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
-  tx_offer_ = n == have ? kBurst : std::max(kMinOffer, static_cast<unsigned>(n));
+  // The QPs whose ACK waits (Engine::transmit's ack_hold) each want a frame next time: offering
+  // fewer would leave some of them for an iteration more once they go.
+  const auto wanted = static_cast<unsigned>(n + engine_.acks_held());
+  tx_offer_ = n == have ? kBurst : std::clamp(wanted, kMinOffer, kBurst);
 }
 
 void Worker::flush() {
@@ -321,10 +324,15 @@ unsigned Worker::poll(Nanos now, bool send) {
     receive(rx.data(), k, now, false);
   }
   if (app_hook) app_hook(engine_, now);
+  const Nanos iteration = last_poll_ != 0 && now > last_poll_ ? now - last_poll_ : kNever;
   if (timers_due(now, n, want)) engine_.advance(now);
   if (!send) return n;
   push_out();
-  transmit(now);
+  // A full RX burst: more requests are queued behind it, and an ACK held for a turn or two
+  // covers them too (one ACK per QP per iteration was half an ACK per frame at 16 QPs). Not
+  // after a stall: that iteration is longer than any hold (Engine::transmit), so the ACKs owed
+  // for what arrived meanwhile go at once.
+  transmit(now, n == kBurst ? iteration : kNever);
   // A short RX burst means the link is not busy: batching the rest would only add latency
   // (an ACK or a lone WRITE would wait for the next iteration). A full burst means more is
   // waiting, so partial TX bursts keep collecting until the flush timer.

@@ -113,7 +113,9 @@ class Worker {
   void answer_ndp(std::span<const std::byte> frame);
   void send_control(std::span<const std::byte> frame);
   bool timers_due(Nanos now, unsigned received, unsigned burst);
-  void transmit(Nanos now);
+  // `busy_iteration`: this iteration's RX burst came back full, and the last iteration took
+  // this long (a plain ACK may wait to cover more: Engine::transmit); kNever otherwise.
+  void transmit(Nanos now, Nanos busy_iteration);
   void send_frame(rte_mbuf* m);
   void emit(rte_mbuf** m, unsigned n);
   bool push_out();

@@ -8,6 +8,8 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--sr-placement on|off] [--sr-timer standing|srtt] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
+//              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
+//              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
 // Cases: baselines, protocol, responder, scaling, fanout, goodput, rtt, loss, cycles (scaling: --sizes
@@ -114,6 +116,13 @@ int main(int argc, char** argv) {
       c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
     } else if (a == "--ack-req-every" && has) {
       c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+    } else if (a == "--ack-hold" && has) {
+      const std::vector<std::uint32_t> v = parse_sizes(args.app[++i]);
+      if (v.size() != 2) {
+        std::fprintf(stderr, "perf_suite: --ack-hold wants TURNS,US\n");
+        return 2;
+      }
+      c.tuning.ack_hold = rdma::AckHold{v[0], static_cast<Nanos>(v[1]) * kMicro};
     } else if (a == "--only" && has) {
       std::stringstream in(args.app[++i]);
       std::string item;
@@ -175,6 +184,7 @@ int main(int argc, char** argv) {
   w.field("send_window", c.tuning.window.enabled).field("gbn_congestion_window", c.tuning.window.go_back_n_congestion).field("sr_congestion_window", c.tuning.window.selective_repeat).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
   w.field("ack_req_every", c.tuning.ack_req_every).field("icrc_linear", c.tuning.icrc_linear);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
+  w.field("ack_hold_turns", c.tuning.ack_hold.turns).field("ack_hold_us", static_cast<std::uint64_t>(c.tuning.ack_hold.age / kMicro));
   w.end_object();
   r.write(w);
   w.end_object();

@@ -11,7 +11,9 @@ namespace roce::rdma {
 using namespace roce::proto;
 
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
-    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps) {
+    : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps),
+      held_acks_(cfg_.max_qps) {
+  held_now_.reserve(cfg_.max_qps);
   if (cfg_.tuning.icrc_linear) icrc_cache_ = std::make_unique<proto::IcrcHeaderCache>();
 }
 
@@ -94,6 +96,7 @@ Status Engine::destroy_qp(QueuePair* qp) {
     if (s != qp->slot) active_[(active_head_ + kept++) % active_.size()] = s;
   }
   active_count_ = kept;
+  held_acks_[qp->slot] = HeldAck{};
   if (qp->srq()) --qp->srq()->attached_qps;
   qps_[qp->slot].reset();
   return {};
@@ -255,18 +258,23 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   refresh(*qp);
 }
 
-std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now) {
+std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration) {
   std::size_t n = 0;
   // MADs first: a handful per connection set-up, and the CM's timers are the peer's too.
   while (n < frames.size() && gsi_.has_tx_work()) {
     frames[n].length = 0;
     if (gsi_.build_next(frames[n], cfg_.path.local, cfg_.path.ttl)) ++n;
   }
+  held_now_.clear();
   while (n < frames.size() && active_count_ > 0) {
     const std::uint32_t slot = active_[active_head_];
     active_head_ = (active_head_ + 1) % active_.size();
     --active_count_;
     QueuePair& qp = *qps_[slot];
+    if (hold_ack(slot, qp, now, busy_iteration)) {
+      held_now_.push_back(slot);  // stays marked active: back in the ring below
+      continue;
+    }
     qp.in_active_list = false;
     for (std::uint32_t k = 0; k < cfg_.tuning.tx_quantum && n < frames.size(); ++k) {
       frames[n].length = 0;
@@ -278,7 +286,34 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now) {
     }
     refresh(qp);
   }
+  for (const std::uint32_t slot : held_now_) {
+    active_[(active_head_ + active_count_) % active_.size()] = slot;
+    ++active_count_;
+  }
   return n;
+}
+
+// Whether the QP in `slot`, taken from the active ring, waits for a later call: only a plain
+// ACK, while the caller's receive queue is busy, held fewer than ack_hold.turns calls, and only
+// if the next call (`gap` from now: the caller's last iteration) falls within ack_hold.age of
+// the first hold. An iteration is the unit of waiting: on a loaded host one can last 100 us or
+// more, and holding for a single one would then delay the ACK that long. Anything else the QP
+// has to send (a NAK, a response, a request, an answer to a duplicate) lets the ACK go with it
+// at once.
+bool Engine::hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap) {
+  HeldAck& h = held_acks_[slot];
+  const AckHold& hold = cfg_.tuning.ack_hold;
+  if (gap == kNever || hold.turns == 0 || !qp.only_plain_ack_pending()) {
+    h = HeldAck{};
+    return false;
+  }
+  if (h.turns == 0) h.since = now;
+  if (h.turns >= hold.turns || gap >= hold.age || now - h.since >= hold.age - gap) {
+    h = HeldAck{};
+    return false;
+  }
+  ++h.turns;
+  return true;
 }
 
 void Engine::advance(Nanos now) {

@@ -130,10 +130,15 @@ class Engine {
 
   // Packet path.
   void receive(proto::ByteSpan frame, Nanos now);
-  std::size_t transmit(std::span<TxFrame> frames, Nanos now);
+  // `busy_iteration`: the caller's receive queue stays full and it calls again in about this
+  // long (its last iteration's length), so a plain ACK may wait for a later call and cover what
+  // arrives meanwhile (TransportTuning::ack_hold). kNever: every ACK owed goes now.
+  std::size_t transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration = kNever);
   void advance(Nanos now);
   Nanos next_deadline() const { return timers_.earliest(); }
   bool has_tx_work() const { return active_count_ > 0 || gsi_.has_tx_work(); }
+  // QPs the last transmit() passed over, each with a plain ACK waiting (ack_hold).
+  std::size_t acks_held() const { return held_now_.size(); }
   // QP1: MADs received and to send (the CM agent's side of it).
   GsiPort& gsi() { return gsi_; }
   const GsiPort& gsi() const { return gsi_; }
@@ -188,6 +193,15 @@ class Engine {
   std::uint64_t received_ = 0;
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
+  // Last, so that the members the receive path reads keep their places.
+  // Per slot: since when, and for how many transmit calls, its plain ACK has been held (ack_hold).
+  struct HeldAck {
+    Nanos since = kNever;
+    std::uint32_t turns = 0;
+  };
+  std::vector<HeldAck> held_acks_;
+  std::vector<std::uint32_t> held_now_;  // slots passed over by the current transmit call
+  bool hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap);
 };
 
 }  // namespace roce::rdma

@@ -57,6 +57,16 @@ struct QpConfig {
   std::uint32_t selective_repeat = 0;
 };
 
+// How long the engine may pass over a QP whose only send work is a plain ACK while the
+// worker's receive queue stays full (Engine::transmit), so that the ACK, when it goes, covers
+// the requests that arrived meanwhile (an ACK acknowledges every PSN up to its own): at most
+// `turns` transmit calls in a row, and only while the next call (one more iteration, as long as
+// the last) is due within `age` of the first hold. turns 0: never. docs/perf-changes.md 30.
+struct AckHold {
+  std::uint32_t turns = 0;
+  Nanos age = 0;
+};
+
 // Knobs of the transport that verbs does not expose.
 struct TransportTuning {
   std::uint32_t max_inflight_packets = 256;   // go-back-N window, in PSNs
@@ -99,6 +109,7 @@ struct TransportTuning {
   proto::CrcBackend crc = proto::CrcBackend::Isal;
   bool icrc_linear = true;                    // the ICRC's header share from flow templates (icrc_linear.hpp)
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
+  AckHold ack_hold{4, 20 * kMicro};
 };
 
 struct QpContext {

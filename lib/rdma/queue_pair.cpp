@@ -473,6 +473,10 @@ bool QueuePair::has_tx_work() const {
   return resp_.has_output() || req_.can_send(ctx_);
 }
 
+bool QueuePair::only_plain_ack_pending() const {
+  return !cnp_pending_ && pacer_wake_ == kNever && resp_.only_plain_ack() && !req_.can_send(ctx_);
+}
+
 std::uint32_t QueuePair::max_frame_bytes() const {
   // Ethernet + IPv6 + UDP + BTH + the largest extension headers + ICRC, around one path MTU.
   return 14 + 8 + 40 + 8 + 12 + 28 + ctx_.cfg.pmtu + 4;

@@ -71,6 +71,9 @@ class QueuePair {
   PayloadDest payload_dest(const proto::Packet& pkt) const;
   void on_cnp(Nanos now);
   bool has_tx_work() const;
+  // Its only send work is a plain ACK (Responder::only_plain_ack): no request, CNP or other
+  // response is waiting behind it.
+  bool only_plain_ack_pending() const;
   bool build_next(TxFrame& frame, Nanos now);
   void on_timer(Nanos now);
   Nanos deadline() const;

@@ -41,6 +41,12 @@ class Responder {
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
 
   bool has_output() const { return out_count_ > 0; }
+  // All that is owed is one plain ACK of new requests (no NAK, READ or atomic response, SACK, or
+  // answer to a duplicate, which tells a requester in recovery where it stands): an ACK that may
+  // wait a little and then cover more (Engine::transmit's AckHold).
+  bool only_plain_ack() const {
+    return out_count_ == 1 && out_[out_head_].kind == Item::Kind::Ack && !out_[out_head_].prompt;
+  }
   // The next packet out carries data (a READ response): the pacer governs it.
   bool next_is_data() const { return out_count_ > 0 && out_[out_head_].kind == Item::Kind::ReadResponse; }
   // Writes the next queued response packet.
@@ -107,6 +113,7 @@ class Responder {
     // recycled by a new READ/atomic (see drop_stale_replays).
     bool reexecuted = false;
     bool replay = false;  // a fresh answer to a duplicate: takes no responder resource
+    bool prompt = false;  // ACK: it answers a duplicate request, so it is never held back
   };
 
   // One request through the states, in PSN order (on_request adds the reorder buffer around it).
@@ -155,7 +162,7 @@ class Responder {
 
   bool output_full() const { return out_count_ >= out_capacity_; }
   Item& push_item();
-  void queue_ack(QpContext& qp, std::uint32_t psn);
+  void queue_ack(QpContext& qp, std::uint32_t psn, bool prompt = false);
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
   // A re-executed answer for the resource the next new READ/atomic recycles: nobody waits for it.

@@ -17,12 +17,13 @@ Responder::Item& Responder::push_item() {
   return it;
 }
 
-void Responder::queue_ack(QpContext& qp, std::uint32_t psn) {
+void Responder::queue_ack(QpContext& qp, std::uint32_t psn, bool prompt) {
   if (out_count_ > 0) {
     Item& tail = out_[slot(out_count_ - 1)];
     if (tail.kind == Item::Kind::Ack || tail.kind == Item::Kind::Sack) {  // coalesce: one ACK covers everything up to psn
       tail.psn = psn;
       tail.msn = msn_;
+      tail.prompt = tail.prompt || prompt;
       qp.counters.inc(Counter::AckDeferred);
       return;
     }
@@ -33,6 +34,7 @@ void Responder::queue_ack(QpContext& qp, std::uint32_t psn) {
   it.psn = psn;
   it.msn = msn_;
   it.syndrome = Syndrome::ack();
+  it.prompt = prompt;
 }
 
 void Responder::queue_nak(QpContext& qp, std::uint32_t psn, Syndrome s) {
@@ -120,8 +122,9 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
   switch (pkt.info->operation) {
     case Operation::Send:
     case Operation::Write:
-      // Already executed: acknowledge again, with the latest PSN (IBA C9-105).
-      queue_ack(qp, psn_add(epsn_, -1));
+      // Already executed: acknowledge again, with the latest PSN (IBA C9-105), at once: the
+      // requester that resent it is recovering and waits for this answer.
+      queue_ack(qp, psn_add(epsn_, -1), true);
       return RespState::Done;
     case Operation::ReadRequest:
       for (const Resource& r : resources_) {
