@@ -272,6 +272,7 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
         for (const auto& [h, region] : k->mrs) s.mapped_bytes += region.map_bytes;
         s.cm_ids += cm_ids(*k);
       }
+      s.cm_events_dropped = cm_events_dropped_;
       put(out, s);
       return;
     }

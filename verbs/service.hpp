@@ -180,6 +180,7 @@ class VerbsService {
   ibv_context* anchor_ = nullptr;  // the service's own context: queries, and the port stays up
   int listen_fd_ = -1;
   std::vector<std::unique_ptr<Client>> clients_;
+  std::uint64_t cm_events_dropped_ = 0;  // StatusReply::cm_events_dropped
 };
 
 }  // namespace roce::verbs

@@ -320,13 +320,18 @@ void VerbsService::cm_deliver() {
           (void)rdma_reject(orphan, nullptr, 0);
           rdma_destroy_id(orphan);
         }
-        if (rec.id == 0 || ch.dead) continue;
+        if (rec.id == 0) continue;
+        if (ch.dead) {
+          ++cm_events_dropped_;
+          continue;
+        }
         if (::send(ch.sock, &rec, sizeof rec, MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof rec)) {
           // A program that does not read its events (or closed the channel) is not waited for.
           log("program " + std::to_string(c->pid) + " does not read rdma_cm channel " + std::to_string(h) +
               ": its events are dropped and the channel closed");
           ::shutdown(ch.sock, SHUT_RDWR);
           ch.dead = true;
+          ++cm_events_dropped_;
         }
       }
     }

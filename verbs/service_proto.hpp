@@ -91,6 +91,7 @@ struct StatusReply {
   std::uint32_t qps = 0;
   std::uint64_t mapped_bytes = 0;  // of the programs' memory, mapped in the service
   std::uint32_t cm_ids = 0;        // rdma_cm IDs the programs hold (slice 5)
+  std::uint64_t cm_events_dropped = 0;  // events of channels closed because their program stopped reading
 };
 
 struct Handle {
