@@ -61,8 +61,8 @@ void Requester::start(const QpContext& qp) {
   sr_pending_ = 0;
   probed_ = false;
   tx_seq_ = 0;
-  sr_.fill(SrSlot{});
-  rd_.fill(RdSlot{});
+  sr_.fill(PsnSlot{});
+  rd_.fill(PsnSlot{});
   rd_pending_ = 0;
   read_hole_count_ = 0;
 }

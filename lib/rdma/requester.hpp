@@ -112,40 +112,34 @@ class Requester {
   template <typename F>
   void for_each_sent_request(const QpContext& qp, F&& f) const;
   enum SrFlag : std::uint8_t { kSacked = 1, kPending = 2, kResent = 4 };
-  struct SrSlot {
+  // A PSN's flags in a ring of kSackSpan slots, one ring for the selective resends (SrFlag) and
+  // one for READ responses (RdFlag): a slot belongs to the PSN that last used it, so one left by
+  // an older PSN reads as no flags.
+  struct PsnSlot {
     std::uint32_t psn = 0;
-    std::uint32_t tx = 0;  // when its latest copy went out (tx_seq_)
+    std::uint32_t tx = 0;  // the transmission (tx_seq_) that last carried it, or asked for it (READ)
     std::uint8_t flags = 0;
   };
-  SrSlot& sr_slot(std::uint32_t psn) {
-    SrSlot& s = sr_[psn % sr_.size()];
-    if (s.psn != psn) s = SrSlot{psn, 0, 0};
+  using PsnSlots = std::array<PsnSlot, proto::kSackSpan>;
+  static PsnSlot& slot_of(PsnSlots& ring, std::uint32_t psn) {
+    PsnSlot& s = ring[psn % ring.size()];
+    if (s.psn != psn) s = PsnSlot{psn, 0, 0};
     return s;
   }
-  std::uint8_t sr_flags(std::uint32_t psn) const {
-    const SrSlot& s = sr_[psn % sr_.size()];
+  static std::uint8_t flags_of(const PsnSlots& ring, std::uint32_t psn) {
+    const PsnSlot& s = ring[psn % ring.size()];
     return s.psn == psn ? s.flags : 0;
   }
+  PsnSlot& sr_slot(std::uint32_t psn) { return slot_of(sr_, psn); }
+  std::uint8_t sr_flags(std::uint32_t psn) const { return flags_of(sr_, psn); }
   void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
   // Whether the local buffer of the READ at SQ index `index` overlaps an earlier unfinished READ's.
   bool overlaps_earlier_read(const QpContext& qp, std::uint64_t index) const;
   // Sends the oldest range of READ responses marked missing; false when none is left.
   bool build_read_hole(QpContext& qp, TxFrame& frame);
   enum RdFlag : std::uint8_t { kArrived = 1, kAskPending = 2, kAsked = 4 };
-  struct RdSlot {
-    std::uint32_t psn = 0;
-    std::uint32_t tx = 0;  // the transmission (tx_seq_) of the READ request that asked for it
-    std::uint8_t flags = 0;
-  };
-  RdSlot& rd_slot(std::uint32_t psn) {
-    RdSlot& s = rd_[psn % rd_.size()];
-    if (s.psn != psn) s = RdSlot{psn, 0, 0};
-    return s;
-  }
-  std::uint8_t rd_flags(std::uint32_t psn) const {
-    const RdSlot& s = rd_[psn % rd_.size()];
-    return s.psn == psn ? s.flags : 0;
-  }
+  PsnSlot& rd_slot(std::uint32_t psn) { return slot_of(rd_, psn); }
+  std::uint8_t rd_flags(std::uint32_t psn) const { return flags_of(rd_, psn); }
 
   State state_ = State::Ready;
   Nanos rnr_until_ = kNever;
@@ -169,10 +163,10 @@ class Requester {
   bool probed_ = false;        // the last timer sent probe_psn_ alone
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
-  std::array<SrSlot, proto::kSackSpan> sr_{};
+  PsnSlots sr_{};
   // Tracked READs' response PSNs (all within kSackSpan of una: window_allows), and how many
   // are marked kAskPending. A hole READ request covers [read_hole_first_, + read_hole_count_).
-  std::array<RdSlot, proto::kSackSpan> rd_{};
+  PsnSlots rd_{};
   std::uint32_t rd_pending_ = 0;
   std::uint32_t read_hole_first_ = 0, read_hole_count_ = 0;
 

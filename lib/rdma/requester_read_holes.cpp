@@ -12,7 +12,7 @@ using namespace roce::proto;
 
 Requester::ReadArrival Requester::on_read_arrival(SendWqe& w, std::uint32_t psn, std::uint32_t* asked_tx) {
   const auto i = static_cast<std::uint32_t>(psn_diff(psn, w.first_psn));
-  RdSlot& s = rd_slot(psn);
+  PsnSlot& s = rd_slot(psn);
   if (i < w.read_packets_received || (s.flags & kArrived)) return ReadArrival::Duplicate;
   *asked_tx = (s.flags & kAsked) ? s.tx : 0;
   if ((s.flags & kAskPending) && rd_pending_ > 0) --rd_pending_;
@@ -24,7 +24,7 @@ Requester::ReadArrival Requester::on_read_arrival(SendWqe& w, std::uint32_t psn,
 std::uint32_t Requester::ask_read_holes(const SendWqe& w, std::uint32_t below, std::uint32_t lost_tx, bool only_asked) {
   std::uint32_t marked = 0;
   for (std::uint32_t i = w.read_packets_received; i < below && i < w.npackets; ++i) {
-    RdSlot& s = rd_slot(psn_add(w.first_psn, i));
+    PsnSlot& s = rd_slot(psn_add(w.first_psn, i));
     if ((s.flags & (kArrived | kAskPending)) || (only_asked && !(s.flags & kAsked))) continue;
     // Asked already: its answer may still come, unless one asked at or after it came first.
     if ((s.flags & kAsked) && !(lost_tx != 0 && static_cast<std::int32_t>(s.tx - lost_tx) <= 0)) continue;
@@ -75,7 +75,7 @@ bool Requester::build_read_hole(QpContext& qp, TxFrame& frame) {
       w.read_expect_first = expect_first;
       read_hole_count_ = 0;
       for (std::uint32_t k = 0; k < n; ++k) {
-        RdSlot& s = rd_slot(psn_add(w.first_psn, i + k));
+        PsnSlot& s = rd_slot(psn_add(w.first_psn, i + k));
         s.flags = kAsked;
         s.tx = tx_seq_;  // write_packet counted this transmission
       }

@@ -51,14 +51,14 @@ std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const 
   std::uint32_t latest = 0;
   for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
     if (!held(psn)) return;
-    SrSlot& s = sr_slot(psn);
+    PsnSlot& s = sr_slot(psn);
     s.flags |= kSacked;
     latest = std::max(latest, s.tx);
   });
   std::uint32_t marked = 0;
   for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
     if (psn_before(psn, epsn) || !psn_before(psn, end) || held(psn)) return;
-    SrSlot& s = sr_slot(psn);
+    PsnSlot& s = sr_slot(psn);
     if (s.flags & (kPending | kSacked)) return;  // a SACK never takes back a hold
     if ((s.flags & kResent) && s.tx >= latest) return;  // its latest copy may still arrive
     s.flags |= kPending | kResent;
@@ -107,7 +107,7 @@ bool Requester::resend_unsacked(const QpContext& qp) {
   if (probed_ && probe == probe_psn_) {
     probed_ = false;
     for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
-      SrSlot& s = sr_slot(psn);
+      PsnSlot& s = sr_slot(psn);
       if (!(s.flags & kSacked)) s.flags = kPending | kResent;
     });
     sr_pending_ = unreported;
@@ -125,7 +125,7 @@ bool Requester::build_selective(QpContext& qp, TxFrame& frame) {
   std::uint32_t index = 0;
   for_each_sent_request(qp, [&](SendWqe& w, std::uint32_t k, std::uint32_t psn) {
     if (wqe != nullptr || psn_before(psn, una_hint_)) return;
-    SrSlot& s = sr_slot(psn);
+    PsnSlot& s = sr_slot(psn);
     if (!(s.flags & kPending)) return;
     s.flags &= static_cast<std::uint8_t>(~kPending);
     wqe = &w;
