@@ -390,6 +390,19 @@ rdma_cm_id* accept_next(rdma_event_channel* ch, Side& side, const char* text) {
   return expect_event(ch, RDMA_CM_EVENT_ESTABLISHED) == 0 ? s : nullptr;
 }
 
+// The end of a disconnected pair: DISCONNECTED on both channels, then the QPs, the IDs (client,
+// server, listener) and the channels go.
+void end_pair(Side& client, Side& server, std::array<rdma_cm_id*, 3> ids, rdma_event_channel* cch,
+              rdma_event_channel* sch) {
+  EXPECT_EQ(expect_event(cch, RDMA_CM_EVENT_DISCONNECTED), 0);
+  EXPECT_EQ(expect_event(sch, RDMA_CM_EVENT_DISCONNECTED), 0);
+  client.destroy(ids[0]);
+  server.destroy(ids[1]);
+  for (rdma_cm_id* id : ids) EXPECT_EQ(rdma_destroy_id(id), 0);
+  rdma_destroy_event_channel(cch);
+  rdma_destroy_event_channel(sch);
+}
+
 // rping's shape through one service: a server and a client (two channels of one program),
 // private data both ways, the QPs moved by the service's CM, a SEND checked byte for byte,
 // disconnect events on both sides, and nothing left in the service afterwards.
@@ -468,15 +481,7 @@ TEST_F(Service, CmClientAndServerConnectAndSend) {
 
     ASSERT_EQ(rdma_disconnect(c), 0) << std::strerror(errno);
     EXPECT_EQ(c->qp->state, IBV_QPS_ERR);  // stopped before the DREQ, as librdmacm does
-    EXPECT_EQ(expect_event(cch, RDMA_CM_EVENT_DISCONNECTED), 0);
-    EXPECT_EQ(expect_event(sch, RDMA_CM_EVENT_DISCONNECTED), 0);
-    client.destroy(c);
-    server.destroy(s);
-    EXPECT_EQ(rdma_destroy_id(c), 0);
-    EXPECT_EQ(rdma_destroy_id(s), 0);
-    EXPECT_EQ(rdma_destroy_id(l), 0);
-    rdma_destroy_event_channel(cch);
-    rdma_destroy_event_channel(sch);
+    end_pair(client, server, {c, s, l}, cch, sch);
   });
   EXPECT_EQ(child, 0) << "the child's failures are above";
   EXPECT_TRUE(wait_for_cm_ids(0));
@@ -511,15 +516,7 @@ TEST_F(Service, CmEventReadAfterALaterCallDoesNotUndoIt) {
     EXPECT_EQ(private_text(e->param.conn), "late");
     EXPECT_EQ(c->qp->state, IBV_QPS_ERR);
     rdma_ack_cm_event(e);
-    EXPECT_EQ(expect_event(cch, RDMA_CM_EVENT_DISCONNECTED), 0);
-    EXPECT_EQ(expect_event(sch, RDMA_CM_EVENT_DISCONNECTED), 0);
-    client.destroy(c);
-    server.destroy(s);
-    EXPECT_EQ(rdma_destroy_id(c), 0);
-    EXPECT_EQ(rdma_destroy_id(s), 0);
-    EXPECT_EQ(rdma_destroy_id(l), 0);
-    rdma_destroy_event_channel(cch);
-    rdma_destroy_event_channel(sch);
+    end_pair(client, server, {c, s, l}, cch, sch);
   });
   EXPECT_EQ(child, 0) << "the child's failures are above";
   EXPECT_TRUE(wait_for_cm_ids(0));
