@@ -19,20 +19,6 @@ namespace {
 
 using service::Op;
 
-void free_cq_ring(ServiceCqRing* r) {
-  if (r == nullptr) return;
-  ::munmap(r->map, r->bytes);
-  ::close(r->memfd);
-  delete r;
-}
-
-void free_qp_rings(ServiceQpRings* r) {
-  if (r == nullptr) return;
-  ::munmap(r->map, r->bytes);
-  ::close(r->memfd);
-  delete r;
-}
-
 int svc_poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   Cq* q = to_cq(cq);
   if (q == nullptr || q->ring == nullptr || num_entries < 0) return -1;
@@ -297,7 +283,7 @@ ibv_cq* service_create_cq(Context& c, int cqe, void* cq_context, ibv_comp_channe
   const int fds[2] = {f.fd, ch ? ch->fd : -1};
   service::CreateCqReply rep;
   if (int rc = c.service->call(Op::CreateCq, 0, 0, &rq, sizeof rq, &rep, sizeof rep, fds, ch ? 2 : 1); rc != 0) {
-    free_cq_ring(ring);
+    free_rings(ring);
     return fail<ibv_cq>(rc);
   }
   ring->handle = rep.handle;
@@ -335,7 +321,7 @@ int service_destroy_cq(Context& c, Cq* q) {
   pthread_mutex_unlock(&q->mutex);
   pthread_cond_destroy(&q->cond);
   pthread_mutex_destroy(&q->mutex);
-  free_cq_ring(q->ring);
+  free_rings(q->ring);
   retire(q);
   return 0;
 }
@@ -401,7 +387,7 @@ ibv_qp* service_create_qp(Context& c, Pd& p, ibv_qp_init_attr& a) {
   rings->rq_size = rq.rq_size;
   service::CreateQpReply rep;
   if (int rc = c.service->call(Op::CreateQp, p.service_handle, 0, &rq, sizeof rq, &rep, sizeof rep, &f.fd, 1); rc != 0) {
-    free_qp_rings(rings);
+    free_rings(rings);
     return fail<ibv_qp>(rc);
   }
   rings->handle = rep.handle;
@@ -462,7 +448,7 @@ int service_destroy_qp(Context& c, Qp* q) {
   --to_cq(q->qp_base.send_cq)->qps;
   --to_cq(q->qp_base.recv_cq)->qps;
   c.qps.erase(q);
-  free_qp_rings(q->rings);
+  free_rings(q->rings);
   pthread_cond_destroy(&q->qp_base.cond);
   pthread_mutex_destroy(&q->qp_base.mutex);
   retire(q);

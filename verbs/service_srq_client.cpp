@@ -11,16 +11,6 @@
 #include "verbs/service_verbs.hpp"
 
 namespace roce::verbs {
-namespace {
-
-void free_srq_ring(ServiceSrqRing* r) {
-  if (r == nullptr) return;
-  ::munmap(r->map, r->bytes);
-  ::close(r->memfd);
-  delete r;
-}
-
-}  // namespace
 
 ibv_srq* service_create_srq(Context& c, Pd& p, ibv_srq_init_attr& attr) {
   // The ring holds every WQE the SRQ can: at most kMaxRingEntries in service mode.
@@ -41,7 +31,7 @@ ibv_srq* service_create_srq(Context& c, Pd& p, ibv_srq_init_attr& attr) {
   service::CreateSrqReply rep;
   if (int rc = c.service->call(service::Op::CreateSrq, p.service_handle, 0, &rq, sizeof rq, &rep, sizeof rep, &f.fd, 1);
       rc != 0) {
-    free_srq_ring(ring);
+    free_rings(ring);
     return fail<ibv_srq>(rc);
   }
   ring->handle = rep.handle;
@@ -77,7 +67,7 @@ int service_destroy_srq(Context& c, Srq* s) {
     std::lock_guard g(c.service_mutex);
     c.srqs.erase(s);
   }
-  free_srq_ring(s->ring);
+  free_rings(s->ring);
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->mutex);
   retire(s);

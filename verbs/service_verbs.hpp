@@ -3,6 +3,9 @@
 // the program's object here holds the handle the service gave it.
 #pragma once
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "verbs/objects.hpp"
 #include "verbs/service_rings.hpp"
 
@@ -67,6 +70,14 @@ struct RingFile {
   void* map = nullptr;
 };
 RingFile make_ring_file(std::size_t bytes);
+// Unmaps and closes the ring file of a CQ's, QP's or SRQ's rings, then frees them (nullptr: nothing).
+template <typename Rings>
+void free_rings(Rings* r) {
+  if (r == nullptr) return;
+  ::munmap(r->map, r->bytes);
+  ::close(r->memfd);
+  delete r;
+}
 // A receive WR as a WQE of a ring (its SGEs checked by the caller).
 void put_recv_wqe(service::RecvWqe& w, const ibv_recv_wr& wr);
 
