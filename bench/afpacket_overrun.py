@@ -16,10 +16,11 @@ blocksz=4096,framesz=2048,framecnt=512, the PMD's own default); without it each 
 its default (since 2026-12-06 ours: dataplane/eal.hpp). From the appliance's report it prints
 what the port dropped before the poller read it (rx_overrun_frames: af_packet ring drops,
 imissed, rx_nombuf; "-" from binaries that do not count them), the frames marked CE for
-them, and the CE frames and CNPs its QPs saw and sent.
+them, the CE frames and CNPs its QPs saw and sent, and its engine's drops; then the kernel's
+drops on both veth ends (rx/tx, since the namespaces were made).
 
 Usage: afpacket_overrun.py ROCE_GEN ROCE_APPLIANCE [--runs N] [--qps 4] [--size 16K] [--iters 500]
-       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--ring DEVARGS] [--tag NAME]
+       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--ring DEVARGS] [--tag NAME] [--qp-timeout N]
 Root only. Namespaces and processes are removed on any exit. Two busy-polling DPDK processes:
 the figures are the machine's at that moment, not the code's alone.
 """
@@ -118,10 +119,25 @@ def appliance_figures(report):
         with open(report) as f:
             w = json.load(f)["workers"][0]
     except (OSError, ValueError, KeyError, IndexError):
-        return ["-"] * 4
+        return ["-"] * 5
     counters = w.get("counters", {})
+    dropped = ["%s=%d" % (k, v) for k, v in list(w.get("drops", {}).items()) + list(w.get("parse_drops", {}).items()) if v]
     return [w.get("rx_overrun_frames", "-"), w.get("rx_overrun_ce_marks", "-"), counters.get("ecn_ce_received", "-"),
-            counters.get("cnp_sent", "-")]
+            counters.get("cnp_sent", "-"), "drops: " + (",".join(dropped) or "none")]
+
+
+def veth_drops():
+    """Frames the kernel dropped on each veth end since the namespaces were made, as "rx/tx" for
+    the client's end then the appliance's (a full backlog drops there, not in af_packet's ring)."""
+    out = []
+    for ns, dev in ((names()[0], names()[2]), (names()[1], names()[3])):
+        r = sh("ip", "-n", ns, "-s", "-j", "link", "show", dev, check=False)
+        try:
+            st = json.loads(r.stdout)[0]["stats64"]
+            out.append("%d/%d" % (st["rx"]["dropped"], st["tx"]["dropped"]))
+        except (ValueError, KeyError, IndexError):
+            out.append("-")
+    return out
 
 
 def run_gen(binary, a, window):
@@ -130,7 +146,8 @@ def run_gen(binary, a, window):
            "write", "-q", str(a.qps), "-s", a.size, "-n", str(a.iters), "-m", str(a.mtu),
            "--selective-repeat", str(window),
            "--vdev", vdev(VETH_GEN, a.ring), "--dev", "net_af_packet0", "--ip", ROCE_GEN,
-           "--server", TCP_APPL, "--json"] + (["--dcqcn", "on"] if a.dcqcn else [])
+           "--server", TCP_APPL, "--json"] + (["--dcqcn", "on"] if a.dcqcn else []) + \
+          (["--qp-timeout", str(a.qp_timeout)] if a.qp_timeout else [])
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     if r.returncode != 0:
         raise RuntimeError("roce-gen exited %d: %s" % (r.returncode, r.stderr.strip()[-400:]))
@@ -151,6 +168,7 @@ def main():
     ap.add_argument("--dcqcn", action="store_true")
     ap.add_argument("--ring", default="")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--qp-timeout", type=int, default=0)
     a = ap.parse_args()
     global TAG
     if a.tag:
@@ -169,7 +187,7 @@ def main():
                     j = run_gen(a.gen, a, window)
                 finally:
                     stop_appliance(p)
-                figures = appliance_figures(report)
+                figures = appliance_figures(report) + ["| veth drops"] + veth_drops()
                 load = os.getloadavg()[0]
                 rt, sent = j["retransmits"], j["packets_sent"]
                 bw = (j.get("results") or [{}])[0].get("bw_average", 0)
