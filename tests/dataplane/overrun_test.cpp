@@ -143,115 +143,126 @@ TEST(OverrunMarking, OwedMarksGoToTheBurstsEcnCapableFramesOnly) {
   rte_mempool_free(pool);
 }
 
-// Two run-to-completion workers on one two-queue port: only worker 0 reads the port's drops, so
-// each lost frame is owed once, not once per worker. The marks reach the QPs as CE, which DCQCN
-// answers: the receiver's notification point sends CNPs and the sender's reaction point cuts its
-// rate.
-TEST(OverrunMarking, TwoWorkersMarkEachLostFrameOnceAndDcqcnAnswersTheMarks) {
-  auto pair = dp::make_ring_pair(fresh("ovrA"), fresh("ovrB"), 4096, 2);
-  ASSERT_TRUE(pair.ok()) << pair.error().message;
-  std::atomic<std::uint64_t> dropped{0};
-  const auto make = [&](std::uint16_t port, std::uint8_t host, bool inject) {
-    dp::DataplaneOptions o;
-    o.name = fresh("ovr");
-    o.port.name = std::to_string(port);
-    o.ip = rdma::IpAddress::ipv4({10, 0, 0, host});
-    o.mac = proto::MacAddr{2, 0, 0, 0, 0, host};
-    o.workers = 2;
-    o.mbufs = 4095;
-    o.engine.tuning.congestion.enabled = true;
-    o.engine.tuning.congestion.rp = cc::paper_params(10e9);
-    if (inject) o.port_drops = [&] { return std::optional<std::uint64_t>(dropped.load()); };
-    auto d = dp::Dataplane::create(o);
-    EXPECT_TRUE(d.ok()) << d.error().message;
-    return d.ok() ? std::move(*d) : nullptr;
-  };
-  auto a = make(pair->a, 1, false);
-  auto b = make(pair->b, 2, true);
-  ASSERT_TRUE(a && b);
-  const auto step_until = [&](const std::function<bool()>& done) {
-    const Nanos limit = a->now() + 30 * kSecond;
-    while (a->now() < limit) {
-      if (done()) return true;
-      a->poll_once();
-      b->poll_once();
-    }
-    return done();
-  };
-  a->learn(rdma::IpAddress::ipv4({10, 0, 0, 2}), {2, 0, 0, 0, 0, 2});
-  b->learn(rdma::IpAddress::ipv4({10, 0, 0, 1}), {2, 0, 0, 0, 0, 1});
-  // One QP pair per worker, so both of b's queues carry data.
-  QpOptions qo;
+// Two dataplanes a -> b with two workers each and DCQCN on, one QP pair per worker, b's port
+// drop count injected: WRITEs run, then the count grows by `drops`, then more WRITEs run.
+struct MarkedWrites {
+  std::unique_ptr<dp::Dataplane> a, b;
   std::vector<std::pair<Endpoint, Endpoint>> qps;
-  for (unsigned w = 0; w < 2; ++w) {
-    Endpoint ea = make_endpoint(a->worker(w).engine(), qo), eb = make_endpoint(b->worker(w).engine(), qo);
-    connect_pair(ea, eb, qo);
-    qps.emplace_back(ea, eb);
-  }
-  std::vector<std::byte> src(64 * 1024, std::byte{7}), dst(64 * 1024);
-  std::vector<const rdma::MemoryRegion*> smr, dmr;
-  for (auto& [ea, eb] : qps) {
-    smr.push_back(reg(*ea.engine, ea.pd, src, IBV_ACCESS_LOCAL_WRITE));
-    dmr.push_back(reg(*eb.engine, eb.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
-  }
-  // WRITEs until b's worker 0 has read its baseline and some traffic has gone both ways.
-  std::uint64_t id = 0;
-  std::size_t completed = 0;
-  const auto keep_writing = [&] {
-    for (std::size_t i = 0; i < qps.size(); ++i) {
-      for (const ibv_wc& wc : drain(qps[i].first)) {
-        EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << describe(wc);
-        ++completed;
-      }
-    }
-  };
-  const auto post_writes = [&](unsigned per_qp) {
-    for (std::size_t i = 0; i < qps.size(); ++i)
-      for (unsigned k = 0; k < per_qp; ++k) {
-        ibv_sge g = sge(src.data(), static_cast<std::uint32_t>(src.size()), smr[i]);
-        ASSERT_EQ(post(qps[i].first, IBV_WR_RDMA_WRITE, id++, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dmr[i]->rkey()), 0);
-      }
-  };
-  post_writes(4);
-  ASSERT_TRUE(step_until([&] {
-    keep_writing();
-    return completed == 8;
-  }));
-  EXPECT_EQ(b->worker(0).stats().rx_overrun_frames, 0u);
-  const auto ce_received = [&] {
-    std::uint64_t n = 0;
-    for (auto& qp : qps) n += qp.second.qp->counters().get(rdma::Counter::EcnCeReceived);
-    return n;
-  };
-  EXPECT_EQ(ce_received(), 0u);
+  std::uint64_t ce_before = 0;
 
-  dropped = 40;  // the port lost 40 frames
-  post_writes(16);
-  ASSERT_TRUE(step_until([&] {
-    keep_writing();
-    return completed == 8 + 32;
-  }));
-  const dp::WorkerStats w0 = b->worker(0).stats(), w1 = b->worker(1).stats();
+  void run(dp::Mode mode, std::uint64_t drops) {
+    const unsigned queues = mode == dp::Mode::Pipeline ? 1 : 2;
+    auto pair = dp::make_ring_pair(fresh("ovrA"), fresh("ovrB"), 4096, queues);
+    ASSERT_TRUE(pair.ok()) << pair.error().message;
+    std::atomic<std::uint64_t> dropped{0};
+    const auto make = [&](std::uint16_t port, std::uint8_t host, bool inject) {
+      dp::DataplaneOptions o;
+      o.name = fresh("ovr");
+      o.port.name = std::to_string(port);
+      o.ip = rdma::IpAddress::ipv4({10, 0, 0, host});
+      o.mac = proto::MacAddr{2, 0, 0, 0, 0, host};
+      o.workers = 2;
+      o.mode = mode;
+      o.mbufs = 4095;
+      o.engine.tuning.congestion.enabled = true;
+      o.engine.tuning.congestion.rp = cc::paper_params(10e9);
+      if (inject) o.port_drops = [&] { return std::optional<std::uint64_t>(dropped.load()); };
+      o.overrun.check_interval = 100 * kMicro;  // read well inside the WRITEs after the drops, however fast they go
+      auto d = dp::Dataplane::create(o);
+      EXPECT_TRUE(d.ok()) << d.error().message;
+      return d.ok() ? std::move(*d) : nullptr;
+    };
+    a = make(pair->a, 1, false);
+    b = make(pair->b, 2, true);
+    ASSERT_TRUE(a && b);
+    a->learn(rdma::IpAddress::ipv4({10, 0, 0, 2}), {2, 0, 0, 0, 0, 2});
+    b->learn(rdma::IpAddress::ipv4({10, 0, 0, 1}), {2, 0, 0, 0, 0, 1});
+    QpOptions qo;
+    for (unsigned w = 0; w < 2; ++w) {
+      Endpoint ea = make_endpoint(a->worker(w).engine(), qo), eb = make_endpoint(b->worker(w).engine(), qo);
+      connect_pair(ea, eb, qo);
+      qps.emplace_back(ea, eb);
+    }
+    std::vector<std::byte> src(64 * 1024, std::byte{7}), dst(64 * 1024);
+    std::vector<const rdma::MemoryRegion*> smr, dmr;
+    for (auto& [ea, eb] : qps) {
+      smr.push_back(reg(*ea.engine, ea.pd, src, IBV_ACCESS_LOCAL_WRITE));
+      dmr.push_back(reg(*eb.engine, eb.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    }
+    std::uint64_t id = 0;
+    std::size_t completed = 0, posted = 0;
+    const auto write_and_wait = [&](unsigned per_qp) {
+      for (std::size_t i = 0; i < qps.size(); ++i)
+        for (unsigned k = 0; k < per_qp; ++k, ++posted) {
+          ibv_sge g = sge(src.data(), static_cast<std::uint32_t>(src.size()), smr[i]);
+          ASSERT_EQ(post(qps[i].first, IBV_WR_RDMA_WRITE, id++, &g, 1, reinterpret_cast<std::uint64_t>(dst.data()), dmr[i]->rkey()), 0);
+        }
+      const Nanos limit = a->now() + 30 * kSecond;
+      while (completed < posted && a->now() < limit) {
+        a->poll_once();
+        b->poll_once();
+        for (auto& qp : qps)
+          for (const ibv_wc& wc : drain(qp.first)) {
+            EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << describe(wc);
+            ++completed;
+          }
+      }
+      ASSERT_EQ(completed, posted);
+    };
+    write_and_wait(4);  // long enough for the baseline reading
+    ce_before = ce_received();
+    dropped = drops;
+    write_and_wait(16);
+  }
+  std::uint64_t ce_received() const {
+    std::uint64_t n = 0;
+    for (const auto& qp : qps) n += qp.second.qp->counters().get(rdma::Counter::EcnCeReceived);
+    return n;
+  }
+  // The marks reached the QPs as CE (ACKs from a go the other way), and DCQCN answered: the
+  // receiver's notification point sent CNPs and a sender's reaction point cut its rate (counted:
+  // by the end the rate may have recovered).
+  void expect_dcqcn_answered(std::uint64_t drops) const {
+    EXPECT_EQ(ce_before, 0u);
+    EXPECT_EQ(ce_received(), drops);
+    std::uint64_t cnps_sent = 0, cnps_received = 0;
+    bool cut = false;
+    for (const auto& qp : qps) {
+      cnps_sent += qp.second.qp->counters().get(rdma::Counter::CnpSent);
+      cnps_received += qp.first.qp->counters().get(rdma::Counter::CnpReceived);
+      if (const auto* cc = qp.first.qp->congestion()) cut |= cc->reaction_point().counters().rate_decreases > 0;
+    }
+    EXPECT_GT(cnps_sent, 0u);
+    EXPECT_EQ(cnps_received, cnps_sent);
+    EXPECT_TRUE(cut) << "no sender's rate was cut";
+  }
+};
+
+// Two run-to-completion workers on one two-queue port: only worker 0 reads the port's drops, so
+// each lost frame is owed once, not once per worker.
+TEST(OverrunMarking, TwoWorkersMarkEachLostFrameOnceAndDcqcnAnswersTheMarks) {
+  MarkedWrites t;
+  t.run(dp::Mode::RunToCompletion, 40);
+  ASSERT_FALSE(HasFatalFailure());
+  const dp::WorkerStats w0 = t.b->worker(0).stats(), w1 = t.b->worker(1).stats();
   EXPECT_EQ(w0.rx_overrun_frames, 40u);
   EXPECT_EQ(w0.rx_overrun_ce_marks, 40u);
   EXPECT_EQ(w1.rx_overrun_frames, 0u) << "only worker 0 reads the port";
   EXPECT_EQ(w1.rx_overrun_ce_marks, 0u);
-  // Every mark reached a QP as CE (ACKs from a carry no ECN-capable mark target here: they go
-  // the other way), and DCQCN answered.
-  EXPECT_EQ(ce_received(), 40u);
-  std::uint64_t cnps_sent = 0, cnps_received = 0;
-  for (auto& qp : qps) {
-    cnps_sent += qp.second.qp->counters().get(rdma::Counter::CnpSent);
-    cnps_received += qp.first.qp->counters().get(rdma::Counter::CnpReceived);
-  }
-  EXPECT_GT(cnps_sent, 0u);
-  EXPECT_EQ(cnps_received, cnps_sent);
-  bool cut = false;
-  for (auto& qp : qps)
-    if (const auto* cc = qp.first.qp->congestion()) cut |= cc->reaction_point().rc_bps() < 10e9;
-  EXPECT_TRUE(cut) << "no sender's rate was cut";
+  t.expect_dcqcn_answered(40);
 }
 
+// Pipeline mode: the IO loop reads the port, so it counts and marks; the workers never do.
+TEST(OverrunMarking, InPipelineModeTheIoLoopMarks) {
+  MarkedWrites t;
+  t.run(dp::Mode::Pipeline, 25);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_NE(t.b->io_stats(), nullptr);
+  EXPECT_EQ(t.b->io_stats()->rx_overrun_frames, 25u);
+  EXPECT_EQ(t.b->io_stats()->rx_overrun_ce_marks, 25u);
+  for (unsigned w = 0; w < 2; ++w) EXPECT_EQ(t.b->worker(w).stats().rx_overrun_frames, 0u);
+  t.expect_dcqcn_answered(25);
+}
 
 int shell(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
 
