@@ -10,8 +10,17 @@ selective repeat (both ends' --selective-repeat, the default), and go-back-N (bo
 and mode it prints the retransmitted packets as a fraction of the packets the client sent
 (data packets: a WRITE client sends nothing else), NAKs, timeouts, SACKs, bandwidth.
 
+With --dcqcn both ends run DCQCN (the appliance's QPs then answer CE with CNPs, the client's
+cut their rate). --ring DEVARGS gives both vdevs that af_packet ring (e.g.
+blocksz=4096,framesz=2048,framecnt=512, the PMD's own default); without it each binary uses
+its default (since 2026-12-06 ours: dataplane/eal.hpp). From the appliance's report it prints
+what the port dropped before the poller read it (rx_overrun_frames: af_packet ring drops,
+imissed, rx_nombuf; "-" from binaries that do not count them), the frames marked CE for
+them, the CE frames and CNPs its QPs saw and sent, and its engine's drops; then the kernel's
+drops on both veth ends (rx/tx, since the namespaces were made).
+
 Usage: afpacket_overrun.py ROCE_GEN ROCE_APPLIANCE [--runs N] [--qps 4] [--size 16K] [--iters 500]
-       [--window 64] [--modes sr,gbn] [--mtu 1024]
+       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--ring DEVARGS] [--tag NAME] [--qp-timeout N]
 Root only. Namespaces and processes are removed on any exit. Two busy-polling DPDK processes:
 the figures are the machine's at that moment, not the code's alone.
 """
@@ -24,9 +33,7 @@ import sys
 import tempfile
 import time
 
-TAG = "afo%d" % (os.getpid() % 100000)
-NS_GEN, NS_APPL = TAG + "g", TAG + "a"
-VETH_GEN, VETH_APPL = TAG + "g0", TAG + "a0"
+TAG = "afo%d" % (os.getpid() % 100000)  # --tag replaces it (namespace and interface names)
 TCP_GEN, TCP_APPL = "10.78.0.1", "10.78.0.2"
 ROCE_GEN, ROCE_APPL = "10.78.1.1", "10.78.1.2"
 EAL = ["--no-huge", "--no-pci", "-m", "256", "--log-level=error", "--no-telemetry"]
@@ -41,7 +48,16 @@ def sh(*args, check=True):
     return r
 
 
+def names():
+    return TAG + "g", TAG + "a", TAG + "g0", TAG + "a0"
+
+
+def vdev(iface, ring):
+    return "net_af_packet0,iface=" + iface + ("," + ring if ring else "")
+
+
 def cleanup():
+    NS_GEN, NS_APPL, _, _ = names()
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
@@ -57,6 +73,7 @@ def cleanup():
 
 
 def setup_network():
+    NS_GEN, NS_APPL, VETH_GEN, VETH_APPL = names()
     if os.geteuid() != 0:
         sys.exit("needs root: network namespaces and a veth pair")
     sh("ip", "netns", "add", NS_GEN)
@@ -69,13 +86,14 @@ def setup_network():
         sh("ip", "-n", ns, "link", "set", "lo", "up")
 
 
-def start_appliance(binary, tmp, window, mtu):
+def start_appliance(binary, tmp, window, a):
+    _, NS_APPL, _, VETH_APPL = names()
     report = os.path.join(tmp, "report-%d.json" % len(procs))
     err = open(os.path.join(tmp, "appliance-%d.err" % len(procs)), "w+")
     cmd = ["ip", "netns", "exec", NS_APPL, binary] + EAL + ["--file-prefix=" + TAG + "_appl", "-l", "0-1", "--",
-           "--vdev", "net_af_packet0,iface=" + VETH_APPL, "--dev", "net_af_packet0", "--ip", ROCE_APPL,
+           "--vdev", vdev(VETH_APPL, a.ring), "--dev", "net_af_packet0", "--ip", ROCE_APPL,
            "--listen-ip", TCP_APPL, "--mr-size", "16M", "--status-interval", "0", "--report", report,
-           "--mtu", str(mtu), "--selective-repeat", str(window)]
+           "--mtu", str(a.mtu), "--selective-repeat", str(window)] + (["--dcqcn", "on"] if a.dcqcn else [])
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True)
     procs.append(p)
     deadline = time.time() + 40
@@ -95,12 +113,41 @@ def stop_appliance(p):
     p.wait(20)
 
 
+def appliance_figures(report):
+    """rx_overrun_frames, rx_overrun_ce_marks, ecn_ce_received, cnp_sent from the report ("-": absent)."""
+    try:
+        with open(report) as f:
+            w = json.load(f)["workers"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return ["-"] * 5
+    counters = w.get("counters", {})
+    dropped = ["%s=%d" % (k, v) for k, v in list(w.get("drops", {}).items()) + list(w.get("parse_drops", {}).items()) if v]
+    return [w.get("rx_overrun_frames", "-"), w.get("rx_overrun_ce_marks", "-"), counters.get("ecn_ce_received", "-"),
+            counters.get("cnp_sent", "-"), "drops: " + (",".join(dropped) or "none")]
+
+
+def veth_drops():
+    """Frames the kernel dropped on each veth end since the namespaces were made, as "rx/tx" for
+    the client's end then the appliance's (a full backlog drops there, not in af_packet's ring)."""
+    out = []
+    for ns, dev in ((names()[0], names()[2]), (names()[1], names()[3])):
+        r = sh("ip", "-n", ns, "-s", "-j", "link", "show", dev, check=False)
+        try:
+            st = json.loads(r.stdout)[0]["stats64"]
+            out.append("%d/%d" % (st["rx"]["dropped"], st["tx"]["dropped"]))
+        except (ValueError, KeyError, IndexError):
+            out.append("-")
+    return out
+
+
 def run_gen(binary, a, window):
+    NS_GEN, _, VETH_GEN, _ = names()
     cmd = ["ip", "netns", "exec", NS_GEN, binary] + EAL + ["--file-prefix=" + TAG + "_gen", "--lcores=0@1,1@0", "--",
            "write", "-q", str(a.qps), "-s", a.size, "-n", str(a.iters), "-m", str(a.mtu),
            "--selective-repeat", str(window),
-           "--vdev", "net_af_packet0,iface=" + VETH_GEN, "--dev", "net_af_packet0", "--ip", ROCE_GEN,
-           "--server", TCP_APPL, "--json"]
+           "--vdev", vdev(VETH_GEN, a.ring), "--dev", "net_af_packet0", "--ip", ROCE_GEN,
+           "--server", TCP_APPL, "--json"] + (["--dcqcn", "on"] if a.dcqcn else []) + \
+          (["--qp-timeout", str(a.qp_timeout)] if a.qp_timeout else [])
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     if r.returncode != 0:
         raise RuntimeError("roce-gen exited %d: %s" % (r.returncode, r.stderr.strip()[-400:]))
@@ -118,26 +165,35 @@ def main():
     ap.add_argument("--window", type=int, default=64)
     ap.add_argument("--mtu", type=int, default=1024)
     ap.add_argument("--modes", default="sr,gbn")
+    ap.add_argument("--dcqcn", action="store_true")
+    ap.add_argument("--ring", default="")
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--qp-timeout", type=int, default=0)
     a = ap.parse_args()
+    global TAG
+    if a.tag:
+        TAG = a.tag
     modes = a.modes.split(",")
     setup_network()
     totals = {m: [0, 0, 0] for m in modes}  # retransmitted, sent, runs
     with tempfile.TemporaryDirectory() as tmp:
-        print("run mode window  retransmitted / sent = fraction  NAKs timeouts SACKs  MB/s  load (1 min)")
+        print("run mode window  retransmitted / sent = fraction  NAKs timeouts SACKs  MB/s  load (1 min)"
+              "  | appliance: ring drops, CE marks, CE received, CNPs sent")
         for run in range(a.runs):
             for m in modes:
                 window = a.window if m == "sr" else 0
-                p, _ = start_appliance(a.appliance, tmp, window, a.mtu)
+                p, report = start_appliance(a.appliance, tmp, window, a)
                 try:
                     j = run_gen(a.gen, a, window)
                 finally:
                     stop_appliance(p)
+                figures = appliance_figures(report) + ["| veth drops"] + veth_drops()
                 load = os.getloadavg()[0]
                 rt, sent = j["retransmits"], j["packets_sent"]
                 bw = (j.get("results") or [{}])[0].get("bw_average", 0)
-                print("%3d %-4s %6d  %6d / %6d = %.4f  %5d %8d %5d  %6.1f  %.1f" %
+                print("%3d %-4s %6d  %6d / %6d = %.4f  %5d %8d %5d  %6.1f  %.1f  | %s" %
                       (run, m, j["selective_repeat"], rt, sent, rt / max(sent, 1), j["naks"], j["timeouts"],
-                       j["sacks_received"], bw, load))
+                       j["sacks_received"], bw, load, " ".join(str(x) for x in figures)))
                 sys.stdout.flush()
                 t = totals[m]
                 t[0] += rt

@@ -22,7 +22,7 @@ ToolEal::~ToolEal() {
 
 int ToolEal::start(std::vector<std::string> eal, const std::vector<std::string>& vdevs, const FailFn& fail,
                    bool stop_signals) {
-  for (const auto& v : vdevs) eal.push_back("--vdev=" + v);
+  for (const auto& v : vdevs) eal.push_back("--vdev=" + dp::with_default_af_packet_ring(v));
   if (Status s = dp::Eal::init(eal); !s) return fail(s.error().message, kExitUsage);
   up_ = true;
   if (!stop_signals) return kExitOk;

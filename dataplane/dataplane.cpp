@@ -38,6 +38,11 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   dp->port_ = *port;
   dp->port_open_ = true;
   dp->local_.mac = o.mac.value_or(dp->port_.mac);
+  PortDropReader port_drops = o.overrun.check_interval > 0 ? o.port_drops : PortDropReader{};
+  if (o.overrun.check_interval > 0 && !port_drops) {
+    dp->port_drops_ = std::make_unique<PortDrops>(dp->port_.id);
+    port_drops = [d = dp->port_drops_.get()] { return d->read(); };
+  }
   dp->local_.ip = o.ip;
   if (o.ip.version == IpVersion::V6) {
     if (Status s = join_multicast(dp->port_.id, multicast_mac(solicited_node_multicast(o.ip.v6))); !s) return s.error();
@@ -68,6 +73,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.tx_flush_ns = o.tx_flush_ns;
     wc.stats_interval_ns = o.stats_interval_ns;
     wc.index = w;
+    if (w == 0 && o.mode == Mode::RunToCompletion) wc.port_drops = port_drops;
+    wc.overrun = o.overrun;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
     wc.engine.qpns = dp->shards_;
@@ -91,6 +98,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     io.port = dp->port_.id;
     io.shards = dp->shards_;
     io.stats_interval_ns = o.stats_interval_ns;
+    io.port_drops = port_drops;
+    io.overrun = o.overrun;
     for (auto& w : dp->workers_) {
       io.worker_rx.push_back(w->config().rx_ring);
       io.worker_tx.push_back(w->config().tx_ring);

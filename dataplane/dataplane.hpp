@@ -16,6 +16,7 @@
 
 #include "dataplane/io_loop.hpp"
 #include "dataplane/port.hpp"
+#include "dataplane/port_drops.hpp"
 #include "dataplane/report.hpp"
 #include "dataplane/tsc_clock.hpp"
 #include "dataplane/worker.hpp"
@@ -40,6 +41,11 @@ struct DataplaneOptions {
   std::uint32_t max_mrs = 4096;  // memory regions, all workers together (the MR limit)
   Nanos tx_flush_ns = 20 * kMicro;
   Nanos stats_interval_ns = 10 * kMilli;  // how often each loop publishes its counters
+  // The port's receive overruns marked CE by the loop that reads the port (overrun.hpp);
+  // check_interval 0: not read, nothing marked. `port_drops` empty: the port's own counters
+  // (PortDrops); a test, or a port whose drops are counted elsewhere, gives its own reader.
+  OverrunConfig overrun{};
+  PortDropReader port_drops;
 };
 
 class Dataplane {
@@ -137,6 +143,7 @@ class Dataplane {
   rdma::MrTable mrs_;
   ArpCache arp_;
   NeighborCache neighbors_;
+  std::unique_ptr<PortDrops> port_drops_;  // read by one loop only (worker 0 or the IO loop)
   std::vector<rte_ring*> rings_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<IoLoop> io_;

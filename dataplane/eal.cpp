@@ -12,8 +12,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <string_view>
 
 namespace roce::dp {
+
+std::string with_default_af_packet_ring(const std::string& vdev) {
+  if (vdev.rfind("net_af_packet", 0) != 0) return vdev;
+  // Devargs are comma-separated key=value pairs after the device name.
+  for (std::size_t at = vdev.find(','); at != std::string::npos; at = vdev.find(',', at + 1)) {
+    const std::string_view arg = std::string_view(vdev).substr(at + 1);
+    for (const std::string_view key : {"blocksz=", "framesz=", "framecnt="})
+      if (arg.substr(0, key.size()) == key) return vdev;
+  }
+  constexpr unsigned kFrameBytes = 4608, kFramesPerBlock = 8;
+  return vdev + ",blocksz=" + std::to_string(kFrameBytes * kFramesPerBlock) + ",framesz=" + std::to_string(kFrameBytes) +
+         ",framecnt=" + std::to_string(kAfPacketRingFrames);
+}
+
 namespace {
 std::atomic<bool> g_initialised{false};
 

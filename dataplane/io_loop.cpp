@@ -12,6 +12,10 @@ unsigned IoLoop::poll(Nanos now) {
   std::array<rte_mbuf*, kBurst> rx;
   const std::uint16_t n = rte_eth_rx_burst(cfg_.port, 0, rx.data(), kBurst);
   stats_.rx_packets += n;
+  if (overrun_.enabled()) {
+    overrun_.on_burst(rx.data(), n, now);
+    overrun_.copy_to(stats_);
+  }
   const std::size_t workers = cfg_.worker_rx.size();
   // Per-worker staging so each ring gets one burst enqueue.
   std::array<std::array<rte_mbuf*, kBurst>, kMaxWorkers> staged;

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "dataplane/overrun.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
 #include "lib/time.hpp"
@@ -20,11 +21,13 @@ struct IoConfig {
   std::vector<rte_ring*> worker_rx;  // one per worker, in shard order
   std::vector<rte_ring*> worker_tx;
   Nanos stats_interval_ns = 10 * kMilli;
+  PortDropReader port_drops;  // receive overruns marked CE (overrun.hpp); empty: none
+  OverrunConfig overrun{};
 };
 
 class IoLoop {
  public:
-  explicit IoLoop(IoConfig cfg) : cfg_(std::move(cfg)), steering_(cfg_.shards) {}
+  explicit IoLoop(IoConfig cfg) : cfg_(std::move(cfg)), steering_(cfg_.shards), overrun_(cfg_.overrun, cfg_.port_drops) {}
   unsigned poll(Nanos now);
   const IoStats& stats() const { return stats_; }
   void drain_tx();
@@ -36,6 +39,7 @@ class IoLoop {
   IoConfig cfg_;
   Steering steering_;
   IoStats stats_;
+  OverrunMarking overrun_;
   Nanos last_publish_ = 0;
   std::uint64_t publications_ = 0;
   Published<IoSnapshot> published_;

@@ -41,6 +41,8 @@ struct WorkerStats {
   std::uint64_t rx_handoff_dropped = 0;  // the owner's inbox was full (the transport retransmits)
   std::uint64_t rx_from_inbox = 0;       // handed to this worker by another
   std::uint64_t stalls = 0;              // gaps between iterations long enough to hold the timers
+  std::uint64_t rx_overrun_frames = 0;   // the port's receive drops (imissed, rx_nombuf, af_packet ring) seen (overrun.hpp)
+  std::uint64_t rx_overrun_ce_marks = 0; // arriving frames marked CE for them
 };
 
 struct IoStats {
@@ -51,6 +53,8 @@ struct IoStats {
   std::uint64_t unknown_worker = 0;  // QPN outside every worker's shard
   std::uint64_t worker_ring_full = 0;
   std::uint64_t tx_dropped = 0;
+  std::uint64_t rx_overrun_frames = 0;    // as WorkerStats: the IO lcore reads the port in pipeline mode
+  std::uint64_t rx_overrun_ce_marks = 0;
 };
 
 inline constexpr std::size_t kEngineDropCount = static_cast<std::size_t>(rdma::EngineDrop::Count);

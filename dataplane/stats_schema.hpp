@@ -117,6 +117,8 @@ void worker_stats(Sink& s, const WorkerStats& w) {
   s.u64("rx_handed_off", w.rx_handed_off);
   s.u64("rx_handoff_dropped", w.rx_handoff_dropped);
   s.u64("rx_from_inbox", w.rx_from_inbox);
+  s.u64("rx_overrun_frames", w.rx_overrun_frames);
+  s.u64("rx_overrun_ce_marks", w.rx_overrun_ce_marks);
 }
 
 template <typename Sink>
@@ -140,6 +142,8 @@ void io(Sink& s, const IoSnapshot& io) {
   s.u64("unknown_worker", io.stats.unknown_worker);
   s.u64("worker_ring_full", io.stats.worker_ring_full);
   s.u64("tx_dropped", io.stats.tx_dropped);
+  s.u64("rx_overrun_frames", io.stats.rx_overrun_frames);
+  s.u64("rx_overrun_ce_marks", io.stats.rx_overrun_ce_marks);
 }
 
 template <typename Sink>

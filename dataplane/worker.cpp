@@ -33,6 +33,7 @@ void prefetch_destination(const rte_mbuf* m, const rdma::MrTable& mrs) {
 
 Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
     : cfg_(std::move(cfg)), steering_(cfg_.shards), engine_(cfg_.engine, mrs), arp_(arp), neighbors_(neighbors) {
+  if (cfg_.port_drops && cfg_.rx_ring == nullptr) overrun_ = OverrunMarking(cfg_.overrun, cfg_.port_drops);
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
   WorkerSnapshot first;
   first.worker = cfg_.index;
@@ -315,6 +316,10 @@ unsigned Worker::poll(Nanos now, bool send) {
   const unsigned n = want == 0     ? 0
                      : cfg_.rx_ring ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx.data()), want, nullptr)
                                     : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), want);
+  if (overrun_.enabled()) {
+    overrun_.on_burst(rx.data(), n, now);
+    overrun_.copy_to(stats_);
+  }
   if (cfg_.shard_inboxes.empty()) {
     receive(rx.data(), n, now, true);
   } else {

@@ -19,6 +19,7 @@
 
 #include "dataplane/arp.hpp"
 #include "dataplane/ndp.hpp"
+#include "dataplane/overrun.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
 #include "lib/rdma/engine.hpp"
@@ -47,6 +48,10 @@ struct WorkerConfig {
   // transport's timers wait until what arrived meanwhile has been read.
   Nanos stall_ns = 200 * kMicro;
   unsigned index = 0;                     // this worker's number in its dataplane
+  // Receive overruns marked CE (overrun.hpp): set on the one worker per port that reads them
+  // (worker 0 in run-to-completion; in pipeline mode the IO loop reads the port). Empty: none.
+  PortDropReader port_drops;
+  OverrunConfig overrun{};
   bool ipv4_checksum_offload = false;
 };
 
@@ -141,6 +146,7 @@ class Worker {
   std::array<rdma::TxFrame, kBurst> tx_frames_{};
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
+  OverrunMarking overrun_;
 
   Nanos last_publish_ = 0;
   std::uint64_t publications_ = 0;

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "lib/cc/pacer.hpp"
-#include "netsim/ecn_mark.hpp"
+#include "protocol/ecn_mark.hpp"
 
 namespace roce::netsim {
 
@@ -143,8 +143,8 @@ void LinkEmulator::admit(Path& p, rte_mbuf* m, Nanos now) {
     put_on_wire(p, m, now);
     return;
   }
-  const auto at = locate_ecn(headers_of(m));
-  const proto::Ecn ecn = at ? read_ecn(headers_of(m), *at) : proto::Ecn::NotEct;
+  const auto at = proto::locate_ecn(headers_of(m));
+  const proto::Ecn ecn = at ? proto::read_ecn(headers_of(m), *at) : proto::Ecn::NotEct;
   if (p.queue->enqueue(now, m, cc::link_bytes(m->pkt_len), ecn) != cc::EnqueueResult::Queued) {
     drop(p, m, LinkCounter::TailDropped);
     return;
@@ -162,12 +162,12 @@ void LinkEmulator::service_queue(Path& p, Nanos now) {
 }
 
 void LinkEmulator::mark_ce(Path& p, rte_mbuf* m) {
-  const auto at = locate_ecn(headers_of(m));
+  const auto at = proto::locate_ecn(headers_of(m));
   if (!at || !RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) != 1) {
     p.counters.add(LinkCounter::MarkNotWritable);
     return;
   }
-  set_ce({rte_pktmbuf_mtod(m, std::byte*), m->data_len}, *at);
+  proto::set_ce({rte_pktmbuf_mtod(m, std::byte*), m->data_len}, *at);
   p.counters.add(LinkCounter::Marked);
 }
 

@@ -1,6 +1,6 @@
 // Marking a frame CE the way the link emulator's bottleneck does: behind VLAN tags, IPv4 and
 // IPv6, with the IPv4 header checksum kept right and the ICRC untouched.
-#include "netsim/ecn_mark.hpp"
+#include "protocol/ecn_mark.hpp"
 
 #include <gtest/gtest.h>
 

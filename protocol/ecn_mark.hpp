@@ -1,6 +1,7 @@
 // The ECN field of an Ethernet frame, as a switch sees it: found behind up to two VLAN tags in
-// an IPv4 or IPv6 header, read, and set to CE. Plain byte spans (no DPDK), so the link
-// emulator's marking is unit-tested on its own. The RoCEv2 ICRC masks the ECN bits, so a mark
+// an IPv4 or IPv6 header, read, and set to CE. Plain byte spans (no DPDK): the link emulator's
+// bottleneck marks with it, and so does a dataplane loop for its own receive overruns
+// (dataplane/overrun.hpp). The RoCEv2 ICRC masks the ECN bits, so a mark
 // never invalidates it; the IPv4 header checksum does cover them and is updated here.
 #pragma once
 
@@ -10,7 +11,7 @@
 #include "protocol/be.hpp"
 #include "protocol/headers.hpp"
 
-namespace roce::netsim {
+namespace roce::proto {
 
 struct EcnLocation {
   bool ipv6 = false;
@@ -24,4 +25,4 @@ proto::Ecn read_ecn(proto::ByteSpan frame, const EcnLocation& at) noexcept;
 // that arrived with a bad checksum keeps a bad one.
 void set_ce(proto::MutableByteSpan frame, const EcnLocation& at) noexcept;
 
-}  // namespace roce::netsim
+}  // namespace roce::proto

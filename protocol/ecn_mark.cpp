@@ -1,8 +1,7 @@
-#include "netsim/ecn_mark.hpp"
+#include "protocol/ecn_mark.hpp"
 
-namespace roce::netsim {
+namespace roce::proto {
 
-using namespace roce::proto;
 
 namespace {
 constexpr std::uint8_t kEcnMask = 0x03;
@@ -54,4 +53,4 @@ void set_ce(MutableByteSpan frame, const EcnLocation& at) noexcept {
   store_header(frame, at.l3_offset, h);
 }
 
-}  // namespace roce::netsim
+}  // namespace roce::proto
