@@ -180,7 +180,7 @@ TEST_F(Service, AsyncEventsAProgramDoesNotReadAreCountedNotWaitedFor) {
   }
   const std::uint64_t dropped_before = status().async_events_dropped;
   // Each move into ERR raises one last-WQE event: 24 QPs x 25 rounds, far more than a socket
-  // holds (about 200 records of this size with Linux's default buffer).
+  // holds (278 records of this size with Linux's default 208 KiB buffer).
   constexpr int kRounds = 25;
   for (int r = 0; r < kRounds; ++r)
     for (ibv_qp* q : qps) {
