@@ -667,14 +667,17 @@ bool CommunicationManager::hold_unmatched(ByteSpan mad, const MadPeer& from, std
 }
 
 void CommunicationManager::replay_held(Nanos now, CmOutput& out) {
-  std::vector<HeldRequest> due;
-  std::erase_if(held_, [&](HeldRequest& h) {
+  std::vector<HeldRequest> due, kept;
+  for (HeldRequest& h : held_) {
     const bool listened = listener_for(h.service_id) != nullptr;
-    if (!listened && h.until > now) return false;
+    if (!listened && h.until > now) {
+      kept.push_back(std::move(h));
+      continue;
+    }
     if (listened) ++counters_.unmatched_held_delivered;
     due.push_back(std::move(h));
-    return true;
-  });
+  }
+  held_.swap(kept);
   // Each is handled as if it arrived now: delivered to the listener, or refused as without a
   // hold. Its rx_msgs count was taken when it arrived.
   replaying_ = true;
