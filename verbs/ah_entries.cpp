@@ -25,7 +25,7 @@ ROCE_VERBS_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   // RoCE address handles are global: the GID is the peer's IP address.
   if (!attr->is_global) return fail<ibv_ah>(EINVAL);
   const rdma::IpAddress peer = rdma::ip_from_gid(attr->grh.dgid);
-  if (peer.version == proto::IpVersion::V4 && !c->rt->resolve(peer, kArpWait)) return fail<ibv_ah>(EHOSTUNREACH);
+  if (peer.version == c->rt->local().ip.version && !c->rt->resolve(peer, kArpWait)) return fail<ibv_ah>(EHOSTUNREACH);
   EngineGuard g(c->rt->lock());
   if (c->ahs.size() >= 65536) return fail<ibv_ah>(ENOMEM);
   auto ah = c->rt->engine().create_ah(p->handle, *attr);

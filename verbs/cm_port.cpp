@@ -108,6 +108,7 @@ CmPort::CmPort(Runtime& rt, ibv_context* verbs) : rt_(rt), verbs_(verbs) {
   // A program run again within a peer's TIMEWAIT must not reuse its last run's communication
   // IDs (the peer would answer REJ "stale connection"): seeded per process, as Linux per boot.
   cfg.cm.id_seed = std::random_device{}();
+  cfg.cm.unmatched_request_hold = kUnmatchedRequestHold;
   agent_ = std::make_unique<cm::CmAgent>(cfg, rt_.engine());
   rt_.watch(this);
 }

@@ -42,6 +42,12 @@ class CmPort : public CompletionWatch {
   // often (see retry_later).
   static constexpr Nanos kNoListenerWindow = 2 * kSecond;
   static constexpr Nanos kNoListenerGap = 100 * kMilli;
+  // The passive side's grace for the same race the other way round (the peer's client, our
+  // server): a REQ or SIDR_REQ for a service nobody listens on yet is held this long before it
+  // is refused, and delivered if the listener comes meanwhile (CmConfig::unmatched_request_hold).
+  // perftest -R -c UD's client sends its data QP's SIDR_REQ 100 ms after the control connection,
+  // and our server, through the verbs service, could listen later than that under load.
+  static constexpr Nanos kUnmatchedRequestHold = 1 * kSecond;
 
  private:
   CmPort(Runtime& rt, ibv_context* verbs);

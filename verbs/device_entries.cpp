@@ -39,11 +39,20 @@ ibv_context* open_service_context(ibv_device* device, const DeviceConfig& cfg) {
     report("cannot open " + std::string(device->name) + ": " + conn.error().message);
     return fail<ibv_context>(conn.error().code);
   }
-  if (int rc = (*conn)->call(service::Op::Open, nullptr, 0); rc != 0) {
+  // The context's async_fd is the program's end of an event socket pair, the service's end goes with Open.
+  int events = -1;
+  const int service_end = service_event_socket(events);
+  if (service_end < 0) return fail<ibv_context>(errno);
+  const int rc = (*conn)->call(service::Op::Open, 0, 0, nullptr, 0, nullptr, 0, &service_end, 1);
+  ::close(service_end);
+  if (rc != 0) {
+    ::close(events);
     report("cannot open " + std::string(device->name) + ": the service refused: " + std::strerror(rc));
     return fail<ibv_context>(rc);
   }
   Context* c = new_context(device);
+  ::close(c->context.async_fd);
+  c->context.async_fd = events;
   c->service = std::move(*conn);
   install_service_ops(*c);
   return &c->context;
@@ -203,6 +212,7 @@ ROCE_VERBS_EXPORT int ibv_get_pkey_index(ibv_context* context, std::uint8_t port
 ROCE_VERBS_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   Context* c = to_context(context);
   if (c == nullptr || event == nullptr) return -1;
+  if (c->service) return service_get_async_event(*c, *event);
   // Blocks (unless the program made the fd non-blocking) until an event is queued.
   std::uint64_t v;
   if (::read(context->async_fd, &v, sizeof v) != sizeof v) return -1;

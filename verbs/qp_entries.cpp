@@ -162,7 +162,8 @@ ROCE_VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   // dataplane thread answers ARP meanwhile).
   if ((mask & IBV_QP_AV) && qp->qp_type != IBV_QPT_UD && attr->ah_attr.is_global) {
     const rdma::IpAddress peer = rdma::ip_from_gid(attr->ah_attr.grh.dgid);
-    if (peer.version == proto::IpVersion::V4 && !q->rt->resolve(peer, kArpWait)) return EHOSTUNREACH;
+    // ARP or neighbour discovery; a peer of the other family is the engine's EINVAL below.
+    if (peer.version == q->rt->local().ip.version && !q->rt->resolve(peer, kArpWait)) return EHOSTUNREACH;
   }
   if ((mask & IBV_QP_AV) && attr->ah_attr.port_num > 1) return EINVAL;
   EngineGuard g(q->rt->lock());

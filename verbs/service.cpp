@@ -125,10 +125,16 @@ void VerbsService::run(const std::atomic<bool>& stop) {
     for (auto& c : clients_) fds.push_back({c->fd, POLLIN, 0});
     const std::size_t cm_first = fds.size();
     cm_poll_fds(fds);
+    const std::size_t async_first = fds.size();
+    async_poll_fds(fds);
     const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready <= 0) continue;
-    const bool cm_events = std::any_of(fds.begin() + static_cast<std::ptrdiff_t>(cm_first), fds.end(),
-                                       [](const pollfd& p) { return p.revents != 0; });
+    const auto any_ready = [&](std::size_t from, std::size_t to) {
+      return std::any_of(fds.begin() + static_cast<std::ptrdiff_t>(from), fds.begin() + static_cast<std::ptrdiff_t>(to),
+                         [](const pollfd& p) { return p.revents != 0; });
+    };
+    const bool cm_events = any_ready(cm_first, async_first);
+    const bool async_events = any_ready(async_first, fds.size());
     // Clients first (their indexes match fds), then new ones.
     for (std::size_t i = clients_.size(); i-- > 0;) {
       if (fds[i + 1].revents == 0) continue;
@@ -139,6 +145,7 @@ void VerbsService::run(const std::atomic<bool>& stop) {
     }
     if (fds[0].revents & POLLIN) accept_clients();
     if (cm_events) cm_deliver();
+    if (async_events) async_deliver();
   }
   for (auto& c : clients_) drop(*c);
   clients_.clear();
@@ -205,7 +212,7 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
                           service::Reply& out) {
   // Only these take files.
   if (!files.empty() && r.op != Op::RegMr && r.op != Op::CreateCq && r.op != Op::CreateQp && r.op != Op::Cm &&
-      r.op != Op::CreateSrq) {
+      r.op != Op::CreateSrq && r.op != Op::Open) {
     out.err = EINVAL;
     return;
   }
@@ -234,8 +241,20 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
         out.err = EBUSY;  // one context per connection, and none on an rdma_cm connection
         return;
       }
+      if (files.size() > 1) {
+        out.err = EINVAL;
+        return;
+      }
       c.ctx = ibv_open_device(devices_[0]);
-      if (c.ctx == nullptr) out.err = errno ? errno : ENODEV;
+      if (c.ctx == nullptr) {
+        out.err = errno ? errno : ENODEV;
+        return;
+      }
+      out.err = async_open(c, files);
+      if (out.err != 0) {
+        ibv_close_device(c.ctx);
+        c.ctx = nullptr;
+      }
       return;
     }
     case Op::QueryDevice: {
@@ -273,6 +292,7 @@ void VerbsService::answer(Client& c, const service::Request& r, std::size_t len,
         s.cm_ids += cm_ids(*k);
       }
       s.cm_events_dropped = cm_events_dropped_;
+      s.async_events_dropped = async_events_dropped_;
       put(out, s);
       return;
     }
@@ -411,6 +431,8 @@ void VerbsService::drop(Client& c) {
   c.pds.clear();
   c.ahs.clear();
   c.mws.clear();
+  if (c.async_sock >= 0) ::close(c.async_sock);
+  c.async_sock = -1;
   if (c.fd >= 0) ::close(c.fd);
   c.fd = -1;
 }

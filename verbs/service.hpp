@@ -42,6 +42,10 @@ struct ServiceOptions {
   std::uint64_t max_map_bytes = std::uint64_t{64} << 30;
 };
 
+// A SOCK_SEQPACKET UNIX socket: what a program's end of an event socket pair (rdma_cm channel,
+// async events) must be, since events cross as records (service_cm.cpp).
+bool is_record_socket(int fd);
+
 class VerbsService {
  public:
   // Opens the device (brings the port up) and listens on the socket. A socket file nobody
@@ -119,6 +123,10 @@ class VerbsService {
     std::unordered_map<std::uint32_t, ibv_ah*> ahs;
     std::unordered_map<std::uint32_t, SrqState> srqs;
     std::unordered_map<std::uint32_t, ibv_mw*> mws;
+    // The service's end of the context's async event socket pair (Open), or -1: the events its
+    // context raises go there (service_async.cpp).
+    int async_sock = -1;
+    bool async_full_said = false;  // the log said once that the program reads none of them
     // An rdma_cm connection instead (slice 5): the program's rdma_cm IDs and channels.
     std::unique_ptr<CmClient, CmClientFree> cm;
   };
@@ -170,6 +178,11 @@ class VerbsService {
   void cm_deliver();
   void cm_forget_qp(const ibv_qp* qp);
   static std::uint32_t cm_ids(const Client& c);
+  // Asynchronous events (service_async.cpp): Open's event socket taken, the programs'
+  // contexts' async fds for the control loop's poll(), and their events sent to the programs.
+  int async_open(Client& c, const std::vector<int>& files);
+  void async_poll_fds(std::vector<pollfd>& fds) const;
+  void async_deliver();
   // Whether `bytes` more may be mapped for the program (ServiceOptions::max_map_bytes).
   bool may_map(const Client& c, std::uint64_t bytes) const;
   void drop(Client& c);
@@ -181,6 +194,7 @@ class VerbsService {
   int listen_fd_ = -1;
   std::vector<std::unique_ptr<Client>> clients_;
   std::uint64_t cm_events_dropped_ = 0;  // StatusReply::cm_events_dropped
+  std::uint64_t async_events_dropped_ = 0;  // StatusReply::async_events_dropped
 };
 
 }  // namespace roce::verbs

@@ -136,6 +136,8 @@ CmEventRecord record(CmClient& m, const rdma_cm_event& e) {
   return r;
 }
 
+}  // namespace
+
 // The program's end of a channel must be a SOCK_SEQPACKET UNIX socket (records, one per event).
 bool is_record_socket(int fd) {
   int type = 0, domain = 0;
@@ -143,8 +145,6 @@ bool is_record_socket(int fd) {
   return ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) == 0 && ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l2) == 0 &&
          type == SOCK_SEQPACKET && domain == AF_UNIX;
 }
-
-}  // namespace
 
 int VerbsService::cm_request(Client& c, const service::Request& r, std::size_t len, const std::vector<int>& files,
                              service::Reply& out) {

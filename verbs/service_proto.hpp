@@ -21,7 +21,8 @@ inline constexpr std::size_t kMaxFiles = 16;  // files crossing with one record
 
 enum class Op : std::uint32_t {
   Hello = 1,        // first record on a connection: version check; answer: HelloReply
-  Open = 2,         // the connection becomes a context: the service opens one for it
+  Open = 2,         // the connection becomes a context: the service opens one for it; files: [the
+                    // service's end of the context's async event socket pair (AsyncEventRecord)]
   QueryDevice = 3,  // answer: ibv_device_attr
   QueryPort = 4,    // arg: port number; answer: ibv_port_attr
   QueryGid = 5,     // arg: GID index; answer: ibv_gid_entry (port 1)
@@ -92,7 +93,40 @@ struct StatusReply {
   std::uint64_t mapped_bytes = 0;  // of the programs' memory, mapped in the service
   std::uint32_t cm_ids = 0;        // rdma_cm IDs the programs hold (slice 5)
   std::uint64_t cm_events_dropped = 0;  // events of channels closed because their program stopped reading
+  std::uint64_t async_events_dropped = 0;  // asynchronous events a program's full event socket refused
 };
+
+// An asynchronous event of one of a program's objects (ibv_get_async_event): the service takes
+// the events its own context for the program raises (library mode's, so the same events) and
+// sends each as one record on the context's event socket, a SOCK_SEQPACKET pair whose program
+// end is the context's async_fd (pollable; O_NONBLOCK gives EAGAIN, as on a uverbs file).
+struct AsyncEventRecord {
+  std::uint32_t event_type = 0;  // ibv_event_type
+  std::uint32_t element = 0;     // the handle of the QP, SRQ or CQ it names, or the port number
+};
+
+// What an event type names (ibv_async_event::element), as libibverbs' ibv_event_type groups them.
+enum class AsyncElement { Qp, Srq, Cq, Port };
+inline AsyncElement element_of(ibv_event_type t) {
+  switch (t) {
+    case IBV_EVENT_CQ_ERR:
+      return AsyncElement::Cq;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      return AsyncElement::Srq;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      return AsyncElement::Qp;
+    default:  // the port's and the device's events
+      return AsyncElement::Port;
+  }
+}
 
 struct Handle {
   std::uint32_t value = 0;

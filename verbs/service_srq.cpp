@@ -1,8 +1,9 @@
 // The service's side of shared receive queues: the program's ring of receive WQEs mapped here,
 // the service's SRQ behind it (the in-process verbs, so library mode's errnos and limits), and
 // the pump that moves the ring's WQEs into the SRQ once per loop iteration, as for a QP's
-// receive ring (service_datapath.cpp). Asynchronous events are not served, so an SRQ limit,
-// whose only effect is its event, is refused (EOPNOTSUPP) rather than armed and never heard.
+// receive ring (service_datapath.cpp). An SRQ limit is the service's SRQ's: its event reaches the
+// program through the context's event socket (service_async.cpp), counted on the WQEs the pump
+// has moved into the SRQ (it moves them every loop pass, as soon as the ring has them).
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -20,7 +21,6 @@ int VerbsService::create_srq(Client& c, const service::Request& r, std::size_t l
   const auto pd = c.pds.find(r.handle);
   if (pd == c.pds.end() || !service::valid_ring_size(q.ring_size)) return EINVAL;
   if (q.attr.max_wr > q.ring_size || q.attr.max_sge > service::kMaxWqeSge) return EINVAL;
-  if (q.attr.srq_limit != 0) return EOPNOTSUPP;
   const std::size_t bytes = service::srq_ring_bytes(q.ring_size);
   if (!may_map(c, bytes)) return ENOMEM;
   void* map = map_ring(files[0], bytes);
@@ -54,7 +54,6 @@ int VerbsService::modify_srq(Client& c, const service::Request& r, std::size_t l
   service::ModifySrqRequest q;
   const auto it = c.srqs.find(r.handle);
   if (it == c.srqs.end() || !read_body(r, len, q)) return EINVAL;
-  if ((q.mask & IBV_SRQ_LIMIT) && q.attr.srq_limit != 0) return EOPNOTSUPP;
   return ibv_modify_srq(it->second.srq, &q.attr, q.mask);
 }
 

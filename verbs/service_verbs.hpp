@@ -102,6 +102,11 @@ int service_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 ibv_mw* service_alloc_mw(Context& c, Pd& p, ibv_mw_type type);
 int service_dealloc_mw(Context& c, Mw* m);
 int service_bind_mw(Qp& q, Mw& m, const ibv_mw_bind& b);
+// Asynchronous events (service_async_client.cpp): the context's event socket pair, made before
+// Open (returns the service's end, to send with Open, or -1 with errno; the program's end, the
+// context's async_fd, in `program_end`), and ibv_get_async_event on a service context.
+int service_event_socket(int& program_end);
+int service_get_async_event(Context& c, ibv_async_event& e);
 // The data-path ops of a service context (its op table).
 void install_service_ops(Context& c);
 

@@ -44,6 +44,9 @@ void CmCounters::for_each(const std::function<void(const std::string&, std::uint
   f("dreq_qpn_mismatch", dreq_qpn_mismatch);
   f("sidr_no_listener", sidr_no_listener);
   f("sidr_no_resources", sidr_no_resources);
+  f("unmatched_held", unmatched_held);
+  f("unmatched_held_delivered", unmatched_held_delivered);
+  f("unmatched_hold_full", unmatched_hold_full);
   f("req_timeouts", req_timeouts);
   f("rep_timeouts", rep_timeouts);
   f("dreq_timeouts", dreq_timeouts);

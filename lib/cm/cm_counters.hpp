@@ -42,6 +42,9 @@ struct CmCounters {
   std::uint64_t dreq_qpn_mismatch = 0;      // DREQ naming another QPN: dropped
   std::uint64_t sidr_no_listener = 0;       // SIDR_REP "service ID unsupported"
   std::uint64_t sidr_no_resources = 0;      // SIDR_REP "rejected": an ID cap was reached
+  std::uint64_t unmatched_held = 0;         // REQs and SIDR_REQs held for a listener (CmConfig::unmatched_request_hold)
+  std::uint64_t unmatched_held_delivered = 0;  // ... of them, taken by a listener that came within the hold
+  std::uint64_t unmatched_hold_full = 0;    // refused at once: max_held_requests were held
   std::uint64_t req_timeouts = 0;           // REQ retries exhausted
   std::uint64_t rep_timeouts = 0;
   std::uint64_t dreq_timeouts = 0;

@@ -246,6 +246,15 @@ struct CmConfig {
   std::size_t max_sidr_reply_cache = 4096;
   // Transports a REQ may ask for; others get REJ "invalid transport type".
   bool accept_uc = true;
+  // A REQ or SIDR_REQ for a Service ID nobody listens on is refused at once (REJ "invalid
+  // service ID", SIDR_REP "service ID not supported"), as Linux's cm.c does. With a hold it is
+  // first kept up to this long, unanswered, and delivered if a listener comes meanwhile: for a
+  // consumer whose listen reaches the CM a moment after its peer asks (perftest -R's UD data
+  // QP's SIDR_REQ, 100 ms after its control connection, against a server whose rdma_listen
+  // goes through the verbs service). Retransmissions of a held request are dropped as
+  // duplicates. 0: no hold.
+  Nanos unmatched_request_hold = 0;
+  std::size_t max_held_requests = 64;  // while this many are held, the next is refused at once
 };
 
 std::string to_string(CmEventType t);

@@ -213,14 +213,14 @@ void CommunicationManager::on_mad(ByteSpan mad, const MadPeer& from, Nanos now, 
   }
   ++counters_.rx_msgs[attribute_slot(p.attribute)];
   switch (p.attribute) {
-    case CmAttribute::Req: on_req(p, from, now, out); break;
+    case CmAttribute::Req: on_req(p, mad, from, now, out); break;
     case CmAttribute::Rep: on_rep(p, from, now, out); break;
     case CmAttribute::Rtu: on_rtu(p, now, out); break;
     case CmAttribute::Rej: on_rej(p, now, out); break;
     case CmAttribute::Mra: on_mra(p, now, out); break;
     case CmAttribute::Dreq: on_dreq(p, from, now, out); break;
     case CmAttribute::Drep: on_drep(p, now, out); break;
-    case CmAttribute::SidrReq: on_sidr_req(p, from, now, out); break;
+    case CmAttribute::SidrReq: on_sidr_req(p, mad, from, now, out); break;
     case CmAttribute::SidrRep: on_sidr_rep(p, now, out); break;
     case CmAttribute::ClassPortInfo: on_class_port_info(p, from, out); break;
     case CmAttribute::Lap:
@@ -231,7 +231,7 @@ void CommunicationManager::on_mad(ByteSpan mad, const MadPeer& from, Nanos now, 
   }
 }
 
-void CommunicationManager::on_req(const ParsedMad& p, const MadPeer& from, Nanos now, CmOutput& out) {
+void CommunicationManager::on_req(const ParsedMad& p, ByteSpan mad, const MadPeer& from, Nanos now, CmOutput& out) {
   const auto req = p.as<CmReq>();
   const std::uint64_t guid = req.local_ca_guid.get();
   const std::uint32_t remote_id = req.local_comm_id.get();
@@ -275,6 +275,7 @@ void CommunicationManager::on_req(const ParsedMad& p, const MadPeer& from, Nanos
       req.transport() == CmTransport::Rc || (req.transport() == CmTransport::Uc && config_.accept_uc);
   facts.mtu_valid = mtu_from_enum(req.path_mtu()).has_value();
   const NewReqVerdict verdict = decide_new_req(facts);
+  if (verdict == NewReqVerdict::RejectNoListener && hold_unmatched(mad, from, req.service_id.get(), now)) return;
   if (verdict != NewReqVerdict::Deliver) {
     switch (verdict) {
       case NewReqVerdict::RejectStale: ++counters_.req_stale; break;
@@ -516,7 +517,7 @@ void CommunicationManager::on_drep(const ParsedMad& p, Nanos now, CmOutput& out)
   enter_timewait(*c, now);
 }
 
-void CommunicationManager::on_sidr_req(const ParsedMad& p, const MadPeer& from, Nanos now, CmOutput& out) {
+void CommunicationManager::on_sidr_req(const ParsedMad& p, ByteSpan mad, const MadPeer& from, Nanos now, CmOutput& out) {
   const auto req = p.as<CmSidrReq>();
   const auto slot = attribute_slot(CmAttribute::SidrReq);
   const SidrKey key{req.request_id.get(), from.gid};
@@ -532,6 +533,7 @@ void CommunicationManager::on_sidr_req(const ParsedMad& p, const MadPeer& from, 
     return;
   }
   const std::uint64_t* listen_id = listener_for(req.service_id.get());
+  if (!listen_id && hold_unmatched(mad, from, req.service_id.get(), now)) return;
   SidrReplyParams refusal;
   if (!listen_id) {
     ++counters_.sidr_no_listener;
@@ -614,6 +616,7 @@ void CommunicationManager::answer_with_status(const ParsedMad& p, MadStatus stat
 // Timers
 
 void CommunicationManager::on_timer(Nanos now, CmOutput& out) {
+  if (!held_.empty()) replay_held(now, out);
   while (!timers_.empty() && timers_.begin()->first <= now) {
     const CmId id = timers_.begin()->second;
     timers_.erase(timers_.begin());
@@ -640,7 +643,51 @@ std::size_t CommunicationManager::count_in(CmState s) const {
 Nanos CommunicationManager::next_deadline() const {
   Nanos t = timers_.empty() ? kNever : timers_.begin()->first;
   if (!sidr_expiry_.empty()) t = std::min(t, sidr_expiry_.begin()->first);
+  // A held request is due when its hold ends, or at once when a listener for it came.
+  for (const HeldRequest& h : held_) t = std::min(t, listener_for(h.service_id) ? Nanos{0} : h.until);
   return t;
+}
+
+bool CommunicationManager::hold_unmatched(ByteSpan mad, const MadPeer& from, std::uint64_t service_id, Nanos now) {
+  if (config_.unmatched_request_hold <= 0 || replaying_) return false;
+  // A retransmission of a request already held (the same bytes from the same port) waits with it.
+  for (const HeldRequest& h : held_)
+    if (h.from == from && std::equal(mad.begin(), mad.end(), h.mad.begin(), h.mad.end())) {
+      ++counters_.rx_duplicates[attribute_slot(static_cast<CmAttribute>(load_header<MadHeader>(mad, 0).attribute()))];
+      return true;
+    }
+  if (held_.size() >= config_.max_held_requests) {
+    ++counters_.unmatched_hold_full;
+    return false;
+  }
+  ++counters_.unmatched_held;
+  held_.push_back(HeldRequest{std::vector<std::byte>(mad.begin(), mad.end()), from, service_id,
+                              now + config_.unmatched_request_hold});
+  return true;
+}
+
+void CommunicationManager::replay_held(Nanos now, CmOutput& out) {
+  std::vector<HeldRequest> due, kept;
+  for (HeldRequest& h : held_) {
+    const bool listened = listener_for(h.service_id) != nullptr;
+    if (!listened && h.until > now) {
+      kept.push_back(std::move(h));
+      continue;
+    }
+    if (listened) ++counters_.unmatched_held_delivered;
+    due.push_back(std::move(h));
+  }
+  held_.swap(kept);
+  // Each is handled as if it arrived now: delivered to the listener, or refused as without a
+  // hold. Its rx_msgs count was taken when it arrived.
+  replaying_ = true;
+  for (const HeldRequest& h : due) {
+    ParsedMad p;
+    if (parse_mad(ByteSpan(h.mad), p) != MadError::None) continue;
+    if (p.attribute == CmAttribute::Req) on_req(p, ByteSpan(h.mad), h.from, now, out);
+    else on_sidr_req(p, ByteSpan(h.mad), h.from, now, out);
+  }
+  replaying_ = false;
 }
 
 void CommunicationManager::expire_sidr_replies(Nanos now) {

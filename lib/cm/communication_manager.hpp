@@ -11,6 +11,7 @@
 // waits on the network or on the consumer has a timer that frees it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -143,14 +144,15 @@ class CommunicationManager {
   void enter_timewait(Connection& c, Nanos now);
   void send_drep(Connection& c, std::span<const std::uint8_t> private_data, Nanos now, CmOutput& out);
 
-  void on_req(const proto::ParsedMad& p, const MadPeer& from, Nanos now, CmOutput& out);
+  // `mad`: the whole MAD, kept when the request is held for a listener.
+  void on_req(const proto::ParsedMad& p, proto::ByteSpan mad, const MadPeer& from, Nanos now, CmOutput& out);
   void on_rep(const proto::ParsedMad& p, const MadPeer& from, Nanos now, CmOutput& out);
   void on_rtu(const proto::ParsedMad& p, Nanos now, CmOutput& out);
   void on_rej(const proto::ParsedMad& p, Nanos now, CmOutput& out);
   void on_mra(const proto::ParsedMad& p, Nanos now, CmOutput& out);
   void on_dreq(const proto::ParsedMad& p, const MadPeer& from, Nanos now, CmOutput& out);
   void on_drep(const proto::ParsedMad& p, Nanos now, CmOutput& out);
-  void on_sidr_req(const proto::ParsedMad& p, const MadPeer& from, Nanos now, CmOutput& out);
+  void on_sidr_req(const proto::ParsedMad& p, proto::ByteSpan mad, const MadPeer& from, Nanos now, CmOutput& out);
   void on_sidr_rep(const proto::ParsedMad& p, Nanos now, CmOutput& out);
   void on_class_port_info(const proto::ParsedMad& p, const MadPeer& from, CmOutput& out);
   void answer_with_status(const proto::ParsedMad& p, proto::MadStatus status, const MadPeer& from, CmOutput& out);
@@ -158,6 +160,12 @@ class CommunicationManager {
   void expire_sidr_replies(Nanos now);
 
   const std::uint64_t* listener_for(std::uint64_t service_id) const;
+  // CmConfig::unmatched_request_hold: keeps a request for `service_id` that no listener takes
+  // (true), or says it must be refused now (false: no hold, the hold is full, or it is being
+  // replayed after its hold).
+  bool hold_unmatched(proto::ByteSpan mad, const MadPeer& from, std::uint64_t service_id, Nanos now);
+  // Replays the held requests a listener now takes, and those whose hold ended (refused then).
+  void replay_held(Nanos now, CmOutput& out);
 
   CmConfig config_;
   CmCounters counters_;
@@ -181,6 +189,15 @@ class CommunicationManager {
   std::map<SidrKey, SidrReply> sidr_replies_;
   std::set<std::pair<Nanos, SidrKey>> sidr_expiry_;
   std::unordered_map<CmId, SidrKey> sidr_key_of_;
+  // Requests no listener took yet (CmConfig::unmatched_request_hold), oldest first.
+  struct HeldRequest {
+    std::vector<std::byte> mad;
+    MadPeer from;
+    std::uint64_t service_id = 0;
+    Nanos until = 0;
+  };
+  std::vector<HeldRequest> held_;
+  bool replaying_ = false;  // a held request is being handled again: no second hold
 };
 
 }  // namespace roce::cm

@@ -447,3 +447,84 @@ TEST(RdmaCmSyncV6, EndpointsConnectExchangeAndDisconnect) {
 }
 
 }  // namespace
+
+namespace {
+
+// Plain verbs on the IPv6 device (no rdma_cm): an RC QP's RTR and an address handle resolve
+// their IPv6 peer by neighbour discovery as IPv4 ones by ARP. The device's own GID resolves at
+// once (loopback); a peer nobody answers for is EHOSTUNREACH after the wait; an IPv4 peer (the
+// other family) is EINVAL. Until session 9 only IPv4 peers were resolved, and an IPv6 one
+// failed RTR without a frame sent (ibv_rc_pingpong toward rxe's fd77:: GID).
+TEST(VerbsV6, RtrAndAddressHandlesResolveTheirIpv6Peer) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  ASSERT_EQ(n, 1);
+  ibv_context* ctx = ibv_open_device(list[0]);
+  ASSERT_NE(ctx, nullptr);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ibv_cq* cq = ibv_create_cq(ctx, 4, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd && cq);
+  const auto rtr_toward = [&](const char* peer) {
+    ibv_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap = {1, 1, 1, 1, 0};
+    ibv_qp* qp = ibv_create_qp(pd, &ia);
+    EXPECT_NE(qp, nullptr);
+    if (qp == nullptr) return -1;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = 0x77;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.hop_limit = 1;
+    a.ah_attr.port_num = 1;
+    in6_addr d{};
+    if (inet_pton(AF_INET6, peer, &d) == 1) {
+      std::memcpy(a.ah_attr.grh.dgid.raw, &d, 16);
+    } else {  // IPv4: the mapped GID ::ffff:a.b.c.d
+      a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+      EXPECT_EQ(inet_pton(AF_INET, peer, a.ah_attr.grh.dgid.raw + 12), 1);
+    }
+    const int rc = ibv_modify_qp(qp, &a,
+                                 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    return rc;
+  };
+  EXPECT_EQ(rtr_toward(kOurIp), 0);
+  EXPECT_EQ(rtr_toward("fd99::77"), EHOSTUNREACH);  // nobody on the ring answers for it
+  EXPECT_EQ(rtr_toward("10.99.0.77"), EINVAL);
+
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.port_num = 1;
+  ah.grh.hop_limit = 64;
+  in6_addr own{};
+  ASSERT_EQ(inet_pton(AF_INET6, kOurIp, &own), 1);
+  std::memcpy(ah.grh.dgid.raw, &own, 16);
+  ibv_ah* mine = ibv_create_ah(pd, &ah);
+  EXPECT_NE(mine, nullptr) << std::strerror(errno);
+  if (mine) {
+    EXPECT_EQ(ibv_destroy_ah(mine), 0);
+  }
+  in6_addr nobody{};
+  ASSERT_EQ(inet_pton(AF_INET6, "fd99::78", &nobody), 1);
+  std::memcpy(ah.grh.dgid.raw, &nobody, 16);
+  errno = 0;
+  EXPECT_EQ(ibv_create_ah(pd, &ah), nullptr);
+  EXPECT_EQ(errno, EHOSTUNREACH);
+
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+  ibv_free_device_list(list);
+}
+
+}  // namespace

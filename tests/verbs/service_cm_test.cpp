@@ -6,6 +6,7 @@
 // ib_write_bw -R with their own verdicts. Every rdma_cm call runs in a forked child: a program's
 // rdma_cm connection is made once per process, and children must not share their parent's.
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 
 #include <array>
 #include <random>
@@ -482,6 +483,118 @@ TEST_F(Service, CmClientAndServerConnectAndSend) {
     ASSERT_EQ(rdma_disconnect(c), 0) << std::strerror(errno);
     EXPECT_EQ(c->qp->state, IBV_QPS_ERR);  // stopped before the DREQ, as librdmacm does
     end_pair(client, server, {c, s, l}, cch, sch);
+  });
+  EXPECT_EQ(child, 0) << "the child's failures are above";
+  EXPECT_TRUE(wait_for_cm_ids(0));
+  EXPECT_EQ(status().qps, 0u);
+}
+
+// rdma_create_srq through the service: the accepted ID's SRQ, made in the device-wide PD (none
+// given), feeds the QP rdma_create_qp makes after it; a SEND lands in a receive posted to the
+// SRQ, and the SRQ's limit, armed at creation, reaches the program as
+// IBV_EVENT_SRQ_LIMIT_REACHED on the ID's context. The refusals are library mode's (an XRC SRQ
+// EOPNOTSUPP, no type or a second SRQ EINVAL); rdma_destroy_srq after the QP frees it.
+TEST_F(Service, CmIdsSrqFeedsItsQpThroughTheService) {
+  const std::uint16_t port = test_port(10);
+  const int child = in_child([port] {
+    rdma_event_channel* sch = rdma_create_event_channel();
+    rdma_event_channel* cch = rdma_create_event_channel();
+    ASSERT_NE(sch, nullptr) << std::strerror(errno);
+    ASSERT_NE(cch, nullptr);
+    rdma_cm_id* l = listen_on(sch, port, nullptr);
+    rdma_cm_id* c = resolved(cch, port);
+    Side client;
+    client.make(c);
+    rdma_conn_param cp = with_private("srq please");
+    ASSERT_EQ(rdma_connect(c, &cp), 0) << std::strerror(errno);
+    rdma_cm_event* e = next_event(sch);
+    ASSERT_NE(e, nullptr);
+    ASSERT_EQ(e->event, RDMA_CM_EVENT_CONNECT_REQUEST) << rdma_event_str(e->event);
+    rdma_cm_id* s = e->id;
+    ASSERT_EQ(rdma_ack_cm_event(e), 0);
+
+    ibv_srq_init_attr_ex xrc{};
+    xrc.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
+    xrc.srq_type = IBV_SRQT_XRC;
+    EXPECT_EQ(rdma_create_srq_ex(s, &xrc), -1);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+    ibv_srq_init_attr_ex untyped{};
+    EXPECT_EQ(rdma_create_srq_ex(s, &untyped), -1);
+    EXPECT_EQ(errno, EINVAL);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    sa.attr.srq_limit = 1;
+    ASSERT_EQ(rdma_create_srq(s, nullptr, &sa), 0) << std::strerror(errno);
+    ASSERT_NE(s->srq, nullptr);
+    ASSERT_NE(s->pd, nullptr);  // the device-wide PD, taken for the SRQ
+    EXPECT_EQ(s->srq->pd, s->pd);
+    EXPECT_GE(sa.attr.max_wr, 8u);
+    EXPECT_EQ(rdma_create_srq(s, nullptr, &sa), -1);  // it has one
+    EXPECT_EQ(errno, EINVAL);
+    ibv_cq* cq = ibv_create_cq(s->verbs, 16, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap = {8, 0, 1, 0, 0};
+    ASSERT_EQ(rdma_create_qp(s, nullptr, &qa), 0) << std::strerror(errno);
+    EXPECT_EQ(s->qp->srq, s->srq);
+    std::vector<char> rbuf(128);
+    ibv_mr* rmr = ibv_reg_mr(s->pd, rbuf.data(), rbuf.size(), IBV_ACCESS_LOCAL_WRITE);
+    ASSERT_NE(rmr, nullptr) << std::strerror(errno);
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf.data()) + 64 * i, 64, rmr->lkey};
+      ibv_recv_wr rwr{};
+      rwr.wr_id = 40 + i;
+      rwr.sg_list = &rsge;
+      rwr.num_sge = 1;
+      ibv_recv_wr* bad = nullptr;
+      ASSERT_EQ(ibv_post_srq_recv(s->srq, &rwr, &bad), 0);
+    }
+    ASSERT_EQ(rdma_accept(s, nullptr), 0) << std::strerror(errno);
+    EXPECT_EQ(expect_event(cch, RDMA_CM_EVENT_ESTABLISHED), 0);
+    EXPECT_EQ(expect_event(sch, RDMA_CM_EVENT_ESTABLISHED), 0);
+
+    // Two SENDs: the second leaves no receive, fewer than the limit.
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      std::snprintf(client.buf, 64, "via the srq %d", static_cast<int>(i));
+      ibv_sge ssge{reinterpret_cast<std::uintptr_t>(client.buf), 16, client.mr->lkey};
+      ibv_send_wr swr{};
+      swr.sg_list = &ssge;
+      swr.num_sge = 1;
+      swr.opcode = IBV_WR_SEND;
+      swr.send_flags = IBV_SEND_SIGNALED;
+      ibv_send_wr* bad = nullptr;
+      ASSERT_EQ(ibv_post_send(c->qp, &swr, &bad), 0) << std::strerror(errno);
+      EXPECT_EQ(client.completion().status, IBV_WC_SUCCESS);
+      ibv_wc got{};
+      ASSERT_EQ(poll_one(cq, got), 1);
+      EXPECT_EQ(got.status, IBV_WC_SUCCESS) << ibv_wc_status_str(got.status);
+      EXPECT_EQ(got.wr_id, 40 + i);
+      EXPECT_EQ(got.qp_num, s->qp->qp_num);
+      EXPECT_STREQ(rbuf.data() + 64 * i, client.buf);
+    }
+    pollfd p{s->verbs->async_fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 30000), 1) << "no SRQ limit event";
+    ibv_async_event ev{};
+    ASSERT_EQ(ibv_get_async_event(s->verbs, &ev), 0) << std::strerror(errno);
+    EXPECT_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED) << ibv_event_type_str(ev.event_type);
+    EXPECT_EQ(ev.element.srq, s->srq);
+    ibv_ack_async_event(&ev);
+
+    ASSERT_EQ(rdma_disconnect(c), 0) << std::strerror(errno);
+    EXPECT_EQ(expect_event(cch, RDMA_CM_EVENT_DISCONNECTED), 0);
+    EXPECT_EQ(expect_event(sch, RDMA_CM_EVENT_DISCONNECTED), 0);
+    client.destroy(c);
+    rdma_destroy_qp(s);
+    rdma_destroy_srq(s);
+    EXPECT_EQ(s->srq, nullptr);
+    EXPECT_EQ(ibv_dereg_mr(rmr), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
+    for (rdma_cm_id* id : {c, s, l}) EXPECT_EQ(rdma_destroy_id(id), 0);
+    rdma_destroy_event_channel(cch);
+    rdma_destroy_event_channel(sch);
   });
   EXPECT_EQ(child, 0) << "the child's failures are above";
   EXPECT_TRUE(wait_for_cm_ids(0));

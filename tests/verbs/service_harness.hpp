@@ -153,6 +153,51 @@ class Service : public ::testing::Test {
   ibv_context* ctx = nullptr;
 };
 
+// A QP of the looped-back port moved to RTS toward `peer` (a QPN of the same device).
+inline int to_rts(ibv_qp* qp, std::uint32_t peer, const ibv_gid& gid) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return rc;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = peer;
+  a.rq_psn = 7;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = gid;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  if (int rc = ibv_modify_qp(qp, &a,
+                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    return rc;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = 7;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  return ibv_modify_qp(qp, &a,
+                       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                           IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+// Polls until one completion came (a generous bound for a loaded machine); -1 if none.
+inline int poll_one(ibv_cq* cq, ibv_wc& wc) {
+  const auto until = std::chrono::steady_clock::now() + kEventBound;
+  while (std::chrono::steady_clock::now() < until) {
+    const int n = ibv_poll_cq(cq, 1, &wc);
+    if (n != 0) return n;
+    std::this_thread::yield();
+  }
+  return -1;
+}
+
 struct Program {
   pid_t pid = -1;
   std::string out;  // stdout and stderr land here

@@ -536,6 +536,29 @@ cases_verbs_svc_full() {
   echo "rdma_client/verbs-svc>rxe verbs-svc-to-rxe rdma_client 4096 0 16 1"
   echo "rdma_client/rxe>verbs-svc verbs-svc-from-rxe rdma_client 4096 0 16 1"
   echo "two/verbs-svc<>rxe/write-D6+rping verbs-svc-two write 1024 0 65536 16 D6"
+  # What library mode's list has beyond the above (session 9): -a sweeps (RC to 8 MiB at MTU
+  # 4096, UD to the MTU, a latency sweep), -q 4 on atomics, IPv6 (the rdma_cm programs as in
+  # library mode, and ibv_rc_pingpong / ib_write_bw on the fd77:: GIDs), and perftest's
+  # --use-srq: our server's QPs (-q 4, and UD) taking their receives from one SRQ through the
+  # service, and our latency client's.
+  for dir in verbs-svc-to-rxe verbs-svc-from-rxe; do
+    [[ $dir == verbs-svc-to-rxe ]] && kind="verbs-svc>rxe" || kind="rxe>verbs-svc"
+    echo "write/$kind/m4096/all $dir write 4096 0 0 5 all"
+    echo "send/$kind/m1024/ud/all $dir send 1024 0 0 5 ud,all"
+    echo "atomic/$kind/m1024/q4/s8 $dir atomic 1024 0 8 16 q4"
+    echo "pingpong/$kind/v6/m1024/s4096 $dir pingpong 1024 0 4096 16 v6"
+    echo "write/$kind/v6/m1024/s65536 $dir write 1024 0 65536 16 v6"
+    echo "rping/$kind/v6/s64 $dir rping 4096 0 64 10 v6"
+    echo "ucmatose/$kind/v6 $dir ucmatose 4096 0 100 10 v6"
+    echo "udaddy/$kind/v6 $dir udaddy 4096 0 100 10 v6"
+    echo "rdma_client/$kind/v6 $dir rdma_client 4096 0 16 1 v6"
+  done
+  echo "read-lat/verbs-svc>rxe/m4096/all verbs-svc-to-rxe read 4096 0 0 5 lat,all"
+  echo "write/verbs-svc>app/m4096/all verbs-svc-to-app write 4096 0 0 5 all"
+  echo "send/rxe>verbs-svc/m1024/srq/q4/s4096 verbs-svc-from-rxe send 1024 0 4096 64 srq,q4"
+  echo "send/rxe>verbs-svc/m1024/ud/srq/s1024 verbs-svc-from-rxe send 1024 0 1024 100 srq,ud"
+  echo "send-lat/verbs-svc>rxe/m1024/srq/s64 verbs-svc-to-rxe send 1024 0 64 64 srq,lat"
+  echo "send-lat/rxe>verbs-svc/m1024/srq/s64 verbs-svc-from-rxe send 1024 0 64 64 srq,lat"
 }
 
 # The CI handful: each program kind in each role once, a few seconds each.
@@ -551,6 +574,9 @@ CASES_VERBS_CI=(
   "pingpong/verbs-svc>rxe/m1024/s4096" "rping/verbs-svc>rxe/s64" "rping/rxe>verbs-svc/s64"
   "write-R/verbs-svc>rxe/s65536" "write-R/rxe>verbs-svc/s65536" "write-R/verbs-svc>app/s65536"
   "two/verbs-svc<>rxe/write-D6+rping"
+  # Service mode's -a (UD's sweep, to the MTU), IPv6 and --use-srq (with -q 4: our server's
+  # four QPs on one SRQ through the service), once each.
+  "send/verbs-svc>rxe/m1024/ud/all" "rping/rxe>verbs-svc/v6/s64" "send/rxe>verbs-svc/m1024/srq/q4/s4096"
 )
 
 cases_verbs_ci() {
