@@ -229,6 +229,19 @@ Result<bool> OobServer::advance_write_latency(ServedQp& q, const PerftestDest& p
   return true;
 }
 
+Result<bool> OobServer::finish_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r) {
+  // The client ends once our last WRITE has landed, which can be before its ACK reaches us (a
+  // descheduled worker): wait for that completion so the last size keeps its samples.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    const std::size_t recorded = r.write_latency.size();
+    auto more = advance_write_latency(q, peer, r);
+    if (!more || r.write_latency.size() > recorded || !*more) return more;
+    if (std::chrono::steady_clock::now() >= deadline) return more;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 Result<SessionReport> OobServer::serve(OobChannel& tcp, const std::atomic<bool>& stop) {
   handshake_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.handshake_timeout_ms);
   handshake_done_ = false;
@@ -503,6 +516,10 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
     if (Status s = tcp.read_exact(head, read_timeout_ms()); !s) {
       // perftest's ib_write_lat closes the connection without "done": that is its end.
       if (s.error().code == ECONNRESET && r.qps > 0 && (!write_lat || writer_qp)) {
+        if (writing) {
+          auto more = finish_write_latency(*writer_qp, writer_peer, r);
+          if (!more) return fail(more.error().code, more.error().message);
+        }
         teardown(r);
         return r;
       }
@@ -511,7 +528,7 @@ Result<SessionReport> OobServer::serve_perftest(OobChannel& tcp, std::span<const
     if (std::memcmp(head.data(), kDone, kProbe) == 0) {
       tcp.write_all(std::as_bytes(std::span{kDone}));
       if (writing) {
-        auto more = advance_write_latency(*writer_qp, writer_peer, r);  // a WRITE that failed says why
+        auto more = finish_write_latency(*writer_qp, writer_peer, r);  // a WRITE that failed says why
         if (!more) return fail(more.error().code, more.error().message);
       }
       teardown(r);

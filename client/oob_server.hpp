@@ -144,6 +144,7 @@ class OobServer {
   // ib_write_lat: starts the next size's WRITEs on QP 0 when the previous one is done; false
   // when every size is done.
   Result<bool> advance_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r);
+  Result<bool> finish_write_latency(ServedQp& q, const PerftestDest& peer, SessionReport& r);
   std::uint64_t packets_received();
   // -b: the server's own traffic of the sweep's `size_index`-th size on every QP, toward the client.
   Status start_duplex(std::uint32_t size_index);
