@@ -8,20 +8,47 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 
 namespace roce::proto {
+
+namespace detail {
+template <typename T>
+constexpr T byte_swap(T v) noexcept {
+  if constexpr (sizeof(T) == 2) return static_cast<T>(__builtin_bswap16(v));
+  else if constexpr (sizeof(T) == 4) return static_cast<T>(__builtin_bswap32(v));
+  else return static_cast<T>(__builtin_bswap64(v));
+}
+}  // namespace detail
 
 template <std::size_t N, typename T>
 struct BeInt {
   static_assert(N <= sizeof(T));
   std::array<std::uint8_t, N> bytes{};
 
+  // Whole-width fields move as one load or store and a byte swap: gcc -O2 left the Be64 loop
+  // as eight byte stores, and the 8-byte load that followed them stalled on store forwarding
+  // (a quarter of the requester's WRITE build; docs/perf-changes.md section 31).
   constexpr T get() const noexcept {
+    if constexpr (N == sizeof(T)) {
+      if (!std::is_constant_evaluated()) {
+        T v;
+        std::memcpy(&v, bytes.data(), N);
+        return detail::byte_swap(v);
+      }
+    }
     T v = 0;
     for (std::size_t i = 0; i < N; ++i) v = static_cast<T>((v << 8) | bytes[i]);
     return v;
   }
   constexpr void set(T v) noexcept {
+    if constexpr (N == sizeof(T)) {
+      if (!std::is_constant_evaluated()) {
+        const T w = detail::byte_swap(v);
+        std::memcpy(bytes.data(), &w, N);
+        return;
+      }
+    }
     for (std::size_t i = N; i-- > 0;) {
       bytes[i] = static_cast<std::uint8_t>(v & 0xFF);
       v = static_cast<T>(v >> 8);

@@ -168,6 +168,19 @@ std::array<std::uint64_t, 8> invariant_words(const std::byte* ip, const std::arr
   return w;
 }
 
+// Non-zero unless the header's invariant bits are `inv` (an entry's invariant_words). Read
+// from the header itself: the words built on the stack and compared there were stored 8 bytes
+// at a time and read back 16 at a time, a store-forwarding stall on every packet (a fifth of
+// headers_crc; docs/perf-changes.md section 31).
+template <std::size_t N>
+std::uint64_t invariant_diff(const std::byte* ip, const std::array<std::uint64_t, 8>& keep,
+                             const std::array<std::uint64_t, 8>& inv) noexcept {
+  std::uint64_t d = 0;
+  for (std::size_t i = 0; i < N / 8; ++i) d |= (load64(ip + 8 * i) & keep[i]) ^ inv[i];
+  if constexpr (N % 8 == 4) d |= (load32(ip + N - 4) & keep[N / 8]) ^ inv[N / 8];
+  return d;
+}
+
 // The register after the prefix and the template: the header with its masked bytes set to
 // ones and its varying bytes zero.
 template <std::size_t N>
@@ -204,11 +217,11 @@ std::uint32_t IcrcHeaderCache::headers_crc(CrcBackend backend, IpVersion v, cons
   constexpr std::size_t kWays = 4;
   static_assert(kEntries == 64);
   Entry* set = &entries_[((key * 0x9E3779B1u) >> 28) * kWays];  // Fibonacci hashing onto 16 sets
-  const auto words = v4 ? invariant_words<kHeadersV4>(ip, kKeepV4) : invariant_words<kHeadersV6>(ip, kKeepV6);
   Entry* e = nullptr;
   for (std::size_t w = 0; w < kWays; ++w) {
-    std::uint64_t diff = set[w].version != static_cast<std::uint8_t>(v);
-    for (std::size_t i = 0; i < words.size(); ++i) diff |= words[i] ^ set[w].invariant[i];
+    if (set[w].version != static_cast<std::uint8_t>(v)) continue;
+    const std::uint64_t diff = v4 ? invariant_diff<kHeadersV4>(ip, kKeepV4, set[w].invariant)
+                                  : invariant_diff<kHeadersV6>(ip, kKeepV6, set[w].invariant);
     if (diff == 0) {
       e = &set[w];
       break;
@@ -223,7 +236,7 @@ std::uint32_t IcrcHeaderCache::headers_crc(CrcBackend backend, IpVersion v, cons
         break;
       }
     ++misses_;
-    e->invariant = words;
+    e->invariant = v4 ? invariant_words<kHeadersV4>(ip, kKeepV4) : invariant_words<kHeadersV6>(ip, kKeepV6);
     e->version = static_cast<std::uint8_t>(v);
     e->state = v4 ? template_state(backend, ip, kMasksV4) : template_state(backend, ip, kMasksV6);
   }

@@ -29,6 +29,8 @@ struct SuiteConfig {
   std::optional<rdma::TransportTuning> loss_baseline;
   // The loss case's verb (--loss-verb read: a READs b's memory, the data in READ responses).
   bool loss_read = false;
+  // The goodput sweep runs only its 64 B WRITE message-rate shape (1 QP, 1 KiB MTU): case `rate`.
+  bool rate_only = false;
 };
 
 // Baselines: same PMD, same frames, same machine, same run.
@@ -61,6 +63,9 @@ bool loss_goodput(const SuiteConfig& c, Results& out);
 bool cycles_per_packet(const SuiteConfig& c, Results& out);
 // Issue 26 P5: one dataplane's 1 and 2 workers on their own lcores, receive-bound (scaling.cpp).
 bool worker_scaling(const SuiteConfig& c, Results& out);
+// Issue 26: the sender's work per 4 KiB WRITE packet, payload copied into the mbuf against
+// referenced in place by an external-buffer mbuf (zero_copy.cpp).
+bool zero_copy_transmit(const SuiteConfig& c, Results& out);
 // One worker taking 64 B WRITEs from 1 to 16 QPs interleaved (scaling.cpp).
 bool responder_fanout(const SuiteConfig& c, Results& out);
 

@@ -12,7 +12,9 @@
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
-// Cases: baselines, protocol, responder, scaling, fanout, goodput, rtt, loss, cycles (scaling: --sizes
+// Cases: baselines, protocol, responder, scaling, fanout, goodput, rate, rtt, loss, cycles, zerocopy (rate: goodput's
+// 64 B WRITE message-rate shape alone, 1 QP, 1 KiB MTU; run with goodput it adds nothing; zerocopy: the
+// sender's work per 4 KiB WRITE packet, payload copied against referenced by an extbuf mbuf; scaling: --sizes
 // picks its 64 B and 4 KiB shapes; fanout: one worker taking 64 B WRITEs from 1 to 16 QPs).
 #include <unistd.h>
 
@@ -171,9 +173,16 @@ int main(int argc, char** argv) {
   run("scaling", [&] { return worker_scaling(c, r); });
   run("fanout", [&] { return responder_fanout(c, r); });
   run("goodput", [&] { return goodput_sweep(c, r); });
+  run("rate", [&] {
+    SuiteConfig rc = c;
+    rc.rate_only = true;
+    rc.sizes = {64};
+    return want("goodput") || goodput_sweep(rc, r);  // goodput measures the same shape
+  });
   run("rtt", [&] { return write_rtt(c, r); });
   run("loss", [&] { return loss_goodput(c, r); });
   run("cycles", [&] { return cycles_per_packet(c, r); });
+  run("zerocopy", [&] { return zero_copy_transmit(c, r); });
 
   JsonWriter w;
   w.begin_object();

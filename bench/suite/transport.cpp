@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -25,6 +26,13 @@ using namespace roce::dp;
 using namespace roce::netsim;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+// This thread's CPU time: on a shared machine a window's wall time includes the time the
+// thread was descheduled, its CPU time does not.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 int g_tag = 0;
 std::string tag(const char* base) { return base + std::to_string(g_tag++); }
@@ -43,9 +51,10 @@ bool checked(const rdma::Engine& e, const char* what) {
 }
 
 // Runs `t` for a warm-up and then c.runs windows of `window` seconds; samples in Gbit/s.
-// `before` runs ahead of each window, untimed (a paired baseline).
+// `before` runs ahead of each window, untimed (a paired baseline). `cpu`, if given, gets each
+// window's Gbit/s over this thread's CPU time instead of wall time.
 bool time_windows(Traffic& t, unsigned runs, double window, std::vector<double>& samples,
-                  const std::function<void()>& before = {}) {
+                  const std::function<void()>& before = {}, std::vector<double>* cpu = nullptr) {
   const auto w0 = Clock::now();
   while (since(w0) < window / 4)
     if (!t.step()) return false;
@@ -53,12 +62,14 @@ bool time_windows(Traffic& t, unsigned runs, double window, std::vector<double>&
     if (before) before();
     const std::uint64_t b0 = t.bytes();
     const auto t0 = Clock::now();
+    const double c0 = thread_cpu_seconds();
     double s = 0;
     do {
       for (int i = 0; i < 16; ++i)
         if (!t.step()) return false;
     } while ((s = since(t0)) < window);
     samples.push_back(static_cast<double>(t.bytes() - b0) * 8 / s / 1e9);
+    if (cpu) cpu->push_back(static_cast<double>(t.bytes() - b0) * 8 / (thread_cpu_seconds() - c0) / 1e9);
   }
   return true;
 }
@@ -149,12 +160,16 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
     return false;
   const std::uint32_t largest = *std::max_element(c.sizes.begin(), c.sizes.end());
   for (const ibv_mtu mtu : {IBV_MTU_1024, IBV_MTU_4096}) {
+    if (c.rate_only && mtu != IBV_MTU_1024) continue;
     for (const unsigned nqp : {1u, 16u}) {
+      if (c.rate_only && nqp != 1) continue;
       const auto qps = rig->connect(QpSetOptions{nqp, mtu, 512, 14});
       if (qps.empty()) return false;
       std::vector<std::uint32_t> recvs;
       for (const Verb verb : {Verb::Write, Verb::Read, Verb::Send}) {
+        if (c.rate_only && verb != Verb::Write) continue;
         for (const std::uint32_t size : c.sizes) {
+          if (c.rate_only && size != 64) continue;
           const Health h0 = health_of(rig->ea());
           // Gaps between iterations of either worker long enough to hold its timers: the host
           // descheduled this thread (a 67 ms local ACK timeout needs one of those, or a loss).
@@ -169,7 +184,9 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
           std::vector<ProtocolCost> floors;
           std::function<void()> before;
           if (rate_case) before = [&] { floors.push_back(measure_protocol_cost(c.window / 2, c.tuning.icrc_linear)); };
-          if (!time_windows(t, c.runs, c.window, fig.samples, before) || !t.finish(2 * kSecond)) return false;
+          std::vector<double> cpu;
+          if (!time_windows(t, c.runs, c.window, fig.samples, before, rate_case ? &cpu : nullptr) || !t.finish(2 * kSecond))
+            return false;
           const Health h1 = health_of(rig->ea());
           fig.note("retransmitted", static_cast<double>(h1.retransmitted - h0.retransmitted));
           fig.note("timeouts", static_cast<double>(h1.timeouts - h0.timeouts));
@@ -195,8 +212,14 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
               rate.samples.push_back(fig.samples[i] * 1e9 / 8 / 64 / 1e6);
               if (i < floors.size() && floors[i].valid) paired.samples.push_back(rate.samples.back() / floors[i].write_mpps());
             }
+            // The same windows over the thread's CPU time: what a change did, with the time the
+            // host took the thread away left out (A/B on a loaded machine).
+            Figure on_cpu{"message_rate_cpu", {}, "Mpps", {}, {}};
+            on_cpu.with("verb", "WRITE").with("size", 64).with("qps", 1);
+            for (const double g : cpu) on_cpu.samples.push_back(g * 1e9 / 8 / 64 / 1e6);
             out.add(std::move(rate));
             out.add(std::move(paired));
+            out.add(std::move(on_cpu));
           }
           std::fprintf(stderr, "  goodput %s %7u B mtu %u qps %2u: %.2f Gbit/s\n", to_string(verb), size, 256u << (mtu - 1), nqp,
                        fig.median());
