@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -30,7 +31,7 @@ struct BeInt {
   // as eight byte stores, and the 8-byte load that followed them stalled on store forwarding
   // (a quarter of the requester's WRITE build; docs/perf-changes.md section 31).
   constexpr T get() const noexcept {
-    if constexpr (N == sizeof(T)) {
+    if constexpr (N == sizeof(T) && std::endian::native == std::endian::little) {
       if (!std::is_constant_evaluated()) {
         T v;
         std::memcpy(&v, bytes.data(), N);
@@ -42,7 +43,7 @@ struct BeInt {
     return v;
   }
   constexpr void set(T v) noexcept {
-    if constexpr (N == sizeof(T)) {
+    if constexpr (N == sizeof(T) && std::endian::native == std::endian::little) {
       if (!std::is_constant_evaluated()) {
         const T w = detail::byte_swap(v);
         std::memcpy(bytes.data(), &w, N);
