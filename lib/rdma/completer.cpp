@@ -150,7 +150,12 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retrying_ = false;
   probed_ = false;
   oldest_probed_ = false;
-  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
+  // A selective repeat probe is answered like the packets before it (an ACK for everything), so
+  // a quick answer says nothing about whether the timer was early: counting it as early kept the
+  // doubled wait, and took the whole wait (from the sampled packet, before the timer) as an RTT
+  // sample, which lifted srtt and with it the next wait.
+  const bool first_copy_answered =
+      early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2 && !(qp.cfg.selective_repeat && qp.tuning && qp.tuning->selective_tail_probe);
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
   if (first_copy_answered) {
     qp.counters.inc(Counter::SpuriousEarlyRetransmits);
@@ -236,7 +241,12 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // it, and its ACK comes later than 2 srtt (RandomLoss at 0.1 %: two spurious probes per loss).
   const bool cheap = ((!probed_ && early_backoff_ == 0 && !in_recovery()) || window().bdp_engaged()) &&
                      !window().queue_high() && !window().congested(now);
-  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && !qp.cfg.selective_repeat)
+  // Selective repeat's timer sends a probe too (requester_selective.cpp), so the same short wait
+  // fits it: with its window full (the reorder window, every round trip on a CPU-bound path),
+  // the one ACK that would slide it is the only thing in flight, and when that ACK is lost
+  // nothing else comes (docs/loss.md, part 2, "The missing tenth").
+  const bool probes = !qp.cfg.selective_repeat || (qp.tuning && qp.tuning->selective_tail_probe);
+  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes)
     base = std::min(base, std::max(qp.tuning->tail_probe_min, 2 * srtt_));
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;

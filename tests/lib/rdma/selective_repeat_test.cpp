@@ -34,6 +34,7 @@ class SelectiveRepeat : public ::testing::Test {
     // once. It is tested in overrun_test.cpp and SelectiveRepeatFaults (below, defaults).
     rdma::EngineConfig cfg;
     cfg.tuning.window.selective_repeat = window_;
+    cfg.tuning.selective_tail_probe = probe_;
     net_->add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
     net_->add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
     fa.drop_if = [this](std::span<const std::byte> f, std::uint64_t) { return drop("a", f); };
@@ -129,6 +130,7 @@ class SelectiveRepeat : public ::testing::Test {
   int lose_sacks_ = 0;
   bool lose_acks_ = false;            // the first copy of every ACK b sends
   bool window_ = false;               // the congestion window (WindowTuning::selective_repeat)
+  bool probe_ = true;                 // TransportTuning::selective_tail_probe
   bool responses_only_ = false;       // lose_ applies to b's READ responses only
   std::set<std::uint32_t> ack_copies_;
   std::set<std::uint32_t> lose_twice_;  // the first two copies (a subset of lose_)
@@ -296,6 +298,35 @@ TEST_F(SelectiveRepeat, WhenOnlyTheAcksWereLostTheTimerResendsOnePacket) {
   EXPECT_EQ(resent(), 1u);
   expect_sends(32, {psn(31)});
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
+}
+
+// The same after an RTT sample: the probe goes after the tail probe's short wait (max(20 us,
+// 2 srtt) on this path's few-microsecond round trip), not after the early timer's 250 us floor.
+// On a CPU-bound path the reorder window is full every round trip and a lost ACK stalled it for
+// the floor (docs/loss.md, part 2, "The missing tenth"). Virtual time: counted, not timed.
+TEST_F(SelectiveRepeat, ALostAckIsProbedAfterTwoRoundTripsNotTheTimersFloor) {
+  for (const bool probe : {true, false}) {
+    probe_ = probe;
+    sent_.clear();
+    ack_copies_.clear();
+    lose_acks_ = false;
+    build();
+    write(0, 0, 8 * 1024);
+    run(1);
+    lose_acks_ = true;
+    write(1, 32 * 1024, 32 * 1024);
+    const Nanos t0 = net_->now();
+    std::size_t done = 0;
+    net_->run_until([&] { return (done += drain(a_).size()) >= 1; }, kSecond);
+    const Nanos took = net_->now() - t0;
+    EXPECT_TRUE(same(32 * 1024, 32 * 1024));
+    EXPECT_EQ(resent(), 1u) << "one probe";
+    if (probe) {
+      EXPECT_LT(took, 100 * kMicro) << "the probe waited the floor";
+    } else {
+      EXPECT_GT(took, 250 * kMicro) << "without it, the floor (the test can tell them apart)";
+    }
+  }
 }
 
 // A lost tail of several packets: the probe (the newest) arrives past the holes and its SACK
