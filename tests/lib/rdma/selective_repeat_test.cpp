@@ -4,6 +4,8 @@
 // exactly its own packets. Every byte and every completion is checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <random>
@@ -199,6 +201,99 @@ TEST_F(SelectiveRepeat, MiddlesOfAMessageWhoseFirstIsMissingAreHeldWhole) {
   EXPECT_EQ(resent(), 1u);
   EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 15u);
   EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+}
+
+// SEND MIDDLEs: placed into the open SEND's receive when nothing before them can be a LAST.
+class SelectiveRepeatSend : public SelectiveRepeat {
+ protected:
+  // Two receives of 32 KiB on b; SENDs of `packets` 1 KiB packets each from a, wr_id i.
+  void sends(std::initializer_list<std::uint32_t> packets) {
+    rbuf_.assign(64 * 1024, std::byte{0});
+    rmr_ = reg(*b_.engine, b_.pd, rbuf_, IBV_ACCESS_LOCAL_WRITE);
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      ibv_sge g = sge(rbuf_.data() + i * 32 * 1024, 32 * 1024, rmr_);
+      ASSERT_EQ(post_recv(b_, 100 + i, &g, 1), 0);
+    }
+    std::uint64_t i = 0;
+    for (const std::uint32_t n : packets) {
+      ibv_sge g = sge(src_.data() + i * 32 * 1024, n * 1024, smr_);
+      ASSERT_EQ(post(a_, IBV_WR_SEND, i, &g, 1, 0, 0), 0);
+      lengths_.push_back(n * 1024);
+      ++i;
+    }
+  }
+  // Every receive completed once, in order, with its SEND's bytes.
+  void expect_received(const std::vector<ibv_wc>& recvs) {
+    ASSERT_EQ(recvs.size(), lengths_.size());
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      EXPECT_EQ(recvs[i].status, IBV_WC_SUCCESS) << i;
+      EXPECT_EQ(recvs[i].wr_id, 100 + i) << "receives complete in message order";
+      EXPECT_EQ(recvs[i].byte_len, lengths_[i]) << i;
+      EXPECT_EQ(std::memcmp(rbuf_.data() + i * 32 * 1024, src_.data() + i * 32 * 1024, lengths_[i]), 0) << i;
+    }
+  }
+  std::vector<std::byte> rbuf_;
+  const rdma::MemoryRegion* rmr_ = nullptr;
+  std::vector<std::uint32_t> lengths_;
+};
+
+TEST_F(SelectiveRepeatSend, MiddlesBehindTheOpenSendsOwnHoleArePlaced) {
+  build();
+  lose_ = {psn(5)};
+  sends({32});
+  expect_received(run(1));
+  EXPECT_EQ(resent(), 1u);
+  expect_sends(32, {psn(5)});
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 26u);  // +6 .. +31
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 25u);        // +6 .. +30; the LAST held whole
+}
+
+TEST_F(SelectiveRepeatSend, TwoHolesInARowMayBeALastAndAFirst) {
+  // +15 (the first SEND's LAST) and +16 (the second's FIRST) lost: the open message is the
+  // first SEND, and +17 .. +30 would fit its receive, but for all b knows +15 ended it, so they
+  // are held whole and land in the second receive in their turn. Nothing is written past the
+  // first SEND's 16 KiB.
+  build();
+  lose_ = {psn(15), psn(16)};
+  sends({16, 16});
+  expect_received(run(2));
+  EXPECT_EQ(resent(), 2u);
+  expect_sends(32, {psn(15), psn(16)});
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 15u);  // +17 .. +31
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+  EXPECT_TRUE(std::all_of(rbuf_.begin() + 16 * 1024, rbuf_.begin() + 32 * 1024, [](std::byte b) { return b == std::byte{0}; }));
+}
+
+TEST_F(SelectiveRepeatSend, MiddlesBehindAHeldLastAreHeldWhole) {
+  // +14 (a MIDDLE of the first SEND) and +16 (the second's FIRST) lost: the held LAST +15 says
+  // a new message began, so the second SEND's MIDDLEs +17 .. +30 are held whole.
+  build();
+  lose_ = {psn(14), psn(16)};
+  sends({16, 16});
+  expect_received(run(2));
+  EXPECT_EQ(resent(), 2u);
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 16u);  // +15, +17 .. +31
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+}
+
+TEST_F(SelectiveRepeatSend, AMiddleThatWouldSpanTwoScatterEntriesIsHeldWhole) {
+  // A receive of two entries, 2.5 KiB and the rest: +2 (bytes 2048 .. 3071) spans both, the
+  // MIDDLEs after it fit one entry each.
+  build();
+  rbuf_.assign(64 * 1024, std::byte{0});
+  rmr_ = reg(*b_.engine, b_.pd, rbuf_, IBV_ACCESS_LOCAL_WRITE);
+  std::array<ibv_sge, 2> g{sge(rbuf_.data(), 2560, rmr_), sge(rbuf_.data() + 4096, 16 * 1024, rmr_)};
+  ASSERT_EQ(post_recv(b_, 100, g.data(), 2), 0);
+  lose_ = {psn(1)};
+  ibv_sge s = sge(src_.data(), 8 * 1024, smr_);
+  ASSERT_EQ(post(a_, IBV_WR_SEND, 0, &s, 1, 0, 0), 0);
+  const std::vector<ibv_wc> recvs = run(1);
+  ASSERT_EQ(recvs.size(), 1u);
+  EXPECT_EQ(recvs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(recvs[0].byte_len, 8u * 1024);
+  EXPECT_EQ(std::memcmp(rbuf_.data(), src_.data(), 2560), 0);
+  EXPECT_EQ(std::memcmp(rbuf_.data() + 4096, src_.data() + 2560, 8 * 1024 - 2560), 0);
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 4u);  // +3 .. +6; +2 spans the two, +7 is the LAST
 }
 
 TEST_F(SelectiveRepeat, APlacedMiddleNeverWritesWhereTheRkeyDoesNotReach) {
