@@ -12,7 +12,8 @@
 // for that range as the in-order path checks it; when the packet's turn comes, the in-order
 // path checks everything again and must arrive at the same place. LAST packets are held whole:
 // their bytes end the message, and a poller watching the last byte of a buffer (ib_write_lat,
-// roce-gen's latency test) must not see it before the bytes in front of it.
+// roce-gen's latency test) must not see it before the bytes in front of it. A SEND MIDDLE of the
+// open SEND goes into its receive the same way when no LAST can lie before it (place_send_ahead).
 #include <algorithm>
 
 #include "lib/rdma/responder.hpp"
