@@ -246,8 +246,11 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // the one ACK that would slide it is the only thing in flight, and when that ACK is lost
   // nothing else comes (docs/loss.md, part 2, "The missing tenth").
   const bool probes = !qp.cfg.selective_repeat || (qp.tuning && qp.tuning->selective_tail_probe);
-  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes)
-    base = std::min(base, std::max(qp.tuning->tail_probe_min, 2 * srtt_));
+  early_short_ = false;
+  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes && std::max(qp.tuning->tail_probe_min, 2 * srtt_) < base) {
+    base = std::max(qp.tuning->tail_probe_min, 2 * srtt_);
+    early_short_ = true;
+  }
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
@@ -314,7 +317,7 @@ void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool 
 }
 
 void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early, bool timer) {
-  if (!((early || timer) && req.selective() && req.resend_unsacked(qp))) req.rewind(qp, psn);
+  if (!((early || timer) && req.selective() && req.resend_unsacked(qp, early && early_short_))) req.rewind(qp, psn);
   retrying_ = true;
   if (early && sample_sent_at_ != kNever) {
     sample_resent_ = true;  // judged when its ACK comes back

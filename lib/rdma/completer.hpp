@@ -131,6 +131,7 @@ class Completer {
   std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
+  bool early_short_ = false;          // early_at_ was armed with the tail probe's short wait
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
   bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_
   std::uint32_t oldest_probe_psn_ = 0;
