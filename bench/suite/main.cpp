@@ -6,7 +6,7 @@
 //   perf_suite [EAL args --] [--out FILE] [--runs N] [--window S] [--rtt-samples N]
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
-//              [--sr-placement on|off] [--sr-timer standing|srtt] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
+//              [--sr-placement on|off] [--sr-timer standing|srtt] [--sr-probe on|off] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
 //              while RX bursts come back full; 0,0: never)
@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
       c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--sr-placement" && has) {
       c.tuning.reorder_placement = args.app[++i] == "on";
+    } else if (a == "--sr-probe" && has) {
+      c.tuning.selective_tail_probe = args.app[++i] == "on";
     } else if (a == "--sr-timer" && has) {
       c.tuning.early_retransmit_standing_rtt = args.app[++i] == "standing";
     } else if (a == "--window-floor" && has) {

@@ -129,7 +129,16 @@ bool Traffic::step() {
       std::fprintf(stderr, "%s %u B: post failed\n", to_string(verb_), size_);
       return false;
     }
+  const auto sent = [&] { return rig_.a().worker(0).stats().tx_packets + rig_.b().worker(0).stats().tx_packets; };
+  const std::uint64_t before = sent();
+  const Nanos t0 = rig_.now();
   rig_.step();
+  if (sent() == before) {
+    if (stall_since_ == kNever) stall_since_ = t0;
+  } else if (stall_since_ != kNever) {
+    stalled_ += t0 - stall_since_;
+    stall_since_ = kNever;
+  }
   return reap();
 }
 

@@ -22,6 +22,11 @@ class Traffic {
   // completion or a failed post.
   bool step();
   std::uint64_t bytes() const { return bytes_; }
+  // Time spent in runs of steps in which neither side transmitted a frame (a stall: everyone
+  // waits for a timer, or for nothing), counted from the step that sent nothing to the next
+  // step that sent something; stall_reset() forgets a run in progress (between turns).
+  Nanos stalled() const { return stalled_; }
+  void stall_reset() { stall_since_ = kNever; }
   // Stops posting and steps until everything posted completed (or `timeout` passed).
   bool finish(Nanos timeout);
 
@@ -47,6 +52,7 @@ class Traffic {
   std::uint64_t slots_, next_slot_ = 0;
   std::uint64_t bytes_ = 0;
   bool posting_ = true;
+  Nanos stalled_ = 0, stall_since_ = kNever;
 };
 
 }  // namespace roce::bench

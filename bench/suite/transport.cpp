@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <string>
@@ -287,6 +288,16 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
   return checked(rig->ea(), "rtt requester") && checked(rig->eb(), "rtt responder");
 }
 
+namespace {
+
+Nanos thread_cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<Nanos>(t.tv_sec) * kSecond + t.tv_nsec;
+}
+
+}  // namespace
+
 // 64 KiB WRITEs at a 4 KiB MTU, 1 QP, through the link emulator losing frames at random in both
 // directions (data and ACKs). Same emulator at 0 % for the lossless reference. The rates take
 // turns window by window (each drained before the next starts, so no timer runs while its rig
@@ -305,6 +316,9 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     rdma::QueuePair* qp = nullptr;  // the requester's
     Figure fig{"loss_goodput", {}, "Gbit/s", {}, {}};
     Figure fraction{"loss_fraction", {}, "ratio", {}, {}};
+    // Over every turn (warm-up and drain included): wall and thread CPU time, bytes.
+    Nanos wall = 0, cpu = 0;
+    std::uint64_t bytes = 0;
   };
   std::vector<std::unique_ptr<Case>> cases;
   // Each loss rate with go-back-N (the send window as the tuning sets it, lib/rdma/send_window.hpp;
@@ -345,7 +359,14 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
   }
   for (unsigned run = 0; run < c.runs; ++run) {
     for (auto& k : cases) {
+      const Nanos w0 = k->rig->now(), c0 = thread_cpu_now();
+      const std::uint64_t b0 = k->traffic->bytes();
+      k->traffic->stall_reset();
       if (!time_windows(*k->traffic, 1, 2 * c.window, k->fig.samples) || !k->traffic->finish(10 * kSecond)) return false;
+      k->traffic->stall_reset();
+      k->wall += k->rig->now() - w0;
+      k->cpu += thread_cpu_now() - c0;
+      k->bytes += k->traffic->bytes() - b0;
       k->fraction.samples.push_back(k->fig.samples.back() / cases.front()->fig.samples.back());
     }
   }
@@ -387,6 +408,18 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
                  static_cast<unsigned long long>(h.timeouts), static_cast<unsigned long long>(h.early_retransmits), static_cast<unsigned long long>(h.tail_probes),
                  static_cast<unsigned long long>(h.window_cuts), sent > 0 ? static_cast<double>(hb.held) / sent : 0.0,
                  sent > 0 ? static_cast<double>(hb.placed) / sent : 0.0);
+    // Where the time went: stalled (no frame sent by either side: a timer's wait, docs/loss.md
+    // part 2 "The missing tenth"), and the goodput per second of this thread's CPU time, which
+    // a descheduled thread does not spend (on a loaded machine the wall-clock rates swing by
+    // a third from turn to turn; this one far less).
+    const double cpu_rate = k->cpu > 0 ? static_cast<double>(k->bytes) * 8 / static_cast<double>(k->cpu) : 0;
+    const double stalled = k->wall > 0 ? static_cast<double>(k->traffic->stalled()) / static_cast<double>(k->wall) : 0;
+    const Case& lossless = **std::find_if(cases.begin(), cases.end(), [&](const auto& x) { return x->loss == 0 && x->selective == k->selective && x->baseline == k->baseline; });
+    const double lossless_rate = lossless.cpu > 0 ? static_cast<double>(lossless.bytes) * 8 / static_cast<double>(lossless.cpu) : 0;
+    k->fig.note("stalled_fraction", stalled);
+    k->fig.note("cpu_goodput", cpu_rate);
+    std::fprintf(stderr, "    time: %.3f of it stalled; %.2f Gbit/s per CPU second (%.2f of this mode's lossless)\n", stalled, cpu_rate,
+                 lossless_rate > 0 ? cpu_rate / lossless_rate : 0.0);
     {
       const rdma::Completer& cm = k->qp->completer();
       std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f, window %.1f packets\n",

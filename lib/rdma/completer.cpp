@@ -80,6 +80,8 @@ void Completer::start(const QpContext& qp) {
   recovering_ = false;
   peer_answered_ = false;
   delivered_ = rate_delivered_ = 0;
+  sr_loss_at_ = 0;
+  sr_loss_interval_ = 0;
   rate_since_ = kNever;
 }
 
@@ -150,7 +152,11 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retrying_ = false;
   probed_ = false;
   oldest_probed_ = false;
-  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2;
+  // A selective repeat probe is answered like the packets before it (an ACK for everything), so
+  // a quick answer says nothing about whether the timer was early: counting it as early kept the
+  // doubled wait, and took the whole wait (from the sampled packet, before the timer) as an RTT
+  // sample, which lifted srtt and with it the next wait.
+  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2 && !selective_probes_short(qp);
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
   if (first_copy_answered) {
     qp.counters.inc(Counter::SpuriousEarlyRetransmits);
@@ -202,6 +208,17 @@ void Completer::arm_timers(const QpContext& qp, Nanos now) {
   arm_early(qp, now);
 }
 
+bool Completer::selective_probes_short(const QpContext& qp) const {
+  if (!qp.cfg.selective_repeat || !qp.tuning || !qp.tuning->selective_tail_probe || sr_loss_interval_ == 0) return false;
+  // Frequent: SACK-reported loss events on average less than the BDP cap's interval apart
+  // (WindowTuning::bdp_cap_loss_interval, 256 packets); the interval still open counts once it
+  // is the longer, so a clean stretch of a few times that ends it.
+  const double open = static_cast<double>(delivered_ - sr_loss_at_);
+  const double avg = open > sr_loss_interval_ ? sr_loss_interval_ + (open - sr_loss_interval_) / 4 : sr_loss_interval_;
+  const double limit = qp.tuning->window.bdp_cap_loss_interval > 0 ? qp.tuning->window.bdp_cap_loss_interval : 256;
+  return avg < limit;
+}
+
 void Completer::arm_early(const QpContext& qp, Nanos now) {
   early_at_ = kNever;
   const Nanos floor = qp.tuning ? qp.tuning->early_retransmit_min : 0;
@@ -236,8 +253,17 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // it, and its ACK comes later than 2 srtt (RandomLoss at 0.1 %: two spurious probes per loss).
   const bool cheap = ((!probed_ && early_backoff_ == 0 && !in_recovery()) || window().bdp_engaged()) &&
                      !window().queue_high() && !window().congested(now);
-  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && !qp.cfg.selective_repeat)
-    base = std::min(base, std::max(qp.tuning->tail_probe_min, 2 * srtt_));
+  // Selective repeat's timer sends a probe too (requester_selective.cpp), so the same short wait
+  // fits it while SACKs report frequent losses: with its window full (the reorder window, every
+  // round trip on a CPU-bound path), the one ACK that would slide it is the only thing in
+  // flight, and when that ACK is lost nothing else comes (docs/loss.md, part 2, "The missing
+  // tenth"). Not on a path that reports no losses: there silence is a starved poller (af_packet).
+  const bool probes = !qp.cfg.selective_repeat || selective_probes_short(qp);
+  early_short_ = false;
+  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes && std::max(qp.tuning->tail_probe_min, 2 * srtt_) < base) {
+    base = std::max(qp.tuning->tail_probe_min, 2 * srtt_);
+    early_short_ = true;
+  }
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
@@ -304,7 +330,7 @@ void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool 
 }
 
 void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early, bool timer) {
-  if (!((early || timer) && req.selective() && req.resend_unsacked(qp))) req.rewind(qp, psn);
+  if (!((early || timer) && req.selective() && req.resend_unsacked(qp, early && early_short_))) req.rewind(qp, psn);
   retrying_ = true;
   if (early && sample_sent_at_ != kNever) {
     sample_resent_ = true;  // judged when its ACK comes back
@@ -344,6 +370,10 @@ void Completer::on_sack(QpContext& qp, Requester& req, const Packet& pkt, Nanos 
   // round trip shows a queue (SendWindow: selective repeat reacts to congestion alone), at most
   // once per round trip across the QPs of the path.
   qp.counters.inc(Counter::LossEvents);
+  // The SACK-reported loss interval, in packets delivered (TFRC's weights, as SendWindow's).
+  const double interval = static_cast<double>(delivered_ - sr_loss_at_);
+  sr_loss_interval_ = sr_loss_interval_ == 0 ? std::max(interval, 1.0) : sr_loss_interval_ + (interval - sr_loss_interval_) / 4;
+  sr_loss_at_ = delivered_;
   if (window().on_loss(now, srtt_ ? srtt_ : window().min_rtt(), false)) qp.counters.inc(Counter::WindowCuts);
   if (sample_sent_at_ != kNever && psn_before(first, sample_end_)) {
     sample_sent_at_ = kNever;  // Karn: the sampled PSN goes twice

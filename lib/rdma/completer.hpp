@@ -107,6 +107,9 @@ class Completer {
   bool duplicate_loss_signal(const Requester& req, std::uint32_t psn) const;
   void loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout);
   bool in_recovery() const;
+  // Selective repeat's probe after the tail probe's short wait: switched on, and SACK-reported
+  // losses frequent (TransportTuning::selective_tail_probe; docs/loss.md part 2).
+  bool selective_probes_short(const QpContext& qp) const;
   Nanos rto() const { return rto_; }
 
   std::uint32_t una_ = 0;
@@ -131,6 +134,9 @@ class Completer {
   std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
+  bool early_short_ = false;          // early_at_ was armed with the tail probe's short wait
+  std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
+  double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
   bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_
   std::uint32_t oldest_probe_psn_ = 0;

@@ -93,6 +93,10 @@ struct TransportTuning {
   // --sr-placement).
   bool early_retransmit_standing_rtt = false;
   bool reorder_placement = true;
+  // Selective repeat's probe after the tail probe's short wait below (max(tail_probe_min,
+  // 2 srtt) while no queue shows), and no RTT sample or "early timer" verdict from a probe's
+  // answer (docs/loss.md, part 2, "The missing tenth"; perf_suite --sr-probe on|off).
+  bool selective_tail_probe = true;
   // Go-back-N's tail loss probe (docs/loss.md, part 1): the early timer's first try after
   // progress resends the newest packet alone, asking for an ACK, after max(this, 2 srtt)
   // (TCP's probe timeout) instead of the wait above; the go-back from una follows only if the

@@ -32,6 +32,7 @@ class ReorderBuffer {
     psn_.assign(window_, 0);
     length_.assign(window_, 0);
     placed_.assign(window_, nullptr);
+    opcode_.assign(window_, 0);
     packets_.assign(window_, proto::Packet{});
     held_ = 0;
   }
@@ -48,12 +49,14 @@ class ReorderBuffer {
     const std::size_t s = slot(psn);
     return window_ != 0 && length_[s] != 0 && psn_[s] == psn;
   }
-  // Copies `frame` for `psn` (in the window, not held, no longer than a slot).
-  bool put(std::uint32_t psn, std::span<const std::byte> frame) {
+  // Copies `frame` (BTH opcode `opcode`) for `psn` (in the window, not held, no longer than a
+  // slot).
+  bool put(std::uint32_t psn, std::span<const std::byte> frame, std::uint8_t opcode) {
     if (frame.empty() || frame.size() > slot_bytes_) return false;
     const std::size_t s = slot(psn);
     if (length_[s] != 0) --held_;  // a stale PSN the window has passed
     std::memcpy(bytes_.data() + s * slot_bytes_, frame.data(), frame.size());
+    opcode_[s] = opcode;
     psn_[s] = psn;
     length_[s] = static_cast<std::uint32_t>(frame.size());
     placed_[s] = nullptr;
@@ -68,11 +71,14 @@ class ReorderBuffer {
     packets_[s] = pkt;
     packets_[s].payload = {};  // the frame it pointed into is gone
     packets_[s].icrc_status = proto::IcrcStatus::Ok;  // only a packet known good is held
+    opcode_[s] = pkt.bth.opcode;
     psn_[s] = psn;
     length_[s] = 1;  // held
     placed_[s] = placed_at;
     ++held_;
   }
+  // The BTH opcode of the held `psn`.
+  std::uint8_t opcode(std::uint32_t psn) const { return opcode_[slot(psn)]; }
   // Where the payload of the held `psn` was placed (nullptr: the frame is held whole).
   std::byte* placed_at(std::uint32_t psn) const { return placed_[slot(psn)]; }
   const proto::Packet& placed_packet(std::uint32_t psn) const { return packets_[slot(psn)]; }
@@ -101,6 +107,7 @@ class ReorderBuffer {
   std::vector<std::uint32_t> psn_;
   std::vector<std::uint32_t> length_;
   std::vector<std::byte*> placed_;
+  std::vector<std::uint8_t> opcode_;
   std::vector<proto::Packet> packets_;
   std::uint32_t held_ = 0;
 };

@@ -68,7 +68,7 @@ std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const 
   return marked;
 }
 
-bool Requester::resend_unsacked(const QpContext& qp) {
+bool Requester::resend_unsacked(const QpContext& qp, bool short_wait) {
   // A tracked READ some of whose responses came, or whose responses were found missing: all it
   // still misses is asked for again (what a timer finds: a lost tail, a hole's request or
   // answer lost again).
@@ -95,7 +95,9 @@ bool Requester::resend_unsacked(const QpContext& qp) {
   // and its SACK names every missing packet, each then resent once (TCP's tail loss probe).
   // Resending everything unreported instead cost a window per spurious timer on af_packet.
   // A timer that finds the same newest packet unreported again (the probe drew no answer: a
-  // peer holding fewer PSNs than we send drops it as beyond its window) resends all of them.
+  // peer holding fewer PSNs than we send drops it as beyond its window) resends all of them,
+  // unless that probe went after the tail probe's short wait (completer.cpp): a poller starved
+  // for longer than that (af_packet) then gets a second probe, not a window of duplicates.
   std::uint32_t probe = 0;
   std::uint32_t unreported = 0;
   for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
@@ -104,7 +106,7 @@ bool Requester::resend_unsacked(const QpContext& qp) {
     ++unreported;
   });
   if (unreported == 0) return holes != 0;
-  if (probed_ && probe == probe_psn_) {
+  if (probed_ && probe == probe_psn_ && !probe_short_) {
     probed_ = false;
     for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
       PsnSlot& s = sr_slot(psn);
@@ -114,6 +116,7 @@ bool Requester::resend_unsacked(const QpContext& qp) {
     return true;
   }
   probed_ = true;
+  probe_short_ = short_wait;
   probe_psn_ = probe;
   sr_slot(probe).flags = kPending | kResent;
   sr_pending_ = 1;

@@ -274,7 +274,12 @@ RespState Responder::execute(QpContext& qp, Walk& w) {
 RespState Responder::execute_send(QpContext& qp, Walk& w) {
   const Packet& pkt = w.pkt;
   const OpcodeInfo& info = *pkt.info;
-  if (!place_payload(pkt, w.dest, qp.tuning->crc, !w.icrc_known)) return RespState::ErrCorrupted;
+  if (w.placed != nullptr) {
+    // Placed when it arrived ahead (responder_reorder.cpp); the message must put it there too.
+    if (w.dest.dst != w.placed) return RespState::ErrLength;
+  } else if (!place_payload(pkt, w.dest, qp.tuning->crc, !w.icrc_known)) {
+    return RespState::ErrCorrupted;
+  }
   w.icrc_known = true;
   if (info.starts_message()) {
     set_message(OpenMessage::Send);

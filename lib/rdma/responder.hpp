@@ -84,7 +84,7 @@ class Responder {
     const RecvWqe* recv = nullptr;  // the receive a SEND fills (or a UD datagram, or WRITE with immediate)
     PayloadDest dest{};          // where the payload goes
     std::byte* target = nullptr; // atomic: the word
-    std::byte* placed = nullptr; // a held WRITE MIDDLE whose payload is there already (responder_reorder.cpp)
+    std::byte* placed = nullptr; // a held WRITE or SEND MIDDLE whose payload is there already (responder_reorder.cpp)
     ResponderOutcome outcome = ResponderOutcome::Nothing;
   };
   struct Resource {
@@ -126,6 +126,7 @@ class Responder {
   // is known (its FIRST ran: the open message); returns where, or nullptr (then it is held whole).
   // With `icrc_pending` the deferred ICRC is settled during the copy: `icrc_good` says how.
   std::byte* place_ahead(QpContext& qp, const proto::Packet& pkt, bool icrc_pending, bool* icrc_good);
+  std::byte* place_send_ahead(QpContext& qp, const proto::Packet& pkt, bool icrc_pending, bool* icrc_good);
   void queue_sack();
   bool build_sack_frame(QpContext& qp, Item& it, TxFrame& frame);
 

@@ -12,7 +12,8 @@
 // for that range as the in-order path checks it; when the packet's turn comes, the in-order
 // path checks everything again and must arrive at the same place. LAST packets are held whole:
 // their bytes end the message, and a poller watching the last byte of a buffer (ib_write_lat,
-// roce-gen's latency test) must not see it before the bytes in front of it.
+// roce-gen's latency test) must not see it before the bytes in front of it. A SEND MIDDLE of the
+// open SEND goes into its receive the same way when no LAST can lie before it (place_send_ahead).
 #include <algorithm>
 
 #include "lib/rdma/responder.hpp"
@@ -62,7 +63,7 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
     // tells it where the hole is.
     qp.counters.inc(Counter::ReorderOverflows);
   } else {
-    if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end))))
+    if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)), pkt.bth.opcode))
       qp.counters.inc(Counter::ReorderOverflows);  // larger than a slot
   }
   queue_sack();
@@ -72,9 +73,11 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
 std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt, bool icrc_pending, bool* icrc_good) {
   const OpcodeInfo& info = *pkt.info;
   const std::uint32_t mtu = qp.cfg.pmtu;
-  if (!qp.tuning->reorder_placement || info.transport != Transport::Rc || info.operation != Operation::Write || info.position != Position::Middle ||
-      pkt.payload_length != mtu || mtu == 0 || !(qp.cfg.access & IBV_ACCESS_REMOTE_WRITE))
+  if (!qp.tuning->reorder_placement || info.transport != Transport::Rc || info.position != Position::Middle ||
+      pkt.payload_length != mtu || mtu == 0)
     return nullptr;
+  if (info.operation == Operation::Send) return place_send_ahead(qp, pkt, icrc_pending, icrc_good);
+  if (info.operation != Operation::Write || !(qp.cfg.access & IBV_ACCESS_REMOTE_WRITE)) return nullptr;
   const std::uint32_t psn = pkt.psn();
   // Only a MIDDLE of the open message (its FIRST ran): every PSN missing before it is then a
   // packet of the same message, writing other bytes. Behind a held FIRST the missing PSNs may
@@ -99,6 +102,42 @@ std::byte* Responder::place_ahead(QpContext& qp, const Packet& pkt, bool icrc_pe
   dest.next = {dst + mtu, std::min<std::uint64_t>(mtu, rest - offset - mtu)};
   *icrc_good = place_payload(pkt, dest, qp.tuning->crc, icrc_pending);
   return dst;
+}
+
+std::byte* Responder::place_send_ahead(QpContext& qp, const Packet& pkt, bool icrc_pending, bool* icrc_good) {
+  // Only a MIDDLE of the open SEND (its FIRST ran and took the receive, which stays at the head
+  // or held from the SRQ until the LAST). A SEND carries no length, so unlike a WRITE's the
+  // message's end is not known: the MIDDLE is in the open message only if no LAST lies between
+  // the expected PSN and it. A LAST is followed by a message's first packet, and this packet is
+  // a MIDDLE, so such a LAST would show as a held packet that is not a SEND MIDDLE, or as two
+  // PSNs missing in a row (a LAST and the FIRST after it). Neither: every PSN before it is a
+  // MIDDLE of the same SEND (or the requester's sequence is invalid, which the in-order path
+  // finds: it must arrive at the same place, or the request fails).
+  if (msg_ != OpenMessage::Send || seq_ != SequenceState::Normal) return nullptr;
+  const RecvWqe* r = qp.next_receive();
+  if (r == nullptr || r->local_error) return nullptr;
+  const std::uint32_t psn = pkt.psn();
+  bool missing_before = true;  // the expected PSN itself is the hole
+  for (std::uint32_t q = psn_next(epsn_); q != psn; q = psn_next(q)) {
+    const bool held = reorder_.holds(q);
+    if (held && reorder_.opcode(q) != static_cast<std::uint8_t>(Opcode::RcSendMiddle)) return nullptr;
+    if (!held && missing_before) return nullptr;
+    missing_before = !held;
+  }
+  const std::uint32_t mtu = qp.cfg.pmtu;
+  const std::uint64_t offset = msg_offset_ + std::uint64_t{static_cast<std::uint32_t>(psn_diff(psn, epsn_))} * mtu;
+  if (offset + mtu > r->length) return nullptr;  // in its turn, the in-order path answers it
+  const PayloadDest dest = segment_dest(qp.recv_segs(*r), r->num_seg, offset, mtu, std::min<std::uint64_t>(mtu, r->length - offset - mtu));
+  if (dest.dst == nullptr) return nullptr;  // split across scatter entries: held whole
+  // The ICRC first: where a SEND's bytes go depends on its PSN alone, and bytes of the receive
+  // past the message's end are never overwritten by a good copy (a WRITE MIDDLE's are, inside
+  // the range its FIRST named), so a corrupted packet must write nothing.
+  if (icrc_pending && !settle_icrc(pkt, qp.tuning->crc)) {
+    *icrc_good = false;
+    return dest.dst;
+  }
+  *icrc_good = place_payload(pkt, dest, qp.tuning->crc, false);
+  return dest.dst;
 }
 
 ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {

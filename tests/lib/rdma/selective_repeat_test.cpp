@@ -4,6 +4,8 @@
 // exactly its own packets. Every byte and every completion is checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <random>
@@ -34,6 +36,7 @@ class SelectiveRepeat : public ::testing::Test {
     // once. It is tested in overrun_test.cpp and SelectiveRepeatFaults (below, defaults).
     rdma::EngineConfig cfg;
     cfg.tuning.window.selective_repeat = window_;
+    cfg.tuning.selective_tail_probe = probe_;
     net_->add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
     net_->add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
     fa.drop_if = [this](std::span<const std::byte> f, std::uint64_t) { return drop("a", f); };
@@ -129,6 +132,7 @@ class SelectiveRepeat : public ::testing::Test {
   int lose_sacks_ = 0;
   bool lose_acks_ = false;            // the first copy of every ACK b sends
   bool window_ = false;               // the congestion window (WindowTuning::selective_repeat)
+  bool probe_ = true;                 // TransportTuning::selective_tail_probe
   bool responses_only_ = false;       // lose_ applies to b's READ responses only
   std::set<std::uint32_t> ack_copies_;
   std::set<std::uint32_t> lose_twice_;  // the first two copies (a subset of lose_)
@@ -197,6 +201,99 @@ TEST_F(SelectiveRepeat, MiddlesOfAMessageWhoseFirstIsMissingAreHeldWhole) {
   EXPECT_EQ(resent(), 1u);
   EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 15u);
   EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+}
+
+// SEND MIDDLEs: placed into the open SEND's receive when nothing before them can be a LAST.
+class SelectiveRepeatSend : public SelectiveRepeat {
+ protected:
+  // Two receives of 32 KiB on b; SENDs of `packets` 1 KiB packets each from a, wr_id i.
+  void sends(std::initializer_list<std::uint32_t> packets) {
+    rbuf_.assign(64 * 1024, std::byte{0});
+    rmr_ = reg(*b_.engine, b_.pd, rbuf_, IBV_ACCESS_LOCAL_WRITE);
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      ibv_sge g = sge(rbuf_.data() + i * 32 * 1024, 32 * 1024, rmr_);
+      ASSERT_EQ(post_recv(b_, 100 + i, &g, 1), 0);
+    }
+    std::uint64_t i = 0;
+    for (const std::uint32_t n : packets) {
+      ibv_sge g = sge(src_.data() + i * 32 * 1024, n * 1024, smr_);
+      ASSERT_EQ(post(a_, IBV_WR_SEND, i, &g, 1, 0, 0), 0);
+      lengths_.push_back(n * 1024);
+      ++i;
+    }
+  }
+  // Every receive completed once, in order, with its SEND's bytes.
+  void expect_received(const std::vector<ibv_wc>& recvs) {
+    ASSERT_EQ(recvs.size(), lengths_.size());
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      EXPECT_EQ(recvs[i].status, IBV_WC_SUCCESS) << i;
+      EXPECT_EQ(recvs[i].wr_id, 100 + i) << "receives complete in message order";
+      EXPECT_EQ(recvs[i].byte_len, lengths_[i]) << i;
+      EXPECT_EQ(std::memcmp(rbuf_.data() + i * 32 * 1024, src_.data() + i * 32 * 1024, lengths_[i]), 0) << i;
+    }
+  }
+  std::vector<std::byte> rbuf_;
+  const rdma::MemoryRegion* rmr_ = nullptr;
+  std::vector<std::uint32_t> lengths_;
+};
+
+TEST_F(SelectiveRepeatSend, MiddlesBehindTheOpenSendsOwnHoleArePlaced) {
+  build();
+  lose_ = {psn(5)};
+  sends({32});
+  expect_received(run(1));
+  EXPECT_EQ(resent(), 1u);
+  expect_sends(32, {psn(5)});
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 26u);  // +6 .. +31
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 25u);        // +6 .. +30; the LAST held whole
+}
+
+TEST_F(SelectiveRepeatSend, TwoHolesInARowMayBeALastAndAFirst) {
+  // +15 (the first SEND's LAST) and +16 (the second's FIRST) lost: the open message is the
+  // first SEND, and +17 .. +30 would fit its receive, but for all b knows +15 ended it, so they
+  // are held whole and land in the second receive in their turn. Nothing is written past the
+  // first SEND's 16 KiB.
+  build();
+  lose_ = {psn(15), psn(16)};
+  sends({16, 16});
+  expect_received(run(2));
+  EXPECT_EQ(resent(), 2u);
+  expect_sends(32, {psn(15), psn(16)});
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 15u);  // +17 .. +31
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+  EXPECT_TRUE(std::all_of(rbuf_.begin() + 16 * 1024, rbuf_.begin() + 32 * 1024, [](std::byte b) { return b == std::byte{0}; }));
+}
+
+TEST_F(SelectiveRepeatSend, MiddlesBehindAHeldLastAreHeldWhole) {
+  // +14 (a MIDDLE of the first SEND) and +16 (the second's FIRST) lost: the held LAST +15 says
+  // a new message began, so the second SEND's MIDDLEs +17 .. +30 are held whole.
+  build();
+  lose_ = {psn(14), psn(16)};
+  sends({16, 16});
+  expect_received(run(2));
+  EXPECT_EQ(resent(), 2u);
+  EXPECT_EQ(count(b_, rdma::Counter::OutOfOrderBuffered), 16u);  // +15, +17 .. +31
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 0u);
+}
+
+TEST_F(SelectiveRepeatSend, AMiddleThatWouldSpanTwoScatterEntriesIsHeldWhole) {
+  // A receive of two entries, 2.5 KiB and the rest: +2 (bytes 2048 .. 3071) spans both, the
+  // MIDDLEs after it fit one entry each.
+  build();
+  rbuf_.assign(64 * 1024, std::byte{0});
+  rmr_ = reg(*b_.engine, b_.pd, rbuf_, IBV_ACCESS_LOCAL_WRITE);
+  std::array<ibv_sge, 2> g{sge(rbuf_.data(), 2560, rmr_), sge(rbuf_.data() + 4096, 16 * 1024, rmr_)};
+  ASSERT_EQ(post_recv(b_, 100, g.data(), 2), 0);
+  lose_ = {psn(1)};
+  ibv_sge s = sge(src_.data(), 8 * 1024, smr_);
+  ASSERT_EQ(post(a_, IBV_WR_SEND, 0, &s, 1, 0, 0), 0);
+  const std::vector<ibv_wc> recvs = run(1);
+  ASSERT_EQ(recvs.size(), 1u);
+  EXPECT_EQ(recvs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(recvs[0].byte_len, 8u * 1024);
+  EXPECT_EQ(std::memcmp(rbuf_.data(), src_.data(), 2560), 0);
+  EXPECT_EQ(std::memcmp(rbuf_.data() + 4096, src_.data() + 2560, 8 * 1024 - 2560), 0);
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 4u);  // +3 .. +6; +2 spans the two, +7 is the LAST
 }
 
 TEST_F(SelectiveRepeat, APlacedMiddleNeverWritesWhereTheRkeyDoesNotReach) {
@@ -298,6 +395,43 @@ TEST_F(SelectiveRepeat, WhenOnlyTheAcksWereLostTheTimerResendsOnePacket) {
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
 }
 
+// The same after an RTT sample on a path whose SACKs report frequent losses: the probe goes
+// after the tail probe's short wait (max(20 us, 2 srtt) on this path's few-microsecond round
+// trip), not after the early timer's 250 us floor. On a CPU-bound path the reorder window is full
+// every round trip and a lost ACK stalled it for the floor (docs/loss.md, part 2, "The missing
+// tenth"). Without reported losses (a starved poller's silence, af_packet) the floor stays.
+// Virtual time: counted, not timed.
+TEST_F(SelectiveRepeat, ALostAckIsProbedAfterTwoRoundTripsNotTheTimersFloor) {
+  struct Case {
+    bool probe, lossy;
+  };
+  for (const Case c : {Case{true, true}, Case{false, true}, Case{true, false}}) {
+    probe_ = c.probe;
+    sent_.clear();
+    ack_copies_.clear();
+    first_copy_.clear();
+    lose_acks_ = false;
+    lose_ = c.lossy ? std::set<std::uint32_t>{psn(3)} : std::set<std::uint32_t>{};
+    build();
+    write(0, 0, 8 * 1024);  // +3 lost: a SACK reports it (lossy)
+    run(1);
+    lose_acks_ = true;
+    const std::uint64_t before = resent();
+    write(1, 32 * 1024, 32 * 1024);
+    const Nanos t0 = net_->now();
+    std::size_t done = 0;
+    net_->run_until([&] { return (done += drain(a_).size()) >= 1; }, kSecond);
+    const Nanos took = net_->now() - t0;
+    EXPECT_TRUE(same(32 * 1024, 32 * 1024));
+    EXPECT_EQ(resent() - before, 1u) << "one probe";
+    if (c.probe && c.lossy) {
+      EXPECT_LT(took, 100 * kMicro) << "the probe waited the floor";
+    } else {
+      EXPECT_GT(took, 250 * kMicro) << "the floor (switched off, or no loss reported)";
+    }
+  }
+}
+
 // A lost tail of several packets: the probe (the newest) arrives past the holes and its SACK
 // names them; each is resent once, after one timer.
 TEST_F(SelectiveRepeat, ALostTailOfSeveralPacketsCostsOneProbeAndItsHoles) {
@@ -318,16 +452,18 @@ TEST_F(SelectiveRepeat, ALostTailOfSeveralPacketsCostsOneProbeAndItsHoles) {
 TEST_F(SelectiveRepeat, ARequestBeyondTheReorderWindowIsDroppedCountedAndResent) {
   build(kWindow, 8);
   // +1 lost: +2 .. +9 fit b's 8-PSN window behind the hole, +10 .. +31 do not (22 drops). The
-  // SACKs name +1 alone; the timer's probe (+31) is beyond the window again (the 23rd), so the
-  // next timer, finding the same probe unanswered, resends everything unreported.
+  // SACKs name +1 alone; the timer's probe (+31), sent after the tail probe's short wait, is
+  // beyond the window again (the 23rd); the next timer probes again after the full wait (the
+  // 24th: a short wait unanswered may be a starved poller, not a smaller window), and the one
+  // after, finding that probe unanswered too, resends everything unreported.
   lose_ = {psn(1)};
   write(0, 0, 32 * 1024);
   run(1);
   EXPECT_TRUE(same(0, 32 * 1024));
-  EXPECT_EQ(count(b_, rdma::Counter::ReorderOverflows), 23u);
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderOverflows), 24u);
   EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
   for (std::uint32_t i = 10; i < 32; ++i) EXPECT_GE(sent_[psn(i)], 2) << "PSN +" << i;
-  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 2u);
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 3u);
 }
 
 TEST_F(SelectiveRepeat, AHoleAndALostTailCostTheirOwnPacketsOnly) {
