@@ -22,6 +22,8 @@
 
 #include "dataplane/eal.hpp"
 #include "protocol/mtu.hpp"
+#include "verbs/export.hpp"
+#include "verbs/port_quiet.hpp"
 
 namespace roce::verbs {
 namespace {
@@ -285,10 +287,12 @@ void Runtime::release_from_app() {
 
 unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
   dp::Worker& w = dp_->worker(0);
+  const bool had_tx_work = w.engine().has_tx_work();
   const unsigned received = w.poll(now);
   tx_held_ = false;
   after_step();
   tx_work = w.engine().has_tx_work();
+  if (received || had_tx_work) last_traffic_.store(now, std::memory_order_relaxed);
   return received;
 }
 
@@ -304,10 +308,12 @@ unsigned Runtime::step_from_app(bool may_hold) {
   if (gap > longest_step_gap_.load(std::memory_order_relaxed)) longest_step_gap_.store(gap, std::memory_order_relaxed);
   if (app_released_.load(std::memory_order_relaxed)) app_released_.store(false, std::memory_order_relaxed);
   dp::Worker& w = dp_->worker(0);
-  const bool hold = may_hold && !w.engine().has_tx_work();
+  const bool had_tx_work = w.engine().has_tx_work();
+  const bool hold = may_hold && !had_tx_work;
   const unsigned received = w.poll(now, !hold);
   after_step();
   tx_held_ = hold && w.engine().has_tx_work();
+  if (received || had_tx_work) last_traffic_.store(now, std::memory_order_relaxed);
   return received;
 }
 
@@ -370,3 +376,8 @@ LinkState Runtime::link() const {
 }
 
 }  // namespace roce::verbs
+
+ROCE_VERBS_EXPORT std::int64_t roce_verbs_port_quiet_ns() {
+  const roce::verbs::Runtime* rt = roce::verbs::Runtime::running();
+  return rt ? rt->now() - rt->last_traffic() : -1;
+}

@@ -92,6 +92,9 @@ class Runtime {
     send_held();
     release_from_app();
   }
+  // When a step last received a frame or had something to send (on any thread): roce-verbsd's
+  // loop naps only once its rings and the port have both been quiet for a while.
+  Nanos last_traffic() const { return last_traffic_.load(std::memory_order_relaxed); }
   // Arms a watch (lock held); it is checked after every iteration until it fires.
   void watch(CompletionWatch* w);
   void unwatch(CompletionWatch* w);
@@ -129,6 +132,7 @@ class Runtime {
   // Set by a program thread that is likely to stop stepping (completions_to_app, program_waits);
   // cleared by its next step. The dataplane thread, asleep on wake_fd_ (sleeping_), is woken.
   std::atomic<bool> app_released_{false};
+  std::atomic<Nanos> last_traffic_{0};
   alignas(64) std::atomic<bool> sleeping_{false};
   int wake_fd_ = -1;
   std::vector<CompletionWatch*> watches_;  // under the lock
