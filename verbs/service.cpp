@@ -29,9 +29,10 @@ void log(const std::string& what) { std::fprintf(stderr, "roce-verbsd: %s\n", wh
 // beside a program spinning on its buffer and a peer spinning on the link is one busy thread too
 // many, and the scheduler then shares the CPUs out in slices of milliseconds (ib_write_lat
 // through the service: 565 us a round trip when the loop only napped after 1 ms of quiet). So
-// it naps after a quiet of a few round trips, for a quarter of the quiet so far: a program that
-// answers at once finds the loop still spinning, one idle for long costs few wake-ups.
-constexpr Nanos kQuietBeforeNap = 50 * kMicro;
+// it naps after a quiet of a few round trips (as long as library mode's linger), for a quarter
+// of the quiet so far: a program that answers at once finds the loop still spinning, one idle
+// for long costs few wake-ups. 20 us gave 87-163 us round trips where 50 us gave 139-346 (load 9).
+constexpr Nanos kQuietBeforeNap = 20 * kMicro;
 constexpr Nanos kNapFirst = 10 * kMicro;
 constexpr Nanos kNapMost = 200 * kMicro;
 
