@@ -22,6 +22,8 @@
 
 #include "dataplane/eal.hpp"
 #include "protocol/mtu.hpp"
+#include "verbs/export.hpp"
+#include "verbs/port_quiet.hpp"
 
 namespace roce::verbs {
 namespace {
@@ -35,6 +37,15 @@ Runtime* g_runtime = nullptr;
 // kBusyNapMost: the first retry stays quick (a program's last verb before it spins on memory),
 // while a holder that lost its CPU no longer costs a wake-up every 10 us.
 constexpr Nanos kHandoff = 1000 * kMicro;
+// While a program thread keeps driving without a pause, the dataplane thread's check that it
+// still does (a wake-up every kHandoff) doubles its interval up to kDrivenCheckMost: on a 2-CPU
+// guest each wake-up is a context switch on a CPU the program or its peer spins on
+// (docs/verbs.md, "Who steps the engine"). Only while no two of the program's steps since the
+// last check were more than kSteadyGap apart: a program that pauses (descheduled on a loaded
+// machine, or busy elsewhere) has the check back at kHandoff, so that the dataplane thread takes
+// over within that as before. Letting go still wakes the thread at once.
+constexpr Nanos kDrivenCheckMost = 8 * kMilli;
+constexpr Nanos kSteadyGap = 200 * kMicro;
 constexpr Nanos kBusyNapFirst = 10 * kMicro;
 constexpr Nanos kBusyNapMost = 160 * kMicro;
 // Adaptive polling: idle this long (nothing received, nothing to send) before napping.
@@ -201,13 +212,24 @@ void Runtime::thread_main(std::promise<Status>* ready) {
 void Runtime::loop() {
   Nanos last_busy = dp_->now();
   Nanos busy_nap = kBusyNapFirst;
+  Nanos check = kHandoff;  // how long sleep_while_program_steps sleeps past the program's last step
+  bool was_driven = false;
   while (!stop_.load(std::memory_order_relaxed)) {
     Nanos now = dp_->now();
     if (!app_released_.load(std::memory_order_acquire) &&
         now - last_app_step_.load(std::memory_order_relaxed) < kHandoff) {
-      sleep_while_program_steps();
+      // Woken by the timer with the program still driving: look again less often, if it never
+      // paused meanwhile.
+      if (was_driven)
+        check = longest_step_gap_.exchange(0, std::memory_order_relaxed) < kSteadyGap ? std::min(2 * check, kDrivenCheckMost)
+                                                                                       : kHandoff;
+      sleep_while_program_steps(check);
+      was_driven = true;
       continue;
     }
+    was_driven = false;
+    check = kHandoff;
+    longest_step_gap_.store(0, std::memory_order_relaxed);
     // Never queue for the lock behind a program thread: a ticket taken here and then preempted
     // (more runnable threads than CPUs) would stall the program's verbs until this thread ran.
     if (!lock_.try_lock()) {
@@ -238,17 +260,20 @@ void Runtime::loop() {
 // or has not stepped for kHandoff. Every wake-up of this thread costs the CPU the program spins
 // on a context switch, so it does not watch the port meanwhile: a frame the program leaves
 // there after letting go is what it waits for next (in loop()).
-void Runtime::sleep_while_program_steps() {
+void Runtime::sleep_while_program_steps(Nanos check) {
   sleeping_.store(true, std::memory_order_seq_cst);
+  bool woken = true;
   if (!app_released_.load(std::memory_order_seq_cst)) {
-    const Nanos left = last_app_step_.load(std::memory_order_relaxed) + kHandoff - dp_->now();
+    const Nanos left = last_app_step_.load(std::memory_order_relaxed) + check - dp_->now();
     pollfd p{wake_fd_, POLLIN, 0};
-    const timespec ts{0, static_cast<long>(std::clamp<Nanos>(left, kMicro, kHandoff))};
-    ::ppoll(&p, 1, &ts, nullptr);
+    const Nanos wait = std::clamp<Nanos>(left, kMicro, check);
+    const timespec ts{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
+    woken = ::ppoll(&p, 1, &ts, nullptr) > 0;
   }
   sleeping_.store(false, std::memory_order_relaxed);
+  // Only a wake-up has anything to read: a timeout needs no system call more.
   std::uint64_t v;
-  while (::read(wake_fd_, &v, sizeof v) == sizeof v) {
+  while (woken && ::read(wake_fd_, &v, sizeof v) == sizeof v) {
   }
 }
 
@@ -262,10 +287,12 @@ void Runtime::release_from_app() {
 
 unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
   dp::Worker& w = dp_->worker(0);
+  const bool had_tx_work = w.engine().has_tx_work();
   const unsigned received = w.poll(now);
   tx_held_ = false;
   after_step();
   tx_work = w.engine().has_tx_work();
+  if (received || had_tx_work) last_traffic_.store(now, std::memory_order_relaxed);
   return received;
 }
 
@@ -276,13 +303,17 @@ unsigned Runtime::step_locked(Nanos now, bool& tx_work) {
 // than roce-gen, whose driver posts between the receive and the transmit half of one iteration.
 unsigned Runtime::step_from_app(bool may_hold) {
   const Nanos now = dp_->now();
+  const Nanos gap = now - last_app_step_.load(std::memory_order_relaxed);
   last_app_step_.store(now, std::memory_order_relaxed);
+  if (gap > longest_step_gap_.load(std::memory_order_relaxed)) longest_step_gap_.store(gap, std::memory_order_relaxed);
   if (app_released_.load(std::memory_order_relaxed)) app_released_.store(false, std::memory_order_relaxed);
   dp::Worker& w = dp_->worker(0);
-  const bool hold = may_hold && !w.engine().has_tx_work();
+  const bool had_tx_work = w.engine().has_tx_work();
+  const bool hold = may_hold && !had_tx_work;
   const unsigned received = w.poll(now, !hold);
   after_step();
   tx_held_ = hold && w.engine().has_tx_work();
+  if (received || had_tx_work) last_traffic_.store(now, std::memory_order_relaxed);
   return received;
 }
 
@@ -345,3 +376,8 @@ LinkState Runtime::link() const {
 }
 
 }  // namespace roce::verbs
+
+ROCE_VERBS_EXPORT std::int64_t roce_verbs_port_quiet_ns() {
+  const roce::verbs::Runtime* rt = roce::verbs::Runtime::running();
+  return rt ? rt->now() - rt->last_traffic() : -1;
+}

@@ -92,6 +92,9 @@ class Runtime {
     send_held();
     release_from_app();
   }
+  // When a step last received a frame or had something to send (on any thread): roce-verbsd's
+  // loop naps only once its rings and the port have both been quiet for a while.
+  Nanos last_traffic() const { return last_traffic_.load(std::memory_order_relaxed); }
   // Arms a watch (lock held); it is checked after every iteration until it fires.
   void watch(CompletionWatch* w);
   void unwatch(CompletionWatch* w);
@@ -108,7 +111,7 @@ class Runtime {
   void thread_main(std::promise<Status>* ready);
   Status bring_up();
   void loop();
-  void sleep_while_program_steps();
+  void sleep_while_program_steps(Nanos check);  // until `check` after the program's last step, or let go
   void release_from_app();
   bool linger_from_app();  // true when a frame came
   unsigned step_locked(Nanos now, bool& tx_work);  // one iteration; the lock is held
@@ -124,9 +127,12 @@ class Runtime {
   PortWait port_wait_;  // the port's packet sockets, when it has them (net_af_packet)
   // Set by program threads that step: the dataplane thread leaves the engine to them meanwhile.
   alignas(64) std::atomic<Nanos> last_app_step_{0};
+  // The longest time between two of those steps since the dataplane thread last looked (loop()).
+  std::atomic<Nanos> longest_step_gap_{0};
   // Set by a program thread that is likely to stop stepping (completions_to_app, program_waits);
   // cleared by its next step. The dataplane thread, asleep on wake_fd_ (sleeping_), is woken.
   std::atomic<bool> app_released_{false};
+  std::atomic<Nanos> last_traffic_{0};
   alignas(64) std::atomic<bool> sleeping_{false};
   int wake_fd_ = -1;
   std::vector<CompletionWatch*> watches_;  // under the lock
