@@ -19,8 +19,11 @@ class Responder : public RawPeerTest {
  protected:
   void SetUp() override { bring_up_at(kEpsn); }
 
-  void bring_up_at(std::uint32_t epsn) {
-    bring_up(RawPeerSetup{kPeerMac, kPeerIp, kPeerQpn, epsn, kAll});
+  // `selective_repeat`: the QP's reorder window (0: go-back-N).
+  void bring_up_at(std::uint32_t epsn, std::uint32_t selective_repeat = 0) {
+    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, epsn, kAll};
+    s.selective_repeat = selective_repeat;
+    bring_up(s);
     mem_.assign(64 * 1024, std::byte{0});
     for (std::size_t i = 0; i < mem_.size(); ++i) mem_[i] = static_cast<std::byte>(i * 7);
     mr_ = reg(*engine_, ep_.pd, mem_, kAll);
@@ -135,12 +138,7 @@ TEST_F(Responder, DuplicateReadIsReexecutedFromTheRequestedPacket) {
 TEST_F(Responder, RequestsForTheRestOfOneReadShareOneStream) {
   for (const std::uint32_t window : {0u, 64u}) {
     SCOPED_TRACE(window ? "selective repeat" : "go-back-N");
-    RawPeerSetup s{kPeerMac, kPeerIp, kPeerQpn, kEpsn, kAll};
-    s.selective_repeat = window;
-    bring_up(s);
-    mem_.assign(64 * 1024, std::byte{0});
-    for (std::size_t i = 0; i < mem_.size(); ++i) mem_[i] = static_cast<std::byte>(i * 7);
-    mr_ = reg(*engine_, ep_.pd, mem_, kAll);
+    bring_up_at(kEpsn, window);
     constexpr std::uint32_t kLen = 40 * 1024;  // 40 responses, +0 .. +39
     peer_->send(peer_->frame(Opcode::RcReadRequest, kEpsn, reth(va(), mr_->rkey(), kLen)));
     ASSERT_EQ(peer_->collect().size(), 40u);
