@@ -82,11 +82,14 @@ bool Requester::resend_unsacked(const QpContext& qp, bool short_wait) {
   for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);
     if (w.state == WqeState::Done) continue;
-    if (w.state == WqeState::InFlight && w.is_read() && w.read_packets_received != 0 && !tracks_read(w)) return false;
-    // An atomic (ATOMIC_WRITE, FLUSH) waiting for its answer: its request may have been
-    // reported held or answered, so no probe would send it again; go-back-N asks for it (a
-    // duplicate the responder replays), as it would on a NAK.
-    if (w.state == WqeState::InFlight && w.needs_response_data() && !w.is_read() && w.next_packet != 0) return false;
+    // A READ whose responses are taken in order (not tracked), or an atomic (ATOMIC_WRITE,
+    // FLUSH), waiting for its answer: its request may have been reported held or answered, so
+    // no probe would send it again; go-back-N asks for it (a duplicate the responder answers
+    // again), as it would on a NAK. (A READ none of whose responses came was left to the probe:
+    // with its request reported held, a go-back whose re-ask was lost never asked again, and
+    // the answers to the later requests the probe sent were duplicate loss signals until the
+    // retries ran out: ROCE_FAULT_SEED=108000 and 145000.)
+    if (w.state == WqeState::InFlight && w.needs_response_data() && !tracks_read(w) && w.next_packet != 0) return false;
     break;
   }
   // A probe, not the whole window: the newest packet no SACK reported goes again alone. If

@@ -176,8 +176,9 @@ class Responder {
   // Drops queued answers for PSNs at or after `psn`; returns the READ response stream of the
   // request that started at `read_first_psn` if it is among them (kept, for a restart).
   Item* truncate_output_at(std::uint32_t psn, std::uint32_t read_first_psn);
-  // The queued response stream of the READ that started at `read_first_psn`, if any.
-  Item* find_read_stream(std::uint32_t read_first_psn);
+  // A queued response stream of READ `r` that runs to its end (its first answer, or the answer
+  // to a request for its rest), if any.
+  Item* find_read_stream(const Resource& r);
 
   std::uint32_t epsn_ = 0;
   std::uint32_t msn_ = 0;

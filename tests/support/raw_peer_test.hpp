@@ -23,6 +23,7 @@ struct RawPeerSetup {
   bool rts = false;  // also RTR -> RTS, for tests of the requester and completer
   std::uint32_t sq_psn = 0;
   std::uint8_t max_rd_atomic = 1;
+  std::uint32_t selective_repeat = 0;  // the QP's reorder window (0: go-back-N), set before RTR
 };
 
 class RawPeerTest : public ::testing::Test {
@@ -32,6 +33,7 @@ class RawPeerTest : public ::testing::Test {
     peer_.reset();
     engine_ = std::make_unique<rdma::Engine>(raw_peer_target(s.peer_mac), mrs_);
     ep_ = make_endpoint(*engine_, QpOptions{});
+    ASSERT_TRUE(ep_.qp->set_selective_repeat(s.selective_repeat).ok());
     RawPeerPath path{s.peer_ip, s.peer_qpn, s.rq_psn, s.access, s.max_dest_rd_atomic, s.min_rnr_timer, s.mtu};
     to_rtr(*engine_, ep_.qp, path);
     if (s.rts) to_rts(*engine_, ep_.qp, s.sq_psn, s.max_rd_atomic);

@@ -216,7 +216,10 @@ std::string run_scenario(const Scenario& sc) {
   if (!finished) fail << "did not finish by t=" << net.now() << " ns; ";
   const std::uint64_t corrupted_dropped =
       net.host("a").drops(rdma::EngineDrop::IcrcBad) + net.host("b").drops(rdma::EngineDrop::IcrcBad);
-  if (sc.reorder_dup && corrupted_dropped == 0) fail << "no corrupted frame was dropped: the mix did not corrupt; ";
+  // A scenario of a few hundred frames may draw no corruption at 0.5 % (ROCE_FAULT_SEED=125250,
+  // 147250): what the links corrupted must be dropped, not that they corrupted something.
+  const std::uint64_t corrupted_sent = net.stats("a").corrupted + net.stats("b").corrupted;
+  if (corrupted_sent > 0 && corrupted_dropped == 0) fail << corrupted_sent << " frames corrupted on the links, none dropped for a bad ICRC; ";
 
   for (std::size_t q = 0; q < qps.size(); ++q) {
     QpState& s = qps[q];

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -65,6 +66,10 @@ class SelectiveRepeat : public ::testing::Test {
   bool drop(const std::string& from, std::span<const std::byte> f) {
     const Frame x = look(f, true);
     if (!x.ok) return false;
+    if (drop_also_ && drop_also_(from, x)) {
+      ++dropped_;
+      return true;
+    }
     if (from == "b" && x.opcode == kSackOpcode && lose_sacks_ > 0) {
       --lose_sacks_;
       ++dropped_;
@@ -139,6 +144,7 @@ class SelectiveRepeat : public ::testing::Test {
   std::map<std::uint32_t, int> copies_;
   std::uint64_t dropped_ = 0, sacks_on_wire_ = 0;
   std::map<std::uint32_t, int> sent_;
+  std::function<bool(const std::string& from, const Frame&)> drop_also_;  // a test's own drops, before the rules above
 };
 
 TEST_F(SelectiveRepeat, OneLostFrameCostsExactlyOneResend) {
@@ -541,6 +547,45 @@ TEST_F(SelectiveRepeat, ReadResponsesAndRequestsLostStillCompleteInOrder) {
   run(4);
   EXPECT_EQ(std::memcmp(back.data(), dst_.data(), 3 * 16384), 0);
   EXPECT_TRUE(same(100 * 1024, 8 * 1024));
+}
+
+// A READ whose local buffer overlaps an earlier unfinished READ's takes its responses in order
+// (go-back-N on it). Its request arrived behind a hole and a SACK reported it held; its first
+// response is lost, and so is the re-ask that loss starts. Every answer after that is a
+// duplicate loss signal (the go-back made no progress), so only a timer can ask again, and the
+// timer must go back N to the READ: before, it probed the WRITE after it (the READ's request
+// was reported held, so no probe would send it) and the READ's retries ran out
+// (ROCE_FAULT_SEED=108000 and 145000 in RcFaultMatrix).
+TEST_F(SelectiveRepeat, AGoBackNReadWhoseRequestWasHeldIsAskedAgainByTheTimer) {
+  build();
+  for (std::size_t i = 0; i < dst_.size(); ++i) dst_[i] = static_cast<std::byte>(i * 7 + 1);
+  std::vector<std::byte> back(16 * 1024);
+  const rdma::MemoryRegion* bmr = reg(*a_.engine, a_.pd, back, IBV_ACCESS_LOCAL_WRITE);
+  int read0_requests = 0, read1_requests = 0;
+  bool read1_first_response_lost = false;
+  drop_also_ = [&](const std::string& from, const Frame& x) {
+    // READ 0's request: READ 1's is held, and a SACK reports it.
+    if (from == "a" && x.opcode == 0x0C && x.psn == psn(0)) return ++read0_requests == 1;
+    if (from == "a" && x.opcode == 0x0C && x.psn == psn(4)) return ++read1_requests == 2;  // the re-ask
+    if (from == "b" && x.opcode == 0x0D && x.psn == psn(4) && !read1_first_response_lost) return read1_first_response_lost = true;
+    return false;
+  };
+  ibv_sge g0 = sge(back.data(), 4096, bmr);  // READ 0: PSNs +0 .. +3
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_READ, 0, &g0, 1, reinterpret_cast<std::uint64_t>(dst_.data()), dmr_->rkey()), 0);
+  ibv_sge g1 = sge(back.data() + 2048, 8192, bmr);  // READ 1: PSNs +4 .. +11, over READ 0's second half
+  ASSERT_EQ(post(a_, IBV_WR_RDMA_READ, 1, &g1, 1, reinterpret_cast<std::uint64_t>(dst_.data() + 8192), dmr_->rkey()), 0);
+  net_->run_until([&] { return count(a_, rdma::Counter::SacksReceived) > 0; }, kSecond);
+  ASSERT_GT(count(a_, rdma::Counter::SacksReceived), 0u);
+  write(2, 100 * 1024, 1024);  // +12, sent after the SACK: acknowledged, never reported held
+  run(3);
+  EXPECT_TRUE(read1_first_response_lost);
+  EXPECT_EQ(read1_requests, 3);  // the first, the lost re-ask, the timer's
+  // The local ACK timer's (no round trip was sampled yet: una never moved past READ 1, so no
+  // early timer); before, it fired seven times, probing the WRITE, and READ 1 failed.
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts), 1u);
+  EXPECT_EQ(std::memcmp(back.data(), dst_.data(), 2048), 0);
+  EXPECT_EQ(std::memcmp(back.data() + 2048, dst_.data() + 8192, 8192), 0);
+  EXPECT_TRUE(same(100 * 1024, 1024));
 }
 
 // Selective READ responses (docs/loss.md, part 2, "READ responses"): two READs of 32 and 16
