@@ -142,18 +142,20 @@ TEST(GracefulStop, SigintStopsAPipelineWhoseIoLoopDrainsTheWorkersLastFrames) {
 
   // b is stepped from a plain thread, which raises SIGINT once its work is done.
   std::size_t good = 0;
+  std::size_t seen = 0;
+  std::string first_error;
   std::thread peer([&] {
     ibv_sge g = sge(src.data(), 1 << 20, sm);
     ibv_sge r = sge(back.data(), 1 << 20, bm);
     if (post(b, IBV_WR_RDMA_WRITE, 1, &g, 1, reinterpret_cast<std::uint64_t>(mem.data()), am->rkey()) == 0 &&
         post(b, IBV_WR_RDMA_READ, 2, &r, 1, reinterpret_cast<std::uint64_t>(mem.data()), am->rkey()) == 0) {
-      std::size_t seen = 0;
       const Nanos limit = pair->b->now() + 30 * kSecond;
       while (seen < 2 && pair->b->now() < limit) {
         pair->b->poll_once();
         for (const ibv_wc& w : drain(b)) {
           ++seen;
           good += w.status == IBV_WC_SUCCESS;
+          if (w.status != IBV_WC_SUCCESS && first_error.empty()) first_error = describe(w);
         }
       }
     }
@@ -165,8 +167,18 @@ TEST(GracefulStop, SigintStopsAPipelineWhoseIoLoopDrainsTheWorkersLastFrames) {
   EXPECT_EQ(StopSignals::last_signal(), SIGINT);
   StopSignals::clear();
   StopSignals::restore();
-  EXPECT_EQ(good, 2u);
-  EXPECT_EQ(back, src);
+  // A failure says whether the completions came late or in error, and what each side counted.
+  auto counted = [](const Endpoint& e) {
+    std::string out;
+    const rdma::Counters& c = e.qp->counters();
+    for (std::size_t k = 0; k < rdma::kCounterCount; ++k)
+      if (c.values()[k])
+        out += " " + std::string(rdma::counter_name(static_cast<rdma::Counter>(k))) + "=" + std::to_string(c.values()[k]);
+    return out;
+  };
+  EXPECT_EQ(good, 2u) << seen << " completions in 30 s; first error: " << first_error << "\na:" << counted(a)
+                      << "\nb:" << counted(b);
+  EXPECT_TRUE(back == src);
 
   // Both loops published on their way out, each from its own lcore.
   const dp::WorkerSnapshot w = pair->a->worker(0).published_stats();
