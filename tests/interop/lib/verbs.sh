@@ -383,7 +383,7 @@ run_verbs_svc_two_case() {
     timeout 100 ip netns exec "$NETNS" "$BUILD_DIR/verbs/roce-run" $svc -- stdbuf -oL "ib_${verb}_bw" \
       $(verbs_args verbs-to-rxe "$verb" "$mtu" "$size" "$iters" "$flags") "$NET_GUEST_IP" > "$dir/ours_bw.log" 2>&1 &
     bw_pid=$!
-    for i in $(seq 200); do grep -q "#bytes" "$dir/ours_bw.log" && break; kill -0 "$bw_pid" 2>/dev/null || break; sleep 0.1; done
+    for i in $(seq 200); do grep -qs "#bytes" "$dir/ours_bw.log" && break; kill -0 "$bw_pid" 2>/dev/null || break; sleep 0.1; done
     guest_run 150 "timeout 120 $(cm_tool_cmd rping client "$NET_ENGINE_IP" 64 10)"
     rc=$?
     printf '%s' "$GUEST_OUT" > "$dir/guest_rping.log"
