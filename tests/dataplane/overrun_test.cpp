@@ -26,6 +26,7 @@
 #include "lib/cc/params.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/ecn_mark.hpp"
+#include "tests/support/packet_socket.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
 namespace roce::test::overrun_test {
@@ -331,12 +332,7 @@ class AfPacketNamespace {
     return std::to_string(id);
   }
   bool send(std::span<const std::byte> frame) const {
-    sockaddr_ll to{};
-    to.sll_family = AF_PACKET;
-    to.sll_ifindex = ifindex_;
-    to.sll_halen = 6;
-    return ::sendto(fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
-           static_cast<ssize_t>(frame.size());
+    return send_on_packet_socket(fd_, ifindex_, frame);
   }
 
  private:

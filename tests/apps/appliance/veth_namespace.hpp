@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/packet_socket.hpp"
+
 namespace roce::test {
 
 inline int run_quietly(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
@@ -94,12 +96,7 @@ class VethNamespace {
   const std::string& port() const { return port_; }
 
   bool send(std::span<const std::byte> frame) const {
-    sockaddr_ll to{};
-    to.sll_family = AF_PACKET;
-    to.sll_ifindex = ifindex_;
-    to.sll_halen = 6;
-    return ::sendto(fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
-           static_cast<ssize_t>(frame.size());
+    return send_on_packet_socket(fd_, ifindex_, frame);
   }
 
   // The next frame that arrived on the peer end (not one it sent), waiting up to `timeout_ms`;
