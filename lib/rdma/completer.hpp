@@ -139,8 +139,8 @@ class Completer {
   std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
-  bool early_short_ = false;
-  bool early_rearm_ = false;          // a packet of this send turn asked for an ACK: end_send_turn arms          // early_at_ was armed with the tail probe's short wait
+  bool early_short_ = false;          // early_at_ was armed with the tail probe's short wait
+  bool early_rearm_ = false;          // a packet of this send turn asked for an ACK: end_send_turn arms
   std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
   double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
