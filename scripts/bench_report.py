@@ -88,6 +88,26 @@ def sample_stats(values, digits=2):
     return "{} [{}-{}]".format(fmt(statistics.median(values), digits), fmt(min(values), digits), fmt(max(values), digits))
 
 
+def missing_target_inputs(fig):
+    """The same-run figures the Targets table divides by that this run lacks (a perf_suite run
+    without its protocol, responder, rate or rtt case, or a JSON from before they were measured):
+    their rows would print n/a for the baseline and the ratio."""
+    missing = []
+    for frame in ("WRITE_ONLY 64 B", "ACK"):
+        for step in ("build+seal", "parse+verify"):
+            f = fig.find("protocol_cost", frame=frame, step=step)
+            if not f or not f["samples"]:
+                missing.append("protocol_cost {} {} (perf_suite case protocol)".format(frame, step))
+    resp64 = fig.find("responder_worker", payload=64)
+    if not resp64 or "acks_per_packet" not in resp64.get("notes", {}):
+        missing.append("responder_worker 64 B with its acks_per_packet note (perf_suite case responder)")
+    if not fig.find("message_rate"):
+        missing.append("message_rate (perf_suite case goodput or rate)")
+    if not fig.find("rtt", path="write", stat="p50"):
+        missing.append("rtt write p50 (perf_suite case rtt)")
+    return missing
+
+
 def markdown(fig, proto, meta, svg_name, before_after=None):
     L = []
     w = L.append
@@ -568,8 +588,14 @@ def main(argv):
     p.add_argument("--before-after", help="hand-written markdown of the changes' before/after figures, appended")
     p.add_argument("--section", action="append", default=[],
                    help="a markdown section written by another benchmark script, appended as it is (repeatable)")
+    p.add_argument("--require-targets", action="store_true",
+                   help="fail, writing nothing, if a target's same-run baseline is missing from the inputs")
     a = p.parse_args(argv)
     fig = Figures(json.load(open(a.suite)))
+    missing = missing_target_inputs(fig)
+    if missing and a.require_targets:
+        sys.stderr.write("bench_report: the targets' baselines need figures this run lacks:\n  " + "\n  ".join(missing) + "\n")
+        return 1
     proto = json.load(open(a.protocol)) if a.protocol else None
     meta = json.load(open(a.meta)) if a.meta else {}
     picture = svg(fig)

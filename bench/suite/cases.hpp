@@ -31,6 +31,9 @@ struct SuiteConfig {
   bool loss_read = false;
   // The goodput sweep runs only its 64 B WRITE message-rate shape (1 QP, 1 KiB MTU): case `rate`.
   bool rate_only = false;
+  // The 64 B rate, responder and RTT windows each preceded by the protocol floor (paired
+  // ratios); off (--paired-floor off) leaves only the transport's work in a profile.
+  bool paired_floor = true;
 };
 
 // Baselines: same PMD, same frames, same machine, same run.

@@ -8,6 +8,8 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--sr-placement on|off] [--sr-timer standing|srtt] [--sr-probe on|off] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
+//              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
+//              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
@@ -99,6 +101,8 @@ int main(int argc, char** argv) {
       c.loss_read = args.app[++i] == "read";
     } else if (a == "--loss-baseline") {
       loss_baseline = true;
+    } else if (a == "--paired-floor" && has) {
+      c.paired_floor = args.app[++i] == "on";
     } else if (a == "--no-icrc-linear") {
       c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {

@@ -119,7 +119,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   // (8 vs 100 Gbit/s at 4 KiB) with no page fault in it, the guest's host mapping memory in.
   for (unsigned run = 0; run <= c.runs; ++run) {
     const double ceiling = ceiling_window(buffers(c).a, payload, c.window);
-    const ProtocolCost floor = payload == 64 ? measure_protocol_cost(c.window / 2, c.tuning.icrc_linear) : ProtocolCost{};
+    const ProtocolCost floor = payload == 64 && c.paired_floor ? measure_protocol_cost(c.window / 2, c.tuning.icrc_linear) : ProtocolCost{};
     const std::uint64_t acks0 = worker.stats().tx_packets;
     double busy = 0;
     std::uint64_t n = 0;
@@ -184,7 +184,7 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
           const bool rate_case = verb == Verb::Write && size == 64 && nqp == 1 && mtu == IBV_MTU_1024;
           std::vector<ProtocolCost> floors;
           std::function<void()> before;
-          if (rate_case) before = [&] { floors.push_back(measure_protocol_cost(c.window / 2, c.tuning.icrc_linear)); };
+          if (rate_case && c.paired_floor) before = [&] { floors.push_back(measure_protocol_cost(c.window / 2, c.tuning.icrc_linear)); };
           std::vector<double> cpu;
           if (!time_windows(t, c.runs, c.window, fig.samples, before, rate_case ? &cpu : nullptr) || !t.finish(2 * kSecond))
             return false;
@@ -219,7 +219,7 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
             on_cpu.with("verb", "WRITE").with("size", 64).with("qps", 1);
             for (const double g : cpu) on_cpu.samples.push_back(g * 1e9 / 8 / 64 / 1e6);
             out.add(std::move(rate));
-            out.add(std::move(paired));
+            if (!paired.samples.empty()) out.add(std::move(paired));
             out.add(std::move(on_cpu));
           }
           std::fprintf(stderr, "  goodput %s %7u B mtu %u qps %2u: %.2f Gbit/s\n", to_string(verb), size, 256u << (mtu - 1), nqp,
@@ -263,7 +263,7 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
   wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(rb.bytes.data());
   wr.wr.rdma.rkey = rb.mr->rkey();
   for (unsigned run = 0; run <= c.runs; ++run) {  // run 0 warms up
-    const ProtocolCost floor = measure_protocol_cost(c.window / 2, c.tuning.icrc_linear);
+    const ProtocolCost floor = c.paired_floor ? measure_protocol_cost(c.window / 2, c.tuning.icrc_linear) : ProtocolCost{};
     for (unsigned i = 0; i < c.rtt_samples; ++i) {
       ibv_send_wr* bad = nullptr;
       const std::uint64_t t0 = rte_rdtsc();
@@ -284,7 +284,7 @@ bool write_rtt(const SuiteConfig& c, Results& out) {
   out.add(std::move(p50));
   out.add(std::move(p99));
   out.add(std::move(p999));
-  out.add(std::move(paired));
+  if (!paired.samples.empty()) out.add(std::move(paired));
   return checked(rig->ea(), "rtt requester") && checked(rig->eb(), "rtt responder");
 }
 

@@ -64,6 +64,7 @@ void Completer::start(const QpContext& qp) {
   early_at_ = kNever;
   early_backoff_ = 0;
   early_sent_at_ = kNever;
+  early_rearm_ = false;
   srtt_ = rttvar_ = 0;
   sample_end_ = sample_from_ = una_;
   sample_sent_at_ = kNever;
@@ -276,7 +277,7 @@ void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos
     // An ACK is owed about one round trip after each AckReq: the early timer runs from the
     // latest one.
     if (psn_after(req.last_end_psn(), ack_req_end_)) ack_req_end_ = req.last_end_psn();
-    if (retransmit_at_ != kNever) arm_early(qp, now);
+    early_rearm_ = true;
   }
   // A packet carrying a PSN never sent before starts an RTT sample if none is pending.
   if (sample_sent_at_ == kNever && !retrying_ && psn_after(req.sent_end_psn(), sample_from_)) {
@@ -287,6 +288,12 @@ void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos
       rate_delivered_ = delivered_;
     }
   }
+}
+
+void Completer::end_send_turn(const QpContext& qp, Nanos now) {
+  if (!early_rearm_) return;
+  early_rearm_ = false;
+  if (retransmit_at_ != kNever) arm_early(qp, now);
 }
 
 CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout) {

@@ -32,8 +32,13 @@ class Completer {
 
   CompleterOutcome on_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_timer(QpContext& qp, Requester& req, Nanos now);
-  // The requester sent a packet: make sure the retransmission timer runs.
+  // The requester sent a packet: make sure the retransmission timer runs. The early timer a
+  // packet asking for an ACK restarts is armed once, by end_send_turn: every packet of a turn
+  // has the same `now`, so arming it per packet gave the same deadline at several times the cost.
   void on_request_sent(const QpContext& qp, const Requester& req, Nanos now);
+  // The QP's turn at the transmit loop is over (Engine::transmit): the early timer deferred by
+  // on_request_sent is armed now.
+  void end_send_turn(const QpContext& qp, Nanos now);
 
   // Retires finished WQEs at the head of the SQ in order, writing CQEs.
   void retire(QpContext& qp, Requester& req);
@@ -135,6 +140,7 @@ class Completer {
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
   bool early_short_ = false;          // early_at_ was armed with the tail probe's short wait
+  bool early_rearm_ = false;          // a packet of this send turn asked for an ACK: end_send_turn arms
   std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
   double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress

@@ -291,6 +291,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
       }
       ++n;
     }
+    qp.end_send_turn(now);
     refresh(qp);
   }
   for (const std::uint32_t slot : held_now_) {

@@ -511,11 +511,9 @@ void QueuePair::sync_window_share() {
   if (active) comp_.window().join(); else comp_.window().leave();
 }
 
-bool QueuePair::window_paced_out(Nanos now) {
+bool QueuePair::window_pace_due(Nanos now) const {
   const Nanos gap = comp_.window_spacing();
-  if (gap <= 0 || last_request_at_ == kNever || now >= last_request_at_ + gap) return false;
-  pacer_wake_ = last_request_at_ + gap;
-  return true;
+  return gap > 0 && last_request_at_ != kNever && now < last_request_at_ + gap;
 }
 
 bool QueuePair::build_cnp(TxFrame& frame) {
@@ -558,7 +556,12 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
     return built;
   }
   if (cc_ && req_.can_send(ctx_) && paced_out(now)) return false;
-  if (ctx_.is_rc() && req_.can_send(ctx_) && window_paced_out(now)) return false;
+  // The spacing first: it is 0 unless the window is below one packet, and can_send walks the
+  // send queue and the window's limit, which req_.build_next does again.
+  if (ctx_.is_rc() && window_pace_due(now) && req_.can_send(ctx_)) {
+    pacer_wake_ = last_request_at_ + comp_.window_spacing();
+    return false;
+  }
   bool local_error = false;
   const bool built = req_.build_next(ctx_, frame, &local_error);
   if (req_.take_local_done() && !local_error) comp_.retire(ctx_, req_);

@@ -75,6 +75,8 @@ class QueuePair {
   // response is waiting behind it.
   bool only_plain_ack_pending() const;
   bool build_next(TxFrame& frame, Nanos now);
+  // After the build_next calls of one transmit turn, all at `now`: per-turn timer work.
+  void end_send_turn(Nanos now) { comp_.end_send_turn(ctx_, now); }
   void on_timer(Nanos now);
   Nanos deadline() const;
 
@@ -106,8 +108,8 @@ class QueuePair {
   // Whether the pacer lets a data frame go now; if not, the QP sleeps until it does.
   bool paced_out(Nanos now);
   // Whether a send window below one packet holds the next request back (until srtt / window
-  // after the previous one); if so, the QP sleeps until then.
-  bool window_paced_out(Nanos now);
+  // after the previous one); build_next then has the QP sleep until then.
+  bool window_pace_due(Nanos now) const;
   // The wake time of a QP held back by the pacer is where its next frame may leave at the current
   // rate; after a rate change (an increase above all: a 4 KB frame at 1 Mb/s waits 33 ms) it moves.
   void repace(Nanos now);

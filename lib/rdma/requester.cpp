@@ -225,16 +225,18 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     // Also when this packet fills the go-back-N window: nothing more goes out until an ACK
     // comes, and the responder only ACKs on request.
     const std::int32_t inflight_after = psn_diff(psn, una_hint_) + 1;
-    const bool fills_window =
-        inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
-        static_cast<std::int64_t>(inflight_after) >= static_cast<std::int64_t>(window_limit()) ||
-        (sr_window_ != 0 && inflight_after >= static_cast<std::int32_t>(sr_window_)) ||
-        (qp.tuning->max_inflight_bytes != 0 &&
-         static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
-    const std::uint32_t every = std::min(qp.tuning->ack_req_every, window_ack_spacing());
+    const auto fills_window = [&] {
+      return inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
+             static_cast<std::int64_t>(inflight_after) >= static_cast<std::int64_t>(window_limit()) ||
+             (sr_window_ != 0 && inflight_after >= static_cast<std::int32_t>(sr_window_)) ||
+             (qp.tuning->max_inflight_bytes != 0 &&
+              static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
+    };
     // A selective resend asks too: its answer is what tells the requester the hole (or the
-    // probed tail) is filled, and resends are few.
-    const bool ask = info.ends_message() || packets_since_ack_req_ >= every || fills_window || sr_resending_ || probing_;
+    // probed tail) is filled, and resends are few. The window's figures (floating point) are
+    // asked for last: a packet that ends its message asks anyway, and at 64 B every one does.
+    const bool ask = info.ends_message() || sr_resending_ || probing_ ||
+                     packets_since_ack_req_ >= std::min(qp.tuning->ack_req_every, window_ack_spacing()) || fills_window();
     probing_ = false;
     spec.bth.set_ack_requested(ask);
     last_asked_ack_ = ask;

@@ -334,6 +334,29 @@ TEST_F(EarlyRetransmit, WithTheSendWindowNoAnswerYetTheEarlyTimerWaitsSixteenTim
   EXPECT_EQ(net_.now(), 2 * (Nanos{4096} << 10));
 }
 
+TEST_F(EarlyRetransmit, ATurnOfPacketsAskingForAnAckArmsTheEarlyTimerOnce) {
+  // Four WRITEs posted together leave in one transmit turn, each asking for an ACK; the early
+  // timer is armed once at the end of the turn (Completer::end_send_turn), from the turn's time:
+  // with the send window and no RTT sample yet, 16 times its floor after the turn, the go-back
+  // starting at the oldest. Without that arming the resend would wait for the IBA timer (4.2 ms).
+  cfg_.tuning.early_retransmit_min = kMicro;
+  cfg_.tuning.window.enabled = true;
+  QpOptions o;
+  o.timeout = 10;
+  o.retry_cnt = 1;
+  start_blackholed(o);
+  for (std::uint64_t id = 1; id <= 4; ++id) ASSERT_EQ(post_write(id), 0);
+  net_.run_until([&] { return a_out_.size() >= 5; }, kSecond);
+  ASSERT_GE(a_out_.size(), 5u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(a_out_[i].at, 0);
+    EXPECT_TRUE(a_out_[i].ack_req);
+  }
+  EXPECT_EQ(a_out_[4].at, 16 * kMicro);
+  EXPECT_EQ(a_out_[4].psn, a_out_[0].psn);
+  EXPECT_GT(a_.qp->counters().get(rdma::Counter::EarlyRetransmits), 0u);
+}
+
 TEST_F(EarlyRetransmit, EarlyRetransmissionsNeitherUseRetriesNorPostponeRetryExceeded) {
   cfg_.tuning.early_retransmit_min = 500 * kMicro;
   QpOptions o;
