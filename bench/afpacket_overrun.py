@@ -166,9 +166,13 @@ def run_gen(binary, a, window):
            "--vdev", vdev(VETH_GEN, a.ring), "--dev", "net_af_packet0", "--ip", ROCE_GEN,
            "--server", TCP_APPL, "--json"] + dcqcn_args(a) + \
           (["--qp-timeout", str(a.qp_timeout)] if a.qp_timeout else [])
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+    """The client's JSON, or a string saying why there is none (the run is reported and skipped)."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        return "did not finish in %d s" % a.timeout
     if r.returncode != 0:
-        raise RuntimeError("roce-gen exited %d: %s" % (r.returncode, r.stderr.strip()[-400:]))
+        return "exited %d: %s" % (r.returncode, r.stderr.strip()[-200:])
     return json.loads(r.stdout)
 
 
@@ -203,7 +207,7 @@ def main():
         busy.append(subprocess.Popen(["sh", "-c", "while :; do :; done"],
                                      preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)))
     cases = [(m, k) for m in modes for k in marks]
-    totals = {c: {"rt": 0, "sent": 0, "drops": 0, "cnps": 0, "bw": []} for c in cases}
+    totals = {c: {"rt": 0, "sent": 0, "drops": 0, "cnps": 0, "bw": [], "failed": 0} for c in cases}
     with tempfile.TemporaryDirectory() as tmp:
         print("run mode marks window  retransmitted / sent = fraction  NAKs timeouts SACKs CNPs  MB/s  load (1 min)"
               "  | appliance: ring drops, CE marks, CE received, CNPs sent")
@@ -217,6 +221,12 @@ def main():
                     stop_appliance(p)
                 figures = appliance_figures(report) + ["| veth drops"] + veth_drops()
                 load = os.getloadavg()[0]
+                if isinstance(j, str):
+                    print("%3d %-4s %-5s roce-gen %s  load %.1f  | %s" % (run, m, {None: "-", True: "on", False: "off"}[k], j,
+                                                                         load, " ".join(str(x) for x in figures)))
+                    sys.stdout.flush()
+                    totals[(m, k)]["failed"] += 1
+                    continue
                 rt, sent = j["retransmits"], j["packets_sent"]
                 bw = (j.get("results") or [{}])[0].get("bw_average", 0)
                 print("%3d %-4s %-5s %6d  %6d / %6d = %.4f  %5d %8d %5d %4d  %6.1f  %.1f  | %s" %
@@ -232,9 +242,10 @@ def main():
                 t["bw"].append(bw)
         for (m, k), t in totals.items():
             print("all  %-4s marks %-3s %d runs: %d / %d = %.4f retransmitted per packet sent, ring drops %d, CNPs %d,"
-                  " median %.1f MB/s" % (m, {None: "-", True: "on", False: "off"}[k], len(t["bw"]), t["rt"], t["sent"],
-                                         t["rt"] / max(t["sent"], 1), t["drops"], t["cnps"],
-                                         statistics.median(t["bw"]) if t["bw"] else 0))
+                  " median %.1f MB/s; %d runs without figures" %
+                  (m, {None: "-", True: "on", False: "off"}[k], len(t["bw"]), t["rt"], t["sent"],
+                   t["rt"] / max(t["sent"], 1), t["drops"], t["cnps"], statistics.median(t["bw"]) if t["bw"] else 0,
+                   t["failed"]))
 
 
 if __name__ == "__main__":
