@@ -11,16 +11,22 @@ and mode it prints the retransmitted packets as a fraction of the packets the cl
 (data packets: a WRITE client sends nothing else), NAKs, timeouts, SACKs, bandwidth.
 
 With --dcqcn both ends run DCQCN (the appliance's QPs then answer CE with CNPs, the client's
-cut their rate). --ring DEVARGS gives both vdevs that af_packet ring (e.g.
+cut their rate; --line-rate-gbps is DCQCN's line rate at both ends). --marks on,off runs each
+mode with the appliance's receive-overrun CE marks on and off (--overrun-marks; off, the drops
+are still counted), alternating: the A/B of dataplane/overrun.hpp. --busy N runs N busy loops (`while :; do :;
+done`, nice 0) beside the two processes for the whole run and kills them at the end. --ring DEVARGS gives both vdevs that af_packet ring (e.g.
 blocksz=4096,framesz=2048,framecnt=512, the PMD's own default); without it each binary uses
 its default (since 2026-12-06 ours: dataplane/eal.hpp). From the appliance's report it prints
 what the port dropped before the poller read it (rx_overrun_frames: af_packet ring drops,
 imissed, rx_nombuf; "-" from binaries that do not count them), the frames marked CE for
 them, the CE frames and CNPs its QPs saw and sent, and its engine's drops; then the kernel's
-drops on both veth ends (rx/tx, since the namespaces were made).
+drops on both veth ends (rx/tx, since the namespaces were made), and the CNPs the client received.
+The summary gives, per mode and marking, the sums over the runs: resent / sent, ring drops, CNPs,
+and the median bandwidth.
 
 Usage: afpacket_overrun.py ROCE_GEN ROCE_APPLIANCE [--runs N] [--qps 4] [--size 16K] [--iters 500]
-       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--ring DEVARGS] [--tag NAME] [--qp-timeout N]
+       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--line-rate-gbps G] [--ring DEVARGS]
+       [--marks on,off] [--busy N] [--tag NAME] [--qp-timeout N]
 Root only. Namespaces and processes are removed on any exit. Two busy-polling DPDK processes:
 the figures are the machine's at that moment, not the code's alone.
 """
@@ -28,6 +34,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +46,7 @@ ROCE_GEN, ROCE_APPL = "10.78.1.1", "10.78.1.2"
 EAL = ["--no-huge", "--no-pci", "-m", "256", "--log-level=error", "--no-telemetry"]
 
 procs = []
+busy = []  # the --busy loops, killed by their own pid at the end
 
 
 def sh(*args, check=True):
@@ -66,6 +74,10 @@ def cleanup():
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+    for b in busy:
+        if b.poll() is None:
+            b.kill()
+            b.wait()
     for ns in (NS_GEN, NS_APPL):
         sh("ip", "netns", "del", ns, check=False)
     for prefix in (TAG + "_gen", TAG + "_appl"):
@@ -86,14 +98,20 @@ def setup_network():
         sh("ip", "-n", ns, "link", "set", "lo", "up")
 
 
-def start_appliance(binary, tmp, window, a):
+def dcqcn_args(a):
+    return ["--dcqcn", "on", "--line-rate-gbps", str(a.line_rate_gbps)] if a.dcqcn else []
+
+
+def start_appliance(binary, tmp, window, marks, a):
     _, NS_APPL, _, VETH_APPL = names()
     report = os.path.join(tmp, "report-%d.json" % len(procs))
     err = open(os.path.join(tmp, "appliance-%d.err" % len(procs)), "w+")
     cmd = ["ip", "netns", "exec", NS_APPL, binary] + EAL + ["--file-prefix=" + TAG + "_appl", "-l", "0-1", "--",
            "--vdev", vdev(VETH_APPL, a.ring), "--dev", "net_af_packet0", "--ip", ROCE_APPL,
            "--listen-ip", TCP_APPL, "--mr-size", "16M", "--status-interval", "0", "--report", report,
-           "--mtu", str(a.mtu), "--selective-repeat", str(window)] + (["--dcqcn", "on"] if a.dcqcn else [])
+           "--mtu", str(a.mtu), "--selective-repeat", str(window)] + dcqcn_args(a)
+    if marks is not None:  # None: the binary's default (and binaries from before the flag)
+        cmd += ["--overrun-marks", "on" if marks else "off"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True)
     procs.append(p)
     deadline = time.time() + 40
@@ -146,11 +164,15 @@ def run_gen(binary, a, window):
            "write", "-q", str(a.qps), "-s", a.size, "-n", str(a.iters), "-m", str(a.mtu),
            "--selective-repeat", str(window),
            "--vdev", vdev(VETH_GEN, a.ring), "--dev", "net_af_packet0", "--ip", ROCE_GEN,
-           "--server", TCP_APPL, "--json"] + (["--dcqcn", "on"] if a.dcqcn else []) + \
+           "--server", TCP_APPL, "--json"] + dcqcn_args(a) + \
           (["--qp-timeout", str(a.qp_timeout)] if a.qp_timeout else [])
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    """The client's JSON, or a string saying why there is none (the run is reported and skipped)."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        return "did not finish in %d s" % a.timeout
     if r.returncode != 0:
-        raise RuntimeError("roce-gen exited %d: %s" % (r.returncode, r.stderr.strip()[-400:]))
+        return "exited %d: %s" % (r.returncode, r.stderr.strip()[-200:])
     return json.loads(r.stdout)
 
 
@@ -169,39 +191,61 @@ def main():
     ap.add_argument("--ring", default="")
     ap.add_argument("--tag", default="")
     ap.add_argument("--qp-timeout", type=int, default=0)
+    ap.add_argument("--line-rate-gbps", type=float, default=10)
+    ap.add_argument("--marks", default="", help="on,off: A/B of the appliance's overrun marks (default: the binary's own)")
+    ap.add_argument("--busy", type=int, default=0)
+    ap.add_argument("--timeout", type=int, default=120, help="seconds one client run may take")
     a = ap.parse_args()
     global TAG
     if a.tag:
         TAG = a.tag
     modes = a.modes.split(",")
+    marks = [{"on": True, "off": False}[x] for x in a.marks.split(",")] if a.marks else [None]
     setup_network()
-    totals = {m: [0, 0, 0] for m in modes}  # retransmitted, sent, runs
+    for _ in range(a.busy):
+        # At nice 0 whatever this script runs at (a neighbour, not one of ours).
+        busy.append(subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                                     preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)))
+    cases = [(m, k) for m in modes for k in marks]
+    totals = {c: {"rt": 0, "sent": 0, "drops": 0, "cnps": 0, "bw": [], "failed": 0} for c in cases}
     with tempfile.TemporaryDirectory() as tmp:
-        print("run mode window  retransmitted / sent = fraction  NAKs timeouts SACKs  MB/s  load (1 min)"
+        print("run mode marks window  retransmitted / sent = fraction  NAKs timeouts SACKs CNPs  MB/s  load (1 min)"
               "  | appliance: ring drops, CE marks, CE received, CNPs sent")
         for run in range(a.runs):
-            for m in modes:
+            for m, k in (cases if run % 2 == 0 else cases[::-1]):  # each run reverses the order
                 window = a.window if m == "sr" else 0
-                p, report = start_appliance(a.appliance, tmp, window, a)
+                p, report = start_appliance(a.appliance, tmp, window, k, a)
                 try:
                     j = run_gen(a.gen, a, window)
                 finally:
                     stop_appliance(p)
                 figures = appliance_figures(report) + ["| veth drops"] + veth_drops()
                 load = os.getloadavg()[0]
+                if isinstance(j, str):
+                    print("%3d %-4s %-5s roce-gen %s  load %.1f  | %s" % (run, m, {None: "-", True: "on", False: "off"}[k], j,
+                                                                         load, " ".join(str(x) for x in figures)))
+                    sys.stdout.flush()
+                    totals[(m, k)]["failed"] += 1
+                    continue
                 rt, sent = j["retransmits"], j["packets_sent"]
                 bw = (j.get("results") or [{}])[0].get("bw_average", 0)
-                print("%3d %-4s %6d  %6d / %6d = %.4f  %5d %8d %5d  %6.1f  %.1f  | %s" %
-                      (run, m, j["selective_repeat"], rt, sent, rt / max(sent, 1), j["naks"], j["timeouts"],
-                       j["sacks_received"], bw, load, " ".join(str(x) for x in figures)))
+                print("%3d %-4s %-5s %6d  %6d / %6d = %.4f  %5d %8d %5d %4d  %6.1f  %.1f  | %s" %
+                      (run, m, {None: "-", True: "on", False: "off"}[k], j["selective_repeat"], rt, sent,
+                       rt / max(sent, 1), j["naks"], j["timeouts"], j["sacks_received"], j.get("cnps_received", 0),
+                       bw, load, " ".join(str(x) for x in figures)))
                 sys.stdout.flush()
-                t = totals[m]
-                t[0] += rt
-                t[1] += sent
-                t[2] += 1
-        for m in modes:
-            rt, sent, n = totals[m]
-            print("all  %-4s %d runs: %d / %d = %.4f retransmitted per packet sent" % (m, n, rt, sent, rt / max(sent, 1)))
+                t = totals[(m, k)]
+                t["rt"] += rt
+                t["sent"] += sent
+                t["drops"] += figures[0] if isinstance(figures[0], int) else 0
+                t["cnps"] += j.get("cnps_received", 0)
+                t["bw"].append(bw)
+        for (m, k), t in totals.items():
+            print("all  %-4s marks %-3s %d runs: %d / %d = %.4f retransmitted per packet sent, ring drops %d, CNPs %d,"
+                  " median %.1f MB/s; %d runs without figures" %
+                  (m, {None: "-", True: "on", False: "off"}[k], len(t["bw"]), t["rt"], t["sent"],
+                   t["rt"] / max(t["sent"], 1), t["drops"], t["cnps"], statistics.median(t["bw"]) if t["bw"] else 0,
+                   t["failed"]))
 
 
 if __name__ == "__main__":

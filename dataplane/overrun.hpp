@@ -27,6 +27,7 @@ namespace roce::dp {
 struct OverrunConfig {
   Nanos check_interval = 1 * kMilli;      // how often the port's drop count is read; 0: never
   std::uint32_t max_pending_marks = 256;  // marks owed at most (a long overrun is not replayed for ever)
+  bool mark = true;  // false: the drops are read and counted, nothing is marked (an A/B's off side)
 };
 
 struct OverrunCounters {
@@ -52,6 +53,7 @@ class OverrunMarker {
     const std::uint64_t lost = dropped - last_;
     last_ = dropped;
     counters_.frames_lost += lost;
+    if (!c_.mark) return;
     pending_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(pending_ + lost, c_.max_pending_marks));
   }
   // The count could not be read: the next try is an interval later.

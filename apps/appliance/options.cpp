@@ -203,6 +203,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
+  std::string overrun_marks;
   std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size, mr_quota, rdma_cm;
   double handshake_s = 5, control_idle_s = 60, control_line_s = 10;
   std::uint32_t control_clients = 16;
@@ -259,6 +260,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
       ("line-rate-gbps", "line rate for DCQCN, Gb/s", cxxopts::value<double>(o.line_rate_gbps)->default_value("10"))
+      ("overrun-marks", "on: the port's receive drops (a full RX ring) mark as many arriving ECN-capable frames CE, for DCQCN to slow the senders (docs/loss.md); off: only counted", cxxopts::value<std::string>(overrun_marks)->default_value("on"))
       ("control", "control socket path (JSON lines, owner only)", cxxopts::value<std::string>(o.control_socket))
       ("status-interval", "seconds between status lines (0: none)", cxxopts::value<double>(o.status_interval_s)->default_value("1"))
       ("report", "write the final JSON report here (- for stdout)", cxxopts::value<std::string>(o.report_path)->default_value("-"))
@@ -328,6 +330,8 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
     return make_error(EINVAL, "--cm-message-size above 4096 does not fit a UD datagram (udaddy)");
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   o.dcqcn = dcqcn == "on";
+  if (overrun_marks != "on" && overrun_marks != "off") return make_error(EINVAL, "--overrun-marks takes on or off");
+  o.overrun_marks = overrun_marks == "on";
   const auto prof = cc::profile_from_string(profile);
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   o.dcqcn_profile = *prof;

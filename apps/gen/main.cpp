@@ -171,6 +171,7 @@ int gen_main(int argc, char** argv) {
   dopt.engine.max_inline = kMaxInline;
   // -T: the ECN bits of the TOS byte are the engine's to set on every packet it sends.
   if (g.perftest.traffic_class) dopt.engine.tuning.data_ecn = static_cast<proto::Ecn>(*g.perftest.traffic_class & 3);
+  dopt.overrun.mark = g.overrun_marks;
   if (g.dcqcn) {
     dopt.engine.tuning.congestion.enabled = true;
     dopt.engine.tuning.congestion.rp = cc::params_for(g.dcqcn_profile, g.line_rate_gbps * 1e9);

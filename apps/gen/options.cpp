@@ -65,7 +65,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   cxxopts::Options opts("roce-gen", kUsage);
   opts.custom_help("[EAL args --] TEST [options] [HOST]");
   opts.positional_help("");
-  std::string test, host, mtu, rate, profile, ip, dcqcn, connection, atomic;
+  std::string test, host, mtu, rate, profile, ip, dcqcn, connection, atomic, overrun_marks;
   auto text = [] { return cxxopts::value<std::string>(); };
   opts.add_options("Test (perftest's flags)")
       ("test", "write | read | send | atomic | atomic_write | flush | ib_write_bw .. ib_atomic_lat | pingpong | ud-pingpong",
@@ -125,6 +125,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("dcqcn", "congestion control: on or off", cxxopts::value<std::string>(dcqcn)->default_value("off"))
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
       ("line-rate-gbps", "line rate for DCQCN, Gb/s", cxxopts::value<double>(g.line_rate_gbps)->default_value("10"))
+      ("overrun-marks", "on: the port's receive drops (a full RX ring) mark as many arriving ECN-capable frames CE, for DCQCN to slow the senders (docs/loss.md); off: only counted", cxxopts::value<std::string>(overrun_marks)->default_value("on"))
       ("h,help", "this text");
   opts.parse_positional({"test", "host"});
 
@@ -270,6 +271,8 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   g.ip = *addr;
   if (dcqcn != "on" && dcqcn != "off") return make_error(EINVAL, "--dcqcn takes on or off");
   g.dcqcn = dcqcn == "on";
+  if (overrun_marks != "on" && overrun_marks != "off") return make_error(EINVAL, "--overrun-marks takes on or off");
+  g.overrun_marks = overrun_marks == "on";
   const auto prof = cc::profile_from_string(profile);
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   g.dcqcn_profile = *prof;

@@ -36,6 +36,7 @@ struct GenOptions {
   bool dcqcn = false;
   cc::Profile dcqcn_profile = cc::Profile::Paper;
   double line_rate_gbps = 10;
+  bool overrun_marks = true;  // the port's receive drops marked CE (dataplane/overrun.hpp); false: only counted
   unsigned workers = 1;
 };
 

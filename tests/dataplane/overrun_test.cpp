@@ -73,6 +73,14 @@ TEST(OverrunMarker, OwedMarksAreCappedAndACounterResetIsANewBaseline) {
   EXPECT_FALSE(off.due(kSecond));
 }
 
+TEST(OverrunMarker, WithMarksOffTheDropsAreCountedAndNothingIsOwed) {
+  OverrunMarker m(OverrunConfig{kMilli, 256, false});
+  m.on_port_drops(0, 0);
+  m.on_port_drops(kMilli, 30);
+  EXPECT_EQ(m.counters().frames_lost, 30u);
+  EXPECT_EQ(m.owed(), 0u);
+}
+
 std::vector<std::byte> frame_with(Ecn ecn, IpVersion v = IpVersion::V4) {
   FrameSpec s;
   s.eth.src = {2, 0, 0, 0, 0, 1};

@@ -365,5 +365,19 @@ TEST(GenOptions, LineRateGbpsAndItsOldSpelling) {
   EXPECT_EQ(parse_gen_options(cmd({"--help"}))->help_text.find("--line-rate "), std::string::npos);
 }
 
+// --overrun-marks: the port's receive drops marked CE (dataplane/overrun.hpp), on by default;
+// off leaves them counted only, for an A/B (bench/afpacket_overrun.py --marks on,off).
+TEST(GenOptions, OverrunMarksAreOnByDefaultAndCanBeTurnedOff) {
+  auto g = parse_gen_options(cmd({"write", "--server", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(g->overrun_marks);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--overrun-marks", "off"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_FALSE(g->overrun_marks);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--overrun-marks", "maybe"}));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "--overrun-marks takes on or off");
+}
+
 }  // namespace
 }  // namespace roce::client
