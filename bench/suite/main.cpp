@@ -9,7 +9,8 @@
 //              [--sr-placement on|off] [--sr-timer standing|srtt] [--sr-probe on|off] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
 //              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
-//              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] (go-back-N's BDP cap, WindowTuning)
+//              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
+//              (go-back-N's BDP cap, WindowTuning)
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
 //              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] (loss: the same, with go-back-N's BDP cap at
 //              loss interval N (0: after any loss), or with the cap where it is free on or off)
@@ -105,6 +106,8 @@ int main(int argc, char** argv) {
       c.tuning.window.bdp_cap_loss_interval = std::stod(args.app[++i]);
     } else if (a == "--bdp-free" && has) {
       c.tuning.window.bdp_cap_when_free = args.app[++i] == "on";
+    } else if (a == "--bdp-free-rate" && has) {
+      c.tuning.window.bdp_cap_free_rate = std::stod(args.app[++i]);
     } else if (a == "--bdp-floor" && has) {
       c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
     } else if (a == "--loss-verb" && has) {
