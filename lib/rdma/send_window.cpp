@@ -81,15 +81,18 @@ void SendWindow::on_sample_free_cap(double rate) {
   if (!t_.bdp_cap_when_free || (free_cap_ != FreeCap::Trial && free_cap_ != FreeCap::Free)) return;
   trial_[trial_samples_] = rate;
   if (++trial_samples_ < n) return;
-  // Fewer reference samples than the trial's (none measured without the cap yet): nothing says
-  // it is free.
-  const auto median = [n](double* v) {
-    std::nth_element(v, v + n / 2, v + n);
-    return v[n / 2];
+  // The reference: the latest n samples without the cap, or as many as there were if fewer
+  // (a first loss may come before n round trips of a deep window have passed: judged on a
+  // reference still filling, every first trial on an emulated 10 Gbit/s link was costly), at
+  // least 4. Fewer: nothing says the cap is free.
+  const auto median = [](double* v, std::uint32_t k) {
+    std::nth_element(v, v + k / 2, v + k);
+    return v[k / 2];
   };
+  const std::uint32_t known = std::min(uncapped_count_, n);
   double reference[kTrialSamples];
-  std::copy_n(uncapped_, n, reference);
-  const bool free = uncapped_count_ >= n && median(trial_) >= t_.bdp_cap_free_rate * median(reference);
+  std::copy_n(uncapped_, known, reference);
+  const bool free = known >= 4 && median(trial_, n) >= t_.bdp_cap_free_rate * median(reference, known);
   if (free) {
     if (free_cap_ == FreeCap::Trial) ++trials_free_;
     // The backoff stays: a free verdict by chance (a noisy median) is followed by a costly one

@@ -108,9 +108,9 @@ struct WindowTuning {
   // the cap costs a quarter of the rate, and only frequent losses hold it (docs/loss.md, part 1,
   // "Session 10"). Told by trial: after a loss that the interval alone would not cap, the cap
   // holds for bdp_cap_trial_samples RTT samples; their median rate against the median of as many
-  // samples taken without the cap decides (medians: a descheduled poller's sample is an outlier,
-  // and the best of a few noisy samples found the cap free on the one-thread rig in a quarter of
-  // the trials). A costly verdict is not tried again for 1, 2, 4 .. 64 loss events (the backoff
+  // samples taken without the cap (fewer if there were fewer, at least 4) decides (medians: a
+  // descheduled poller's sample is an outlier, and the best of a few noisy samples found the cap
+  // free on the one-thread rig in a quarter of the trials). A costly verdict is not tried again for 1, 2, 4 .. 64 loss events (the backoff
   // is never reset); while free, every bdp_cap_trial_samples samples decide again against the
   // same reference.
   bool bdp_cap_when_free = true;

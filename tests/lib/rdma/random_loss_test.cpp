@@ -170,7 +170,6 @@ TEST_P(RandomLoss, GoBackNResendsAtMostFourPacketsPerLostFrame) {
     // At 0.1 % the interval alone leaves the cap off: it holds because a trial found it free,
     // and it costs no time (the same WRITEs finish as soon as without it, within 2 %).
     EXPECT_GT(not_free.ratio(), 2 * def.ratio());
-    // (One of the four seeds' first trial was judged costly: its samples follow the go-back.)
     EXPECT_GT(def.trials_free, def.trials_costly);
     EXPECT_LT(static_cast<double>(def.elapsed) / 4, 1.02 * static_cast<double>(not_free.elapsed));
   }
