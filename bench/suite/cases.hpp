@@ -29,6 +29,15 @@ struct SuiteConfig {
   std::optional<rdma::TransportTuning> loss_baseline;
   // The loss case's verb (--loss-verb read: a READs b's memory, the data in READ responses).
   bool loss_read = false;
+  // The loss case's lcores (--loss-lcores 2): 1 steps requester, emulator and responder on this
+  // thread, so a round trip is a whole iteration of the one loop and everything sent in it is
+  // in flight; 2 runs the responder side and the emulator on the next lcore (a real round trip).
+  unsigned loss_lcores = 1;
+  // The loss case's link (--loss-link GBITS,DELAY_US): a bottleneck rate and one-way delay each
+  // way, so that the bandwidth-delay product is the wire's; 0,0: the emulator passes frames on
+  // as the loop polls it.
+  double loss_rate_bps = 0;
+  Nanos loss_delay = 0;
   // The goodput sweep runs only its 64 B WRITE message-rate shape (1 QP, 1 KiB MTU): case `rate`.
   bool rate_only = false;
   // The 64 B rate, responder and RTT windows each preceded by the protocol floor (paired

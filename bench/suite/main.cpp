@@ -7,6 +7,13 @@
 //              [--big-mib M] [--sizes a,b,c] [--only case,...] [--smoke]
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--sr-placement on|off] [--sr-timer standing|srtt] [--sr-probe on|off] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
+//              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
+//              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
+//              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
+//              (go-back-N's BDP cap, WindowTuning)
+//              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
+//              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] (loss: the same, with go-back-N's BDP cap at
+//              loss interval N (0: after any loss), or with the cap where it is free on or off)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
@@ -61,6 +68,8 @@ int main(int argc, char** argv) {
   std::set<std::string> only;
   std::size_t big_mib = 0;
   bool loss_baseline = false;
+  double bdp_baseline_interval = -1;
+  int bdp_baseline_free = -1;
   for (std::size_t i = 1; i < args.app.size(); ++i) {
     const std::string& a = args.app[i];
     const bool has = i + 1 < args.app.size();
@@ -95,6 +104,10 @@ int main(int argc, char** argv) {
       c.tuning.window.bdp_cap = args.app[++i] == "on";
     } else if (a == "--bdp-loss-interval" && has) {
       c.tuning.window.bdp_cap_loss_interval = std::stod(args.app[++i]);
+    } else if (a == "--bdp-free" && has) {
+      c.tuning.window.bdp_cap_when_free = args.app[++i] == "on";
+    } else if (a == "--bdp-free-rate" && has) {
+      c.tuning.window.bdp_cap_free_rate = std::stod(args.app[++i]);
     } else if (a == "--bdp-floor" && has) {
       c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
     } else if (a == "--loss-verb" && has) {
@@ -103,6 +116,21 @@ int main(int argc, char** argv) {
       loss_baseline = true;
     } else if (a == "--paired-floor" && has) {
       c.paired_floor = args.app[++i] == "on";
+    } else if (a == "--loss-baseline-bdp-free" && has) {
+      bdp_baseline_free = args.app[++i] == "on" ? 1 : 0;
+    } else if (a == "--loss-baseline-bdp-interval" && has) {
+      bdp_baseline_interval = std::stod(args.app[++i]);
+    } else if (a == "--loss-link" && has) {
+      const std::string v = args.app[++i];
+      const std::size_t comma = v.find(',');
+      if (comma == std::string::npos) {
+        std::fprintf(stderr, "perf_suite: --loss-link wants GBITS,DELAY_US\n");
+        return 2;
+      }
+      c.loss_rate_bps = std::stod(v.substr(0, comma)) * 1e9;
+      c.loss_delay = static_cast<Nanos>(std::stod(v.substr(comma + 1)) * 1e3);
+    } else if (a == "--loss-lcores" && has) {
+      c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
     } else if (a == "--no-icrc-linear") {
       c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {
@@ -145,6 +173,15 @@ int main(int argc, char** argv) {
     rdma::TransportTuning b = c.tuning;
     b.window.bdp_cap = false;
     b.tail_probe_min = 0;
+    c.loss_baseline = b;
+  }
+  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0) {
+    // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
+    // any loss), with or without the cap where it is free.
+    rdma::TransportTuning b = c.tuning;
+    b.window.bdp_cap = true;
+    if (bdp_baseline_interval >= 0) b.window.bdp_cap_loss_interval = bdp_baseline_interval;
+    if (bdp_baseline_free >= 0) b.window.bdp_cap_when_free = bdp_baseline_free == 1;
     c.loss_baseline = b;
   }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {

@@ -1,5 +1,8 @@
 #include "bench/suite/rig.hpp"
 
+#include <rte_launch.h>
+#include <rte_pause.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -101,6 +104,10 @@ std::unique_ptr<Rig> Rig::create(const RigOptions& o) {
     e.y.name = std::to_string(p2->a);
     e.x_to_y.loss = o.loss;
     e.y_to_x.loss = o.loss;
+    for (DirectionFaults* f : {&e.x_to_y, &e.y_to_x}) {
+      f->rate_bps = o.rate_bps;
+      f->delay = o.delay;
+    }
     e.seed = o.seed;
     auto emu = LinkEmulator::create(e);
     if (!emu.ok()) {
@@ -126,6 +133,7 @@ std::unique_ptr<Rig> Rig::create(const RigOptions& o) {
 }
 
 Rig::~Rig() {
+  stop_b();
   // The emulator sends mbufs of the sides' pools: drain it before they go.
   if (a_ && b_) settle();
   if (a_) a_->worker(0).release_stash();
@@ -151,9 +159,38 @@ std::vector<QpPair> Rig::connect(const QpSetOptions& o) {
 
 void Rig::step() {
   a_->poll_once();
+  if (b_remote()) return;
   if (emu_) emu_->poll(emu_->now());
   b_->poll_once();
   if (emu_) emu_->poll(emu_->now());
+}
+
+int Rig::b_main(void* arg) {
+  Rig& r = *static_cast<Rig*>(arg);
+  while (!r.b_quit_.load(std::memory_order_acquire)) {
+    if (r.emu_) r.emu_->poll(r.emu_->now());
+    r.b_->poll_once();
+  }
+  if (r.emu_) r.emu_->poll(r.emu_->now());
+  return 0;
+}
+
+bool Rig::start_b(unsigned lcore) {
+  if (b_remote()) return true;
+  b_quit_.store(false, std::memory_order_release);
+  if (rte_eal_remote_launch(&Rig::b_main, this, lcore) != 0) {
+    std::fprintf(stderr, "rig: cannot launch side B on lcore %u\n", lcore);
+    return false;
+  }
+  b_lcore_ = static_cast<int>(lcore);
+  return true;
+}
+
+void Rig::stop_b() {
+  if (!b_remote()) return;
+  b_quit_.store(true, std::memory_order_release);
+  rte_eal_wait_lcore(static_cast<unsigned>(b_lcore_));
+  b_lcore_ = -1;
 }
 
 void Rig::settle() {

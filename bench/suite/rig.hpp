@@ -1,8 +1,12 @@
 // Two dataplanes (requester side A, responder side B), one worker each, joined by net_ring
 // ports, directly or through the link emulator, stepped alternately on the calling thread:
-// one lcore carries both sides' packet work. QPs are created in sets of N connected pairs.
+// one lcore carries both sides' packet work. Or, between start_b() and stop_b(), side B and the
+// emulator loop on a second lcore while the calling thread steps side A alone: then the round
+// trip is a real one, not a whole iteration of the one loop. QPs are created in sets of N
+// connected pairs.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,6 +26,10 @@ struct RigOptions {
   std::uint64_t seed = 1;
   std::uint32_t mbufs = 8191;
   rdma::TransportTuning tuning{};  // both engines
+  // With the emulator: each way's bottleneck rate (0: none) and one-way delay, a path whose
+  // round trip is the wire's, not the polling loop's.
+  double rate_bps = 0;
+  Nanos delay = 0;
 };
 
 struct QpPair {
@@ -54,8 +62,13 @@ class Rig {
 
   // N freshly connected QP pairs (old ones stay; they are idle).
   std::vector<QpPair> connect(const QpSetOptions& o);
-  // One iteration of each loop (and of the emulator).
+  // One iteration of each loop (and of the emulator); of side A's alone while B runs on its lcore.
   void step();
+  // Side B and the emulator loop on `lcore` until stop_b(). False (with a message) when the
+  // lcore cannot be launched. Between the two, only side A may be touched from this thread.
+  bool start_b(unsigned lcore);
+  void stop_b();
+  bool b_remote() const { return b_lcore_ >= 0; }
   Nanos now() const { return a_->now(); }
   // Steps until both sides have nothing in flight for a while (between cases).
   void settle();
@@ -68,6 +81,9 @@ class Rig {
   rdma::CompletionQueue* cqb_ = nullptr;
   rdma::PdHandle pda_ = 0, pdb_ = 0;
   std::uint32_t next_psn_ = 0x1000;
+  int b_lcore_ = -1;  // the lcore side B runs on, -1: this thread
+  std::atomic<bool> b_quit_{false};
+  static int b_main(void* rig);
 };
 
 // RESET -> RTS towards `peer_qpn` at `peer_ip` (WRITE and READ allowed), and a QP on one CQ.

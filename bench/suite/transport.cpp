@@ -2,6 +2,7 @@
 // 64 B message rate, WRITE round trips, and goodput under loss.
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 
 #include <algorithm>
 #include <array>
@@ -338,7 +339,8 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->baseline = mode == 1;
     rdma::TransportTuning tuning = k->baseline ? *c.loss_baseline : c.tuning;
     if (!k->baseline) tuning.window.enabled = window;
-    k->rig = Rig::create(RigOptions{tag(k->selective ? "lr" : k->baseline ? "lb" : window ? "ls" : "lw"), loss, 42, 8191, tuning});
+    k->rig = Rig::create(RigOptions{tag(k->selective ? "lr" : k->baseline ? "lb" : window ? "ls" : "lw"), loss, 42, 8191, tuning,
+                                    c.loss_rate_bps, c.loss_delay});
     if (!k->rig) return false;
     Rig& rig = *k->rig;
     if (!register_region(rig.a(), rig.pda(), k->ra, buffers(c).a) || !register_region(rig.b(), rig.pdb(), k->rb, buffers(c).b))
@@ -348,6 +350,10 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->qp = qps.front().a;
     k->traffic = std::make_unique<Traffic>(rig, qps, c.loss_read ? Verb::Read : Verb::Write, 65536, k->ra, k->rb, k->recvs, 65536);
     k->fig.with("verb", c.loss_read ? "READ" : "WRITE").with("size", 65536).with("mtu", 4096).with("loss_pct", loss * 100);
+    if (c.loss_rate_bps > 0 || c.loss_delay > 0) {
+      k->fig.with("link_gbps", c.loss_rate_bps / 1e9).with("link_delay_us", static_cast<double>(c.loss_delay) / 1e3);
+      k->fraction.with("link_gbps", c.loss_rate_bps / 1e9).with("link_delay_us", static_cast<double>(c.loss_delay) / 1e3);
+    }
     k->fraction.with("loss_pct", loss * 100);
     k->fig.with("send_window", window ? "on" : "off").with("selective_repeat", k->selective ? "on" : "off");
     k->fraction.with("send_window", window ? "on" : "off").with("selective_repeat", k->selective ? "on" : "off");
@@ -357,12 +363,28 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     }
     cases.push_back(std::move(k));
   }
+  // Two lcores: each rig's responder side and emulator run on the next lcore during its turns.
+  unsigned b_lcore = 0;
+  if (c.loss_lcores > 1) {
+    b_lcore = rte_get_next_lcore(rte_lcore_id(), 1, 0);
+    if (b_lcore >= RTE_MAX_LCORE) {
+      std::fprintf(stderr, "loss: --loss-lcores 2 needs a second lcore (EAL -l 0-1)\n");
+      return false;
+    }
+    for (auto& k : cases) {
+      k->fig.with("lcores", 2);
+      k->fraction.with("lcores", 2);
+    }
+  }
   for (unsigned run = 0; run < c.runs; ++run) {
     for (auto& k : cases) {
       const Nanos w0 = k->rig->now(), c0 = thread_cpu_now();
       const std::uint64_t b0 = k->traffic->bytes();
       k->traffic->stall_reset();
-      if (!time_windows(*k->traffic, 1, 2 * c.window, k->fig.samples) || !k->traffic->finish(10 * kSecond)) return false;
+      if (c.loss_lcores > 1 && !k->rig->start_b(b_lcore)) return false;
+      const bool turn = time_windows(*k->traffic, 1, 2 * c.window, k->fig.samples) && k->traffic->finish(10 * kSecond);
+      k->rig->stop_b();
+      if (!turn) return false;
       k->traffic->stall_reset();
       k->wall += k->rig->now() - w0;
       k->cpu += thread_cpu_now() - c0;
@@ -422,9 +444,11 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
                  lossless_rate > 0 ? cpu_rate / lossless_rate : 0.0);
     {
       const rdma::Completer& cm = k->qp->completer();
-      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f, window %.1f packets\n",
+      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f (%s, loss interval %.0f, %s, trials %u free %u costly), window %.1f packets\n",
                    cm.window().min_rtt() / 1e3, cm.window().standing_rtt() / 1e3, cm.srtt() / 1e3, cm.window().knee_rtt() / 1e3,
-                   cm.window().need(), cm.window().bdp(), cm.window().packets());
+                   cm.window().need(), cm.window().bdp(), cm.window().bdp_engaged() ? "held" : "not held", cm.window().loss_interval(),
+                   cm.window().bdp_free() ? "free" : "not free", cm.window().bdp_trials_free(), cm.window().bdp_trials_costly(),
+                   cm.window().packets());
     }
     out.add(std::move(k->fig));
     out.add(std::move(k->fraction));

@@ -25,6 +25,9 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   bdp_engaged_ = false;
   bdp_until_ = 0;
   delivered_ = delivered_at_loss_ = loss_interval_ = 0;
+  free_cap_ = FreeCap::Unknown;
+  uncapped_count_ = 0;
+  trial_samples_ = trial_skip_ = trial_backoff_ = trials_free_ = trials_costly_ = 0;
   bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
@@ -41,14 +44,67 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   }
 }
 
-bool SendWindow::bdp_engaged() const {
-  if (!bdp_on_) return false;
+bool SendWindow::losses_frequent() const {
   if (t_.bdp_cap_loss_interval <= 0) return bdp_engaged_;
   // The interval still open counts as if it closed now, once it is the longer (TFRC): a clean
   // stretch releases the cap, a lucky one among frequent losses (a few times the average) does not.
   const double open = delivered_ - delivered_at_loss_;
   const double avg = open > loss_interval_ ? loss_interval_ + (open - loss_interval_) / 4 : loss_interval_;
   return loss_interval_ > 0 && avg < t_.bdp_cap_loss_interval;
+}
+
+bool SendWindow::bdp_engaged() const {
+  if (!bdp_on_) return false;
+  return losses_frequent() || free_cap_ == FreeCap::Trial || free_cap_ == FreeCap::Free;
+}
+
+void SendWindow::on_loss_free_cap() {
+  if (!t_.bdp_cap_when_free || losses_frequent()) return;
+  if (free_cap_ == FreeCap::Costly && trial_skip_ > 0) {
+    --trial_skip_;
+    return;
+  }
+  if (free_cap_ == FreeCap::Unknown || free_cap_ == FreeCap::Costly) {
+    free_cap_ = FreeCap::Trial;
+    trial_samples_ = 0;
+  }
+}
+
+void SendWindow::on_sample_free_cap(double rate) {
+  // A sample the cap bounded: the QP may have less in flight than without it.
+  const bool bounded = bdp_engaged() && bdp_ > 0 && bdp_ < static_cap_;
+  const std::uint32_t n = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
+  if (!bounded) {
+    uncapped_[uncapped_count_++ % n] = rate;
+    return;
+  }
+  if (!t_.bdp_cap_when_free || (free_cap_ != FreeCap::Trial && free_cap_ != FreeCap::Free)) return;
+  trial_[trial_samples_] = rate;
+  if (++trial_samples_ < n) return;
+  // The reference: the latest n samples without the cap, or as many as there were if fewer
+  // (a first loss may come before n round trips of a deep window have passed: judged on a
+  // reference still filling, every first trial on an emulated 10 Gbit/s link was costly), at
+  // least 4. Fewer: nothing says the cap is free.
+  const auto median = [](double* v, std::uint32_t k) {
+    std::nth_element(v, v + k / 2, v + k);
+    return v[k / 2];
+  };
+  const std::uint32_t known = std::min(uncapped_count_, n);
+  double reference[kTrialSamples];
+  std::copy_n(uncapped_, known, reference);
+  const bool free = known >= 4 && median(trial_, n) >= t_.bdp_cap_free_rate * median(reference, known);
+  if (free) {
+    if (free_cap_ == FreeCap::Trial) ++trials_free_;
+    // The backoff stays: a free verdict by chance (a noisy median) is followed by a costly one
+    // at the next decision, and the trials after it should not come at every loss again.
+    free_cap_ = FreeCap::Free;
+  } else {
+    ++trials_costly_;
+    free_cap_ = FreeCap::Costly;
+    trial_skip_ = trial_backoff_;
+    trial_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * trial_backoff_, 1), 64);
+  }
+  trial_samples_ = 0;
 }
 
 std::uint32_t SendWindow::limit() const {
@@ -115,6 +171,7 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
     delivered_at_loss_ = delivered_;
     bdp_engaged_ = true;
     bdp_until_ = std::max(bdp_until_, now + static_cast<Nanos>(t_.bdp_cap_memory_rtts) * std::max<Nanos>(rtt, 1));
+    on_loss_free_cap();
   }
   // Selective repeat resends only what was lost: a random loss costs the same at any window.
   if (congestion_only_ && !congestion) return false;
@@ -153,6 +210,7 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   const double rate =
       static_cast<double>(delivered_packets) * pmtu * 8 * 1e9 / static_cast<double>(std::max(interval, rtt)) * sharers_;
   max_rate_bps_ = std::max(rate, max_rate_bps_ * 0.99);  // the path's rate, not one sample's
+  if (bdp_on_) on_sample_free_cap(rate);
   // The knee may drift up slowly, so that it follows a path whose round trip grew.
   if (rate >= kKneeRate * max_rate_bps_)
     knee_rtt_ = knee_rtt_ == 0 ? rtt : std::min(rtt, knee_rtt_ + knee_rtt_ / 256 + 1);

@@ -100,6 +100,22 @@ struct WindowTuning {
   double bdp_cap_floor = 6;
   double bdp_cap_loss_interval = 256;
   std::uint32_t bdp_cap_memory_rtts = 1024;
+  // ... and at any loss interval while the cap is free: the rate it leaves is at least
+  // bdp_cap_free_rate of the best rate measured without it. Where the round trip is the
+  // wire's, rate x min RTT is what the rate needs and the cap costs nothing: a loss then costs
+  // about half the BDP instead of half of everything in flight. Where a round trip is a polling
+  // loop's iteration (perf_suite's one-thread loss case) the rate needs a whole burst in flight,
+  // the cap costs a quarter of the rate, and only frequent losses hold it (docs/loss.md, part 1,
+  // "Session 10"). Told by trial: after a loss that the interval alone would not cap, the cap
+  // holds for bdp_cap_trial_samples RTT samples; their median rate against the median of as many
+  // samples taken without the cap (fewer if there were fewer, at least 4) decides (medians: a
+  // descheduled poller's sample is an outlier, and the best of a few noisy samples found the cap
+  // free on the one-thread rig in a quarter of the trials). A costly verdict is not tried again for 1, 2, 4 .. 64 loss events (the backoff
+  // is never reset); while free, every bdp_cap_trial_samples samples decide again against the
+  // same reference.
+  bool bdp_cap_when_free = true;
+  double bdp_cap_free_rate = 0.9;
+  std::uint32_t bdp_cap_trial_samples = 16;  // at most SendWindow::kTrialSamples
 };
 
 class SendWindow {
@@ -117,6 +133,11 @@ class SendWindow {
   bool bdp_engaged() const;
   // The average number of packets delivered between loss events (0: fewer than one loss yet).
   double loss_interval() const { return loss_interval_; }
+  // WindowTuning::bdp_cap_when_free: whether the cap was found free (it holds at any loss
+  // interval), and the trials that found it free or costly.
+  bool bdp_free() const { return free_cap_ == FreeCap::Free; }
+  std::uint32_t bdp_trials_free() const { return trials_free_; }
+  std::uint32_t bdp_trials_costly() const { return trials_costly_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
@@ -179,6 +200,19 @@ class SendWindow {
   double delivered_ = 0;
   double delivered_at_loss_ = 0;
   double loss_interval_ = 0;  // 0: no loss yet
+  bool losses_frequent() const;
+  // WindowTuning::bdp_cap_when_free: Unknown until the first trial, Trial while one runs.
+  enum class FreeCap : std::uint8_t { Unknown, Trial, Free, Costly };
+  FreeCap free_cap_ = FreeCap::Unknown;
+  static constexpr std::uint32_t kTrialSamples = 32;
+  double uncapped_[kTrialSamples] = {};  // rates of the latest samples the cap did not bound (a ring)
+  std::uint32_t uncapped_count_ = 0;
+  double trial_[kTrialSamples] = {};     // rates of this trial's samples, which the cap bounded
+  std::uint32_t trial_samples_ = 0;
+  std::uint32_t trial_skip_ = 0, trial_backoff_ = 0;  // loss events until the next trial after a costly one
+  std::uint32_t trials_free_ = 0, trials_costly_ = 0;
+  void on_loss_free_cap();
+  void on_sample_free_cap(double rate);
   Nanos min_rtt_ = 0;          // 0: no sample yet
   Nanos knee_rtt_ = 0;         // smallest RTT of a sample at >= 0.8 of the best rate; 0: none
   Nanos last_rtt_ = 0;

@@ -1,0 +1,117 @@
+// Go-back-N's BDP cap where it is free (WindowTuning::bdp_cap_when_free): after a loss that
+// the loss interval alone would not cap, the cap holds for a trial of RTT samples; it keeps
+// holding when the rate it leaves is the rate without it, and lets go when it costs rate. The
+// SendWindow is pure arithmetic: the samples and losses are fed by hand.
+#include <gtest/gtest.h>
+
+#include "lib/rdma/send_window.hpp"
+
+namespace roce::rdma {
+namespace {
+
+constexpr std::uint32_t kPmtu = 4096;
+constexpr double kStaticCap = 64;  // packets one QP may have in flight without a window
+constexpr Nanos kRtt = 10 * kMicro;
+constexpr std::uint32_t kPerRtt = 20;  // packets a sample delivers at the path's full rate
+
+struct Path {
+  SendWindow w;
+  Nanos now = kMilli;
+  explicit Path(const WindowTuning& t = {}) {
+    w.start(t, kStaticCap, false);
+    w.join();
+    // A lone packet's round trip (the min RTT, 2 us), then full-rate samples without the cap:
+    // 20 packets per 10 us, so rate x min RTT is 4 packets and the cap its floor of 6.
+    sample(2 * kMicro, 1);
+    for (int i = 0; i < 40; ++i) sample(kRtt, kPerRtt);
+  }
+  void sample(Nanos rtt, std::uint32_t packets) {
+    now += rtt;
+    w.on_progress(now, packets);
+    w.on_rtt_sample(now, rtt, packets, rtt, kPmtu);
+  }
+  // Packets delivered without a loss: rare losses (more than bdp_cap_loss_interval apart).
+  void clean(std::uint32_t packets) {
+    for (std::uint32_t d = 0; d < packets; d += kPerRtt) sample(kRtt, kPerRtt);
+  }
+  void lose() { w.on_loss(now, kRtt, false); }
+  // A trial's samples at `fraction` of the full rate.
+  void trial(double fraction) {
+    for (std::uint32_t i = 0; i < WindowTuning{}.bdp_cap_trial_samples; ++i)
+      sample(kRtt, static_cast<std::uint32_t>(kPerRtt * fraction));
+  }
+};
+
+TEST(BdpCapWhenFree, APathThatNeverLosesKeepsTheStaticCap) {
+  Path p;
+  EXPECT_FALSE(p.w.bdp_engaged());
+  EXPECT_DOUBLE_EQ(p.w.bdp(), 6);
+}
+
+TEST(BdpCapWhenFree, ARareLossStartsATrialAndAFreeCapKeepsHolding) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  ASSERT_GT(p.w.loss_interval(), WindowTuning{}.bdp_cap_loss_interval);  // the interval alone would not cap
+  EXPECT_TRUE(p.w.bdp_engaged());  // the trial
+  EXPECT_EQ(p.w.limit(), 6u);
+  p.trial(1.0);  // the same rate with 6 in flight: the wire's round trip, not a loop's
+  EXPECT_TRUE(p.w.bdp_free());
+  EXPECT_EQ(p.w.bdp_trials_free(), 1u);
+  // Free: it holds across a long clean stretch, where the interval alone releases it.
+  p.clean(20000);
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 6u);
+}
+
+TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  p.trial(0.7);  // a quarter of the rate lost, as on a one-thread polling loop
+  EXPECT_FALSE(p.w.bdp_free());
+  EXPECT_FALSE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.bdp_trials_costly(), 1u);
+  EXPECT_GT(p.w.limit(), 6u);
+  // After 1, 2, 4 .. costly verdicts, as many rare losses pass before the next trial.
+  p.clean(2000);
+  p.lose();
+  EXPECT_TRUE(p.w.bdp_engaged());  // the first costly verdict skips no loss
+  p.trial(0.7);
+  EXPECT_EQ(p.w.bdp_trials_costly(), 2u);
+  p.clean(2000);
+  p.lose();
+  EXPECT_FALSE(p.w.bdp_engaged());  // skipped
+  p.clean(2000);
+  p.lose();
+  EXPECT_TRUE(p.w.bdp_engaged());
+}
+
+TEST(BdpCapWhenFree, AFreeCapThatStartsToCostRateLetsGo) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  p.trial(1.0);
+  ASSERT_TRUE(p.w.bdp_free());
+  p.trial(0.6);  // decided again against the rate measured without the cap
+  EXPECT_FALSE(p.w.bdp_free());
+  EXPECT_FALSE(p.w.bdp_engaged());
+}
+
+TEST(BdpCapWhenFree, OffTheCapHoldsOnlyWhileLossesAreFrequent) {
+  WindowTuning t;
+  t.bdp_cap_when_free = false;
+  Path p(t);
+  p.clean(2000);
+  p.lose();
+  EXPECT_FALSE(p.w.bdp_engaged());
+  // Frequent losses hold it, as before.
+  for (int i = 0; i < 20; ++i) {
+    p.clean(40);
+    p.lose();
+  }
+  EXPECT_TRUE(p.w.bdp_engaged());
+}
+
+}  // namespace
+}  // namespace roce::rdma
