@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -31,7 +32,7 @@ class SelectiveRepeat : public ::testing::Test {
  protected:
   // `sr_a`, `sr_b`: the reorder window each side was given (0: go-back-N).
   void build(std::uint32_t sr_a = kWindow, std::uint32_t sr_b = kWindow, LinkFaults fa = {}, LinkFaults fb = {}) {
-    net_ = std::make_unique<SimNetwork>(21);
+    net_ = std::make_unique<SimNetwork>(net_seed_);
     // These tests count the packets of selective repeat's own mechanisms: the congestion window
     // (on by default, starting at 16 packets in slow start) would hold back what they send at
     // once. It is tested in overrun_test.cpp and SelectiveRepeatFaults (below, defaults).
@@ -127,6 +128,7 @@ class SelectiveRepeat : public ::testing::Test {
   }
 
   QpOptions o_{};
+  std::uint64_t net_seed_ = 21;
   std::unique_ptr<SimNetwork> net_;
   Endpoint a_, b_;
   std::vector<std::byte> src_, dst_;
@@ -745,8 +747,26 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
   f.bandwidth_bps = 25e9;
   o_.depth = 64;
   window_ = true;  // the default tuning: the congestion window on
+  // ROCE_FAULT_SEED replays another network seed (a failure names its seed).
+  if (const char* env = std::getenv("ROCE_FAULT_SEED")) net_seed_ = std::strtoull(env, nullptr, 10);
   build(kWindow, kWindow, f, f);
   constexpr std::uint32_t kMsg = 16 * 1024;
+  // Which arrivals must be placed at once, from the wire and b's expected PSN alone: a good
+  // WRITE MIDDLE ahead of the expected PSN, within the reorder window, not held yet, in the
+  // same message as the expected PSN, whose FIRST already ran (every message is 16 packets).
+  std::uint64_t placeable = 0;
+  std::set<std::uint32_t> ahead;  // PSN offsets that arrived ahead of the expected PSN
+  const std::uint32_t per_msg = kMsg / 1024;
+  net_->on_deliver = [&](const std::string& to, std::span<const std::byte> frame, Nanos) {
+    if (to != "b" || m.read) return;
+    Packet p;
+    ParseOptions po;
+    po.mtu_rules = false;
+    if (parse_frame(frame, po, p) != ParseError::None || p.icrc_status != IcrcStatus::Ok || p.bth.opcode != 0x07) return;  // good RC WRITE MIDDLEs
+    const std::uint32_t d = (p.psn() - o_.sq_psn) & kPsnMask, e = (b_.qp->responder().expected_psn() - o_.sq_psn) & kPsnMask;
+    if (d <= e || d - e > kWindow || !ahead.insert(d).second) return;
+    if (d / per_msg == e / per_msg && e % per_msg != 0) ++placeable;
+  };
   constexpr std::uint64_t kWrites = 400;
   std::uint64_t posted = 0, done = 0, bad = 0;
   // Each WRITE carries bytes of its own into a place cleared for it: a packet placed at the
@@ -802,10 +822,15 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
     }
     return;
   }
-  // The placement path ran: the MIDDLEs behind a hole in their own message were placed at
-  // once (those of the messages after it wait for the hole: they may overlap what it writes).
+  // The MIDDLEs behind a hole in their own message were placed at once, every one of them
+  // (those of the messages after it wait for the hole: they may overlap what it writes).
+  // How many there are depends on where the losses fell, not on how many there were: at 5 %
+  // several holes are open at once and only the first one's message is placed behind.
+  std::printf("[selective repeat] WRITE MIDDLEs placeable on arrival %llu, placed %llu\n", static_cast<unsigned long long>(placeable),
+              static_cast<unsigned long long>(placed));
+  EXPECT_EQ(placed, placeable);
   if (lost > 20) {
-    EXPECT_GT(placed, lost);
+    EXPECT_GT(placed, 0u);
   }
   if (m.duplicate == 0 && m.reorder == 0 && m.corrupt == 0 && lost > 20) {
     // Loss both ways: a lost SACK or ACK can leave a hole to the timer, which resends what no
