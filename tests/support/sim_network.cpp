@@ -113,6 +113,7 @@ void SimNetwork::step() {
     queue_.pop_back();
     Host& to = hosts_[f.to];
     ++hosts_[to.peer.value_or(f.to)].link_stats.delivered;
+    if (on_deliver) on_deliver(to.sim.name(), f.frame, now_);
     to.sim.engine().receive(f.frame, now_);
   }
   for (Host& h : hosts_) h.sim.engine().advance(now_);

@@ -62,6 +62,8 @@ class SimNetwork {
   void capture_to(const std::string& path) { pcap_ = open_sim_capture(path); }
   // Observes every frame put on a link (before faults): for tests that count packets.
   std::function<void(const std::string& from, std::span<const std::byte>, Nanos)> on_transmit;
+  // Observes every frame handed to a host's engine (after faults), just before it takes it.
+  std::function<void(const std::string& to, std::span<const std::byte>, Nanos)> on_deliver;
 
  private:
   struct InFlight {
