@@ -77,6 +77,7 @@ TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
   // ... resending everything each time, as an RNIC does (the congestion window, on by default,
   // resends one packet after a local ACK timeout: tested in loss_window_test.cpp).
   cfg_.tuning.window.go_back_n_congestion = false;
+  cfg_.tuning.timer_probes = false;  // one packet per retry: the test below
   start_blackholed(o);
   ibv_sge g = sge(buf_.data(), 100, a_mr_);
   ASSERT_EQ(post_write(9), 0);
@@ -99,6 +100,34 @@ TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
   auto flushed = drain(a_);
   ASSERT_EQ(flushed.size(), 1u);
   EXPECT_EQ(flushed[0].status, IBV_WC_WR_FLUSH_ERR);
+}
+
+// With timer probes (the default) each local ACK timeout resends the oldest packet alone, asking
+// for an ACK, and still uses a retry: a dead peer fails the QP at the same moment.
+TEST_F(Timers, EachLocalAckTimeoutProbesTheOldestPacketThenRetryExceeded) {
+  QpOptions o;
+  o.timeout = 10;
+  o.retry_cnt = 3;
+  cfg_.tuning.early_retransmit_min = 0;  // the IBA timer alone
+  cfg_.tuning.window.go_back_n_congestion = false;
+  start_blackholed(o);
+  ASSERT_EQ(post_write(9), 0);
+  ASSERT_EQ(post_write(10), 0);
+  auto wcs = run_for_completion(10 * kSecond);
+  const Nanos rto = 4096LL << 10;
+  ASSERT_EQ(a_out_.size(), 2u + o.retry_cnt);
+  for (std::size_t i = 2; i < a_out_.size(); ++i) {
+    EXPECT_EQ(a_out_[i].at, static_cast<Nanos>(i - 1) * rto) << i;
+    EXPECT_EQ(a_out_[i].psn, a_out_[0].psn) << i;
+    EXPECT_TRUE(a_out_[i].ack_req) << i;
+  }
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(wcs[0].wr_id, 9u);
+  EXPECT_EQ(wcs[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(net_.now(), (1 + o.retry_cnt) * rto);
+  EXPECT_EQ(a_.qp->state(), rdma::QpState::Err);
+  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmitTimeouts), 3u);
 }
 
 TEST_F(Timers, TimeoutZeroMeansNoRetransmission) {
