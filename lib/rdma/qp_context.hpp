@@ -114,7 +114,7 @@ struct TransportTuning {
   // it has; what it really lost is resent once the answer shows where. Selective repeat probes
   // the oldest unreported packet when the newest's probe drew no answer. false: session 9's
   // timers (go back N where no probe applied; selective repeat's second timer resends everything
-  // unreported). Needs tail_probe_min > 0 in go-back-N.
+  // unreported). Go-back-N's early timer probes only with tail_probe_min > 0 as well.
   bool timer_probes = true;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
