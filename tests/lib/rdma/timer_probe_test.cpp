@@ -7,7 +7,6 @@
 
 #include <cstring>
 #include <map>
-#include <random>
 #include <set>
 
 #include "tests/lib/rdma/frame_look.hpp"
@@ -65,19 +64,14 @@ class TimerProbe : public ::testing::TestWithParam<Mode> {
       ASSERT_TRUE(b_.qp->set_selective_repeat(64).ok());
     }
     connect_pair(a_, b_, o_);
-    src_.resize(2 * kMessage);
-    dst_.assign(2 * kMessage, std::byte{0});
-    std::mt19937_64 rng(11);
-    for (auto& x : src_) x = static_cast<std::byte>(rng());
-    smr_ = reg(*a_.engine, a_.pd, src_, IBV_ACCESS_LOCAL_WRITE);
-    dmr_ = reg(*b_.engine, b_.pd, dst_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    mem_.make(a_, b_, 2 * kMessage, 11);
   }
   // kWrites WRITEs together kMessage long at `off`, run until they complete.
   void write(std::size_t off) {
     constexpr std::uint32_t each = kMessage / kWrites;
     for (std::uint32_t i = 0; i < kWrites; ++i) {
-      ibv_sge g = sge(src_.data() + off + i * each, each, smr_);
-      ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, i, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data() + off + i * each), dmr_->rkey()), 0);
+      ibv_sge g = sge(mem_.src.data() + off + i * each, each, mem_.smr);
+      ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, i, &g, 1, reinterpret_cast<std::uint64_t>(mem_.dst.data() + off + i * each), mem_.dmr->rkey()), 0);
     }
     std::vector<ibv_wc> done;
     net_->run_until(
@@ -88,7 +82,7 @@ class TimerProbe : public ::testing::TestWithParam<Mode> {
         net_->now() + 10 * kSecond);
     ASSERT_EQ(done.size(), kWrites);
     for (const ibv_wc& wc : done) EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
-    EXPECT_EQ(std::memcmp(src_.data() + off, dst_.data() + off, kMessage), 0);
+    EXPECT_EQ(std::memcmp(mem_.src.data() + off, mem_.dst.data() + off, kMessage), 0);
   }
   // The first WRITE goes through untouched (an RTT sample); b is starved for `stall` from the
   // moment the second is posted. Returns how long the second took.
@@ -111,9 +105,7 @@ class TimerProbe : public ::testing::TestWithParam<Mode> {
   QpOptions o_{};
   std::unique_ptr<SimNetwork> net_;
   Endpoint a_, b_;
-  std::vector<std::byte> src_, dst_;
-  const rdma::MemoryRegion* smr_ = nullptr;
-  const rdma::MemoryRegion* dmr_ = nullptr;
+  WriteBuffers mem_;
   std::set<std::uint32_t> lose_, first_copy_;
   std::map<std::uint32_t, int> sent_;
   std::vector<Nanos> resent_at_;
