@@ -541,6 +541,7 @@ void ClientTraffic::gather_counters() {
   RunCounters& rc = run_.counters;
   rc.retransmits = rc.naks = rc.timeouts = rc.cnps_received = rc.cnps_sent = 0;
   rc.packets_sent = rc.sacks_received = rc.selective_resends = 0;
+  rc.early_retransmits = rc.tail_probes = rc.oldest_probes = rc.probed_holes = 0;
   for (ClientQp& q : qps_) {
     const rdma::Counters c = dp_.call(q.local.worker, [&](rdma::Engine&) { return q.local.qp->counters(); });
     rc.retransmits += c.get(rdma::Counter::RetransmittedPkts);
@@ -551,6 +552,10 @@ void ClientTraffic::gather_counters() {
     rc.packets_sent += c.get(rdma::Counter::SentPkts);
     rc.sacks_received += c.get(rdma::Counter::SacksReceived);
     rc.selective_resends += c.get(rdma::Counter::SelectiveResends);
+    rc.early_retransmits += c.get(rdma::Counter::EarlyRetransmits);
+    rc.tail_probes += c.get(rdma::Counter::TailProbes);
+    rc.oldest_probes += c.get(rdma::Counter::OldestProbes);
+    rc.probed_holes += c.get(rdma::Counter::ProbedHoles);
   }
 }
 

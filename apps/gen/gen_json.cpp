@@ -118,7 +118,11 @@ std::string gen_result_json(const GenOptions& g, const GenJsonRun& r) {
       .field("packets_sent", c.packets_sent)
       .field("selective_repeat", r.selective_repeat)
       .field("sacks_received", c.sacks_received)
-      .field("selective_resends", c.selective_resends);
+      .field("selective_resends", c.selective_resends)
+      .field("early_retransmits", c.early_retransmits)
+      .field("tail_probes", c.tail_probes)
+      .field("oldest_probes", c.oldest_probes)
+      .field("probed_holes", c.probed_holes);
   if (!r.verify.empty()) w.field("verify", r.verify);
   w.end_object();
   return w.str();

@@ -406,7 +406,8 @@ GoldenCase requester_write_read() {
                "the peer's ACK and READ responses complete them; the SEND nobody ACKs is sent again by the early "
                "retransmission timer: as a tail probe after 2 srtt (40 us: the WRITE's ACK gave an RTT sample), then as "
                "the oldest packet's probe 250 us later, doubling (0.5, 1 and 2 ms more), and after the local ACK timeout "
-               "(4.096 us x 2^timeout), which the early ones do not postpone",
+               "(4.096 us x 2^timeout), which the early ones do not postpone, as the oldest packet's probe again (a retry "
+               "spent on one packet)",
                {}, {}};
   Exchange& x = c.frames;
   const auto mem = pattern(0, kRegionBytes);
@@ -443,7 +444,7 @@ GoldenCase requester_write_read() {
       hex(kPeerRkey) +
       "\nat_us = 0\n"
       "\n[wr send]\nqp = responder\nopcode = send\nmr = data\noffset = 1024\nlength = 64\nat_us = 50\n";
-  t.expect = "wc.ok = 3\ncounter.retransmit_timeouts = 1\ncounter.tail_probes = 1\ncounter.oldest_probes = 4\ncounter.early_retransmits = 0\n";
+  t.expect = "wc.ok = 3\ncounter.retransmit_timeouts = 1\ncounter.tail_probes = 1\ncounter.oldest_probes = 5\ncounter.early_retransmits = 0\n";
   c.scenario = scenario_text(c.name, c.pins, t);
   return c;
 }

@@ -38,6 +38,12 @@ struct RunCounters {
   std::uint64_t packets_sent = 0;       // every packet the QPs sent, resends included
   std::uint64_t sacks_received = 0;     // selective repeat: SACKs that reported holes or held packets
   std::uint64_t selective_resends = 0;  // ... packets resent because a SACK or a timer found them missing
+  // What the early retransmission timer did (docs/loss.md): went back N, probed the newest or
+  // the oldest unacknowledged packet alone, found a hole with that probe.
+  std::uint64_t early_retransmits = 0;
+  std::uint64_t tail_probes = 0;
+  std::uint64_t oldest_probes = 0;
+  std::uint64_t probed_holes = 0;
   std::string first_error;  // ibv_wc_status_str of the first failed completion
 };
 

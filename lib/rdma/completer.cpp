@@ -63,6 +63,7 @@ void Completer::start(const QpContext& qp) {
   rnr_at_ = kNever;
   early_at_ = kNever;
   early_backoff_ = 0;
+  backoff_held_ = false;
   early_sent_at_ = kNever;
   early_rearm_ = false;
   srtt_ = rttvar_ = 0;
@@ -153,6 +154,7 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retrying_ = false;
   probed_ = false;
   oldest_probed_ = false;
+  timeout_probed_ = false;
   // A selective repeat probe is answered like the packets before it (an ACK for everything), so
   // a quick answer says nothing about whether the timer was early: counting it as early kept the
   // doubled wait, and took the whole wait (from the sampled packet, before the timer) as an RTT
@@ -161,7 +163,7 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
   if (first_copy_answered) {
     qp.counters.inc(Counter::SpuriousEarlyRetransmits);
-  } else {
+  } else if (!backoff_held_) {
     early_backoff_ = 0;
   }
   early_sent_at_ = kNever;
@@ -188,6 +190,10 @@ void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
   if (ambiguous) return;
+  if (backoff_held_) {
+    backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
+    early_backoff_ = 0;
+  }
   // The delivery rate over the time since the previous sample (at least this round trip): over
   // one short RTT, an ACK covering a whole message would count as delivered in an instant.
   const Nanos interval = std::max(r, now - rate_since_);
@@ -260,10 +266,8 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // flight, and when that ACK is lost nothing else comes (docs/loss.md, part 2, "The missing
   // tenth"). Not on a path that reports no losses: there silence is a starved poller (af_packet).
   const bool probes = !qp.cfg.selective_repeat || selective_probes_short(qp);
-  early_short_ = false;
   if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes && std::max(qp.tuning->tail_probe_min, 2 * srtt_) < base) {
     base = std::max(qp.tuning->tail_probe_min, 2 * srtt_);
-    early_short_ = true;
   }
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
@@ -296,7 +300,7 @@ void Completer::end_send_turn(const QpContext& qp, Nanos now) {
   if (retransmit_at_ != kNever) arm_early(qp, now);
 }
 
-CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout) {
+CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout, bool cut_as_timeout) {
   // Packets already in flight when a go-back-N started keep arriving out of order; only
   // progress or a timeout may start the next one (otherwise one loss burns every retry).
   if (!timeout && (retrying_ || duplicate_loss_signal(req, psn))) {
@@ -313,9 +317,50 @@ CompleterOutcome Completer::retry(QpContext& qp, Requester& req, std::uint32_t p
   --retry_left_;
   if (timeout) qp.counters.inc(Counter::RetransmitTimeouts);
   qp.counters.inc(Counter::CompleterRetryErr);
-  loss_event(qp, req, now, timeout);
+  loss_event(qp, req, now, timeout || cut_as_timeout);
   go_back(qp, req, psn, now, false, timeout);
   return CompleterOutcome::Progress;
+}
+
+CompleterOutcome Completer::on_local_ack_timeout(QpContext& qp, Requester& req, Nanos now) {
+  const std::uint32_t from = resume_psn(qp);
+  // The retry is used whatever goes out (C9-140: retry_cnt counts local ACK timeouts without
+  // progress), so a dead peer still ends the QP in IBV_WC_RETRY_EXC_ERR on time. What goes out
+  // is one packet asking for an ACK, not the window: a peer whose poller was descheduled past
+  // the timeout (four busy neighbours on two cores) has everything and answers the duplicate with
+  // an ACK of it all; a peer that lost the oldest packet takes it as new and ACKs it alone, and
+  // the go-back follows then (on_aeth), with the timeout's window cut.
+  if (!qp.tuning->timer_probes || retry_left_ == 0) return retry(qp, req, from, now, true);
+  if (!probe(qp, req, from, now, true)) return retry(qp, req, from, now, true);
+  --retry_left_;
+  qp.counters.inc(Counter::RetransmitTimeouts);
+  qp.counters.inc(Counter::CompleterRetryErr);
+  timeout_probed_ = true;
+  arm_timers(qp, now);  // the local ACK timer runs again from this retry
+  return CompleterOutcome::Progress;
+}
+
+bool Completer::probe(QpContext& qp, Requester& req, std::uint32_t from, Nanos now, bool timeout) {
+  if (!req.selective()) return (!timeout && tail_probe(qp, req, now)) || oldest_probe(qp, req, from, now, timeout);
+  if (!qp.tuning->timer_probes) return false;
+  std::uint32_t psn = 0;
+  switch (req.resend_unsacked(qp, true, &psn)) {
+    case Requester::TimerResend::None:
+    case Requester::TimerResend::All: return false;
+    case Requester::TimerResend::ReadHoles: break;
+    case Requester::TimerResend::Newest: qp.counters.inc(Counter::TailProbes); break;
+    case Requester::TimerResend::Oldest:
+      qp.counters.inc(Counter::OldestProbes);
+      oldest_probed_ = true;
+      oldest_probe_psn_ = psn;
+      backoff_held_ = true;  // the newest's probe went unanswered: a stall, perhaps
+      break;
+  }
+  ++early_backoff_;
+  if (sample_sent_at_ != kNever) sample_resent_ = true;  // Karn, as for go-back-N's probes
+  sample_from_ = req.sent_end_psn();
+  early_sent_at_ = now;
+  return true;
 }
 
 bool Completer::in_recovery() const { return recovering_ && psn_before(una_, recovery_end_); }
@@ -337,7 +382,11 @@ void Completer::loss_event(QpContext& qp, const Requester& req, Nanos now, bool 
 }
 
 void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early, bool timer) {
-  if (!((early || timer) && req.selective() && req.resend_unsacked(qp, early && early_short_))) req.rewind(qp, psn);
+  // Selective repeat with timer_probes: a timer gets here only when probe() found none to send.
+  std::uint32_t probe_psn = 0;
+  const bool unsacked = (early || timer) && req.selective() && !qp.tuning->timer_probes &&
+                        req.resend_unsacked(qp, false, &probe_psn) != Requester::TimerResend::None;
+  if (!unsacked) req.rewind(qp, psn);
   retrying_ = true;
   if (early && sample_sent_at_ != kNever) {
     sample_resent_ = true;  // judged when its ACK comes back
@@ -350,8 +399,12 @@ void Completer::go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos 
 }
 
 bool Completer::tail_probe(QpContext& qp, Requester& req, Nanos now) {
-  if (probed_ || early_backoff_ != 0 || srtt_ == 0 || qp.tuning->tail_probe_min <= 0 || req.selective()) return false;
-  if (window().queue_high() || window().congested(now)) return false;  // a queue: the go-back as before
+  // With timer_probes a timer after a doubled wait or on a path showing a queue probes too: the
+  // doubled wait is what a starved peer earns (its ACK came after the timer), and a queue's
+  // signals are the RTT samples such a peer inflates (docs/loss.md, "A timer sends one probe").
+  const bool probes = qp.tuning->timer_probes;
+  if (probed_ || (!probes && early_backoff_ != 0) || srtt_ == 0 || qp.tuning->tail_probe_min <= 0 || req.selective()) return false;
+  if (!probes && (window().queue_high() || window().congested(now))) return false;  // a queue: the go-back as before
   if (!req.probe_newest(qp)) return false;
   qp.counters.inc(Counter::TailProbes);
   probed_ = true;
@@ -389,7 +442,7 @@ void Completer::on_sack(QpContext& qp, Requester& req, const Packet& pkt, Nanos 
   arm_early(qp, now);  // the resends get their round trip before the timer looks again
 }
 
-bool Completer::oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now) {
+bool Completer::oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout) {
   // Silence after the tail probe is a lost NAK, a lost resend (the responder sends one NAK per
   // hole, then drops in silence) or a peer that is not polling (an af_packet ring behind a
   // starved poller: nothing was lost). One packet tells them apart: the oldest unacknowledged.
@@ -397,13 +450,19 @@ bool Completer::oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, N
   // responder answers it as a duplicate with all it has. A whole window sent on silence was
   // what a starved poller cost (docs/loss.md, the af_packet case). The local ACK timer still
   // goes back from una, and still fails the QP.
-  if (!probed_ || srtt_ == 0 || qp.tuning->tail_probe_min <= 0 || req.selective()) return false;
-  if (window().queue_high() || window().congested(now)) return false;  // a queue: the go-back as before
+  // With timer_probes every early timer the tail probe does not take comes here, whatever the
+  // path's queue (see tail_probe), and so does the local ACK timeout, with or without an RTT
+  // sample or the tail probe (tail_probe_min 0: the early timer goes back as before).
+  const bool probes = qp.tuning->timer_probes;
+  if (req.selective()) return false;
+  if (!timeout && (srtt_ == 0 || qp.tuning->tail_probe_min <= 0)) return false;
+  if (!probes && (!probed_ || window().queue_high() || window().congested(now))) return false;  // the go-back as before
   if (!req.probe_oldest(qp, psn)) return false;
   qp.counters.inc(Counter::OldestProbes);
   oldest_probed_ = true;
   oldest_probe_psn_ = psn;
   ++early_backoff_;
+  backoff_held_ = probes;
   if (sample_sent_at_ != kNever) sample_resent_ = true;  // Karn, as for the tail probe
   sample_from_ = req.sent_end_psn();
   early_sent_at_ = now;
@@ -495,13 +554,15 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
       // The oldest packet's probe acknowledged alone: the responder took it as new, so it had
       // lost it and dropped everything sent after it (go-back-N); those go again now. A
       // responder that had it answers a duplicate with its latest PSN (C9-105), further on.
-      const bool probed_hole = oldest_probed_ && before == oldest_probe_psn_ && psn == oldest_probe_psn_;
+      // (Selective repeat: a SACK says the responder holds packets after it, so not a hole of all.)
+      const bool probed_hole = oldest_probed_ && before == oldest_probe_psn_ && psn == oldest_probe_psn_ && !is_sack(pkt);
+      const bool hole_after_timeout = probed_hole && timeout_probed_;
       const auto r = acknowledge_before(qp, req, psn_next(psn), &retry_psn);
       if (una_ != before) progressed(qp, req, now);
       if (r == AckResult::ResponseLost) return retry(qp, req, retry_psn, now, false);
       if (probed_hole && una_ == psn_next(psn) && psn_before(una_, req.sent_end_psn())) {
         qp.counters.inc(Counter::ProbedHoles);
-        return retry(qp, req, una_, now, false);
+        return retry(qp, req, una_, now, false, hole_after_timeout);
       }
       if (is_sack(pkt)) {
         on_sack(qp, req, pkt, now);
@@ -705,7 +766,7 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
   if (retransmit_at_ <= now) {
     retransmit_at_ = kNever;
     early_at_ = kNever;
-    if (outstanding) out = retry(qp, req, resume_psn(qp), now, true);
+    if (outstanding) out = on_local_ack_timeout(qp, req, now);
   } else if (early_at_ <= now) {
     early_at_ = kNever;
     const std::uint32_t from = resume_psn(qp);
@@ -715,7 +776,10 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
       qp.counters.inc(Counter::DuplicateLossSignals);
       arm_early(qp, now);
       out = CompleterOutcome::Progress;
-    } else if (outstanding && rnr_at_ == kNever && (tail_probe(qp, req, now) || oldest_probe(qp, req, from, now))) {
+    } else if (outstanding && rnr_at_ == kNever && probe(qp, req, from, now, false)) {
+      const Nanos ack_timer = retransmit_at_;  // a probe must not postpone the QP's failure
+      arm_early(qp, now);
+      retransmit_at_ = ack_timer;
       out = CompleterOutcome::Progress;
     } else if (outstanding && rnr_at_ == kNever) {
       qp.counters.inc(Counter::EarlyRetransmits);

@@ -73,7 +73,15 @@ class Completer {
   static ReadPlacement read_placement(const QpContext& qp, const SendWqe& w, const proto::Packet& pkt);
   AckResult acknowledge_before(QpContext& qp, Requester& req, std::uint32_t end_psn, std::uint32_t* retry_psn);
   void finish(QpContext& qp, Requester& req, SendWqe& w, ibv_wc_status status);
-  CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
+  // `cut_as_timeout`: the loss was found by the answer to a local ACK timeout's probe: the window
+  // is cut as for the timeout itself.
+  CompleterOutcome retry(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout, bool cut_as_timeout = false);
+  // The local ACK timer expired: a retry (IBA), spent on a probe where one fits.
+  CompleterOutcome on_local_ack_timeout(QpContext& qp, Requester& req, Nanos now);
+  // A timer's one packet instead of a window (TransportTuning::timer_probes): go-back-N's tail
+  // probe or oldest packet's probe, selective repeat's probe of the newest or oldest unreported
+  // packet. False: none fits (a READ or atomic waits): the go-back.
+  bool probe(QpContext& qp, Requester& req, std::uint32_t from, Nanos now, bool timeout);
   // `timer`: a timer, not a NAK, found the loss; with selective repeat only what no SACK
   // reported is resent then.
   void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false, bool timer = false);
@@ -81,7 +89,8 @@ class Completer {
   bool tail_probe(QpContext& qp, Requester& req, Nanos now);
   // The early timer's later tries on a go-back-N QP whose tail probe drew no answer: resend the
   // oldest unacknowledged packet alone (false: it cannot, a READ or atomic; the go-back then).
-  bool oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now);
+  // `timeout`: the local ACK timer's probe (with timer_probes, whether or not a tail probe went first).
+  bool oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool timeout);
   // A SACK's selective part: marks what it shows missing for one resend each.
   void on_sack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome fail_at(QpContext& qp, Requester& req, std::uint32_t psn, ibv_wc_status status);
@@ -133,18 +142,23 @@ class Completer {
   // grown by queueing, and every window after was resent.
   Nanos early_at_ = kNever;
   std::uint32_t early_backoff_ = 0;   // doublings since the last progress (kept over one that answered a first copy)
+  // With timer_probes, the doublings of probes that went unanswered are kept over progress until
+  // an RTT sample (an ACK of a PSN sent once; Karn's rule for TCP's RTO): a peer back from a
+  // stall answers its backlog an ACK at a time, each gap longer than the short wait, and every
+  // gap drew a probe (tests/lib/rdma/timer_probe_test.cpp).
+  bool backoff_held_ = false;
   Nanos early_sent_at_ = kNever;      // the latest early retransmission since the last progress
   Nanos srtt_ = 0, rttvar_ = 0;
   std::uint32_t sample_end_ = 0;      // the sample completes once una reaches this PSN
   std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
-  bool early_short_ = false;          // early_at_ was armed with the tail probe's short wait
   bool early_rearm_ = false;          // a packet of this send turn asked for an ACK: end_send_turn arms
   std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
   double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
-  bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_
+  bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_ (both modes)
+  bool timeout_probed_ = false;       // ... on a local ACK timeout, since the last progress
   std::uint32_t oldest_probe_psn_ = 0;
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
   std::uint32_t acked_end_ = 0;       // one past the highest PSN a response acknowledged (implicitly or not)

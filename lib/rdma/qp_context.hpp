@@ -107,6 +107,15 @@ struct TransportTuning {
   // with the BDP cap while losses are frequent (WindowTuning::bdp_cap): a capped QP has a few
   // packets in flight, and a lost last one has nothing behind it to draw a NAK.
   Nanos tail_probe_min = 20 * kMicro;
+  // Every timer sends a probe, never a window, while the probe's answer shows no hole (docs/loss.md,
+  // "A timer sends one probe"): the early timer whatever the path's queue or the doubled wait,
+  // and the local ACK timeout (which still uses a retry and fails the QP when retry_cnt runs
+  // out). A peer whose poller was descheduled answers the probe, a duplicate, with an ACK of all
+  // it has; what it really lost is resent once the answer shows where. Selective repeat probes
+  // the oldest unreported packet when the newest's probe drew no answer. false: session 9's
+  // timers (go back N where no probe applied; selective repeat's second timer resends everything
+  // unreported). Go-back-N's early timer probes only with tail_probe_min > 0 as well.
+  bool timer_probes = true;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send

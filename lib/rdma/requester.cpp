@@ -60,7 +60,6 @@ void Requester::start(const QpContext& qp) {
   sr_window_ = qp.is_rc() ? qp.cfg.selective_repeat : 0;
   sr_pending_ = 0;
   probed_ = false;
-  probe_short_ = false;
   tx_seq_ = 0;
   sr_.fill(PsnSlot{});
   rd_.fill(PsnSlot{});

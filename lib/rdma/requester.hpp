@@ -65,12 +65,20 @@ class Requester {
   // A SACK from a responder expecting `epsn`: marks the request packets it shows missing below
   // the highest one it holds for one resend each (a resent packet lost again is resent once more when the SACK holds a packet sent after it). Returns how many were newly marked; *first the oldest.
   std::uint32_t on_sack(const QpContext& qp, std::uint32_t epsn, const proto::SackBitmap& sacked, std::uint32_t* first);
+  // What a timer's resend_unsacked() marked.
+  enum class TimerResend : std::uint8_t {
+    None,       // nothing: the oldest unfinished WQE waits for response data (go-back-N re-asks)
+    ReadHoles,  // only a tracked READ's missing responses
+    Newest,     // a probe: the newest request packet no SACK reported, alone
+    Oldest,     // a probe: the oldest one, alone (the newest's probe drew no answer)
+    All,        // everything unreported (`probes_only` false and the probe unanswered)
+  };
   // A timer fired: marks the newest request packet no SACK reported for a resend (a probe whose
-  // answer names what is missing). False (nothing marked) when the oldest unfinished WQE waits
-  // for response data: go-back-N re-asks for it. `short_wait`: the timer waited only the tail
-  // probe's short wait, so its probe going unanswered next time is not yet a reason to resend
-  // everything unreported (that waits for a probe after the full wait).
-  bool resend_unsacked(const QpContext& qp, bool short_wait);
+  // answer names what is missing); if the timer before probed the same packet and nothing
+  // answered, the oldest unreported one instead (*probe_psn: the probed PSN), or with
+  // `probes_only` false (TransportTuning::timer_probes off) everything unreported. None (nothing
+  // marked) when the oldest unfinished WQE waits for response data: go-back-N re-asks for it.
+  TimerResend resend_unsacked(const QpContext& qp, bool probes_only, std::uint32_t* probe_psn);
   std::uint32_t resends_pending() const { return sr_pending_; }
   // Go-back-N's tail loss probe: the newest request packet goes again alone, asking for an ACK.
   // False (nothing changed) when that packet belongs to a READ or atomic (the responder would
@@ -163,7 +171,6 @@ class Requester {
   bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)
   bool probing_ = false;       // the next packet is go-back-N's tail probe (it asks for an ACK)
   bool probed_ = false;        // the last timer sent probe_psn_ alone
-  bool probe_short_ = false;   // ... after the tail probe's short wait
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
   PsnSlots sr_{};

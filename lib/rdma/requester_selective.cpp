@@ -68,7 +68,7 @@ std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const 
   return marked;
 }
 
-bool Requester::resend_unsacked(const QpContext& qp, bool short_wait) {
+Requester::TimerResend Requester::resend_unsacked(const QpContext& qp, bool probes_only, std::uint32_t* probe_psn) {
   // A tracked READ some of whose responses came, or whose responses were found missing: all it
   // still misses is asked for again (what a timer finds: a lost tail, a hole's request or
   // answer lost again).
@@ -89,7 +89,7 @@ bool Requester::resend_unsacked(const QpContext& qp, bool short_wait) {
     // with its request reported held, a go-back whose re-ask was lost never asked again, and
     // the answers to the later requests the probe sent were duplicate loss signals until the
     // retries ran out: ROCE_FAULT_SEED=108000 and 145000.)
-    if (w.state == WqeState::InFlight && w.needs_response_data() && !tracks_read(w) && w.next_packet != 0) return false;
+    if (w.state == WqeState::InFlight && w.needs_response_data() && !tracks_read(w) && w.next_packet != 0) return TimerResend::None;
     break;
   }
   // A probe, not the whole window: the newest packet no SACK reported goes again alone. If
@@ -98,32 +98,39 @@ bool Requester::resend_unsacked(const QpContext& qp, bool short_wait) {
   // and its SACK names every missing packet, each then resent once (TCP's tail loss probe).
   // Resending everything unreported instead cost a window per spurious timer on af_packet.
   // A timer that finds the same newest packet unreported again (the probe drew no answer: a
-  // peer holding fewer PSNs than we send drops it as beyond its window) resends all of them,
-  // unless that probe went after the tail probe's short wait (completer.cpp): a poller starved
-  // for longer than that (af_packet) then gets a second probe, not a window of duplicates.
-  std::uint32_t probe = 0;
+  // poller starved for longer than the wait, or a peer holding fewer PSNs than we send, which
+  // drops it as beyond its window) probes the oldest unreported packet: the responder takes
+  // it whatever its window, as new (it was the hole; an ACK of it alone says nothing after it
+  // arrived, and the completer resends the rest) or as a duplicate (answered with all it has).
+  std::uint32_t newest = 0, oldest = 0;
   std::uint32_t unreported = 0;
   for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
-    if (sr_slot(psn).flags & kSacked) return;
-    probe = psn;
-    ++unreported;
+    if ((sr_slot(psn).flags & kSacked) || psn_before(psn, una_hint_)) return;
+    if (unreported++ == 0) oldest = psn;
+    newest = psn;
   });
-  if (unreported == 0) return holes != 0;
-  if (probed_ && probe == probe_psn_ && !probe_short_) {
+  if (unreported == 0) return holes != 0 ? TimerResend::ReadHoles : TimerResend::None;
+  if (probed_ && newest == probe_psn_) {
+    if (probes_only) {
+      sr_slot(oldest).flags |= kPending | kResent;
+      sr_pending_ = std::max<std::uint32_t>(sr_pending_, 1);
+      *probe_psn = oldest;
+      return TimerResend::Oldest;
+    }
     probed_ = false;
     for_each_sent_request(qp, [&](const SendWqe&, std::uint32_t, std::uint32_t psn) {
       PsnSlot& s = sr_slot(psn);
       if (!(s.flags & kSacked)) s.flags = kPending | kResent;
     });
     sr_pending_ = unreported;
-    return true;
+    return TimerResend::All;
   }
   probed_ = true;
-  probe_short_ = short_wait;
-  probe_psn_ = probe;
-  sr_slot(probe).flags = kPending | kResent;
+  probe_psn_ = newest;
+  sr_slot(newest).flags = kPending | kResent;
   sr_pending_ = 1;
-  return true;
+  *probe_psn = newest;
+  return TimerResend::Newest;
 }
 
 bool Requester::build_selective(QpContext& qp, TxFrame& frame) {

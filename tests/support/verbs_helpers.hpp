@@ -88,6 +88,23 @@ inline const rdma::MemoryRegion* reg(rdma::Engine& e, rdma::PdHandle pd, std::ve
   return mr.ok() ? *mr : nullptr;
 }
 
+// What a WRITE test copies: `bytes` of seeded random bytes registered at `from`, and as many
+// zeroes at `to`, registered for remote writes (the fixture most transport tests declare).
+struct WriteBuffers {
+  std::vector<std::byte> src, dst;
+  const rdma::MemoryRegion* smr = nullptr;
+  const rdma::MemoryRegion* dmr = nullptr;
+
+  void make(Endpoint& from, Endpoint& to, std::size_t bytes, std::uint64_t seed) {
+    src.resize(bytes);
+    dst.assign(bytes, std::byte{0});
+    std::uint64_t x = seed;
+    for (auto& c : src) c = static_cast<std::byte>((x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 56);
+    smr = reg(*from.engine, from.pd, src, IBV_ACCESS_LOCAL_WRITE);
+    dmr = reg(*to.engine, to.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  }
+};
+
 inline ibv_sge sge(const std::byte* p, std::uint32_t len, const rdma::MemoryRegion* mr) {
   return ibv_sge{reinterpret_cast<std::uint64_t>(p), len, mr ? mr->lkey() : 0};
 }

@@ -386,7 +386,8 @@ TEST_F(SelectiveRepeat, ATailLossTimerResendsOnlyWhatIsUnacknowledged) {
   EXPECT_TRUE(same(0, 16 * 1024));
   EXPECT_EQ(resent(), 1u);
   expect_sends(16, {psn(15)});
-  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 1u);
+  EXPECT_EQ(count(a_, rdma::Counter::TailProbes), 1u);  // one timer, its probe
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 0u);
 }
 
 // The timer's resend is a probe: the newest packet no SACK reported goes alone. When only the
@@ -460,18 +461,21 @@ TEST_F(SelectiveRepeat, ALostTailOfSeveralPacketsCostsOneProbeAndItsHoles) {
 TEST_F(SelectiveRepeat, ARequestBeyondTheReorderWindowIsDroppedCountedAndResent) {
   build(kWindow, 8);
   // +1 lost: +2 .. +9 fit b's 8-PSN window behind the hole, +10 .. +31 do not (22 drops). The
-  // SACKs name +1 alone; the timer's probe (+31), sent after the tail probe's short wait, is
-  // beyond the window again (the 23rd); the next timer probes again after the full wait (the
-  // 24th: a short wait unanswered may be a starved poller, not a smaller window), and the one
-  // after, finding that probe unanswered too, resends everything unreported.
+  // SACKs name +1 alone; the timer's probe (+31) is beyond the window again (the 23rd); the
+  // next timer, finding it unanswered, probes the oldest unreported packet (+10), which b takes
+  // as new and acknowledges alone (it holds nothing after it): that answer shows the hole, and
+  // everything from +11 goes again, in order (timer_probes; docs/loss.md).
   lose_ = {psn(1)};
   write(0, 0, 32 * 1024);
   run(1);
   EXPECT_TRUE(same(0, 32 * 1024));
-  EXPECT_EQ(count(b_, rdma::Counter::ReorderOverflows), 24u);
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderOverflows), 23u);
   EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
   for (std::uint32_t i = 10; i < 32; ++i) EXPECT_GE(sent_[psn(i)], 2) << "PSN +" << i;
-  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 3u);
+  EXPECT_EQ(count(a_, rdma::Counter::TailProbes), 1u);
+  EXPECT_EQ(count(a_, rdma::Counter::OldestProbes), 1u);
+  EXPECT_EQ(count(a_, rdma::Counter::ProbedHoles), 1u);
+  EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 0u);
 }
 
 TEST_F(SelectiveRepeat, AHoleAndALostTailCostTheirOwnPacketsOnly) {

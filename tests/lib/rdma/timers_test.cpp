@@ -60,6 +60,36 @@ class Timers : public ::testing::Test {
     return got;
   }
 
+  // Two WRITEs toward a peer that never answers, the IBA timer alone (timeout 10: 4.194304 ms,
+  // retry_cnt 3); `probes`: TransportTuning::timer_probes. Returns their completions.
+  std::vector<ibv_wc> run_retries_to_a_dead_peer(bool probes) {
+    QpOptions o;
+    o.timeout = 10;
+    o.retry_cnt = kRetries;
+    cfg_.tuning.early_retransmit_min = 0;
+    // The congestion window (on by default) would resend one packet after a local ACK timeout
+    // whatever the probes do (tested in loss_window_test.cpp).
+    cfg_.tuning.window.go_back_n_congestion = false;
+    cfg_.tuning.timer_probes = probes;
+    start_blackholed(o);
+    EXPECT_EQ(post_write(9), 0);
+    EXPECT_EQ(post_write(10), 0);
+    return run_for_completion(10 * kSecond);
+  }
+  // The first WRITE fails RETRY_EXC_ERR after the last retry's timeout, the second is flushed.
+  void expect_retry_exceeded(const std::vector<ibv_wc>& wcs) {
+    ASSERT_EQ(wcs.size(), 2u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
+    EXPECT_EQ(wcs[0].wr_id, 9u);
+    EXPECT_EQ(wcs[1].status, IBV_WC_WR_FLUSH_ERR);
+    EXPECT_EQ(net_.now(), (1 + kRetries) * kRto);
+    EXPECT_EQ(a_.qp->state(), rdma::QpState::Err);
+    EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetryExceededErr), 1u);
+    EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmitTimeouts), kRetries);
+  }
+
+  static constexpr std::uint8_t kRetries = 3;
+  static constexpr Nanos kRto = 4096LL << 10;
   static constexpr Nanos kDelay = 3 * kMicro;
   rdma::EngineConfig cfg_;
   SimNetwork net_{42};
@@ -70,35 +100,31 @@ class Timers : public ::testing::Test {
 };
 
 TEST_F(Timers, RetransmissionEveryLocalAckTimeoutThenRetryExceeded) {
-  QpOptions o;
-  o.timeout = 10;  // 4.096 us * 2^10 = 4.194304 ms
-  o.retry_cnt = 3;
-  cfg_.tuning.early_retransmit_min = 0;  // the IBA timer alone
-  // ... resending everything each time, as an RNIC does (the congestion window, on by default,
-  // resends one packet after a local ACK timeout: tested in loss_window_test.cpp).
-  cfg_.tuning.window.go_back_n_congestion = false;
-  start_blackholed(o);
-  ibv_sge g = sge(buf_.data(), 100, a_mr_);
-  ASSERT_EQ(post_write(9), 0);
-  ASSERT_EQ(post_write(10), 0);
-  auto wcs = run_for_completion(10 * kSecond);
-  const Nanos rto = 4096LL << 10;
+  // Resending everything each time, as an RNIC does (session 9's timers).
+  auto wcs = run_retries_to_a_dead_peer(false);
   // The first transmission carries both WRs; each retry resends both.
-  ASSERT_EQ(a_out_.size(), 2u * (1 + o.retry_cnt));
-  for (std::size_t i = 0; i < a_out_.size(); i += 2) EXPECT_EQ(a_out_[i].at, static_cast<Nanos>(i / 2) * rto) << i;
-  ASSERT_EQ(wcs.size(), 2u);
-  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
-  EXPECT_EQ(wcs[0].wr_id, 9u);
-  EXPECT_EQ(wcs[1].status, IBV_WC_WR_FLUSH_ERR);
-  EXPECT_EQ(net_.now(), (1 + o.retry_cnt) * rto);
-  EXPECT_EQ(a_.qp->state(), rdma::QpState::Err);
-  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetryExceededErr), 1u);
-  EXPECT_EQ(a_.qp->counters().get(rdma::Counter::RetransmitTimeouts), 3u);
+  ASSERT_EQ(a_out_.size(), 2u * (1 + kRetries));
+  for (std::size_t i = 0; i < a_out_.size(); i += 2) EXPECT_EQ(a_out_[i].at, static_cast<Nanos>(i / 2) * kRto) << i;
+  expect_retry_exceeded(wcs);
+  ibv_sge g = sge(buf_.data(), 100, a_mr_);
   // Work posted in ERR is flushed at once.
   ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, 11, &g, 1, 0, 0), 0);
   auto flushed = drain(a_);
   ASSERT_EQ(flushed.size(), 1u);
   EXPECT_EQ(flushed[0].status, IBV_WC_WR_FLUSH_ERR);
+}
+
+// With timer probes (the default) each local ACK timeout resends the oldest packet alone, asking
+// for an ACK, and still uses a retry: a dead peer fails the QP at the same moment.
+TEST_F(Timers, EachLocalAckTimeoutProbesTheOldestPacketThenRetryExceeded) {
+  auto wcs = run_retries_to_a_dead_peer(true);
+  ASSERT_EQ(a_out_.size(), 2u + kRetries);
+  for (std::size_t i = 2; i < a_out_.size(); ++i) {
+    EXPECT_EQ(a_out_[i].at, static_cast<Nanos>(i - 1) * kRto) << i;
+    EXPECT_EQ(a_out_[i].psn, a_out_[0].psn) << i;
+    EXPECT_TRUE(a_out_[i].ack_req) << i;
+  }
+  expect_retry_exceeded(wcs);
 }
 
 TEST_F(Timers, TimeoutZeroMeansNoRetransmission) {
