@@ -178,5 +178,30 @@ TEST(ResponderChecks, OnlyMiddlePacketsOfAReliableConnectionArePlacedAheadOfThei
   }
 }
 
+// A LAST is placed ahead but for its held tail, so it must be longer than that tail; FIRST,
+// MIDDLE (the rule above) and ONLY never take this rule.
+TEST(ResponderChecks, LastPacketsOfAReliableConnectionArePlacedAheadButForTheirTail) {
+  std::byte buf[64];
+  rdma::PayloadDest contiguous;
+  contiguous.dst = buf;
+  const rdma::PayloadDest scattered;
+  Packet p;
+  p.payload_length = rdma::kHeldTailBytes + 1;
+  for (const Opcode o : {Opcode::RcWriteLast, Opcode::RcWriteLastImm, Opcode::RcSendLast, Opcode::RcSendLastInv}) {
+    p.info = &op(o);
+    EXPECT_TRUE(rdma::last_placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, false, contiguous)) << op(o).name;
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, true, scattered)) << op(o).name;
+    p.payload_length = rdma::kHeldTailBytes;
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+    p.payload_length = rdma::kHeldTailBytes + 1;
+  }
+  for (const Opcode o : {Opcode::RcWriteFirst, Opcode::RcWriteMiddle, Opcode::RcWriteOnly, Opcode::RcSendOnly,
+                         Opcode::RcSendMiddle, Opcode::RcWriteOnlyImm}) {
+    p.info = &op(o);
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+  }
+}
+
 }  // namespace
 }  // namespace roce::responder_checks_test
