@@ -177,8 +177,9 @@ double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double se
   if (sink == 0x12345678) std::puts("");  // keeps the CRCs from being optimised away
   if (detail) {
     detail->cpu_gbits = static_cast<double>(n) * payload * 8 / (thread_cpu_seconds() - c0) / 1e9;
-    detail->best_round_gbits = static_cast<double>(kRound) * payload * 8 * static_cast<double>(rte_get_tsc_hz()) /
-                               static_cast<double>(best) / 1e9;
+    detail->best_round_gbits = n == 0 ? 0
+                                      : static_cast<double>(kRound) * payload * 8 * static_cast<double>(rte_get_tsc_hz()) /
+                                            static_cast<double>(best) / 1e9;
   }
   return static_cast<double>(n) * payload * 8 / t / 1e9;
 }
