@@ -1,5 +1,6 @@
 #include "dataplane/write_prefetch.hpp"
 
+#include <cstddef>
 #include <cstdint>
 
 #include "protocol/headers.hpp"
@@ -51,10 +52,13 @@ const std::byte* write_destination(std::span<const std::byte> frame, const rdma:
   if (load_header<UdpHeader>(frame, off).dst_port.get() != kRoceV2Port) return nullptr;
   off += sizeof(UdpHeader);
   if (!starts_write(load_header<Bth>(frame, off).opcode)) return nullptr;
-  const auto reth = load_header<Reth>(frame, off + sizeof(Bth));
-  const rdma::MemoryRegion* mr = mrs.find(reth.rkey.get());
+  // The two fields alone: the RETH's last bytes (DMA length) lie in the frame's second cache
+  // line, which the worker has not asked for yet when it looks two frames ahead, and a load of
+  // the whole RETH (gcc reads R_Key and DMA length as one 8-byte word) waited for it.
+  const std::size_t reth = off + sizeof(Bth);
+  const rdma::MemoryRegion* mr = mrs.find(load_header<Be32>(frame, reth + offsetof(Reth, rkey)).get());
   if (mr == nullptr || mr->addr == nullptr) return nullptr;
-  const std::uint64_t at = reth.va.get() - mr->iova;  // wraps to a huge offset below iova
+  const std::uint64_t at = load_header<Be64>(frame, reth + offsetof(Reth, va)).get() - mr->iova;  // wraps below iova
   if (at >= mr->length) return nullptr;
   return mr->addr + at;
 }

@@ -14,6 +14,9 @@ namespace roce::proto {
 bool settle_icrc(const Packet& p, CrcBackend backend) noexcept;
 // The same while copying the payload to `dst` (payload_length bytes), whatever the outcome: a
 // packet that fails leaves its bytes there. `ahead` is where the next packet will be copied.
-bool settle_icrc_copying(const Packet& p, CrcBackend backend, std::byte* dst, WriteAhead ahead = {}) noexcept;
+// `held_tail` (at most payload_length): the payload's last bytes are copied only once the ICRC
+// has held, so a packet that fails leaves those bytes of `dst` as they were.
+bool settle_icrc_copying(const Packet& p, CrcBackend backend, std::byte* dst, WriteAhead ahead = {},
+                         std::uint32_t held_tail = 0) noexcept;
 
 }  // namespace roce::proto

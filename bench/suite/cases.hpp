@@ -52,7 +52,17 @@ bool icrc_bandwidth(const SuiteConfig& c, Results& out);
 bool memcpy_icrc_ceiling(const SuiteConfig& c, std::uint32_t payload, Results& out);
 // One window of the ceiling into `big`; payload Gbit/s. `cursor`: where in `big` to start, and
 // where this window stopped (short windows in turn still sweep a buffer larger than the LLC).
-double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double seconds, std::size_t* cursor = nullptr);
+// `detail`, if given, gets the same bytes over this thread's CPU time (the time it was
+// descheduled left out) and the best round of kRound frames (one the machine left alone).
+struct CeilingDetail {
+  double cpu_gbits = 0;
+  double best_round_gbits = 0;
+};
+double ceiling_window(std::span<std::byte> big, std::uint32_t payload, double seconds, std::size_t* cursor = nullptr,
+                      CeilingDetail* detail = nullptr);
+// This thread's CPU time in seconds: on a shared machine a window's wall time includes the time
+// the thread was descheduled, its CPU time does not.
+double thread_cpu_seconds();
 bool ring_pingpong(const SuiteConfig& c, Results& out);
 // Build+seal and parse+verify of a 64 B WRITE_ONLY and of its ACK (ns per frame): the floor of
 // the 64 B message rate and round trip. The transport cases measure it again right before each

@@ -1,5 +1,6 @@
 #include "lib/rdma/payload.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "protocol/icrc_deferred.hpp"
@@ -23,8 +24,15 @@ bool placement_ahead_allowed(const Packet& pkt, bool reliable, const PayloadDest
   return reliable && pkt.info->position == Position::Middle && dest.dst != nullptr;
 }
 
+bool last_placement_ahead_allowed(const Packet& pkt, bool reliable, const PayloadDest& dest) noexcept {
+  return reliable && pkt.info->position == Position::Last && dest.dst != nullptr && pkt.payload_length > kHeldTailBytes;
+}
+
 bool place_payload(const Packet& pkt, const PayloadDest& dest, CrcBackend crc, bool icrc_pending) noexcept {
-  if (icrc_pending) return settle_icrc_copying(pkt, crc, dest.dst, dest.next);
+  if (icrc_pending) {
+    const std::uint32_t held = pkt.info->ends_message() ? std::min(kHeldTailBytes, pkt.payload_length) : 0;
+    return settle_icrc_copying(pkt, crc, dest.dst, dest.next, held);
+  }
   if (pkt.payload_length) {
     if (dest.dst) std::memcpy(dest.dst, pkt.payload.data(), pkt.payload_length);
     else copy_to_segments(dest.segs, dest.nseg, dest.offset, pkt.payload.data(), pkt.payload_length);

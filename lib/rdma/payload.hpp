@@ -43,9 +43,22 @@ PayloadDest segment_dest(const LocalSegment* segs, std::uint32_t nseg, std::uint
 // R_Key allows), LAST or ONLY (they complete the message and write the bytes a poller watches).
 bool placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const PayloadDest& dest) noexcept;
 
+// The last bytes of a LAST packet's payload, the ones a poller watches: placed only once the
+// packet's ICRC has held (place_payload), whatever was placed ahead of them.
+inline constexpr std::uint32_t kHeldTailBytes = 64;
+
+// Whether a responder may place a LAST packet's payload ahead of its verdict, all but its last
+// kHeldTailBytes: an RC LAST going to one contiguous range, longer than that tail. Its bytes
+// before the tail are as safe to place as a MIDDLE's (inside the open message, rewritten by the
+// resend before the message can complete), the tail waits, and nothing completes before the
+// verdict. The copy of a 4 KiB LAST then reads the frame once, not twice (docs/perf-changes.md,
+// section 32r). FIRST and ONLY stay out for the reason above.
+bool last_placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const PayloadDest& dest) noexcept;
+
 // Copies the payload to `dest` and asks for `dest.next` ahead. With `icrc_pending` (only for a
-// packet placement_ahead_allowed admits) it settles the deferred ICRC during the copy and
-// returns whether it held; the bytes are at dest either way.
+// packet placement_ahead_allowed or last_placement_ahead_allowed admits) it settles the deferred
+// ICRC during the copy and returns whether it held; the bytes are at dest either way, but for a
+// LAST's last kHeldTailBytes, which are copied only if it held.
 bool place_payload(const proto::Packet& pkt, const PayloadDest& dest, proto::CrcBackend crc, bool icrc_pending) noexcept;
 
 }  // namespace roce::rdma

@@ -96,7 +96,8 @@ PayloadDest Responder::destination(const QpContext& qp, const Packet& pkt) const
 }
 
 bool Responder::places_ahead(const QpContext& qp, const Walk& w) const {
-  return w.pkt.payload_length != 0 && placement_ahead_allowed(w.pkt, qp.is_rc(), w.dest);
+  return w.pkt.payload_length != 0 &&
+         (placement_ahead_allowed(w.pkt, qp.is_rc(), w.dest) || last_placement_ahead_allowed(w.pkt, qp.is_rc(), w.dest));
 }
 
 // ---- checks ------------------------------------------------------------------------------
@@ -213,9 +214,15 @@ RespState Responder::check_rkey(const QpContext& qp, Walk& w) const {
         std::byte* whole = nullptr;
         if (rest != 0 && qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, rest, IBV_ACCESS_REMOTE_WRITE, &whole) != AccessResult::Ok)
           return RespState::ErrRkeyViolation;
+        // The packet's range starts the range just checked (check_length: len <= rest), so it
+        // lands at the start of `whole`: a second look-up of the same key would find the same.
+        if (len == 0) return RespState::Execute;
+        w.dest.dst = whole;
+        if (!info.ends_message()) w.dest.next = {whole + len, std::min<std::uint64_t>(len, rest - len)};
+        return RespState::Execute;
       }
       if (len == 0) return RespState::Execute;
-      // ... and every packet's own range again: the region may have gone since.
+      // ... and every later packet's own range again: the region may have gone since.
       std::byte* dst = nullptr;
       if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_WRITE, &dst) != AccessResult::Ok)
         return RespState::ErrRkeyViolation;

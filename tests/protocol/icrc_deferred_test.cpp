@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -94,6 +95,36 @@ TEST(IcrcDeferred, SettlingAcceptsWhatTheFullCheckAcceptsAndCopiesThePayload) {
           EXPECT_EQ(settle_icrc_copying(q, b, dst.data()), ok) << to_string(b) << " payload " << len << " flip " << flip;
           EXPECT_TRUE(std::equal(dst.begin(), dst.end(), q.payload.begin()));
         }
+      }
+    }
+  }
+}
+
+// A held tail is copied only when the ICRC holds; everything before it is copied either way,
+// and the verdict is the full check's, wherever the flipped byte lies (before the tail, in it,
+// in the pad, in the ICRC).
+TEST(IcrcDeferred, AHeldTailIsCopiedOnlyWhenTheIcrcHolds) {
+  constexpr std::uint32_t kTail = 64;
+  for (const std::size_t len : {513u, 1022u, 4096u}) {
+    const auto f = frame_of(Opcode::RcWriteLast, len, IpVersion::V4);
+    for (const std::size_t flip : {std::size_t{0}, f.size() - 200, f.size() - 10, f.size() - 5, f.size() - 1}) {
+      auto g = f;
+      if (flip) g[flip] ^= std::byte{0x10};
+      for (const CrcBackend b : {CrcBackend::Isal, CrcBackend::Zlib, CrcBackend::Portable}) {
+        Packet q;
+        ParseOptions o = deferring();
+        o.crc = b;
+        ASSERT_EQ(parse_frame(g, o, q), ParseError::None);
+        ASSERT_EQ(q.icrc_status, IcrcStatus::Deferred);
+        std::vector<std::byte> dst(len, std::byte{0xEE});
+        const bool ok = settle_icrc_copying(q, b, dst.data(), {}, kTail);
+        EXPECT_EQ(ok, flip == 0) << to_string(b) << " payload " << len << " flip " << flip;
+        const auto placed = static_cast<std::ptrdiff_t>(len - kTail);
+        EXPECT_TRUE(std::equal(dst.begin(), dst.begin() + placed, q.payload.begin()));
+        if (ok)
+          EXPECT_TRUE(std::equal(dst.begin() + placed, dst.end(), q.payload.begin() + placed));
+        else
+          EXPECT_TRUE(std::all_of(dst.begin() + placed, dst.end(), [](std::byte x) { return x == std::byte{0xEE}; }));
       }
     }
   }

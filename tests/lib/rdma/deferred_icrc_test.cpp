@@ -1,10 +1,11 @@
 // Packets of 1 KiB and more have their ICRC settled by the QP: a corrupted one must leave the
 // responder as if it never came (no ACK, no NAK, the expected PSN unchanged), be counted as
-// corrupted, and be replaced by its resend. Only a MIDDLE packet is placed while its ICRC is
-// settled (payload.hpp); nothing that completes a message or writes the bytes a poller watches
-// reaches memory before its ICRC holds.
+// corrupted, and be replaced by its resend. MIDDLE packets, and LAST packets but for their last
+// bytes, are placed while their ICRC is settled (payload.hpp); nothing that completes a message
+// or writes the bytes a poller watches reaches memory before its ICRC holds.
 #include <gtest/gtest.h>
 
+#include "lib/rdma/payload.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/parser.hpp"
 #include "tests/support/frame_edit.hpp"
@@ -82,22 +83,29 @@ TEST_F(DeferredIcrc, CorruptedSendLastLeavesTheReceiveOpenAndItsResendCompletesI
   EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
 }
 
-TEST_F(DeferredIcrc, CorruptedLastOrOnlyNeverReachesMemory) {
+// A LAST is placed while its ICRC is settled but for its last kHeldTailBytes, which wait for the
+// verdict; an ONLY (its RETH steers it) is not placed at all before it.
+TEST_F(DeferredIcrc, CorruptedLastNeverWritesItsTailAndCorruptedOnlyNothing) {
   const auto va = reinterpret_cast<std::uint64_t>(mem_.data());
   peer_->send(peer_->frame(Opcode::RcWriteFirst, kEpsn, reth(va, mr_->rkey(), 3 * kMtu), part(0), false));
   peer_->send(peer_->frame(Opcode::RcWriteMiddle, kEpsn + 1, {}, part(1), false));
   const auto last = peer_->frame(Opcode::RcWriteLast, kEpsn + 2, {}, part(2), true);
-  peer_->send(corrupted(last, last.size() - 100));
-  EXPECT_EQ(icrc_bad(), 1u);
-  // An application polling the last byte of the buffer (perftest's write latency does) sees
-  // nothing of the corrupted LAST.
-  EXPECT_TRUE(std::all_of(mem_.begin() + 2 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+  for (const std::size_t at : {last.size() - 100, last.size() - 5}) {  // before the tail, in it
+    peer_->send(corrupted(last, at));
+    // An application polling the last bytes of the buffer (perftest's write latency polls the
+    // last one) sees nothing of the corrupted LAST, and no completion or ACK comes of it.
+    EXPECT_TRUE(std::all_of(mem_.begin() + 3 * kMtu - rdma::kHeldTailBytes, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
+    EXPECT_TRUE(peer_->collect().empty());
+    EXPECT_EQ(ep_.qp->responder().expected_psn(), kEpsn + 2);
+  }
+  EXPECT_EQ(icrc_bad(), 2u);
   peer_->send(last);
   EXPECT_TRUE(std::equal(data_.begin(), data_.end(), mem_.begin()));
+  EXPECT_EQ(peer_->collect().size(), 1u);
 
   const auto only = peer_->frame(Opcode::RcWriteOnly, kEpsn + 3, reth(va + 3 * kMtu, mr_->rkey(), kMtu), part(1), true);
   peer_->send(corrupted(only, only.size() - 100));
-  EXPECT_EQ(icrc_bad(), 2u);
+  EXPECT_EQ(icrc_bad(), 3u);
   EXPECT_TRUE(std::all_of(mem_.begin() + 3 * kMtu, mem_.end(), [](std::byte b) { return b == std::byte{0}; }));
 }
 

@@ -158,11 +158,17 @@ TEST(ResponderChecks, ReliableConnectionErrorsFollowTheIbaClasses) {
   EXPECT_EQ(rdma::error_policy(IBV_QPT_RC, rdma::RespState::ErrBusy).counter, rdma::Counter::ResponderBusyDrops);
 }
 
-TEST(ResponderChecks, OnlyMiddlePacketsOfAReliableConnectionArePlacedAheadOfTheirIcrc) {
+// A destination in one range, and one in a scatter list (no contiguous range).
+struct Destinations {
   std::byte buf[64];
-  rdma::PayloadDest contiguous;
-  contiguous.dst = buf;
-  const rdma::PayloadDest scattered;
+  rdma::PayloadDest contiguous, scattered;
+  Destinations() { contiguous.dst = buf; }
+};
+
+TEST(ResponderChecks, OnlyMiddlePacketsOfAReliableConnectionArePlacedAheadOfTheirIcrc) {
+  const Destinations d;
+  const rdma::PayloadDest& contiguous = d.contiguous;
+  const rdma::PayloadDest& scattered = d.scattered;
   Packet p;
   for (const Opcode o : {Opcode::RcWriteMiddle, Opcode::RcSendMiddle, Opcode::RcReadResponseMiddle}) {
     p.info = &op(o);
@@ -175,6 +181,30 @@ TEST(ResponderChecks, OnlyMiddlePacketsOfAReliableConnectionArePlacedAheadOfThei
                          Opcode::RcReadResponseLast, Opcode::RcReadResponseOnly, Opcode::RcWriteLastImm}) {
     p.info = &op(o);
     EXPECT_FALSE(rdma::placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+  }
+}
+
+// A LAST is placed ahead but for its held tail, so it must be longer than that tail; FIRST,
+// MIDDLE (the rule above) and ONLY never take this rule.
+TEST(ResponderChecks, LastPacketsOfAReliableConnectionArePlacedAheadButForTheirTail) {
+  const Destinations d;
+  const rdma::PayloadDest& contiguous = d.contiguous;
+  const rdma::PayloadDest& scattered = d.scattered;
+  Packet p;
+  p.payload_length = rdma::kHeldTailBytes + 1;
+  for (const Opcode o : {Opcode::RcWriteLast, Opcode::RcWriteLastImm, Opcode::RcSendLast, Opcode::RcSendLastInv}) {
+    p.info = &op(o);
+    EXPECT_TRUE(rdma::last_placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, false, contiguous)) << op(o).name;
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, true, scattered)) << op(o).name;
+    p.payload_length = rdma::kHeldTailBytes;
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, true, contiguous)) << op(o).name;
+    p.payload_length = rdma::kHeldTailBytes + 1;
+  }
+  for (const Opcode o : {Opcode::RcWriteFirst, Opcode::RcWriteMiddle, Opcode::RcWriteOnly, Opcode::RcSendOnly,
+                         Opcode::RcSendMiddle, Opcode::RcWriteOnlyImm}) {
+    p.info = &op(o);
+    EXPECT_FALSE(rdma::last_placement_ahead_allowed(p, true, contiguous)) << op(o).name;
   }
 }
 
