@@ -52,7 +52,7 @@ inline constexpr std::uint32_t kHeldTailBytes = 64;
 // before the tail are as safe to place as a MIDDLE's (inside the open message, rewritten by the
 // resend before the message can complete), the tail waits, and nothing completes before the
 // verdict. The copy of a 4 KiB LAST then reads the frame once, not twice (docs/perf-changes.md,
-// section 32r). FIRST and ONLY stay out for the reason above.
+// section 34). FIRST and ONLY stay out for the reason above.
 bool last_placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const PayloadDest& dest) noexcept;
 
 // Copies the payload to `dest` and asks for `dest.next` ahead. With `icrc_pending` (only for a
