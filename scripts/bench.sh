@@ -104,8 +104,10 @@ if ((!smoke)); then
     "$build/bench/perf_suite" >/dev/null
   sections+=(--section "$data/responder_runs.md")
 fi
-# Sections other benchmark scripts wrote (scripts/bench_verbs.sh: docs/benchmarks/verbs.md) stay in.
+# Sections other benchmark scripts wrote (scripts/bench_verbs.sh: docs/benchmarks/verbs.md) and the
+# NVMe-oF figures (docs/benchmarks/nvmf.md, from roce-gen nvme-* by hand) stay in.
 [[ -f $root/docs/benchmarks/verbs.md ]] && sections+=(--section "$root/docs/benchmarks/verbs.md")
+[[ -f $root/docs/benchmarks/nvmf.md ]] && sections+=(--section "$root/docs/benchmarks/nvmf.md")
 # A full run must give every target its same-run baseline (the responder's ACKs per WRITE, the
 # ACK's build and parse for the RTT): a row with "n/a" there fails the run instead.
 strict=()
