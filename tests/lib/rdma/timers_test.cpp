@@ -271,6 +271,16 @@ class EarlyRetransmit : public Timers {
   // One small WRITE (frame 0) gives the requester its first RTT sample; then a 5-packet WRITE
   // (frames 1-5) loses its second packet (frame 2) and, after the NAK, the retransmission of
   // that packet too (frame 6).
+  // The send window on, a 1 us early-timer floor, and a peer that never answers: the IBA timer
+  // (timeout 10, one retry) fails the QP after two 4.2 ms expiries.
+  void start_windowed_blackholed() {
+    cfg_.tuning.early_retransmit_min = kMicro;
+    cfg_.tuning.window.enabled = true;
+    QpOptions o;
+    o.timeout = 10;
+    o.retry_cnt = 1;
+    start_blackholed(o);
+  }
   void run_lost_retransmission(Nanos early_min) {
     cfg_.tuning.early_retransmit_min = early_min;
     LinkFaults faults;
@@ -343,12 +353,7 @@ TEST_F(EarlyRetransmit, WithTheSendWindowNoAnswerYetTheEarlyTimerWaitsSixteenTim
   // With the send window on (a full tail-drop queue can take a QP's whole first window): no RTT
   // to base an early timer on, so it waits 16 times its floor, doubling each time, and the IBA
   // timer still fails the QP on time.
-  cfg_.tuning.early_retransmit_min = kMicro;
-  cfg_.tuning.window.enabled = true;
-  QpOptions o;
-  o.timeout = 10;
-  o.retry_cnt = 1;
-  start_blackholed(o);
+  start_windowed_blackholed();
   ASSERT_EQ(post_write(1), 0);
   auto wcs = run_for_completion(10 * kSecond);
   ASSERT_EQ(wcs.size(), 1u);
@@ -365,12 +370,7 @@ TEST_F(EarlyRetransmit, ATurnOfPacketsAskingForAnAckArmsTheEarlyTimerOnce) {
   // timer is armed once at the end of the turn (Completer::end_send_turn), from the turn's time:
   // with the send window and no RTT sample yet, 16 times its floor after the turn, the go-back
   // starting at the oldest. Without that arming the resend would wait for the IBA timer (4.2 ms).
-  cfg_.tuning.early_retransmit_min = kMicro;
-  cfg_.tuning.window.enabled = true;
-  QpOptions o;
-  o.timeout = 10;
-  o.retry_cnt = 1;
-  start_blackholed(o);
+  start_windowed_blackholed();
   for (std::uint64_t id = 1; id <= 4; ++id) ASSERT_EQ(post_write(id), 0);
   net_.run_until([&] { return a_out_.size() >= 5; }, kSecond);
   ASSERT_GE(a_out_.size(), 5u);
