@@ -102,6 +102,8 @@ pair_cm() {
   else
     printf 'verbs pair: %-34s FAIL (server %d, client %d)\n' "$name" $src $crc
     tail -n 5 "$out/$name.server" "$out/$name.client" | sed 's/^/    /'
+    # Through the service, roce-verbsd's own log is half of the story (its CM, its port).
+    if [[ "$dev_a $dev_b" == *--service* && -f $out/verbsd.log ]]; then tail -n 20 "$out/verbsd.log" | sed 's/^/    verbsd: /'; fi
     failed=$((failed + 1))
   fi
 }
