@@ -349,18 +349,31 @@ bool Completer::probe(QpContext& qp, Requester& req, std::uint32_t from, Nanos n
     case Requester::TimerResend::All: return false;
     case Requester::TimerResend::ReadHoles: break;
     case Requester::TimerResend::Newest: qp.counters.inc(Counter::TailProbes); break;
-    case Requester::TimerResend::Oldest:
-      qp.counters.inc(Counter::OldestProbes);
-      oldest_probed_ = true;
-      oldest_probe_psn_ = psn;
-      backoff_held_ = true;  // the newest's probe went unanswered: a stall, perhaps
-      break;
+    case Requester::TimerResend::Oldest: oldest_probe_sent(qp, psn); break;  // the newest's probe went unanswered
   }
   ++early_backoff_;
-  if (sample_sent_at_ != kNever) sample_resent_ = true;  // Karn, as for go-back-N's probes
+  probe_sent(req, now);
+  return true;
+}
+
+void Completer::probe_sent(const Requester& req, Nanos now) {
+  // Karn: the ACK that answers may answer either copy of the probed packet; judged as an early
+  // retransmission's (an ACK within half a round trip answered the first copy).
+  if (sample_sent_at_ != kNever) sample_resent_ = true;
+  // Nor does the probe start a sample of its own (its PSN was sent before): a probe's round trip
+  // is an unqueued packet's, and such samples drove srtt below the time a message's ACK takes,
+  // so that the next probe fired before it (RandomLoss at 0.1 %: 95 probes for 54 losses).
   sample_from_ = req.sent_end_psn();
   early_sent_at_ = now;
-  return true;
+}
+
+void Completer::oldest_probe_sent(QpContext& qp, std::uint32_t psn) {
+  qp.counters.inc(Counter::OldestProbes);
+  oldest_probed_ = true;
+  oldest_probe_psn_ = psn;
+  // With timer_probes the doubled wait stays until a round trip is measured again: the silence
+  // may be a stall (Karn's rule for the backoff).
+  backoff_held_ = qp.tuning->timer_probes;
 }
 
 bool Completer::in_recovery() const { return recovering_ && psn_before(una_, recovery_end_); }
@@ -408,14 +421,7 @@ bool Completer::tail_probe(QpContext& qp, Requester& req, Nanos now) {
   if (!req.probe_newest(qp)) return false;
   qp.counters.inc(Counter::TailProbes);
   probed_ = true;
-  // Karn: the ACK that answers may answer either copy of the newest packet; judged as an early
-  // retransmission's (an ACK within half a round trip answered the first copy).
-  if (sample_sent_at_ != kNever) sample_resent_ = true;
-  // Nor does the probe start a sample of its own (its PSN was sent before): a probe's round trip
-  // is an unqueued packet's, and such samples drove srtt below the time a message's ACK takes,
-  // so that the next probe fired before it (RandomLoss at 0.1 %: 95 probes for 54 losses).
-  sample_from_ = req.sent_end_psn();
-  early_sent_at_ = now;
+  probe_sent(req, now);
   const Nanos ack_timer = retransmit_at_;  // a probe must not postpone the QP's failure
   arm_early(qp, now);
   retransmit_at_ = ack_timer;
@@ -458,14 +464,9 @@ bool Completer::oldest_probe(QpContext& qp, Requester& req, std::uint32_t psn, N
   if (!timeout && (srtt_ == 0 || qp.tuning->tail_probe_min <= 0)) return false;
   if (!probes && (!probed_ || window().queue_high() || window().congested(now))) return false;  // the go-back as before
   if (!req.probe_oldest(qp, psn)) return false;
-  qp.counters.inc(Counter::OldestProbes);
-  oldest_probed_ = true;
-  oldest_probe_psn_ = psn;
+  oldest_probe_sent(qp, psn);
   ++early_backoff_;
-  backoff_held_ = probes;
-  if (sample_sent_at_ != kNever) sample_resent_ = true;  // Karn, as for the tail probe
-  sample_from_ = req.sent_end_psn();
-  early_sent_at_ = now;
+  probe_sent(req, now);
   const Nanos ack_timer = retransmit_at_;  // a probe must not postpone the QP's failure
   arm_early(qp, now);
   retransmit_at_ = ack_timer;

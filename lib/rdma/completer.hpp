@@ -82,6 +82,10 @@ class Completer {
   // probe or oldest packet's probe, selective repeat's probe of the newest or oldest unreported
   // packet. False: none fits (a READ or atomic waits): the go-back.
   bool probe(QpContext& qp, Requester& req, std::uint32_t from, Nanos now, bool timeout);
+  // What every probe (one packet a timer resent) leaves: no RTT sample from its answer.
+  void probe_sent(const Requester& req, Nanos now);
+  // The oldest unacknowledged packet went alone (both modes): its answer tells a hole from a stall.
+  void oldest_probe_sent(QpContext& qp, std::uint32_t psn);
   // `timer`: a timer, not a NAK, found the loss; with selective repeat only what no SACK
   // reported is resent then.
   void go_back(QpContext& qp, Requester& req, std::uint32_t psn, Nanos now, bool early = false, bool timer = false);
