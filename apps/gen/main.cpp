@@ -1,6 +1,7 @@
 // roce-gen: start-up and wiring only; the tests live in client/ and apps/gen.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "client/perftest_client.hpp"
 #include "client/perftest_server_print.hpp"
 #include "client/runtime.hpp"
+#include "dataplane/report.hpp"
 #include "client/traffic/perftest_text.hpp"
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/gen_json.hpp"
@@ -73,6 +75,23 @@ void print_counters(const RunCounters& c, std::uint32_t selective_repeat) {
                  static_cast<unsigned long long>(c.packets_sent));
 }
 
+// The loops' published counters: the run's loops may still be running.
+ReceiveQueueFigures receive_queue_of(dp::Dataplane& dp) {
+  dp.publish_stats();
+  const dp::DataplaneSnapshot s = dp.snapshot();
+  ReceiveQueueFigures f;
+  const auto add = [&f](const auto& st) {
+    f.overrun_frames += st.rx_overrun_frames;
+    f.overrun_ce_marks += st.rx_overrun_ce_marks;
+    f.backlog_bursts += st.rx_backlog_bursts;
+    f.backlog_ce_marks += st.rx_backlog_ce_marks;
+    f.backlog_max_frames = std::max(f.backlog_max_frames, st.rx_backlog_max_frames);
+  };
+  for (const dp::WorkerSnapshot& w : s.workers) add(w.stats);
+  if (s.io) add(s.io->stats);
+  return f;
+}
+
 int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
   const PerftestFlags& p = g.perftest;
   ClientOptions co = client_options_of(g);
@@ -104,6 +123,7 @@ int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
     r.cpu_util_percent = run->cpu_util_percent;
     r.stopped = run->stopped;
     r.selective_repeat = run->selective_repeat;
+    r.receive_queue = receive_queue_of(dp);
     std::printf("%s\n", gen_result_json(g, r).c_str());
   } else {
     print(perftest_closing(style));
@@ -172,6 +192,7 @@ int gen_main(int argc, char** argv) {
   // -T: the ECN bits of the TOS byte are the engine's to set on every packet it sends.
   if (g.perftest.traffic_class) dopt.engine.tuning.data_ecn = static_cast<proto::Ecn>(*g.perftest.traffic_class & 3);
   dopt.overrun.mark = g.overrun_marks;
+  dopt.backlog = g.backlog_marks;
   if (g.dcqcn) {
     dopt.engine.tuning.congestion.enabled = true;
     dopt.engine.tuning.congestion.rp = cc::params_for(g.dcqcn_profile, g.line_rate_gbps * 1e9);
