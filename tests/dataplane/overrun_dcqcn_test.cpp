@@ -37,7 +37,7 @@ constexpr unsigned kDepth = 4;  // WRITEs outstanding per QP
 // at most kPollFrames per poll. Its backlog is then what b's loop sees (a run of full bursts),
 // which the backlog marks (rx_backlog.hpp) mark before the ring overflows.
 enum class Receiver { Nic, SlowPoller };
-constexpr unsigned kQueueSlots = 64;
+constexpr unsigned kQueueSlots = 128;
 constexpr unsigned kPollFrames = 8;
 
 std::string fresh(const std::string& stem) {
@@ -53,7 +53,9 @@ struct Figures {
 
 // `messages` WRITEs per QP from a to b through the overflowing ring, b marking as `marks` says
 // (mark false: the drops are only counted).
-Figures run(unsigned messages, dp::OverrunConfig marks, Receiver receiver = Receiver::Nic, dp::BacklogConfig backlog = {}) {
+// `rp_timers`: the reaction point's increase and alpha timers (0: the paper profile's 55 us).
+Figures run(unsigned messages, dp::OverrunConfig marks, Receiver receiver = Receiver::Nic, dp::BacklogConfig backlog = {},
+            Nanos rp_timers = 0) {
   Figures f;
   const std::string na = fresh("ovdA"), nwa = fresh("ovdAw"), nwb = fresh("ovdBw"), nb = fresh("ovdB");
   auto pa = dp::make_ring_pair(na, nwa, 4096);
@@ -80,6 +82,7 @@ Figures run(unsigned messages, dp::OverrunConfig marks, Receiver receiver = Rece
     o.mbufs = 4095;
     o.engine.tuning.congestion.enabled = true;
     o.engine.tuning.congestion.rp = cc::paper_params(kLineGbps * 1e9);
+    if (rp_timers) o.engine.tuning.congestion.rp.paper.increase_interval = o.engine.tuning.congestion.rp.paper.alpha_interval = rp_timers;
     o.overrun = marks;
     if (!receiver) o.overrun.check_interval = 0;  // a's port drops nothing
     if (receiver) o.port_drops = [&] { return std::optional<std::uint64_t>(dropped); };
@@ -236,28 +239,32 @@ TEST(OverrunDcqcn, AnOverflowingRingsDropsAreMarkedAndCutTheSendersRate) {
   EXPECT_LT(on.min_rate_gbps, 0.9 * kLineGbps) << "the sender's rate was not cut";
 }
 
-// A receiver whose poller cannot keep up, its own ring the queue: the overrun marks on in both
-// arms, the backlog marks (Kmin 16, Kmax 48 of a 64-slot ring, Pmax 0.5) off, then on. Asserted:
-// with them on, the backlog is seen and marked, and the marks come back as CNPs that cut the
+// A receiver whose poller cannot keep up, its own ring the queue: the overrun marks on in every
+// arm, the backlog marks (Kmin 32, Kmax 96 of a 128-slot ring, Pmax 0.5) off, then on; first
+// with the paper profile's 55 us reaction point timers, then with 1 ms ones. Asserted: with the
+// marks on, the backlog is seen and marked, and the marks come back as CNPs that cut the
 // sender's rate. Whether the ring then drops less is printed (docs/loss.md, "Marks from the
-// receive queue's backlog"), not asserted.
+// receive queue's backlog"), not asserted: with 55 us timers it did not (the rate recovers
+// between two polls of the slow receiver, so between two CNPs), with 1 ms ones it did.
 TEST(OverrunDcqcn, ASlowPollersBacklogIsMarkedBeforeItsRingOverflows) {
   constexpr unsigned kMessages = 4;
   dp::BacklogConfig backlog;
   backlog.mark = true;
-  backlog.kmin_frames = 16;
-  backlog.kmax_frames = 48;
+  backlog.kmin_frames = 32;
+  backlog.kmax_frames = 96;
   backlog.pmax = 0.5;
-  const Figures off = run(kMessages, dp::OverrunConfig{}, Receiver::SlowPoller);
-  ASSERT_FALSE(HasFailure());
-  const Figures on = run(kMessages, dp::OverrunConfig{}, Receiver::SlowPoller, backlog);
-  ASSERT_FALSE(HasFailure());
-  print("backlog off", off);
-  print("backlog on", on);
-  EXPECT_EQ(off.backlog_marks, 0u);
-  EXPECT_GT(on.backlog_marks, 0u) << "the slow poller's backlog was not marked";
-  EXPECT_GT(on.cnps, 0u);
-  EXPECT_LT(on.min_rate_gbps, 0.9 * kLineGbps) << "the sender's rate was not cut";
+  for (const Nanos timers : {Nanos{0}, kMilli}) {
+    const Figures off = run(kMessages, dp::OverrunConfig{}, Receiver::SlowPoller, {}, timers);
+    ASSERT_FALSE(HasFailure());
+    const Figures on = run(kMessages, dp::OverrunConfig{}, Receiver::SlowPoller, backlog, timers);
+    ASSERT_FALSE(HasFailure());
+    print(timers ? "backlog off, 1 ms RP timers" : "backlog off", off);
+    print(timers ? "backlog on, 1 ms RP timers" : "backlog on", on);
+    EXPECT_EQ(off.backlog_marks, 0u);
+    EXPECT_GT(on.backlog_marks, 0u) << "the slow poller's backlog was not marked";
+    EXPECT_GT(on.cnps, 0u);
+    EXPECT_LT(on.min_rate_gbps, 0.9 * kLineGbps) << "the sender's rate was not cut";
+  }
 }
 
 }  // namespace
