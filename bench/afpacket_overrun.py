@@ -11,7 +11,7 @@ and mode it prints the retransmitted packets as a fraction of the packets the cl
 (data packets: a WRITE client sends nothing else), NAKs, timeouts, SACKs, bandwidth.
 
 With --dcqcn both ends run DCQCN (the appliance's QPs then answer CE with CNPs, the client's
-cut their rate; --line-rate-gbps is DCQCN's line rate at both ends). --marks on,off runs each
+cut their rate; --line-rate-gbps is DCQCN's line rate and --dcqcn-profile its profile at both ends). --marks on,off runs each
 mode with the appliance's receive-overrun CE marks on and off (--overrun-marks; off, the drops
 are still counted), alternating: the A/B of dataplane/overrun.hpp. --backlog SPEC/SPEC/... runs each with the appliance's
 --backlog-marks SPEC (off, on or KMIN,KMAX,PMAX: marks from the RX queue's backlog,
@@ -28,7 +28,7 @@ The summary gives, per mode and marking, the sums over the runs: resent / sent, 
 and the median bandwidth.
 
 Usage: afpacket_overrun.py ROCE_GEN ROCE_APPLIANCE [--runs N] [--qps 4] [--size 16K] [--iters 500]
-       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--line-rate-gbps G] [--ring DEVARGS]
+       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--line-rate-gbps G] [--dcqcn-profile P] [--ring DEVARGS]
        [--marks on,off] [--backlog off/on/KMIN,KMAX,PMAX] [--busy N] [--tag NAME] [--qp-timeout N]
 Root only. Namespaces and processes are removed on any exit. Two busy-polling DPDK processes:
 the figures are the machine's at that moment, not the code's alone.
@@ -102,7 +102,7 @@ def setup_network():
 
 
 def dcqcn_args(a):
-    return ["--dcqcn", "on", "--line-rate-gbps", str(a.line_rate_gbps)] if a.dcqcn else []
+    return ["--dcqcn", "on", "--line-rate-gbps", str(a.line_rate_gbps), "--dcqcn-profile", a.dcqcn_profile] if a.dcqcn else []
 
 
 def start_appliance(binary, tmp, window, marks, backlog, a):
@@ -200,6 +200,7 @@ def main():
     ap.add_argument("--tag", default="")
     ap.add_argument("--qp-timeout", type=int, default=0)
     ap.add_argument("--line-rate-gbps", type=float, default=10)
+    ap.add_argument("--dcqcn-profile", default="paper", help="paper, mlx or hpcc (with --dcqcn, both ends)")
     ap.add_argument("--marks", default="", help="on,off: A/B of the appliance's overrun marks (default: the binary's own)")
     ap.add_argument("--backlog", default="", help="off/on/KMIN,KMAX,PMAX: A/B of the appliance's backlog marks")
     ap.add_argument("--busy", type=int, default=0)
