@@ -27,7 +27,7 @@ struct GenJsonRun {
   std::optional<double> cpu_util_percent;
   bool stopped = false;               // --run_infinitely ended by a signal
   std::uint32_t selective_repeat = 0;  // the reorder window the server agreed to; 0 = go-back-N
-  std::optional<ReceiveQueueFigures> receive_queue;  // perftest tests
+  std::optional<ReceiveQueueFigures> receive_queue;  // client runs
 };
 
 std::string gen_result_json(const GenOptions& g, const GenJsonRun& r);

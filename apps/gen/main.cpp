@@ -41,12 +41,30 @@ int fail(const std::string& why, int code = 1) {
   return code;
 }
 
+// The loops' published counters: the run's loops may still be running.
+ReceiveQueueFigures receive_queue_of(dp::Dataplane& dp) {
+  dp.publish_stats();
+  const dp::DataplaneSnapshot s = dp.snapshot();
+  ReceiveQueueFigures f;
+  const auto add = [&f](const auto& st) {
+    f.overrun_frames += st.rx_overrun_frames;
+    f.overrun_ce_marks += st.rx_overrun_ce_marks;
+    f.backlog_bursts += st.rx_backlog_bursts;
+    f.backlog_ce_marks += st.rx_backlog_ce_marks;
+    f.backlog_max_frames = std::max(f.backlog_max_frames, st.rx_backlog_max_frames);
+  };
+  for (const dp::WorkerSnapshot& w : s.workers) add(w.stats);
+  if (s.io) add(s.io->stats);
+  return f;
+}
+
 // ibv_rc_pingpong and ibv_ud_pingpong are not perftest: their figures keep roce-gen's own table.
-void print_pingpong(const GenOptions& g, const LatFigures& lat, const RunCounters& c) {
+void print_pingpong(const GenOptions& g, dp::Dataplane& dp, const LatFigures& lat, const RunCounters& c) {
   if (g.json) {
     GenJsonRun r;
     r.lat = {lat};
     r.counters = c;
+    r.receive_queue = receive_queue_of(dp);
     std::printf("%s\n", gen_result_json(g, r).c_str());
     return;
   }
@@ -73,23 +91,6 @@ void print_counters(const RunCounters& c, std::uint32_t selective_repeat) {
   else
     std::fprintf(stderr, "roce-gen: packets sent %llu; go-back-N (the server did not agree to selective repeat)\n",
                  static_cast<unsigned long long>(c.packets_sent));
-}
-
-// The loops' published counters: the run's loops may still be running.
-ReceiveQueueFigures receive_queue_of(dp::Dataplane& dp) {
-  dp.publish_stats();
-  const dp::DataplaneSnapshot s = dp.snapshot();
-  ReceiveQueueFigures f;
-  const auto add = [&f](const auto& st) {
-    f.overrun_frames += st.rx_overrun_frames;
-    f.overrun_ce_marks += st.rx_overrun_ce_marks;
-    f.backlog_bursts += st.rx_backlog_bursts;
-    f.backlog_ce_marks += st.rx_backlog_ce_marks;
-    f.backlog_max_frames = std::max(f.backlog_max_frames, st.rx_backlog_max_frames);
-  };
-  for (const dp::WorkerSnapshot& w : s.workers) add(w.stats);
-  if (s.io) add(s.io->stats);
-  return f;
 }
 
 int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
@@ -271,7 +272,7 @@ int gen_main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_pingpong(g, run->lat, run->counters);
+      print_pingpong(g, dp, run->lat, run->counters);
       rc = run->counters.errors ? 1 : 0;
     }
   } else if (g.ud_pingpong) {
@@ -279,7 +280,7 @@ int gen_main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_pingpong(g, run->lat, run->counters);
+      print_pingpong(g, dp, run->lat, run->counters);
       if (!g.json) std::printf(" payload check: %llu of %llu echoes differ from what was sent\n",
                                static_cast<unsigned long long>(run->payload_mismatches),
                                static_cast<unsigned long long>(run->lat.iterations));
