@@ -138,18 +138,19 @@ def stop_appliance(p):
 
 def appliance_figures(report):
     """rx_overrun_frames, rx_overrun_ce_marks, ecn_ce_received, cnp_sent, the engine's drops, then
-    "backlog B/M/D" (rx_backlog_bursts, rx_backlog_ce_marks, rx_backlog_max_frames) from the report
-    ("-": absent)."""
+    "backlog B/M/D" (rx_backlog_bursts, rx_backlog_ce_marks, rx_backlog_max_frames) and "stalls N"
+    (gaps over 200 us between two polls: the poller was descheduled) from the report ("-": absent)."""
     try:
         with open(report) as f:
             w = json.load(f)["workers"][0]
     except (OSError, ValueError, KeyError, IndexError):
-        return ["-"] * 6
+        return ["-"] * 7
     counters = w.get("counters", {})
     dropped = ["%s=%d" % (k, v) for k, v in list(w.get("drops", {}).items()) + list(w.get("parse_drops", {}).items()) if v]
     return [w.get("rx_overrun_frames", "-"), w.get("rx_overrun_ce_marks", "-"), counters.get("ecn_ce_received", "-"),
             counters.get("cnp_sent", "-"), "drops: " + (",".join(dropped) or "none"),
-            "backlog %s/%s/%s" % tuple(w.get(k, "-") for k in ("rx_backlog_bursts", "rx_backlog_ce_marks", "rx_backlog_max_frames"))]
+            "backlog %s/%s/%s" % tuple(w.get(k, "-") for k in ("rx_backlog_bursts", "rx_backlog_ce_marks", "rx_backlog_max_frames")),
+            "stalls %s" % w.get("stalls", "-")]
 
 
 def veth_drops():
