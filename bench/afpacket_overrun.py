@@ -11,9 +11,12 @@ and mode it prints the retransmitted packets as a fraction of the packets the cl
 (data packets: a WRITE client sends nothing else), NAKs, timeouts, SACKs, bandwidth.
 
 With --dcqcn both ends run DCQCN (the appliance's QPs then answer CE with CNPs, the client's
-cut their rate; --line-rate-gbps is DCQCN's line rate at both ends). --marks on,off runs each
+cut their rate; --line-rate-gbps is DCQCN's line rate and --dcqcn-profile its profile at both ends). --marks on,off runs each
 mode with the appliance's receive-overrun CE marks on and off (--overrun-marks; off, the drops
-are still counted), alternating: the A/B of dataplane/overrun.hpp. --busy N runs N busy loops (`while :; do :;
+are still counted), alternating: the A/B of dataplane/overrun.hpp. --backlog SPEC/SPEC/... runs each with the appliance's
+--backlog-marks SPEC (off, on or KMIN,KMAX,PMAX: marks from the RX queue's backlog,
+dataplane/rx_backlog.hpp), alternating the same way; the appliance's rx_backlog_bursts,
+rx_backlog_ce_marks and rx_backlog_max_frames are printed. --busy N runs N busy loops (`while :; do :;
 done`, nice 0) beside the two processes for the whole run and kills them at the end. --ring DEVARGS gives both vdevs that af_packet ring (e.g.
 blocksz=4096,framesz=2048,framecnt=512, the PMD's own default); without it each binary uses
 its default (since 2026-12-06 ours: dataplane/eal.hpp). From the appliance's report it prints
@@ -25,8 +28,8 @@ The summary gives, per mode and marking, the sums over the runs: resent / sent, 
 and the median bandwidth.
 
 Usage: afpacket_overrun.py ROCE_GEN ROCE_APPLIANCE [--runs N] [--qps 4] [--size 16K] [--iters 500]
-       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--line-rate-gbps G] [--ring DEVARGS]
-       [--marks on,off] [--busy N] [--tag NAME] [--qp-timeout N]
+       [--window 64] [--modes sr,gbn] [--mtu 1024] [--dcqcn] [--line-rate-gbps G] [--dcqcn-profile P] [--ring DEVARGS]
+       [--marks on,off] [--backlog off/on/KMIN,KMAX,PMAX] [--busy N] [--tag NAME] [--qp-timeout N]
 Root only. Namespaces and processes are removed on any exit. Two busy-polling DPDK processes:
 the figures are the machine's at that moment, not the code's alone.
 """
@@ -99,10 +102,10 @@ def setup_network():
 
 
 def dcqcn_args(a):
-    return ["--dcqcn", "on", "--line-rate-gbps", str(a.line_rate_gbps)] if a.dcqcn else []
+    return ["--dcqcn", "on", "--line-rate-gbps", str(a.line_rate_gbps), "--dcqcn-profile", a.dcqcn_profile] if a.dcqcn else []
 
 
-def start_appliance(binary, tmp, window, marks, a):
+def start_appliance(binary, tmp, window, marks, backlog, a):
     _, NS_APPL, _, VETH_APPL = names()
     report = os.path.join(tmp, "report-%d.json" % len(procs))
     err = open(os.path.join(tmp, "appliance-%d.err" % len(procs)), "w+")
@@ -112,6 +115,8 @@ def start_appliance(binary, tmp, window, marks, a):
            "--mtu", str(a.mtu), "--selective-repeat", str(window)] + dcqcn_args(a)
     if marks is not None:  # None: the binary's default (and binaries from before the flag)
         cmd += ["--overrun-marks", "on" if marks else "off"]
+    if backlog is not None:  # None: the binary's default (and binaries from before the flag)
+        cmd += ["--backlog-marks", backlog]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True)
     procs.append(p)
     deadline = time.time() + 40
@@ -132,16 +137,20 @@ def stop_appliance(p):
 
 
 def appliance_figures(report):
-    """rx_overrun_frames, rx_overrun_ce_marks, ecn_ce_received, cnp_sent from the report ("-": absent)."""
+    """rx_overrun_frames, rx_overrun_ce_marks, ecn_ce_received, cnp_sent, the engine's drops, then
+    "backlog B/M/D" (rx_backlog_bursts, rx_backlog_ce_marks, rx_backlog_max_frames) and "stalls N"
+    (gaps over 200 us between two polls: the poller was descheduled) from the report ("-": absent)."""
     try:
         with open(report) as f:
             w = json.load(f)["workers"][0]
     except (OSError, ValueError, KeyError, IndexError):
-        return ["-"] * 5
+        return ["-"] * 7
     counters = w.get("counters", {})
     dropped = ["%s=%d" % (k, v) for k, v in list(w.get("drops", {}).items()) + list(w.get("parse_drops", {}).items()) if v]
     return [w.get("rx_overrun_frames", "-"), w.get("rx_overrun_ce_marks", "-"), counters.get("ecn_ce_received", "-"),
-            counters.get("cnp_sent", "-"), "drops: " + (",".join(dropped) or "none")]
+            counters.get("cnp_sent", "-"), "drops: " + (",".join(dropped) or "none"),
+            "backlog %s/%s/%s" % tuple(w.get(k, "-") for k in ("rx_backlog_bursts", "rx_backlog_ce_marks", "rx_backlog_max_frames")),
+            "stalls %s" % w.get("stalls", "-")]
 
 
 def veth_drops():
@@ -192,7 +201,9 @@ def main():
     ap.add_argument("--tag", default="")
     ap.add_argument("--qp-timeout", type=int, default=0)
     ap.add_argument("--line-rate-gbps", type=float, default=10)
+    ap.add_argument("--dcqcn-profile", default="paper", help="paper, mlx or hpcc (with --dcqcn, both ends)")
     ap.add_argument("--marks", default="", help="on,off: A/B of the appliance's overrun marks (default: the binary's own)")
+    ap.add_argument("--backlog", default="", help="off/on/KMIN,KMAX,PMAX: A/B of the appliance's backlog marks")
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--timeout", type=int, default=120, help="seconds one client run may take")
     a = ap.parse_args()
@@ -206,15 +217,16 @@ def main():
         # At nice 0 whatever this script runs at (a neighbour, not one of ours).
         busy.append(subprocess.Popen(["sh", "-c", "while :; do :; done"],
                                      preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)))
-    cases = [(m, k) for m in modes for k in marks]
-    totals = {c: {"rt": 0, "sent": 0, "drops": 0, "cnps": 0, "bw": [], "failed": 0} for c in cases}
+    backlogs = a.backlog.split("/") if a.backlog else [None]
+    cases = [(m, k, b) for m in modes for k in marks for b in backlogs]
+    totals = {c: {"rt": 0, "sent": 0, "drops": 0, "cnps": 0, "bmarks": 0, "bw": [], "failed": 0} for c in cases}
     with tempfile.TemporaryDirectory() as tmp:
-        print("run mode marks window  retransmitted / sent = fraction  NAKs timeouts SACKs CNPs  MB/s  load (1 min)"
+        print("run mode marks backlog window  retransmitted / sent = fraction  NAKs timeouts SACKs CNPs  MB/s  load (1 min)"
               "  | appliance: ring drops, CE marks, CE received, CNPs sent")
         for run in range(a.runs):
-            for m, k in (cases if run % 2 == 0 else cases[::-1]):  # each run reverses the order
+            for m, k, b in (cases if run % 2 == 0 else cases[::-1]):  # each run reverses the order
                 window = a.window if m == "sr" else 0
-                p, report = start_appliance(a.appliance, tmp, window, k, a)
+                p, report = start_appliance(a.appliance, tmp, window, k, b, a)
                 try:
                     j = run_gen(a.gen, a, window)
                 finally:
@@ -222,29 +234,31 @@ def main():
                 figures = appliance_figures(report) + ["| veth drops"] + veth_drops()
                 load = os.getloadavg()[0]
                 if isinstance(j, str):
-                    print("%3d %-4s %-5s roce-gen %s  load %.1f  | %s" % (run, m, {None: "-", True: "on", False: "off"}[k], j,
-                                                                         load, " ".join(str(x) for x in figures)))
+                    print("%3d %-4s %-5s %-10s roce-gen %s  load %.1f  | %s" % (run, m, {None: "-", True: "on", False: "off"}[k],
+                                                                               b or "-", j, load, " ".join(str(x) for x in figures)))
                     sys.stdout.flush()
-                    totals[(m, k)]["failed"] += 1
+                    totals[(m, k, b)]["failed"] += 1
                     continue
                 rt, sent = j["retransmits"], j["packets_sent"]
                 bw = (j.get("results") or [{}])[0].get("bw_average", 0)
-                print("%3d %-4s %-5s %6d  %6d / %6d = %.4f  %5d %8d %5d %4d  %6.1f  %.1f  | %s" %
-                      (run, m, {None: "-", True: "on", False: "off"}[k], j["selective_repeat"], rt, sent,
+                print("%3d %-4s %-5s %-10s %6d  %6d / %6d = %.4f  %5d %8d %5d %4d  %6.1f  %.1f  | %s" %
+                      (run, m, {None: "-", True: "on", False: "off"}[k], b or "-", j["selective_repeat"], rt, sent,
                        rt / max(sent, 1), j["naks"], j["timeouts"], j["sacks_received"], j.get("cnps_received", 0),
                        bw, load, " ".join(str(x) for x in figures)))
                 sys.stdout.flush()
-                t = totals[(m, k)]
+                t = totals[(m, k, b)]
                 t["rt"] += rt
                 t["sent"] += sent
                 t["drops"] += figures[0] if isinstance(figures[0], int) else 0
                 t["cnps"] += j.get("cnps_received", 0)
+                bl = figures[5].split()[1].split("/") if figures[5] != "-" else []
+                t["bmarks"] += int(bl[1]) if len(bl) == 3 and bl[1].isdigit() else 0
                 t["bw"].append(bw)
-        for (m, k), t in totals.items():
-            print("all  %-4s marks %-3s %d runs: %d / %d = %.4f retransmitted per packet sent, ring drops %d, CNPs %d,"
-                  " median %.1f MB/s; %d runs without figures" %
-                  (m, {None: "-", True: "on", False: "off"}[k], len(t["bw"]), t["rt"], t["sent"],
-                   t["rt"] / max(t["sent"], 1), t["drops"], t["cnps"], statistics.median(t["bw"]) if t["bw"] else 0,
+        for (m, k, b), t in totals.items():
+            print("all  %-4s marks %-3s backlog %-10s %d runs: %d / %d = %.4f retransmitted per packet sent, ring drops %d,"
+                  " backlog marks %d, CNPs %d, median %.1f MB/s; %d runs without figures" %
+                  (m, {None: "-", True: "on", False: "off"}[k], b or "-", len(t["bw"]), t["rt"], t["sent"],
+                   t["rt"] / max(t["sent"], 1), t["drops"], t["bmarks"], t["cnps"], statistics.median(t["bw"]) if t["bw"] else 0,
                    t["failed"]))
 
 

@@ -21,6 +21,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   if (o.engine.qpns.base < 2 || o.engine.qpns.base > 0xFFFFFF)
     return make_error(EINVAL, "engine.qpns.base must be 2..0xFFFFFF (QPs 0 and 1 are special)");
   if (o.max_mrs == 0) return make_error(EINVAL, "max_mrs must be at least 1");
+  if (const auto why = check(o.backlog)) return make_error(EINVAL, *why);
   std::unique_ptr<Dataplane> dp(new Dataplane(o.max_mrs));
   dp->name_ = o.name;
   dp->mode_ = o.mode;
@@ -75,6 +76,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     wc.index = w;
     if (w == 0 && o.mode == Mode::RunToCompletion) wc.port_drops = port_drops;
     wc.overrun = o.overrun;
+    wc.backlog = o.backlog;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
     wc.engine.qpns = dp->shards_;
@@ -100,6 +102,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     io.stats_interval_ns = o.stats_interval_ns;
     io.port_drops = port_drops;
     io.overrun = o.overrun;
+    io.backlog = o.backlog;
     for (auto& w : dp->workers_) {
       io.worker_rx.push_back(w->config().rx_ring);
       io.worker_tx.push_back(w->config().tx_ring);

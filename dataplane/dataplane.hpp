@@ -46,6 +46,8 @@ struct DataplaneOptions {
   // (PortDrops); a test, or a port whose drops are counted elsewhere, gives its own reader.
   OverrunConfig overrun{};
   PortDropReader port_drops;
+  // Marks from the RX queues' backlog, before they overflow (rx_backlog.hpp); off by default.
+  BacklogConfig backlog{};
 };
 
 class Dataplane {

@@ -16,6 +16,10 @@ unsigned IoLoop::poll(Nanos now) {
     overrun_.on_burst(rx.data(), n, now);
     overrun_.copy_to(stats_);
   }
+  if (backlog_.enabled()) {
+    backlog_.on_burst(rx.data(), n, kBurst);
+    backlog_.copy_to(stats_);
+  }
   const std::size_t workers = cfg_.worker_rx.size();
   // Per-worker staging so each ring gets one burst enqueue.
   std::array<std::array<rte_mbuf*, kBurst>, kMaxWorkers> staged;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/overrun.hpp"
+#include "dataplane/rx_backlog.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
 #include "lib/time.hpp"
@@ -23,11 +24,13 @@ struct IoConfig {
   Nanos stats_interval_ns = 10 * kMilli;
   PortDropReader port_drops;  // receive overruns marked CE (overrun.hpp); empty: none
   OverrunConfig overrun{};
+  BacklogConfig backlog{};  // marks from the port queue's backlog (rx_backlog.hpp)
 };
 
 class IoLoop {
  public:
-  explicit IoLoop(IoConfig cfg) : cfg_(std::move(cfg)), steering_(cfg_.shards), overrun_(cfg_.overrun, cfg_.port_drops) {}
+  explicit IoLoop(IoConfig cfg) : cfg_(std::move(cfg)), steering_(cfg_.shards), overrun_(cfg_.overrun, cfg_.port_drops),
+        backlog_(cfg_.backlog.mark ? BacklogMarking(cfg_.backlog, rx_queue_count_of(cfg_.port, 0)) : BacklogMarking()) {}
   unsigned poll(Nanos now);
   const IoStats& stats() const { return stats_; }
   void drain_tx();
@@ -40,6 +43,7 @@ class IoLoop {
   Steering steering_;
   IoStats stats_;
   OverrunMarking overrun_;
+  BacklogMarking backlog_;
   Nanos last_publish_ = 0;
   std::uint64_t publications_ = 0;
   Published<IoSnapshot> published_;

@@ -21,8 +21,16 @@
 #include <optional>
 
 #include "lib/time.hpp"
+#include "protocol/ecn_mark.hpp"
 
 namespace roce::dp {
+
+// Where a received frame's ECN field is, if it may be marked: one segment, IP, ECT(0) or ECT(1)
+// (not-ECT and CE frames, and non-IP ones, are left alone). Shared with rx_backlog.hpp.
+std::optional<proto::EcnLocation> markable(const rte_mbuf* m);
+inline void set_ce(rte_mbuf* m, const proto::EcnLocation& at) {
+  proto::set_ce({rte_pktmbuf_mtod(m, std::byte*), m->data_len}, at);
+}
 
 struct OverrunConfig {
   Nanos check_interval = 1 * kMilli;      // how often the port's drop count is read; 0: never

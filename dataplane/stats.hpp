@@ -43,6 +43,9 @@ struct WorkerStats {
   std::uint64_t stalls = 0;              // gaps between iterations long enough to hold the timers
   std::uint64_t rx_overrun_frames = 0;   // the port's receive drops (imissed, rx_nombuf, af_packet ring) seen (overrun.hpp)
   std::uint64_t rx_overrun_ce_marks = 0; // arriving frames marked CE for them
+  std::uint64_t rx_backlog_bursts = 0;     // RX bursts read with the queue's backlog above Kmin (rx_backlog.hpp)
+  std::uint64_t rx_backlog_ce_marks = 0;   // frames marked CE for the backlog
+  std::uint64_t rx_backlog_max_frames = 0; // the deepest backlog seen (frames), while backlog marking is on
 };
 
 struct IoStats {
@@ -55,6 +58,9 @@ struct IoStats {
   std::uint64_t tx_dropped = 0;
   std::uint64_t rx_overrun_frames = 0;    // as WorkerStats: the IO lcore reads the port in pipeline mode
   std::uint64_t rx_overrun_ce_marks = 0;
+  std::uint64_t rx_backlog_bursts = 0;  // as WorkerStats
+  std::uint64_t rx_backlog_ce_marks = 0;
+  std::uint64_t rx_backlog_max_frames = 0;
 };
 
 inline constexpr std::size_t kEngineDropCount = static_cast<std::size_t>(rdma::EngineDrop::Count);

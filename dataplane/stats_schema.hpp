@@ -119,6 +119,9 @@ void worker_stats(Sink& s, const WorkerStats& w) {
   s.u64("rx_from_inbox", w.rx_from_inbox);
   s.u64("rx_overrun_frames", w.rx_overrun_frames);
   s.u64("rx_overrun_ce_marks", w.rx_overrun_ce_marks);
+  s.u64("rx_backlog_bursts", w.rx_backlog_bursts);
+  s.u64("rx_backlog_ce_marks", w.rx_backlog_ce_marks);
+  s.u64("rx_backlog_max_frames", w.rx_backlog_max_frames);
 }
 
 template <typename Sink>
@@ -144,6 +147,9 @@ void io(Sink& s, const IoSnapshot& io) {
   s.u64("tx_dropped", io.stats.tx_dropped);
   s.u64("rx_overrun_frames", io.stats.rx_overrun_frames);
   s.u64("rx_overrun_ce_marks", io.stats.rx_overrun_ce_marks);
+  s.u64("rx_backlog_bursts", io.stats.rx_backlog_bursts);
+  s.u64("rx_backlog_ce_marks", io.stats.rx_backlog_ce_marks);
+  s.u64("rx_backlog_max_frames", io.stats.rx_backlog_max_frames);
 }
 
 template <typename Sink>

@@ -34,6 +34,8 @@ void prefetch_destination(const rte_mbuf* m, const rdma::MrTable& mrs) {
 Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
     : cfg_(std::move(cfg)), steering_(cfg_.shards), engine_(cfg_.engine, mrs), arp_(arp), neighbors_(neighbors) {
   if (cfg_.port_drops && cfg_.rx_ring == nullptr) overrun_ = OverrunMarking(cfg_.overrun, cfg_.port_drops);
+  if (cfg_.backlog.mark && cfg_.rx_ring == nullptr)
+    backlog_ = BacklogMarking(cfg_.backlog, rx_queue_count_of(cfg_.port, cfg_.queue));
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
   WorkerSnapshot first;
   first.worker = cfg_.index;
@@ -319,6 +321,10 @@ unsigned Worker::poll(Nanos now, bool send) {
   if (overrun_.enabled()) {
     overrun_.on_burst(rx.data(), n, now);
     overrun_.copy_to(stats_);
+  }
+  if (backlog_.enabled()) {
+    backlog_.on_burst(rx.data(), n, want);
+    backlog_.copy_to(stats_);
   }
   if (cfg_.shard_inboxes.empty()) {
     receive(rx.data(), n, now, true);

@@ -20,6 +20,7 @@
 #include "dataplane/arp.hpp"
 #include "dataplane/ndp.hpp"
 #include "dataplane/overrun.hpp"
+#include "dataplane/rx_backlog.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
 #include "lib/rdma/engine.hpp"
@@ -52,6 +53,8 @@ struct WorkerConfig {
   // (worker 0 in run-to-completion; in pipeline mode the IO loop reads the port). Empty: none.
   PortDropReader port_drops;
   OverrunConfig overrun{};
+  // Marks from the RX queue's backlog (rx_backlog.hpp), on every worker that reads a port queue.
+  BacklogConfig backlog{};
   bool ipv4_checksum_offload = false;
 };
 
@@ -147,6 +150,7 @@ class Worker {
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
   OverrunMarking overrun_;
+  BacklogMarking backlog_;
 
   Nanos last_publish_ = 0;
   std::uint64_t publications_ = 0;

@@ -53,6 +53,7 @@ struct ApplianceOptions {
   bool dcqcn = false;
   cc::Profile dcqcn_profile = cc::Profile::Paper;
   double line_rate_gbps = 10;
+  dp::BacklogConfig backlog_marks{};  // marks from the RX queue's backlog (dataplane/rx_backlog.hpp); off by default
   bool overrun_marks = true;  // the port's receive drops marked CE (dataplane/overrun.hpp); false: only counted
   std::uint32_t max_sessions = 64;
   // Connections that have not sent a byte yet wait (without a session) up to this long; the

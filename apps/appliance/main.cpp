@@ -40,6 +40,7 @@ int appliance_main(int argc, char** argv) {
   dopt.engine.max_qp_wr = o.max_qp_wr;
   dopt.engine.max_rd_atomic = o.max_rd_atomic;
   dopt.overrun.mark = o.overrun_marks;
+  dopt.backlog = o.backlog_marks;
   if (o.dcqcn) {
     dopt.engine.tuning.congestion.enabled = true;
     dopt.engine.tuning.congestion.rp = cc::params_for(o.dcqcn_profile, o.line_rate_gbps * 1e9);

@@ -203,7 +203,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   ApplianceOptions& o = cli.options;
   cxxopts::Options opts("roce-appliance", kUsage);
   opts.custom_help("[EAL args --] --dev PORT --ip ADDR [options]");
-  std::string overrun_marks;
+  std::string overrun_marks, backlog_marks;
   std::string ip, mr_size, recv_size, mtu, dcqcn, profile, write_echo, perftest, connection, size, mr_quota, rdma_cm;
   double handshake_s = 5, control_idle_s = 60, control_line_s = 10;
   std::uint32_t control_clients = 16;
@@ -261,6 +261,7 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
       ("line-rate-gbps", "line rate for DCQCN, Gb/s", cxxopts::value<double>(o.line_rate_gbps)->default_value("10"))
       ("overrun-marks", "on: the port's receive drops (a full RX ring) mark as many arriving ECN-capable frames CE, for DCQCN to slow the senders (docs/loss.md); off: only counted", cxxopts::value<std::string>(overrun_marks)->default_value("on"))
+      ("backlog-marks", "off, on or KMIN,KMAX,PMAX: mark arriving ECN-capable frames CE by the RX queue's backlog in frames, before it overflows (a switch's RED; on: 64,256,0.1; docs/loss.md)", cxxopts::value<std::string>(backlog_marks)->default_value("off"))
       ("control", "control socket path (JSON lines, owner only)", cxxopts::value<std::string>(o.control_socket))
       ("status-interval", "seconds between status lines (0: none)", cxxopts::value<double>(o.status_interval_s)->default_value("1"))
       ("report", "write the final JSON report here (- for stdout)", cxxopts::value<std::string>(o.report_path)->default_value("-"))
@@ -332,6 +333,9 @@ Result<ApplianceCli> parse_appliance_options(const std::vector<std::string>& arg
   o.dcqcn = dcqcn == "on";
   if (overrun_marks != "on" && overrun_marks != "off") return make_error(EINVAL, "--overrun-marks takes on or off");
   o.overrun_marks = overrun_marks == "on";
+  auto backlog = dp::parse_backlog_marks(backlog_marks);
+  if (!backlog) return backlog.error();
+  o.backlog_marks = *backlog;
   const auto prof = cc::profile_from_string(profile);
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   o.dcqcn_profile = *prof;

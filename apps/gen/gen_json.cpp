@@ -123,6 +123,15 @@ std::string gen_result_json(const GenOptions& g, const GenJsonRun& r) {
       .field("tail_probes", c.tail_probes)
       .field("oldest_probes", c.oldest_probes)
       .field("probed_holes", c.probed_holes);
+  if (r.receive_queue)
+    w.key("receive_queue")
+        .begin_object()
+        .field("rx_overrun_frames", r.receive_queue->overrun_frames)
+        .field("rx_overrun_ce_marks", r.receive_queue->overrun_ce_marks)
+        .field("rx_backlog_bursts", r.receive_queue->backlog_bursts)
+        .field("rx_backlog_ce_marks", r.receive_queue->backlog_ce_marks)
+        .field("rx_backlog_max_frames", r.receive_queue->backlog_max_frames)
+        .end_object();
   if (!r.verify.empty()) w.field("verify", r.verify);
   w.end_object();
   return w.str();

@@ -11,6 +11,12 @@
 
 namespace roce::client {
 
+// What this end's RX queues did (dataplane/overrun.hpp, rx_backlog.hpp), summed over the loops
+// that read the port.
+struct ReceiveQueueFigures {
+  std::uint64_t overrun_frames = 0, overrun_ce_marks = 0, backlog_bursts = 0, backlog_ce_marks = 0, backlog_max_frames = 0;
+};
+
 struct GenJsonRun {
   const ClientConnection* connection = nullptr;  // perftest tests: both sides' QP records
   std::vector<BwFigures> bw;
@@ -21,6 +27,7 @@ struct GenJsonRun {
   std::optional<double> cpu_util_percent;
   bool stopped = false;               // --run_infinitely ended by a signal
   std::uint32_t selective_repeat = 0;  // the reorder window the server agreed to; 0 = go-back-N
+  std::optional<ReceiveQueueFigures> receive_queue;  // client runs
 };
 
 std::string gen_result_json(const GenOptions& g, const GenJsonRun& r);

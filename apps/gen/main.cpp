@@ -1,6 +1,7 @@
 // roce-gen: start-up and wiring only; the tests live in client/ and apps/gen.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "client/perftest_client.hpp"
 #include "client/perftest_server_print.hpp"
 #include "client/runtime.hpp"
+#include "dataplane/report.hpp"
 #include "client/traffic/perftest_text.hpp"
 #include "apps/gen/emulate.hpp"
 #include "apps/gen/gen_json.hpp"
@@ -39,12 +41,30 @@ int fail(const std::string& why, int code = 1) {
   return code;
 }
 
+// The loops' published counters: the run's loops may still be running.
+ReceiveQueueFigures receive_queue_of(dp::Dataplane& dp) {
+  dp.publish_stats();
+  const dp::DataplaneSnapshot s = dp.snapshot();
+  ReceiveQueueFigures f;
+  const auto add = [&f](const auto& st) {
+    f.overrun_frames += st.rx_overrun_frames;
+    f.overrun_ce_marks += st.rx_overrun_ce_marks;
+    f.backlog_bursts += st.rx_backlog_bursts;
+    f.backlog_ce_marks += st.rx_backlog_ce_marks;
+    f.backlog_max_frames = std::max(f.backlog_max_frames, st.rx_backlog_max_frames);
+  };
+  for (const dp::WorkerSnapshot& w : s.workers) add(w.stats);
+  if (s.io) add(s.io->stats);
+  return f;
+}
+
 // ibv_rc_pingpong and ibv_ud_pingpong are not perftest: their figures keep roce-gen's own table.
-void print_pingpong(const GenOptions& g, const LatFigures& lat, const RunCounters& c) {
+void print_pingpong(const GenOptions& g, dp::Dataplane& dp, const LatFigures& lat, const RunCounters& c) {
   if (g.json) {
     GenJsonRun r;
     r.lat = {lat};
     r.counters = c;
+    r.receive_queue = receive_queue_of(dp);
     std::printf("%s\n", gen_result_json(g, r).c_str());
     return;
   }
@@ -104,6 +124,7 @@ int run_perftest(const GenOptions& g, dp::Dataplane& dp) {
     r.cpu_util_percent = run->cpu_util_percent;
     r.stopped = run->stopped;
     r.selective_repeat = run->selective_repeat;
+    r.receive_queue = receive_queue_of(dp);
     std::printf("%s\n", gen_result_json(g, r).c_str());
   } else {
     print(perftest_closing(style));
@@ -172,6 +193,7 @@ int gen_main(int argc, char** argv) {
   // -T: the ECN bits of the TOS byte are the engine's to set on every packet it sends.
   if (g.perftest.traffic_class) dopt.engine.tuning.data_ecn = static_cast<proto::Ecn>(*g.perftest.traffic_class & 3);
   dopt.overrun.mark = g.overrun_marks;
+  dopt.backlog = g.backlog_marks;
   if (g.dcqcn) {
     dopt.engine.tuning.congestion.enabled = true;
     dopt.engine.tuning.congestion.rp = cc::params_for(g.dcqcn_profile, g.line_rate_gbps * 1e9);
@@ -250,7 +272,7 @@ int gen_main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_pingpong(g, run->lat, run->counters);
+      print_pingpong(g, dp, run->lat, run->counters);
       rc = run->counters.errors ? 1 : 0;
     }
   } else if (g.ud_pingpong) {
@@ -258,7 +280,7 @@ int gen_main(int argc, char** argv) {
     if (!run) {
       rc = fail(run.error().message);
     } else {
-      print_pingpong(g, run->lat, run->counters);
+      print_pingpong(g, dp, run->lat, run->counters);
       if (!g.json) std::printf(" payload check: %llu of %llu echoes differ from what was sent\n",
                                static_cast<unsigned long long>(run->payload_mismatches),
                                static_cast<unsigned long long>(run->lat.iterations));

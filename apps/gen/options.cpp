@@ -65,7 +65,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   cxxopts::Options opts("roce-gen", kUsage);
   opts.custom_help("[EAL args --] TEST [options] [HOST]");
   opts.positional_help("");
-  std::string test, host, mtu, rate, profile, ip, dcqcn, connection, atomic, overrun_marks;
+  std::string test, host, mtu, rate, profile, ip, dcqcn, connection, atomic, overrun_marks, backlog_marks;
   auto text = [] { return cxxopts::value<std::string>(); };
   opts.add_options("Test (perftest's flags)")
       ("test", "write | read | send | atomic | atomic_write | flush | ib_write_bw .. ib_atomic_lat | pingpong | ud-pingpong",
@@ -126,6 +126,7 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
       ("dcqcn-profile", "paper, mlx or hpcc", cxxopts::value<std::string>(profile)->default_value("paper"))
       ("line-rate-gbps", "line rate for DCQCN, Gb/s", cxxopts::value<double>(g.line_rate_gbps)->default_value("10"))
       ("overrun-marks", "on: the port's receive drops (a full RX ring) mark as many arriving ECN-capable frames CE, for DCQCN to slow the senders (docs/loss.md); off: only counted", cxxopts::value<std::string>(overrun_marks)->default_value("on"))
+      ("backlog-marks", "off, on or KMIN,KMAX,PMAX: mark arriving ECN-capable frames CE by the RX queue's backlog in frames, before it overflows (a switch's RED; on: 64,256,0.1; docs/loss.md)", cxxopts::value<std::string>(backlog_marks)->default_value("off"))
       ("h,help", "this text");
   opts.parse_positional({"test", "host"});
 
@@ -273,6 +274,9 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   g.dcqcn = dcqcn == "on";
   if (overrun_marks != "on" && overrun_marks != "off") return make_error(EINVAL, "--overrun-marks takes on or off");
   g.overrun_marks = overrun_marks == "on";
+  auto backlog = dp::parse_backlog_marks(backlog_marks);
+  if (!backlog) return backlog.error();
+  g.backlog_marks = *backlog;
   const auto prof = cc::profile_from_string(profile);
   if (!prof) return make_error(EINVAL, "--dcqcn-profile takes paper, mlx or hpcc");
   g.dcqcn_profile = *prof;

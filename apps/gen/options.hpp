@@ -10,6 +10,7 @@
 #include "client/connector.hpp"
 #include "client/traffic/spec.hpp"
 #include "apps/gen/perftest_flags.hpp"
+#include "dataplane/rx_backlog.hpp"
 #include "lib/cc/params.hpp"
 
 namespace roce::client {
@@ -36,6 +37,7 @@ struct GenOptions {
   bool dcqcn = false;
   cc::Profile dcqcn_profile = cc::Profile::Paper;
   double line_rate_gbps = 10;
+  dp::BacklogConfig backlog_marks{};  // marks from the RX queue's backlog (dataplane/rx_backlog.hpp); off by default
   bool overrun_marks = true;  // the port's receive drops marked CE (dataplane/overrun.hpp); false: only counted
   unsigned workers = 1;
 };

@@ -32,24 +32,34 @@ constexpr unsigned kQps = 2;
 constexpr std::uint32_t kMessage = 64 * 1024;
 constexpr unsigned kDepth = 4;  // WRITEs outstanding per QP
 
+// The second receiver: the queue is b's own receive ring (kQueueSlots), and b is a poller that
+// cannot keep up: it is polled only when kReceiverGbps allows kPollFrames more frames, and takes
+// at most kPollFrames per poll. Its backlog is then what b's loop sees (a run of full bursts),
+// which the backlog marks (rx_backlog.hpp) mark before the ring overflows.
+enum class Receiver { Nic, SlowPoller };
+constexpr unsigned kQueueSlots = 128;
+constexpr unsigned kPollFrames = 8;
+
 std::string fresh(const std::string& stem) {
   static int n = 0;
   return stem + std::to_string(n++);
 }
 
 struct Figures {
-  std::uint64_t ring_drops = 0, counted = 0, timeouts = 0, early = 0, naks = 0, retransmitted = 0, sent = 0, ce_marks = 0, cnps = 0, rate_cuts = 0;
+  std::uint64_t ring_drops = 0, counted = 0, timeouts = 0, early = 0, naks = 0, retransmitted = 0, sent = 0, ce_marks = 0, cnps = 0, rate_cuts = 0, backlog_marks = 0;
   double min_rate_gbps = 0;
   Nanos elapsed = 0;
 };
 
 // `messages` WRITEs per QP from a to b through the overflowing ring, b marking as `marks` says
 // (mark false: the drops are only counted).
-Figures run(unsigned messages, dp::OverrunConfig marks) {
+// `rp_timers`: the reaction point's increase and alpha timers (0: the paper profile's 55 us).
+Figures run(unsigned messages, dp::OverrunConfig marks, Receiver receiver = Receiver::Nic, dp::BacklogConfig backlog = {},
+            Nanos rp_timers = 0) {
   Figures f;
   const std::string na = fresh("ovdA"), nwa = fresh("ovdAw"), nwb = fresh("ovdBw"), nb = fresh("ovdB");
   auto pa = dp::make_ring_pair(na, nwa, 4096);
-  auto pb = dp::make_ring_pair(nwb, nb, kRingSlots);
+  auto pb = dp::make_ring_pair(nwb, nb, receiver == Receiver::Nic ? kRingSlots : kQueueSlots);
   EXPECT_TRUE(pa.ok() && pb.ok());
   if (!pa.ok() || !pb.ok()) return f;
   rte_ring* a_tx = rte_ring_lookup((na + "_to_" + nwa).c_str());
@@ -72,9 +82,11 @@ Figures run(unsigned messages, dp::OverrunConfig marks) {
     o.mbufs = 4095;
     o.engine.tuning.congestion.enabled = true;
     o.engine.tuning.congestion.rp = cc::paper_params(kLineGbps * 1e9);
+    if (rp_timers) o.engine.tuning.congestion.rp.paper.increase_interval = o.engine.tuning.congestion.rp.paper.alpha_interval = rp_timers;
     o.overrun = marks;
     if (!receiver) o.overrun.check_interval = 0;  // a's port drops nothing
     if (receiver) o.port_drops = [&] { return std::optional<std::uint64_t>(dropped); };
+    if (receiver) o.backlog = backlog;
     auto d = dp::Dataplane::create(o);
     EXPECT_TRUE(d.ok()) << d.error().message;
     return d.ok() ? std::move(*d) : nullptr;
@@ -82,6 +94,7 @@ Figures run(unsigned messages, dp::OverrunConfig marks) {
   auto a = make(pa->a, 1, false);
   auto b = make(pb->b, 2, true);
   if (!a || !b) return f;
+  if (receiver == Receiver::SlowPoller) b->worker(0).set_rx_burst(kPollFrames);
   a->learn(rdma::IpAddress::ipv4({10, 0, 0, 2}), {2, 0, 0, 0, 0, 2});
   b->learn(rdma::IpAddress::ipv4({10, 0, 0, 1}), {2, 0, 0, 0, 0, 1});
   QpOptions qo;
@@ -115,19 +128,25 @@ Figures run(unsigned messages, dp::OverrunConfig marks) {
   Nanos last = a->now();
   const auto wire = [&](Nanos now) {
     unsigned n = rte_ring_sc_dequeue_burst(a_tx, moving.data(), moving.size(), nullptr);
-    for (unsigned i = 0; i < n; ++i) {
-      if (ring.size() < kRingSlots) {
-        ring.push_back(static_cast<rte_mbuf*>(moving[i]));
-      } else {
-        rte_pktmbuf_free(static_cast<rte_mbuf*>(moving[i]));
-        ++dropped;
+    if (receiver == Receiver::SlowPoller) {  // b's own ring is the queue; poll_b is the budget
+      const unsigned in = rte_ring_sp_enqueue_burst(b_rx, moving.data(), n, nullptr);
+      for (unsigned i = in; i < n; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(moving[i]));
+      dropped += n - in;
+    } else {
+      for (unsigned i = 0; i < n; ++i) {
+        if (ring.size() < kRingSlots) {
+          ring.push_back(static_cast<rte_mbuf*>(moving[i]));
+        } else {
+          rte_pktmbuf_free(static_cast<rte_mbuf*>(moving[i]));
+          ++dropped;
+        }
       }
-    }
-    budget = std::min(budget + static_cast<double>(now - last) * bytes_per_ns, 4096.0);
-    last = now;
-    while (!ring.empty() && budget >= ring.front()->pkt_len && rte_ring_sp_enqueue(b_rx, ring.front()) == 0) {
-      budget -= ring.front()->pkt_len;
-      ring.pop_front();
+      budget = std::min(budget + static_cast<double>(now - last) * bytes_per_ns, 4096.0);
+      last = now;
+      while (!ring.empty() && budget >= ring.front()->pkt_len && rte_ring_sp_enqueue(b_rx, ring.front()) == 0) {
+        budget -= ring.front()->pkt_len;
+        ring.pop_front();
+      }
     }
     n = rte_ring_sc_dequeue_burst(b_tx, moving.data(), moving.size(), nullptr);
     const unsigned back = rte_ring_sp_enqueue_burst(a_rx, moving.data(), n, nullptr);
@@ -137,10 +156,19 @@ Figures run(unsigned messages, dp::OverrunConfig marks) {
   const Nanos start = a->now(), limit = start + 60 * kSecond;
   b->poll_once();  // b's first reading of the drop count, the baseline: 0
   post_more();
+  const auto poll_b = [&] {
+    if (receiver == Receiver::Nic) return b->poll_once();
+    budget = std::min(budget + static_cast<double>(a->now() - last) * bytes_per_ns, kPollFrames * 1100.0);
+    last = a->now();
+    if (budget < kPollFrames * 1024.0) return;  // b is still busy with what it read
+    const std::uint64_t before = b->worker(0).stats().rx_bytes;
+    b->poll_once();
+    budget -= static_cast<double>(b->worker(0).stats().rx_bytes - before);
+  };
   while (a->now() < limit) {
     a->poll_once();
     wire(a->now());
-    b->poll_once();
+    poll_b();
     wire(a->now());
     for (unsigned i = 0; i < kQps; ++i) {
       for (const ibv_wc& wc : drain(qps[i].first)) {
@@ -168,16 +196,18 @@ Figures run(unsigned messages, dp::OverrunConfig marks) {
   f.sent = a->worker(0).stats().tx_packets;
   f.ce_marks = b->worker(0).stats().rx_overrun_ce_marks;
   f.counted = b->worker(0).stats().rx_overrun_frames;
+  f.backlog_marks = b->worker(0).stats().rx_backlog_ce_marks;
   return f;
 }
 
 void print(const char* what, const Figures& f) {
   std::printf("%-9s ring drops %5llu  resent %5llu / sent %5llu (timeouts %llu, early %llu, NAKs %llu)  CE marks %4llu"
-              "  CNPs %4llu  rate cuts %4llu  min rate %.3f Gb/s  %.0f ms\n",
+              "  backlog marks %4llu  CNPs %4llu  rate cuts %4llu  min rate %.3f Gb/s  %.0f ms\n",
               what, static_cast<unsigned long long>(f.ring_drops), static_cast<unsigned long long>(f.retransmitted),
               static_cast<unsigned long long>(f.sent), static_cast<unsigned long long>(f.timeouts),
               static_cast<unsigned long long>(f.early), static_cast<unsigned long long>(f.naks),
-              static_cast<unsigned long long>(f.ce_marks), static_cast<unsigned long long>(f.cnps),
+              static_cast<unsigned long long>(f.ce_marks), static_cast<unsigned long long>(f.backlog_marks),
+              static_cast<unsigned long long>(f.cnps),
               static_cast<unsigned long long>(f.rate_cuts), f.min_rate_gbps, static_cast<double>(f.elapsed) / 1e6);
 }
 
@@ -207,6 +237,34 @@ TEST(OverrunDcqcn, AnOverflowingRingsDropsAreMarkedAndCutTheSendersRate) {
   EXPECT_LE(on.cnps, on.ce_marks) << "at most one CNP per mark";
   EXPECT_EQ(on.rate_cuts, on.cnps) << "the paper profile cuts on every CNP";
   EXPECT_LT(on.min_rate_gbps, 0.9 * kLineGbps) << "the sender's rate was not cut";
+}
+
+// A receiver whose poller cannot keep up, its own ring the queue: the overrun marks on in every
+// arm, the backlog marks (Kmin 32, Kmax 96 of a 128-slot ring, Pmax 0.5) off, then on; first
+// with the paper profile's 55 us reaction point timers, then with 1 ms ones. Asserted: with the
+// marks on, the backlog is seen and marked, and the marks come back as CNPs that cut the
+// sender's rate. Whether the ring then drops less is printed (docs/loss.md, "Marks from the
+// receive queue's backlog"), not asserted: with 55 us timers it did not (the rate recovers
+// between two polls of the slow receiver, so between two CNPs), with 1 ms ones it did.
+TEST(OverrunDcqcn, ASlowPollersBacklogIsMarkedBeforeItsRingOverflows) {
+  constexpr unsigned kMessages = 4;
+  dp::BacklogConfig backlog;
+  backlog.mark = true;
+  backlog.kmin_frames = 32;
+  backlog.kmax_frames = 96;
+  backlog.pmax = 0.5;
+  for (const Nanos timers : {Nanos{0}, kMilli}) {
+    const Figures off = run(kMessages, dp::OverrunConfig{}, Receiver::SlowPoller, {}, timers);
+    ASSERT_FALSE(HasFailure());
+    const Figures on = run(kMessages, dp::OverrunConfig{}, Receiver::SlowPoller, backlog, timers);
+    ASSERT_FALSE(HasFailure());
+    print(timers ? "backlog off, 1 ms RP timers" : "backlog off", off);
+    print(timers ? "backlog on, 1 ms RP timers" : "backlog on", on);
+    EXPECT_EQ(off.backlog_marks, 0u);
+    EXPECT_GT(on.backlog_marks, 0u) << "the slow poller's backlog was not marked";
+    EXPECT_GT(on.cnps, 0u);
+    EXPECT_LT(on.min_rate_gbps, 0.9 * kLineGbps) << "the sender's rate was not cut";
+  }
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ TEST(ApplianceCli, BadSizesAndCountsAreRefused) {
   expect_refused(with({"--line-rate", "0"}), "--line-rate-gbps must be positive");  // the old spelling
   expect_refused(with({"--line-rate", "10", "--line-rate-gbps", "10"}), "--line-rate is the old name of --line-rate-gbps");
   expect_refused(with({"--overrun-marks", "yes"}), "--overrun-marks takes on or off");
+  expect_refused(with({"--backlog-marks", "yes"}), "--backlog-marks takes off, on or KMIN,KMAX,PMAX");
   expect_refused(with({"--status-interval", "-1"}), "--status-interval must not be negative");
   expect_refused(with({"--duration", "-2"}), "--duration must not be negative");
   expect_refused(with({"--duration", "later"}), "later");

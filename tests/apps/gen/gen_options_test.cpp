@@ -379,5 +379,21 @@ TEST(GenOptions, OverrunMarksAreOnByDefaultAndCanBeTurnedOff) {
   EXPECT_EQ(g.error().message, "--overrun-marks takes on or off");
 }
 
+// --backlog-marks: marks from the RX queue's backlog (dataplane/rx_backlog.hpp), off by default.
+TEST(GenOptions, BacklogMarksAreOffByDefaultAndTakeKminKmaxPmax) {
+  auto g = parse_gen_options(cmd({"write", "--server", "10.0.0.2"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_FALSE(g->backlog_marks.mark);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--backlog-marks", "16,48,0.25"}));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(g->backlog_marks.mark);
+  EXPECT_EQ(g->backlog_marks.kmin_frames, 16u);
+  EXPECT_EQ(g->backlog_marks.kmax_frames, 48u);
+  EXPECT_EQ(g->backlog_marks.pmax, 0.25);
+  g = parse_gen_options(cmd({"write", "--server", "10.0.0.2", "--backlog-marks", "48,16,0.25"}));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "--backlog-marks: the backlog's Kmax must not be below its Kmin");
+}
+
 }  // namespace
 }  // namespace roce::client

@@ -172,6 +172,14 @@ def check_run(binary, mode, extra, expect_size):
         speed = row.get("bw_average", row.get("t_avg_us"))
         if not isinstance(speed, (int, float)) or speed <= 0:
             problems.append("no bandwidth or latency figure")
+    # This end's RX queue counters (dataplane/overrun.hpp, rx_backlog.hpp): present, and no
+    # backlog mark with --backlog-marks at its default, off.
+    rq = j.get("receive_queue")
+    keys = ("rx_overrun_frames", "rx_overrun_ce_marks", "rx_backlog_bursts", "rx_backlog_ce_marks", "rx_backlog_max_frames")
+    if not isinstance(rq, dict) or any(not isinstance(rq.get(k), int) for k in keys):
+        problems.append("receive_queue: %r" % (rq,))
+    elif rq["rx_backlog_ce_marks"] != 0:
+        problems.append("backlog marks with --backlog-marks off: %d" % rq["rx_backlog_ce_marks"])
     if "--verify" in extra and j.get("verify") != "remote memory as written":
         problems.append("verify: %s" % j.get("verify"))
     print("  %-22s %-9s %5.1f s  %s" % (name, j.get("test"), secs, "; ".join(problems) or "ok"))
