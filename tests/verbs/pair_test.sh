@@ -184,10 +184,10 @@ if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   wait $s2p 2>/dev/null
   t1=$SECONDS
   # ARP to the service while one of its programs holds rings and waits (ibv_rc_pingpong's server
-  # on its TCP socket), just after the kill above: its control thread then steps the engine,
-  # holding what the engine owes, and once held its ARP answers as well (a peer's 3 s waits ran
-  # out: the "service: rping" flake, docs/verbs.md). Ten requests from vb, each answered within
-  # three attempts (a counted bound: with the answer held it took up to 32).
+  # on its TCP socket), just after the kill above. The service's control thread then steps the
+  # engine with steps that hold what it owes for the program's answer; they held its ARP answers
+  # too (a peer's 3 s waits ran out: the "service: rping" flake, docs/verbs.md). Ten requests
+  # from vb, each answered within three attempts (a counted bound: held, one took up to 32).
   t2=$SECONDS
   # shellcheck disable=SC2086
   ip netns exec "$ns" timeout 60 "$rr" --service "$sock" -- ibv_rc_pingpong -d rocedp0 -g 0 -p 18603 > "$out/svc.idle" 2>&1 &
