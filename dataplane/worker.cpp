@@ -345,7 +345,7 @@ unsigned Worker::poll(Nanos now, bool send) {
     // or a solicitation, rides with nothing: held, it waited for the next full step, which in
     // roce-verbsd (its control thread steps this way while a program holds rings, and the
     // dataplane thread only after 1 ms without such a step) came with the engine's next frame
-    // or the 32nd answer: a peer's 3 s ARP waits ran out (docs/verbs.md, "ARP answers").
+    // or the 32nd answer: a peer's 3 s ARP waits ran out (docs/verbs.md, "ARP answers held").
     if (control_queued_) control_queued_ = !push_out();
     return n;
   }
