@@ -102,7 +102,10 @@ rte_mbuf* Worker::take_mbuf() {
   return stash_[--stash_count_];
 }
 
-void Worker::send_frame(rte_mbuf* m) { emit(&m, 1); }
+void Worker::send_frame(rte_mbuf* m) {
+  emit(&m, 1);
+  control_queued_ = true;
+}
 
 void Worker::emit(rte_mbuf** m, unsigned n) {
   for (unsigned i = 0; i < n; ++i) {
@@ -337,7 +340,15 @@ unsigned Worker::poll(Nanos now, bool send) {
   if (app_hook) app_hook(engine_, now);
   const Nanos iteration = last_poll_ != 0 && now > last_poll_ ? now - last_poll_ : kNever;
   if (timers_due(now, n, want)) engine_.advance(now);
-  if (!send) return n;
+  if (!send) {
+    // What the step holds is the engine's answer to the program's peer. An ARP or NDP answer,
+    // or a solicitation, rides with nothing: held, it waited for the next full step, which in
+    // roce-verbsd (its control thread steps this way while a program holds rings, and the
+    // dataplane thread only after 1 ms without such a step) came with the engine's next frame
+    // or the 32nd answer: a peer's 3 s ARP waits ran out (docs/verbs.md, "ARP answers held").
+    if (control_queued_) control_queued_ = !push_out();
+    return n;
+  }
   push_out();
   // A full RX burst: more requests are queued behind it, and an ACK held for a turn or two
   // covers them too (one ACK per QP per iteration was half an ACK per frame at 16 QPs). Not

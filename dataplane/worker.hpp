@@ -66,9 +66,10 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // One poll-loop iteration at time `now`. Returns frames received. `send` false: the
-  // iteration ends before building and sending frames (what the engine owes stays owed until
-  // the next full iteration): the verbs device holds the ACK of a frame its program is about
-  // to answer, so that both leave in one burst.
+  // iteration ends before building and sending the engine's frames (what the engine owes stays
+  // owed until the next full iteration): the verbs device holds the ACK of a frame its program
+  // is about to answer, so that both leave in one burst. The worker's own frames (ARP and NDP
+  // answers, solicitations) still leave in that iteration.
   unsigned poll(Nanos now, bool send = true);
   // Sends everything buffered (graceful stop, tests).
   void flush();
@@ -138,6 +139,9 @@ class Worker {
   WorkerStats stats_;
   std::array<rte_mbuf*, 4 * kBurst> pending_{};  // built frames the port has not taken yet
   unsigned pending_count_ = 0;
+  // A frame of the worker's own (send_frame: ARP, NDP) may be among them: a step that holds the
+  // engine's frames (poll's `send` false) still pushes them out.
+  bool control_queued_ = false;
   Nanos last_flush_ = 0;
   Nanos last_poll_ = 0;
   unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless

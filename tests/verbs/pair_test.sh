@@ -102,8 +102,13 @@ pair_cm() {
   else
     printf 'verbs pair: %-34s FAIL (server %d, client %d)\n' "$name" $src $crc
     tail -n 5 "$out/$name.server" "$out/$name.client" | sed 's/^/    /'
-    # Through the service, roce-verbsd's own log is half of the story (its CM, its port).
-    if [[ "$dev_a $dev_b" == *--service* && -f $out/verbsd.log ]]; then tail -n 20 "$out/verbsd.log" | sed 's/^/    verbsd: /'; fi
+    # Through the service, roce-verbsd's own log is half of the story (its CM, its port), and
+    # whether it answers ARP now (its counters follow when it exits: svc_arp_report).
+    if [[ "$dev_a $dev_b" == *--service* && -f $out/verbsd.log ]]; then
+      tail -n 20 "$out/verbsd.log" | sed 's/^/    verbsd: /'
+      ip netns exec "$ns" python3 "$probe" vb 10.55.0.2 10.55.0.1 --attempts 5 --rounds 3 | sed 's/^/    /'
+      svc_failed=1
+    fi
     failed=$((failed + 1))
   fi
 }
@@ -128,11 +133,28 @@ dev_a=$dev_a4 dev_b=$dev_b4
 # mid-transfer, the first pair must finish with its own verdict, and the service goes on serving
 # (rping and ib_write_bw -R clients through it next).
 listening() { ip netns exec "$ns" ss -ltn | grep -q ":$1 "; }
+probe=$(dirname "$0")/arp_probe.py
+svc_failed=0
+# A service case failed: roce-verbsd's ARP counters and what its port dropped, from the report
+# it writes when it exits (ROCE_VERBS_REPORT).
+svc_arp_report() {
+  python3 - "$out/verbsd.json" 2>&1 <<'PY' | sed 's/^/    /'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"roce-verbsd wrote no report: {e}")
+w, port = d["workers"]["0"], d["port"]["stats"]
+keys = ("arp_replies", "arp_requests_sent", "rx_packets", "tx_packets", "tx_dropped", "mbuf_alloc_failures", "stalls")
+print("roce-verbsd ARP and port counters: " + " ".join(f"{k} {w[k]}" for k in keys) + " "
+      + " ".join(f"port_{k} {port[k]}" for k in ("imissed", "ierrors", "oerrors", "rx_nombuf")))
+PY
+}
 if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   t0=$SECONDS
   sock=$out/verbsd.sock
   # shellcheck disable=SC2086
-  ip netns exec "$ns" timeout 120 "$build/apps/verbsd/roce-verbsd" $dev_a --socket "$sock" > "$out/verbsd.log" 2>&1 &
+  ROCE_VERBS_REPORT=$out/verbsd.json ip netns exec "$ns" timeout 120 "$build/apps/verbsd/roce-verbsd" $dev_a --socket "$sock" > "$out/verbsd.log" 2>&1 &
   vp=$!
   for i in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
   bw="ib_write_bw -d rocedp0 -x 0 -F -s 65536"
@@ -161,6 +183,30 @@ if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   for j in $(pgrep -P "$s2p"); do kill -KILL "$j"; done
   wait $s2p 2>/dev/null
   t1=$SECONDS
+  # ARP to the service while one of its programs holds rings and waits (ibv_rc_pingpong's server
+  # on its TCP socket), just after the kill above. The service's control thread then steps the
+  # engine with steps that hold what it owes for the program's answer; they held its ARP answers
+  # too (a peer's 3 s waits ran out: the "service: rping" flake, docs/verbs.md). Ten requests
+  # from vb, each answered within three attempts (a counted bound: held, one took up to 32).
+  t2=$SECONDS
+  # shellcheck disable=SC2086
+  ip netns exec "$ns" timeout 60 "$rr" --service "$sock" -- ibv_rc_pingpong -d rocedp0 -g 0 -p 18603 > "$out/svc.idle" 2>&1 &
+  idle=$!
+  for i in $(seq 100); do listening 18603 && break; sleep 0.1; done
+  idle_up=0
+  listening 18603 && idle_up=1
+  answered=$(ip netns exec "$ns" python3 "$probe" vb 10.55.0.2 10.55.0.1 --attempts 3 --rounds 10)
+  arp_ok=$((! $?))
+  for j in $(pgrep -P $idle); do kill -KILL "$j"; done
+  wait $idle 2>/dev/null
+  if ((idle_up && arp_ok)); then
+    printf 'verbs pair: %-34s pass %3ds  %s\n' "service: ARP, a client idle" $((SECONDS - t2)) "${answered#arp probe: }"
+  else
+    printf 'verbs pair: %-34s FAIL (client listening %d) %s\n' "service: ARP, a client idle" $idle_up "${answered#arp probe: }"
+    tail -n 5 "$out/svc.idle" | sed 's/^/    /'
+    svc_failed=1
+    failed=$((failed + 1))
+  fi
   # rdma_cm through the service (slice 5): clients of the service on va against library-mode
   # servers on vb (the device's own CM on each end), their own verdicts deciding.
   dev_a4=$dev_a dev_b4=$dev_b
@@ -173,6 +219,7 @@ if [[ -x $build/apps/verbsd/roce-verbsd ]]; then
   kill -TERM $vp
   wait $vp
   vrc=$?
+  ((svc_failed)) && svc_arp_report
   result=$(awk '$1 == "65536" && $2 ~ /^[0-9]+$/ { print; exit }' "$out/svc.c1")
   if [[ -n $victim ]] && ((c1rc == 0 && s1rc == 0 && vrc == 0)) && [[ -n $result && $info == *PORT_ACTIVE* && ! -e $sock ]]; then
     printf 'verbs pair: %-34s pass %3ds  %s\n' "service: 2 pairs, 1 killed" $((t1 - t0)) "$(echo $result | cut -c1-60)"
