@@ -121,8 +121,7 @@ void Worker::emit(rte_mbuf** m, unsigned n) {
   if (pending_count_ >= kBurst) push_out();
 }
 
-bool Worker::push_out() {
-  if (pending_count_ == 0) return true;
+bool Worker::push_pending() {
   const unsigned sent =
       cfg_.tx_ring ? rte_ring_sp_enqueue_burst(cfg_.tx_ring, reinterpret_cast<void**>(pending_.data()), pending_count_, nullptr)
                    : rte_eth_tx_burst(cfg_.port, cfg_.queue, pending_.data(), static_cast<std::uint16_t>(pending_count_));

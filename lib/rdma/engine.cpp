@@ -210,7 +210,9 @@ SendWindow* Engine::path_window(const QueuePair& qp) {
 
 void Engine::refresh(QueuePair& qp) {
   qp.sync_window_share();
-  if (qp.has_tx_work()) activate(qp);
+  // A QP already in the active ring stays there (activate would do nothing): has_tx_work, the
+  // send queue walk and the window's limit, is not asked.
+  if (!qp.in_active_list && qp.has_tx_work()) activate(qp);
   timers_.set(qp.slot, qp.deadline());
 }
 
