@@ -34,12 +34,17 @@ bool is_neighbor_discovery(std::span<const std::byte> l3) noexcept {
 
 }  // namespace
 
-FrameClass classify(std::span<const std::byte> frame, std::uint32_t& dest_qp) noexcept {
+FrameClass control_class(std::span<const std::byte> frame) noexcept {
   if (frame.size() < sizeof(EthernetHeader)) return FrameClass::Other;
   EthernetHeader eth;
   std::memcpy(&eth, frame.data(), sizeof eth);
   if (eth.ether_type.get() == kEtherTypeArp) return FrameClass::Arp;
   if (eth.ether_type.get() == kEtherTypeIpv6 && is_neighbor_discovery(frame.subspan(sizeof eth))) return FrameClass::Ndp;
+  return FrameClass::Other;
+}
+
+FrameClass classify(std::span<const std::byte> frame, std::uint32_t& dest_qp) noexcept {
+  if (const FrameClass c = control_class(frame); c != FrameClass::Other) return c;
   const auto qpn = peek_dest_qp(frame);
   if (!qpn) return FrameClass::Other;
   dest_qp = *qpn;

@@ -54,6 +54,9 @@ struct SteerVerdict {
 
 // The class of a frame, reading no more than its headers.
 FrameClass classify(std::span<const std::byte> frame, std::uint32_t& dest_qp) noexcept;
+// Arp or Ndp (what the worker answers itself), else Other: all a frame's receiver needs once
+// steering is done (the engine parses the rest), without looking for the QPN.
+FrameClass control_class(std::span<const std::byte> frame) noexcept;
 
 class Steering {
  public:

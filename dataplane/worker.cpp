@@ -121,8 +121,7 @@ void Worker::emit(rte_mbuf** m, unsigned n) {
   if (pending_count_ >= kBurst) push_out();
 }
 
-bool Worker::push_out() {
-  if (pending_count_ == 0) return true;
+bool Worker::push_pending() {
   const unsigned sent =
       cfg_.tx_ring ? rte_ring_sp_enqueue_burst(cfg_.tx_ring, reinterpret_cast<void**>(pending_.data()), pending_count_, nullptr)
                    : rte_eth_tx_burst(cfg_.port, cfg_.queue, pending_.data(), static_cast<std::uint16_t>(pending_count_));
@@ -140,23 +139,27 @@ bool Worker::push_out() {
 void Worker::transmit(Nanos now, Nanos busy_iteration) {
   constexpr unsigned kMinOffer = 4;
   if (!engine_.has_tx_work() || pending_count_ >= kBurst) return;
-  std::array<rte_mbuf*, kBurst> mbufs;
-  unsigned have = 0;
-  for (; have < tx_offer_; ++have) {
-    rte_mbuf* m = take_mbuf();
-    if (m == nullptr) break;
-    mbufs[have] = m;
-    tx_frames_[have] = rdma::TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
+  // The engine fills the stash's top mbufs where they lie: those it used leave the stash, the
+  // rest stay for the next round (taking each out and putting the unused back cost more than
+  // a lone ACK's frame at queue depth 1; docs/perf-changes.md section 35).
+  if (stash_count_ < tx_offer_) {  // a burst more (tx_offer_ <= kBurst: the stash has room)
+    if (rte_pktmbuf_alloc_bulk(cfg_.pool, stash_.data() + stash_count_, kBurst) == 0) stash_count_ += kBurst;
+    else ++stats_.mbuf_alloc_failures;
   }
+  const unsigned have = std::min(tx_offer_, stash_count_);
   if (have == 0) return;
+  rte_mbuf** top = stash_.data() + stash_count_ - 1;  // frame i is top[-i]
+  for (unsigned i = 0; i < have; ++i) tx_frames_[i] = rdma::TxFrame{rte_pktmbuf_mtod(top[-static_cast<int>(i)], std::byte*), frame_capacity_, 0};
   const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now, busy_iteration);
+  std::array<rte_mbuf*, kBurst> built;
   for (std::size_t i = 0; i < n; ++i) {
-    mbufs[i]->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
-    mbufs[i]->pkt_len = tx_frames_[i].length;
+    rte_mbuf* m = top[-static_cast<std::ptrdiff_t>(i)];
+    m->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
+    m->pkt_len = tx_frames_[i].length;
+    built[i] = m;
   }
-  emit(mbufs.data(), static_cast<unsigned>(n));
-  // Unused mbufs go back to the stash for the next round.
-  for (std::size_t i = n; i < have; ++i) stash_[stash_count_++] = mbufs[i];
+  stash_count_ -= static_cast<unsigned>(n);
+  emit(built.data(), static_cast<unsigned>(n));
   // The QPs whose ACK waits (Engine::transmit's ack_hold) each want a frame next time: offering
   // fewer would leave some of them for an iteration more once they go.
   const auto wanted = static_cast<unsigned>(n + engine_.acks_held());
@@ -262,6 +265,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   // Two frames ahead of its turn a frame's header has arrived (asked for three ahead), and its
   // destination still has two frames' time to come in.
   constexpr unsigned kDestinationAhead = 2;
+  engine_.begin_receive_burst();
   for (unsigned i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(rx[i + kPrefetchAhead], void*));
     if (i + kDestinationAhead < n) prefetch_destination(rx[i + kDestinationAhead], engine_.memory());
@@ -276,9 +280,9 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
       continue;
     }
     const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-    std::uint32_t qpn = 0;
-    deliver(frame, classify(frame, qpn), now);
+    deliver(frame, control_class(frame), now);
   }
+  engine_.end_receive_burst();
   if (n) rte_pktmbuf_free_bulk(rx, n);
 }
 

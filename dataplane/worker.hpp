@@ -127,7 +127,10 @@ class Worker {
   void transmit(Nanos now, Nanos busy_iteration);
   void send_frame(rte_mbuf* m);
   void emit(rte_mbuf** m, unsigned n);
-  bool push_out();
+  // Hands the pending frames to the port; true once none is left. Inline: most calls (three
+  // an iteration) find nothing pending.
+  bool push_out() { return pending_count_ == 0 || push_pending(); }
+  bool push_pending();
   void run_commands();
   rte_mbuf* take_mbuf();
 

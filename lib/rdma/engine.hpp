@@ -130,6 +130,14 @@ class Engine {
 
   // Packet path.
   void receive(proto::ByteSpan frame, Nanos now);
+  // The frames of one RX burst go to receive() between these two: the refresh after each frame
+  // (the QP's timer, the active ring) is then done once per run of frames for one QP, when the
+  // next frame is another QP's or at end_receive_burst, which must come before any other call.
+  void begin_receive_burst() { in_burst_ = true; }
+  void end_receive_burst() {
+    in_burst_ = false;
+    refresh_deferred();
+  }
   // `busy_iteration`: the caller's receive queue stays full and it calls again in about this
   // long (its last iteration's length), so a plain ACK may wait for a later call and cover what
   // arrives meanwhile (TransportTuning::ack_hold). kNever: every ACK owed goes now.
@@ -163,6 +171,10 @@ class Engine {
  private:
   void activate(QueuePair& qp);
   void refresh(QueuePair& qp);
+  void refresh_deferred() {
+    if (unrefreshed_ != nullptr) refresh(*unrefreshed_);
+    unrefreshed_ = nullptr;
+  }
   bool owns_srq(const SharedReceiveQueue* srq) const;
   // The send window of the RC QPs toward `qp`'s peer address, made on first use.
   SendWindow* path_window(const QueuePair& qp);
@@ -191,6 +203,8 @@ class Engine {
   std::array<std::uint64_t, static_cast<std::size_t>(proto::ParseError::Count)> parse_drops_{};
   std::array<std::uint64_t, static_cast<std::size_t>(EngineDrop::Count)> drops_{};
   std::uint64_t received_ = 0;
+  bool in_burst_ = false;
+  QueuePair* unrefreshed_ = nullptr;  // received into during a burst, not refreshed since
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
   // Last, so that the members the receive path reads keep their places.
