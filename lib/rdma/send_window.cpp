@@ -28,6 +28,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   free_cap_ = FreeCap::Unknown;
   uncapped_count_ = 0;
   trial_samples_ = trial_skip_ = trial_backoff_ = trials_free_ = trials_costly_ = 0;
+  growth_ = 1;
   bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
@@ -101,8 +102,16 @@ void SendWindow::on_sample_free_cap(double rate) {
   } else {
     ++trials_costly_;
     free_cap_ = FreeCap::Costly;
-    trial_skip_ = trial_backoff_;
-    trial_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * trial_backoff_, 1), 64);
+    // Grow before backing off: the next rare loss tries the larger cap (the sample that sets
+    // bdp_ applies it). Only at the largest cap do trials wait for more losses.
+    const double grown = std::min(growth_ * t_.bdp_cap_growth, std::max(t_.bdp_cap_max_growth, 1.0));
+    if (grown > growth_ * 1.001 && bdp_ < static_cap_) {
+      growth_ = grown;
+      trial_skip_ = 0;
+    } else {
+      trial_skip_ = trial_backoff_;
+      trial_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * trial_backoff_, 1), 64);
+    }
   }
   trial_samples_ = 0;
 }
@@ -218,7 +227,7 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   const double per_ns = bps * 1e-9 / 8 / pmtu;  // packets per nanosecond
   cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
                     static_total());
-  bdp_ = std::clamp(t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
+  bdp_ = std::clamp(t_.bdp_cap_headroom * growth_ * per_ns * static_cast<double>(min_rtt_),
                     std::min(t_.bdp_cap_floor, static_total()), static_total());
   need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
                      std::min(t_.random_loss_floor, static_total()), static_total());

@@ -116,6 +116,17 @@ struct WindowTuning {
   bool bdp_cap_when_free = true;
   double bdp_cap_free_rate = 0.9;
   std::uint32_t bdp_cap_trial_samples = 16;  // at most SendWindow::kTrialSamples
+  // A costly verdict grows the cap before it backs off: the next trial (at the next rare loss)
+  // holds bdp_cap_growth x the last trial's cap, up to bdp_cap_max_growth x rate x min RTT; only
+  // a costly verdict at the largest cap waits 1, 2, 4 .. loss events. A path whose round trip
+  // is the wire's but whose ACKs come in batches (one per ack_spacing packets) and whose poller
+  // adds a loop iteration needs a little more than rate x min RTT: at exactly that the verdicts
+  // flapped at the 0.9 bound, and every loss while costly cost the whole window (40-70 packets
+  // on a link whose queue holds them). Not rate x knee RTT: where the static cap fills a
+  // bottleneck queue, every full-rate sample carries the queue (docs/loss.md, part 1,
+  // "Session 11"). 1: no growth (session 10's cap).
+  double bdp_cap_growth = 1.5;
+  double bdp_cap_max_growth = 4;
 };
 
 class SendWindow {
@@ -138,6 +149,8 @@ class SendWindow {
   bool bdp_free() const { return free_cap_ == FreeCap::Free; }
   std::uint32_t bdp_trials_free() const { return trials_free_; }
   std::uint32_t bdp_trials_costly() const { return trials_costly_; }
+  // The cap's multiple of rate x min RTT (WindowTuning::bdp_cap_growth).
+  double bdp_growth() const { return growth_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
@@ -211,6 +224,7 @@ class SendWindow {
   std::uint32_t trial_samples_ = 0;
   std::uint32_t trial_skip_ = 0, trial_backoff_ = 0;  // loss events until the next trial after a costly one
   std::uint32_t trials_free_ = 0, trials_costly_ = 0;
+  double growth_ = 1;  // the cap's multiple of rate x min RTT (grown by costly verdicts)
   void on_loss_free_cap();
   void on_sample_free_cap(double rate);
   Nanos min_rtt_ = 0;          // 0: no sample yet

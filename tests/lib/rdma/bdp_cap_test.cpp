@@ -65,7 +65,9 @@ TEST(BdpCapWhenFree, ARareLossStartsATrialAndAFreeCapKeepsHolding) {
 }
 
 TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
-  Path p;
+  WindowTuning t;
+  t.bdp_cap_growth = 1;  // the backoff alone (ACostlyCapGrowsBeforeItBacksOff: with the growth)
+  Path p(t);
   p.clean(2000);
   p.lose();
   p.trial(0.7);  // a quarter of the rate lost, as on a one-thread polling loop
@@ -85,6 +87,62 @@ TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
   p.clean(2000);
   p.lose();
   EXPECT_TRUE(p.w.bdp_engaged());
+}
+
+TEST(BdpCapWhenFree, ACostlyCapGrowsBeforeItBacksOff) {
+  Path p;  // rate x min RTT is 4 packets: the caps tried are 6 (the floor), 9, 13.5 and 16
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 6u);
+  p.trial(0.7);
+  EXPECT_FALSE(p.w.bdp_engaged());
+  EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 1.5);
+  p.clean(2000);
+  p.lose();  // no loss skipped while the cap can grow
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 6u);  // 1.5 x 4 packets
+  p.trial(0.7);
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 9u);
+  p.trial(0.8);
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 13u);
+  p.trial(0.8);
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 16u);  // the largest: 4 x rate x min RTT
+  p.trial(0.8);
+  EXPECT_EQ(p.w.bdp_trials_costly(), 5u);
+  // Costly at the largest cap: now the trials back off (the first costly verdict there skips no loss).
+  p.clean(2000);
+  p.lose();
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 16u);
+  p.trial(0.8);
+  p.clean(2000);
+  p.lose();
+  EXPECT_FALSE(p.w.bdp_engaged());  // skipped
+}
+
+TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  p.trial(0.7);
+  p.clean(2000);
+  p.lose();
+  p.trial(0.7);
+  p.clean(2000);
+  p.lose();
+  ASSERT_EQ(p.w.limit(), 9u);
+  p.trial(1.0);  // what the rate needs: a little more than rate x min RTT
+  EXPECT_TRUE(p.w.bdp_free());
+  EXPECT_EQ(p.w.bdp_trials_free(), 1u);
+  p.clean(20000);
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 9u);
 }
 
 TEST(BdpCapWhenFree, AFreeCapThatStartsToCostRateLetsGo) {
