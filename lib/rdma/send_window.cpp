@@ -21,7 +21,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
   cwnd_ = ssthresh_ = cap_ = need_ = static_total();
-  bdp_ = 0;
+  bdp_ = bdp_grown_ = 0;
   bdp_engaged_ = false;
   bdp_until_ = 0;
   delivered_ = delivered_at_loss_ = loss_interval_ = 0;
@@ -73,7 +73,7 @@ void SendWindow::on_loss_free_cap() {
 
 void SendWindow::on_sample_free_cap(double rate) {
   // A sample the cap bounded: the QP may have less in flight than without it.
-  const bool bounded = bdp_engaged() && bdp_ > 0 && bdp_ < static_cap_;
+  const bool bounded = bdp_engaged() && bdp_ > 0 && bdp() < static_cap_;
   const std::uint32_t n = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
   if (!bounded) {
     uncapped_[uncapped_count_++ % n] = rate;
@@ -103,9 +103,10 @@ void SendWindow::on_sample_free_cap(double rate) {
     ++trials_costly_;
     free_cap_ = FreeCap::Costly;
     // Grow before backing off: the next rare loss tries the larger cap (the sample that sets
-    // bdp_ applies it). Only at the largest cap do trials wait for more losses.
+    // bdp_grown_ applies it). Only at the largest cap do trials wait for more losses. Not the
+    // cap while losses are frequent: there it pays whatever it costs (docs/loss.md, session 8).
     const double grown = std::min(growth_ * t_.bdp_cap_growth, std::max(t_.bdp_cap_max_growth, 1.0));
-    if (grown > growth_ * 1.001 && bdp_ < static_cap_) {
+    if (grown > growth_ * 1.001 && bdp_grown_ < static_cap_) {
       growth_ = grown;
       trial_skip_ = 0;
     } else {
@@ -227,8 +228,10 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   const double per_ns = bps * 1e-9 / 8 / pmtu;  // packets per nanosecond
   cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
                     static_total());
-  bdp_ = std::clamp(t_.bdp_cap_headroom * growth_ * per_ns * static_cast<double>(min_rtt_),
+  bdp_ = std::clamp(t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
                     std::min(t_.bdp_cap_floor, static_total()), static_total());
+  bdp_grown_ = std::clamp(growth_ * t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
+                          std::min(t_.bdp_cap_floor, static_total()), static_total());
   need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
                      std::min(t_.random_loss_floor, static_total()), static_total());
   const Nanos target = queue_target();

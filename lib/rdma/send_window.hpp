@@ -154,7 +154,9 @@ class SendWindow {
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
-  double bdp() const { return bdp_; }       // go-back-N's in-flight cap (each QP's; 0: no RTT sample yet)
+  // Go-back-N's in-flight cap (each QP's; 0: no RTT sample yet): rate x min RTT while losses are
+  // frequent, grown by costly verdicts otherwise (WindowTuning::bdp_cap_growth).
+  double bdp() const { return losses_frequent() ? bdp_ : bdp_grown_; }
   bool congested(Nanos now) const { return congested_until_ > now; }
   bool queue_high() const { return queue_high_; }
   Nanos min_rtt() const { return min_rtt_; }
@@ -193,7 +195,7 @@ class SendWindow {
   // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
   // go-back-N QP is its own in flight; sharing the path is the congestion window's and DCQCN's
   // job). None for selective repeat, before the first RTT sample, or without a recent loss.
-  double bdp_share() const { return bdp_engaged() && bdp_ > 0 ? bdp_ : static_cap_; }
+  double bdp_share() const { return bdp_engaged() && bdp_ > 0 ? bdp() : static_cap_; }
   double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
@@ -206,6 +208,7 @@ class SendWindow {
   double cap_ = 1;
   double need_ = 1;
   double bdp_ = 0;  // 0: no RTT sample yet
+  double bdp_grown_ = 0;  // bdp_ x growth_ (the cap where it is free)
   bool bdp_on_ = false;
   bool bdp_engaged_ = false;  // a loss came less than bdp_cap_memory_rtts round trips ago (until bdp_until_)
   Nanos bdp_until_ = 0;

@@ -145,6 +145,25 @@ TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
   EXPECT_EQ(p.w.limit(), 9u);
 }
 
+TEST(BdpCapWhenFree, WhileLossesAreFrequentTheCapIsNotGrown) {
+  Path p;
+  for (int i = 0; i < 3; ++i) {  // costly verdicts at 6, 6 and 9
+    p.clean(2000);
+    p.lose();
+    p.trial(0.7);
+  }
+  p.clean(2000);
+  p.lose();
+  ASSERT_EQ(p.w.limit(), 13u);
+  // Frequent losses: the cap pays there whatever it costs (1 and 5 %), so it stays rate x min RTT.
+  for (int i = 0; i < 20; ++i) {
+    p.clean(40);
+    p.lose();
+  }
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 6u);
+}
+
 TEST(BdpCapWhenFree, AFreeCapThatStartsToCostRateLetsGo) {
   Path p;
   p.clean(2000);
