@@ -9,6 +9,12 @@ namespace {
 // A sample at this fraction of the best delivery rate or more carried the path's rate: the
 // smallest round trip among them is what the rate needs in flight.
 constexpr double kKneeRate = 0.9;
+// A grown cap must leave at least this of the rate (WindowTuning::bdp_cap_free_rate if higher):
+// it still resends far more than 4 per lost packet, and at 0.1 % loss saving five resends per
+// loss is half a percent of the packets, not worth the tenth of the rate that the 0.9 bound lets
+// a trial cost (one thread: a grown cap of 17-24 packets judged free at 0.9 left 0.86 of lossless
+// against 0.96 without it; docs/loss.md, part 1, "Session 11").
+constexpr double kGrownFreeRate = 0.95;
 }  // namespace
 
 void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
@@ -93,7 +99,8 @@ void SendWindow::on_sample_free_cap(double rate) {
   const std::uint32_t known = std::min(uncapped_count_, n);
   double reference[kTrialSamples];
   std::copy_n(uncapped_, known, reference);
-  const bool free = known >= 4 && median(trial_, n) >= t_.bdp_cap_free_rate * median(reference, known);
+  const double bound = growth_ > 1 ? std::max(t_.bdp_cap_free_rate, kGrownFreeRate) : t_.bdp_cap_free_rate;
+  const bool free = known >= 4 && median(trial_, n) >= bound * median(reference, known);
   if (free) {
     if (free_cap_ == FreeCap::Trial) ++trials_free_;
     // The backoff stays: a free verdict by chance (a noisy median) is followed by a costly one

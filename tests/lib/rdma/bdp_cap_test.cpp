@@ -145,6 +145,26 @@ TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
   EXPECT_EQ(p.w.limit(), 9u);
 }
 
+TEST(BdpCapWhenFree, AGrownCapMustBeNearlyFree) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  p.trial(0.9);  // rate x min RTT at 0.9 of the rate: free
+  EXPECT_TRUE(p.w.bdp_free());
+  Path q;
+  for (int i = 0; i < 2; ++i) {
+    q.clean(2000);
+    q.lose();
+    q.trial(0.7);
+  }
+  q.clean(2000);
+  q.lose();
+  ASSERT_EQ(q.w.limit(), 9u);
+  q.trial(0.9);  // grown: it resends more than 4 per lost anyway, so 0.9 of the rate is costly
+  EXPECT_FALSE(q.w.bdp_free());
+  EXPECT_EQ(q.w.bdp_trials_costly(), 3u);
+}
+
 TEST(BdpCapWhenFree, WhileLossesAreFrequentTheCapIsNotGrown) {
   Path p;
   for (int i = 0; i < 3; ++i) {  // costly verdicts at 6, 6 and 9
