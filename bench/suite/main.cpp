@@ -10,10 +10,12 @@
 //              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
 //              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
 //              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
+//              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
 //              (go-back-N's BDP cap, WindowTuning)
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
-//              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] (loss: the same, with go-back-N's BDP cap at
-//              loss interval N (0: after any loss), or with the cap where it is free on or off)
+//              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX] (loss: the
+//              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
+//              or grown otherwise)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
@@ -56,6 +58,18 @@ std::vector<std::uint32_t> parse_sizes(const std::string& s) {
   return out;
 }
 
+// "G,MAX": WindowTuning::bdp_cap_growth and bdp_cap_max_growth (1,1: no growth, session 10's cap).
+bool parse_growth(const std::string& v, rdma::WindowTuning& w) {
+  const std::size_t comma = v.find(',');
+  if (comma == std::string::npos) {
+    std::fprintf(stderr, "perf_suite: --bdp-growth wants G,MAX\n");
+    return false;
+  }
+  w.bdp_cap_growth = std::stod(v.substr(0, comma));
+  w.bdp_cap_max_growth = std::stod(v.substr(comma + 1));
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,6 +84,7 @@ int main(int argc, char** argv) {
   bool loss_baseline = false;
   double bdp_baseline_interval = -1;
   int bdp_baseline_free = -1;
+  std::string bdp_baseline_growth;
   for (std::size_t i = 1; i < args.app.size(); ++i) {
     const std::string& a = args.app[i];
     const bool has = i + 1 < args.app.size();
@@ -108,6 +123,10 @@ int main(int argc, char** argv) {
       c.tuning.window.bdp_cap_when_free = args.app[++i] == "on";
     } else if (a == "--bdp-free-rate" && has) {
       c.tuning.window.bdp_cap_free_rate = std::stod(args.app[++i]);
+    } else if (a == "--bdp-growth" && has) {
+      if (!parse_growth(args.app[++i], c.tuning.window)) return 2;
+    } else if (a == "--loss-baseline-bdp-growth" && has) {
+      bdp_baseline_growth = args.app[++i];
     } else if (a == "--bdp-floor" && has) {
       c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
     } else if (a == "--loss-verb" && has) {
@@ -175,13 +194,14 @@ int main(int argc, char** argv) {
     b.tail_probe_min = 0;
     c.loss_baseline = b;
   }
-  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0) {
+  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty()) {
     // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
     // any loss), with or without the cap where it is free.
     rdma::TransportTuning b = c.tuning;
     b.window.bdp_cap = true;
     if (bdp_baseline_interval >= 0) b.window.bdp_cap_loss_interval = bdp_baseline_interval;
     if (bdp_baseline_free >= 0) b.window.bdp_cap_when_free = bdp_baseline_free == 1;
+    if (!bdp_baseline_growth.empty() && !parse_growth(bdp_baseline_growth, b.window)) return 2;
     c.loss_baseline = b;
   }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {

@@ -457,10 +457,21 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     std::fprintf(stderr, "    time: %.3f of it stalled; %.2f Gbit/s per CPU second (%.2f of this mode's lossless)\n", stalled, cpu_rate,
                  lossless_rate > 0 ? cpu_rate / lossless_rate : 0.0);
     {
+      // The loop's shape (docs/loss.md part 1, "Session 11"): a round trip on one thread is an
+      // iteration, so what a small window costs is the iteration's fixed work over fewer packets.
+      const dp::WorkerStats& wa = rig.a().worker(0).stats();
+      const dp::WorkerStats& wb = rig.b().worker(0).stats();
+      const double it = static_cast<double>(std::max<std::uint64_t>(wa.iterations, 1));
+      std::fprintf(stderr, "    loop: %llu iterations, %.2f frames sent and %.2f received by A each, %.2f sent by B, %.0f ns CPU each\n",
+                   static_cast<unsigned long long>(wa.iterations), static_cast<double>(wa.tx_packets) / it,
+                   static_cast<double>(wa.rx_packets) / it, static_cast<double>(wb.tx_packets) / it, static_cast<double>(k->cpu) / it);
+      k->fig.note("a_iterations", it);
+    }
+    {
       const rdma::Completer& cm = k->qp->completer();
-      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f (%s, loss interval %.0f, %s, trials %u free %u costly), window %.1f packets\n",
+      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f (%.2f x rate x min RTT, %s, loss interval %.0f, %s, trials %u free %u costly), window %.1f packets\n",
                    cm.window().min_rtt() / 1e3, cm.window().standing_rtt() / 1e3, cm.srtt() / 1e3, cm.window().knee_rtt() / 1e3,
-                   cm.window().need(), cm.window().bdp(), cm.window().bdp_engaged() ? "held" : "not held", cm.window().loss_interval(),
+                   cm.window().need(), cm.window().bdp(), cm.window().bdp_growth(), cm.window().bdp_engaged() ? "held" : "not held", cm.window().loss_interval(),
                    cm.window().bdp_free() ? "free" : "not free", cm.window().bdp_trials_free(), cm.window().bdp_trials_costly(),
                    cm.window().packets());
     }

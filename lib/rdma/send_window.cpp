@@ -9,6 +9,12 @@ namespace {
 // A sample at this fraction of the best delivery rate or more carried the path's rate: the
 // smallest round trip among them is what the rate needs in flight.
 constexpr double kKneeRate = 0.9;
+// A grown cap must leave at least this of the rate (WindowTuning::bdp_cap_free_rate if higher):
+// it still resends far more than 4 per lost packet, and at 0.1 % loss saving five resends per
+// loss is half a percent of the packets, not worth the tenth of the rate that the 0.9 bound lets
+// a trial cost (one thread: a grown cap of 17-24 packets judged free at 0.9 left 0.86 of lossless
+// against 0.96 without it; docs/loss.md, part 1, "Session 11").
+constexpr double kGrownFreeRate = 0.95;
 }  // namespace
 
 void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
@@ -21,13 +27,14 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
   cwnd_ = ssthresh_ = cap_ = need_ = static_total();
-  bdp_ = 0;
+  bdp_ = bdp_grown_ = 0;
   bdp_engaged_ = false;
   bdp_until_ = 0;
   delivered_ = delivered_at_loss_ = loss_interval_ = 0;
   free_cap_ = FreeCap::Unknown;
   uncapped_count_ = 0;
   trial_samples_ = trial_skip_ = trial_backoff_ = trials_free_ = trials_costly_ = 0;
+  growth_ = 1;
   bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
@@ -72,7 +79,7 @@ void SendWindow::on_loss_free_cap() {
 
 void SendWindow::on_sample_free_cap(double rate) {
   // A sample the cap bounded: the QP may have less in flight than without it.
-  const bool bounded = bdp_engaged() && bdp_ > 0 && bdp_ < static_cap_;
+  const bool bounded = bdp_engaged() && bdp_ > 0 && bdp() < static_cap_;
   const std::uint32_t n = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
   if (!bounded) {
     uncapped_[uncapped_count_++ % n] = rate;
@@ -92,7 +99,8 @@ void SendWindow::on_sample_free_cap(double rate) {
   const std::uint32_t known = std::min(uncapped_count_, n);
   double reference[kTrialSamples];
   std::copy_n(uncapped_, known, reference);
-  const bool free = known >= 4 && median(trial_, n) >= t_.bdp_cap_free_rate * median(reference, known);
+  const double bound = growth_ > 1 ? std::max(t_.bdp_cap_free_rate, kGrownFreeRate) : t_.bdp_cap_free_rate;
+  const bool free = known >= 4 && median(trial_, n) >= bound * median(reference, known);
   if (free) {
     if (free_cap_ == FreeCap::Trial) ++trials_free_;
     // The backoff stays: a free verdict by chance (a noisy median) is followed by a costly one
@@ -101,8 +109,17 @@ void SendWindow::on_sample_free_cap(double rate) {
   } else {
     ++trials_costly_;
     free_cap_ = FreeCap::Costly;
-    trial_skip_ = trial_backoff_;
-    trial_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * trial_backoff_, 1), 64);
+    // Grow before backing off: the next rare loss tries the larger cap (the sample that sets
+    // bdp_grown_ applies it). Only at the largest cap do trials wait for more losses. Not the
+    // cap while losses are frequent: there it pays whatever it costs (docs/loss.md, session 8).
+    const double grown = std::min(growth_ * t_.bdp_cap_growth, std::max(t_.bdp_cap_max_growth, 1.0));
+    if (grown > growth_ * 1.001 && bdp_grown_ < static_cap_) {
+      growth_ = grown;
+      trial_skip_ = 0;
+    } else {
+      trial_skip_ = trial_backoff_;
+      trial_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * trial_backoff_, 1), 64);
+    }
   }
   trial_samples_ = 0;
 }
@@ -220,6 +237,8 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
                     static_total());
   bdp_ = std::clamp(t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
                     std::min(t_.bdp_cap_floor, static_total()), static_total());
+  bdp_grown_ = std::clamp(growth_ * t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
+                          std::min(t_.bdp_cap_floor, static_total()), static_total());
   need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
                      std::min(t_.random_loss_floor, static_total()), static_total());
   const Nanos target = queue_target();

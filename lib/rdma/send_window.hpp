@@ -116,6 +116,17 @@ struct WindowTuning {
   bool bdp_cap_when_free = true;
   double bdp_cap_free_rate = 0.9;
   std::uint32_t bdp_cap_trial_samples = 16;  // at most SendWindow::kTrialSamples
+  // A costly verdict grows the cap before it backs off: the next trial (at the next rare loss)
+  // holds bdp_cap_growth x the last trial's cap, up to bdp_cap_max_growth x rate x min RTT; only
+  // a costly verdict at the largest cap waits 1, 2, 4 .. loss events. A path whose round trip
+  // is the wire's but whose ACKs come in batches (one per ack_spacing packets) and whose poller
+  // adds a loop iteration needs a little more than rate x min RTT: at exactly that the verdicts
+  // flapped at the 0.9 bound, and every loss while costly cost the whole window (40-70 packets
+  // on a link whose queue holds them). Not rate x knee RTT: where the static cap fills a
+  // bottleneck queue, every full-rate sample carries the queue (docs/loss.md, part 1,
+  // "Session 11"). 1: no growth (session 10's cap).
+  double bdp_cap_growth = 1.5;
+  double bdp_cap_max_growth = 4;
 };
 
 class SendWindow {
@@ -138,10 +149,14 @@ class SendWindow {
   bool bdp_free() const { return free_cap_ == FreeCap::Free; }
   std::uint32_t bdp_trials_free() const { return trials_free_; }
   std::uint32_t bdp_trials_costly() const { return trials_costly_; }
+  // The cap's multiple of rate x min RTT (WindowTuning::bdp_cap_growth).
+  double bdp_growth() const { return growth_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
-  double bdp() const { return bdp_; }       // go-back-N's in-flight cap (each QP's; 0: no RTT sample yet)
+  // Go-back-N's in-flight cap (each QP's; 0: no RTT sample yet): rate x min RTT while losses are
+  // frequent, grown by costly verdicts otherwise (WindowTuning::bdp_cap_growth).
+  double bdp() const { return losses_frequent() ? bdp_ : bdp_grown_; }
   bool congested(Nanos now) const { return congested_until_ > now; }
   bool queue_high() const { return queue_high_; }
   Nanos min_rtt() const { return min_rtt_; }
@@ -180,7 +195,7 @@ class SendWindow {
   // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
   // go-back-N QP is its own in flight; sharing the path is the congestion window's and DCQCN's
   // job). None for selective repeat, before the first RTT sample, or without a recent loss.
-  double bdp_share() const { return bdp_engaged() && bdp_ > 0 ? bdp_ : static_cap_; }
+  double bdp_share() const { return bdp_engaged() && bdp_ > 0 ? bdp() : static_cap_; }
   double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
   void expire(Nanos now);
   // A round trip above this shows a queue (never, before the first sample).
@@ -193,6 +208,7 @@ class SendWindow {
   double cap_ = 1;
   double need_ = 1;
   double bdp_ = 0;  // 0: no RTT sample yet
+  double bdp_grown_ = 0;  // bdp_ x growth_ (the cap where it is free)
   bool bdp_on_ = false;
   bool bdp_engaged_ = false;  // a loss came less than bdp_cap_memory_rtts round trips ago (until bdp_until_)
   Nanos bdp_until_ = 0;
@@ -211,6 +227,7 @@ class SendWindow {
   std::uint32_t trial_samples_ = 0;
   std::uint32_t trial_skip_ = 0, trial_backoff_ = 0;  // loss events until the next trial after a costly one
   std::uint32_t trials_free_ = 0, trials_costly_ = 0;
+  double growth_ = 1;  // the cap's multiple of rate x min RTT (grown by costly verdicts)
   void on_loss_free_cap();
   void on_sample_free_cap(double rate);
   Nanos min_rtt_ = 0;          // 0: no sample yet

@@ -65,7 +65,9 @@ TEST(BdpCapWhenFree, ARareLossStartsATrialAndAFreeCapKeepsHolding) {
 }
 
 TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
-  Path p;
+  WindowTuning t;
+  t.bdp_cap_growth = 1;  // the backoff alone (ACostlyCapGrowsBeforeItBacksOff: with the growth)
+  Path p(t);
   p.clean(2000);
   p.lose();
   p.trial(0.7);  // a quarter of the rate lost, as on a one-thread polling loop
@@ -85,6 +87,101 @@ TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
   p.clean(2000);
   p.lose();
   EXPECT_TRUE(p.w.bdp_engaged());
+}
+
+TEST(BdpCapWhenFree, ACostlyCapGrowsBeforeItBacksOff) {
+  Path p;  // rate x min RTT is 4 packets: the caps tried are 6 (the floor), 9, 13.5 and 16
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 6u);
+  p.trial(0.7);
+  EXPECT_FALSE(p.w.bdp_engaged());
+  EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 1.5);
+  p.clean(2000);
+  p.lose();  // no loss skipped while the cap can grow
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 6u);  // 1.5 x 4 packets
+  p.trial(0.7);
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 9u);
+  p.trial(0.8);
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 13u);
+  p.trial(0.8);
+  p.clean(2000);
+  p.lose();
+  EXPECT_EQ(p.w.limit(), 16u);  // the largest: 4 x rate x min RTT
+  p.trial(0.8);
+  EXPECT_EQ(p.w.bdp_trials_costly(), 5u);
+  // Costly at the largest cap: now the trials back off (the first costly verdict there skips no loss).
+  p.clean(2000);
+  p.lose();
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 16u);
+  p.trial(0.8);
+  p.clean(2000);
+  p.lose();
+  EXPECT_FALSE(p.w.bdp_engaged());  // skipped
+}
+
+TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  p.trial(0.7);
+  p.clean(2000);
+  p.lose();
+  p.trial(0.7);
+  p.clean(2000);
+  p.lose();
+  ASSERT_EQ(p.w.limit(), 9u);
+  p.trial(1.0);  // what the rate needs: a little more than rate x min RTT
+  EXPECT_TRUE(p.w.bdp_free());
+  EXPECT_EQ(p.w.bdp_trials_free(), 1u);
+  p.clean(20000);
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 9u);
+}
+
+TEST(BdpCapWhenFree, AGrownCapMustBeNearlyFree) {
+  Path p;
+  p.clean(2000);
+  p.lose();
+  p.trial(0.9);  // rate x min RTT at 0.9 of the rate: free
+  EXPECT_TRUE(p.w.bdp_free());
+  Path q;
+  for (int i = 0; i < 2; ++i) {
+    q.clean(2000);
+    q.lose();
+    q.trial(0.7);
+  }
+  q.clean(2000);
+  q.lose();
+  ASSERT_EQ(q.w.limit(), 9u);
+  q.trial(0.9);  // grown: it resends more than 4 per lost anyway, so 0.9 of the rate is costly
+  EXPECT_FALSE(q.w.bdp_free());
+  EXPECT_EQ(q.w.bdp_trials_costly(), 3u);
+}
+
+TEST(BdpCapWhenFree, WhileLossesAreFrequentTheCapIsNotGrown) {
+  Path p;
+  for (int i = 0; i < 3; ++i) {  // costly verdicts at 6, 6 and 9
+    p.clean(2000);
+    p.lose();
+    p.trial(0.7);
+  }
+  p.clean(2000);
+  p.lose();
+  ASSERT_EQ(p.w.limit(), 13u);
+  // Frequent losses: the cap pays there whatever it costs (1 and 5 %), so it stays rate x min RTT.
+  for (int i = 0; i < 20; ++i) {
+    p.clean(40);
+    p.lose();
+  }
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 6u);
 }
 
 TEST(BdpCapWhenFree, AFreeCapThatStartsToCostRateLetsGo) {
