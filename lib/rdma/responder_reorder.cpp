@@ -166,11 +166,12 @@ ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
     if (epsn_ == psn) break;
   }
   // A hole was filled: say so at once, with what is still missing if anything is.
+  // (Prompt: the requester may be waiting for it with its window full.)
   if (ran && so_far != ResponderOutcome::Fatal) {
     if (reorder_.held() != 0)
       queue_sack();
     else
-      queue_ack(qp, psn_add(epsn_, -1));
+      queue_ack(qp, psn_add(epsn_, -1), true);
   }
   return so_far;
 }
@@ -211,6 +212,7 @@ bool Responder::build_sack_frame(QpContext& qp, Item& it, TxFrame& frame) {
     frame.length = static_cast<std::uint32_t>(l.length);
     qp.counters.inc(Counter::SentPkts);
     qp.counters.inc(Counter::SacksSent);
+    acked_out_ = it.psn;
   } else {
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);
