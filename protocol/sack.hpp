@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 
 #include "protocol/builder.hpp"
@@ -35,6 +36,12 @@ struct SackBitmap {
     for (std::uint64_t w : words)
       if (w) return false;
     return true;
+  }
+  // The highest i set; -1 when none is.
+  int highest() const {
+    for (std::size_t w = kSackWords; w-- > 0;)
+      if (words[w]) return static_cast<int>(64 * w + 63 - static_cast<std::size_t>(std::countl_zero(words[w])));
+    return -1;
   }
 };
 

@@ -33,14 +33,8 @@ void Requester::for_each_sent_request(QpContext& qp, F&& f) {
 std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const SackBitmap& sacked, std::uint32_t* first) {
   // The highest PSN held: everything unreported below it was lost (the paths selective repeat
   // runs on do not reorder within a round trip; a late original is a duplicate, dropped).
-  std::uint32_t top = 0;
-  bool any = false;
-  for (std::uint32_t i = 0; i < kSackSpan; ++i)
-    if (sacked.has(i)) {
-      top = i;
-      any = true;
-    }
-  if (!any) return 0;
+  const int top = sacked.highest();
+  if (top < 0) return 0;
   const std::uint32_t end = psn_add(epsn, 1 + top);  // the highest held
   const auto held = [&](std::uint32_t psn) {
     const std::int32_t d = psn_diff(psn, epsn);

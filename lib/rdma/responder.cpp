@@ -25,6 +25,7 @@ bool consumes_receive(const OpcodeInfo& info) {
 
 void Responder::start(const QpContext& qp) {
   epsn_ = qp.cfg.rq_psn & kPsnMask;
+  acked_out_ = psn_add(epsn_, -1);
   msn_ = 0;
   seq_ = SequenceState::Normal;
   set_message(OpenMessage::None);

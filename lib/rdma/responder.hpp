@@ -181,6 +181,8 @@ class Responder {
   Item* find_read_stream(const Resource& r);
 
   std::uint32_t epsn_ = 0;
+  // Selective repeat: the PSN the last ACK or SACK sent acknowledged (queue_ack's prompt rule).
+  std::uint32_t acked_out_ = 0;
   std::uint32_t msn_ = 0;
   SequenceState seq_ = SequenceState::Normal;
   OpenMessage msg_ = OpenMessage::None;

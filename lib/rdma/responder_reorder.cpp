@@ -15,10 +15,10 @@
 // roce-gen's latency test) must not see it before the bytes in front of it. A SEND MIDDLE of the
 // open SEND goes into its receive the same way when no LAST can lie before it (place_send_ahead).
 #include <algorithm>
+#include <cstring>
 
 #include "lib/rdma/responder.hpp"
 #include "protocol/icrc_deferred.hpp"
-#include "protocol/parser.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce::rdma {
@@ -54,18 +54,30 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
       return ResponderOutcome::Nothing;
     }
   }
-  if (deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
-  qp.counters.inc(Counter::OutOfOrderBuffered);
-  if (reorder_.holds(psn)) {
-    qp.counters.inc(Counter::ReorderDuplicates);
-  } else if (!reorder_.in_window(psn, epsn_)) {
-    // Beyond what the requester may have in flight: dropped as go-back-N would; the SACK still
-    // tells it where the hole is.
-    qp.counters.inc(Counter::ReorderOverflows);
-  } else {
-    if (!reorder_.put(psn, frame.first(std::min(frame.size(), pkt.datagram_end)), pkt.bth.opcode))
-      qp.counters.inc(Counter::ReorderOverflows);  // larger than a slot
+  const ByteSpan whole = frame.first(std::min(frame.size(), pkt.datagram_end));
+  std::byte* copy = reorder_.holds(psn) || !reorder_.in_window(psn, epsn_) ? nullptr : reorder_.slot_for(psn, whole.size());
+  if (copy == nullptr) {
+    if (deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
+    qp.counters.inc(Counter::OutOfOrderBuffered);
+    // A duplicate of a held PSN; or beyond what the requester may have in flight (dropped as
+    // go-back-N would; the SACK still tells it where the hole is), or larger than a slot.
+    qp.counters.inc(reorder_.holds(psn) ? Counter::ReorderDuplicates : Counter::ReorderOverflows);
+    queue_sack();
+    return ResponderOutcome::Nothing;
   }
+  // Copied whole, the deferred ICRC settled on the way (one pass over the payload, as the
+  // in-order path places one); a corrupted one is copied but not held.
+  if (deferred) {
+    const std::size_t at = static_cast<std::size_t>(pkt.payload.data() - whole.data());
+    const std::size_t after = at + pkt.payload_length;
+    std::memcpy(copy, whole.data(), at);
+    if (!settle_icrc_copying(pkt, qp.tuning->crc, copy + at)) return ResponderOutcome::Corrupted;
+    std::memcpy(copy + after, whole.data() + after, whole.size() - after);
+  } else {
+    std::memcpy(copy, whole.data(), whole.size());
+  }
+  qp.counters.inc(Counter::OutOfOrderBuffered);
+  reorder_.put_whole(psn, pkt, whole.data(), static_cast<std::uint32_t>(whole.size()));
   queue_sack();
   return ResponderOutcome::Nothing;
 }
@@ -141,20 +153,12 @@ std::byte* Responder::place_send_ahead(QpContext& qp, const Packet& pkt, bool ic
 }
 
 ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
-  ParseOptions opts;
-  opts.crc = qp.tuning->crc;
-  opts.verify_icrc = false;  // settled before it was held
-  opts.mtu_rules = false;    // as Engine::receive parses
   bool ran = false;
   while (reorder_.holds(epsn_) && so_far != ResponderOutcome::Fatal) {
     const std::uint32_t psn = epsn_;
-    if (std::byte* at = reorder_.placed_at(psn); at != nullptr) {
-      so_far = merge(so_far, walk(qp, reorder_.placed_packet(psn), {}, at));
-    } else {
-      const ByteSpan held = reorder_.frame(psn);
-      Packet pkt;
-      if (parse_frame(held, opts, pkt) == ParseError::None) so_far = merge(so_far, walk(qp, pkt, held));
-    }
+    // As parsed when it arrived: its payload placed already, or in its slot.
+    std::byte* at = reorder_.placed_at(psn);
+    so_far = merge(so_far, walk(qp, reorder_.packet(psn), at != nullptr ? ByteSpan{} : reorder_.frame(psn), at));
     reorder_.release(psn);
     ran = true;
     // Not taken (no receive posted: an RNR NAK went out; the response queue was full): the
@@ -162,11 +166,12 @@ ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
     if (epsn_ == psn) break;
   }
   // A hole was filled: say so at once, with what is still missing if anything is.
+  // (Prompt: the requester may be waiting for it with its window full.)
   if (ran && so_far != ResponderOutcome::Fatal) {
     if (reorder_.held() != 0)
       queue_sack();
     else
-      queue_ack(qp, psn_add(epsn_, -1));
+      queue_ack(qp, psn_add(epsn_, -1), true);
   }
   return so_far;
 }
@@ -197,12 +202,7 @@ bool Responder::build_sack_frame(QpContext& qp, Item& it, TxFrame& frame) {
     it.msn = msn_;
   }
   // Bit i: PSN it.psn + 2 + i arrived (run already, or held).
-  SackBitmap sacked;
-  const std::uint32_t missing = psn_next(it.psn);
-  for (std::uint32_t i = 0; i < kSackSpan; ++i) {
-    const std::uint32_t p = psn_add(missing, 1 + i);
-    if (psn_before(p, epsn_) || reorder_.holds(p)) sacked.set(i);
-  }
+  const SackBitmap sacked = reorder_.arrived_after(psn_next(it.psn), epsn_);
   if (sacked.empty()) return false;  // nothing past the cumulative point: an ordinary ACK says it all
   FrameSpec spec = qp.path;
   spec.bth.psn.set(it.psn);
@@ -212,6 +212,7 @@ bool Responder::build_sack_frame(QpContext& qp, Item& it, TxFrame& frame) {
     frame.length = static_cast<std::uint32_t>(l.length);
     qp.counters.inc(Counter::SentPkts);
     qp.counters.inc(Counter::SacksSent);
+    acked_out_ = it.psn;
   } else {
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);

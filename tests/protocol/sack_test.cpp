@@ -92,5 +92,18 @@ TEST(Sack, CaptureToolsNameIt) {
   EXPECT_EQ(describe_opcode(kSackOpcode).kind, OpcodeKind::Vendor);
 }
 
+TEST(Sack, HighestIsTheLastPsnSet) {
+  SackBitmap b;
+  EXPECT_EQ(b.highest(), -1);
+  for (const std::uint32_t i : {0u, 5u, 63u, 64u, 100u, 127u}) {
+    b.set(i);
+    EXPECT_EQ(b.highest(), static_cast<int>(i));
+  }
+  SackBitmap low;
+  low.set(3);
+  low.set(0);
+  EXPECT_EQ(low.highest(), 3);
+}
+
 }  // namespace
 }  // namespace roce::proto::sack_test

@@ -27,14 +27,18 @@ struct Sent {
 
 class AckHoldTest : public ::testing::Test {
  protected:
-  // An engine whose QPs answer the raw peer; `qps` of them, each with its own peer QPN.
-  void start(rdma::AckHold hold, unsigned qps = 1) {
+  // An engine whose QPs answer the raw peer; `qps` of them, each with its own peer QPN; with
+  // selective repeat's reorder window `selective` (0: go-back-N).
+  void start(rdma::AckHold hold, unsigned qps = 1, std::uint32_t selective = 0) {
     rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.ack_hold = hold;
     engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
     mem_.assign(1 << 16, std::byte{7});
     for (unsigned i = 0; i < qps; ++i) {
       Endpoint ep = make_endpoint(*engine_, QpOptions{}, i ? eps_[0].pd : 0);
+      if (selective != 0) {
+        ASSERT_TRUE(ep.qp->set_selective_repeat(selective).ok());
+      }
       to_rtr(*engine_, ep.qp,
              RawPeerPath{kPeerIp, kPeerQpn + i, kPsn, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC});
       to_rts(*engine_, ep.qp, 0x100, 1);
@@ -132,6 +136,24 @@ TEST_F(AckHoldTest, TheAgeBoundsTheWait) {
   sent = transmit(true);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].psn, kPsn + 2);
+}
+
+// Selective repeat: the requester keeps at most a reorder window in flight. An ACK held until
+// the window filled was the only one for it, and its loss stopped the QP until the timer; at
+// half a window unacknowledged the ACK goes at once, so a second one is always coming.
+TEST_F(AckHoldTest, SelectiveRepeatNeverHoldsHalfAWindowUnacknowledged) {
+  start(rdma::AckHold{1000, kMilli}, 1, 8);
+  for (std::uint32_t round = 0; round < 2; ++round) {
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      write(kPsn + 4 * round + i);
+      EXPECT_TRUE(transmit(true).empty()) << "round " << round << " write " << i;
+    }
+    write(kPsn + 4 * round + 3);  // four PSNs since the last ACK: half the window
+    const auto sent = transmit(true);
+    ASSERT_EQ(sent.size(), 1u) << "round " << round;
+    EXPECT_EQ(sent[0].opcode, kAck);
+    EXPECT_EQ(sent[0].psn, kPsn + 4 * round + 3);
+  }
 }
 
 TEST_F(AckHoldTest, NoHoldByDefaultTurnsZero) {

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "lib/rdma/reorder_buffer.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/sack.hpp"
 #include "tests/lib/rdma/frame_look.hpp"
@@ -863,6 +864,33 @@ INSTANTIATE_TEST_SUITE_P(Matrix, SelectiveRepeatFaults,
                                   std::to_string(static_cast<int>(m.reorder * 1000)) + "_corrupt" +
                                   std::to_string(static_cast<int>(m.corrupt * 1000)) + (m.read ? "_read" : "") + (m.go_back_n ? "_gbn" : "");
                          });
+
+// The SACK bitmap the responder builds from its held slots (one pass over them) names exactly
+// the PSNs that ran or are held, as a look-up per PSN of the span does: random held sets, a
+// cumulative point behind the expected PSN (a SACK queued before packets ran), stale slots the
+// window has passed, and the 24-bit PSN wrap.
+TEST(ReorderBufferSack, ArrivedAfterIsEveryPsnRunOrHeld) {
+  std::mt19937 rng(11);
+  for (const std::uint32_t window : {8u, 64u, 128u}) {
+    for (int round = 0; round < 400; ++round) {
+      rdma::ReorderBuffer rb;
+      rb.start(window, 256);
+      const std::uint32_t epsn = round % 3 == 0 ? proto::psn_add(0, -static_cast<std::int32_t>(rng() % 200)) : rng() & 0xFFFFFF;
+      const std::uint32_t missing = proto::psn_add(epsn, -static_cast<std::int32_t>(rng() % 140));
+      std::array<std::byte, 64> frame{};
+      proto::Packet pkt;
+      pkt.payload = {frame.data() + 40, 8};
+      if (round % 5 == 0) rb.put_whole(proto::psn_add(epsn, -static_cast<std::int32_t>(window)), pkt, frame.data(), 48);  // stale
+      for (std::uint32_t d = 1; d <= window; ++d)
+        if (rng() % 3 == 0) rb.put_whole(proto::psn_add(epsn, static_cast<std::int32_t>(d)), pkt, frame.data(), 48);
+      const proto::SackBitmap got = rb.arrived_after(missing, epsn);
+      for (std::uint32_t i = 0; i < proto::kSackSpan; ++i) {
+        const std::uint32_t p = proto::psn_add(missing, static_cast<std::int32_t>(1 + i));
+        ASSERT_EQ(got.has(i), proto::psn_before(p, epsn) || rb.holds(p)) << "window " << window << " epsn " << epsn << " missing " << missing << " bit " << i;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace roce::test::selective_repeat_test
