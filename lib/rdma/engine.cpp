@@ -110,7 +110,10 @@ Status Engine::destroy_qp(QueuePair* qp) {
   if (qp == nullptr || qp->slot >= qps_.size() || qps_[qp->slot].get() != qp) return make_error(EINVAL, "unknown QP");
   retired_.add(qp->counters());
   timers_.remove(qp->slot);
-  if (unrefreshed_ == qp) unrefreshed_ = nullptr;
+  if (unrefreshed_ == qp) {
+    unrefreshed_ = nullptr;
+    unrefreshed_timers_ = false;
+  }
   qp->share_window(nullptr);  // no longer among the path's sharers
   // Drop it from the active ring.
   std::size_t kept = 0;
@@ -288,9 +291,21 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   const bool match = (t == Transport::Rc && qp->type() == IBV_QPT_RC) || (t == Transport::Uc && qp->type() == IBV_QPT_UC) ||
                      (t == Transport::Ud && qp->type() == IBV_QPT_UD);
   if (!match) return drop(EngineDrop::WrongTransport);
+  const QpState before = qp->state();
   if (!qp->on_packet(pkt, frame, now)) ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
-  if (in_burst_) unrefreshed_ = qp;
-  else refresh(*qp);
+  // A request moves none of the QP's timers (the completer's, the pacer's; congestion control's
+  // only on a CE mark) and leaves its send queue alone, unless it put the QP in error: only what
+  // the responder now owes is new. The deferred refresh (section 35) still comes once per frame
+  // when QPs take turns frame by frame, as 16 QPs do (docs/perf-changes.md section 36).
+  const bool timers_may_move = !pkt.info->is_request || pkt.ecn() == Ecn::Ce || qp->state() != before;
+  if (in_burst_) {
+    unrefreshed_ = qp;
+    unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
+  } else if (timers_may_move) {
+    refresh(*qp);
+  } else {
+    refresh_requests(*qp);
+  }
 }
 
 std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration) {

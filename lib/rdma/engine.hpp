@@ -171,9 +171,15 @@ class Engine {
  private:
   void activate(QueuePair& qp);
   void refresh(QueuePair& qp);
+  // After requests alone (no CE mark, no change of state): only what the responder owes is new,
+  // none of the QP's timers moved (docs/perf-changes.md section 36).
+  void refresh_requests(QueuePair& qp) {
+    if (!qp.in_active_list && qp.has_tx_work()) activate(qp);
+  }
   void refresh_deferred() {
-    if (unrefreshed_ != nullptr) refresh(*unrefreshed_);
+    if (unrefreshed_ != nullptr) unrefreshed_timers_ ? refresh(*unrefreshed_) : refresh_requests(*unrefreshed_);
     unrefreshed_ = nullptr;
+    unrefreshed_timers_ = false;
   }
   bool owns_srq(const SharedReceiveQueue* srq) const;
   // The send window of the RC QPs toward `qp`'s peer address, made on first use.
@@ -205,6 +211,7 @@ class Engine {
   std::uint64_t received_ = 0;
   bool in_burst_ = false;
   QueuePair* unrefreshed_ = nullptr;  // received into during a burst, not refreshed since
+  bool unrefreshed_timers_ = false;   // ... by a frame that may have moved its timers
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
   // Last, so that the members the receive path reads keep their places.

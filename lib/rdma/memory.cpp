@@ -96,14 +96,10 @@ Status MrTable::invalidate(std::uint32_t key, PdHandle pd, std::uint32_t qpn) {
   return {};
 }
 
-const MemoryRegion* MrTable::find(std::uint32_t key) const noexcept {
-  const std::size_t idx = key >> 8;
-  if (idx == 0 || idx > slots_.size()) return nullptr;
-  const Slot& s = slots_[idx - 1];
-  return s.published_key.load(std::memory_order_acquire) == key ? &s.mr : nullptr;
-}
-
-AccessResult MrTable::check_key(const MemoryRegion* mr, PdHandle pd, std::uint32_t qpn, int required) const noexcept {
+// check and check_key are this file's only, and once per remote access: inlined into check_remote
+// (docs/perf-changes.md section 36).
+[[gnu::always_inline]] inline AccessResult MrTable::check_key(const MemoryRegion* mr, PdHandle pd, std::uint32_t qpn,
+                                                             int required) const noexcept {
   if (mr == nullptr) return AccessResult::BadKey;
   if (mr->pd != pd) return AccessResult::WrongPd;
   if ((mr->access & required) != required) return AccessResult::NoPermission;
@@ -115,8 +111,9 @@ AccessResult MrTable::check_key(const MemoryRegion* mr, PdHandle pd, std::uint32
   return AccessResult::Ok;
 }
 
-AccessResult MrTable::check(std::uint32_t key, PdHandle pd, std::uint32_t qpn, std::uint64_t va, std::uint64_t len,
-                            int required, std::byte** out) const noexcept {
+[[gnu::always_inline]] inline AccessResult MrTable::check(std::uint32_t key, PdHandle pd, std::uint32_t qpn,
+                                                         std::uint64_t va, std::uint64_t len, int required,
+                                                         std::byte** out) const noexcept {
   const MemoryRegion* mr = find(key);
   if (const AccessResult r = check_key(mr, pd, qpn, required); r != AccessResult::Ok) return r;
   if (!range_within(mr->iova, mr->length, va, len)) return AccessResult::OutOfBounds;

@@ -68,7 +68,13 @@ class MrTable {
   Status bind_window(std::uint32_t mw_key, std::uint32_t new_key, PdHandle qp_pd, std::uint32_t qpn,
                      std::uint32_t mr_key, std::uint64_t addr, std::uint64_t length, int access);
 
-  const MemoryRegion* find(std::uint32_t key) const noexcept;
+  // In the header: every R_Key check and write-destination prefetch of the receive path starts here.
+  const MemoryRegion* find(std::uint32_t key) const noexcept {
+    const std::size_t idx = key >> 8;
+    if (idx == 0 || idx > slots_.size()) return nullptr;
+    const Slot& s = slots_[idx - 1];
+    return s.published_key.load(std::memory_order_acquire) == key ? &s.mr : nullptr;
+  }
 
   // Checks a remote access [va, va+len) and translates it. The bounds test cannot overflow:
   // a range whose end wraps past 2^64 is out of bounds, not a write somewhere else.

@@ -20,7 +20,7 @@ struct QpnShards {
   constexpr std::optional<unsigned> owner(std::uint32_t qpn) const noexcept {
     if (qpn == proto::kGsiQpn) return 0u;
     if (qpn < base) return std::nullopt;
-    return static_cast<unsigned>((qpn - base) % count());
+    return count() == 1 ? 0u : (qpn - base) % count();
   }
   // The QPN of `shard`'s `slot`-th QP.
   constexpr std::uint64_t qpn(unsigned shard, std::uint32_t slot) const noexcept {
@@ -29,8 +29,14 @@ struct QpnShards {
   // Which of `shard`'s slots `qpn` is, if `shard` owns it as a slot (QP1 is no slot).
   constexpr std::optional<std::uint32_t> slot(unsigned shard, std::uint32_t qpn) const noexcept {
     const std::uint64_t first = std::uint64_t{base} + shard;
-    if (qpn < first || (qpn - first) % count() != 0) return std::nullopt;
-    return static_cast<std::uint32_t>((qpn - first) / count());
+    if (qpn < first) return std::nullopt;
+    // Once per received packet (Engine::find_qp): a QPN has 24 bits, so the division is a 32-bit
+    // one, and one shard (one worker) needs none.
+    const auto d = static_cast<std::uint32_t>(qpn - first);
+    const std::uint32_t n = count();
+    if (n == 1) return d;
+    if (d % n != 0) return std::nullopt;
+    return d / n;
   }
   constexpr std::uint32_t count() const noexcept { return shards ? shards : 1; }
 };

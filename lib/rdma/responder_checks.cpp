@@ -146,23 +146,6 @@ RespState check_op_valid(ibv_qp_type type, int access, const OpcodeInfo& info) {
   return RespState::ErrUnsupportedOpcode;
 }
 
-bool fits_pmtu(const OpcodeInfo& info, std::uint32_t payload, std::uint32_t pmtu) {
-  switch (info.position) {
-    case Position::First:
-    case Position::Middle: return payload == pmtu;
-    case Position::Last: return payload >= 1 && payload <= pmtu;
-    case Position::Only: return payload <= pmtu;
-  }
-  return false;
-}
-
-bool fits_write(const OpcodeInfo& info, std::uint32_t payload, std::uint64_t reth_length, std::uint32_t remaining) {
-  if (info.starts_message())
-    return reth_length <= kMaxMessageBytes && payload <= reth_length &&
-           (info.position != Position::Only || payload == reth_length);
-  return payload <= remaining && (!info.ends_message() || payload == remaining);
-}
-
 std::string_view to_string(RequestPsnClass c) {
   switch (c) {
     case RequestPsnClass::Expected: return "expected";

@@ -93,14 +93,27 @@ RespState check_op_valid(ibv_qp_type type, int access, const proto::OpcodeInfo& 
 
 // The payload against the path MTU: FIRST and MIDDLE carry exactly one, LAST 1..PMTU, ONLY
 // up to one.
-bool fits_pmtu(const proto::OpcodeInfo& info, std::uint32_t payload, std::uint32_t pmtu);
+// Inline with fits_write: both run on every request (docs/perf-changes.md section 36).
+inline bool fits_pmtu(const proto::OpcodeInfo& info, std::uint32_t payload, std::uint32_t pmtu) {
+  switch (info.position) {
+    case proto::Position::First:
+    case proto::Position::Middle: return payload == pmtu;
+    case proto::Position::Last: return payload >= 1 && payload <= pmtu;
+    case proto::Position::Only: return payload <= pmtu;
+  }
+  return false;
+}
 
 // A WRITE packet against its message: the RETH length for FIRST/ONLY (ONLY carries all of it,
 // no message exceeds 2^31 bytes), or what is left of the open WRITE for MIDDLE/LAST (LAST
 // carries all of the rest).
-bool fits_write(const proto::OpcodeInfo& info, std::uint32_t payload, std::uint64_t reth_length,
-                std::uint32_t remaining);
-
 inline constexpr std::uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
+inline bool fits_write(const proto::OpcodeInfo& info, std::uint32_t payload, std::uint64_t reth_length,
+                       std::uint32_t remaining) {
+  if (info.starts_message())
+    return reth_length <= kMaxMessageBytes && payload <= reth_length &&
+           (info.position != proto::Position::Only || payload == reth_length);
+  return payload <= remaining && (!info.ends_message() || payload == remaining);
+}
 
 }  // namespace roce::rdma

@@ -137,6 +137,40 @@ TEST_F(Timers, TimeoutZeroMeansNoRetransmission) {
   EXPECT_EQ(a_out_.size(), 1u);
 }
 
+// Requests that reach a QP while its own WRITE waits for an ACK leave its retransmission timer
+// where it was: the engine refreshes only the QP's place in the active ring after a request
+// (docs/perf-changes.md section 36), so the timeout must still come kRto after the first send.
+TEST_F(Timers, RequestsArrivingMeanwhileLeaveTheRetransmissionTimerWhereItWas) {
+  QpOptions o;
+  o.timeout = 10;
+  o.retry_cnt = kRetries;
+  cfg_.tuning.early_retransmit_min = 0;
+  cfg_.tuning.window.go_back_n_congestion = false;
+  start_blackholed(o);  // a's packets (its WRITE, its ACKs to b) are lost; b's reach a
+  std::vector<std::byte> a_target(4096), b_src(4096, std::byte{5});
+  const rdma::MemoryRegion* target = reg(*a_.engine, a_.pd, a_target, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  const rdma::MemoryRegion* src = reg(*b_.engine, b_.pd, b_src, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_EQ(post_write(1), 0);
+  constexpr int kRequests = 5;
+  for (int i = 0; i < kRequests; ++i) {
+    ibv_sge g = sge(b_src.data(), 64, src);
+    ASSERT_EQ(post(b_, IBV_WR_RDMA_WRITE, 100 + i, &g, 1, reinterpret_cast<std::uint64_t>(a_target.data()) + 64 * i, target->rkey()), 0);
+    net_.run_idle(net_.now() + kRto / (2 * kRequests));
+  }
+  // Requests (first sends and b's resends) reached a while its timer ran, and were executed.
+  EXPECT_GE(a_.qp->counters().get(rdma::Counter::RcvdPkts), static_cast<std::uint64_t>(kRequests));
+  EXPECT_EQ(a_target[0], std::byte{5});
+  net_.run_idle(kRto + kDelay);
+  std::vector<Nanos> writes;
+  for (const Timed& t : a_out_)
+    if (t.opcode == raw(Opcode::RcWriteOnly)) writes.push_back(t.at);
+  // The simulation may step past the limit to the next event (the next timeout): only the first
+  // resend is the point.
+  ASSERT_GE(writes.size(), 2u);
+  EXPECT_EQ(writes[0], 0);
+  EXPECT_EQ(writes[1], kRto);
+}
+
 class RnrTimers : public Timers, public ::testing::WithParamInterface<int> {};
 
 TEST_P(RnrTimers, RnrNakWaitFollowsTheTimerCodeThenRnrRetryExceeded) {
