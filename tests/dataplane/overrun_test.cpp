@@ -27,6 +27,7 @@
 #include "protocol/builder.hpp"
 #include "protocol/ecn_mark.hpp"
 #include "tests/support/packet_socket.hpp"
+#include "tests/dataplane/ecn_frame.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
 namespace roce::test::overrun_test {
@@ -79,24 +80,6 @@ TEST(OverrunMarker, WithMarksOffTheDropsAreCountedAndNothingIsOwed) {
   m.on_port_drops(kMilli, 30);
   EXPECT_EQ(m.counters().frames_lost, 30u);
   EXPECT_EQ(m.owed(), 0u);
-}
-
-std::vector<std::byte> frame_with(Ecn ecn, IpVersion v = IpVersion::V4) {
-  FrameSpec s;
-  s.eth.src = {2, 0, 0, 0, 0, 1};
-  s.eth.dst = {2, 0, 0, 0, 0, 2};
-  s.ip_version = v;
-  s.ipv4.src = {10, 0, 0, 1};
-  s.ipv4.dst = {10, 0, 0, 2};
-  s.set_ecn(ecn);
-  s.bth.opcode = raw(Opcode::RcSendOnly);
-  s.bth.dest_qp.set(0x11);
-  std::vector<std::byte> out(512);
-  const std::vector<std::byte> payload(64, std::byte{0x5a});
-  const auto l = build_frame(s, payload, out, CrcBackend::Isal);
-  EXPECT_TRUE(l.ok());
-  out.resize(l.length);
-  return out;
 }
 
 std::string fresh(const std::string& stem) {

@@ -15,6 +15,7 @@
 #include "lib/cc/params.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/ecn_mark.hpp"
+#include "tests/dataplane/ecn_frame.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
 namespace roce::test::rx_backlog_test {
@@ -95,23 +96,6 @@ TEST(RxBacklog, TheToolsOptionParses) {
   EXPECT_EQ(set.value().pmax, 0.25);
   for (const char* bad : {"", "yes", "16,48", "48,16,0.5", "16,48,0", "16,48,1.5", "16,48,0.5x"})
     EXPECT_FALSE(dp::parse_backlog_marks(bad).ok()) << "'" << bad << "'";
-}
-
-std::vector<std::byte> frame_with(Ecn ecn) {
-  FrameSpec s;
-  s.eth.src = {2, 0, 0, 0, 0, 1};
-  s.eth.dst = {2, 0, 0, 0, 0, 2};
-  s.ipv4.src = {10, 0, 0, 1};
-  s.ipv4.dst = {10, 0, 0, 2};
-  s.set_ecn(ecn);
-  s.bth.opcode = raw(Opcode::RcSendOnly);
-  s.bth.dest_qp.set(0x11);
-  std::vector<std::byte> out(512);
-  const std::vector<std::byte> payload(64, std::byte{0x5a});
-  const auto l = build_frame(s, payload, out, CrcBackend::Isal);
-  EXPECT_TRUE(l.ok());
-  out.resize(l.length);
-  return out;
 }
 
 // Bursts of six frames (not-ECT, ECT(0), CE, ECT(1), ECT(0), ECT(0)) with Kmin = Kmax = 6: the
