@@ -3,6 +3,8 @@
 // data verified where the test allows.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <thread>
@@ -471,8 +473,14 @@ TEST_F(PerftestLoop, ABidirectionalEndlessRunEndsWhenTheClientLeaves) {
   ASSERT_TRUE(dp::StopSignals::install().ok());
   TrafficSpec s = spec(Verb::Write, Measure::Bandwidth, 4096, 1000);
   s.duration = kSecond / 4;  // the reporting period
-  std::thread interrupt([] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  // The stop comes after the third row, not after a fixed time: on a loaded machine setting up
+  // the session can take most of a second. The 20 s bound only keeps a broken run from hanging.
+  std::atomic<unsigned> rows{0};
+  tweak_client_ = [&rows](ClientOptions& o) { o.on_bw = [&rows](const BwFigures&) { ++rows; }; };
+  std::thread interrupt([&rows] {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (rows.load() < 3 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::raise(SIGINT);
   });
   auto r = run(s, false);
