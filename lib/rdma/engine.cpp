@@ -213,9 +213,7 @@ SendWindow* Engine::path_window(const QueuePair& qp) {
 
 void Engine::refresh(QueuePair& qp) {
   qp.sync_window_share();
-  // A QP already in the active ring stays there (activate would do nothing): has_tx_work, the
-  // send queue walk and the window's limit, is not asked.
-  if (!qp.in_active_list && qp.has_tx_work()) activate(qp);
+  refresh_requests(qp);
   timers_.set(qp.slot, qp.deadline());
 }
 
@@ -298,14 +296,9 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   // the responder now owes is new. The deferred refresh (section 35) still comes once per frame
   // when QPs take turns frame by frame, as 16 QPs do (docs/perf-changes.md section 36).
   const bool timers_may_move = !pkt.info->is_request || pkt.ecn() == Ecn::Ce || qp->state() != before;
-  if (in_burst_) {
-    unrefreshed_ = qp;
-    unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
-  } else if (timers_may_move) {
-    refresh(*qp);
-  } else {
-    refresh_requests(*qp);
-  }
+  unrefreshed_ = qp;
+  unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
+  if (!in_burst_) refresh_deferred();
 }
 
 std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration) {

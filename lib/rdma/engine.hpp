@@ -172,7 +172,8 @@ class Engine {
   void activate(QueuePair& qp);
   void refresh(QueuePair& qp);
   // After requests alone (no CE mark, no change of state): only what the responder owes is new,
-  // none of the QP's timers moved (docs/perf-changes.md section 36).
+  // none of the QP's timers moved (docs/perf-changes.md section 36). A QP already in the active
+  // ring stays there, so has_tx_work (the send queue walk and the window's limit) is not asked.
   void refresh_requests(QueuePair& qp) {
     if (!qp.in_active_list && qp.has_tx_work()) activate(qp);
   }
