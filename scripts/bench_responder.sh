@@ -99,7 +99,7 @@ fmt = lambda v: "n/a" if v is None else "{:.2f}".format(v)
 for i in range(runs):
     cells = []
     for k in range(nbins):
-        r, g, load, c, b = per[k][i]
+        r, g, load, c, b = per[k][i][:5]
         cells += ["{:.2f}".format(r), fmt(c), fmt(b), "{:.1f}".format(g), load]
     print("| {} | {} |".format(i + 1, " | ".join(cells)))
 print()
