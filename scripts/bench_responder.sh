@@ -70,7 +70,7 @@ for k in range(nbins):
         # The same windows over the thread's CPU time (absent from builds before it was added).
         cpu = figure(doc, "responder_vs_ceiling_cpu", payload=4096)
         best = figure(doc, "responder_vs_ceiling_best", payload=4096)
-        # The two sides of the CPU-time ratio (absent from builds before they were printed).
+        # The two sides of the CPU-time ratio (the ceiling's is absent from builds before r4k12).
         worker_cpu = figure(doc, "responder_worker_cpu", payload=4096)
         ceiling_cpu = figure(doc, "responder_ceiling_cpu", payload=4096)
         load = open("{}/{}-{}.load".format(tmp, k, i)).read().strip()
