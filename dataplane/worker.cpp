@@ -285,6 +285,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
     if (i + kDestinationAhead < n) prefetch_destination(rx[i + kDestinationAhead], engine_.memory());
     if (i + 1 < n) prefetch_rest(rx[i + 1]);
     rte_mbuf* m = rx[i];
+    rte_mbuf_prefetch_part2(m);  // its `next`, which rte_pktmbuf_free_bulk reads at the end of the burst
     if (count) {
       ++stats_.rx_packets;
       stats_.rx_bytes += m->pkt_len;
