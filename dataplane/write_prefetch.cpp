@@ -52,9 +52,9 @@ const std::byte* write_destination(std::span<const std::byte> frame, const rdma:
   if (load_header<UdpHeader>(frame, off).dst_port.get() != kRoceV2Port) return nullptr;
   off += sizeof(UdpHeader);
   if (!starts_write(load_header<Bth>(frame, off).opcode)) return nullptr;
-  // The two fields alone: the RETH's last bytes (DMA length) lie in the frame's second cache
-  // line, which the worker has not asked for yet when it looks two frames ahead, and a load of
-  // the whole RETH (gcc reads R_Key and DMA length as one 8-byte word) waited for it.
+  // The two fields alone: the DMA length is not needed (gcc read R_Key and DMA length as one
+  // 8-byte word). Over IPv4 without VLAN the R_Key straddles the first and second cache lines
+  // of the frame, which is why the worker asks for both three frames ahead (worker.cpp).
   const std::size_t reth = off + sizeof(Bth);
   const rdma::MemoryRegion* mr = mrs.find(load_header<Be32>(frame, reth + offsetof(Reth, rkey)).get());
   if (mr == nullptr || mr->addr == nullptr) return nullptr;

@@ -70,9 +70,13 @@ for k in range(nbins):
         # The same windows over the thread's CPU time (absent from builds before it was added).
         cpu = figure(doc, "responder_vs_ceiling_cpu", payload=4096)
         best = figure(doc, "responder_vs_ceiling_best", payload=4096)
+        # The two sides of the CPU-time ratio (the ceiling's is absent from builds before r4k12).
+        worker_cpu = figure(doc, "responder_worker_cpu", payload=4096)
+        ceiling_cpu = figure(doc, "responder_ceiling_cpu", payload=4096)
         load = open("{}/{}-{}.load".format(tmp, k, i)).read().strip()
         med = lambda f: statistics.median(f["samples"]) if f and f["samples"] else None
-        rows.append((statistics.median(ratio["samples"]), statistics.median(gbit["samples"]), load, med(cpu), med(best)))
+        rows.append((statistics.median(ratio["samples"]), statistics.median(gbit["samples"]), load, med(cpu), med(best),
+                     med(worker_cpu), med(ceiling_cpu)))
     per.append(rows)
 label = "AB"[:nbins]
 print("### 4 KiB responder worker over {} runs{}".format(runs, " per binary, alternating" if nbins == 2 else ""))
@@ -95,7 +99,7 @@ fmt = lambda v: "n/a" if v is None else "{:.2f}".format(v)
 for i in range(runs):
     cells = []
     for k in range(nbins):
-        r, g, load, c, b = per[k][i]
+        r, g, load, c, b = per[k][i][:5]
         cells += ["{:.2f}".format(r), fmt(c), fmt(b), "{:.1f}".format(g), load]
     print("| {} | {} |".format(i + 1, " | ".join(cells)))
 print()
@@ -104,13 +108,18 @@ for k in range(nbins):
     best = [row[4] for row in per[k] if row[4] is not None]
     print("{}: fraction of the ceiling, median of the runs [min-max]: **{}**; over CPU time {}; best rounds {}; Gbit/s {}.".format(
         label[k], mmm([row[0] for row in per[k]]), mmm(cpu), mmm(best), mmm([row[1] for row in per[k]], 1)))
+    worker_cpu = [row[5] for row in per[k] if row[5] is not None]
+    ceiling_cpu = [row[6] for row in per[k] if row[6] is not None]
+    if worker_cpu and ceiling_cpu:
+        print("{}: over CPU time, the responder {} Gbit/s and its paired ceiling {} Gbit/s.".format(
+            label[k], mmm(worker_cpu, 1), mmm(ceiling_cpu, 1)))
 if nbins == 2:
     a = statistics.median(row[0] for row in per[0])
     b = statistics.median(row[0] for row in per[1])
     pairs = [per[1][i][0] / per[0][i][0] for i in range(runs)]
     print()
     print("B / A: {:.3f} (medians); run by run {}.".format(b / a, mmm(pairs, 3)))
-    for col, what in ((3, "over CPU time"), (4, "best rounds")):
+    for col, what in ((3, "over CPU time"), (4, "best rounds"), (5, "responder Gbit/s over CPU time")):
         if all(per[k][i][col] is not None for k in range(2) for i in range(runs)):
             print("B / A {}, run by run {}.".format(what, mmm([per[1][i][col] / per[0][i][col] for i in range(runs)], 3)))
 PY

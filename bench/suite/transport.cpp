@@ -116,6 +116,12 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   // machine left alone, the least disturbed comparison this shared guest allows.
   Figure best_ratio{"responder_vs_ceiling_best", {}, "ratio", {}, {}};
   best_ratio.with("payload", payload);
+  // The paired ceiling windows themselves, over wall and CPU time: a ratio that moves with the
+  // load can then be told apart into what the responder did and what the ceiling did.
+  Figure ceiling_fig{"responder_ceiling", {}, "Gbit/s", {}, {}};
+  ceiling_fig.with("payload", payload);
+  Figure ceiling_cpu{"responder_ceiling_cpu", {}, "Gbit/s", {}, {}};
+  ceiling_cpu.with("payload", payload);
   std::uint64_t k = 0;
   const std::uint64_t tx0 = worker.stats().tx_packets;
   // Run 0 warms up: here the first window over the destination ran at a tenth of the others
@@ -143,6 +149,8 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
       k += kRound;
     }
     if (run == 0) continue;
+    ceiling_fig.samples.push_back(ceiling);
+    ceiling_cpu.samples.push_back(ceiling_detail.cpu_gbits);
     fig.samples.push_back(static_cast<double>(n) * payload * 8 / busy / 1e9);
     if (ceiling > 0) ratio.samples.push_back(fig.samples.back() / ceiling);
     cpu_fig.samples.push_back(static_cast<double>(n) * payload * 8 / busy_cpu / 1e9);
@@ -159,6 +167,8 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   out.add(std::move(cpu_fig));
   out.add(std::move(cpu_ratio));
   out.add(std::move(best_ratio));
+  out.add(std::move(ceiling_fig));
+  out.add(std::move(ceiling_cpu));
   if (!vs_protocol.samples.empty()) out.add(std::move(vs_protocol));
   // The ACKs it sent per WRITE packet received: its share of an ACK's cost.
   fig.note("acks_per_packet", static_cast<double>(worker.stats().tx_packets - tx0) / static_cast<double>(k));
