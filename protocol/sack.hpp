@@ -37,6 +37,17 @@ struct SackBitmap {
       if (w) return false;
     return true;
   }
+  // How many i >= `from` are set.
+  std::uint32_t count_from(std::uint32_t from) const {
+    std::uint32_t n = 0;
+    for (std::size_t w = 0; w < kSackWords; ++w) {
+      const std::uint32_t lo = static_cast<std::uint32_t>(64 * w);
+      if (from >= lo + 64) continue;
+      const std::uint64_t keep = from <= lo ? ~std::uint64_t{0} : ~std::uint64_t{0} << (from - lo);
+      n += static_cast<std::uint32_t>(std::popcount(words[w] & keep));
+    }
+    return n;
+  }
   // The highest i set; -1 when none is.
   int highest() const {
     for (std::size_t w = kSackWords; w-- > 0;)

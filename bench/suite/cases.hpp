@@ -33,6 +33,8 @@ struct SuiteConfig {
   // thread, so a round trip is a whole iteration of the one loop and everything sent in it is
   // in flight; 2 runs the responder side and the emulator on the next lcore (a real round trip).
   unsigned loss_lcores = 1;
+  // The loss case's selective repeat reorder window on both ends (--sr-reorder-window, PSNs).
+  std::uint32_t loss_sr_window = 64;
   // The loss case's link (--loss-link GBITS,DELAY_US): a bottleneck rate and one-way delay each
   // way, so that the bandwidth-delay product is the wire's; 0,0: the emulator passes frames on
   // as the loop polls it.

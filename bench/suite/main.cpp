@@ -8,6 +8,7 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--sr-placement on|off] [--sr-timer standing|srtt] [--sr-probe on|off] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
+//              [--sr-reorder-window PSNs] (loss: selective repeat's reorder window, 8..128, default 64)
 //              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
 //              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
 //              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
@@ -150,6 +151,8 @@ int main(int argc, char** argv) {
       c.loss_delay = static_cast<Nanos>(std::stod(v.substr(comma + 1)) * 1e3);
     } else if (a == "--loss-lcores" && has) {
       c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
+    } else if (a == "--sr-reorder-window" && has) {
+      c.loss_sr_window = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--no-icrc-linear") {
       c.tuning.icrc_linear = false;
     } else if (a == "--send-window") {
@@ -256,7 +259,7 @@ int main(int argc, char** argv) {
   w.field("send_window", c.tuning.window.enabled).field("gbn_congestion_window", c.tuning.window.go_back_n_congestion).field("sr_congestion_window", c.tuning.window.selective_repeat).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
   w.field("ack_req_every", c.tuning.ack_req_every).field("icrc_linear", c.tuning.icrc_linear);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
-  w.field("ack_hold_turns", c.tuning.ack_hold.turns).field("ack_hold_us", static_cast<std::uint64_t>(c.tuning.ack_hold.age / kMicro));
+  w.field("loss_sr_window", c.loss_sr_window).field("ack_hold_turns", c.tuning.ack_hold.turns).field("ack_hold_us", static_cast<std::uint64_t>(c.tuning.ack_hold.age / kMicro));
   w.end_object();
   r.write(w);
   w.end_object();

@@ -1,8 +1,10 @@
 #include "bench/suite/rig.hpp"
 
+#include <rte_cycles.h>
 #include <rte_launch.h>
 #include <rte_pause.h>
 
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 
@@ -165,13 +167,31 @@ void Rig::step() {
   if (emu_) emu_->poll(emu_->now());
 }
 
+namespace {
+Nanos thread_cpu() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<Nanos>(t.tv_sec) * kSecond + t.tv_nsec;
+}
+}  // namespace
+
 int Rig::b_main(void* arg) {
   Rig& r = *static_cast<Rig*>(arg);
+  LoopCount& n = r.b_loop_;
+  const dp::WorkerStats& ws = r.b_->worker(0).stats();
+  const Nanos c0 = thread_cpu();
+  const std::uint64_t rx0 = ws.rx_packets, tx0 = ws.tx_packets;
   while (!r.b_quit_.load(std::memory_order_acquire)) {
+    const std::uint64_t frames = ws.rx_packets + ws.tx_packets;
+    const std::uint64_t t0 = rte_rdtsc();
     if (r.emu_) r.emu_->poll(r.emu_->now());
     r.b_->poll_once();
+    n.add(ws.rx_packets + ws.tx_packets != frames, rte_rdtsc() - t0);
   }
   if (r.emu_) r.emu_->poll(r.emu_->now());
+  n.rx += ws.rx_packets - rx0;
+  n.tx += ws.tx_packets - tx0;
+  n.cpu += thread_cpu() - c0;
   return 0;
 }
 

@@ -32,6 +32,30 @@ struct RigOptions {
   Nanos delay = 0;
 };
 
+// Side B's loop on its own lcore (start_b .. stop_b), summed over every start: iterations in
+// which its worker received or sent a frame (busy) or did not (idle), the TSC cycles of each,
+// and the thread's CPU time. Whether B is the bottleneck of the two-lcore rig, and what a
+// frame costs it, counted rather than read from a wall clock the machine's load stretches.
+struct LoopCount {
+  std::uint64_t busy = 0, idle = 0;
+  std::uint64_t busy_cycles = 0, idle_cycles = 0;
+  std::uint64_t preempted = 0;  // iterations longer than kPreempted: the thread lost its core (left out of the cycles)
+  static constexpr std::uint64_t kPreempted = 200'000;  // TSC cycles: no iteration's work takes that long
+  void add(bool busy_step, std::uint64_t dt) {
+    if (dt > kPreempted) {
+      ++preempted;
+    } else if (busy_step) {
+      ++busy;
+      busy_cycles += dt;
+    } else {
+      ++idle;
+      idle_cycles += dt;
+    }
+  }
+  std::uint64_t rx = 0, tx = 0;
+  Nanos cpu = 0;
+};
+
 struct QpPair {
   rdma::QueuePair* a = nullptr;  // requester
   rdma::QueuePair* b = nullptr;  // responder
@@ -69,6 +93,8 @@ class Rig {
   bool start_b(unsigned lcore);
   void stop_b();
   bool b_remote() const { return b_lcore_ >= 0; }
+  // Side B's loop, counted while it ran on its lcore (read after stop_b()).
+  const LoopCount& b_loop() const { return b_loop_; }
   Nanos now() const { return a_->now(); }
   // Steps until both sides have nothing in flight for a while (between cases).
   void settle();
@@ -83,6 +109,7 @@ class Rig {
   std::uint32_t next_psn_ = 0x1000;
   int b_lcore_ = -1;  // the lcore side B runs on, -1: this thread
   std::atomic<bool> b_quit_{false};
+  LoopCount b_loop_;
   static int b_main(void* rig);
 };
 

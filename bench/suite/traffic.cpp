@@ -1,8 +1,12 @@
 #include "bench/suite/traffic.hpp"
 
+#include <rte_cycles.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
+
+#include "protocol/psn.hpp"
 
 namespace roce::bench {
 
@@ -135,14 +139,34 @@ bool Traffic::step() {
   };
   const std::uint64_t before = sent();
   const Nanos t0 = rig_.now();
+  const std::uint64_t rx0 = rig_.a().worker(0).stats().rx_packets;
+  const std::uint64_t c0 = rig_.b_remote() ? rte_rdtsc() : 0;
   rig_.step();
+  if (rig_.b_remote()) {
+    a_loop_.add(sent() != before || rig_.a().worker(0).stats().rx_packets != rx0, rte_rdtsc() - c0);
+  }
   if (sent() == before) {
     if (stall_since_ == kNever) stall_since_ = t0;
+    held_[static_cast<std::size_t>(why_held())] += rig_.now() - t0;
   } else if (stall_since_ != kNever) {
     stalled_ += t0 - stall_since_;
     stall_since_ = kNever;
   }
   return reap();
+}
+
+Traffic::Held Traffic::why_held() const {
+  const rdma::QueuePair& qp = *qps_.front().a;
+  const rdma::QpContext& ctx = qp.context();
+  const std::int32_t inflight = proto::psn_diff(qp.requester().sent_end_psn(), qp.completer().una());
+  if (ctx.cfg.selective_repeat != 0 && inflight >= static_cast<std::int32_t>(ctx.cfg.selective_repeat)) return Held::ReorderReach;
+  // The caps and the window count what is in the network, not what the responder holds.
+  const std::int32_t pipe = inflight - static_cast<std::int32_t>(qp.requester().held_ahead());
+  if (pipe >= static_cast<std::int32_t>(ctx.tuning->max_inflight_packets) ||
+      (ctx.tuning->max_inflight_bytes != 0 && static_cast<std::uint64_t>(std::max(pipe, 0)) * ctx.cfg.pmtu >= ctx.tuning->max_inflight_bytes))
+    return Held::InflightCap;
+  if (static_cast<std::int64_t>(pipe) >= static_cast<std::int64_t>(qp.requester().window_limit())) return Held::SendWindow;
+  return Held::Other;
 }
 
 bool Traffic::finish(Nanos timeout) {

@@ -3,6 +3,7 @@
 // bytes so a caller can time windows.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "bench/suite/rig.hpp"
@@ -27,6 +28,15 @@ class Traffic {
   // step that sent something; stall_reset() forgets a run in progress (between turns).
   Nanos stalled() const { return stalled_; }
   void stall_reset() { stall_since_ = kNever; }
+  // What held the first QP's requester back in the steps that sent nothing (their time,
+  // summed): the selective repeat reach (una + the reorder window: a hole not yet filled, or
+  // its ACK not yet back), the in-flight cap (TransportTuning::max_inflight_packets / _bytes),
+  // the send window, or nothing the window decides (no work, or the step found none).
+  enum class Held : std::uint8_t { ReorderReach, InflightCap, SendWindow, Other, Count };
+  Nanos stalled_by(Held h) const { return held_[static_cast<std::size_t>(h)]; }
+  // Side A's steps while side B runs on its own lcore (the two-lcore rig): busy (a frame sent
+  // or received) and idle, with their TSC cycles.
+  const LoopCount& a_loop() const { return a_loop_; }
   // Stops posting and steps until everything posted completed (or `timeout` passed).
   bool finish(Nanos timeout);
 
@@ -53,6 +63,9 @@ class Traffic {
   std::uint64_t bytes_ = 0;
   bool posting_ = true;
   Nanos stalled_ = 0, stall_since_ = kNever;
+  std::array<Nanos, static_cast<std::size_t>(Held::Count)> held_{};
+  LoopCount a_loop_;
+  Held why_held() const;
 };
 
 }  // namespace roce::bench

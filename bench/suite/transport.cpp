@@ -369,7 +369,7 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     Rig& rig = *k->rig;
     if (!register_region(rig.a(), rig.pda(), k->ra, buffers(c).a) || !register_region(rig.b(), rig.pdb(), k->rb, buffers(c).b))
       return false;
-    const auto qps = rig.connect(QpSetOptions{1, IBV_MTU_4096, 512, 14, k->selective ? 64u : 0u});
+    const auto qps = rig.connect(QpSetOptions{1, IBV_MTU_4096, 512, 14, k->selective ? c.loss_sr_window : 0u});
     if (qps.empty()) return false;
     k->qp = qps.front().a;
     k->traffic = std::make_unique<Traffic>(rig, qps, c.loss_read ? Verb::Read : Verb::Write, 65536, k->ra, k->rb, k->recvs, 65536);
@@ -476,6 +476,32 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
                    static_cast<unsigned long long>(wa.iterations), static_cast<double>(wa.tx_packets) / it,
                    static_cast<double>(wa.rx_packets) / it, static_cast<double>(wb.tx_packets) / it, static_cast<double>(k->cpu) / it);
       k->fig.note("a_iterations", it);
+    }
+    if (c.loss_lcores > 1) {
+      // The two-lcore rig counted: what held the requester back while A sent nothing (time,
+      // of the wall time), and each side's busy loop cycles per 4 KiB delivered (a frame's
+      // cost, which a descheduled thread does not inflate) and idle share of its cycles.
+      const Traffic& t = *k->traffic;
+      const double wall = static_cast<double>(std::max<Nanos>(k->wall, 1));
+      const auto held = [&](Traffic::Held h) { return static_cast<double>(t.stalled_by(h)) / wall; };
+      const LoopCount& la = t.a_loop();
+      const LoopCount& lb = rig.b_loop();
+      const double pages = static_cast<double>(std::max<std::uint64_t>(k->bytes / 4096, 1));
+      const auto idle = [](const LoopCount& l) {
+        const double all = static_cast<double>(l.busy_cycles + l.idle_cycles);
+        return all > 0 ? static_cast<double>(l.idle_cycles) / all : 0.0;
+      };
+      std::fprintf(stderr, "    two lcores: A held back by the reorder reach %.3f, in-flight cap %.3f, send window %.3f, other %.3f of the time; "
+                   "busy cycles per 4 KiB delivered A %.0f, B %.0f; idle share of the cycles A %.2f, B %.2f; B received %.2f and sent %.2f frames per 4 KiB; iterations left out as preempted A %llu, B %llu; busy iterations per 4 KiB A %.3f, B %.3f; cycles per idle iteration A %.0f, B %.0f\n",
+                   held(Traffic::Held::ReorderReach), held(Traffic::Held::InflightCap), held(Traffic::Held::SendWindow), held(Traffic::Held::Other),
+                   static_cast<double>(la.busy_cycles) / pages, static_cast<double>(lb.busy_cycles) / pages, idle(la), idle(lb),
+                   static_cast<double>(lb.rx) / pages, static_cast<double>(lb.tx) / pages, static_cast<unsigned long long>(la.preempted),
+                   static_cast<unsigned long long>(lb.preempted), static_cast<double>(la.busy) / pages, static_cast<double>(lb.busy) / pages,
+                   static_cast<double>(la.idle_cycles) / static_cast<double>(std::max<std::uint64_t>(la.idle, 1)),
+                   static_cast<double>(lb.idle_cycles) / static_cast<double>(std::max<std::uint64_t>(lb.idle, 1)));
+      k->fig.note("held_reorder_reach", held(Traffic::Held::ReorderReach)).note("held_inflight_cap", held(Traffic::Held::InflightCap));
+      k->fig.note("a_busy_cycles_per_page", static_cast<double>(la.busy_cycles) / pages).note("b_busy_cycles_per_page", static_cast<double>(lb.busy_cycles) / pages);
+      k->fig.note("a_idle_cycles", idle(la)).note("b_idle_cycles", idle(lb));
     }
     {
       const rdma::Completer& cm = k->qp->completer();

@@ -26,9 +26,12 @@ namespace roce::rdma {
 
 class ReorderBuffer {
  public:
-  // `window` PSNs after the expected one (at most proto::kSackSpan), frames up to `slot_bytes`.
-  void start(std::uint32_t window, std::uint32_t slot_bytes) {
+  // `window` PSNs after the expected one (at most proto::kSackSpan), frames up to `slot_bytes`;
+  // `inflight_cap`: the packets a requester of the same tuning keeps in its network (its
+  // in-flight caps), which a window larger than it leaves room beyond for holes.
+  void start(std::uint32_t window, std::uint32_t slot_bytes, std::uint32_t inflight_cap = UINT32_MAX) {
     window_ = std::bit_floor(std::min(window, proto::kSackSpan));  // a power of two: PSN mod window survives the 2^24 wrap
+    ack_span_ = std::max<std::uint32_t>(1, std::min(window_, inflight_cap) / 2);
     slot_bytes_ = slot_bytes;
     bytes_.assign(std::size_t{window_} * slot_bytes_, std::byte{});
     psn_.assign(window_, 0);
@@ -41,6 +44,9 @@ class ReorderBuffer {
   }
   bool enabled() const { return window_ != 0; }
   std::uint32_t window() const { return window_; }
+  // PSNs the responder may leave unacknowledged: half of what the requester can have in flight
+  // (the window, or its in-flight cap when smaller), so that a second ACK is always coming.
+  std::uint32_t ack_span() const { return ack_span_; }
   std::uint32_t held() const { return held_; }
 
   // Whether `psn` (ahead of `epsn`) fits the window: 1 <= psn - epsn <= window.
@@ -137,6 +143,7 @@ class ReorderBuffer {
   void mark(std::size_t s) { occupied_[s / 64] |= std::uint64_t{1} << (s % 64); }
 
   std::uint32_t window_ = 0;
+  std::uint32_t ack_span_ = 1;
   std::uint32_t slot_bytes_ = 0;
   std::vector<std::byte> bytes_;
   std::vector<std::uint32_t> psn_;

@@ -59,6 +59,8 @@ void Requester::start(const QpContext& qp) {
   probing_ = false;
   sr_window_ = qp.is_rc() ? qp.cfg.selective_repeat : 0;
   sr_pending_ = 0;
+  sack_epsn_ = next_psn_;
+  sack_held_ = {};
   probed_ = false;
   tx_seq_ = 0;
   sr_.fill(PsnSlot{});
@@ -70,16 +72,17 @@ void Requester::start(const QpContext& qp) {
 bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   if (qp.cfg.type == IBV_QPT_UD || qp.cfg.type == IBV_QPT_UC) return true;
   const std::uint32_t psn = w.state == WqeState::Posted ? next_psn_ : psn_add(w.first_psn, w.next_packet);
-  const std::int32_t inflight = psn_diff(psn, una_hint_);
+  const std::int32_t reach = psn_diff(psn, una_hint_);
+  const std::int32_t inflight = reach - static_cast<std::int32_t>(held_ahead());  // in the network
   if (inflight >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
   if (static_cast<std::int64_t>(inflight) >= static_cast<std::int64_t>(window_limit())) return false;
   // Selective repeat: no further ahead than the responder's reorder buffer reaches.
-  if (sr_window_ != 0 && inflight >= static_cast<std::int32_t>(sr_window_)) return false;
+  if (sr_window_ != 0 && reach >= static_cast<std::int32_t>(sr_window_)) return false;
   // A READ whose responses are tracked one by one starts only when all of them fall within
   // kSackSpan of una (requester_read_holes.cpp keeps them in a slot per PSN modulo that).
   if (sr_window_ != 0 && w.state == WqeState::Posted && w.is_read()) {
     const std::uint32_t n = packets_for(w.length, qp.cfg.pmtu);
-    if (n <= kSackSpan && inflight > 0 && static_cast<std::uint32_t>(inflight) + n > kSackSpan) return false;
+    if (n <= kSackSpan && reach > 0 && static_cast<std::uint32_t>(reach) + n > kSackSpan) return false;
   }
   if (qp.tuning->max_inflight_bytes != 0 && inflight > 0 &&
       static_cast<std::uint64_t>(inflight) * qp.cfg.pmtu >= qp.tuning->max_inflight_bytes)
@@ -223,11 +226,12 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     ++packets_since_ack_req_;
     // Also when this packet fills the go-back-N window: nothing more goes out until an ACK
     // comes, and the responder only ACKs on request.
-    const std::int32_t inflight_after = psn_diff(psn, una_hint_) + 1;
+    const std::int32_t reach_after = psn_diff(psn, una_hint_) + 1;
+    const std::int32_t inflight_after = reach_after - static_cast<std::int32_t>(held_ahead());
     const auto fills_window = [&] {
       return inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
              static_cast<std::int64_t>(inflight_after) >= static_cast<std::int64_t>(window_limit()) ||
-             (sr_window_ != 0 && inflight_after >= static_cast<std::int32_t>(sr_window_)) ||
+             (sr_window_ != 0 && reach_after >= static_cast<std::int32_t>(sr_window_)) ||
              (qp.tuning->max_inflight_bytes != 0 &&
               static_cast<std::uint64_t>(std::max(inflight_after, 0)) * pmtu >= qp.tuning->max_inflight_bytes);
     };

@@ -80,6 +80,11 @@ class Requester {
   // marked) when the oldest unfinished WQE waits for response data: go-back-N re-asks for it.
   TimerResend resend_unsacked(const QpContext& qp, bool probes_only, std::uint32_t* probe_psn);
   std::uint32_t resends_pending() const { return sr_pending_; }
+  // Request packets past una that the latest SACK showed held by the responder: delivered, out
+  // of the network, so the in-flight caps and the send window do not count them (TCP's "pipe";
+  // IRN counts what is outstanding in the network). The reorder reach (una + the window) still
+  // counts every PSN: the responder holds no further. 0 on a go-back-N QP.
+  std::uint32_t held_ahead() const;
   // Go-back-N's tail loss probe: the newest request packet goes again alone, asking for an ACK.
   // False (nothing changed) when that packet belongs to a READ or atomic (the responder would
   // execute it again) or a resend has not reached the newest packet yet.
@@ -174,6 +179,9 @@ class Requester {
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
   PsnSlots sr_{};
+  // The latest SACK: its expected PSN and what it held after it (held_ahead()).
+  std::uint32_t sack_epsn_ = 0;
+  proto::SackBitmap sack_held_{};
   // Tracked READs' response PSNs (all within kSackSpan of una: window_allows), and how many
   // are marked kAskPending. A hole READ request covers [read_hole_first_, + read_hole_count_).
   PsnSlots rd_{};

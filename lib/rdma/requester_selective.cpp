@@ -30,7 +30,18 @@ void Requester::for_each_sent_request(QpContext& qp, F&& f) {
   });
 }
 
+std::uint32_t Requester::held_ahead() const {
+  // Held PSNs below una ran since the SACK (una passed them): only those at or after una count.
+  // A held packet the responder later dropped (no receive posted) is counted until the next
+  // SACK: the caps are then exceeded by at most that, and the reorder reach still bounds it.
+  if (sr_window_ == 0 || sack_held_.empty()) return 0;
+  const std::int32_t d = psn_diff(una_hint_, psn_next(sack_epsn_));
+  return sack_held_.count_from(d > 0 ? static_cast<std::uint32_t>(d) : 0u);
+}
+
 std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const SackBitmap& sacked, std::uint32_t* first) {
+  sack_epsn_ = epsn;
+  sack_held_ = sacked;
   // The highest PSN held: everything unreported below it was lost (the paths selective repeat
   // runs on do not reorder within a round trip; a late original is a duplicate, dropped).
   const int top = sacked.highest();

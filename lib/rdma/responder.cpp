@@ -47,7 +47,14 @@ void Responder::start(const QpContext& qp) {
   out_count_ = 0;
   replays_queued_ = false;
   // Slots hold whole frames: headers around one path MTU (QueuePair::max_frame_bytes).
-  reorder_.start(qp.is_rc() ? qp.cfg.selective_repeat : 0, qp.cfg.pmtu + 128);
+  // The requester's in-flight caps are taken to be this engine's (both ends ours, as selective
+  // repeat is): with a window larger than them, half the window would leave one ACK per cap.
+  std::uint32_t cap = UINT32_MAX;
+  if (const TransportTuning* t = qp.tuning) {
+    cap = t->max_inflight_packets;
+    if (t->max_inflight_bytes != 0 && qp.cfg.pmtu != 0) cap = std::min(cap, std::max<std::uint32_t>(1, t->max_inflight_bytes / qp.cfg.pmtu));
+  }
+  reorder_.start(qp.is_rc() ? qp.cfg.selective_repeat : 0, qp.cfg.pmtu + 128, cap);
 }
 
 // The driver: the only place the walk's state changes. Checks run on the packet as parsed; the

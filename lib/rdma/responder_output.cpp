@@ -18,11 +18,12 @@ Responder::Item& Responder::push_item() {
 }
 
 void Responder::queue_ack(QpContext& qp, std::uint32_t psn, bool prompt) {
-  // Selective repeat: at most half the reorder window goes unacknowledged, so the requester,
-  // which keeps at most a window in flight, always has a second ACK coming; an ACK held back
+  // Selective repeat: at most half the reorder window (or of the in-flight cap, when smaller)
+  // goes unacknowledged, so the requester, which keeps at most that in flight, always has a
+  // second ACK coming; an ACK held back
   // (Engine's AckHold) until the window filled left one ACK per window, and its loss stopped
   // the QP until the timer (docs/loss.md, part 2, session 11).
-  if (reorder_.enabled() && psn_diff(psn, acked_out_) >= static_cast<std::int32_t>(reorder_.window() / 2)) prompt = true;
+  if (reorder_.enabled() && psn_diff(psn, acked_out_) >= static_cast<std::int32_t>(reorder_.ack_span())) prompt = true;
   if (out_count_ > 0) {
     Item& tail = out_[slot(out_count_ - 1)];
     if (tail.kind == Item::Kind::Ack || tail.kind == Item::Kind::Sack) {  // coalesce: one ACK covers everything up to psn

@@ -105,5 +105,19 @@ TEST(Sack, HighestIsTheLastPsnSet) {
   EXPECT_EQ(low.highest(), 3);
 }
 
+TEST(Sack, CountFromCountsTheBitsAtOrAfterIt) {
+  SackBitmap b;
+  EXPECT_EQ(b.count_from(0), 0u);
+  for (const std::uint32_t i : {0u, 5u, 63u, 64u, 100u, 127u}) b.set(i);
+  EXPECT_EQ(b.count_from(0), 6u);
+  EXPECT_EQ(b.count_from(1), 5u);
+  EXPECT_EQ(b.count_from(63), 4u);
+  EXPECT_EQ(b.count_from(64), 3u);
+  EXPECT_EQ(b.count_from(65), 2u);
+  EXPECT_EQ(b.count_from(127), 1u);
+  EXPECT_EQ(b.count_from(128), 0u);
+  EXPECT_EQ(b.count_from(1000), 0u);
+}
+
 }  // namespace
 }  // namespace roce::proto::sack_test

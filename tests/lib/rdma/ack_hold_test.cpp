@@ -29,9 +29,10 @@ class AckHoldTest : public ::testing::Test {
  protected:
   // An engine whose QPs answer the raw peer; `qps` of them, each with its own peer QPN; with
   // selective repeat's reorder window `selective` (0: go-back-N).
-  void start(rdma::AckHold hold, unsigned qps = 1, std::uint32_t selective = 0) {
+  void start(rdma::AckHold hold, unsigned qps = 1, std::uint32_t selective = 0, std::uint32_t inflight_cap = 0) {
     rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.ack_hold = hold;
+    if (inflight_cap != 0) cfg.tuning.max_inflight_packets = inflight_cap;
     engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
     mem_.assign(1 << 16, std::byte{7});
     for (unsigned i = 0; i < qps; ++i) {
@@ -152,6 +153,23 @@ TEST_F(AckHoldTest, SelectiveRepeatNeverHoldsHalfAWindowUnacknowledged) {
     const auto sent = transmit(true);
     ASSERT_EQ(sent.size(), 1u) << "round " << round;
     EXPECT_EQ(sent[0].opcode, kAck);
+    EXPECT_EQ(sent[0].psn, kPsn + 4 * round + 3);
+  }
+}
+
+// A reorder window larger than the in-flight cap (room for holes beyond it): the requester
+// keeps at most the cap in its network, so half the cap, not half the window, goes
+// unacknowledged; half the window would be one ACK per cap-full.
+TEST_F(AckHoldTest, SelectiveRepeatNeverHoldsHalfTheInFlightCapUnacknowledged) {
+  start(rdma::AckHold{1000, kMilli}, 1, 16, 8);
+  for (std::uint32_t round = 0; round < 2; ++round) {
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      write(kPsn + 4 * round + i);
+      EXPECT_TRUE(transmit(true).empty()) << "round " << round << " write " << i;
+    }
+    write(kPsn + 4 * round + 3);  // four PSNs since the last ACK: half the cap of 8
+    const auto sent = transmit(true);
+    ASSERT_EQ(sent.size(), 1u) << "round " << round;
     EXPECT_EQ(sent[0].psn, kPsn + 4 * round + 3);
   }
 }
