@@ -157,14 +157,6 @@ void place_and_seal_with(const FrameLayout& l, MutableByteSpan out, CrcBackend c
   write_icrc(icrc_field(l, datagram, out), c);
 }
 
-auto prefix_of(const FrameSpec& spec, CrcBackend crc, IcrcHeaderCache* cache) noexcept {
-  return [&spec, crc, cache](ByteSpan datagram, std::size_t upto) {
-    if (cache) return icrc_prefix_linear(*cache, crc, spec.ip_version, datagram, upto);
-    return upto == datagram.size() ? compute_icrc(crc, spec.ip_version, datagram)
-                                   : icrc_prefix(crc, spec.ip_version, datagram, upto);
-  };
-}
-
 auto prefix_of(const IcrcFlow& flow, CrcBackend crc) noexcept {
   return [&flow, crc](ByteSpan datagram, std::size_t upto) { return flow.prefix(crc, datagram, upto); };
 }
@@ -172,12 +164,32 @@ auto prefix_of(const IcrcFlow& flow, CrcBackend crc) noexcept {
 }  // namespace
 
 void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc, IcrcHeaderCache* cache) noexcept {
-  seal_with(l, out, prefix_of(spec, crc, cache));
+  const MutableByteSpan datagram = pad_datagram(l, out);
+  write_icrc(icrc_field(l, datagram, out), cache ? compute_icrc_linear(*cache, crc, spec.ip_version, datagram)
+                                                 : compute_icrc(crc, spec.ip_version, datagram));
 }
 
 void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
                     const std::byte* payload, IcrcHeaderCache* cache) noexcept {
-  place_and_seal_with(l, out, crc, payload, prefix_of(spec, crc, cache));
+  if (l.payload_length < kSealCopyingFrom) {
+    // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
+    // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
+    // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
+    // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
+    // run time.
+    std::size_t n = l.payload_length;
+    asm("" : "+r"(n));
+    if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
+    seal(spec, l, out, crc, cache);
+    return;
+  }
+  const MutableByteSpan datagram = pad_datagram(l, out);
+  const std::size_t upto = l.payload_offset - l.l3_offset;
+  std::uint32_t c = cache ? icrc_prefix_linear(*cache, crc, spec.ip_version, datagram, upto)
+                          : icrc_prefix(crc, spec.ip_version, datagram, upto);
+  c = crc32_copy(crc, c, out.data() + l.payload_offset, payload, l.payload_length);
+  c = crc32(crc, c, datagram.data() + datagram.size() - l.pad, l.pad);
+  write_icrc(icrc_field(l, datagram, out), c);
 }
 
 void seal(const IcrcFlow& flow, const FrameLayout& l, MutableByteSpan out, CrcBackend crc) noexcept {

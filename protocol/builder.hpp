@@ -46,7 +46,7 @@ struct FrameLayout {
 };
 
 // The extension headers `info` names, from `ext`, at `at` (the end of the BTH).
-inline void write_ext_headers(const OpcodeInfo& info, const ExtHeaders& ext, std::byte* at) noexcept {
+[[gnu::always_inline]] inline void write_ext_headers(const OpcodeInfo& info, const ExtHeaders& ext, std::byte* at) noexcept {
   for_each_ext_header(ext, [&](const auto& h, auto kind) {
     constexpr auto i = static_cast<std::size_t>(decltype(kind)::value);
     static_assert(sizeof h == kExtHeaderBytes[i]);
