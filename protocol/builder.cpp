@@ -105,12 +105,7 @@ FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, M
   with_pad.set_pad_count(l.pad);
   store_header(out, off + offsetof(Bth, flags), with_pad.flags);
   off += sizeof(Bth);
-  const OpcodeInfo& info = opcode_info(spec.bth.opcode);
-  for_each_ext_header(spec.ext, [&](const auto& h, auto kind) {
-    constexpr auto i = static_cast<std::size_t>(decltype(kind)::value);
-    static_assert(sizeof h == kExtHeaderBytes[i]);
-    if (info.has(kind)) std::memcpy(out.data() + off + info.offset[i], &h, sizeof h);
-  });
+  write_ext_headers(opcode_info(spec.bth.opcode), spec.ext, out.data() + off);
   return l;
 }
 
@@ -126,6 +121,44 @@ MutableByteSpan pad_datagram(const FrameLayout& l, MutableByteSpan out) noexcept
 
 MutableByteSpan icrc_field(const FrameLayout& l, MutableByteSpan datagram, MutableByteSpan out) noexcept {
   return out.subspan(l.l3_offset + datagram.size(), kIcrcBytes);
+}
+
+}  // namespace
+
+namespace {
+
+// `prefix(datagram, upto)`: the ICRC register after the datagram's first `upto` bytes (the
+// plain ICRC, the flow cache's or one flow's: icrc.hpp, icrc_linear.hpp).
+template <typename Prefix>
+void seal_with(const FrameLayout& l, MutableByteSpan out, Prefix prefix) noexcept {
+  const MutableByteSpan datagram = pad_datagram(l, out);
+  write_icrc(icrc_field(l, datagram, out), prefix(ByteSpan{datagram}, datagram.size()));
+}
+
+template <typename Prefix>
+void place_and_seal_with(const FrameLayout& l, MutableByteSpan out, CrcBackend crc, const std::byte* payload,
+                         Prefix prefix) noexcept {
+  if (l.payload_length < kSealCopyingFrom) {
+    // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
+    // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
+    // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
+    // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
+    // run time.
+    std::size_t n = l.payload_length;
+    asm("" : "+r"(n));
+    if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
+    seal_with(l, out, prefix);
+    return;
+  }
+  const MutableByteSpan datagram = pad_datagram(l, out);
+  std::uint32_t c = prefix(ByteSpan{datagram}, l.payload_offset - l.l3_offset);
+  c = crc32_copy(crc, c, out.data() + l.payload_offset, payload, l.payload_length);
+  c = crc32(crc, c, datagram.data() + datagram.size() - l.pad, l.pad);
+  write_icrc(icrc_field(l, datagram, out), c);
+}
+
+auto prefix_of(const IcrcFlow& flow, CrcBackend crc) noexcept {
+  return [&flow, crc](ByteSpan datagram, std::size_t upto) { return flow.prefix(crc, datagram, upto); };
 }
 
 }  // namespace
@@ -157,6 +190,15 @@ void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan
   c = crc32_copy(crc, c, out.data() + l.payload_offset, payload, l.payload_length);
   c = crc32(crc, c, datagram.data() + datagram.size() - l.pad, l.pad);
   write_icrc(icrc_field(l, datagram, out), c);
+}
+
+void seal(const IcrcFlow& flow, const FrameLayout& l, MutableByteSpan out, CrcBackend crc) noexcept {
+  seal_with(l, out, prefix_of(flow, crc));
+}
+
+void place_and_seal(const IcrcFlow& flow, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
+                    const std::byte* payload) noexcept {
+  place_and_seal_with(l, out, crc, payload, prefix_of(flow, crc));
 }
 
 FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "protocol/packet.hpp"
@@ -11,6 +12,7 @@
 namespace roce::proto {
 
 class IcrcHeaderCache;  // icrc_linear.hpp
+class IcrcFlow;
 
 struct FrameSpec {
   bool with_ethernet = true;
@@ -43,6 +45,15 @@ struct FrameLayout {
   bool ok() const { return error == BuildError::None; }
 };
 
+// The extension headers `info` names, from `ext`, at `at` (the end of the BTH).
+[[gnu::always_inline]] inline void write_ext_headers(const OpcodeInfo& info, const ExtHeaders& ext, std::byte* at) noexcept {
+  for_each_ext_header(ext, [&](const auto& h, auto kind) {
+    constexpr auto i = static_cast<std::size_t>(decltype(kind)::value);
+    static_assert(sizeof h == kExtHeaderBytes[i]);
+    if (info.has(kind)) std::memcpy(at + info.offset[i], &h, sizeof h);
+  });
+}
+
 FrameLayout layout_frame(const FrameSpec& spec, std::uint32_t payload_length) noexcept;
 // Writes every header; the payload area is left for the caller.
 FrameLayout write_headers(const FrameSpec& spec, std::uint32_t payload_length, MutableByteSpan out) noexcept;
@@ -56,6 +67,11 @@ void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out,
 void place_and_seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
                     const std::byte* payload, IcrcHeaderCache* cache = nullptr) noexcept;
 inline constexpr std::uint32_t kSealCopyingFrom = 2048;
+// The same two with the headers' share from one flow's state (a connection's request template:
+// request_template.hpp), for frames of that flow.
+void seal(const IcrcFlow& flow, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc) noexcept;
+void place_and_seal(const IcrcFlow& flow, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
+                    const std::byte* payload) noexcept;
 // All of it, copying `payload`.
 FrameLayout build_frame(const FrameSpec& spec, ByteSpan payload, MutableByteSpan out, CrcBackend crc) noexcept;
 

@@ -247,15 +247,39 @@ std::uint32_t compute_icrc_linear(IcrcHeaderCache& cache, CrcBackend backend, Ip
   return icrc_prefix_linear(cache, backend, v, datagram, datagram.size());
 }
 
-std::uint32_t icrc_prefix_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram,
-                                 std::size_t upto) noexcept {
+namespace {
+
+// The bytes after the headers, from `crc` (the register after them, finished).
+std::uint32_t after_headers(std::uint32_t crc, CrcBackend backend, IpVersion v, ByteSpan datagram,
+                            std::size_t upto) noexcept {
   const std::size_t fixed = ip_header_bytes(v) + kUdp + kBth;
-  const std::uint32_t crc = cache.headers_crc(backend, v, datagram.data());
   const std::size_t rest = upto - fixed;
   // A few bytes (an ACK's AETH) cost ISA-L its setup and reduction; table lookups take them for
   // less. Every backend computes the same CRC.
   if (rest < kTableRest) return crc32_portable(crc, datagram.data() + fixed, rest);
   return crc32(backend, crc, datagram.data() + fixed, rest);
+}
+
+}  // namespace
+
+std::uint32_t icrc_prefix_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram,
+                                 std::size_t upto) noexcept {
+  return after_headers(cache.headers_crc(backend, v, datagram.data()), backend, v, datagram, upto);
+}
+
+void IcrcFlow::set(CrcBackend backend, IpVersion v, const std::byte* ip, bool linear) noexcept {
+  version_ = v;
+  linear_ = linear;
+  state_ = v == IpVersion::V4 ? template_state(backend, ip, kMasksV4) : template_state(backend, ip, kMasksV6);
+}
+
+std::uint32_t IcrcFlow::prefix(CrcBackend backend, ByteSpan datagram, std::size_t upto) const noexcept {
+  if (!linear_)
+    return upto == datagram.size() ? compute_icrc(backend, version_, datagram) : icrc_prefix(backend, version_, datagram, upto);
+  const std::byte* ip = datagram.data();
+  const std::uint32_t crc = ~(version_ == IpVersion::V4 ? add_varying(state_, ip, kLayoutV4, kTablesV4)
+                                                        : add_varying(state_, ip, kLayoutV6, kTablesV6));
+  return after_headers(crc, backend, version_, datagram, upto);
 }
 
 }  // namespace roce::proto

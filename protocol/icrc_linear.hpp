@@ -40,6 +40,23 @@ class IcrcHeaderCache {
   std::uint64_t misses_ = 0;
 };
 
+// One flow's template state, kept by a sender that knows its flow (a connection's request
+// template, request_template.hpp) instead of looked up in a cache per packet.
+class IcrcFlow {
+ public:
+  // From a frame of the flow: `ip` as headers_crc takes it. `linear` false: prefix() is the
+  // plain icrc_prefix (the switch TransportTuning::icrc_linear measures).
+  void set(CrcBackend backend, IpVersion v, const std::byte* ip, bool linear = true) noexcept;
+  // icrc_prefix (icrc.hpp)'s value for a datagram of this flow (its invariant header bytes
+  // those set() saw; the caller keeps them so).
+  std::uint32_t prefix(CrcBackend backend, ByteSpan datagram, std::size_t upto) const noexcept;
+
+ private:
+  std::uint32_t state_ = 0;
+  IpVersion version_ = IpVersion::V4;
+  bool linear_ = true;
+};
+
 // compute_icrc (icrc.hpp) with the headers' share taken from `cache`; the same value for every
 // input compute_icrc accepts.
 std::uint32_t compute_icrc_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept;

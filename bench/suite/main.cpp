@@ -17,7 +17,7 @@
 //              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              or grown otherwise)
-//              [--early-retransmit-us U] (0: off) [--no-icrc-linear]
+//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template]
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -155,6 +155,8 @@ int main(int argc, char** argv) {
       c.loss_sr_window = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
     } else if (a == "--no-icrc-linear") {
       c.tuning.icrc_linear = false;
+    } else if (a == "--no-request-template") {
+      c.tuning.request_template = false;
     } else if (a == "--send-window") {
       c.tuning.window.enabled = true;
     } else if (a == "--congestion-window" && has) {
@@ -258,6 +260,7 @@ int main(int argc, char** argv) {
   w.field("smoke", c.smoke).field("ok", ok);
   w.field("send_window", c.tuning.window.enabled).field("gbn_congestion_window", c.tuning.window.go_back_n_congestion).field("sr_congestion_window", c.tuning.window.selective_repeat).field("max_inflight_packets", c.tuning.max_inflight_packets).field("max_inflight_bytes", c.tuning.max_inflight_bytes);
   w.field("ack_req_every", c.tuning.ack_req_every).field("icrc_linear", c.tuning.icrc_linear);
+  w.field("request_template", c.tuning.request_template);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
   w.field("loss_sr_window", c.loss_sr_window).field("ack_hold_turns", c.tuning.ack_hold.turns).field("ack_hold_us", static_cast<std::uint64_t>(c.tuning.ack_hold.age / kMicro));
   w.end_object();

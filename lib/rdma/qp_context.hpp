@@ -19,6 +19,7 @@
 #include "lib/time.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/crc32_copy.hpp"
+#include "protocol/request_template.hpp"
 
 namespace roce::rdma {
 
@@ -121,6 +122,9 @@ struct TransportTuning {
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;
   bool icrc_linear = true;                    // the ICRC's header share from flow templates (icrc_linear.hpp)
+  // RC and UC requests from a per-QP prebuilt header (request_template.hpp) instead of the
+  // builder per frame; the same bytes either way (perf_suite --no-request-template).
+  bool request_template = true;
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
   AckHold ack_hold{4, 20 * kMicro};
 };
@@ -148,6 +152,9 @@ struct QpContext {
   std::vector<std::byte> inline_data;       // cap.max_inline_data per SQ slot
 
   proto::FrameSpec path;  // addressing of every packet on this QP's connection
+  // `path`'s request headers prebuilt, rebuilt whenever path changes (QueuePair::build_path);
+  // not ready for UD (each datagram has its own address) or with TransportTuning off.
+  proto::RequestTemplate request_template;
 
   bool accepts_requests() const {
     return state == QpState::Rtr || state == QpState::Rts || state == QpState::Sqd || state == QpState::Sqe;

@@ -109,6 +109,7 @@ void QueuePair::enter_error() {
 
 Status QueuePair::build_path(const ibv_qp_attr& attr, const PathConfig& path) {
   FrameSpec& t = ctx_.path;
+  ctx_.request_template.clear();  // until the new path is complete
   t = FrameSpec{};
   t.eth.src = path.local.mac;
   t.ip_version = path.local.ip.version;
@@ -137,6 +138,8 @@ Status QueuePair::build_path(const ibv_qp_attr& attr, const PathConfig& path) {
   t.set_ecn(ctx_.tuning->data_ecn);
   t.bth.dest_qp.set(ctx_.cfg.dest_qpn);
   t.udp_src_port = udp_sport(path.sport_scheme, ctx_.cfg.qpn, ctx_.cfg.dest_qpn, flow_label);
+  if (ctx_.cfg.type != IBV_QPT_UD && ctx_.tuning->request_template)
+    ctx_.request_template.build(t, ctx_.tuning->crc, ctx_.tuning->icrc_linear);
   return {};
 }
 

@@ -5,6 +5,7 @@
 
 #include "lib/rdma/local_ops.hpp"
 #include "protocol/psn.hpp"
+#include "protocol/request_template.hpp"
 
 namespace roce::rdma {
 
@@ -42,6 +43,66 @@ Opcode request_opcode(ibv_qp_type type, const SendWqe& w, std::uint32_t index) {
     case IBV_WR_ATOMIC_WRITE: return Opcode::RcAtomicWrite;
     default: return Opcode::RcSendOnly;  // post_send refuses other opcodes
   }
+}
+
+// The frame's headers from the builder: the connection's path with this frame's fields (and a
+// UD datagram's address), where no request template applies.
+FrameSpec request_spec(const QpContext& qp, const SendWqe& w, const RequestFields& f, const ExtHeaders& ext) {
+  FrameSpec spec = qp.path;
+  spec.ext = ext;
+  spec.bth.opcode = f.opcode;
+  spec.bth.psn.set(f.psn);
+  if (f.solicited) spec.bth.set_se(true);
+  if (qp.cfg.type == IBV_QPT_UD) {
+    spec.bth.dest_qp.set(w.ud.remote_qpn);
+    spec.eth.dst = w.ud.mac;
+    if (w.ud.ipv6) spec.ipv6.dst = w.ud.ipv6_addr; else spec.ipv4.dst = w.ud.ipv4;
+    // The AH's traffic class and flow label (an RC QP takes its own from the path at RTR).
+    const auto ecn = static_cast<std::uint8_t>(spec.ipv4.tos & 3u);
+    spec.ipv4.tos = static_cast<std::uint8_t>((w.ud.traffic_class & ~3u) | ecn);
+    spec.ipv6.traffic_class = spec.ipv4.tos;
+    spec.ipv6.flow_label = w.ud.flow_label;
+  }
+  if (qp.is_rc()) spec.bth.set_ack_requested(f.ack_requested);
+  return spec;
+}
+
+FrameLayout write_frame_headers(const RequestTemplate& t, const RequestFields& f, const ExtHeaders& ext, MutableByteSpan out) {
+  return t.write_headers(f, ext, out);
+}
+FrameLayout write_frame_headers(const FrameSpec& spec, const RequestFields& f, const ExtHeaders&, MutableByteSpan out) {
+  return write_headers(spec, f.payload_length, out);
+}
+void place_and_seal_frame(const RequestTemplate& t, const QpContext& qp, const FrameLayout& l, MutableByteSpan out,
+                          const std::byte* src) {
+  t.place_and_seal(l, out, qp.tuning->crc, src);
+}
+void place_and_seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l, MutableByteSpan out,
+                          const std::byte* src) {
+  place_and_seal(spec, l, out, qp.tuning->crc, src, qp.icrc_cache);
+}
+void seal_frame(const RequestTemplate& t, const QpContext& qp, const FrameLayout& l, MutableByteSpan out) {
+  t.seal(l, out, qp.tuning->crc);
+}
+void seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l, MutableByteSpan out) {
+  seal(spec, l, out, qp.tuning->crc, qp.icrc_cache);
+}
+
+// Headers, payload from the WQE's segments, ICRC; `how` is the QP's request template or a
+// FrameSpec for the builder.
+template <typename How>
+FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
+                 MutableByteSpan out, const How& how) {
+  const FrameLayout l = write_frame_headers(how, f, ext, out);
+  if (!l.ok()) return l;
+  const std::uint32_t payload = f.payload_length;
+  if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
+    place_and_seal_frame(how, qp, l, out, src);
+  } else {  // the payload spans segments
+    copy_from_segments(qp.send_segs(w), w.num_seg, offset, out.data() + l.payload_offset, payload);
+    seal_frame(how, qp, l, out);
+  }
+  return l;
 }
 
 }  // namespace
@@ -165,7 +226,10 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
 
 void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   const std::uint32_t pmtu = qp.cfg.pmtu;
-  FrameSpec spec = qp.path;
+  // What this frame has of its own; the rest is the connection's (qp.path, or its prebuilt
+  // request template).
+  ExtHeaders ext = qp.path.ext;
+  bool solicited = false;
   std::uint32_t index = w.next_packet;
   std::uint32_t psn = psn_add(w.first_psn, index);
   std::uint64_t offset = std::uint64_t{index} * pmtu;
@@ -181,47 +245,36 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     offset = std::uint64_t{index} * pmtu;
     const std::uint64_t end_byte = std::min<std::uint64_t>(std::uint64_t{read_end} * pmtu, w.length);
     op = Opcode::RcReadRequest;
-    spec.ext.reth = Reth{Be64::of(w.remote_addr + offset), Be32::of(w.rkey), Be32::of(static_cast<std::uint32_t>(end_byte - offset))};
+    ext.reth = Reth{Be64::of(w.remote_addr + offset), Be32::of(w.rkey), Be32::of(static_cast<std::uint32_t>(end_byte - offset))};
     w.next_packet = w.npackets;
     if (read_hole_count_ == 0) w.read_expect_first = true;
   } else if (w.is_atomic()) {
     op = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? Opcode::RcCmpSwap : Opcode::RcFetchAdd;
-    spec.ext.atomic = AtomicEth{Be64::of(w.remote_addr), Be32::of(w.rkey),
-                                Be64::of(w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w.swap : w.compare_add),
-                                Be64::of(w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare_add : 0)};
+    ext.atomic = AtomicEth{Be64::of(w.remote_addr), Be32::of(w.rkey),
+                           Be64::of(w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w.swap : w.compare_add),
+                           Be64::of(w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare_add : 0)};
     w.next_packet = 1;
   } else {
     op = request_opcode(qp.cfg.type, w, index);
     payload = static_cast<std::uint32_t>(std::min<std::uint64_t>(pmtu, w.length - std::min<std::uint64_t>(offset, w.length)));
     const OpcodeInfo& info = opcode_info(op);
     if (info.has(ExtHeader::Reth))
-      spec.ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.is_flush() ? w.flush_length : w.length)};
-    if (info.has(ExtHeader::Feth)) spec.ext.feth.bits.set(w.flush_feth);
-    if (info.has(ExtHeader::ImmDt)) std::memcpy(spec.ext.imm.bytes.data(), &w.imm_or_rkey, 4);
-    if (info.has(ExtHeader::Ieth)) spec.ext.ieth.rkey.set(w.imm_or_rkey);
+      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.is_flush() ? w.flush_length : w.length)};
+    if (info.has(ExtHeader::Feth)) ext.feth.bits.set(w.flush_feth);
+    if (info.has(ExtHeader::ImmDt)) std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+    if (info.has(ExtHeader::Ieth)) ext.ieth.rkey.set(w.imm_or_rkey);
     if (info.has(ExtHeader::Deth)) {
-      spec.ext.deth.qkey.set(w.ud.remote_qkey);
-      spec.ext.deth.src_qp.set(qp.cfg.qpn & kPsnMask);
+      ext.deth.qkey.set(w.ud.remote_qkey);
+      ext.deth.src_qp.set(qp.cfg.qpn & kPsnMask);
     }
-    if (info.ends_message() && (w.send_flags & IBV_SEND_SOLICITED)) spec.bth.set_se(true);
+    if (info.ends_message() && (w.send_flags & IBV_SEND_SOLICITED)) solicited = true;
     ++w.next_packet;
     // UC and UD expect no acknowledgement: the WQE is done once its last packet is out.
     if (!qp.is_rc() && w.next_packet >= w.npackets) w.state = WqeState::Done;
   }
 
   const OpcodeInfo& info = opcode_info(op);
-  spec.bth.opcode = raw(op);
-  spec.bth.psn.set(psn);
-  if (qp.cfg.type == IBV_QPT_UD) {
-    spec.bth.dest_qp.set(w.ud.remote_qpn);
-    spec.eth.dst = w.ud.mac;
-    if (w.ud.ipv6) spec.ipv6.dst = w.ud.ipv6_addr; else spec.ipv4.dst = w.ud.ipv4;
-    // The AH's traffic class and flow label (an RC QP takes its own from the path at RTR).
-    const auto ecn = static_cast<std::uint8_t>(spec.ipv4.tos & 3u);
-    spec.ipv4.tos = static_cast<std::uint8_t>((w.ud.traffic_class & ~3u) | ecn);
-    spec.ipv6.traffic_class = spec.ipv4.tos;
-    spec.ipv6.flow_label = w.ud.flow_label;
-  }
+  bool ask = false;
   if (qp.is_rc()) {
     ++packets_since_ack_req_;
     // Also when this packet fills the go-back-N window: nothing more goes out until an ACK
@@ -238,26 +291,21 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     // A selective resend asks too: its answer is what tells the requester the hole (or the
     // probed tail) is filled, and resends are few. The window's figures (floating point) are
     // asked for last: a packet that ends its message asks anyway, and at 64 B every one does.
-    const bool ask = info.ends_message() || sr_resending_ || probing_ ||
-                     packets_since_ack_req_ >= std::min(qp.tuning->ack_req_every, window_ack_spacing()) || fills_window();
+    ask = info.ends_message() || sr_resending_ || probing_ ||
+          packets_since_ack_req_ >= std::min(qp.tuning->ack_req_every, window_ack_spacing()) || fills_window();
     probing_ = false;
-    spec.bth.set_ack_requested(ask);
     last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;
   }
 
-  const FrameLayout l = write_headers(spec, payload, MutableByteSpan{frame.data, frame.capacity});
+  const RequestFields fields{raw(op), psn, solicited, ask, payload};
+  const MutableByteSpan out{frame.data, frame.capacity};
+  const FrameLayout l = qp.request_template.ready() ? emit(qp, w, offset, fields, ext, out, qp.request_template)
+                                                    : emit(qp, w, offset, fields, ext, out, request_spec(qp, w, fields, ext));
   if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);
     return;
-  }
-  const MutableByteSpan out{frame.data, frame.capacity};
-  if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
-    place_and_seal(spec, l, out, qp.tuning->crc, src, qp.icrc_cache);
-  } else {  // the payload spans segments
-    copy_from_segments(qp.send_segs(w), w.num_seg, offset, frame.data + l.payload_offset, payload);
-    seal(spec, l, out, qp.tuning->crc, qp.icrc_cache);
   }
   frame.length = static_cast<std::uint32_t>(l.length);
 
