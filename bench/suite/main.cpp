@@ -24,6 +24,7 @@
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
+//              [--fanout-qps a,b] (fanout: only these QP counts, ACKs asked for on every message)
 // Cases: baselines, protocol, responder, scaling, fanout, goodput, rate, rtt, loss, cycles, zerocopy (rate: goodput's
 // 64 B WRITE message-rate shape alone, 1 QP, 1 KiB MTU; run with goodput it adds nothing; zerocopy: the
 // sender's work per 4 KiB WRITE packet, payload copied against referenced by an extbuf mbuf; scaling: --sizes
@@ -164,6 +165,8 @@ int main(int argc, char** argv) {
       c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--scaling-feed" && has) {
       c.scaling_warm_feed = args.app[++i] == "warm";
+    } else if (a == "--fanout-qps" && has) {
+      c.fanout_qps = parse_sizes(args.app[++i]);
     } else if (a == "--sr-window" && has) {
       c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--sr-placement" && has) {
