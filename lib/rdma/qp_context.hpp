@@ -17,6 +17,7 @@
 #include "lib/rdma/send_window.hpp"
 #include "lib/rdma/work_request.hpp"
 #include "lib/time.hpp"
+#include "protocol/ack_template.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/crc32_copy.hpp"
 #include "protocol/request_template.hpp"
@@ -125,6 +126,7 @@ struct TransportTuning {
   // RC and UC requests from a per-QP prebuilt header (request_template.hpp) instead of the
   // builder per frame; the same bytes either way (perf_suite --no-request-template).
   bool request_template = true;
+  bool ack_template = true;                   // RC ACKs and NAKs from a prebuilt frame per QP (ack_template.hpp)
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
   AckHold ack_hold{4, 20 * kMicro};
 };
@@ -155,6 +157,7 @@ struct QpContext {
   // `path`'s request headers prebuilt, rebuilt whenever path changes (QueuePair::build_path);
   // not ready for UD (each datagram has its own address) or with TransportTuning off.
   proto::RequestTemplate request_template;
+  proto::AckTemplate ack_frame;  // an RC QP's ACK on `path`, built with it (docs/perf-changes.md 37)
 
   bool accepts_requests() const {
     return state == QpState::Rtr || state == QpState::Rts || state == QpState::Sqd || state == QpState::Sqe;
