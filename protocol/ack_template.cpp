@@ -36,17 +36,16 @@ std::size_t AckTemplate::write(std::uint32_t psn, Syndrome syndrome, std::uint32
   // A copy of constant length is a few vector moves; a frame buffer is almost always larger.
   if (out.size() >= kCapacity) std::memcpy(out.data(), frame_.data(), kCapacity);
   else std::memcpy(out.data(), frame_.data(), n);
-  // The varying bytes as one big-endian word, AckReq|Resv7 zero: what they add to the template.
+  // The varying bytes as one big-endian word, AckReq|Resv7 zero: their CRC from a zero register
+  // is what they add to the template's ICRC (stored least significant byte first, as write_icrc).
   const std::uint64_t tail = std::uint64_t{psn & 0xFFFFFFu} << 32 | std::uint64_t{syndrome.raw} << 24 | (msn & 0xFFFFFFu);
   std::byte* at = out.data() + tail_at_;
-  const Be64 delta = Be64::of(tail);
   // The template's AckReq|Resv7 byte is the path's (zero on every QP today): kept as it is.
   const Be64 stored = Be64::of(tail | std::uint64_t{static_cast<std::uint8_t>(frame_[tail_at_])} << 56);
   std::memcpy(at, &stored, sizeof stored);
-  // The template's register with the delta's CRC from a zero register added: crc32 (zlib
-  // convention) from 0xFFFFFFFF is the complement of the plain register from zero.
-  const std::uint32_t added = ~crc32_portable(0xFFFFFFFFu, reinterpret_cast<const std::byte*>(&delta), sizeof delta);
-  write_icrc(MutableByteSpan{at + kTailBytes, kIcrcBytes}, icrc_ ^ added);
+  Le32 icrc;
+  icrc.set(icrc_ ^ crc32_register8(tail));
+  std::memcpy(at + kTailBytes, &icrc, sizeof icrc);
   return n;
 }
 

@@ -17,7 +17,6 @@
 #include "lib/rdma/send_window.hpp"
 #include "lib/rdma/work_request.hpp"
 #include "lib/time.hpp"
-#include "protocol/ack_template.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/crc32_copy.hpp"
 #include "protocol/request_template.hpp"
@@ -157,7 +156,6 @@ struct QpContext {
   // `path`'s request headers prebuilt, rebuilt whenever path changes (QueuePair::build_path);
   // not ready for UD (each datagram has its own address) or with TransportTuning off.
   proto::RequestTemplate request_template;
-  proto::AckTemplate ack_frame;  // an RC QP's ACK on `path`, built with it (docs/perf-changes.md 37)
 
   bool accepts_requests() const {
     return state == QpState::Rtr || state == QpState::Rts || state == QpState::Sqd || state == QpState::Sqe;

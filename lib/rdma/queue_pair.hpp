@@ -12,6 +12,7 @@
 #include "lib/rdma/requester.hpp"
 #include "lib/rdma/responder.hpp"
 #include "lib/status.hpp"
+#include "protocol/ack_template.hpp"
 #include "protocol/packet.hpp"
 #include "protocol/udp_sport.hpp"
 
@@ -84,6 +85,7 @@ class QueuePair {
   const Responder& responder() const { return resp_; }
   const Completer& completer() const { return comp_; }
   const QpContext& context() const { return ctx_; }
+  const proto::AckTemplate* ack_frame() const { return ack_frame_.get(); }
   const QpCongestion* congestion() const { return cc_.get(); }
 
   // The send window shared with the engine's other QPs toward the same peer (set once the QP is
@@ -126,6 +128,12 @@ class QueuePair {
   Nanos last_request_at_ = kNever;
   SendWindow* shared_window_ = nullptr;
   bool window_joined_ = false;
+  // An RC QP's ACK on ctx_.path, built with it (protocol/ack_template.hpp); null for other QPs
+  // and with TransportTuning::ack_template off. Held apart and last: the QP's own members and
+  // the size of its allocation stay as they were. 104 bytes more in the QP (or in its context,
+  // between the path and the requester) cost the 64 B fanout case 10-20 % of its 1-QP rate with
+  // the same instructions (docs/perf-changes.md 37).
+  std::unique_ptr<proto::AckTemplate> ack_frame_;
 };
 
 }  // namespace roce::rdma

@@ -231,7 +231,7 @@ RespState Responder::duplicate(QpContext& qp, Walk& w) {
   }
 }
 
-bool Responder::build_next(QpContext& qp, TxFrame& frame) {
+bool Responder::build_next(QpContext& qp, TxFrame& frame, const AckTemplate* ack) {
   if (out_count_ == 0) return false;
   Item& it = out_[out_head_];
   if (it.kind == Item::Kind::Sack && build_sack_frame(qp, it, frame)) {
@@ -241,8 +241,8 @@ bool Responder::build_next(QpContext& qp, TxFrame& frame) {
   }
   // An ACK or NAK (or a SACK whose reorder buffer emptied: a plain ACK) from the QP's prebuilt
   // frame: the same bytes as the builder's below for a fraction of its work.
-  if (it.kind != Item::Kind::AtomicAck && it.kind != Item::Kind::ReadResponse) {
-    if (const std::size_t n = qp.ack_frame.write(it.psn, it.syndrome, it.msn, MutableByteSpan{frame.data, frame.capacity})) {
+  if (ack && it.kind != Item::Kind::AtomicAck && it.kind != Item::Kind::ReadResponse) {
+    if (const std::size_t n = ack->write(it.psn, it.syndrome, it.msn, MutableByteSpan{frame.data, frame.capacity})) {
       if (it.kind != Item::Kind::Nak) {
         qp.counters.inc(Counter::AcksSent);
         acked_out_ = it.psn;

@@ -73,6 +73,18 @@ std::vector<Syndrome> every_syndrome() {
 
 constexpr std::uint32_t kEdges[] = {0, 1, 0x7FFFFF, 0x800000, 0xFFFFFE, 0xFFFFFF, 0x123456};
 
+// What eight bytes ending a CRC's input add to it: the register from zero, as crc32_portable
+// computes it (zlib's convention inverts before and after: from 0xFFFFFFFF, the complement).
+TEST(AckTemplate, TheRegisterOfEightBytesIsThePortableCrcFromZero) {
+  std::uint64_t x = 0x0123456789ABCDEFull;
+  for (int i = 0; i < 1000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::array<std::byte, 8> be{};
+    for (std::size_t k = 0; k < 8; ++k) be[k] = static_cast<std::byte>(x >> (56 - 8 * k));
+    ASSERT_EQ(crc32_register8(x), ~crc32_portable(0xFFFFFFFFu, be.data(), be.size())) << std::hex << x;
+  }
+}
+
 TEST(AckTemplate, EverySyndromePsnAndMsnMatchTheBuilderByteForByte) {
   for (const IpVersion v : {IpVersion::V4, IpVersion::V6}) {
     const FrameSpec path = path_of(v, 0, 0x02);

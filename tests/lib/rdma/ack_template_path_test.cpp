@@ -1,4 +1,4 @@
-// The responder's prebuilt ACK (protocol/ack_template.hpp, QpContext::ack_frame) in a running
+// The responder's prebuilt ACK (protocol/ack_template.hpp, QueuePair::ack_frame) in a running
 // pair: the same scenario (PSNs wrapping, a lost request and its NAK sequence error, an RNR
 // NAK, READ and atomic answers between the ACKs, a remote access error) sends the same bytes
 // with the template as without it, over IPv4 and IPv6; and a QP brought up again on another
@@ -68,7 +68,7 @@ Sent run_scenario(IpVersion v, bool ack_template) {
   Endpoint a = make_endpoint(net.host("a"), o);
   Endpoint b = make_endpoint(net.host("b"), o);
   connect_pair(a, b, o);
-  EXPECT_EQ(b.qp->context().ack_frame.valid(), ack_template);
+  EXPECT_EQ(b.qp->ack_frame() != nullptr && b.qp->ack_frame()->valid(), ack_template);
 
   std::vector<std::byte> src(4096, std::byte{5}), dst(4096), back(64), recv(64), atom(8);
   auto* sm = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
