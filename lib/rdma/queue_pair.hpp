@@ -129,10 +129,9 @@ class QueuePair {
   SendWindow* shared_window_ = nullptr;
   bool window_joined_ = false;
   // An RC QP's ACK on ctx_.path, built with it (protocol/ack_template.hpp); null for other QPs
-  // and with TransportTuning::ack_template off. Held apart and last: the QP's own members and
-  // the size of its allocation stay as they were. 104 bytes more in the QP (or in its context,
-  // between the path and the requester) cost the 64 B fanout case 10-20 % of its 1-QP rate with
-  // the same instructions (docs/perf-changes.md 37).
+  // and with TransportTuning::ack_template off. Held apart, by the last member: the context's and
+  // the QP's layout stay as they were (docs/perf-changes.md 37: the 64 B fanout case's 1-QP rate
+  // moves by 10-20 % with the layout alone).
   std::unique_ptr<proto::AckTemplate> ack_frame_;
 };
 
