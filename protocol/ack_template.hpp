@@ -1,5 +1,5 @@
 // One connection's RC ACK frame, built once and patched per ACK (issue 26, the responder's ACK:
-// docs/perf-changes.md section 38). An ACK's Ethernet, IP, UDP and BTH bytes are the same in
+// docs/perf-changes.md section 39). An ACK's Ethernet, IP, UDP and BTH bytes are the same in
 // every ACK of a connection but for the PSN; with the AETH (syndrome and MSN) that is the last
 // 7 bytes before the ICRC. The IP header is fixed too (the length is, and the builder sends the
 // path's ID, TOS and TTL), so its checksum is. A CRC is affine in its input: the ICRC of an ACK

@@ -130,7 +130,7 @@ class QueuePair {
   bool window_joined_ = false;
   // An RC QP's ACK on ctx_.path, built with it (protocol/ack_template.hpp); null for other QPs
   // and with TransportTuning::ack_template off. Held apart, by the last member: the context's and
-  // the QP's layout stay as they were (docs/perf-changes.md 38: the 64 B fanout case's 1-QP rate
+  // the QP's layout stay as they were (docs/perf-changes.md 39: the 64 B fanout case's 1-QP rate
   // moves by 10-20 % with the layout alone).
   std::unique_ptr<proto::AckTemplate> ack_frame_;
 };
