@@ -43,6 +43,11 @@ std::uint32_t crc32_portable(std::uint32_t crc, const std::byte* data, std::size
   return ~c;
 }
 
+std::uint32_t crc32_register8(std::uint64_t v) noexcept {
+  return kTables[7][v >> 56] ^ kTables[6][(v >> 48) & 0xFF] ^ kTables[5][(v >> 40) & 0xFF] ^ kTables[4][(v >> 32) & 0xFF] ^
+         kTables[3][(v >> 24) & 0xFF] ^ kTables[2][(v >> 16) & 0xFF] ^ kTables[1][(v >> 8) & 0xFF] ^ kTables[0][v & 0xFF];
+}
+
 std::uint32_t crc32_zlib(std::uint32_t crc, const std::byte* data, std::size_t len) noexcept {
   const auto* p = reinterpret_cast<const Bytef*>(data);
   uLong c = crc;

@@ -17,6 +17,10 @@ enum class CrcBackend : std::uint8_t { Portable, Zlib, Isal };
 std::uint32_t crc32_portable(std::uint32_t crc, const std::byte* data, std::size_t len) noexcept;
 std::uint32_t crc32_zlib(std::uint32_t crc, const std::byte* data, std::size_t len) noexcept;
 std::uint32_t crc32_isal(std::uint32_t crc, const std::byte* data, std::size_t len) noexcept;
+// The plain CRC register (no inversions) after the 8 bytes of `bytes`, most significant first,
+// entered into a zero register: what those bytes add to a CRC whose input they end, by
+// linearity (protocol/ack_template.cpp). One slice-by-8 step of crc32_portable's tables.
+std::uint32_t crc32_register8(std::uint64_t bytes) noexcept;
 
 inline std::uint32_t crc32(CrcBackend backend, std::uint32_t crc, const std::byte* data, std::size_t len) noexcept {
   switch (backend) {

@@ -23,6 +23,9 @@ struct SuiteConfig {
   bool smoke = false;
   // scaling: frames left in the loader's cache instead of evicted as a NIC's DMA leaves them.
   bool scaling_warm_feed = false;
+  // fanout: only these QP counts, each with an ACK asked for on every message (--fanout-qps
+  // 1,16: one profile per count); empty: 1, 2, 4, 8, 16 with ACK requests, 1 and 16 without.
+  std::vector<std::uint32_t> fanout_qps;
   rdma::TransportTuning tuning{};          // of every engine the suite creates
   // The loss case runs go-back-N with this tuning in place of selective repeat (a same-run
   // baseline for a go-back-N change: --loss-baseline).

@@ -17,13 +17,14 @@
 //              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              or grown otherwise)
-//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template]
+//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
+//              [--fanout-qps a,b] (fanout: only these QP counts, ACKs asked for on every message)
 // Cases: baselines, protocol, responder, scaling, fanout, goodput, rate, rtt, loss, cycles, zerocopy (rate: goodput's
 // 64 B WRITE message-rate shape alone, 1 QP, 1 KiB MTU; run with goodput it adds nothing; zerocopy: the
 // sender's work per 4 KiB WRITE packet, payload copied against referenced by an extbuf mbuf; scaling: --sizes
@@ -164,6 +165,10 @@ int main(int argc, char** argv) {
       c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--scaling-feed" && has) {
       c.scaling_warm_feed = args.app[++i] == "warm";
+    } else if (a == "--ack-template" && has) {
+      c.tuning.ack_template = args.app[++i] == "on";
+    } else if (a == "--fanout-qps" && has) {
+      c.fanout_qps = parse_sizes(args.app[++i]);
     } else if (a == "--sr-window" && has) {
       c.tuning.window.selective_repeat = args.app[++i] == "on";
     } else if (a == "--sr-placement" && has) {

@@ -544,6 +544,17 @@ double ceiling_on(unsigned lanes, std::span<std::byte> big, std::uint32_t payloa
 bool responder_fanout(const SuiteConfig& c, Results& out) {
   g_warm_feed = c.scaling_warm_feed;
   const std::vector<unsigned> none;
+  std::vector<std::pair<unsigned, bool>> shapes{{1u, true}, {2u, true}, {4u, true}, {8u, true}, {16u, true}, {1u, false}, {16u, false}};
+  if (!c.fanout_qps.empty()) {
+    shapes.clear();
+    for (const std::uint32_t q : c.fanout_qps) {
+      if (q == 0 || q > kQps) {
+        std::fprintf(stderr, "fanout: --fanout-qps takes 1..%u QPs, not %u\n", kQps, q);
+        return false;
+      }
+      shapes.emplace_back(q, true);
+    }
+  }
   rte_mempool* pool = rte_pktmbuf_pool_create(("bkfan" + std::to_string(g_scale_tag++)).c_str(), 2 * kPerQueue + 1023,
                                               256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   if (!pool) return false;
@@ -551,8 +562,7 @@ bool responder_fanout(const SuiteConfig& c, Results& out) {
   std::vector<std::unique_ptr<ScaleDut>> duts;
   bool ok = true;
   // With an ACK asked for on every message, and (1 and 16 QPs) on none: the ACKs' share.
-  for (const auto& [q, acks] : {std::pair{1u, true}, std::pair{2u, true}, std::pair{4u, true}, std::pair{8u, true},
-                                std::pair{16u, true}, std::pair{1u, false}, std::pair{16u, false}}) {
+  for (const auto& [q, acks] : shapes) {
     auto d = make_dut(c, ScaleMode::Steered, 1, 64, 64, pool, q, acks);
     if (!d) {
       ok = false;

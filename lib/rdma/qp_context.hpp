@@ -125,6 +125,7 @@ struct TransportTuning {
   // RC and UC requests from a per-QP prebuilt header (request_template.hpp) instead of the
   // builder per frame; the same bytes either way (perf_suite --no-request-template).
   bool request_template = true;
+  bool ack_template = true;                   // RC ACKs and NAKs from a prebuilt frame per QP (ack_template.hpp)
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
   AckHold ack_hold{4, 20 * kMicro};
 };

@@ -111,6 +111,7 @@ Status QueuePair::build_path(const ibv_qp_attr& attr, const PathConfig& path) {
   FrameSpec& t = ctx_.path;
   ctx_.request_template.clear();  // until the new path is complete
   t = FrameSpec{};
+  if (ack_frame_) ack_frame_->clear();  // until the path is whole
   t.eth.src = path.local.mac;
   t.ip_version = path.local.ip.version;
   t.ipv4.src = path.local.ip.v4;
@@ -140,6 +141,10 @@ Status QueuePair::build_path(const ibv_qp_attr& attr, const PathConfig& path) {
   t.udp_src_port = udp_sport(path.sport_scheme, ctx_.cfg.qpn, ctx_.cfg.dest_qpn, flow_label);
   if (ctx_.cfg.type != IBV_QPT_UD && ctx_.tuning->request_template)
     ctx_.request_template.build(t, ctx_.tuning->crc, ctx_.tuning->icrc_linear);
+  if (ctx_.is_rc() && ctx_.tuning->ack_template) {
+    if (!ack_frame_) ack_frame_ = std::make_unique<proto::AckTemplate>();
+    ack_frame_->build(t, ctx_.tuning->crc);
+  }
   return {};
 }
 
@@ -550,7 +555,7 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
   if (resp_.has_output()) {
     if (resp_.next_is_data() && paced_out(now)) return false;
     const bool data = resp_.next_is_data();
-    const bool built = resp_.build_next(ctx_, frame);
+    const bool built = resp_.build_next(ctx_, frame, ack_frame_.get());
     if (resp_.take_fatal()) {
       enter_error();
       return built;

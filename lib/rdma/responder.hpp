@@ -17,6 +17,7 @@
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/reorder_buffer.hpp"
 #include "lib/rdma/responder_checks.hpp"
+#include "protocol/ack_template.hpp"
 #include "protocol/aeth.hpp"
 #include "protocol/packet.hpp"
 
@@ -50,7 +51,8 @@ class Responder {
   // The next packet out carries data (a READ response): the pacer governs it.
   bool next_is_data() const { return out_count_ > 0 && out_[out_head_].kind == Item::Kind::ReadResponse; }
   // Writes the next queued response packet.
-  bool build_next(QpContext& qp, TxFrame& frame);
+  // ACKs and NAKs come from `ack` (the QP's prebuilt frame) when there is one and it is built.
+  bool build_next(QpContext& qp, TxFrame& frame, const proto::AckTemplate* ack);
   void clear_output() {
     out_count_ = 0;
     replays_queued_ = false;
