@@ -10,6 +10,7 @@
 //              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
 //              [--sr-reorder-window PSNs] (loss: selective repeat's reorder window, 8..128, default 64)
 //              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
+//              [--loss-rates PCT,..] (loss: the lossy rates, default 0.1,1,5; lossless always runs first)
 //              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
 //              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
 //              (go-back-N's BDP cap, WindowTuning)
@@ -149,6 +150,12 @@ int main(int argc, char** argv) {
       }
       c.loss_rate_bps = std::stod(v.substr(0, comma)) * 1e9;
       c.loss_delay = static_cast<Nanos>(std::stod(v.substr(comma + 1)) * 1e3);
+    } else if (a == "--loss-rates" && has) {
+      std::stringstream in(args.app[++i]);
+      std::string item;
+      c.loss_rates.clear();
+      while (std::getline(in, item, ','))
+        if (const double pct = std::stod(item); pct > 0) c.loss_rates.push_back(pct / 100);
     } else if (a == "--loss-lcores" && has) {
       c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
     } else if (a == "--sr-reorder-window" && has) {

@@ -353,7 +353,9 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
   // With a baseline tuning (--loss-baseline) it takes selective repeat's place and goes first:
   // every fraction is then of the baseline's lossless turn.
   const std::array<int, 2> modes = c.loss_baseline ? std::array<int, 2>{1, 0} : std::array<int, 2>{0, 2};
-  for (const double loss : {0.0, 0.001, 0.01, 0.05})
+  std::vector<double> rates{0.0};
+  rates.insert(rates.end(), c.loss_rates.begin(), c.loss_rates.end());
+  for (const double loss : rates)
   for (const int mode : modes) {
     const bool window = mode == 0 && c.tuning.window.enabled;
     auto k = std::make_unique<Case>();
