@@ -35,6 +35,8 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   uncapped_count_ = 0;
   trial_samples_ = trial_skip_ = trial_backoff_ = trials_free_ = trials_costly_ = 0;
   growth_ = 1;
+  shrunk_from_ = 0;
+  shrink_skip_ = shrink_backoff_ = shrinks_ = shrinks_costly_ = 0;
   bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
@@ -106,6 +108,15 @@ void SendWindow::on_sample_free_cap(double rate) {
     // The backoff stays: a free verdict by chance (a noisy median) is followed by a costly one
     // at the next decision, and the trials after it should not come at every loss again.
     free_cap_ = FreeCap::Free;
+    on_free_verdict();
+  } else if (shrunk_from_ > 0) {
+    // A smaller cap that costs rate: back to the one that was free, which holds on; the next
+    // try down waits.
+    growth_ = shrunk_from_;
+    shrunk_from_ = 0;
+    ++shrinks_costly_;
+    shrink_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * shrink_backoff_, 1), 64);
+    shrink_skip_ = shrink_backoff_;
   } else {
     ++trials_costly_;
     free_cap_ = FreeCap::Costly;
@@ -122,6 +133,21 @@ void SendWindow::on_sample_free_cap(double rate) {
     }
   }
   trial_samples_ = 0;
+}
+
+void SendWindow::on_free_verdict() {
+  if (shrunk_from_ > 0) {
+    ++shrinks_;  // the smaller cap carried the rate: it stays
+    shrunk_from_ = 0;
+  }
+  if (!t_.bdp_cap_shrink || growth_ <= 1) return;
+  if (shrink_skip_ > 0) {
+    --shrink_skip_;
+    return;
+  }
+  // The next decision runs at one growth step less (the sample that sets bdp_grown_ applies it).
+  shrunk_from_ = growth_;
+  growth_ = std::max(growth_ / std::max(t_.bdp_cap_growth, 1.001), 1.0);
 }
 
 std::uint32_t SendWindow::limit() const {
