@@ -127,11 +127,12 @@ struct WindowTuning {
   // "Session 11"). 1: no growth (session 10's cap).
   double bdp_cap_growth = 1.5;
   double bdp_cap_max_growth = 4;
-  // A grown cap shrinks again when the path needs less: after a free verdict at a grown cap the
-  // next bdp_cap_trial_samples samples run at the cap one growth step smaller (down to 1 x rate
-  // x min RTT), judged as a trial is. Free: the smaller cap stays and the next decision tries
-  // smaller still. Costly: the cap goes back up (still free) and the next try down waits 1, 2,
-  // 4 .. 64 decisions. Without it a cap grown by a noisy costly verdict, or while the path
+  // A grown cap shrinks again when the path needs less: after two free decisions in a row at a
+  // grown cap the next ones run at the cap one growth step smaller (down to 1 x rate x min
+  // RTT), judged as a trial is. Two free decisions there: the smaller cap stays, and may shrink
+  // again. A costly one first, or later at a cap that shrank: the cap goes one step back up
+  // (still held, at most to where it shrank from) and the next try down waits 1, 2, 4 .. 64
+  // more free decisions. Without it a cap grown by a noisy costly verdict, or while the path
   // needed more, held that much in flight for good (docs/loss.md, part 1, "Session 12").
   bool bdp_cap_shrink = true;
 };
@@ -241,8 +242,10 @@ class SendWindow {
   // WindowTuning::bdp_cap_shrink: the free growth a smaller try came from (0: none running),
   // free decisions until the next try, and the backoff after a costly one.
   double shrunk_from_ = 0;
+  double shrunk_ceiling_ = 0;  // the largest free growth a kept shrink came from (0: none since the cap let go)
   std::uint32_t shrink_skip_ = 0, shrink_backoff_ = 0;
   std::uint32_t shrinks_ = 0, shrinks_costly_ = 0;
+  std::uint32_t free_streak_ = 0;  // free decisions in a row at the cap's growth
   void on_free_verdict();
   void on_loss_free_cap();
   void on_sample_free_cap(double rate);

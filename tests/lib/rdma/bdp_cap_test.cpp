@@ -165,16 +165,25 @@ void grow_to_the_largest_free_cap(Path& p) {
 TEST(BdpCapWhenFree, AGrownCapShrinksWhenThePathNeedsLess) {
   Path p;
   grow_to_the_largest_free_cap(p);
-  // The path now carries its full rate with less in flight: each decision tries one growth step
-  // less (4 / 1.5 = 2.67 x 4 packets, then 1.78 x, 1.19 x and 1 x: the floor of 6), and keeps it.
+  // The path now carries its full rate with less in flight. After two free decisions in a row
+  // the cap tries one growth step less (4 / 1.5 = 2.67 x 4 packets, then 1.78 x, 1.19 x and
+  // 1 x: the floor of 6), and keeps it after two free decisions there.
+  EXPECT_EQ(p.w.limit(), 16u);
+  p.trial(1.0);
   EXPECT_EQ(p.w.limit(), 10u);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);  // one free decision: not kept yet
+  EXPECT_EQ(p.w.bdp_shrinks(), 0u);
   p.trial(1.0);
   EXPECT_EQ(p.w.bdp_shrinks(), 1u);
   EXPECT_EQ(p.w.limit(), 7u);
   p.trial(1.0);
+  p.trial(1.0);
   EXPECT_EQ(p.w.limit(), 6u);
   p.trial(1.0);
+  p.trial(1.0);
   EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 1.0);
+  p.trial(1.0);
   p.trial(1.0);
   EXPECT_EQ(p.w.bdp_shrinks(), 4u);
   EXPECT_EQ(p.w.bdp_shrinks_costly(), 0u);
@@ -189,24 +198,45 @@ TEST(BdpCapWhenFree, ASmallerCapThatCostsRateGoesBackAndIsTriedLessOften) {
   Path p;
   grow_to_the_largest_free_cap(p);
   const std::uint32_t costly = p.w.bdp_trials_costly();
+  p.trial(1.0);
   ASSERT_EQ(p.w.limit(), 10u);
   p.trial(0.8);  // the path still needs 16: back to it, still free, no costly trial counted
   EXPECT_EQ(p.w.bdp_shrinks_costly(), 1u);
   EXPECT_TRUE(p.w.bdp_free());
   EXPECT_EQ(p.w.bdp_trials_costly(), costly);
   EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 4.0);  // (the rate measured fell with the samples: 13 packets)
-  p.trial(1.0);  // free at 16; the next try down waits one decision
+  p.trial(1.0);
+  p.trial(1.0);  // two free decisions at 16; the next try down waits one more
   EXPECT_EQ(p.w.limit(), 16u);
   p.trial(1.0);
   EXPECT_EQ(p.w.limit(), 10u);
-  p.trial(0.8);  // costly again: now it waits two decisions
+  p.trial(0.8);  // costly again: now it waits two more
   EXPECT_EQ(p.w.bdp_shrinks_costly(), 2u);
-  p.trial(1.0);
-  p.trial(1.0);
+  for (int i = 0; i < 3; ++i) p.trial(1.0);
   EXPECT_EQ(p.w.limit(), 16u);
   p.trial(1.0);
   EXPECT_EQ(p.w.limit(), 10u);
   EXPECT_EQ(p.w.bdp_shrinks(), 0u);
+}
+
+TEST(BdpCapWhenFree, ACapThatShrankAndThenCostsRateStepsBackUpAndHolds) {
+  Path p;
+  grow_to_the_largest_free_cap(p);
+  const std::uint32_t costly = p.w.bdp_trials_costly();
+  for (int i = 0; i < 3; ++i) p.trial(1.0);  // 16 -> 10, kept; now trying 7
+  ASSERT_EQ(p.w.bdp_shrinks(), 1u);
+  ASSERT_EQ(p.w.limit(), 7u);
+  p.trial(0.8);  // 7 costs rate: back to 10
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);
+  p.trial(0.8);  // now 10 costs rate too (the path needs more again): up to 16, still held
+  EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 4.0);
+  EXPECT_TRUE(p.w.bdp_free());
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.bdp_shrinks_costly(), 2u);
+  EXPECT_EQ(p.w.bdp_trials_costly(), costly);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 16u);
 }
 
 TEST(BdpCapWhenFree, OffAGrownCapDoesNotShrink) {
