@@ -127,9 +127,7 @@ TEST(BdpCapWhenFree, ACostlyCapGrowsBeforeItBacksOff) {
 }
 
 TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
-  WindowTuning t;
-  t.bdp_cap_shrink = false;  // the cap alone (AGrownCapShrinksWhenThePathNeedsLess: with the shrink)
-  Path p(t);
+  Path p;  // without the shrink (AGrownCapShrinksWhenThePathNeedsLess: with it)
   p.clean(2000);
   p.lose();
   p.trial(0.7);
@@ -149,6 +147,12 @@ TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
 
 // Grows the cap to its largest, 4 x rate x min RTT (16 packets), with costly verdicts, then
 // holds it with a free one.
+WindowTuning shrinking() {
+  WindowTuning t;
+  t.bdp_cap_shrink = true;
+  return t;
+}
+
 void grow_to_the_largest_free_cap(Path& p) {
   for (int i = 0; i < 5; ++i) {  // costly at 6, 6, 9, 13 and 16
     p.clean(2000);
@@ -163,7 +167,7 @@ void grow_to_the_largest_free_cap(Path& p) {
 }
 
 TEST(BdpCapWhenFree, AGrownCapShrinksWhenThePathNeedsLess) {
-  Path p;
+  Path p(shrinking());
   grow_to_the_largest_free_cap(p);
   // The path now carries its full rate with less in flight. After two free decisions in a row
   // the cap tries one growth step less (4 / 1.5 = 2.67 x 4 packets, then 1.78 x, 1.19 x and
@@ -195,7 +199,7 @@ TEST(BdpCapWhenFree, AGrownCapShrinksWhenThePathNeedsLess) {
 }
 
 TEST(BdpCapWhenFree, ASmallerCapThatCostsRateGoesBackAndIsTriedLessOften) {
-  Path p;
+  Path p(shrinking());
   grow_to_the_largest_free_cap(p);
   const std::uint32_t costly = p.w.bdp_trials_costly();
   p.trial(1.0);
@@ -220,7 +224,7 @@ TEST(BdpCapWhenFree, ASmallerCapThatCostsRateGoesBackAndIsTriedLessOften) {
 }
 
 TEST(BdpCapWhenFree, ACapThatShrankAndThenCostsRateStepsBackUpAndHolds) {
-  Path p;
+  Path p(shrinking());
   grow_to_the_largest_free_cap(p);
   const std::uint32_t costly = p.w.bdp_trials_costly();
   for (int i = 0; i < 3; ++i) p.trial(1.0);  // 16 -> 10, kept; now trying 7
@@ -240,9 +244,7 @@ TEST(BdpCapWhenFree, ACapThatShrankAndThenCostsRateStepsBackUpAndHolds) {
 }
 
 TEST(BdpCapWhenFree, OffAGrownCapDoesNotShrink) {
-  WindowTuning t;
-  t.bdp_cap_shrink = false;
-  Path p(t);
+  Path p;  // the default
   grow_to_the_largest_free_cap(p);
   for (int i = 0; i < 4; ++i) p.trial(1.0);
   EXPECT_EQ(p.w.limit(), 16u);
