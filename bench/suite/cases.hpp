@@ -43,6 +43,8 @@ struct SuiteConfig {
   // as the loop polls it.
   double loss_rate_bps = 0;
   Nanos loss_delay = 0;
+  // The loss case's loss rates (--loss-rates PCT,PCT..): the lossless reference always runs first.
+  std::vector<double> loss_rates{0.001, 0.01, 0.05};
   // The goodput sweep runs only its 64 B WRITE message-rate shape (1 QP, 1 KiB MTU): case `rate`.
   bool rate_only = false;
   // The 64 B rate, responder and RTT windows each preceded by the protocol floor (paired

@@ -10,13 +10,16 @@
 //              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
 //              [--sr-reorder-window PSNs] (loss: selective repeat's reorder window, 8..128, default 64)
 //              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
+//              [--loss-rates PCT,..] (loss: the lossy rates, default 0.1,1,5; lossless always runs first)
 //              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
 //              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
+//              [--bdp-shrink on|off] (a grown cap tries one step smaller after a free verdict)
 //              (go-back-N's BDP cap, WindowTuning)
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
-//              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX] (loss: the
+//              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX]
+//              [--loss-baseline-bdp-shrink on|off] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
-//              or grown otherwise)
+//              grown otherwise, with the grown cap shrinking or not)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
@@ -87,6 +90,7 @@ int main(int argc, char** argv) {
   double bdp_baseline_interval = -1;
   int bdp_baseline_free = -1;
   std::string bdp_baseline_growth;
+  int bdp_baseline_shrink = -1;
   for (std::size_t i = 1; i < args.app.size(); ++i) {
     const std::string& a = args.app[i];
     const bool has = i + 1 < args.app.size();
@@ -127,6 +131,10 @@ int main(int argc, char** argv) {
       c.tuning.window.bdp_cap_free_rate = std::stod(args.app[++i]);
     } else if (a == "--bdp-growth" && has) {
       if (!parse_growth(args.app[++i], c.tuning.window)) return 2;
+    } else if (a == "--bdp-shrink" && has) {
+      c.tuning.window.bdp_cap_shrink = args.app[++i] == "on";
+    } else if (a == "--loss-baseline-bdp-shrink" && has) {
+      bdp_baseline_shrink = args.app[++i] == "on" ? 1 : 0;
     } else if (a == "--loss-baseline-bdp-growth" && has) {
       bdp_baseline_growth = args.app[++i];
     } else if (a == "--bdp-floor" && has) {
@@ -150,6 +158,12 @@ int main(int argc, char** argv) {
       }
       c.loss_rate_bps = std::stod(v.substr(0, comma)) * 1e9;
       c.loss_delay = static_cast<Nanos>(std::stod(v.substr(comma + 1)) * 1e3);
+    } else if (a == "--loss-rates" && has) {
+      std::stringstream in(args.app[++i]);
+      std::string item;
+      c.loss_rates.clear();
+      while (std::getline(in, item, ','))
+        if (const double pct = std::stod(item); pct > 0) c.loss_rates.push_back(pct / 100);
     } else if (a == "--loss-lcores" && has) {
       c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
     } else if (a == "--sr-reorder-window" && has) {
@@ -204,7 +218,7 @@ int main(int argc, char** argv) {
     b.tail_probe_min = 0;
     c.loss_baseline = b;
   }
-  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty()) {
+  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty() || bdp_baseline_shrink >= 0) {
     // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
     // any loss), with or without the cap where it is free.
     rdma::TransportTuning b = c.tuning;
@@ -212,6 +226,7 @@ int main(int argc, char** argv) {
     if (bdp_baseline_interval >= 0) b.window.bdp_cap_loss_interval = bdp_baseline_interval;
     if (bdp_baseline_free >= 0) b.window.bdp_cap_when_free = bdp_baseline_free == 1;
     if (!bdp_baseline_growth.empty() && !parse_growth(bdp_baseline_growth, b.window)) return 2;
+    if (bdp_baseline_shrink >= 0) b.window.bdp_cap_shrink = bdp_baseline_shrink == 1;
     c.loss_baseline = b;
   }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {

@@ -353,7 +353,9 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
   // With a baseline tuning (--loss-baseline) it takes selective repeat's place and goes first:
   // every fraction is then of the baseline's lossless turn.
   const std::array<int, 2> modes = c.loss_baseline ? std::array<int, 2>{1, 0} : std::array<int, 2>{0, 2};
-  for (const double loss : {0.0, 0.001, 0.01, 0.05})
+  std::vector<double> rates{0.0};
+  rates.insert(rates.end(), c.loss_rates.begin(), c.loss_rates.end());
+  for (const double loss : rates)
   for (const int mode : modes) {
     const bool window = mode == 0 && c.tuning.window.enabled;
     auto k = std::make_unique<Case>();
@@ -505,11 +507,11 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     }
     {
       const rdma::Completer& cm = k->qp->completer();
-      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f (%.2f x rate x min RTT, %s, loss interval %.0f, %s, trials %u free %u costly), window %.1f packets\n",
+      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f (%.2f x rate x min RTT, %s, loss interval %.0f, %s, trials %u free %u costly, smaller caps %u kept %u costly), window %.1f packets\n",
                    cm.window().min_rtt() / 1e3, cm.window().standing_rtt() / 1e3, cm.srtt() / 1e3, cm.window().knee_rtt() / 1e3,
                    cm.window().need(), cm.window().bdp(), cm.window().bdp_growth(), cm.window().bdp_engaged() ? "held" : "not held", cm.window().loss_interval(),
                    cm.window().bdp_free() ? "free" : "not free", cm.window().bdp_trials_free(), cm.window().bdp_trials_costly(),
-                   cm.window().packets());
+                   cm.window().bdp_shrinks(), cm.window().bdp_shrinks_costly(), cm.window().packets());
     }
     out.add(std::move(k->fig));
     out.add(std::move(k->fraction));

@@ -127,6 +127,17 @@ struct WindowTuning {
   // "Session 11"). 1: no growth (session 10's cap).
   double bdp_cap_growth = 1.5;
   double bdp_cap_max_growth = 4;
+  // A grown cap shrinks again when the path needs less: after two free decisions in a row at a
+  // grown cap the next ones run at the cap one growth step smaller (down to 1 x rate x min
+  // RTT), judged as a trial is. Two free decisions there: the smaller cap stays, and may shrink
+  // again. A costly one first, or later at a cap that shrank: the cap goes one step back up
+  // (still held, at most to where it shrank from) and the next try down waits 1, 2, 4 .. 64
+  // more free decisions. Without it a cap grown by a noisy costly verdict, or while the path
+  // needed more, held that much in flight for good (docs/loss.md, part 1, "Session 12").
+  // Off by default: it saved no resends in same-run A/Bs, and on the one-thread rig, whose
+  // trial medians are kinder than its goodput, it once walked the cap down to 1 x (6 packets)
+  // judged free at 0.70 of lossless per CPU second.
+  bool bdp_cap_shrink = false;
 };
 
 class SendWindow {
@@ -151,6 +162,9 @@ class SendWindow {
   std::uint32_t bdp_trials_costly() const { return trials_costly_; }
   // The cap's multiple of rate x min RTT (WindowTuning::bdp_cap_growth).
   double bdp_growth() const { return growth_; }
+  // WindowTuning::bdp_cap_shrink: tries of a smaller cap that were kept, and that cost rate.
+  std::uint32_t bdp_shrinks() const { return shrinks_; }
+  std::uint32_t bdp_shrinks_costly() const { return shrinks_costly_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
@@ -228,6 +242,14 @@ class SendWindow {
   std::uint32_t trial_skip_ = 0, trial_backoff_ = 0;  // loss events until the next trial after a costly one
   std::uint32_t trials_free_ = 0, trials_costly_ = 0;
   double growth_ = 1;  // the cap's multiple of rate x min RTT (grown by costly verdicts)
+  // WindowTuning::bdp_cap_shrink: the free growth a smaller try came from (0: none running),
+  // free decisions until the next try, and the backoff after a costly one.
+  double shrunk_from_ = 0;
+  double shrunk_ceiling_ = 0;  // the largest free growth a kept shrink came from (0: none since the cap let go)
+  std::uint32_t shrink_skip_ = 0, shrink_backoff_ = 0;
+  std::uint32_t shrinks_ = 0, shrinks_costly_ = 0;
+  std::uint32_t free_streak_ = 0;  // free decisions in a row at the cap's growth
+  void on_free_verdict();
   void on_loss_free_cap();
   void on_sample_free_cap(double rate);
   Nanos min_rtt_ = 0;          // 0: no sample yet

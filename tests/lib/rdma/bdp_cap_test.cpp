@@ -127,7 +127,7 @@ TEST(BdpCapWhenFree, ACostlyCapGrowsBeforeItBacksOff) {
 }
 
 TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
-  Path p;
+  Path p;  // without the shrink (AGrownCapShrinksWhenThePathNeedsLess: with it)
   p.clean(2000);
   p.lose();
   p.trial(0.7);
@@ -143,6 +143,112 @@ TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
   p.clean(20000);
   EXPECT_TRUE(p.w.bdp_engaged());
   EXPECT_EQ(p.w.limit(), 9u);
+}
+
+// Grows the cap to its largest, 4 x rate x min RTT (16 packets), with costly verdicts, then
+// holds it with a free one.
+WindowTuning shrinking() {
+  WindowTuning t;
+  t.bdp_cap_shrink = true;
+  return t;
+}
+
+void grow_to_the_largest_free_cap(Path& p) {
+  for (int i = 0; i < 5; ++i) {  // costly at 6, 6, 9, 13 and 16
+    p.clean(2000);
+    p.lose();
+    p.trial(i < 2 ? 0.7 : 0.8);
+  }
+  p.clean(2000);
+  p.lose();
+  ASSERT_EQ(p.w.limit(), 16u);
+  p.trial(1.0);
+  ASSERT_TRUE(p.w.bdp_free());
+}
+
+TEST(BdpCapWhenFree, AGrownCapShrinksWhenThePathNeedsLess) {
+  Path p(shrinking());
+  grow_to_the_largest_free_cap(p);
+  // The path now carries its full rate with less in flight. After two free decisions in a row
+  // the cap tries one growth step less (4 / 1.5 = 2.67 x 4 packets, then 1.78 x, 1.19 x and
+  // 1 x: the floor of 6), and keeps it after two free decisions there.
+  EXPECT_EQ(p.w.limit(), 16u);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);  // one free decision: not kept yet
+  EXPECT_EQ(p.w.bdp_shrinks(), 0u);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.bdp_shrinks(), 1u);
+  EXPECT_EQ(p.w.limit(), 7u);
+  p.trial(1.0);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 6u);
+  p.trial(1.0);
+  p.trial(1.0);
+  EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 1.0);
+  p.trial(1.0);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.bdp_shrinks(), 4u);
+  EXPECT_EQ(p.w.bdp_shrinks_costly(), 0u);
+  EXPECT_TRUE(p.w.bdp_free());
+  // At 1 x it stays: a clean stretch neither lets it go nor moves it.
+  p.clean(20000);
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.limit(), 6u);
+}
+
+TEST(BdpCapWhenFree, ASmallerCapThatCostsRateGoesBackAndIsTriedLessOften) {
+  Path p(shrinking());
+  grow_to_the_largest_free_cap(p);
+  const std::uint32_t costly = p.w.bdp_trials_costly();
+  p.trial(1.0);
+  ASSERT_EQ(p.w.limit(), 10u);
+  p.trial(0.8);  // the path still needs 16: back to it, still free, no costly trial counted
+  EXPECT_EQ(p.w.bdp_shrinks_costly(), 1u);
+  EXPECT_TRUE(p.w.bdp_free());
+  EXPECT_EQ(p.w.bdp_trials_costly(), costly);
+  EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 4.0);  // (the rate measured fell with the samples: 13 packets)
+  p.trial(1.0);
+  p.trial(1.0);  // two free decisions at 16; the next try down waits one more
+  EXPECT_EQ(p.w.limit(), 16u);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);
+  p.trial(0.8);  // costly again: now it waits two more
+  EXPECT_EQ(p.w.bdp_shrinks_costly(), 2u);
+  for (int i = 0; i < 3; ++i) p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 16u);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);
+  EXPECT_EQ(p.w.bdp_shrinks(), 0u);
+}
+
+TEST(BdpCapWhenFree, ACapThatShrankAndThenCostsRateStepsBackUpAndHolds) {
+  Path p(shrinking());
+  grow_to_the_largest_free_cap(p);
+  const std::uint32_t costly = p.w.bdp_trials_costly();
+  for (int i = 0; i < 3; ++i) p.trial(1.0);  // 16 -> 10, kept; now trying 7
+  ASSERT_EQ(p.w.bdp_shrinks(), 1u);
+  ASSERT_EQ(p.w.limit(), 7u);
+  p.trial(0.8);  // 7 costs rate: back to 10
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 10u);
+  p.trial(0.8);  // now 10 costs rate too (the path needs more again): up to 16, still held
+  EXPECT_DOUBLE_EQ(p.w.bdp_growth(), 4.0);
+  EXPECT_TRUE(p.w.bdp_free());
+  EXPECT_TRUE(p.w.bdp_engaged());
+  EXPECT_EQ(p.w.bdp_shrinks_costly(), 2u);
+  EXPECT_EQ(p.w.bdp_trials_costly(), costly);
+  p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 16u);
+}
+
+TEST(BdpCapWhenFree, OffAGrownCapDoesNotShrink) {
+  Path p;  // the default
+  grow_to_the_largest_free_cap(p);
+  for (int i = 0; i < 4; ++i) p.trial(1.0);
+  EXPECT_EQ(p.w.limit(), 16u);
+  EXPECT_EQ(p.w.bdp_shrinks(), 0u);
 }
 
 TEST(BdpCapWhenFree, AGrownCapMustBeNearlyFree) {
