@@ -170,7 +170,7 @@ class Engine {
 
  private:
   void activate(QueuePair& qp);
-  void refresh(QueuePair& qp);
+  void refresh(QueuePair& qp, bool idle = false);
   // After requests alone (no CE mark, no change of state): only what the responder owes is new,
   // none of the QP's timers moved (docs/perf-changes.md section 36). A QP already in the active
   // ring stays there, so has_tx_work (the send queue walk and the window's limit) is not asked.
