@@ -190,7 +190,7 @@ QueuePair* Engine::find_qp(std::uint32_t qpn) const {
 void Engine::activate(QueuePair& qp) {
   if (qp.in_active_list) return;
   qp.in_active_list = true;
-  active_[(active_head_ + active_count_) % active_.size()] = qp.slot;
+  active_[ring_slot(active_head_ + active_count_)] = qp.slot;
   ++active_count_;
 }
 
@@ -313,7 +313,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
   held_now_.clear();
   while (n < frames.size() && active_count_ > 0) {
     const std::uint32_t slot = active_[active_head_];
-    active_head_ = (active_head_ + 1) % active_.size();
+    active_head_ = ring_slot(active_head_ + 1);
     --active_count_;
     QueuePair& qp = *qps_[slot];
     if (hold_ack(slot, qp, now, busy_iteration)) {
@@ -339,7 +339,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
     refresh(qp, idle);
   }
   for (const std::uint32_t slot : held_now_) {
-    active_[(active_head_ + active_count_) % active_.size()] = slot;
+    active_[ring_slot(active_head_ + active_count_)] = slot;
     ++active_count_;
   }
   return n;
