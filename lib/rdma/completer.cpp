@@ -211,7 +211,7 @@ void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_
 }
 
 void Completer::arm_timers(const QpContext& qp, Nanos now) {
-  retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
+  arm_retransmit(now);
   arm_early(qp, now);
 }
 
@@ -275,7 +275,14 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
 
 void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos now) {
   if (retransmit_at_ == kNever && rnr_at_ == kNever) {
-    arm_timers(qp, now);
+    // A packet asking for an ACK has end_send_turn arm the early timer (below), which overwrites
+    // whatever arm_early gave here; nothing reads early_at_ before the turn ends.
+    if (req.last_asked_ack()) {
+      arm_retransmit(now);
+      early_at_ = kNever;
+    } else {
+      arm_timers(qp, now);
+    }
   }
   if (req.last_asked_ack()) {
     // An ACK is owed about one round trip after each AckReq: the early timer runs from the
@@ -375,8 +382,6 @@ void Completer::oldest_probe_sent(QpContext& qp, std::uint32_t psn) {
   // may be a stall (Karn's rule for the backoff).
   backoff_held_ = qp.tuning->timer_probes;
 }
-
-bool Completer::in_recovery() const { return recovering_ && psn_before(una_, recovery_end_); }
 
 bool Completer::duplicate_loss_signal(const Requester& req, std::uint32_t psn) const {
   return in_recovery() && psn_before(psn, recovery_end_) && !psn_before(psn, req.send_pos());

@@ -12,6 +12,7 @@
 #include "lib/rdma/requester.hpp"
 #include "lib/rdma/send_window.hpp"
 #include "protocol/packet.hpp"
+#include "protocol/psn.hpp"
 
 namespace roce::rdma {
 
@@ -118,13 +119,14 @@ class Completer {
   // Oldest PSN to resend from: una, or where the oldest outstanding READ's data stopped.
   std::uint32_t resume_psn(const QpContext& qp) const;
   void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer
+  void arm_retransmit(Nanos now) { retransmit_at_ = rto_ != kNever ? now + rto_ : kNever; }  // the local ACK timer only
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
   void take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);
   // A go-back-N from `psn` is about to start: whether it is a new loss event (cutting the
   // window) or a signal for a range already being resent (starting nothing).
   bool duplicate_loss_signal(const Requester& req, std::uint32_t psn) const;
   void loss_event(QpContext& qp, const Requester& req, Nanos now, bool timeout);
-  bool in_recovery() const;
+  bool in_recovery() const { return recovering_ && proto::psn_before(una_, recovery_end_); }
   // Selective repeat's probe after the tail probe's short wait: switched on, and SACK-reported
   // losses frequent (TransportTuning::selective_tail_probe; docs/loss.md part 2).
   bool selective_probes_short(const QpContext& qp) const;

@@ -190,7 +190,7 @@ QueuePair* Engine::find_qp(std::uint32_t qpn) const {
 void Engine::activate(QueuePair& qp) {
   if (qp.in_active_list) return;
   qp.in_active_list = true;
-  active_[(active_head_ + active_count_) % active_.size()] = qp.slot;
+  active_[ring_slot(active_head_ + active_count_)] = qp.slot;
   ++active_count_;
 }
 
@@ -211,9 +211,10 @@ SendWindow* Engine::path_window(const QueuePair& qp) {
   return path_windows_.back().window.get();
 }
 
-void Engine::refresh(QueuePair& qp) {
-  qp.sync_window_share();
-  refresh_requests(qp);
+void Engine::refresh(QueuePair& qp, bool idle) {
+  // `idle`: the caller has just found no send work; of what a refresh does, only a change of the
+  // window's sharers could change that (the window's limit), so has_tx_work is not asked again.
+  if (qp.sync_window_share() || !idle) refresh_requests(qp);
   timers_.set(qp.slot, qp.deadline());
 }
 
@@ -312,7 +313,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
   held_now_.clear();
   while (n < frames.size() && active_count_ > 0) {
     const std::uint32_t slot = active_[active_head_];
-    active_head_ = (active_head_ + 1) % active_.size();
+    active_head_ = ring_slot(active_head_ + 1);
     --active_count_;
     QueuePair& qp = *qps_[slot];
     if (hold_ack(slot, qp, now, busy_iteration)) {
@@ -320,19 +321,25 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
       continue;
     }
     qp.in_active_list = false;
+    bool idle = false;  // the turn ended with nothing left to send (end_send_turn does not change that)
     for (std::uint32_t k = 0; k < cfg_.tuning.tx_quantum && n < frames.size(); ++k) {
       frames[n].length = 0;
       if (!qp.build_next(frames[n], now)) {
-        if (!qp.has_tx_work()) break;
+        idle = !qp.has_tx_work();
+        if (idle) break;
         continue;  // a WQE finished without a packet (local error); look again
       }
       ++n;
+      // The frame was the last the QP had: no build_next to find that out (at queue depth 1,
+      // after every request and every ACK).
+      idle = qp.nothing_left();
+      if (idle) break;
     }
     qp.end_send_turn(now);
-    refresh(qp);
+    refresh(qp, idle);
   }
   for (const std::uint32_t slot : held_now_) {
-    active_[(active_head_ + active_count_) % active_.size()] = slot;
+    active_[ring_slot(active_head_ + active_count_)] = slot;
     ++active_count_;
   }
   return n;

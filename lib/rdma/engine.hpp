@@ -170,7 +170,7 @@ class Engine {
 
  private:
   void activate(QueuePair& qp);
-  void refresh(QueuePair& qp);
+  void refresh(QueuePair& qp, bool idle = false);
   // After requests alone (no CE mark, no change of state): only what the responder owes is new,
   // none of the QP's timers moved (docs/perf-changes.md section 36). A QP already in the active
   // ring stays there, so has_tx_work (the send queue walk and the window's limit) is not asked.
@@ -204,6 +204,9 @@ class Engine {
   // null with TransportTuning::icrc_linear off.
   std::unique_ptr<proto::IcrcHeaderCache> icrc_cache_;
   std::vector<std::uint32_t> active_;  // ring of QP slots with something to send
+  // Index `i` of the ring, for i below twice its size (head + count, head + 1): a compare, not
+  // the 64-bit division of `%` (three or four a round trip at queue depth 1).
+  std::size_t ring_slot(std::size_t i) const { return i < active_.size() ? i : i - active_.size(); }
   std::size_t active_head_ = 0;
   std::size_t active_count_ = 0;
   Counters retired_;  // counters of destroyed QPs

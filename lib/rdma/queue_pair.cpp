@@ -512,9 +512,7 @@ void QueuePair::share_window(SendWindow* w) {
   sync_window_share();
 }
 
-void QueuePair::sync_window_share() {
-  const bool active = ctx_.is_rc() && ctx_.sends_requests() && !ctx_.sq.empty();
-  if (active == window_joined_) return;
+void QueuePair::change_window_share(bool active) {
   window_joined_ = active;
   if (active) comp_.window().join(); else comp_.window().leave();
 }

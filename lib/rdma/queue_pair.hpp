@@ -72,6 +72,9 @@ class QueuePair {
   PayloadDest payload_dest(const proto::Packet& pkt) const;
   void on_cnp(Nanos now);
   bool has_tx_work() const;
+  // Surely no send work (has_tx_work would be false), in O(1): asked after each frame of a
+  // transmit turn; false says only that there may be some.
+  bool nothing_left() const { return !cnp_pending_ && !resp_.has_output() && req_.nothing_left(ctx_); }
   // Its only send work is a plain ACK (Responder::only_plain_ack): no request, CNP or other
   // response is waiting behind it.
   bool only_plain_ack_pending() const;
@@ -93,12 +96,20 @@ class QueuePair {
   // send work.
   void share_window(SendWindow* w);
   SendWindow* shared_window() const { return shared_window_; }
-  void sync_window_share();
+  // Joins or leaves the window as the QP has send work or not; true if that changed. Inline: the
+  // engine asks after every transmit turn, post and received burst, and it rarely changes.
+  bool sync_window_share() {
+    const bool active = ctx_.is_rc() && ctx_.sends_requests() && !ctx_.sq.empty();
+    if (active == window_joined_) return false;
+    change_window_share(active);
+    return true;
+  }
 
   bool in_active_list = false;  // owned by the engine's scheduler
   std::uint32_t slot = 0;       // index in the engine's QP table
 
  private:
+  void change_window_share(bool active);
   void enter_error();
   void set_state(QpState s);
   void flush_receives();

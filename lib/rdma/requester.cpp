@@ -136,7 +136,9 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   const std::int32_t reach = psn_diff(psn, una_hint_);
   const std::int32_t inflight = reach - static_cast<std::int32_t>(held_ahead());  // in the network
   if (inflight >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets)) return false;
-  if (static_cast<std::int64_t>(inflight) >= static_cast<std::int64_t>(window_limit())) return false;
+  // The window's limit is at least one packet: with none in flight it holds nothing back (and
+  // SendWindow::limit is not asked, at queue depth 1 on every check).
+  if (inflight > 0 && static_cast<std::int64_t>(inflight) >= static_cast<std::int64_t>(window_limit())) return false;
   // Selective repeat: no further ahead than the responder's reorder buffer reaches.
   if (sr_window_ != 0 && reach >= static_cast<std::int32_t>(sr_window_)) return false;
   // A READ whose responses are tracked one by one starts only when all of them fall within
@@ -170,8 +172,14 @@ bool Requester::can_send(const QpContext& qp) const {
 }
 
 bool Requester::drained(const QpContext& qp) const {
-  for (std::uint64_t i = qp.sq.head(); i < cursor_ && i < qp.sq.tail(); ++i)
-    if (qp.sq.at(i).state != WqeState::Done) return false;
+  // Every WQE in flight, not only those before the cursor: the cursor may rest on a WQE whose
+  // last packet went (nothing_left), and after a rewind it stands before WQEs sent already.
+  // WQEs start in order, so the first not yet started ends the search.
+  for (std::uint64_t i = qp.sq.head(); i < qp.sq.tail(); ++i) {
+    const WqeState st = qp.sq.at(i).state;
+    if (st == WqeState::InFlight) return false;
+    if (st == WqeState::Posted) break;
+  }
   return true;
 }
 

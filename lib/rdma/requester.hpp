@@ -24,6 +24,17 @@ class Requester {
 
   // True when build_next() would produce a packet now.
   bool can_send(const QpContext& qp) const;
+  // Surely nothing to send (O(1); false: perhaps something, as can_send would tell): no resend
+  // or READ hole pending, and no WQE from the cursor on with a packet left. The transmit loop
+  // asks it after each packet instead of a build_next that would find nothing (the WQE whose last
+  // packet just went is left under the cursor, which build_next would have passed over).
+  bool nothing_left(const QpContext& qp) const {
+    if (sr_pending_ != 0 || rd_pending_ != 0) return false;
+    if (cursor_ >= qp.sq.tail()) return true;
+    if (cursor_ + 1 != qp.sq.tail()) return false;
+    const SendWqe& w = qp.sq.at(cursor_);
+    return w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets);
+  }
   // Writes the next request packet into `frame`. A WQE whose local segments failed to
   // translate is finished here with IBV_WC_LOC_PROT_ERR instead (returns false, sets *failed).
   bool build_next(QpContext& qp, TxFrame& frame, bool* local_error);
@@ -114,7 +125,7 @@ class Requester {
   void advance_read(SendWqe& w) const;
   std::uint32_t read_holes_pending() const { return rd_pending_; }
 
-  // SQD is reached once nothing is in flight and the cursor has no started WQE left.
+  // SQD is reached once no started WQE is unfinished (none in flight).
   bool drained(const QpContext& qp) const;
 
  private:

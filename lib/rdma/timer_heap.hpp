@@ -33,6 +33,7 @@ class TimerHeap {
     }
     const std::uint32_t i = pos_[owner];
     const Nanos old = heap_[i].deadline;
+    if (deadline == old) return;  // the engine re-sets a QP's deadline after every turn; most stay
     heap_[i].deadline = deadline;
     if (deadline < old) up(i); else down(i);
   }

@@ -1,0 +1,90 @@
+// A QP's transmit turn ends with the frame that leaves it nothing to send: Engine::transmit asks
+// QueuePair::nothing_left after each frame instead of a build_next that would find nothing
+// (docs/perf-changes.md section 37). The turn still sends every packet the QP has, and the WQE
+// whose last packet went, which the requester's cursor now rests on, counts as in flight (not
+// drained) until its ACK.
+#include <gtest/gtest.h>
+
+#include "protocol/aeth.hpp"
+#include "tests/support/raw_peer.hpp"
+#include "tests/support/verbs_helpers.hpp"
+
+namespace roce::test::transmit_turn_test {
+namespace {
+
+using namespace roce::proto;
+
+constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xBD};
+constexpr Ipv4Addr kPeerIp{10, 0, 0, 11};
+constexpr std::uint32_t kPeerQpn = 0x130;
+constexpr std::uint32_t kS = 0x900;  // the requester's first PSN
+
+class TransmitTurn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_ = std::make_unique<rdma::Engine>(raw_peer_target(kPeerMac), mrs_);
+    ep_ = make_endpoint(*engine_, QpOptions{});
+    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
+    to_rts(*engine_, ep_.qp, kS, 1);
+    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    src_.assign(4096, std::byte{5});
+    mr_ = reg(*engine_, ep_.pd, src_, IBV_ACCESS_LOCAL_WRITE);
+  }
+  void write(std::uint64_t id, std::uint32_t len) {
+    ibv_sge g = sge(src_.data(), len, mr_);
+    ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, id, &g, 1, 0x10000, 0x1234), 0);
+  }
+  std::vector<std::uint32_t> sent() {
+    std::vector<std::uint32_t> psns;
+    for (const Reply& r : peer_->collect()) psns.push_back(r.pkt.psn());
+    return psns;
+  }
+  void ack(std::uint32_t psn) {
+    ExtHeaders e;
+    e.aeth = Aeth{Syndrome::ack().raw, Be24::of(0)};
+    peer_->send(peer_->frame(Opcode::RcAck, psn, e, {}, false));
+  }
+  bool drained() const { return ep_.qp->requester().drained(ep_.qp->context()); }
+
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
+  Endpoint ep_;
+  std::unique_ptr<RawPeer> peer_;
+  std::vector<std::byte> src_;
+  const rdma::MemoryRegion* mr_ = nullptr;
+};
+
+TEST_F(TransmitTurn, TheLastWqeSentStaysInFlightUntilItsAck) {
+  write(1, 64);
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS}));
+  EXPECT_FALSE(engine_->has_tx_work());
+  EXPECT_FALSE(drained()) << "the WRITE under the cursor is in flight";
+  EXPECT_TRUE(drain(ep_).empty());
+  ack(kS);
+  EXPECT_TRUE(drained());
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+  // The cursor moved on with the retired WQE: the next WRITE takes the next PSN.
+  write(2, 64);
+  EXPECT_EQ(sent(), (std::vector<std::uint32_t>{kS + 1}));
+  EXPECT_FALSE(drained());
+}
+
+TEST_F(TransmitTurn, ATurnSendsEveryPacketOfEveryWqe) {
+  write(1, 64);
+  write(2, 3000);  // three packets at a 1 KiB MTU
+  write(3, 64);
+  EXPECT_EQ(sent(), (std::vector<std::uint32_t>{kS, kS + 1, kS + 2, kS + 3, kS + 4}));
+  EXPECT_FALSE(engine_->has_tx_work());
+  EXPECT_TRUE(sent().empty());
+  ack(kS + 3);
+  EXPECT_FALSE(drained()) << "the last WRITE is still in flight";
+  EXPECT_EQ(drain(ep_).size(), 2u);
+  ack(kS + 4);
+  EXPECT_TRUE(drained());
+  EXPECT_EQ(drain(ep_).size(), 1u);
+}
+
+}  // namespace
+}  // namespace roce::test::transmit_turn_test
