@@ -11,11 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstring>
-#include <random>
 
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
+#include "tests/support/write_stream.hpp"
 
 namespace roce::test::random_loss_test {
 namespace {
@@ -60,38 +59,11 @@ LossRun run(double loss, Tuning t, std::uint64_t seed) {
   Endpoint a = make_endpoint(net.host("a"), o);
   Endpoint b = make_endpoint(net.host("b"), o);
   connect_pair(a, b, o);
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> src(2 * kMessage), dst(std::size_t{kMessage} * kOutstanding);
-  for (auto& x : src) x = static_cast<std::byte>(rng());
-  const rdma::MemoryRegion* smr = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
-  const rdma::MemoryRegion* dmr = reg(*b.engine, b.pd, dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  const auto src_offset = [](std::uint64_t w) { return static_cast<std::size_t>((w * 40'961) % kMessage); };
-  std::uint64_t posted = 0;
-  const std::uint64_t writes = writes_for(loss);
-  const auto post_one = [&] {
-    const std::uint64_t w = posted++;
-    ibv_sge g = sge(src.data() + src_offset(w), kMessage, smr);
-    const auto slot = static_cast<std::size_t>(w % kOutstanding);
-    EXPECT_EQ(post(a, IBV_WR_RDMA_WRITE, w, &g, 1, reinterpret_cast<std::uint64_t>(dst.data() + slot * kMessage),
-                   dmr->rkey()), 0);
-  };
-  for (int i = 0; i < kOutstanding; ++i) post_one();
   LossRun r;
-  net.run_until(
-      [&] {
-        for (const ibv_wc& wc : drain(a)) {
-          ++r.completed;
-          if (wc.status != IBV_WC_SUCCESS) {
-            ++r.failed;
-            continue;
-          }
-          const auto slot = static_cast<std::size_t>(wc.wr_id % kOutstanding);
-          if (std::memcmp(dst.data() + slot * kMessage, src.data() + src_offset(wc.wr_id), kMessage) != 0) ++r.corrupt;
-          if (posted < writes) post_one();
-        }
-        return r.completed == writes || r.failed > 0;
-      },
-      60 * kSecond);
+  const WriteStream s = stream_writes(net, a, b, kMessage, kOutstanding, writes_for(loss), seed, 60 * kSecond);
+  r.completed = s.completed;
+  r.failed = s.failed;
+  r.corrupt = s.corrupt;
   r.lost = net.stats("a").lost + net.stats("b").lost;
   const rdma::Counters& c = a.qp->counters();
   r.resent = c.get(rdma::Counter::RetransmittedPkts);
