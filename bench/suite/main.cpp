@@ -40,6 +40,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "bench/suite/cases.hpp"
@@ -75,6 +76,12 @@ bool parse_growth(const std::string& v, rdma::WindowTuning& w) {
   return true;
 }
 
+// An on|off option's value; anything else is refused like a malformed number (main's catch).
+bool on_off(const std::string& v) {
+  if (v != "on" && v != "off") throw std::invalid_argument("on or off");
+  return v == "on";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,125 +98,131 @@ int main(int argc, char** argv) {
   int bdp_baseline_free = -1;
   std::string bdp_baseline_growth;
   int bdp_baseline_shrink = -1;
-  for (std::size_t i = 1; i < args.app.size(); ++i) {
-    const std::string& a = args.app[i];
-    const bool has = i + 1 < args.app.size();
-    if (a == "--smoke") {
-      c.smoke = true;
-      c.runs = 2;
-      c.window = 0.01;
-      c.rtt_samples = 200;
-      c.sizes = {64, 4096, 65536};
-      big_mib = big_mib ? big_mib : 64;
-    } else if (a == "--out" && has) {
-      out_path = args.app[++i];
-    } else if (a == "--runs" && has) {
-      c.runs = static_cast<unsigned>(std::stoul(args.app[++i]));
-    } else if (a == "--window" && has) {
-      c.window = std::stod(args.app[++i]);
-    } else if (a == "--rtt-samples" && has) {
-      c.rtt_samples = static_cast<unsigned>(std::stoul(args.app[++i]));
-    } else if (a == "--big-mib" && has) {
-      big_mib = std::stoul(args.app[++i]);
-    } else if (a == "--sizes" && has) {
-      c.sizes = parse_sizes(args.app[++i]);
-    } else if (a == "--max-inflight" && has) {
-      c.tuning.max_inflight_packets = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
-    } else if (a == "--max-inflight-bytes" && has) {
-      c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
-    } else if (a == "--early-retransmit-us" && has) {
-      c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
-    } else if (a == "--tail-probe-us" && has) {
-      c.tuning.tail_probe_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
-    } else if (a == "--bdp-cap" && has) {
-      c.tuning.window.bdp_cap = args.app[++i] == "on";
-    } else if (a == "--bdp-loss-interval" && has) {
-      c.tuning.window.bdp_cap_loss_interval = std::stod(args.app[++i]);
-    } else if (a == "--bdp-free" && has) {
-      c.tuning.window.bdp_cap_when_free = args.app[++i] == "on";
-    } else if (a == "--bdp-free-rate" && has) {
-      c.tuning.window.bdp_cap_free_rate = std::stod(args.app[++i]);
-    } else if (a == "--bdp-growth" && has) {
-      if (!parse_growth(args.app[++i], c.tuning.window)) return 2;
-    } else if (a == "--bdp-shrink" && has) {
-      c.tuning.window.bdp_cap_shrink = args.app[++i] == "on";
-    } else if (a == "--loss-baseline-bdp-shrink" && has) {
-      bdp_baseline_shrink = args.app[++i] == "on" ? 1 : 0;
-    } else if (a == "--loss-baseline-bdp-growth" && has) {
-      bdp_baseline_growth = args.app[++i];
-    } else if (a == "--bdp-floor" && has) {
-      c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
-    } else if (a == "--loss-verb" && has) {
-      c.loss_read = args.app[++i] == "read";
-    } else if (a == "--loss-baseline") {
-      loss_baseline = true;
-    } else if (a == "--paired-floor" && has) {
-      c.paired_floor = args.app[++i] == "on";
-    } else if (a == "--loss-baseline-bdp-free" && has) {
-      bdp_baseline_free = args.app[++i] == "on" ? 1 : 0;
-    } else if (a == "--loss-baseline-bdp-interval" && has) {
-      bdp_baseline_interval = std::stod(args.app[++i]);
-    } else if (a == "--loss-link" && has) {
-      const std::string v = args.app[++i];
-      const std::size_t comma = v.find(',');
-      if (comma == std::string::npos) {
-        std::fprintf(stderr, "perf_suite: --loss-link wants GBITS,DELAY_US\n");
+  std::size_t i = 1;
+  try {
+    for (; i < args.app.size(); ++i) {
+      const std::string& a = args.app[i];
+      const bool has = i + 1 < args.app.size();
+      if (a == "--smoke") {
+        c.smoke = true;
+        c.runs = 2;
+        c.window = 0.01;
+        c.rtt_samples = 200;
+        c.sizes = {64, 4096, 65536};
+        big_mib = big_mib ? big_mib : 64;
+      } else if (a == "--out" && has) {
+        out_path = args.app[++i];
+      } else if (a == "--runs" && has) {
+        c.runs = static_cast<unsigned>(std::stoul(args.app[++i]));
+      } else if (a == "--window" && has) {
+        c.window = std::stod(args.app[++i]);
+      } else if (a == "--rtt-samples" && has) {
+        c.rtt_samples = static_cast<unsigned>(std::stoul(args.app[++i]));
+      } else if (a == "--big-mib" && has) {
+        big_mib = std::stoul(args.app[++i]);
+      } else if (a == "--sizes" && has) {
+        c.sizes = parse_sizes(args.app[++i]);
+      } else if (a == "--max-inflight" && has) {
+        c.tuning.max_inflight_packets = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+      } else if (a == "--max-inflight-bytes" && has) {
+        c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+      } else if (a == "--early-retransmit-us" && has) {
+        c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+      } else if (a == "--tail-probe-us" && has) {
+        c.tuning.tail_probe_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+      } else if (a == "--bdp-cap" && has) {
+        c.tuning.window.bdp_cap = on_off(args.app[++i]);
+      } else if (a == "--bdp-loss-interval" && has) {
+        c.tuning.window.bdp_cap_loss_interval = std::stod(args.app[++i]);
+      } else if (a == "--bdp-free" && has) {
+        c.tuning.window.bdp_cap_when_free = on_off(args.app[++i]);
+      } else if (a == "--bdp-free-rate" && has) {
+        c.tuning.window.bdp_cap_free_rate = std::stod(args.app[++i]);
+      } else if (a == "--bdp-growth" && has) {
+        if (!parse_growth(args.app[++i], c.tuning.window)) return 2;
+      } else if (a == "--bdp-shrink" && has) {
+        c.tuning.window.bdp_cap_shrink = on_off(args.app[++i]);
+      } else if (a == "--loss-baseline-bdp-shrink" && has) {
+        bdp_baseline_shrink = on_off(args.app[++i]) ? 1 : 0;
+      } else if (a == "--loss-baseline-bdp-growth" && has) {
+        bdp_baseline_growth = args.app[++i];
+      } else if (a == "--bdp-floor" && has) {
+        c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
+      } else if (a == "--loss-verb" && has) {
+        c.loss_read = args.app[++i] == "read";
+      } else if (a == "--loss-baseline") {
+        loss_baseline = true;
+      } else if (a == "--paired-floor" && has) {
+        c.paired_floor = on_off(args.app[++i]);
+      } else if (a == "--loss-baseline-bdp-free" && has) {
+        bdp_baseline_free = on_off(args.app[++i]) ? 1 : 0;
+      } else if (a == "--loss-baseline-bdp-interval" && has) {
+        bdp_baseline_interval = std::stod(args.app[++i]);
+      } else if (a == "--loss-link" && has) {
+        const std::string v = args.app[++i];
+        const std::size_t comma = v.find(',');
+        if (comma == std::string::npos) {
+          std::fprintf(stderr, "perf_suite: --loss-link wants GBITS,DELAY_US\n");
+          return 2;
+        }
+        c.loss_rate_bps = std::stod(v.substr(0, comma)) * 1e9;
+        c.loss_delay = static_cast<Nanos>(std::stod(v.substr(comma + 1)) * 1e3);
+      } else if (a == "--loss-rates" && has) {
+        std::stringstream in(args.app[++i]);
+        std::string item;
+        c.loss_rates.clear();
+        while (std::getline(in, item, ','))
+          if (const double pct = std::stod(item); pct > 0) c.loss_rates.push_back(pct / 100);
+      } else if (a == "--loss-lcores" && has) {
+        c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
+      } else if (a == "--sr-reorder-window" && has) {
+        c.loss_sr_window = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+      } else if (a == "--no-icrc-linear") {
+        c.tuning.icrc_linear = false;
+      } else if (a == "--no-request-template") {
+        c.tuning.request_template = false;
+      } else if (a == "--send-window") {
+        c.tuning.window.enabled = true;
+      } else if (a == "--congestion-window" && has) {
+        // The congestion-only windows of go-back-N and selective repeat QPs (on by default).
+        c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = on_off(args.app[++i]);
+      } else if (a == "--scaling-feed" && has) {
+        c.scaling_warm_feed = args.app[++i] == "warm";
+      } else if (a == "--ack-template" && has) {
+        c.tuning.ack_template = on_off(args.app[++i]);
+      } else if (a == "--fanout-qps" && has) {
+        c.fanout_qps = parse_sizes(args.app[++i]);
+      } else if (a == "--sr-window" && has) {
+        c.tuning.window.selective_repeat = on_off(args.app[++i]);
+      } else if (a == "--sr-placement" && has) {
+        c.tuning.reorder_placement = on_off(args.app[++i]);
+      } else if (a == "--sr-probe" && has) {
+        c.tuning.selective_tail_probe = on_off(args.app[++i]);
+      } else if (a == "--sr-timer" && has) {
+        c.tuning.early_retransmit_standing_rtt = args.app[++i] == "standing";
+      } else if (a == "--window-floor" && has) {
+        c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
+      } else if (a == "--ack-req-every" && has) {
+        c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+      } else if (a == "--ack-hold" && has) {
+        const std::vector<std::uint32_t> v = parse_sizes(args.app[++i]);
+        if (v.size() != 2) {
+          std::fprintf(stderr, "perf_suite: --ack-hold wants TURNS,US\n");
+          return 2;
+        }
+        c.tuning.ack_hold = rdma::AckHold{v[0], static_cast<Nanos>(v[1]) * kMicro};
+      } else if (a == "--only" && has) {
+        std::stringstream in(args.app[++i]);
+        std::string item;
+        while (std::getline(in, item, ',')) only.insert(item);
+      } else {
+        std::fprintf(stderr, "perf_suite: unknown argument %s\n", a.c_str());
         return 2;
       }
-      c.loss_rate_bps = std::stod(v.substr(0, comma)) * 1e9;
-      c.loss_delay = static_cast<Nanos>(std::stod(v.substr(comma + 1)) * 1e3);
-    } else if (a == "--loss-rates" && has) {
-      std::stringstream in(args.app[++i]);
-      std::string item;
-      c.loss_rates.clear();
-      while (std::getline(in, item, ','))
-        if (const double pct = std::stod(item); pct > 0) c.loss_rates.push_back(pct / 100);
-    } else if (a == "--loss-lcores" && has) {
-      c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
-    } else if (a == "--sr-reorder-window" && has) {
-      c.loss_sr_window = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
-    } else if (a == "--no-icrc-linear") {
-      c.tuning.icrc_linear = false;
-    } else if (a == "--no-request-template") {
-      c.tuning.request_template = false;
-    } else if (a == "--send-window") {
-      c.tuning.window.enabled = true;
-    } else if (a == "--congestion-window" && has) {
-      // The congestion-only windows of go-back-N and selective repeat QPs (on by default).
-      c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = args.app[++i] == "on";
-    } else if (a == "--scaling-feed" && has) {
-      c.scaling_warm_feed = args.app[++i] == "warm";
-    } else if (a == "--ack-template" && has) {
-      c.tuning.ack_template = args.app[++i] == "on";
-    } else if (a == "--fanout-qps" && has) {
-      c.fanout_qps = parse_sizes(args.app[++i]);
-    } else if (a == "--sr-window" && has) {
-      c.tuning.window.selective_repeat = args.app[++i] == "on";
-    } else if (a == "--sr-placement" && has) {
-      c.tuning.reorder_placement = args.app[++i] == "on";
-    } else if (a == "--sr-probe" && has) {
-      c.tuning.selective_tail_probe = args.app[++i] == "on";
-    } else if (a == "--sr-timer" && has) {
-      c.tuning.early_retransmit_standing_rtt = args.app[++i] == "standing";
-    } else if (a == "--window-floor" && has) {
-      c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
-    } else if (a == "--ack-req-every" && has) {
-      c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
-    } else if (a == "--ack-hold" && has) {
-      const std::vector<std::uint32_t> v = parse_sizes(args.app[++i]);
-      if (v.size() != 2) {
-        std::fprintf(stderr, "perf_suite: --ack-hold wants TURNS,US\n");
-        return 2;
-      }
-      c.tuning.ack_hold = rdma::AckHold{v[0], static_cast<Nanos>(v[1]) * kMicro};
-    } else if (a == "--only" && has) {
-      std::stringstream in(args.app[++i]);
-      std::string item;
-      while (std::getline(in, item, ',')) only.insert(item);
-    } else {
-      std::fprintf(stderr, "perf_suite: unknown argument %s\n", a.c_str());
-      return 2;
     }
+  } catch (const std::logic_error& e) {  // std::stoul / std::stod / on_off on a malformed value
+    std::fprintf(stderr, "perf_suite: bad value '%s' for %s (%s)\n", args.app[i].c_str(), args.app[i - 1].c_str(), e.what());
+    return 2;
   }
   if (loss_baseline) {
     // Go-back-N as it was before the BDP cap and the tail probe, in the loss case's same turns.
@@ -228,6 +241,10 @@ int main(int argc, char** argv) {
     if (!bdp_baseline_growth.empty() && !parse_growth(bdp_baseline_growth, b.window)) return 2;
     if (bdp_baseline_shrink >= 0) b.window.bdp_cap_shrink = bdp_baseline_shrink == 1;
     c.loss_baseline = b;
+  }
+  if (c.loss_sr_window < 8 || c.loss_sr_window > 128) {
+    std::fprintf(stderr, "perf_suite: --sr-reorder-window wants 8..128 PSNs\n");
+    return 2;
   }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {
     std::fprintf(stderr, "perf_suite: --runs, --window, --rtt-samples and --sizes must be positive\n");
