@@ -81,7 +81,13 @@ Run run(Buffers& bufs, bool templated, bool ipv6, ibv_qp_type type, bool change_
   connect_pair(a, b, o);
 
   bufs.reset();
-  auto& [src, remote, back, recv, atomic] = bufs;
+  // Plain references, not a structured binding: clang 14 (the sanitizer build) refuses a
+  // binding captured by the lambdas below.
+  std::vector<std::byte>& src = bufs.src;
+  std::vector<std::byte>& remote = bufs.remote;
+  std::vector<std::byte>& back = bufs.back;
+  std::vector<std::byte>& recv = bufs.recv;
+  std::vector<std::byte>& atomic = bufs.atomic;
   auto* sm = reg(*a.engine, a.pd, src, IBV_ACCESS_LOCAL_WRITE);
   auto* bm = reg(*a.engine, a.pd, back, IBV_ACCESS_LOCAL_WRITE);
   auto* am = reg(*a.engine, a.pd, atomic, IBV_ACCESS_LOCAL_WRITE);
