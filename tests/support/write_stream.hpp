@@ -1,3 +1,5 @@
+// Completions and a stream of RDMA WRITEs on a SimNetwork.
+//
 // A stream of RDMA WRITEs from one endpoint to another on a SimNetwork, as the loss tests run it:
 // `outstanding` WRITEs of `message` bytes kept posted until `writes` have completed (or one
 // failed), each into its own slot of the destination, and every completed WRITE's bytes compared
@@ -12,6 +14,19 @@
 #include "tests/support/verbs_helpers.hpp"
 
 namespace roce::test {
+
+// The completions `ep` reports until there are at least `n`, or 10 s of virtual time passed.
+inline std::vector<ibv_wc> wait_completions(SimNetwork& net, Endpoint& ep, std::size_t n) {
+  std::vector<ibv_wc> got;
+  net.run_until(
+      [&] {
+        auto more = drain(ep);
+        got.insert(got.end(), more.begin(), more.end());
+        return got.size() >= n;
+      },
+      net.now() + 10 * kSecond);
+  return got;
+}
 
 struct WriteStream {
   std::uint64_t completed = 0, failed = 0, corrupt = 0;

@@ -12,6 +12,7 @@
 #include "tests/support/hex.hpp"
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
+#include "tests/support/write_stream.hpp"
 
 namespace roce::test::ack_template_path_test {
 namespace {
@@ -78,17 +79,7 @@ Sent run_scenario(IpVersion v, bool ack_template) {
   auto* rm = reg(*b.engine, b.pd, recv, IBV_ACCESS_LOCAL_WRITE);
   const auto remote = reinterpret_cast<std::uint64_t>(dst.data());
   std::uint64_t id = 0;
-  auto wait = [&](Endpoint& ep, std::size_t n) {
-    std::vector<ibv_wc> got;
-    net.run_until(
-        [&] {
-          auto more = drain(ep);
-          got.insert(got.end(), more.begin(), more.end());
-          return got.size() >= n;
-        },
-        net.now() + 10 * kSecond);
-    return got;
-  };
+  auto wait = [&](Endpoint& ep, std::size_t n) { return wait_completions(net, ep, n); };
   for (int i = 0; i < 12; ++i) {  // 64 B WRITEs, one lost: NAK sequence error, then ACKs
     ibv_sge g = sge(src.data(), 64, sm);
     EXPECT_EQ(post(a, IBV_WR_RDMA_WRITE, ++id, &g, 1, remote + 64 * i, dm->rkey()), 0);

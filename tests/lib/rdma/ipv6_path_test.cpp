@@ -11,6 +11,7 @@
 #include "protocol/udp_sport.hpp"
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
+#include "tests/support/write_stream.hpp"
 
 namespace roce::test::ipv6_path_test {
 namespace {
@@ -94,17 +95,7 @@ struct V6Pair {
     bring_up(a, b, o, tclass, flow_label);
     bring_up(b, a, o, tclass, flow_label);
   }
-  std::vector<ibv_wc> wait(Endpoint& ep, std::size_t n) {
-    std::vector<ibv_wc> got;
-    net.run_until(
-        [&] {
-          auto more = drain(ep);
-          got.insert(got.end(), more.begin(), more.end());
-          return got.size() >= n;
-        },
-        net.now() + 10 * kSecond);
-    return got;
-  }
+  std::vector<ibv_wc> wait(Endpoint& ep, std::size_t n) { return wait_completions(net, ep, n); }
 };
 
 TEST(Ipv6Path, NoFlowLabelInTheGrhGivesLabelZeroAndTheQpnPort) {

@@ -8,6 +8,7 @@
 #include "lib/rdma/memory_window.hpp"
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
+#include "tests/support/write_stream.hpp"
 
 namespace roce::test::memory_window_test {
 namespace {
@@ -35,17 +36,7 @@ struct WindowPair {
     region_handle.lkey = region->lkey();
     region_handle.rkey = region->rkey();
   }
-  std::vector<ibv_wc> wait(Endpoint& ep, std::size_t n) {
-    std::vector<ibv_wc> got;
-    net.run_until(
-        [&] {
-          auto more = drain(ep);
-          got.insert(got.end(), more.begin(), more.end());
-          return got.size() >= n;
-        },
-        net.now() + 10 * kSecond);
-    return got;
-  }
+  std::vector<ibv_wc> wait(Endpoint& ep, std::size_t n) { return wait_completions(net, ep, n); }
   std::uint64_t at(std::size_t off) const { return reinterpret_cast<std::uint64_t>(mem.data() + off); }
   ibv_mw_bind_info info(std::size_t off, std::uint64_t len, int access) {
     ibv_mw_bind_info i{};

@@ -11,6 +11,7 @@
 #include "protocol/parser.hpp"
 #include "tests/support/sim_network.hpp"
 #include "tests/support/verbs_helpers.hpp"
+#include "tests/support/write_stream.hpp"
 
 namespace roce::test::placement_test {
 namespace {
@@ -43,17 +44,7 @@ struct PlacementPair {
     bring_up(a, b, oa, oa.sq_psn, oa.rq_psn);
     bring_up(b, a, ob, oa.rq_psn, oa.sq_psn);
   }
-  std::vector<ibv_wc> wait(Endpoint& ep, std::size_t n) {
-    std::vector<ibv_wc> got;
-    net.run_until(
-        [&] {
-          auto more = drain(ep);
-          got.insert(got.end(), more.begin(), more.end());
-          return got.size() >= n;
-        },
-        net.now() + 10 * kSecond);
-    return got;
-  }
+  std::vector<ibv_wc> wait(Endpoint& ep, std::size_t n) { return wait_completions(net, ep, n); }
   std::vector<Packet> frames_from(const std::string& host) const {
     std::vector<Packet> out;
     for (const Sent& s : sent) {
