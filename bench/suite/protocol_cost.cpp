@@ -76,8 +76,6 @@ struct Material {
   std::array<proto::MutableByteSpan, 2> scratch = {slot(0), slot(1)};
   std::array<proto::ByteSpan, 2> built;
   proto::ParseOptions po;  // ISA-L, ICRC checked: what Engine::receive asks for at 64 B
-  proto::IcrcHeaderCache cache;
-  proto::Packet pkt;
   bool ok = true;
 
   Material() {
@@ -94,6 +92,7 @@ struct Material {
   // Every build gives the frame built first and both frames parse with a good ICRC, or the
   // figures are of something else.
   bool verified() {
+    proto::Packet pkt;
     bool good = ok;
     for (int f = 0; f < 2; ++f) {
       good = good && std::equal(built[f].begin(), built[f].end(), scratch[f].begin()) &&
@@ -111,27 +110,35 @@ Material& material() {
 // One turn of the four steps, kChunk calls each: what the timed loops work on and their times.
 struct Round {
   Material& m;
-  proto::IcrcHeaderCache* templates;
-  proto::ParseOptions po;
+  bool icrc_linear;
   std::uint64_t sink = 0;
   double ns[4] = {};  // per call, this turn
 };
 
+// What the steps write besides the frames (the parsed packet, the ICRC templates) is in this
+// frame, so it moves with the placement too.
 __attribute__((noinline)) void timed_round(Round& r) {
   Material& m = r.m;
+  // The headers' share of the ICRC as the engine takes it (TransportTuning::icrc_linear): both
+  // frames' flows cached, as a one-QP exchange has them (two misses a turn).
+  proto::IcrcHeaderCache cache;
+  proto::IcrcHeaderCache* templates = r.icrc_linear ? &cache : nullptr;
+  proto::ParseOptions po = m.po;
+  po.icrc_cache = templates;
+  proto::Packet pkt;
   for (int i = 0; i < 4; ++i) {
     const int f = i / 2;
     const auto t0 = Clock::now();
     if (i % 2 == 0) {
       for (unsigned k = 0; k < kChunk; ++k) {
         const proto::FrameLayout l = proto::write_headers(m.specs[f], static_cast<std::uint32_t>(m.payload_of(f).size()), m.scratch[f]);
-        proto::place_and_seal(m.specs[f], l, m.scratch[f], proto::CrcBackend::Isal, m.payload_of(f).data(), r.templates);
+        proto::place_and_seal(m.specs[f], l, m.scratch[f], proto::CrcBackend::Isal, m.payload_of(f).data(), templates);
         r.sink += l.length;
       }
     } else {
       for (unsigned k = 0; k < kChunk; ++k) {
-        r.sink += static_cast<unsigned>(proto::parse_frame(m.built[f], r.po, m.pkt));
-        r.sink += static_cast<unsigned>(m.pkt.icrc_status);
+        r.sink += static_cast<unsigned>(proto::parse_frame(m.built[f], po, pkt));
+        r.sink += static_cast<unsigned>(pkt.icrc_status);
       }
     }
     r.ns[i] = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kChunk;
@@ -157,11 +164,7 @@ double median_of(std::vector<double>& v) {
 
 ProtocolCost measure_protocol_cost(double seconds, bool icrc_linear) {
   Material& m = material();
-  // The headers' share of the ICRC as the engine takes it (TransportTuning::icrc_linear): both
-  // frames' flows cached, as a one-QP exchange has them.
-  m.cache = proto::IcrcHeaderCache{};
-  Round r{m, icrc_linear ? &m.cache : nullptr, m.po};
-  r.po.icrc_cache = r.templates;
+  Round r{m, icrc_linear};
   std::array<std::array<std::vector<double>, 4>, kPlacements> chunks;  // [placement][step]
   const auto w0 = Clock::now();
   do {
