@@ -73,9 +73,12 @@ double thread_cpu_seconds();
 bool ring_pingpong(const SuiteConfig& c, Results& out);
 // Build+seal and parse+verify of a 64 B WRITE_ONLY and of its ACK (ns per frame): the floor of
 // the 64 B message rate and round trip. The transport cases measure it again right before each
-// of their windows, so their ratios pair like with like on a machine whose load drifts.
+// of their windows, so their ratios pair like with like on a machine whose load drifts. Each
+// figure is the median timed chunk at the best of several stack placements (protocol_cost.cpp):
+// neither the load nor the binary's and the process's memory layout move it.
 struct ProtocolCost {
   double write_build = 0, write_parse = 0, ack_build = 0, ack_parse = 0;  // ns per frame
+  double write_build_worst = 0;  // build+seal at the slowest placement
   bool valid = false;
   double write_mpps() const { return 1e3 / (write_build + write_parse); }
   double round_trip_us() const { return (write_build + write_parse + ack_build + ack_parse) / 1e3; }

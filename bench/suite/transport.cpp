@@ -106,6 +106,10 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   // of building its ACKs, measured right before the window.
   Figure vs_protocol{"responder_vs_protocol", {}, "ratio", {}, {}};
   vs_protocol.with("payload", payload);
+  // The same over the window's CPU time: the floor leaves out descheduled time (its median
+  // chunk), so on a loaded machine this is the ratio that pairs like with like.
+  Figure vs_protocol_cpu{"responder_vs_protocol_cpu", {}, "ratio", {}, {}};
+  vs_protocol_cpu.with("payload", payload);
   // The same two windows over this thread's CPU time: a window in which the thread lost its
   // core to another process counts only the time it ran (a vCPU taken by the host still counts).
   Figure cpu_fig{"responder_worker_cpu", {}, "Gbit/s", {}, {}};
@@ -161,6 +165,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
       const double acks_per_packet = static_cast<double>(worker.stats().tx_packets - acks0) / static_cast<double>(n);
       const double floor_mpps = 1e3 / (floor.write_parse + acks_per_packet * floor.ack_build);
       vs_protocol.samples.push_back(static_cast<double>(n) / busy / 1e6 / floor_mpps);
+      vs_protocol_cpu.samples.push_back(static_cast<double>(n) / busy_cpu / 1e6 / floor_mpps);
     }
   }
   out.add(std::move(ratio));
@@ -169,7 +174,10 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   out.add(std::move(best_ratio));
   out.add(std::move(ceiling_fig));
   out.add(std::move(ceiling_cpu));
-  if (!vs_protocol.samples.empty()) out.add(std::move(vs_protocol));
+  if (!vs_protocol.samples.empty()) {
+    out.add(std::move(vs_protocol));
+    out.add(std::move(vs_protocol_cpu));
+  }
   // The ACKs it sent per WRITE packet received: its share of an ACK's cost.
   fig.note("acks_per_packet", static_cast<double>(worker.stats().tx_packets - tx0) / static_cast<double>(k));
   const bool ok = checked(e, "responder worker") && qp->counters().get(rdma::Counter::RcvdPkts) == k;
@@ -242,10 +250,16 @@ bool goodput_sweep(const SuiteConfig& c, Results& out) {
             // host took the thread away left out (A/B on a loaded machine).
             Figure on_cpu{"message_rate_cpu", {}, "Mpps", {}, {}};
             on_cpu.with("verb", "WRITE").with("size", 64).with("qps", 1);
-            for (const double g : cpu) on_cpu.samples.push_back(g * 1e9 / 8 / 64 / 1e6);
+            Figure paired_cpu{"message_rate_cpu_vs_protocol", {}, "ratio", {}, {}};
+            paired_cpu.with("verb", "WRITE").with("size", 64);
+            for (std::size_t i = 0; i < cpu.size(); ++i) {
+              on_cpu.samples.push_back(cpu[i] * 1e9 / 8 / 64 / 1e6);
+              if (i < floors.size() && floors[i].valid) paired_cpu.samples.push_back(on_cpu.samples.back() / floors[i].write_mpps());
+            }
             out.add(std::move(rate));
             if (!paired.samples.empty()) out.add(std::move(paired));
             out.add(std::move(on_cpu));
+            if (!paired_cpu.samples.empty()) out.add(std::move(paired_cpu));
           }
           std::fprintf(stderr, "  goodput %s %7u B mtu %u qps %2u: %.2f Gbit/s\n", to_string(verb), size, 256u << (mtu - 1), nqp,
                        fig.median());
