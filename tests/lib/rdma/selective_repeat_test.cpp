@@ -880,9 +880,13 @@ TEST(ReorderBufferSack, ArrivedAfterIsEveryPsnRunOrHeld) {
       std::array<std::byte, 64> frame{};
       proto::Packet pkt;
       pkt.payload = {frame.data() + 40, 8};
-      if (round % 5 == 0) rb.put_whole(proto::psn_add(epsn, -static_cast<std::int32_t>(window)), pkt, frame.data(), 48);  // stale
+      const auto put = [&](std::uint32_t p) {
+        ASSERT_TRUE(rb.claim(p));
+        rb.put_whole(p, pkt, frame.data(), 48);
+      };
+      if (round % 5 == 0) put(proto::psn_add(epsn, -static_cast<std::int32_t>(window)));  // stale
       for (std::uint32_t d = 1; d <= window; ++d)
-        if (rng() % 3 == 0) rb.put_whole(proto::psn_add(epsn, static_cast<std::int32_t>(d)), pkt, frame.data(), 48);
+        if (rng() % 3 == 0) put(proto::psn_add(epsn, static_cast<std::int32_t>(d)));
       const proto::SackBitmap got = rb.arrived_after(missing, epsn);
       for (std::uint32_t i = 0; i < proto::kSackSpan; ++i) {
         const std::uint32_t p = proto::psn_add(missing, static_cast<std::int32_t>(1 + i));
