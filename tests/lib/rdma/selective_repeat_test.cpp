@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <random>
 #include <set>
 
@@ -833,6 +834,11 @@ struct Mix {
   std::uint32_t window = kDefaultWindow;
   std::size_t pool_chunks = 0;  // each engine's reorder pool, in chunks (0: the default)
 };
+// gtest prints a parameter without one byte by byte, padding included (valgrind: uninitialised).
+void PrintTo(const Mix& m, std::ostream* os) {
+  *os << "loss " << m.loss << " dup " << m.duplicate << " reorder " << m.reorder << " corrupt " << m.corrupt << (m.read ? " read" : "")
+      << (m.go_back_n ? " go-back-N" : "") << " window " << m.window << " pool chunks " << m.pool_chunks;
+}
 
 class SelectiveRepeatFaults : public SelectiveRepeat, public ::testing::WithParamInterface<Mix> {};
 
