@@ -517,6 +517,37 @@ TEST_F(SelectiveRepeat, ReorderChunksAreTakenAtAHoleAndGivenBackWhenItCloses) {
   EXPECT_EQ(count(b_, rdma::Counter::ReorderPoolExhausted), 0u);
 }
 
+// A QP that enters ERR, or is destroyed, while it holds requests behind a hole gives their
+// chunks back (they will never run) and its window leaves the pool, whose free chunks above what
+// the other QPs joined are freed: b's engine has no other selective repeat QP.
+TEST_F(SelectiveRepeat, AQpInErrorOrDestroyedGivesItsReorderChunksBack) {
+  for (const bool destroy : {false, true}) {
+    SCOPED_TRACE(destroy ? "destroyed" : "ERR");
+    build(kDefaultWindow, kDefaultWindow);
+    const rdma::ReorderPool& pool = b_.engine->reorder_pool();
+    ASSERT_GT(pool.chunks(), 0u);
+    first_copy_.clear();
+    lose_ = {psn(1)};
+    write(0, 0, 16 * 1024);
+    net_->run_until([&] { return b_.qp->responder().reorder_held() >= 14; }, kSecond);
+    ASSERT_EQ(b_.qp->responder().reorder_held(), 14u);
+    ASSERT_GE(b_.qp->responder().reorder_chunks(), 1u);
+    ASSERT_LT(pool.free_chunks(), pool.chunks());
+    if (destroy) {
+      ASSERT_TRUE(b_.engine->destroy_qp(b_.qp).ok());
+      b_.qp = nullptr;
+    } else {
+      ibv_qp_attr attr{};
+      attr.qp_state = IBV_QPS_ERR;
+      ASSERT_TRUE(b_.engine->modify_qp(b_.qp, attr, IBV_QP_STATE).ok());
+      EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+      EXPECT_EQ(b_.qp->responder().reorder_chunks(), 0u);
+    }
+    EXPECT_EQ(pool.chunks(), 0u);
+    EXPECT_EQ(pool.free_chunks(), 0u);
+  }
+}
+
 // A pool too small for the hole: what finds no chunk is dropped as go-back-N would drop it
 // (reorder_pool_exhausted), the SACK shows it missing, it is resent, and every byte arrives
 // once, in order. One chunk of 16 slots: of the 62 PSNs behind the hole, the ones whose slots
