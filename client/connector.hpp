@@ -34,8 +34,10 @@ struct QpParams {
 };
 
 // The reorder window roce-gen and roce-appliance offer and accept for selective repeat by
-// default (--selective-repeat): 64 packets, 270 KB of reorder buffer per QP at a 4 KiB MTU.
-inline constexpr std::uint32_t kDefaultSelectiveRepeatWindow = 64;
+// default (--selective-repeat): 128 packets. The reorder buffer's slots come from the engine's
+// pool as holes need them (lib/rdma/reorder_pool.hpp), not per QP at connection time, so the
+// window costs a QP memory only while it holds a hole (docs/loss.md, part 2, session 13).
+inline constexpr std::uint32_t kDefaultSelectiveRepeatWindow = 128;
 // What a QP takes (QueuePair::set_selective_repeat): 0, or a power of two from 8 to 128.
 constexpr bool valid_selective_repeat_window(std::uint32_t w) { return w == 0 || (w >= 8 && w <= 128 && (w & (w - 1)) == 0); }
 inline constexpr const char* kSelectiveRepeatHelp =

@@ -77,7 +77,7 @@ Result<NvmeBenchOptions> parse_nvme_bench_options(const std::vector<std::string>
       ("ip", "--target: our IPv4 or IPv6 address on that port", cxxopts::value<std::string>(o.ip))
       ("timeout", "--target: seconds each set-up step and the last commands may take", cxxopts::value<double>(o.timeout_s)->default_value("10"))
       ("selective-repeat", std::string("the in-process target's QPs run it with this window; --target: ") + kSelectiveRepeatHelp,
-       cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value("64"))
+       cxxopts::value<std::uint32_t>(o.selective_repeat)->default_value(std::to_string(kDefaultSelectiveRepeatWindow)))
       ("h,help", "this text");
   std::vector<std::string> rest{args.empty() ? "roce-gen" : args[0]};
   for (std::size_t i = 2; i < args.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "client/connector.hpp"
 #include "lib/status.hpp"
 
 namespace roce::client {
@@ -52,7 +53,7 @@ struct NvmeBenchOptions {
   double timeout_s = 10;  // --target: how long set-up steps and the last commands may take
   // --target: the reorder window each queue's REQ offers (docs/loss.md, part 2); a rocev2-dp
   // target that agrees runs selective repeat, any other go-back-N. 0: offer nothing.
-  std::uint32_t selective_repeat = 64;
+  std::uint32_t selective_repeat = kDefaultSelectiveRepeatWindow;
 };
 
 // args[0] is the program name, args[1] the mode. fio's single-dash spellings (-bs 4k, -qd 32,

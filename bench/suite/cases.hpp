@@ -37,7 +37,7 @@ struct SuiteConfig {
   // in flight; 2 runs the responder side and the emulator on the next lcore (a real round trip).
   unsigned loss_lcores = 1;
   // The loss case's selective repeat reorder window on both ends (--sr-reorder-window, PSNs).
-  std::uint32_t loss_sr_window = 64;
+  std::uint32_t loss_sr_window = 128;
   // The loss case's link (--loss-link GBITS,DELAY_US): a bottleneck rate and one-way delay each
   // way, so that the bandwidth-delay product is the wire's; 0,0: the emulator passes frames on
   // as the loop polls it.

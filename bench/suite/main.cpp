@@ -8,7 +8,7 @@
 //              [--max-inflight PSNs] [--max-inflight-bytes B] [--ack-req-every N] [--send-window] [--congestion-window on|off] [--sr-window on|off] [--window-floor PACKETS]
 //              [--sr-placement on|off] [--sr-timer standing|srtt] [--sr-probe on|off] [--loss-verb write|read] (loss: 64 KiB WRITEs or READs)
 //              [--loss-lcores 1|2] (loss: responder and link emulator on this thread, or on the next lcore)
-//              [--sr-reorder-window PSNs] (loss: selective repeat's reorder window, 8..128, default 64)
+//              [--sr-reorder-window PSNs] (loss: selective repeat's reorder window, 8..128, default 128)
 //              [--loss-link GBITS,DELAY_US] (loss: the emulator's bottleneck rate and one-way delay, each way)
 //              [--loss-rates PCT,..] (loss: the lossy rates, default 0.1,1,5; lossless always runs first)
 //              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]

@@ -252,6 +252,8 @@ Health health_of(const rdma::Engine& e) {
   h.loss_events = c.get(rdma::Counter::LossEvents);
   h.held = c.get(rdma::Counter::OutOfOrderBuffered);
   h.placed = c.get(rdma::Counter::ReorderPlaced);
+  h.pool_exhausted = c.get(rdma::Counter::ReorderPoolExhausted);
+  h.pool_bytes = e.reorder_pool().bytes();
   h.sacks_sent = c.get(rdma::Counter::SacksSent);
   return h;
 }

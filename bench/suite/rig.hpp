@@ -133,6 +133,7 @@ bool register_region(Dataplane& d, rdma::PdHandle pd, Region& r, std::span<std::
 struct Health {
   std::uint64_t drops = 0, parse_drops = 0, errors = 0, retransmitted = 0, naks = 0, timeouts = 0, early_retransmits = 0;
   std::uint64_t window_cuts = 0, loss_events = 0, held = 0, placed = 0, sacks_sent = 0, tail_probes = 0;
+  std::uint64_t pool_exhausted = 0, pool_bytes = 0;  // selective repeat: held requests dropped for want of a chunk; the reorder pool
 };
 Health health_of(const rdma::Engine& e);
 

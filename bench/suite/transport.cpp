@@ -451,6 +451,8 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     const double sent = static_cast<double>(rig.a().worker(0).stats().tx_packets);
     k->fig.note("held_behind_hole", static_cast<double>(hb.held));
     k->fig.note("placed_behind_hole", static_cast<double>(hb.placed));
+    k->fig.note("reorder_pool_exhausted", static_cast<double>(hb.pool_exhausted));
+    k->fig.note("reorder_pool_bytes", static_cast<double>(hb.pool_bytes));
     k->fig.note("naks_sent", static_cast<double>(health_of(rig.eb()).naks));
     k->fig.note("sent_packets", static_cast<double>(rig.a().worker(0).stats().tx_packets));
     if (c.loss_read) {

@@ -59,6 +59,7 @@ std::string_view counter_name(Counter c) {
     case Counter::ReorderDuplicates: return "reorder_duplicates";
     case Counter::ReorderOverflows: return "reorder_overflows";
     case Counter::ReorderPlaced: return "reorder_placed";
+    case Counter::ReorderPoolExhausted: return "reorder_pool_exhausted";
     case Counter::SelectiveResends: return "selective_resends";
     case Counter::ReadHoleRequests: return "read_hole_requests";
     case Counter::ReadResponsesAhead: return "read_responses_ahead";

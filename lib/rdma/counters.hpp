@@ -69,6 +69,7 @@ enum class Counter : std::uint16_t {
   ReorderDuplicates,     // ... arriving again while held (dropped)
   ReorderOverflows,      // ... beyond the reorder window (dropped)
   ReorderPlaced,         // ... of them WRITE MIDDLEs placed in memory at once, only their headers held
+  ReorderPoolExhausted,  // ... in the window but dropped: the engine's reorder pool had no free chunk
   SelectiveResends,      // packets resent because a SACK or a timer found them missing
   ReadHoleRequests,      // READ requests for the missing response PSNs of a READ alone
   ReadResponsesAhead,    // READ responses placed ahead of a missing one

@@ -34,7 +34,7 @@ bool same_address(const std::array<std::uint8_t, N>& a, const std::array<std::ui
 
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
     : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps),
-      held_acks_(cfg_.max_qps) {
+      held_acks_(cfg_.max_qps), reorder_pool_(std::make_unique<ReorderPool>(cfg_.reorder_pool_bytes)) {
   held_now_.reserve(cfg_.max_qps);
   if (cfg_.tuning.icrc_linear) icrc_cache_ = std::make_unique<proto::IcrcHeaderCache>();
 }
@@ -99,6 +99,7 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
   (*slot_it)->slot = slot;
   (*slot_it)->use_icrc_cache(icrc_cache_.get());
+  (*slot_it)->use_reorder_pool(reorder_pool_.get());
   if (attr.srq) {
     (*slot_it)->attach_srq(attr.srq);
     ++attr.srq->attached_qps;

@@ -17,6 +17,7 @@
 #include "lib/rdma/memory_window.hpp"
 #include "lib/rdma/qpn_shards.hpp"
 #include "lib/rdma/queue_pair.hpp"
+#include "lib/rdma/reorder_pool.hpp"
 #include "lib/rdma/timer_heap.hpp"
 #include "lib/status.hpp"
 #include "protocol/icrc_linear.hpp"
@@ -59,6 +60,11 @@ struct EngineConfig {
   // the netdev MTU rounded down to an IB MTU, 4096 on a jumbo link).
   std::uint32_t ud_mtu = 4096;
   bool check_dest_ip = true;       // drop packets addressed to another IP
+  // Selective repeat's reorder slots (reorder_pool.hpp): the pool grows by a window's chunks
+  // as each selective repeat QP enters RTR, up to this; a hole finding it empty drops the request
+  // as go-back-N would (reorder_pool_exhausted). 4 MiB: whole windows of 128 PSNs at a 4 KiB
+  // MTU for 7 QPs with holes at once.
+  std::size_t reorder_pool_bytes = 4u << 20;
   GsiConfig gsi;                   // QP1: its P_Key and ring sizes
 };
 
@@ -156,6 +162,7 @@ class Engine {
   // How often the ICRC's header share needed a new flow template (0 with icrc_linear off).
   std::uint64_t icrc_template_misses() const { return icrc_cache_ ? icrc_cache_->misses() : 0; }
   MrTable& memory() { return mrs_; }
+  const ReorderPool& reorder_pool() const { return *reorder_pool_; }
   std::uint64_t parse_drops(proto::ParseError e) const { return parse_drops_[static_cast<std::size_t>(e)]; }
   std::uint64_t drops(EngineDrop d) const { return drops_[static_cast<std::size_t>(d)]; }
   std::uint64_t received() const { return received_; }
@@ -227,6 +234,8 @@ class Engine {
   std::vector<HeldAck> held_acks_;
   std::vector<std::uint32_t> held_now_;  // slots passed over by the current transmit call
   bool hold_ack(std::uint32_t slot, const QueuePair& qp, Nanos now, Nanos gap);
+  // The QPs' reorder slots; outlives them (~Engine destroys the QPs first).
+  std::unique_ptr<ReorderPool> reorder_pool_;
 };
 
 }  // namespace roce::rdma

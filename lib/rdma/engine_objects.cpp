@@ -7,8 +7,10 @@
 
 namespace roce::rdma {
 
-// Windows live in the shared region table: the ones still allocated give their slots back.
+// The QPs go first: their reorder buffers give their chunks back to the pool. Windows live in
+// the shared region table: the ones still allocated give their slots back.
 Engine::~Engine() {
+  qps_.clear();
   for (const auto& mw : mws_) (void)mrs_.dealloc_window(mw->base.rkey);
 }
 

@@ -105,6 +105,7 @@ void QueuePair::enter_error() {
   set_state(QpState::Err);
   comp_.flush(ctx_, req_);
   flush_receives();
+  resp_.stop_reorder();  // held requests never run now: their chunks go back to the pool
 }
 
 Status QueuePair::build_path(const ibv_qp_attr& attr, const PathConfig& path) {
@@ -213,6 +214,7 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
       while (!ctx_.rq.empty()) ctx_.rq.pop();
       ctx_.srq_holding = false;
       resp_.clear_output();
+      resp_.stop_reorder();
       if (window_joined_) comp_.window().leave();
       window_joined_ = false;
       req_ = Requester{};

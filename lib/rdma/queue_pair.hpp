@@ -56,6 +56,8 @@ class QueuePair {
   // Receives come from `srq` (set once, at creation, by the engine).
   void attach_srq(SharedReceiveQueue* srq);
   void use_icrc_cache(proto::IcrcHeaderCache* cache) { ctx_.icrc_cache = cache; }
+  // Selective repeat's reorder slots come from `pool` (the engine's; set once, at creation).
+  void use_reorder_pool(ReorderPool* pool) { resp_.use_reorder_pool(pool); }
   SharedReceiveQueue* srq() const { return ctx_.srq; }
   // IBV_EVENT_QP_LAST_WQE_REACHED is due (an SRQ QP entered ERR); reported once.
   bool take_last_wqe_reached() {

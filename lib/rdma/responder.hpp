@@ -38,6 +38,10 @@ class Responder {
   };
 
   void start(const QpContext& qp);  // entering RTR
+  // Selective repeat: the engine's pool the reorder buffer's slots come from (set at creation),
+  // and the end of what it holds (the QP entered ERR or RESET: nothing held will run).
+  void use_reorder_pool(ReorderPool* pool) { reorder_.use_pool(pool); }
+  void stop_reorder() { reorder_.stop(); }
 
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
 
@@ -71,6 +75,8 @@ class Responder {
   std::uint32_t expected_psn() const { return epsn_; }
   // Selective repeat: requests held ahead of the expected PSN.
   std::uint32_t reorder_held() const { return reorder_.held(); }
+  // ... and the chunks of the engine's reorder pool it holds them in.
+  std::size_t reorder_chunks() const { return reorder_.chunks_held(); }
   std::uint32_t msn() const { return msn_; }
   SequenceState sequence_state() const { return seq_; }
   OpenMessage open_message() const { return msg_; }

@@ -43,35 +43,50 @@ ResponderOutcome Responder::hold_ahead(QpContext& qp, const Packet& pkt, ByteSpa
   // asks for, goes (a PSN not held, inside a message that has not completed).
   const std::uint32_t psn = pkt.psn();
   const bool deferred = pkt.icrc_status == IcrcStatus::Deferred;
-  if (!reorder_.holds(psn) && reorder_.in_window(psn, epsn_)) {
+  const ByteSpan whole = frame.first(std::min(frame.size(), pkt.datagram_end));
+  // Not held (dropped as go-back-N would; the SACK still tells the requester where the hole
+  // is, and it sends the request again): a duplicate of a held PSN; one beyond what the
+  // requester may have in flight; or, with no free chunk in the engine's pool for its slot, one
+  // in the window (placed or not: a held placed MIDDLE keeps its headers in the slot).
+  // Counter::Count: it is held.
+  Counter dropped = Counter::ReorderDuplicates;
+  if (!reorder_.holds(psn)) dropped = !reorder_.in_window(psn, epsn_) ? Counter::ReorderOverflows : !reorder_.claim(psn) ? Counter::ReorderPoolExhausted : Counter::Count;
+  if (dropped == Counter::Count) {
     bool good = true;
     if (std::byte* at = place_ahead(qp, pkt, deferred, &good); at != nullptr) {
-      if (!good) return ResponderOutcome::Corrupted;
+      if (!good) {
+        reorder_.unclaim(psn);
+        return ResponderOutcome::Corrupted;
+      }
       qp.counters.inc(Counter::OutOfOrderBuffered);
       qp.counters.inc(Counter::ReorderPlaced);
       reorder_.put_placed(psn, pkt, at);
       queue_sack();
       return ResponderOutcome::Nothing;
     }
+    if (!reorder_.fits(whole.size())) {  // larger than a slot
+      reorder_.unclaim(psn);
+      dropped = Counter::ReorderOverflows;
+    }
   }
-  const ByteSpan whole = frame.first(std::min(frame.size(), pkt.datagram_end));
-  std::byte* copy = reorder_.holds(psn) || !reorder_.in_window(psn, epsn_) ? nullptr : reorder_.slot_for(psn, whole.size());
-  if (copy == nullptr) {
+  if (dropped != Counter::Count) {
     if (deferred && !settle_icrc(pkt, qp.tuning->crc)) return ResponderOutcome::Corrupted;
     qp.counters.inc(Counter::OutOfOrderBuffered);
-    // A duplicate of a held PSN; or beyond what the requester may have in flight (dropped as
-    // go-back-N would; the SACK still tells it where the hole is), or larger than a slot.
-    qp.counters.inc(reorder_.holds(psn) ? Counter::ReorderDuplicates : Counter::ReorderOverflows);
+    qp.counters.inc(dropped);
     queue_sack();
     return ResponderOutcome::Nothing;
   }
   // Copied whole, the deferred ICRC settled on the way (one pass over the payload, as the
   // in-order path places one); a corrupted one is copied but not held.
+  std::byte* copy = reorder_.frame_room(psn);
   if (deferred) {
     const std::size_t at = static_cast<std::size_t>(pkt.payload.data() - whole.data());
     const std::size_t after = at + pkt.payload_length;
     std::memcpy(copy, whole.data(), at);
-    if (!settle_icrc_copying(pkt, qp.tuning->crc, copy + at)) return ResponderOutcome::Corrupted;
+    if (!settle_icrc_copying(pkt, qp.tuning->crc, copy + at)) {
+      reorder_.unclaim(psn);
+      return ResponderOutcome::Corrupted;
+    }
     std::memcpy(copy + after, whole.data() + after, whole.size() - after);
   } else {
     std::memcpy(copy, whole.data(), whole.size());

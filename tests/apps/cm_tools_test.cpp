@@ -64,7 +64,7 @@ class CmTools : public DataplanePairTest {
     return o;
   }
 
-  std::uint32_t server_selective_repeat = 0;  // what the listeners accept (the appliance's default: 64)
+  std::uint32_t server_selective_repeat = 0;  // what the listeners accept (the appliance's default: 128)
   std::unique_ptr<client::DriverSet> server_drivers, client_drivers;
   std::unique_ptr<client::Connector> server_conn, client_conn;
   std::unique_ptr<client::CmListeners> listeners;
@@ -90,7 +90,7 @@ TEST_F(CmTools, RpingRoundsAreReadAndWrittenBackVerified) {
 }
 
 TEST_F(CmTools, AServerThatDoesNotAgreeGivesGoBackN) {
-  auto o = client("rping");  // offers selective repeat (the default window, 64)
+  auto o = client("rping");  // offers selective repeat (the default window, 128)
   o.count = 2;
   o.verify = true;
   auto r = client::run_cm_client(*client_dp_, *client_cm, *client_conn, o, say);

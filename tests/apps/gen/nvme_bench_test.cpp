@@ -101,7 +101,7 @@ TEST(GenNvme, SequentialWriteAndReadTextOutput) {
     EXPECT_NE(r.out.find("verify: ok"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("errors 0"), std::string::npos);
     EXPECT_NE(r.out.find("lcores=" + lcores), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("selective repeat (window 64)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("selective repeat (window 128)"), std::string::npos) << r.out;
   }
 }
 

@@ -51,9 +51,9 @@ def check_nvme(binary, mode, extra):
         problems.append("verify %s, %s mismatches" % (j.get("verify"), j.get("mismatches")))
     if not j.get("iops", 0) > 0 or j.get("reads", 0) + j.get("writes", 0) == 0:
         problems.append("no I/O")
-    # Both ends are ours at their defaults: the queues agree on selective repeat (window 64).
-    if j.get("selective_repeat") != 64:
-        problems.append("selective_repeat %s, not 64" % j.get("selective_repeat"))
+    # Both ends are ours at their defaults: the queues agree on selective repeat (window 128).
+    if j.get("selective_repeat") != 128:
+        problems.append("selective_repeat %s, not 128" % j.get("selective_repeat"))
     print("  %-28s %5.1f s  %.0f IOPS  %s" % (name, secs, j.get("iops", 0), "; ".join(problems) or "ok"))
     for p in problems:
         base.failures.append("%s: %s" % (name, p))

@@ -77,7 +77,7 @@ TEST(Overrun, SixteenQpsThroughAShallowTailDropQueue) {
 // the link but resends 75-85 % here (docs/loss.md).
 TEST(Overrun, FourSelectiveRepeatQpsThroughAShallowTailDropQueue) {
   DcqcnLoopConfig c = shallow_tail_drop(4);
-  c.selective_repeat = 64;
+  c.selective_repeat = 128;
   const DcqcnLoopResult r = run_dcqcn_loop(c, nullptr);
   print("overrun_4qp_sr", r);
   expect_within_bounds(r, 0.9, 0.05);  // issue 21's target
@@ -86,7 +86,7 @@ TEST(Overrun, FourSelectiveRepeatQpsThroughAShallowTailDropQueue) {
 
 TEST(Overrun, SixteenSelectiveRepeatQpsThroughAShallowTailDropQueue) {
   DcqcnLoopConfig c = shallow_tail_drop(16);
-  c.selective_repeat = 64;
+  c.selective_repeat = 128;
   const DcqcnLoopResult r = run_dcqcn_loop(c, nullptr);
   print("overrun_16qp_sr", r);
   expect_within_bounds(r, 0.9, 0.05);  // issue 21's target

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <random>
 #include <set>
 
@@ -26,6 +27,9 @@ namespace {
 using namespace roce::proto;
 
 constexpr std::uint32_t kWindow = 64;
+// roce-gen's, roce-appliance's and perf_suite's reorder window (client/connector.hpp
+// kDefaultSelectiveRepeatWindow): the fault matrix runs at it.
+constexpr std::uint32_t kDefaultWindow = 128;
 
 bool is_request(std::uint8_t op) { return op <= 0x1D && op != 0x0D && op != 0x0E && op != 0x0F && op != 0x10 && op != 0x11 && op != 0x12; }
 
@@ -40,6 +44,7 @@ class SelectiveRepeat : public ::testing::Test {
     rdma::EngineConfig cfg;
     cfg.tuning.window.selective_repeat = window_;
     cfg.tuning.selective_tail_probe = probe_;
+    cfg.reorder_pool_bytes = pool_bytes_;
     net_->add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
     net_->add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
     fa.drop_if = [this](std::span<const std::byte> f, std::uint64_t) { return drop("a", f); };
@@ -142,6 +147,7 @@ class SelectiveRepeat : public ::testing::Test {
   bool window_ = false;               // the congestion window (WindowTuning::selective_repeat)
   bool probe_ = true;                 // TransportTuning::selective_tail_probe
   bool responses_only_ = false;       // lose_ applies to b's READ responses only
+  std::size_t pool_bytes_ = rdma::EngineConfig{}.reorder_pool_bytes;  // each engine's reorder pool
   std::set<std::uint32_t> ack_copies_;
   std::set<std::uint32_t> lose_twice_;  // the first two copies (a subset of lose_)
   std::map<std::uint32_t, int> copies_;
@@ -479,6 +485,122 @@ TEST_F(SelectiveRepeat, ARequestBeyondTheReorderWindowIsDroppedCountedAndResent)
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 0u);
 }
 
+// The reorder buffer's slots come from the engine's pool (reorder_pool.hpp): none is taken when
+// the QP connects, a chunk is taken when a request arrives behind a hole, only the chunks the
+// held PSNs fall in (not the whole window's), and every one goes back once the hole is filled.
+TEST_F(SelectiveRepeat, ReorderChunksAreTakenAtAHoleAndGivenBackWhenItCloses) {
+  build(kDefaultWindow, kDefaultWindow);
+  const rdma::ReorderPool& pool = b_.engine->reorder_pool();
+  EXPECT_EQ(b_.qp->responder().reorder_chunks(), 0u) << "nothing taken at connect";
+  ASSERT_GT(pool.chunks(), 4u) << "the pool grew by the window's chunks when the QP entered RTR";
+  EXPECT_EQ(pool.free_chunks(), pool.chunks());
+  lose_ = {psn(1)};
+  write(0, 0, 16 * 1024);  // +0 .. +15 (1 KiB MTU: 16 slots to a chunk); +2 .. +15 wait for +1
+  std::size_t most = 0, done = 0;
+  std::uint32_t held_most = 0;
+  net_->run_until(
+      [&] {
+        most = std::max(most, b_.qp->responder().reorder_chunks());
+        held_most = std::max(held_most, b_.qp->responder().reorder_held());
+        EXPECT_EQ(pool.free_chunks() + b_.qp->responder().reorder_chunks(), pool.chunks());
+        done += drain(a_).size();
+        return done == 1;
+      },
+      10 * kSecond);
+  ASSERT_EQ(done, 1u);
+  EXPECT_TRUE(same(0, 16 * 1024));
+  EXPECT_EQ(held_most, 14u);
+  EXPECT_GE(most, 1u) << "a chunk taken at the hole";
+  EXPECT_LE(most, 2u) << "14 held PSNs span at most two chunks of 16, not the window's";
+  EXPECT_EQ(b_.qp->responder().reorder_chunks(), 0u) << "given back when the hole closed";
+  EXPECT_EQ(pool.free_chunks(), pool.chunks());
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPoolExhausted), 0u);
+}
+
+// A QP that enters ERR, or is destroyed, while it holds requests behind a hole gives their
+// chunks back (they will never run) and its window leaves the pool, whose free chunks above what
+// the other QPs joined are freed: b's engine has no other selective repeat QP.
+TEST_F(SelectiveRepeat, AQpInErrorOrDestroyedGivesItsReorderChunksBack) {
+  for (const bool destroy : {false, true}) {
+    SCOPED_TRACE(destroy ? "destroyed" : "ERR");
+    build(kDefaultWindow, kDefaultWindow);
+    const rdma::ReorderPool& pool = b_.engine->reorder_pool();
+    ASSERT_GT(pool.chunks(), 0u);
+    first_copy_.clear();
+    lose_ = {psn(1)};
+    write(0, 0, 16 * 1024);
+    net_->run_until([&] { return b_.qp->responder().reorder_held() >= 14; }, kSecond);
+    ASSERT_EQ(b_.qp->responder().reorder_held(), 14u);
+    ASSERT_GE(b_.qp->responder().reorder_chunks(), 1u);
+    ASSERT_LT(pool.free_chunks(), pool.chunks());
+    if (destroy) {
+      ASSERT_TRUE(b_.engine->destroy_qp(b_.qp).ok());
+      b_.qp = nullptr;
+    } else {
+      ibv_qp_attr attr{};
+      attr.qp_state = IBV_QPS_ERR;
+      ASSERT_TRUE(b_.engine->modify_qp(b_.qp, attr, IBV_QP_STATE).ok());
+      EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+      EXPECT_EQ(b_.qp->responder().reorder_chunks(), 0u);
+    }
+    EXPECT_EQ(pool.chunks(), 0u);
+    EXPECT_EQ(pool.free_chunks(), 0u);
+  }
+}
+
+// A pool too small for the hole: what finds no chunk is dropped as go-back-N would drop it
+// (reorder_pool_exhausted), the SACK shows it missing, it is resent, and every byte arrives
+// once, in order. One chunk of 16 slots: of the 62 PSNs behind the hole, the ones whose slots
+// lie outside the chunk taken first are dropped.
+TEST_F(SelectiveRepeat, AnEmptyReorderPoolDropsCountedAndEveryByteArrives) {
+  pool_bytes_ = rdma::ReorderPool::kChunkBytes;
+  build(kDefaultWindow, kDefaultWindow);
+  ASSERT_EQ(b_.engine->reorder_pool().chunks(), 1u);
+  lose_ = {psn(1)};
+  write(0, 0, 64 * 1024);  // +0 .. +63
+  run(1);
+  EXPECT_TRUE(same(0, 64 * 1024));
+  const std::uint64_t exhausted = count(b_, rdma::Counter::ReorderPoolExhausted);
+  EXPECT_GE(exhausted, 40u);
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderOverflows), 0u) << "within the window: not an overflow";
+  // Every PSN dropped for want of a chunk was sent again (the SACKs and timers found it missing).
+  std::uint32_t again = 0;
+  for (std::uint32_t i = 2; i < 64; ++i) again += sent_[psn(i)] >= 2;
+  std::printf("[reorder pool of one chunk] dropped for want of a chunk %llu, PSNs sent again %u, resent %llu, SACKs %llu\n",
+              static_cast<unsigned long long>(exhausted), again, static_cast<unsigned long long>(resent()),
+              static_cast<unsigned long long>(count(a_, rdma::Counter::SacksReceived)));
+  EXPECT_GE(again, 40u);
+  EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+  EXPECT_EQ(b_.qp->responder().reorder_chunks(), 0u);
+  EXPECT_EQ(b_.engine->reorder_pool().free_chunks(), 1u);
+}
+
+// The pool grows as selective repeat QPs enter RTR (a window's chunks each, up to the engine's
+// limit) and frees what they no longer need when they are destroyed.
+TEST(ReorderPool, GrowsWithTheQpsThatJoinUpToItsLimitAndShrinksWhenTheyLeave) {
+  rdma::ReorderPool pool(5 * rdma::ReorderPool::kChunkBytes + 1);
+  EXPECT_EQ(pool.max_chunks(), 5u);
+  EXPECT_EQ(pool.chunks(), 0u);
+  pool.join(2);
+  EXPECT_EQ(pool.chunks(), 2u);
+  pool.join(4);
+  EXPECT_EQ(pool.chunks(), 5u) << "up to the limit";
+  std::vector<std::byte*> taken;
+  while (std::byte* c = pool.take()) taken.push_back(c);
+  EXPECT_EQ(taken.size(), 5u);
+  EXPECT_EQ(std::set<std::byte*>(taken.begin(), taken.end()).size(), 5u);
+  for (std::byte* c : taken) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(c) % rdma::ReorderPool::kAlign, 0u);
+  pool.leave(4);
+  EXPECT_EQ(pool.chunks(), 5u) << "chunks in use stay";
+  for (std::byte* c : taken) pool.give(c);
+  EXPECT_EQ(pool.free_chunks(), 5u);
+  pool.leave(0);
+  EXPECT_EQ(pool.chunks(), 2u) << "free chunks above what the buffers joined go";
+  pool.leave(2);
+  EXPECT_EQ(pool.chunks(), 0u);
+  EXPECT_EQ(pool.take(), nullptr);
+}
+
 TEST_F(SelectiveRepeat, AHoleAndALostTailCostTheirOwnPacketsOnly) {
   build();
   // +4 comes back through the SACK the packets behind it draw; the tail (+31) through the
@@ -740,7 +862,14 @@ struct Mix {
   double loss, duplicate, reorder, corrupt;
   bool read = false;  // a READs from b's memory instead of writing to it
   bool go_back_n = false;  // neither side turned selective repeat on: the same checks of every byte and completion
+  std::uint32_t window = kDefaultWindow;
+  std::size_t pool_chunks = 0;  // each engine's reorder pool, in chunks (0: the default)
 };
+// gtest prints a parameter without one byte by byte, padding included (valgrind: uninitialised).
+void PrintTo(const Mix& m, std::ostream* os) {
+  *os << "loss " << m.loss << " dup " << m.duplicate << " reorder " << m.reorder << " corrupt " << m.corrupt << (m.read ? " read" : "")
+      << (m.go_back_n ? " go-back-N" : "") << " window " << m.window << " pool chunks " << m.pool_chunks;
+}
 
 class SelectiveRepeatFaults : public SelectiveRepeat, public ::testing::WithParamInterface<Mix> {};
 
@@ -756,7 +885,8 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
   window_ = true;  // the default tuning: the congestion window on
   // ROCE_FAULT_SEED replays another network seed (a failure names its seed).
   if (const char* env = std::getenv("ROCE_FAULT_SEED")) net_seed_ = std::strtoull(env, nullptr, 10);
-  const std::uint32_t sr = m.go_back_n ? 0 : kWindow;
+  const std::uint32_t sr = m.go_back_n ? 0 : m.window;
+  if (m.pool_chunks != 0) pool_bytes_ = m.pool_chunks * rdma::ReorderPool::kChunkBytes;
   build(sr, sr, f, f);
   constexpr std::uint32_t kMsg = 16 * 1024;
   // Which arrivals must be placed at once, from the wire and b's expected PSN alone: a good
@@ -772,7 +902,7 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
     po.mtu_rules = false;
     if (parse_frame(frame, po, p) != ParseError::None || p.icrc_status != IcrcStatus::Ok || p.bth.opcode != 0x07) return;  // good RC WRITE MIDDLEs
     const std::uint32_t d = (p.psn() - o_.sq_psn) & kPsnMask, e = (b_.qp->responder().expected_psn() - o_.sq_psn) & kPsnMask;
-    if (d <= e || d - e > kWindow || !ahead.insert(d).second) return;
+    if (d <= e || d - e > m.window || !ahead.insert(d).second) return;
     if (d / per_msg == e / per_msg && e % per_msg != 0) ++placeable;
   };
   constexpr std::uint64_t kWrites = 400;
@@ -834,8 +964,18 @@ TEST_P(SelectiveRepeatFaults, EveryByteOnceAndInOrder) {
   // (those of the messages after it wait for the hole: they may overlap what it writes).
   // How many there are depends on where the losses fell, not on how many there were: at 5 %
   // several holes are open at once and only the first one's message is placed behind.
-  std::printf("[selective repeat] WRITE MIDDLEs placeable on arrival %llu, placed %llu\n", static_cast<unsigned long long>(placeable),
-              static_cast<unsigned long long>(placed));
+  std::printf("[selective repeat] WRITE MIDDLEs placeable on arrival %llu, placed %llu; window %u, dropped for want of a chunk %llu\n",
+              static_cast<unsigned long long>(placeable), static_cast<unsigned long long>(placed), m.window,
+              static_cast<unsigned long long>(count(b_, rdma::Counter::ReorderPoolExhausted)));
+  EXPECT_EQ(b_.qp->responder().reorder_chunks(), 0u) << "every chunk given back";
+  if (m.pool_chunks != 0) {
+    // A pool smaller than the holes: what found no chunk was dropped, resent, and arrived.
+    if (lost > 20) {
+      EXPECT_GT(count(b_, rdma::Counter::ReorderPoolExhausted), 0u);
+    }
+    return;
+  }
+  EXPECT_EQ(count(b_, rdma::Counter::ReorderPoolExhausted), 0u);
   EXPECT_EQ(placed, placeable);
   if (m.go_back_n) {
     EXPECT_EQ(held, 0u);
@@ -856,13 +996,19 @@ INSTANTIATE_TEST_SUITE_P(Matrix, SelectiveRepeatFaults,
                                            Mix{0.02, 0, 0.02, 0}, Mix{0.02, 0, 0, 0.02}, Mix{0.02, 0.01, 0.01, 0.01},
                                            Mix{0.001, 0, 0, 0, true}, Mix{0.01, 0, 0, 0, true}, Mix{0.05, 0, 0, 0, true},
                                            Mix{0.02, 0.01, 0.01, 0.01, true}, Mix{0.05, 0, 0, 0, false, true}, Mix{0.02, 0.01, 0.01, 0.01, false, true},
-                                           Mix{0.02, 0.01, 0.01, 0.01, true, true}),
+                                           Mix{0.02, 0.01, 0.01, 0.01, true, true},
+                                           // The window of sessions 1-12, and pools too small for the holes.
+                                           Mix{0.01, 0, 0, 0, false, false, 64}, Mix{0.05, 0, 0, 0, false, false, 64},
+                                           Mix{0.02, 0.01, 0.01, 0.01, false, false, 64}, Mix{0.05, 0, 0, 0, false, false, kDefaultWindow, 2},
+                                           Mix{0.02, 0.01, 0.01, 0.01, false, false, kDefaultWindow, 1}),
                          [](const ::testing::TestParamInfo<Mix>& i) {
                            const Mix& m = i.param;
                            return "loss" + std::to_string(static_cast<int>(m.loss * 1000)) + "_dup" +
                                   std::to_string(static_cast<int>(m.duplicate * 1000)) + "_reorder" +
                                   std::to_string(static_cast<int>(m.reorder * 1000)) + "_corrupt" +
-                                  std::to_string(static_cast<int>(m.corrupt * 1000)) + (m.read ? "_read" : "") + (m.go_back_n ? "_gbn" : "");
+                                  std::to_string(static_cast<int>(m.corrupt * 1000)) + (m.read ? "_read" : "") + (m.go_back_n ? "_gbn" : "") +
+                                  (m.window != kDefaultWindow ? "_window" + std::to_string(m.window) : "") +
+                                  (m.pool_chunks != 0 ? "_pool" + std::to_string(m.pool_chunks) : "");
                          });
 
 // The SACK bitmap the responder builds from its held slots (one pass over them) names exactly
@@ -880,9 +1026,13 @@ TEST(ReorderBufferSack, ArrivedAfterIsEveryPsnRunOrHeld) {
       std::array<std::byte, 64> frame{};
       proto::Packet pkt;
       pkt.payload = {frame.data() + 40, 8};
-      if (round % 5 == 0) rb.put_whole(proto::psn_add(epsn, -static_cast<std::int32_t>(window)), pkt, frame.data(), 48);  // stale
+      const auto put = [&](std::uint32_t p) {
+        ASSERT_TRUE(rb.claim(p));
+        rb.put_whole(p, pkt, frame.data(), 48);
+      };
+      if (round % 5 == 0) put(proto::psn_add(epsn, -static_cast<std::int32_t>(window)));  // stale
       for (std::uint32_t d = 1; d <= window; ++d)
-        if (rng() % 3 == 0) rb.put_whole(proto::psn_add(epsn, static_cast<std::int32_t>(d)), pkt, frame.data(), 48);
+        if (rng() % 3 == 0) put(proto::psn_add(epsn, static_cast<std::int32_t>(d)));
       const proto::SackBitmap got = rb.arrived_after(missing, epsn);
       for (std::uint32_t i = 0; i < proto::kSackSpan; ++i) {
         const std::uint32_t p = proto::psn_add(missing, static_cast<std::int32_t>(1 + i));
