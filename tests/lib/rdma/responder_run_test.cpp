@@ -245,6 +245,13 @@ TEST(ResponderRun, MultiPacketWritesAndTheirSequenceErrors) {
   expect_as_frame_by_frame(steps, 4, IBV_MTU_256);
 }
 
+TEST(ResponderRun, AFirstWhileAWriteIsOpenIsRefused) {
+  // The open WRITE never got its LAST: a new FIRST is out of sequence, whatever its own RETH says.
+  expect_as_frame_by_frame({packet(Opcode::RcWriteFirst, psn(0), 256, 0, 0, 512), packet(Opcode::RcWriteFirst, psn(1), 256, 0, 1024, 512),
+                            packet(Opcode::RcWriteLast, psn(2), 256)},
+                           1, IBV_MTU_256);
+}
+
 TEST(ResponderRun, PacketsTheParserDefersTakeTheWalkInTheSameRun) {
   // 1 KiB packets have their ICRC settled by the walk; 64 B ones around them take the run.
   expect_as_frame_by_frame({only(psn(0), 0, 0), packet(Opcode::RcWriteOnly, psn(1), 1024, 0, 1024), only(psn(2), 0, 64),
