@@ -21,6 +21,7 @@
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--ack-template on|off] (RC ACKs from a prebuilt frame)
+//              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -190,6 +191,8 @@ int main(int argc, char** argv) {
         c.scaling_warm_feed = args.app[++i] == "warm";
       } else if (a == "--ack-template" && has) {
         c.tuning.ack_template = on_off(args.app[++i]);
+      } else if (a == "--write-runs" && has) {
+        c.tuning.write_runs = on_off(args.app[++i]);
       } else if (a == "--fanout-qps" && has) {
         c.fanout_qps = parse_sizes(args.app[++i]);
       } else if (a == "--sr-window" && has) {

@@ -274,11 +274,13 @@ void Engine::receive(ByteSpan frame, Nanos now) {
     if (!corrupted()) gsi_.on_packet(pkt, frame);
     return;
   }
-  QueuePair* qp = find_qp(pkt.dest_qp());
+  // A run of one QP's frames in a burst: the QP looked up once, refreshed once at the run's end
+  // (a refresh per 64 B WRITE was 108 instructions of about 4200 a message; docs/perf-changes.md
+  // section 35), and its responder's checks of the QP itself made once (section 41).
+  const bool continues_run = unrefreshed_ != nullptr && unrefreshed_->qpn() == pkt.dest_qp();
+  QueuePair* qp = continues_run ? unrefreshed_ : find_qp(pkt.dest_qp());
   if (qp == nullptr) return drop(EngineDrop::UnknownQp);
-  // A run of one QP's frames in a burst is refreshed once, at its end (a refresh per 64 B WRITE
-  // was 108 instructions of about 4200 a message; docs/perf-changes.md section 35).
-  if (unrefreshed_ != qp) refresh_deferred();
+  if (!continues_run) refresh_deferred();
   const Transport t = pkt.info->transport;
   if (t == Transport::Cnp) {
     qp->on_cnp(now);
@@ -292,7 +294,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
                      (t == Transport::Ud && qp->type() == IBV_QPT_UD);
   if (!match) return drop(EngineDrop::WrongTransport);
   const QpState before = qp->state();
-  if (!qp->on_packet(pkt, frame, now)) ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
+  if (!qp->on_packet(pkt, frame, now, continues_run)) ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
   // A request moves none of the QP's timers (the completer's, the pacer's; congestion control's
   // only on a CE mark) and leaves its send queue alone, unless it put the QP in error: only what
   // the responder now owes is new. The deferred refresh (section 35) still comes once per frame

@@ -76,6 +76,12 @@ class MrTable {
     return s.published_key.load(std::memory_order_acquire) == key ? &s.mr : nullptr;
   }
 
+  // The word find() tests for `key`, which find() has found valid: a caller that remembers the
+  // region tests it again with one load (a responder's run of WRITEs, responder_run.cpp).
+  const std::atomic<std::uint32_t>& published_key(std::uint32_t key) const noexcept {
+    return slots_[(key >> 8) - 1].published_key;
+  }
+
   // Checks a remote access [va, va+len) and translates it. The bounds test cannot overflow:
   // a range whose end wraps past 2^64 is out of bounds, not a write somewhere else.
   AccessResult check_remote(std::uint32_t rkey, PdHandle pd, std::uint64_t va, std::uint64_t len, int required,

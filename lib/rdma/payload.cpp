@@ -33,10 +33,11 @@ bool place_payload(const Packet& pkt, const PayloadDest& dest, CrcBackend crc, b
     const std::uint32_t held = pkt.info->ends_message() ? std::min(kHeldTailBytes, pkt.payload_length) : 0;
     return settle_icrc_copying(pkt, crc, dest.dst, dest.next, held);
   }
-  if (pkt.payload_length) {
-    if (dest.dst) std::memcpy(dest.dst, pkt.payload.data(), pkt.payload_length);
-    else copy_to_segments(dest.segs, dest.nseg, dest.offset, pkt.payload.data(), pkt.payload_length);
+  if (dest.dst) {
+    place_contiguous(pkt, dest.dst, dest.next);
+    return true;
   }
+  if (pkt.payload_length) copy_to_segments(dest.segs, dest.nseg, dest.offset, pkt.payload.data(), pkt.payload_length);
   prefetch_for_write(dest.next);
   return true;
 }

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "lib/rdma/qp_context.hpp"
+#include "protocol/crc32_copy.hpp"
 #include "protocol/packet.hpp"
 
 namespace roce::rdma {
@@ -60,5 +62,12 @@ bool last_placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const
 // ICRC during the copy and returns whether it held; the bytes are at dest either way, but for a
 // LAST's last kHeldTailBytes, which are copied only if it held.
 bool place_payload(const proto::Packet& pkt, const PayloadDest& dest, proto::CrcBackend crc, bool icrc_pending) noexcept;
+
+// Its case of a payload known good going to one contiguous range, inline: a responder's run of
+// WRITEs places every packet so (responder_run.cpp).
+inline void place_contiguous(const proto::Packet& pkt, std::byte* dst, proto::WriteAhead next) noexcept {
+  std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
+  proto::prefetch_for_write(next);
+}
 
 }  // namespace roce::rdma

@@ -126,6 +126,10 @@ struct TransportTuning {
   // builder per frame; the same bytes either way (perf_suite --no-request-template).
   bool request_template = true;
   bool ack_template = true;                   // RC ACKs and NAKs from a prebuilt frame per QP (ack_template.hpp)
+  // An RC responder's in-sequence WRITEs without immediate take a straight path with the
+  // QP's own checks once per run of its frames in an RX burst (responder_run.cpp); false: every
+  // request takes the walk state by state. The same answers either way (perf_suite --write-runs).
+  bool write_runs = true;
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
   AckHold ack_hold{4, 20 * kMicro};
 };

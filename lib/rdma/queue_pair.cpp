@@ -201,6 +201,7 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
 
   const QpConfig saved = ctx_.cfg;
   apply(attr, mask);
+  resp_.forget_run();  // access flags or the path MTU may have changed
   if ((mask & IBV_QP_AV) || (to == QpState::Init && cur == QpState::Reset && ctx_.cfg.type == IBV_QPT_UD)) {
     if (Status s = build_path(attr, path); !s) {
       ctx_.cfg = saved;
@@ -425,7 +426,7 @@ void QueuePair::after_completer(CompleterOutcome o) {
   comp_.retire(ctx_, req_);
 }
 
-bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
+bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now, bool continues_run) {
   const bool request = pkt.info->is_request;
   if (request ? !ctx_.accepts_requests() : !ctx_.is_rc() || !ctx_.sends_requests()) {
     if (pkt.icrc_status == IcrcStatus::Deferred && !settle_icrc(pkt, ctx_.tuning->crc)) return false;
@@ -435,7 +436,7 @@ bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now) {
     return true;
   }
   if (request) {
-    const ResponderOutcome o = resp_.on_request(ctx_, pkt, frame);
+    const ResponderOutcome o = resp_.on_request(ctx_, pkt, frame, continues_run);
     if (o == ResponderOutcome::Corrupted) return false;
     ctx_.counters.inc(Counter::RcvdPkts);
     on_ecn(pkt, now);
@@ -457,9 +458,7 @@ PayloadDest QueuePair::payload_dest(const Packet& pkt) const {
   return d;
 }
 
-// Once the packet is known good: a corrupted one must not trigger a CNP either.
-void QueuePair::on_ecn(const Packet& pkt, Nanos now) {
-  if (pkt.ecn() != Ecn::Ce) return;
+void QueuePair::on_ce_mark(const Packet& pkt, Nanos now) {
   ctx_.counters.inc(Counter::EcnCeReceived);
   if (cc_ && cc::triggers_cnp(pkt) && ctx_.accepts_requests() && cc_->on_ce(now)) cnp_pending_ = true;
 }

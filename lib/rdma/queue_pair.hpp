@@ -68,7 +68,8 @@ class QueuePair {
 
   // Data path. A packet whose ICRC the parser deferred is settled on its way through the
   // responder or completer; false if it failed (the caller counts it as corrupted).
-  bool on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now);
+  // `continues_run`: the frame before it in this RX burst was this QP's too (Responder::on_request).
+  bool on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now, bool continues_run = false);
   // Where the payload of `pkt` would be placed if it came now (a request's per the responder's
   // checks, a READ response's if it is the one the oldest READ expects): for tests.
   PayloadDest payload_dest(const proto::Packet& pkt) const;
@@ -118,7 +119,12 @@ class QueuePair {
   Status build_path(const ibv_qp_attr& attr, const PathConfig& path);
   void apply(const ibv_qp_attr& attr, int mask);
   void after_completer(CompleterOutcome o);
-  void on_ecn(const proto::Packet& pkt, Nanos now);
+  // Once the packet is known good (a corrupted one must not trigger a CNP either). Inline: a
+  // call per packet for a rare mark.
+  void on_ecn(const proto::Packet& pkt, Nanos now) {
+    if (pkt.ecn() == proto::Ecn::Ce) on_ce_mark(pkt, now);
+  }
+  void on_ce_mark(const proto::Packet& pkt, Nanos now);
   bool build_cnp(TxFrame& frame);
   // Whether the pacer lets a data frame go now; if not, the QP sleeps until it does.
   bool paced_out(Nanos now);

@@ -35,6 +35,7 @@ void Responder::start(const QpContext& qp) {
   write_rkey_ = 0;
   write_remaining_ = 0;
   fatal_ = false;
+  run_ = Run{};
   const std::size_t rd = std::max<std::size_t>(qp.cfg.max_dest_rd_atomic, 1);
   resources_.assign(rd, Resource{});
   next_resource_ = 0;
@@ -59,15 +60,8 @@ void Responder::start(const QpContext& qp) {
 
 // The driver: the only place the walk's state changes. Checks run on the packet as parsed; the
 // first acting state needs its ICRC known, so a deferred one is settled here, once, unless the
-// packet is placed ahead of its verdict (Execute settles it during the copy).
-ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame) {
-  if (!reorder_.enabled()) return walk(qp, pkt, frame);
-  if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) return hold_ahead(qp, pkt, frame);
-  const std::uint32_t before = epsn_;
-  const ResponderOutcome o = walk(qp, pkt, frame);
-  return epsn_ != before && reorder_.held() != 0 ? drain(qp, o) : o;
-}
-
+// packet is placed ahead of its verdict (Execute settles it during the copy). on_request, which
+// sends a request here or through a run's WRITE path, is in responder_run.cpp.
 ResponderOutcome Responder::walk(QpContext& qp, const Packet& pkt, ByteSpan frame, std::byte* placed) {
   Walk w{pkt, frame};
   w.placed = placed;

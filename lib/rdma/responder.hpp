@@ -9,6 +9,7 @@
 // copy, in Execute.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,7 +44,14 @@ class Responder {
   void use_reorder_pool(ReorderPool* pool) { reorder_.use_pool(pool); }
   void stop_reorder() { reorder_.stop(); }
 
-  ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame);
+  // `continues_run`: this request follows one of the same QP's in one RX burst
+  // (Engine::begin_receive_burst), so what the run found out about the QP still holds
+  // (responder_run.cpp).
+  ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, bool continues_run = false);
+  // The QP's attributes changed (QP modify): the next request starts a run.
+  void forget_run() { run_.known = false; }
+  // WRITEs that took a run's straight path (responder_run.cpp): for tests.
+  std::uint64_t run_writes() const { return run_writes_; }
 
   bool has_output() const { return out_count_ > 0; }
   // All that is owed is one plain ACK of new requests (no NAK, READ or atomic response, SACK, or
@@ -124,6 +132,30 @@ class Responder {
     bool prompt = false;  // ACK: it answers a duplicate request, so it is never held back
   };
 
+  // What a run of requests found out once (responder_run.cpp): whether an in-sequence WRITE
+  // without immediate may take write_in_run, and the memory region the last R_Key named.
+  struct Run {
+    bool known = false;   // found out for the QP as it is now
+    bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs
+    std::uint32_t pmtu = 0;
+    std::uint32_t rkey = 0;              // the R_Key last found valid in this run ...
+    const MemoryRegion* mr = nullptr;    // ... its region (never a window; nullptr: none yet) ...
+    const std::atomic<std::uint32_t>* published = nullptr;  // ... and the word that says it still names it
+  };
+  void begin_run(const QpContext& qp);
+  // One WRITE of a run, executed and acknowledged if it is in sequence and every check holds;
+  // false, with nothing changed, leaves it to the walk (which then finds what is wrong).
+  bool write_in_run(QpContext& qp, const proto::Packet& pkt);
+  // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
+  // when the key still names it, else from MrTable::check_remote (and then remembered).
+  std::byte* run_target(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
+    const MemoryRegion* mr = run_.mr;
+    if (mr == nullptr || rkey != run_.rkey || run_.published->load(std::memory_order_acquire) != rkey)
+      return run_target_checked(qp, rkey, va, len);
+    return range_within(mr->iova, mr->length, va, len) ? mr->addr + (va - mr->iova) : nullptr;
+  }
+  std::byte* run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len);
+
   // One request through the states, in PSN order (on_request adds the reorder buffer around it).
   ResponderOutcome walk(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, std::byte* placed = nullptr);
   // Selective repeat (responder_reorder.cpp): holds a request ahead of the expected PSN; runs
@@ -172,6 +204,18 @@ class Responder {
   bool output_full() const { return out_count_ >= out_capacity_; }
   Item& push_item();
   void queue_ack(QpContext& qp, std::uint32_t psn, bool prompt = false);
+  // An ACK or SACK last in the queue covers `psn` too (one ACK acknowledges every PSN up to its
+  // own): false if there is none.
+  bool coalesce_ack(QpContext& qp, std::uint32_t psn, bool prompt) {
+    if (out_count_ == 0) return false;
+    Item& tail = out_[slot(out_count_ - 1)];
+    if (tail.kind != Item::Kind::Ack && tail.kind != Item::Kind::Sack) return false;
+    tail.psn = psn;
+    tail.msn = msn_;
+    tail.prompt = tail.prompt || prompt;
+    qp.counters.inc(Counter::AckDeferred);
+    return true;
+  }
   void queue_nak(QpContext& qp, std::uint32_t psn, proto::Syndrome s);
   Resource& next_resource();
   // A re-executed answer for the resource the next new READ/atomic recycles: nobody waits for it.
@@ -203,6 +247,8 @@ class Responder {
   std::uint32_t write_remaining_ = 0;
   std::uint32_t write_length_ = 0;
   bool fatal_ = false;
+  Run run_;
+  std::uint64_t run_writes_ = 0;
   ReorderBuffer reorder_;
 
   std::vector<Resource> resources_;

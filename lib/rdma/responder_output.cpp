@@ -25,16 +25,7 @@ void Responder::queue_ack(QpContext& qp, std::uint32_t psn, bool prompt) {
   // (Engine's AckHold) until the window filled left one ACK per window, and its loss stopped
   // the QP until the timer (docs/loss.md, part 2, session 11).
   if (reorder_.enabled() && psn_diff(psn, acked_out_) >= static_cast<std::int32_t>(reorder_.ack_span())) prompt = true;
-  if (out_count_ > 0) {
-    Item& tail = out_[slot(out_count_ - 1)];
-    if (tail.kind == Item::Kind::Ack || tail.kind == Item::Kind::Sack) {  // coalesce: one ACK covers everything up to psn
-      tail.psn = psn;
-      tail.msn = msn_;
-      tail.prompt = tail.prompt || prompt;
-      qp.counters.inc(Counter::AckDeferred);
-      return;
-    }
-  }
+  if (coalesce_ack(qp, psn, prompt)) return;
   if (output_full()) return;  // callers check room first; an ACK is never worth a crash
   Item& it = push_item();
   it.kind = Item::Kind::Ack;

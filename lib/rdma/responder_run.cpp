@@ -1,0 +1,108 @@
+// A run of requests: the frames of one QP that follow each other in one RX burst (the worker
+// brackets each burst with Engine::begin_receive_burst/end_receive_burst). What does not depend
+// on the frame is found out once per run (begin_run): whether the QP takes WRITEs on the straight
+// path below (RC, remote write allowed: check_op_valid's answer for every WRITE without
+// immediate; no reorder buffer), its path MTU, and the memory region the last R_Key named. An
+// in-sequence WRITE without immediate then takes write_in_run: the checks that depend on the
+// frame (room for an answer, PSN, opcode sequence, lengths, R_Key still valid, bounds; the ICRC
+// is the parser's) in one line instead of the walk's state by state, then what execute_write and
+// acknowledge do. Anything else, and a WRITE one of those checks refuses, takes the walk with
+// nothing changed, which finds the same answer as frame by frame (docs/perf-changes.md
+// section 41; tests/lib/rdma/responder_run_test.cpp compares the two).
+#include <algorithm>
+
+#include "lib/rdma/responder.hpp"
+#include "protocol/psn.hpp"
+
+namespace roce::rdma {
+
+using namespace roce::proto;
+
+void Responder::begin_run(const QpContext& qp) {
+  run_ = Run{};
+  run_.known = true;
+  run_.writes = qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && !reorder_.enabled() &&
+                qp.tuning != nullptr && qp.tuning->write_runs;
+  run_.pmtu = qp.cfg.pmtu;
+}
+
+// run_target (responder.hpp): the region was found valid for this QP's protection domain and
+// remote write earlier in the run; a region's key, domain and access do not change while it is
+// registered, and its memory is not released or registered again before every worker has
+// finished its iteration (MrTable::deregister). So only whether the key still names it (a
+// deregistration or an invalidation since clears that: find()'s test) and the bounds are checked
+// again. Otherwise here: the full check, and a region (never a window, which also hangs on its
+// region) remembered.
+std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
+  std::byte* out = nullptr;
+  if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_WRITE, &out) != AccessResult::Ok)
+    return nullptr;
+  const MemoryRegion* mr = qp.mrs->find(rkey);
+  if (mr != nullptr && mr->window_type == 0) {
+    run_.mr = mr;
+    run_.rkey = rkey;
+    run_.published = &qp.mrs->published_key(rkey);
+  }
+  return out;
+}
+
+// The walk's checks for such a WRITE, in its order of effect: check_psn (room for an answer, the
+// expected PSN: a duplicate or a gap goes to the walk), check_op_seq, check_op_valid (the run's),
+// check_resource (nothing without immediate), check_length, check_rkey; then execute_write and
+// acknowledge.
+[[gnu::always_inline]] inline bool Responder::write_in_run(QpContext& qp, const Packet& pkt) {
+  const OpcodeInfo& info = *pkt.info;
+  if (info.operation != Operation::Write || info.transport != Transport::Rc || info.has_immediate()) return false;
+  if (pkt.icrc_status == IcrcStatus::Deferred) return false;  // settled (or placed ahead) by the walk
+  const std::uint32_t psn = pkt.psn();
+  if (output_full() || psn != epsn_) return false;
+  const bool first = info.starts_message();
+  if (msg_ != (first ? OpenMessage::None : OpenMessage::Write)) return false;
+  const std::uint32_t len = pkt.payload_length;
+  // FIRST/ONLY: the message's range from the RETH, checked whole; later packets: their own range
+  // of the open WRITE, checked again (the region may have gone since).
+  const std::uint64_t va = first ? pkt.ext.reth.va.get() : write_va_;
+  const std::uint32_t rkey = first ? pkt.ext.reth.rkey.get() : write_rkey_;
+  const std::uint32_t rest = first ? pkt.ext.reth.dma_length.get() : write_remaining_;
+  if (!fits_pmtu(info, len, run_.pmtu) || !fits_write(info, len, rest, write_remaining_)) return false;
+  const std::uint64_t range = first ? rest : len;
+  std::byte* dst = nullptr;
+  if (range != 0 && (dst = run_target(qp, rkey, va, range)) == nullptr) return false;
+  // Nothing refused it: from here on it acts.
+  if (len != 0) {
+    const WriteAhead next = info.ends_message() ? WriteAhead{} : WriteAhead{dst + len, std::min<std::uint64_t>(len, rest - len)};
+    place_contiguous(pkt, dst, next);
+  }
+  if (first) {
+    drop_msg_ = false;
+    set_message(OpenMessage::Write);
+    write_va_ = va;
+    write_rkey_ = rkey;
+    write_remaining_ = rest;
+    write_length_ = rest;
+  }
+  write_va_ += len;
+  write_remaining_ -= len;
+  if (info.ends_message()) {
+    msn_ = psn_next(msn_);
+    set_message(OpenMessage::None);
+  }
+  epsn_ = psn_next(psn);
+  seq_ = SequenceState::Normal;
+  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide.
+  if (pkt.bth.ack_requested() && !coalesce_ack(qp, psn, false)) queue_ack(qp, psn);
+  ++run_writes_;
+  return true;
+}
+
+ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {
+  if (!continues_run || !run_.known) begin_run(qp);
+  if (run_.writes && write_in_run(qp, pkt)) return ResponderOutcome::Progress;
+  if (!reorder_.enabled()) return walk(qp, pkt, frame);
+  if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) return hold_ahead(qp, pkt, frame);
+  const std::uint32_t before = epsn_;
+  const ResponderOutcome o = walk(qp, pkt, frame);
+  return epsn_ != before && reorder_.held() != 0 ? drain(qp, o) : o;
+}
+
+}  // namespace roce::rdma

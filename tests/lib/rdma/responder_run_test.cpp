@@ -1,0 +1,272 @@
+// A responder's run of WRITEs (lib/rdma/responder_run.cpp): one QP's frames in one RX burst take
+// the straight path with the QP's own checks made once, and must do exactly what the walk does
+// frame by frame. Each scenario is played three times on engines built alike: the reference
+// (TransportTuning::write_runs off, every frame received on its own), the same frames in one
+// burst with runs on, and frame by frame with runs on; what each engine then sends (byte for
+// byte), its QPs' counters, states, PSNs and completions, the memory and the engine's drops
+// must be the same.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "protocol/psn.hpp"
+#include "tests/support/raw_peer.hpp"
+#include "tests/support/verbs_helpers.hpp"
+
+namespace roce::test::responder_run_test {
+namespace {
+
+using namespace roce::proto;
+
+constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xBD};
+constexpr Ipv4Addr kPeerIp{10, 0, 0, 11};
+constexpr std::uint32_t kPeerQpn = 0x140;
+constexpr std::uint32_t kPsn = 0xFFFFF0;  // the runs cross the PSN wrap
+constexpr std::uint32_t kRegionBytes = 4096;
+// Regions 0 and 1 belong to QP 0's protection domain, region 2 to QP 1's; each at a fixed
+// address the peer names (the same in every engine of a comparison).
+constexpr std::uint64_t kIova[3] = {0x100000, 0x200000, 0x300000};
+
+enum class Mode { Reference, Burst, FrameByFrame };
+
+// One thing the scenario does: a WRITE packet from peer `qp`, or a change to a region between
+// two packets (during the burst, as another thread's deregistration or a peer's invalidation
+// would come).
+struct Step {
+  enum class Kind { Packet, Deregister, Invalidate } kind = Kind::Packet;
+  unsigned qp = 0;
+  Opcode op = Opcode::RcWriteOnly;
+  std::uint32_t psn = 0;
+  unsigned region = 0;       // whose R_Key the RETH names (and whose address) ...
+  std::uint32_t key_xor = 0; // ... with these bits flipped
+  std::uint64_t offset = 0;  // from the region's start
+  std::uint32_t dma_length = 64;
+  std::uint32_t payload = 64;
+  bool ack_req = true;
+};
+
+Step only(std::uint32_t psn, unsigned region, std::uint64_t offset, unsigned qp = 0) {
+  Step s;
+  s.qp = qp;
+  s.psn = psn;
+  s.region = region;
+  s.offset = offset;
+  return s;
+}
+Step packet(Opcode op, std::uint32_t psn, std::uint32_t payload, unsigned region = 0, std::uint64_t offset = 0,
+            std::uint32_t dma_length = 0) {
+  Step s;
+  s.op = op;
+  s.psn = psn;
+  s.payload = payload;
+  s.region = region;
+  s.offset = offset;
+  s.dma_length = dma_length;
+  return s;
+}
+Step change(Step::Kind k, unsigned region) {
+  Step s;
+  s.kind = k;
+  s.region = region;
+  return s;
+}
+
+std::uint32_t psn(std::int32_t i) { return psn_add(kPsn, i); }
+
+struct Observed {
+  std::vector<std::vector<std::byte>> sent;
+  std::vector<std::array<std::uint64_t, rdma::kCounterCount>> counters;
+  std::vector<rdma::QpState> states;
+  std::vector<std::uint32_t> epsn, msn;
+  std::vector<std::vector<std::byte>> memory;
+  std::vector<std::uint64_t> drops;
+  std::vector<std::uint32_t> completions;  // status, opcode, byte_len of each
+  bool operator==(const Observed&) const = default;
+};
+
+// An engine with two RC QPs (in two protection domains) answering raw peers, at `mtu`.
+class World {
+ public:
+  World(Mode mode, ibv_mtu mtu) : mode_(mode) {
+    rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
+    cfg.tuning.write_runs = mode != Mode::Reference;
+    engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
+    for (unsigned i = 0; i < 2; ++i) {
+      Endpoint ep = make_endpoint(*engine_, QpOptions{});
+      to_rtr(*engine_, ep.qp, RawPeerPath{kPeerIp, kPeerQpn + i, kPsn, IBV_ACCESS_REMOTE_WRITE, 4, 14, mtu});
+      to_rts(*engine_, ep.qp, 0x100, 1);
+      eps_.push_back(ep);
+      peers_.push_back(std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn + i, ep.qp->qpn()));
+    }
+    for (unsigned r = 0; r < 3; ++r) {
+      mem_[r].assign(kRegionBytes, std::byte{0});
+      auto mr = mrs_.register_region(eps_[r < 2 ? 0 : 1].pd, mem_[r].data(), kRegionBytes,
+                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, kIova[r]);
+      EXPECT_TRUE(mr.ok());
+      keys_[r] = mr.ok() ? (*mr)->rkey() : 0;
+    }
+  }
+
+  void play(const std::vector<Step>& steps) {
+    if (mode_ == Mode::Burst) engine_->begin_receive_burst();
+    std::uint8_t fill = 1;
+    for (const Step& s : steps) {
+      switch (s.kind) {
+        case Step::Kind::Deregister: EXPECT_TRUE(mrs_.deregister(keys_[s.region]).ok()); break;
+        case Step::Kind::Invalidate: EXPECT_TRUE(mrs_.invalidate(keys_[s.region], eps_[0].pd).ok()); break;
+        case Step::Kind::Packet: {
+          const std::vector<std::byte> payload(s.payload, std::byte{fill++});
+          const OpcodeInfo& info = opcode_info(raw(s.op));
+          const ExtHeaders ext = info.starts_message()
+                                     ? reth(kIova[s.region] + s.offset, keys_[s.region] ^ s.key_xor, s.dma_length ? s.dma_length : s.payload)
+                                     : ExtHeaders{};
+          peers_[s.qp]->send(peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req), 0);
+          break;
+        }
+      }
+    }
+    if (mode_ == Mode::Burst) engine_->end_receive_burst();
+  }
+
+  Observed observe() {
+    Observed o;
+    for (const Reply& r : peers_[0]->collect()) o.sent.push_back(r.frame);
+    for (const Endpoint& ep : eps_) {
+      o.counters.push_back(ep.qp->counters().values());
+      o.states.push_back(ep.qp->state());
+      o.epsn.push_back(ep.qp->responder().expected_psn());
+      o.msn.push_back(ep.qp->responder().msn());
+      ibv_wc wc[16];
+      for (int n = ep.cq->poll(16, wc), i = 0; i < n; ++i)
+        o.completions.insert(o.completions.end(), {static_cast<std::uint32_t>(wc[i].status), static_cast<std::uint32_t>(wc[i].opcode), wc[i].byte_len});
+    }
+    for (const auto& m : mem_) o.memory.push_back(m);
+    for (std::size_t d = 0; d < static_cast<std::size_t>(rdma::EngineDrop::Count); ++d)
+      o.drops.push_back(engine_->drops(static_cast<rdma::EngineDrop>(d)));
+    return o;
+  }
+
+  std::uint64_t run_writes() const {
+    return eps_[0].qp->responder().run_writes() + eps_[1].qp->responder().run_writes();
+  }
+
+ private:
+  Mode mode_;
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
+  std::vector<Endpoint> eps_;
+  std::vector<std::unique_ptr<RawPeer>> peers_;
+  std::vector<std::byte> mem_[3];
+  std::uint32_t keys_[3] = {};
+};
+
+// Plays `steps` in the three modes and compares; `runs_at_least`: WRITEs the burst must have put
+// on the run's path (the comparison would prove nothing if none took it).
+void expect_as_frame_by_frame(const std::vector<Step>& steps, std::uint64_t runs_at_least, ibv_mtu mtu = IBV_MTU_1024) {
+  World ref(Mode::Reference, mtu), burst(Mode::Burst, mtu), single(Mode::FrameByFrame, mtu);
+  ref.play(steps);
+  burst.play(steps);
+  single.play(steps);
+  EXPECT_EQ(ref.run_writes(), 0u);
+  EXPECT_GE(burst.run_writes(), runs_at_least);
+  const Observed want = ref.observe();
+  const Observed got_burst = burst.observe(), got_single = single.observe();
+  EXPECT_FALSE(want.sent.empty()) << "the scenario answers something";
+  EXPECT_EQ(got_burst.sent, want.sent) << "sent frames, in one burst";
+  EXPECT_EQ(got_burst.counters, want.counters);
+  EXPECT_EQ(got_burst.states, want.states);
+  EXPECT_EQ(got_burst.epsn, want.epsn);
+  EXPECT_EQ(got_burst.msn, want.msn);
+  EXPECT_EQ(got_burst.memory, want.memory);
+  EXPECT_EQ(got_burst.drops, want.drops);
+  EXPECT_EQ(got_burst.completions, want.completions);
+  EXPECT_EQ(got_single, want) << "runs on, frame by frame";
+}
+
+TEST(ResponderRun, RkeyChangesMidRun) {
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), only(psn(2), 1, 0), only(psn(3), 1, 4032),
+                            only(psn(4), 0, 128), only(psn(5), 1, 64)},
+                           6);
+}
+
+TEST(ResponderRun, AnOutOfBoundsWriteAfterACachedRegionIsRefused) {
+  // The region found valid for the first WRITE does not carry the second one past its end: an
+  // R_Key violation (a fatal NAK; the QP enters ERR and drops the rest).
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, kRegionBytes - 32), only(psn(2), 0, 64)}, 1);
+}
+
+TEST(ResponderRun, AnotherKeyAfterACachedRegionIsCheckedWhole) {
+  Step stale = only(psn(1), 0, 64);
+  stale.key_xor = 1;  // the same slot, another generation: not the cached region's key
+  expect_as_frame_by_frame({only(psn(0), 0, 0), stale, only(psn(2), 0, 128)}, 1);
+}
+
+TEST(ResponderRun, ARegionDeregisteredMidRunIsNotWritten) {
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), change(Step::Kind::Deregister, 0), only(psn(2), 0, 128),
+                            only(psn(3), 0, 192)},
+                           2);
+}
+
+TEST(ResponderRun, ARegionInvalidatedMidRunIsNotWritten) {
+  expect_as_frame_by_frame({only(psn(0), 0, 0), change(Step::Kind::Invalidate, 0), only(psn(1), 0, 64)}, 1);
+}
+
+TEST(ResponderRun, AnotherQpsRegionIsRefusedAfterThisQpCachedIt) {
+  // QP 1 names region 0 (QP 0's protection domain) right after QP 0's run used it; then its own.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), only(psn(0), 0, 128, 1), only(psn(2), 0, 192),
+                            only(psn(1), 2, 0, 1)},
+                           2);
+}
+
+TEST(ResponderRun, APsnGapMidRunNaksOnceAndTheResendContinues) {
+  // A gap (NAK sequence error, then silence), a duplicate (answered with an ACK), the resend.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), only(psn(3), 0, 192), only(psn(4), 0, 256),
+                            only(psn(1), 0, 64), only(psn(2), 0, 128), only(psn(3), 0, 192), only(psn(4), 0, 256)},
+                           5);
+}
+
+TEST(ResponderRun, AQpErrorMidRunDropsTheRest) {
+  Step bad = only(psn(2), 0, 128);
+  bad.payload = 32;  // an ONLY carrying less than its RETH length: a length error, fatal on RC
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), bad, only(psn(3), 0, 192), only(psn(2), 0, 128)}, 2);
+}
+
+TEST(ResponderRun, MultiPacketWritesAndTheirSequenceErrors) {
+  // At a 256 B MTU: FIRST, MIDDLE, LAST in sequence; a MIDDLE with no FIRST (fatal) on the
+  // second QP; a LAST carrying more than the rest of its WRITE.
+  const std::vector<Step> good = {packet(Opcode::RcWriteFirst, psn(0), 256, 0, 0, 700), packet(Opcode::RcWriteMiddle, psn(1), 256),
+                                  packet(Opcode::RcWriteLast, psn(2), 188), packet(Opcode::RcWriteFirst, psn(3), 256, 1, 256, 512)};
+  std::vector<Step> steps = good;
+  steps.push_back(packet(Opcode::RcWriteLast, psn(4), 200));  // 256 left, a LAST must carry them all
+  Step orphan = packet(Opcode::RcWriteMiddle, psn(0), 256);
+  orphan.qp = 1;
+  steps.push_back(orphan);
+  expect_as_frame_by_frame(steps, 4, IBV_MTU_256);
+}
+
+TEST(ResponderRun, AFirstWhileAWriteIsOpenIsRefused) {
+  // The open WRITE never got its LAST: a new FIRST is out of sequence, whatever its own RETH says.
+  expect_as_frame_by_frame({packet(Opcode::RcWriteFirst, psn(0), 256, 0, 0, 512), packet(Opcode::RcWriteFirst, psn(1), 256, 0, 1024, 512),
+                            packet(Opcode::RcWriteLast, psn(2), 256)},
+                           1, IBV_MTU_256);
+}
+
+TEST(ResponderRun, PacketsTheParserDefersTakeTheWalkInTheSameRun) {
+  // 1 KiB packets have their ICRC settled by the walk; 64 B ones around them take the run.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), packet(Opcode::RcWriteOnly, psn(1), 1024, 0, 1024), only(psn(2), 0, 64),
+                            packet(Opcode::RcWriteFirst, psn(3), 1024, 1, 0, 2048), packet(Opcode::RcWriteLast, psn(4), 1024),
+                            only(psn(5), 1, 3072)},
+                           3);
+}
+
+TEST(ResponderRun, WritesWithoutAckRequestsAreAcknowledgedByTheNextAck) {
+  Step quiet = only(psn(1), 0, 64);
+  quiet.ack_req = false;
+  Step quiet2 = only(psn(2), 0, 128);
+  quiet2.ack_req = false;
+  expect_as_frame_by_frame({only(psn(0), 0, 0), quiet, quiet2, only(psn(3), 0, 192)}, 4);
+}
+
+}  // namespace
+}  // namespace roce::test::responder_run_test
