@@ -27,9 +27,16 @@
 
 #include <cstdint>
 
+#include "lib/rdma/cap_goodput.hpp"
 #include "lib/time.hpp"
 
 namespace roce::rdma {
+
+// What decides whether go-back-N's BDP cap is free (WindowTuning::bdp_cap_judge).
+enum class BdpJudge : std::uint8_t {
+  SampleRates,  // the median rate of the RTT samples the cap bounded, against as many without it
+  Goodput,      // packets acknowledged per unit of time while it held, against the stretch without it
+};
 
 struct WindowTuning {
   // Off by default: on the software path (perf_suite --only loss) it cut resends per loss but
@@ -138,6 +145,17 @@ struct WindowTuning {
   // trial medians are kinder than its goodput, it once walked the cap down to 1 x (6 packets)
   // judged free at 0.70 of lossless per CPU second.
   bool bdp_cap_shrink = false;
+  // How a trial is judged. Goodput (lib/rdma/cap_goodput.hpp): the packets acknowledged per unit
+  // of time over bdp_cap_trial_packets delivered under the cap, against the latest as many
+  // delivered without it, each stretch without progress counted at most bdp_cap_gap_ceiling (or
+  // 4 x min RTT if longer: a descheduled poller or a timer's wait, not the cap), and the go-back
+  // after every loss (the static cap's packets: what may have been in flight) in neither. A
+  // cap at any growth is free at >= max(bdp_cap_free_rate, 0.95) of that goodput: the issue's
+  // bound is goodput, and 0.9 let the one-thread rig's grown caps cost a tenth. SampleRates
+  // is session 10's median of the RTT samples' rates (docs/loss.md, part 1, "Session 13").
+  BdpJudge bdp_cap_judge = BdpJudge::Goodput;
+  std::uint32_t bdp_cap_trial_packets = 256;
+  Nanos bdp_cap_gap_ceiling = 50 * kMicro;
 };
 
 class SendWindow {
@@ -165,6 +183,11 @@ class SendWindow {
   // WindowTuning::bdp_cap_shrink: tries of a smaller cap that were kept, and that cost rate.
   std::uint32_t bdp_shrinks() const { return shrinks_; }
   std::uint32_t bdp_shrinks_costly() const { return shrinks_costly_; }
+  // The latest decision's measure against its reference (BdpJudge::Goodput: goodput under the
+  // cap over goodput without it; SampleRates: the medians' ratio); 0 before any.
+  double bdp_last_ratio() const { return last_ratio_; }
+  // Rate x min RTT in packets, before the cap's headroom, growth, floor and static cap.
+  double bdp_measured() const { return bdp_measured_; }
   double packets() const { return cwnd_; }  // the whole path's window
   double cap() const { return cap_; }       // the congestion cap (while congested())
   double need() const { return need_; }     // the random-loss floor (the whole path's)
@@ -257,6 +280,14 @@ class SendWindow {
   void on_free_verdict();
   void on_loss_free_cap();
   void on_sample_free_cap(double rate);
+  void on_progress_free_cap(Nanos now, std::uint32_t packets);
+  // The cap was found free (or costly) at a decision, by either judge.
+  void decide(bool free);
+  // The cap bounds the QP: it may have less in flight than without it.
+  bool bdp_bounded() const { return bdp_engaged() && bdp_ > 0 && bdp() < static_cap_; }
+  CapGoodput goodput_;
+  double last_ratio_ = 0;
+  double bdp_measured_ = 0;
   Nanos min_rtt_ = 0;          // 0: no sample yet
   Nanos knee_rtt_ = 0;         // smallest RTT of a sample at >= 0.8 of the best rate; 0: none
   Nanos last_rtt_ = 0;
