@@ -13,7 +13,8 @@ constexpr double kKneeRate = 0.9;
 // it still resends far more than 4 per lost packet, and at 0.1 % loss saving five resends per
 // loss is half a percent of the packets, not worth the tenth of the rate that the 0.9 bound lets
 // a trial cost (one thread: a grown cap of 17-24 packets judged free at 0.9 left 0.86 of lossless
-// against 0.96 without it; docs/loss.md, part 1, "Session 11").
+// against 0.96 without it; docs/loss.md, part 1, "Session 11"). Judged by goodput, every cap
+// must: the bound is then the goodput itself (docs/loss.md, part 1, "Session 13").
 constexpr double kGrownFreeRate = 0.95;
 }  // namespace
 

@@ -114,10 +114,11 @@ struct WindowTuning {
   // loop's iteration (perf_suite's one-thread loss case) the rate needs a whole burst in flight,
   // the cap costs a quarter of the rate, and only frequent losses hold it (docs/loss.md, part 1,
   // "Session 10"). Told by trial: after a loss that the interval alone would not cap, the cap
-  // holds for bdp_cap_trial_samples RTT samples; their median rate against the median of as many
+  // holds until a decision (by goodput by default, bdp_cap_judge below; with
+  // BdpJudge::SampleRates: for bdp_cap_trial_samples RTT samples; their median rate against the median of as many
   // samples taken without the cap (fewer if there were fewer, at least 4) decides (medians: a
   // descheduled poller's sample is an outlier, and the best of a few noisy samples found the cap
-  // free on the one-thread rig in a quarter of the trials). A costly verdict is not tried again for 1, 2, 4 .. 64 loss events (the backoff
+  // free on the one-thread rig in a quarter of the trials)). A costly verdict is not tried again for 1, 2, 4 .. 64 loss events (the backoff
   // is never reset); while free, every bdp_cap_trial_samples samples decide again against the
   // same reference.
   bool bdp_cap_when_free = true;
@@ -147,9 +148,10 @@ struct WindowTuning {
   bool bdp_cap_shrink = false;
   // How a trial is judged. Goodput (lib/rdma/cap_goodput.hpp): the packets acknowledged per unit
   // of time over bdp_cap_trial_packets delivered under the cap, against the latest as many
-  // delivered without it, each stretch without progress counted at most bdp_cap_gap_ceiling (or
-  // 4 x min RTT if longer: a descheduled poller or a timer's wait, not the cap), and the go-back
-  // after every loss (the static cap's packets: what may have been in flight) in neither. A
+  // delivered without it; a stretch without progress longer than bdp_cap_gap_ceiling (or
+  // 4 x min RTT: a descheduled poller or a timer's wait, not the cap) and the ACK that ends it
+  // count toward neither, nor does the go-back
+  // after every loss (the static cap's packets: what may have been in flight). A
   // cap at any growth is free at >= max(bdp_cap_free_rate, 0.95) of that goodput: the issue's
   // bound is goodput, and 0.9 let the one-thread rig's grown caps cost a tenth. SampleRates
   // is session 10's median of the RTT samples' rates (docs/loss.md, part 1, "Session 13").
