@@ -14,18 +14,10 @@ constexpr double kStaticCap = 64;  // packets one QP may have in flight without 
 constexpr Nanos kRtt = 10 * kMicro;
 constexpr std::uint32_t kPerRtt = 20;  // packets a sample delivers at the path's full rate
 
-// The tests below count RTT samples: they judge by the samples' rates (BdpJudge::SampleRates,
-// session 10's judge). bdp_goodput_test.cpp judges by goodput, the default.
-WindowTuning by_samples() {
-  WindowTuning t;
-  t.bdp_cap_judge = BdpJudge::SampleRates;
-  return t;
-}
-
 struct Path {
   SendWindow w;
   Nanos now = kMilli;
-  explicit Path(const WindowTuning& t = by_samples()) {
+  explicit Path(const WindowTuning& t = {}) {
     w.start(t, kStaticCap, false);
     w.join();
     // A lone packet's round trip (the min RTT, 2 us), then full-rate samples without the cap:
@@ -73,7 +65,7 @@ TEST(BdpCapWhenFree, ARareLossStartsATrialAndAFreeCapKeepsHolding) {
 }
 
 TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
-  WindowTuning t = by_samples();
+  WindowTuning t;
   t.bdp_cap_growth = 1;  // the backoff alone (ACostlyCapGrowsBeforeItBacksOff: with the growth)
   Path p(t);
   p.clean(2000);
@@ -156,7 +148,7 @@ TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
 // Grows the cap to its largest, 4 x rate x min RTT (16 packets), with costly verdicts, then
 // holds it with a free one.
 WindowTuning shrinking() {
-  WindowTuning t = by_samples();
+  WindowTuning t;
   t.bdp_cap_shrink = true;
   return t;
 }
@@ -310,7 +302,7 @@ TEST(BdpCapWhenFree, AFreeCapThatStartsToCostRateLetsGo) {
 }
 
 TEST(BdpCapWhenFree, OffTheCapHoldsOnlyWhileLossesAreFrequent) {
-  WindowTuning t = by_samples();
+  WindowTuning t;
   t.bdp_cap_when_free = false;
   Path p(t);
   p.clean(2000);

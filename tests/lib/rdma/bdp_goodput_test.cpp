@@ -1,4 +1,4 @@
-// Go-back-N's BDP cap trial judged by goodput (WindowTuning::bdp_cap_judge, the default): the
+// Go-back-N's BDP cap trial judged by goodput (WindowTuning::bdp_cap_judge, BdpJudge::Goodput; off by default): the
 // packets acknowledged per unit of time while the cap holds, against the latest stretch without
 // it. The SendWindow is pure arithmetic: progress, RTT samples and losses are fed by hand, with
 // the time they came (an injected clock); every figure is counted packets over given nanoseconds.
@@ -13,10 +13,16 @@ constexpr std::uint32_t kPmtu = 4096;
 constexpr double kStaticCap = 64;  // packets one QP may have in flight without a window
 constexpr Nanos kRtt = 10 * kMicro;
 
+WindowTuning by_goodput() {
+  WindowTuning t;
+  t.bdp_cap_judge = BdpJudge::Goodput;
+  return t;
+}
+
 struct Path {
   SendWindow w;
   Nanos now = kMilli;
-  explicit Path(const WindowTuning& t = {}) {
+  explicit Path(const WindowTuning& t = by_goodput()) {
     w.start(t, kStaticCap, false);
     w.join();
     // A lone packet's round trip (the min RTT, 2 us), then 20 packets per 10 us without the cap:
@@ -127,7 +133,7 @@ TEST(BdpCapGoodput, TheGoBackAfterTheLossIsNotTheCapsCost) {
 }
 
 TEST(BdpCapGoodput, NoReferenceNoFreeCap) {
-  WindowTuning t;
+  WindowTuning t = by_goodput();
   t.bdp_cap_loss_interval = 50;  // a loss after 80 packets is rare here
   Path p(t);
   p.steady(4);  // 80 packets without the cap: less than half a decision's 256
