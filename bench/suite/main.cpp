@@ -14,12 +14,15 @@
 //              [--bdp-cap on|off] [--bdp-loss-interval N] [--bdp-floor P] [--bdp-free on|off] [--bdp-free-rate F]
 //              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
 //              [--bdp-shrink on|off] (a grown cap tries one step smaller after a free verdict)
+//              [--bdp-judge goodput|samples] (a trial judged by goodput, or by the RTT samples' median rate)
 //              (go-back-N's BDP cap, WindowTuning)
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
 //              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX]
-//              [--loss-baseline-bdp-shrink on|off] (loss: the
+//              [--loss-baseline-bdp-shrink on|off] [--loss-baseline-bdp-judge goodput|samples]
+//              [--loss-baseline-max-inflight PSNs] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
-//              grown otherwise, with the grown cap shrinking or not)
+//              grown otherwise, with the grown cap shrinking or not, with the trial judged otherwise, with
+//              another static in-flight cap: what a fixed cap costs, counted in the same turns)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
@@ -39,6 +42,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -83,6 +87,12 @@ bool on_off(const std::string& v) {
   return v == "on";
 }
 
+// WindowTuning::bdp_cap_judge: "goodput" or "samples"; anything else is refused as above.
+rdma::BdpJudge bdp_judge(const std::string& v) {
+  if (v != "goodput" && v != "samples") throw std::invalid_argument("goodput or samples");
+  return v == "goodput" ? rdma::BdpJudge::Goodput : rdma::BdpJudge::SampleRates;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +109,8 @@ int main(int argc, char** argv) {
   int bdp_baseline_free = -1;
   std::string bdp_baseline_growth;
   int bdp_baseline_shrink = -1;
+  std::optional<rdma::BdpJudge> bdp_baseline_judge;
+  std::uint32_t baseline_inflight = 0;
   std::size_t i = 1;
   try {
     for (; i < args.app.size(); ++i) {
@@ -143,6 +155,12 @@ int main(int argc, char** argv) {
         if (!parse_growth(args.app[++i], c.tuning.window)) return 2;
       } else if (a == "--bdp-shrink" && has) {
         c.tuning.window.bdp_cap_shrink = on_off(args.app[++i]);
+      } else if (a == "--bdp-judge" && has) {
+        c.tuning.window.bdp_cap_judge = bdp_judge(args.app[++i]);
+      } else if (a == "--loss-baseline-max-inflight" && has) {
+        baseline_inflight = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+      } else if (a == "--loss-baseline-bdp-judge" && has) {
+        bdp_baseline_judge = bdp_judge(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-shrink" && has) {
         bdp_baseline_shrink = on_off(args.app[++i]) ? 1 : 0;
       } else if (a == "--loss-baseline-bdp-growth" && has) {
@@ -234,7 +252,8 @@ int main(int argc, char** argv) {
     b.tail_probe_min = 0;
     c.loss_baseline = b;
   }
-  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty() || bdp_baseline_shrink >= 0) {
+  if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty() || bdp_baseline_shrink >= 0 ||
+      bdp_baseline_judge || baseline_inflight > 0) {
     // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
     // any loss), with or without the cap where it is free.
     rdma::TransportTuning b = c.tuning;
@@ -243,6 +262,8 @@ int main(int argc, char** argv) {
     if (bdp_baseline_free >= 0) b.window.bdp_cap_when_free = bdp_baseline_free == 1;
     if (!bdp_baseline_growth.empty() && !parse_growth(bdp_baseline_growth, b.window)) return 2;
     if (bdp_baseline_shrink >= 0) b.window.bdp_cap_shrink = bdp_baseline_shrink == 1;
+    if (bdp_baseline_judge) b.window.bdp_cap_judge = *bdp_baseline_judge;
+    if (baseline_inflight > 0) b.max_inflight_packets = baseline_inflight;
     c.loss_baseline = b;
   }
   if (c.loss_sr_window < 8 || c.loss_sr_window > 128) {

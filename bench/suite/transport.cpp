@@ -523,10 +523,11 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     }
     {
       const rdma::Completer& cm = k->qp->completer();
-      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, BDP cap %.1f (%.2f x rate x min RTT, %s, loss interval %.0f, %s, trials %u free %u costly, smaller caps %u kept %u costly), window %.1f packets\n",
+      std::fprintf(stderr, "    window: min RTT %.1f us, standing RTT %.1f us, srtt %.1f us, knee RTT %.1f us, need %.1f, rate x min RTT %.1f packets, BDP cap %.1f (%.2f x rate x min RTT, %s, loss interval %.0f, %s, trials %u free %u costly, latest %s ratio %.2f, smaller caps %u kept %u costly), window %.1f packets\n",
                    cm.window().min_rtt() / 1e3, cm.window().standing_rtt() / 1e3, cm.srtt() / 1e3, cm.window().knee_rtt() / 1e3,
-                   cm.window().need(), cm.window().bdp(), cm.window().bdp_growth(), cm.window().bdp_engaged() ? "held" : "not held", cm.window().loss_interval(),
+                   cm.window().need(), cm.window().bdp_measured(), cm.window().bdp(), cm.window().bdp_growth(), cm.window().bdp_engaged() ? "held" : "not held", cm.window().loss_interval(),
                    cm.window().bdp_free() ? "free" : "not free", cm.window().bdp_trials_free(), cm.window().bdp_trials_costly(),
+                   (k->baseline ? c.loss_baseline->window : c.tuning.window).bdp_cap_judge == rdma::BdpJudge::Goodput ? "goodput" : "sample-rate", cm.window().bdp_last_ratio(),
                    cm.window().bdp_shrinks(), cm.window().bdp_shrinks_costly(), cm.window().packets());
     }
     out.add(std::move(k->fig));

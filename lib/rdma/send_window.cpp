@@ -13,7 +13,8 @@ constexpr double kKneeRate = 0.9;
 // it still resends far more than 4 per lost packet, and at 0.1 % loss saving five resends per
 // loss is half a percent of the packets, not worth the tenth of the rate that the 0.9 bound lets
 // a trial cost (one thread: a grown cap of 17-24 packets judged free at 0.9 left 0.86 of lossless
-// against 0.96 without it; docs/loss.md, part 1, "Session 11").
+// against 0.96 without it; docs/loss.md, part 1, "Session 11"). Judged by goodput, every cap
+// must: the bound is then the goodput itself (docs/loss.md, part 1, "Session 13").
 constexpr double kGrownFreeRate = 0.95;
 }  // namespace
 
@@ -37,6 +38,8 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   growth_ = 1;
   shrunk_from_ = shrunk_ceiling_ = 0;
   shrink_skip_ = shrink_backoff_ = shrinks_ = shrinks_costly_ = free_streak_ = 0;
+  goodput_.start(t_.bdp_cap_trial_packets);
+  last_ratio_ = bdp_measured_ = 0;
   bdp_on_ = t_.enabled && t_.bdp_cap && !selective;
   min_rtt_ = knee_rtt_ = last_rtt_ = 0;
   recent_count_ = 0;
@@ -76,18 +79,33 @@ void SendWindow::on_loss_free_cap() {
   if (free_cap_ == FreeCap::Unknown || free_cap_ == FreeCap::Costly) {
     free_cap_ = FreeCap::Trial;
     trial_samples_ = 0;
+    goodput_.restart_judged();
   }
+}
+
+void SendWindow::on_progress_free_cap(Nanos now, std::uint32_t packets) {
+  using Phase = CapGoodput::Phase;
+  const bool judged = t_.bdp_cap_when_free && (free_cap_ == FreeCap::Trial || free_cap_ == FreeCap::Free);
+  const Phase phase = !bdp_bounded() ? Phase::Uncapped : judged ? Phase::Judged : Phase::Neither;
+  goodput_.on_progress(now, packets, phase, std::max(t_.bdp_cap_gap_ceiling, 4 * min_rtt_));
+  if (phase != Phase::Judged || !goodput_.decision_due()) return;
+  last_ratio_ = goodput_.ratio();
+  const double bound = std::max(t_.bdp_cap_free_rate, kGrownFreeRate);
+  goodput_.restart_judged();
+  decide(last_ratio_ >= bound);
 }
 
 void SendWindow::on_sample_free_cap(double rate) {
   // A sample the cap bounded: the QP may have less in flight than without it.
-  const bool bounded = bdp_engaged() && bdp_ > 0 && bdp() < static_cap_;
+  const bool bounded = bdp_bounded();
   const std::uint32_t n = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
   if (!bounded) {
     uncapped_[uncapped_count_++ % n] = rate;
     return;
   }
-  if (!t_.bdp_cap_when_free || (free_cap_ != FreeCap::Trial && free_cap_ != FreeCap::Free)) return;
+  if (!t_.bdp_cap_when_free || t_.bdp_cap_judge != BdpJudge::SampleRates ||
+      (free_cap_ != FreeCap::Trial && free_cap_ != FreeCap::Free))
+    return;
   trial_[trial_samples_] = rate;
   if (++trial_samples_ < n) return;
   // The reference: the latest n samples without the cap, or as many as there were if fewer
@@ -102,7 +120,13 @@ void SendWindow::on_sample_free_cap(double rate) {
   double reference[kTrialSamples];
   std::copy_n(uncapped_, known, reference);
   const double bound = growth_ > 1 ? std::max(t_.bdp_cap_free_rate, kGrownFreeRate) : t_.bdp_cap_free_rate;
-  const bool free = known >= 4 && median(trial_, n) >= bound * median(reference, known);
+  const double reference_rate = known > 0 ? median(reference, known) : 0;
+  last_ratio_ = reference_rate > 0 ? median(trial_, n) / reference_rate : 0;
+  trial_samples_ = 0;
+  decide(known >= 4 && last_ratio_ >= bound);
+}
+
+void SendWindow::decide(bool free) {
   if (free) {
     if (free_cap_ == FreeCap::Trial) ++trials_free_;
     // The backoff stays: a free verdict by chance (a noisy median) is followed by a costly one
@@ -138,7 +162,6 @@ void SendWindow::on_sample_free_cap(double rate) {
       trial_backoff_ = std::min<std::uint32_t>(std::max<std::uint32_t>(2 * trial_backoff_, 1), 64);
     }
   }
-  trial_samples_ = 0;
 }
 
 void SendWindow::on_free_verdict() {
@@ -179,6 +202,7 @@ std::uint32_t SendWindow::ack_spacing() const {
 
 void SendWindow::join() {
   if (++joined_ > 1) ++sharers_;
+  if (joined_ == 1) goodput_.on_idle();  // the wait for this work is not the path's goodput
   // Before any loss the window is what the static caps allow together.
   if (!lost_) cwnd_ = ssthresh_ = static_total();
   if (congestion_only_ && !congested_) ssthresh_ = static_total();  // slow start toward them
@@ -201,6 +225,7 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   if (!t_.enabled || packets == 0) return;
   delivered_ += packets;
   expire(now);
+  if (bdp_on_ && t_.bdp_cap_judge == BdpJudge::Goodput) on_progress_free_cap(now, packets);
   if (queue_high_ && congested_) return;  // a queue above the target: hold
   for (std::uint32_t i = 0; i < packets && cwnd_ < effective_cap(); ++i)
     cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
@@ -220,6 +245,7 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
     const double interval = delivered_ - delivered_at_loss_;
     loss_interval_ = loss_interval_ == 0 ? std::max(interval, 1.0) : loss_interval_ + (interval - loss_interval_) / 4;
     delivered_at_loss_ = delivered_;
+    goodput_.on_loss(static_cap_);
     bdp_engaged_ = true;
     bdp_until_ = std::max(bdp_until_, now + static_cast<Nanos>(t_.bdp_cap_memory_rtts) * std::max<Nanos>(rtt, 1));
     on_loss_free_cap();
@@ -269,6 +295,7 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   const double per_ns = bps * 1e-9 * 0.125 / pmtu;  // packets per nanosecond (x 0.125: / 8 exactly, one division less)
   cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
                     static_total());
+  bdp_measured_ = per_ns * static_cast<double>(min_rtt_);
   bdp_ = std::clamp(t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
                     std::min(t_.bdp_cap_floor, static_total()), static_total());
   bdp_grown_ = std::clamp(growth_ * t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
