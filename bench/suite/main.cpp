@@ -20,7 +20,8 @@
 //              [--loss-baseline-bdp-shrink on|off] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not)
-//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--ack-template on|off] (RC ACKs from a prebuilt frame)
+//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--no-tx-runs] (one-packet WQEs built frame by frame, not as runs)
+//              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -181,6 +182,8 @@ int main(int argc, char** argv) {
         c.tuning.icrc_linear = false;
       } else if (a == "--no-request-template") {
         c.tuning.request_template = false;
+      } else if (a == "--no-tx-runs") {
+        c.tuning.tx_runs = false;
       } else if (a == "--send-window") {
         c.tuning.window.enabled = true;
       } else if (a == "--congestion-window" && has) {

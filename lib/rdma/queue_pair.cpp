@@ -586,6 +586,23 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
   return frame.length != 0;
 }
 
+std::size_t QueuePair::build_run(std::span<TxFrame> frames, Nanos now) {
+  // build_next's order: a CNP, the pacer, responses first; congestion control paces frame by
+  // frame. A send window below one packet spaces requests (window_pace_due): one per call.
+  if (!ctx_.tuning->tx_runs || cnp_pending_ || pacer_wake_ != kNever || resp_.has_output() || cc_ ||
+      comp_.window_spacing() > 0)
+    return 0;
+  const std::size_t room = std::min<std::size_t>(frames.size(), req_.run_room(ctx_));
+  std::size_t n = 0;
+  while (n < room && req_.build_run_frame(ctx_, frames[n])) {
+    last_request_at_ = now;
+    comp_.on_request_sent(ctx_, req_, now);
+    if (frames[n].length == 0) break;  // not sent (a configuration bug write_packet counted), as build_next says
+    ++n;
+  }
+  return n;
+}
+
 void QueuePair::on_timer(Nanos now) {
   if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return;
   if (pacer_wake_ <= now) pacer_wake_ = kNever;
