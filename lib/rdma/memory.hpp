@@ -39,6 +39,18 @@ struct MemoryRegion {
 
 enum class AccessResult : std::uint8_t { Ok, BadKey, WrongPd, NoPermission, OutOfBounds, Misaligned };
 
+// The region the last local check found under its lkey for a PD (QueuePair::post_send keeps one
+// over a list of WRs): an SGE under the same lkey is checked against it for access and bounds
+// without the key's look-up. Good for one call only: a region deregistered later is looked up
+// again by the next one. pd 0 (no PD has it) holds nothing.
+struct LocalKeyCache {
+  std::uint32_t lkey = 0;
+  PdHandle pd = 0;
+  int access = 0;
+  std::byte* addr = nullptr;
+  std::uint64_t length = 0;
+};
+
 class MrTable {
  public:
   explicit MrTable(std::size_t capacity = 4096);
@@ -88,7 +100,14 @@ class MrTable {
   const MemoryRegion* find_remote(std::uint32_t rkey, PdHandle pd, std::uint32_t qpn, int required) const noexcept;
   // Checks a local SGE [addr, addr+len) under an lkey.
   AccessResult check_local(std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len, int required,
-                           std::byte** out) const noexcept;
+                           std::byte** out) const noexcept {
+    LocalKeyCache none;
+    return check_local(none, lkey, pd, addr, len, required, out);
+  }
+  // The same, the key's region taken from `last` when it holds that lkey and PD (and put there
+  // when it is looked up).
+  AccessResult check_local(LocalKeyCache& last, std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len,
+                           int required, std::byte** out) const noexcept;
 
   std::size_t size() const { return in_use_; }
   std::size_t capacity() const { return slots_.size(); }
