@@ -23,7 +23,8 @@
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not, with the trial judged otherwise, with
 //              another static in-flight cap: what a fixed cap costs, counted in the same turns)
-//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--ack-template on|off] (RC ACKs from a prebuilt frame)
+//              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--no-tx-runs] (one-packet WQEs built frame by frame, not as runs)
+//              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
@@ -200,6 +201,8 @@ int main(int argc, char** argv) {
         c.tuning.icrc_linear = false;
       } else if (a == "--no-request-template") {
         c.tuning.request_template = false;
+      } else if (a == "--no-tx-runs") {
+        c.tuning.tx_runs = false;
       } else if (a == "--send-window") {
         c.tuning.window.enabled = true;
       } else if (a == "--congestion-window" && has) {

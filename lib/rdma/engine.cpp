@@ -325,7 +325,19 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
     }
     qp.in_active_list = false;
     bool idle = false;  // the turn ended with nothing left to send (end_send_turn does not change that)
+    bool run = true;    // a run of frames may apply (QueuePair::build_run): tried until one does not
     for (std::uint32_t k = 0; k < cfg_.tuning.tx_quantum && n < frames.size(); ++k) {
+      if (run) {
+        const std::size_t room = std::min<std::size_t>(frames.size() - n, cfg_.tuning.tx_quantum - k);
+        if (const std::size_t got = qp.build_run(frames.subspan(n, room), now); got != 0) {
+          n += got;
+          k += static_cast<std::uint32_t>(got - 1);
+          idle = qp.nothing_left();
+          if (idle) break;
+          continue;
+        }
+        run = false;
+      }
       frames[n].length = 0;
       if (!qp.build_next(frames[n], now)) {
         idle = !qp.has_tx_work();

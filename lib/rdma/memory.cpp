@@ -136,16 +136,12 @@ const MemoryRegion* MrTable::find_remote(std::uint32_t rkey, PdHandle pd, std::u
   return check_key(mr, pd, qpn, required) == AccessResult::Ok ? mr : nullptr;
 }
 
-AccessResult MrTable::check_local(std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len, int required,
-                                  std::byte** out) const noexcept {
+AccessResult MrTable::look_up_local(LocalKeyCache& last, std::uint32_t lkey, PdHandle pd) const noexcept {
   // Local SGEs carry the process address, whatever iova the region advertises remotely.
   const MemoryRegion* mr = find(lkey);
   if (mr == nullptr || mr->window_type != 0) return AccessResult::BadKey;  // a window has no lkey
   if (mr->pd != pd) return AccessResult::WrongPd;
-  if ((mr->access & required) != required) return AccessResult::NoPermission;
-  const auto base = reinterpret_cast<std::uintptr_t>(mr->addr);
-  if (!range_within(base, mr->length, addr, len)) return AccessResult::OutOfBounds;
-  *out = mr->addr + (addr - base);
+  last = LocalKeyCache{lkey, pd, mr->access, mr->addr, mr->length};
   return AccessResult::Ok;
 }
 

@@ -39,6 +39,23 @@ struct MemoryRegion {
 
 enum class AccessResult : std::uint8_t { Ok, BadKey, WrongPd, NoPermission, OutOfBounds, Misaligned };
 
+// Range test used wherever a peer-supplied address meets a registered range.
+constexpr bool range_within(std::uint64_t base, std::uint64_t size, std::uint64_t va, std::uint64_t len) {
+  return va >= base && len <= size && va - base <= size - len;
+}
+
+// The region the last local check found under its lkey for a PD (QueuePair::post_send keeps one
+// over a list of WRs): an SGE under the same lkey is checked against it for access and bounds
+// without the key's look-up. Good for one call only: a region deregistered later is looked up
+// again by the next one. pd 0 (no PD has it) holds nothing.
+struct LocalKeyCache {
+  std::uint32_t lkey = 0;
+  PdHandle pd = 0;
+  int access = 0;
+  std::byte* addr = nullptr;
+  std::uint64_t length = 0;
+};
+
 class MrTable {
  public:
   explicit MrTable(std::size_t capacity = 4096);
@@ -94,7 +111,23 @@ class MrTable {
   const MemoryRegion* find_remote(std::uint32_t rkey, PdHandle pd, std::uint32_t qpn, int required) const noexcept;
   // Checks a local SGE [addr, addr+len) under an lkey.
   AccessResult check_local(std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len, int required,
-                           std::byte** out) const noexcept;
+                           std::byte** out) const noexcept {
+    LocalKeyCache none;
+    return check_local(none, lkey, pd, addr, len, required, out);
+  }
+  // The same, the key's region taken from `last` when it holds that lkey and PD (and put there
+  // when it is looked up). Inline: post_send's every SGE.
+  AccessResult check_local(LocalKeyCache& last, std::uint32_t lkey, PdHandle pd, std::uint64_t addr, std::uint64_t len,
+                           int required, std::byte** out) const noexcept {
+    if (lkey != last.lkey || pd != last.pd || pd == 0) {
+      if (const AccessResult r = look_up_local(last, lkey, pd); r != AccessResult::Ok) return r;
+    }
+    if ((last.access & required) != required) return AccessResult::NoPermission;
+    const auto base = reinterpret_cast<std::uintptr_t>(last.addr);
+    if (!range_within(base, last.length, addr, len)) return AccessResult::OutOfBounds;
+    *out = last.addr + (addr - base);
+    return AccessResult::Ok;
+  }
 
   std::size_t size() const { return in_use_; }
   std::size_t capacity() const { return slots_.size(); }
@@ -111,6 +144,8 @@ class MrTable {
   AccessResult check(std::uint32_t key, PdHandle pd, std::uint32_t qpn, std::uint64_t va, std::uint64_t len,
                      int required, std::byte** out) const noexcept;
   AccessResult check_key(const MemoryRegion* mr, PdHandle pd, std::uint32_t qpn, int required) const noexcept;
+  // check_local's look-up: the region under `lkey` for `pd` into `last`, or why not.
+  AccessResult look_up_local(LocalKeyCache& last, std::uint32_t lkey, PdHandle pd) const noexcept;
   Slot* slot_of(std::uint32_t key);
   std::size_t take_slot();
 
@@ -120,11 +155,6 @@ class MrTable {
   std::atomic<PdHandle> next_pd_{0};
   std::atomic<std::uint64_t> refused_full_{0};
 };
-
-// Range test used wherever a peer-supplied address meets a registered range.
-constexpr bool range_within(std::uint64_t base, std::uint64_t size, std::uint64_t va, std::uint64_t len) {
-  return va >= base && len <= size && va - base <= size - len;
-}
 
 std::string to_string(AccessResult r);
 

@@ -118,6 +118,9 @@ struct TransportTuning {
   // unreported). Go-back-N's early timer probes only with tail_probe_min > 0 as well.
   bool timer_probes = true;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
+  // Consecutive one-packet SENDs and WRITEs of an RC QP built as a run in one call
+  // (QueuePair::build_run); the same frames either way (perf_suite --no-tx-runs).
+  bool tx_runs = true;
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;

@@ -270,13 +270,26 @@ void QueuePair::query(ibv_qp_attr* a, ibv_qp_init_attr* init) const {
 }
 
 int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
+  // What every WR of the list is checked against, read once: nothing a post does changes the
+  // QP's state or configuration (the stores into the WQEs below would otherwise have the
+  // compiler load them again per WR). Every check the verbs ABI asks of a WR stays per WR.
+  const QpState s = ctx_.state;
+  const QpConfig& cfg = ctx_.cfg;
+  const ibv_qp_type type = cfg.type;
+  const std::uint32_t max_sge = cfg.cap.max_send_sge;
+  const std::uint32_t max_inline = cfg.cap.max_inline_data;
+  const std::uint32_t seg_stride = std::max<std::uint32_t>(max_sge, 1);
+  const PdHandle pd = cfg.pd;
+  const bool sig_all = cfg.sq_sig_all;
+  const MrTable& mrs = *ctx_.mrs;
+  LocalKeyCache lkeys;  // the region the list's last SGE named
+  const bool refused_state = s == QpState::Reset || s == QpState::Init || s == QpState::Rtr;
   for (; wr != nullptr; wr = wr->next) {
-    const QpState s = ctx_.state;
     int err = 0;
-    if (s == QpState::Reset || s == QpState::Init || s == QpState::Rtr) err = EINVAL;
+    if (refused_state) err = EINVAL;
     else if (ctx_.sq.full()) err = ENOMEM;
-    else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > ctx_.cfg.cap.max_send_sge) err = EINVAL;
-    else if (!opcode_allowed(ctx_.cfg.type, wr->opcode)) err = EINVAL;
+    else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge) err = EINVAL;
+    else if (!opcode_allowed(type, wr->opcode)) err = EINVAL;
     std::uint64_t total = 0;
     for (int i = 0; err == 0 && i < wr->num_sge; ++i) total += wr->sg_list[i].length;
     const bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -288,20 +301,20 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       err = EINVAL;  // no local data
     if (err == 0 && wr->opcode == kWrFlush && !flush_wr_valid(*wr)) err = EINVAL;
     if (err == 0 && wr->opcode == IBV_WR_BIND_MW && !bind_wr_valid(*wr)) err = EINVAL;
-    if (err == 0 && ctx_.cfg.type == IBV_QPT_UD && (total > ctx_.cfg.pmtu || wr->wr.ud.ah == nullptr)) err = EINVAL;
+    if (err == 0 && type == IBV_QPT_UD && (total > cfg.pmtu || wr->wr.ud.ah == nullptr)) err = EINVAL;
     // An inline ATOMIC_WRITE keeps its 8 bytes in its WQE (as ibv_wr_atomic_write copies them),
     // whatever max_inline_data the QP has.
     const bool inline_atomic_write = wr->opcode == IBV_WR_ATOMIC_WRITE && total == 8;
     if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) &&
-        ((total > ctx_.cfg.cap.max_inline_data && !inline_atomic_write) || atomic || wr->opcode == IBV_WR_RDMA_READ))
+        ((total > max_inline && !inline_atomic_write) || atomic || wr->opcode == IBV_WR_RDMA_READ))
       err = EINVAL;
     if (err) {
       if (bad) *bad = const_cast<ibv_send_wr*>(wr);
       return err;
     }
 
-    const std::uint64_t index = ctx_.sq.tail();
-    SendWqe& w = ctx_.sq.push();
+    std::uint32_t slot = 0;
+    SendWqe& w = ctx_.sq.push(&slot);
     // Reset from a constant: `w = SendWqe{}` built a zeroed temporary on the stack (rep stos)
     // and copied it in with wider loads, which stalled on store forwarding (half of post_send;
     // docs/perf-changes.md section 31).
@@ -310,9 +323,9 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
     w.wr_id = wr->wr_id;
     w.opcode = wr->opcode;
     w.send_flags = wr->send_flags;
-    w.signaled = ctx_.cfg.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+    w.signaled = sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
     w.length = static_cast<std::uint32_t>(total);
-    w.seg_begin = ctx_.sq.slot_of(index) * std::max<std::uint32_t>(ctx_.cfg.cap.max_send_sge, 1);
+    w.seg_begin = slot * seg_stride;
     w.imm_or_rkey =
         (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV) ? wr->invalidate_rkey : wr->imm_data;
     if (wr->opcode == kWrFlush) {
@@ -337,12 +350,12 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.remote_addr = wr->wr.rdma.remote_addr;
       w.rkey = wr->wr.rdma.rkey;
     }
-    if (ctx_.cfg.type == IBV_QPT_UD) {
+    if (type == IBV_QPT_UD) {
       const auto* ah = reinterpret_cast<const AddressHandle*>(wr->wr.ud.ah);
       w.ud = ah->dest;
       w.ud.remote_qpn = wr->wr.ud.remote_qpn & kPsnMask;
       // IBA: a Q_Key with the high bit set means "use the QP's own Q_Key".
-      w.ud.remote_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? ctx_.cfg.qkey : wr->wr.ud.remote_qkey;
+      w.ud.remote_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? cfg.qkey : wr->wr.ud.remote_qkey;
     }
     LocalSegment* segs = ctx_.send_segs(w);
     if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode == IBV_WR_ATOMIC_WRITE) {
@@ -356,7 +369,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.num_seg = 1;
     } else if (wr->send_flags & IBV_SEND_INLINE) {
       // Inline data is copied now; the caller's buffers are free once post_send returns.
-      std::byte* buf = ctx_.inline_data.data() + std::size_t{ctx_.sq.slot_of(index)} * ctx_.cfg.cap.max_inline_data;
+      std::byte* buf = ctx_.inline_data.data() + std::size_t{slot} * max_inline;
       std::uint32_t at = 0;
       for (int i = 0; i < wr->num_sge; ++i) {
         std::memcpy(buf + at, reinterpret_cast<const void*>(wr->sg_list[i].addr), wr->sg_list[i].length);
@@ -371,7 +384,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       for (int i = 0; i < wr->num_sge; ++i) {
         const ibv_sge& g = wr->sg_list[i];
         std::byte* p = nullptr;
-        if (g.length && ctx_.mrs->check_local(g.lkey, ctx_.cfg.pd, g.addr, g.length, need, &p) != AccessResult::Ok)
+        if (g.length && mrs.check_local(lkeys, g.lkey, pd, g.addr, g.length, need, &p) != AccessResult::Ok)
           w.local_error = true;
         segs[i] = LocalSegment{p, g.length};
       }
@@ -583,6 +596,23 @@ bool QueuePair::build_next(TxFrame& frame, Nanos now) {
   if (ctx_.is_rc()) comp_.on_request_sent(ctx_, req_, now);
   else comp_.retire(ctx_, req_);
   return frame.length != 0;
+}
+
+std::size_t QueuePair::build_run(std::span<TxFrame> frames, Nanos now) {
+  // build_next's order: a CNP, the pacer, responses first; congestion control paces frame by
+  // frame. A send window below one packet spaces requests (window_pace_due): one per call.
+  if (!ctx_.tuning->tx_runs || cnp_pending_ || pacer_wake_ != kNever || resp_.has_output() || cc_ ||
+      comp_.window_spacing() > 0)
+    return 0;
+  const std::size_t room = std::min<std::size_t>(frames.size(), req_.run_room(ctx_));
+  std::size_t n = 0;
+  while (n < room && req_.build_run_frame(ctx_, frames[n])) {
+    last_request_at_ = now;
+    comp_.on_request_sent(ctx_, req_, now);
+    if (frames[n].length == 0) break;  // not sent (a configuration bug write_packet counted), as build_next says
+    ++n;
+  }
+  return n;
 }
 
 void QueuePair::on_timer(Nanos now) {

@@ -5,6 +5,7 @@
 #include <infiniband/verbs.h>
 
 #include <memory>
+#include <span>
 
 #include "lib/rdma/address.hpp"
 #include "lib/rdma/completer.hpp"
@@ -82,6 +83,13 @@ class QueuePair {
   // response is waiting behind it.
   bool only_plain_ack_pending() const;
   bool build_next(TxFrame& frame, Nanos now);
+  // A run of request frames into `frames` (Engine::transmit, TransportTuning::tx_runs): the
+  // frames build_next would write one call at a time for consecutive WQEs that each go as one
+  // packet (Requester::build_run_frame), with the per-call checks that cannot change within the
+  // run asked once. Returns how many; 0 where no run applies (nothing written): a CNP or a
+  // response owed, the pacer or a send window below one packet, congestion control, or the next
+  // WQE not fitting.
+  std::size_t build_run(std::span<TxFrame> frames, Nanos now);
   // After the build_next calls of one transmit turn, all at `now`: per-turn timer work.
   void end_send_turn(Nanos now) { comp_.end_send_turn(ctx_, now); }
   void on_timer(Nanos now);

@@ -214,19 +214,70 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
         ++cursor_;
         continue;
       }
-      w.npackets = w.is_read() ? packets_for(w.length, qp.cfg.pmtu) : w.is_atomic() ? 1 : packets_for(w.length, qp.cfg.pmtu);
-      w.first_psn = next_psn_;
-      w.next_packet = 0;
-      w.read_packets_received = 0;
-      w.read_expect_first = true;
-      w.read_high = 0;
-      w.rd_credit_held = false;
-      w.read_in_order = sr_window_ != 0 && w.is_read() && overlaps_earlier_read(qp, cursor_);
-      next_psn_ = psn_add(next_psn_, w.npackets);
-      w.state = WqeState::InFlight;
-      if (w.needs_response_data()) ++inflight_rd_atomic_;
+      start_wqe(qp, w);
     }
     write_packet(qp, w, frame);
+    return true;
+  }
+  return false;
+}
+
+void Requester::start_wqe(QpContext& qp, SendWqe& w) {
+  w.npackets = w.is_read() ? packets_for(w.length, qp.cfg.pmtu) : w.is_atomic() ? 1 : packets_for(w.length, qp.cfg.pmtu);
+  w.first_psn = next_psn_;
+  w.next_packet = 0;
+  w.read_packets_received = 0;
+  w.read_expect_first = true;
+  w.read_high = 0;
+  w.rd_credit_held = false;
+  w.read_in_order = sr_window_ != 0 && w.is_read() && overlaps_earlier_read(qp, cursor_);
+  next_psn_ = psn_add(next_psn_, w.npackets);
+  w.state = WqeState::InFlight;
+  if (w.needs_response_data()) ++inflight_rd_atomic_;
+}
+
+std::uint32_t Requester::run_room(const QpContext& qp) const {
+  if (!qp.is_rc() || qp.state != QpState::Rts || state_ != State::Ready || sr_pending_ != 0 || rd_pending_ != 0) return 0;
+  // window_allows() for a WQE not yet started, k frames into the run: its PSN is next_psn_ + k,
+  // so the packets in flight and the reach grow by k, and each bound below is where it stops.
+  const std::int64_t reach = psn_diff(next_psn_, una_hint_);
+  const std::int64_t inflight = reach - static_cast<std::int64_t>(held_ahead());
+  std::int64_t room = std::int64_t{qp.tuning->max_inflight_packets} - inflight;
+  // The window's limit holds nothing back with nothing in flight: a limit below one is one.
+  room = std::min(room, std::max<std::int64_t>(window_limit(), 1) - inflight);
+  if (sr_window_ != 0) room = std::min(room, std::int64_t{sr_window_} - reach);
+  if (const std::uint64_t bytes = qp.tuning->max_inflight_bytes; bytes != 0) {
+    // inflight x pmtu >= bytes stops a packet: inflight below bytes / pmtu rounded up goes.
+    const auto packets = static_cast<std::int64_t>((bytes + qp.cfg.pmtu - 1) / qp.cfg.pmtu);
+    room = std::min(room, packets - inflight);
+  }
+  return room > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(room, UINT32_MAX)) : 0;
+}
+
+bool Requester::run_fits(const QpContext& qp, const SendWqe& w) const {
+  if (w.state != WqeState::Posted || w.local_error || w.length > qp.cfg.pmtu) return false;
+  switch (w.opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: break;
+    default: return false;  // READ, atomics, FLUSH, local operations: the frame-at-a-time path
+  }
+  return !((w.send_flags & IBV_SEND_FENCE) && inflight_rd_atomic_ > 0);
+}
+
+bool Requester::build_run_frame(QpContext& qp, TxFrame& frame) {
+  // build_next's walk: past the WQEs finished or wholly sent (the cursor rests on the last sent).
+  while (cursor_ < qp.sq.tail()) {
+    SendWqe& w = qp.sq.at(cursor_);
+    if (w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets)) {
+      ++cursor_;
+      continue;
+    }
+    if (!run_fits(qp, w)) return false;
+    start_wqe(qp, w);
+    write_run_packet(qp, w, frame);
     return true;
   }
   return false;
@@ -281,15 +332,54 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     if (!qp.is_rc() && w.next_packet >= w.npackets) w.state = WqeState::Done;
   }
 
+  send_packet(qp, w, frame, op, psn, offset, payload, ext, solicited, w.is_read() ? read_end - index : 1);
+}
+
+void Requester::write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
+  // write_packet() for a WQE run_fits() took: its one packet (index 0, an ONLY opcode, the whole
+  // payload at offset 0), the extension headers that opcode has, SE as its flags say.
+  ExtHeaders ext = qp.path.ext;
+  const Reth reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+  Opcode op = Opcode::RcSendOnly;
+  switch (w.opcode) {
+    case IBV_WR_RDMA_WRITE:
+      op = Opcode::RcWriteOnly;
+      ext.reth = reth;
+      break;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      op = Opcode::RcWriteOnlyImm;
+      ext.reth = reth;
+      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+      break;
+    case IBV_WR_SEND_WITH_IMM:
+      op = Opcode::RcSendOnlyImm;
+      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+      break;
+    case IBV_WR_SEND_WITH_INV:
+      op = Opcode::RcSendOnlyInv;
+      ext.ieth.rkey.set(w.imm_or_rkey);
+      break;
+    default: break;  // IBV_WR_SEND
+  }
+  ++w.next_packet;
+  send_packet(qp, w, frame, op, w.first_psn, 0, w.length, ext, (w.send_flags & IBV_SEND_SOLICITED) != 0, 1);
+}
+
+// The AckReq decision, the frame, and the bookkeeping of a request packet at `psn` covering
+// `npsns` PSNs (a READ request: the responses it asks for).
+void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opcode op, std::uint32_t psn,
+                            std::uint64_t offset, std::uint32_t payload, const ExtHeaders& ext, bool solicited,
+                            std::uint32_t npsns) {
+  const std::uint32_t pmtu = qp.cfg.pmtu;
   const OpcodeInfo& info = opcode_info(op);
   bool ask = false;
   if (qp.is_rc()) {
     ++packets_since_ack_req_;
     // Also when this packet fills the go-back-N window: nothing more goes out until an ACK
     // comes, and the responder only ACKs on request.
-    const std::int32_t reach_after = psn_diff(psn, una_hint_) + 1;
-    const std::int32_t inflight_after = reach_after - static_cast<std::int32_t>(held_ahead());
     const auto fills_window = [&] {
+      const std::int32_t reach_after = psn_diff(psn, una_hint_) + 1;
+      const std::int32_t inflight_after = reach_after - static_cast<std::int32_t>(held_ahead());
       return inflight_after >= static_cast<std::int32_t>(qp.tuning->max_inflight_packets) ||
              static_cast<std::int64_t>(inflight_after) >= static_cast<std::int64_t>(window_limit()) ||
              (sr_window_ != 0 && reach_after >= static_cast<std::int32_t>(sr_window_)) ||
@@ -320,7 +410,7 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   qp.counters.inc(Counter::SentPkts);
   if (sr_window_ != 0) sr_slot(psn).tx = ++tx_seq_;
   if (info.ends_message() && info.operation == Operation::Send) qp.counters.inc(Counter::RdmaSends);
-  const std::uint32_t end = psn_add(psn, w.is_read() ? read_end - index : 1);
+  const std::uint32_t end = psn_add(psn, npsns);
   if (psn_before(psn, sent_end_psn_) && qp.cfg.type == IBV_QPT_RC) qp.counters.inc(Counter::RetransmittedPkts);
   if (psn_after(end, sent_end_psn_)) sent_end_psn_ = end;
   if (psn_after(end, send_pos_)) send_pos_ = end;

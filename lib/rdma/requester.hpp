@@ -38,6 +38,15 @@ class Requester {
   // Writes the next request packet into `frame`. A WQE whose local segments failed to
   // translate is finished here with IBV_WC_LOC_PROT_ERR instead (returns false, sets *failed).
   bool build_next(QpContext& qp, TxFrame& frame, bool* local_error);
+  // A run of frames (QueuePair::build_run): consecutive WQEs that each go as one packet, built
+  // one after the other with the windows asked once. run_room() is how many frames the in-flight
+  // caps, the send window and the reorder reach let go now (none of them moves while the QP
+  // transmits: each frame takes the next PSN); 0 where no run applies (not RC, not RTS, RNR
+  // wait, a resend or READ hole pending). build_run_frame() starts and writes the next WQE if it
+  // fits a run (run_fits); false, with nothing changed, where the run stops: the frame-at-a-time
+  // path (build_next) then decides, as it would have for that WQE.
+  std::uint32_t run_room(const QpContext& qp) const;
+  bool build_run_frame(QpContext& qp, TxFrame& frame);
 
   // Go-back-N: retransmit from `psn`, which lies in an in-flight WQE at or after the SQ head.
   void rewind(QpContext& qp, std::uint32_t psn);
@@ -130,6 +139,13 @@ class Requester {
 
  private:
   bool window_allows(const QpContext& qp, const SendWqe& w) const;
+  // A WQE not yet started that a run may send as it is: a SEND or WRITE (with immediate or
+  // invalidate) of at most one path MTU whose lkeys translated, not fenced behind a READ or
+  // atomic in flight. None of these takes a READ/atomic credit, so a run leaves the fence's
+  // condition as it found it.
+  bool run_fits(const QpContext& qp, const SendWqe& w) const;
+  // A WQE leaves Posted: its PSNs assigned, its progress reset.
+  void start_wqe(QpContext& qp, SendWqe& w);
   // Resends the oldest packet marked for a selective resend; false when none is left.
   bool build_selective(QpContext& qp, TxFrame& frame);
   // Calls f(wqe, packet index, psn) for every request packet sent and not yet acknowledged.
@@ -159,6 +175,11 @@ class Requester {
   PsnSlot& sr_slot(std::uint32_t psn) { return slot_of(sr_, psn); }
   std::uint8_t sr_flags(std::uint32_t psn) const { return flags_of(sr_, psn); }
   void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
+  // write_packet() for the one packet of a WQE a run sends (run_fits).
+  void write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
+  void send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, proto::Opcode op, std::uint32_t psn,
+                   std::uint64_t offset, std::uint32_t payload, const proto::ExtHeaders& ext, bool solicited,
+                   std::uint32_t npsns);
   // Whether the local buffer of the READ at SQ index `index` overlaps an earlier unfinished READ's.
   bool overlaps_earlier_read(const QpContext& qp, std::uint64_t index) const;
   // Sends the oldest range of READ responses marked missing; false when none is left.

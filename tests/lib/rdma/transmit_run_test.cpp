@@ -1,0 +1,375 @@
+// A run of frames (QueuePair::build_run, TransportTuning::tx_runs): consecutive one-packet SENDs
+// and WRITEs of an RC QP built in one call with the windows asked once. Each case posts the same
+// list on two QPs, one with runs and one without, and compares what they send: the run must stop
+// exactly where the frame-at-a-time path stops (the in-flight caps, the reorder reach, a
+// multi-packet WQE, a READ, a fence behind a READ) and leave the rest to it. And post_send over a
+// list: a bad WR in the middle fails there with bad_wr pointing at it, the earlier ones posted;
+// the lkey check remembered from one WR to the next still checks each SGE's bounds and access.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+
+#include "protocol/aeth.hpp"
+#include "tests/support/raw_peer.hpp"
+#include "tests/support/verbs_helpers.hpp"
+
+namespace roce::test::transmit_run_test {
+namespace {
+
+using namespace roce::proto;
+
+constexpr MacAddr kPeerMac{2, 0, 0, 0, 0, 0xBE};
+constexpr Ipv4Addr kPeerIp{10, 0, 0, 12};
+constexpr std::uint32_t kPeerQpn = 0x140;
+constexpr std::uint32_t kS = 0xFFFFFA;  // the requester's first PSN: runs cross the wrap
+
+struct Shape {
+  std::uint32_t max_inflight = 4096;
+  std::uint64_t max_inflight_bytes = 0;
+  std::uint32_t selective = 0;  // reorder window (0: go-back-N)
+  bool window = true;           // go-back-N's congestion window (its static cap: the caps above)
+};
+
+struct Wr {
+  ibv_wr_opcode op = IBV_WR_RDMA_WRITE;
+  std::uint32_t len = 64;
+  unsigned flags = 0;
+};
+
+// One requester QP toward a raw peer, with or without runs.
+class Side {
+ public:
+  Side(bool runs, const Shape& shape) {
+    rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
+    cfg.tuning.tx_runs = runs;
+    cfg.tuning.max_inflight_packets = shape.max_inflight;
+    cfg.tuning.max_inflight_bytes = shape.max_inflight_bytes;
+    cfg.tuning.window.go_back_n_congestion = shape.window;
+    engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
+    QpOptions o;
+    o.depth = 64;
+    ep_ = make_endpoint(*engine_, o);
+    if (shape.selective != 0) {
+      const Status s = ep_.qp->set_selective_repeat(shape.selective);
+      EXPECT_TRUE(s.ok()) << s.error().message;
+    }
+    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
+    to_rts(*engine_, ep_.qp, kS, 4);
+    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    src_.resize(8192);
+    for (std::size_t i = 0; i < src_.size(); ++i) src_[i] = static_cast<std::byte>(i * 7 + 3);
+    mr_ = reg(*engine_, ep_.pd, src_, IBV_ACCESS_LOCAL_WRITE);
+  }
+
+  // Posts `wrs` as one list.
+  void post(const std::vector<Wr>& wrs) {
+    std::vector<ibv_sge> sg(wrs.size());
+    std::vector<ibv_send_wr> list(wrs.size());
+    for (std::size_t i = 0; i < wrs.size(); ++i) {
+      sg[i] = sge(src_.data() + 16 * i, wrs[i].len, mr_);
+      ibv_send_wr& w = list[i];
+      w.wr_id = ++posted_;
+      w.opcode = wrs[i].op;
+      w.sg_list = &sg[i];
+      w.num_sge = 1;
+      w.send_flags = wrs[i].flags | IBV_SEND_SIGNALED;
+      w.imm_data = 0x01020304u + static_cast<std::uint32_t>(i);
+      if (wrs[i].op == IBV_WR_SEND_WITH_INV) w.invalidate_rkey = 0x5500u + static_cast<std::uint32_t>(i);
+      w.wr.rdma.remote_addr = 0x10000 + 0x1000 * i;
+      w.wr.rdma.rkey = 0x1234;
+      w.next = i + 1 < wrs.size() ? &list[i + 1] : nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(engine_->post_send(ep_.qp, list.data(), &bad), 0);
+  }
+
+  // The QP's frames by direct calls, as one transmit turn makes them: with runs, build_run
+  // first (its counts in *runs) and build_next where it returns 0; without, build_next alone.
+  std::vector<std::vector<std::byte>> turn(std::vector<std::size_t>* runs) {
+    std::vector<std::vector<std::byte>> out;
+    std::vector<std::vector<std::byte>> bufs(16, std::vector<std::byte>(4096));
+    std::vector<rdma::TxFrame> frames(bufs.size());
+    for (;;) {
+      for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = rdma::TxFrame{bufs[i].data(), 4096, 0};
+      std::size_t n = ep_.qp->build_run(frames, 0);
+      if (n != 0) {
+        runs->push_back(n);
+      } else if (ep_.qp->build_next(frames[0], 0)) {
+        n = 1;
+      } else {
+        break;
+      }
+      for (std::size_t i = 0; i < n; ++i) out.emplace_back(frames[i].data, frames[i].data + frames[i].length);
+    }
+    ep_.qp->end_send_turn(0);
+    return out;
+  }
+
+  // Everything the engine sends, call by call (32 frames a call).
+  std::vector<std::vector<std::vector<std::byte>>> transmit() {
+    std::vector<std::vector<std::vector<std::byte>>> calls;
+    std::vector<std::vector<std::byte>> bufs(32, std::vector<std::byte>(4096));
+    std::vector<rdma::TxFrame> frames(bufs.size());
+    for (;;) {
+      for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = rdma::TxFrame{bufs[i].data(), 4096, 0};
+      const std::size_t n = engine_->transmit(frames, 0);
+      if (n == 0) break;
+      auto& call = calls.emplace_back();
+      for (std::size_t i = 0; i < n; ++i) call.emplace_back(frames[i].data, frames[i].data + frames[i].length);
+    }
+    return calls;
+  }
+
+  void ack(std::uint32_t psn) {
+    ExtHeaders e;
+    e.aeth = Aeth{Syndrome::ack().raw, Be24::of(0)};
+    peer_->send(peer_->frame(Opcode::RcAck, psn & kPsnMask, e, {}, false));
+  }
+  // A READ's one response (its payload at most one MTU), completing it.
+  void read_response(std::uint32_t psn, std::uint32_t len) {
+    ExtHeaders e;
+    e.aeth = Aeth{Syndrome::ack().raw, Be24::of(0)};
+    const std::vector<std::byte> payload(len, std::byte{9});
+    peer_->send(peer_->frame(Opcode::RcReadResponseOnly, psn & kPsnMask, e, payload, false));
+  }
+  rdma::QueuePair& qp() { return *ep_.qp; }
+  Endpoint& ep() { return ep_; }
+  const rdma::MemoryRegion* mr() const { return mr_; }
+  std::vector<std::byte>& src() { return src_; }
+
+ private:
+  rdma::MrTable mrs_;
+  std::unique_ptr<rdma::Engine> engine_;
+  Endpoint ep_;
+  std::unique_ptr<RawPeer> peer_;
+  std::vector<std::byte> src_;
+  const rdma::MemoryRegion* mr_ = nullptr;
+  std::uint64_t posted_ = 0;
+};
+
+std::vector<std::uint32_t> psns_of(const std::vector<std::vector<std::byte>>& frames) {
+  std::vector<std::uint32_t> psns;
+  for (const auto& f : frames) {
+    Packet pkt;
+    EXPECT_EQ(parse_frame(f, {}, pkt), ParseError::None);
+    EXPECT_EQ(pkt.icrc_status, IcrcStatus::Ok);
+    psns.push_back(pkt.psn());
+  }
+  return psns;
+}
+
+// Posts `wrs` on a QP with runs and one without, runs one turn of direct calls on each, and
+// checks both sent the same bytes; returns the run side's run lengths.
+class TransmitRun : public ::testing::Test {
+ protected:
+  void start(const Shape& shape) {
+    runs_ = std::make_unique<Side>(true, shape);
+    plain_ = std::make_unique<Side>(false, shape);
+  }
+  void post(const std::vector<Wr>& wrs) {
+    runs_->post(wrs);
+    plain_->post(wrs);
+  }
+  // One turn on each side: the frames (compared) and the run lengths.
+  std::vector<std::size_t> turn(std::size_t expect_frames) {
+    std::vector<std::size_t> runs, none;
+    const auto a = runs_->turn(&runs);
+    const auto b = plain_->turn(&none);
+    EXPECT_TRUE(none.empty()) << "runs are off on the plain side";
+    EXPECT_EQ(a.size(), expect_frames);
+    EXPECT_EQ(psns_of(a), psns_of(b));
+    EXPECT_TRUE(a == b) << "a frame differs from the frame-at-a-time path's";
+    return runs;
+  }
+  void ack(std::uint32_t psn) {
+    runs_->ack(psn);
+    plain_->ack(psn);
+  }
+  std::unique_ptr<Side> runs_, plain_;
+};
+
+TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrame) {
+  start({});
+  post({{IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_WRITE_WITH_IMM, 13},
+        {IBV_WR_SEND, 1024},
+        {IBV_WR_SEND_WITH_IMM, 0},
+        {IBV_WR_SEND_WITH_INV, 7},
+        {IBV_WR_RDMA_WRITE, 0},
+        {IBV_WR_SEND, 30, IBV_SEND_SOLICITED},
+        {IBV_WR_RDMA_WRITE_WITH_IMM, 64, IBV_SEND_SOLICITED}});
+  EXPECT_EQ(turn(8), (std::vector<std::size_t>{8}));
+}
+
+TEST_F(TransmitRun, StopsAtTheInflightCap) {
+  start({.max_inflight = 5});
+  post(std::vector<Wr>(8));
+  EXPECT_EQ(turn(5), (std::vector<std::size_t>{5}));
+  ack(kS + 2);  // three acknowledged: three more go
+  EXPECT_EQ(turn(3), (std::vector<std::size_t>{3}));
+}
+
+TEST_F(TransmitRun, StopsAtTheInflightBytes) {
+  start({.max_inflight_bytes = 3 * 1024 - 1, .window = false});  // three 1 KiB packets, less a byte
+  post(std::vector<Wr>(6));
+  EXPECT_EQ(turn(3), (std::vector<std::size_t>{3}));
+  ack(kS);
+  EXPECT_EQ(turn(1), (std::vector<std::size_t>{1}));
+}
+
+TEST_F(TransmitRun, StopsAtTheSendWindow) {
+  // The window's static cap is the bytes' whole packets (two), below the byte cap's three.
+  start({.max_inflight_bytes = 3 * 1024 - 1});
+  post(std::vector<Wr>(6));
+  EXPECT_EQ(turn(2), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(runs_->qp().requester().window_limit(), 2u);
+  ack(kS);
+  EXPECT_EQ(turn(1), (std::vector<std::size_t>{1}));
+}
+
+TEST_F(TransmitRun, StopsAtTheReorderReach) {
+  start({.selective = 8});
+  post(std::vector<Wr>(12));
+  EXPECT_EQ(turn(8), (std::vector<std::size_t>{8}));
+  ack(kS + 3);
+  EXPECT_EQ(turn(4), (std::vector<std::size_t>{4}));
+}
+
+TEST_F(TransmitRun, StopsAtTheSelectiveWindow) {
+  // Selective repeat's window starts at WindowTuning::initial_packets (16), inside the reach.
+  start({.selective = 64});
+  post(std::vector<Wr>(24));
+  EXPECT_EQ(turn(16), (std::vector<std::size_t>{16}));
+  EXPECT_EQ(runs_->qp().requester().window_limit(), 16u);
+}
+
+TEST_F(TransmitRun, StopsAtAMultiPacketWqe) {
+  start({});
+  post({{IBV_WR_RDMA_WRITE, 64}, {IBV_WR_SEND, 1000}, {IBV_WR_RDMA_WRITE, 1025}, {IBV_WR_RDMA_WRITE, 64}, {IBV_WR_SEND, 8}});
+  // Two in a run; the two-packet WRITE and the rest frame by frame, then a run again.
+  EXPECT_EQ(turn(6), (std::vector<std::size_t>{2, 2}));
+}
+
+TEST_F(TransmitRun, StopsAtAReadAndAFenceBehindIt) {
+  start({});
+  post({{IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_READ, 64},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_WRITE, 64, IBV_SEND_FENCE},
+        {IBV_WR_RDMA_WRITE, 64}});
+  // WRITE; the READ frame by frame; one WRITE; the fenced WRITE waits for the READ.
+  EXPECT_EQ(turn(3), (std::vector<std::size_t>{1, 1}));
+  runs_->read_response(kS + 1, 64);
+  plain_->read_response(kS + 1, 64);
+  EXPECT_EQ(turn(2), (std::vector<std::size_t>{2})) << "with the READ done the fence holds nothing back";
+}
+
+TEST_F(TransmitRun, AFenceWithNothingOutstandingDoesNotStopIt) {
+  start({});
+  post({{IBV_WR_RDMA_WRITE, 64}, {IBV_WR_RDMA_WRITE, 64, IBV_SEND_FENCE}, {IBV_WR_SEND, 64}});
+  EXPECT_EQ(turn(3), (std::vector<std::size_t>{3}));
+}
+
+// Through Engine::transmit: the same frames in the same calls, a long stream with ACKs between
+// turns (the quantum, the cap, runs resumed after a multi-packet WQE).
+TEST_F(TransmitRun, EngineTransmitSendsWhatFrameByFrameSends) {
+  start({.max_inflight = 40});
+  std::uint32_t acked = 0;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<Wr> wrs(20);
+    wrs[5].len = 2048;
+    wrs[11].op = IBV_WR_SEND_WITH_IMM;
+    wrs[17].len = 3000;
+    post(wrs);
+    const auto a = runs_->transmit();
+    const auto b = plain_->transmit();
+    ASSERT_EQ(a.size(), b.size()) << "round " << round;
+    for (std::size_t c = 0; c < a.size(); ++c) EXPECT_TRUE(a[c] == b[c]) << "round " << round << " call " << c;
+    std::size_t sent = 0;
+    for (const auto& call : a) sent += call.size();
+    EXPECT_GT(sent, 0u);
+    acked += static_cast<std::uint32_t>(sent);
+    ack(kS + acked - 1);
+  }
+  EXPECT_EQ(drain(runs_->ep()).size(), drain(plain_->ep()).size());
+}
+
+// post_send over a list: the WR with too many SGEs fails with bad_wr at it, the two before it
+// are posted (and sent), the two after it are not.
+TEST(PostSendList, ABadWrInTheMiddleFailsThere) {
+  Side side(true, {});
+  std::vector<ibv_sge> sg(8, sge(side.src().data(), 64, side.mr()));
+  std::array<ibv_send_wr, 5> list{};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    list[i].wr_id = 100 + i;
+    list[i].opcode = IBV_WR_RDMA_WRITE;
+    list[i].sg_list = sg.data();
+    list[i].num_sge = 1;
+    list[i].send_flags = IBV_SEND_SIGNALED;
+    list[i].wr.rdma.remote_addr = 0x10000;
+    list[i].wr.rdma.rkey = 0x1234;
+    list[i].next = i + 1 < list.size() ? &list[i + 1] : nullptr;
+  }
+  list[2].num_sge = 5;  // the QP takes 4
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(side.ep().engine->post_send(side.ep().qp, list.data(), &bad), EINVAL);
+  EXPECT_EQ(bad, &list[2]);
+  EXPECT_EQ(psns_of(side.transmit().at(0)), (std::vector<std::uint32_t>{kS, kS + 1}));
+  // The same list from the failed WR on: the fixed one and the rest go.
+  list[2].num_sge = 2;
+  list[3].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;  // 64 bytes: an atomic takes 8
+  bad = nullptr;
+  EXPECT_EQ(side.ep().engine->post_send(side.ep().qp, &list[2], &bad), EINVAL);
+  EXPECT_EQ(bad, &list[3]);
+  EXPECT_EQ(psns_of(side.transmit().at(0)), (std::vector<std::uint32_t>{kS + 2}));
+}
+
+// The lkey check remembered within a list (one region validated, the next SGE under the same
+// lkey) still checks each SGE: one past the region's end and a READ into a region without local
+// write fail with a local protection error, the WRs around them succeed.
+TEST(PostSendList, TheRememberedLkeyStillChecksBoundsAndAccess) {
+  Side side(true, {});
+  std::vector<std::byte>& src = side.src();
+  const std::uint32_t lkey = side.mr()->lkey();
+  std::vector<std::byte> ro(256);
+  auto ro_mr = side.ep().engine->memory().register_region(side.ep().pd, ro.data(), ro.size(), 0);
+  ASSERT_TRUE(ro_mr.ok());
+  std::array<ibv_sge, 6> sg{
+      ibv_sge{reinterpret_cast<std::uint64_t>(src.data()), 64, lkey},
+      ibv_sge{reinterpret_cast<std::uint64_t>(src.data() + src.size() - 63), 64, lkey},  // one byte past the end
+      ibv_sge{reinterpret_cast<std::uint64_t>(src.data() + src.size() - 64), 64, lkey},  // the last 64 bytes
+      ibv_sge{reinterpret_cast<std::uint64_t>(ro.data()), 64, (*ro_mr)->lkey()},
+      ibv_sge{reinterpret_cast<std::uint64_t>(ro.data()), 64, (*ro_mr)->lkey()},        // a READ into it: no local write
+      ibv_sge{reinterpret_cast<std::uint64_t>(src.data() - 1), 64, lkey},                // one byte before the start
+  };
+  std::array<ibv_send_wr, 6> list{};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    list[i].wr_id = i;
+    list[i].opcode = i == 4 ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+    list[i].sg_list = &sg[i];
+    list[i].num_sge = 1;
+    list[i].send_flags = IBV_SEND_SIGNALED;
+    list[i].wr.rdma.remote_addr = 0x10000;
+    list[i].wr.rdma.rkey = 0x1234;
+    list[i].next = i + 1 < list.size() ? &list[i + 1] : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, list.data(), &bad), 0);
+  const rdma::WorkQueue<rdma::SendWqe>& sq = side.qp().context().sq;
+  ASSERT_EQ(sq.size(), list.size());
+  std::vector<bool> failed;
+  for (std::uint64_t i = sq.head(); i < sq.tail(); ++i) failed.push_back(sq.at(i).local_error);
+  EXPECT_EQ(failed, (std::vector<bool>{false, true, false, false, true, true}));
+  // The requester sends WR 0 and finishes WR 1 with a local protection error (the QP enters ERR
+  // and flushes the rest).
+  EXPECT_EQ(psns_of(side.transmit().at(0)), (std::vector<std::uint32_t>{kS}));
+  const auto wcs = drain(side.ep());
+  ASSERT_EQ(wcs.size(), list.size());
+  const auto second = std::find_if(wcs.begin(), wcs.end(), [](const ibv_wc& wc) { return wc.wr_id == 1; });
+  ASSERT_NE(second, wcs.end());
+  EXPECT_EQ(second->status, IBV_WC_LOC_PROT_ERR) << describe(*second);
+}
+
+}  // namespace
+}  // namespace roce::test::transmit_run_test
