@@ -300,7 +300,10 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
     deliver(frame, control_class(frame), now);
   }
   engine_.end_receive_burst();
-  if (n) rte_pktmbuf_free_bulk(rx, n);
+  // A lone frame (queue depth 1: every frame) is freed inline; the bulk free is a library call
+  // that costs about twice as much for one mbuf.
+  if (n == 1) rte_pktmbuf_free(rx[0]);
+  else if (n) rte_pktmbuf_free_bulk(rx, n);
 }
 
 void Worker::publish_stats(Nanos now) {
