@@ -10,7 +10,7 @@ namespace roce::dp {
 
 unsigned IoLoop::poll(Nanos now) {
   std::array<rte_mbuf*, kBurst> rx;
-  const std::uint16_t n = rte_eth_rx_burst(cfg_.port, 0, rx.data(), kBurst);
+  const std::uint16_t n = port_rx_ring_ != nullptr && rte_ring_empty(port_rx_ring_) ? 0 : rte_eth_rx_burst(cfg_.port, 0, rx.data(), kBurst);
   stats_.rx_packets += n;
   if (overrun_.enabled()) {
     overrun_.on_burst(rx.data(), n, now);

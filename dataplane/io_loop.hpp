@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/overrun.hpp"
+#include "dataplane/ring_port.hpp"
 #include "dataplane/rx_backlog.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
@@ -30,7 +31,9 @@ struct IoConfig {
 class IoLoop {
  public:
   explicit IoLoop(IoConfig cfg) : cfg_(std::move(cfg)), steering_(cfg_.shards), overrun_(cfg_.overrun, cfg_.port_drops),
-        backlog_(cfg_.backlog.mark ? BacklogMarking(cfg_.backlog, rx_queue_count_of(cfg_.port, 0)) : BacklogMarking()) {}
+        backlog_(cfg_.backlog.mark ? BacklogMarking(cfg_.backlog, rx_queue_count_of(cfg_.port, 0)) : BacklogMarking()) {
+    port_rx_ring_ = ring_port_rx_ring(cfg_.port, 0);
+  }
   unsigned poll(Nanos now);
   const IoStats& stats() const { return stats_; }
   void drain_tx();
@@ -42,6 +45,8 @@ class IoLoop {
   IoConfig cfg_;
   Steering steering_;
   IoStats stats_;
+  // A ring port's RX ring (ring_port.hpp): while it is empty the loop does not call the PMD.
+  rte_ring* port_rx_ring_ = nullptr;
   OverrunMarking overrun_;
   BacklogMarking backlog_;
   Nanos last_publish_ = 0;

@@ -2,6 +2,7 @@
 
 #include <rte_prefetch.h>
 
+#include "dataplane/ring_port.hpp"
 #include "dataplane/write_prefetch.hpp"
 
 #include <algorithm>
@@ -51,6 +52,7 @@ Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCach
   if (cfg_.backlog.mark && cfg_.rx_ring == nullptr)
     backlog_ = BacklogMarking(cfg_.backlog, rx_queue_count_of(cfg_.port, cfg_.queue));
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
+  if (cfg_.rx_ring == nullptr) port_rx_ring_ = ring_port_rx_ring(cfg_.port, cfg_.queue);
   WorkerSnapshot first;
   first.worker = cfg_.index;
   published_.publish(first);
@@ -141,7 +143,7 @@ bool Worker::push_pending() {
                    : rte_eth_tx_burst(cfg_.port, cfg_.queue, pending_.data(), static_cast<std::uint16_t>(pending_count_));
   // What the PMD (or ring) did not take stays queued: the engine is asked for nothing more
   // until it drains, so a full TX ring slows the requester instead of losing its packets.
-  std::copy(pending_.begin() + sent, pending_.begin() + pending_count_, pending_.begin());
+  if (sent != pending_count_) std::copy(pending_.begin() + sent, pending_.begin() + pending_count_, pending_.begin());
   pending_count_ -= sent;
   return pending_count_ == 0;
 }
@@ -152,7 +154,7 @@ bool Worker::push_pending() {
 // "One TX burst per iteration").
 void Worker::transmit(Nanos now, Nanos busy_iteration) {
   constexpr unsigned kMinOffer = 4;
-  if (!engine_.has_tx_work() || pending_count_ >= kBurst) return;
+  // The caller asks only with send work and room in pending_ (most iterations have none).
   // The engine fills the stash's top mbufs where they lie: those it used leave the stash, the
   // rest stay for the next round (taking each out and putting the unused back cost more than
   // a lone ACK's frame at queue depth 1; docs/perf-changes.md section 35).
@@ -298,7 +300,10 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
     deliver(frame, control_class(frame), now);
   }
   engine_.end_receive_burst();
-  if (n) rte_pktmbuf_free_bulk(rx, n);
+  // A lone frame (queue depth 1: every frame) is freed inline; the bulk free is a library call
+  // that costs about twice as much for one mbuf.
+  if (n == 1) rte_pktmbuf_free(rx[0]);
+  else if (n) rte_pktmbuf_free_bulk(rx, n);
 }
 
 void Worker::publish_stats(Nanos now) {
@@ -318,11 +323,10 @@ void Worker::publish_stats(Nanos now) {
 // are still queued, and a peer stepped on the same thread has not answered yet: running the
 // retransmission timers first would resend what was never lost. They wait for the next
 // iteration whose RX burst came back short (the queue read to the end), at most kMaxHeld.
-bool Worker::timers_due(Nanos now, unsigned received, unsigned burst) {
+// `gap`: since the last iteration (kNever for the first). Inline: it runs every iteration.
+inline bool Worker::timers_due(Nanos gap, unsigned received, unsigned burst) {
   constexpr unsigned kMaxHeld = 64;
-  const bool stalled = last_poll_ != 0 && now - last_poll_ > cfg_.stall_ns;
-  last_poll_ = now;
-  if (stalled) {
+  if (gap != kNever && gap > cfg_.stall_ns) {
     ++stats_.stalls;
     timers_held_ = kMaxHeld;
     return false;
@@ -337,9 +341,10 @@ unsigned Worker::poll(Nanos now, bool send) {
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
   std::array<rte_mbuf*, kBurst> rx;
   const auto want = static_cast<std::uint16_t>(rx_burst_);
-  const unsigned n = want == 0     ? 0
-                     : cfg_.rx_ring ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx.data()), want, nullptr)
-                                    : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), want);
+  const unsigned n = want == 0                                        ? 0
+                     : cfg_.rx_ring                                     ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx.data()), want, nullptr)
+                     : port_rx_ring_ != nullptr && rte_ring_empty(port_rx_ring_) ? 0
+                                                                        : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), want);
   if (overrun_.enabled()) {
     overrun_.on_burst(rx.data(), n, now);
     overrun_.copy_to(stats_);
@@ -348,17 +353,21 @@ unsigned Worker::poll(Nanos now, bool send) {
     backlog_.on_burst(rx.data(), n, want);
     backlog_.copy_to(stats_);
   }
+  // An empty burst skips receive() (the engine's burst brackets settle nothing then).
   if (cfg_.shard_inboxes.empty()) {
-    receive(rx.data(), n, now, true);
+    if (n) receive(rx.data(), n, now, true);
   } else {
-    receive(rx.data(), hand_off_foreign(rx.data(), n), now, true);
+    if (const unsigned own = n ? hand_off_foreign(rx.data(), n) : 0) receive(rx.data(), own, now, true);
     const unsigned k = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(rx.data()), kBurst, nullptr);
     stats_.rx_from_inbox += k;
-    receive(rx.data(), k, now, false);
+    if (k) receive(rx.data(), k, now, false);
   }
   if (app_hook) app_hook(engine_, now);
   const Nanos iteration = last_poll_ != 0 && now > last_poll_ ? now - last_poll_ : kNever;
-  if (timers_due(now, n, want)) engine_.advance(now);
+  last_poll_ = now;
+  // The engine is entered only when a QP's deadline has come (Engine::timers_pending: one
+  // compare); most iterations find none.
+  if (timers_due(iteration, n, want) && engine_.timers_pending(now)) engine_.advance(now);
   if (!send) {
     // What the step holds is the engine's answer to the program's peer. An ARP or NDP answer,
     // or a solicitation, rides with nothing: held, it waited for the next full step, which in
@@ -373,7 +382,7 @@ unsigned Worker::poll(Nanos now, bool send) {
   // covers them too (one ACK per QP per iteration was half an ACK per frame at 16 QPs). Not
   // after a stall: that iteration is longer than any hold (Engine::transmit), so the ACKs owed
   // for what arrived meanwhile go at once.
-  transmit(now, n == kBurst ? iteration : kNever);
+  if (engine_.has_tx_work() && pending_count_ < kBurst) transmit(now, n == kBurst ? iteration : kNever);
   // A short RX burst means the link is not busy: batching the rest would only add latency
   // (an ACK or a lone WRITE would wait for the next iteration). A full burst means more is
   // waiting, so partial TX bursts keep collecting until the flush timer.

@@ -121,7 +121,8 @@ class Worker {
   // The one place Neighbor Solicitations are answered (and NS/NA senders learnt).
   void answer_ndp(std::span<const std::byte> frame);
   void send_control(std::span<const std::byte> frame);
-  bool timers_due(Nanos now, unsigned received, unsigned burst);
+  bool timers_due(Nanos gap, unsigned received, unsigned burst);
+  // Called with send work (Engine::has_tx_work) and room in pending_.
   // `busy_iteration`: this iteration's RX burst came back full, and the last iteration took
   // this long (a plain ACK may wait to cover more: Engine::transmit); kNever otherwise.
   void transmit(Nanos now, Nanos busy_iteration);
@@ -156,6 +157,8 @@ class Worker {
   std::array<rdma::TxFrame, kBurst> tx_frames_{};
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
+  // A ring port's RX ring (ring_port.hpp): while it is empty the poll does not call the PMD.
+  rte_ring* port_rx_ring_ = nullptr;
   OverrunMarking overrun_;
   BacklogMarking backlog_;
 

@@ -149,6 +149,9 @@ class Engine {
   // arrives meanwhile (TransportTuning::ack_hold). kNever: every ACK owed goes now.
   std::size_t transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration = kNever);
   void advance(Nanos now);
+  // Whether advance(now) has anything to do: a QP's deadline has come, or a burst left open
+  // owes its refresh. A poll loop asks this every iteration instead of calling advance.
+  bool timers_pending(Nanos now) const { return timers_.earliest() <= now || unrefreshed_ != nullptr; }
   Nanos next_deadline() const { return timers_.earliest(); }
   bool has_tx_work() const { return active_count_ > 0 || gsi_.has_tx_work(); }
   // QPs the last transmit() passed over, each with a plain ACK waiting (ack_hold).

@@ -1,0 +1,65 @@
+// TimerHeap: the earliest of many owners' deadlines, which Engine::timers_pending compares with
+// the time every worker iteration. set() to the same deadline, or kNever for an absent owner,
+// changes nothing; otherwise it moves, inserts or removes.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "lib/rdma/timer_heap.hpp"
+
+namespace roce::test::timer_heap_test {
+namespace {
+
+using rdma::TimerHeap;
+
+TEST(TimerHeap, SetsMovesAndRemovesDeadlines) {
+  TimerHeap h(4);
+  EXPECT_TRUE(h.empty());
+  EXPECT_EQ(h.earliest(), kNever);
+  h.set(2, kNever);  // absent stays absent
+  EXPECT_TRUE(h.empty());
+  h.set(2, 50);
+  h.set(1, 70);
+  h.set(3, 60);
+  EXPECT_EQ(h.earliest(), 50);
+  EXPECT_EQ(h.earliest_owner(), 2u);
+  h.set(2, 50);  // unchanged
+  EXPECT_EQ(h.earliest_owner(), 2u);
+  h.set(2, 80);  // later: another owner comes first
+  EXPECT_EQ(h.earliest(), 60);
+  EXPECT_EQ(h.earliest_owner(), 3u);
+  h.set(1, 10);  // earlier
+  EXPECT_EQ(h.earliest_owner(), 1u);
+  h.set(1, kNever);  // removed
+  EXPECT_EQ(h.deadline_of(1), kNever);
+  EXPECT_EQ(h.earliest_owner(), 3u);
+  EXPECT_EQ(h.deadline_of(2), 80);
+  h.set(3, kNever);
+  h.set(2, kNever);
+  EXPECT_TRUE(h.empty());
+}
+
+// Against a plain array: after every set, the earliest is the minimum of what was set.
+TEST(TimerHeap, EarliestIsTheMinimumAfterRandomSets) {
+  constexpr std::uint32_t kOwners = 37;
+  TimerHeap h(kOwners);
+  std::vector<Nanos> want(kOwners, kNever);
+  std::mt19937_64 rng(26);
+  for (int i = 0; i < 20000; ++i) {
+    const auto owner = static_cast<std::uint32_t>(rng() % kOwners);
+    const Nanos d = rng() % 4 == 0 ? kNever : rng() % 3 == 0 ? want[owner] : static_cast<Nanos>(rng() % 1000);
+    h.set(owner, d);
+    want[owner] = d;
+    Nanos min = kNever;
+    for (const Nanos w : want) min = std::min(min, w);
+    ASSERT_EQ(h.earliest(), min) << "after set " << i;
+    ASSERT_EQ(h.deadline_of(owner), d);
+    if (min != kNever) {
+      ASSERT_EQ(want[h.earliest_owner()], min);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace roce::test::timer_heap_test
