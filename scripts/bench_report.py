@@ -75,11 +75,23 @@ def protocol_rows(doc):
             continue
         if b.get("error_occurred"):
             sys.exit("bench_report: protocol_bench {} failed: {}".format(b.get("name"), b.get("error_message")))
+        if "/payload:" not in b["run_name"]:
+            continue  # a benchmark without a payload sweep (BM_IcrcTailBurst): tail_burst_rows
         name, size = b["run_name"].rsplit("/payload:", 1)
         entry = runs.setdefault((name, int(size)), {"Mpkt": [], "GB": []})
         entry["Mpkt"].append(b["Mpkt"])
         entry["GB"].append(b["GB"])
     return runs
+
+
+def tail_burst_rows(doc):
+    """{mode: [ns per frame per repetition]} for BM_IcrcTailBurst (floor13, perf-changes section 41)."""
+    rows = {}
+    for b in doc.get("benchmarks", []):
+        name = b.get("run_name", "")
+        if b.get("run_type") == "iteration" and name.startswith("BM_IcrcTailBurst/") and b.get("items_per_second"):
+            rows.setdefault(name.split("/", 1)[1], []).append(1e9 / b["items_per_second"])
+    return rows
 
 
 def sample_stats(values, digits=2):
@@ -504,6 +516,12 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
                 size_label(s), sample_stats(m), sample_stats(g("BM_Parse/icrc_isal", "Mpkt")),
                 sample_stats(g("BM_Parse/headers_only", "Mpkt")), sample_stats(g("BM_Build", "Mpkt")), " | ".join(icrc)))
         w("")
+        tails = tail_burst_rows(proto)
+        if tails:
+            w("ICRC of the 80 B that a 64 B WRITE leaves to ISA-L, eight frames a burst (BM_IcrcTailBurst,")
+            w("perf-changes.md section 41), ns per frame: " + "; ".join(
+                "{} {}".format(mode, sample_stats(v, 1)) for mode, v in sorted(tails.items())) + ".")
+            w("")
     if before_after:
         w("## Before and after")
         w("")
