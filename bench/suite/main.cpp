@@ -62,11 +62,20 @@ std::size_t llc_bytes() {
   return l3 > 0 ? static_cast<std::size_t>(l3) : 32u << 20;
 }
 
+// A count option's value: a number that fits 32 bits (std::stoul alone takes "-1" and 2^40 and the
+// cast would wrap them); anything else is refused like a malformed number (main's catch).
+std::uint32_t u32(const std::string& v) {
+  if (v.find('-') != std::string::npos) throw std::out_of_range("not a count");
+  const unsigned long n = std::stoul(v);
+  if (n > UINT32_MAX) throw std::out_of_range("above 4294967295");
+  return static_cast<std::uint32_t>(n);
+}
+
 std::vector<std::uint32_t> parse_sizes(const std::string& s) {
   std::vector<std::uint32_t> out;
   std::stringstream in(s);
   std::string item;
-  while (std::getline(in, item, ',')) out.push_back(static_cast<std::uint32_t>(std::stoul(item)));
+  while (std::getline(in, item, ',')) out.push_back(u32(item));
   return out;
 }
 
@@ -127,19 +136,19 @@ int main(int argc, char** argv) {
       } else if (a == "--out" && has) {
         out_path = args.app[++i];
       } else if (a == "--runs" && has) {
-        c.runs = static_cast<unsigned>(std::stoul(args.app[++i]));
+        c.runs = u32(args.app[++i]);
       } else if (a == "--window" && has) {
         c.window = std::stod(args.app[++i]);
       } else if (a == "--rtt-samples" && has) {
-        c.rtt_samples = static_cast<unsigned>(std::stoul(args.app[++i]));
+        c.rtt_samples = u32(args.app[++i]);
       } else if (a == "--big-mib" && has) {
         big_mib = std::stoul(args.app[++i]);
       } else if (a == "--sizes" && has) {
         c.sizes = parse_sizes(args.app[++i]);
       } else if (a == "--max-inflight" && has) {
-        c.tuning.max_inflight_packets = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+        c.tuning.max_inflight_packets = u32(args.app[++i]);
       } else if (a == "--max-inflight-bytes" && has) {
-        c.tuning.max_inflight_bytes = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+        c.tuning.max_inflight_bytes = u32(args.app[++i]);
       } else if (a == "--early-retransmit-us" && has) {
         c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
       } else if (a == "--tail-probe-us" && has) {
@@ -159,7 +168,7 @@ int main(int argc, char** argv) {
       } else if (a == "--bdp-judge" && has) {
         c.tuning.window.bdp_cap_judge = bdp_judge(args.app[++i]);
       } else if (a == "--loss-baseline-max-inflight" && has) {
-        baseline_inflight = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+        baseline_inflight = u32(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-judge" && has) {
         bdp_baseline_judge = bdp_judge(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-shrink" && has) {
@@ -194,9 +203,9 @@ int main(int argc, char** argv) {
         while (std::getline(in, item, ','))
           if (const double pct = std::stod(item); pct > 0) c.loss_rates.push_back(pct / 100);
       } else if (a == "--loss-lcores" && has) {
-        c.loss_lcores = static_cast<unsigned>(std::stoul(args.app[++i]));
+        c.loss_lcores = u32(args.app[++i]);
       } else if (a == "--sr-reorder-window" && has) {
-        c.loss_sr_window = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+        c.loss_sr_window = u32(args.app[++i]);
       } else if (a == "--no-icrc-linear") {
         c.tuning.icrc_linear = false;
       } else if (a == "--no-request-template") {
@@ -227,7 +236,7 @@ int main(int argc, char** argv) {
       } else if (a == "--window-floor" && has) {
         c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
       } else if (a == "--ack-req-every" && has) {
-        c.tuning.ack_req_every = static_cast<std::uint32_t>(std::stoul(args.app[++i]));
+        c.tuning.ack_req_every = u32(args.app[++i]);
       } else if (a == "--ack-hold" && has) {
         const std::vector<std::uint32_t> v = parse_sizes(args.app[++i]);
         if (v.size() != 2) {

@@ -28,5 +28,10 @@ check --ack-template maybe
 check --bdp-shrink yes
 check --bdp-growth 2
 check --ack-hold 1
+check --bdp-judge maybe
+check --write-runs maybe
+check --loss-baseline-max-inflight 99999999999
+check --max-inflight -1
+check --sizes 64,x
 check --no-such-option
 exit $fail
