@@ -5,8 +5,7 @@
 #include <rte_ethdev.h>
 #include <rte_ring.h>
 
-#include "tests/dataplane/dataplane_pair.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/dataplane/clocked_write_pair.hpp"
 
 namespace roce::test::worker_idle_poll_test {
 namespace {
@@ -36,56 +35,15 @@ std::uint16_t count_call(std::uint16_t, std::uint16_t, rte_mbuf**, std::uint16_t
   return n;
 }
 
-class IdlePair : public ::testing::Test {
+class IdlePair : public ClockedWritePair {
  protected:
   void start(dp::Mode mode) {
     PairOptions o;
     o.mode = mode;
     o.engine.tuning.early_retransmit_min = 100 * kMicro;
-    pair_ = DataplanePair::create("idle", o);
-    ASSERT_TRUE(pair_);
-    t_ = pair_->a->now();
-    a_ = make_endpoint(pair_->a->worker(0).engine(), QpOptions{});
-    b_ = make_endpoint(pair_->b->worker(0).engine(), QpOptions{});
-    connect_pair(a_, b_, QpOptions{});
-    src_.assign(256, std::byte{7});
-    dst_.assign(256, std::byte{0});
-    src_mr_ = reg(*a_.engine, a_.pd, src_, IBV_ACCESS_LOCAL_WRITE);
-    dst_mr_ = reg(*b_.engine, b_.pd, dst_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  }
-  void TearDown() override {
-    if (pair_) pair_->expect_no_mbuf_leak();
-  }
-  // Side a on a clock of the test's (as worker_stall_test): one iteration `advance` later.
-  void poll_a(Nanos advance = kMicro) {
-    t_ += advance;
-    poll_a_at(t_);
-  }
-  void poll_a_at(Nanos t) {
-    t_ = t;
-    pair_->a->worker(0).poll(t_);
-  }
-  void post_write(std::uint64_t id) {
-    ibv_sge g = sge(src_.data(), 256, src_mr_);
-    ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, id, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data()), dst_mr_->rkey()), 0);
-  }
-  void complete() {
-    std::vector<ibv_wc> wcs;
-    for (int i = 0; i < 100000 && wcs.empty(); ++i) {
-      poll_a();
-      pair_->b->poll_once();
-      wcs = drain(a_);
-    }
-    ASSERT_EQ(wcs.size(), 1u);
-    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+    ClockedWritePair::start("idle", o, std::byte{7});
   }
   std::uint64_t a_sent() const { return a_.qp->counters().get(rdma::Counter::SentPkts); }
-
-  std::unique_ptr<DataplanePair> pair_;
-  Nanos t_ = 0;
-  Endpoint a_, b_;
-  std::vector<std::byte> src_, dst_;
-  const rdma::MemoryRegion *src_mr_ = nullptr, *dst_mr_ = nullptr;
 };
 
 // Side b's port is polled by its worker (run to completion) or its IO loop (pipeline).
