@@ -330,24 +330,14 @@ RespState Responder::execute_write(QpContext& qp, Walk& w) {
     return RespState::ErrCorrupted;
   }
   w.icrc_known = true;
-  if (info.starts_message()) {
-    set_message(OpenMessage::Write);
-    write_va_ = pkt.ext.reth.va.get();
-    write_rkey_ = pkt.ext.reth.rkey.get();
-    write_remaining_ = pkt.ext.reth.dma_length.get();
-    write_length_ = write_remaining_;
-  }
-  write_va_ += pkt.payload_length;
-  write_remaining_ -= pkt.payload_length;
+  const bool first = info.starts_message();
+  const bool ended = advance_write(info, first ? pkt.ext.reth.va.get() : 0, first ? pkt.ext.reth.rkey.get() : 0,
+                                   first ? pkt.ext.reth.dma_length.get() : 0, pkt.payload_length);
   w.outcome = ResponderOutcome::Progress;
-  if (info.ends_message()) {
-    msn_ = psn_next(msn_);
-    set_message(OpenMessage::None);
-    if (info.has_immediate()) {
-      std::uint32_t imm = 0;
-      std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
-      complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_length_, IBV_WC_WITH_IMM, imm, 0);
-    }
+  if (ended && info.has_immediate()) {
+    std::uint32_t imm = 0;
+    std::memcpy(&imm, pkt.ext.imm.bytes.data(), 4);
+    complete_receive(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_length_, IBV_WC_WITH_IMM, imm, 0);
   }
   return RespState::Acknowledge;
 }

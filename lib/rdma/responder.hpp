@@ -180,6 +180,25 @@ class Responder {
   RespState execute(QpContext& qp, Walk& w);
   RespState execute_send(QpContext& qp, Walk& w);
   RespState execute_write(QpContext& qp, Walk& w);
+  // An executed WRITE packet of `len` bytes moves the open message on (a FIRST/ONLY opens it at
+  // the RETH's va, rkey and dma_length); true when it ended the message, which advanced the MSN.
+  // The walk (execute_write) and a run (write_in_run) both keep the message's state through it.
+  bool advance_write(const proto::OpcodeInfo& info, std::uint64_t va, std::uint32_t rkey, std::uint32_t dma_length,
+                     std::uint32_t len) {
+    if (info.starts_message()) {
+      set_message(OpenMessage::Write);
+      write_va_ = va;
+      write_rkey_ = rkey;
+      write_remaining_ = dma_length;
+      write_length_ = dma_length;
+    }
+    write_va_ += len;
+    write_remaining_ -= len;
+    if (!info.ends_message()) return false;
+    msn_ = proto::psn_next(msn_);
+    set_message(OpenMessage::None);
+    return true;
+  }
   RespState execute_ud(QpContext& qp, Walk& w);
   RespState execute_read(QpContext& qp, Walk& w);
   RespState execute_atomic(Walk& w);

@@ -8,7 +8,7 @@
 // is the parser's) in one line instead of the walk's state by state, then what execute_write and
 // acknowledge do. Anything else, and a WRITE one of those checks refuses, takes the walk with
 // nothing changed, which finds the same answer as frame by frame (docs/perf-changes.md
-// section 41; tests/lib/rdma/responder_run_test.cpp compares the two).
+// section 42; tests/lib/rdma/responder_run_test.cpp compares the two).
 #include <algorithm>
 
 #include "lib/rdma/responder.hpp"
@@ -73,20 +73,8 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
     const WriteAhead next = info.ends_message() ? WriteAhead{} : WriteAhead{dst + len, std::min<std::uint64_t>(len, rest - len)};
     place_contiguous(pkt, dst, next);
   }
-  if (first) {
-    drop_msg_ = false;
-    set_message(OpenMessage::Write);
-    write_va_ = va;
-    write_rkey_ = rkey;
-    write_remaining_ = rest;
-    write_length_ = rest;
-  }
-  write_va_ += len;
-  write_remaining_ -= len;
-  if (info.ends_message()) {
-    msn_ = psn_next(msn_);
-    set_message(OpenMessage::None);
-  }
+  if (first) drop_msg_ = false;
+  advance_write(info, va, rkey, rest, len);
   epsn_ = psn_next(psn);
   seq_ = SequenceState::Normal;
   // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide.
