@@ -23,8 +23,8 @@
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not, with the trial judged otherwise, with
 //              another static in-flight cap: what a fixed cap costs, counted in the same turns)
-//              [--split-small-window on|off] [--loss-baseline-split-small-window on|off] (go-back-N with a small
-//              in-flight cap sends half of it per turn and asks for an ACK every half; the baseline's own setting)
+//              [--split-small-window on|off] [--split-parts N] [--loss-baseline-split-small-window on|off] (go-back-N
+//              with a small in-flight cap sends 1/N of it per turn (2: half) and asks for an ACK as often; the baseline's own setting)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--no-tx-runs] (one-packet WQEs built frame by frame, not as runs)
 //              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
@@ -240,6 +240,8 @@ int main(int argc, char** argv) {
         c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
       } else if (a == "--split-small-window" && has) {
         c.tuning.split_small_window = on_off(args.app[++i]);
+      } else if (a == "--split-parts" && has) {
+        c.tuning.small_window_parts = u32(args.app[++i]);
       } else if (a == "--loss-baseline-split-small-window" && has) {
         baseline_split = on_off(args.app[++i]) ? 1 : 0;
       } else if (a == "--ack-req-every" && has) {

@@ -38,11 +38,12 @@ struct Pipe {
   double gbits() const { return static_cast<double>(completed) * kMessage * 8 / static_cast<double>(elapsed); }
 };
 
-Pipe pipe(std::uint32_t cap, bool split, double loss, std::uint64_t writes, std::uint64_t seed = 1401) {
+Pipe pipe(std::uint32_t cap, bool split, double loss, std::uint64_t writes, std::uint64_t seed = 1401, std::uint32_t parts = 2) {
   SimNetwork net(seed);
   rdma::EngineConfig cfg;
   cfg.tuning.max_inflight_packets = cap;
   cfg.tuning.split_small_window = split;
+  cfg.tuning.small_window_parts = parts;
   net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
   LinkFaults f;
@@ -96,8 +97,8 @@ void expect_whole(const Pipe& r, std::uint64_t writes) {
   EXPECT_EQ(r.corrupt, 0u);
 }
 
-// A turn never sends more than half the cap, and no more than half the cap goes without an ACK
-// asked for; without the split a turn sends the whole cap.
+// A turn never sends more than half the cap (a third, in thirds), and no more than that goes
+// without an ACK asked for; without the split a turn sends the whole cap.
 TEST(SmallWindow, ATurnSendsAtMostHalfTheCapAndAsksForAnAckEveryHalf) {
   for (const std::uint32_t cap : {4u, 5u, 6u, 8u}) {
     const Pipe on = pipe(cap, true, 0, 200);
@@ -110,6 +111,11 @@ TEST(SmallWindow, ATurnSendsAtMostHalfTheCapAndAsksForAnAckEveryHalf) {
     EXPECT_LE(on.max_tx, half) << "cap " << cap;
     EXPECT_LE(on.longest_without_ack_req, half - 1) << "cap " << cap;
     EXPECT_EQ(off.max_tx, cap) << "cap " << cap;
+    // In thirds (TransportTuning::small_window_parts 3).
+    const Pipe thirds = pipe(cap, true, 0, 200, 1401, 3);
+    expect_whole(thirds, 200);
+    EXPECT_LE(thirds.max_tx, (cap + 2) / 3) << "cap " << cap;
+    EXPECT_LE(thirds.longest_without_ack_req, (cap + 2) / 3 - 1) << "cap " << cap;
   }
 }
 
