@@ -164,8 +164,8 @@ std::uint32_t Requester::turn_limit(const QpContext& qp) const {
   std::uint64_t cap = std::min<std::uint64_t>(qp.tuning->max_inflight_packets, std::max<std::uint32_t>(window_limit(), 1));
   if (const std::uint64_t bytes = qp.tuning->max_inflight_bytes; bytes != 0) cap = std::min<std::uint64_t>(cap, (bytes + qp.cfg.pmtu - 1) / qp.cfg.pmtu);
   const std::uint64_t parts = std::max<std::uint32_t>(qp.tuning->small_window_parts, 1);
-  const std::uint64_t half = (cap + parts - 1) / parts;
-  return half < qp.tuning->tx_quantum ? static_cast<std::uint32_t>(half) : UINT32_MAX;
+  const std::uint64_t part = (cap + parts - 1) / parts;
+  return part < qp.tuning->tx_quantum ? static_cast<std::uint32_t>(part) : UINT32_MAX;
 }
 
 bool Requester::can_send(const QpContext& qp) const {
