@@ -23,6 +23,8 @@
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not, with the trial judged otherwise, with
 //              another static in-flight cap: what a fixed cap costs, counted in the same turns)
+//              [--split-small-window on|off] [--split-parts N] [--loss-baseline-split-small-window on|off] (go-back-N
+//              with a small in-flight cap sends 1/N of it per turn (2: half) and asks for an ACK as often; the baseline's own setting)
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--no-tx-runs] (one-packet WQEs built frame by frame, not as runs)
 //              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
   int bdp_baseline_shrink = -1;
   std::optional<rdma::BdpJudge> bdp_baseline_judge;
   std::uint32_t baseline_inflight = 0;
+  int baseline_split = -1;  // --loss-baseline-split-small-window: -1 as the main tuning
   std::size_t i = 1;
   try {
     for (; i < args.app.size(); ++i) {
@@ -235,6 +238,12 @@ int main(int argc, char** argv) {
         c.tuning.early_retransmit_standing_rtt = args.app[++i] == "standing";
       } else if (a == "--window-floor" && has) {
         c.tuning.window.random_loss_floor = std::stod(args.app[++i]);
+      } else if (a == "--split-small-window" && has) {
+        c.tuning.split_small_window = on_off(args.app[++i]);
+      } else if (a == "--split-parts" && has) {
+        c.tuning.small_window_parts = u32(args.app[++i]);
+      } else if (a == "--loss-baseline-split-small-window" && has) {
+        baseline_split = on_off(args.app[++i]) ? 1 : 0;
       } else if (a == "--ack-req-every" && has) {
         c.tuning.ack_req_every = u32(args.app[++i]);
       } else if (a == "--ack-hold" && has) {
@@ -265,7 +274,7 @@ int main(int argc, char** argv) {
     c.loss_baseline = b;
   }
   if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty() || bdp_baseline_shrink >= 0 ||
-      bdp_baseline_judge || baseline_inflight > 0) {
+      bdp_baseline_judge || baseline_inflight > 0 || baseline_split >= 0) {
     // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
     // any loss), with or without the cap where it is free.
     rdma::TransportTuning b = c.tuning;
@@ -276,6 +285,7 @@ int main(int argc, char** argv) {
     if (bdp_baseline_shrink >= 0) b.window.bdp_cap_shrink = bdp_baseline_shrink == 1;
     if (bdp_baseline_judge) b.window.bdp_cap_judge = *bdp_baseline_judge;
     if (baseline_inflight > 0) b.max_inflight_packets = baseline_inflight;
+    if (baseline_split >= 0) b.split_small_window = baseline_split == 1;
     c.loss_baseline = b;
   }
   if (c.loss_sr_window < 8 || c.loss_sr_window > 128) {

@@ -326,9 +326,10 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
     qp.in_active_list = false;
     bool idle = false;  // the turn ended with nothing left to send (end_send_turn does not change that)
     bool run = true;    // a run of frames may apply (QueuePair::build_run): tried until one does not
-    for (std::uint32_t k = 0; k < cfg_.tuning.tx_quantum && n < frames.size(); ++k) {
+    const std::uint32_t limit = std::min(qp.turn_limit(), cfg_.tuning.tx_quantum);
+    for (std::uint32_t k = 0; k < limit && n < frames.size(); ++k) {
       if (run) {
-        const std::size_t room = std::min<std::size_t>(frames.size() - n, cfg_.tuning.tx_quantum - k);
+        const std::size_t room = std::min<std::size_t>(frames.size() - n, limit - k);
         if (const std::size_t got = qp.build_run(frames.subspan(n, room), now); got != 0) {
           n += got;
           k += static_cast<std::uint32_t>(got - 1);
@@ -351,6 +352,15 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
       if (idle) break;
     }
     qp.end_send_turn(now);
+    if (!idle && limit < cfg_.tuning.tx_quantum) {
+      // Its turn was limited (split_small_window): what is left goes in the next call, after
+      // these frames are out.
+      qp.sync_window_share();
+      timers_.set(qp.slot, qp.deadline());
+      qp.in_active_list = true;
+      held_now_.push_back(slot);
+      continue;
+    }
     refresh(qp, idle);
   }
   for (const std::uint32_t slot : held_now_) {

@@ -118,6 +118,16 @@ struct TransportTuning {
   // unreported). Go-back-N's early timer probes only with tail_probe_min > 0 as well.
   bool timer_probes = true;
   std::uint32_t tx_quantum = 16;              // packets a QP may send before the next QP's turn
+  // Go-back-N with a small in-flight cap: at most cap / small_window_parts packets (rounded up,
+  // when below tx_quantum) per transmit call, and an ACK asked for as often, so that the
+  // responder works on one part while the requester builds the next and its ACK frees room
+  // before the cap is reached. A whole small window built in one turn and answered by one ACK
+  // leaves each of two poll-mode cores idle while the other works (half the goodput at a cap of
+  // 6 on the virtual two-core model). Off by default: on this shared machine it has not been
+  // measured on idle cores (docs/loss.md, part 1, "Session 14"). Selective repeat: no effect.
+  // Parts: 2 lost least on the model with a short hop between the cores, 3 with a long one.
+  bool split_small_window = false;
+  std::uint32_t small_window_parts = 2;
   // Consecutive one-packet SENDs and WRITEs of an RC QP built as a run in one call
   // (QueuePair::build_run); the same frames either way (perf_suite --no-tx-runs).
   bool tx_runs = true;

@@ -90,6 +90,9 @@ class QueuePair {
   // response owed, the pacer or a send window below one packet, congestion control, or the next
   // WQE not fitting.
   std::size_t build_run(std::span<TxFrame> frames, Nanos now);
+  // Frames this QP may build in one transmit call (Requester::turn_limit; TransportTuning::
+  // split_small_window): no limit while responses are owed.
+  std::uint32_t turn_limit() const { return resp_.has_output() ? UINT32_MAX : req_.turn_limit(ctx_); }
   // After the build_next calls of one transmit turn, all at `now`: per-turn timer work.
   void end_send_turn(Nanos now) { comp_.end_send_turn(ctx_, now); }
   void on_timer(Nanos now);

@@ -159,6 +159,15 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
   return true;
 }
 
+std::uint32_t Requester::turn_limit(const QpContext& qp) const {
+  if (!qp.tuning->split_small_window || !qp.is_rc() || sr_window_ != 0) return UINT32_MAX;
+  std::uint64_t cap = std::min<std::uint64_t>(qp.tuning->max_inflight_packets, std::max<std::uint32_t>(window_limit(), 1));
+  if (const std::uint64_t bytes = qp.tuning->max_inflight_bytes; bytes != 0) cap = std::min<std::uint64_t>(cap, (bytes + qp.cfg.pmtu - 1) / qp.cfg.pmtu);
+  const std::uint64_t parts = std::max<std::uint32_t>(qp.tuning->small_window_parts, 1);
+  const std::uint64_t part = (cap + parts - 1) / parts;
+  return part < qp.tuning->tx_quantum ? static_cast<std::uint32_t>(part) : UINT32_MAX;
+}
+
 bool Requester::can_send(const QpContext& qp) const {
   if (!qp.sends_requests() || state_ != State::Ready) return false;
   if (sr_pending_ != 0 || rd_pending_ != 0) return true;  // a resend replaces a lost packet: no window holds it back
@@ -390,7 +399,8 @@ void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opc
     // probed tail) is filled, and resends are few. The window's figures (floating point) are
     // asked for last: a packet that ends its message asks anyway, and at 64 B every one does.
     ask = info.ends_message() || sr_resending_ || probing_ ||
-          packets_since_ack_req_ >= std::min(qp.tuning->ack_req_every, window_ack_spacing()) || fills_window();
+          packets_since_ack_req_ >= std::min(qp.tuning->ack_req_every, window_ack_spacing()) || fills_window() ||
+          (qp.tuning->split_small_window && packets_since_ack_req_ >= turn_limit(qp));
     probing_ = false;
     last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;

@@ -79,6 +79,11 @@ class Requester {
   // Packets the send window lets this QP have in flight.
   std::uint32_t window_limit() const { return window_ ? window_->limit() : UINT32_MAX; }
   std::uint32_t window_ack_spacing() const { return window_ ? window_->ack_spacing() : UINT32_MAX; }
+  // Go-back-N's packets per transmit call while its in-flight cap is small
+  // (TransportTuning::split_small_window): the cap over small_window_parts, rounded up;
+  // UINT32_MAX otherwise (the option off, selective repeat, UC and UD, or that part not below
+  // tx_quantum). Also the most packets sent without asking for an ACK then.
+  std::uint32_t turn_limit(const QpContext& qp) const;
   void use_window(const SendWindow* w) { window_ = w; }
   // Selective repeat (requester_selective.cpp; docs/loss.md, part 2).
   bool selective() const { return sr_window_ != 0; }

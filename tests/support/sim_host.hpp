@@ -76,6 +76,15 @@ class SimHost {
       if (n < frames_.size()) break;
     }
   }
+  // One transmit call of up to kBurst frames, whatever the link (a poll-mode loop's TX turn,
+  // SimNetwork::set_poller); returns how many frames `emit` got.
+  template <typename Emit>
+  std::size_t transmit_once(Nanos now, Emit&& emit) {
+    for (rdma::TxFrame& f : frames_) f.length = 0;
+    const std::size_t n = engine_->transmit(frames_, now);
+    for (std::size_t i = 0; i < n; ++i) emit(std::span<const std::byte>{frames_[i].data, frames_[i].length});
+    return n;
+  }
   // When transmit() next has something to do; kNever while the engine has nothing to send.
   Nanos next_transmit(Nanos now, Nanos ring) const {
     return engine_->has_tx_work() ? std::max(link_.free_at() - ring, now) : kNever;

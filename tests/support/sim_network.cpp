@@ -36,7 +36,7 @@ rdma::Engine& SimNetwork::add_host(const std::string& name, MacAddr mac, const r
   if (!cfg.path.resolve_mac) cfg.path.resolve_mac = addresses_.resolver();
   addresses_.add(cfg.path.local.ip, mac);
   index_[name] = hosts_.size();
-  hosts_.push_back(Host{SimHost(name, std::move(cfg)), std::nullopt, {}, {}, 0});
+  hosts_.push_back(Host{SimHost(name, std::move(cfg)), std::nullopt, {}, {}, 0, std::nullopt, {}, {}, 0, {}});
   return hosts_.back().sim.engine();
 }
 
@@ -90,16 +90,55 @@ void SimNetwork::emit(Host& from, std::span<const std::byte> frame) {
 
 void SimNetwork::transmit_all() {
   for (Host& h : hosts_)
-    h.sim.transmit(now_, kTxRingNs, [&](std::span<const std::byte> f) {
+    if (!h.poll) h.sim.transmit(now_, kTxRingNs, [&](std::span<const std::byte> f) {
       if (pcap_) write_sim_frame(*pcap_, f, now_);
       emit(h, f);
     });
 }
 
+bool SimNetwork::Host::has_work(Nanos now) const {
+  return !rx.empty() || sim.engine().has_tx_work() || sim.engine().next_deadline() <= now;
+}
+
 Nanos SimNetwork::next_event() const {
   Nanos t = queue_.empty() ? kNever : queue_.front().at;
-  for (const Host& h : hosts_) t = std::min({t, h.sim.engine().next_deadline(), h.sim.next_transmit(now_, kTxRingNs)});
+  for (const Host& h : hosts_) {
+    if (!h.poll) {
+      t = std::min({t, h.sim.engine().next_deadline(), h.sim.next_transmit(now_, kTxRingNs)});
+    } else if (!h.out.empty() || !h.rx.empty() || h.sim.engine().has_tx_work()) {
+      t = std::min(t, std::max(h.busy_until, now_));  // the iteration's end, or the next one
+    } else {
+      t = std::min(t, std::max(h.busy_until, h.sim.engine().next_deadline()));
+    }
+  }
   return t;
+}
+
+// The end of an iteration (its frames leave), and the next one if there is work.
+void SimNetwork::poll(Host& h) {
+  if (h.busy_until > now_) return;
+  for (const auto& f : h.out) {
+    if (pcap_) write_sim_frame(*pcap_, f, now_);
+    emit(h, f);
+  }
+  h.out.clear();
+  if (!h.has_work(now_)) return;
+  const PollCost& c = *h.poll;
+  std::size_t got = 0;
+  for (; got < c.burst && !h.rx.empty(); ++got) {
+    if (on_deliver) on_deliver(h.sim.name(), h.rx.front(), now_);
+    h.sim.engine().receive(h.rx.front(), now_);
+    h.rx.pop_front();
+  }
+  h.sim.engine().advance(now_);
+  const std::size_t sent = h.sim.transmit_once(now_, [&](std::span<const std::byte> f) { h.out.emplace_back(f.begin(), f.end()); });
+  const Nanos cost = c.iteration + static_cast<Nanos>(got) * c.per_rx + static_cast<Nanos>(sent) * c.per_tx;
+  h.busy_until = now_ + std::max<Nanos>(cost, 1);
+  ++h.polled.iterations;
+  h.polled.busy += cost;
+  h.polled.rx += got;
+  h.polled.tx += sent;
+  h.polled.max_tx = std::max(h.polled.max_tx, sent);
 }
 
 void SimNetwork::step() {
@@ -113,10 +152,20 @@ void SimNetwork::step() {
     queue_.pop_back();
     Host& to = hosts_[f.to];
     ++hosts_[to.peer.value_or(f.to)].link_stats.delivered;
+    if (to.poll) {
+      to.rx.push_back(std::move(f.frame));
+      continue;
+    }
     if (on_deliver) on_deliver(to.sim.name(), f.frame, now_);
     to.sim.engine().receive(f.frame, now_);
   }
-  for (Host& h : hosts_) h.sim.engine().advance(now_);
+  for (Host& h : hosts_) {
+    if (h.poll) {
+      poll(h);
+    } else {
+      h.sim.engine().advance(now_);
+    }
+  }
 }
 
 bool SimNetwork::run_until(const std::function<bool()>& done, Nanos limit) {

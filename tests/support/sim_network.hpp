@@ -31,6 +31,25 @@ struct LinkFaults {
   std::function<bool(std::span<const std::byte>, std::uint64_t index)> drop_if;
 };
 
+// A host as a poll-mode loop on a core of its own, on virtual time (SimNetwork::set_poller): each
+// iteration takes up to `burst` received frames, runs the timers and one transmit call, costs
+// `iteration` + `per_rx` and `per_tx` per frame, and its frames leave when it ends. Frames that
+// arrive meanwhile wait for the next iteration. What a window does to a pipeline of two busy
+// cores (docs/loss.md, part 1, "Session 14"), without a loaded host's noise.
+struct PollCost {
+  Nanos iteration = 0;
+  Nanos per_rx = 0;
+  Nanos per_tx = 0;
+  std::size_t burst = 32;
+};
+
+struct PollStats {
+  std::uint64_t iterations = 0;  // with work
+  Nanos busy = 0;                // virtual time spent in them
+  std::uint64_t rx = 0, tx = 0;
+  std::size_t max_tx = 0;        // most frames one iteration sent
+};
+
 struct LinkStats {
   std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0, ce_marked = 0;
 };
@@ -56,6 +75,9 @@ class SimNetwork {
   void run_idle(Nanos limit);
   void step();
 
+  // The host runs as a poll-mode loop with these costs (from now on).
+  void set_poller(const std::string& name, const PollCost& cost) { hosts_.at(index_.at(name)).poll = cost; }
+  const PollStats& poll_stats(const std::string& name) const { return hosts_.at(index_.at(name)).polled; }
   const LinkStats& stats(const std::string& from) const { return hosts_.at(index_.at(from)).link_stats; }
   // The faults of `from`'s outgoing link, for a path that changes mid-test.
   LinkFaults& faults(const std::string& from) { return hosts_.at(index_.at(from)).faults; }
@@ -79,7 +101,14 @@ class SimNetwork {
     LinkFaults faults;
     LinkStats link_stats;
     std::uint64_t frames_out = 0;
+    std::optional<PollCost> poll;             // set_poller: a poll-mode loop
+    std::deque<std::vector<std::byte>> rx;    // arrived, waiting for its next iteration
+    std::vector<std::vector<std::byte>> out;  // built by the running iteration, leaving when it ends
+    Nanos busy_until = 0;
+    PollStats polled;
+    bool has_work(Nanos now) const;
   };
+  void poll(Host& h);
   void transmit_all();
   void emit(Host& from, std::span<const std::byte> frame);
   Nanos next_event() const;

@@ -13,6 +13,7 @@ struct Frame {
   bool ok = false;
   std::uint8_t opcode = 0;
   std::uint32_t psn = 0;
+  bool ack_req = false;
 };
 
 // `sack`: also accept our selective ACK (an opcode the standard parser does not know).
@@ -24,7 +25,7 @@ inline Frame look(std::span<const std::byte> f, bool sack = false) {
   const proto::ParseError e = proto::parse_frame(f, o, p);
   if (e != proto::ParseError::None && !(sack && e == proto::ParseError::UnknownOpcode && p.bth.opcode == proto::kSackOpcode))
     return {};
-  return {true, p.bth.opcode, p.psn()};
+  return {true, p.bth.opcode, p.psn(), p.bth.ack_requested()};
 }
 
 }  // namespace roce::test
