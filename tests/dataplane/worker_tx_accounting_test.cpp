@@ -21,7 +21,7 @@ std::uint64_t port_sent(std::uint16_t port) {
 
 class WorkerTxAccounting : public ClockedWritePair {
  protected:
-  void SetUp() override { start("txacct", PairOptions{}, std::byte{0x5a}); }
+  void SetUp() override { start("txa", PairOptions{}, std::byte{0x5a}); }
   const dp::WorkerStats& a_stats() const { return pair_->a->worker(0).stats(); }
 };
 
