@@ -111,6 +111,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     dp->loops_.push_back({dp.get(), -1});
   }
   for (unsigned w = 0; w < o.workers; ++w) dp->loops_.push_back({dp.get(), static_cast<int>(w)});
+  if (dp->io_ == nullptr && dp->workers_.size() == 1) dp->sole_ = dp->workers_[0].get();
   telemetry_attach(dp.get());
   dp->attached_ = true;
   return dp;
@@ -120,6 +121,7 @@ Dataplane::~Dataplane() {
   if (attached_) telemetry_detach(this);  // first: no telemetry read may see what follows
   stop();
   wait();
+  sole_ = nullptr;
   workers_.clear();  // returns stashed mbufs and flushes
   io_.reset();
   if (port_open_) close_port(port_.id);
@@ -133,7 +135,7 @@ Dataplane::~Dataplane() {
 
 std::optional<unsigned> Dataplane::owner_of(std::uint32_t qpn) const { return shards_.owner(qpn); }
 
-void Dataplane::poll_once() {
+void Dataplane::poll_every_loop() {
   const Nanos t = clock_.now();
   if (io_) io_->poll(t);
   for (auto& w : workers_) w->poll(t);

@@ -65,8 +65,8 @@ Worker::~Worker() {
 }
 
 void Worker::release_stash() {
-  if (stash_count_) rte_pktmbuf_free_bulk(stash_.data(), stash_count_);
-  stash_count_ = 0;
+  if (stash_count()) rte_pktmbuf_free_bulk(stash_.data() + stash_at_, stash_count());
+  stash_at_ = static_cast<unsigned>(stash_.size());
 }
 
 void Worker::post_command(std::function<void(rdma::Engine&)> fn) {
@@ -107,33 +107,33 @@ void Worker::run_commands() {
   solicit_wanted_.clear();
 }
 
-rte_mbuf* Worker::take_mbuf() {
-  if (stash_count_ == 0) {
-    if (rte_pktmbuf_alloc_bulk(cfg_.pool, stash_.data(), kBurst) != 0) {
-      ++stats_.mbuf_alloc_failures;
-      return nullptr;
-    }
-    stash_count_ = kBurst;
+bool Worker::refill_stash() {
+  const unsigned at = stash_at_ - kBurst;  // callers ask with at most kBurst left
+  if (rte_pktmbuf_alloc_bulk(cfg_.pool, stash_.data() + at, kBurst) != 0) {
+    ++stats_.mbuf_alloc_failures;
+    return false;
   }
-  return stash_[--stash_count_];
+  for (unsigned i = at; i < stash_at_; ++i)
+    stash_frames_[i] = rdma::TxFrame{rte_pktmbuf_mtod(stash_[i], std::byte*), frame_capacity_, 0};
+  stash_at_ = at;
+  return true;
+}
+
+rte_mbuf* Worker::take_mbuf() {
+  if (stash_count() == 0 && !refill_stash()) return nullptr;
+  return stash_[stash_at_++];
 }
 
 void Worker::send_frame(rte_mbuf* m) {
-  emit(&m, 1);
   control_queued_ = true;
-}
-
-void Worker::emit(rte_mbuf** m, unsigned n) {
-  for (unsigned i = 0; i < n; ++i) {
-    if (pending_count_ == pending_.size()) {  // only a burst of ARP replies can get here
-      ++stats_.tx_dropped;
-      rte_pktmbuf_free(m[i]);
-      continue;
-    }
-    stats_.tx_bytes += m[i]->pkt_len;
-    ++stats_.tx_packets;
-    pending_[pending_count_++] = m[i];
+  if (pending_count_ == pending_.size()) {  // only a burst of ARP replies can get here
+    ++stats_.tx_dropped;
+    rte_pktmbuf_free(m);
+    return;
   }
+  stats_.tx_bytes += m->pkt_len;
+  ++stats_.tx_packets;
+  pending_[pending_count_++] = m;
   if (pending_count_ >= kBurst) push_out();
 }
 
@@ -155,27 +155,31 @@ bool Worker::push_pending() {
 void Worker::transmit(Nanos now, Nanos busy_iteration) {
   constexpr unsigned kMinOffer = 4;
   // The caller asks only with send work and room in pending_ (most iterations have none).
-  // The engine fills the stash's top mbufs where they lie: those it used leave the stash, the
-  // rest stay for the next round (taking each out and putting the unused back cost more than
-  // a lone ACK's frame at queue depth 1; docs/perf-changes.md section 35).
-  if (stash_count_ < tx_offer_) {  // a burst more (tx_offer_ <= kBurst: the stash has room)
-    if (rte_pktmbuf_alloc_bulk(cfg_.pool, stash_.data() + stash_count_, kBurst) == 0) stash_count_ += kBurst;
-    else ++stats_.mbuf_alloc_failures;
-  }
-  const unsigned have = std::min(tx_offer_, stash_count_);
+  // The engine fills the stash's front mbufs where they lie: those it used leave the stash, the
+  // rest stay for the next round, already described (stash_frames_).
+  if (stash_count() < tx_offer_) refill_stash();  // tx_offer_ <= kBurst: room for a burst more
+  const unsigned have = std::min(tx_offer_, stash_count());
   if (have == 0) return;
-  rte_mbuf** top = stash_.data() + stash_count_ - 1;  // frame i is top[-i]
-  for (unsigned i = 0; i < have; ++i) tx_frames_[i] = rdma::TxFrame{rte_pktmbuf_mtod(top[-static_cast<int>(i)], std::byte*), frame_capacity_, 0};
-  const std::size_t n = engine_.transmit(std::span{tx_frames_.data(), have}, now, busy_iteration);
-  std::array<rte_mbuf*, kBurst> built;
-  for (std::size_t i = 0; i < n; ++i) {
-    rte_mbuf* m = top[-static_cast<std::ptrdiff_t>(i)];
-    m->data_len = static_cast<std::uint16_t>(tx_frames_[i].length);
-    m->pkt_len = tx_frames_[i].length;
-    built[i] = m;
+  const unsigned first = stash_at_;
+  const auto n = static_cast<unsigned>(engine_.transmit(std::span{stash_frames_.data() + first, have}, now, busy_iteration));
+  // Straight to the pending queue, counted once per burst: it has room (pending_count_ < kBurst
+  // on entry, n <= kBurst, the queue holds 4 x kBurst), so none of the engine's frames is dropped.
+  static_assert(std::tuple_size_v<decltype(pending_)> >= 2 * kBurst);
+  rte_mbuf** out = pending_.data() + pending_count_;
+  std::uint64_t bytes = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    rte_mbuf* m = stash_[first + i];
+    const std::uint32_t len = stash_frames_[first + i].length;
+    m->data_len = static_cast<std::uint16_t>(len);
+    m->pkt_len = len;
+    bytes += len;
+    out[i] = m;
   }
-  stash_count_ -= static_cast<unsigned>(n);
-  emit(built.data(), static_cast<unsigned>(n));
+  stash_at_ = first + n;
+  pending_count_ += n;
+  stats_.tx_packets += n;
+  stats_.tx_bytes += bytes;
+  if (pending_count_ >= kBurst) push_out();
   // The QPs whose ACK waits (Engine::transmit's ack_hold) each want a frame next time: offering
   // fewer would leave some of them for an iteration more once they go.
   const auto wanted = static_cast<unsigned>(n + engine_.acks_held());

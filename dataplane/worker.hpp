@@ -126,14 +126,17 @@ class Worker {
   // `busy_iteration`: this iteration's RX burst came back full, and the last iteration took
   // this long (a plain ACK may wait to cover more: Engine::transmit); kNever otherwise.
   void transmit(Nanos now, Nanos busy_iteration);
+  // A frame of the worker's own (ARP, NDP) to the pending queue (counted as dropped when full).
   void send_frame(rte_mbuf* m);
-  void emit(rte_mbuf** m, unsigned n);
   // Hands the pending frames to the port; true once none is left. Inline: most calls (three
   // an iteration) find nothing pending.
   bool push_out() { return pending_count_ == 0 || push_pending(); }
   bool push_pending();
   void run_commands();
   rte_mbuf* take_mbuf();
+  // A burst of mbufs from the pool below the stash's live entries (room: at most kBurst left).
+  bool refill_stash();
+  unsigned stash_count() const { return static_cast<unsigned>(stash_.size()) - stash_at_; }
 
   WorkerConfig cfg_;
   Steering steering_;
@@ -149,12 +152,17 @@ class Worker {
   Nanos last_flush_ = 0;
   Nanos last_poll_ = 0;
   unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless
-  std::array<rte_mbuf*, 2 * kBurst> stash_{};  // refilled a burst at a time; unused frames come back
-  unsigned stash_count_ = 0;
+  // Fresh mbufs, refilled a burst at a time; the live ones are [stash_at_, end), taken from the
+  // front. stash_frames_[i] is stash_[i]'s data room as Engine::transmit wants it, written once
+  // when the mbuf came from the pool: the engine is offered the front entries where they lie and
+  // those it filled leave, so an mbuf offered and not used is not described again next time
+  // (at queue depth 1 four were offered for the one used; docs/perf-changes.md section 45).
+  std::array<rte_mbuf*, 2 * kBurst> stash_{};
+  std::array<rdma::TxFrame, 2 * kBurst> stash_frames_{};
+  unsigned stash_at_ = 2 * kBurst;
   // Frames offered to the engine per call: as many as it filled last time (at least a few),
   // so a lone ACK does not cost a burst of mbuf headers read and handed back.
   unsigned tx_offer_ = kBurst;
-  std::array<rdma::TxFrame, kBurst> tx_frames_{};
   std::uint32_t frame_capacity_ = 0;
   unsigned rx_burst_ = kBurst;
   // A ring port's RX ring (ring_port.hpp): while it is empty the poll does not call the PMD.
