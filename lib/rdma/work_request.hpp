@@ -9,6 +9,7 @@
 
 #include "lib/rdma/verbs_ext.hpp"
 #include "protocol/headers.hpp"
+#include "protocol/psn.hpp"
 
 namespace roce::rdma {
 
@@ -90,7 +91,8 @@ struct SendWqe {
   // ACK, a zero-length READ response), not on an acknowledgement; each takes a responder
   // resource on the peer.
   bool needs_response_data() const { return is_read() || is_atomic() || is_atomic_write() || is_flush(); }
-  std::uint32_t last_psn() const;
+  // Inline: the completer asks it per WQE an ACK covers.
+  std::uint32_t last_psn() const { return proto::psn_add(first_psn, static_cast<std::int64_t>(npackets) - 1); }
 };
 
 struct RecvWqe {
@@ -120,13 +122,20 @@ class WorkQueue {
     *slot = slot_of(tail_++);
     return slots_[*slot];
   }
-  void pop() { ++head_; }
+  // The oldest entry, without the division of at(head()) (the completer's retire, per ACK).
+  T& front() { return slots_[head_slot_]; }
+  const T& front() const { return slots_[head_slot_]; }
+  void pop() {
+    ++head_;
+    if (++head_slot_ == slots_.size()) head_slot_ = 0;
+  }
   std::uint64_t size() const { return tail_ - head_; }
 
  private:
   std::vector<T> slots_;
   std::uint64_t head_ = 0;
   std::uint64_t tail_ = 0;
+  std::uint32_t head_slot_ = 0;  // slot_of(head_), kept as head_ moves
 };
 
 }  // namespace roce::rdma
