@@ -630,7 +630,7 @@ bool Completer::straight_ack(QpContext& qp, Requester& req, const Packet& pkt, N
   if (pkt.icrc_status == IcrcStatus::Deferred || !Syndrome{pkt.ext.aeth.syndrome}.is_ack() || oldest_probed_ ||
       qp.sq.empty() || classify_response_psn(psn, una_, sent_end) != ResponsePsnClass::Valid || !psn_before(una_, sent_end))
     return false;
-  SendWqe* w = &qp.sq.front();
+  SendWqe* w = &qp.sq.at(qp.sq.head());
   if (w->state != WqeState::InFlight || w->needs_response_data()) return false;
   peer_answered_ = true;
   qp.counters.inc(Counter::AcksReceived);
@@ -860,7 +860,7 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
 
 void Completer::retire(QpContext& qp, Requester& req) {
   while (!qp.sq.empty()) {
-    SendWqe& w = qp.sq.front();
+    SendWqe& w = qp.sq.at(qp.sq.head());
     if (w.state != WqeState::Done) break;
     if (w.signaled || w.status != IBV_WC_SUCCESS) {
       if (w.status != IBV_WC_SUCCESS) qp.counters.inc(Counter::WcErrors);

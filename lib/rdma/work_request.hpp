@@ -122,20 +122,13 @@ class WorkQueue {
     *slot = slot_of(tail_++);
     return slots_[*slot];
   }
-  // The oldest entry, without the division of at(head()) (the completer's retire, per ACK).
-  T& front() { return slots_[head_slot_]; }
-  const T& front() const { return slots_[head_slot_]; }
-  void pop() {
-    ++head_;
-    if (++head_slot_ == slots_.size()) head_slot_ = 0;
-  }
+  void pop() { ++head_; }
   std::uint64_t size() const { return tail_ - head_; }
 
  private:
   std::vector<T> slots_;
   std::uint64_t head_ = 0;
   std::uint64_t tail_ = 0;
-  std::uint32_t head_slot_ = 0;  // slot_of(head_), kept as head_ moves
 };
 
 }  // namespace roce::rdma
