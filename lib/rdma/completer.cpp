@@ -509,6 +509,10 @@ CompleterOutcome Completer::fail_at(QpContext& qp, Requester& req, std::uint32_t
 }
 
 CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  // A plain ACK (a SACK has an opcode of its own): the straight path, which tells whether it applies.
+  CompleterOutcome straight;
+  if (pkt.bth.opcode == raw(Opcode::RcAck) && qp.tuning->straight_acks && straight_ack(qp, req, pkt, now, &straight))
+    return straight;
   // A deferred ICRC is settled before anything acts on the response, but for the READ response
   // MIDDLE the oldest READ expects next: that one is placed while it is settled.
   bool placed = false;
@@ -614,6 +618,55 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   }
   qp.counters.inc(Counter::GhostResponses);
   return CompleterOutcome::Nothing;
+}
+
+bool Completer::straight_ack(QpContext& qp, Requester& req, const Packet& pkt, Nanos now, CompleterOutcome* out) {
+  // What on_response and on_aeth would find first, read without changing anything: an ICRC
+  // already checked, a PSN they take (valid, with requests outstanding), an ACK syndrome, no
+  // probe of the oldest packet whose answer on_aeth judges (probed_hole), and a SEND or WRITE in
+  // flight at the head. (An early retransmission's answer is progressed()'s to judge, as ever.)
+  const std::uint32_t psn = pkt.psn();
+  const std::uint32_t sent_end = req.sent_end_psn();
+  if (pkt.icrc_status == IcrcStatus::Deferred || !Syndrome{pkt.ext.aeth.syndrome}.is_ack() || oldest_probed_ ||
+      qp.sq.empty() || classify_response_psn(psn, una_, sent_end) != ResponsePsnClass::Valid || !psn_before(una_, sent_end))
+    return false;
+  SendWqe* w = &qp.sq.at(qp.sq.head());
+  if (w->state != WqeState::InFlight || w->needs_response_data()) return false;
+  peer_answered_ = true;
+  qp.counters.inc(Counter::AcksReceived);
+  consecutive_rnr_ = 0;
+  const std::uint32_t end = psn_next(psn);
+  const std::uint32_t before = una_;
+  if (psn_after(end, acked_end_)) acked_end_ = end;
+  // acknowledge_before's walk for SENDs and WRITEs in flight: each one the ACK covers finishes
+  // (finish() holds no READ credit for them), una stops inside one it covers in part or before
+  // one not sent. Anything else (a READ, an atomic, a WQE already done) and the rest is
+  // acknowledge_before's: it passes over the WQEs finished here as it would over its own.
+  AckResult r = AckResult::Ok;
+  std::uint32_t retry_psn = 0;
+  for (std::uint64_t i = qp.sq.head();;) {
+    const std::uint32_t last = w->last_psn();
+    if (psn_diff(last, end) >= 0) {
+      if (psn_after(end, una_)) una_ = end;
+      break;
+    }
+    w->state = WqeState::Done;
+    w->status = IBV_WC_SUCCESS;
+    una_ = psn_next(last);
+    if (++i == qp.sq.tail()) break;
+    w = &qp.sq.at(i);
+    if (w->state == WqeState::Posted) break;
+    if (w->state != WqeState::InFlight || w->needs_response_data()) {
+      r = acknowledge_before(qp, req, end, &retry_psn);
+      break;
+    }
+  }
+  if (una_ != before) progressed(qp, req, now);
+  *out = r == AckResult::ResponseLost ? retry(qp, req, retry_psn, now, false)
+         : una_ != before             ? CompleterOutcome::Progress
+                                      : CompleterOutcome::Nothing;
+  req.una_hint_ = una_;
+  return true;
 }
 
 Completer::ReadPlacement Completer::read_placement(const QpContext& qp, const SendWqe& w, const Packet& pkt) {
@@ -810,14 +863,15 @@ void Completer::retire(QpContext& qp, Requester& req) {
     SendWqe& w = qp.sq.at(qp.sq.head());
     if (w.state != WqeState::Done) break;
     if (w.signaled || w.status != IBV_WC_SUCCESS) {
-      ibv_wc wc{};
-      wc.wr_id = w.wr_id;
-      wc.status = w.status;
-      wc.opcode = wc_opcode(w.opcode);
-      wc.byte_len = w.length;
-      wc.qp_num = qp.cfg.qpn;
       if (w.status != IBV_WC_SUCCESS) qp.counters.inc(Counter::WcErrors);
-      if (qp.send_cq) qp.send_cq->push(wc);
+      // Written in place in the CQ's ring (CompletionQueue::emplace): no copy.
+      if (ibv_wc* wc = qp.send_cq ? qp.send_cq->emplace() : nullptr) {
+        wc->wr_id = w.wr_id;
+        wc->status = w.status;
+        wc->opcode = wc_opcode(w.opcode);
+        wc->byte_len = w.length;
+        wc->qp_num = qp.cfg.qpn;
+      }
     }
     if (w.rd_credit_held) {
       w.rd_credit_held = false;

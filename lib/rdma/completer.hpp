@@ -115,6 +115,11 @@ class Completer {
   }
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  // An RC ACK (no NAK, no SACK) whose PSN on_response would take, with no probe of the oldest
+  // packet awaiting its answer, and an in-flight SEND or WRITE at the head of the SQ:
+  // what on_aeth does, without its general walk (TransportTuning::straight_acks). False, with
+  // nothing changed, for any other response.
+  bool straight_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now, CompleterOutcome* out);
   void progressed(QpContext& qp, const Requester& req, Nanos now);
   // Oldest PSN to resend from: una, or where the oldest outstanding READ's data stopped.
   std::uint32_t resume_psn(const QpContext& qp) const;

@@ -29,8 +29,6 @@ void QpContext::pop_receive() {
   }
 }
 
-std::uint32_t SendWqe::last_psn() const { return proto::psn_add(first_psn, static_cast<std::int64_t>(npackets) - 1); }
-
 namespace {
 
 template <typename Fn>

@@ -143,6 +143,10 @@ struct TransportTuning {
   // QP's own checks once per run of its frames in an RX burst (responder_run.cpp); false: every
   // request takes the walk state by state. The same answers either way (perf_suite --write-runs).
   bool write_runs = true;
+  // An RC requester's ACK that retires in-flight SENDs and WRITEs from the head of its send
+  // queue takes a straight path (Completer::straight_ack); false: every response takes
+  // on_response's general path. The same completions, counters and timers either way.
+  bool straight_acks = true;
   CongestionConfig congestion{};              // DCQCN on RC and UC QPs
   AckHold ack_hold{4, 20 * kMicro};
 };

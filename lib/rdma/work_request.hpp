@@ -9,6 +9,7 @@
 
 #include "lib/rdma/verbs_ext.hpp"
 #include "protocol/headers.hpp"
+#include "protocol/psn.hpp"
 
 namespace roce::rdma {
 
@@ -90,7 +91,8 @@ struct SendWqe {
   // ACK, a zero-length READ response), not on an acknowledgement; each takes a responder
   // resource on the peer.
   bool needs_response_data() const { return is_read() || is_atomic() || is_atomic_write() || is_flush(); }
-  std::uint32_t last_psn() const;
+  // Inline: the completer asks it per WQE an ACK covers.
+  std::uint32_t last_psn() const { return proto::psn_add(first_psn, static_cast<std::int64_t>(npackets) - 1); }
 };
 
 struct RecvWqe {

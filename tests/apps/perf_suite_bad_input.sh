@@ -30,6 +30,7 @@ check --bdp-growth 2
 check --ack-hold 1
 check --bdp-judge maybe
 check --write-runs maybe
+check --straight-acks maybe
 check --loss-baseline-max-inflight 99999999999
 check --max-inflight -1
 check --sizes 64,x
