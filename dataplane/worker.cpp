@@ -44,24 +44,6 @@ void prefetch_destination(const rte_mbuf* m, WriteDestinations& destinations, co
     __builtin_prefetch(d, 1, 3);  // rte_prefetch0_write is still experimental in DPDK 22.11
 }
 
-// A received burst's mbufs back to their pool. Received mbufs are direct, of one segment, not
-// shared and of one pool (the PMD's, or the feeding ring's): such a burst goes back in one
-// rte_mempool_put_bulk, which is what rte_pktmbuf_free_bulk ends with after looking at each
-// mbuf in turn (41 instructions a 64 B frame; docs/perf-changes.md section 45). Any other
-// burst takes rte_pktmbuf_free_bulk.
-void free_received(rte_mbuf** rx, unsigned n) {
-  rte_mempool* pool = rx[0]->pool;
-  std::uint64_t other = 0;  // any bit set: some mbuf is not a plain one of `pool`
-  for (unsigned i = 0; i < n; ++i) {
-    const rte_mbuf* m = rx[i];
-    other |= (m->ol_flags & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL)) | reinterpret_cast<std::uintptr_t>(m->next) |
-             (reinterpret_cast<std::uintptr_t>(m->pool) ^ reinterpret_cast<std::uintptr_t>(pool)) |
-             (rte_mbuf_refcnt_read(m) ^ 1u) | (m->nb_segs ^ 1u);
-  }
-  if (other == 0) rte_mempool_put_bulk(pool, reinterpret_cast<void* const*>(rx), n);
-  else rte_pktmbuf_free_bulk(rx, n);
-}
-
 }  // namespace
 
 Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
@@ -331,7 +313,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   // A lone frame (queue depth 1: every frame) is freed inline; the bulk free is a library call
   // that costs about twice as much for one mbuf.
   if (n == 1) rte_pktmbuf_free(rx[0]);
-  else if (n) free_received(rx, n);
+  else if (n) rte_pktmbuf_free_bulk(rx, n);
 }
 
 void Worker::publish_stats(Nanos now) {
