@@ -301,8 +301,8 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
       continue;
     }
     const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-    // An IPv4 frame is the engine's (control_class finds it no ARP or NDP): the two calls are
-    // skipped for it.
+    // An IPv4 frame is the engine's (control_class would find no ARP or NDP in it): neither
+    // call is made for it.
     if (frame.size() >= sizeof(EthernetHeader) &&
         load_header<EthernetHeader>(frame, 0).ether_type.get() == kEtherTypeIpv4)
       engine_.receive(frame, now);
