@@ -38,9 +38,9 @@ void prefetch_head(const rte_mbuf* m) {
 
 // The first line a WRITE in `m` will store into, fetched for writing while the frames before
 // it are handled (write_prefetch.hpp).
-void prefetch_destination(const rte_mbuf* m, const rdma::MrTable& mrs) {
+void prefetch_destination(const rte_mbuf* m, WriteDestinations& destinations, const rdma::MrTable& mrs) {
   if (m->nb_segs != 1) return;
-  if (const std::byte* d = write_destination({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, mrs))
+  if (const std::byte* d = destinations.find({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, mrs))
     __builtin_prefetch(d, 1, 3);  // rte_prefetch0_write is still experimental in DPDK 22.11
 }
 
@@ -288,7 +288,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   engine_.begin_receive_burst();
   for (unsigned i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) prefetch_head(rx[i + kPrefetchAhead]);
-    if (i + kDestinationAhead < n) prefetch_destination(rx[i + kDestinationAhead], engine_.memory());
+    if (i + kDestinationAhead < n) prefetch_destination(rx[i + kDestinationAhead], destinations_, engine_.memory());
     if (i + 1 < n) prefetch_rest(rx[i + 1]);
     rte_mbuf* m = rx[i];
     rte_mbuf_prefetch_part2(m);  // its `next`, which rte_pktmbuf_free_bulk reads at the end of the burst
@@ -301,7 +301,13 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
       continue;
     }
     const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-    deliver(frame, control_class(frame), now);
+    // An IPv4 frame is the engine's (control_class would find no ARP or NDP in it): neither
+    // call is made for it.
+    if (frame.size() >= sizeof(EthernetHeader) &&
+        load_header<EthernetHeader>(frame, 0).ether_type.get() == kEtherTypeIpv4)
+      engine_.receive(frame, now);
+    else
+      deliver(frame, control_class(frame), now);
   }
   engine_.end_receive_burst();
   // A lone frame (queue depth 1: every frame) is freed inline; the bulk free is a library call

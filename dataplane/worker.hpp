@@ -23,6 +23,7 @@
 #include "dataplane/rx_backlog.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/steering.hpp"
+#include "dataplane/write_prefetch.hpp"
 #include "lib/rdma/engine.hpp"
 
 namespace roce::dp {
@@ -141,6 +142,7 @@ class Worker {
   WorkerConfig cfg_;
   Steering steering_;
   rdma::Engine engine_;
+  WriteDestinations destinations_;  // the RX loop's destination prefetches (the last region remembered)
   ArpCache& arp_;
   NeighborCache& neighbors_;
   WorkerStats stats_;

@@ -109,6 +109,7 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
 
 Status Engine::destroy_qp(QueuePair* qp) {
   if (qp == nullptr || qp->slot >= qps_.size() || qps_[qp->slot].get() != qp) return make_error(EINVAL, "unknown QP");
+  qp->end_receive_run();  // a burst left open: its counters settled before they are kept
   retired_.add(qp->counters());
   timers_.remove(qp->slot);
   if (unrefreshed_ == qp) {

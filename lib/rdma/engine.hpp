@@ -188,7 +188,10 @@ class Engine {
     if (!qp.in_active_list && qp.has_tx_work()) activate(qp);
   }
   void refresh_deferred() {
-    if (unrefreshed_ != nullptr) unrefreshed_timers_ ? refresh(*unrefreshed_) : refresh_requests(*unrefreshed_);
+    if (unrefreshed_ != nullptr) {
+      unrefreshed_->end_receive_run();  // the responder's output and counters settled first
+      unrefreshed_timers_ ? refresh(*unrefreshed_) : refresh_requests(*unrefreshed_);
+    }
     unrefreshed_ = nullptr;
     unrefreshed_timers_ = false;
   }

@@ -201,6 +201,7 @@ Status QueuePair::modify(const ibv_qp_attr& attr, int mask, const PathConfig& pa
 
   const QpConfig saved = ctx_.cfg;
   apply(attr, mask);
+  resp_.end_run(ctx_);
   resp_.forget_run();  // access flags or the path MTU may have changed
   if ((mask & IBV_QP_AV) || (to == QpState::Init && cur == QpState::Reset && ctx_.cfg.type == IBV_QPT_UD)) {
     if (Status s = build_path(attr, path); !s) {

@@ -71,6 +71,9 @@ class QueuePair {
   // responder or completer; false if it failed (the caller counts it as corrupted).
   // `continues_run`: the frame before it in this RX burst was this QP's too (Responder::on_request).
   bool on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now, bool continues_run = false);
+  // The run of this QP's frames in an RX burst ended (Engine): what the responder kept for the
+  // run's end is settled (Responder::end_run).
+  void end_receive_run() { resp_.end_run(ctx_); }
   // Where the payload of `pkt` would be placed if it came now (a request's per the responder's
   // checks, a READ response's if it is the one the oldest READ expects): for tests.
   PayloadDest payload_dest(const proto::Packet& pkt) const;

@@ -50,6 +50,14 @@ class Responder {
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, bool continues_run = false);
   // The QP's attributes changed (QP modify): the next request starts a run.
   void forget_run() { run_.known = false; }
+  // The run ends (Engine: the next frame is another QP's, the burst ends, or anything else is
+  // asked; QP modify): the ACK its WRITEs coalesced into gets their last PSN and MSN, and
+  // AckDeferred their count, once (responder_run.cpp). Nothing reads the output or the counters
+  // before it.
+  void end_run(QpContext& qp) {
+    if (run_.acks_deferred != 0) settle_run_ack(qp);
+    run_.ack_tail = false;
+  }
   // WRITEs that took a run's straight path (responder_run.cpp): for tests.
   std::uint64_t run_writes() const { return run_writes_; }
 
@@ -141,6 +149,12 @@ class Responder {
     std::uint32_t rkey = 0;              // the R_Key last found valid in this run ...
     const MemoryRegion* mr = nullptr;    // ... its region (never a window; nullptr: none yet) ...
     const std::atomic<std::uint32_t>* published = nullptr;  // ... and the word that says it still names it
+    // The output's last item is an ACK a WRITE of this run queued or coalesced into: the later
+    // ones' PSN and MSN are kept here and written to it once, by end_run.
+    bool ack_tail = false;
+    std::uint32_t ack_psn = 0;
+    std::uint32_t ack_msn = 0;
+    std::uint32_t acks_deferred = 0;  // coalesced since: AckDeferred owed
   };
   void begin_run(const QpContext& qp);
   // One WRITE of a run, executed and acknowledged if it is in sequence and every check holds;
@@ -155,6 +169,7 @@ class Responder {
     return range_within(mr->iova, mr->length, va, len) ? mr->addr + (va - mr->iova) : nullptr;
   }
   std::byte* run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len);
+  void settle_run_ack(QpContext& qp);
 
   // One request through the states, in PSN order (on_request adds the reorder buffer around it).
   ResponderOutcome walk(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, std::byte* placed = nullptr);

@@ -18,6 +18,8 @@ namespace roce::rdma {
 
 using namespace roce::proto;
 
+// The last run ended (end_run): the engine ends each before the next frame of another QP, any
+// other call, and the next burst.
 void Responder::begin_run(const QpContext& qp) {
   run_ = Run{};
   run_.known = true;
@@ -33,6 +35,14 @@ void Responder::begin_run(const QpContext& qp) {
 // deregistration or an invalidation since clears that: find()'s test) and the bounds are checked
 // again. Otherwise here: the full check, and a region (never a window, which also hangs on its
 // region) remembered.
+void Responder::settle_run_ack(QpContext& qp) {
+  Item& tail = out_[slot(out_count_ - 1)];
+  tail.psn = run_.ack_psn;
+  tail.msn = run_.ack_msn;
+  qp.counters.inc(Counter::AckDeferred, run_.acks_deferred);
+  run_.acks_deferred = 0;
+}
+
 std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
   std::byte* out = nullptr;
   if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_WRITE, &out) != AccessResult::Ok)
@@ -77,8 +87,19 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
   advance_write(info, va, rkey, rest, len);
   epsn_ = psn_next(psn);
   seq_ = SequenceState::Normal;
-  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide.
-  if (pkt.bth.ack_requested() && !coalesce_ack(qp, psn, false)) queue_ack(qp, psn);
+  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide. Once it
+  // is this run's (the output's last item), coalesce_ack's work waits for the run's end: the ACK
+  // goes out after it (Engine::transmit ends the run first), and only its last PSN and MSN count.
+  if (pkt.bth.ack_requested()) {
+    if (run_.ack_tail) {
+      run_.ack_psn = psn;
+      run_.ack_msn = msn_;
+      ++run_.acks_deferred;
+    } else {
+      if (!coalesce_ack(qp, psn, false)) queue_ack(qp, psn);
+      run_.ack_tail = true;
+    }
+  }
   ++run_writes_;
   return true;
 }
@@ -86,6 +107,7 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {
   if (!continues_run || !run_.known) begin_run(qp);
   if (run_.writes && write_in_run(qp, pkt)) return ResponderOutcome::Progress;
+  end_run(qp);  // the walk reads and changes the output
   if (!reorder_.enabled()) return walk(qp, pkt, frame);
   if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) return hold_ahead(qp, pkt, frame);
   const std::uint32_t before = epsn_;

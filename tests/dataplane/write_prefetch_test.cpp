@@ -80,5 +80,82 @@ TEST(WritePrefetch, AFrameCutAnywhereBeforeItsRethGivesNothing) {
   EXPECT_EQ(dp::write_destination(std::span{f.data(), reth_end}, r.mrs), r.bytes.data());
 }
 
+// WriteDestinations (the worker's, with the last region remembered) answers as
+// write_destination does, frame after frame: every case above, VLAN-tagged and IPv6 frames
+// (the walk) between plain IPv4 ones (fixed offsets), and a frame cut short.
+TEST(WritePrefetch, TheRememberingLookUpAnswersAsTheTableDoes) {
+  Region r;
+  dp::WriteDestinations d;
+  const std::vector<std::vector<std::byte>> frames = {
+      frame(Opcode::RcWriteOnly, kIova + 0x40, r.rkey),
+      frame(Opcode::RcWriteOnly, kIova + 0x80, r.rkey),
+      frame(Opcode::UcWriteFirst, kIova + 0xC0, r.rkey),
+      frame(Opcode::RcWriteOnlyImm, kIova + 0x100, r.rkey, proto::IpVersion::V6, 2),
+      frame(Opcode::RcWriteOnly, kIova + 0x140, r.rkey, proto::IpVersion::V4, 1),
+      frame(Opcode::RcWriteMiddle, kIova, r.rkey),
+      frame(Opcode::RcSendOnly, kIova, r.rkey),
+      frame(Opcode::RcWriteOnly, kIova, r.rkey + 0x100),
+      frame(Opcode::RcWriteOnly, kIova - 1, r.rkey),
+      frame(Opcode::RcWriteOnly, kIova + r.bytes.size(), r.rkey),
+      frame(Opcode::RcWriteOnly, kIova + r.bytes.size() - 1, r.rkey),
+      frame(Opcode::RcWriteOnly, kIova + 0x200, r.rkey),
+  };
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    EXPECT_EQ(d.find(frames[i], r.mrs), dp::write_destination(frames[i], r.mrs)) << i;
+  EXPECT_EQ(d.find(frames[0], r.mrs), r.bytes.data() + 0x40);
+  const std::size_t reth_end = 14 + 20 + 8 + 12 + 16;
+  for (std::size_t len = 0; len < reth_end; ++len)
+    EXPECT_EQ(d.find(std::span{frames[0].data(), len}, r.mrs), nullptr) << len;
+}
+
+// A key the worker remembered that no longer names its region (between two bursts, or two
+// frames) gives nothing, as the table would: deregistered; invalidated; the slot registered
+// again (a new generation, and the old key still names nothing); the new key then gives the
+// new region.
+TEST(WritePrefetch, ARememberedKeyGoneSinceGivesNothing) {
+  rdma::MrTable mrs(1);  // one slot: the second registration takes the first one's
+  const rdma::PdHandle pd = mrs.alloc_pd();
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  std::vector<std::byte> first(4096), second(8192);
+  auto mr = mrs.register_region(pd, first.data(), first.size(), kAccess, kIova);
+  ASSERT_TRUE(mr.ok());
+  const std::uint32_t key = (*mr)->rkey();
+  dp::WriteDestinations d;
+  ASSERT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x40, key), mrs), first.data() + 0x40);
+  ASSERT_TRUE(mrs.deregister(key).ok());
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x40, key), mrs), nullptr);
+
+  mr = mrs.register_region(pd, second.data(), second.size(), kAccess, kIova);
+  ASSERT_TRUE(mr.ok());
+  const std::uint32_t again = (*mr)->rkey();
+  ASSERT_EQ(again >> 8, key >> 8) << "the slot is used again";
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x40, key), mrs), nullptr);
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x1040, again), mrs), second.data() + 0x1040);
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x1080, again), mrs), second.data() + 0x1080);
+  ASSERT_TRUE(mrs.invalidate(again, pd).ok());
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x1080, again), mrs), nullptr);
+}
+
+// A type 1 window is bound again under the same key to another range of its region: the
+// range a frame names is the new bind's (a window is never remembered).
+TEST(WritePrefetch, AWindowBoundAgainUnderItsKeyGivesItsNewRange) {
+  rdma::MrTable mrs;
+  const rdma::PdHandle pd = mrs.alloc_pd();
+  std::vector<std::byte> bytes(8192);
+  auto mr = mrs.register_region(pd, bytes.data(), bytes.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND,
+                                kIova);
+  ASSERT_TRUE(mr.ok());
+  const std::uint32_t region = (*mr)->rkey();
+  auto mw = mrs.alloc_window(pd, 1);
+  ASSERT_TRUE(mw.ok());
+  const std::uint32_t key = *mw;
+  ASSERT_TRUE(mrs.bind_window(key, key, pd, 0, region, kIova, 1024, IBV_ACCESS_REMOTE_WRITE).ok());
+  dp::WriteDestinations d;
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x40, key), mrs), bytes.data() + 0x40);
+  ASSERT_TRUE(mrs.bind_window(key, key, pd, 0, region, kIova + 4096, 1024, IBV_ACCESS_REMOTE_WRITE).ok());
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 4096 + 0x40, key), mrs), bytes.data() + 4096 + 0x40);
+  EXPECT_EQ(d.find(frame(Opcode::RcWriteOnly, kIova + 0x40, key), mrs), nullptr);
+}
+
 }  // namespace
 }  // namespace roce::test::write_prefetch_test

@@ -30,11 +30,12 @@ constexpr std::uint64_t kIova[3] = {0x100000, 0x200000, 0x300000};
 
 enum class Mode { Reference, Burst, FrameByFrame };
 
-// One thing the scenario does: a WRITE packet from peer `qp`, or a change to a region between
+// One thing the scenario does: a WRITE packet from peer `qp`, a change to a region between
 // two packets (during the burst, as another thread's deregistration or a peer's invalidation
-// would come).
+// would come), or a look at everything between two bursts (Check: the burst so far ends, what
+// the engine sends, its counters and the rest are recorded, and the next burst begins).
 struct Step {
-  enum class Kind { Packet, Deregister, Invalidate } kind = Kind::Packet;
+  enum class Kind { Packet, Deregister, Invalidate, Check } kind = Kind::Packet;
   unsigned qp = 0;
   Opcode op = Opcode::RcWriteOnly;
   std::uint32_t psn = 0;
@@ -63,6 +64,11 @@ Step packet(Opcode op, std::uint32_t psn, std::uint32_t payload, unsigned region
   s.region = region;
   s.offset = offset;
   s.dma_length = dma_length;
+  return s;
+}
+Step check() {
+  Step s;
+  s.kind = Step::Kind::Check;
   return s;
 }
 Step change(Step::Kind k, unsigned region) {
@@ -108,11 +114,18 @@ class World {
     }
   }
 
-  void play(const std::vector<Step>& steps) {
+  // Plays `steps`; what each Check found, in order.
+  std::vector<Observed> play(const std::vector<Step>& steps) {
+    std::vector<Observed> checks;
     if (mode_ == Mode::Burst) engine_->begin_receive_burst();
     std::uint8_t fill = 1;
     for (const Step& s : steps) {
       switch (s.kind) {
+        case Step::Kind::Check:
+          if (mode_ == Mode::Burst) engine_->end_receive_burst();
+          checks.push_back(observe());
+          if (mode_ == Mode::Burst) engine_->begin_receive_burst();
+          break;
         case Step::Kind::Deregister: EXPECT_TRUE(mrs_.deregister(keys_[s.region]).ok()); break;
         case Step::Kind::Invalidate: EXPECT_TRUE(mrs_.invalidate(keys_[s.region], eps_[0].pd).ok()); break;
         case Step::Kind::Packet: {
@@ -127,6 +140,7 @@ class World {
       }
     }
     if (mode_ == Mode::Burst) engine_->end_receive_burst();
+    return checks;
   }
 
   Observed observe() {
@@ -165,9 +179,16 @@ class World {
 // on the run's path (the comparison would prove nothing if none took it).
 void expect_as_frame_by_frame(const std::vector<Step>& steps, std::uint64_t runs_at_least, ibv_mtu mtu = IBV_MTU_1024) {
   World ref(Mode::Reference, mtu), burst(Mode::Burst, mtu), single(Mode::FrameByFrame, mtu);
-  ref.play(steps);
-  burst.play(steps);
-  single.play(steps);
+  const std::vector<Observed> want_checks = ref.play(steps);
+  const std::vector<Observed> burst_checks = burst.play(steps);
+  const std::vector<Observed> single_checks = single.play(steps);
+  ASSERT_EQ(burst_checks.size(), want_checks.size());
+  for (std::size_t i = 0; i < want_checks.size(); ++i) {
+    EXPECT_EQ(burst_checks[i].sent, want_checks[i].sent) << "sent frames by check " << i;
+    EXPECT_EQ(burst_checks[i].counters, want_checks[i].counters) << "counters at check " << i;
+    EXPECT_EQ(burst_checks[i], want_checks[i]) << "check " << i;
+    EXPECT_EQ(single_checks[i], want_checks[i]) << "check " << i << ", runs on, frame by frame";
+  }
   EXPECT_EQ(ref.run_writes(), 0u);
   EXPECT_GE(burst.run_writes(), runs_at_least);
   const Observed want = ref.observe();
@@ -258,6 +279,31 @@ TEST(ResponderRun, PacketsTheParserDefersTakeTheWalkInTheSameRun) {
                             packet(Opcode::RcWriteFirst, psn(3), 1024, 1, 0, 2048), packet(Opcode::RcWriteLast, psn(4), 1024),
                             only(psn(5), 1, 3072)},
                            3);
+}
+
+TEST(ResponderRun, CountersAndAcksAreExactAfterEveryBurst) {
+  // Runs of coalesced ACKs (AckDeferred, the ACK's PSN and MSN) looked at after each burst: one
+  // QP alone, two QPs taking turns (each turn a run of its own), a run ended by a frame the
+  // walk takes (a duplicate, answered at once), and the ACK sent between two bursts of one run
+  // of the same QP.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), only(psn(2), 0, 128), check(), only(psn(3), 0, 192),
+                            only(psn(0), 2, 0, 1), only(psn(1), 2, 64, 1), only(psn(4), 0, 256), only(psn(5), 0, 320), check(),
+                            only(psn(6), 0, 384), only(psn(5), 0, 320), only(psn(7), 0, 448), only(psn(8), 0, 512), check(),
+                            check(), only(psn(9), 0, 576)},
+                           12);
+}
+
+TEST(ResponderRun, ARegionDeregisteredBetweenBurstsIsNotWritten) {
+  // The region the first burst's run used is gone before the second burst names it again.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Deregister, 0),
+                            only(psn(2), 0, 128), only(psn(3), 0, 192)},
+                           2);
+}
+
+TEST(ResponderRun, ARegionInvalidatedBetweenBurstsIsNotWritten) {
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Invalidate, 0),
+                            only(psn(2), 0, 128)},
+                           2);
 }
 
 TEST(ResponderRun, WritesWithoutAckRequestsAreAcknowledgedByTheNextAck) {
