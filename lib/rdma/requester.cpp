@@ -96,7 +96,12 @@ FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const Re
   const FrameLayout l = write_frame_headers(how, f, ext, out);
   if (!l.ok()) return l;
   const std::uint32_t payload = f.payload_length;
-  if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
+  const LocalSegment* segs = qp.send_segs(w);
+  // A WR of one SGE (every frame of a run at 64 B) without the segment walk's call.
+  const std::byte* src = w.num_seg == 1 && offset < segs[0].length && payload <= segs[0].length - offset
+                             ? segs[0].ptr + offset
+                             : contiguous_in_segments(segs, w.num_seg, offset, payload);
+  if (src || !payload) {
     place_and_seal_frame(how, qp, l, out, src);
   } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, out.data() + l.payload_offset, payload);
@@ -106,7 +111,7 @@ FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const Re
 }
 
 // emit() through the QP's request template, or the builder where it has none.
-FrameLayout emit_request(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
+[[gnu::always_inline]] inline FrameLayout emit_request(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
                          const ExtHeaders& ext, TxFrame& frame) {
   const MutableByteSpan out{frame.data, frame.capacity};
   return qp.request_template.ready() ? emit(qp, w, offset, f, ext, out, qp.request_template)
@@ -268,7 +273,45 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
   return room > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(room, UINT32_MAX)) : 0;
 }
 
-bool Requester::run_fits(const QpContext& qp, const SendWqe& w) const {
+// Inline: build_run's per frame.
+[[gnu::always_inline]] inline bool Requester::write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame,
+                                                                std::uint32_t psn, ExtHeaders& ext) {
+  // write_packet() for a WQE run_fits() took: its one packet (index 0, an ONLY opcode, the whole
+  // payload at offset 0), the extension headers that opcode has, SE as its flags say.
+  Opcode op = Opcode::RcSendOnly;
+  switch (w.opcode) {
+    case IBV_WR_RDMA_WRITE:
+      op = Opcode::RcWriteOnly;
+      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+      break;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      op = Opcode::RcWriteOnlyImm;
+      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+      break;
+    case IBV_WR_SEND_WITH_IMM:
+      op = Opcode::RcSendOnlyImm;
+      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+      break;
+    case IBV_WR_SEND_WITH_INV:
+      op = Opcode::RcSendOnlyInv;
+      ext.ieth.rkey.set(w.imm_or_rkey);
+      break;
+    default: break;  // IBV_WR_SEND
+  }
+  const RequestFields fields{raw(op), psn, (w.send_flags & IBV_SEND_SOLICITED) != 0, true, w.length};
+  const FrameLayout l = emit_request(qp, w, 0, fields, ext, frame);
+  if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
+    frame.length = 0;
+    qp.counters.inc(Counter::SendErr);
+    return false;
+  }
+  frame.length = static_cast<std::uint32_t>(l.length);
+  return true;
+}
+
+// Inline: asked per frame of a run.
+[[gnu::always_inline]] inline bool Requester::run_fits(const QpContext& qp, const SendWqe& w) const {
   if (w.state != WqeState::Posted || w.local_error || w.length > qp.cfg.pmtu) return false;
   switch (w.opcode) {
     case IBV_WR_SEND:
@@ -301,7 +344,8 @@ std::size_t Requester::build_run(QpContext& qp, std::span<TxFrame> frames) {
     next_psn_ = psn_next(psn);
     ++cursor_;
     if (!write_run_packet(qp, *w, frames[n], psn, ext)) break;
-    sends += w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_SEND_WITH_INV;
+    constexpr unsigned kSends = 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | 1u << IBV_WR_SEND_WITH_INV;
+    sends += (kSends >> w->opcode) & 1u;  // run_fits: a SEND or WRITE opcode, below 16
     if (sr_window_ != 0) sr_slot(psn).tx = ++tx_seq_;
   }
   if (next_psn_ != first) {  // a WQE started (the last one's frame may have failed)
@@ -370,42 +414,6 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   }
 
   send_packet(qp, w, frame, op, psn, offset, payload, ext, solicited, w.is_read() ? read_end - index : 1);
-}
-
-bool Requester::write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, std::uint32_t psn,
-                                 ExtHeaders& ext) {
-  // write_packet() for a WQE run_fits() took: its one packet (index 0, an ONLY opcode, the whole
-  // payload at offset 0), the extension headers that opcode has, SE as its flags say.
-  Opcode op = Opcode::RcSendOnly;
-  switch (w.opcode) {
-    case IBV_WR_RDMA_WRITE:
-      op = Opcode::RcWriteOnly;
-      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
-      break;
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-      op = Opcode::RcWriteOnlyImm;
-      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
-      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
-      break;
-    case IBV_WR_SEND_WITH_IMM:
-      op = Opcode::RcSendOnlyImm;
-      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
-      break;
-    case IBV_WR_SEND_WITH_INV:
-      op = Opcode::RcSendOnlyInv;
-      ext.ieth.rkey.set(w.imm_or_rkey);
-      break;
-    default: break;  // IBV_WR_SEND
-  }
-  const RequestFields fields{raw(op), psn, (w.send_flags & IBV_SEND_SOLICITED) != 0, true, w.length};
-  const FrameLayout l = emit_request(qp, w, 0, fields, ext, frame);
-  if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
-    frame.length = 0;
-    qp.counters.inc(Counter::SendErr);
-    return false;
-  }
-  frame.length = static_cast<std::uint32_t>(l.length);
-  return true;
 }
 
 // The AckReq decision, the frame, and the bookkeeping of a request packet at `psn` covering
