@@ -30,6 +30,7 @@ struct Shape {
   std::uint32_t selective = 0;  // reorder window (0: go-back-N)
   bool window = true;           // go-back-N's congestion window (its static cap: the caps above)
   std::uint32_t depth = 64;     // send queue slots
+  bool request_template = true; // off: the builder writes each frame's headers
 };
 
 struct Wr {
@@ -44,6 +45,7 @@ class Side {
   Side(bool runs, const Shape& shape) {
     rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.tx_runs = runs;
+    cfg.tuning.request_template = shape.request_template;
     cfg.tuning.max_inflight_packets = shape.max_inflight;
     cfg.tuning.max_inflight_bytes = shape.max_inflight_bytes;
     cfg.tuning.window.go_back_n_congestion = shape.window;
@@ -209,6 +211,20 @@ TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrame) {
         {IBV_WR_SEND, 30, IBV_SEND_SOLICITED},
         {IBV_WR_RDMA_WRITE_WITH_IMM, 64, IBV_SEND_SOLICITED}});
   EXPECT_EQ(turn(8), (std::vector<std::size_t>{8}));
+}
+
+// The same through the builder: a run keeps one set of extension headers for its frames (each
+// stores its opcode's), and the builder's FrameSpec carries all of them.
+TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrameWithoutTheTemplate) {
+  start({.request_template = false});
+  ASSERT_FALSE(runs_->qp().context().request_template.ready());
+  post({{IBV_WR_SEND_WITH_INV, 7},
+        {IBV_WR_RDMA_WRITE_WITH_IMM, 13, IBV_SEND_SOLICITED},
+        {IBV_WR_SEND, 1024},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_SEND_WITH_IMM, 0},
+        {IBV_WR_SEND_WITH_INV, 30}});
+  EXPECT_EQ(turn(6), (std::vector<std::size_t>{6}));
 }
 
 TEST_F(TransmitRun, StopsAtTheInflightCap) {
