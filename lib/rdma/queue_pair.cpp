@@ -30,9 +30,10 @@ QueuePair::QueuePair(const QpConfig& cfg, const TransportTuning* tuning, MrTable
   const ibv_qp_cap& cap = cfg.cap;
   ctx_.sq = WorkQueue<SendWqe>(cap.max_send_wr);
   ctx_.rq = WorkQueue<RecvWqe>(cap.max_recv_wr);
-  ctx_.send_segments.resize(std::size_t{cap.max_send_wr} * std::max<std::uint32_t>(cap.max_send_sge, 1));
-  ctx_.recv_segments.resize(std::size_t{cap.max_recv_wr} * std::max<std::uint32_t>(cap.max_recv_sge, 1));
-  ctx_.inline_data.resize(std::size_t{cap.max_send_wr} * cap.max_inline_data);
+  // Per slot (WorkQueue::slots: the depth rounded up to a power of two).
+  ctx_.send_segments.resize(std::size_t{ctx_.sq.slots()} * std::max<std::uint32_t>(cap.max_send_sge, 1));
+  ctx_.recv_segments.resize(std::size_t{ctx_.rq.slots()} * std::max<std::uint32_t>(cap.max_recv_sge, 1));
+  ctx_.inline_data.resize(std::size_t{ctx_.sq.slots()} * cap.max_inline_data);
   if (tuning->congestion.enabled && cfg.type != IBV_QPT_UD) cc_ = std::make_unique<QpCongestion>(tuning->congestion, 0);
 }
 

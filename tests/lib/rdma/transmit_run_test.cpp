@@ -561,6 +561,60 @@ TEST(PostSendList, ASlotLeftByAResetKeepsNothing) {
   for (const ibv_wc& wc : wcs) EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << describe(wc);
 }
 
+// A send queue of a depth that is not a power of two: full at its depth, its slots (the depth
+// rounded up: WorkQueue masks the index) each used in turn and never two live WQEs in one. Ten
+// rounds of three WRITEs on a 3-deep QP go out with their own bytes and complete.
+TEST(PostSendList, AQueueOfDepthThreeGoesRoundItsSlots) {
+  rdma::WorkQueue<rdma::SendWqe> q(3);
+  EXPECT_EQ(q.depth(), 3u);
+  EXPECT_EQ(q.slots(), 4u);
+  std::vector<std::uint32_t> taken;
+  for (int i = 0; i < 3; ++i) {
+    std::uint32_t slot = 0;
+    q.push(&slot);
+    taken.push_back(slot);
+  }
+  EXPECT_TRUE(q.full());
+  q.pop();
+  std::uint32_t slot = 0;
+  q.push(&slot);
+  taken.push_back(slot);
+  EXPECT_EQ(taken, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(q.slot_of(q.tail()), 0u) << "after the last slot the first";
+
+  Side side(true, {.depth = 3});
+  std::uint32_t psn = kS;
+  for (int round = 0; round < 10; ++round) {
+    std::array<ibv_sge, 3> sg{};
+    std::array<ibv_send_wr, 3> list{};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      sg[i] = sge(side.src().data() + 40 * round + 8 * i, 16, side.mr());
+      list[i].wr_id = 1000 + 3 * round + i;
+      list[i].opcode = IBV_WR_RDMA_WRITE;
+      list[i].sg_list = &sg[i];
+      list[i].num_sge = 1;
+      list[i].send_flags = IBV_SEND_SIGNALED;
+      list[i].next = i + 1 < list.size() ? &list[i + 1] : nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, list.data(), &bad), 0) << round;
+    const auto calls = side.transmit();
+    ASSERT_EQ(calls.size(), 1u) << round;
+    ASSERT_EQ(calls[0].size(), 3u) << round;
+    for (std::size_t i = 0; i < 3; ++i) {
+      Packet pkt;
+      ASSERT_EQ(parse_frame(calls[0][i], {}, pkt), ParseError::None);
+      EXPECT_EQ(pkt.psn(), (psn + i) & kPsnMask);
+      ASSERT_EQ(pkt.payload.size(), 16u);
+      EXPECT_TRUE(std::equal(pkt.payload.begin(), pkt.payload.end(), side.src().begin() + 40 * round + 8 * i))
+          << round << " " << i;
+    }
+    psn += 3;
+    side.ack(psn - 1);
+    EXPECT_EQ(drain(side.ep()).size(), 3u) << round;
+  }
+}
+
 // The lkey check remembered within a list (one region validated, the next SGE under the same
 // lkey) still checks each SGE: one past the region's end and a READ into a region without local
 // write fail with a local protection error, the WRs around them succeed.
