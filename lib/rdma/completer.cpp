@@ -273,32 +273,45 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
 
-void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos now) {
+// Inline: on_request_sent's per frame at queue depth 1.
+inline void Completer::requests_sent(const QpContext& qp, bool asked, std::uint32_t ask_end, std::uint32_t sent_end,
+                                     Nanos now) {
   if (retransmit_at_ == kNever && rnr_at_ == kNever) {
     // A packet asking for an ACK has end_send_turn arm the early timer (below), which overwrites
     // whatever arm_early gave here; nothing reads early_at_ before the turn ends.
-    if (req.last_asked_ack()) {
+    if (asked) {
       arm_retransmit(now);
       early_at_ = kNever;
     } else {
       arm_timers(qp, now);
     }
   }
-  if (req.last_asked_ack()) {
+  if (asked) {
     // An ACK is owed about one round trip after each AckReq: the early timer runs from the
     // latest one.
-    if (psn_after(req.last_end_psn(), ack_req_end_)) ack_req_end_ = req.last_end_psn();
+    if (psn_after(ask_end, ack_req_end_)) ack_req_end_ = ask_end;
     early_rearm_ = true;
   }
   // A packet carrying a PSN never sent before starts an RTT sample if none is pending.
-  if (sample_sent_at_ == kNever && !retrying_ && psn_after(req.sent_end_psn(), sample_from_)) {
-    sample_end_ = sample_from_ = req.sent_end_psn();
+  if (sample_sent_at_ == kNever && !retrying_ && psn_after(sent_end, sample_from_)) {
+    sample_end_ = sample_from_ = sent_end;
     sample_sent_at_ = now;
     if (rate_since_ == kNever) {
       rate_since_ = now;
       rate_delivered_ = delivered_;
     }
   }
+}
+
+void Completer::on_request_sent(const QpContext& qp, const Requester& req, Nanos now) {
+  requests_sent(qp, req.last_asked_ack(), req.last_end_psn(), req.sent_end_psn(), now);
+}
+
+void Completer::on_run_sent(const QpContext& qp, std::uint32_t first_sent_end, std::uint32_t end, Nanos now) {
+  // Frame by frame, the first frame arms the timers and is the only one that may start an RTT
+  // sample (a run's PSNs are all new: the later ones find the sample pending); each frame asks
+  // for an ACK, the last one's end the furthest.
+  requests_sent(qp, true, end, first_sent_end, now);
 }
 
 void Completer::end_send_turn(const QpContext& qp, Nanos now) {

@@ -37,6 +37,9 @@ class Completer {
   // packet asking for an ACK restarts is armed once, by end_send_turn: every packet of a turn
   // has the same `now`, so arming it per packet gave the same deadline at several times the cost.
   void on_request_sent(const QpContext& qp, const Requester& req, Nanos now);
+  // The same once for a run of request frames (QueuePair::build_run), each asking for an ACK:
+  // `first_sent_end` one past the first frame's PSN, `end` one past the last one's.
+  void on_run_sent(const QpContext& qp, std::uint32_t first_sent_end, std::uint32_t end, Nanos now);
   // The QP's turn at the transmit loop is over (Engine::transmit): the early timer deferred by
   // on_request_sent is armed now.
   void end_send_turn(const QpContext& qp, Nanos now);
@@ -124,6 +127,9 @@ class Completer {
   // Oldest PSN to resend from: una, or where the oldest outstanding READ's data stopped.
   std::uint32_t resume_psn(const QpContext& qp) const;
   void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer
+  // on_request_sent and on_run_sent: packets went, the last of them asking for an ACK if
+  // `asked` (up to `ask_end`); `sent_end` is where the first of them left the sent PSNs.
+  void requests_sent(const QpContext& qp, bool asked, std::uint32_t ask_end, std::uint32_t sent_end, Nanos now);
   void arm_retransmit(Nanos now) { retransmit_at_ = rto_ != kNever ? now + rto_ : kNever; }  // the local ACK timer only
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
   void take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "lib/rdma/send_wr_rules.hpp"
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/mtu.hpp"
 #include "protocol/psn.hpp"
@@ -15,38 +16,7 @@ using namespace roce::proto;
 
 namespace {
 
-constexpr std::uint32_t kMaxMessage = 1u << 31;
-
-// FLUSH (verbs_ext.hpp's layout): a known placement type, a selectivity level the IBA
-// defines, a length a message may have.
-bool flush_wr_valid(const ibv_send_wr& wr) {
-  const std::uint64_t feth = wr.wr.atomic.swap;
-  const std::uint64_t placement = feth & 0x0F;
-  return feth <= 0x3F && placement != 0 && (placement & ~std::uint64_t{kFlushPlacementMask}) == 0 &&
-         (feth >> 4) <= kFlushMr && wr.wr.atomic.compare_add <= kMaxMessage;
-}
-
-// BIND_MW: a window to bind (ibv_mw's rkey names it; a type 1 window is bound by ibv_bind_mw,
-// a type 2 one by this work request) and, unless unbinding, the region (any ibv_mr whose lkey
-// is the region's key: only that field is read).
-bool bind_wr_valid(const ibv_send_wr& wr) {
-  return wr.bind_mw.mw != nullptr && (wr.bind_mw.bind_info.length == 0 || wr.bind_mw.bind_info.mr != nullptr);
-}
-
-bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode op) {
-  switch (type) {
-    case IBV_QPT_UD: return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
-    case IBV_QPT_UC:
-      return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
-             op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
-    case IBV_QPT_RC:
-      return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
-             op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ ||
-             op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_WRITE ||
-             op == kWrFlush || op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
-    default: return false;
-  }
-}
+constexpr std::uint32_t kMaxMessage = 1u << 31;  // a receive's capacity is capped here
 
 }  // namespace
 
@@ -60,9 +30,10 @@ QueuePair::QueuePair(const QpConfig& cfg, const TransportTuning* tuning, MrTable
   const ibv_qp_cap& cap = cfg.cap;
   ctx_.sq = WorkQueue<SendWqe>(cap.max_send_wr);
   ctx_.rq = WorkQueue<RecvWqe>(cap.max_recv_wr);
-  ctx_.send_segments.resize(std::size_t{cap.max_send_wr} * std::max<std::uint32_t>(cap.max_send_sge, 1));
-  ctx_.recv_segments.resize(std::size_t{cap.max_recv_wr} * std::max<std::uint32_t>(cap.max_recv_sge, 1));
-  ctx_.inline_data.resize(std::size_t{cap.max_send_wr} * cap.max_inline_data);
+  // Per slot (WorkQueue::slots: the depth rounded up to a power of two).
+  ctx_.send_segments.resize(std::size_t{ctx_.sq.slots()} * std::max<std::uint32_t>(cap.max_send_sge, 1));
+  ctx_.recv_segments.resize(std::size_t{ctx_.rq.slots()} * std::max<std::uint32_t>(cap.max_recv_sge, 1));
+  ctx_.inline_data.resize(std::size_t{ctx_.sq.slots()} * cap.max_inline_data);
   if (tuning->congestion.enabled && cfg.type != IBV_QPT_UD) cc_ = std::make_unique<QpCongestion>(tuning->congestion, 0);
 }
 
@@ -273,12 +244,14 @@ void QueuePair::query(ibv_qp_attr* a, ibv_qp_init_attr* init) const {
 int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   // What every WR of the list is checked against, read once: nothing a post does changes the
   // QP's state or configuration (the stores into the WQEs below would otherwise have the
-  // compiler load them again per WR). Every check the verbs ABI asks of a WR stays per WR.
+  // compiler load them again per WR). Every check the verbs ABI asks of a WR stays per WR; its
+  // opcode's are one row of send_wr_rules.hpp's table.
   const QpState s = ctx_.state;
   const QpConfig& cfg = ctx_.cfg;
   const ibv_qp_type type = cfg.type;
+  const std::uint8_t type_bit = send_wr_type_bit(type);
   const std::uint32_t max_sge = cfg.cap.max_send_sge;
-  const std::uint32_t max_inline = cfg.cap.max_inline_data;
+  const SendWrLimits limits{cfg.cap.max_inline_data, cfg.pmtu, type == IBV_QPT_UD};
   const std::uint32_t seg_stride = std::max<std::uint32_t>(max_sge, 1);
   const PdHandle pd = cfg.pd;
   const bool sig_all = cfg.sq_sig_all;
@@ -286,29 +259,20 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   LocalKeyCache lkeys;  // the region the list's last SGE named
   const bool refused_state = s == QpState::Reset || s == QpState::Init || s == QpState::Rtr;
   for (; wr != nullptr; wr = wr->next) {
+    const ibv_wr_opcode op = wr->opcode;
+    const SendWrRule rule = send_wr_rule(op);
     int err = 0;
     if (refused_state) err = EINVAL;
     else if (ctx_.sq.full()) err = ENOMEM;
     else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge) err = EINVAL;
-    else if (!opcode_allowed(type, wr->opcode)) err = EINVAL;
+    else if ((rule.qp_types & type_bit) == 0) err = EINVAL;
     std::uint64_t total = 0;
-    for (int i = 0; err == 0 && i < wr->num_sge; ++i) total += wr->sg_list[i].length;
-    const bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-    if (err == 0 && total > kMaxMessage) err = EINVAL;
-    if (err == 0 && (atomic || wr->opcode == IBV_WR_ATOMIC_WRITE) && total != 8) err = EINVAL;
-    if (err == 0 && wr->opcode == IBV_WR_ATOMIC_WRITE && wr->wr.rdma.remote_addr % 8 != 0) err = EINVAL;
-    if (err == 0 && (wr->opcode == kWrFlush || wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_BIND_MW) &&
-        wr->num_sge != 0)
-      err = EINVAL;  // no local data
-    if (err == 0 && wr->opcode == kWrFlush && !flush_wr_valid(*wr)) err = EINVAL;
-    if (err == 0 && wr->opcode == IBV_WR_BIND_MW && !bind_wr_valid(*wr)) err = EINVAL;
-    if (err == 0 && type == IBV_QPT_UD && (total > cfg.pmtu || wr->wr.ud.ah == nullptr)) err = EINVAL;
-    // An inline ATOMIC_WRITE keeps its 8 bytes in its WQE (as ibv_wr_atomic_write copies them),
-    // whatever max_inline_data the QP has.
-    const bool inline_atomic_write = wr->opcode == IBV_WR_ATOMIC_WRITE && total == 8;
-    if (err == 0 && (wr->send_flags & IBV_SEND_INLINE) &&
-        ((total > max_inline && !inline_atomic_write) || atomic || wr->opcode == IBV_WR_RDMA_READ))
-      err = EINVAL;
+    if (err == 0) {
+      if (wr->num_sge == 1) total = wr->sg_list[0].length;
+      else
+        for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
+      err = send_wr_error(*wr, rule, total, limits);
+    }
     if (err) {
       if (bad) *bad = const_cast<ibv_send_wr*>(wr);
       return err;
@@ -316,25 +280,27 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
 
     std::uint32_t slot = 0;
     SendWqe& w = ctx_.sq.push(&slot);
-    // Reset from a constant: `w = SendWqe{}` built a zeroed temporary on the stack (rep stos)
-    // and copied it in with wider loads, which stalled on store forwarding (half of post_send;
-    // docs/perf-changes.md section 31).
-    static const SendWqe kFresh{};
-    w = kFresh;
+    // The fields every WQE has, and its progress as post_send leaves it (Posted, successful, no
+    // READ/atomic credit: a QP reset pops WQEs without retiring them). Nothing else is reset:
+    // the rest is written below for the opcodes that read it, or by start_wqe (a WQE's PSNs and
+    // progress). A whole-WQE reset was about 150 bytes of copying per WR.
     w.wr_id = wr->wr_id;
-    w.opcode = wr->opcode;
+    w.opcode = op;
     w.send_flags = wr->send_flags;
     w.signaled = sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+    w.local_error = false;
     w.length = static_cast<std::uint32_t>(total);
     w.seg_begin = slot * seg_stride;
-    w.imm_or_rkey =
-        (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV) ? wr->invalidate_rkey : wr->imm_data;
-    if (wr->opcode == kWrFlush) {
+    w.imm_or_rkey = (op == IBV_WR_SEND_WITH_INV || op == IBV_WR_LOCAL_INV) ? wr->invalidate_rkey : wr->imm_data;
+    w.state = WqeState::Posted;
+    w.status = IBV_WC_SUCCESS;
+    w.rd_credit_held = false;
+    if (op == kWrFlush) {
       w.remote_addr = wr->wr.atomic.remote_addr;
       w.rkey = wr->wr.atomic.rkey;
       w.flush_length = static_cast<std::uint32_t>(wr->wr.atomic.compare_add);
       w.flush_feth = static_cast<std::uint8_t>(wr->wr.atomic.swap & 0x3F);
-    } else if (wr->opcode == IBV_WR_BIND_MW) {
+    } else if (op == IBV_WR_BIND_MW) {
       const ibv_mw_bind_info& b = wr->bind_mw.bind_info;
       w.imm_or_rkey = wr->bind_mw.mw->rkey;
       w.rkey = wr->bind_mw.rkey;
@@ -342,7 +308,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.remote_addr = b.addr;
       w.bind_length = b.length;
       w.bind_access = static_cast<int>(b.mw_access_flags);
-    } else if (atomic) {
+    } else if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       w.remote_addr = wr->wr.atomic.remote_addr;
       w.rkey = wr->wr.atomic.rkey;
       w.compare_add = wr->wr.atomic.compare_add;
@@ -359,7 +325,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.ud.remote_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? cfg.qkey : wr->wr.ud.remote_qkey;
     }
     LocalSegment* segs = ctx_.send_segs(w);
-    if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode == IBV_WR_ATOMIC_WRITE) {
+    if ((wr->send_flags & IBV_SEND_INLINE) && op == IBV_WR_ATOMIC_WRITE) {
       std::uint32_t at = 0;
       auto* word = reinterpret_cast<std::byte*>(&w.swap);
       for (int i = 0; i < wr->num_sge; ++i) {
@@ -370,7 +336,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.num_seg = 1;
     } else if (wr->send_flags & IBV_SEND_INLINE) {
       // Inline data is copied now; the caller's buffers are free once post_send returns.
-      std::byte* buf = ctx_.inline_data.data() + std::size_t{slot} * max_inline;
+      std::byte* buf = ctx_.inline_data.data() + std::size_t{slot} * limits.max_inline;
       std::uint32_t at = 0;
       for (int i = 0; i < wr->num_sge; ++i) {
         std::memcpy(buf + at, reinterpret_cast<const void*>(wr->sg_list[i].addr), wr->sg_list[i].length);
@@ -380,15 +346,17 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.num_seg = 1;
     } else {
       // Reads and atomics write into local memory: they need IBV_ACCESS_LOCAL_WRITE.
-      const int need = (wr->opcode == IBV_WR_RDMA_READ || atomic) ? IBV_ACCESS_LOCAL_WRITE : 0;
-      w.num_seg = static_cast<std::uint32_t>(wr->num_sge);
-      for (int i = 0; i < wr->num_sge; ++i) {
-        const ibv_sge& g = wr->sg_list[i];
+      const int need = (rule.checks & SendWrRule::kWritesLocal) ? IBV_ACCESS_LOCAL_WRITE : 0;
+      const auto translate = [&](const ibv_sge& g) {
         std::byte* p = nullptr;
         if (g.length && mrs.check_local(lkeys, g.lkey, pd, g.addr, g.length, need, &p) != AccessResult::Ok)
           w.local_error = true;
-        segs[i] = LocalSegment{p, g.length};
-      }
+        return LocalSegment{p, g.length};
+      };
+      w.num_seg = static_cast<std::uint32_t>(wr->num_sge);
+      if (wr->num_sge == 1) segs[0] = translate(wr->sg_list[0]);
+      else
+        for (int i = 0; i < wr->num_sge; ++i) segs[i] = translate(wr->sg_list[i]);
     }
     if (s == QpState::Err) {
       w.state = WqeState::Done;
@@ -606,12 +574,14 @@ std::size_t QueuePair::build_run(std::span<TxFrame> frames, Nanos now) {
       comp_.window_spacing() > 0)
     return 0;
   const std::size_t room = std::min<std::size_t>(frames.size(), req_.run_room(ctx_));
-  std::size_t n = 0;
-  while (n < room && req_.build_run_frame(ctx_, frames[n])) {
+  if (room == 0) return 0;
+  const std::uint32_t first = req_.next_psn();
+  const std::size_t n = req_.build_run(ctx_, frames.first(room));
+  if (req_.next_psn() != first) {  // n frames, and one more started whose frame failed (counted)
     last_request_at_ = now;
-    comp_.on_request_sent(ctx_, req_, now);
-    if (frames[n].length == 0) break;  // not sent (a configuration bug write_packet counted), as build_next says
-    ++n;
+    // What on_request_sent would have done frame by frame: the first frame's sent end starts
+    // the RTT sample, the last one's end is the ACK asked for.
+    comp_.on_run_sent(ctx_, n != 0 ? psn_next(first) : req_.sent_end_psn(), req_.last_end_psn(), now);
   }
   return n;
 }

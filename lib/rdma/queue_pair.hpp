@@ -88,7 +88,7 @@ class QueuePair {
   bool build_next(TxFrame& frame, Nanos now);
   // A run of request frames into `frames` (Engine::transmit, TransportTuning::tx_runs): the
   // frames build_next would write one call at a time for consecutive WQEs that each go as one
-  // packet (Requester::build_run_frame), with the per-call checks that cannot change within the
+  // packet (Requester::build_run), with the per-call checks that cannot change within the
   // run asked once. Returns how many; 0 where no run applies (nothing written): a CNP or a
   // response owed, the pacer or a send window below one packet, congestion control, or the next
   // WQE not fitting.

@@ -89,20 +89,33 @@ void seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l
 }
 
 // Headers, payload from the WQE's segments, ICRC; `how` is the QP's request template or a
-// FrameSpec for the builder.
+// FrameSpec for the builder. Inline: a run's every frame (a call cost about 25 instructions).
 template <typename How>
-FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
+[[gnu::always_inline]] inline FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
                  MutableByteSpan out, const How& how) {
   const FrameLayout l = write_frame_headers(how, f, ext, out);
   if (!l.ok()) return l;
   const std::uint32_t payload = f.payload_length;
-  if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
+  const LocalSegment* segs = qp.send_segs(w);
+  // A WR of one SGE (every frame of a run at 64 B) without the segment walk's call.
+  const std::byte* src = w.num_seg == 1 && offset < segs[0].length && payload <= segs[0].length - offset
+                             ? segs[0].ptr + offset
+                             : contiguous_in_segments(segs, w.num_seg, offset, payload);
+  if (src || !payload) {
     place_and_seal_frame(how, qp, l, out, src);
   } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, out.data() + l.payload_offset, payload);
     seal_frame(how, qp, l, out);
   }
   return l;
+}
+
+// emit() through the QP's request template, or the builder where it has none.
+[[gnu::always_inline]] inline FrameLayout emit_request(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
+                         const ExtHeaders& ext, TxFrame& frame) {
+  const MutableByteSpan out{frame.data, frame.capacity};
+  return qp.request_template.ready() ? emit(qp, w, offset, f, ext, out, qp.request_template)
+                                     : emit(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext));
 }
 
 }  // namespace
@@ -173,9 +186,7 @@ bool Requester::can_send(const QpContext& qp) const {
   if (sr_pending_ != 0 || rd_pending_ != 0) return true;  // a resend replaces a lost packet: no window holds it back
   for (std::uint64_t i = cursor_; i < qp.sq.tail(); ++i) {
     const SendWqe& w = qp.sq.at(i);
-    if (w.state == WqeState::Done) continue;
-    if (w.state == WqeState::InFlight && w.next_packet >= w.npackets) continue;
-    return window_allows(qp, w);
+    if (!all_sent(w)) return window_allows(qp, w);
   }
   return false;
 }
@@ -197,12 +208,8 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
   if (!qp.sends_requests() || state_ != State::Ready) return false;
   if (sr_pending_ != 0 && build_selective(qp, frame)) return true;
   if (rd_pending_ != 0 && build_read_hole(qp, frame)) return true;
-  while (cursor_ < qp.sq.tail()) {
-    SendWqe& w = qp.sq.at(cursor_);
-    if (w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets)) {
-      ++cursor_;
-      continue;
-    }
+  while (SendWqe* next = skip_sent(qp)) {
+    SendWqe& w = *next;
     if (!window_allows(qp, w)) return false;
     if (w.state == WqeState::Posted) {
       if (qp.state == QpState::Sqd) return false;  // draining: finish what is in flight, start nothing
@@ -232,14 +239,17 @@ bool Requester::build_next(QpContext& qp, TxFrame& frame, bool* local_error) {
 }
 
 void Requester::start_wqe(QpContext& qp, SendWqe& w) {
-  w.npackets = w.is_read() ? packets_for(w.length, qp.cfg.pmtu) : w.is_atomic() ? 1 : packets_for(w.length, qp.cfg.pmtu);
+  w.npackets = w.is_atomic() ? 1 : packets_for(w.length, qp.cfg.pmtu);
   w.first_psn = next_psn_;
   w.next_packet = 0;
-  w.read_packets_received = 0;
-  w.read_expect_first = true;
-  w.read_high = 0;
-  w.rd_credit_held = false;
-  w.read_in_order = sr_window_ != 0 && w.is_read() && overlaps_earlier_read(qp, cursor_);
+  // post_send leaves the progress of a READ's responses as the slot's previous WQE had it: only
+  // a READ reads it (and rd_credit_held is false since post_send).
+  if (w.is_read()) {
+    w.read_packets_received = 0;
+    w.read_expect_first = true;
+    w.read_high = 0;
+    w.read_in_order = sr_window_ != 0 && overlaps_earlier_read(qp, cursor_);
+  }
   next_psn_ = psn_add(next_psn_, w.npackets);
   w.state = WqeState::InFlight;
   if (w.needs_response_data()) ++inflight_rd_atomic_;
@@ -263,7 +273,45 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
   return room > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(room, UINT32_MAX)) : 0;
 }
 
-bool Requester::run_fits(const QpContext& qp, const SendWqe& w) const {
+// Inline: build_run's per frame.
+[[gnu::always_inline]] inline bool Requester::write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame,
+                                                                std::uint32_t psn, ExtHeaders& ext) {
+  // write_packet() for a WQE run_fits() took: its one packet (index 0, an ONLY opcode, the whole
+  // payload at offset 0), the extension headers that opcode has, SE as its flags say.
+  Opcode op = Opcode::RcSendOnly;
+  switch (w.opcode) {
+    case IBV_WR_RDMA_WRITE:
+      op = Opcode::RcWriteOnly;
+      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+      break;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      op = Opcode::RcWriteOnlyImm;
+      ext.reth = Reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
+      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+      break;
+    case IBV_WR_SEND_WITH_IMM:
+      op = Opcode::RcSendOnlyImm;
+      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
+      break;
+    case IBV_WR_SEND_WITH_INV:
+      op = Opcode::RcSendOnlyInv;
+      ext.ieth.rkey.set(w.imm_or_rkey);
+      break;
+    default: break;  // IBV_WR_SEND
+  }
+  const RequestFields fields{raw(op), psn, (w.send_flags & IBV_SEND_SOLICITED) != 0, true, w.length};
+  const FrameLayout l = emit_request(qp, w, 0, fields, ext, frame);
+  if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
+    frame.length = 0;
+    qp.counters.inc(Counter::SendErr);
+    return false;
+  }
+  frame.length = static_cast<std::uint32_t>(l.length);
+  return true;
+}
+
+// Inline: asked per frame of a run.
+[[gnu::always_inline]] inline bool Requester::run_fits(const QpContext& qp, const SendWqe& w) const {
   if (w.state != WqeState::Posted || w.local_error || w.length > qp.cfg.pmtu) return false;
   switch (w.opcode) {
     case IBV_WR_SEND:
@@ -276,20 +324,44 @@ bool Requester::run_fits(const QpContext& qp, const SendWqe& w) const {
   return !((w.send_flags & IBV_SEND_FENCE) && inflight_rd_atomic_ > 0);
 }
 
-bool Requester::build_run_frame(QpContext& qp, TxFrame& frame) {
-  // build_next's walk: past the WQEs finished or wholly sent (the cursor rests on the last sent).
-  while (cursor_ < qp.sq.tail()) {
-    SendWqe& w = qp.sq.at(cursor_);
-    if (w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets)) {
-      ++cursor_;
-      continue;
-    }
-    if (!run_fits(qp, w)) return false;
-    start_wqe(qp, w);
-    write_run_packet(qp, w, frame);
-    return true;
+std::size_t Requester::build_run(QpContext& qp, std::span<TxFrame> frames) {
+  // What write_packet and send_packet decide per frame is the same for every frame of a run: the
+  // ONLY opcode asks for an ACK (so does every packet ending a message), a new PSN is never a
+  // resend, and nothing in between reads the bookkeeping, which is done once after the last.
+  ExtHeaders ext = qp.path.ext;
+  const std::uint32_t first = next_psn_;
+  std::uint32_t sends = 0;
+  std::size_t n = 0;
+  for (; n < frames.size(); ++n) {
+    SendWqe* w = skip_sent(qp);
+    if (w == nullptr || !run_fits(qp, *w)) break;
+    // start_wqe for one packet (run_fits: at most one path MTU, no response data), sent at once.
+    const std::uint32_t psn = next_psn_;
+    w->npackets = 1;
+    w->first_psn = psn;
+    w->next_packet = 1;
+    w->state = WqeState::InFlight;
+    next_psn_ = psn_next(psn);
+    ++cursor_;
+    if (!write_run_packet(qp, *w, frames[n], psn, ext)) break;
+    constexpr unsigned kSends = 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | 1u << IBV_WR_SEND_WITH_INV;
+    sends += (kSends >> w->opcode) & 1u;  // run_fits: a SEND or WRITE opcode, below 16
+    if (sr_window_ != 0) sr_slot(psn).tx = ++tx_seq_;
   }
-  return false;
+  if (next_psn_ != first) {  // a WQE started (the last one's frame may have failed)
+    packets_since_ack_req_ = 0;
+    probing_ = false;
+    last_asked_ack_ = true;
+  }
+  if (n != 0) {
+    const std::uint32_t end = psn_add(first, static_cast<std::uint32_t>(n));
+    qp.counters.inc(Counter::SentPkts, n);
+    qp.counters.inc(Counter::RdmaSends, sends);
+    sent_end_psn_ = end;  // a run's PSNs are new: past every PSN sent and the resend position
+    send_pos_ = end;
+    last_end_psn_ = end;
+  }
+  return n;
 }
 
 void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
@@ -344,36 +416,6 @@ void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   send_packet(qp, w, frame, op, psn, offset, payload, ext, solicited, w.is_read() ? read_end - index : 1);
 }
 
-void Requester::write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
-  // write_packet() for a WQE run_fits() took: its one packet (index 0, an ONLY opcode, the whole
-  // payload at offset 0), the extension headers that opcode has, SE as its flags say.
-  ExtHeaders ext = qp.path.ext;
-  const Reth reth{Be64::of(w.remote_addr), Be32::of(w.rkey), Be32::of(w.length)};
-  Opcode op = Opcode::RcSendOnly;
-  switch (w.opcode) {
-    case IBV_WR_RDMA_WRITE:
-      op = Opcode::RcWriteOnly;
-      ext.reth = reth;
-      break;
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-      op = Opcode::RcWriteOnlyImm;
-      ext.reth = reth;
-      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
-      break;
-    case IBV_WR_SEND_WITH_IMM:
-      op = Opcode::RcSendOnlyImm;
-      std::memcpy(ext.imm.bytes.data(), &w.imm_or_rkey, 4);
-      break;
-    case IBV_WR_SEND_WITH_INV:
-      op = Opcode::RcSendOnlyInv;
-      ext.ieth.rkey.set(w.imm_or_rkey);
-      break;
-    default: break;  // IBV_WR_SEND
-  }
-  ++w.next_packet;
-  send_packet(qp, w, frame, op, w.first_psn, 0, w.length, ext, (w.send_flags & IBV_SEND_SOLICITED) != 0, 1);
-}
-
 // The AckReq decision, the frame, and the bookkeeping of a request packet at `psn` covering
 // `npsns` PSNs (a READ request: the responses it asks for).
 void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opcode op, std::uint32_t psn,
@@ -407,9 +449,7 @@ void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opc
   }
 
   const RequestFields fields{raw(op), psn, solicited, ask, payload};
-  const MutableByteSpan out{frame.data, frame.capacity};
-  const FrameLayout l = qp.request_template.ready() ? emit(qp, w, offset, fields, ext, out, qp.request_template)
-                                                    : emit(qp, w, offset, fields, ext, out, request_spec(qp, w, fields, ext));
+  const FrameLayout l = emit_request(qp, w, offset, fields, ext, frame);
   if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);

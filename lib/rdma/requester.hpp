@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "lib/rdma/qp_context.hpp"
@@ -32,8 +33,7 @@ class Requester {
     if (sr_pending_ != 0 || rd_pending_ != 0) return false;
     if (cursor_ >= qp.sq.tail()) return true;
     if (cursor_ + 1 != qp.sq.tail()) return false;
-    const SendWqe& w = qp.sq.at(cursor_);
-    return w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets);
+    return all_sent(qp.sq.at(cursor_));
   }
   // Writes the next request packet into `frame`. A WQE whose local segments failed to
   // translate is finished here with IBV_WC_LOC_PROT_ERR instead (returns false, sets *failed).
@@ -42,11 +42,13 @@ class Requester {
   // one after the other with the windows asked once. run_room() is how many frames the in-flight
   // caps, the send window and the reorder reach let go now (none of them moves while the QP
   // transmits: each frame takes the next PSN); 0 where no run applies (not RC, not RTS, RNR
-  // wait, a resend or READ hole pending). build_run_frame() starts and writes the next WQE if it
-  // fits a run (run_fits); false, with nothing changed, where the run stops: the frame-at-a-time
-  // path (build_next) then decides, as it would have for that WQE.
+  // wait, a resend or READ hole pending). build_run() starts and writes the WQEs from the cursor
+  // on into `frames` (at most run_room of them) while they fit a run (run_fits), and returns how
+  // many; it stops, with that WQE unchanged, where the frame-at-a-time path (build_next) decides,
+  // as it would have for it. Every frame of a run ends its message, so each asks for an ACK
+  // (last_asked_ack; last_end_psn is the run's end). The cursor is left past the run's WQEs.
   std::uint32_t run_room(const QpContext& qp) const;
-  bool build_run_frame(QpContext& qp, TxFrame& frame);
+  std::size_t build_run(QpContext& qp, std::span<TxFrame> frames);
 
   // Go-back-N: retransmit from `psn`, which lies in an in-flight WQE at or after the SQ head.
   void rewind(QpContext& qp, std::uint32_t psn);
@@ -151,6 +153,19 @@ class Requester {
   bool run_fits(const QpContext& qp, const SendWqe& w) const;
   // A WQE leaves Posted: its PSNs assigned, its progress reset.
   void start_wqe(QpContext& qp, SendWqe& w);
+  // Finished, or every packet sent: nothing for the requester to send of it.
+  static bool all_sent(const SendWqe& w) {
+    return w.state == WqeState::Done || (w.state == WqeState::InFlight && w.next_packet >= w.npackets);
+  }
+  // Moves the cursor past the WQEs with nothing to send (all_sent) and returns the one under it,
+  // or null at the tail (build_next and build_run).
+  SendWqe* skip_sent(QpContext& qp) {
+    for (; cursor_ < qp.sq.tail(); ++cursor_) {
+      SendWqe& w = qp.sq.at(cursor_);
+      if (!all_sent(w)) return &w;
+    }
+    return nullptr;
+  }
   // Resends the oldest packet marked for a selective resend; false when none is left.
   bool build_selective(QpContext& qp, TxFrame& frame);
   // Calls f(wqe, packet index, psn) for every request packet sent and not yet acknowledged.
@@ -180,8 +195,11 @@ class Requester {
   PsnSlot& sr_slot(std::uint32_t psn) { return slot_of(sr_, psn); }
   std::uint8_t sr_flags(std::uint32_t psn) const { return flags_of(sr_, psn); }
   void write_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
-  // write_packet() for the one packet of a WQE a run sends (run_fits).
-  void write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
+  // write_packet() for the one packet of a WQE a run sends (run_fits), but for the bookkeeping
+  // build_run does once: the frame at `psn`, asking for an ACK, with `ext` holding the
+  // connection's extension headers (each frame stores those of its opcode). False (counted,
+  // frame.length 0) where the frame does not fit: a configuration bug.
+  bool write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, std::uint32_t psn, proto::ExtHeaders& ext);
   void send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, proto::Opcode op, std::uint32_t psn,
                    std::uint64_t offset, std::uint32_t payload, const proto::ExtHeaders& ext, bool solicited,
                    std::uint32_t npsns);

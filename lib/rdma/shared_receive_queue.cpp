@@ -16,7 +16,7 @@ SharedReceiveQueue::SharedReceiveQueue(PdHandle pd, const ibv_srq_attr& attr, Mr
       max_sge_(std::max<std::uint32_t>(attr.max_sge, 1)),
       limit_(attr.srq_limit),
       q_(attr.max_wr),
-      segs_(std::size_t{attr.max_wr} * std::max<std::uint32_t>(attr.max_sge, 1)) {}
+      segs_(std::size_t{q_.slots()} * std::max<std::uint32_t>(attr.max_sge, 1)) {}  // per slot
 
 int SharedReceiveQueue::post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad) {
   for (; wr != nullptr; wr = wr->next) {

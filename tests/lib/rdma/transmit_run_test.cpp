@@ -29,6 +29,8 @@ struct Shape {
   std::uint64_t max_inflight_bytes = 0;
   std::uint32_t selective = 0;  // reorder window (0: go-back-N)
   bool window = true;           // go-back-N's congestion window (its static cap: the caps above)
+  std::uint32_t depth = 64;     // send queue slots
+  bool request_template = true; // off: the builder writes each frame's headers
 };
 
 struct Wr {
@@ -43,12 +45,13 @@ class Side {
   Side(bool runs, const Shape& shape) {
     rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
     cfg.tuning.tx_runs = runs;
+    cfg.tuning.request_template = shape.request_template;
     cfg.tuning.max_inflight_packets = shape.max_inflight;
     cfg.tuning.max_inflight_bytes = shape.max_inflight_bytes;
     cfg.tuning.window.go_back_n_congestion = shape.window;
     engine_ = std::make_unique<rdma::Engine>(cfg, mrs_);
     QpOptions o;
-    o.depth = 64;
+    o.depth = shape.depth;
     ep_ = make_endpoint(*engine_, o);
     if (shape.selective != 0) {
       const Status s = ep_.qp->set_selective_repeat(shape.selective);
@@ -86,23 +89,23 @@ class Side {
 
   // The QP's frames by direct calls, as one transmit turn makes them: with runs, build_run
   // first (its counts in *runs) and build_next where it returns 0; without, build_next alone.
-  std::vector<std::vector<std::byte>> turn(std::vector<std::size_t>* runs) {
+  std::vector<std::vector<std::byte>> turn(std::vector<std::size_t>* runs, Nanos now = 0) {
     std::vector<std::vector<std::byte>> out;
     std::vector<std::vector<std::byte>> bufs(16, std::vector<std::byte>(4096));
     std::vector<rdma::TxFrame> frames(bufs.size());
     for (;;) {
       for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = rdma::TxFrame{bufs[i].data(), 4096, 0};
-      std::size_t n = ep_.qp->build_run(frames, 0);
+      std::size_t n = ep_.qp->build_run(frames, now);
       if (n != 0) {
         runs->push_back(n);
-      } else if (ep_.qp->build_next(frames[0], 0)) {
+      } else if (ep_.qp->build_next(frames[0], now)) {
         n = 1;
       } else {
         break;
       }
       for (std::size_t i = 0; i < n; ++i) out.emplace_back(frames[i].data, frames[i].data + frames[i].length);
     }
-    ep_.qp->end_send_turn(0);
+    ep_.qp->end_send_turn(now);
     return out;
   }
 
@@ -121,10 +124,10 @@ class Side {
     return calls;
   }
 
-  void ack(std::uint32_t psn) {
+  void ack(std::uint32_t psn, Nanos now = 0) {
     ExtHeaders e;
     e.aeth = Aeth{Syndrome::ack().raw, Be24::of(0)};
-    peer_->send(peer_->frame(Opcode::RcAck, psn & kPsnMask, e, {}, false));
+    peer_->send(peer_->frame(Opcode::RcAck, psn & kPsnMask, e, {}, false), now);
   }
   // A READ's one response (its payload at most one MTU), completing it.
   void read_response(std::uint32_t psn, std::uint32_t len) {
@@ -172,19 +175,27 @@ class TransmitRun : public ::testing::Test {
     plain_->post(wrs);
   }
   // One turn on each side: the frames (compared) and the run lengths.
-  std::vector<std::size_t> turn(std::size_t expect_frames) {
+  std::vector<std::size_t> turn(std::size_t expect_frames, Nanos now = 0) {
     std::vector<std::size_t> runs, none;
-    const auto a = runs_->turn(&runs);
-    const auto b = plain_->turn(&none);
+    const auto a = runs_->turn(&runs, now);
+    const auto b = plain_->turn(&none, now);
     EXPECT_TRUE(none.empty()) << "runs are off on the plain side";
     EXPECT_EQ(a.size(), expect_frames);
     EXPECT_EQ(psns_of(a), psns_of(b));
     EXPECT_TRUE(a == b) << "a frame differs from the frame-at-a-time path's";
     return runs;
   }
-  void ack(std::uint32_t psn) {
-    runs_->ack(psn);
-    plain_->ack(psn);
+  void ack(std::uint32_t psn, Nanos now = 0) {
+    runs_->ack(psn, now);
+    plain_->ack(psn, now);
+  }
+  // The completer's timers as the frame-at-a-time path left them.
+  void expect_same_timers(const char* when) {
+    const rdma::Completer& a = runs_->qp().completer();
+    const rdma::Completer& b = plain_->qp().completer();
+    EXPECT_EQ(a.retransmit_deadline(), b.retransmit_deadline()) << when;
+    EXPECT_EQ(a.deadline(), b.deadline()) << when;
+    EXPECT_EQ(runs_->qp().deadline(), plain_->qp().deadline()) << when;
   }
   std::unique_ptr<Side> runs_, plain_;
 };
@@ -200,6 +211,20 @@ TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrame) {
         {IBV_WR_SEND, 30, IBV_SEND_SOLICITED},
         {IBV_WR_RDMA_WRITE_WITH_IMM, 64, IBV_SEND_SOLICITED}});
   EXPECT_EQ(turn(8), (std::vector<std::size_t>{8}));
+}
+
+// The same through the builder: a run keeps one set of extension headers for its frames (each
+// stores its opcode's), and the builder's FrameSpec carries all of them.
+TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrameWithoutTheTemplate) {
+  start({.request_template = false});
+  ASSERT_FALSE(runs_->qp().context().request_template.ready());
+  post({{IBV_WR_SEND_WITH_INV, 7},
+        {IBV_WR_RDMA_WRITE_WITH_IMM, 13, IBV_SEND_SOLICITED},
+        {IBV_WR_SEND, 1024},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_SEND_WITH_IMM, 0},
+        {IBV_WR_SEND_WITH_INV, 30}});
+  EXPECT_EQ(turn(6), (std::vector<std::size_t>{6}));
 }
 
 TEST_F(TransmitRun, StopsAtTheInflightCap) {
@@ -271,6 +296,32 @@ TEST_F(TransmitRun, AFenceWithNothingOutstandingDoesNotStopIt) {
   EXPECT_EQ(turn(3), (std::vector<std::size_t>{3}));
 }
 
+// The completer told once per run (Completer::on_run_sent) arms the retransmission and early
+// timers as a call per frame did, and starts the RTT sample at the run's first PSN: an ACK of
+// that PSN alone completes it.
+TEST_F(TransmitRun, TimersAndTheRttSampleAsFrameByFrame) {
+  start({});
+  constexpr Nanos kT0 = 1'000'000, kRtt = 7'000;
+  post(std::vector<Wr>(6));
+  EXPECT_EQ(turn(6, kT0), (std::vector<std::size_t>{6}));
+  EXPECT_NE(runs_->qp().completer().retransmit_deadline(), kNever);
+  expect_same_timers("after the run");
+  ack(kS, kT0 + kRtt);
+  EXPECT_EQ(plain_->qp().completer().srtt(), kRtt);
+  EXPECT_EQ(runs_->qp().completer().srtt(), kRtt) << "the sample starts at the first frame";
+  expect_same_timers("after the first ACK");
+  // A second run while five are outstanding: its frames start no sample (one completed; the
+  // next starts at the new run's first PSN) and move the early timer to its last AckReq.
+  post(std::vector<Wr>(3));
+  EXPECT_EQ(turn(3, kT0 + 2 * kRtt), (std::vector<std::size_t>{3}));
+  EXPECT_LT(runs_->qp().completer().deadline(), runs_->qp().completer().retransmit_deadline())
+      << "with an RTT known, the early timer runs from the run's AckReq";
+  expect_same_timers("after the second run");
+  ack(kS + 6, kT0 + 4 * kRtt);
+  EXPECT_EQ(runs_->qp().completer().srtt(), plain_->qp().completer().srtt());
+  expect_same_timers("after the second ACK");
+}
+
 // Through Engine::transmit: the same frames in the same calls, a long stream with ACKs between
 // turns (the quantum, the cap, runs resumed after a multi-packet WQE).
 TEST_F(TransmitRun, EngineTransmitSendsWhatFrameByFrameSends) {
@@ -323,6 +374,245 @@ TEST(PostSendList, ABadWrInTheMiddleFailsThere) {
   EXPECT_EQ(side.ep().engine->post_send(side.ep().qp, &list[2], &bad), EINVAL);
   EXPECT_EQ(bad, &list[3]);
   EXPECT_EQ(psns_of(side.transmit().at(0)), (std::vector<std::uint32_t>{kS + 2}));
+}
+
+// Every WR the table-driven checks refuse (send_wr_rules.hpp), at every position of a list of
+// five: post_send fails with EINVAL and bad_wr at it, the WRs before it posted and sent, none
+// after it; a send queue that fills fails with ENOMEM where it fills.
+TEST(PostSendList, ABadWrInEveryPositionFailsThere) {
+  struct Bad {
+    const char* what;
+    void (*make)(ibv_send_wr&, ibv_sge*);
+  };
+  const Bad kinds[] = {
+      {"five SGEs (the QP takes 4)", [](ibv_send_wr& w, ibv_sge*) { w.num_sge = 5; }},
+      {"a negative SGE count", [](ibv_send_wr& w, ibv_sge*) { w.num_sge = -1; }},
+      {"IBV_WR_TSO", [](ibv_send_wr& w, ibv_sge*) { w.opcode = IBV_WR_TSO; }},
+      {"an opcode past the table", [](ibv_send_wr& w, ibv_sge*) { w.opcode = static_cast<ibv_wr_opcode>(200); }},
+      {"an atomic of 64 bytes", [](ibv_send_wr& w, ibv_sge*) { w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD; }},
+      {"an inline READ", [](ibv_send_wr& w, ibv_sge*) {
+         w.opcode = IBV_WR_RDMA_READ;
+         w.send_flags |= IBV_SEND_INLINE;
+       }},
+      {"inline data past max_inline_data", [](ibv_send_wr& w, ibv_sge* g) {
+         w.send_flags |= IBV_SEND_INLINE;
+         g->length = 65;
+       }},
+      {"a misaligned ATOMIC_WRITE", [](ibv_send_wr& w, ibv_sge* g) {
+         w.opcode = IBV_WR_ATOMIC_WRITE;
+         g->length = 8;
+         w.wr.rdma.remote_addr = 0x10004;
+       }},
+      {"LOCAL_INV with an SGE", [](ibv_send_wr& w, ibv_sge*) { w.opcode = IBV_WR_LOCAL_INV; }},
+      {"FLUSH without a placement type", [](ibv_send_wr& w, ibv_sge*) {
+         w = rdma::flush_wr(w.wr_id, 0x1234, 0x10000, 64, 0, rdma::kFlushRange);
+       }},
+      {"BIND_MW without a window", [](ibv_send_wr& w, ibv_sge*) {
+         w.opcode = IBV_WR_BIND_MW;
+         w.num_sge = 0;
+         w.bind_mw = {};
+       }},
+  };
+  for (const Bad& kind : kinds) {
+    for (std::size_t at = 0; at < 5; ++at) {
+      Side side(true, {});
+      std::vector<ibv_sge> sg(5 * 8, sge(side.src().data(), 64, side.mr()));
+      std::array<ibv_send_wr, 5> list{};
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        list[i].wr_id = 100 + i;
+        list[i].opcode = IBV_WR_RDMA_WRITE;
+        list[i].sg_list = &sg[8 * i];
+        list[i].num_sge = 1;
+        list[i].send_flags = IBV_SEND_SIGNALED;
+        list[i].wr.rdma.remote_addr = 0x10000;
+        list[i].wr.rdma.rkey = 0x1234;
+      }
+      kind.make(list[at], &sg[8 * at]);
+      for (std::size_t i = 0; i < list.size(); ++i) list[i].next = i + 1 < list.size() ? &list[i + 1] : nullptr;
+      ibv_send_wr* bad = nullptr;
+      EXPECT_EQ(side.ep().engine->post_send(side.ep().qp, list.data(), &bad), EINVAL) << kind.what << " at " << at;
+      EXPECT_EQ(bad, &list[at]) << kind.what << " at " << at;
+      EXPECT_EQ(side.qp().context().sq.size(), at) << kind.what << " at " << at;
+      std::vector<std::uint32_t> sent;
+      for (const auto& call : side.transmit())
+        for (std::uint32_t psn : psns_of(call)) sent.push_back(psn);
+      std::vector<std::uint32_t> want;
+      for (std::size_t i = 0; i < at; ++i) want.push_back((kS + static_cast<std::uint32_t>(i)) & kPsnMask);
+      EXPECT_EQ(sent, want) << kind.what << " at " << at;
+    }
+  }
+  Side small(true, {.depth = 3});
+  std::vector<ibv_sge> sg(5, sge(small.src().data(), 64, small.mr()));
+  std::array<ibv_send_wr, 5> list{};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    list[i].opcode = IBV_WR_RDMA_WRITE;
+    list[i].sg_list = &sg[i];
+    list[i].num_sge = 1;
+    list[i].next = i + 1 < list.size() ? &list[i + 1] : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(small.ep().engine->post_send(small.ep().qp, list.data(), &bad), ENOMEM);
+  EXPECT_EQ(bad, &list[3]);
+}
+
+// post_send writes only the WQE fields a WR's opcode reads (not the whole slot): a slot used
+// again keeps nothing of its previous WR that shows. On a one-slot queue: a SEND with immediate
+// and SE, then a plain SEND; a WRITE with immediate, then a WRITE; a READ, then a WRITE. Each
+// goes out as its own WR says, and completes.
+TEST(PostSendList, AReusedSlotKeepsNothingOfItsLastWr) {
+  Side side(true, {.depth = 1});
+  struct Step {
+    ibv_wr_opcode op;
+    unsigned flags;
+    std::uint32_t len;
+    Opcode want;
+  };
+  const Step steps[] = {
+      {IBV_WR_SEND_WITH_IMM, IBV_SEND_SOLICITED, 32, Opcode::RcSendOnlyImm},
+      {IBV_WR_SEND, 0, 16, Opcode::RcSendOnly},
+      {IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SOLICITED, 40, Opcode::RcWriteOnlyImm},
+      {IBV_WR_RDMA_WRITE, 0, 24, Opcode::RcWriteOnly},
+      {IBV_WR_RDMA_READ, 0, 48, Opcode::RcReadRequest},
+      {IBV_WR_RDMA_WRITE, 0, 8, Opcode::RcWriteOnly},
+  };
+  std::uint32_t psn = kS;
+  for (std::size_t k = 0; k < std::size(steps); ++k) {
+    const Step& st = steps[k];
+    ibv_sge g = sge(side.src().data() + 8 * k, st.len, side.mr());
+    ibv_send_wr wr{};
+    wr.wr_id = 500 + k;
+    wr.opcode = st.op;
+    wr.sg_list = &g;
+    wr.num_sge = 1;
+    wr.send_flags = st.flags | IBV_SEND_SIGNALED;
+    wr.imm_data = st.op == IBV_WR_SEND || st.op == IBV_WR_RDMA_WRITE ? 0 : 0xA0B0C0D0u;
+    wr.wr.rdma.remote_addr = 0x40000 + 0x100 * k;
+    wr.wr.rdma.rkey = 0x777 + static_cast<std::uint32_t>(k);
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, &wr, &bad), 0) << k;
+    const auto calls = side.transmit();
+    ASSERT_EQ(calls.size(), 1u) << k;
+    ASSERT_EQ(calls[0].size(), 1u) << k;
+    Packet pkt;
+    ASSERT_EQ(parse_frame(calls[0][0], {}, pkt), ParseError::None) << k;
+    EXPECT_EQ(pkt.opcode(), raw(st.want)) << k;
+    EXPECT_EQ(pkt.psn(), psn & kPsnMask) << k;
+    EXPECT_EQ(pkt.bth.se(), (st.flags & IBV_SEND_SOLICITED) != 0) << k;
+    EXPECT_EQ(pkt.info->has(ExtHeader::ImmDt), st.op == IBV_WR_SEND_WITH_IMM || st.op == IBV_WR_RDMA_WRITE_WITH_IMM) << k;
+    if (pkt.info->has(ExtHeader::Reth)) {
+      EXPECT_EQ(pkt.ext.reth.va.get(), 0x40000u + 0x100 * k) << k;
+      EXPECT_EQ(pkt.ext.reth.rkey.get(), 0x777u + k) << k;
+      EXPECT_EQ(pkt.ext.reth.dma_length.get(), st.len) << k;
+    }
+    const std::uint32_t payload = st.op == IBV_WR_RDMA_READ ? 0 : st.len;
+    ASSERT_EQ(pkt.payload_length, payload) << k;
+    EXPECT_TRUE(std::equal(pkt.payload.begin(), pkt.payload.end(), side.src().begin() + 8 * k)) << k;
+    if (st.op == IBV_WR_RDMA_READ) side.read_response(psn, st.len);
+    else side.ack(psn);
+    const auto wcs = drain(side.ep());
+    ASSERT_EQ(wcs.size(), 1u) << k;
+    EXPECT_EQ(wcs[0].wr_id, 500 + k);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+    ++psn;
+  }
+}
+
+// After a QP reset the send queue's slots hold what their last WQEs left (one Done with a
+// local error, one flushed): a WR posted into such a slot once the QP is back in RTS goes out and completes.
+TEST(PostSendList, ASlotLeftByAResetKeepsNothing) {
+  Side side(true, {.depth = 2});
+  ibv_sge good = sge(side.src().data(), 64, side.mr());
+  ibv_sge wrong = good;
+  wrong.lkey ^= 0x100;  // no such region: a local protection error when it is reached
+  for (ibv_sge* g : {&good, &wrong}) {
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = g;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, &wr, &bad), 0);
+  }
+  // The first goes out, the second fails (the QP enters ERR and flushes the first): both slots
+  // retired, one Done with a local error.
+  EXPECT_EQ(psns_of(side.transmit().at(0)), (std::vector<std::uint32_t>{kS}));
+  ibv_qp_attr reset{};
+  reset.qp_state = IBV_QPS_RESET;
+  ASSERT_TRUE(side.ep().engine->modify_qp(side.ep().qp, reset, IBV_QP_STATE).ok());
+  (void)drain(side.ep());
+  to_rtr(*side.ep().engine, side.ep().qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
+  to_rts(*side.ep().engine, side.ep().qp, kS, 4);
+  for (std::uint64_t id : {7u, 8u}) {  // both slots, the one the bad WR had among them
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &good;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, &wr, &bad), 0);
+  }
+  const auto calls = side.transmit();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(psns_of(calls[0]), (std::vector<std::uint32_t>{kS, kS + 1}));
+  side.ack(kS + 1);
+  const auto wcs = drain(side.ep());
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << describe(wc);
+}
+
+// A send queue of a depth that is not a power of two: full at its depth, its slots (the depth
+// rounded up: WorkQueue masks the index) each used in turn and never two live WQEs in one. Ten
+// rounds of three WRITEs on a 3-deep QP go out with their own bytes and complete.
+TEST(PostSendList, AQueueOfDepthThreeGoesRoundItsSlots) {
+  rdma::WorkQueue<rdma::SendWqe> q(3);
+  EXPECT_EQ(q.depth(), 3u);
+  EXPECT_EQ(q.slots(), 4u);
+  std::vector<std::uint32_t> taken;
+  for (int i = 0; i < 3; ++i) {
+    std::uint32_t slot = 0;
+    q.push(&slot);
+    taken.push_back(slot);
+  }
+  EXPECT_TRUE(q.full());
+  q.pop();
+  std::uint32_t slot = 0;
+  q.push(&slot);
+  taken.push_back(slot);
+  EXPECT_EQ(taken, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(q.slot_of(q.tail()), 0u) << "after the last slot the first";
+
+  Side side(true, {.depth = 3});
+  std::uint32_t psn = kS;
+  for (int round = 0; round < 10; ++round) {
+    std::array<ibv_sge, 3> sg{};
+    std::array<ibv_send_wr, 3> list{};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      sg[i] = sge(side.src().data() + 40 * round + 8 * i, 16, side.mr());
+      list[i].wr_id = 1000 + 3 * round + i;
+      list[i].opcode = IBV_WR_RDMA_WRITE;
+      list[i].sg_list = &sg[i];
+      list[i].num_sge = 1;
+      list[i].send_flags = IBV_SEND_SIGNALED;
+      list[i].next = i + 1 < list.size() ? &list[i + 1] : nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, list.data(), &bad), 0) << round;
+    const auto calls = side.transmit();
+    ASSERT_EQ(calls.size(), 1u) << round;
+    ASSERT_EQ(calls[0].size(), 3u) << round;
+    for (std::size_t i = 0; i < 3; ++i) {
+      Packet pkt;
+      ASSERT_EQ(parse_frame(calls[0][i], {}, pkt), ParseError::None);
+      EXPECT_EQ(pkt.psn(), (psn + i) & kPsnMask);
+      ASSERT_EQ(pkt.payload.size(), 16u);
+      EXPECT_TRUE(std::equal(pkt.payload.begin(), pkt.payload.end(), side.src().begin() + 40 * round + 8 * i))
+          << round << " " << i;
+    }
+    psn += 3;
+    side.ack(psn - 1);
+    EXPECT_EQ(drain(side.ep()).size(), 3u) << round;
+  }
 }
 
 // The lkey check remembered within a list (one region validated, the next SGE under the same
