@@ -612,6 +612,7 @@ std::size_t QueuePair::build_run(std::span<TxFrame> frames, Nanos now) {
     if (frames[n].length == 0) break;  // not sent (a configuration bug write_packet counted), as build_next says
     ++n;
   }
+  req_.seal_run(ctx_);
   return n;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "lib/rdma/local_ops.hpp"
 #include "protocol/psn.hpp"
@@ -89,14 +90,21 @@ void seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l
 }
 
 // Headers, payload from the WQE's segments, ICRC; `how` is the QP's request template or a
-// FrameSpec for the builder.
+// FrameSpec for the builder. With `seal_later`, a short frame from the template is sealed by it
+// later, with the rest of its run (Requester::seal_run).
 template <typename How>
 FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
-                 MutableByteSpan out, const How& how) {
+                 MutableByteSpan out, const How& how, IcrcSealBatch* seal_later) {
   const FrameLayout l = write_frame_headers(how, f, ext, out);
   if (!l.ok()) return l;
   const std::uint32_t payload = f.payload_length;
   if (const std::byte* src = contiguous_in_segments(qp.send_segs(w), w.num_seg, offset, payload); src || !payload) {
+    if constexpr (std::is_same_v<How, RequestTemplate>) {
+      if (seal_later && payload < kSealCopyingFrom) {
+        seal_later->add(place_unsealed(l, out, src));
+        return l;
+      }
+    }
     place_and_seal_frame(how, qp, l, out, src);
   } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, out.data() + l.payload_offset, payload);
@@ -371,14 +379,15 @@ void Requester::write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
     default: break;  // IBV_WR_SEND
   }
   ++w.next_packet;
-  send_packet(qp, w, frame, op, w.first_psn, 0, w.length, ext, (w.send_flags & IBV_SEND_SOLICITED) != 0, 1);
+  if (run_seal_.full()) seal_run(qp);
+  send_packet(qp, w, frame, op, w.first_psn, 0, w.length, ext, (w.send_flags & IBV_SEND_SOLICITED) != 0, 1, &run_seal_);
 }
 
 // The AckReq decision, the frame, and the bookkeeping of a request packet at `psn` covering
 // `npsns` PSNs (a READ request: the responses it asks for).
 void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opcode op, std::uint32_t psn,
                             std::uint64_t offset, std::uint32_t payload, const ExtHeaders& ext, bool solicited,
-                            std::uint32_t npsns) {
+                            std::uint32_t npsns, IcrcSealBatch* seal_later) {
   const std::uint32_t pmtu = qp.cfg.pmtu;
   const OpcodeInfo& info = opcode_info(op);
   bool ask = false;
@@ -408,8 +417,9 @@ void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opc
 
   const RequestFields fields{raw(op), psn, solicited, ask, payload};
   const MutableByteSpan out{frame.data, frame.capacity};
-  const FrameLayout l = qp.request_template.ready() ? emit(qp, w, offset, fields, ext, out, qp.request_template)
-                                                    : emit(qp, w, offset, fields, ext, out, request_spec(qp, w, fields, ext));
+  const FrameLayout l = qp.request_template.ready()
+                            ? emit(qp, w, offset, fields, ext, out, qp.request_template, seal_later)
+                            : emit(qp, w, offset, fields, ext, out, request_spec(qp, w, fields, ext), nullptr);
   if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);

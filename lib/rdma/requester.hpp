@@ -9,6 +9,7 @@
 
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/send_window.hpp"
+#include "protocol/icrc_batch.hpp"
 #include "protocol/sack.hpp"
 
 namespace roce::rdma {
@@ -47,6 +48,12 @@ class Requester {
   // path (build_next) then decides, as it would have for that WQE.
   std::uint32_t run_room(const QpContext& qp) const;
   bool build_run_frame(QpContext& qp, TxFrame& frame);
+  // Seals the run's frames build_run_frame() wrote with the request template: their ICRCs are
+  // computed together, after all of them are written (icrc_batch.hpp). Called once the run ends,
+  // before its frames go anywhere.
+  void seal_run(const QpContext& qp) noexcept {
+    if (run_seal_.size() != 0) run_seal_.seal(qp.request_template.icrc_flow(), qp.tuning->crc);
+  }
 
   // Go-back-N: retransmit from `psn`, which lies in an in-flight WQE at or after the SQ head.
   void rewind(QpContext& qp, std::uint32_t psn);
@@ -184,7 +191,7 @@ class Requester {
   void write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame);
   void send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, proto::Opcode op, std::uint32_t psn,
                    std::uint64_t offset, std::uint32_t payload, const proto::ExtHeaders& ext, bool solicited,
-                   std::uint32_t npsns);
+                   std::uint32_t npsns, proto::IcrcSealBatch* seal_later = nullptr);
   // Whether the local buffer of the READ at SQ index `index` overlaps an earlier unfinished READ's.
   bool overlaps_earlier_read(const QpContext& qp, std::uint64_t index) const;
   // Sends the oldest range of READ responses marked missing; false when none is left.
@@ -193,6 +200,7 @@ class Requester {
   PsnSlot& rd_slot(std::uint32_t psn) { return slot_of(rd_, psn); }
   std::uint8_t rd_flags(std::uint32_t psn) const { return flags_of(rd_, psn); }
 
+  proto::IcrcSealBatch run_seal_;  // a run's frames written and not sealed yet (seal_run)
   State state_ = State::Ready;
   Nanos rnr_until_ = kNever;
   std::uint32_t next_psn_ = 0;     // PSN the next new WQE starts at
