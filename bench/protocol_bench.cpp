@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -240,8 +241,12 @@ BENCHMARK_CAPTURE(BM_BuildRequest, template_flow, RequestBuild::TemplateFlow)->A
 // header share from its flow state), the PSN moving on per frame, into 16 frame buffers 2 KiB
 // apart as mbufs are: "per_frame" places and seals each frame before writing the next (the
 // run path before section 45), "batch" writes every frame and then seals them together
-// (IcrcSealBatch). Items are frames; the frames must be the same bytes either way.
-void BM_SealRun(benchmark::State& state, bool batch) {
+// (IcrcSealBatch: every ICRC computed, then all stored), "after_writes" writes every frame and
+// then seals each in turn (an ICRC stored before the next is computed). Items are frames; the
+// frames must be the same bytes every way.
+enum class RunSeal { PerFrame, Batch, AfterWrites };
+
+void BM_SealRun(benchmark::State& state, RunSeal how) {
   constexpr std::size_t kRun = 16, kStride = 2048;
   const Fixture f(64);
   FrameSpec path = f.spec;
@@ -256,15 +261,22 @@ void BM_SealRun(benchmark::State& state, bool batch) {
   ExtHeaders ext{};
   ext.reth = f.spec.ext.reth;
   IcrcSealBatch sealing;
+  std::array<FrameLayout, kRun> layouts;
   std::uint32_t psn = 0x8C84DD;
   auto run = [&] {
     for (std::size_t k = 0; k < kRun; ++k) {
       const MutableByteSpan out{frames.data() + k * kStride, kStride};
       const FrameLayout l = t.write_headers(RequestFields{raw(Opcode::RcWriteOnly), static_cast<std::uint32_t>((psn + k) & 0xFFFFFF), false, true, len}, ext, out);
-      if (batch) sealing.add(place_unsealed(l, out, f.payload.data()));
-      else t.place_and_seal(l, out, CrcBackend::Isal, f.payload.data());
+      layouts[k] = l;
+      if (how == RunSeal::PerFrame) t.place_and_seal(l, out, CrcBackend::Isal, f.payload.data());
+      else sealing.add(place_unsealed(l, out, f.payload.data()));
     }
-    if (batch) sealing.seal(t.icrc_flow(), CrcBackend::Isal);
+    if (how == RunSeal::Batch) {
+      sealing.seal(t.icrc_flow(), CrcBackend::Isal);
+    } else if (how == RunSeal::AfterWrites) {
+      for (std::size_t k = 0; k < kRun; ++k) t.seal(layouts[k], MutableByteSpan{frames.data() + k * kStride, kStride}, CrcBackend::Isal);
+      sealing = IcrcSealBatch{};
+    }
   };
   for (auto _ : state) {
     run();
@@ -276,8 +288,9 @@ void BM_SealRun(benchmark::State& state, bool batch) {
   if (!std::equal(f.frame.begin(), f.frame.end(), frames.begin())) state.SkipWithError("frame differs from the fixture");
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kRun));
 }
-BENCHMARK_CAPTURE(BM_SealRun, per_frame, false);
-BENCHMARK_CAPTURE(BM_SealRun, batch, true);
+BENCHMARK_CAPTURE(BM_SealRun, per_frame, RunSeal::PerFrame);
+BENCHMARK_CAPTURE(BM_SealRun, batch, RunSeal::Batch);
+BENCHMARK_CAPTURE(BM_SealRun, after_writes, RunSeal::AfterWrites);
 
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
 void BM_Memcpy(benchmark::State& state) {

@@ -1,11 +1,10 @@
 // Several frames' ICRCs computed together (issue 26, docs/perf-changes.md sections 41 and 45).
-// A short frame's ICRC is one ISA-L call whose folds form a single dependency chain of some 70
-// cycles. Sealed frame by frame, each chain starts only once that frame's headers and payload
-// are stored, and its result is stored into the frame before the next frame is written; computed
-// for a run of frames after all of them are written, with no store between the calls, the
-// chains are independent and overlap in the out-of-order window (BM_IcrcTailBurst: 16 ns a
-// frame chained against 6.5 ns independent; BM_SealRun for whole frames). The values are those
-// of compute_icrc() (icrc.hpp) one at a time.
+// Sealed frame by frame, a short frame's ICRC call (ISA-L, one dependency chain) reads the bytes
+// just written into that frame and the next frame's writes wait behind it. Called once a whole
+// run is written, the calls read bytes stored well before and overlap one another: BM_SealRun
+// (bench/protocol_bench.cpp), 16 64 B WRITEs, 31-34 ns a frame one by one against 27-30 ns
+// together. Storing each ICRC before the next call (its "after_writes") is as fast, so what
+// counts is that the frames are written first. The values are compute_icrc()'s (icrc.hpp).
 #pragma once
 
 #include <array>

@@ -28,6 +28,7 @@
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--no-tx-runs] (one-packet WQEs built frame by frame, not as runs)
 //              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
+//              [--seal-runs on|off] (a requester run's frames sealed together once all are written)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -226,6 +227,8 @@ int main(int argc, char** argv) {
         c.tuning.ack_template = on_off(args.app[++i]);
       } else if (a == "--write-runs" && has) {
         c.tuning.write_runs = on_off(args.app[++i]);
+      } else if (a == "--seal-runs" && has) {
+        c.tuning.seal_runs = on_off(args.app[++i]);
       } else if (a == "--fanout-qps" && has) {
         c.fanout_qps = parse_sizes(args.app[++i]);
       } else if (a == "--sr-window" && has) {

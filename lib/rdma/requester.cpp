@@ -380,7 +380,8 @@ void Requester::write_run_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {
   }
   ++w.next_packet;
   if (run_seal_.full()) seal_run(qp);
-  send_packet(qp, w, frame, op, w.first_psn, 0, w.length, ext, (w.send_flags & IBV_SEND_SOLICITED) != 0, 1, &run_seal_);
+  send_packet(qp, w, frame, op, w.first_psn, 0, w.length, ext, (w.send_flags & IBV_SEND_SOLICITED) != 0, 1,
+              qp.tuning->seal_runs ? &run_seal_ : nullptr);
 }
 
 // The AckReq decision, the frame, and the bookkeeping of a request packet at `psn` covering
