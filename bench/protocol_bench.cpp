@@ -6,10 +6,12 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
 #include "protocol/builder.hpp"
+#include "protocol/icrc_batch.hpp"
 #include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/request_template.hpp"
@@ -234,6 +236,61 @@ BENCHMARK_CAPTURE(BM_BuildRequest, builder_isal, RequestBuild::BuilderIsal)->Arg
 BENCHMARK_CAPTURE(BM_BuildRequest, builder_cache, RequestBuild::BuilderCache)->ArgName("payload")->Arg(64)->Arg(1024);
 BENCHMARK_CAPTURE(BM_BuildRequest, template_isal, RequestBuild::TemplateIsal)->ArgName("payload")->Arg(64)->Arg(1024);
 BENCHMARK_CAPTURE(BM_BuildRequest, template_flow, RequestBuild::TemplateFlow)->ArgName("payload")->Arg(64)->Arg(1024);
+
+// A requester's run of 64 B WRITEs as lib/rdma builds it (the QP's request template, the ICRC's
+// header share from its flow state), the PSN moving on per frame, into 16 frame buffers 2 KiB
+// apart as mbufs are: "per_frame" places and seals each frame before writing the next (the
+// run path before section 45), "batch" writes every frame and then seals them together
+// (IcrcSealBatch: every ICRC computed, then all stored), "after_writes" writes every frame and
+// then seals each in turn (an ICRC stored before the next is computed). Items are frames; the
+// frames must be the same bytes every way.
+enum class RunSeal { PerFrame, Batch, AfterWrites };
+
+void BM_SealRun(benchmark::State& state, RunSeal how) {
+  constexpr std::size_t kRun = 16, kStride = 2048;
+  const Fixture f(64);
+  FrameSpec path = f.spec;
+  path.bth.opcode = 0;
+  path.bth.psn.set(0);
+  path.bth.set_ack_requested(false);
+  path.ext = ExtHeaders{};
+  RequestTemplate t;
+  if (!t.build(path, CrcBackend::Isal, true)) state.SkipWithError("no template");
+  std::vector<std::byte> frames(kRun * kStride);
+  const auto len = static_cast<std::uint32_t>(f.payload.size());
+  ExtHeaders ext{};
+  ext.reth = f.spec.ext.reth;
+  IcrcSealBatch sealing;
+  std::array<FrameLayout, kRun> layouts;
+  std::uint32_t psn = 0x8C84DD;
+  auto run = [&] {
+    for (std::size_t k = 0; k < kRun; ++k) {
+      const MutableByteSpan out{frames.data() + k * kStride, kStride};
+      const FrameLayout l = t.write_headers(RequestFields{raw(Opcode::RcWriteOnly), static_cast<std::uint32_t>((psn + k) & 0xFFFFFF), false, true, len}, ext, out);
+      layouts[k] = l;
+      if (how == RunSeal::PerFrame) t.place_and_seal(l, out, CrcBackend::Isal, f.payload.data());
+      else sealing.add(place_unsealed(l, out, f.payload.data()));
+    }
+    if (how == RunSeal::Batch) {
+      sealing.seal(t.icrc_flow(), CrcBackend::Isal);
+    } else if (how == RunSeal::AfterWrites) {
+      for (std::size_t k = 0; k < kRun; ++k) t.seal(layouts[k], MutableByteSpan{frames.data() + k * kStride, kStride}, CrcBackend::Isal);
+      sealing = IcrcSealBatch{};
+    }
+  };
+  for (auto _ : state) {
+    run();
+    benchmark::ClobberMemory();
+    psn = (psn + kRun) & 0xFFFFFF;
+  }
+  psn = 0x8C84DD;
+  run();
+  if (!std::equal(f.frame.begin(), f.frame.end(), frames.begin())) state.SkipWithError("frame differs from the fixture");
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kRun));
+}
+BENCHMARK_CAPTURE(BM_SealRun, per_frame, RunSeal::PerFrame);
+BENCHMARK_CAPTURE(BM_SealRun, batch, RunSeal::Batch);
+BENCHMARK_CAPTURE(BM_SealRun, after_writes, RunSeal::AfterWrites);
 
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
 void BM_Memcpy(benchmark::State& state) {

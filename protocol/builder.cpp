@@ -125,6 +125,18 @@ MutableByteSpan icrc_field(const FrameLayout& l, MutableByteSpan datagram, Mutab
 
 }  // namespace
 
+MutableByteSpan place_unsealed(const FrameLayout& l, MutableByteSpan out, const std::byte* payload) noexcept {
+  // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
+  // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
+  // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
+  // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
+  // run time.
+  std::size_t n = l.payload_length;
+  asm("" : "+r"(n));
+  if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
+  return pad_datagram(l, out);
+}
+
 namespace {
 
 // `prefix(datagram, upto)`: the ICRC register after the datagram's first `upto` bytes (the
@@ -139,15 +151,8 @@ template <typename Prefix>
 void place_and_seal_with(const FrameLayout& l, MutableByteSpan out, CrcBackend crc, const std::byte* payload,
                          Prefix prefix) noexcept {
   if (l.payload_length < kSealCopyingFrom) {
-    // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
-    // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
-    // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
-    // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
-    // run time.
-    std::size_t n = l.payload_length;
-    asm("" : "+r"(n));
-    if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
-    seal_with(l, out, prefix);
+    const MutableByteSpan datagram = place_unsealed(l, out, payload);
+    write_icrc(icrc_field(l, datagram, out), prefix(ByteSpan{datagram}, datagram.size()));
     return;
   }
   const MutableByteSpan datagram = pad_datagram(l, out);
@@ -172,15 +177,9 @@ void seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcB
 void place_and_seal(const FrameSpec& spec, const FrameLayout& l, MutableByteSpan out, CrcBackend crc,
                     const std::byte* payload, IcrcHeaderCache* cache) noexcept {
   if (l.payload_length < kSealCopyingFrom) {
-    // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
-    // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
-    // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
-    // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
-    // run time.
-    std::size_t n = l.payload_length;
-    asm("" : "+r"(n));
-    if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
-    seal(spec, l, out, crc, cache);
+    const MutableByteSpan datagram = place_unsealed(l, out, payload);
+    write_icrc(icrc_field(l, datagram, out), cache ? compute_icrc_linear(*cache, crc, spec.ip_version, datagram)
+                                                   : compute_icrc(crc, spec.ip_version, datagram));
     return;
   }
   const MutableByteSpan datagram = pad_datagram(l, out);

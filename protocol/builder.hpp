@@ -67,6 +67,10 @@ void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out,
 void place_and_seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
                     const std::byte* payload, IcrcHeaderCache* cache = nullptr) noexcept;
 inline constexpr std::uint32_t kSealCopyingFrom = 2048;
+// place_and_seal() without the seal, for a payload below kSealCopyingFrom: the payload copied
+// and the pad bytes zeroed. Returns the datagram the ICRC covers (IP header to the last pad
+// byte); the ICRC goes in the four bytes after it (IcrcSealBatch, icrc_batch.hpp).
+MutableByteSpan place_unsealed(const FrameLayout& layout, MutableByteSpan out, const std::byte* payload) noexcept;
 // The same two with the headers' share from one flow's state (a connection's request template:
 // request_template.hpp), for frames of that flow.
 void seal(const IcrcFlow& flow, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc) noexcept;

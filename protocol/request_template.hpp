@@ -48,6 +48,9 @@ class RequestTemplate {
   void place_and_seal(const FrameLayout& l, MutableByteSpan out, CrcBackend crc, const std::byte* payload) const noexcept {
     proto::place_and_seal(icrc_, l, out, crc, payload);
   }
+  // The flow's ICRC state, for frames write_headers() above wrote and sealed later together
+  // (IcrcSealBatch, icrc_batch.hpp).
+  const IcrcFlow& icrc_flow() const noexcept { return icrc_; }
 
   // Ethernet with two VLAN tags, IPv6, UDP and BTH.
   static constexpr std::size_t kMaxBytes = 14 + 2 * 4 + 40 + 8 + 12;

@@ -29,6 +29,7 @@
 //              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
 //              [--straight-acks on|off] (an RC requester's plain ACKs on the completer's straight path)
+//              [--seal-runs on|off] (a requester run's frames sealed together once all are written)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -229,6 +230,8 @@ int main(int argc, char** argv) {
         c.tuning.write_runs = on_off(args.app[++i]);
       } else if (a == "--straight-acks" && has) {
         c.tuning.straight_acks = on_off(args.app[++i]);
+      } else if (a == "--seal-runs" && has) {
+        c.tuning.seal_runs = on_off(args.app[++i]);
       } else if (a == "--fanout-qps" && has) {
         c.fanout_qps = parse_sizes(args.app[++i]);
       } else if (a == "--sr-window" && has) {

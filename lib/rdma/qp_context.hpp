@@ -131,6 +131,9 @@ struct TransportTuning {
   // Consecutive one-packet SENDs and WRITEs of an RC QP built as a run in one call
   // (QueuePair::build_run); the same frames either way (perf_suite --no-tx-runs).
   bool tx_runs = true;
+  // A run's frames sealed together once all are written (Requester::seal_run, icrc_batch.hpp);
+  // false: each as it is written. The same frames either way (perf_suite --seal-runs on|off).
+  bool seal_runs = true;
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;

@@ -583,6 +583,7 @@ std::size_t QueuePair::build_run(std::span<TxFrame> frames, Nanos now) {
     // the RTT sample, the last one's end is the ACK asked for.
     comp_.on_run_sent(ctx_, n != 0 ? psn_next(first) : req_.sent_end_psn(), req_.last_end_psn(), now);
   }
+  req_.seal_run(ctx_);
   return n;
 }
 

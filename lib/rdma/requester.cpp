@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "lib/rdma/local_ops.hpp"
 #include "protocol/psn.hpp"
@@ -90,9 +91,11 @@ void seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l
 
 // Headers, payload from the WQE's segments, ICRC; `how` is the QP's request template or a
 // FrameSpec for the builder. Inline: a run's every frame (a call cost about 25 instructions).
+// With `seal_later`, a short frame from the template is sealed by it later, with the rest of its
+// run (Requester::seal_run).
 template <typename How>
 [[gnu::always_inline]] inline FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
-                 MutableByteSpan out, const How& how) {
+                 MutableByteSpan out, const How& how, IcrcSealBatch* seal_later) {
   const FrameLayout l = write_frame_headers(how, f, ext, out);
   if (!l.ok()) return l;
   const std::uint32_t payload = f.payload_length;
@@ -102,6 +105,12 @@ template <typename How>
                              ? segs[0].ptr + offset
                              : contiguous_in_segments(segs, w.num_seg, offset, payload);
   if (src || !payload) {
+    if constexpr (std::is_same_v<How, RequestTemplate>) {
+      if (seal_later && payload < kSealCopyingFrom) {
+        seal_later->add(place_unsealed(l, out, src));
+        return l;
+      }
+    }
     place_and_seal_frame(how, qp, l, out, src);
   } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, out.data() + l.payload_offset, payload);
@@ -110,12 +119,13 @@ template <typename How>
   return l;
 }
 
-// emit() through the QP's request template, or the builder where it has none.
+// emit() through the QP's request template, or the builder where it has none (which always
+// seals at once).
 [[gnu::always_inline]] inline FrameLayout emit_request(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
-                         const ExtHeaders& ext, TxFrame& frame) {
+                         const ExtHeaders& ext, TxFrame& frame, IcrcSealBatch* seal_later = nullptr) {
   const MutableByteSpan out{frame.data, frame.capacity};
-  return qp.request_template.ready() ? emit(qp, w, offset, f, ext, out, qp.request_template)
-                                     : emit(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext));
+  return qp.request_template.ready() ? emit(qp, w, offset, f, ext, out, qp.request_template, seal_later)
+                                     : emit(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext), nullptr);
 }
 
 }  // namespace
@@ -300,7 +310,8 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
     default: break;  // IBV_WR_SEND
   }
   const RequestFields fields{raw(op), psn, (w.send_flags & IBV_SEND_SOLICITED) != 0, true, w.length};
-  const FrameLayout l = emit_request(qp, w, 0, fields, ext, frame);
+  if (run_seal_.full()) seal_run(qp);
+  const FrameLayout l = emit_request(qp, w, 0, fields, ext, frame, qp.tuning->seal_runs ? &run_seal_ : nullptr);
   if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);

@@ -10,6 +10,7 @@
 
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/send_window.hpp"
+#include "protocol/icrc_batch.hpp"
 #include "protocol/sack.hpp"
 
 namespace roce::rdma {
@@ -49,6 +50,12 @@ class Requester {
   // (last_asked_ack; last_end_psn is the run's end). The cursor is left past the run's WQEs.
   std::uint32_t run_room(const QpContext& qp) const;
   std::size_t build_run(QpContext& qp, std::span<TxFrame> frames);
+  // Seals the run's frames build_run() wrote with the request template: their ICRCs are
+  // computed together, after all of them are written (icrc_batch.hpp). Called once the run ends,
+  // before its frames go anywhere.
+  void seal_run(const QpContext& qp) noexcept {
+    if (run_seal_.size() != 0) run_seal_.seal(qp.request_template.icrc_flow(), qp.tuning->crc);
+  }
 
   // Go-back-N: retransmit from `psn`, which lies in an in-flight WQE at or after the SQ head.
   void rewind(QpContext& qp, std::uint32_t psn);
@@ -211,6 +218,7 @@ class Requester {
   PsnSlot& rd_slot(std::uint32_t psn) { return slot_of(rd_, psn); }
   std::uint8_t rd_flags(std::uint32_t psn) const { return flags_of(rd_, psn); }
 
+  proto::IcrcSealBatch run_seal_;  // a run's frames written and not sealed yet (seal_run)
   State state_ = State::Ready;
   Nanos rnr_until_ = kNever;
   std::uint32_t next_psn_ = 0;     // PSN the next new WQE starts at

@@ -89,9 +89,9 @@ class Side {
 
   // The QP's frames by direct calls, as one transmit turn makes them: with runs, build_run
   // first (its counts in *runs) and build_next where it returns 0; without, build_next alone.
-  std::vector<std::vector<std::byte>> turn(std::vector<std::size_t>* runs, Nanos now = 0) {
+  std::vector<std::vector<std::byte>> turn(std::vector<std::size_t>* runs, Nanos now = 0, std::size_t burst = 16) {
     std::vector<std::vector<std::byte>> out;
-    std::vector<std::vector<std::byte>> bufs(16, std::vector<std::byte>(4096));
+    std::vector<std::vector<std::byte>> bufs(burst, std::vector<std::byte>(4096));
     std::vector<rdma::TxFrame> frames(bufs.size());
     for (;;) {
       for (std::size_t i = 0; i < bufs.size(); ++i) frames[i] = rdma::TxFrame{bufs[i].data(), 4096, 0};
@@ -175,10 +175,10 @@ class TransmitRun : public ::testing::Test {
     plain_->post(wrs);
   }
   // One turn on each side: the frames (compared) and the run lengths.
-  std::vector<std::size_t> turn(std::size_t expect_frames, Nanos now = 0) {
+  std::vector<std::size_t> turn(std::size_t expect_frames, Nanos now = 0, std::size_t burst = 16) {
     std::vector<std::size_t> runs, none;
-    const auto a = runs_->turn(&runs, now);
-    const auto b = plain_->turn(&none, now);
+    const auto a = runs_->turn(&runs, now, burst);
+    const auto b = plain_->turn(&none, now, burst);
     EXPECT_TRUE(none.empty()) << "runs are off on the plain side";
     EXPECT_EQ(a.size(), expect_frames);
     EXPECT_EQ(psns_of(a), psns_of(b));
@@ -225,6 +225,22 @@ TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrameWithoutTheTemplate) {
         {IBV_WR_SEND_WITH_IMM, 0},
         {IBV_WR_SEND_WITH_INV, 30}});
   EXPECT_EQ(turn(6), (std::vector<std::size_t>{6}));
+}
+
+// Runs of 32 and of 40 frames, the payloads of every pad from 0 to 300 bytes: a run's frames are
+// sealed together after all of them are written (Requester::seal_run, icrc_batch.hpp), 32 at the
+// most at a time, and must be the frames sealed one by one.
+TEST_F(TransmitRun, LongRunsSealedTogetherAsFrameByFrame) {
+  for (const std::size_t run : {32u, 40u}) {
+    start({.window = false});  // go-back-N's window starts at 16 packets
+    std::vector<Wr> wrs(run);
+    const ibv_wr_opcode ops[] = {IBV_WR_RDMA_WRITE, IBV_WR_SEND, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM};
+    for (std::size_t i = 0; i < run; ++i) wrs[i] = {ops[i % 4], static_cast<std::uint32_t>(i * 7 % 301), 0};
+    wrs[3].len = 0;
+    wrs[run - 1].len = 300;
+    post(wrs);
+    EXPECT_EQ(turn(run, 0, run), (std::vector<std::size_t>{run})) << "a run of " << run;
+  }
 }
 
 TEST_F(TransmitRun, StopsAtTheInflightCap) {
