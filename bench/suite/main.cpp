@@ -298,6 +298,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "perf_suite: --sr-reorder-window wants 8..128 PSNs\n");
     return 2;
   }
+  if (c.tuning.small_window_parts == 0) {
+    std::fprintf(stderr, "perf_suite: --split-parts wants 1 or more turns to split a small window into\n");
+    return 2;
+  }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {
     std::fprintf(stderr, "perf_suite: --runs, --window, --rtt-samples and --sizes must be positive\n");
     return 2;

@@ -31,6 +31,11 @@ check --ack-hold 1
 check --bdp-judge maybe
 check --write-runs maybe
 check --straight-acks maybe
+check --seal-runs maybe
+check --split-small-window x
+check --split-parts 0
+check --split-parts -3
+check --loss-baseline-split-small-window 2
 check --loss-baseline-max-inflight 99999999999
 check --max-inflight -1
 check --sizes 64,x
