@@ -240,7 +240,7 @@ BENCHMARK_CAPTURE(BM_BuildRequest, template_flow, RequestBuild::TemplateFlow)->A
 // A requester's run of 64 B WRITEs as lib/rdma builds it (the QP's request template, the ICRC's
 // header share from its flow state), the PSN moving on per frame, into 16 frame buffers 2 KiB
 // apart as mbufs are: "per_frame" places and seals each frame before writing the next (the
-// run path before section 45), "batch" writes every frame and then seals them together
+// run path before section 49), "batch" writes every frame and then seals them together
 // (IcrcSealBatch: every ICRC computed, then all stored), "after_writes" writes every frame and
 // then seals each in turn (an ICRC stored before the next is computed). Items are frames; the
 // frames must be the same bytes every way.

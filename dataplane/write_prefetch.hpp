@@ -24,7 +24,7 @@ const std::byte* write_destination(std::span<const std::byte> frame, const rdma:
 
 // The same for a worker's frames one after the other, with the region the last R_Key named
 // remembered: a stream of WRITEs into one region looks its key up once, not per frame (64 B:
-// 68 instructions a frame for write_destination, docs/perf-changes.md section 46). A remembered
+// 68 instructions a frame for write_destination, docs/perf-changes.md section 47). A remembered
 // key is tested again with one acquire load of the word MrTable::find tests (published_key), so
 // a deregistration or an invalidation since is seen as find would see it; only regions are
 // remembered (a window's range changes with each bind under the same key). What a region's key

@@ -1,4 +1,4 @@
-// Several frames' ICRCs computed together (issue 26, docs/perf-changes.md sections 41 and 45).
+// Several frames' ICRCs computed together (issue 26, docs/perf-changes.md sections 41 and 49).
 // Sealed frame by frame, a short frame's ICRC call (ISA-L, one dependency chain) reads the bytes
 // just written into that frame and the next frame's writes wait behind it. Called once a whole
 // run is written, the calls read bytes stored well before and overlap one another: BM_SealRun

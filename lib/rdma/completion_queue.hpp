@@ -17,7 +17,7 @@ class CompletionQueue {
   // The entry the next completion goes in, zeroed, for the caller to fill in place (a CQE is
   // then written once, not built on the stack and copied); nullptr on overrun (counted).
   // The ring wraps by a compare: `% size` was a 64-bit division per push and per poll, two on
-  // every round trip of a WRITE (docs/perf-changes.md section 45).
+  // every round trip of a WRITE (docs/perf-changes.md section 46).
   ibv_wc* emplace() noexcept {
     if (count_ == depth_) {
       ++overruns_;
