@@ -259,8 +259,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   LocalKeyCache lkeys;  // the region the list's last SGE named
   const bool refused_state = s == QpState::Reset || s == QpState::Init || s == QpState::Rtr;
   for (; wr != nullptr; wr = wr->next) {
-    const ibv_wr_opcode op = wr->opcode;
-    const SendWrRule rule = send_wr_rule(op);
+    const SendWrRule rule = send_wr_rule(*wr);
     int err = 0;
     if (refused_state) err = EINVAL;
     else if (ctx_.sq.full()) err = ENOMEM;
@@ -278,6 +277,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       return err;
     }
 
+    const ibv_wr_opcode op = wr->opcode;  // a valid enumerator: its row took it
     std::uint32_t slot = 0;
     SendWqe& w = ctx_.sq.push(&slot);
     // The fields every WQE has, and its progress as post_send leaves it (Posted, successful, no

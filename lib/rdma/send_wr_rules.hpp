@@ -9,6 +9,8 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "lib/rdma/verbs_ext.hpp"
 
@@ -69,8 +71,13 @@ inline constexpr std::array<SendWrRule, 16> kSendWrRules = [] {
   return t;
 }();
 
-inline SendWrRule send_wr_rule(ibv_wr_opcode op) {
-  const auto i = static_cast<unsigned>(op);
+// The WR's row. The opcode is read as the integer the application stored: a value no enumerator
+// names is not a valid ibv_wr_opcode, and loading it as one is undefined behaviour (clang's
+// -fsanitize=enum stops there); such a WR gets the empty row and fails with EINVAL.
+inline SendWrRule send_wr_rule(const ibv_send_wr& wr) {
+  std::underlying_type_t<ibv_wr_opcode> raw;
+  std::memcpy(&raw, &wr.opcode, sizeof raw);
+  const auto i = static_cast<unsigned>(raw);
   return i < kSendWrRules.size() ? kSendWrRules[i] : SendWrRule{};
 }
 
