@@ -111,8 +111,8 @@ struct WindowTuning {
   double bdp_cap_headroom = 1.0;
   double bdp_cap_floor = 5;
   double bdp_cap_loss_interval = 8192;
-  // While the BDP cap is what bounds a go-back-N QP, at most cap / small_window_parts packets
-  // (TransportTuning) go per transmit call, and an ACK is asked for as often: the responder works
+  // While the BDP cap is what bounds a go-back-N QP, at most cap / bdp_cap_parts packets (rounded
+  // up) go per transmit call, and an ACK is asked for as often: the responder works
   // on one part while the requester builds the next, instead of each of two poll-mode cores
   // idling while the other works on the whole small window (docs/loss.md, part 1, "Session 14"
   // and "Session 15"). Only the BDP cap, never the static caps or the congestion window: a path
