@@ -15,11 +15,14 @@
 //              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
 //              [--bdp-shrink on|off] (a grown cap tries one step smaller after a free verdict)
 //              [--bdp-judge goodput|samples] (a trial judged by goodput, or by the RTT samples' median rate)
+//              [--bdp-split adaptive|on|off] (while the cap bounds a QP, 1/N of it per turn, N = --split-parts;
+//              adaptive, the default: not while the peer answers each part before the next turn)
+//              [--bdp-parts N] (the cap's parts, default 3)
 //              (go-back-N's BDP cap, WindowTuning)
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
 //              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX]
 //              [--loss-baseline-bdp-shrink on|off] [--loss-baseline-bdp-judge goodput|samples]
-//              [--loss-baseline-max-inflight PSNs] (loss: the
+//              [--loss-baseline-bdp-floor P] [--loss-baseline-bdp-parts N] [--loss-baseline-bdp-split adaptive|on|off] [--loss-baseline-max-inflight PSNs] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not, with the trial judged otherwise, with
 //              another static in-flight cap: what a fixed cap costs, counted in the same turns)
@@ -107,6 +110,17 @@ rdma::BdpJudge bdp_judge(const std::string& v) {
   return v == "goodput" ? rdma::BdpJudge::Goodput : rdma::BdpJudge::SampleRates;
 }
 
+// WindowTuning::bdp_cap_split and bdp_cap_split_adaptive from adaptive|on|off.
+bool bdp_split(const std::string& v, rdma::WindowTuning& w) {
+  if (v != "adaptive" && v != "on" && v != "off") {
+    std::fprintf(stderr, "perf_suite: --bdp-split wants adaptive, on or off\n");
+    return false;
+  }
+  w.bdp_cap_split = v != "off";
+  w.bdp_cap_split_adaptive = v == "adaptive";
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +140,10 @@ int main(int argc, char** argv) {
   std::optional<rdma::BdpJudge> bdp_baseline_judge;
   std::uint32_t baseline_inflight = 0;
   int baseline_split = -1;  // --loss-baseline-split-small-window: -1 as the main tuning
+  int baseline_bdp_split = -1;  // --loss-baseline-bdp-split given
+  std::string baseline_bdp_split_mode;
+  double baseline_bdp_floor = -1;  // --loss-baseline-bdp-floor
+  std::uint32_t baseline_bdp_parts = 0;  // --loss-baseline-bdp-parts (0: as the main tuning)
   std::size_t i = 1;
   try {
     for (; i < args.app.size(); ++i) {
@@ -180,6 +198,17 @@ int main(int argc, char** argv) {
         bdp_baseline_shrink = on_off(args.app[++i]) ? 1 : 0;
       } else if (a == "--loss-baseline-bdp-growth" && has) {
         bdp_baseline_growth = args.app[++i];
+      } else if (a == "--bdp-split" && has) {
+        if (!bdp_split(args.app[++i], c.tuning.window)) return 2;
+      } else if (a == "--loss-baseline-bdp-split" && has) {
+        baseline_bdp_split_mode = args.app[++i];
+        baseline_bdp_split = 1;
+      } else if (a == "--bdp-parts" && has) {
+        c.tuning.window.bdp_cap_parts = u32(args.app[++i]);
+      } else if (a == "--loss-baseline-bdp-parts" && has) {
+        baseline_bdp_parts = u32(args.app[++i]);
+      } else if (a == "--loss-baseline-bdp-floor" && has) {
+        baseline_bdp_floor = std::stod(args.app[++i]);
       } else if (a == "--bdp-floor" && has) {
         c.tuning.window.bdp_cap_floor = std::stod(args.app[++i]);
       } else if (a == "--loss-verb" && has) {
@@ -280,7 +309,8 @@ int main(int argc, char** argv) {
     c.loss_baseline = b;
   }
   if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty() || bdp_baseline_shrink >= 0 ||
-      bdp_baseline_judge || baseline_inflight > 0 || baseline_split >= 0) {
+      bdp_baseline_judge || baseline_inflight > 0 || baseline_split >= 0 || baseline_bdp_split >= 0 || baseline_bdp_floor >= 0 ||
+      baseline_bdp_parts > 0) {
     // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
     // any loss), with or without the cap where it is free.
     rdma::TransportTuning b = c.tuning;
@@ -292,6 +322,9 @@ int main(int argc, char** argv) {
     if (bdp_baseline_judge) b.window.bdp_cap_judge = *bdp_baseline_judge;
     if (baseline_inflight > 0) b.max_inflight_packets = baseline_inflight;
     if (baseline_split >= 0) b.split_small_window = baseline_split == 1;
+    if (baseline_bdp_split >= 0 && !bdp_split(baseline_bdp_split_mode, b.window)) return 2;
+    if (baseline_bdp_floor >= 0) b.window.bdp_cap_floor = baseline_bdp_floor;
+    if (baseline_bdp_parts > 0) b.window.bdp_cap_parts = baseline_bdp_parts;
     c.loss_baseline = b;
   }
   if (c.loss_sr_window < 8 || c.loss_sr_window > 128) {

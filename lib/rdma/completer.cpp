@@ -217,12 +217,12 @@ void Completer::arm_timers(const QpContext& qp, Nanos now) {
 
 bool Completer::selective_probes_short(const QpContext& qp) const {
   if (!qp.cfg.selective_repeat || !qp.tuning || !qp.tuning->selective_tail_probe || sr_loss_interval_ == 0) return false;
-  // Frequent: SACK-reported loss events on average less than the BDP cap's interval apart
-  // (WindowTuning::bdp_cap_loss_interval, 256 packets); the interval still open counts once it
-  // is the longer, so a clean stretch of a few times that ends it.
+  // Frequent: SACK-reported loss events on average less than WindowTuning::selective_loss_interval
+  // (256 packets) apart; the interval still open counts once it is the longer, so a clean stretch
+  // of a few times that ends it.
   const double open = static_cast<double>(delivered_ - sr_loss_at_);
   const double avg = open > sr_loss_interval_ ? sr_loss_interval_ + (open - sr_loss_interval_) / 4 : sr_loss_interval_;
-  const double limit = qp.tuning->window.bdp_cap_loss_interval > 0 ? qp.tuning->window.bdp_cap_loss_interval : 256;
+  const double limit = qp.tuning->window.selective_loss_interval > 0 ? qp.tuning->window.selective_loss_interval : 256;
   return avg < limit;
 }
 

@@ -327,7 +327,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
     qp.in_active_list = false;
     bool idle = false;  // the turn ended with nothing left to send (end_send_turn does not change that)
     bool run = true;    // a run of frames may apply (QueuePair::build_run): tried until one does not
-    const std::uint32_t limit = std::min(qp.turn_limit(), cfg_.tuning.tx_quantum);
+    const std::uint32_t limit = std::min(qp.begin_turn(), cfg_.tuning.tx_quantum);
     for (std::uint32_t k = 0; k < limit && n < frames.size(); ++k) {
       if (run) {
         const std::size_t room = std::min<std::size_t>(frames.size() - n, limit - k);
@@ -354,7 +354,7 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
     }
     qp.end_send_turn(now);
     if (!idle && limit < cfg_.tuning.tx_quantum) {
-      // Its turn was limited (split_small_window): what is left goes in the next call, after
+      // Its turn was limited (split_small_window, bdp_cap_split): what is left goes in the next call, after
       // these frames are out.
       qp.sync_window_share();
       timers_.set(qp.slot, qp.deadline());

@@ -94,8 +94,13 @@ class QueuePair {
   // WQE not fitting.
   std::size_t build_run(std::span<TxFrame> frames, Nanos now);
   // Frames this QP may build in one transmit call (Requester::turn_limit; TransportTuning::
-  // split_small_window): no limit while responses are owed.
+  // split_small_window, WindowTuning::bdp_cap_split): no limit while responses are owed.
   std::uint32_t turn_limit() const { return resp_.has_output() ? UINT32_MAX : req_.turn_limit(ctx_); }
+  // The same, as a transmit turn begins (Requester::note_turn counts the turns).
+  std::uint32_t begin_turn() {
+    req_.note_turn(ctx_);
+    return turn_limit();
+  }
   // After the build_next calls of one transmit turn, all at `now`: per-turn timer work.
   void end_send_turn(Nanos now) { comp_.end_send_turn(ctx_, now); }
   void on_timer(Nanos now);

@@ -140,6 +140,8 @@ void Requester::start(const QpContext& qp) {
   rnr_until_ = kNever;
   inflight_rd_atomic_ = 0;
   packets_since_ack_req_ = 0;
+  in_step_turns_ = whole_turns_ = 0;
+  parts_idle_ = false;
   probing_ = false;
   sr_window_ = qp.is_rc() ? qp.cfg.selective_repeat : 0;
   sr_pending_ = 0;
@@ -183,12 +185,47 @@ bool Requester::window_allows(const QpContext& qp, const SendWqe& w) const {
 }
 
 std::uint32_t Requester::turn_limit(const QpContext& qp) const {
-  if (!qp.tuning->split_small_window || !qp.is_rc() || sr_window_ != 0) return UINT32_MAX;
-  std::uint64_t cap = std::min<std::uint64_t>(qp.tuning->max_inflight_packets, std::max<std::uint32_t>(window_limit(), 1));
-  if (const std::uint64_t bytes = qp.tuning->max_inflight_bytes; bytes != 0) cap = std::min<std::uint64_t>(cap, (bytes + qp.cfg.pmtu - 1) / qp.cfg.pmtu);
-  const std::uint64_t parts = std::max<std::uint32_t>(qp.tuning->small_window_parts, 1);
+  if (!qp.is_rc() || sr_window_ != 0) return UINT32_MAX;
+  std::uint64_t cap = 0;
+  std::uint64_t parts = qp.tuning->small_window_parts;
+  if (qp.tuning->split_small_window) {
+    // Any small cap: the static caps, the send window, the BDP cap.
+    cap = std::min<std::uint64_t>(qp.tuning->max_inflight_packets, std::max<std::uint32_t>(window_limit(), 1));
+    if (const std::uint64_t bytes = qp.tuning->max_inflight_bytes; bytes != 0) cap = std::min<std::uint64_t>(cap, (bytes + qp.cfg.pmtu - 1) / qp.cfg.pmtu);
+  } else if (qp.tuning->window.bdp_cap_split && window_ != nullptr && !parts_idle_) {
+    cap = window_->bdp_split_cap();  // only while the BDP cap bounds the QP (after losses)
+    if (cap == 0) return UINT32_MAX;
+    parts = qp.tuning->window.bdp_cap_parts;
+  } else {
+    return UINT32_MAX;
+  }
+  parts = std::max<std::uint64_t>(parts, 1);
   const std::uint64_t part = (cap + parts - 1) / parts;
   return part < qp.tuning->tx_quantum ? static_cast<std::uint32_t>(part) : UINT32_MAX;
+}
+
+void Requester::note_turn(const QpContext& qp) {
+  // A peer that keeps in step answers each part before this QP's next turn: every turn then
+  // begins with nothing in flight. Where the parts pay, the turn after a part begins with that
+  // part still in flight (the next call comes at once, the answer a round trip later).
+  constexpr std::uint16_t kInStepTurns = 4;
+  constexpr std::uint16_t kWholeTurns = 256;
+  if (!qp.tuning->window.bdp_cap_split_adaptive || !qp.tuning->window.bdp_cap_split || qp.tuning->split_small_window ||
+      window_ == nullptr || sr_window_ != 0 || window_->bdp_split_cap() == 0)
+    return;
+  if (parts_idle_) {
+    if (++whole_turns_ >= kWholeTurns) {  // try the parts again: the peer may have fallen behind
+      parts_idle_ = false;
+      in_step_turns_ = 0;
+    }
+    return;
+  }
+  const std::int32_t inflight = psn_diff(send_pos_, una_hint_);  // go-back-N: nothing held ahead
+  in_step_turns_ = inflight <= 0 ? static_cast<std::uint16_t>(in_step_turns_ + 1) : 0;
+  if (in_step_turns_ >= kInStepTurns) {
+    parts_idle_ = true;
+    whole_turns_ = 0;
+  }
 }
 
 bool Requester::can_send(const QpContext& qp) const {
@@ -453,7 +490,7 @@ void Requester::send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, Opc
     // asked for last: a packet that ends its message asks anyway, and at 64 B every one does.
     ask = info.ends_message() || sr_resending_ || probing_ ||
           packets_since_ack_req_ >= std::min(qp.tuning->ack_req_every, window_ack_spacing()) || fills_window() ||
-          (qp.tuning->split_small_window && packets_since_ack_req_ >= turn_limit(qp));
+          ((qp.tuning->split_small_window || qp.tuning->window.bdp_cap_split) && packets_since_ack_req_ >= turn_limit(qp));
     probing_ = false;
     last_asked_ack_ = ask;
     if (ask) packets_since_ack_req_ = 0;

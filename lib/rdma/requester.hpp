@@ -89,10 +89,13 @@ class Requester {
   std::uint32_t window_limit() const { return window_ ? window_->limit() : UINT32_MAX; }
   std::uint32_t window_ack_spacing() const { return window_ ? window_->ack_spacing() : UINT32_MAX; }
   // Go-back-N's packets per transmit call while its in-flight cap is small
-  // (TransportTuning::split_small_window): the cap over small_window_parts, rounded up;
-  // UINT32_MAX otherwise (the option off, selective repeat, UC and UD, or that part not below
-  // tx_quantum). Also the most packets sent without asking for an ACK then.
+  // (TransportTuning::split_small_window; WindowTuning::bdp_cap_split, while the BDP cap bounds
+  // the QP): the cap over small_window_parts (bdp_cap_parts), rounded up; UINT32_MAX otherwise (neither applies,
+  // selective repeat, UC and UD, or that part not below tx_quantum). Also the most packets sent
+  // without asking for an ACK then.
   std::uint32_t turn_limit(const QpContext& qp) const;
+  // A transmit turn of this QP begins (Engine::transmit): WindowTuning::bdp_cap_split_adaptive's count.
+  void note_turn(const QpContext& qp);
   void use_window(const SendWindow* w) { window_ = w; }
   // Selective repeat (requester_selective.cpp; docs/loss.md, part 2).
   bool selective() const { return sr_window_ != 0; }
@@ -232,6 +235,11 @@ class Requester {
   bool local_done_ = false;
   std::uint32_t send_pos_ = 0;
   const SendWindow* window_ = nullptr;  // the completer's send window
+  // WindowTuning::bdp_cap_split_adaptive: turns in a row that began with nothing in flight while
+  // the BDP cap was split into parts, whole turns since the parts stopped, and whether they did.
+  std::uint16_t in_step_turns_ = 0;
+  std::uint16_t whole_turns_ = 0;
+  bool parts_idle_ = false;
   // Selective repeat: the responder's reorder window (0: go-back-N), and per PSN in flight
   // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it.
   std::uint32_t sr_window_ = 0;

@@ -14,10 +14,19 @@ constexpr double kStaticCap = 64;  // packets one QP may have in flight without 
 constexpr Nanos kRtt = 10 * kMicro;
 constexpr std::uint32_t kPerRtt = 20;  // packets a sample delivers at the path's full rate
 
+// The trial is for losses rarer than bdp_cap_loss_interval: these tests count with session 14's
+// interval (256 packets) and floor (6 packets); since session 15 the defaults are 8192 and 5.
+WindowTuning session14() {
+  WindowTuning t;
+  t.bdp_cap_loss_interval = 256;
+  t.bdp_cap_floor = 6;
+  return t;
+}
+
 struct Path {
   SendWindow w;
   Nanos now = kMilli;
-  explicit Path(const WindowTuning& t = {}) {
+  explicit Path(const WindowTuning& t = session14()) {
     w.start(t, kStaticCap, false);
     w.join();
     // A lone packet's round trip (the min RTT, 2 us), then full-rate samples without the cap:
@@ -52,7 +61,7 @@ TEST(BdpCapWhenFree, ARareLossStartsATrialAndAFreeCapKeepsHolding) {
   Path p;
   p.clean(2000);
   p.lose();
-  ASSERT_GT(p.w.loss_interval(), WindowTuning{}.bdp_cap_loss_interval);  // the interval alone would not cap
+  ASSERT_GT(p.w.loss_interval(), session14().bdp_cap_loss_interval);  // the interval alone would not cap
   EXPECT_TRUE(p.w.bdp_engaged());  // the trial
   EXPECT_EQ(p.w.limit(), 6u);
   p.trial(1.0);  // the same rate with 6 in flight: the wire's round trip, not a loop's
@@ -65,7 +74,7 @@ TEST(BdpCapWhenFree, ARareLossStartsATrialAndAFreeCapKeepsHolding) {
 }
 
 TEST(BdpCapWhenFree, ACapThatCostsRateLetsGoAndIsTriedAgainLessOften) {
-  WindowTuning t;
+  WindowTuning t = session14();
   t.bdp_cap_growth = 1;  // the backoff alone (ACostlyCapGrowsBeforeItBacksOff: with the growth)
   Path p(t);
   p.clean(2000);
@@ -148,7 +157,7 @@ TEST(BdpCapWhenFree, AGrownCapThatIsFreeKeepsHolding) {
 // Grows the cap to its largest, 4 x rate x min RTT (16 packets), with costly verdicts, then
 // holds it with a free one.
 WindowTuning shrinking() {
-  WindowTuning t;
+  WindowTuning t = session14();
   t.bdp_cap_shrink = true;
   return t;
 }
@@ -302,7 +311,7 @@ TEST(BdpCapWhenFree, AFreeCapThatStartsToCostRateLetsGo) {
 }
 
 TEST(BdpCapWhenFree, OffTheCapHoldsOnlyWhileLossesAreFrequent) {
-  WindowTuning t;
+  WindowTuning t = session14();
   t.bdp_cap_when_free = false;
   Path p(t);
   p.clean(2000);
