@@ -42,5 +42,14 @@ bool place_payload(const Packet& pkt, const PayloadDest& dest, CrcBackend crc, b
   return true;
 }
 
+bool place_deferred(const Packet& pkt, std::byte* dst, WriteAhead next, CrcBackend crc) noexcept {
+  if (pkt.info->starts_message()) {
+    if (!settle_icrc(pkt, crc)) return false;
+    place_contiguous(pkt, dst, next);
+    return true;
+  }
+  const std::uint32_t held = pkt.info->ends_message() ? std::min(kHeldTailBytes, pkt.payload_length) : 0;
+  return settle_icrc_copying(pkt, crc, dst, next, held);
+}
 
 }  // namespace roce::rdma

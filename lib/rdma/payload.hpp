@@ -63,6 +63,13 @@ bool last_placement_ahead_allowed(const proto::Packet& pkt, bool reliable, const
 // LAST's last kHeldTailBytes, which are copied only if it held.
 bool place_payload(const proto::Packet& pkt, const PayloadDest& dest, proto::CrcBackend crc, bool icrc_pending) noexcept;
 
+// A WRITE of a responder's run going to one contiguous range, its ICRC deferred by the parser:
+// what the walk does with it (place_payload's two cases), false when the ICRC fails. A FIRST or
+// ONLY is settled before a byte is copied (its RETH steers the copy); a MIDDLE, and a LAST but
+// its held tail, are placed while the ICRC is settled, for placement_ahead_allowed's and
+// last_placement_ahead_allowed's reasons (an RC run is reliable; its range is contiguous).
+bool place_deferred(const proto::Packet& pkt, std::byte* dst, proto::WriteAhead next, proto::CrcBackend crc) noexcept;
+
 // Its case of a payload known good going to one contiguous range, inline: a responder's run of
 // WRITEs places every packet so (responder_run.cpp).
 inline void place_contiguous(const proto::Packet& pkt, std::byte* dst, proto::WriteAhead next) noexcept {

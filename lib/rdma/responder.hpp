@@ -157,9 +157,12 @@ class Responder {
     std::uint32_t acks_deferred = 0;  // coalesced since: AckDeferred owed
   };
   void begin_run(const QpContext& qp);
-  // One WRITE of a run, executed and acknowledged if it is in sequence and every check holds;
-  // false, with nothing changed, leaves it to the walk (which then finds what is wrong).
-  bool write_in_run(QpContext& qp, const proto::Packet& pkt);
+  // One WRITE of a run, executed and acknowledged if it is in sequence and every check holds
+  // (Done); Walk, with nothing changed, leaves it to the walk (which then finds what is wrong).
+  // A deferred ICRC is settled there as the walk would (place_deferred, payload.hpp); Corrupted
+  // when it fails, with nothing changed but the bytes the walk too places ahead of its verdict.
+  enum class RunStep : std::uint8_t { Walk, Done, Corrupted };
+  RunStep write_in_run(QpContext& qp, const proto::Packet& pkt);
   // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
   // when the key still names it, else from MrTable::check_remote (and then remembered).
   std::byte* run_target(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {

@@ -4,11 +4,12 @@
 // path below (RC, remote write allowed: check_op_valid's answer for every WRITE without
 // immediate; no reorder buffer), its path MTU, and the memory region the last R_Key named. An
 // in-sequence WRITE without immediate then takes write_in_run: the checks that depend on the
-// frame (room for an answer, PSN, opcode sequence, lengths, R_Key still valid, bounds; the ICRC
-// is the parser's) in one line instead of the walk's state by state, then what execute_write and
-// acknowledge do. Anything else, and a WRITE one of those checks refuses, takes the walk with
-// nothing changed, which finds the same answer as frame by frame (docs/perf-changes.md
-// section 42; tests/lib/rdma/responder_run_test.cpp compares the two).
+// frame (room for an answer, PSN, opcode sequence, lengths, R_Key still valid, bounds) in one
+// line instead of the walk's state by state, then what execute_write and acknowledge do, an
+// ICRC the parser deferred (payloads from 1 KiB) settled as the walk settles it (place_deferred).
+// Anything else, and a WRITE one of those checks refuses, takes the walk with nothing changed,
+// which finds the same answer as frame by frame (docs/perf-changes.md sections 42 and 53;
+// tests/lib/rdma/responder_run_test.cpp compares the two).
 #include <algorithm>
 
 #include "lib/rdma/responder.hpp"
@@ -60,29 +61,32 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 // expected PSN: a duplicate or a gap goes to the walk), check_op_seq, check_op_valid (the run's),
 // check_resource (nothing without immediate), check_length, check_rkey; then execute_write and
 // acknowledge.
-[[gnu::always_inline]] inline bool Responder::write_in_run(QpContext& qp, const Packet& pkt) {
+[[gnu::always_inline]] inline Responder::RunStep Responder::write_in_run(QpContext& qp, const Packet& pkt) {
   const OpcodeInfo& info = *pkt.info;
-  if (info.operation != Operation::Write || info.transport != Transport::Rc || info.has_immediate()) return false;
-  if (pkt.icrc_status == IcrcStatus::Deferred) return false;  // settled (or placed ahead) by the walk
+  if (info.operation != Operation::Write || info.transport != Transport::Rc || info.has_immediate()) return RunStep::Walk;
   const std::uint32_t psn = pkt.psn();
-  if (output_full() || psn != epsn_) return false;
+  if (output_full() || psn != epsn_) return RunStep::Walk;
   const bool first = info.starts_message();
-  if (msg_ != (first ? OpenMessage::None : OpenMessage::Write)) return false;
+  if (msg_ != (first ? OpenMessage::None : OpenMessage::Write)) return RunStep::Walk;
   const std::uint32_t len = pkt.payload_length;
   // FIRST/ONLY: the message's range from the RETH, checked whole; later packets: their own range
   // of the open WRITE, checked again (the region may have gone since).
   const std::uint64_t va = first ? pkt.ext.reth.va.get() : write_va_;
   const std::uint32_t rkey = first ? pkt.ext.reth.rkey.get() : write_rkey_;
   const std::uint32_t rest = first ? pkt.ext.reth.dma_length.get() : write_remaining_;
-  if (!fits_pmtu(info, len, run_.pmtu) || !fits_write(info, len, rest, write_remaining_)) return false;
+  if (!fits_pmtu(info, len, run_.pmtu) || !fits_write(info, len, rest, write_remaining_)) return RunStep::Walk;
   const std::uint64_t range = first ? rest : len;
   std::byte* dst = nullptr;
-  if (range != 0 && (dst = run_target(qp, rkey, va, range)) == nullptr) return false;
-  // Nothing refused it: from here on it acts.
+  if (range != 0 && (dst = run_target(qp, rkey, va, range)) == nullptr) return RunStep::Walk;
+  // Nothing refused it: from here on it acts, once its ICRC holds.
   if (len != 0) {
     const WriteAhead next = info.ends_message() ? WriteAhead{} : WriteAhead{dst + len, std::min<std::uint64_t>(len, rest - len)};
-    place_contiguous(pkt, dst, next);
-  }
+    if (pkt.icrc_status != IcrcStatus::Deferred) {
+      place_contiguous(pkt, dst, next);
+    } else if (!place_deferred(pkt, dst, next, qp.tuning->crc)) {
+      return RunStep::Corrupted;  // as the walk's ErrCorrupted: nothing changed (bytes placed ahead aside)
+    }
+  }  // (the parser defers no empty payload's ICRC)
   if (first) drop_msg_ = false;
   advance_write(info, va, rkey, rest, len);
   epsn_ = psn_next(psn);
@@ -101,12 +105,15 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
     }
   }
   ++run_writes_;
-  return true;
+  return RunStep::Done;
 }
 
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {
   if (!continues_run || !run_.known) begin_run(qp);
-  if (run_.writes && write_in_run(qp, pkt)) return ResponderOutcome::Progress;
+  if (run_.writes) {
+    const RunStep step = write_in_run(qp, pkt);
+    if (step != RunStep::Walk) return step == RunStep::Done ? ResponderOutcome::Progress : ResponderOutcome::Corrupted;
+  }
   end_run(qp);  // the walk reads and changes the output
   if (!reorder_.enabled()) return walk(qp, pkt, frame);
   if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) return hold_ahead(qp, pkt, frame);

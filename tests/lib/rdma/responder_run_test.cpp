@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "lib/rdma/payload.hpp"
 #include "protocol/psn.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
@@ -45,6 +46,7 @@ struct Step {
   std::uint32_t dma_length = 64;
   std::uint32_t payload = 64;
   bool ack_req = true;
+  int corrupt = -1;  // a payload byte flipped after the ICRC was sealed (its index), or none
 };
 
 Step only(std::uint32_t psn, unsigned region, std::uint64_t offset, unsigned qp = 0) {
@@ -134,7 +136,12 @@ class World {
           const ExtHeaders ext = info.starts_message()
                                      ? reth(kIova[s.region] + s.offset, keys_[s.region] ^ s.key_xor, s.dma_length ? s.dma_length : s.payload)
                                      : ExtHeaders{};
-          peers_[s.qp]->send(peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req), 0);
+          std::vector<std::byte> f = peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req);
+          if (s.corrupt >= 0) {
+            const std::size_t pad = (4 - s.payload % 4) % 4;
+            f[f.size() - 4 - pad - s.payload + static_cast<std::size_t>(s.corrupt)] ^= std::byte{0x20};
+          }
+          peers_[s.qp]->send(f, 0);
           break;
         }
       }
@@ -160,6 +167,9 @@ class World {
       o.drops.push_back(engine_->drops(static_cast<rdma::EngineDrop>(d)));
     return o;
   }
+
+  const std::vector<std::byte>& memory(unsigned region) const { return mem_[region]; }
+  std::uint64_t icrc_drops() const { return engine_->drops(rdma::EngineDrop::IcrcBad); }
 
   std::uint64_t run_writes() const {
     return eps_[0].qp->responder().run_writes() + eps_[1].qp->responder().run_writes();
@@ -279,6 +289,43 @@ TEST(ResponderRun, PacketsTheParserDefersTakeTheWalkInTheSameRun) {
                             packet(Opcode::RcWriteFirst, psn(3), 1024, 1, 0, 2048), packet(Opcode::RcWriteLast, psn(4), 1024),
                             only(psn(5), 1, 3072)},
                            3);
+}
+
+Step corrupted(Step s, int at) {
+  s.corrupt = at;
+  return s;
+}
+
+TEST(ResponderRun, DeferredPacketsWithAFailingIcrcAreDroppedAsByTheWalk) {
+  // 1 KiB packets (ICRC deferred) on the run's path, each kind once corrupted and then resent
+  // as go-back-N would: a FIRST (its RETH must not steer a byte), a MIDDLE (placed ahead; its
+  // resend rewrites the bytes), a LAST corrupted in its held tail and one before it, an ONLY.
+  const Step first = packet(Opcode::RcWriteFirst, psn(0), 1024, 0, 0, 3072);
+  const Step middle = packet(Opcode::RcWriteMiddle, psn(1), 1024);
+  const Step last = packet(Opcode::RcWriteLast, psn(2), 1024);
+  const Step only_1k = packet(Opcode::RcWriteOnly, psn(3), 1024, 1, 2048);
+  expect_as_frame_by_frame({corrupted(first, 0), first, corrupted(middle, 700), middle, corrupted(last, 1000),
+                            corrupted(last, 3), last, check(), corrupted(only_1k, 1023), only_1k},
+                           4);
+}
+
+TEST(ResponderRun, ADeferredPacketWithAFailingIcrcPlacesNothingAPollerCanSee) {
+  // In one burst, runs on: a corrupted ONLY, FIRST and LAST leave their regions as they were but
+  // for a LAST's bytes before its held tail (inside the open message, rewritten by the resend).
+  World w(Mode::Burst, IBV_MTU_1024);
+  const Step only_1k = packet(Opcode::RcWriteOnly, psn(0), 1024, 1, 0);
+  const Step first = packet(Opcode::RcWriteFirst, psn(0), 1024, 0, 1024, 2048);
+  const Step last = packet(Opcode::RcWriteLast, psn(1), 1024);
+  w.play({corrupted(only_1k, 512), corrupted(first, 1), first, corrupted(last, 1023), check()});
+  EXPECT_EQ(w.icrc_drops(), 3u);
+  EXPECT_EQ(w.memory(1), std::vector<std::byte>(kRegionBytes, std::byte{0})) << "a corrupted ONLY placed nothing";
+  const std::vector<std::byte>& m = w.memory(0);
+  for (std::size_t i = 0; i < kRegionBytes; ++i) {
+    const bool first_bytes = i >= 1024 && i < 2048;
+    const bool last_ahead = i >= 2048 && i < 3072 - rdma::kHeldTailBytes;
+    ASSERT_EQ(m[i], first_bytes ? std::byte{3} : last_ahead ? std::byte{4} : std::byte{0}) << "byte " << i;
+  }
+  EXPECT_GE(w.run_writes(), 1u);
 }
 
 TEST(ResponderRun, CountersAndAcksAreExactAfterEveryBurst) {
