@@ -146,9 +146,7 @@ class Responder {
     bool known = false;   // found out for the QP as it is now
     bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs
     std::uint32_t pmtu = 0;
-    std::uint32_t rkey = 0;              // the R_Key last found valid in this run ...
-    const MemoryRegion* mr = nullptr;    // ... its region (never a window; nullptr: none yet) ...
-    const std::atomic<std::uint32_t>* published = nullptr;  // ... and the word that says it still names it
+    RememberedRegion region;  // the region the R_Key last found valid in this run named (memory.hpp)
     // The output's last item is an ACK a WRITE of this run queued or coalesced into: the later
     // ones' PSN and MSN are kept here and written to it once, by end_run.
     bool ack_tail = false;
@@ -163,10 +161,7 @@ class Responder {
   // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
   // when the key still names it, else from MrTable::check_remote (and then remembered).
   std::byte* run_target(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
-    const MemoryRegion* mr = run_.mr;
-    if (mr == nullptr || rkey != run_.rkey || run_.published->load(std::memory_order_acquire) != rkey)
-      return run_target_checked(qp, rkey, va, len);
-    return range_within(mr->iova, mr->length, va, len) ? mr->addr + (va - mr->iova) : nullptr;
+    return run_.region.holds(rkey) ? run_.region.translate(va, len) : run_target_checked(qp, rkey, va, len);
   }
   std::byte* run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len);
   void settle_run_ack(QpContext& qp);
