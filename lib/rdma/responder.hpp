@@ -48,6 +48,11 @@ class Responder {
   // (Engine::begin_receive_burst), so what the run found out about the QP still holds
   // (responder_run.cpp).
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, bool continues_run = false);
+  // A request that continues the run (QueuePair::receive_in_run: the frame before it in this
+  // burst was the QP's, which takes requests): an in-sequence WRITE the run's straight path takes
+  // whole, executed and acknowledged as on_request would; false, with nothing changed, for
+  // anything else, which on_request then takes.
+  bool take_run_write(QpContext& qp, const proto::Packet& pkt);
   // The QP's attributes changed (QP modify): the next request starts a run.
   void forget_run() { run_.known = false; }
   // The run ends (Engine: the next frame is another QP's, the burst ends, or anything else is

@@ -96,6 +96,12 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
   return true;
 }
 
+// The run is known only if a frame of it went through on_request since the QP last changed
+// (begin_run; forget_run at QP modify).
+bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
+  return run_.known && run_.writes && write_in_run(qp, pkt);
+}
+
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {
   if (!continues_run || !run_.known) begin_run(qp);
   if (run_.writes && write_in_run(qp, pkt)) return ResponderOutcome::Progress;

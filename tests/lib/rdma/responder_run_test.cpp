@@ -49,6 +49,8 @@ struct Step {
   std::uint32_t dma_length = 64;
   std::uint32_t payload = 64;
   bool ack_req = true;
+  Ecn ecn = Ecn::Ect0;
+  std::uint16_t pkey = 0xFFFF;  // the QPs' partition
 };
 
 Step only(std::uint32_t psn, unsigned region, std::uint64_t offset, unsigned qp = 0) {
@@ -147,7 +149,8 @@ class World {
           const ExtHeaders ext = info.starts_message()
                                      ? reth(kIova[s.region] + s.offset, keys_[s.region] ^ s.key_xor, s.dma_length ? s.dma_length : s.payload)
                                      : ExtHeaders{};
-          peers_[s.qp]->send(peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req), 0);
+          peers_[s.qp]->set_pkey(s.pkey);
+          peers_[s.qp]->send(peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req, s.ecn), 0);
           break;
         }
       }
@@ -332,6 +335,23 @@ TEST(ResponderRun, ARegionInvalidatedBetweenBurstsIsNotWritten) {
   expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Invalidate, 0),
                             only(psn(2), 0, 128)},
                            2);
+}
+
+TEST(ResponderRun, FramesTheRunCannotTakeWholeGoTheWholeWay) {
+  // Mid-run, each between WRITEs the run takes: a CE-marked WRITE (EcnCeReceived, the
+  // congestion point's turn), one under another partition's P_Key (dropped, counted), a CNP, one
+  // of the other QP, and the run goes on after each.
+  Step marked = only(psn(2), 0, 128);
+  marked.ecn = Ecn::Ce;
+  Step foreign = only(psn(4), 0, 256);
+  foreign.pkey = 0x1234;
+  Step cnp;
+  cnp.op = Opcode::Cnp;
+  cnp.payload = 0;
+  cnp.ack_req = false;
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), marked, only(psn(3), 0, 192), foreign, only(psn(4), 0, 256),
+                            cnp, only(psn(5), 0, 320), only(psn(0), 2, 0, 1), only(psn(6), 0, 384), only(psn(7), 0, 448)},
+                           7);
 }
 
 TEST(ResponderRun, WritesWithoutAckRequestsAreAcknowledgedByTheNextAck) {
