@@ -47,13 +47,7 @@ const std::byte* write_destination(std::span<const std::byte> frame, const rdma:
 const std::byte* WriteDestinations::look_up(std::uint32_t rkey, std::uint64_t va, const rdma::MrTable& mrs) noexcept {
   const rdma::MemoryRegion* mr = mrs.find(rkey);
   if (mr == nullptr || mr->addr == nullptr) return nullptr;
-  if (mr->window_type == 0) {
-    rkey_ = rkey;
-    published_ = &mrs.published_key(rkey);
-    addr_ = mr->addr;
-    iova_ = mr->iova;
-    length_ = mr->length;
-  }
+  last_.remember(mrs, rkey, *mr);
   const std::uint64_t at = va - mr->iova;  // wraps below iova
   return at < mr->length ? mr->addr + at : nullptr;
 }

@@ -5,7 +5,6 @@
 // frame's turn comes, and a prefetch of a wrong address costs a cache line, never a fault.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,14 +22,11 @@ namespace roce::dp {
 const std::byte* write_destination(std::span<const std::byte> frame, const rdma::MrTable& mrs) noexcept;
 
 // The same for a worker's frames one after the other, with the region the last R_Key named
-// remembered: a stream of WRITEs into one region looks its key up once, not per frame (64 B:
-// 68 instructions a frame for write_destination, docs/perf-changes.md section 47). A remembered
-// key is tested again with one acquire load of the word MrTable::find tests (published_key), so
-// a deregistration or an invalidation since is seen as find would see it; only regions are
-// remembered (a window's range changes with each bind under the same key). What a region's key
-// names (address, iova, length) does not change while the key is published: a new registration
-// in the slot publishes another generation. Frames over IPv4 without VLAN tag or IP options
-// (every frame of such an endpoint) are read at fixed offsets; any other takes the walk.
+// remembered (rdma::RememberedRegion: one acquire load tests that the key still names it; never a
+// window): a stream of WRITEs into one region looks its key up once, not per frame (64 B: 68
+// instructions a frame for write_destination, docs/perf-changes.md section 47). Kept across
+// bursts: a prefetch only reads ahead. Frames over IPv4 without VLAN tag or IP options (every
+// frame of such an endpoint) are read at fixed offsets; any other takes the walk.
 class WriteDestinations {
  public:
   const std::byte* find(std::span<const std::byte> frame, const rdma::MrTable& mrs) noexcept {
@@ -39,10 +35,7 @@ class WriteDestinations {
     if (!starts_write(static_cast<std::uint8_t>(frame[reth - sizeof(proto::Bth)]))) return nullptr;
     const std::uint32_t rkey = proto::load_header<proto::Be32>(frame, reth + offsetof(proto::Reth, rkey)).get();
     const std::uint64_t va = proto::load_header<proto::Be64>(frame, reth + offsetof(proto::Reth, va)).get();
-    if (rkey != rkey_ || published_->load(std::memory_order_acquire) != rkey)
-      return look_up(rkey, va, mrs);
-    const std::uint64_t at = va - iova_;  // wraps below iova
-    return at < length_ ? addr_ + at : nullptr;
+    return last_.holds(rkey) ? last_.address_of(va) : look_up(rkey, va, mrs);
   }
 
   // The RETH of a frame that starts a WRITE, bytes from the frame's start; 0 for any other frame
@@ -73,13 +66,7 @@ class WriteDestinations {
   // The key's region from the table (remembered when it is a region), or nullptr.
   const std::byte* look_up(std::uint32_t rkey, std::uint64_t va, const rdma::MrTable& mrs) noexcept;
 
-  // Nothing remembered yet: key 0, which no region has (MrTable::find), and a length of 0.
-  static inline const std::atomic<std::uint32_t> kNone{0};
-  std::uint32_t rkey_ = 0;  // the region last found under this key ...
-  const std::atomic<std::uint32_t>* published_ = &kNone;  // ... the word that says it still names it
-  std::byte* addr_ = nullptr;  // ... and the region's address, iova and length
-  std::uint64_t iova_ = 0;
-  std::uint64_t length_ = 0;
+  rdma::RememberedRegion last_;
 };
 
 }  // namespace roce::dp

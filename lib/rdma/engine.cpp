@@ -279,6 +279,13 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   // (a refresh per 64 B WRITE was 108 instructions of about 4200 a message; docs/perf-changes.md
   // section 35), and its responder's checks of the QP itself made once (section 41).
   const bool continues_run = unrefreshed_ != nullptr && unrefreshed_->qpn() == pkt.dest_qp();
+  // A WRITE the run takes whole needs nothing else here: it is a request (no timer moves), has
+  // no CE mark and leaves the QP's state alone, so the QP stays the burst's unrefreshed one as
+  // it is (docs/perf-changes.md section 50). in_burst_: a frame outside a burst is refreshed at
+  // once, so none continues a run; asked anyway, as the rule below is the burst's. A frame whose
+  // ICRC the parser deferred (1 KiB payloads and more) is the walk's: not offered (4 KiB: 65
+  // instructions a packet when it was).
+  if (continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt)) return;
   QueuePair* qp = continues_run ? unrefreshed_ : find_qp(pkt.dest_qp());
   if (qp == nullptr) return drop(EngineDrop::UnknownQp);
   if (!continues_run) refresh_deferred();

@@ -93,8 +93,8 @@ class MrTable {
     return s.published_key.load(std::memory_order_acquire) == key ? &s.mr : nullptr;
   }
 
-  // The word find() tests for `key`, which find() has found valid: a caller that remembers the
-  // region tests it again with one load (a responder's run of WRITEs, responder_run.cpp).
+  // The word find() tests for `key`, which find() has found valid: RememberedRegion (below)
+  // tests it again with one load.
   const std::atomic<std::uint32_t>& published_key(std::uint32_t key) const noexcept {
     return slots_[(key >> 8) - 1].published_key;
   }
@@ -154,6 +154,57 @@ class MrTable {
   std::size_t next_hint_ = 0;
   std::atomic<PdHandle> next_pd_{0};
   std::atomic<std::uint64_t> refused_full_{0};
+};
+
+// The region the last R_Key named, for a caller that meets the same key frame after frame (a
+// responder's run of WRITEs, responder_run.cpp; the worker's destination prefetch,
+// dataplane/write_prefetch.hpp): the key is looked up once, then tested again per use with one
+// acquire load of the word MrTable::find tests (published_key), so a deregistration, an
+// invalidation or a new registration in the slot (another generation) since is seen as find
+// would see it and nothing is taken from the old region. What a region's key names (address,
+// iova, length; domain and access, which the caller checked when it remembered the key) does
+// not change while the key is published, and its memory is not released or registered again
+// before every worker has finished its iteration (MrTable::deregister). Only regions are
+// remembered: a window's range changes with each bind under the same key. What acts on the
+// memory forgets it at least once per worker iteration (a responder at each run's start): after
+// 256 registrations in one slot a key comes back naming other memory, and only deregister's
+// wait keeps that from happening within an iteration. A prefetch, which only reads ahead, may
+// keep it longer.
+class RememberedRegion {
+ public:
+  // Whether `rkey` is the remembered key and still names its region.
+  bool holds(std::uint32_t rkey) const noexcept {
+    return rkey == rkey_ && published_->load(std::memory_order_acquire) == rkey;
+  }
+  // Where [va, va + len) is in the region (holds() said yes), or nullptr out of its bounds.
+  std::byte* translate(std::uint64_t va, std::uint64_t len) const noexcept {
+    return range_within(iova_, length_, va, len) ? addr_ + (va - iova_) : nullptr;
+  }
+  // Where byte `va` is (holds() said yes), or nullptr out of its bounds.
+  std::byte* address_of(std::uint64_t va) const noexcept {
+    const std::uint64_t at = va - iova_;  // wraps below iova
+    return at < length_ ? addr_ + at : nullptr;
+  }
+  // `mr`, which MrTable::find gave for `rkey`, remembered if it is a region (a window is not,
+  // and then what was remembered stays).
+  void remember(const MrTable& mrs, std::uint32_t rkey, const MemoryRegion& mr) noexcept {
+    if (mr.window_type != 0) return;
+    rkey_ = rkey;
+    published_ = &mrs.published_key(rkey);
+    addr_ = mr.addr;
+    iova_ = mr.iova;
+    length_ = mr.length;
+  }
+  void forget() noexcept { *this = RememberedRegion{}; }
+
+ private:
+  // Nothing remembered: key 0, which no region has (MrTable::find), and a length of 0.
+  static inline const std::atomic<std::uint32_t> kNone{0};
+  std::uint32_t rkey_ = 0;
+  const std::atomic<std::uint32_t>* published_ = &kNone;
+  std::byte* addr_ = nullptr;
+  std::uint64_t iova_ = 0;
+  std::uint64_t length_ = 0;
 };
 
 std::string to_string(AccessResult r);

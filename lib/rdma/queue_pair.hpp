@@ -15,6 +15,7 @@
 #include "lib/status.hpp"
 #include "protocol/ack_template.hpp"
 #include "protocol/packet.hpp"
+#include "protocol/pkey.hpp"
 #include "protocol/udp_sport.hpp"
 
 namespace roce::rdma {
@@ -71,6 +72,19 @@ class QueuePair {
   // responder or completer; false if it failed (the caller counts it as corrupted).
   // `continues_run`: the frame before it in this RX burst was this QP's too (Responder::on_request).
   bool on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now, bool continues_run = false);
+  // A frame that continues this QP's run in an RX burst (Engine::receive, after the frame's own
+  // checks), taken on the run's straight path: a WRITE the responder's run takes whole
+  // (Responder::take_run_write) and what on_packet and the engine would do after it (RcvdPkts;
+  // nothing else changes: no state, no timer). False, with nothing changed, for any frame that
+  // needs more (a CE mark, another P_Key, a state that takes no requests, anything the run
+  // refuses, a CNP or another transport among them): on_packet then takes it.
+  bool receive_in_run(const proto::Packet& pkt) {
+    if (pkt.ecn() == proto::Ecn::Ce || !proto::pkey_matches(pkt.bth.pkey.get(), ctx_.cfg.pkey) || !ctx_.accepts_requests() ||
+        !resp_.take_run_write(ctx_, pkt))
+      return false;
+    ctx_.counters.inc(Counter::RcvdPkts);
+    return true;
+  }
   // The run of this QP's frames in an RX burst ended (Engine): what the responder kept for the
   // run's end is settled (Responder::end_run).
   void end_receive_run() { resp_.end_run(ctx_); }

@@ -48,6 +48,11 @@ class Responder {
   // (Engine::begin_receive_burst), so what the run found out about the QP still holds
   // (responder_run.cpp).
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, bool continues_run = false);
+  // A request that continues the run (QueuePair::receive_in_run: the frame before it in this
+  // burst was the QP's, which takes requests): an in-sequence WRITE the run's straight path takes
+  // whole, executed and acknowledged as on_request would; false, with nothing changed, for
+  // anything else, which on_request then takes.
+  bool take_run_write(QpContext& qp, const proto::Packet& pkt);
   // The QP's attributes changed (QP modify): the next request starts a run.
   void forget_run() { run_.known = false; }
   // The run ends (Engine: the next frame is another QP's, the burst ends, or anything else is
@@ -146,9 +151,7 @@ class Responder {
     bool known = false;   // found out for the QP as it is now
     bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs
     std::uint32_t pmtu = 0;
-    std::uint32_t rkey = 0;              // the R_Key last found valid in this run ...
-    const MemoryRegion* mr = nullptr;    // ... its region (never a window; nullptr: none yet) ...
-    const std::atomic<std::uint32_t>* published = nullptr;  // ... and the word that says it still names it
+    RememberedRegion region;  // the region the R_Key last found valid in this run named (memory.hpp)
     // The output's last item is an ACK a WRITE of this run queued or coalesced into: the later
     // ones' PSN and MSN are kept here and written to it once, by end_run.
     bool ack_tail = false;
@@ -166,10 +169,7 @@ class Responder {
   // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
   // when the key still names it, else from MrTable::check_remote (and then remembered).
   std::byte* run_target(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
-    const MemoryRegion* mr = run_.mr;
-    if (mr == nullptr || rkey != run_.rkey || run_.published->load(std::memory_order_acquire) != rkey)
-      return run_target_checked(qp, rkey, va, len);
-    return range_within(mr->iova, mr->length, va, len) ? mr->addr + (va - mr->iova) : nullptr;
+    return run_.region.holds(rkey) ? run_.region.translate(va, len) : run_target_checked(qp, rkey, va, len);
   }
   std::byte* run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len);
   void settle_run_ack(QpContext& qp);

@@ -29,13 +29,6 @@ void Responder::begin_run(const QpContext& qp) {
   run_.pmtu = qp.cfg.pmtu;
 }
 
-// run_target (responder.hpp): the region was found valid for this QP's protection domain and
-// remote write earlier in the run; a region's key, domain and access do not change while it is
-// registered, and its memory is not released or registered again before every worker has
-// finished its iteration (MrTable::deregister). So only whether the key still names it (a
-// deregistration or an invalidation since clears that: find()'s test) and the bounds are checked
-// again. Otherwise here: the full check, and a region (never a window, which also hangs on its
-// region) remembered.
 void Responder::settle_run_ack(QpContext& qp) {
   Item& tail = out_[slot(out_count_ - 1)];
   tail.psn = run_.ack_psn;
@@ -44,16 +37,15 @@ void Responder::settle_run_ack(QpContext& qp) {
   run_.acks_deferred = 0;
 }
 
+// run_target (responder.hpp): the region was found valid for this QP's protection domain and
+// remote write earlier in the run (begin_run forgets it), so only whether the key still names it
+// and the bounds are checked again (RememberedRegion, memory.hpp). Otherwise here: the full
+// check, and a region (never a window, which also hangs on its region) remembered.
 std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
   std::byte* out = nullptr;
   if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_WRITE, &out) != AccessResult::Ok)
     return nullptr;
-  const MemoryRegion* mr = qp.mrs->find(rkey);
-  if (mr != nullptr && mr->window_type == 0) {
-    run_.mr = mr;
-    run_.rkey = rkey;
-    run_.published = &qp.mrs->published_key(rkey);
-  }
+  if (const MemoryRegion* mr = qp.mrs->find(rkey); mr != nullptr) run_.region.remember(*qp.mrs, rkey, *mr);
   return out;
 }
 
@@ -106,6 +98,12 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
   }
   ++run_writes_;
   return RunStep::Done;
+}
+
+// The run is known only if a frame of it went through on_request since the QP last changed
+// (begin_run; forget_run at QP modify).
+bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
+  return run_.known && run_.writes && write_in_run(qp, pkt);
 }
 
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {

@@ -35,6 +35,9 @@ class RawPeer {
     spec_.validate = false;
   }
 
+  // The P_Key of the frames made from now on (0xFFFF, the default partition's, at first).
+  void set_pkey(std::uint16_t pkey) { spec_.bth.pkey.set(pkey); }
+
   // A request frame of `op` at `psn` with the given extension headers and payload.
   std::vector<std::byte> frame(proto::Opcode op, std::uint32_t psn, const proto::ExtHeaders& ext,
                                std::span<const std::byte> payload = {}, bool ack_req = true,

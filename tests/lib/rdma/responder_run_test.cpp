@@ -26,17 +26,21 @@ constexpr std::uint32_t kPeerQpn = 0x140;
 constexpr std::uint32_t kPsn = 0xFFFFF0;  // the runs cross the PSN wrap
 constexpr std::uint32_t kRegionBytes = 4096;
 // Regions 0 and 1 belong to QP 0's protection domain, region 2 to QP 1's; each at a fixed
-// address the peer names (the same in every engine of a comparison).
-constexpr std::uint64_t kIova[3] = {0x100000, 0x200000, 0x300000};
+// address the peer names (the same in every engine of a comparison). Region 3 is registered
+// only by a RegisterAgain step, in QP 0's domain, into the slot a deregistration of region 0
+// freed (the table has three slots) and at region 0's address: other memory under another
+// generation of region 0's key.
+constexpr std::uint64_t kIova[4] = {0x100000, 0x200000, 0x300000, 0x100000};
+constexpr unsigned kRegions = 4;
 
 enum class Mode { Reference, Burst, FrameByFrame };
 
 // One thing the scenario does: a WRITE packet from peer `qp`, a change to a region between
 // two packets (during the burst, as another thread's deregistration or a peer's invalidation
-// would come), or a look at everything between two bursts (Check: the burst so far ends, what
+// would come; or region 3 registered in region 0's slot), or a look at everything between two bursts (Check: the burst so far ends, what
 // the engine sends, its counters and the rest are recorded, and the next burst begins).
 struct Step {
-  enum class Kind { Packet, Deregister, Invalidate, Check } kind = Kind::Packet;
+  enum class Kind { Packet, Deregister, Invalidate, RegisterAgain, Check } kind = Kind::Packet;
   unsigned qp = 0;
   Opcode op = Opcode::RcWriteOnly;
   std::uint32_t psn = 0;
@@ -47,6 +51,8 @@ struct Step {
   std::uint32_t payload = 64;
   bool ack_req = true;
   int corrupt = -1;  // a payload byte flipped after the ICRC was sealed (its index), or none
+  Ecn ecn = Ecn::Ect0;
+  std::uint16_t pkey = 0xFFFF;  // the QPs' partition
 };
 
 Step only(std::uint32_t psn, unsigned region, std::uint64_t offset, unsigned qp = 0) {
@@ -107,8 +113,8 @@ class World {
       eps_.push_back(ep);
       peers_.push_back(std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn + i, ep.qp->qpn()));
     }
+    for (auto& m : mem_) m.assign(kRegionBytes, std::byte{0});
     for (unsigned r = 0; r < 3; ++r) {
-      mem_[r].assign(kRegionBytes, std::byte{0});
       auto mr = mrs_.register_region(eps_[r < 2 ? 0 : 1].pd, mem_[r].data(), kRegionBytes,
                                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, kIova[r]);
       EXPECT_TRUE(mr.ok());
@@ -130,13 +136,23 @@ class World {
           break;
         case Step::Kind::Deregister: EXPECT_TRUE(mrs_.deregister(keys_[s.region]).ok()); break;
         case Step::Kind::Invalidate: EXPECT_TRUE(mrs_.invalidate(keys_[s.region], eps_[0].pd).ok()); break;
+        case Step::Kind::RegisterAgain: {
+          auto mr = mrs_.register_region(eps_[0].pd, mem_[3].data(), kRegionBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                                         kIova[3]);
+          EXPECT_TRUE(mr.ok());
+          keys_[3] = mr.ok() ? (*mr)->rkey() : 0;
+          EXPECT_EQ(keys_[3] >> 8, keys_[0] >> 8) << "region 0's slot, taken again";
+          EXPECT_NE(keys_[3], keys_[0]);
+          break;
+        }
         case Step::Kind::Packet: {
           const std::vector<std::byte> payload(s.payload, std::byte{fill++});
           const OpcodeInfo& info = opcode_info(raw(s.op));
           const ExtHeaders ext = info.starts_message()
                                      ? reth(kIova[s.region] + s.offset, keys_[s.region] ^ s.key_xor, s.dma_length ? s.dma_length : s.payload)
                                      : ExtHeaders{};
-          std::vector<std::byte> f = peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req);
+          peers_[s.qp]->set_pkey(s.pkey);
+          std::vector<std::byte> f = peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req, s.ecn);
           if (s.corrupt >= 0) {
             const std::size_t pad = (4 - s.payload % 4) % 4;
             f[f.size() - 4 - pad - s.payload + static_cast<std::size_t>(s.corrupt)] ^= std::byte{0x20};
@@ -177,12 +193,12 @@ class World {
 
  private:
   Mode mode_;
-  rdma::MrTable mrs_;
+  rdma::MrTable mrs_{3};  // three slots: a registration after a deregistration takes the freed one
   std::unique_ptr<rdma::Engine> engine_;
   std::vector<Endpoint> eps_;
   std::vector<std::unique_ptr<RawPeer>> peers_;
-  std::vector<std::byte> mem_[3];
-  std::uint32_t keys_[3] = {};
+  std::vector<std::byte> mem_[kRegions];
+  std::uint32_t keys_[kRegions] = {};
 };
 
 // Plays `steps` in the three modes and compares; `runs_at_least`: WRITEs the burst must have put
@@ -241,6 +257,21 @@ TEST(ResponderRun, ARegionDeregisteredMidRunIsNotWritten) {
 
 TEST(ResponderRun, ARegionInvalidatedMidRunIsNotWritten) {
   expect_as_frame_by_frame({only(psn(0), 0, 0), change(Step::Kind::Invalidate, 0), only(psn(1), 0, 64)}, 1);
+}
+
+TEST(ResponderRun, ARegionRegisteredAgainInItsSlotMidRunIsNotWrittenUnderTheOldKey) {
+  // Region 0's slot holds other memory at the same address under the next generation of its
+  // key: a WRITE naming the old key is an R_Key violation (a fatal NAK), not a write to either.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), change(Step::Kind::Deregister, 0),
+                            change(Step::Kind::RegisterAgain, 3), only(psn(2), 0, 128), only(psn(3), 0, 192)},
+                           2);
+}
+
+TEST(ResponderRun, TheNewRegionInARegisteredAgainSlotIsWrittenUnderItsOwnKey) {
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), change(Step::Kind::Deregister, 0),
+                            change(Step::Kind::RegisterAgain, 3), only(psn(2), 3, 128), only(psn(3), 3, 192), check(),
+                            only(psn(4), 3, 256), only(psn(5), 0, 320)},
+                           5);
 }
 
 TEST(ResponderRun, AnotherQpsRegionIsRefusedAfterThisQpCachedIt) {
@@ -351,6 +382,23 @@ TEST(ResponderRun, ARegionInvalidatedBetweenBurstsIsNotWritten) {
   expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Invalidate, 0),
                             only(psn(2), 0, 128)},
                            2);
+}
+
+TEST(ResponderRun, FramesTheRunCannotTakeWholeGoTheWholeWay) {
+  // Mid-run, each between WRITEs the run takes: a CE-marked WRITE (EcnCeReceived, the
+  // congestion point's turn), one under another partition's P_Key (dropped, counted), a CNP, one
+  // of the other QP, and the run goes on after each.
+  Step marked = only(psn(2), 0, 128);
+  marked.ecn = Ecn::Ce;
+  Step foreign = only(psn(4), 0, 256);
+  foreign.pkey = 0x1234;
+  Step cnp;
+  cnp.op = Opcode::Cnp;
+  cnp.payload = 0;
+  cnp.ack_req = false;
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), marked, only(psn(3), 0, 192), foreign, only(psn(4), 0, 256),
+                            cnp, only(psn(5), 0, 320), only(psn(0), 2, 0, 1), only(psn(6), 0, 384), only(psn(7), 0, 448)},
+                           7);
 }
 
 TEST(ResponderRun, WritesWithoutAckRequestsAreAcknowledgedByTheNextAck) {
