@@ -95,6 +95,9 @@ class OverrunMarking {
   OverrunMarking(OverrunConfig c, PortDropReader read) : marker_(c), read_(std::move(read)) {}
 
   bool enabled() const { return static_cast<bool>(read_); }
+  // Whether on_burst at `now` would do anything (read the drops, mark a frame): most bursts
+  // find neither, and the counters copy_to copies have not moved since the last one that did.
+  bool due_or_owed(Nanos now) const { return marker_.due(now) || marker_.owed() != 0; }
   void on_burst(rte_mbuf* const* rx, unsigned n, Nanos now) {
     if (!read_) return;
     if (marker_.due(now)) check(now);

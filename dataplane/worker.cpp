@@ -44,6 +44,10 @@ void prefetch_destination(const rte_mbuf* m, WriteDestinations& destinations, co
     __builtin_prefetch(d, 1, 3);  // rte_prefetch0_write is still experimental in DPDK 22.11
 }
 
+// The first time t with t - last >= period (the poll's flush and publication checks): the two
+// are folded into one deadline. kNever past the range, where no t can be that late.
+constexpr Nanos due_after(Nanos last, Nanos period) { return period > 0 && last > kNever - period ? kNever : last + period; }
+
 }  // namespace
 
 Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
@@ -53,6 +57,8 @@ Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCach
     backlog_ = BacklogMarking(cfg_.backlog, rx_queue_count_of(cfg_.port, cfg_.queue));
   frame_capacity_ = rte_pktmbuf_data_room_size(cfg_.pool) - RTE_PKTMBUF_HEADROOM;
   if (cfg_.rx_ring == nullptr) port_rx_ring_ = ring_port_rx_ring(cfg_.port, cfg_.queue);
+  stall_after_ = std::max<Nanos>(cfg_.stall_ns, 0);
+  set_rx_burst(rx_burst_);
   WorkerSnapshot first;
   first.worker = cfg_.index;
   published_.publish(first);
@@ -151,8 +157,9 @@ bool Worker::push_pending() {
 // One burst per iteration, as on the receive side. Letting the engine fill bursts until it ran
 // dry put a whole READ's responses (or a 16-QP window) in the ring at once: the receiver then
 // found them cold, having left the cache while they waited (measured in docs/perf-changes.md,
-// "One TX burst per iteration").
-void Worker::transmit(Nanos now, Nanos busy_iteration) {
+// "One TX burst per iteration"). Inlined into poll(), its one caller: a call's register saves
+// twice a round trip at queue depth 1.
+[[gnu::always_inline]] inline void Worker::transmit(Nanos now, Nanos busy_iteration) {
   constexpr unsigned kMinOffer = 4;
   // The caller asks only with send work and room in pending_ (most iterations have none).
   // The engine fills the stash's front mbufs where they lie: those it used leave the stash, the
@@ -275,10 +282,38 @@ unsigned Worker::hand_off_foreign(rte_mbuf** rx, unsigned n) {
   return kept;
 }
 
+// A lone frame (queue depth 1: every frame) as receive() handles a burst of one, without the
+// burst's loop and call: its lines asked for at once, the frame to the engine, the mbuf freed
+// inline (the library's rte_pktmbuf_free is a call; its one-segment case is this, inlined).
+[[gnu::always_inline]] inline void Worker::receive_one(rte_mbuf* m, Nanos now, bool count) {
+  prefetch_head(m);
+  prefetch_rest(m);
+  rte_mbuf_prefetch_part2(m);
+  if (count) {
+    ++stats_.rx_packets;
+    stats_.rx_bytes += m->pkt_len;
+  }
+  engine_.begin_receive_burst();
+  if (m->nb_segs != 1) {
+    ++stats_.rx_multi_segment;
+  } else {
+    const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
+    if (frame.size() >= sizeof(EthernetHeader) &&
+        load_header<EthernetHeader>(frame, 0).ether_type.get() == kEtherTypeIpv4)
+      engine_.receive(frame, now);
+    else
+      deliver(frame, control_class(frame), now);
+  }
+  engine_.end_receive_burst();
+  if (m->next == nullptr) rte_pktmbuf_free_seg(m);
+  else rte_pktmbuf_free(m);
+}
+
 // Frames this worker handles (its own queue's, less what went to other owners, or its inbox,
 // whose frames the receiving worker counted): headers a few frames ahead and the rest of the
 // next frame are prefetched while one is handled.
 void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
+  if (n == 1) return receive_one(rx[0], now, count);
   constexpr unsigned kPrefetchAhead = 3;
   for (unsigned i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_head(rx[i]);
   if (n) prefetch_rest(rx[0]);
@@ -310,10 +345,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
       deliver(frame, control_class(frame), now);
   }
   engine_.end_receive_burst();
-  // A lone frame (queue depth 1: every frame) is freed inline; the bulk free is a library call
-  // that costs about twice as much for one mbuf.
-  if (n == 1) rte_pktmbuf_free(rx[0]);
-  else if (n) rte_pktmbuf_free_bulk(rx, n);
+  rte_pktmbuf_free_bulk(rx, n);
 }
 
 void Worker::publish_stats(Nanos now) {
@@ -326,6 +358,7 @@ void Worker::publish_stats(Nanos now) {
   published_.publish(scratch_);
   published_seq_.store(publications_, std::memory_order_release);
   last_publish_ = now;
+  housekeeping_at_ = std::min(housekeeping_at_, due_after(now, cfg_.stats_interval_ns));
 }
 
 
@@ -333,10 +366,12 @@ void Worker::publish_stats(Nanos now) {
 // are still queued, and a peer stepped on the same thread has not answered yet: running the
 // retransmission timers first would resend what was never lost. They wait for the next
 // iteration whose RX burst came back short (the queue read to the end), at most kMaxHeld.
-// `gap`: since the last iteration (kNever for the first). Inline: it runs every iteration.
-inline bool Worker::timers_due(Nanos gap, unsigned received, unsigned burst) {
+// `last`: the previous iteration's time (0 for none). Inline: it runs every iteration.
+inline bool Worker::timers_due(Nanos now, Nanos last, unsigned received, unsigned burst) {
   constexpr unsigned kMaxHeld = 64;
-  if (gap != kNever && gap > cfg_.stall_ns) {
+  // A gap longer than stall_ns (and than 0: a clock standing still or stepped back is no stall)
+  // since an earlier iteration.
+  if (now - last > stall_after_ && last != 0) {
     ++stats_.stalls;
     timers_held_ = kMaxHeld;
     return false;
@@ -346,38 +381,68 @@ inline bool Worker::timers_due(Nanos gap, unsigned received, unsigned burst) {
   return timers_held_ == 0;
 }
 
-unsigned Worker::poll(Nanos now, bool send) {
-  ++stats_.iterations;
-  if (has_commands_.load(std::memory_order_acquire)) run_commands();
-  std::array<rte_mbuf*, kBurst> rx;
+// The RX step of a worker that is not plain_rx_: a burst limit (replay), an IO loop's ring, CE
+// marking from the port's drops or backlog, or frames owned by other workers.
+unsigned Worker::receive_general(rte_mbuf** rx, Nanos now) {
   const auto want = static_cast<std::uint16_t>(rx_burst_);
   const unsigned n = want == 0                                        ? 0
-                     : cfg_.rx_ring                                     ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx.data()), want, nullptr)
+                     : cfg_.rx_ring                                     ? rte_ring_sc_dequeue_burst(cfg_.rx_ring, reinterpret_cast<void**>(rx), want, nullptr)
                      : port_rx_ring_ != nullptr && rte_ring_empty(port_rx_ring_) ? 0
-                                                                        : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), want);
+                                                                        : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx, want);
   if (overrun_.enabled()) {
-    overrun_.on_burst(rx.data(), n, now);
+    overrun_.on_burst(rx, n, now);
     overrun_.copy_to(stats_);
   }
   if (backlog_.enabled()) {
-    backlog_.on_burst(rx.data(), n, want);
+    backlog_.on_burst(rx, n, want);
     backlog_.copy_to(stats_);
   }
   // An empty burst skips receive() (the engine's burst brackets settle nothing then).
   if (cfg_.shard_inboxes.empty()) {
-    if (n) receive(rx.data(), n, now, true);
+    if (n) receive(rx, n, now, true);
   } else {
-    if (const unsigned own = n ? hand_off_foreign(rx.data(), n) : 0) receive(rx.data(), own, now, true);
-    const unsigned k = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(rx.data()), kBurst, nullptr);
+    if (const unsigned own = n ? hand_off_foreign(rx, n) : 0) receive(rx, own, now, true);
+    const unsigned k = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(rx), kBurst, nullptr);
     stats_.rx_from_inbox += k;
-    if (k) receive(rx.data(), k, now, false);
+    if (k) receive(rx, k, now, false);
+  }
+  return n;
+}
+
+// The flush and publication checks, due at housekeeping_at_ (the earlier of the two deadlines).
+void Worker::housekeep(Nanos now) {
+  if (now - last_flush_ >= cfg_.tx_flush_ns) {
+    push_out();
+    last_flush_ = now;
+  }
+  if (now - last_publish_ >= cfg_.stats_interval_ns) publish_stats(now);
+  housekeeping_at_ = std::min(due_after(last_flush_, cfg_.tx_flush_ns), due_after(last_publish_, cfg_.stats_interval_ns));
+}
+
+unsigned Worker::poll(Nanos now, bool send) {
+  ++stats_.iterations;
+  if (has_commands_.load(std::memory_order_acquire)) run_commands();
+  std::array<rte_mbuf*, kBurst> rx;
+  unsigned n;
+  if (plain_rx_) {
+    n = port_rx_ring_ != nullptr && rte_ring_empty(port_rx_ring_) ? 0 : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), kBurst);
+    // The drops read and the marks made as receive_general does; nothing to copy when neither.
+    if (overrun_.enabled() && overrun_.due_or_owed(now)) {
+      overrun_.on_burst(rx.data(), n, now);
+      overrun_.copy_to(stats_);
+    }
+    // An empty burst skips receive() (the engine's burst brackets settle nothing then).
+    if (n == 1) receive_one(rx[0], now, true);
+    else if (n) receive(rx.data(), n, now, true);
+  } else {
+    n = receive_general(rx.data(), now);
   }
   if (app_hook) app_hook(engine_, now);
-  const Nanos iteration = last_poll_ != 0 && now > last_poll_ ? now - last_poll_ : kNever;
+  const Nanos last = last_poll_;
   last_poll_ = now;
   // The engine is entered only when a QP's deadline has come (Engine::timers_pending: one
   // compare); most iterations find none.
-  if (timers_due(iteration, n, want) && engine_.timers_pending(now)) engine_.advance(now);
+  if (timers_due(now, last, n, rx_burst_) && engine_.timers_pending(now)) engine_.advance(now);
   if (!send) {
     // What the step holds is the engine's answer to the program's peer. An ARP or NDP answer,
     // or a solicitation, rides with nothing: held, it waited for the next full step, which in
@@ -392,16 +457,13 @@ unsigned Worker::poll(Nanos now, bool send) {
   // covers them too (one ACK per QP per iteration was half an ACK per frame at 16 QPs). Not
   // after a stall: that iteration is longer than any hold (Engine::transmit), so the ACKs owed
   // for what arrived meanwhile go at once.
-  if (engine_.has_tx_work() && pending_count_ < kBurst) transmit(now, n == kBurst ? iteration : kNever);
+  if (engine_.has_tx_work() && pending_count_ < kBurst)
+    transmit(now, n == kBurst && last != 0 && now > last ? now - last : kNever);
   // A short RX burst means the link is not busy: batching the rest would only add latency
   // (an ACK or a lone WRITE would wait for the next iteration). A full burst means more is
   // waiting, so partial TX bursts keep collecting until the flush timer.
   if (n < kBurst) push_out();
-  if (now - last_flush_ >= cfg_.tx_flush_ns) {
-    push_out();
-    last_flush_ = now;
-  }
-  if (now - last_publish_ >= cfg_.stats_interval_ns) publish_stats(now);
+  if (now >= housekeeping_at_) housekeep(now);
   return n;
 }
 

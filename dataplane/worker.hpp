@@ -105,7 +105,10 @@ class Worker {
   // Frames taken per RX burst, 0..kBurst (default kBurst). 0 leaves arriving frames queued
   // while timers and transmissions still run: a capture replay (apps/replay) takes frames one
   // at a time, each at its capture time. Set from the thread that polls.
-  void set_rx_burst(unsigned n) { rx_burst_ = n < kBurst ? n : kBurst; }
+  void set_rx_burst(unsigned n) {
+    rx_burst_ = n < kBurst ? n : kBurst;
+    plain_rx_ = rx_burst_ == kBurst && cfg_.rx_ring == nullptr && !backlog_.enabled() && cfg_.shard_inboxes.empty();
+  }
   unsigned rx_burst() const { return rx_burst_; }
 
  private:
@@ -114,6 +117,9 @@ class Worker {
   unsigned hand_off_foreign(rte_mbuf** rx, unsigned n);
   // Handles and frees frames this worker owns; `count`: they came from its queue (not its inbox).
   void receive(rte_mbuf** rx, unsigned n, Nanos now, bool count);
+  void receive_one(rte_mbuf* m, Nanos now, bool count);  // receive() of a burst of one
+  // poll()'s RX step when the worker is not plain_rx_; returns the frames read from its queue.
+  unsigned receive_general(rte_mbuf** rx, Nanos now);
   // A frame this worker owns: ARP to answer_arp, NDP to answer_ndp, the rest to the engine
   // (which counts what is not RoCEv2 as a parse drop).
   void deliver(std::span<const std::byte> frame, FrameClass cls, Nanos now);
@@ -122,7 +128,8 @@ class Worker {
   // The one place Neighbor Solicitations are answered (and NS/NA senders learnt).
   void answer_ndp(std::span<const std::byte> frame);
   void send_control(std::span<const std::byte> frame);
-  bool timers_due(Nanos gap, unsigned received, unsigned burst);
+  bool timers_due(Nanos now, Nanos last, unsigned received, unsigned burst);
+  void housekeep(Nanos now);
   // Called with send work (Engine::has_tx_work) and room in pending_.
   // `busy_iteration`: this iteration's RX burst came back full, and the last iteration took
   // this long (a plain ACK may wait to cover more: Engine::transmit); kNever otherwise.
@@ -153,6 +160,12 @@ class Worker {
   bool control_queued_ = false;
   Nanos last_flush_ = 0;
   Nanos last_poll_ = 0;
+  Nanos stall_after_ = 0;      // cfg_.stall_ns, at least 0
+  Nanos housekeeping_at_ = 0;  // from here on a poll checks the flush and publication timers
+  // The RX step is the port queue's full burst, the overrun marking and the frames' delivery,
+  // nothing more: a whole burst asked for, no IO loop ring, no backlog marking, no other
+  // workers' frames (set_rx_burst).
+  bool plain_rx_ = false;
   unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless
   // Fresh mbufs, refilled a burst at a time; the live ones are [stash_at_, end), taken from the
   // front. stash_frames_[i] is stash_[i]'s data room as Engine::transmit wants it, written once

@@ -8,7 +8,7 @@
 // line instead of the walk's state by state, then what execute_write and acknowledge do, an
 // ICRC the parser deferred (payloads from 1 KiB) settled as the walk settles it (place_deferred).
 // Anything else, and a WRITE one of those checks refuses, takes the walk with nothing changed,
-// which finds the same answer as frame by frame (docs/perf-changes.md sections 42 and 53;
+// which finds the same answer as frame by frame (docs/perf-changes.md sections 42 and 51;
 // tests/lib/rdma/responder_run_test.cpp compares the two).
 #include <algorithm>
 

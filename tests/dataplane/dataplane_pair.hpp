@@ -18,6 +18,7 @@ struct PairOptions {
   unsigned workers = 1;
   rdma::EngineConfig engine{};
   Nanos stats_interval_ns = 10 * kMilli;
+  Nanos tx_flush_ns = 20 * kMicro;
 };
 
 class DataplanePair {
@@ -86,6 +87,7 @@ class DataplanePair {
     o.mbufs = 4095;
     o.engine = po.engine;
     o.stats_interval_ns = po.stats_interval_ns;
+    o.tx_flush_ns = po.tx_flush_ns;
     auto d = dp::Dataplane::create(o);
     if (!d.ok()) {
       ADD_FAILURE() << d.error().message;
