@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/builder.hpp"
+#include "protocol/crc32_short.hpp"
 #include "protocol/icrc_batch.hpp"
 #include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
@@ -135,17 +136,29 @@ BENCHMARK_CAPTURE(BM_IcrcLinear, miss, false)->ArgName("payload")->Arg(64)->Arg(
 // latency). "independent": eight calls back to back, free to overlap in the out-of-order window
 // (what computing a burst's CRCs together buys with ISA-L as it is). "one_buffer": one call over
 // the eight frames' 640 bytes: near what a multi-buffer kernel folding eight frames in parallel
-// could reach per frame. Items are frames.
-enum class TailBatch { Chained, Independent, OneBuffer };
+// could reach per frame. "clmul": the eight in one crc32_short_batch call (crc32_short.hpp's
+// carry-less kernel where the CPU has it, else ISA-L as "independent"). Items are frames.
+enum class TailBatch { Chained, Independent, OneBuffer, Clmul };
 void BM_IcrcTailBurst(benchmark::State& state, TailBatch how) {
   constexpr std::size_t kFrames = 8, kTail = 16 + 64;
   std::vector<std::byte> tails(kFrames * kTail);
   for (std::size_t i = 0; i < tails.size(); ++i) tails[i] = static_cast<std::byte>(i * 37 + 11);
   std::uint32_t seed = 0x9e3779b9u;
+  std::array<const std::byte*, kFrames> data;
+  std::array<std::uint32_t, kFrames> len;
+  for (std::size_t k = 0; k < kFrames; ++k) {
+    data[k] = tails.data() + k * kTail;
+    len[k] = kTail;
+  }
   for (auto _ : state) {
     std::uint32_t acc = 0;
     if (how == TailBatch::OneBuffer) {
       acc = crc32(CrcBackend::Isal, seed, tails.data(), tails.size());
+    } else if (how == TailBatch::Clmul) {
+      std::array<std::uint32_t, kFrames> crc;
+      crc.fill(seed);
+      crc32_short_batch(crc.data(), data.data(), len.data(), kFrames, crc.data());
+      for (const std::uint32_t c : crc) acc += c;
     } else {
       for (std::size_t k = 0; k < kFrames; ++k) {
         const std::uint32_t c = crc32(CrcBackend::Isal, how == TailBatch::Chained ? seed ^ acc : seed, tails.data() + k * kTail, kTail);
@@ -159,6 +172,7 @@ void BM_IcrcTailBurst(benchmark::State& state, TailBatch how) {
 BENCHMARK_CAPTURE(BM_IcrcTailBurst, chained, TailBatch::Chained);
 BENCHMARK_CAPTURE(BM_IcrcTailBurst, independent, TailBatch::Independent);
 BENCHMARK_CAPTURE(BM_IcrcTailBurst, one_buffer, TailBatch::OneBuffer);
+BENCHMARK_CAPTURE(BM_IcrcTailBurst, clmul, TailBatch::Clmul);
 
 // Sixteen flows (destination QPs) in turns, one call each, as a worker receiving from 16 QPs
 // sees them: whether the template cache holds them all (misses per call is a counter).
@@ -243,8 +257,9 @@ BENCHMARK_CAPTURE(BM_BuildRequest, template_flow, RequestBuild::TemplateFlow)->A
 // run path before section 49), "batch" writes every frame and then seals them together
 // (IcrcSealBatch: every ICRC computed, then all stored), "after_writes" writes every frame and
 // then seals each in turn (an ICRC stored before the next is computed). Items are frames; the
-// frames must be the same bytes every way.
-enum class RunSeal { PerFrame, Batch, AfterWrites };
+// frames must be the same bytes every way. "batch_isal": "batch" with the rests by ISA-L frame by
+// frame instead of crc32_short's kernel (the same where the CPU lacks it).
+enum class RunSeal { PerFrame, Batch, BatchIsal, AfterWrites };
 
 void BM_SealRun(benchmark::State& state, RunSeal how) {
   constexpr std::size_t kRun = 16, kStride = 2048;
@@ -271,8 +286,8 @@ void BM_SealRun(benchmark::State& state, RunSeal how) {
       if (how == RunSeal::PerFrame) t.place_and_seal(l, out, CrcBackend::Isal, f.payload.data());
       else sealing.add(place_unsealed(l, out, f.payload.data()));
     }
-    if (how == RunSeal::Batch) {
-      sealing.seal(t.icrc_flow(), CrcBackend::Isal);
+    if (how == RunSeal::Batch || how == RunSeal::BatchIsal) {
+      sealing.seal(t.icrc_flow(), CrcBackend::Isal, how == RunSeal::Batch);
     } else if (how == RunSeal::AfterWrites) {
       for (std::size_t k = 0; k < kRun; ++k) t.seal(layouts[k], MutableByteSpan{frames.data() + k * kStride, kStride}, CrcBackend::Isal);
       sealing = IcrcSealBatch{};
@@ -290,6 +305,7 @@ void BM_SealRun(benchmark::State& state, RunSeal how) {
 }
 BENCHMARK_CAPTURE(BM_SealRun, per_frame, RunSeal::PerFrame);
 BENCHMARK_CAPTURE(BM_SealRun, batch, RunSeal::Batch);
+BENCHMARK_CAPTURE(BM_SealRun, batch_isal, RunSeal::BatchIsal);
 BENCHMARK_CAPTURE(BM_SealRun, after_writes, RunSeal::AfterWrites);
 
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.

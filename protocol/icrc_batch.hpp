@@ -36,7 +36,12 @@ class IcrcSealBatch {
   bool full() const noexcept { return n_ == kCapacity; }
   std::size_t size() const noexcept { return n_; }
   // Seals every frame added since the last seal, as proto::seal(flow, ...) would one by one.
-  void seal(const IcrcFlow& flow, CrcBackend backend) noexcept;
+  // With `clmul`, a linear flow, the ISA-L backend and a CPU with the kernel, a datagram of up
+  // to kCrc32ShortMax bytes goes whole to crc32_short_lead_batch (crc32_short.hpp: a carry-less
+  // kernel; the headers' per-flow bytes masked off, their share in IcrcFlow::seed), a longer one
+  // takes IcrcFlow::headers and ISA-L for the rest; otherwise each frame's by IcrcFlow::prefix.
+  // The same values every way.
+  void seal(const IcrcFlow& flow, CrcBackend backend, bool clmul = true) noexcept;
 
  private:
   std::array<std::byte*, kCapacity> at_{};

@@ -267,11 +267,45 @@ std::uint32_t icrc_prefix_linear(IcrcHeaderCache& cache, CrcBackend backend, IpV
   return after_headers(cache.headers_crc(backend, v, datagram.data()), backend, v, datagram, upto);
 }
 
+namespace {
+
+// The register r with r x^(8 n) the given one: n bytes' worth of x^-1 (x^-1 = (P - 1) / x;
+// a register with its x^0 term set takes P before the division).
+std::uint32_t back_over(std::uint32_t reg, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < 8 * n; ++i) reg = (reg & 0x80000000u) ? ((reg ^ kReflectedPoly) << 1) | 1u : reg << 1;
+  return reg;
+}
+
+// What of the headers the kernel reads: the varying bytes; a header's other bytes are in the
+// flow's state. Offsets 64.. of the mask are the datagram's first bytes.
+template <std::size_t N>
+constexpr Crc32LeadMask lead_of(const Layout<N>& l) {
+  Crc32LeadMask m{};
+  for (auto& b : m.bytes) b = 0xFF;
+  for (std::size_t i = 0; i < N; ++i) m.bytes[64 + i] = l.role[i] == Role::Varying ? 0xFF : 0x00;
+  return m;
+}
+
+constexpr Crc32LeadMask kLeadV4 = lead_of(kLayoutV4);
+constexpr Crc32LeadMask kLeadV6 = lead_of(kLayoutV6);
+static_assert(kHeadersV6 <= 64);
+
+}  // namespace
+
 void IcrcFlow::set(CrcBackend backend, IpVersion v, const std::byte* ip, bool linear) noexcept {
   version_ = v;
   linear_ = linear;
   state_ = v == IpVersion::V4 ? template_state(backend, ip, kMasksV4) : template_state(backend, ip, kMasksV6);
+  seed_ = ~back_over(state_, headers_bytes());
 }
+
+const Crc32LeadMask& IcrcFlow::lead_mask() const noexcept { return version_ == IpVersion::V4 ? kLeadV4 : kLeadV6; }
+
+std::uint32_t IcrcFlow::headers(const std::byte* ip) const noexcept {
+  return ~(version_ == IpVersion::V4 ? add_varying(state_, ip, kLayoutV4, kTablesV4) : add_varying(state_, ip, kLayoutV6, kTablesV6));
+}
+
+std::size_t IcrcFlow::headers_bytes() const noexcept { return version_ == IpVersion::V4 ? kHeadersV4 : kHeadersV6; }
 
 std::uint32_t IcrcFlow::prefix(CrcBackend backend, ByteSpan datagram, std::size_t upto) const noexcept {
   if (!linear_)

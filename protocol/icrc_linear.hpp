@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "protocol/crc32_short.hpp"
 #include "protocol/icrc.hpp"
 
 namespace roce::proto {
@@ -50,9 +51,24 @@ class IcrcFlow {
   // icrc_prefix (icrc.hpp)'s value for a datagram of this flow (its invariant header bytes
   // those set() saw; the caller keeps them so).
   std::uint32_t prefix(CrcBackend backend, ByteSpan datagram, std::size_t upto) const noexcept;
+  // With `linear`: crc32 (zlib convention) after the 0xFF prefix and the masked headers of a
+  // datagram of this flow starting at `ip`, headers_bytes() long; continuing it with crc32()
+  // over the datagram's next bytes gives prefix()'s value (IcrcSealBatch hands the rest to
+  // crc32_short.hpp's kernel).
+  bool linear() const noexcept { return linear_; }
+  std::uint32_t headers(const std::byte* ip) const noexcept;
+  std::size_t headers_bytes() const noexcept;
+  // With `linear`: a datagram's ICRC is crc32(seed(), the datagram with its first 64 bytes ANDed
+  // with lead_mask()). The mask keeps the headers' varying bytes and zeroes the rest of them
+  // (their share is the flow's state); the seed is that state taken back over the headers'
+  // length, so that the headers' bytes carry it forward again (crc32_short.hpp's kernel takes
+  // the whole datagram in one go).
+  std::uint32_t seed() const noexcept { return seed_; }
+  const Crc32LeadMask& lead_mask() const noexcept;
 
  private:
   std::uint32_t state_ = 0;
+  std::uint32_t seed_ = 0;
   IpVersion version_ = IpVersion::V4;
   bool linear_ = true;
 };

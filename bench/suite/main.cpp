@@ -33,6 +33,7 @@
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
 //              [--straight-acks on|off] (an RC requester's plain ACKs on the completer's straight path)
 //              [--seal-runs on|off] (a requester run's frames sealed together once all are written)
+//              [--seal-clmul on|off] (those frames' ICRCs by the carry-less kernel where the CPU has it, or ISA-L)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -261,6 +262,8 @@ int main(int argc, char** argv) {
         c.tuning.straight_acks = on_off(args.app[++i]);
       } else if (a == "--seal-runs" && has) {
         c.tuning.seal_runs = on_off(args.app[++i]);
+      } else if (a == "--seal-clmul" && has) {
+        c.tuning.seal_clmul = on_off(args.app[++i]);
       } else if (a == "--fanout-qps" && has) {
         c.fanout_qps = parse_sizes(args.app[++i]);
       } else if (a == "--sr-window" && has) {

@@ -134,6 +134,10 @@ struct TransportTuning {
   // A run's frames sealed together once all are written (Requester::seal_run, icrc_batch.hpp);
   // false: each as it is written. The same frames either way (perf_suite --seal-runs on|off).
   bool seal_runs = true;
+  // Sealed together, the frames' bytes after the headers by the carry-less kernel where the CPU
+  // has it (crc32_short.hpp); false: ISA-L frame by frame. The same frames either way
+  // (perf_suite --seal-clmul on|off).
+  bool seal_clmul = true;
   bool rnr_exponential_backoff = false;       // double the RNR wait on each consecutive RNR NAK
   proto::Ecn data_ecn = proto::Ecn::Ect0;     // ECN codepoint of everything we send
   proto::CrcBackend crc = proto::CrcBackend::Isal;

@@ -54,7 +54,7 @@ class Requester {
   // computed together, after all of them are written (icrc_batch.hpp). Called once the run ends,
   // before its frames go anywhere.
   void seal_run(const QpContext& qp) noexcept {
-    if (run_seal_.size() != 0) run_seal_.seal(qp.request_template.icrc_flow(), qp.tuning->crc);
+    if (run_seal_.size() != 0) run_seal_.seal(qp.request_template.icrc_flow(), qp.tuning->crc, qp.tuning->seal_clmul);
   }
 
   // Go-back-N: retransmit from `psn`, which lies in an in-flight WQE at or after the SQ head.

@@ -32,6 +32,7 @@ check --bdp-judge maybe
 check --write-runs maybe
 check --straight-acks maybe
 check --seal-runs maybe
+check --seal-clmul maybe
 check --split-small-window x
 check --split-parts 0
 check --split-parts -3
