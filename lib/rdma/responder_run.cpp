@@ -101,9 +101,10 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 }
 
 // The run is known only if a frame of it went through on_request since the QP last changed
-// (begin_run; forget_run at QP modify).
+// (begin_run; forget_run at QP modify). Engine::receive offers only frames whose ICRC the parser
+// checked, so Corrupted does not come here; were it to, on_packet's walk drops the frame again.
 bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
-  return run_.known && run_.writes && write_in_run(qp, pkt);
+  return run_.known && run_.writes && write_in_run(qp, pkt) == RunStep::Done;
 }
 
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {
