@@ -338,6 +338,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "perf_suite: --split-parts wants 1 or more turns to split a small window into\n");
     return 2;
   }
+  if (c.tuning.window.bdp_cap_parts == 0) {
+    std::fprintf(stderr, "perf_suite: --bdp-parts wants 1 or more parts to send a held BDP cap in\n");
+    return 2;
+  }
   if (c.runs == 0 || c.window <= 0 || c.rtt_samples == 0 || c.sizes.empty()) {
     std::fprintf(stderr, "perf_suite: --runs, --window, --rtt-samples and --sizes must be positive\n");
     return 2;

@@ -36,6 +36,8 @@ check --seal-clmul maybe
 check --split-small-window x
 check --split-parts 0
 check --split-parts -3
+check --bdp-parts 0
+check --bdp-split sometimes
 check --loss-baseline-split-small-window 2
 check --loss-baseline-max-inflight 99999999999
 check --max-inflight -1
