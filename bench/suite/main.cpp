@@ -15,8 +15,8 @@
 //              [--bdp-growth G,MAX] (a costly verdict grows the cap G times, up to MAX x rate x min RTT; 1,1: never)
 //              [--bdp-shrink on|off] (a grown cap tries one step smaller after a free verdict)
 //              [--bdp-judge goodput|samples] (a trial judged by goodput, or by the RTT samples' median rate)
-//              [--bdp-split adaptive|on|off] (while the cap bounds a QP, 1/N of it per turn, N = --split-parts;
-//              adaptive, the default: not while the peer answers each part before the next turn)
+//              [--bdp-split adaptive|on|off] (while the cap bounds a QP, 1/N of it per turn, N = --bdp-parts;
+//              off by default; adaptive: not while the peer answers each part before the next turn)
 //              [--bdp-parts N] (the cap's parts, default 3)
 //              (go-back-N's BDP cap, WindowTuning)
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)

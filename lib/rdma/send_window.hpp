@@ -99,25 +99,26 @@ struct WindowTuning {
   // (2x goodput at 5 %), not at 0.1 %, where every loss cost 16 resends but the cap cost 0.22
   // of goodput (docs/loss.md, part 1). 0: from any loss until bdp_cap_memory_rtts round trips
   // pass without one (session 7's cap).
-  // Since session 15 the interval is 8192 packets (it was 256) and the floor 5 (it was 6), with
-  // the cap's packets sent in parts (bdp_cap_split): issue 21 asks for <= 4 resent per lost
-  // frame at 0.1 % too, where loss events come 500-1000 packets apart; on the two-lcore rig a
-  // loss costs about W - 1.5 for W in flight, so the floor must be 5 (docs/loss.md, part 1,
+  // Issue 21 asks for <= 4 resent per lost frame at 0.1 % too, where loss events come 500-1000
+  // packets apart: an interval of 8192 and a floor of 5, sent in thirds (bdp_cap_split), meet it
+  // (SmallWindow.HeldCapResendsAtMostFourPerLostFrameAtOnePerMille), but on the suite's one-lcore
+  // rig they cut go-back-N's goodput at 0.1 % from 0.95 to 0.64 of lossless, under issue 9's 0.90.
+  // The defaults stay session 14's until the issue's owner chooses (docs/loss.md, part 1,
   // "Session 15").
   bool bdp_cap = true;
   // The cap is this x rate x min RTT: IRN caps at the BDP itself. (1.5, the congestion cap's
   // headroom, left 7.5 packets on a 25 Gbit/s path with a 6.6 us round trip, and 4.16 resent per
   // lost frame at 1 %, over issue 21's 4: RandomLoss, eight seeds.)
   double bdp_cap_headroom = 1.0;
-  double bdp_cap_floor = 5;
-  double bdp_cap_loss_interval = 8192;
+  double bdp_cap_floor = 6;
+  double bdp_cap_loss_interval = 256;
   // While the BDP cap is what bounds a go-back-N QP, at most cap / bdp_cap_parts packets (rounded
   // up) go per transmit call, and an ACK is asked for as often: the responder works
   // on one part while the requester builds the next, instead of each of two poll-mode cores
   // idling while the other works on the whole small window (docs/loss.md, part 1, "Session 14"
   // and "Session 15"). Only the BDP cap, never the static caps or the congestion window: a path
-  // that never loses sends as before.
-  bool bdp_cap_split = true;
+  // that never loses sends as before. Off by default with the interval above (on with it).
+  bool bdp_cap_split = false;
   // ... in this many parts. Thirds: on the two-core model (tests/lib/rdma/small_window_test.cpp,
   // 0.1 % loss, cap 5) 0.84 of the uncapped goodput and 3.1 resent per lost frame, halves 0.80 and
   // 4.2 (docs/loss.md, part 1, "Session 15").

@@ -3,10 +3,11 @@
 // drops frames at random. Go-back-N resends what was in flight behind each loss; issue 21 asks
 // for at most 4 resent per lost frame. The defaults meet it at every rate: the BDP cap
 // (WindowTuning::bdp_cap) holds while the path's loss events come less than
-// bdp_cap_loss_interval packets apart (since session 15 8192, so at 0.1 % too; until then 256,
-// and at 0.1 % the cap held only where a trial found it free, as on this link:
-// bdp_cap_when_free). The cap held after every loss (bdp_cap_loss_interval 0) and the full window
-// meet the bound too. Every completed WRITE's bytes are checked.
+// bdp_cap_loss_interval packets apart (1 and 5 %), and at 0.1 % because here it is free
+// (bdp_cap_when_free: this link's round trip is the wire's, and the rate with the cap is the
+// rate without it; on the single-threaded software path it cost a quarter of the goodput and
+// stays off there, docs/loss.md, part 1). The cap held after every loss (bdp_cap_loss_interval 0)
+// and the full window meet the bound too. Every completed WRITE's bytes are checked.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -35,21 +36,16 @@ struct LossRun {
 
 // Defaults: the BDP cap while losses are frequent or where it is free, the tail probe.
 // AlwaysCap: the cap after any loss (session 7's). Before: no BDP cap, no tail probe (the
-// defaults before session 8). Session14: the defaults before session 15 (loss interval 256,
-// floor 6, the cap's packets not split into turns).
-enum class Tuning { Defaults, AlwaysCap, FullWindow, Before, Session14 };
+// defaults before session 8). NotWhenFree: the cap only while losses are frequent (session 8's).
+enum class Tuning { Defaults, AlwaysCap, FullWindow, Before, NotWhenFree };
 
 LossRun run(double loss, Tuning t, std::uint64_t seed) {
   SimNetwork net(seed);
   rdma::EngineConfig cfg;
   cfg.tuning.window.enabled = t == Tuning::FullWindow;
-  cfg.tuning.window.bdp_cap = t != Tuning::FullWindow && t != Tuning::Before;
+  cfg.tuning.window.bdp_cap = t == Tuning::Defaults || t == Tuning::AlwaysCap || t == Tuning::NotWhenFree;
   if (t == Tuning::AlwaysCap) cfg.tuning.window.bdp_cap_loss_interval = 0;
-  if (t == Tuning::Session14) {
-    cfg.tuning.window.bdp_cap_loss_interval = 256;
-    cfg.tuning.window.bdp_cap_floor = 6;
-    cfg.tuning.window.bdp_cap_split = false;
-  }
+  if (t == Tuning::NotWhenFree) cfg.tuning.window.bdp_cap_when_free = false;
   if (t == Tuning::Before) cfg.tuning.tail_probe_min = 0;
   net.add_host("a", {2, 0, 0, 0, 0, 1}, {10, 0, 0, 1}, cfg);
   net.add_host("b", {2, 0, 0, 0, 0, 2}, {10, 0, 0, 2}, cfg);
@@ -98,6 +94,7 @@ class RandomLoss : public ::testing::TestWithParam<double> {};
 TEST_P(RandomLoss, GoBackNResendsAtMostFourPacketsPerLostFrame) {
   const double loss = GetParam();
   const rdma::WindowTuning defaults;
+  const bool frequent = loss >= 0.01;
   // The defaults over four seeds (one seed's figure varies by +-0.3 around the mean at 1 %).
   LossRun def;
   for (std::uint64_t seed = 2101; seed < 2105; ++seed) {
@@ -116,19 +113,22 @@ TEST_P(RandomLoss, GoBackNResendsAtMostFourPacketsPerLostFrame) {
     def.loss_interval = std::max(def.loss_interval, r.loss_interval);  // the cap's decision: the least frequent
     def.trials_free += r.trials_free;
     def.trials_costly += r.trials_costly;
-    // Frequent at every rate: the interval holds the cap (at 0.1 % 490-1600 packets).
-    EXPECT_LT(r.loss_interval, defaults.bdp_cap_loss_interval) << "seed " << seed;
+    if (frequent) {
+      EXPECT_LT(r.loss_interval, defaults.bdp_cap_loss_interval) << "seed " << seed;
+    } else {
+      EXPECT_GT(r.loss_interval, defaults.bdp_cap_loss_interval) << "seed " << seed;
+    }
   }
   const LossRun always = run(loss, Tuning::AlwaysCap, 2101);
   const LossRun full = run(loss, Tuning::FullWindow, 2101);
   const LossRun before = run(loss, Tuning::Before, 2101);
-  const LossRun session14 = run(loss, Tuning::Session14, 2101);
+  const LossRun not_free = run(loss, Tuning::NotWhenFree, 2101);
   print("random_loss defaults, four seeds", loss, def);
   print("random_loss BDP cap after any loss", loss, always);
   print("random_loss full window", loss, full);
   print("random_loss no BDP cap, no probe", loss, before);
-  print("random_loss session 14's defaults", loss, session14);
-  for (const LossRun* r : {static_cast<const LossRun*>(&def), &always, &full, &session14}) {
+  print("random_loss BDP cap while losses are frequent only", loss, not_free);
+  for (const LossRun* r : {static_cast<const LossRun*>(&def), &always, &full}) {
     EXPECT_EQ(r->completed, writes_for(loss) * (r == &def ? 4 : 1));
     EXPECT_EQ(r->failed, 0u);
     EXPECT_EQ(r->corrupt, 0u);
@@ -138,10 +138,13 @@ TEST_P(RandomLoss, GoBackNResendsAtMostFourPacketsPerLostFrame) {
   // The bound is the cap's doing: without it each loss costs what was in flight.
   EXPECT_GT(before.ratio(), 2 * always.ratio());
   EXPECT_GT(before.ratio(), 2 * def.ratio());
-  // No trial is needed at any rate now, and on this link (a round trip that is the wire's) the
-  // cap of 5 in parts costs no time against session 14's (within 2 %).
-  EXPECT_EQ(def.trials_free + def.trials_costly, 0u);
-  EXPECT_LT(static_cast<double>(def.elapsed) / 4, 1.02 * static_cast<double>(session14.elapsed));
+  if (!frequent) {
+    // At 0.1 % the interval alone leaves the cap off: it holds because a trial found it free,
+    // and it costs no time (the same WRITEs finish as soon as without it, within 2 %).
+    EXPECT_GT(not_free.ratio(), 2 * def.ratio());
+    EXPECT_GT(def.trials_free, def.trials_costly);
+    EXPECT_LT(static_cast<double>(def.elapsed) / 4, 1.02 * static_cast<double>(not_free.elapsed));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rates, RandomLoss, ::testing::Values(0.001, 0.01, 0.05),
