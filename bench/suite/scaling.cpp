@@ -657,6 +657,7 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       for (auto& d : duts) {
         const SampleOut g = sample(*d, pool, sh.payload, c.window, lcores);
         if (g.gbits < 0) {
+          std::fprintf(stderr, "scaling %s x%u: the sample could not run\n", to_string(d->mode), d->workers);
           ok = false;
           break;
         }
@@ -672,7 +673,10 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       for (int k = 0; k < kCeilingWindows && ok; ++k) {
         const double one = ceiling_on(1, big_buffers(c.big_bytes).a, sh.payload, c.window / 2 / kCeilingWindows, lcores);
         const double two = ceiling_on(2, big_buffers(c.big_bytes).a, sh.payload, c.window / 2 / kCeilingWindows, lcores);
-        if (one <= 0 || two <= 0) ok = false;
+        if (one <= 0 || two <= 0) {
+          std::fprintf(stderr, "scaling: the memcpy + ICRC ceiling measured nothing (%.3f on one lane, %.3f on two)\n", one, two);
+          ok = false;
+        }
         ones.push_back(one);
         twos.push_back(two);
       }
