@@ -310,7 +310,11 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
   const std::int64_t inflight = reach - static_cast<std::int64_t>(held_ahead());
   std::int64_t room = std::int64_t{qp.tuning->max_inflight_packets} - inflight;
   // The window's limit holds nothing back with nothing in flight: a limit below one is one.
-  room = std::min(room, std::max<std::int64_t>(window_limit(), 1) - inflight);
+  // So with nothing in flight and at most one WQE from the cursor on (queue depth 1, every
+  // round trip) the window allows that one and the room is one: SendWindow::limit (about 60
+  // instructions) is not asked, as window_allows does not ask it then.
+  if (inflight <= 0 && qp.sq.tail() - cursor_ <= 1) room = std::min<std::int64_t>(room, 1);
+  else room = std::min(room, std::max<std::int64_t>(window_limit(), 1) - inflight);
   if (sr_window_ != 0) room = std::min(room, std::int64_t{sr_window_} - reach);
   if (const std::uint64_t bytes = qp.tuning->max_inflight_bytes; bytes != 0) {
     // inflight x pmtu >= bytes stops a packet: inflight below bytes / pmtu rounded up goes.

@@ -86,5 +86,38 @@ TEST_F(TransmitTurn, ATurnSendsEveryPacketOfEveryWqe) {
   EXPECT_EQ(drain(ep_).size(), 1u);
 }
 
+// Engine::post_send activates the QP and updates its window share but leaves its timer as it is:
+// a post moves none of the QP's deadlines. The engine's timer must still be the QP's own after a
+// post, with a retransmit timer armed and with none (and in ERR, where the post is flushed).
+TEST_F(TransmitTurn, APostLeavesTheQpsTimerWhereItWas) {
+  EXPECT_EQ(engine_->next_deadline(), kNever);
+  write(1, 64);
+  EXPECT_TRUE(engine_->has_tx_work()) << "the post activates the QP";
+  EXPECT_EQ(engine_->next_deadline(), kNever) << "nothing sent yet: no timer";
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS}));
+  const Nanos armed = engine_->next_deadline();
+  ASSERT_NE(armed, kNever) << "the WRITE in flight arms the retransmit timer";
+  EXPECT_EQ(armed, ep_.qp->deadline());
+  write(2, 64);
+  EXPECT_TRUE(engine_->has_tx_work());
+  EXPECT_EQ(engine_->next_deadline(), armed);
+  EXPECT_EQ(ep_.qp->deadline(), armed);
+  EXPECT_EQ(sent(), (std::vector<std::uint32_t>{kS + 1}));
+  ack(kS + 1);
+  EXPECT_EQ(drain(ep_).size(), 2u);
+  EXPECT_EQ(engine_->next_deadline(), kNever);
+  EXPECT_EQ(ep_.qp->deadline(), kNever);
+  // In ERR a post is flushed at once: no send work, no timer.
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_TRUE(engine_->modify_qp(ep_.qp, a, IBV_QP_STATE));
+  write(3, 64);
+  EXPECT_FALSE(engine_->has_tx_work());
+  EXPECT_EQ(engine_->next_deadline(), kNever);
+  const auto wcs = drain(ep_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_WR_FLUSH_ERR) << describe(wcs[0]);
+}
+
 }  // namespace
 }  // namespace roce::test::transmit_turn_test
