@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "protocol/aeth.hpp"
@@ -406,4 +408,20 @@ BENCHMARK(BM_Memcpy)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
 }  // namespace
 }  // namespace roce::proto
 
-BENCHMARK_MAIN();
+// --icrc-clmul=off: the carry-less kernel off for the whole run (crc32_short_use), so that every
+// benchmark's ICRC is ISA-L's as on a CPU without AVX-512: the same binary's A/B.
+int main(int argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--icrc-clmul=off" || a == "--icrc-clmul=on") roce::proto::crc32_short_use(a.ends_with("on"));
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
+  std::fprintf(stderr, "crc32_short kernel: %s\n", roce::proto::crc32_short_has_clmul() ? "on" : "off");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
