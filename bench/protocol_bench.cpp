@@ -260,8 +260,9 @@ BENCHMARK_CAPTURE(BM_BuildRequest, template_flow, RequestBuild::TemplateFlow)->A
 // run path before section 49), "batch" writes every frame and then seals them together
 // (IcrcSealBatch: every ICRC computed, then all stored), "after_writes" writes every frame and
 // then seals each in turn (an ICRC stored before the next is computed). Items are frames; the
-// frames must be the same bytes every way. "batch_isal": "batch" with the rests by ISA-L frame by
-// frame instead of crc32_short's kernel (the same where the CPU lacks it).
+// frames must be the same bytes every way. "batch_isal": "batch" with each frame's ICRC by
+// IcrcFlow::prefix in turn instead of one crc32_short_lead_batch call (section 49's seal; since
+// section 58 that is the kernel too, a frame a call: --icrc-clmul=off for ISA-L's).
 enum class RunSeal { PerFrame, Batch, BatchIsal, AfterWrites };
 
 void BM_SealRun(benchmark::State& state, RunSeal how) {

@@ -6,8 +6,8 @@
 // 64-bit piece of the buffer is multiplied by its own constant, x to the power of its distance
 // from the end modulo the polynomial, and the products are XORed together, then reduced once;
 // several buffers in one call overlap in the out-of-order window. A requester run's datagrams
-// (IcrcSealBatch) go through it whole, their headers' per-flow bytes masked off (the lead
-// mask). Four blocks a multiply: x86-64 with AVX-512 (F, BW, VL) and VPCLMULQDQ, chosen at run
+// (IcrcSealBatch) and a single frame's (sealed or verified: icrc_linear.cpp, and icrc.cpp's
+// masked copy) go through it whole, their headers' per-flow bytes masked off (the lead mask). Four blocks a multiply: x86-64 with AVX-512 (F, BW, VL) and VPCLMULQDQ, chosen at run
 // time; without them (valgrind's CPU, or another ISA) the batch calls crc32_isal. (With 128-bit PCLMULQDQ alone, two multiplies per 16
 // bytes as ISA-L's, it measured no faster than ISA-L at 80 bytes, so there is no such path.)
 #pragma once
