@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
+#include "protocol/aeth.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/crc32_short.hpp"
 #include "protocol/icrc_batch.hpp"
@@ -257,8 +260,9 @@ BENCHMARK_CAPTURE(BM_BuildRequest, template_flow, RequestBuild::TemplateFlow)->A
 // run path before section 49), "batch" writes every frame and then seals them together
 // (IcrcSealBatch: every ICRC computed, then all stored), "after_writes" writes every frame and
 // then seals each in turn (an ICRC stored before the next is computed). Items are frames; the
-// frames must be the same bytes every way. "batch_isal": "batch" with the rests by ISA-L frame by
-// frame instead of crc32_short's kernel (the same where the CPU lacks it).
+// frames must be the same bytes every way. "batch_isal": "batch" with each frame's ICRC by
+// IcrcFlow::prefix in turn instead of one crc32_short_lead_batch call (section 49's seal; since
+// section 58 that is the kernel too, a frame a call: --icrc-clmul=off for ISA-L's).
 enum class RunSeal { PerFrame, Batch, BatchIsal, AfterWrites };
 
 void BM_SealRun(benchmark::State& state, RunSeal how) {
@@ -308,6 +312,86 @@ BENCHMARK_CAPTURE(BM_SealRun, batch, RunSeal::Batch);
 BENCHMARK_CAPTURE(BM_SealRun, batch_isal, RunSeal::BatchIsal);
 BENCHMARK_CAPTURE(BM_SealRun, after_writes, RunSeal::AfterWrites);
 
+// One frame's ICRC on its own, as the protocol floor (bench/suite/protocol_cost.cpp) and the
+// engine take it: "build_seal" is write_headers + place_and_seal with the engine's flow cache,
+// "parse_verify" parse_frame with the cache checking the ICRC, "icrc" compute_icrc_linear
+// alone. "clmul": a datagram of up to 256 bytes whole through crc32_short's kernel (the CPU's,
+// where it has one: else the same as "isal"); "isal": the kernel turned off (crc32_short_use),
+// the 12 look-ups and ISA-L (or the portable CRC for an ACK's 4 bytes) as before. The WRITE's
+// payload is the argument, 0 the ACK (the floor's frames). The same frames and values either
+// way (checked).
+enum class Single { BuildSeal, ParseVerify, Icrc };
+
+struct SingleFrame {
+  FrameSpec spec;
+  std::vector<std::byte> payload;
+  std::vector<std::byte> frame;
+
+  explicit SingleFrame(std::size_t payload_len) : payload(payload_len) {
+    for (std::size_t i = 0; i < payload_len; ++i) payload[i] = static_cast<std::byte>(i * 7 + 1);
+    spec.eth.dst = {0x52, 0x54, 0x00, 0x0a, 0xaa, 0xba};
+    spec.eth.src = {0x52, 0x54, 0x00, 0xbf, 0x43, 0x69};
+    spec.ipv4.src = {192, 168, 65, 4};
+    spec.ipv4.dst = {192, 168, 65, 5};
+    spec.bth.pkey.set(0xFFFF);
+    spec.bth.dest_qp.set(0x11);
+    spec.bth.psn.set(0x123456);
+    if (payload_len == 0) {
+      spec.bth.opcode = raw(Opcode::RcAck);
+      spec.ext.aeth = Aeth{Syndrome::ack().raw, Be24::of(0x42)};
+    } else {
+      spec.bth.opcode = raw(Opcode::RcWriteOnly);
+      spec.bth.set_ack_requested(true);
+      spec.ext.reth = Reth{Be64::of(0x7f0000001000), Be32::of(0x2d5), Be32::of(static_cast<std::uint32_t>(payload_len))};
+    }
+    frame.resize(payload_len + 128);
+    const FrameLayout l = build_frame(spec, payload, frame, CrcBackend::Isal);
+    if (!l.ok()) std::abort();
+    frame.resize(l.length);
+  }
+};
+
+void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
+  const SingleFrame f(static_cast<std::size_t>(state.range(0)));
+  const bool had = crc32_short_has_clmul();
+  crc32_short_use(clmul);
+  IcrcHeaderCache cache;
+  ParseOptions po;
+  po.mtu_rules = false;
+  po.icrc_cache = &cache;
+  Packet p;
+  std::vector<std::byte> out(f.frame.size());
+  const ByteSpan datagram = ByteSpan(f.frame).subspan(14, f.frame.size() - 14 - kIcrcBytes);
+  std::uint64_t sink = 0;
+  for (auto _ : state) {
+    if (step == Single::BuildSeal) {
+      const FrameLayout l = write_headers(f.spec, static_cast<std::uint32_t>(f.payload.size()), out);
+      place_and_seal(f.spec, l, out, CrcBackend::Isal, f.payload.data(), &cache);
+      sink += l.length;
+      benchmark::ClobberMemory();
+    } else if (step == Single::ParseVerify) {
+      sink += static_cast<unsigned>(parse_frame(f.frame, po, p));
+      sink += static_cast<unsigned>(p.icrc_status);
+    } else {
+      sink += compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, datagram);
+    }
+  }
+  benchmark::DoNotOptimize(sink);
+  if (step == Single::BuildSeal && out != f.frame) state.SkipWithError("frame differs from the builder's");
+  if (parse_frame(f.frame, po, p) != ParseError::None || p.icrc_status != IcrcStatus::Ok) state.SkipWithError("ICRC not good");
+  if (compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, datagram) != read_icrc(ByteSpan(f.frame).last(kIcrcBytes)))
+    state.SkipWithError("ICRC differs from the frame's");
+  state.counters["kernel"] = crc32_short_has_clmul() ? 1 : 0;
+  crc32_short_use(had);
+  report(state, f.frame.size());
+}
+BENCHMARK_CAPTURE(BM_SingleFrame, build_seal_clmul, Single::BuildSeal, true)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_CAPTURE(BM_SingleFrame, build_seal_isal, Single::BuildSeal, false)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_CAPTURE(BM_SingleFrame, parse_verify_clmul, Single::ParseVerify, true)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_CAPTURE(BM_SingleFrame, parse_verify_isal, Single::ParseVerify, false)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_CAPTURE(BM_SingleFrame, icrc_clmul, Single::Icrc, true)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_CAPTURE(BM_SingleFrame, icrc_isal, Single::Icrc, false)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
 void BM_Memcpy(benchmark::State& state) {
   const Fixture f(static_cast<std::size_t>(state.range(0)));
@@ -325,4 +409,20 @@ BENCHMARK(BM_Memcpy)->ArgName("payload")->Arg(64)->Arg(1024)->Arg(4096);
 }  // namespace
 }  // namespace roce::proto
 
-BENCHMARK_MAIN();
+// --icrc-clmul=off: the carry-less kernel off for the whole run (crc32_short_use), so that every
+// benchmark's ICRC is ISA-L's as on a CPU without AVX-512: the same binary's A/B.
+int main(int argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--icrc-clmul=off" || a == "--icrc-clmul=on") roce::proto::crc32_short_use(a.ends_with("on"));
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
+  std::fprintf(stderr, "crc32_short kernel: %s\n", roce::proto::crc32_short_has_clmul() ? "on" : "off");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -154,6 +154,11 @@ static_assert(kRegister[1] == x_pow(7) && kRegister[10] == x_pow(79));
   for (std::size_t i = 0; i < n; ++i) out[i] = fold_short(crc[i], data[i], len[i], &lead);
 }
 
+[[ROCE_CLMUL_TARGET]] std::uint32_t one_lead_clmul(std::uint32_t crc, const std::byte* data, std::size_t len,
+                                                    const Crc32LeadMask& lead) noexcept {
+  return fold_short(crc, data, len, &lead);
+}
+
 [[ROCE_CLMUL_TARGET]] std::uint32_t one_clmul(std::uint32_t crc, const std::byte* data, std::size_t len) noexcept {
   return fold_short(crc, data, len, nullptr);
 }
@@ -172,12 +177,16 @@ constexpr bool kHasClmul = false;
 
 }  // namespace
 
-bool crc32_short_has_clmul() noexcept { return kHasClmul; }
+std::atomic<bool> detail::crc32_short_on{kHasClmul};
+
+bool crc32_short_cpu_has_clmul() noexcept { return kHasClmul; }
+
+void crc32_short_use(bool on) noexcept { detail::crc32_short_on.store(on && kHasClmul, std::memory_order_relaxed); }
 
 void crc32_short_batch(const std::uint32_t* crc, const std::byte* const* data, const std::uint32_t* len, std::size_t n,
                        std::uint32_t* out) noexcept {
 #if ROCE_CRC32_SHORT_CLMUL
-  if (kHasClmul) {
+  if (crc32_short_has_clmul()) {
     batch_clmul(crc, data, len, n, out);
     return;
   }
@@ -189,7 +198,7 @@ void crc32_short_batch(const std::uint32_t* crc, const std::byte* const* data, c
 bool crc32_short_lead_batch(const std::uint32_t* crc, const std::byte* const* data, const std::uint32_t* len, std::size_t n,
                             const Crc32LeadMask& lead, std::uint32_t* out) noexcept {
 #if ROCE_CRC32_SHORT_CLMUL
-  if (kHasClmul) {
+  if (crc32_short_has_clmul()) {
     batch_lead_clmul(crc, data, len, n, lead, out);
     return true;
   }
@@ -200,9 +209,20 @@ bool crc32_short_lead_batch(const std::uint32_t* crc, const std::byte* const* da
 
 std::uint32_t crc32_short(std::uint32_t crc, const std::byte* data, std::size_t len) noexcept {
 #if ROCE_CRC32_SHORT_CLMUL
-  if (kHasClmul && len >= kCrc32ShortMin && len <= kCrc32ShortMax) return one_clmul(crc, data, len);
+  if (crc32_short_has_clmul() && len >= kCrc32ShortMin && len <= kCrc32ShortMax) return one_clmul(crc, data, len);
 #endif
   return crc32_isal(crc, data, len);
+}
+
+std::uint32_t crc32_short_lead(std::uint32_t crc, const std::byte* data, std::size_t len, const Crc32LeadMask& lead) noexcept {
+#if ROCE_CRC32_SHORT_CLMUL
+  if (crc32_short_has_clmul()) return one_lead_clmul(crc, data, len, lead);
+#endif
+  // Not the callers' path (they check first): the lead bytes masked in a copy, then ISA-L.
+  std::array<std::byte, 64> head;
+  const std::size_t n = len < head.size() ? len : head.size();
+  for (std::size_t i = 0; i < n; ++i) head[i] = data[i] & static_cast<std::byte>(lead.bytes[64 + i]);
+  return crc32_isal(crc32_isal(crc, head.data(), n), data + n, len - n);
 }
 
 }  // namespace roce::proto

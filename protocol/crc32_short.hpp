@@ -6,13 +6,14 @@
 // 64-bit piece of the buffer is multiplied by its own constant, x to the power of its distance
 // from the end modulo the polynomial, and the products are XORed together, then reduced once;
 // several buffers in one call overlap in the out-of-order window. A requester run's datagrams
-// (IcrcSealBatch) go through it whole, their headers' per-flow bytes masked off (the lead
-// mask). Four blocks a multiply: x86-64 with AVX-512 (F, BW, VL) and VPCLMULQDQ, chosen at run
+// (IcrcSealBatch) and a single frame's (sealed or verified: icrc_linear.cpp, and icrc.cpp's
+// masked copy) go through it whole, their headers' per-flow bytes masked off (the lead mask). Four blocks a multiply: x86-64 with AVX-512 (F, BW, VL) and VPCLMULQDQ, chosen at run
 // time; without them (valgrind's CPU, or another ISA) the batch calls crc32_isal. (With 128-bit PCLMULQDQ alone, two multiplies per 16
 // bytes as ISA-L's, it measured no faster than ISA-L at 80 bytes, so there is no such path.)
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -23,8 +24,19 @@ namespace roce::proto {
 inline constexpr std::size_t kCrc32ShortMin = 16;
 inline constexpr std::size_t kCrc32ShortMax = 256;
 
-// Whether this CPU runs the carry-less kernel (read once at start-up).
-bool crc32_short_has_clmul() noexcept;
+namespace detail {
+// This CPU runs the kernel (read once at start-up) and crc32_short_use has not turned it off.
+extern std::atomic<bool> crc32_short_on;
+}  // namespace detail
+
+// Whether the carry-less kernel is in use: the CPU has it and crc32_short_use left it on.
+inline bool crc32_short_has_clmul() noexcept { return detail::crc32_short_on.load(std::memory_order_relaxed); }
+// Whether this CPU has the kernel at all (AVX-512 F, BW, VL and VPCLMULQDQ).
+bool crc32_short_cpu_has_clmul() noexcept;
+// Turns the kernel off for the whole process (every caller takes its fallback, ISA-L), or back
+// on where the CPU has it: the tests of the fallback paths and same-binary A/B runs
+// (protocol_bench, perf_suite --icrc-clmul). Set before the threads that compute CRCs start.
+void crc32_short_use(bool on) noexcept;
 
 // out[i] = crc32(crc[i], data[i], len[i]) for i < n, every length any: below kCrc32ShortMin
 // by crc32_portable (a few table look-ups), above kCrc32ShortMax or without the kernel by
@@ -45,6 +57,11 @@ struct Crc32LeadMask {
 // headers with their per-flow bytes masked to zero, their share in the seed; icrc_batch.cpp.)
 bool crc32_short_lead_batch(const std::uint32_t* crc, const std::byte* const* data, const std::uint32_t* len, std::size_t n,
                             const Crc32LeadMask& lead, std::uint32_t* out) noexcept;
+
+// One buffer of a datagram's single ICRC (a frame sealed or verified alone: icrc_linear.cpp):
+// crc32_short_lead_batch with n = 1, its conditions the caller's (crc32_short_has_clmul(), and
+// kCrc32ShortMin <= len <= kCrc32ShortMax).
+std::uint32_t crc32_short_lead(std::uint32_t crc, const std::byte* data, std::size_t len, const Crc32LeadMask& lead) noexcept;
 
 // The kernel alone on one buffer (tests, benchmarks): kCrc32ShortMin <= len <= kCrc32ShortMax
 // and crc32_short_has_clmul() true, or the result is crc32_isal's.

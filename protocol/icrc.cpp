@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "protocol/crc32_short.hpp"
 #include "protocol/headers.hpp"
 
 namespace roce::proto {
@@ -11,6 +12,13 @@ namespace {
 constexpr std::size_t kFfPrefix = 8;
 constexpr std::size_t kMaskedBytesV6 = kFfPrefix + kIpv6HeaderBytes + sizeof(UdpHeader) + sizeof(Bth);
 constexpr std::size_t kOneCallRest = 256;  // bytes after the BTH that are copied for a single CRC call
+
+// One CRC call over the masked copy: ISA-L's by crc32_short.hpp's kernel where the CPU has it
+// and the copy is short enough (crc32_short falls back to ISA-L otherwise); other backends as
+// they are.
+std::uint32_t crc_of_copy(CrcBackend backend, const std::byte* data, std::size_t len) noexcept {
+  return backend == CrcBackend::Isal ? crc32_short(0, data, len) : crc32(backend, 0, data, len);
+}
 
 }  // namespace
 
@@ -57,7 +65,7 @@ std::uint32_t compute_icrc(CrcBackend backend, IpVersion v, ByteSpan datagram) n
     // Small packet: each CRC call costs a setup and a final reduction worth tens of bytes, so
     // the rest of the packet joins the masked headers and the CRC runs once.
     std::memcpy(masked.data() + kFfPrefix + fixed, datagram.data() + fixed, rest);
-    return crc32(backend, 0, masked.data(), kFfPrefix + fixed + rest);
+    return crc_of_copy(backend, masked.data(), kFfPrefix + fixed + rest);
   }
   const std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
   return crc32(backend, crc, datagram.data() + fixed, rest);
@@ -69,7 +77,7 @@ std::uint32_t icrc_prefix(CrcBackend backend, IpVersion v, ByteSpan datagram, st
   const std::size_t rest = upto - fixed;
   if (rest <= kOneCallRest) {  // extension headers: one CRC call with the masked ones
     std::memcpy(masked.data() + kFfPrefix + fixed, datagram.data() + fixed, rest);
-    return crc32(backend, 0, masked.data(), kFfPrefix + fixed + rest);
+    return crc_of_copy(backend, masked.data(), kFfPrefix + fixed + rest);
   }
   const std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
   return crc32(backend, crc, datagram.data() + fixed, rest);

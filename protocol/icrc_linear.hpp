@@ -24,6 +24,9 @@ class IcrcHeaderCache {
   // `ip` starts with (IPv4 without options, or IPv6 with UDP next). The caller checks that the
   // headers are there. `backend` computes a new template's state.
   std::uint32_t headers_crc(CrcBackend backend, IpVersion v, const std::byte* ip) noexcept;
+  // The same flow's IcrcFlow::seed(): crc32(seed, the datagram with its first 64 bytes ANDed
+  // with the version's lead mask) is its ICRC (crc32_short.hpp's kernel takes it whole).
+  std::uint32_t seed(CrcBackend backend, IpVersion v, const std::byte* ip) noexcept;
 
   std::uint64_t misses() const { return misses_; }
 
@@ -35,8 +38,11 @@ class IcrcHeaderCache {
   struct Entry {
     std::array<std::uint64_t, 8> invariant{};  // the header's invariant bytes, the rest zero
     std::uint32_t state = 0;                    // CRC register after the template's bytes
+    std::uint32_t seed = 0;                     // as IcrcFlow::seed()
     std::uint8_t version = 0;                   // 0: empty
   };
+  const Entry& entry(CrcBackend backend, IpVersion v, const std::byte* ip) noexcept;
+
   std::array<Entry, kEntries> entries_{};
   std::uint64_t misses_ = 0;
 };
@@ -49,7 +55,8 @@ class IcrcFlow {
   // plain icrc_prefix (the switch TransportTuning::icrc_linear measures).
   void set(CrcBackend backend, IpVersion v, const std::byte* ip, bool linear = true) noexcept;
   // icrc_prefix (icrc.hpp)'s value for a datagram of this flow (its invariant header bytes
-  // those set() saw; the caller keeps them so).
+  // those set() saw; the caller keeps them so). Linear, with the ISA-L backend and up to
+  // kCrc32ShortMax bytes: the kernel over the whole prefix from seed(), as compute_icrc_linear.
   std::uint32_t prefix(CrcBackend backend, ByteSpan datagram, std::size_t upto) const noexcept;
   // With `linear`: crc32 (zlib convention) after the 0xFF prefix and the masked headers of a
   // datagram of this flow starting at `ip`, headers_bytes() long; continuing it with crc32()
@@ -74,7 +81,10 @@ class IcrcFlow {
 };
 
 // compute_icrc (icrc.hpp) with the headers' share taken from `cache`; the same value for every
-// input compute_icrc accepts.
+// input compute_icrc accepts. With the ISA-L backend, a datagram (or prefix) of up to
+// kCrc32ShortMax bytes goes whole through crc32_short.hpp's kernel where the CPU has it (its
+// headers masked by the lead mask, the flow's share in the seed), as IcrcSealBatch seals a
+// run's; otherwise, and without the kernel, the 12 look-ups and ISA-L for the rest.
 std::uint32_t compute_icrc_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram) noexcept;
 // icrc_prefix (icrc.hpp) the same way.
 std::uint32_t icrc_prefix_linear(IcrcHeaderCache& cache, CrcBackend backend, IpVersion v, ByteSpan datagram,

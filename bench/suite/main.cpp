@@ -34,6 +34,8 @@
 //              [--straight-acks on|off] (an RC requester's plain ACKs on the completer's straight path)
 //              [--seal-runs on|off] (a requester run's frames sealed together once all are written)
 //              [--seal-clmul on|off] (those frames' ICRCs by the carry-less kernel where the CPU has it, or ISA-L)
+//              [--icrc-clmul on|off] (off: the carry-less kernel off for the whole process, every ICRC,
+//              single frames', runs' and the protocol floor's, by ISA-L as on a CPU without AVX-512)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -58,6 +60,7 @@
 #include <string>
 
 #include "bench/suite/cases.hpp"
+#include "protocol/crc32_short.hpp"
 #include "dataplane/eal.hpp"
 
 namespace {
@@ -264,6 +267,8 @@ int main(int argc, char** argv) {
         c.tuning.seal_runs = on_off(args.app[++i]);
       } else if (a == "--seal-clmul" && has) {
         c.tuning.seal_clmul = on_off(args.app[++i]);
+      } else if (a == "--icrc-clmul" && has) {
+        proto::crc32_short_use(on_off(args.app[++i]));  // before any engine or lcore starts
       } else if (a == "--fanout-qps" && has) {
         c.fanout_qps = parse_sizes(args.app[++i]);
       } else if (a == "--sr-window" && has) {
