@@ -27,8 +27,9 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   t_.enabled = t.enabled || (selective ? t.selective_repeat : t.go_back_n_congestion);
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
-  cwnd_ = ssthresh_ = cap_ = need_ = static_total();
-  bdp_ = bdp_grown_ = 0;
+  cwnd_ = ssthresh_ = cap_clip_ = sample_total_ = static_total();
+  per_ns_ = 0;
+  sample_growth_ = 1;
   bdp_engaged_ = false;
   bdp_until_ = 0;
   delivered_ = delivered_at_loss_ = loss_interval_ = 0;
@@ -58,6 +59,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
 
 bool SendWindow::losses_frequent() const {
   if (t_.bdp_cap_loss_interval <= 0) return bdp_engaged_;
+  if (loss_interval_ <= 0) return false;  // no loss yet (asked at every ACK and send turn)
   // The interval still open counts as if it closed now, once it is the longer (TFRC): a clean
   // stretch releases the cap, a lucky one among frequent losses (a few times the average) does not.
   const double open = delivered_ - delivered_at_loss_;
@@ -151,10 +153,10 @@ void SendWindow::decide(bool free) {
     shrunk_ceiling_ = 0;
     free_cap_ = FreeCap::Costly;
     // Grow before backing off: the next rare loss tries the larger cap (the sample that sets
-    // bdp_grown_ applies it). Only at the largest cap do trials wait for more losses. Not the
+    // bdp_grown() reads applies it). Only at the largest cap do trials wait for more losses. Not the
     // cap while losses are frequent: there it pays whatever it costs (docs/loss.md, session 8).
     const double grown = std::min(growth_ * t_.bdp_cap_growth, std::max(t_.bdp_cap_max_growth, 1.0));
-    if (grown > growth_ * 1.001 && bdp_grown_ < static_cap_) {
+    if (grown > growth_ * 1.001 && bdp_grown() < static_cap_) {
       growth_ = grown;
       trial_skip_ = 0;
     } else {
@@ -180,7 +182,7 @@ void SendWindow::on_free_verdict() {
     --shrink_skip_;
     return;
   }
-  // The next decisions run at one growth step less (the sample that sets bdp_grown_ applies it).
+  // The next decisions run at one growth step less (the sample that bdp_grown() reads applies it).
   shrunk_from_ = growth_;
   growth_ = std::max(growth_ / std::max(t_.bdp_cap_growth, 1.001), 1.0);
   free_streak_ = 0;
@@ -213,12 +215,6 @@ void SendWindow::leave() {
   if (--joined_ > 0) --sharers_;
   if (!lost_) cwnd_ = ssthresh_ = static_total();
   if (congestion_only_ && !congested_) ssthresh_ = static_total();
-}
-
-void SendWindow::expire(Nanos now) {
-  // The congestion cap lapses: the window may grow back to the static caps.
-  if (congested_ && now >= congested_until_) congested_ = false;
-  if (bdp_engaged_ && now >= bdp_until_) bdp_engaged_ = false;
 }
 
 void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
@@ -270,7 +266,7 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   // A random loss keeps what the rate needs in flight: less would cost goodput on every loss
   // and save nothing, since a lost packet's resend is what was sent behind it anyway.
   ssthresh_ = congestion ? std::max(cwnd_ * t_.decrease, t_.min_packets * sharers_)
-                         : std::max({cwnd_ * t_.decrease, std::min(cwnd_ * t_.random_decrease, need_),
+                         : std::max({cwnd_ * t_.decrease, std::min(cwnd_ * t_.random_decrease, need()),
                                      std::min(cwnd_, t_.random_loss_floor)});
   cwnd_ = ssthresh_;
   clamp();
@@ -280,30 +276,26 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
 void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
   if (rtt <= 0) return;
   expire(now);
-  last_rtt_ = rtt;
-  recent_[recent_count_++ % kRecent] = rtt;
-  if (min_rtt_ == 0 || rtt < min_rtt_) min_rtt_ = rtt;
   // One QP's rate; its share of the path's, so times the sharers.
   const double rate =
       static_cast<double>(delivered_packets) * pmtu * 8 * 1e9 / static_cast<double>(std::max(interval, rtt)) * sharers_;
-  max_rate_bps_ = std::max(rate, max_rate_bps_ * 0.99);  // the path's rate, not one sample's
+  // The BDP cap's trial judges this sample by the caps of the previous one: first, while min_rtt_,
+  // knee_rtt_ and last_rtt_ (which the caps are computed from) are still that sample's.
   if (bdp_on_) on_sample_free_cap(rate);
+  last_rtt_ = rtt;
+  recent_[recent_count_++ % kRecent] = rtt;
+  if (min_rtt_ == 0 || rtt < min_rtt_) min_rtt_ = rtt;
+  max_rate_bps_ = std::max(rate, max_rate_bps_ * 0.99);  // the path's rate, not one sample's
   // The knee may drift up slowly, so that it follows a path whose round trip grew.
   if (rate >= kKneeRate * max_rate_bps_)
     knee_rtt_ = knee_rtt_ == 0 ? rtt : std::min(rtt, knee_rtt_ + knee_rtt_ / 256 + 1);
   const double bps = std::max(max_rate_bps_, t_.line_rate_bps);
-  const double per_ns = bps * 1e-9 * 0.125 / pmtu;  // packets per nanosecond (x 0.125: / 8 exactly, one division less)
-  cap_ = std::clamp(t_.bdp_headroom * per_ns * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
-                    static_total());
-  bdp_measured_ = per_ns * static_cast<double>(min_rtt_);
-  bdp_ = std::clamp(t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
-                    std::min(t_.bdp_cap_floor, static_total()), static_total());
-  bdp_grown_ = std::clamp(growth_ * t_.bdp_cap_headroom * per_ns * static_cast<double>(min_rtt_),
-                          std::min(t_.bdp_cap_floor, static_total()), static_total());
-  need_ = std::clamp(t_.need_headroom * per_ns * static_cast<double>(knee_rtt_ ? knee_rtt_ : rtt),
-                     std::min(t_.random_loss_floor, static_total()), static_total());
+  per_ns_ = bps * 1e-9 * 0.125 / pmtu;  // packets per nanosecond (x 0.125: / 8 exactly, one division less)
+  bdp_measured_ = per_ns_ * static_cast<double>(min_rtt_);
+  sample_total_ = cap_clip_ = static_total();
+  sample_growth_ = growth_;
   const Nanos target = queue_target();
-  queue_high_ = standing_rtt() > target;
+  judge_queue(target);
   // The delay cut only after a congestion loss: a software path's round trip varies by far more
   // than the target with the scheduling of its threads, and a lossless QP must send as before.
   if (t_.enabled && queue_high_ && congested_ && now >= next_delay_cut_at_) {
@@ -313,6 +305,38 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
     ssthresh_ = std::max(cwnd_, t_.min_packets * sharers_);
   }
   clamp();
+}
+
+// The caps, each the expression the sample used to compute, in the same order of operations.
+double SendWindow::cap_at_sample() const {
+  if (min_rtt_ == 0) return sample_total_;
+  return std::clamp(t_.bdp_headroom * per_ns_ * static_cast<double>(min_rtt_), static_cast<double>(t_.bdp_floor_packets),
+                    sample_total_);
+}
+
+double SendWindow::need() const {
+  if (min_rtt_ == 0) return sample_total_;
+  return std::clamp(t_.need_headroom * per_ns_ * static_cast<double>(knee_rtt_ ? knee_rtt_ : last_rtt_),
+                    std::min(t_.random_loss_floor, sample_total_), sample_total_);
+}
+
+double SendWindow::bdp_base() const {
+  if (min_rtt_ == 0) return 0;
+  return std::clamp(t_.bdp_cap_headroom * per_ns_ * static_cast<double>(min_rtt_), std::min(t_.bdp_cap_floor, sample_total_),
+                    sample_total_);
+}
+
+double SendWindow::bdp_grown() const {
+  if (min_rtt_ == 0) return 0;
+  return std::clamp(sample_growth_ * t_.bdp_cap_headroom * per_ns_ * static_cast<double>(min_rtt_),
+                    std::min(t_.bdp_cap_floor, sample_total_), sample_total_);
+}
+
+void SendWindow::judge_queue(Nanos target) {
+  const std::uint32_t n = std::min({recent_count_, kRecent, std::max<std::uint32_t>(t_.queue_samples, 1)});
+  bool high = n > 0;
+  for (std::uint32_t i = 1; i <= n && high; ++i) high = recent_[(recent_count_ - i) % kRecent] > target;
+  queue_high_ = high;
 }
 
 Nanos SendWindow::standing_rtt() const {
@@ -332,7 +356,7 @@ Nanos SendWindow::queue_target() const {
 }
 
 void SendWindow::clamp() {
-  cap_ = std::min(cap_, static_total());
+  cap_clip_ = std::min(cap_clip_, static_total());
   // At least one packet in flight on the whole path: a share below one packet is for many QPs
   // through one small queue, never for a QP alone, which would be paced at srtt / share (a
   // software path's srtt after a starved poller is milliseconds; 16 times that per packet stalls it).

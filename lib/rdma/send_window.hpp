@@ -25,6 +25,7 @@
 // Pure arithmetic, no clock of its own: the completers feed it RTT samples and events.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "lib/rdma/cap_goodput.hpp"
@@ -229,11 +230,13 @@ class SendWindow {
   // Rate x min RTT in packets, before the cap's headroom, growth, floor and static cap.
   double bdp_measured() const { return bdp_measured_; }
   double packets() const { return cwnd_; }  // the whole path's window
-  double cap() const { return cap_; }       // the congestion cap (while congested())
-  double need() const { return need_; }     // the random-loss floor (the whole path's)
+  // The congestion cap (while congested()), clipped to the static total of every event since
+  // the latest RTT sample.
+  double cap() const { return std::min(cap_at_sample(), cap_clip_); }
+  double need() const;  // the random-loss floor (the whole path's)
   // Go-back-N's in-flight cap (each QP's; 0: no RTT sample yet): rate x min RTT while losses are
   // frequent, grown by costly verdicts otherwise (WindowTuning::bdp_cap_growth).
-  double bdp() const { return losses_frequent() ? bdp_ : bdp_grown_; }
+  double bdp() const { return losses_frequent() ? bdp_base() : bdp_grown(); }
   bool congested(Nanos now) const { return congested_until_ > now; }
   bool queue_high() const { return queue_high_; }
   Nanos min_rtt() const { return min_rtt_; }
@@ -277,9 +280,24 @@ class SendWindow {
   // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
   // go-back-N QP is its own in flight; sharing the path is the congestion window's and DCQCN's
   // job). None for selective repeat, before the first RTT sample, or without a recent loss.
-  double bdp_share() const { return bdp_engaged() && bdp_ > 0 ? bdp() : static_cap_; }
-  double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap_ : need_; }
-  void expire(Nanos now);
+  double bdp_share() const { return bdp_engaged() && bdp_base() > 0 ? bdp() : static_cap_; }
+  double effective_cap() const { return !lost_ || congestion_only_ ? static_total() : congested_ ? cap() : need(); }
+  // The caps follow the latest RTT sample, and are computed where they are read from what it
+  // left (per_ns_, sample_total_, sample_growth_) and what only a sample changes (min_rtt_,
+  // knee_rtt_, last_rtt_): at queue depth 1 every ACK is a sample, and on a path that never lost
+  // a packet nothing reads them in between (docs/perf-changes.md section 54). Before the first
+  // sample (min_rtt_ 0): start()'s static total, and no BDP cap.
+  double cap_at_sample() const;
+  double bdp_base() const;
+  double bdp_grown() const;  // at the growth of the latest sample
+  void expire(Nanos now) {
+    // The congestion cap lapses: the window may grow back to the static caps.
+    if (congested_ && now >= congested_until_) congested_ = false;
+    if (bdp_engaged_ && now >= bdp_until_) bdp_engaged_ = false;
+  }
+  // queue_high_ from the latest queue_samples samples against `target`, newest first, up to the
+  // first one at or below it (on a path with no queue, the newest): standing_rtt() > target.
+  void judge_queue(Nanos target);
   // A round trip above this shows a queue (never, before the first sample).
   Nanos queue_target() const;
   void clamp();
@@ -287,10 +305,14 @@ class SendWindow {
   double static_cap_ = 1;   // per QP
   double cwnd_ = 1;
   double ssthresh_ = 1;
-  double cap_ = 1;
-  double need_ = 1;
-  double bdp_ = 0;  // 0: no RTT sample yet
-  double bdp_grown_ = 0;  // bdp_ x growth_ (the cap where it is free)
+  // What the latest RTT sample left for the caps (in the places of the four caps it used to
+  // compute: the object's size and layout stay): the congestion cap's clip by the static total
+  // at every event since, the static total then, the path's rate in packets per nanosecond, the
+  // BDP cap's growth then.
+  double cap_clip_ = 1;
+  double sample_total_ = 1;
+  double per_ns_ = 0;
+  double sample_growth_ = 1;
   bool bdp_on_ = false;
   bool bdp_engaged_ = false;  // a loss came less than bdp_cap_memory_rtts round trips ago (until bdp_until_)
   Nanos bdp_until_ = 0;
@@ -324,7 +346,7 @@ class SendWindow {
   // The cap was found free (or costly) at a decision, by either judge.
   void decide(bool free);
   // The cap bounds the QP: it may have less in flight than without it.
-  bool bdp_bounded() const { return bdp_engaged() && bdp_ > 0 && bdp() < static_cap_; }
+  bool bdp_bounded() const { return bdp_engaged() && bdp_base() > 0 && bdp() < static_cap_; }
   CapGoodput goodput_;
   double last_ratio_ = 0;
   double bdp_measured_ = 0;
