@@ -282,6 +282,15 @@ unsigned Worker::hand_off_foreign(rte_mbuf** rx, unsigned n) {
   return kept;
 }
 
+// An IPv4 frame is the engine's (control_class would find no ARP or NDP in it): neither call is
+// made for it. Inline: both receive paths run it once per frame.
+[[gnu::always_inline]] inline void Worker::receive_frame(std::span<const std::byte> frame, Nanos now) {
+  if (frame.size() >= sizeof(EthernetHeader) && load_header<EthernetHeader>(frame, 0).ether_type.get() == kEtherTypeIpv4)
+    engine_.receive(frame, now);
+  else
+    deliver(frame, control_class(frame), now);
+}
+
 // A lone frame (queue depth 1: every frame) as receive() handles a burst of one, without the
 // burst's loop and call: its lines asked for at once, the frame to the engine, the mbuf freed
 // inline (the library's rte_pktmbuf_free is a call; its one-segment case is this, inlined).
@@ -297,12 +306,7 @@ unsigned Worker::hand_off_foreign(rte_mbuf** rx, unsigned n) {
   if (m->nb_segs != 1) {
     ++stats_.rx_multi_segment;
   } else {
-    const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-    if (frame.size() >= sizeof(EthernetHeader) &&
-        load_header<EthernetHeader>(frame, 0).ether_type.get() == kEtherTypeIpv4)
-      engine_.receive(frame, now);
-    else
-      deliver(frame, control_class(frame), now);
+    receive_frame({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, now);
   }
   engine_.end_receive_burst();
   if (m->next == nullptr) rte_pktmbuf_free_seg(m);
@@ -335,14 +339,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
       ++stats_.rx_multi_segment;
       continue;
     }
-    const std::span<const std::byte> frame{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
-    // An IPv4 frame is the engine's (control_class would find no ARP or NDP in it): neither
-    // call is made for it.
-    if (frame.size() >= sizeof(EthernetHeader) &&
-        load_header<EthernetHeader>(frame, 0).ether_type.get() == kEtherTypeIpv4)
-      engine_.receive(frame, now);
-    else
-      deliver(frame, control_class(frame), now);
+    receive_frame({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, now);
   }
   engine_.end_receive_burst();
   rte_pktmbuf_free_bulk(rx, n);
