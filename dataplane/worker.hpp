@@ -118,6 +118,8 @@ class Worker {
   // Handles and frees frames this worker owns; `count`: they came from its queue (not its inbox).
   void receive(rte_mbuf** rx, unsigned n, Nanos now, bool count);
   void receive_one(rte_mbuf* m, Nanos now, bool count);  // receive() of a burst of one
+  // One single-segment frame this worker owns: IPv4 to the engine, the rest to deliver().
+  void receive_frame(std::span<const std::byte> frame, Nanos now);
   // poll()'s RX step when the worker is not plain_rx_; returns the frames read from its queue.
   unsigned receive_general(rte_mbuf** rx, Nanos now);
   // A frame this worker owns: ARP to answer_arp, NDP to answer_ndp, the rest to the engine

@@ -1,0 +1,175 @@
+// free_burst (dataplane/mbuf_burst.hpp): a plain burst goes back to its pool in one put; a burst
+// with any mbuf that is not plain is freed as rte_pktmbuf_free_bulk frees it (segments, other
+// references, other pools, attached clones), and either way every pool gets back what it lent.
+#include <gtest/gtest.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
+#include <string>
+#include <vector>
+
+#include "dataplane/mbuf_burst.hpp"
+#include "tests/dataplane/clocked_write_pair.hpp"
+
+namespace roce::test::mbuf_burst_test {
+namespace {
+
+std::string fresh(const std::string& stem) {
+  static int n = 0;
+  return stem + std::to_string(n++);
+}
+
+class MbufBurst : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (rte_mempool*& p : pools_) {
+      p = rte_pktmbuf_pool_create(fresh("mbb_pool").c_str(), 127, 32, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+      ASSERT_NE(p, nullptr) << rte_strerror(rte_errno);
+    }
+  }
+  void TearDown() override {
+    for (rte_mempool* p : pools_) {
+      EXPECT_EQ(rte_mempool_avail_count(p), 127u) << "a pool did not get back every mbuf it lent";
+      rte_mempool_free(p);
+    }
+  }
+  std::vector<rte_mbuf*> take(unsigned n, unsigned pool = 0) {
+    std::vector<rte_mbuf*> out(n);
+    EXPECT_EQ(rte_pktmbuf_alloc_bulk(pools_[pool], out.data(), n), 0);
+    for (rte_mbuf* m : out) rte_pktmbuf_append(m, 64);
+    return out;
+  }
+  std::array<rte_mempool*, 2> pools_{};
+};
+
+TEST_F(MbufBurst, AFreshMbufIsPlainAndEachDifferenceIsNot) {
+  std::vector<rte_mbuf*> m = take(5);
+  for (rte_mbuf* x : m) EXPECT_TRUE(dp::plain_mbuf_of(x, pools_[0]));
+  EXPECT_FALSE(dp::plain_mbuf_of(m[0], pools_[1])) << "another pool";
+  rte_mbuf_refcnt_update(m[1], 1);
+  EXPECT_FALSE(dp::plain_mbuf_of(m[1], pools_[0])) << "another reference";
+  rte_pktmbuf_chain(m[2], m[3]);
+  EXPECT_FALSE(dp::plain_mbuf_of(m[2], pools_[0])) << "a chain's head";
+  rte_mbuf* clone = rte_pktmbuf_alloc(pools_[0]);
+  rte_pktmbuf_attach(clone, m[4]);
+  EXPECT_FALSE(dp::plain_mbuf_of(clone, pools_[0])) << "an indirect mbuf";
+  m[4]->nb_segs = 2;  // inconsistent with a null `next`: still not handed over as it is
+  EXPECT_FALSE(dp::plain_mbuf_of(m[4], pools_[0])) << "nb_segs 2";
+  m[4]->nb_segs = 1;
+  rte_pktmbuf_free(clone);
+  rte_pktmbuf_free(m[4]);
+  rte_pktmbuf_free(m[2]);  // and m[3], its tail
+  rte_pktmbuf_free(m[1]);
+  rte_pktmbuf_free(m[1]);
+  rte_pktmbuf_free(m[0]);
+}
+
+TEST_F(MbufBurst, APlainBurstGoesBackWholeAndComesOutPlain) {
+  std::vector<rte_mbuf*> m = take(32);
+  dp::free_burst(m.data(), 32);
+  EXPECT_EQ(rte_mempool_avail_count(pools_[0]), 127u);
+  // Taken raw (no reset), every mbuf of the pool keeps the pool's invariant.
+  std::vector<rte_mbuf*> again;
+  for (unsigned i = 0; i < 127; ++i) {
+    again.push_back(rte_mbuf_raw_alloc(pools_[0]));
+    ASSERT_NE(again.back(), nullptr);
+    EXPECT_TRUE(dp::plain_mbuf_of(again.back(), pools_[0]));
+  }
+  for (rte_mbuf* x : again) rte_mbuf_raw_free(x);
+  dp::free_burst(m.data(), 0);
+}
+
+// Each burst has one mbuf that is not plain, at its front, middle or end.
+TEST_F(MbufBurst, ABurstWithOneMbufNotPlainFreesEveryMbufAsTheLibraryDoes) {
+  for (unsigned at : {0u, 3u, 7u}) {
+    {  // another reference: only this burst's is dropped
+      std::vector<rte_mbuf*> m = take(8);
+      rte_mbuf* held = m[at];
+      rte_mbuf_refcnt_update(held, 1);
+      dp::free_burst(m.data(), 8);
+      EXPECT_EQ(rte_mbuf_refcnt_read(held), 1u) << at;
+      EXPECT_EQ(rte_mempool_avail_count(pools_[0]), 126u) << at;
+      rte_pktmbuf_free(held);
+    }
+    {  // a chain of two: both segments go back
+      std::vector<rte_mbuf*> m = take(8);
+      rte_mbuf* tail = rte_pktmbuf_alloc(pools_[1]);
+      ASSERT_EQ(rte_pktmbuf_chain(m[at], tail), 0);
+      dp::free_burst(m.data(), 8);
+    }
+    {  // another pool's mbuf among them
+      std::vector<rte_mbuf*> m = take(8);
+      rte_pktmbuf_free(m[at]);
+      m[at] = rte_pktmbuf_alloc(pools_[1]);
+      dp::free_burst(m.data(), 8);
+    }
+    {  // a clone attached to a direct mbuf the test still holds
+      std::vector<rte_mbuf*> m = take(8);
+      rte_mbuf* direct = take(1, 1)[0];
+      rte_pktmbuf_attach(m[at], direct);
+      EXPECT_EQ(rte_mbuf_refcnt_read(direct), 2u);
+      dp::free_burst(m.data(), 8);
+      EXPECT_EQ(rte_mbuf_refcnt_read(direct), 1u) << "the clone was not detached";
+      rte_pktmbuf_free(direct);
+    }
+  }
+}
+
+// The worker's burst path frees with free_burst: a burst of WRITEs in which an RX callback kept a
+// reference to one mbuf. The worker drops only its own reference; the frame the callback holds
+// is intact; every WRITE lands; nothing leaks (the pair's teardown counts both pools).
+struct Held {
+  rte_mbuf* m = nullptr;
+  unsigned burst = 0;
+  unsigned at = 0;
+};
+
+std::uint16_t hold_one(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint16_t n, std::uint16_t, void* arg) {
+  auto* h = static_cast<Held*>(arg);
+  if (h->m == nullptr && n > h->at) {
+    h->m = pkts[h->at];
+    h->burst = n;
+    rte_mbuf_refcnt_update(h->m, 1);
+  }
+  return n;
+}
+
+class WorkerBurstFree : public ClockedWritePair, public ::testing::WithParamInterface<unsigned> {
+ protected:
+  void SetUp() override {
+    PairOptions o;
+    ClockedWritePair::start(fresh("mbbw"), o, std::byte{9});
+  }
+};
+
+TEST_P(WorkerBurstFree, AnMbufHeldElsewhereOutlivesTheBurstAndTheRestGoBack) {
+  pair_->step_until([] { return false; }, 20);  // whatever ARP left in flight is read
+  Held held{nullptr, 0, GetParam()};
+  const rte_eth_rxtx_callback* cb = rte_eth_add_rx_callback(pair_->ports.b, 0, hold_one, &held);
+  ASSERT_NE(cb, nullptr);
+  constexpr unsigned kWrites = 8;
+  for (unsigned i = 0; i < kWrites; ++i) post_write(i + 1);
+  poll_a();  // the WRITEs are on b's ring now, in one burst
+  pair_->b->poll_once();
+  ASSERT_NE(held.m, nullptr);
+  EXPECT_EQ(held.burst, kWrites) << "not one burst: the worker's burst path was not taken";
+  EXPECT_EQ(rte_mbuf_refcnt_read(held.m), 1u) << "the worker dropped more than its own reference";
+  EXPECT_EQ(held.m->nb_segs, 1u);
+  EXPECT_GT(held.m->data_len, 256u) << "the held frame's mbuf was reused";
+  rte_pktmbuf_free(held.m);
+  std::vector<ibv_wc> wcs;
+  for (int i = 0; i < 100000 && wcs.size() < kWrites; ++i) {
+    poll_a();
+    pair_->b->poll_once();
+    for (const ibv_wc& wc : drain(a_)) wcs.push_back(wc);
+  }
+  ASSERT_EQ(wcs.size(), kWrites);
+  for (const ibv_wc& wc : wcs) EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << describe(wc);
+  EXPECT_EQ(dst_, src_);
+  rte_eth_remove_rx_callback(pair_->ports.b, 0, cb);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeldAt, WorkerBurstFree, ::testing::Values(0u, 3u, 7u));
+
+}  // namespace
+}  // namespace roce::test::mbuf_burst_test
