@@ -13,7 +13,6 @@
 #include <cstring>
 
 #include "lib/rdma/qp_context.hpp"
-#include "lib/rdma/short_copy.hpp"
 #include "protocol/crc32_copy.hpp"
 #include "protocol/packet.hpp"
 
@@ -72,9 +71,9 @@ bool place_payload(const proto::Packet& pkt, const PayloadDest& dest, proto::Crc
 bool place_deferred(const proto::Packet& pkt, std::byte* dst, proto::WriteAhead next, proto::CrcBackend crc) noexcept;
 
 // Its case of a payload known good going to one contiguous range, inline: a responder's run of
-// WRITEs places every packet so (responder_run.cpp), a 64 B one without a call (short_copy.hpp).
+// WRITEs places every packet so (responder_run.cpp).
 inline void place_contiguous(const proto::Packet& pkt, std::byte* dst, proto::WriteAhead next) noexcept {
-  copy_payload_bytes(dst, pkt.payload.data(), pkt.payload_length);
+  std::memcpy(dst, pkt.payload.data(), pkt.payload_length);
   proto::prefetch_for_write(next);
 }
 
