@@ -58,6 +58,7 @@ std::size_t MrTable::take_slot() {
   next_hint_ = (i + 1) % slots_.size();
   slots_[i].taken = true;
   ++slots_[i].generation;
+  slots_[i].registrations.fetch_add(1, std::memory_order_relaxed);  // published by the key's release store
   ++in_use_;
   return i;
 }

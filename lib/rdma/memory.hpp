@@ -98,6 +98,11 @@ class MrTable {
   const std::atomic<std::uint32_t>& published_key(std::uint32_t key) const noexcept {
     return slots_[(key >> 8) - 1].published_key;
   }
+  // How many registrations (regions and windows) the slot of `key` has had: a key's 8-bit
+  // generation comes back after 256 of them, this count does not (RememberedRegion::renew).
+  const std::atomic<std::uint64_t>& registrations(std::uint32_t key) const noexcept {
+    return slots_[(key >> 8) - 1].registrations;
+  }
 
   // Checks a remote access [va, va+len) and translates it. The bounds test cannot overflow:
   // a range whose end wraps past 2^64 is out of bounds, not a write somewhere else.
@@ -138,6 +143,7 @@ class MrTable {
   struct Slot {
     MemoryRegion mr;
     std::atomic<std::uint32_t> published_key{0};  // 0 = free or invalidated
+    std::atomic<std::uint64_t> registrations{0};  // raised before each new occupant's key is published
     std::uint8_t generation = 0;
     bool taken = false;
   };
@@ -169,7 +175,8 @@ class MrTable {
 // memory forgets it at least once per worker iteration (a responder at each run's start): after
 // 256 registrations in one slot a key comes back naming other memory, and only deregister's
 // wait keeps that from happening within an iteration. A prefetch, which only reads ahead, may
-// keep it longer.
+// keep it longer; so may what acts on it, if it asks renew() at least once per iteration, which
+// also tells a registration since by the slot's count of registrations.
 class RememberedRegion {
  public:
   // Whether `rkey` is the remembered key and still names its region.
@@ -191,17 +198,31 @@ class RememberedRegion {
     if (mr.window_type != 0) return;
     rkey_ = rkey;
     published_ = &mrs.published_key(rkey);
+    registrations_ = &mrs.registrations(rkey);
+    registration_ = registrations_->load(std::memory_order_relaxed);  // after find's acquire load of the key
     addr_ = mr.addr;
     iova_ = mr.iova;
     length_ = mr.length;
   }
   void forget() noexcept { *this = RememberedRegion{}; }
+  // Kept for another worker iteration if its key is still published and its slot had no
+  // registration since it was remembered (then the key names the same region, however many
+  // iterations ago that was); otherwise forgotten. The count is read after the key: a key
+  // published again by a later registration makes that registration's count visible.
+  void renew() noexcept {
+    if (published_->load(std::memory_order_acquire) != rkey_ ||
+        registrations_->load(std::memory_order_relaxed) != registration_)
+      forget();
+  }
 
  private:
   // Nothing remembered: key 0, which no region has (MrTable::find), and a length of 0.
   static inline const std::atomic<std::uint32_t> kNone{0};
+  static inline const std::atomic<std::uint64_t> kNoRegistrations{0};
   std::uint32_t rkey_ = 0;
   const std::atomic<std::uint32_t>* published_ = &kNone;
+  const std::atomic<std::uint64_t>* registrations_ = &kNoRegistrations;
+  std::uint64_t registration_ = 0;
   std::byte* addr_ = nullptr;
   std::uint64_t iova_ = 0;
   std::uint64_t length_ = 0;

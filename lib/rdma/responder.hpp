@@ -151,7 +151,7 @@ class Responder {
     bool known = false;   // found out for the QP as it is now
     bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs
     std::uint32_t pmtu = 0;
-    RememberedRegion region;  // the region the R_Key last found valid in this run named (memory.hpp)
+    RememberedRegion region;  // the region the R_Key last found valid named (memory.hpp), renewed by each run
     // The output's last item is an ACK a WRITE of this run queued or coalesced into: the later
     // ones' PSN and MSN are kept here and written to it once, by end_run.
     bool ack_tail = false;

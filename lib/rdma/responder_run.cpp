@@ -20,9 +20,15 @@ namespace roce::rdma {
 using namespace roce::proto;
 
 // The last run ended (end_run): the engine ends each before the next frame of another QP, any
-// other call, and the next burst.
+// other call, and the next burst. The region the last run found is kept if its key still names
+// it (RememberedRegion::renew: published, no registration in its slot since), so a lone WRITE
+// at queue depth 1, a run of its own each time, is not checked whole each time (a QP's
+// protection domain does not change; its access flags are the run's `writes`).
 void Responder::begin_run(const QpContext& qp) {
+  RememberedRegion region = run_.region;
+  region.renew();
   run_ = Run{};
+  run_.region = region;
   run_.known = true;
   run_.writes = qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && !reorder_.enabled() &&
                 qp.tuning != nullptr && qp.tuning->write_runs;
@@ -38,9 +44,9 @@ void Responder::settle_run_ack(QpContext& qp) {
 }
 
 // run_target (responder.hpp): the region was found valid for this QP's protection domain and
-// remote write earlier in the run (begin_run forgets it), so only whether the key still names it
-// and the bounds are checked again (RememberedRegion, memory.hpp). Otherwise here: the full
-// check, and a region (never a window, which also hangs on its region) remembered.
+// remote write earlier, in this run or one before it (begin_run renews it), so only whether the
+// key still names it and the bounds are checked again (RememberedRegion, memory.hpp). Otherwise
+// here: the full check, and a region (never a window, which also hangs on its region) remembered.
 std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
   std::byte* out = nullptr;
   if (qp.mrs->check_remote(rkey, qp.cfg.pd, qp.cfg.qpn, va, len, IBV_ACCESS_REMOTE_WRITE, &out) != AccessResult::Ok)

@@ -88,3 +88,50 @@ TEST(RememberedRegion, AWindowIsNeverRemembered) {
 
 }  // namespace
 }  // namespace roce::test::remembered_region_test
+
+namespace roce::test::remembered_region_test {
+namespace {
+
+// renew keeps a region across worker iterations only while its key names it: not after the
+// slot's 256th registration since, which brings the same key back for other memory.
+TEST(RememberedRegion, RenewKeepsARegionUntilItsSlotIsRegisteredAgainEvenUnderTheSameKey) {
+  rdma::MrTable mrs(1);
+  const rdma::PdHandle pd = mrs.alloc_pd();
+  std::vector<std::byte> first(4096), second(4096);
+  auto mr = mrs.register_region(pd, first.data(), first.size(), kAccess, kIova);
+  ASSERT_TRUE(mr.ok());
+  const std::uint32_t key = (*mr)->rkey();
+  rdma::RememberedRegion r;
+  r.renew();
+  EXPECT_FALSE(r.holds(key)) << "nothing remembered, nothing renewed";
+  r.remember(mrs, key, **mr);
+  r.renew();
+  ASSERT_TRUE(r.holds(key)) << "still registered: kept";
+  EXPECT_EQ(r.translate(kIova, 64), first.data());
+
+  ASSERT_TRUE(mrs.deregister(key).ok());
+  std::uint32_t again = 0;
+  for (int i = 0; i < 256 && again != key; ++i) {
+    mr = mrs.register_region(pd, second.data(), second.size(), kAccess, kIova);
+    ASSERT_TRUE(mr.ok());
+    again = (*mr)->rkey();
+    if (again != key) {
+      ASSERT_TRUE(mrs.deregister(again).ok());
+    }
+  }
+  ASSERT_EQ(again, key) << "the key's generation came back";
+  EXPECT_TRUE(r.holds(key)) << "the key alone cannot tell (hence renew once per iteration)";
+  r.renew();
+  EXPECT_FALSE(r.holds(key)) << "registered again since: forgotten";
+  EXPECT_EQ(r.translate(kIova, 64), nullptr);
+
+  r.remember(mrs, key, **mr);
+  r.renew();
+  EXPECT_EQ(r.translate(kIova, 64), second.data());
+  ASSERT_TRUE(mrs.invalidate(key, pd).ok());
+  r.renew();
+  EXPECT_FALSE(r.holds(key)) << "invalidated: forgotten";
+}
+
+}  // namespace
+}  // namespace roce::test::remembered_region_test

@@ -29,7 +29,8 @@ constexpr std::uint32_t kRegionBytes = 4096;
 // address the peer names (the same in every engine of a comparison). Region 3 is registered
 // only by a RegisterAgain step, in QP 0's domain, into the slot a deregistration of region 0
 // freed (the table has three slots) and at region 0's address: other memory under another
-// generation of region 0's key.
+// generation of region 0's key (RegisterAgain) or under that very key, the slot registered and
+// deregistered until its 8-bit generation came back (RegisterUnderTheSameKey).
 constexpr std::uint64_t kIova[4] = {0x100000, 0x200000, 0x300000, 0x100000};
 constexpr unsigned kRegions = 4;
 
@@ -40,7 +41,7 @@ enum class Mode { Reference, Burst, FrameByFrame };
 // would come; or region 3 registered in region 0's slot), or a look at everything between two bursts (Check: the burst so far ends, what
 // the engine sends, its counters and the rest are recorded, and the next burst begins).
 struct Step {
-  enum class Kind { Packet, Deregister, Invalidate, RegisterAgain, Check } kind = Kind::Packet;
+  enum class Kind { Packet, Deregister, Invalidate, RegisterAgain, RegisterUnderTheSameKey, Check } kind = Kind::Packet;
   unsigned qp = 0;
   Opcode op = Opcode::RcWriteOnly;
   std::uint32_t psn = 0;
@@ -143,6 +144,20 @@ class World {
           keys_[3] = mr.ok() ? (*mr)->rkey() : 0;
           EXPECT_EQ(keys_[3] >> 8, keys_[0] >> 8) << "region 0's slot, taken again";
           EXPECT_NE(keys_[3], keys_[0]);
+          break;
+        }
+        case Step::Kind::RegisterUnderTheSameKey: {
+          const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+          keys_[3] = 0;
+          for (int i = 0; i < 256 && keys_[3] != keys_[0]; ++i) {
+            auto mr = mrs_.register_region(eps_[0].pd, mem_[3].data(), kRegionBytes, access, kIova[3]);
+            EXPECT_TRUE(mr.ok());
+            keys_[3] = mr.ok() ? (*mr)->rkey() : 0;
+            if (keys_[3] != keys_[0]) {
+              EXPECT_TRUE(mrs_.deregister(keys_[3]).ok());
+            }
+          }
+          EXPECT_EQ(keys_[3], keys_[0]) << "region 0's key, naming region 3's memory";
           break;
         }
         case Step::Kind::Packet: {
@@ -376,6 +391,16 @@ TEST(ResponderRun, ARegionDeregisteredBetweenBurstsIsNotWritten) {
   expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Deregister, 0),
                             only(psn(2), 0, 128), only(psn(3), 0, 192)},
                            2);
+}
+
+TEST(ResponderRun, ARegionRegisteredAgainUnderItsOwnKeyBetweenBurstsIsNotWritten) {
+  // The run's region, kept from one burst to the next while its key names it, is not kept once
+  // its slot holds other memory under that very key (256 registrations later): the key's WRITEs
+  // go to that memory, as the walk finds them.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Deregister, 0),
+                            change(Step::Kind::RegisterUnderTheSameKey, 3), only(psn(2), 0, 128), only(psn(3), 0, 192),
+                            check(), only(psn(4), 0, 256)},
+                           5);
 }
 
 TEST(ResponderRun, ARegionInvalidatedBetweenBurstsIsNotWritten) {
