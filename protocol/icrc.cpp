@@ -77,7 +77,10 @@ std::uint32_t icrc_prefix(CrcBackend backend, IpVersion v, ByteSpan datagram, st
   const std::size_t rest = upto - fixed;
   if (rest <= kOneCallRest) {  // extension headers: one CRC call with the masked ones
     std::memcpy(masked.data() + kFfPrefix + fixed, datagram.data() + fixed, rest);
-    return crc_of_copy(backend, masked.data(), kFfPrefix + fixed + rest);
+    // A whole short datagram by the kernel, a longer one's prefix by ISA-L (icrc_linear.cpp's
+    // whole_by_kernel says why).
+    const std::size_t len = kFfPrefix + fixed + rest;
+    return upto == datagram.size() ? crc_of_copy(backend, masked.data(), len) : crc32(backend, 0, masked.data(), len);
   }
   const std::uint32_t crc = crc32(backend, 0, masked.data(), kFfPrefix + fixed);
   return crc32(backend, crc, datagram.data() + fixed, rest);
