@@ -4,8 +4,6 @@
 // must not touch the bytes before it); batches of every size with mixed lengths, written over
 // their own input.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +12,7 @@
 
 #include "protocol/crc32.hpp"
 #include "protocol/crc32_short.hpp"
+#include "tests/support/guarded_page.hpp"
 
 namespace roce::proto::crc32_short_test {
 namespace {
@@ -49,13 +48,10 @@ TEST(Crc32Short, EveryLengthAndStartGivesTheReferenceCrc) {
 }
 
 TEST(Crc32Short, ABufferAtTheEdgesOfItsMappingIsReadWithinIt) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  auto* base = static_cast<std::byte*>(m);
-  ASSERT_EQ(mprotect(base, page, PROT_NONE), 0);
-  ASSERT_EQ(mprotect(base + 2 * page, page, PROT_NONE), 0);
-  std::byte* mid = base + page;
+  const roce::test::GuardedPage guarded;
+  ASSERT_TRUE(guarded.ok());
+  const std::size_t page = guarded.size();
+  std::byte* mid = guarded.data();
   std::mt19937 rng(27);
   for (std::size_t i = 0; i < page; ++i) mid[i] = static_cast<std::byte>(rng());
   for (std::size_t len = 0; len <= kPastMax; ++len) {
@@ -63,7 +59,6 @@ TEST(Crc32Short, ABufferAtTheEdgesOfItsMappingIsReadWithinIt) {
     EXPECT_EQ(crc32_short(crc, mid, len), crc32_portable(crc, mid, len)) << "at the start, length " << len;
     EXPECT_EQ(crc32_short(crc, mid + page - len, len), crc32_portable(crc, mid + page - len, len)) << "at the end, length " << len;
   }
-  munmap(m, 3 * page);
 }
 
 TEST(Crc32Short, ABatchOfEverySizeAndMixedLengthsGivesEachBuffersCrc) {

@@ -6,8 +6,6 @@
 // parsed and verified (a changed bit is caught); a request template's frames byte for byte the
 // builder's. No frame changes: the values are compute_icrc()'s every way.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <random>
 #include <vector>
@@ -15,6 +13,7 @@
 #include "protocol/aeth.hpp"
 #include "protocol/builder.hpp"
 #include "protocol/crc32_short.hpp"
+#include "tests/support/guarded_page.hpp"
 #include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/request_template.hpp"
@@ -95,13 +94,10 @@ TEST(IcrcSingle, EveryLengthStartAndVersionGivesThePlainIcrc) {
 // A datagram that starts a mapping or ends it, PROT_NONE pages on both sides: the kernel's first
 // chunk is a masked load that must not touch the bytes before the datagram.
 TEST(IcrcSingle, ADatagramAtTheEdgesOfItsMappingIsReadWithinIt) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  auto* base = static_cast<std::byte*>(m);
-  ASSERT_EQ(mprotect(base, page, PROT_NONE), 0);
-  ASSERT_EQ(mprotect(base + 2 * page, page, PROT_NONE), 0);
-  std::byte* mid = base + page;
+  const roce::test::GuardedPage guarded;
+  ASSERT_TRUE(guarded.ok());
+  const std::size_t page = guarded.size();
+  std::byte* mid = guarded.data();
   std::mt19937 rng(59);
   for (const bool kernel : kernel_passes()) {
     const KernelUse use(kernel);
@@ -120,7 +116,6 @@ TEST(IcrcSingle, ADatagramAtTheEdgesOfItsMappingIsReadWithinIt) {
       }
     }
   }
-  munmap(m, 3 * page);
 }
 
 FrameSpec spec_of(IpVersion v, Opcode op, std::uint32_t payload) {
