@@ -33,6 +33,7 @@ check --write-runs maybe
 check --straight-acks maybe
 check --seal-runs maybe
 check --seal-clmul maybe
+check --icrc-clmul maybe
 check --split-small-window x
 check --split-parts 0
 check --split-parts -3
