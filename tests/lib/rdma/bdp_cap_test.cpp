@@ -4,6 +4,9 @@
 // SendWindow is pure arithmetic: the samples and losses are fed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "lib/rdma/send_window.hpp"
 
 namespace roce::rdma {
@@ -50,6 +53,36 @@ struct Path {
       sample(kRtt, static_cast<std::uint32_t>(kPerRtt * fraction));
   }
 };
+
+// A trial is judged against the median of the latest bdp_cap_trial_samples samples taken
+// without the cap, kept in a ring (SendWindow::on_sample_free_cap: the count held below twice
+// the ring's size, no division per sample): after many times the ring's length of uncapped
+// samples, each of a different rate, the verdict's ratio is exactly the trial's rate over the
+// median (std::nth_element's, at n / 2) of the latest ones.
+TEST(BdpCapWhenFree, ATrialsReferenceIsTheLatestUncappedSamples) {
+  for (const std::uint32_t n : {16u, 5u, 32u}) {
+    WindowTuning t = session14();
+    t.bdp_cap_trial_samples = n;
+    Path p(t);
+    const auto rate = [](std::uint32_t packets) {
+      return static_cast<double>(packets) * kPmtu * 8 * 1e9 / static_cast<double>(kRtt) * 1;
+    };
+    std::vector<double> uncapped;
+    for (std::uint32_t i = 0; i < 25 * n + 3; ++i) {
+      const std::uint32_t d = 14 + (i * 7) % 11 + i % 3;
+      p.sample(kRtt, d);
+      uncapped.push_back(rate(d));
+    }
+    p.lose();
+    ASSERT_TRUE(p.w.bdp_engaged()) << n;  // the trial
+    constexpr std::uint32_t kTrial = 19;
+    for (std::uint32_t i = 0; i < n; ++i) p.sample(kRtt, kTrial);
+    std::vector<double> latest(uncapped.end() - n, uncapped.end());
+    std::nth_element(latest.begin(), latest.begin() + n / 2, latest.end());
+    EXPECT_EQ(p.w.bdp_last_ratio(), rate(kTrial) / latest[n / 2]) << n;
+    EXPECT_EQ(p.w.bdp_trials_free() + p.w.bdp_trials_costly(), 1u) << n;
+  }
+}
 
 TEST(BdpCapWhenFree, APathThatNeverLosesKeepsTheStaticCap) {
   Path p;

@@ -40,6 +40,34 @@ TEST(TimerHeap, SetsMovesAndRemovesDeadlines) {
   EXPECT_TRUE(h.empty());
 }
 
+// set(kNever) of an owner without a deadline returns before the heap (TimerHeap::set's test of
+// the position): every other owner keeps its deadline and the earliest stays, at any heap size.
+TEST(TimerHeap, SettingAnAbsentOwnerToNeverLeavesTheHeapAsItWas) {
+  constexpr std::uint32_t kOwners = 9;
+  TimerHeap h(kOwners);
+  for (std::uint32_t n = 0; n < kOwners; ++n) {
+    // Owners 0 .. n-1 hold deadlines (in a scrambled order), owner n none.
+    for (std::uint32_t o = 0; o < n; ++o) h.set(o, static_cast<Nanos>(100 + (o * 5) % 7 * 10 + o));
+    for (std::uint32_t o = n; o < kOwners; ++o) h.set(o, kNever);
+    const Nanos earliest = h.earliest();
+    const std::uint32_t first = n > 0 ? h.earliest_owner() : 0;
+    h.set(n, kNever);
+    h.set(n, kNever);
+    EXPECT_EQ(h.empty(), n == 0);
+    EXPECT_EQ(h.earliest(), earliest);
+    if (n > 0) {
+      EXPECT_EQ(h.earliest_owner(), first);
+    }
+    for (std::uint32_t o = 0; o < kOwners; ++o)
+      EXPECT_EQ(h.deadline_of(o), o < n ? static_cast<Nanos>(100 + (o * 5) % 7 * 10 + o) : kNever) << "n " << n << " owner " << o;
+    // ... and the heap still orders what comes next: the absent owner in first, then out again.
+    h.set(n, 1);
+    EXPECT_EQ(h.earliest_owner(), n);
+    h.set(n, kNever);
+    EXPECT_EQ(h.earliest(), earliest);
+  }
+}
+
 // Against a plain array: after every set, the earliest is the minimum of what was set.
 TEST(TimerHeap, EarliestIsTheMinimumAfterRandomSets) {
   constexpr std::uint32_t kOwners = 37;
