@@ -75,10 +75,9 @@ class DataplanePair {
     step_until([] { return false; }, 2000);
     for (dp::Dataplane* d : {a.get(), b.get()}) d->flush();
     step_until([] { return false; }, 500);
-    for (dp::Dataplane* d : {a.get(), b.get()}) {
+    for (dp::Dataplane* d : {a.get(), b.get()})  // all of them first: a shared pool counts both
       for (unsigned w = 0; w < d->worker_count(); ++w) d->worker(w).release_stash();
-      EXPECT_EQ(d->mbufs_in_use(), 0u) << "mbufs leaked by " << d->name();
-    }
+    for (dp::Dataplane* d : {a.get(), b.get()}) EXPECT_EQ(d->mbufs_in_use(), 0u) << "mbufs leaked by " << d->name();
   }
 
   ~DataplanePair() {
