@@ -27,7 +27,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
   dp->mode_ = o.mode;
   dp->shards_ = rdma::QpnShards{o.engine.qpns.base, o.workers};
   const std::string pool_name = o.name + "_pool";
-  dp->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
+  dp->owns_pool_ = o.pool == nullptr;
+  dp->pool_ = o.pool ? o.pool : rte_pktmbuf_pool_create(pool_name.c_str(), o.mbufs, 256, 0, o.mbuf_data_room, SOCKET_ID_ANY);
   if (dp->pool_ == nullptr)
     return make_error(rte_errno, "cannot create mbuf pool '" + pool_name + "' of " + std::to_string(o.mbufs) + " x " +
                                      std::to_string(o.mbuf_data_room) + " B: " + rte_strerror(rte_errno) +
@@ -130,7 +131,7 @@ Dataplane::~Dataplane() {
     while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
     rte_ring_free(r);
   }
-  rte_mempool_free(pool_);
+  if (owns_pool_) rte_mempool_free(pool_);
 }
 
 std::optional<unsigned> Dataplane::owner_of(std::uint32_t qpn) const { return shards_.owner(qpn); }

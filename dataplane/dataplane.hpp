@@ -34,6 +34,11 @@ struct DataplaneOptions {
   Mode mode = Mode::RunToCompletion;
   std::uint32_t mbufs = 8191;
   std::uint16_t mbuf_data_room = 4096 + 512 + RTE_PKTMBUF_HEADROOM;
+  // A pktmbuf pool the caller made and frees after this dataplane (`mbufs` and `mbuf_data_room`
+  // are then not used): dataplanes in one process that share it, as ports on one NIC share a
+  // pool, receive each other's frames in mbufs of their own pool, which a worker reuses for its
+  // next transmitted frame (Worker::recycle). Null: the dataplane makes its own.
+  rte_mempool* pool = nullptr;
   std::uint32_t ring_size = 4096;
   // Per-worker engine settings. Addresses are set here; worker w is shard w of
   // QpnShards{engine.qpns.base, workers}: it hands out QPNs base + w + k * workers.
@@ -148,6 +153,7 @@ class Dataplane {
   PortInfo port_{};
   rdma::LocalAddress local_{};
   rte_mempool* pool_ = nullptr;
+  bool owns_pool_ = false;  // made here (DataplaneOptions::pool null), freed here
   rdma::MrTable mrs_;
   ArpCache arp_;
   NeighborCache neighbors_;

@@ -25,12 +25,17 @@ inline std::uint64_t not_plain_bits(const rte_mbuf* m, const rte_mempool* pool) 
 
 inline bool plain_mbuf_of(const rte_mbuf* m, const rte_mempool* pool) { return not_plain_bits(m, pool) == 0; }
 
+// The bits of not_plain_bits over m[0..n), folded: zero when every one is a plain mbuf of `pool`.
+inline std::uint64_t not_plain_bits(rte_mbuf* const* m, unsigned n, const rte_mempool* pool) {
+  std::uint64_t bits = 0;
+  for (unsigned i = 0; i < n; ++i) bits |= not_plain_bits(m[i], pool);
+  return bits;
+}
+
 inline void free_burst(rte_mbuf** m, unsigned n) {
   if (n == 0) return;
   rte_mempool* pool = m[0]->pool;
-  std::uint64_t bits = 0;
-  for (unsigned i = 0; i < n; ++i) bits |= not_plain_bits(m[i], pool);
-  if (bits == 0) rte_mempool_put_bulk(pool, reinterpret_cast<void* const*>(m), n);
+  if (not_plain_bits(m, n, pool) == 0) rte_mempool_put_bulk(pool, reinterpret_cast<void* const*>(m), n);
   else rte_pktmbuf_free_bulk(m, n);
 }
 

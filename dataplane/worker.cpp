@@ -128,6 +128,32 @@ bool Worker::refill_stash() {
   return true;
 }
 
+[[gnu::always_inline]] inline void Worker::keep_in_stash(rte_mbuf* m) {
+  rte_pktmbuf_reset(m);
+  --stash_at_;
+  stash_[stash_at_] = m;
+  stash_frames_[stash_at_] = rdma::TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};
+}
+
+// The stash is refilled only below kBurst live mbufs (refill_stash), so a kept one never stands
+// in a refill's way; a full stash (64) frees as before. The pool is tested first, alone: where
+// every frame is another pool's (two dataplanes over a ring pair, each with its own pool) the
+// rest of the test is not paid for.
+[[gnu::always_inline]] inline void Worker::recycle(rte_mbuf* m) {
+  if (m->pool == cfg_.pool && stash_at_ != 0 && plain_mbuf_of(m, cfg_.pool)) keep_in_stash(m);
+  else if (m->next == nullptr) rte_pktmbuf_free_seg(m);
+  else rte_pktmbuf_free(m);
+}
+
+void Worker::recycle_burst(rte_mbuf** m, unsigned n) {
+  if (const unsigned k = std::min(n, stash_at_); k != 0 && m[0]->pool == cfg_.pool && not_plain_bits(m, k, cfg_.pool) == 0) {
+    for (unsigned i = k; i-- > 0;) keep_in_stash(m[i]);  // m[0] ends at the front
+    m += k;
+    n -= k;
+  }
+  free_burst(m, n);
+}
+
 rte_mbuf* Worker::take_mbuf() {
   if (stash_count() == 0 && !refill_stash()) return nullptr;
   return stash_[stash_at_++];
@@ -295,8 +321,8 @@ unsigned Worker::hand_off_foreign(rte_mbuf** rx, unsigned n) {
 }
 
 // A lone frame (queue depth 1: every frame) as receive() handles a burst of one, without the
-// burst's loop and call: its lines asked for at once, the frame to the engine, the mbuf freed
-// inline (the library's rte_pktmbuf_free is a call; its one-segment case is this, inlined).
+// burst's loop and call: its lines asked for at once, the frame to the engine, the mbuf kept for
+// the next transmit or freed inline (recycle).
 [[gnu::always_inline]] inline void Worker::receive_one(rte_mbuf* m, Nanos now, bool count) {
   prefetch_head(m);
   prefetch_rest(m);
@@ -312,8 +338,7 @@ unsigned Worker::hand_off_foreign(rte_mbuf** rx, unsigned n) {
     receive_frame({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, now);
   }
   engine_.end_receive_burst();
-  if (m->next == nullptr) rte_pktmbuf_free_seg(m);
-  else rte_pktmbuf_free(m);
+  recycle(m);
 }
 
 // Frames this worker handles (its own queue's, less what went to other owners, or its inbox,
@@ -345,7 +370,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
     receive_frame({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, now);
   }
   engine_.end_receive_burst();
-  free_burst(rx, n);
+  recycle_burst(rx, n);
 }
 
 void Worker::publish_stats(Nanos now) {

@@ -144,6 +144,16 @@ class Worker {
   bool push_pending();
   void run_commands();
   rte_mbuf* take_mbuf();
+  // A received mbuf the engine is done with (after end_receive_burst): the stash's next fresh
+  // mbuf when it is a plain mbuf of this worker's pool (mbuf_burst.hpp: one segment, direct,
+  // refcnt 1, so no one else holds it) and the stash has room; freed otherwise. A pool put now
+  // and a get at the next refill saved (docs/perf-changes.md section 63).
+  void recycle(rte_mbuf* m);
+  // recycle() for a received burst: its front mbufs, as many as the stash has room for, when
+  // every one of those is plain of the pool; the rest (or all) freed as free_burst frees them.
+  void recycle_burst(rte_mbuf** m, unsigned n);
+  // A plain mbuf of the pool as the stash's front entry, in the state rte_pktmbuf_alloc gives.
+  void keep_in_stash(rte_mbuf* m);
   // A burst of mbufs from the pool below the stash's live entries (room: at most kBurst left).
   bool refill_stash();
   unsigned stash_count() const { return static_cast<unsigned>(stash_.size()) - stash_at_; }
@@ -169,8 +179,8 @@ class Worker {
   // workers' frames (set_rx_burst).
   bool plain_rx_ = false;
   unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless
-  // Fresh mbufs, refilled a burst at a time; the live ones are [stash_at_, end), taken from the
-  // front. stash_frames_[i] is stash_[i]'s data room as Engine::transmit wants it, written once
+  // Fresh mbufs, refilled a burst at a time (or one received mbuf at a time: recycle); the live
+  // ones are [stash_at_, end), taken from the front. stash_frames_[i] is stash_[i]'s data room as Engine::transmit wants it, written once
   // when the mbuf came from the pool: the engine is offered the front entries where they lie and
   // those it filled leave, so an mbuf offered and not used is not described again next time
   // (at queue depth 1 four were offered for the one used; docs/perf-changes.md section 45).

@@ -36,6 +36,8 @@
 //              [--seal-clmul on|off] (those frames' ICRCs by the carry-less kernel where the CPU has it, or ISA-L)
 //              [--icrc-clmul on|off] (off: the carry-less kernel off for the whole process, every ICRC,
 //              single frames', runs' and the protocol floor's, by ISA-L as on a CPU without AVX-512)
+//              [--shared-pool on|off] (on, the default: a rig's two sides share one mbuf pool, each reuses
+//              a received mbuf for its next frame; off: a pool each, every received mbuf goes back to the peer's)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -60,6 +62,7 @@
 #include <string>
 
 #include "bench/suite/cases.hpp"
+#include "bench/suite/rig.hpp"
 #include "protocol/crc32_short.hpp"
 #include "dataplane/eal.hpp"
 
@@ -219,6 +222,8 @@ int main(int argc, char** argv) {
         c.loss_read = args.app[++i] == "read";
       } else if (a == "--loss-baseline") {
         loss_baseline = true;
+      } else if (a == "--shared-pool" && has) {
+        rig_share_pool(on_off(args.app[++i]));
       } else if (a == "--paired-floor" && has) {
         c.paired_floor = on_off(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-free" && has) {

@@ -1,6 +1,7 @@
 #include "bench/suite/rig.hpp"
 
 #include <rte_cycles.h>
+#include <rte_errno.h>
 #include <rte_launch.h>
 #include <rte_pause.h>
 
@@ -23,9 +24,12 @@ constexpr proto::MacAddr kMacB{0x02, 0, 0, 0, 0x0C, 0x02};
 constexpr proto::Ipv4Addr kIpA{10, 0, 12, 1};
 constexpr proto::Ipv4Addr kIpB{10, 0, 12, 2};
 
+bool share_pool = true;
+
 std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port, proto::MacAddr mac, proto::Ipv4Addr ip,
-                                     std::uint32_t mbufs, const rdma::TransportTuning& tuning) {
+                                     std::uint32_t mbufs, rte_mempool* pool, const rdma::TransportTuning& tuning) {
   DataplaneOptions o;
+  o.pool = pool;
   o.engine.tuning = tuning;
   o.name = name;
   o.port.name = std::to_string(port);
@@ -41,6 +45,8 @@ std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port
 }
 
 }  // namespace
+
+void rig_share_pool(bool on) { share_pool = on; }
 
 bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn) {
@@ -119,8 +125,17 @@ std::unique_ptr<Rig> Rig::create(const RigOptions& o) {
     r->emu_ = std::move(*emu);
     port_b = p2->b;
   }
-  r->a_ = make_side("bsA" + o.tag, p1->a, kMacA, kIpA, o.mbufs, o.tuning);
-  r->b_ = make_side("bsB" + o.tag, port_b, kMacB, kIpB, o.mbufs, o.tuning);
+  if (share_pool) {
+    // Both sides' mbufs in one pool, as many as their two pools held (the data room as Dataplane's).
+    r->pool_ = rte_pktmbuf_pool_create(("bspool" + o.tag).c_str(), 2 * o.mbufs + 1, 256, 0, DataplaneOptions{}.mbuf_data_room,
+                                       SOCKET_ID_ANY);
+    if (r->pool_ == nullptr) {
+      std::fprintf(stderr, "rig pool: %s\n", rte_strerror(rte_errno));
+      return nullptr;
+    }
+  }
+  r->a_ = make_side("bsA" + o.tag, p1->a, kMacA, kIpA, o.mbufs, r->pool_, o.tuning);
+  r->b_ = make_side("bsB" + o.tag, port_b, kMacB, kIpB, o.mbufs, r->pool_, o.tuning);
   if (!r->a_ || !r->b_) return nullptr;
   r->a_->arp().learn(kIpB, kMacB);
   r->b_->arp().learn(kIpA, kMacA);
@@ -141,6 +156,9 @@ Rig::~Rig() {
   if (a_) a_->worker(0).release_stash();
   if (b_) b_->worker(0).release_stash();
   emu_.reset();
+  a_.reset();
+  b_.reset();
+  rte_mempool_free(pool_);
 }
 
 std::vector<QpPair> Rig::connect(const QpSetOptions& o) {

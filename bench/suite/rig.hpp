@@ -32,6 +32,12 @@ struct RigOptions {
   Nanos delay = 0;
 };
 
+// Rigs made after this call give their two sides one mbuf pool (on, the default: as ports of one
+// NIC share a pool, each side receives its peer's frames in mbufs of its own pool and reuses them
+// for its next frame, Worker::recycle) or a pool each (off: every received mbuf is the peer's
+// and goes back to its pool). Before any rig is made (perf_suite's --shared-pool).
+void rig_share_pool(bool on);
+
 // Side B's loop on its own lcore (start_b .. stop_b), summed over every start: iterations in
 // which its worker received or sent a frame (busy) or did not (idle), the TSC cycles of each,
 // and the thread's CPU time. Whether B is the bottleneck of the two-lcore rig, and what a
@@ -101,6 +107,7 @@ class Rig {
 
  private:
   Rig() = default;
+  rte_mempool* pool_ = nullptr;  // both sides' (rig_share_pool), freed after them; else null
   std::unique_ptr<Dataplane> a_, b_;
   std::unique_ptr<LinkEmulator> emu_;
   rdma::CompletionQueue* cqa_ = nullptr;

@@ -34,6 +34,7 @@ check --straight-acks maybe
 check --seal-runs maybe
 check --seal-clmul maybe
 check --icrc-clmul maybe
+check --shared-pool maybe
 check --split-small-window x
 check --split-parts 0
 check --split-parts -3

@@ -19,6 +19,9 @@ struct PairOptions {
   rdma::EngineConfig engine{};
   Nanos stats_interval_ns = 10 * kMilli;
   Nanos tx_flush_ns = 20 * kMicro;
+  // Both dataplanes on one mbuf pool (DataplaneOptions::pool), which the pair frees after them:
+  // each receives the other's frames in mbufs of its own pool (Worker::recycle).
+  bool shared_pool = false;
 };
 
 class DataplanePair {
@@ -35,8 +38,16 @@ class DataplanePair {
       return nullptr;
     }
     p->ports = *pair;
-    p->a = make(tag + "a", p->ports.a, {10, 0, 0, 1}, {2, 0, 0, 0, 0, 1}, o);
-    p->b = make(tag + "b", p->ports.b, {10, 0, 0, 2}, {2, 0, 0, 0, 0, 2}, o);
+    if (o.shared_pool) {
+      p->pool = rte_pktmbuf_pool_create(("ring" + tag + "p").c_str(), 2 * 4095 + 1, 256, 0,
+                                        dp::DataplaneOptions{}.mbuf_data_room, SOCKET_ID_ANY);
+      if (p->pool == nullptr) {
+        ADD_FAILURE() << "cannot create the shared pool";
+        return nullptr;
+      }
+    }
+    p->a = make(tag + "a", p->ports.a, {10, 0, 0, 1}, {2, 0, 0, 0, 0, 1}, o, p->pool);
+    p->b = make(tag + "b", p->ports.b, {10, 0, 0, 2}, {2, 0, 0, 0, 0, 2}, o, p->pool);
     if (!p->a || !p->b) return nullptr;
     p->a->worker(0).request_arp({10, 0, 0, 2});
     p->b->worker(0).request_arp({10, 0, 0, 1});
@@ -64,20 +75,27 @@ class DataplanePair {
     step_until([] { return false; }, 2000);
     for (dp::Dataplane* d : {a.get(), b.get()}) d->flush();
     step_until([] { return false; }, 500);
-    for (dp::Dataplane* d : {a.get(), b.get()}) {
+    for (dp::Dataplane* d : {a.get(), b.get()})  // all of them first: a shared pool counts both
       for (unsigned w = 0; w < d->worker_count(); ++w) d->worker(w).release_stash();
-      EXPECT_EQ(d->mbufs_in_use(), 0u) << "mbufs leaked by " << d->name();
-    }
+    for (dp::Dataplane* d : {a.get(), b.get()}) EXPECT_EQ(d->mbufs_in_use(), 0u) << "mbufs leaked by " << d->name();
+  }
+
+  ~DataplanePair() {
+    a.reset();
+    b.reset();
+    rte_mempool_free(pool);
   }
 
   dp::RingPair ports;
+  rte_mempool* pool = nullptr;  // PairOptions::shared_pool: both dataplanes'
   std::unique_ptr<dp::Dataplane> a, b;
 
  private:
   DataplanePair() = default;
   static std::unique_ptr<dp::Dataplane> make(const std::string& name, std::uint16_t port, proto::Ipv4Addr ip,
-                                             proto::MacAddr mac, const PairOptions& po) {
+                                             proto::MacAddr mac, const PairOptions& po, rte_mempool* pool) {
     dp::DataplaneOptions o;
+    o.pool = pool;
     o.name = name;
     o.port.name = std::to_string(port);
     o.ip = rdma::IpAddress::ipv4(ip);
