@@ -111,7 +111,14 @@ FrameLayout RequestTemplate::write_headers(const RequestFields& f, const ExtHead
   store_header(out, bth_offset_, Be16::of(static_cast<std::uint16_t>(f.opcode << 8 | flags)));
   const std::uint8_t ack = static_cast<std::uint8_t>(ack_req_ | (f.ack_requested ? Bth::kAckReq : 0));
   store_header(out, bth_offset_ + offsetof(Bth, ack_req), Be32::of(std::uint32_t{ack} << 24 | (f.psn & 0xFFFFFF)));
-  write_ext_headers(info, ext, p + bytes_);
+  // The commonest requests carry a RETH alone (a WRITE ONLY or FIRST, a READ) or nothing (a
+  // SEND ONLY, FIRST or MIDDLE): stored as write_ext_headers() would store them, without its
+  // test of every header kind (a call and ten tests a frame).
+  switch (info.headers) {
+    case 0: break;
+    case header_bit(ExtHeader::Reth): std::memcpy(p + bytes_, &ext.reth, sizeof ext.reth); break;
+    default: write_ext_headers(info, ext, p + bytes_);
+  }
   return l;
 }
 

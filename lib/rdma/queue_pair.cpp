@@ -595,11 +595,4 @@ void QueuePair::on_timer(Nanos now) {
   after_completer(comp_.on_timer(ctx_, req_, now));
 }
 
-Nanos QueuePair::deadline() const {
-  if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return kNever;
-  Nanos d = std::min(comp_.deadline(), pacer_wake_);
-  if (cc_) d = std::min(d, cc_->next_deadline());
-  return d;
-}
-
 }  // namespace roce::rdma

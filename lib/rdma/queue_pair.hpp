@@ -4,6 +4,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <memory>
 #include <span>
 
@@ -111,14 +112,23 @@ class QueuePair {
   // split_small_window, WindowTuning::bdp_cap_split): no limit while responses are owed.
   std::uint32_t turn_limit() const { return resp_.has_output() ? UINT32_MAX : req_.turn_limit(ctx_); }
   // The same, as a transmit turn begins (Requester::note_turn counts the turns).
+  // Neither split switched on (the default): note_turn counts nothing and turn_limit has no
+  // limit, so neither is called (two calls a turn, each turn of every QP).
   std::uint32_t begin_turn() {
+    if (!ctx_.tuning->split_small_window && !ctx_.tuning->window.bdp_cap_split) return UINT32_MAX;
     req_.note_turn(ctx_);
     return turn_limit();
   }
   // After the build_next calls of one transmit turn, all at `now`: per-turn timer work.
   void end_send_turn(Nanos now) { comp_.end_send_turn(ctx_, now); }
   void on_timer(Nanos now);
-  Nanos deadline() const;
+  // Inline: the engine asks after every transmit turn and every refresh.
+  Nanos deadline() const {
+    if (ctx_.state == QpState::Err || ctx_.state == QpState::Reset) return kNever;
+    Nanos d = std::min(comp_.deadline(), pacer_wake_);
+    if (cc_) d = std::min(d, cc_->next_deadline());
+    return d;
+  }
 
   const Requester& requester() const { return req_; }
   const Responder& responder() const { return resp_; }

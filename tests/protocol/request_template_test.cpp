@@ -3,6 +3,7 @@
 // every pad, PSNs across the wrap, SE and AckReq, both ICRC methods and both sealing paths.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -204,6 +205,56 @@ TEST(RequestTemplate, ARebuiltTemplateFollowsAChangedPath) {
   EXPECT_NE(changed.frame, by_template(t, f, ext, payload.data(), false).frame);
   ASSERT_TRUE(t.build(path, CrcBackend::Isal, true));
   expect_same(changed, by_template(t, f, ext, payload.data(), false), "rebuilt");
+}
+
+// write_headers stores a RETH alone, or no extension header, without walking every header kind;
+// every other set of headers goes the walk. Each kind of opcode, with every extension header's
+// bytes distinct: the builder's bytes, and the parsed frame shows the headers its opcode has (a
+// RETH with an immediate is not a RETH alone: its immediate is there).
+TEST(RequestTemplate, ARethAloneNoHeaderAndTheRestAreTheBuildersBytes) {
+  std::mt19937 rng(26);
+  std::vector<std::byte> payload(256, std::byte{0x3C});
+  std::size_t reth_alone = 0, none = 0, other = 0;
+  for (const auto& [name, path] : paths()) {
+    RequestTemplate t;
+    ASSERT_TRUE(t.build(path, CrcBackend::Isal, true)) << name;
+    IcrcHeaderCache cache;
+    for (const Opcode op : {Opcode::RcWriteOnly, Opcode::RcWriteFirst, Opcode::RcReadRequest, Opcode::UcWriteOnly,
+                            Opcode::RcSendOnly, Opcode::RcSendFirst, Opcode::RcSendMiddle, Opcode::RcWriteOnlyImm,
+                            Opcode::RcSendOnlyImm, Opcode::RcSendOnlyInv, Opcode::RcCmpSwap}) {
+      const OpcodeInfo& info = opcode_info(op);
+      // FIRST and MIDDLE carry a whole path MTU (pmtu 0: any IBA MTU, 256 the smallest).
+      const std::uint32_t len = info.payload == PayloadRule::None ? 0 : info.payload == PayloadRule::ExactPmtu ? 256 : 64;
+      const RequestFields f{raw(op), 0x123456, false, true, len};
+      const ExtHeaders ext = random_ext(rng);
+      const std::string what = std::string(name) + " " + info.name;
+      const Built b = by_template(t, f, ext, payload.data(), false);
+      expect_same(by_builder(path, f, ext, payload.data(), &cache, false), b, what);
+      ASSERT_TRUE(b.layout.ok()) << what;
+      if (info.headers == header_bit(ExtHeader::Reth)) ++reth_alone;
+      else if (info.headers == 0) ++none;
+      else ++other;
+      // parse_frame takes Ethernet frames of transport version 0 (the BTH flags' low four bits).
+      if (!path.with_ethernet || (path.bth.flags & 0x0Fu) != 0) continue;
+      Packet p;
+      ASSERT_EQ(parse_frame(std::span{b.frame}.first(b.layout.length), {}, p), ParseError::None) << what;
+      if (info.has(ExtHeader::Reth)) {
+        EXPECT_EQ(std::memcmp(&p.ext.reth, &ext.reth, sizeof ext.reth), 0) << what;
+      }
+      if (info.has(ExtHeader::ImmDt)) {
+        EXPECT_EQ(std::memcmp(&p.ext.imm, &ext.imm, sizeof ext.imm), 0) << what;
+      }
+      if (info.has(ExtHeader::Ieth)) {
+        EXPECT_EQ(std::memcmp(&p.ext.ieth, &ext.ieth, sizeof ext.ieth), 0) << what;
+      }
+      if (info.has(ExtHeader::AtomicEth)) {
+        EXPECT_EQ(std::memcmp(&p.ext.atomic, &ext.atomic, sizeof ext.atomic), 0) << what;
+      }
+    }
+  }
+  EXPECT_GT(reth_alone, 0u);
+  EXPECT_GT(none, 0u);
+  EXPECT_GT(other, 0u);
 }
 
 TEST(RequestTemplate, RefusesAPathWithPerFrameBthBitsSet) {

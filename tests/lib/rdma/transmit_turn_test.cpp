@@ -119,5 +119,38 @@ TEST_F(TransmitTurn, APostLeavesTheQpsTimerWhereItWas) {
   EXPECT_EQ(wcs[0].status, IBV_WC_WR_FLUSH_ERR) << describe(wcs[0]);
 }
 
+// QueuePair::begin_turn skips Requester::note_turn and turn_limit while neither split is on (the
+// default): the turn then has no limit, as turn_limit says. With either split on it still asks
+// them: a cap of 4 in halves gives turns of at most 2 (the shortcut taken regardless would give
+// none).
+TEST(TransmitTurnLimit, ATurnIsLimitedOnlyWhenASplitIsOn) {
+  struct Case {
+    const char* name;
+    bool split_small_window;
+    bool bdp_cap_split;
+    bool limited;
+  };
+  for (const Case& c : {Case{"defaults", false, false, false}, Case{"split_small_window", true, false, true},
+                        Case{"bdp_cap_split (the BDP cap not holding)", false, true, false}}) {
+    rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
+    cfg.tuning.max_inflight_packets = 4;
+    cfg.tuning.split_small_window = c.split_small_window;
+    cfg.tuning.window.bdp_cap_split = c.bdp_cap_split;
+    rdma::MrTable mrs;
+    rdma::Engine engine(cfg, mrs);
+    Endpoint ep = make_endpoint(engine, QpOptions{});
+    to_rtr(engine, ep.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
+    to_rts(engine, ep.qp, kS, 1);
+    const std::uint32_t limit = ep.qp->turn_limit();
+    if (c.limited) {
+      EXPECT_GE(limit, 1u) << c.name;
+      EXPECT_LE(limit, 2u) << c.name;
+    } else {
+      EXPECT_EQ(limit, UINT32_MAX) << c.name;
+    }
+    EXPECT_EQ(ep.qp->begin_turn(), limit) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace roce::test::transmit_turn_test
