@@ -425,6 +425,10 @@ bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now, bool con
     if (o == ResponderOutcome::Fatal) enter_error();
     return true;
   }
+  // The QP's first frame in this burst is a response: requests after it continue the run
+  // (receive_in_run), so the run starts again at the next request (begin_run renews the region
+  // it kept from an earlier burst, as every worker iteration must: memory.hpp).
+  if (!continues_run) resp_.forget_run();
   const CompleterOutcome o = comp_.on_response(ctx_, req_, pkt, now);
   if (o == CompleterOutcome::Corrupted) return false;
   ctx_.counters.inc(Counter::RcvdPkts);

@@ -403,6 +403,21 @@ TEST(ResponderRun, ARegionRegisteredAgainUnderItsOwnKeyBetweenBurstsIsNotWritten
                            5);
 }
 
+TEST(ResponderRun, AResponseFirstInABurstDoesNotCarryAnEarlierRunsRegionOver) {
+  // QP 0 is a requester too: in the second burst its first frame is an ACK (of nothing it
+  // sent: the completer ignores it), then WRITEs. The region the first burst's run kept must be
+  // renewed at the QP's first frame in a burst whatever that frame is, so the WRITEs after the
+  // ACK go where the walk puts them: to the other memory now under that very key.
+  Step ack;
+  ack.op = Opcode::RcAck;
+  ack.psn = 0xFF;  // the QP's send PSN starts at 0x100
+  ack.payload = 0;
+  ack.ack_req = false;
+  expect_as_frame_by_frame({only(psn(0), 0, 0), check(), change(Step::Kind::Deregister, 0),
+                            change(Step::Kind::RegisterUnderTheSameKey, 3), ack, only(psn(1), 0, 64), only(psn(2), 0, 128)},
+                           2);
+}
+
 TEST(ResponderRun, ARegionInvalidatedBetweenBurstsIsNotWritten) {
   expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), check(), change(Step::Kind::Invalidate, 0),
                             only(psn(2), 0, 128)},
