@@ -41,16 +41,16 @@ class ClockedWritePair : public ::testing::Test {
     ibv_sge g = sge(src_.data(), 256, src_mr_);
     ASSERT_EQ(post(a_, IBV_WR_RDMA_WRITE, id, &g, 1, reinterpret_cast<std::uint64_t>(dst_.data()), dst_mr_->rkey()), 0);
   }
-  // Steps both sides until a's WRITE completes.
-  void complete() {
+  // Steps both sides until a's `writes` WRITEs complete, each successfully.
+  void complete(std::size_t writes = 1) {
     std::vector<ibv_wc> wcs;
-    for (int i = 0; i < 100000 && wcs.empty(); ++i) {
+    for (int i = 0; i < 100000 && wcs.size() < writes; ++i) {
       poll_a();
       pair_->b->poll_once();
-      wcs = drain(a_);
+      for (const ibv_wc& wc : drain(a_)) wcs.push_back(wc);
     }
-    ASSERT_EQ(wcs.size(), 1u);
-    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+    ASSERT_EQ(wcs.size(), writes);
+    for (const ibv_wc& wc : wcs) EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << describe(wc);
   }
 
   std::unique_ptr<DataplanePair> pair_;
