@@ -73,10 +73,13 @@ for k in range(nbins):
         # The two sides of the CPU-time ratio (the ceiling's is absent from builds before r4k12).
         worker_cpu = figure(doc, "responder_worker_cpu", payload=4096)
         ceiling_cpu = figure(doc, "responder_ceiling_cpu", payload=4096)
+        # parse+verify of a 64 B WRITE timed before each window: the host's state (absent before
+        # section 69's build).
+        host = figure(doc, "responder_host_floor", payload=4096)
         load = open("{}/{}-{}.load".format(tmp, k, i)).read().strip()
         med = lambda f: statistics.median(f["samples"]) if f and f["samples"] else None
         rows.append((statistics.median(ratio["samples"]), statistics.median(gbit["samples"]), load, med(cpu), med(best),
-                     med(worker_cpu), med(ceiling_cpu)))
+                     med(worker_cpu), med(ceiling_cpu), med(host)))
     per.append(rows)
 label = "AB"[:nbins]
 print("### 4 KiB responder worker over {} runs{}".format(runs, " per binary, alternating" if nbins == 2 else ""))
@@ -92,15 +95,19 @@ print("The CPU-time column divides both windows by the thread's CPU time instead
 print("loaded machine it leaves out the time the thread was descheduled, which the wall-time ratio does not.")
 print("The best-round column divides the fastest round (2048 frames) of each responder window by the")
 print("fastest round of its ceiling window: the rounds the other jobs left alone.")
+print("The host column is the protocol layer's parse+verify of a 64 B WRITE timed before each window:")
+print("this guest's vCPUs run in a fast state (about 30 ns) and a slow one (about 50 ns) that slows")
+print("compute but not memory bandwidth, so the slow state reads this figure lower (perf-changes.md section 69).")
 print()
-print("| run | " + " | ".join("{0} fraction of ceiling | {0} CPU time | {0} best round | {0} Gbit/s | load".format(label[k]) for k in range(nbins)) + " |")
-print("|---:|" + "---:|---:|---:|---:|---:|" * nbins)
+print("| run | " + " | ".join("{0} fraction of ceiling | {0} CPU time | {0} best round | {0} Gbit/s | {0} host ns | load".format(label[k]) for k in range(nbins)) + " |")
+print("|---:|" + "---:|---:|---:|---:|---:|---:|" * nbins)
 fmt = lambda v: "n/a" if v is None else "{:.2f}".format(v)
 for i in range(runs):
     cells = []
     for k in range(nbins):
         r, g, load, c, b = per[k][i][:5]
-        cells += ["{:.2f}".format(r), fmt(c), fmt(b), "{:.1f}".format(g), load]
+        host = per[k][i][7]
+        cells += ["{:.2f}".format(r), fmt(c), fmt(b), "{:.1f}".format(g), "n/a" if host is None else "{:.0f}".format(host), load]
     print("| {} | {} |".format(i + 1, " | ".join(cells)))
 print()
 for k in range(nbins):
