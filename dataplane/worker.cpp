@@ -129,7 +129,7 @@ bool Worker::refill_stash() {
 }
 
 [[gnu::always_inline]] inline void Worker::keep_in_stash(rte_mbuf* m) {
-  rte_pktmbuf_reset(m);
+  reset_plain(m);  // both callers tested plain_mbuf_of first
   --stash_at_;
   stash_[stash_at_] = m;
   stash_frames_[stash_at_] = rdma::TxFrame{rte_pktmbuf_mtod(m, std::byte*), frame_capacity_, 0};

@@ -152,7 +152,8 @@ class Worker {
   // recycle() for a received burst: its front mbufs, as many as the stash has room for, when
   // every one of those is plain of the pool; the rest (or all) freed as free_burst frees them.
   void recycle_burst(rte_mbuf** m, unsigned n);
-  // A plain mbuf of the pool as the stash's front entry, in the state rte_pktmbuf_alloc gives.
+  // A plain mbuf of the pool (plain_mbuf_of passed) as the stash's front entry, in the state
+  // rte_pktmbuf_alloc gives (reset_plain).
   void keep_in_stash(rte_mbuf* m);
   // A burst of mbufs from the pool below the stash's live entries (room: at most kBurst left).
   bool refill_stash();

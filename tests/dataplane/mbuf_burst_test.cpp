@@ -5,6 +5,8 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,9 +16,11 @@
 namespace roce::test::mbuf_burst_test {
 namespace {
 
+// Counted per stem: a pair's ring names are near DPDK's 29 characters, so the fixture's pools
+// (two a test) must not lengthen them as tests are added.
 std::string fresh(const std::string& stem) {
-  static int n = 0;
-  return stem + std::to_string(n++);
+  static std::map<std::string, int> n;
+  return stem + std::to_string(n[stem]++);
 }
 
 class MbufBurst : public ::testing::Test {
@@ -62,6 +66,35 @@ TEST_F(MbufBurst, AFreshMbufIsPlainAndEachDifferenceIsNot) {
   rte_pktmbuf_free(m[1]);
   rte_pktmbuf_free(m[1]);
   rte_pktmbuf_free(m[0]);
+}
+
+// Worker::keep_in_stash resets a received mbuf with reset_plain, which leaves out what the plain
+// test proved (`next`, nb_segs, the EXTERNAL flag): on an mbuf that passed it, every byte of the
+// header ends as rte_pktmbuf_reset leaves it, whatever the frame left in the other fields.
+TEST_F(MbufBurst, ResetPlainLeavesAPlainMbufAsRtePktmbufResetDoes) {
+  std::vector<rte_mbuf*> m = take(3);
+  for (unsigned i = 0; i < m.size(); ++i) {
+    rte_mbuf* x = m[i];
+    x->data_off = static_cast<std::uint16_t>(7 + i);  // an RX queue's or a prepend's headroom
+    x->data_len = 1234;
+    x->pkt_len = 1234;
+    x->port = 3;
+    x->packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP;
+    x->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_VLAN;
+    x->vlan_tci = 0x123;
+    x->vlan_tci_outer = 0x456;
+    x->tx_offload = 0x0102030405060708ull + i;
+    x->hash.rss = 0xabcdef;
+    ASSERT_TRUE(dp::plain_mbuf_of(x, pools_[0])) << "the fields above are not what the plain test reads";
+    alignas(RTE_CACHE_LINE_SIZE) rte_mbuf want;
+    std::memcpy(&want, x, sizeof want);
+    rte_pktmbuf_reset(&want);
+    dp::reset_plain(x);
+    EXPECT_EQ(std::memcmp(&want, x, sizeof want), 0) << "mbuf " << i << " differs from rte_pktmbuf_reset's";
+    EXPECT_EQ(x->data_off, RTE_PKTMBUF_HEADROOM);
+    EXPECT_TRUE(dp::plain_mbuf_of(x, pools_[0]));
+  }
+  dp::free_burst(m.data(), static_cast<unsigned>(m.size()));
 }
 
 TEST_F(MbufBurst, APlainBurstGoesBackWholeAndComesOutPlain) {
