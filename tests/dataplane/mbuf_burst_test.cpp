@@ -155,6 +155,7 @@ struct Held {
   rte_mbuf* m = nullptr;
   unsigned burst = 0;
   unsigned at = 0;
+  std::uint64_t bytes = 0;  // the burst's pkt_len, summed
 };
 
 std::uint16_t hold_one(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint16_t n, std::uint16_t, void* arg) {
@@ -162,6 +163,7 @@ std::uint16_t hold_one(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint1
   if (h->m == nullptr && n > h->at) {
     h->m = pkts[h->at];
     h->burst = n;
+    for (std::uint16_t i = 0; i < n; ++i) h->bytes += pkts[i]->pkt_len;
     rte_mbuf_refcnt_update(h->m, 1);
   }
   return n;
@@ -183,9 +185,14 @@ TEST_P(WorkerBurstFree, AnMbufHeldElsewhereOutlivesTheBurstAndTheRestGoBack) {
   constexpr unsigned kWrites = 8;
   for (unsigned i = 0; i < kWrites; ++i) post_write(i + 1);
   poll_a();  // the WRITEs are on b's ring now, in one burst
+  const dp::WorkerStats before = pair_->b->worker(0).stats();
   pair_->b->poll_once();
   ASSERT_NE(held.m, nullptr);
   EXPECT_EQ(held.burst, kWrites) << "not one burst: the worker's burst path was not taken";
+  // The burst's frames and bytes, counted once after its loop (Worker::receive).
+  const dp::WorkerStats after = pair_->b->worker(0).stats();
+  EXPECT_EQ(after.rx_packets - before.rx_packets, kWrites);
+  EXPECT_EQ(after.rx_bytes - before.rx_bytes, held.bytes);
   EXPECT_EQ(rte_mbuf_refcnt_read(held.m), 1u) << "the worker dropped more than its own reference";
   EXPECT_EQ(held.m->nb_segs, 1u);
   EXPECT_GT(held.m->data_len, 256u) << "the held frame's mbuf was reused";
