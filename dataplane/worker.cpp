@@ -176,7 +176,7 @@ void Worker::send_frame(rte_mbuf* m) {
   if (pending_count_ >= kBurst) push_out();
 }
 
-bool Worker::push_pending() {
+[[gnu::always_inline]] inline bool Worker::hand_to_port() {
   const unsigned sent =
       cfg_.tx_ring ? rte_ring_sp_enqueue_burst(cfg_.tx_ring, reinterpret_cast<void**>(pending_.data()), pending_count_, nullptr)
                    : rte_eth_tx_burst(cfg_.port, cfg_.queue, pending_.data(), static_cast<std::uint16_t>(pending_count_));
@@ -186,6 +186,8 @@ bool Worker::push_pending() {
   pending_count_ -= sent;
   return pending_count_ == 0;
 }
+
+bool Worker::push_pending() { return hand_to_port(); }
 
 // One burst per iteration, as on the receive side. Letting the engine fill bursts until it ran
 // dry put a whole READ's responses (or a 16-QP window) in the ring at once: the receiver then
@@ -222,8 +224,9 @@ bool Worker::push_pending() {
   if (pending_count_ >= kBurst) push_out();
   // The QPs whose ACK waits (Engine::transmit's ack_hold) each want a frame next time: offering
   // fewer would leave some of them for an iteration more once they go.
-  const auto wanted = static_cast<unsigned>(n + engine_.acks_held());
-  tx_offer_ = n == have ? kBurst : std::clamp(wanted, kMinOffer, kBurst);
+  // (std::clamp, by reference, put its bounds on the stack.)
+  const std::size_t wanted = n + engine_.acks_held();
+  tx_offer_ = n == have || wanted >= kBurst ? kBurst : wanted <= kMinOffer ? kMinOffer : static_cast<unsigned>(wanted);
 }
 
 void Worker::flush() {
@@ -496,7 +499,9 @@ unsigned Worker::poll(Nanos now, bool send) {
   // A short RX burst means the link is not busy: batching the rest would only add latency
   // (an ACK or a lone WRITE would wait for the next iteration). A full burst means more is
   // waiting, so partial TX bursts keep collecting until the flush timer.
-  if (n < kBurst) push_out();
+  // Inline here (not push_out's call): at queue depth 1 every poll that builds a frame hands it
+  // over here, and the call's register saves cost as much as the handing.
+  if (n < kBurst && pending_count_ != 0) hand_to_port();
   if (now >= housekeeping_at_) housekeep(now);
   return n;
 }

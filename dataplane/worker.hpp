@@ -142,6 +142,7 @@ class Worker {
   // an iteration) find nothing pending.
   bool push_out() { return pending_count_ == 0 || push_pending(); }
   bool push_pending();
+  bool hand_to_port();  // push_pending's body, inline in poll()
   void run_commands();
   rte_mbuf* take_mbuf();
   // A received mbuf the engine is done with (after end_receive_burst): the stash's next fresh
