@@ -25,6 +25,21 @@ inline std::uint64_t not_plain_bits(const rte_mbuf* m, const rte_mempool* pool) 
 
 inline bool plain_mbuf_of(const rte_mbuf* m, const rte_mempool* pool) { return not_plain_bits(m, pool) == 0; }
 
+// rte_pktmbuf_reset of an mbuf plain_mbuf_of has just passed, less what that test proved: `next`
+// is already null and nb_segs already 1 (not stored again), and no flag the reset keeps is set
+// (no EXTERNAL bit: ol_flags becomes 0 without being read). The rest as the library resets it.
+inline void reset_plain(rte_mbuf* m) {
+  m->pkt_len = 0;
+  m->tx_offload = 0;
+  m->vlan_tci = 0;
+  m->vlan_tci_outer = 0;
+  m->port = RTE_MBUF_PORT_INVALID;
+  m->ol_flags = 0;
+  m->packet_type = 0;
+  rte_pktmbuf_reset_headroom(m);
+  m->data_len = 0;
+}
+
 // The bits of not_plain_bits over m[0..n), folded: zero when every one is a plain mbuf of `pool`.
 inline std::uint64_t not_plain_bits(rte_mbuf* const* m, unsigned n, const rte_mempool* pool) {
   std::uint64_t bits = 0;

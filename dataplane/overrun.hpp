@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "lib/time.hpp"
@@ -49,6 +50,9 @@ class OverrunMarker {
   explicit OverrunMarker(OverrunConfig c = {}) : c_(c) {}
 
   bool due(Nanos now) const { return c_.check_interval > 0 && now >= next_check_; }
+  // The first time at which due() holds (kNever: never), for a caller that folds it into one
+  // compare.
+  Nanos due_at() const { return c_.check_interval > 0 ? next_check_ : kNever; }
   // The port's cumulative drop count, read at `now`. The first reading is the baseline (drops
   // before the loop started were nobody's congestion we can still answer).
   void on_port_drops(Nanos now, std::uint64_t dropped) {
@@ -92,16 +96,22 @@ using PortDropReader = std::function<std::optional<std::uint64_t>()>;
 class OverrunMarking {
  public:
   OverrunMarking() = default;
-  OverrunMarking(OverrunConfig c, PortDropReader read) : marker_(c), read_(std::move(read)) {}
+  OverrunMarking(OverrunConfig c, PortDropReader read) : marker_(c), read_(std::move(read)) { settle(); }
 
   bool enabled() const { return static_cast<bool>(read_); }
   // Whether on_burst at `now` would do anything (read the drops, mark a frame): most bursts
   // find neither, and the counters copy_to copies have not moved since the last one that did.
-  bool due_or_owed(Nanos now) const { return marker_.due(now) || marker_.owed() != 0; }
+  bool due_or_owed(Nanos now) const { return now >= attention_at_; }
+  // The first time at which due_or_owed holds: the drops' next reading, the least time while
+  // marks are owed, kNever when disabled or never read. Only on_burst moves it (the one place the
+  // marker changes), so a poll loop tests `now >= attention_at()` alone, one compare for the
+  // reader's presence, the interval, the reading's time and the marks owed.
+  Nanos attention_at() const { return attention_at_; }
   void on_burst(rte_mbuf* const* rx, unsigned n, Nanos now) {
     if (!read_) return;
     if (marker_.due(now)) check(now);
     if (marker_.owed() && n) mark(rx, n);
+    settle();
   }
   const OverrunCounters& counters() const { return marker_.counters(); }
   // Into a loop's stats (WorkerStats, IoStats).
@@ -114,9 +124,13 @@ class OverrunMarking {
  private:
   void check(Nanos now);
   void mark(rte_mbuf* const* rx, unsigned n);
+  void settle() {
+    attention_at_ = !read_ ? kNever : marker_.owed() != 0 ? std::numeric_limits<Nanos>::min() : marker_.due_at();
+  }
 
   OverrunMarker marker_;
   PortDropReader read_;
+  Nanos attention_at_ = kNever;
 };
 
 }  // namespace roce::dp

@@ -142,6 +142,7 @@ class Worker {
   // an iteration) find nothing pending.
   bool push_out() { return pending_count_ == 0 || push_pending(); }
   bool push_pending();
+  bool hand_to_port();  // push_pending's body, inline in poll()
   void run_commands();
   rte_mbuf* take_mbuf();
   // A received mbuf the engine is done with (after end_receive_burst): the stash's next fresh
@@ -152,7 +153,8 @@ class Worker {
   // recycle() for a received burst: its front mbufs, as many as the stash has room for, when
   // every one of those is plain of the pool; the rest (or all) freed as free_burst frees them.
   void recycle_burst(rte_mbuf** m, unsigned n);
-  // A plain mbuf of the pool as the stash's front entry, in the state rte_pktmbuf_alloc gives.
+  // A plain mbuf of the pool (plain_mbuf_of passed) as the stash's front entry, in the state
+  // rte_pktmbuf_alloc gives (reset_plain).
   void keep_in_stash(rte_mbuf* m);
   // A burst of mbufs from the pool below the stash's live entries (room: at most kBurst left).
   bool refill_stash();

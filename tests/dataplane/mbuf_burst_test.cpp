@@ -5,6 +5,8 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,9 +16,11 @@
 namespace roce::test::mbuf_burst_test {
 namespace {
 
+// Counted per stem: a pair's ring names are near DPDK's 29 characters, so the fixture's pools
+// (two a test) must not lengthen them as tests are added.
 std::string fresh(const std::string& stem) {
-  static int n = 0;
-  return stem + std::to_string(n++);
+  static std::map<std::string, int> n;
+  return stem + std::to_string(n[stem]++);
 }
 
 class MbufBurst : public ::testing::Test {
@@ -62,6 +66,35 @@ TEST_F(MbufBurst, AFreshMbufIsPlainAndEachDifferenceIsNot) {
   rte_pktmbuf_free(m[1]);
   rte_pktmbuf_free(m[1]);
   rte_pktmbuf_free(m[0]);
+}
+
+// Worker::keep_in_stash resets a received mbuf with reset_plain, which leaves out what the plain
+// test proved (`next`, nb_segs, the EXTERNAL flag): on an mbuf that passed it, every byte of the
+// header ends as rte_pktmbuf_reset leaves it, whatever the frame left in the other fields.
+TEST_F(MbufBurst, ResetPlainLeavesAPlainMbufAsRtePktmbufResetDoes) {
+  std::vector<rte_mbuf*> m = take(3);
+  for (unsigned i = 0; i < m.size(); ++i) {
+    rte_mbuf* x = m[i];
+    x->data_off = static_cast<std::uint16_t>(7 + i);  // an RX queue's or a prepend's headroom
+    x->data_len = 1234;
+    x->pkt_len = 1234;
+    x->port = 3;
+    x->packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP;
+    x->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_VLAN;
+    x->vlan_tci = 0x123;
+    x->vlan_tci_outer = 0x456;
+    x->tx_offload = 0x0102030405060708ull + i;
+    x->hash.rss = 0xabcdef;
+    ASSERT_TRUE(dp::plain_mbuf_of(x, pools_[0])) << "the fields above are not what the plain test reads";
+    alignas(RTE_CACHE_LINE_SIZE) rte_mbuf want;
+    std::memcpy(&want, x, sizeof want);
+    rte_pktmbuf_reset(&want);
+    dp::reset_plain(x);
+    EXPECT_EQ(std::memcmp(&want, x, sizeof want), 0) << "mbuf " << i << " differs from rte_pktmbuf_reset's";
+    EXPECT_EQ(x->data_off, RTE_PKTMBUF_HEADROOM);
+    EXPECT_TRUE(dp::plain_mbuf_of(x, pools_[0]));
+  }
+  dp::free_burst(m.data(), static_cast<unsigned>(m.size()));
 }
 
 TEST_F(MbufBurst, APlainBurstGoesBackWholeAndComesOutPlain) {
@@ -122,6 +155,7 @@ struct Held {
   rte_mbuf* m = nullptr;
   unsigned burst = 0;
   unsigned at = 0;
+  std::uint64_t bytes = 0;  // the burst's pkt_len, summed
 };
 
 std::uint16_t hold_one(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint16_t n, std::uint16_t, void* arg) {
@@ -129,6 +163,7 @@ std::uint16_t hold_one(std::uint16_t, std::uint16_t, rte_mbuf** pkts, std::uint1
   if (h->m == nullptr && n > h->at) {
     h->m = pkts[h->at];
     h->burst = n;
+    for (std::uint16_t i = 0; i < n; ++i) h->bytes += pkts[i]->pkt_len;
     rte_mbuf_refcnt_update(h->m, 1);
   }
   return n;
@@ -150,9 +185,14 @@ TEST_P(WorkerBurstFree, AnMbufHeldElsewhereOutlivesTheBurstAndTheRestGoBack) {
   constexpr unsigned kWrites = 8;
   for (unsigned i = 0; i < kWrites; ++i) post_write(i + 1);
   poll_a();  // the WRITEs are on b's ring now, in one burst
+  const dp::WorkerStats before = pair_->b->worker(0).stats();
   pair_->b->poll_once();
   ASSERT_NE(held.m, nullptr);
   EXPECT_EQ(held.burst, kWrites) << "not one burst: the worker's burst path was not taken";
+  // The burst's frames and bytes, counted once after its loop (Worker::receive).
+  const dp::WorkerStats after = pair_->b->worker(0).stats();
+  EXPECT_EQ(after.rx_packets - before.rx_packets, kWrites);
+  EXPECT_EQ(after.rx_bytes - before.rx_bytes, held.bytes);
   EXPECT_EQ(rte_mbuf_refcnt_read(held.m), 1u) << "the worker dropped more than its own reference";
   EXPECT_EQ(held.m->nb_segs, 1u);
   EXPECT_GT(held.m->data_len, 256u) << "the held frame's mbuf was reused";

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <thread>
 
@@ -85,6 +86,57 @@ TEST(OverrunMarker, WithMarksOffTheDropsAreCountedAndNothingIsOwed) {
 std::string fresh(const std::string& stem) {
   static int n = 0;
   return stem + std::to_string(n++);
+}
+
+// A plain worker's poll enters the marking only at `now >= attention_at()` (one compare): that
+// must be exactly when on_burst would read the drops or owe a mark. Without a reader, or with the
+// reading off, never; a first reading at once; then the interval's end; the least time while
+// marks are owed, until they are paid; and an unreadable count moves the next try as a reading does.
+TEST(OverrunMarking, AttentionIsDueExactlyWhenABurstWouldReadTheDropsOrMark) {
+  constexpr Nanos kLeast = std::numeric_limits<Nanos>::min();
+  EXPECT_EQ(dp::OverrunMarking().attention_at(), kNever) << "no reader";
+  EXPECT_EQ(dp::OverrunMarking(OverrunConfig{0, 256}, [] { return std::optional<std::uint64_t>(5); }).attention_at(), kNever)
+      << "never read";
+  std::optional<std::uint64_t> dropped = 0;
+  unsigned reads = 0;
+  dp::OverrunMarking marking(OverrunConfig{kMilli, 256}, [&] {
+    ++reads;
+    return dropped;
+  });
+  EXPECT_EQ(marking.attention_at(), 0) << "the baseline is read at the first burst";
+  EXPECT_TRUE(marking.due_or_owed(0));
+  marking.on_burst(nullptr, 0, 10);
+  EXPECT_EQ(reads, 1u);
+  EXPECT_EQ(marking.attention_at(), 10 + kMilli);
+  EXPECT_FALSE(marking.due_or_owed(10 + kMilli - 1));
+  marking.on_burst(nullptr, 0, 10 + kMilli - 1);
+  EXPECT_EQ(reads, 1u) << "read before the interval";
+  dropped = 2;
+  EXPECT_TRUE(marking.due_or_owed(10 + kMilli));
+  marking.on_burst(nullptr, 0, 10 + kMilli);  // two owed, no frame to mark in an empty burst
+  EXPECT_EQ(reads, 2u);
+  EXPECT_EQ(marking.attention_at(), kLeast) << "marks owed: every burst is a candidate";
+  EXPECT_TRUE(marking.due_or_owed(0));
+  // Paid by a burst of two ECN-capable frames: the next reading is an interval after the last.
+  rte_mempool* pool = rte_pktmbuf_pool_create(fresh("ovr_att").c_str(), 7, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr) << rte_strerror(rte_errno);
+  std::array<rte_mbuf*, 2> rx{};
+  const std::vector<std::byte> f = frame_with(Ecn::Ect0);
+  for (rte_mbuf*& m : rx) {
+    m = rte_pktmbuf_alloc(pool);
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, static_cast<std::uint16_t>(f.size())), f.data(), f.size());
+  }
+  marking.on_burst(rx.data(), 2, 10 + kMilli + 5);
+  EXPECT_EQ(marking.counters().ce_marked, 2u);
+  EXPECT_EQ(marking.attention_at(), 10 + 2 * kMilli);
+  // An unreadable count: the next try is an interval later, as after a reading.
+  dropped.reset();
+  marking.on_burst(rx.data(), 2, 10 + 2 * kMilli + 3);
+  EXPECT_EQ(reads, 3u);
+  EXPECT_EQ(marking.attention_at(), 10 + 3 * kMilli + 3);
+  rte_pktmbuf_free_bulk(rx.data(), 2);
+  rte_mempool_free(pool);
 }
 
 TEST(OverrunMarking, OwedMarksGoToTheBurstsEcnCapableFramesOnly) {
