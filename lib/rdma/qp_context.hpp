@@ -113,15 +113,18 @@ struct TransportTuning {
   // repeat's floor. With tail_probe_floor 0 the wait is sessions 7-17's max(this, 2 srtt): on the
   // in-process rig (srtt 3-5 us) this 20 us floor set every wait, and the time a lost tail cost.
   Nanos tail_probe_min = 20 * kMicro;
-  // Go-back-N's tail probe waits max(this, 2 srtt, srtt + 4 rttvar), plus ack_hold.age when the
-  // packet that asked for the ACK is the only one unacknowledged (RACK-TLP's PTO: 2 srtt, plus
-  // the peer's worst ACK delay for a lone packet; the rttvar term keeps a jittery path, rxe in
-  // a guest, from drawing probes its ACKs would have made needless). 5 us: above a quiet round
-  // trip and a poll-mode peer's iteration on a short burst (the rig's lone packet: 1.2-2 us),
-  // so a first tiny sample cannot fire it before the peer answers. What a busy peer adds (its ACK
-  // hold and TX batching, up to 20 us each, only on full RX bursts) shows in the RTT samples of
-  // every QP it serves; our own stalls over 200 us hold the timers (dp::WorkerConfig::stall_ns)
-  // and shorter ones find the ACK read before the timers run. 0: sessions 7-17's wait, above.
+  // Go-back-N's tail probe waits max(this, 2 srtt, min(srtt + 4 rttvar, 4 srtt)), plus
+  // ack_hold.age when the packet that asked for the ACK is the only one unacknowledged
+  // (RACK-TLP's PTO: 2 srtt, plus the peer's worst ACK delay for a lone packet; the rttvar term
+  // keeps a jittery path, rxe in a guest, from drawing probes its ACKs would have made needless,
+  // and a second ACK of a probed packet makes the late round trip a sample: Completer::
+  // spurious_probe_answer). 5 us: above a quiet round trip and a poll-mode peer's iteration on a
+  // short burst (the rig's lone packet: 1.2-2 us), so a first tiny sample cannot fire it before
+  // the peer answers. What a busy peer adds (its ACK hold and TX batching, up to 20 us each, only
+  // on full RX bursts) shows in the RTT samples of every QP it serves; our own stalls over 200 us
+  // hold the timers (dp::WorkerConfig::stall_ns) and shorter ones find the ACK read before the
+  // timers run. A path with srtt above 2.5 us (the rig's 3-5 us; rxe's hundreds) never sees the
+  // floor. 0: sessions 7-17's wait, above (perf_suite --tail-probe-floor-us).
   Nanos tail_probe_floor = 5 * kMicro;
   // Every timer sends a probe, never a window, while the probe's answer shows no hole (docs/loss.md,
   // "A timer sends one probe"): the early timer whatever the path's queue or the doubled wait,
