@@ -308,11 +308,12 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
 Nanos Completer::short_wait(const QpContext& qp) const {
   const TransportTuning& t = *qp.tuning;
   if (qp.cfg.selective_repeat != 0 || t.tail_probe_floor <= 0) return std::max(t.tail_probe_min, 2 * srtt_);
-  // The rttvar term at most 4 srtt: samples that include the host's scheduling stalls (4 ms on
-  // this host's shared cores) lifted rttvar to milliseconds, the probe then went as late as the
-  // early timer would, and the oldest packet's probe after it no longer came before the local
-  // ACK timeout (perf_suite at 5 % loss: 2-3 timeouts a run and a fifth of the goodput, uncapped).
-  Nanos wait = std::max({t.tail_probe_floor, 2 * srtt_, std::min(srtt_ + 4 * rttvar_, 4 * srtt_)});
+  // The rttvar term at most 4 srtt and the early timer's floor: samples that include the host's
+  // scheduling stalls (4 ms on this host's shared cores) lifted srtt and rttvar to milliseconds,
+  // the probe then went as late as the early timer would, and the oldest packet's probe after it
+  // no longer came before the local ACK timeout (perf_suite at 5 % loss: 2-5 timeouts a run and
+  // a fifth of the goodput). Above the floor the wait is 2 srtt, as before session 18.
+  Nanos wait = std::max({t.tail_probe_floor, 2 * srtt_, std::min({srtt_ + 4 * rttvar_, 4 * srtt_, t.early_retransmit_min})});
   // One packet asked for and unanswered: its ACK is the only one that can come, so a peer's
   // hold of it (Engine::hold_ack) is all late; and a spurious probe would double what the
   // exchange sent (queue depth 1). RACK-TLP adds the worst delayed ACK there too.
