@@ -311,8 +311,9 @@ Nanos Completer::short_wait(const QpContext& qp) const {
   // The rttvar term at most 4 srtt and the early timer's floor: samples that include the host's
   // scheduling stalls (4 ms on this host's shared cores) lifted srtt and rttvar to milliseconds,
   // the probe then went as late as the early timer would, and the oldest packet's probe after it
-  // no longer came before the local ACK timeout (perf_suite at 5 % loss: 2-5 timeouts a run and
-  // a fifth of the goodput). Above the floor the wait is 2 srtt, as before session 18.
+  // no longer came before the local ACK timeout. Above the floor's 125 us of srtt the wait is
+  // 2 srtt, as before session 18. (Bounded, the wait still drew more ACK timeouts at 5 % loss on
+  // the rig than 20 us did: why it is off by default, docs/loss.md part 1, "Session 18".)
   Nanos wait = std::max({t.tail_probe_floor, 2 * srtt_, std::min({srtt_ + 4 * rttvar_, 4 * srtt_, t.early_retransmit_min})});
   // One packet asked for and unanswered: its ACK is the only one that can come, so a peer's
   // hold of it (Engine::hold_ack) is all late; and a spurious probe would double what the
