@@ -183,6 +183,9 @@ int main(int argc, char** argv) {
         c.tuning.early_retransmit_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
       } else if (a == "--tail-probe-us" && has) {
         c.tuning.tail_probe_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
+      } else if (a == "--tail-probe-floor-us" && has) {
+        // TransportTuning::tail_probe_floor; 0: the wait of sessions 7-17, max(--tail-probe-us, 2 srtt).
+        c.tuning.tail_probe_floor = static_cast<Nanos>(u32(args.app[++i])) * kMicro;
       } else if (a == "--bdp-cap" && has) {
         c.tuning.window.bdp_cap = on_off(args.app[++i]);
       } else if (a == "--bdp-loss-interval" && has) {

@@ -452,6 +452,8 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->fig.note("loss_events", static_cast<double>(h.loss_events));
     k->fig.note("window_cuts", static_cast<double>(h.window_cuts));
     k->fig.note("tail_probes", static_cast<double>(h.tail_probes));
+    // Probes and early resends whose ACK came within half a round trip: the first copy's answer.
+    k->fig.note("spurious_early", static_cast<double>(rig.ea().total_counters().get(rdma::Counter::SpuriousEarlyRetransmits)));
     // Selective repeat: requests the responder held behind a hole, over the packets the
     // requester sent; and of those, the WRITE MIDDLEs placed at once (the rest were copied
     // whole into the reorder buffer and parsed again).

@@ -70,6 +70,7 @@ void Completer::start(const QpContext& qp) {
   sample_end_ = sample_from_ = una_;
   sample_sent_at_ = kNever;
   sample_resent_ = false;
+  probe_sample_at_ = kNever;
   ack_req_end_ = una_;
   const TransportTuning* t = qp.tuning;
   double static_cap = t ? t->max_inflight_packets : 256;
@@ -152,6 +153,12 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retry_left_ = qp.cfg.retry_cnt;
   rnr_retry_left_ = qp.cfg.rnr_retry;
   retrying_ = false;
+  // The answer to a go-back-N tail probe alone cannot come sooner than the path's fastest round
+  // trip: an ACK within it answered the first copy. Without this, a late ACK that drew a probe
+  // and came back after half a round trip (a jittery path) was no RTT sample, so rttvar never
+  // learnt the jitter and every late ACK drew a probe again (TailProbeWait.AJittery*).
+  const bool tail_answered = probed_ && !oldest_probed_ && !timeout_probed_ && qp.tuning->tail_probe_floor > 0;
+  const Nanos answer_min = tail_answered ? window().min_rtt() : 0;
   probed_ = false;
   oldest_probed_ = false;
   timeout_probed_ = false;
@@ -159,7 +166,8 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   // a quick answer says nothing about whether the timer was early: counting it as early kept the
   // doubled wait, and took the whole wait (from the sampled packet, before the timer) as an RTT
   // sample, which lifted srtt and with it the next wait.
-  const bool first_copy_answered = early_sent_at_ != kNever && now - early_sent_at_ < srtt_ / 2 && !selective_probes_short(qp);
+  const bool first_copy_answered =
+      early_sent_at_ != kNever && now - early_sent_at_ < std::max(srtt_ / 2, answer_min) && !selective_probes_short(qp);
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
   if (first_copy_answered) {
     qp.counters.inc(Counter::SpuriousEarlyRetransmits);
@@ -174,7 +182,14 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   }
   progress_una_ = una_;
   if (recovering_ && !psn_before(una_, recovery_end_)) recovering_ = false;
+  // Later than that the answer is ambiguous (Karn) and no sample is taken; a second ACK of the
+  // probed packet (spurious_probe_answer) then shows both copies got through, and the round
+  // trip is taken after all, so that the wait learns a late ACK instead of probing it each time.
+  const bool watch = tail_answered && !first_copy_answered && sample_sent_at_ != kNever && sample_resent_ &&
+                     !psn_before(una_, sample_end_) && !psn_before(una_, psn_next(probed_psn_));
+  const Nanos watch_from = sample_sent_at_;
   take_rtt_sample(qp, now, first_copy_answered);
+  probe_sample_at_ = watch ? watch_from : kNever;
   if (psn_before(una_, req.sent_end_psn())) {
     arm_timers(qp, now);
   } else {
@@ -200,6 +215,10 @@ void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_
   window().on_rtt_sample(now, r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), interval, qp.cfg.pmtu);
   rate_since_ = now;
   rate_delivered_ = delivered_;
+  smooth_rtt(r);
+}
+
+void Completer::smooth_rtt(Nanos r) {
   if (srtt_ == 0) {
     srtt_ = r;
     rttvar_ = r / 2;
@@ -208,6 +227,20 @@ void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_
     rttvar_ = (3 * rttvar_ + err) / 4;
     srtt_ = (7 * srtt_ + r) / 8;
   }
+}
+
+void Completer::spurious_probe_answer(QpContext& qp, const Packet& pkt, Nanos now) {
+  // An ACK that covers the probed packet and acknowledges nothing new: the responder answered
+  // both copies (a duplicate request is ACKed again, IBA C9-105), so the first ACK was late, not
+  // lost. Its round trip is at most the time to this second answer: taken as the sample (too
+  // long by up to a round trip if the probe's answer came second, which only lengthens the wait).
+  // Any other progress first ends the watch (progressed), so no stale send time is ever taken.
+  if (pkt.bth.opcode != raw(Opcode::RcAck) || !Syndrome{pkt.ext.aeth.syndrome}.is_ack()) return;
+  const std::uint32_t psn = pkt.psn();
+  if (psn_before(psn, probed_psn_) || !psn_before(psn, una_)) return;
+  qp.counters.inc(Counter::SpuriousEarlyRetransmits);
+  smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
+  probe_sample_at_ = kNever;
 }
 
 void Completer::arm_timers(const QpContext& qp, Nanos now) {
@@ -250,7 +283,8 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   Nanos base = srtt_ == 0      ? (peer_answered_ ? 4 : 16) * floor
                : standing != 0 ? std::max(floor, 2 * standing)
                                : std::max({floor, srtt_ + 4 * rttvar_, 2 * srtt_});
-  // The tail probe costs one packet if it was not needed: it goes after two round trips. So does
+  // The tail probe costs one packet if it was not needed: it goes after the short wait, about two
+  // round trips (short_wait). So does
   // a go-back while the BDP cap holds (a loss came recently): it resends no more than the cap,
   // a few packets, and a lost resend (which the responder, having sent its one NAK for that
   // PSN, answers with silence) would otherwise stall the QP for the floor's 250 us. Neither while
@@ -266,11 +300,26 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   // flight, and when that ACK is lost nothing else comes (docs/loss.md, part 2, "The missing
   // tenth"). Not on a path that reports no losses: there silence is a starved poller (af_packet).
   const bool probes = !qp.cfg.selective_repeat || selective_probes_short(qp);
-  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes && std::max(qp.tuning->tail_probe_min, 2 * srtt_) < base) {
-    base = std::max(qp.tuning->tail_probe_min, 2 * srtt_);
-  }
+  if (srtt_ != 0 && cheap && qp.tuning && qp.tuning->tail_probe_min > 0 && probes) base = std::min(base, short_wait(qp));
   const Nanos wait = base << early_backoff_;
   if (now + wait < retransmit_at_) early_at_ = now + wait;
+}
+
+Nanos Completer::short_wait(const QpContext& qp) const {
+  const TransportTuning& t = *qp.tuning;
+  if (qp.cfg.selective_repeat != 0 || t.tail_probe_floor <= 0) return std::max(t.tail_probe_min, 2 * srtt_);
+  // The rttvar term at most 4 srtt and the early timer's floor: samples that include the host's
+  // scheduling stalls (4 ms on this host's shared cores) lifted srtt and rttvar to milliseconds,
+  // the probe then went as late as the early timer would, and the oldest packet's probe after it
+  // no longer came before the local ACK timeout. Above the floor's 125 us of srtt the wait is
+  // 2 srtt, as before session 18. (Bounded, the wait still drew more ACK timeouts at 5 % loss on
+  // the rig than 20 us did: why it is off by default, docs/loss.md part 1, "Session 18".)
+  Nanos wait = std::max({t.tail_probe_floor, 2 * srtt_, std::min({srtt_ + 4 * rttvar_, 4 * srtt_, t.early_retransmit_min})});
+  // One packet asked for and unanswered: its ACK is the only one that can come, so a peer's
+  // hold of it (Engine::hold_ack) is all late; and a spurious probe would double what the
+  // exchange sent (queue depth 1). RACK-TLP adds the worst delayed ACK there too.
+  if (psn_diff(ack_req_end_, una_) == 1 && t.ack_hold.turns > 0) wait += t.ack_hold.age;
+  return wait;
 }
 
 // Inline: on_request_sent's per frame at queue depth 1.
@@ -439,6 +488,7 @@ bool Completer::tail_probe(QpContext& qp, Requester& req, Nanos now) {
   if (!req.probe_newest(qp)) return false;
   qp.counters.inc(Counter::TailProbes);
   probed_ = true;
+  probed_psn_ = psn_add(req.sent_end_psn(), -1);
   probe_sent(req, now);
   const Nanos ack_timer = retransmit_at_;  // a probe must not postpone the QP's failure
   arm_early(qp, now);
@@ -522,6 +572,8 @@ CompleterOutcome Completer::fail_at(QpContext& qp, Requester& req, std::uint32_t
 }
 
 CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
+  if (probe_sample_at_ != kNever) [[unlikely]]
+    spurious_probe_answer(qp, pkt, now);
   // A plain ACK (a SACK has an opcode of its own): the straight path, which tells whether it applies.
   CompleterOutcome straight;
   if (pkt.bth.opcode == raw(Opcode::RcAck) && qp.tuning->straight_acks && straight_ack(qp, req, pkt, now, &straight))

@@ -133,6 +133,10 @@ class Completer {
   void arm_retransmit(Nanos now) { retransmit_at_ = rto_ != kNever ? now + rto_ : kNever; }  // the local ACK timer only
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
   void take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);
+  void smooth_rtt(Nanos r);  // RFC 6298's srtt and rttvar
+  // A response while a tail probe's ambiguous answer is watched (probe_sample_at_): a second
+  // ACK of the probed packet makes the round trip a sample after all.
+  void spurious_probe_answer(QpContext& qp, const proto::Packet& pkt, Nanos now);
   // A go-back-N from `psn` is about to start: whether it is a new loss event (cutting the
   // window) or a signal for a range already being resent (starting nothing).
   bool duplicate_loss_signal(const Requester& req, std::uint32_t psn) const;
@@ -141,6 +145,9 @@ class Completer {
   // Selective repeat's probe after the tail probe's short wait: switched on, and SACK-reported
   // losses frequent (TransportTuning::selective_tail_probe; docs/loss.md part 2).
   bool selective_probes_short(const QpContext& qp) const;
+  // The probes' short wait (TransportTuning::tail_probe_floor): go-back-N's follows the path,
+  // selective repeat's is max(tail_probe_min, 2 srtt). Only with an RTT sample.
+  Nanos short_wait(const QpContext& qp) const;
   Nanos rto() const { return rto_; }
 
   std::uint32_t una_ = 0;
@@ -174,6 +181,8 @@ class Completer {
   std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
   double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
+  std::uint32_t probed_psn_ = 0;      // ... the packet it resent
+  Nanos probe_sample_at_ = kNever;    // ... and, once its answer left the RTT sample ambiguous, the sample's send time
   bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_ (both modes)
   bool timeout_probed_ = false;       // ... on a local ACK timeout, since the last progress
   std::uint32_t oldest_probe_psn_ = 0;

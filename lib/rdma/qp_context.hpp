@@ -99,15 +99,36 @@ struct TransportTuning {
   // answer (docs/loss.md, part 2, "The missing tenth"; perf_suite --sr-probe on|off).
   bool selective_tail_probe = true;
   // Go-back-N's tail loss probe (docs/loss.md, part 1): the early timer's first try after
-  // progress resends the newest packet alone, asking for an ACK, after max(this, 2 srtt)
-  // (TCP's probe timeout) instead of the wait above; the go-back from una follows only if the
-  // probe draws no answer. A lost tail (the packet that asked for the ACK) is then refilled and
-  // a lost ACK answered again (the probe is a duplicate the responder ACKs), for one packet
-  // instead of a window, and soon: a spurious probe costs one duplicate, not a window of them.
-  // 0: no probe (the early timer goes back from una at once). On by default since session 8,
-  // with the BDP cap while losses are frequent (WindowTuning::bdp_cap): a capped QP has a few
-  // packets in flight, and a lost last one has nothing behind it to draw a NAK.
+  // progress resends the newest packet alone, asking for an ACK, after a short wait (TCP's
+  // probe timeout) instead of the wait above; the go-back from una follows only if the probe
+  // draws no answer. A lost tail (the packet that asked for the ACK) is then refilled and a
+  // lost ACK answered again (the probe is a duplicate the responder ACKs), for one packet
+  // instead of a window, and soon: a spurious probe costs one duplicate, not a window of them,
+  // and at most one goes per progress (the next early timer takes the long wait).
+  // On by default since session 8, with the BDP cap while losses are frequent
+  // (WindowTuning::bdp_cap): a capped QP has a few packets in flight, and a lost last one has
+  // nothing behind it to draw a NAK.
+  // The short wait follows the path with tail_probe_floor > 0 (below, session 18): this is then
+  // only the switch (0: no probe; the early timer goes back from una at once) and selective
+  // repeat's floor. With tail_probe_floor 0 the wait is sessions 7-17's max(this, 2 srtt): on the
+  // in-process rig (srtt 3-5 us) this 20 us floor set every wait, and the time a lost tail cost.
   Nanos tail_probe_min = 20 * kMicro;
+  // Go-back-N's tail probe waits max(this, 2 srtt, min(srtt + 4 rttvar, 4 srtt)), plus
+  // ack_hold.age when the packet that asked for the ACK is the only one unacknowledged
+  // (RACK-TLP's PTO: 2 srtt, plus the peer's worst ACK delay for a lone packet; the rttvar term
+  // keeps a jittery path, rxe in a guest, from drawing probes its ACKs would have made needless,
+  // and a second ACK of a probed packet makes the late round trip a sample: Completer::
+  // spurious_probe_answer). 5 us: above a quiet round trip and a poll-mode peer's iteration on a
+  // short burst (the rig's lone packet: 1.2-2 us), so a first tiny sample cannot fire it before
+  // the peer answers. What a busy peer adds (its ACK hold and TX batching, up to 20 us each, only
+  // on full RX bursts) shows in the RTT samples of every QP it serves; our own stalls over 200 us
+  // hold the timers (dp::WorkerConfig::stall_ns) and shorter ones find the ACK read before the
+  // timers run. A path with srtt above 2.5 us (the rig's 3-5 us; rxe's hundreds) never sees the
+  // floor. 0, the default: sessions 7-17's wait, above (perf_suite --tail-probe-floor-us 5 for
+  // this one). Off because on the in-process rig at 5 % loss it drew 2-4 local ACK timeouts a
+  // run against 0-1 (a fifth of the goodput there), not yet understood; at 0.1 % the gain was
+  // within the noise (docs/loss.md part 1, "Session 18 (tp18)").
+  Nanos tail_probe_floor = 0;
   // Every timer sends a probe, never a window, while the probe's answer shows no hole (docs/loss.md,
   // "A timer sends one probe"): the early timer whatever the path's queue or the doubled wait,
   // and the local ACK timeout (which still uses a retry and fails the QP when retry_cnt runs

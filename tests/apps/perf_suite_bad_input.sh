@@ -40,6 +40,8 @@ check --split-parts 0
 check --split-parts -3
 check --bdp-parts 0
 check --bdp-split sometimes
+check --tail-probe-floor-us -5
+check --tail-probe-floor-us x
 check --loss-baseline-split-small-window 2
 check --loss-baseline-max-inflight 99999999999
 check --max-inflight -1
