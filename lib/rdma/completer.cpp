@@ -45,12 +45,17 @@ Nanos local_ack_timeout(std::uint8_t timeout) {
   return Nanos{4096} << std::min<unsigned>(timeout, 31);
 }
 
-}  // namespace
-
-ResponsePsnClass classify_response_psn(std::uint32_t psn, std::uint32_t una, std::uint32_t sent_end) {
+// classify_response_psn's rule, inline where the completer asks it (every response).
+[[gnu::always_inline]] inline ResponsePsnClass classify_psn(std::uint32_t psn, std::uint32_t una, std::uint32_t sent_end) {
   if (psn_diff(psn, sent_end) >= 0) return ResponsePsnClass::Ghost;
   if (psn_diff(psn, una) < -1) return ResponsePsnClass::Old;
   return ResponsePsnClass::Valid;
+}
+
+}  // namespace
+
+ResponsePsnClass classify_response_psn(std::uint32_t psn, std::uint32_t una, std::uint32_t sent_end) {
+  return classify_psn(psn, una, sent_end);
 }
 
 void Completer::start(const QpContext& qp) {
@@ -149,6 +154,41 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   return AckResult::Ok;
 }
 
+// Inline: take_rtt_sample's, once per ACK that moves una (and spurious_probe_answer's, rarely).
+[[gnu::always_inline]] inline void Completer::smooth_rtt(Nanos r) {
+  if (srtt_ == 0) {
+    srtt_ = r;
+    rttvar_ = r / 2;
+  } else {
+    // Both sums are positive: divided as unsigned, the same quotients without the fix-up that
+    // rounds a negative one toward zero.
+    const Nanos err = srtt_ > r ? srtt_ - r : r - srtt_;
+    rttvar_ = static_cast<Nanos>(static_cast<std::uint64_t>(3 * rttvar_ + err) / 4);
+    srtt_ = static_cast<Nanos>(static_cast<std::uint64_t>(7 * srtt_ + r) / 8);
+  }
+}
+
+// Inline: progressed() is its only caller, once per ACK that moves una.
+[[gnu::always_inline]] inline void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
+  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
+  const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
+  sample_sent_at_ = kNever;
+  const bool ambiguous = sample_resent_ && !first_copy_answered;
+  sample_resent_ = false;
+  if (ambiguous) return;
+  if (backoff_held_) {
+    backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
+    early_backoff_ = 0;
+  }
+  // The delivery rate over the time since the previous sample (at least this round trip): over
+  // one short RTT, an ACK covering a whole message would count as delivered in an instant.
+  const Nanos interval = std::max(r, now - rate_since_);
+  window().on_rtt_sample(now, r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), interval, qp.cfg.pmtu);
+  rate_since_ = now;
+  rate_delivered_ = delivered_;
+  smooth_rtt(r);
+}
+
 void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   retry_left_ = qp.cfg.retry_cnt;
   rnr_retry_left_ = qp.cfg.rnr_retry;
@@ -195,37 +235,6 @@ void Completer::progressed(QpContext& qp, const Requester& req, Nanos now) {
   } else {
     retransmit_at_ = kNever;
     early_at_ = kNever;
-  }
-}
-
-void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
-  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
-  const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
-  sample_sent_at_ = kNever;
-  const bool ambiguous = sample_resent_ && !first_copy_answered;
-  sample_resent_ = false;
-  if (ambiguous) return;
-  if (backoff_held_) {
-    backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
-    early_backoff_ = 0;
-  }
-  // The delivery rate over the time since the previous sample (at least this round trip): over
-  // one short RTT, an ACK covering a whole message would count as delivered in an instant.
-  const Nanos interval = std::max(r, now - rate_since_);
-  window().on_rtt_sample(now, r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), interval, qp.cfg.pmtu);
-  rate_since_ = now;
-  rate_delivered_ = delivered_;
-  smooth_rtt(r);
-}
-
-void Completer::smooth_rtt(Nanos r) {
-  if (srtt_ == 0) {
-    srtt_ = r;
-    rttvar_ = r / 2;
-  } else {
-    const Nanos err = srtt_ > r ? srtt_ - r : r - srtt_;
-    rttvar_ = (3 * rttvar_ + err) / 4;
-    srtt_ = (7 * srtt_ + r) / 8;
   }
 }
 
@@ -592,7 +601,7 @@ CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Pac
     }
   }
   const std::uint32_t psn = pkt.psn();
-  switch (classify_response_psn(psn, una_, req.sent_end_psn())) {
+  switch (classify_psn(psn, una_, req.sent_end_psn())) {
     case ResponsePsnClass::Ghost:
     case ResponsePsnClass::Old:
       qp.counters.inc(Counter::GhostResponses);
@@ -685,7 +694,9 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   return CompleterOutcome::Nothing;
 }
 
-bool Completer::straight_ack(QpContext& qp, Requester& req, const Packet& pkt, Nanos now, CompleterOutcome* out) {
+// Inline in on_response, its only caller (every plain ACK).
+[[gnu::always_inline]] inline bool Completer::straight_ack(QpContext& qp, Requester& req, const Packet& pkt, Nanos now,
+                                                           CompleterOutcome* out) {
   // What on_response and on_aeth would find first, read without changing anything: an ICRC
   // already checked, a PSN they take (valid, with requests outstanding), an ACK syndrome, no
   // probe of the oldest packet whose answer on_aeth judges (probed_hole), and a SEND or WRITE in
@@ -693,7 +704,7 @@ bool Completer::straight_ack(QpContext& qp, Requester& req, const Packet& pkt, N
   const std::uint32_t psn = pkt.psn();
   const std::uint32_t sent_end = req.sent_end_psn();
   if (pkt.icrc_status == IcrcStatus::Deferred || !Syndrome{pkt.ext.aeth.syndrome}.is_ack() || oldest_probed_ ||
-      qp.sq.empty() || classify_response_psn(psn, una_, sent_end) != ResponsePsnClass::Valid || !psn_before(una_, sent_end))
+      qp.sq.empty() || classify_psn(psn, una_, sent_end) != ResponsePsnClass::Valid || !psn_before(una_, sent_end))
     return false;
   SendWqe* w = &qp.sq.at(qp.sq.head());
   if (w->state != WqeState::InFlight || w->needs_response_data()) return false;

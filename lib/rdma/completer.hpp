@@ -62,6 +62,7 @@ class Completer {
   // The window shared with the other QPs on this QP's path (nullptr: a window of its own).
   void share_window(SendWindow* w) { shared_window_ = w; }
   Nanos srtt() const { return srtt_; }
+  Nanos rttvar() const { return rttvar_; }
   // While the QP's share of the window is below one packet: the spacing between request packets, else 0.
   Nanos window_spacing() const { return window().spacing(srtt_ ? srtt_ : window().min_rtt()); }
 

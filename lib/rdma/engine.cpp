@@ -221,11 +221,9 @@ void Engine::refresh(QueuePair& qp, bool idle) {
   // `idle`: the caller has just found no send work; of what a refresh does, only a change of the
   // window's sharers could change that (the window's limit), so has_tx_work is not asked again.
   if (qp.sync_window_share() || !idle) refresh_requests(qp);
-  // TimerHeap::set leaves a deadline it already holds as it is, and removes none from a QP that
-  // has none; asked here first, that is no call at all (it was not inlined) for a QP that never
-  // has a timer, as a responder's that only sends ACKs, after each of its turns.
-  const Nanos d = qp.deadline();
-  if (d != timers_.deadline_of(qp.slot)) timers_.set(qp.slot, d);
+  // TimerHeap::set is inline: a QP that never has a timer (a responder's that only sends ACKs)
+  // or whose deadline stays is a test or two after each of its turns.
+  timers_.set(qp.slot, qp.deadline());
 }
 
 void Engine::receive(ByteSpan frame, Nanos now) {

@@ -18,6 +18,16 @@ constexpr double kKneeRate = 0.9;
 constexpr double kGrownFreeRate = 0.95;
 }  // namespace
 
+// Inline: after every ACK's progress and RTT sample (docs/perf-changes.md section 65).
+[[gnu::always_inline]] inline void SendWindow::clamp() {
+  cap_clip_ = std::min(cap_clip_, static_total());
+  // At least one packet in flight on the whole path: a share below one packet is for many QPs
+  // through one small queue, never for a QP alone, which would be paced at srtt / share (a
+  // software path's srtt after a starved poller is milliseconds; 16 times that per packet stalls it).
+  const double lo = std::max(t_.min_packets * sharers_, 1.0);
+  cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
+}
+
 void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
   t_ = t;
   selective_ = selective;
@@ -35,6 +45,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   delivered_ = delivered_at_loss_ = loss_interval_ = 0;
   free_cap_ = FreeCap::Unknown;
   uncapped_count_ = 0;
+  trial_n_ = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
   trial_samples_ = trial_skip_ = trial_backoff_ = trials_free_ = trials_costly_ = 0;
   growth_ = 1;
   shrunk_from_ = shrunk_ceiling_ = 0;
@@ -100,7 +111,7 @@ void SendWindow::on_progress_free_cap(Nanos now, std::uint32_t packets) {
 void SendWindow::on_sample_free_cap(double rate) {
   // A sample the cap bounded: the QP may have less in flight than without it.
   const bool bounded = bdp_bounded();
-  const std::uint32_t n = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
+  const std::uint32_t n = trial_n_;
   if (!bounded) {
     uncapped_[uncapped_count_++ % n] = rate;
     return;
@@ -202,21 +213,6 @@ std::uint32_t SendWindow::ack_spacing() const {
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
-void SendWindow::join() {
-  if (++joined_ > 1) ++sharers_;
-  if (joined_ == 1) goodput_.on_idle();  // the wait for this work is not the path's goodput
-  // Before any loss the window is what the static caps allow together.
-  if (!lost_) cwnd_ = ssthresh_ = static_total();
-  if (congestion_only_ && !congested_) ssthresh_ = static_total();  // slow start toward them
-}
-
-void SendWindow::leave() {
-  if (joined_ == 0) return;
-  if (--joined_ > 0) --sharers_;
-  if (!lost_) cwnd_ = ssthresh_ = static_total();
-  if (congestion_only_ && !congested_) ssthresh_ = static_total();
-}
-
 void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   if (!t_.enabled || packets == 0) return;
   delivered_ += packets;
@@ -273,6 +269,22 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   return true;
 }
 
+// Inline, as clamp(): each RTT sample asks them once.
+[[gnu::always_inline]] inline Nanos SendWindow::queue_target() const {
+  // A queue of a few packets is no congestion on a slow link (one 4 KiB frame is 33 us at
+  // 1 Gbit/s): the target is at least twice the base RTT of queueing (tests/lib/rdma/
+  // overrun_test.cpp: 16 QPs at 1 Gbit/s reach 0.80 of the link at once, 0.96 at twice).
+  if (t_.queue_delay_target <= 0 || min_rtt_ == 0) return std::numeric_limits<Nanos>::max();
+  return min_rtt_ + std::max(t_.queue_delay_target, 2 * min_rtt_);
+}
+
+[[gnu::always_inline]] inline void SendWindow::judge_queue(Nanos target) {
+  const std::uint32_t n = std::min({recent_count_, kRecent, std::max<std::uint32_t>(t_.queue_samples, 1)});
+  bool high = n > 0;
+  for (std::uint32_t i = 1; i <= n && high; ++i) high = recent_[(recent_count_ - i) % kRecent] > target;
+  queue_high_ = high;
+}
+
 void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
   if (rtt <= 0) return;
   expire(now);
@@ -281,14 +293,22 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
       static_cast<double>(delivered_packets) * pmtu * 8 * 1e9 / static_cast<double>(std::max(interval, rtt)) * sharers_;
   // The BDP cap's trial judges this sample by the caps of the previous one: first, while min_rtt_,
   // knee_rtt_ and last_rtt_ (which the caps are computed from) are still that sample's.
-  if (bdp_on_) on_sample_free_cap(rate);
+  if (bdp_on_) {
+    // Before the path's first loss (no loss interval, no recent loss, no trial) bdp_engaged() is
+    // false and the cap bounds nothing: the sample only goes into the uncapped ring, without
+    // on_sample_free_cap's tests (every ACK at queue depth 1 is a sample).
+    if (loss_interval_ <= 0 && !bdp_engaged_ && free_cap_ == FreeCap::Unknown)
+      uncapped_[uncapped_count_++ % trial_n_] = rate;
+    else
+      on_sample_free_cap(rate);
+  }
   last_rtt_ = rtt;
   recent_[recent_count_++ % kRecent] = rtt;
   if (min_rtt_ == 0 || rtt < min_rtt_) min_rtt_ = rtt;
   max_rate_bps_ = std::max(rate, max_rate_bps_ * 0.99);  // the path's rate, not one sample's
   // The knee may drift up slowly, so that it follows a path whose round trip grew.
   if (rate >= kKneeRate * max_rate_bps_)
-    knee_rtt_ = knee_rtt_ == 0 ? rtt : std::min(rtt, knee_rtt_ + knee_rtt_ / 256 + 1);
+    knee_rtt_ = knee_rtt_ == 0 ? rtt : std::min(rtt, knee_rtt_ + static_cast<Nanos>(static_cast<std::uint64_t>(knee_rtt_) / 256) + 1);
   const double bps = std::max(max_rate_bps_, t_.line_rate_bps);
   per_ns_ = bps * 1e-9 * 0.125 / pmtu;  // packets per nanosecond (x 0.125: / 8 exactly, one division less)
   bdp_measured_ = per_ns_ * static_cast<double>(min_rtt_);
@@ -332,36 +352,12 @@ double SendWindow::bdp_grown() const {
                     std::min(t_.bdp_cap_floor, sample_total_), sample_total_);
 }
 
-void SendWindow::judge_queue(Nanos target) {
-  const std::uint32_t n = std::min({recent_count_, kRecent, std::max<std::uint32_t>(t_.queue_samples, 1)});
-  bool high = n > 0;
-  for (std::uint32_t i = 1; i <= n && high; ++i) high = recent_[(recent_count_ - i) % kRecent] > target;
-  queue_high_ = high;
-}
-
 Nanos SendWindow::standing_rtt() const {
   const std::uint32_t n = std::min({recent_count_, kRecent, std::max<std::uint32_t>(t_.queue_samples, 1)});
   if (n == 0) return 0;
   Nanos m = std::numeric_limits<Nanos>::max();
   for (std::uint32_t i = 1; i <= n; ++i) m = std::min(m, recent_[(recent_count_ - i) % kRecent]);
   return m;
-}
-
-Nanos SendWindow::queue_target() const {
-  // A queue of a few packets is no congestion on a slow link (one 4 KiB frame is 33 us at
-  // 1 Gbit/s): the target is at least twice the base RTT of queueing (tests/lib/rdma/
-  // overrun_test.cpp: 16 QPs at 1 Gbit/s reach 0.80 of the link at once, 0.96 at twice).
-  if (t_.queue_delay_target <= 0 || min_rtt_ == 0) return std::numeric_limits<Nanos>::max();
-  return min_rtt_ + std::max(t_.queue_delay_target, 2 * min_rtt_);
-}
-
-void SendWindow::clamp() {
-  cap_clip_ = std::min(cap_clip_, static_total());
-  // At least one packet in flight on the whole path: a share below one packet is for many QPs
-  // through one small queue, never for a QP alone, which would be paced at srtt / share (a
-  // software path's srtt after a starved poller is milliseconds; 16 times that per packet stalls it).
-  const double lo = std::max(t_.min_packets * sharers_, 1.0);
-  cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
 }
 
 }  // namespace roce::rdma

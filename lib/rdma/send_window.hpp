@@ -259,9 +259,21 @@ class SendWindow {
     return static_cast<Nanos>(static_cast<double>(rtt) / share());
   }
 
-  // A QP gained send work (join) or ran out of it (leave).
-  void join();
-  void leave();
+  // A QP gained send work (join) or ran out of it (leave). Inline: a QP at queue depth 1 leaves
+  // at every ACK and joins at every post.
+  void join() {
+    if (++joined_ > 1) ++sharers_;
+    if (joined_ == 1) goodput_.on_idle();  // the wait for this work is not the path's goodput
+    // Before any loss the window is what the static caps allow together.
+    if (!lost_) cwnd_ = ssthresh_ = static_total();
+    if (congestion_only_ && !congested_) ssthresh_ = static_total();  // slow start toward them
+  }
+  void leave() {
+    if (joined_ == 0) return;
+    if (--joined_ > 0) --sharers_;
+    if (!lost_) cwnd_ = ssthresh_ = static_total();
+    if (congestion_only_ && !congested_) ssthresh_ = static_total();
+  }
 
   // `packets` newly acknowledged at `now`.
   void on_progress(Nanos now, std::uint32_t packets);
@@ -327,6 +339,7 @@ class SendWindow {
   static constexpr std::uint32_t kTrialSamples = 32;
   double uncapped_[kTrialSamples] = {};  // rates of the latest samples the cap did not bound (a ring)
   std::uint32_t uncapped_count_ = 0;
+  std::uint32_t trial_n_ = 16;           // bdp_cap_trial_samples within 1 .. kTrialSamples (start())
   double trial_[kTrialSamples] = {};     // rates of this trial's samples, which the cap bounded
   std::uint32_t trial_samples_ = 0;
   std::uint32_t trial_skip_ = 0, trial_backoff_ = 0;  // loss events until the next trial after a costly one

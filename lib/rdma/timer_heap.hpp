@@ -19,36 +19,26 @@ class TimerHeap {
     heap_.reserve(owners);
   }
 
-  // Sets owner's deadline; kNever removes it.
+  // Sets owner's deadline; kNever removes it. Inline, and small: the engine sets its QP's
+  // deadline after every turn and refresh, and what is left of most calls is a test or two (an
+  // owner without a deadline staying without one, an unchanged deadline); the heap's work is out
+  // of line. One read of the owner's position (docs/perf-changes.md section 65).
   void set(std::uint32_t owner, Nanos deadline) {
-    if (deadline == kNever) {
-      remove(owner);
-      return;
-    }
-    if (pos_[owner] == kAbsent) {
-      pos_[owner] = static_cast<std::uint32_t>(heap_.size());
-      heap_.push_back({deadline, owner});
-      up(pos_[owner]);
-      return;
-    }
     const std::uint32_t i = pos_[owner];
-    const Nanos old = heap_[i].deadline;
-    if (deadline == old) return;  // the engine re-sets a QP's deadline after every turn; most stay
-    heap_[i].deadline = deadline;
-    if (deadline < old) up(i); else down(i);
+    if (i == kAbsent) {
+      if (deadline != kNever) insert(owner, deadline);
+      return;
+    }
+    if (deadline == kNever) {
+      remove_at(owner, i);
+      return;
+    }
+    if (deadline != heap_[i].deadline) move(i, deadline);  // the engine re-sets a QP's deadline after every turn; most stay
   }
 
   void remove(std::uint32_t owner) {
     const std::uint32_t i = pos_[owner];
-    if (i == kAbsent) return;
-    const std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
-    swap(i, last);
-    heap_.pop_back();
-    pos_[owner] = kAbsent;
-    if (i < heap_.size()) {
-      up(i);
-      down(i);
-    }
+    if (i != kAbsent) remove_at(owner, i);
   }
 
   bool empty() const { return heap_.empty(); }
@@ -62,6 +52,28 @@ class TimerHeap {
     Nanos deadline;
     std::uint32_t owner;
   };
+  [[gnu::noinline]] void insert(std::uint32_t owner, Nanos deadline) {
+    pos_[owner] = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back({deadline, owner});
+    up(pos_[owner]);
+  }
+  [[gnu::noinline]] void move(std::uint32_t i, Nanos deadline) {
+    const Nanos old = heap_[i].deadline;
+    heap_[i].deadline = deadline;
+    if (deadline < old) up(i); else down(i);
+  }
+  // Owner's entry at i out: the last entry takes its place and is moved up or down from there.
+  // The last entry itself (a QP alone in the heap) only goes: its swap with itself was a no-op.
+  [[gnu::noinline]] void remove_at(std::uint32_t owner, std::uint32_t i) {
+    const std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+    if (i != last) swap(i, last);
+    heap_.pop_back();
+    pos_[owner] = kAbsent;
+    if (i != last) {
+      up(i);
+      down(i);
+    }
+  }
   void swap(std::uint32_t a, std::uint32_t b) {
     std::swap(heap_[a], heap_[b]);
     pos_[heap_[a].owner] = a;

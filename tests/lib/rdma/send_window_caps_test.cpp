@@ -53,6 +53,7 @@ struct EagerCaps {
 // Every cap the window exposes against the oracle's, exactly (the same operations in the same
 // order). bdp() is the base cap while losses are frequent, the grown one otherwise.
 void expect_caps(const SendWindow& w, const EagerCaps& e, int step) {
+  ASSERT_EQ(w.knee_rtt(), e.knee) << "step " << step;
   ASSERT_EQ(w.bdp_measured(), e.measured) << "step " << step;
   ASSERT_EQ(w.cap(), e.clip) << "step " << step;
   ASSERT_EQ(w.need(), e.need) << "step " << step;

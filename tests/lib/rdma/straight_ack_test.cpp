@@ -33,7 +33,7 @@ struct Observed {
   std::array<std::uint64_t, rdma::kCounterCount> counters{};
   rdma::QpState state{};
   std::uint32_t una = 0, sent_end = 0;
-  Nanos deadline = 0, retransmit = 0, srtt = 0, engine_deadline = 0;
+  Nanos deadline = 0, retransmit = 0, srtt = 0, rttvar = 0, engine_deadline = 0;
   bool operator==(const Observed&) const = default;
 };
 
@@ -91,6 +91,7 @@ class World {
     o.deadline = c.deadline();
     o.retransmit = c.retransmit_deadline();
     o.srtt = c.srtt();
+    o.rttvar = c.rttvar();
     o.engine_deadline = engine_->next_deadline();
     return o;
   }
@@ -160,6 +161,32 @@ TEST_F(StraightAck, OneWriteAtATimeCompletesAsTheGeneralPath) {
   }
   EXPECT_GT(straight_->observe().srtt, 0);
   EXPECT_EQ(straight_->count(rdma::Counter::AcksReceived), 4u);
+}
+
+// RFC 6298's estimator (alpha 1/8, beta 1/4) to the nanosecond, with integer division as written
+// there and in session 17's completer (signed, toward zero): the completer divides the sums as
+// unsigned (they are positive), and must give the same srtt and rttvar after every sample, on
+// either path. Round trips above and below srtt, odd ones, so that every division has a remainder;
+// all below the tail probe's 20 us floor, so that no probe makes a sample ambiguous.
+TEST_F(StraightAck, TheRoundTripEstimateIsRfc6298sToTheNanosecond) {
+  const Nanos rtts[] = {2003, 2997, 1001, 7919, 2, 1, 19997, 3001, 2999, 3000, 17, 15013, 4093, 4099, 4097};
+  Nanos srtt = 0, rttvar = 0;
+  std::int32_t i = 0;
+  for (const Nanos r : rtts) {
+    post(IBV_WR_RDMA_WRITE, 100 + i, 64);
+    const auto o = ack(psn(i), r);  // sent at the post, answered r later: one sample of r
+    ++i;
+    if (srtt == 0) {
+      srtt = r;
+      rttvar = r / 2;
+    } else {
+      const Nanos err = srtt > r ? srtt - r : r - srtt;
+      rttvar = (3 * rttvar + err) / 4;
+      srtt = (7 * srtt + r) / 8;
+    }
+    ASSERT_EQ(o[0].srtt, srtt) << "sample " << i;
+    ASSERT_EQ(o[0].rttvar, rttvar) << "sample " << i;
+  }
 }
 
 TEST_F(StraightAck, OneAckCoalescesSeveralWrites) {

@@ -89,5 +89,46 @@ TEST(TimerHeap, EarliestIsTheMinimumAfterRandomSets) {
   }
 }
 
+// The heap's order and positions after random sets and removes (Engine::refresh's inline set:
+// insert, move, remove_at, the last entry removed alone): taking the earliest and removing it
+// over and over gives every owner with a deadline once, in deadline order, with the deadline set.
+TEST(TimerHeap, OwnersComeOutInDeadlineOrderAfterRandomSetsAndRemoves) {
+  constexpr std::uint32_t kOwners = 23;
+  std::mt19937_64 rng(65);
+  for (int round = 0; round < 300; ++round) {
+    TimerHeap h(kOwners);
+    std::vector<Nanos> want(kOwners, kNever);
+    const int ops = static_cast<int>(rng() % 200);
+    for (int i = 0; i < ops; ++i) {
+      const auto owner = static_cast<std::uint32_t>(rng() % kOwners);
+      const auto what = rng() % 8;
+      if (what == 0) {
+        h.remove(owner);
+        want[owner] = kNever;
+        continue;
+      }
+      // Ties, an unchanged deadline, kNever, earlier and later moves.
+      const Nanos d = what == 1 ? kNever : what == 2 ? want[owner] : static_cast<Nanos>(rng() % 50);
+      h.set(owner, d);
+      want[owner] = d;
+    }
+    std::vector<bool> seen(kOwners, false);
+    Nanos prev = 0;
+    while (!h.empty()) {
+      const std::uint32_t o = h.earliest_owner();
+      ASSERT_LT(o, kOwners);
+      ASSERT_FALSE(seen[o]) << "round " << round << " owner " << o << " twice";
+      ASSERT_EQ(h.earliest(), want[o]) << "round " << round;
+      ASSERT_EQ(h.deadline_of(o), want[o]);
+      ASSERT_GE(h.earliest(), prev) << "round " << round;
+      prev = h.earliest();
+      seen[o] = true;
+      h.set(o, kNever);
+      ASSERT_EQ(h.deadline_of(o), kNever);
+    }
+    for (std::uint32_t o = 0; o < kOwners; ++o) ASSERT_EQ(seen[o], want[o] != kNever) << "round " << round << " owner " << o;
+  }
+}
+
 }  // namespace
 }  // namespace roce::test::timer_heap_test
