@@ -44,6 +44,7 @@ void Responder::start(const QpContext& qp) {
   // division; the bound stays exact.
   out_capacity_ = 2 * rd + 4;
   out_.assign(std::bit_ceil(out_capacity_), Item{});
+  out_mask_ = out_.size() - 1;
   out_head_ = 0;
   out_count_ = 0;
   replays_queued_ = false;

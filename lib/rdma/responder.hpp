@@ -42,7 +42,10 @@ class Responder {
   // Selective repeat: the engine's pool the reorder buffer's slots come from (set at creation),
   // and the end of what it holds (the QP entered ERR or RESET: nothing held will run).
   void use_reorder_pool(ReorderPool* pool) { reorder_.use_pool(pool); }
-  void stop_reorder() { reorder_.stop(); }
+  void stop_reorder() {
+    reorder_.stop();
+    forget_run();  // the run's `writes` asked whether a reorder buffer is on
+  }
 
   // `continues_run`: this request follows one of the same QP's in one RX burst
   // (Engine::begin_receive_burst), so what the run found out about the QP still holds
@@ -53,8 +56,12 @@ class Responder {
   // whole, executed and acknowledged as on_request would; false, with nothing changed, for
   // anything else, which on_request then takes.
   bool take_run_write(QpContext& qp, const proto::Packet& pkt);
-  // The QP's attributes changed (QP modify): the next request starts a run.
-  void forget_run() { run_.known = false; }
+  // The QP's attributes changed (QP modify): the next request starts a run. `writes` too, so
+  // that it alone says the run is known and takes WRITEs (take_run_write's one test).
+  void forget_run() {
+    run_.known = false;
+    run_.writes = false;
+  }
   // The run ends (Engine: the next frame is another QP's, the burst ends, or anything else is
   // asked; QP modify): the ACK its WRITEs coalesced into gets their last PSN and MSN, and
   // AckDeferred their count, once (responder_run.cpp). Nothing reads the output or the counters
@@ -148,8 +155,8 @@ class Responder {
   // What a run of requests found out once (responder_run.cpp): whether an in-sequence WRITE
   // without immediate may take write_in_run, and the memory region the last R_Key named.
   struct Run {
-    bool known = false;   // found out for the QP as it is now
-    bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs
+    bool known = false;   // found out for the QP as it is now (kept from run to run until forget_run)
+    bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs (only when known)
     std::uint32_t pmtu = 0;
     RememberedRegion region;  // the region the R_Key last found valid named (memory.hpp), renewed by each run
     // The output's last item is an ACK a WRITE of this run queued or coalesced into: the later
@@ -164,8 +171,14 @@ class Responder {
   // (Done); Walk, with nothing changed, leaves it to the walk (which then finds what is wrong).
   // A deferred ICRC is settled there as the walk would (place_deferred, payload.hpp); Corrupted
   // when it fails, with nothing changed but the bytes the walk too places ahead of its verdict.
-  enum class RunStep : std::uint8_t { Walk, Done, Corrupted };
+  // Lean (take_run_write, a WRITE that continues a run): only the common case, with no call but
+  // the payload's copy, made last so that no value lives across it; Again, with nothing changed,
+  // where the full version's cold calls would be needed (the region checked whole: the run's
+  // remembered region does not hold the key; a deferred ICRC), and the full version takes it.
+  enum class RunStep : std::uint8_t { Walk, Done, Corrupted, Again };
+  template <bool kLean>
   RunStep write_in_run(QpContext& qp, const proto::Packet& pkt);
+  bool take_run_write_whole(QpContext& qp, const proto::Packet& pkt);
   // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
   // when the key still names it, else from MrTable::check_remote (and then remembered).
   std::byte* run_target(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
@@ -240,6 +253,14 @@ class Responder {
 
   bool output_full() const { return out_count_ >= out_capacity_; }
   Item& push_item();
+  // A plain ACK for `psn` last in the queue (room checked by the caller). Inline: a call would
+  // make the run's straight path (take_run_write) save registers around it.
+  [[gnu::always_inline]] void push_ack(std::uint32_t psn, bool prompt) {
+    // Whole, every other field its default: assigned field by field after `Item{}`, gcc zeroed
+    // the rest with `rep stosb`.
+    out_[slot(out_count_)] = Item{.kind = Item::Kind::Ack, .psn = psn, .msn = msn_, .syndrome = proto::Syndrome::ack(), .prompt = prompt};
+    ++out_count_;
+  }
   void queue_ack(QpContext& qp, std::uint32_t psn, bool prompt = false);
   // An ACK or SACK last in the queue covers `psn` too (one ACK acknowledges every PSN up to its
   // own): false if there is none.
@@ -295,7 +316,9 @@ class Responder {
   std::size_t out_count_ = 0;
   std::size_t out_capacity_ = 0;
   bool replays_queued_ = false;  // some queued item was re-executed for a duplicate (until the queue empties)
-  std::size_t slot(std::size_t i) const { return (out_head_ + i) & (out_.size() - 1); }
+  // out_.size() - 1, kept: a vector's size is a division by sizeof(Item) (56), at every slot.
+  std::size_t out_mask_ = 0;
+  std::size_t slot(std::size_t i) const { return (out_head_ + i) & out_mask_; }
 };
 
 std::string to_string(ResponderOutcome o);

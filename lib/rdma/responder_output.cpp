@@ -27,12 +27,7 @@ void Responder::queue_ack(QpContext& qp, std::uint32_t psn, bool prompt) {
   if (reorder_.enabled() && psn_diff(psn, acked_out_) >= static_cast<std::int32_t>(reorder_.ack_span())) prompt = true;
   if (coalesce_ack(qp, psn, prompt)) return;
   if (output_full()) return;  // callers check room first; an ACK is never worth a crash
-  Item& it = push_item();
-  it.kind = Item::Kind::Ack;
-  it.psn = psn;
-  it.msn = msn_;
-  it.syndrome = Syndrome::ack();
-  it.prompt = prompt;
+  push_ack(psn, prompt);
 }
 
 void Responder::queue_nak(QpContext& qp, std::uint32_t psn, Syndrome s) {

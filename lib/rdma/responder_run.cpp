@@ -11,6 +11,7 @@
 // which finds the same answer as frame by frame (docs/perf-changes.md sections 42 and 51;
 // tests/lib/rdma/responder_run_test.cpp compares the two).
 #include <algorithm>
+#include <cstring>
 
 #include "lib/rdma/responder.hpp"
 #include "protocol/psn.hpp"
@@ -23,12 +24,15 @@ using namespace roce::proto;
 // other call, and the next burst. The region the last run found is kept if its key still names
 // it (RememberedRegion::renew: published, no registration in its slot since), so a lone WRITE
 // at queue depth 1, a run of its own each time, is not checked whole each time (a QP's
-// protection domain does not change; its access flags are the run's `writes`).
+// protection domain does not change; its access flags are the run's `writes`). What the run
+// found out about the QP (`writes`, `pmtu`) holds until QP modify or a stopped reorder buffer
+// (forget_run): found out again only then. Renewed in place: a lone WRITE begins a run at every
+// round trip.
 void Responder::begin_run(const QpContext& qp) {
-  RememberedRegion region = run_.region;
-  region.renew();
-  run_ = Run{};
-  run_.region = region;
+  run_.region.renew();
+  run_.ack_tail = false;  // (end_run left both so: nothing of the last run's ACK is owed)
+  run_.acks_deferred = 0;
+  if (run_.known) return;
   run_.known = true;
   run_.writes = qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && !reorder_.enabled() &&
                 qp.tuning != nullptr && qp.tuning->write_runs;
@@ -58,7 +62,9 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 // The walk's checks for such a WRITE, in its order of effect: check_psn (room for an answer, the
 // expected PSN: a duplicate or a gap goes to the walk), check_op_seq, check_op_valid (the run's),
 // check_resource (nothing without immediate), check_length, check_rkey; then execute_write and
-// acknowledge.
+// acknowledge. A payload known good is copied last (the bookkeeping before it changes nothing
+// the copy reads), so that in the lean version no value lives across the call.
+template <bool kLean>
 [[gnu::always_inline]] inline Responder::RunStep Responder::write_in_run(QpContext& qp, const Packet& pkt) {
   const OpcodeInfo& info = *pkt.info;
   if (info.operation != Operation::Write || info.transport != Transport::Rc || info.has_immediate()) return RunStep::Walk;
@@ -74,35 +80,43 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
   const std::uint32_t rest = first ? pkt.ext.reth.dma_length.get() : write_remaining_;
   if (!fits_pmtu(info, len, run_.pmtu) || !fits_write(info, len, rest, write_remaining_)) return RunStep::Walk;
   const std::uint64_t range = first ? rest : len;
+  const bool deferred = pkt.icrc_status == IcrcStatus::Deferred;
   std::byte* dst = nullptr;
-  if (range != 0 && (dst = run_target(qp, rkey, va, range)) == nullptr) return RunStep::Walk;
+  if constexpr (kLean) {
+    if (deferred || (range != 0 && !run_.region.holds(rkey))) return RunStep::Again;
+    if (range != 0 && (dst = run_.region.translate(va, range)) == nullptr) return RunStep::Walk;
+  } else {
+    if (range != 0 && (dst = run_target(qp, rkey, va, range)) == nullptr) return RunStep::Walk;
+  }
   // Nothing refused it: from here on it acts, once its ICRC holds.
-  if (len != 0) {
-    const WriteAhead next = info.ends_message() ? WriteAhead{} : WriteAhead{dst + len, std::min<std::uint64_t>(len, rest - len)};
-    if (pkt.icrc_status != IcrcStatus::Deferred) {
-      place_contiguous(pkt, dst, next);
-    } else if (!place_deferred(pkt, dst, next, qp.tuning->crc)) {
-      return RunStep::Corrupted;  // as the walk's ErrCorrupted: nothing changed (bytes placed ahead aside)
-    }
-  }  // (the parser defers no empty payload's ICRC)
+  const WriteAhead next =
+      len == 0 || info.ends_message() ? WriteAhead{} : WriteAhead{dst + len, std::min<std::uint64_t>(len, rest - len)};
+  if (!kLean && deferred && len != 0 && !place_deferred(pkt, dst, next, qp.tuning->crc))
+    return RunStep::Corrupted;  // as the walk's ErrCorrupted: nothing changed (bytes placed ahead aside)
+  // (the parser defers no empty payload's ICRC)
   if (first) drop_msg_ = false;
   advance_write(info, va, rkey, rest, len);
   epsn_ = psn_next(psn);
   seq_ = SequenceState::Normal;
-  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide. Once it
-  // is this run's (the output's last item), coalesce_ack's work waits for the run's end: the ACK
-  // goes out after it (Engine::transmit ends the run first), and only its last PSN and MSN count.
+  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide (no
+  // reorder buffer, so no prompt rule; room was checked above). Once it is this run's (the
+  // output's last item), coalesce_ack's work waits for the run's end: the ACK goes out after it
+  // (Engine::transmit ends the run first), and only its last PSN and MSN count.
   if (pkt.bth.ack_requested()) {
     if (run_.ack_tail) {
       run_.ack_psn = psn;
       run_.ack_msn = msn_;
       ++run_.acks_deferred;
     } else {
-      if (!coalesce_ack(qp, psn, false)) queue_ack(qp, psn);
+      if (!coalesce_ack(qp, psn, false)) push_ack(psn, false);
       run_.ack_tail = true;
     }
   }
   ++run_writes_;
+  if (len != 0 && !deferred) {
+    prefetch_for_write(next);  // the next packet's lines, asked before this one's copy
+    std::memcpy(dst, pkt.payload.data(), len);
+  }
   return RunStep::Done;
 }
 
@@ -110,13 +124,22 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 // (begin_run; forget_run at QP modify). Engine::receive offers only frames whose ICRC the parser
 // checked, so Corrupted does not come here; were it to, on_packet's walk drops the frame again.
 bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
-  return run_.known && run_.writes && write_in_run(qp, pkt) == RunStep::Done;
+  if (!run_.writes) return false;  // (forget_run clears it with `known`)
+  const RunStep step = write_in_run<true>(qp, pkt);
+  if (step == RunStep::Again) return take_run_write_whole(qp, pkt);
+  return step == RunStep::Done;
+}
+
+// The lean version's Again (nothing changed): the same frame with the full checks. Out of line,
+// so that its calls do not make take_run_write save registers.
+[[gnu::noinline]] bool Responder::take_run_write_whole(QpContext& qp, const Packet& pkt) {
+  return write_in_run<false>(qp, pkt) == RunStep::Done;
 }
 
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {
   if (!continues_run || !run_.known) begin_run(qp);
   if (run_.writes) {
-    const RunStep step = write_in_run(qp, pkt);
+    const RunStep step = write_in_run<false>(qp, pkt);
     if (step != RunStep::Walk) return step == RunStep::Done ? ResponderOutcome::Progress : ResponderOutcome::Corrupted;
   }
   end_run(qp);  // the walk reads and changes the output

@@ -38,10 +38,11 @@ enum class Mode { Reference, Burst, FrameByFrame };
 
 // One thing the scenario does: a WRITE packet from peer `qp`, a change to a region between
 // two packets (during the burst, as another thread's deregistration or a peer's invalidation
-// would come; or region 3 registered in region 0's slot), or a look at everything between two bursts (Check: the burst so far ends, what
+// would come; or region 3 registered in region 0's slot), QP `qp`'s remote write access taken
+// away (QP modify, RTS to RTS), or a look at everything between two bursts (Check: the burst so far ends, what
 // the engine sends, its counters and the rest are recorded, and the next burst begins).
 struct Step {
-  enum class Kind { Packet, Deregister, Invalidate, RegisterAgain, RegisterUnderTheSameKey, Check } kind = Kind::Packet;
+  enum class Kind { Packet, Deregister, Invalidate, RegisterAgain, RegisterUnderTheSameKey, RevokeRemoteWrite, Check } kind = Kind::Packet;
   unsigned qp = 0;
   Opcode op = Opcode::RcWriteOnly;
   std::uint32_t psn = 0;
@@ -137,6 +138,14 @@ class World {
           break;
         case Step::Kind::Deregister: EXPECT_TRUE(mrs_.deregister(keys_[s.region]).ok()); break;
         case Step::Kind::Invalidate: EXPECT_TRUE(mrs_.invalidate(keys_[s.region], eps_[0].pd).ok()); break;
+        case Step::Kind::RevokeRemoteWrite: {
+          if (mode_ == Mode::Burst) engine_->end_receive_burst();  // a control call: the burst ends first
+          ibv_qp_attr a{};
+          a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+          EXPECT_TRUE(engine_->modify_qp(eps_[s.qp].qp, a, IBV_QP_ACCESS_FLAGS).ok());
+          if (mode_ == Mode::Burst) engine_->begin_receive_burst();
+          break;
+        }
         case Step::Kind::RegisterAgain: {
           auto mr = mrs_.register_region(eps_[0].pd, mem_[3].data(), kRegionBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                                          kIova[3]);
@@ -439,6 +448,69 @@ TEST(ResponderRun, FramesTheRunCannotTakeWholeGoTheWholeWay) {
   expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), marked, only(psn(3), 0, 192), foreign, only(psn(4), 0, 256),
                             cnp, only(psn(5), 0, 320), only(psn(0), 2, 0, 1), only(psn(6), 0, 384), only(psn(7), 0, 448)},
                            7);
+}
+
+// Each step in a burst of its own: every WRITE starts its run, as at queue depth 1 (on_request:
+// begin_run, which keeps what it found out about the QP from run to run, then the run's WRITE;
+// docs/perf-changes.md sections 60 and 67). The last burst is left to the final comparison,
+// which wants something sent in it.
+std::vector<Step> alone(const std::vector<Step>& steps) {
+  std::vector<Step> out;
+  for (const Step& s : steps) {
+    if (!out.empty()) out.push_back(check());
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(ResponderRun, LoneWritesAreAcknowledgedAndPlacedAsByTheWalk) {
+  // One QP, then the other, then both in turn; a multi-packet WRITE a packet a burst; a WRITE
+  // without an ACK request, acknowledged by the next one's ACK.
+  Step quiet = only(psn(3), 0, 192);
+  quiet.ack_req = false;
+  std::vector<Step> steps = {only(psn(0), 0, 0), only(psn(1), 0, 64),   only(psn(2), 1, 0),   quiet,
+                             only(psn(4), 0, 256), only(psn(0), 2, 0, 1), only(psn(5), 0, 320), only(psn(1), 2, 64, 1)};
+  expect_as_frame_by_frame(alone(steps), 8);
+  expect_as_frame_by_frame(alone({packet(Opcode::RcWriteFirst, psn(0), 256, 0, 0, 700), packet(Opcode::RcWriteMiddle, psn(1), 256),
+                                  packet(Opcode::RcWriteLast, psn(2), 188), only(psn(3), 1, 512)}),
+                           4, IBV_MTU_256);
+}
+
+TEST(ResponderRun, EveryRefusalOfALoneWriteNaksAndCountsAsByTheWalk) {
+  // Each alone in its burst, between lone WRITEs the run takes: a PSN gap (NAK sequence error,
+  // then silence), a duplicate (answered with a prompt ACK), the resend; a CE-marked WRITE; one
+  // under another P_Key; a CNP; a WRITE carrying less than its RETH length (fatal on RC).
+  Step marked = only(psn(4), 0, 256);
+  marked.ecn = Ecn::Ce;
+  Step foreign = only(psn(5), 0, 320);
+  foreign.pkey = 0x1234;
+  Step cnp;
+  cnp.op = Opcode::Cnp;
+  cnp.payload = 0;
+  cnp.ack_req = false;
+  Step short_only = only(psn(6), 0, 384);
+  short_only.payload = 32;
+  expect_as_frame_by_frame(alone({only(psn(0), 0, 0), only(psn(2), 0, 128), only(psn(3), 0, 192), only(psn(0), 0, 0),
+                                  only(psn(1), 0, 64), only(psn(2), 0, 128), only(psn(3), 0, 192), marked, foreign,
+                                  only(psn(5), 0, 320), cnp, short_only}),
+                           5);
+}
+
+TEST(ResponderRun, ALoneWriteUnderABadKeyOrOutOfBoundsIsRefusedAsByTheWalk) {
+  // QP 1: another domain's region (a fatal NAK, the QP in ERR), then a WRITE to the QP in ERR
+  // (dropped, counted). QP 0: a key of another generation (an R_Key violation); out of bounds.
+  // (Each scenario ends with a frame answered to QP 0's peer, which the final comparison reads.)
+  Step stale = only(psn(1), 0, 64);
+  stale.key_xor = 1;
+  expect_as_frame_by_frame(alone({only(psn(0), 2, 0, 1), only(psn(1), 0, 0, 1), only(psn(2), 2, 0, 1), only(psn(0), 0, 0), stale}), 2);
+  expect_as_frame_by_frame(alone({only(psn(0), 0, 0), only(psn(1), 0, kRegionBytes - 32)}), 1);
+}
+
+TEST(ResponderRun, ALoneWriteAfterRemoteWriteIsRevokedIsRefused) {
+  // What a run found out about the QP (remote write allowed) is kept from run to run, but not
+  // past QP modify: the next lone WRITE is an invalid request (a fatal NAK), as the walk finds.
+  Step revoke = change(Step::Kind::RevokeRemoteWrite, 0);
+  expect_as_frame_by_frame(alone({only(psn(0), 0, 0), only(psn(1), 0, 64), revoke, only(psn(2), 0, 128)}), 2);
 }
 
 TEST(ResponderRun, WritesWithoutAckRequestsAreAcknowledgedByTheNextAck) {
