@@ -193,6 +193,13 @@ QueuePair* Engine::find_qp(std::uint32_t qpn) const {
   return slot && *slot < qps_.size() ? qps_[*slot].get() : nullptr;
 }
 
+void Engine::activate(QueuePair& qp) {
+  if (qp.in_active_list) return;
+  qp.in_active_list = true;
+  active_[ring_slot(active_head_ + active_count_)] = qp.slot;
+  ++active_count_;
+}
+
 SendWindow* Engine::path_window(const QueuePair& qp) {
   const proto::FrameSpec& p = qp.context().path;
   const IpAddress peer = p.ip_version == IpVersion::V6 ? IpAddress::ipv6(p.ipv6.dst) : IpAddress::ipv4(p.ipv4.dst);

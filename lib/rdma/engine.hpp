@@ -179,13 +179,7 @@ class Engine {
   }
 
  private:
-  // Inline: after every post of an idle QP.
-  void activate(QueuePair& qp) {
-    if (qp.in_active_list) return;
-    qp.in_active_list = true;
-    active_[ring_slot(active_head_ + active_count_)] = qp.slot;
-    ++active_count_;
-  }
+  void activate(QueuePair& qp);
   void refresh(QueuePair& qp, bool idle = false);
   // After requests alone (no CE mark, no change of state): only what the responder owes is new,
   // none of the QP's timers moved (docs/perf-changes.md section 36). A QP already in the active

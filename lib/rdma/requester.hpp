@@ -136,11 +136,8 @@ class Requester {
   // Request packets past una that the latest SACK showed held by the responder: delivered, out
   // of the network, so the in-flight caps and the send window do not count them (TCP's "pipe";
   // IRN counts what is outstanding in the network). The reorder reach (una + the window) still
-  // counts every PSN: the responder holds no further. 0 on a go-back-N QP (inline: run_room and
-  // window_allows ask it for every go-back-N QP; the call made them save registers).
-  std::uint32_t held_ahead() const { return sr_window_ == 0 ? 0 : held_ahead_selective(); }
-  // held_ahead() of a selective repeat QP (requester_selective.cpp).
-  std::uint32_t held_ahead_selective() const;
+  // counts every PSN: the responder holds no further. 0 on a go-back-N QP.
+  std::uint32_t held_ahead() const;
   // Go-back-N's tail loss probe: the newest request packet goes again alone, asking for an ACK.
   // False (nothing changed) when that packet belongs to a READ or atomic (the responder would
   // execute it again) or a resend has not reached the newest packet yet.

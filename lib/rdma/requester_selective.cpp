@@ -30,7 +30,7 @@ void Requester::for_each_sent_request(QpContext& qp, F&& f) {
   });
 }
 
-std::uint32_t Requester::held_ahead_selective() const {
+std::uint32_t Requester::held_ahead() const {
   // Held PSNs below una ran since the SACK (una passed them): only those at or after una count.
   // A held packet the responder later dropped (no receive posted) is counted until the next
   // SACK: the caps are then exceeded by at most that, and the reorder reach still bounds it.
