@@ -124,8 +124,9 @@ TEST_F(TransmitTurn, APostLeavesTheQpsTimerWhereItWas) {
 // asks it after every post of an idle QP and after the ACK that empties the send queue. Its
 // answer must be the walk's in every state, and the engine's send work must follow it: active
 // exactly when the walk says the QP can send (the raw peer sends no requests, so the QP owes no
-// responses). A WQE whose last packet went, left under the cursor and acknowledged, is no work
-// (a shortcut that took any WQE under the cursor with nothing in flight as sendable fails there).
+// responses). A WQE whose last packet went, left under the cursor and acknowledged, is no work:
+// a shortcut that took any WQE under the cursor with nothing in flight as sendable gets that
+// step wrong.
 TEST_F(TransmitTurn, CanSendWithoutTheWalkIsTheWalksAnswer) {
   const rdma::Requester& req = ep_.qp->requester();
   const rdma::QpContext& ctx = ep_.qp->context();
