@@ -328,12 +328,17 @@ std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_it
     if (gsi_.build_next(frames[n], cfg_.path.local, cfg_.path.ttl)) ++n;
   }
   held_now_.clear();
+  // hold_ack's answer without a gap or a hold (every call at queue depth 1): no, and the slot's
+  // count starts again; no call.
+  const bool may_hold = busy_iteration != kNever && cfg_.tuning.ack_hold.turns != 0;
   while (n < frames.size() && active_count_ > 0) {
     const std::uint32_t slot = active_[active_head_];
     active_head_ = ring_slot(active_head_ + 1);
     --active_count_;
     QueuePair& qp = *qps_[slot];
-    if (hold_ack(slot, qp, now, busy_iteration)) {
+    if (!may_hold) {
+      held_acks_[slot] = HeldAck{};
+    } else if (hold_ack(slot, qp, now, busy_iteration)) {
       held_now_.push_back(slot);  // stays marked active: back in the ring below
       continue;
     }

@@ -228,7 +228,7 @@ void Requester::note_turn(const QpContext& qp) {
   }
 }
 
-bool Requester::can_send(const QpContext& qp) const {
+bool Requester::can_send_walk(const QpContext& qp) const {
   if (!qp.sends_requests() || state_ != State::Ready) return false;
   if (sr_pending_ != 0 || rd_pending_ != 0) return true;  // a resend replaces a lost packet: no window holds it back
   for (std::uint64_t i = cursor_; i < qp.sq.tail(); ++i) {

@@ -11,6 +11,7 @@
 #include "lib/rdma/qp_context.hpp"
 #include "lib/rdma/send_window.hpp"
 #include "protocol/icrc_batch.hpp"
+#include "protocol/psn.hpp"
 #include "protocol/sack.hpp"
 
 namespace roce::rdma {
@@ -24,8 +25,23 @@ class Requester {
 
   void start(const QpContext& qp);  // entering RTS from RTR: PSNs start at sq_psn
 
-  // True when build_next() would produce a packet now.
-  bool can_send(const QpContext& qp) const;
+  // True when build_next() would produce a packet now. Inline, without the send queue walk where
+  // the answer is plain: nothing past the cursor (after every ACK at queue depth 1), or a WQE not
+  // yet started under it with nothing in flight and no READ/atomic credit taken (every post at
+  // queue depth 1). window_allows() then holds nothing back: the WQE's PSN is una's, so neither
+  // the caps, the send window, the reorder reach, the tracked READ's reach nor the READ/atomic
+  // limit and fence can refuse it (a cap of 0 or below aside). Anything else walks.
+  bool can_send(const QpContext& qp) const {
+    if (sr_pending_ == 0 && rd_pending_ == 0) {
+      if (cursor_ >= qp.sq.tail()) return false;
+      if (proto::psn_diff(next_psn_, una_hint_) == 0 && inflight_rd_atomic_ == 0 &&
+          qp.sq.at(cursor_).state == WqeState::Posted && static_cast<std::int32_t>(qp.tuning->max_inflight_packets) > 0)
+        return qp.sends_requests() && state_ == State::Ready;
+    }
+    return can_send_walk(qp);
+  }
+  // can_send() by the send queue walk, always (the shortcut's reference in tests).
+  bool can_send_walk(const QpContext& qp) const;
   // Surely nothing to send (O(1); false: perhaps something, as can_send would tell): no resend
   // or READ hole pending, and no WQE from the cursor on with a packet left. The transmit loop
   // asks it after each packet instead of a build_next that would find nothing (the WQE whose last

@@ -119,6 +119,83 @@ TEST_F(TransmitTurn, APostLeavesTheQpsTimerWhereItWas) {
   EXPECT_EQ(wcs[0].status, IBV_WC_WR_FLUSH_ERR) << describe(wcs[0]);
 }
 
+// Requester::can_send answers without the send queue walk where nothing is past the cursor, or
+// a WQE not yet started is under it with nothing in flight (a post at queue depth 1): the engine
+// asks it after every post of an idle QP and after the ACK that empties the send queue. Its
+// answer must be the walk's in every state, and the engine's send work must follow it: active
+// exactly when the walk says the QP can send (the raw peer sends no requests, so the QP owes no
+// responses). A WQE whose last packet went, left under the cursor and acknowledged, is no work:
+// a shortcut that took any WQE under the cursor with nothing in flight as sendable gets that
+// step wrong.
+TEST_F(TransmitTurn, CanSendWithoutTheWalkIsTheWalksAnswer) {
+  const rdma::Requester& req = ep_.qp->requester();
+  const rdma::QpContext& ctx = ep_.qp->context();
+  const auto agree = [&](const char* step, bool expected) {
+    EXPECT_EQ(req.can_send_walk(ctx), expected) << step;
+    EXPECT_EQ(req.can_send(ctx), expected) << step;
+    EXPECT_EQ(engine_->has_tx_work(), expected) << step;
+  };
+  agree("nothing posted", false);
+  write(1, 64);
+  agree("a WRITE posted, nothing in flight", true);
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS}));
+  agree("the WRITE in flight, the cursor past it", false);
+  write(2, 64);
+  agree("a second WRITE posted behind one in flight", true);
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS + 1}));
+  ack(kS + 1);
+  EXPECT_EQ(drain(ep_).size(), 2u);
+  agree("both acknowledged", false);
+  write(3, 3000);  // three packets: frame by frame, and the cursor stays on it
+  agree("a three-packet WRITE posted", true);
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS + 2, kS + 3, kS + 4}));
+  agree("its last packet sent, the WQE under the cursor", false);
+  ack(kS + 4);
+  EXPECT_EQ(drain(ep_).size(), 1u);
+  agree("it is acknowledged and retired, still under the cursor", false);
+  write(4, 64);
+  agree("a WRITE posted after it", true);
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS + 5}));
+  ack(kS + 5);
+  EXPECT_EQ(drain(ep_).size(), 1u);
+  // A READ in flight takes the one READ/atomic credit (to_rts: max_rd_atomic 1): a fenced WRITE
+  // waits for it, and so does everything behind it.
+  ibv_sge g = sge(src_.data(), 64, mr_);
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_READ, 5, &g, 1, 0x10000, 0x1234), 0);
+  agree("a READ posted", true);
+  ASSERT_EQ(sent(), (std::vector<std::uint32_t>{kS + 6}));
+  ASSERT_EQ(post(ep_, IBV_WR_RDMA_WRITE, 6, &g, 1, 0x10000, 0x1234, IBV_SEND_SIGNALED | IBV_SEND_FENCE), 0);
+  agree("a fenced WRITE behind the READ in flight", false);
+  write(7, 64);
+  agree("a WRITE behind the fenced one", false);
+  // In ERR the QP sends nothing and a post is flushed at once.
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_TRUE(engine_->modify_qp(ep_.qp, a, IBV_QP_STATE));
+  agree("in ERR", false);
+  write(8, 64);
+  agree("a post in ERR", false);
+}
+
+// With an in-flight cap of 0 nothing may go, not even with nothing in flight: can_send's
+// shortcut does not take such a WQE as sendable.
+TEST(TransmitTurnCanSend, AnInFlightCapOfZeroSendsNothing) {
+  rdma::EngineConfig cfg = raw_peer_target(kPeerMac);
+  cfg.tuning.max_inflight_packets = 0;
+  rdma::MrTable mrs;
+  rdma::Engine engine(cfg, mrs);
+  Endpoint ep = make_endpoint(engine, QpOptions{});
+  to_rtr(engine, ep.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
+  to_rts(engine, ep.qp, kS, 1);
+  std::vector<std::byte> src(64, std::byte{5});
+  const rdma::MemoryRegion* mr = reg(engine, ep.pd, src, IBV_ACCESS_LOCAL_WRITE);
+  ibv_sge g = sge(src.data(), 64, mr);
+  ASSERT_EQ(post(ep, IBV_WR_RDMA_WRITE, 1, &g, 1, 0x10000, 0x1234), 0);
+  EXPECT_FALSE(ep.qp->requester().can_send_walk(ep.qp->context()));
+  EXPECT_FALSE(ep.qp->requester().can_send(ep.qp->context()));
+  EXPECT_FALSE(engine.has_tx_work());
+}
+
 // QueuePair::begin_turn skips Requester::note_turn and turn_limit while neither split is on (the
 // default): the turn then has no limit, as turn_limit says. With either split on it still asks
 // them: a cap of 4 in halves gives turns of at most 2 (the shortcut taken regardless would give
