@@ -59,5 +59,29 @@ TEST(BeInt, RunTimeGetReadsUnalignedFields) {
   EXPECT_EQ(h.get(), 0x1112);
 }
 
+// The ICRC trailer's little-endian field: the run-time store and the byte loop give the same
+// bytes, least significant first.
+static_assert(Le32{{0x78, 0x56, 0x34, 0x12}}.get() == 0x12345678u);
+constexpr Le32 le_of(std::uint32_t v) {
+  Le32 f;
+  f.set(v);
+  return f;
+}
+static_assert(le_of(0x12345678u).bytes == std::array<std::uint8_t, 4>{0x78, 0x56, 0x34, 0x12});
+
+TEST(Le32, RunTimeBytesAreLeastSignificantFirst) {
+  std::mt19937_64 rng(32);
+  for (int k = 0; k < 1000; ++k) {
+    const auto v = static_cast<std::uint32_t>(rng());
+    volatile std::uint32_t opaque = v;  // keeps the run-time path
+    Le32 f;
+    f.set(opaque);
+    const std::array<std::uint8_t, 4> want{static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(v >> 8),
+                                           static_cast<std::uint8_t>(v >> 16), static_cast<std::uint8_t>(v >> 24)};
+    ASSERT_EQ(f.bytes, want) << "value " << v;
+    ASSERT_EQ(f.get(), v);
+  }
+}
+
 }  // namespace
 }  // namespace roce::proto
