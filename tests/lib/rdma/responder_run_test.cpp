@@ -433,20 +433,30 @@ TEST(ResponderRun, ARegionInvalidatedBetweenBurstsIsNotWritten) {
                            2);
 }
 
-TEST(ResponderRun, FramesTheRunCannotTakeWholeGoTheWholeWay) {
-  // Mid-run, each between WRITEs the run takes: a CE-marked WRITE (EcnCeReceived, the
-  // congestion point's turn), one under another partition's P_Key (dropped, counted), a CNP, one
-  // of the other QP, and the run goes on after each.
-  Step marked = only(psn(2), 0, 128);
-  marked.ecn = Ecn::Ce;
-  Step foreign = only(psn(4), 0, 256);
-  foreign.pkey = 0x1234;
+// Frames a run cannot take whole: a CE-marked WRITE, one under another partition's P_Key, a CNP.
+Step ce_marked(Step s) {
+  s.ecn = Ecn::Ce;
+  return s;
+}
+Step foreign_pkey(Step s) {
+  s.pkey = 0x1234;
+  return s;
+}
+Step cnp_step() {
   Step cnp;
   cnp.op = Opcode::Cnp;
   cnp.payload = 0;
   cnp.ack_req = false;
-  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), marked, only(psn(3), 0, 192), foreign, only(psn(4), 0, 256),
-                            cnp, only(psn(5), 0, 320), only(psn(0), 2, 0, 1), only(psn(6), 0, 384), only(psn(7), 0, 448)},
+  return cnp;
+}
+
+TEST(ResponderRun, FramesTheRunCannotTakeWholeGoTheWholeWay) {
+  // Mid-run, each between WRITEs the run takes: a CE-marked WRITE (EcnCeReceived, the
+  // congestion point's turn), one under another partition's P_Key (dropped, counted), a CNP, one
+  // of the other QP, and the run goes on after each.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), ce_marked(only(psn(2), 0, 128)), only(psn(3), 0, 192),
+                            foreign_pkey(only(psn(4), 0, 256)), only(psn(4), 0, 256), cnp_step(), only(psn(5), 0, 320),
+                            only(psn(0), 2, 0, 1), only(psn(6), 0, 384), only(psn(7), 0, 448)},
                            7);
 }
 
@@ -480,19 +490,11 @@ TEST(ResponderRun, EveryRefusalOfALoneWriteNaksAndCountsAsByTheWalk) {
   // Each alone in its burst, between lone WRITEs the run takes: a PSN gap (NAK sequence error,
   // then silence), a duplicate (answered with a prompt ACK), the resend; a CE-marked WRITE; one
   // under another P_Key; a CNP; a WRITE carrying less than its RETH length (fatal on RC).
-  Step marked = only(psn(4), 0, 256);
-  marked.ecn = Ecn::Ce;
-  Step foreign = only(psn(5), 0, 320);
-  foreign.pkey = 0x1234;
-  Step cnp;
-  cnp.op = Opcode::Cnp;
-  cnp.payload = 0;
-  cnp.ack_req = false;
   Step short_only = only(psn(6), 0, 384);
   short_only.payload = 32;
   expect_as_frame_by_frame(alone({only(psn(0), 0, 0), only(psn(2), 0, 128), only(psn(3), 0, 192), only(psn(0), 0, 0),
-                                  only(psn(1), 0, 64), only(psn(2), 0, 128), only(psn(3), 0, 192), marked, foreign,
-                                  only(psn(5), 0, 320), cnp, short_only}),
+                                  only(psn(1), 0, 64), only(psn(2), 0, 128), only(psn(3), 0, 192), ce_marked(only(psn(4), 0, 256)),
+                                  foreign_pkey(only(psn(5), 0, 320)), only(psn(5), 0, 320), cnp_step(), short_only}),
                            5);
 }
 
