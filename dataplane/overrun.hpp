@@ -104,7 +104,7 @@ class OverrunMarking {
   bool due_or_owed(Nanos now) const { return now >= attention_at_; }
   // The first time at which due_or_owed holds: the drops' next reading, the least time while
   // marks are owed, kNever when disabled or never read. Only on_burst moves it (the one place the
-  // marker changes), so a poll loop tests `now >= attention_at()` alone, one compare for the
+  // marker changes), so a poll loop tests due_or_owed alone, one compare for the
   // reader's presence, the interval, the reading's time and the marks owed.
   Nanos attention_at() const { return attention_at_; }
   void on_burst(rte_mbuf* const* rx, unsigned n, Nanos now) {

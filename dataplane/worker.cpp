@@ -463,8 +463,8 @@ unsigned Worker::poll(Nanos now, bool send) {
   if (plain_rx_) {
     n = port_rx_ring_ != nullptr && rte_ring_empty(port_rx_ring_) ? 0 : rte_eth_rx_burst(cfg_.port, cfg_.queue, rx.data(), kBurst);
     // The drops read and the marks made as receive_general does; nothing to copy when neither
-    // (a worker without the marking never gets there: its attention_at() is kNever).
-    if (now >= overrun_.attention_at()) {
+    // (one compare: a worker without the marking never gets there, its attention_at() is kNever).
+    if (overrun_.due_or_owed(now)) {
       overrun_.on_burst(rx.data(), n, now);
       overrun_.copy_to(stats_);
     }
