@@ -34,6 +34,52 @@ class Figures:
         return [f for f in self.items if f["case"] == case]
 
 
+def loss_key(f):
+    """The parameters that tell one loss row from another (its rate, mode and settings)."""
+    return {k: v for k, v in f["params"].items() if k not in ("verb", "size", "mtu")}
+
+
+def loss_mode(f):
+    p = f["params"]
+    return ("baseline go-back-N" if p.get("baseline") == "yes" else
+            "selective repeat" if p.get("selective_repeat") == "on" else "go-back-N")
+
+
+def loss_target_rows(fig, verdict):
+    """Issue 21's targets the loss case measures: selective repeat at 1 % and 5 % of lossless, and
+    the packets resent per lost packet of each mode at every lossy rate (its worst rate)."""
+    rows = []
+    sr0 = fig.find("loss_fraction", loss_pct=0.0, selective_repeat="on")
+    for pct, target in ((1.0, 0.90), (5.0, 0.60)):
+        f = fig.find("loss_fraction", loss_pct=pct, selective_repeat="on")
+        if not f or not f["samples"]:
+            continue
+        r = med(f)
+        own = ""
+        if sr0 and len(sr0["samples"]) == len(f["samples"]):
+            # Each turn's lossy window over selective repeat's own lossless window of that turn.
+            own = "; over selective repeat's own lossless window {}".format(mmm({"samples": [
+                a / b for a, b in zip(f["samples"], sr0["samples"]) if b]}))
+        rows.append("| selective repeat goodput at {:g} % loss >= {:.2f} x lossless (the same shape; go-back-N's lossless "
+                    "window of the same turn, paired: {}{}) | {} Gbit/s | {} Gbit/s | {} | {} |".format(
+                        pct, target, mmm(f), own,
+                        mmm(fig.find("loss_goodput", loss_pct=pct, selective_repeat="on")),
+                        fmt(med(fig.find("loss_goodput", loss_pct=0.0, selective_repeat="off"))), fmt(r), verdict(r, target)))
+    for mode, on, target in (("selective repeat", "on", 1.2), ("go-back-N", "off", 4.0)):
+        worst = None
+        for f in fig.all("loss_goodput"):
+            p, n = f["params"], f["notes"]
+            if p.get("selective_repeat") != on or p.get("baseline") == "yes" or not n.get("lost_frames"):
+                continue
+            per = n.get("retransmitted", 0) / n["lost_frames"]
+            if worst is None or per > worst[0]:
+                worst = (per, p["loss_pct"])
+        if worst:
+            rows.append("| {} resends <= {:g} packets per lost packet (the loss rows' worst rate: {:g} %) | {} | {:g} | {} | {} |".format(
+                mode, target, worst[1], fmt(worst[0], 1), target, fmt(worst[0] / target), verdict(worst[0], target, higher=False)))
+    return rows
+
+
 def med(f):
     return statistics.median(f["samples"]) if f and f["samples"] else float("nan")
 
@@ -187,8 +233,8 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     resp64 = fig.find("responder_worker", payload=64)
     rtt_w = med(fig.find("rtt", path="write", stat="p50"))
     rtt_r = med(fig.find("rtt", path="ring", stat="p50"))
-    l0 = med(fig.find("loss_goodput", loss_pct=0.0))
-    l01 = med(fig.find("loss_goodput", loss_pct=0.1))
+    l0 = med(fig.find("loss_goodput", loss_pct=0.0, selective_repeat="off"))
+    l01 = med(fig.find("loss_goodput", loss_pct=0.1, selective_repeat="off"))
 
     def verdict(v, target, higher=True):
         if v is None or math.isnan(v):
@@ -248,10 +294,12 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
     r3, r3_how = paired_or("rtt_vs_protocol", rtt_w / rtt_floor, stat="p50")
     w("| 64 B WRITE RTT (median, post to completion) <= 1.5 x building and parsing the WRITE and its ACK{} | {} us | {} us | {} | {} |".format(
         r3_how, fmt(rtt_w, 3), fmt(rtt_floor, 3), fmt(r3), verdict(r3, 1.5, higher=False)))
-    frac01 = fig.find("loss_fraction", loss_pct=0.1)
+    frac01 = fig.find("loss_fraction", loss_pct=0.1, selective_repeat="off")
     r4 = med(frac01) if frac01 else (l01 / l0 if l0 else float("nan"))
-    w("| goodput at 0.1 % loss >= 0.90 x lossless (64 KiB WRITEs, 4 KiB MTU, 1 QP{}) | {} Gbit/s | {} Gbit/s | {} | {} |".format(
+    w("| go-back-N goodput at 0.1 % loss >= 0.90 x lossless (64 KiB WRITEs, 4 KiB MTU, 1 QP{}) | {} Gbit/s | {} Gbit/s | {} | {} |".format(
         "; ratio of paired samples, " + mmm(frac01) if frac01 else "", fmt(l01), fmt(l0), fmt(r4), verdict(r4, 0.9)))
+    for line in loss_target_rows(fig, verdict):
+        w(line)
     w("")
     w("Reading the targets: the 64 B figures are divided by the protocol layer's own work on the same frames,")
     w("timed in the same process (baselines below): building and sealing the WRITE, parsing and checking it,")
@@ -458,10 +506,10 @@ def markdown(fig, proto, meta, svg_name, before_after=None):
         n = f["notes"]
         lost = n.get("lost_frames", 0)
         window = f["params"].get("send_window")
-        frac = (fig.find("loss_fraction", loss_pct=f["params"]["loss_pct"], send_window=window) if window
-                else fig.find("loss_fraction", loss_pct=f["params"]["loss_pct"]))
-        w("| {} %{} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            f["params"]["loss_pct"], ", send window " + window if window else "", mmm(f), mmm(frac) if frac else ratio(med(f), l0), int(lost),
+        frac = fig.find("loss_fraction", **loss_key(f))
+        w("| {} %, {}{} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            f["params"]["loss_pct"], loss_mode(f), ", send window " + window if window else "", mmm(f),
+            mmm(frac) if frac else ratio(med(f), l0), int(lost),
             int(n.get("retransmitted", 0)), fmt(n.get("retransmitted", 0) / lost, 1) if lost else "-",
             int(n.get("early_retransmits", 0)), int(n.get("timeouts", 0)), int(n.get("naks_sent", 0))))
     w("")
