@@ -73,11 +73,26 @@ static_assert(alignof(Be64) == 1);
 // Little-endian 32-bit field: only the ICRC trailer is stored this way on the wire.
 struct Le32 {
   std::array<std::uint8_t, 4> bytes{};
+  // One load or store on a little-endian host, as BeInt does: the byte loop left four byte stores,
+  // and the ICRC trailer is read back whole by the next frame's check (perf-changes.md section 70).
   constexpr std::uint32_t get() const noexcept {
+    if constexpr (std::endian::native == std::endian::little) {
+      if (!std::is_constant_evaluated()) {
+        std::uint32_t v;
+        std::memcpy(&v, bytes.data(), 4);
+        return v;
+      }
+    }
     return std::uint32_t{bytes[0]} | std::uint32_t{bytes[1]} << 8 | std::uint32_t{bytes[2]} << 16 |
            std::uint32_t{bytes[3]} << 24;
   }
   constexpr void set(std::uint32_t v) noexcept {
+    if constexpr (std::endian::native == std::endian::little) {
+      if (!std::is_constant_evaluated()) {
+        std::memcpy(bytes.data(), &v, 4);
+        return;
+      }
+    }
     for (auto& b : bytes) {
       b = static_cast<std::uint8_t>(v & 0xFF);
       v >>= 8;
