@@ -189,10 +189,8 @@ int Engine::post_recv(QueuePair* qp, const ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 QueuePair* Engine::find_qp(std::uint32_t qpn) const {
-  // No slot reads as UINT32_MAX, which no table of uint32 slots reaches: one compare for both
-  // (the optional's flag was spilled and tested apart, twice a round trip at queue depth 1).
-  const std::uint32_t slot = cfg_.qpns.slot(cfg_.shard, qpn).value_or(UINT32_MAX);
-  return slot < qps_.size() ? qps_[slot].get() : nullptr;
+  const auto slot = cfg_.qpns.slot(cfg_.shard, qpn);
+  return slot && *slot < qps_.size() ? qps_[*slot].get() : nullptr;
 }
 
 void Engine::activate(QueuePair& qp) {
