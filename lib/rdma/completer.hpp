@@ -125,6 +125,9 @@ class Completer {
   // nothing changed, for any other response.
   bool straight_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now, CompleterOutcome* out);
   void progressed(QpContext& qp, const Requester& req, Nanos now);
+  // progressed's body: inline in straight_ack (every ACK at queue depth 1), called through
+  // progressed everywhere else.
+  void progressed_inline(QpContext& qp, const Requester& req, Nanos now);
   // Oldest PSN to resend from: una, or where the oldest outstanding READ's data stopped.
   std::uint32_t resume_psn(const QpContext& qp) const;
   void arm_timers(const QpContext& qp, Nanos now);  // local ACK timer and early timer

@@ -21,11 +21,15 @@ constexpr double kGrownFreeRate = 0.95;
 // Inline: after every ACK's progress and RTT sample (docs/perf-changes.md section 65).
 [[gnu::always_inline]] inline void SendWindow::clamp() {
   cap_clip_ = std::min(cap_clip_, static_total());
+  clamp_below(effective_cap());
+}
+
+[[gnu::always_inline]] inline void SendWindow::clamp_below(double cap) {
   // At least one packet in flight on the whole path: a share below one packet is for many QPs
   // through one small queue, never for a QP alone, which would be paced at srtt / share (a
   // software path's srtt after a starved poller is milliseconds; 16 times that per packet stalls it).
   const double lo = std::max(t_.min_packets * sharers_, 1.0);
-  cwnd_ = std::clamp(cwnd_, lo, std::max(effective_cap(), lo));
+  cwnd_ = std::clamp(cwnd_, lo, std::max(cap, lo));
 }
 
 void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
@@ -219,6 +223,17 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   expire(now);
   if (bdp_on_ && t_.bdp_cap_judge == BdpJudge::Goodput) on_progress_free_cap(now, packets);
   if (queue_high_ && congested_) return;  // a queue above the target: hold
+  // Cut by congestion only (go-back-N's default window) or before any loss, the cap is the
+  // static total throughout: the same product once for the loop and the clamp, not at every
+  // test (docs/perf-changes.md section 73).
+  if (congestion_only_ || !lost_) {
+    const double total = static_total();
+    for (std::uint32_t i = 0; i < packets && cwnd_ < total; ++i)
+      cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
+    cap_clip_ = std::min(cap_clip_, total);
+    clamp_below(total);
+    return;
+  }
   for (std::uint32_t i = 0; i < packets && cwnd_ < effective_cap(); ++i)
     cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
   clamp();

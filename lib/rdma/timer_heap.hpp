@@ -30,7 +30,13 @@ class TimerHeap {
       return;
     }
     if (deadline == kNever) {
-      remove_at(owner, i);
+      // The last entry (a QP alone in the heap: every ACK at queue depth 1) only goes.
+      if (i + 1 == heap_.size()) {
+        heap_.pop_back();
+        pos_[owner] = kAbsent;
+      } else {
+        remove_at(owner, i);
+      }
       return;
     }
     if (deadline != heap_[i].deadline) move(i, deadline);  // the engine re-sets a QP's deadline after every turn; most stay

@@ -231,6 +231,34 @@ TEST(SendWindowCaps, TheCapsKeepTheSharersOfTheirSampleTheCongestionCapTheSmalle
   EXPECT_DOUBLE_EQ(s.w.cap(), 6);
 }
 
+// Go-back-N's default window (cut by congestion only) starts engaged, in slow start from
+// initial_packets: each acknowledged packet adds 1 / sharers up to the static total of the
+// sharers at the time, which also bounds it after a QP leaves. on_progress takes that total once
+// for its loop and its clamp there (docs/perf-changes.md section 73): these are the values the
+// loop asking effective_cap() at every step gave.
+TEST(SendWindowCaps, ProgressGrowsACongestionOnlyWindowByOneOverSharersUpToTheStaticTotal) {
+  WindowTuning t;  // enabled off, go_back_n_congestion on
+  t.initial_packets = 3;
+  SendWindow w;
+  w.start(t, 8, false);
+  w.join();
+  w.join();  // two sharers: 16 packets in all
+  EXPECT_EQ(w.sharers(), 2u);
+  EXPECT_EQ(w.packets(), 3);
+  Nanos now = kMilli;
+  w.on_progress(now, 10);
+  EXPECT_EQ(w.packets(), 8);  // 3 + 10 x 0.5
+  w.on_progress(now += kRtt, 30);
+  EXPECT_EQ(w.packets(), 16);  // stops at the total: 16 more of 0.5
+  w.leave();                   // one sharer: 8 in all; leave() leaves an engaged window alone
+  EXPECT_EQ(w.packets(), 16);
+  w.on_progress(now += kRtt, 1);
+  EXPECT_EQ(w.packets(), 8);  // clamped to the total of the one sharer
+  w.join();
+  w.on_progress(now += kRtt, 4);
+  EXPECT_EQ(w.packets(), 10);  // growing again, by 0.5 a packet
+}
+
 TEST(SendWindowCaps, QueueHighIsTheStandingRoundTripAboveTheTarget) {
   for (std::uint32_t samples : {1u, 3u, 8u, 12u}) {
     SendWindow w;

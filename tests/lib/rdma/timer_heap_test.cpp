@@ -130,5 +130,43 @@ TEST(TimerHeap, OwnersComeOutInDeadlineOrderAfterRandomSetsAndRemoves) {
   }
 }
 
+// set(owner, kNever) on the heap's last entry pops it in place (a QP alone in the heap: every
+// ACK at queue depth 1; docs/perf-changes.md section 73): the owner is absent afterwards, so it
+// can be set again, and the entries before it keep their order.
+TEST(TimerHeap, TheLastEntrySetToNeverIsGoneAndItsOwnerCanComeBack) {
+  TimerHeap h(4);
+  h.set(0, 40);
+  h.set(0, kNever);
+  EXPECT_TRUE(h.empty());
+  EXPECT_EQ(h.earliest(), kNever);
+  EXPECT_EQ(h.deadline_of(0), kNever);
+  h.set(0, kNever);  // absent: nothing to do
+  EXPECT_TRUE(h.empty());
+  h.set(0, 70);
+  EXPECT_EQ(h.earliest(), 70);
+  EXPECT_EQ(h.earliest_owner(), 0u);
+  // 10, 20, 30 in order: owner 3's entry is the last one; then owner 2's is.
+  h.set(1, 10);
+  h.set(2, 20);
+  h.set(3, 30);
+  h.set(0, kNever);  // the first entry (the earliest is owner 1's, at the root)
+  h.set(3, kNever);
+  EXPECT_EQ(h.deadline_of(3), kNever);
+  h.set(2, kNever);
+  EXPECT_EQ(h.deadline_of(2), kNever);
+  EXPECT_EQ(h.earliest(), 10);
+  EXPECT_EQ(h.earliest_owner(), 1u);
+  h.set(3, 5);  // back, and first
+  h.set(2, 15);
+  EXPECT_EQ(h.earliest_owner(), 3u);
+  h.set(3, kNever);
+  EXPECT_EQ(h.earliest_owner(), 1u);
+  h.set(1, kNever);
+  EXPECT_EQ(h.earliest_owner(), 2u);
+  EXPECT_EQ(h.earliest(), 15);
+  h.set(2, kNever);
+  EXPECT_TRUE(h.empty());
+}
+
 }  // namespace
 }  // namespace roce::test::timer_heap_test
