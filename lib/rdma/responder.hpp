@@ -156,7 +156,7 @@ class Responder {
   // without immediate may take write_in_run, and the memory region the last R_Key named.
   struct Run {
     bool known = false;   // found out for the QP as it is now (kept from run to run until forget_run)
-    bool writes = false;  // RC, remote write allowed, no reorder buffer, TransportTuning::write_runs (only when known)
+    bool writes = false;  // RC, remote write allowed, nothing held for selective repeat, TransportTuning::write_runs (only when known)
     std::uint32_t pmtu = 0;
     RememberedRegion region;  // the region the R_Key last found valid named (memory.hpp), renewed by each run
     // The output's last item is an ACK a WRITE of this run queued or coalesced into: the later
@@ -262,6 +262,11 @@ class Responder {
     ++out_count_;
   }
   void queue_ack(QpContext& qp, std::uint32_t psn, bool prompt = false);
+  // Selective repeat (queue_ack, and the run's straight path): an ACK for `psn` leaves half the
+  // reorder window (or of the in-flight cap) unacknowledged, so it must not be held back.
+  bool ack_due(std::uint32_t psn) const {
+    return reorder_.enabled() && proto::psn_diff(psn, acked_out_) >= static_cast<std::int32_t>(reorder_.ack_span());
+  }
   // An ACK or SACK last in the queue covers `psn` too (one ACK acknowledges every PSN up to its
   // own): false if there is none.
   bool coalesce_ack(QpContext& qp, std::uint32_t psn, bool prompt) {

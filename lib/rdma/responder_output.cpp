@@ -24,7 +24,7 @@ void Responder::queue_ack(QpContext& qp, std::uint32_t psn, bool prompt) {
   // second ACK coming; an ACK held back
   // (Engine's AckHold) until the window filled left one ACK per window, and its loss stopped
   // the QP until the timer (docs/loss.md, part 2, session 11).
-  if (reorder_.enabled() && psn_diff(psn, acked_out_) >= static_cast<std::int32_t>(reorder_.ack_span())) prompt = true;
+  if (ack_due(psn)) prompt = true;
   if (coalesce_ack(qp, psn, prompt)) return;
   if (output_full()) return;  // callers check room first; an ACK is never worth a crash
   push_ack(psn, prompt);

@@ -34,7 +34,9 @@ void Responder::begin_run(const QpContext& qp) {
   run_.acks_deferred = 0;
   if (run_.known) return;
   run_.known = true;
-  run_.writes = qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && !reorder_.enabled() &&
+  // Selective repeat: only while the reorder buffer holds nothing (a request that fills a hole
+  // must drain what it held; hold_ahead and drain forget the run when that changes).
+  run_.writes = qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && reorder_.held() == 0 &&
                 qp.tuning != nullptr && qp.tuning->write_runs;
   run_.pmtu = qp.cfg.pmtu;
 }
@@ -43,6 +45,7 @@ void Responder::settle_run_ack(QpContext& qp) {
   Item& tail = out_[slot(out_count_ - 1)];
   tail.psn = run_.ack_psn;
   tail.msn = run_.ack_msn;
+  tail.prompt = tail.prompt || ack_due(run_.ack_psn);
   qp.counters.inc(Counter::AckDeferred, run_.acks_deferred);
   run_.acks_deferred = 0;
 }
@@ -98,17 +101,19 @@ template <bool kLean>
   advance_write(info, va, rkey, rest, len);
   epsn_ = psn_next(psn);
   seq_ = SequenceState::Normal;
-  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide (no
-  // reorder buffer, so no prompt rule; room was checked above). Once it is this run's (the
-  // output's last item), coalesce_ack's work waits for the run's end: the ACK goes out after it
-  // (Engine::transmit ends the run first), and only its last PSN and MSN count.
+  // The ACK owed: the one already queued covers this PSN too, as queue_ack would decide (room
+  // was checked above; selective repeat's prompt rule, ack_due, once here and once at the run's
+  // end). Once it is this run's (the output's last item), coalesce_ack's work waits for the
+  // run's end: the ACK goes out after it (Engine::transmit ends the run first), and only its
+  // last PSN and MSN count.
   if (pkt.bth.ack_requested()) {
     if (run_.ack_tail) {
       run_.ack_psn = psn;
       run_.ack_msn = msn_;
       ++run_.acks_deferred;
     } else {
-      if (!coalesce_ack(qp, psn, false)) push_ack(psn, false);
+      const bool prompt = ack_due(psn);
+      if (!coalesce_ack(qp, psn, prompt)) push_ack(psn, prompt);
       run_.ack_tail = true;
     }
   }
@@ -144,10 +149,19 @@ ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpa
   }
   end_run(qp);  // the walk reads and changes the output
   if (!reorder_.enabled()) return walk(qp, pkt, frame);
-  if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) return hold_ahead(qp, pkt, frame);
+  // Selective repeat: the run's straight path is taken only while nothing is held, so each
+  // change of that forgets the run (begin_run asks again).
+  if (classify_request_psn(pkt.psn(), epsn_) == RequestPsnClass::Ahead) {
+    const ResponderOutcome o = hold_ahead(qp, pkt, frame);
+    if (reorder_.held() != 0 && run_.writes) forget_run();
+    return o;
+  }
   const std::uint32_t before = epsn_;
   const ResponderOutcome o = walk(qp, pkt, frame);
-  return epsn_ != before && reorder_.held() != 0 ? drain(qp, o) : o;
+  if (epsn_ == before || reorder_.held() == 0) return o;
+  const ResponderOutcome drained = drain(qp, o);
+  if (reorder_.held() == 0) forget_run();
+  return drained;
 }
 
 }  // namespace roce::rdma

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/aeth.hpp"
+#include "protocol/sack.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -68,7 +69,10 @@ class AckHoldTest : public ::testing::Test {
     std::vector<Sent> out;
     for (std::size_t i = 0; i < n; ++i) {
       Packet p;
-      EXPECT_EQ(parse_frame({frames[i].data, frames[i].length}, {}, p), ParseError::None);
+      const ByteSpan f{frames[i].data, frames[i].length};
+      ParseError err = parse_frame(f, {}, p);
+      if (err == ParseError::UnknownOpcode && p.opcode() == kSackOpcode) err = parse_sack(f, {}, p);  // selective repeat
+      EXPECT_EQ(err, ParseError::None);
       out.push_back({p.opcode(), p.psn(), p.ext.aeth.syndrome, p.dest_qp()});
     }
     return out;
@@ -155,6 +159,7 @@ TEST_F(AckHoldTest, SelectiveRepeatNeverHoldsHalfAWindowUnacknowledged) {
     EXPECT_EQ(sent[0].opcode, kAck);
     EXPECT_EQ(sent[0].psn, kPsn + 4 * round + 3);
   }
+  EXPECT_EQ(eps_[0].qp->responder().run_writes(), 8u) << "in sequence, nothing held: the run's straight path";
 }
 
 // A reorder window larger than the in-flight cap (room for holes beyond it): the requester
@@ -172,6 +177,49 @@ TEST_F(AckHoldTest, SelectiveRepeatNeverHoldsHalfTheInFlightCapUnacknowledged) {
     ASSERT_EQ(sent.size(), 1u) << "round " << round;
     EXPECT_EQ(sent[0].psn, kPsn + 4 * round + 3);
   }
+}
+
+// Selective repeat's in-sequence WRITEs take the responder run's straight path
+// (responder_run.cpp) while its reorder buffer holds nothing, and the walk while it holds
+// something (the request that fills a hole must drain it); the ACKs the straight path queues
+// or coalesces keep queue_ack's rule: half the window unacknowledged goes out at once, also
+// when the run coalesced the WRITEs' ACKs into one (settled at the run's end).
+TEST_F(AckHoldTest, SelectiveRepeatTakesTheStraightPathWhileNothingIsHeldAndKeepsThePromptRule) {
+  start(rdma::AckHold{1000, kMilli}, 1, 8);
+  const auto straight = [&] { return eps_[0].qp->responder().run_writes(); };
+  write(kPsn);
+  EXPECT_EQ(straight(), 1u);
+  EXPECT_TRUE(transmit(true).empty()) << "one PSN of a window of 8: held";
+  write(kPsn + 2);  // kPsn + 1 lost: held behind the hole, a SACK goes out
+  write(kPsn + 3);
+  EXPECT_EQ(straight(), 1u);
+  auto sent = transmit(true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kSackOpcode);
+  write(kPsn + 1);  // fills the hole: the walk runs it and drains the two held
+  EXPECT_EQ(straight(), 1u);
+  sent = transmit(true);
+  ASSERT_EQ(sent.size(), 1u) << "the ACK after a hole fills is prompt";
+  EXPECT_EQ(sent[0].opcode, kAck);
+  EXPECT_EQ(sent[0].psn, kPsn + 3);
+  // Nothing held: one burst of four in-sequence WRITEs, straight, their ACKs coalesced into
+  // one. Four PSNs since the last ACK is half the window: it goes at once.
+  engine_->begin_receive_burst();
+  for (std::uint32_t i = 4; i < 8; ++i) write(kPsn + i);
+  engine_->end_receive_burst();
+  EXPECT_EQ(straight(), 5u);
+  sent = transmit(true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kAck);
+  EXPECT_EQ(sent[0].psn, kPsn + 7);
+  // Three more in one burst: below half a window, held.
+  engine_->begin_receive_burst();
+  for (std::uint32_t i = 8; i < 11; ++i) write(kPsn + i);
+  engine_->end_receive_burst();
+  EXPECT_EQ(straight(), 8u);
+  EXPECT_TRUE(transmit(true).empty());
+  std::vector<std::byte> want(64, std::byte{1});
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), mem_.begin())) << "every WRITE landed";
 }
 
 TEST_F(AckHoldTest, NoHoldByDefaultTurnsZero) {
