@@ -171,7 +171,8 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
 // Inline: progressed() is its only caller, once per ACK that moves una.
 [[gnu::always_inline]] inline void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
   if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
-  const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
+  const Nanos sent_at = sample_sent_at_;
+  const Nanos r = std::max<Nanos>(now - sent_at, 1);  // srtt_ 0 means "no sample"
   sample_sent_at_ = kNever;
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
@@ -179,6 +180,15 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   if (backoff_held_) {
     backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
     early_backoff_ = 0;
+  }
+  // Our own worker stalled since the packet went (Engine::note_stall): the round trip holds the
+  // stall, milliseconds on a busy host against microseconds of path, and would lift srtt and
+  // every probe's wait with it (at 5 % loss the probes then no longer fitted before the local
+  // ACK timeout: docs/loss.md part 1, "Session 19"). The delivery rate starts again from here.
+  if (qp.stall_end != nullptr && *qp.stall_end > sent_at) {
+    rate_since_ = now;
+    rate_delivered_ = delivered_;
+    return;
   }
   // The delivery rate over the time since the previous sample (at least this round trip): over
   // one short RTT, an ACK covering a whole message would count as delivered in an instant.
@@ -248,7 +258,8 @@ void Completer::spurious_probe_answer(QpContext& qp, const Packet& pkt, Nanos no
   const std::uint32_t psn = pkt.psn();
   if (psn_before(psn, probed_psn_) || !psn_before(psn, una_)) return;
   qp.counters.inc(Counter::SpuriousEarlyRetransmits);
-  smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
+  // Not across a stall of our own (take_rtt_sample).
+  if (qp.stall_end == nullptr || *qp.stall_end <= probe_sample_at_) smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
   probe_sample_at_ = kNever;
 }
 

@@ -184,6 +184,9 @@ struct QpContext {
   QpState state = QpState::Reset;
   const TransportTuning* tuning = nullptr;
   proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
+  // When the engine's worker last came back from a stall of its own (Engine::note_stall; null or
+  // 0: none): a round trip that began before it measured the stall too (Completer::take_rtt_sample).
+  const Nanos* stall_end = nullptr;
   MrTable* mrs = nullptr;
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
