@@ -328,12 +328,11 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
 Nanos Completer::short_wait(const QpContext& qp) const {
   const TransportTuning& t = *qp.tuning;
   if (qp.cfg.selective_repeat != 0 || t.tail_probe_floor <= 0) return std::max(t.tail_probe_min, 2 * srtt_);
-  // The rttvar term at most 4 srtt and the early timer's floor: samples that include the host's
-  // scheduling stalls (4 ms on this host's shared cores) lifted srtt and rttvar to milliseconds,
-  // the probe then went as late as the early timer would, and the oldest packet's probe after it
-  // no longer came before the local ACK timeout. Above the floor's 125 us of srtt the wait is
-  // 2 srtt, as before session 18. (Bounded, the wait still drew more ACK timeouts at 5 % loss on
-  // the rig than 20 us did: why it is off by default, docs/loss.md part 1, "Session 18".)
+  // The rttvar term at most 4 srtt and the early timer's floor: samples that include scheduling
+  // stalls lift srtt and rttvar to milliseconds, the probe then goes as late as the early timer
+  // would, and the oldest packet's probe after it no longer comes before the local ACK timeout.
+  // Our own worker's stalls are kept out of the samples (take_rtt_sample, session 19); a peer's
+  // are not. Above the floor's 125 us of srtt the wait is 2 srtt, as before session 18.
   Nanos wait = std::max({t.tail_probe_floor, 2 * srtt_, std::min({srtt_ + 4 * rttvar_, 4 * srtt_, t.early_retransmit_min})});
   // One packet asked for and unanswered: its ACK is the only one that can come, so a peer's
   // hold of it (Engine::hold_ack) is all late; and a spurious probe would double what the
