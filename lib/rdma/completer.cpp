@@ -185,7 +185,9 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   // stall, milliseconds on a busy host against microseconds of path, and would lift srtt and
   // every probe's wait with it (at 5 % loss the probes then no longer fitted before the local
   // ACK timeout: docs/loss.md part 1, "Session 19"). The delivery rate starts again from here.
-  if (qp.stall_end != nullptr && *qp.stall_end > sent_at) {
+  // Not the first sample: a loop that polls this worker only now and then (every poll a "stall")
+  // would otherwise never have one, and without it no early timer runs.
+  if (srtt_ != 0 && qp.stall_end != nullptr && *qp.stall_end > sent_at) {
     rate_since_ = now;
     rate_delivered_ = delivered_;
     return;
