@@ -402,12 +402,10 @@ void Worker::publish_stats(Nanos now) {
 // are still queued, and a peer stepped on the same thread has not answered yet: running the
 // retransmission timers first would resend what was never lost. They wait for the next
 // iteration whose RX burst came back short (the queue read to the end), at most kMaxHeld.
-// `last`: the previous iteration's time (0 for none). Inline: it runs every iteration.
-inline bool Worker::timers_due(Nanos now, Nanos last, unsigned received, unsigned burst) {
+// `stalled`: this iteration began one (poll). Inline: it runs every iteration.
+inline bool Worker::timers_due(bool stalled, unsigned received, unsigned burst) {
   constexpr unsigned kMaxHeld = 64;
-  // A gap longer than stall_ns (and than 0: a clock standing still or stepped back is no stall)
-  // since an earlier iteration.
-  if (now - last > stall_after_ && last != 0) {
+  if (stalled) {
     ++stats_.stalls;
     timers_held_ = kMaxHeld;
     return false;
@@ -457,6 +455,14 @@ void Worker::housekeep(Nanos now) {
 
 unsigned Worker::poll(Nanos now, bool send) {
   ++stats_.iterations;
+  // A gap longer than stall_ns (and than 0: a clock standing still or stepped back is no stall)
+  // since the previous iteration: this lcore was not running. The engine hears of it before it
+  // reads what arrived meanwhile, so that no round trip it measures then counts the stall.
+  const Nanos last = last_poll_;
+  last_poll_ = now;
+  const bool stalled = now - last > stall_after_ && last != 0;
+  if (stalled) [[unlikely]]
+    engine_.note_stall(now);
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
   std::array<rte_mbuf*, kBurst> rx;
   unsigned n;
@@ -475,11 +481,9 @@ unsigned Worker::poll(Nanos now, bool send) {
     n = receive_general(rx.data(), now);
   }
   if (app_hook) app_hook(engine_, now);
-  const Nanos last = last_poll_;
-  last_poll_ = now;
   // The engine is entered only when a QP's deadline has come (Engine::timers_pending: one
   // compare); most iterations find none.
-  if (timers_due(now, last, n, rx_burst_) && engine_.timers_pending(now)) engine_.advance(now);
+  if (timers_due(stalled, n, rx_burst_) && engine_.timers_pending(now)) engine_.advance(now);
   if (!send) {
     // What the step holds is the engine's answer to the program's peer. An ARP or NDP answer,
     // or a solicitation, rides with nothing: held, it waited for the next full step, which in

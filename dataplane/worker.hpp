@@ -130,7 +130,7 @@ class Worker {
   // The one place Neighbor Solicitations are answered (and NS/NA senders learnt).
   void answer_ndp(std::span<const std::byte> frame);
   void send_control(std::span<const std::byte> frame);
-  bool timers_due(Nanos now, Nanos last, unsigned received, unsigned burst);
+  bool timers_due(bool stalled, unsigned received, unsigned burst);
   void housekeep(Nanos now);
   // Called with send work (Engine::has_tx_work) and room in pending_.
   // `busy_iteration`: this iteration's RX burst came back full, and the last iteration took

@@ -171,7 +171,8 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
 // Inline: progressed() is its only caller, once per ACK that moves una.
 [[gnu::always_inline]] inline void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
   if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
-  const Nanos r = std::max<Nanos>(now - sample_sent_at_, 1);  // srtt_ 0 means "no sample"
+  const Nanos sent_at = sample_sent_at_;
+  const Nanos r = std::max<Nanos>(now - sent_at, 1);  // srtt_ 0 means "no sample"
   sample_sent_at_ = kNever;
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
@@ -179,6 +180,17 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   if (backoff_held_) {
     backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
     early_backoff_ = 0;
+  }
+  // Our own worker stalled since the packet went (Engine::note_stall): the round trip holds the
+  // stall, milliseconds on a busy host against microseconds of path, and would lift srtt and
+  // every probe's wait with it (at 5 % loss the probes then no longer fitted before the local
+  // ACK timeout: docs/loss.md part 1, "Session 19"). The delivery rate starts again from here.
+  // Not the first sample: a loop that polls this worker only now and then (every poll a "stall")
+  // would otherwise never have one, and without it no early timer runs.
+  if (srtt_ != 0 && qp.stall_end != nullptr && *qp.stall_end > sent_at) {
+    rate_since_ = now;
+    rate_delivered_ = delivered_;
+    return;
   }
   // The delivery rate over the time since the previous sample (at least this round trip): over
   // one short RTT, an ACK covering a whole message would count as delivered in an instant.
@@ -252,7 +264,8 @@ void Completer::spurious_probe_answer(QpContext& qp, const Packet& pkt, Nanos no
   const std::uint32_t psn = pkt.psn();
   if (psn_before(psn, probed_psn_) || !psn_before(psn, una_)) return;
   qp.counters.inc(Counter::SpuriousEarlyRetransmits);
-  smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
+  // Not across a stall of our own (take_rtt_sample).
+  if (qp.stall_end == nullptr || *qp.stall_end <= probe_sample_at_) smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
   probe_sample_at_ = kNever;
 }
 
@@ -321,12 +334,11 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
 Nanos Completer::short_wait(const QpContext& qp) const {
   const TransportTuning& t = *qp.tuning;
   if (qp.cfg.selective_repeat != 0 || t.tail_probe_floor <= 0) return std::max(t.tail_probe_min, 2 * srtt_);
-  // The rttvar term at most 4 srtt and the early timer's floor: samples that include the host's
-  // scheduling stalls (4 ms on this host's shared cores) lifted srtt and rttvar to milliseconds,
-  // the probe then went as late as the early timer would, and the oldest packet's probe after it
-  // no longer came before the local ACK timeout. Above the floor's 125 us of srtt the wait is
-  // 2 srtt, as before session 18. (Bounded, the wait still drew more ACK timeouts at 5 % loss on
-  // the rig than 20 us did: why it is off by default, docs/loss.md part 1, "Session 18".)
+  // The rttvar term at most 4 srtt and the early timer's floor: samples that include scheduling
+  // stalls lift srtt and rttvar to milliseconds, the probe then goes as late as the early timer
+  // would, and the oldest packet's probe after it no longer comes before the local ACK timeout.
+  // Our own worker's stalls are kept out of the samples (take_rtt_sample, session 19); a peer's
+  // are not. Above the floor's 125 us of srtt the wait is 2 srtt, as before session 18.
   Nanos wait = std::max({t.tail_probe_floor, 2 * srtt_, std::min({srtt_ + 4 * rttvar_, 4 * srtt_, t.early_retransmit_min})});
   // One packet asked for and unanswered: its ACK is the only one that can come, so a peer's
   // hold of it (Engine::hold_ack) is all late; and a spurious probe would double what the

@@ -125,9 +125,9 @@ struct TransportTuning {
   // hold the timers (dp::WorkerConfig::stall_ns) and shorter ones find the ACK read before the
   // timers run. A path with srtt above 2.5 us (the rig's 3-5 us; rxe's hundreds) never sees the
   // floor. 0, the default: sessions 7-17's wait, above (perf_suite --tail-probe-floor-us 5 for
-  // this one). Off because on the in-process rig at 5 % loss it drew 2-4 local ACK timeouts a
-  // run against 0-1 (a fifth of the goodput there), not yet understood; at 0.1 % the gain was
-  // within the noise (docs/loss.md part 1, "Session 18 (tp18)").
+  // this one). Session 18's extra ACK timeouts at 5 % loss came from RTT samples across our own
+  // worker's stalls (none since session 19: Engine::note_stall); re-measured as good or better at
+  // 0.1-5 %, still off until the suites run with it (docs/loss.md part 1, "Session 19 (gbn19)").
   Nanos tail_probe_floor = 0;
   // Every timer sends a probe, never a window, while the probe's answer shows no hole (docs/loss.md,
   // "A timer sends one probe"): the early timer whatever the path's queue or the doubled wait,
@@ -184,6 +184,9 @@ struct QpContext {
   QpState state = QpState::Reset;
   const TransportTuning* tuning = nullptr;
   proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
+  // When the engine's worker last came back from a stall of its own (Engine::note_stall; null or
+  // 0: none): a round trip that began before it measured the stall too (Completer::take_rtt_sample).
+  const Nanos* stall_end = nullptr;
   MrTable* mrs = nullptr;
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;

@@ -51,5 +51,27 @@ TEST_F(WorkerStall, TimersRunOnceTheQueueHasBeenRead) {
   complete();
 }
 
+// The ACK that waited in the queue through the stall answers a packet sent before it: that round
+// trip holds the stall (5 ms) and is no RTT sample (the worker tells the engine before it reads
+// the queue: Engine::note_stall). Taken, such samples lifted srtt to milliseconds on a busy host
+// and with it every probe's wait (docs/loss.md part 1, "Session 19 (gbn19)").
+TEST_F(WorkerStall, TheRoundTripAcrossTheStallIsNoRttSample) {
+  post_write(1);
+  complete();
+  const Nanos srtt = a_.qp->completer().srtt();
+  ASSERT_GT(srtt, 0);
+  ASSERT_LT(srtt, 100 * kMicro);
+  post_write(2);
+  poll_a();               // the WRITE goes out
+  pair_->b->poll_once();  // b answers at once: the ACK waits in a's queue
+  const std::uint64_t stalls = pair_->a->worker(0).stats().stalls;
+  poll_a(kStall);         // a wakes 5 ms later and reads it
+  EXPECT_EQ(pair_->a->worker(0).stats().stalls, stalls + 1);
+  const std::vector<ibv_wc> wcs = drain(a_);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(a_.qp->completer().srtt(), srtt);
+}
+
 }  // namespace
 }  // namespace roce::test::worker_stall_test
