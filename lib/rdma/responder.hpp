@@ -178,6 +178,10 @@ class Responder {
   enum class RunStep : std::uint8_t { Walk, Done, Corrupted, Again };
   template <bool kLean>
   RunStep write_in_run(QpContext& qp, const proto::Packet& pkt);
+  RunStep write_only_in_run(const proto::Packet& pkt);  // the lean one for an RC WRITE ONLY
+  void owe_run_ack(QpContext& qp, std::uint32_t psn);
+  bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);   // an RC WRITE ONLY
+  bool take_run_write_other(QpContext& qp, const proto::Packet& pkt);  // any other opcode
   bool take_run_write_whole(QpContext& qp, const proto::Packet& pkt);
   // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
   // when the key still names it, else from MrTable::check_remote (and then remembered).
@@ -229,6 +233,15 @@ class Responder {
     msn_ = proto::psn_next(msn_);
     set_message(OpenMessage::None);
     return true;
+  }
+  // advance_write for a WRITE ONLY of `len` bytes (the RETH's length) with no message open: the
+  // same state after it, without the position tests.
+  void advance_write_only(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) {
+    write_va_ = va + len;
+    write_rkey_ = rkey;
+    write_remaining_ = 0;
+    write_length_ = len;
+    msn_ = proto::psn_next(msn_);
   }
   RespState execute_ud(QpContext& qp, Walk& w);
   RespState execute_read(QpContext& qp, Walk& w);

@@ -338,6 +338,30 @@ TEST(ResponderRun, AFirstWhileAWriteIsOpenIsRefused) {
                            1, IBV_MTU_256);
 }
 
+TEST(ResponderRun, AWriteOnlyMidRunIsCheckedAndAcknowledgedAsByTheWalk) {
+  // WRITE ONLY has a lean path of its own mid-run (take_run_write_only). The run's first frame
+  // asks no ACK, so the next one's is the run's first and goes to the full path; an empty
+  // WRITE ONLY; then one whose payload is not its RETH length (fatal on RC) ends the run.
+  Step quiet = only(psn(0), 0, 0);
+  quiet.ack_req = false;
+  Step empty = only(psn(2), 0, 128);
+  empty.payload = 0;
+  empty.dma_length = 0;
+  Step quiet_empty = empty;
+  quiet_empty.psn = psn(3);
+  quiet_empty.ack_req = false;
+  Step short_only = only(psn(5), 0, 256);
+  short_only.payload = 32;
+  short_only.dma_length = 64;
+  expect_as_frame_by_frame({quiet, only(psn(1), 0, 64), empty, quiet_empty, only(psn(4), 0, 192), short_only}, 4);
+  // At a 256 B MTU: a WRITE ONLY while a FIRST is open (out of sequence), and one over the path
+  // MTU, each after WRITE ONLYs the run took.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), packet(Opcode::RcWriteFirst, psn(1), 256, 0, 64, 512), only(psn(2), 0, 1024)}, 1,
+                           IBV_MTU_256);
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), packet(Opcode::RcWriteOnly, psn(2), 300, 0, 128)}, 2,
+                           IBV_MTU_256);
+}
+
 TEST(ResponderRun, PacketsTheParserDefersTakeTheWalkInTheSameRun) {
   // 1 KiB packets have their ICRC settled by the walk; 64 B ones around them take the run.
   expect_as_frame_by_frame({only(psn(0), 0, 0), packet(Opcode::RcWriteOnly, psn(1), 1024, 0, 1024), only(psn(2), 0, 64),
