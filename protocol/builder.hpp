@@ -69,8 +69,9 @@ void place_and_seal(const FrameSpec& spec, const FrameLayout& layout, MutableByt
 inline constexpr std::uint32_t kSealCopyingFrom = 2048;
 // place_and_seal() without the seal, for a payload below kSealCopyingFrom: the payload copied
 // and the pad bytes zeroed. Returns the datagram the ICRC covers (IP header to the last pad
-// byte); the ICRC goes in the four bytes after it (IcrcSealBatch, icrc_batch.hpp), which are
-// zeroed too (the seal writes them). `out` holds the layout's whole frame (write_headers checked).
+// byte); the ICRC goes in the four bytes after it (IcrcSealBatch, icrc_batch.hpp), whose first
+// 4 - pad bytes the pad's store zeroes (the seal writes them). `out` holds the layout's whole
+// frame (write_headers checked that).
 // Inline: a requester run's every frame (the call and its saves were a third of its cost).
 inline MutableByteSpan place_unsealed(const FrameLayout& l, MutableByteSpan out, const std::byte* payload) noexcept {
   // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
