@@ -125,18 +125,6 @@ MutableByteSpan icrc_field(const FrameLayout& l, MutableByteSpan datagram, Mutab
 
 }  // namespace
 
-MutableByteSpan place_unsealed(const FrameLayout& l, MutableByteSpan out, const std::byte* payload) noexcept {
-  // The length goes through an empty asm so the compiler no longer knows it is below 2 KiB:
-  // knowing it, gcc's generic tuning (the portable x86-64-v2 build) inlined this copy as a
-  // `rep movsq`, whose start-up was most of the 9 % a 64 B WRITE's build cost over the
-  // -march=native build (docs/perf-changes.md 24); libc's memcpy picks its instructions at
-  // run time.
-  std::size_t n = l.payload_length;
-  asm("" : "+r"(n));
-  if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
-  return pad_datagram(l, out);
-}
-
 namespace {
 
 // `prefix(datagram, upto)`: the ICRC register after the datagram's first `upto` bytes (the

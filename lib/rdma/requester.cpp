@@ -68,9 +68,15 @@ FrameSpec request_spec(const QpContext& qp, const SendWqe& w, const RequestField
   return spec;
 }
 
-FrameLayout write_frame_headers(const RequestTemplate& t, const RequestFields& f, const ExtHeaders& ext, MutableByteSpan out) {
-  return t.write_headers(f, ext, out);
+// `kRun`: a run's frame (build_run: an ONLY opcode of at most a path MTU), whose headers the
+// template writes inline (RequestTemplate::write_only_headers).
+template <bool kRun>
+[[gnu::always_inline]] inline FrameLayout write_frame_headers(const RequestTemplate& t, const RequestFields& f, const ExtHeaders& ext,
+                                                              MutableByteSpan out) {
+  if constexpr (kRun) return t.write_only_headers(f, ext, out);
+  else return t.write_headers(f, ext, out);
 }
+template <bool kRun>
 FrameLayout write_frame_headers(const FrameSpec& spec, const RequestFields& f, const ExtHeaders&, MutableByteSpan out) {
   return write_headers(spec, f.payload_length, out);
 }
@@ -93,10 +99,10 @@ void seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l
 // FrameSpec for the builder. Inline: a run's every frame (a call cost about 25 instructions).
 // With `seal_later`, a short frame from the template is sealed by it later, with the rest of its
 // run (Requester::seal_run).
-template <typename How>
+template <bool kRun, typename How>
 [[gnu::always_inline]] inline FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
                  MutableByteSpan out, const How& how, IcrcSealBatch* seal_later) {
-  const FrameLayout l = write_frame_headers(how, f, ext, out);
+  const FrameLayout l = write_frame_headers<kRun>(how, f, ext, out);
   if (!l.ok()) return l;
   const std::uint32_t payload = f.payload_length;
   const LocalSegment* segs = qp.send_segs(w);
@@ -121,11 +127,12 @@ template <typename How>
 
 // emit() through the QP's request template, or the builder where it has none (which always
 // seals at once).
+template <bool kRun = false>
 [[gnu::always_inline]] inline FrameLayout emit_request(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
                          const ExtHeaders& ext, TxFrame& frame, IcrcSealBatch* seal_later = nullptr) {
   const MutableByteSpan out{frame.data, frame.capacity};
-  return qp.request_template.ready() ? emit(qp, w, offset, f, ext, out, qp.request_template, seal_later)
-                                     : emit(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext), nullptr);
+  return qp.request_template.ready() ? emit<kRun>(qp, w, offset, f, ext, out, qp.request_template, seal_later)
+                                     : emit<kRun>(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext), nullptr);
 }
 
 }  // namespace
@@ -352,7 +359,7 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
   }
   const RequestFields fields{raw(op), psn, (w.send_flags & IBV_SEND_SOLICITED) != 0, true, w.length};
   if (run_seal_.full()) seal_run(qp);
-  const FrameLayout l = emit_request(qp, w, 0, fields, ext, frame, qp.tuning->seal_runs ? &run_seal_ : nullptr);
+  const FrameLayout l = emit_request<true>(qp, w, 0, fields, ext, frame, qp.tuning->seal_runs ? &run_seal_ : nullptr);
   if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);

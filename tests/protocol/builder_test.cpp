@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "protocol/builder.hpp"
 #include "protocol/parser.hpp"
 #include "tests/support/hex.hpp"
@@ -27,6 +30,31 @@ TEST(Builder, CnpMatchesTheSpecBytes) {
   EXPECT_EQ(test::to_hex(out.data(), l.length),
             "45c2003c00004000401125ed0a0000010a000002000012b7002800008100ffff4012345600000000"
             "0000000000000000000000000000000001b6c47e");
+}
+
+// place_unsealed: the payload at its offset, the pad bytes zeroed, nothing before the payload
+// or past the frame touched (the ICRC's bytes are the seal's to write), and the datagram
+// returned from the IP header to the last pad byte.
+TEST(Builder, PlaceUnsealedPlacesThePayloadAndZeroesThePad) {
+  for (std::uint32_t len : {0u, 1u, 2u, 3u, 4u, 5u, 63u, 64u, 1023u}) {
+    FrameSpec s;
+    s.bth.opcode = raw(Opcode::RcWriteOnly);
+    s.ext.reth.dma_length.set(len);
+    std::vector<std::byte> payload(len);
+    for (std::uint32_t i = 0; i < len; ++i) payload[i] = std::byte{static_cast<std::uint8_t>(0xA0 + i)};
+    std::vector<std::byte> out(2048, std::byte{0x77});
+    const FrameLayout l = write_headers(s, len, out);
+    ASSERT_TRUE(l.ok());
+    const std::vector<std::byte> headers(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(l.payload_offset));
+    const MutableByteSpan d = place_unsealed(l, out, payload.data());
+    EXPECT_EQ(d.data(), out.data() + l.l3_offset) << len;
+    EXPECT_EQ(d.size(), l.payload_offset + len + l.pad - l.l3_offset) << len;
+    EXPECT_TRUE(std::equal(headers.begin(), headers.end(), out.begin())) << len;
+    EXPECT_TRUE(std::equal(payload.begin(), payload.end(), out.begin() + static_cast<std::ptrdiff_t>(l.payload_offset))) << len;
+    for (std::size_t i = l.payload_offset + len; i < l.payload_offset + len + l.pad; ++i)
+      EXPECT_EQ(out[i], std::byte{0}) << len << " at " << i;
+    for (std::size_t i = l.length; i < out.size(); ++i) ASSERT_EQ(out[i], std::byte{0x77}) << len << " at " << i;
+  }
 }
 
 TEST(Builder, PadCountAndPadBytesFollowThePayloadLength) {

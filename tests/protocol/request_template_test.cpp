@@ -166,6 +166,61 @@ TEST(RequestTemplate, WritesTheBuildersBytesForEveryRequestOpcode) {
   EXPECT_GT(frames, compared / 3) << frames << " frames of " << compared;
 }
 
+// write_only_headers (a requester run's inline path) against write_headers: every opcode byte
+// (the ONLY requests it is for, every other one it hands on), payloads about the path MTU and
+// past the IP length's limit, a path MTU of 1024 and of 0 (any IBA MTU), validation on and off,
+// and a buffer one byte short: the same layout or error, and the same bytes in the whole buffer.
+TEST(RequestTemplate, WriteOnlyHeadersIsWriteHeaders) {
+  std::mt19937 rng(19);
+  const std::uint32_t lengths[] = {0, 1, 3, 64, 1024, 1025, 4096, 4097, 70000};
+  std::vector<std::byte> a(kBuffer), b(kBuffer);
+  std::size_t compared = 0, frames = 0, refused = 0;
+  for (auto [name, path] : paths()) {
+    for (std::uint32_t pmtu : {1024u, 0u}) {
+      for (bool validate : {true, false}) {
+        path.pmtu = pmtu;
+        path.validate = validate;
+        RequestTemplate t;
+        ASSERT_TRUE(t.build(path, CrcBackend::Isal, true)) << name;
+        for (int op = 0; op < 256; ++op) {
+          for (std::uint32_t len : lengths) {
+            const RequestFields f{static_cast<std::uint8_t>(op), static_cast<std::uint32_t>(rng()), rng() % 2 == 0,
+                                  rng() % 2 == 0, len};
+            const ExtHeaders ext = random_ext(rng);
+            for (bool short_buffer : {false, true}) {
+              const FrameLayout probe = t.write_headers(f, ext, a);
+              const std::size_t size = short_buffer && probe.ok() ? probe.length - 1 : a.size();
+              std::fill(a.begin(), a.end(), std::byte{0x77});
+              std::fill(b.begin(), b.end(), std::byte{0x77});
+              const FrameLayout la = t.write_headers(f, ext, MutableByteSpan{a.data(), size});
+              const FrameLayout lb = t.write_only_headers(f, ext, MutableByteSpan{b.data(), size});
+              const std::string what = std::string(name) + " pmtu " + std::to_string(pmtu) + (validate ? "" : " unvalidated") +
+                                       " op " + std::to_string(op) + " len " + std::to_string(len) +
+                                       (short_buffer ? " short buffer" : "");
+              ASSERT_EQ(la.error, lb.error) << what;
+              EXPECT_EQ(la.l3_offset, lb.l3_offset) << what;
+              EXPECT_EQ(la.payload_offset, lb.payload_offset) << what;
+              EXPECT_EQ(la.payload_length, lb.payload_length) << what;
+              EXPECT_EQ(la.pad, lb.pad) << what;
+              EXPECT_EQ(la.length, lb.length) << what;
+              ASSERT_TRUE(a == b) << what;
+              // The inline path's own outcomes (the rest hand on to write_headers).
+              if (opcode_info(f.opcode).payload == PayloadRule::ZeroToPmtu) {
+                ++compared;
+                if (la.ok()) ++frames;
+                else ++refused;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // On the inline path, both outcomes were compared, many times each.
+  EXPECT_GT(frames, compared / 4) << frames << " frames of " << compared;
+  EXPECT_GT(refused, compared / 4) << refused << " refusals of " << compared;
+}
+
 TEST(RequestTemplate, FramesParseWithTheirFieldsAndAGoodIcrc) {
   RequestTemplate t;
   const FrameSpec path = path_v6();
