@@ -204,18 +204,19 @@ TEST_F(AckHoldTest, SelectiveRepeatTakesTheStraightPathWhileNothingIsHeldAndKeep
   EXPECT_EQ(sent[0].psn, kPsn + 3);
   // Nothing held: one burst of four in-sequence WRITEs, straight, their ACKs coalesced into
   // one. Four PSNs since the last ACK is half the window: it goes at once.
-  engine_->begin_receive_burst();
-  for (std::uint32_t i = 4; i < 8; ++i) write(kPsn + i);
-  engine_->end_receive_burst();
+  const auto write_burst = [&](std::uint32_t from, std::uint32_t to) {
+    engine_->begin_receive_burst();
+    for (std::uint32_t i = from; i < to; ++i) write(kPsn + i);
+    engine_->end_receive_burst();
+  };
+  write_burst(4, 8);
   EXPECT_EQ(straight(), 5u);
   sent = transmit(true);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].opcode, kAck);
   EXPECT_EQ(sent[0].psn, kPsn + 7);
   // Three more in one burst: below half a window, held.
-  engine_->begin_receive_burst();
-  for (std::uint32_t i = 8; i < 11; ++i) write(kPsn + i);
-  engine_->end_receive_burst();
+  write_burst(8, 11);
   EXPECT_EQ(straight(), 8u);
   EXPECT_TRUE(transmit(true).empty());
   std::vector<std::byte> want(64, std::byte{1});
