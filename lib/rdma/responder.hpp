@@ -180,6 +180,7 @@ class Responder {
   RunStep write_in_run(QpContext& qp, const proto::Packet& pkt);
   RunStep write_only_in_run(const proto::Packet& pkt);  // the lean one for an RC WRITE ONLY
   void owe_run_ack(QpContext& qp, std::uint32_t psn);
+  void defer_run_ack(std::uint32_t psn);  // a later WRITE's ACK folded into the run's queued one
   bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);   // an RC WRITE ONLY
   bool take_run_write_other(QpContext& qp, const proto::Packet& pkt);  // any other opcode
   bool take_run_write_whole(QpContext& qp, const proto::Packet& pkt);

@@ -67,11 +67,15 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 // first ACK and again at the run's end, settle_run_ack). Once it is this run's
 // (the output's last item), coalesce_ack's work waits for the run's end: the ACK goes out after
 // it (Engine::transmit ends the run first), and only its last PSN and MSN count.
+[[gnu::always_inline]] inline void Responder::defer_run_ack(std::uint32_t psn) {
+  run_.ack_psn = psn;
+  run_.ack_msn = msn_;
+  ++run_.acks_deferred;
+}
+
 [[gnu::always_inline]] inline void Responder::owe_run_ack(QpContext& qp, std::uint32_t psn) {
   if (run_.ack_tail) {
-    run_.ack_psn = psn;
-    run_.ack_msn = msn_;
-    ++run_.acks_deferred;
+    defer_run_ack(psn);
   } else {
     const bool prompt = ack_due(psn);
     if (!coalesce_ack(qp, psn, prompt)) push_ack(psn, prompt);
@@ -155,11 +159,7 @@ template <bool kLean>
   advance_write_only(va, rkey, len);
   epsn_ = psn_next(psn);
   seq_ = SequenceState::Normal;
-  if (ack) {  // owe_run_ack with the run's ACK queued
-    run_.ack_psn = psn;
-    run_.ack_msn = msn_;
-    ++run_.acks_deferred;
-  }
+  if (ack) defer_run_ack(psn);  // owe_run_ack with the run's ACK queued
   ++run_writes_;
   if (len != 0) std::memcpy(dst, pkt.payload.data(), len);
   return RunStep::Done;

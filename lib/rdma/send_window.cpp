@@ -32,6 +32,12 @@ constexpr double kGrownFreeRate = 0.95;
   cwnd_ = std::clamp(cwnd_, lo, std::max(cap, lo));
 }
 
+// One packet's growth: slow start below ssthresh (shared between the QPs of the path), then
+// increase_per_rtt spread over a window's packets.
+[[gnu::always_inline]] inline void SendWindow::grow_one() {
+  cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
+}
+
 void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedback, bool selective) {
   t_ = t;
   selective_ = selective;
@@ -229,13 +235,13 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   if (congestion_only_ || !lost_) {
     const double total = static_total();
     for (std::uint32_t i = 0; i < packets && cwnd_ < total; ++i)
-      cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
+      grow_one();
     cap_clip_ = std::min(cap_clip_, total);
     clamp_below(total);
     return;
   }
   for (std::uint32_t i = 0; i < packets && cwnd_ < effective_cap(); ++i)
-    cwnd_ += cwnd_ < ssthresh_ ? 1.0 / sharers_ : t_.increase_per_rtt / std::max(cwnd_, 1.0);
+    grow_one();
   clamp();
 }
 

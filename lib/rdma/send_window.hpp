@@ -313,6 +313,7 @@ class SendWindow {
   // A round trip above this shows a queue (never, before the first sample).
   Nanos queue_target() const;
   void clamp();
+  void grow_one();
   void clamp_below(double cap);  // clamp's bounds on cwnd_ under a cap already known
   WindowTuning t_{};
   double static_cap_ = 1;   // per QP

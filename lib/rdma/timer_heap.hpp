@@ -30,13 +30,7 @@ class TimerHeap {
       return;
     }
     if (deadline == kNever) {
-      // The last entry (a QP alone in the heap: every ACK at queue depth 1) only goes.
-      if (i + 1 == heap_.size()) {
-        heap_.pop_back();
-        pos_[owner] = kAbsent;
-      } else {
-        remove_at(owner, i);
-      }
+      remove_at(owner, i);
       return;
     }
     if (deadline != heap_[i].deadline) move(i, deadline);  // the engine re-sets a QP's deadline after every turn; most stay
@@ -70,15 +64,22 @@ class TimerHeap {
   }
   // Owner's entry at i out: the last entry takes its place and is moved up or down from there.
   // The last entry itself (a QP alone in the heap) only goes: its swap with itself was a no-op.
-  [[gnu::noinline]] void remove_at(std::uint32_t owner, std::uint32_t i) {
-    const std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
-    if (i != last) swap(i, last);
+  // Inline for the last entry (a QP alone in the heap: every ACK at queue depth 1), which only
+  // goes; the heap's work for any other out of line.
+  void remove_at(std::uint32_t owner, std::uint32_t i) {
+    if (i + 1 == heap_.size()) {
+      heap_.pop_back();
+      pos_[owner] = kAbsent;
+    } else {
+      remove_inner(owner, i);
+    }
+  }
+  [[gnu::noinline]] void remove_inner(std::uint32_t owner, std::uint32_t i) {
+    swap(i, static_cast<std::uint32_t>(heap_.size() - 1));
     heap_.pop_back();
     pos_[owner] = kAbsent;
-    if (i != last) {
-      up(i);
-      down(i);
-    }
+    up(i);
+    down(i);
   }
   void swap(std::uint32_t a, std::uint32_t b) {
     std::swap(heap_[a], heap_[b]);
