@@ -171,6 +171,9 @@ TEST_F(SelectiveRepeat, OneLostFrameCostsExactlyOneResend) {
   // +6 .. +30 are MIDDLEs of the open message: placed at once; the LAST +31 is held whole.
   EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 25u);
   EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+  // +0 .. +4 in sequence and the 26 drained after the resend (placed or held whole) took the
+  // responder run's straight path; only the resend, which fills the hole, took the walk.
+  EXPECT_EQ(b_.qp->responder().run_writes(), 31u);
 }
 
 TEST_F(SelectiveRepeat, MiddlesBehindAHeldFirstAreHeldWhole) {
