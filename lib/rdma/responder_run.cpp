@@ -2,7 +2,8 @@
 // brackets each burst with Engine::begin_receive_burst/end_receive_burst). What does not depend
 // on the frame is found out once per run (begin_run): whether the QP takes WRITEs on the straight
 // path below (RC, remote write allowed: check_op_valid's answer for every WRITE without
-// immediate; no reorder buffer), its path MTU, and the memory region the last R_Key named. An
+// immediate; nothing held in a selective repeat reorder buffer, whose drain takes its held WRITEs
+// here too), its path MTU, and the memory region the last R_Key named. An
 // in-sequence WRITE without immediate then takes write_in_run: the checks that depend on the
 // frame (room for an answer, PSN, opcode sequence, lengths, R_Key still valid, bounds) in one
 // line instead of the walk's state by state, then what execute_write and acknowledge do, an
