@@ -631,7 +631,7 @@ CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Pac
     case Operation::AtomicAck: out = on_atomic_ack(qp, req, pkt, now); break;
     default: out = on_aeth(qp, req, pkt, now); break;
   }
-  req.una_hint_ = una_;
+  req.set_una(una_);
   return out;
 }
 
@@ -757,7 +757,7 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   *out = r == AckResult::ResponseLost ? retry(qp, req, retry_psn, now, false)
          : una_ != before             ? CompleterOutcome::Progress
                                       : CompleterOutcome::Nothing;
-  req.una_hint_ = una_;
+  req.set_una(una_);
   return true;
 }
 
@@ -946,7 +946,7 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
       out = CompleterOutcome::Progress;
     }
   }
-  req.una_hint_ = una_;
+  req.set_una(una_);
   return out;
 }
 

@@ -154,6 +154,7 @@ void Requester::start(const QpContext& qp) {
   sr_pending_ = 0;
   sack_epsn_ = next_psn_;
   sack_held_ = {};
+  held_ahead_ = 0;
   probed_ = false;
   tx_seq_ = 0;
   sr_.fill(PsnSlot{});

@@ -136,8 +136,12 @@ class Requester {
   // Request packets past una that the latest SACK showed held by the responder: delivered, out
   // of the network, so the in-flight caps and the send window do not count them (TCP's "pipe";
   // IRN counts what is outstanding in the network). The reorder reach (una + the window) still
-  // counts every PSN: the responder holds no further. 0 on a go-back-N QP.
-  std::uint32_t held_ahead() const;
+  // counts every PSN: the responder holds no further. 0 on a go-back-N QP. Kept, not counted
+  // per call (two or three calls a packet sent): counted again when a SACK comes (on_sack) and
+  // when una moves (set_una) while it is not 0.
+  std::uint32_t held_ahead() const { return held_ahead_; }
+  // held_ahead() counted from the latest SACK's bits at or after una, as it is kept.
+  std::uint32_t held_ahead_counted() const;
   // Go-back-N's tail loss probe: the newest request packet goes again alone, asking for an ACK.
   // False (nothing changed) when that packet belongs to a READ or atomic (the responder would
   // execute it again) or a resend has not reached the newest packet yet.
@@ -242,7 +246,7 @@ class Requester {
   Nanos rnr_until_ = kNever;
   std::uint32_t next_psn_ = 0;     // PSN the next new WQE starts at
   std::uint32_t sent_end_psn_ = 0; // one past the highest PSN ever transmitted
-  std::uint32_t una_hint_ = 0;     // oldest unacknowledged PSN, kept by the completer
+  std::uint32_t una_hint_ = 0;     // oldest unacknowledged PSN, kept by the completer (set_una)
   std::uint64_t cursor_ = 0;       // SQ index of the WQE transmitting next
   std::uint32_t inflight_rd_atomic_ = 0;
   std::uint32_t packets_since_ack_req_ = 0;
@@ -266,9 +270,17 @@ class Requester {
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
   PsnSlots sr_{};
-  // The latest SACK: its expected PSN and what it held after it (held_ahead()).
+  // The latest SACK: its expected PSN and what it held after it, and of that what is at or
+  // after una (held_ahead()).
   std::uint32_t sack_epsn_ = 0;
   proto::SackBitmap sack_held_{};
+  std::uint32_t held_ahead_ = 0;
+  // The completer's una moved (una never moves back while the QP lives: held_ahead_ counted
+  // from a later una is never more, so once 0 it stays 0 until the next SACK).
+  void set_una(std::uint32_t una) {
+    una_hint_ = una;
+    if (held_ahead_ != 0) held_ahead_ = held_ahead_counted();
+  }
   // Tracked READs' response PSNs (all within kSackSpan of una: window_allows), and how many
   // are marked kAskPending. A hole READ request covers [read_hole_first_, + read_hole_count_).
   PsnSlots rd_{};

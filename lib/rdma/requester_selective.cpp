@@ -30,7 +30,7 @@ void Requester::for_each_sent_request(QpContext& qp, F&& f) {
   });
 }
 
-std::uint32_t Requester::held_ahead() const {
+std::uint32_t Requester::held_ahead_counted() const {
   // Held PSNs below una ran since the SACK (una passed them): only those at or after una count.
   // A held packet the responder later dropped (no receive posted) is counted until the next
   // SACK: the caps are then exceeded by at most that, and the reorder reach still bounds it.
@@ -42,6 +42,7 @@ std::uint32_t Requester::held_ahead() const {
 std::uint32_t Requester::on_sack(const QpContext& qp, std::uint32_t epsn, const SackBitmap& sacked, std::uint32_t* first) {
   sack_epsn_ = epsn;
   sack_held_ = sacked;
+  held_ahead_ = held_ahead_counted();
   // The highest PSN held: everything unreported below it was lost (the paths selective repeat
   // runs on do not reorder within a round trip; a late original is a duplicate, dropped).
   const int top = sacked.highest();

@@ -167,6 +167,11 @@ class Responder {
     std::uint32_t acks_deferred = 0;  // coalesced since: AckDeferred owed
   };
   void begin_run(const QpContext& qp);
+  // Whether the QP's in-sequence WRITEs without immediate may take write_in_run at all (RC,
+  // remote write allowed, TransportTuning::write_runs); a run also asks that nothing is held.
+  static bool writes_straight(const QpContext& qp) {
+    return qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && qp.tuning != nullptr && qp.tuning->write_runs;
+  }
   // One WRITE of a run, executed and acknowledged if it is in sequence and every check holds
   // (Done); Walk, with nothing changed, leaves it to the walk (which then finds what is wrong).
   // A deferred ICRC is settled there as the walk would (place_deferred, payload.hpp); Corrupted
@@ -176,14 +181,16 @@ class Responder {
   // where the full version's cold calls would be needed (the region checked whole: the run's
   // remembered region does not hold the key; a deferred ICRC), and the full version takes it.
   enum class RunStep : std::uint8_t { Walk, Done, Corrupted, Again };
+  // `placed` (the full version only): a held MIDDLE's payload is there already (the drain's).
   template <bool kLean>
-  RunStep write_in_run(QpContext& qp, const proto::Packet& pkt);
+  RunStep write_in_run(QpContext& qp, const proto::Packet& pkt, const std::byte* placed = nullptr);
   RunStep write_only_in_run(const proto::Packet& pkt);  // the lean one for an RC WRITE ONLY
   void owe_run_ack(QpContext& qp, std::uint32_t psn);
   void defer_run_ack(std::uint32_t psn);  // a later WRITE's ACK folded into the run's queued one
   bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);   // an RC WRITE ONLY
   bool take_run_write_other(QpContext& qp, const proto::Packet& pkt);  // any other opcode
   bool take_run_write_whole(QpContext& qp, const proto::Packet& pkt);
+  bool take_held_write(QpContext& qp, const proto::Packet& pkt, const std::byte* placed);
   // Where [va, va + len) under `rkey` is, for remote write, or nullptr: from the run's region
   // when the key still names it, else from MrTable::check_remote (and then remembered).
   std::byte* run_target(const QpContext& qp, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {

@@ -169,17 +169,28 @@ std::byte* Responder::place_send_ahead(QpContext& qp, const Packet& pkt, bool ic
 
 ResponderOutcome Responder::drain(QpContext& qp, ResponderOutcome so_far) {
   bool ran = false;
+  // A held WRITE in its turn takes the run's straight path, as it would have in sequence
+  // (write_in_run: the same checks and answers as the walk's; their ACKs coalesced as a run's,
+  // settled by end_run before the walk or the drain's own ACK reads the output).
+  const bool straight = writes_straight(qp);
   while (reorder_.holds(epsn_) && so_far != ResponderOutcome::Fatal) {
     const std::uint32_t psn = epsn_;
     // As parsed when it arrived: its payload placed already, or in its slot.
     std::byte* at = reorder_.placed_at(psn);
-    so_far = merge(so_far, walk(qp, reorder_.packet(psn), at != nullptr ? ByteSpan{} : reorder_.frame(psn), at));
+    const Packet& pkt = reorder_.packet(psn);
+    if (straight && take_held_write(qp, pkt, at)) {
+      so_far = merge(so_far, ResponderOutcome::Progress);
+    } else {
+      end_run(qp);
+      so_far = merge(so_far, walk(qp, pkt, at != nullptr ? ByteSpan{} : reorder_.frame(psn), at));
+    }
     reorder_.release(psn);
     ran = true;
     // Not taken (no receive posted: an RNR NAK went out; the response queue was full): the
     // requester sends it again, and the SACK shows it missing meanwhile.
     if (epsn_ == psn) break;
   }
+  end_run(qp);
   // A hole was filled: say so at once, with what is still missing if anything is.
   // (Prompt: the requester may be waiting for it with its window full.)
   if (ran && so_far != ResponderOutcome::Fatal) {

@@ -2,7 +2,8 @@
 // brackets each burst with Engine::begin_receive_burst/end_receive_burst). What does not depend
 // on the frame is found out once per run (begin_run): whether the QP takes WRITEs on the straight
 // path below (RC, remote write allowed: check_op_valid's answer for every WRITE without
-// immediate; no reorder buffer), its path MTU, and the memory region the last R_Key named. An
+// immediate; nothing held in a selective repeat reorder buffer, whose drain takes its held WRITEs
+// here too), its path MTU, and the memory region the last R_Key named. An
 // in-sequence WRITE without immediate then takes write_in_run: the checks that depend on the
 // frame (room for an answer, PSN, opcode sequence, lengths, R_Key still valid, bounds) in one
 // line instead of the walk's state by state, then what execute_write and acknowledge do, an
@@ -35,9 +36,9 @@ void Responder::begin_run(const QpContext& qp) {
   if (run_.known) return;
   run_.known = true;
   // Selective repeat: only while the reorder buffer holds nothing (a request that fills a hole
-  // must drain what it held; hold_ahead and drain forget the run when that changes).
-  run_.writes = qp.is_rc() && (qp.cfg.access & IBV_ACCESS_REMOTE_WRITE) != 0 && reorder_.held() == 0 &&
-                qp.tuning != nullptr && qp.tuning->write_runs;
+  // must drain what it held; hold_ahead and drain forget the run when that changes). The drain
+  // itself takes its held WRITEs straight (responder_reorder.cpp).
+  run_.writes = writes_straight(qp) && reorder_.held() == 0;
   run_.pmtu = qp.cfg.pmtu;
 }
 
@@ -89,7 +90,7 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 // acknowledge. A payload known good is copied last (the bookkeeping before it changes nothing
 // the copy reads), so that in the lean version no value lives across the call.
 template <bool kLean>
-[[gnu::always_inline]] inline Responder::RunStep Responder::write_in_run(QpContext& qp, const Packet& pkt) {
+[[gnu::always_inline]] inline Responder::RunStep Responder::write_in_run(QpContext& qp, const Packet& pkt, const std::byte* placed) {
   const OpcodeInfo& info = *pkt.info;
   if (info.operation != Operation::Write || info.transport != Transport::Rc || info.has_immediate()) return RunStep::Walk;
   const std::uint32_t psn = pkt.psn();
@@ -111,6 +112,9 @@ template <bool kLean>
     if (range != 0 && (dst = run_.region.translate(va, range)) == nullptr) return RunStep::Walk;
   } else {
     if (range != 0 && (dst = run_target(qp, rkey, va, range)) == nullptr) return RunStep::Walk;
+    // A held MIDDLE placed when it arrived (the drain's): in sequence, its message must put it
+    // at the same place (else the walk finds the request invalid, as execute_write does).
+    if (placed != nullptr && dst != placed) return RunStep::Walk;
   }
   // Nothing refused it: from here on it acts, once its ICRC holds.
   const WriteAhead next =
@@ -124,7 +128,7 @@ template <bool kLean>
   seq_ = SequenceState::Normal;
   if (pkt.bth.ack_requested()) owe_run_ack(qp, psn);
   ++run_writes_;
-  if (len != 0 && !deferred) {
+  if (len != 0 && !deferred && (kLean || placed == nullptr)) {
     prefetch_for_write(next);  // the next packet's lines, asked before this one's copy
     std::memcpy(dst, pkt.payload.data(), len);
   }
@@ -191,6 +195,13 @@ bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
 // so that its calls do not make take_run_write save registers.
 [[gnu::noinline]] bool Responder::take_run_write_whole(QpContext& qp, const Packet& pkt) {
   return write_in_run<false>(qp, pkt) == RunStep::Done;
+}
+
+// The drain's (responder_reorder.cpp): a held request in its turn, as parsed when it arrived
+// (its ICRC known good; a placed MIDDLE's payload at `placed`), straight when it is a WRITE
+// write_in_run takes; false, with nothing changed, for the walk.
+bool Responder::take_held_write(QpContext& qp, const Packet& pkt, const std::byte* placed) {
+  return write_in_run<false>(qp, pkt, placed) == RunStep::Done;
 }
 
 ResponderOutcome Responder::on_request(QpContext& qp, const Packet& pkt, ByteSpan frame, bool continues_run) {

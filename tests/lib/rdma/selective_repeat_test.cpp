@@ -171,6 +171,9 @@ TEST_F(SelectiveRepeat, OneLostFrameCostsExactlyOneResend) {
   // +6 .. +30 are MIDDLEs of the open message: placed at once; the LAST +31 is held whole.
   EXPECT_EQ(count(b_, rdma::Counter::ReorderPlaced), 25u);
   EXPECT_EQ(b_.qp->responder().reorder_held(), 0u);
+  // +0 .. +4 in sequence and the 26 drained after the resend (placed or held whole) took the
+  // responder run's straight path; only the resend, which fills the hole, took the walk.
+  EXPECT_EQ(b_.qp->responder().run_writes(), 31u);
 }
 
 TEST_F(SelectiveRepeat, MiddlesBehindAHeldFirstAreHeldWhole) {
@@ -348,6 +351,39 @@ TEST_F(SelectiveRepeat, SeveralLossesInOneWindowEachCostOneResend) {
   EXPECT_EQ(resent(), 4u);
   expect_sends(48, lose_);
   EXPECT_EQ(count(a_, rdma::Counter::RetransmitTimeouts) + count(a_, rdma::Counter::EarlyRetransmits), 0u);
+}
+
+// held_ahead() is kept, not counted per call (Requester::set_una, on_sack): at every step it
+// equals the count from the latest SACK's bits at or after una. Two holes: the SACKs behind the
+// first hold packets that una then passes (the first hole filled: a plain ACK or a SACK naming
+// the second hole), so the kept value must follow una's moves as well as each new SACK.
+TEST_F(SelectiveRepeat, HeldAheadFollowsEachSackAndEachUnaMove) {
+  build();
+  lose_ = {psn(5), psn(40)};
+  write(0, 0, 32 * 1024);
+  write(1, 32 * 1024, 32 * 1024);
+  const rdma::Requester& req = a_.qp->requester();
+  std::uint32_t most = 0, checks = 0, una_moves_while_held = 0;
+  std::uint32_t una = a_.qp->completer().una(), held = 0;
+  std::vector<ibv_wc> mine;
+  net_->run_until(
+      [&] {
+        EXPECT_EQ(req.held_ahead(), req.held_ahead_counted()) << "step " << checks;
+        ++checks;
+        if (a_.qp->completer().una() != una && held != 0) ++una_moves_while_held;
+        una = a_.qp->completer().una();
+        held = req.held_ahead();
+        most = std::max(most, held);
+        for (const ibv_wc& wc : drain(a_)) mine.push_back(wc);
+        return mine.size() >= 2;
+      },
+      10 * kSecond);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_TRUE(same(0, 64 * 1024));
+  EXPECT_EQ(resent(), 2u);
+  EXPECT_GE(most, 20u);  // a SACK held the packets behind a hole
+  EXPECT_GE(una_moves_while_held, 1u);
+  EXPECT_EQ(req.held_ahead(), 0u);  // every hole filled: nothing past una is held
 }
 
 TEST_F(SelectiveRepeat, ALostSackIsCoveredByTheNext) {
