@@ -180,14 +180,22 @@ struct TransportTuning {
   AckHold ack_hold{4, 20 * kMicro};
 };
 
+// The latest stall of the engine's own worker (Engine::note_stall): it was not running from
+// `start` to `end` (both 0: none yet).
+struct OwnStall {
+  Nanos start = 0;
+  Nanos end = 0;
+};
+
 struct QpContext {
   QpConfig cfg;
   QpState state = QpState::Reset;
   const TransportTuning* tuning = nullptr;
   proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
-  // When the engine's worker last came back from a stall of its own (Engine::note_stall; null or
-  // 0: none): a round trip that began before it measured the stall too (Completer::take_rtt_sample).
-  const Nanos* stall_end = nullptr;
+  // The engine's worker's latest stall of its own (Engine::note_stall; null: none is ever told):
+  // a round trip that began before its end measured the stall too (Completer::take_rtt_sample),
+  // and a local ACK timer that ran through it was not waiting for the path (Completer::on_timer).
+  const OwnStall* own_stall = nullptr;
   MrTable* mrs = nullptr;
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
