@@ -462,7 +462,7 @@ unsigned Worker::poll(Nanos now, bool send) {
   last_poll_ = now;
   const bool stalled = now - last > stall_after_ && last != 0;
   if (stalled) [[unlikely]]
-    engine_.note_stall(now);
+    engine_.note_stall(last, now);
   if (has_commands_.load(std::memory_order_acquire)) run_commands();
   std::array<rte_mbuf*, kBurst> rx;
   unsigned n;

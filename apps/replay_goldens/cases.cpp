@@ -404,7 +404,8 @@ GoldenCase requester_write_read() {
                "as requester: a WRITE, a READ and a SEND posted as work requests go out with consecutive PSNs from "
                "sq_psn (the READ taking one PSN per response packet), AckReq on the last packet of each message; "
                "the peer's ACK and READ responses complete them; the SEND nobody ACKs is sent again by the early "
-               "retransmission timer: as a tail probe after 2 srtt (40 us: the WRITE's ACK gave an RTT sample), then as "
+               "retransmission timer: as a tail probe after max(5 us, 2 srtt, srtt + 4 rttvar) = 60 us (the WRITE's ACK gave "
+               "an RTT sample of 20 us) plus the peer's ACK hold of a lone packet, 20 us, then as "
                "the oldest packet's probe 250 us later, doubling (0.5, 1 and 2 ms more), and after the local ACK timeout "
                "(4.096 us x 2^timeout), which the early ones do not postpone, as the oldest packet's probe again (a retry "
                "spent on one packet)",
@@ -425,7 +426,7 @@ GoldenCase requester_write_read() {
   x.peer_response(30, Packet{O::RcReadResponseFirst, s + 2, r, data(1024, 0x70)});
   x.peer_response(31, Packet{O::RcReadResponseLast, s + 3, r, data(476, 0x71)});
   x.our_request(50, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
-  for (const int at : {40, 290, 790, 1790, 3790})
+  for (const int at : {80, 330, 830, 1830, 3830})
     x.our_request(50 + at, Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
   x.our_request(50 + 4.096 * (1 << kTimeout), Packet{O::RcSendOnly, s + 4, {}, slice(mem, 1024, 64), true});
   ExtHeaders ack3;

@@ -28,6 +28,9 @@
 //              another static in-flight cap: what a fixed cap costs, counted in the same turns)
 //              [--split-small-window on|off] [--split-parts N] [--loss-baseline-split-small-window on|off] (go-back-N
 //              with a small in-flight cap sends 1/N of it per turn (2: half) and asks for an ACK as often; the baseline's own setting)
+//              [--tail-probe-us U] (go-back-N's tail probe: 0 off; selective repeat's floor; default 20)
+//              [--tail-probe-floor-us U] (go-back-N's tail probe wait follows the path above U us, default 5;
+//              0: the fixed wait of sessions 7-17, max(--tail-probe-us, 2 srtt))
 //              [--early-retransmit-us U] (0: off) [--no-icrc-linear] [--no-request-template] [--no-tx-runs] (one-packet WQEs built frame by frame, not as runs)
 //              [--ack-template on|off] (RC ACKs from a prebuilt frame)
 //              [--write-runs on|off] (an RC responder's in-sequence WRITEs on the straight path, per-QP checks once a run)
@@ -184,7 +187,7 @@ int main(int argc, char** argv) {
       } else if (a == "--tail-probe-us" && has) {
         c.tuning.tail_probe_min = static_cast<Nanos>(std::stoul(args.app[++i])) * kMicro;
       } else if (a == "--tail-probe-floor-us" && has) {
-        // TransportTuning::tail_probe_floor; 0: the wait of sessions 7-17, max(--tail-probe-us, 2 srtt).
+        // TransportTuning::tail_probe_floor (default 5); 0: the wait of sessions 7-17, max(--tail-probe-us, 2 srtt).
         c.tuning.tail_probe_floor = static_cast<Nanos>(u32(args.app[++i])) * kMicro;
       } else if (a == "--bdp-cap" && has) {
         c.tuning.window.bdp_cap = on_off(args.app[++i]);
@@ -408,6 +411,7 @@ int main(int argc, char** argv) {
   w.field("ack_req_every", c.tuning.ack_req_every).field("icrc_linear", c.tuning.icrc_linear);
   w.field("request_template", c.tuning.request_template);
   w.field("early_retransmit_us", static_cast<std::uint64_t>(c.tuning.early_retransmit_min / kMicro));
+  w.field("tail_probe_us", static_cast<std::uint64_t>(c.tuning.tail_probe_min / kMicro)).field("tail_probe_floor_us", static_cast<std::uint64_t>(c.tuning.tail_probe_floor / kMicro));
   w.field("loss_sr_window", c.loss_sr_window).field("ack_hold_turns", c.tuning.ack_hold.turns).field("ack_hold_us", static_cast<std::uint64_t>(c.tuning.ack_hold.age / kMicro));
   w.end_object();
   r.write(w);

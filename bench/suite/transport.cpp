@@ -454,6 +454,15 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
     k->fig.note("tail_probes", static_cast<double>(h.tail_probes));
     // Probes and early resends whose ACK came within half a round trip: the first copy's answer.
     k->fig.note("spurious_early", static_cast<double>(rig.ea().total_counters().get(rdma::Counter::SpuriousEarlyRetransmits)));
+    // Local ACK timers moved past a stall of this thread's own (no retry used: Completer::
+    // defer_past_own_stall), and go-back-N's BDP cap trials: found free (the cap then holds at
+    // any loss interval) or costly, and whether it ended free (docs/loss.md part 1, "Session 20").
+    k->fig.note("timeouts_deferred", static_cast<double>(rig.ea().total_counters().get(rdma::Counter::AckTimeoutsDeferred)));
+    if (!k->selective) {
+      const rdma::SendWindow& w = k->qp->completer().window();
+      k->fig.note("bdp_trials_free", static_cast<double>(w.bdp_trials_free())).note("bdp_trials_costly", static_cast<double>(w.bdp_trials_costly()));
+      k->fig.note("bdp_free", w.bdp_free() ? 1.0 : 0.0).note("bdp_last_ratio", w.bdp_last_ratio());
+    }
     // Selective repeat: requests the responder held behind a hole, over the packets the
     // requester sent; and of those, the WRITE MIDDLEs placed at once (the rest were copied
     // whole into the reorder buffer and parsed again).

@@ -187,7 +187,7 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   // ACK timeout: docs/loss.md part 1, "Session 19"). The delivery rate starts again from here.
   // Not the first sample: a loop that polls this worker only now and then (every poll a "stall")
   // would otherwise never have one, and without it no early timer runs.
-  if (srtt_ != 0 && qp.stall_end != nullptr && *qp.stall_end > sent_at) {
+  if (srtt_ != 0 && qp.own_stall != nullptr && qp.own_stall->end > sent_at) {
     rate_since_ = now;
     rate_delivered_ = delivered_;
     return;
@@ -265,7 +265,7 @@ void Completer::spurious_probe_answer(QpContext& qp, const Packet& pkt, Nanos no
   if (psn_before(psn, probed_psn_) || !psn_before(psn, una_)) return;
   qp.counters.inc(Counter::SpuriousEarlyRetransmits);
   // Not across a stall of our own (take_rtt_sample).
-  if (qp.stall_end == nullptr || *qp.stall_end <= probe_sample_at_) smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
+  if (qp.own_stall == nullptr || qp.own_stall->end <= probe_sample_at_) smooth_rtt(std::max<Nanos>(now - probe_sample_at_, 1));
   probe_sample_at_ = kNever;
 }
 
@@ -905,6 +905,26 @@ CompleterOutcome Completer::on_atomic_ack(QpContext& qp, Requester& req, const P
   return CompleterOutcome::Progress;
 }
 
+bool Completer::defer_past_own_stall(QpContext& qp, Nanos now) {
+  // While our own worker stood still (the lcore descheduled on a busy host; docs/loss.md part 1,
+  // "Session 20") none of our timers ran: the early timer's probes, which find a loss (or show
+  // there was none) well before the timeout, never went, and a stall longer than the timeout
+  // woke the worker with both due, the timeout first: a retry used and the window cut as for a
+  // dead path. Moved on by the part of the stall after its start, the timer expires once the QP
+  // has had its whole timeout of running time, the probes first (the worker reads its queue to
+  // the end before it runs timers again: dp::Worker::timers_due). Once per start, so that a loop
+  // whose every poll is a stall still times out a dead peer, at most one stall later per retry.
+  const OwnStall* s = qp.own_stall;
+  if (ack_timer_moved_ || s == nullptr || rto_ == kNever) return false;
+  const Nanos started = retransmit_at_ - rto_;
+  // The stall lies inside the timer's run: after its start, before its expiry (a deadline that
+  // passed before the stall began was due while the worker ran).
+  if (s->end <= started || s->start >= retransmit_at_) return false;
+  ack_timer_moved_ = true;
+  retransmit_at_ += s->end - std::max(s->start, started);
+  return retransmit_at_ > now;
+}
+
 CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
   CompleterOutcome out = CompleterOutcome::Nothing;
   if (rnr_at_ <= now) {
@@ -914,6 +934,7 @@ CompleterOutcome Completer::on_timer(QpContext& qp, Requester& req, Nanos now) {
     out = CompleterOutcome::Progress;
   }
   const bool outstanding = psn_before(una_, req.sent_end_psn());
+  if (retransmit_at_ <= now && outstanding && defer_past_own_stall(qp, now)) qp.counters.inc(Counter::AckTimeoutsDeferred);
   if (retransmit_at_ <= now) {
     retransmit_at_ = kNever;
     early_at_ = kNever;

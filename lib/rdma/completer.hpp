@@ -134,7 +134,15 @@ class Completer {
   // on_request_sent and on_run_sent: packets went, the last of them asking for an ACK if
   // `asked` (up to `ask_end`); `sent_end` is where the first of them left the sent PSNs.
   void requests_sent(const QpContext& qp, bool asked, std::uint32_t ask_end, std::uint32_t sent_end, Nanos now);
-  void arm_retransmit(Nanos now) { retransmit_at_ = rto_ != kNever ? now + rto_ : kNever; }  // the local ACK timer only
+  // The local ACK timer only; a fresh start, which may again be moved past a stall of our own.
+  void arm_retransmit(Nanos now) {
+    retransmit_at_ = rto_ != kNever ? now + rto_ : kNever;
+    ack_timer_moved_ = false;
+  }
+  // The local ACK timer expired (retransmit_at_ <= now) in a stall of our own worker
+  // (QpContext::own_stall): moves it on by the part of the stall it ran through, once per
+  // start. True if that left it in the future: no timeout, no retry used.
+  bool defer_past_own_stall(QpContext& qp, Nanos now);
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
   void take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);
   void smooth_rtt(Nanos r);  // RFC 6298's srtt and rttvar
@@ -160,6 +168,7 @@ class Completer {
   std::uint32_t consecutive_rnr_ = 0;
   Nanos rto_ = kNever;
   Nanos retransmit_at_ = kNever;
+  bool ack_timer_moved_ = false;  // defer_past_own_stall moved the local ACK timer since its start
   Nanos rnr_at_ = kNever;
   bool retrying_ = false;  // a go-back-N is under way and has made no progress yet
 

@@ -63,6 +63,7 @@ std::string_view counter_name(Counter c) {
     case Counter::SelectiveResends: return "selective_resends";
     case Counter::ReadHoleRequests: return "read_hole_requests";
     case Counter::ReadResponsesAhead: return "read_responses_ahead";
+    case Counter::AckTimeoutsDeferred: return "ack_timeouts_deferred";
     case Counter::Count: break;
   }
   return "unknown";

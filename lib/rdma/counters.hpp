@@ -73,6 +73,8 @@ enum class Counter : std::uint16_t {
   SelectiveResends,      // packets resent because a SACK or a timer found them missing
   ReadHoleRequests,      // READ requests for the missing response PSNs of a READ alone
   ReadResponsesAhead,    // READ responses placed ahead of a missing one
+  // both modes, since session 20
+  AckTimeoutsDeferred,   // a local ACK timer expired in a stall of our own worker: moved on by the stall, no retry used
   Count,
 };
 

@@ -99,7 +99,7 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
   (*slot_it)->slot = slot;
   (*slot_it)->use_icrc_cache(icrc_cache_.get());
-  (*slot_it)->use_stall_clock(&stall_end_);
+  (*slot_it)->use_stall_clock(&own_stall_);
   (*slot_it)->use_reorder_pool(reorder_pool_.get());
   if (attr.srq) {
     (*slot_it)->attach_srq(attr.srq);

@@ -149,12 +149,14 @@ class Engine {
   // arrives meanwhile (TransportTuning::ack_hold). kNever: every ACK owed goes now.
   std::size_t transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration = kNever);
   void advance(Nanos now);
-  // The caller (a worker's poll loop) was not running for longer than its stall threshold
-  // before `now`, and is about to read what arrived meanwhile: an RTT sample of a packet sent
-  // before `now` measured that stall too, not the path, and is not taken (the lcore descheduled
-  // by a busy host: such samples lifted srtt from microseconds to milliseconds, and with it
-  // every probe's wait; docs/loss.md part 1, "Session 19 (gbn19)").
-  void note_stall(Nanos now) { stall_end_ = now; }
+  // The caller (a worker's poll loop) was not running from `since` (its previous iteration) to
+  // `now`, longer than its stall threshold, and is about to read what arrived meanwhile: an RTT
+  // sample of a packet sent before `now` measured that stall too, not the path, and is not taken
+  // (the lcore descheduled by a busy host: such samples lifted srtt from microseconds to
+  // milliseconds, and with it every probe's wait; docs/loss.md part 1, "Session 19 (gbn19)");
+  // and a local ACK timer that expired in it moves on by the time it stood still, once
+  // (Completer::on_timer; "Session 20 (gbn20)").
+  void note_stall(Nanos since, Nanos now) { own_stall_ = OwnStall{since, now}; }
   // Whether advance(now) has anything to do: a QP's deadline has come, or a burst left open
   // owes its refresh. A poll loop asks this every iteration instead of calling advance.
   bool timers_pending(Nanos now) const { return timers_.earliest() <= now || unrefreshed_ != nullptr; }
@@ -235,7 +237,7 @@ class Engine {
   bool in_burst_ = false;
   QueuePair* unrefreshed_ = nullptr;  // received into during a burst, not refreshed since
   bool unrefreshed_timers_ = false;   // ... by a frame that may have moved its timers
-  Nanos stall_end_ = 0;               // note_stall's latest time (QpContext::stall_end points here)
+  OwnStall own_stall_{};              // note_stall's latest stall (QpContext::own_stall points here)
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
   // Last, so that the members the receive path reads keep their places.

@@ -124,11 +124,12 @@ struct TransportTuning {
   // on full RX bursts) shows in the RTT samples of every QP it serves; our own stalls over 200 us
   // hold the timers (dp::WorkerConfig::stall_ns) and shorter ones find the ACK read before the
   // timers run. A path with srtt above 2.5 us (the rig's 3-5 us; rxe's hundreds) never sees the
-  // floor. 0, the default: sessions 7-17's wait, above (perf_suite --tail-probe-floor-us 5 for
-  // this one). Session 18's extra ACK timeouts at 5 % loss came from RTT samples across our own
-  // worker's stalls (none since session 19: Engine::note_stall); re-measured as good or better at
-  // 0.1-5 %, still off until the suites run with it (docs/loss.md part 1, "Session 19 (gbn19)").
-  Nanos tail_probe_floor = 0;
+  // floor. 5 us is the default since session 20: session 18's extra ACK timeouts at 5 % loss came
+  // from RTT samples across our own worker's stalls (none since session 19: Engine::note_stall),
+  // and with those filtered it is as good or better than the fixed wait at 0.1-5 % (docs/loss.md
+  // part 1, "Session 19 (gbn19)" and "Session 20 (gbn20)"). 0: sessions 7-17's wait, above
+  // (perf_suite --tail-probe-floor-us 0).
+  Nanos tail_probe_floor = 5 * kMicro;
   // Every timer sends a probe, never a window, while the probe's answer shows no hole (docs/loss.md,
   // "A timer sends one probe"): the early timer whatever the path's queue or the doubled wait,
   // and the local ACK timeout (which still uses a retry and fails the QP when retry_cnt runs
@@ -179,14 +180,22 @@ struct TransportTuning {
   AckHold ack_hold{4, 20 * kMicro};
 };
 
+// The latest stall of the engine's own worker (Engine::note_stall): it was not running from
+// `start` to `end` (both 0: none yet).
+struct OwnStall {
+  Nanos start = 0;
+  Nanos end = 0;
+};
+
 struct QpContext {
   QpConfig cfg;
   QpState state = QpState::Reset;
   const TransportTuning* tuning = nullptr;
   proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
-  // When the engine's worker last came back from a stall of its own (Engine::note_stall; null or
-  // 0: none): a round trip that began before it measured the stall too (Completer::take_rtt_sample).
-  const Nanos* stall_end = nullptr;
+  // The engine's worker's latest stall of its own (Engine::note_stall; null: none is ever told):
+  // a round trip that began before its end measured the stall too (Completer::take_rtt_sample),
+  // and a local ACK timer that ran through it was not waiting for the path (Completer::on_timer).
+  const OwnStall* own_stall = nullptr;
   MrTable* mrs = nullptr;
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;

@@ -59,8 +59,8 @@ class QueuePair {
   // Receives come from `srq` (set once, at creation, by the engine).
   void attach_srq(SharedReceiveQueue* srq);
   void use_icrc_cache(proto::IcrcHeaderCache* cache) { ctx_.icrc_cache = cache; }
-  // The engine's Engine::note_stall time (set once, at creation).
-  void use_stall_clock(const Nanos* stall_end) { ctx_.stall_end = stall_end; }
+  // The engine's Engine::note_stall record (set once, at creation).
+  void use_stall_clock(const OwnStall* stall) { ctx_.own_stall = stall; }
   // Selective repeat's reorder slots come from `pool` (the engine's; set once, at creation).
   void use_reorder_pool(ReorderPool* pool) { resp_.use_reorder_pool(pool); }
   SharedReceiveQueue* srq() const { return ctx_.srq; }

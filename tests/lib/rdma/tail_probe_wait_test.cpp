@@ -71,7 +71,7 @@ class TailProbeWait : public ::testing::Test {
   // `noted` the engine hears of the stall first, as dp::Worker::poll tells it.
   void answer_after_own_stall(Nanos gap, bool noted) {
     now_ += gap;
-    if (noted) engine_->note_stall(now_);
+    if (noted) engine_->note_stall(now_ - gap, now_);
     acknowledge_all();
   }
   void acknowledge_all() {
