@@ -263,7 +263,11 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   const bool sig_all = cfg.sq_sig_all;
   const bool flushing = s == QpState::Err;
   const MrTable& mrs = *ctx_.mrs;
-  LocalKeyCache lkeys;  // the region the list's last SGE named
+  // The region the last SGE named, in this call or an earlier one (still_holds: not if it went
+  // or its slot was registered again since). At queue depth 1 every post names the region the
+  // last one did, and its look-up was a sixth of a lone post's instructions.
+  LocalKeyCache& lkeys = post_lkeys_;
+  if (!mrs.still_holds(lkeys)) lkeys = LocalKeyCache{};
   // The send queue's free slots, counted here: the queue's indices are read once, not again
   // after each WQE's stores. Only the flush of a QP in error (below) gives slots back.
   std::uint64_t room = ctx_.sq.depth() - ctx_.sq.size();

@@ -1,6 +1,7 @@
 // post_send's per-call checks (QueuePair::post_send): the QP's state is tested once per list and
 // the send queue's room counted once, not per WR. Each refusal stays what it was per WR: the
-// same error, bad_wr at the same WR, the WRs before it posted, the same counter.
+// same error, bad_wr at the same WR, the WRs before it posted, the same counter. The region the
+// last SGE named is kept from call to call, and asked at each call whether it still holds.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -45,7 +46,7 @@ struct Pair {
   Endpoint a, b;
   std::vector<std::byte> buf = std::vector<std::byte>(64);
   const rdma::MemoryRegion* mr = nullptr;
-  explicit Pair(std::uint32_t depth) {
+  explicit Pair(std::uint32_t depth, std::size_t max_mrs = 4096) : mrs(max_mrs) {
     o.depth = depth;
     a = make_endpoint(e, o);
     b = make_endpoint(e, o);
@@ -158,6 +159,79 @@ TEST(PostSendRefusal, AQpInErrorFlushesAListLongerThanItsQueue) {
   EXPECT_EQ(bad, &list.wr[5]);
   EXPECT_EQ(drain(p.a).size(), 5u);
   EXPECT_EQ(p.full_hits(), 0u);
+}
+
+// The WQE the last post made: its first local segment, and whether its SGE failed the check.
+const rdma::LocalSegment& last_segment(const Pair& p) {
+  const rdma::QpContext& c = p.a.qp->context();
+  return c.send_segs(c.sq.at(c.sq.tail() - 1))[0];
+}
+bool last_local_error(const Pair& p) {
+  const rdma::QpContext& c = p.a.qp->context();
+  return c.sq.at(c.sq.tail() - 1).local_error;
+}
+
+// One MR slot, so every registration takes it and its key's 8-bit generation comes back after
+// 256. A post after the region was invalidated or deregistered fails its local check (the WQE's
+// local error); a region registered again under the very key the QP's last post named, with no
+// post in between, is looked up again: its own memory, not the old region's bounds and address.
+TEST(PostSendLkey, ARegionGoneOrRegisteredAgainUnderTheSameKeyIsLookedUpAgain) {
+  for (const bool post_between : {true, false}) {
+    SCOPED_TRACE(post_between ? "posts while the key is gone" : "no post until the key is back");
+    Pair p(16, 1);
+    connect_pair(p.a, p.b, p.o);
+    ASSERT_NE(p.mr, nullptr);
+    const std::uint32_t key = p.mr->lkey();
+    WriteList<1> w(p.buf, p.mr);
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);
+    EXPECT_FALSE(last_local_error(p));
+    EXPECT_EQ(last_segment(p).ptr, p.buf.data());
+    ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);  // the kept region
+    EXPECT_EQ(last_segment(p).ptr, p.buf.data());
+    if (post_between) {
+      ASSERT_TRUE(p.mrs.invalidate(key, p.a.pd).ok());
+      ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);
+      EXPECT_TRUE(last_local_error(p)) << "an invalidated key";
+    }
+    ASSERT_TRUE(p.mrs.deregister(key).ok());
+    if (post_between) {
+      ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);
+      EXPECT_TRUE(last_local_error(p)) << "a deregistered key";
+    }
+    // Registered again under other keys, then under `key` for other memory.
+    std::vector<std::byte> other(4096);
+    const rdma::MemoryRegion* again = nullptr;
+    for (int i = 0; i < 300 && again == nullptr; ++i) {
+      auto r = p.mrs.register_region(p.a.pd, other.data(), other.size(), IBV_ACCESS_LOCAL_WRITE);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      if ((*r)->lkey() == key) again = *r;
+      else ASSERT_TRUE(p.mrs.deregister((*r)->lkey()).ok());
+    }
+    ASSERT_NE(again, nullptr) << "the slot's key never came back";
+    w.sg[0] = sge(other.data() + 1024, 64, again);
+    ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);
+    EXPECT_FALSE(last_local_error(p)) << "the region registered again under the same key";
+    EXPECT_EQ(last_segment(p).ptr, other.data() + 1024);
+  }
+}
+
+// The kept region is one QP's: another QP's post looks its own key up, and a key of another
+// protection domain is refused there as ever.
+TEST(PostSendLkey, AnotherQpsPostChecksItsOwnKeyAndDomain) {
+  Pair p(16);
+  connect_pair(p.a, p.b, p.o);
+  WriteList<1> w(p.buf, p.mr);
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);
+  EXPECT_FALSE(last_local_error(p));
+  // B's PD is not A's: B posting A's key fails its check; A's post still goes.
+  ASSERT_EQ(p.e.post_send(p.b.qp, w.wr.data(), &bad), 0);
+  const rdma::QpContext& cb = p.b.qp->context();
+  EXPECT_TRUE(cb.sq.at(cb.sq.tail() - 1).local_error);
+  ASSERT_EQ(p.post_list(w.wr.data(), &bad), 0);
+  EXPECT_FALSE(last_local_error(p));
+  EXPECT_EQ(last_segment(p).ptr, p.buf.data());
 }
 
 }  // namespace
