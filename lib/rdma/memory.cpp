@@ -142,7 +142,8 @@ AccessResult MrTable::look_up_local(LocalKeyCache& last, std::uint32_t lkey, PdH
   const MemoryRegion* mr = find(lkey);
   if (mr == nullptr || mr->window_type != 0) return AccessResult::BadKey;  // a window has no lkey
   if (mr->pd != pd) return AccessResult::WrongPd;
-  last = LocalKeyCache{lkey, pd, mr->access, mr->addr, mr->length};
+  // The count after find's acquire load of the key, as RememberedRegion::remember reads it.
+  last = LocalKeyCache{lkey, pd, mr->access, mr->addr, mr->length, registrations(lkey).load(std::memory_order_relaxed)};
   return AccessResult::Ok;
 }
 

@@ -242,11 +242,17 @@ void QueuePair::query(ibv_qp_attr* a, ibv_qp_init_attr* init) const {
 }
 
 int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
+  if (wr == nullptr) return 0;
   // What every WR of the list is checked against, read once: nothing a post does changes the
   // QP's state or configuration (the stores into the WQEs below would otherwise have the
   // compiler load them again per WR). Every check the verbs ABI asks of a WR stays per WR; its
-  // opcode's are one row of send_wr_rules.hpp's table.
+  // opcode's are one row of send_wr_rules.hpp's table. A QP that does not send yet refuses the
+  // list at its first WR, whatever the WR (as the per-WR test it was, whose first answer it was).
   const QpState s = ctx_.state;
+  if (s == QpState::Reset || s == QpState::Init || s == QpState::Rtr) {
+    if (bad) *bad = const_cast<ibv_send_wr*>(wr);
+    return EINVAL;
+  }
   const QpConfig& cfg = ctx_.cfg;
   const ibv_qp_type type = cfg.type;
   const std::uint8_t type_bit = send_wr_type_bit(type);
@@ -255,14 +261,20 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   const std::uint32_t seg_stride = std::max<std::uint32_t>(max_sge, 1);
   const PdHandle pd = cfg.pd;
   const bool sig_all = cfg.sq_sig_all;
+  const bool flushing = s == QpState::Err;
   const MrTable& mrs = *ctx_.mrs;
-  LocalKeyCache lkeys;  // the region the list's last SGE named
-  const bool refused_state = s == QpState::Reset || s == QpState::Init || s == QpState::Rtr;
+  // The region the last SGE named, in this call or an earlier one (still_holds: not if it went
+  // or its slot was registered again since). At queue depth 1 every post names the region the
+  // last one did, and its look-up was a sixth of a lone post's instructions.
+  LocalKeyCache& lkeys = post_lkeys_;
+  if (!mrs.still_holds(lkeys)) lkeys = LocalKeyCache{};
+  // The send queue's free slots, counted here: the queue's indices are read once, not again
+  // after each WQE's stores. Only the flush of a QP in error (below) gives slots back.
+  std::uint64_t room = ctx_.sq.depth() - ctx_.sq.size();
   for (; wr != nullptr; wr = wr->next) {
     const SendWrRule rule = send_wr_rule(*wr);
     int err = 0;
-    if (refused_state) err = EINVAL;
-    else if (ctx_.sq.full()) err = ENOMEM;
+    if (room == 0) err = ENOMEM;
     else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge) err = EINVAL;
     else if ((rule.qp_types & type_bit) == 0) err = EINVAL;
     std::uint64_t total = 0;
@@ -280,6 +292,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
     const ibv_wr_opcode op = wr->opcode;  // a valid enumerator: its row took it
     std::uint32_t slot = 0;
     SendWqe& w = ctx_.sq.push(&slot);
+    --room;
     // The fields every WQE has, and its progress as post_send leaves it (Posted, successful, no
     // READ/atomic credit: a QP reset pops WQEs without retiring them). Nothing else is reset:
     // the rest is written below for the opcodes that read it, or by start_wqe (a WQE's PSNs and
@@ -291,16 +304,21 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
     w.local_error = false;
     w.length = static_cast<std::uint32_t>(total);
     w.seg_begin = slot * seg_stride;
-    w.imm_or_rkey = (op == IBV_WR_SEND_WITH_INV || op == IBV_WR_LOCAL_INV) ? wr->invalidate_rkey : wr->imm_data;
+    // The immediate (a *_WITH_IMM) and the key to invalidate (a *_INV) share the WR's word
+    // (a union in verbs.h): one copy serves both.
+    w.imm_or_rkey = wr->imm_data;
     w.state = WqeState::Posted;
     w.status = IBV_WC_SUCCESS;
     w.rd_credit_held = false;
-    if (op == kWrFlush) {
+    if (rule.fields == SendWrRule::kRdmaFields) [[likely]] {
+      w.remote_addr = wr->wr.rdma.remote_addr;
+      w.rkey = wr->wr.rdma.rkey;
+    } else if (rule.fields == SendWrRule::kFlushFields) {
       w.remote_addr = wr->wr.atomic.remote_addr;
       w.rkey = wr->wr.atomic.rkey;
       w.flush_length = static_cast<std::uint32_t>(wr->wr.atomic.compare_add);
       w.flush_feth = static_cast<std::uint8_t>(wr->wr.atomic.swap & 0x3F);
-    } else if (op == IBV_WR_BIND_MW) {
+    } else if (rule.fields == SendWrRule::kBindFields) {
       const ibv_mw_bind_info& b = wr->bind_mw.bind_info;
       w.imm_or_rkey = wr->bind_mw.mw->rkey;
       w.rkey = wr->bind_mw.rkey;
@@ -308,16 +326,13 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       w.remote_addr = b.addr;
       w.bind_length = b.length;
       w.bind_access = static_cast<int>(b.mw_access_flags);
-    } else if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    } else {
       w.remote_addr = wr->wr.atomic.remote_addr;
       w.rkey = wr->wr.atomic.rkey;
       w.compare_add = wr->wr.atomic.compare_add;
       w.swap = wr->wr.atomic.swap;
-    } else {
-      w.remote_addr = wr->wr.rdma.remote_addr;
-      w.rkey = wr->wr.rdma.rkey;
     }
-    if (type == IBV_QPT_UD) {
+    if (limits.ud) {
       const auto* ah = reinterpret_cast<const AddressHandle*>(wr->wr.ud.ah);
       w.ud = ah->dest;
       w.ud.remote_qpn = wr->wr.ud.remote_qpn & kPsnMask;
@@ -358,10 +373,11 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
       else
         for (int i = 0; i < wr->num_sge; ++i) segs[i] = translate(wr->sg_list[i]);
     }
-    if (s == QpState::Err) {
+    if (flushing) {
       w.state = WqeState::Done;
       w.status = IBV_WC_WR_FLUSH_ERR;
       comp_.retire(ctx_, req_);
+      room = ctx_.sq.depth() - ctx_.sq.size();
     }
   }
   return 0;

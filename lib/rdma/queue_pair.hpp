@@ -197,6 +197,9 @@ class QueuePair {
   // the QP's layout stay as they were (docs/perf-changes.md 39: the 64 B fanout case's 1-QP rate
   // moves by 10-20 % with the layout alone).
   std::unique_ptr<proto::AckTemplate> ack_frame_;
+  // The region post_send's last SGE named (post_send tests that it still holds at each call).
+  // After the last member, as ack_frame_ is, for the same reason.
+  LocalKeyCache post_lkeys_;
 };
 
 }  // namespace roce::rdma

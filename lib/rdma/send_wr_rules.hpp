@@ -49,8 +49,12 @@ struct SendWrRule {
   };
   // The checks a SEND or WRITE never needs, tested with one mask.
   static constexpr std::uint8_t kOwnChecks = kEightBytes | kNoLocalData | kAligned8 | kFlushArgs | kBindArgs;
+  // Where the WQE's remote fields come from in the WR (post_send): wr.rdma for most opcodes,
+  // one test instead of a compare per opcode with fields of its own.
+  enum Fields : std::uint8_t { kRdmaFields = 0, kAtomicFields, kFlushFields, kBindFields };
   std::uint8_t qp_types = 0;
   std::uint8_t checks = 0;
+  Fields fields = kRdmaFields;
 };
 
 inline constexpr std::array<SendWrRule, 16> kSendWrRules = [] {
@@ -61,12 +65,12 @@ inline constexpr std::array<SendWrRule, 16> kSendWrRules = [] {
   t[IBV_WR_SEND] = {R::kRc | R::kUc | R::kUd, 0};
   t[IBV_WR_SEND_WITH_IMM] = {R::kRc | R::kUc | R::kUd, 0};
   t[IBV_WR_RDMA_READ] = {R::kRc, R::kNoInline | R::kWritesLocal};
-  t[IBV_WR_ATOMIC_CMP_AND_SWP] = {R::kRc, R::kEightBytes | R::kNoInline | R::kWritesLocal};
-  t[IBV_WR_ATOMIC_FETCH_AND_ADD] = {R::kRc, R::kEightBytes | R::kNoInline | R::kWritesLocal};
+  t[IBV_WR_ATOMIC_CMP_AND_SWP] = {R::kRc, R::kEightBytes | R::kNoInline | R::kWritesLocal, R::kAtomicFields};
+  t[IBV_WR_ATOMIC_FETCH_AND_ADD] = {R::kRc, R::kEightBytes | R::kNoInline | R::kWritesLocal, R::kAtomicFields};
   t[IBV_WR_LOCAL_INV] = {R::kRc | R::kUc, R::kNoLocalData};
-  t[IBV_WR_BIND_MW] = {R::kRc | R::kUc, R::kNoLocalData | R::kBindArgs};
+  t[IBV_WR_BIND_MW] = {R::kRc | R::kUc, R::kNoLocalData | R::kBindArgs, R::kBindFields};
   t[IBV_WR_SEND_WITH_INV] = {R::kRc, 0};
-  t[kWrFlush] = {R::kRc, R::kNoLocalData | R::kFlushArgs};
+  t[kWrFlush] = {R::kRc, R::kNoLocalData | R::kFlushArgs, R::kFlushFields};
   t[IBV_WR_ATOMIC_WRITE] = {R::kRc, R::kEightBytes | R::kAligned8 | R::kInlineAnyLength};
   return t;
 }();
