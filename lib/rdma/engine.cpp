@@ -240,10 +240,13 @@ namespace {
 
 // The BTH's first 8 bytes as one word, the flags byte (SE | M | PadCnt | TVer) masked out: the
 // pad count differs with the payload's length; the others are no test of the run's.
-static_assert(offsetof(Bth, dest_qp) + 3 == 8 && sizeof(Bth) == 12);
-constexpr std::uint64_t kBthFlagsMask =
-    std::endian::native == std::endian::little ? ~std::uint64_t{0xFF00} : ~(std::uint64_t{0xFF} << 48);
-std::uint64_t masked_bth(const Bth& bth) {
+static_assert(offsetof(Bth, pkey) == 2 && offsetof(Bth, resv8a) == 4 && offsetof(Bth, dest_qp) == 5 && sizeof(Bth) == 12);
+// Byte `at` of the word (memcpy'd from the header) holding `v`.
+constexpr std::uint64_t bth_byte(unsigned at, std::uint64_t v) {
+  return std::endian::native == std::endian::little ? v << (8 * at) : v << (56 - 8 * at);
+}
+constexpr std::uint64_t kBthFlagsMask = ~bth_byte(1, 0xFF);
+[[gnu::always_inline]] inline std::uint64_t masked_bth(const Bth& bth) {
   std::uint64_t w;
   std::memcpy(&w, &bth, sizeof w);
   return w & kBthFlagsMask;
@@ -251,14 +254,12 @@ std::uint64_t masked_bth(const Bth& bth) {
 
 }  // namespace
 
-std::uint64_t Engine::straight_bth(const QueuePair& qp, const Packet& pkt) {
+// Set by a frame that continued the run (receive_checked). The frame's QPN is the QP's (a run's
+// frames have its QPN), its P_Key one the QP accepted (checked before on_packet and in
+// receive_in_run); its opcode becomes RC WRITE ONLY, the reserved byte clear.
+[[gnu::always_inline]] inline std::uint64_t Engine::straight_bth(const QueuePair& qp, const Packet& pkt) {
   if (qp.type() != IBV_QPT_RC || !qp.context().accepts_requests() || qp.qpn() == kGsiQpn) return kNoStraightRun;
-  Bth b = pkt.bth;  // its P_Key, which the QP accepted
-  b.opcode = raw(Opcode::RcWriteOnly);
-  b.flags = 0;
-  b.resv8a = 0;
-  b.dest_qp.set(qp.qpn());
-  return masked_bth(b);
+  return (masked_bth(pkt.bth) & ~(bth_byte(0, 0xFF) | bth_byte(4, 0xFF))) | bth_byte(0, raw(Opcode::RcWriteOnly));
 }
 
 inline bool Engine::for_us(const Packet& pkt) const {
@@ -274,30 +275,17 @@ inline bool Engine::for_us(const Packet& pkt) const {
 // CE mark, no IPv4 options, a good IPv4 checksum, for us. Any other frame takes receive_checked,
 // which asks everything again in its own order, so the drops are counted as before.
 inline bool Engine::straight(const Packet& pkt) const {
-  if (pkt.icrc_status != IcrcStatus::Ok || masked_bth(pkt.bth) != straight_bth_ || pkt.ecn() == Ecn::Ce) return false;
+  if (masked_bth(pkt.bth) != straight_bth_ || pkt.icrc_status != IcrcStatus::Ok || pkt.ecn() == Ecn::Ce) return false;
   if (pkt.ip_version == IpVersion::V4 && (pkt.l4_offset - pkt.l3_offset != kIpv4HeaderBytes || !pkt.ipv4_checksum_ok))
     return false;
   return for_us(pkt);
 }
 
-void Engine::receive(ByteSpan frame, Nanos now) {
-  ++received_;
-  // parse_frame resets the packet from a constant first; `Packet pkt;` zeroed it as well (rep
-  // stos over 300 bytes, a third of this function's samples; docs/perf-changes.md section 31).
-  // An array of bytes implicitly creates the (implicit-lifetime, trivially copyable) Packet.
-  static_assert(std::is_trivially_copyable_v<Packet> && std::is_aggregate_v<Packet>);
-  alignas(Packet) std::byte storage[sizeof(Packet)];
-  Packet& pkt = *std::launder(reinterpret_cast<Packet*>(storage));
-  const ParseError err = parse_frame(frame, parse_opts_, pkt);
-  if (err != ParseError::None || !straight(pkt)) return receive_checked(frame, now, pkt, err, false);
-  // A WRITE ONLY that continues a run with nothing else to check (most frames of a burst of
-  // 64 B WRITEs): the run takes it here, without the walk's tests (docs/perf-changes.md section 74).
-  if (!unrefreshed_->receive_write_only_in_run(pkt)) receive_checked(frame, now, pkt, ParseError::None, true);
-}
-
 // Every other frame, and one the run's straight path refused (`run_tried`: it was offered to
-// receive_in_run already, which changed nothing). Out of line: Engine::receive keeps few values.
-[[gnu::noinline]] void Engine::receive_checked(ByteSpan frame, Nanos now, Packet& pkt, ParseError err, bool run_tried) {
+// receive_in_run already, which changed nothing). Inline, its one caller's: out of line it was a
+// second prologue and call, about 30 instructions a frame at queue depth 1, where no frame
+// continues a run.
+[[gnu::always_inline]] inline void Engine::receive_checked(ByteSpan frame, Nanos now, Packet& pkt, ParseError err, bool run_tried) {
   const ParseOptions& opts = parse_opts_;
   // Our selective acknowledgement (protocol/sack.hpp): only a QP that agreed to selective
   // repeat takes one; for any other it stays the unknown opcode it is.
@@ -347,8 +335,10 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   // once, so none continues a run; asked anyway, as the rule below is the burst's. A frame whose
   // ICRC the parser deferred (1 KiB payloads and more) is the walk's: not offered (4 KiB: 65
   // instructions a packet when it was).
-  if (!run_tried && continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt))
+  if (!run_tried && continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt)) {
+    straight_bth_ = straight_bth(*unrefreshed_, pkt);  // the run's next WRITE ONLYs: Engine::straight
     return;
+  }
   QueuePair* qp = continues_run ? unrefreshed_ : find_qp(pkt.dest_qp());
   if (qp == nullptr) return drop(EngineDrop::UnknownQp);
   if (!continues_run) refresh_deferred();
@@ -372,9 +362,27 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   // when QPs take turns frame by frame, as 16 QPs do (docs/perf-changes.md section 36).
   const bool timers_may_move = !pkt.info->is_request || pkt.ecn() == Ecn::Ce || qp->state() != before;
   unrefreshed_ = qp;
-  straight_bth_ = straight_bth(*qp, pkt);
+  // Only a run's second frame on sets it (a new run's first was reset by refresh_deferred): at
+  // queue depth 1 no frame continues a run, and none pays for it.
+  if (continues_run) straight_bth_ = straight_bth(*qp, pkt);
   unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
   if (!in_burst_) refresh_deferred();
+}
+
+void Engine::receive(ByteSpan frame, Nanos now) {
+  ++received_;
+  // parse_frame resets the packet from a constant first; `Packet pkt;` zeroed it as well (rep
+  // stos over 300 bytes, a third of this function's samples; docs/perf-changes.md section 31).
+  // An array of bytes implicitly creates the (implicit-lifetime, trivially copyable) Packet.
+  static_assert(std::is_trivially_copyable_v<Packet> && std::is_aggregate_v<Packet>);
+  alignas(Packet) std::byte storage[sizeof(Packet)];
+  Packet& pkt = *std::launder(reinterpret_cast<Packet*>(storage));
+  const ParseError err = parse_frame(frame, parse_opts_, pkt);
+  // A WRITE ONLY that continues a run with nothing else to check (most frames of a burst of
+  // 64 B WRITEs): the run takes it here, without the walk's tests (docs/perf-changes.md section 74).
+  const bool run_tried = err == ParseError::None && straight(pkt);
+  if (run_tried && unrefreshed_->receive_write_only_in_run(pkt)) return;
+  receive_checked(frame, now, pkt, err, run_tried);
 }
 
 std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration) {

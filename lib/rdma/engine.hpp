@@ -248,9 +248,9 @@ class Engine {
   bool unrefreshed_timers_ = false;   // ... by a frame that may have moved its timers
   // The first 8 bytes of the BTH (the flags byte, SE | M | PadCnt | TVer, masked to zero) of a
   // frame that continues unrefreshed_'s run as an RC WRITE ONLY with nothing else to check at
-  // the QP: its QPN, a P_Key it accepted, the reserved byte clear; set only while the QP is RC,
-  // takes requests and is no GSI QP, and reset with unrefreshed_ (refresh_deferred) and at QP
-  // modify. One compare of the frame's bytes then stands for the run test, the GSI test, the
+  // the QP: its QPN, a P_Key it accepted, the reserved byte clear; set by a frame that continued
+  // the run, only while the QP is RC, takes requests and is no GSI QP, and reset with
+  // unrefreshed_ (refresh_deferred) and at QP modify. One compare of the frame's bytes then stands for the run test, the GSI test, the
   // P_Key's and the QP state's (engine.cpp, straight). kNoStraightRun matches no masked BTH.
   static constexpr std::uint64_t kNoStraightRun = ~std::uint64_t{0};
   std::uint64_t straight_bth_ = kNoStraightRun;
