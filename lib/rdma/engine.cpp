@@ -1,10 +1,13 @@
 #include "lib/rdma/engine.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <type_traits>
 
+#include "protocol/gsi.hpp"
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/pkey.hpp"
 #include "protocol/psn.hpp"
@@ -37,6 +40,10 @@ Engine::Engine(EngineConfig cfg, MrTable& mrs)
       held_acks_(cfg_.max_qps), reorder_pool_(std::make_unique<ReorderPool>(cfg_.reorder_pool_bytes)) {
   held_now_.reserve(cfg_.max_qps);
   if (cfg_.tuning.icrc_linear) icrc_cache_ = std::make_unique<proto::IcrcHeaderCache>();
+  parse_opts_.crc = cfg_.tuning.crc;
+  parse_opts_.defer_icrc_from = kDeferIcrcFrom;
+  parse_opts_.mtu_rules = false;  // sizes against the path MTU are the QP's to check: a NAK, not a silent drop
+  parse_opts_.icrc_cache = icrc_cache_.get();
 }
 
 
@@ -116,6 +123,7 @@ Status Engine::destroy_qp(QueuePair* qp) {
   if (unrefreshed_ == qp) {
     unrefreshed_ = nullptr;
     unrefreshed_timers_ = false;
+    straight_bth_ = kNoStraightRun;
   }
   qp->share_window(nullptr);  // no longer among the path's sharers
   // Drop it from the active ring.
@@ -138,6 +146,7 @@ Status Engine::modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask) {
     return make_error(EINVAL, "max_rd_atomic/max_dest_rd_atomic above " + std::to_string(cfg_.max_rd_atomic) +
                                   " outstanding READ/atomic requests");
   }
+  straight_bth_ = kNoStraightRun;  // (a control call ends a burst first; its P_Key or state may change)
   Status s = qp->modify(attr, mask, cfg_.path);
   if (s && qp->type() == IBV_QPT_RC && qp->state() == QpState::Rts && qp->shared_window() == nullptr)
     qp->share_window(path_window(*qp));
@@ -227,20 +236,57 @@ void Engine::refresh(QueuePair& qp, bool idle) {
   timers_.set(qp.slot, qp.deadline());
 }
 
-void Engine::receive(ByteSpan frame, Nanos now) {
-  ++received_;
-  ParseOptions opts;
-  opts.crc = cfg_.tuning.crc;
-  opts.defer_icrc_from = kDeferIcrcFrom;
-  opts.mtu_rules = false;  // sizes against the path MTU are the QP's to check: a NAK, not a silent drop
-  opts.icrc_cache = icrc_cache_.get();
-  // parse_frame resets the packet from a constant first; `Packet pkt;` zeroed it as well (rep
-  // stos over 300 bytes, a third of this function's samples; docs/perf-changes.md section 31).
-  // An array of bytes implicitly creates the (implicit-lifetime, trivially copyable) Packet.
-  static_assert(std::is_trivially_copyable_v<Packet> && std::is_aggregate_v<Packet>);
-  alignas(Packet) std::byte storage[sizeof(Packet)];
-  Packet& pkt = *std::launder(reinterpret_cast<Packet*>(storage));
-  ParseError err = parse_frame(frame, opts, pkt);
+namespace {
+
+// The BTH's first 8 bytes as one word, the flags byte (SE | M | PadCnt | TVer) masked out: the
+// pad count differs with the payload's length; the others are no test of the run's.
+static_assert(offsetof(Bth, pkey) == 2 && offsetof(Bth, resv8a) == 4 && offsetof(Bth, dest_qp) == 5 && sizeof(Bth) == 12);
+// Byte `at` of the word (memcpy'd from the header) holding `v`.
+constexpr std::uint64_t bth_byte(unsigned at, std::uint64_t v) {
+  return std::endian::native == std::endian::little ? v << (8 * at) : v << (56 - 8 * at);
+}
+constexpr std::uint64_t kBthFlagsMask = ~bth_byte(1, 0xFF);
+[[gnu::always_inline]] inline std::uint64_t masked_bth(const Bth& bth) {
+  std::uint64_t w;
+  std::memcpy(&w, &bth, sizeof w);
+  return w & kBthFlagsMask;
+}
+
+}  // namespace
+
+// Set by a frame that continued the run (receive_checked). The frame's QPN is the QP's (a run's
+// frames have its QPN), its P_Key one the QP accepted (checked before on_packet and in
+// receive_in_run); its opcode becomes RC WRITE ONLY, the reserved byte clear.
+[[gnu::always_inline]] inline std::uint64_t Engine::straight_bth(const QueuePair& qp, const Packet& pkt) {
+  if (qp.type() != IBV_QPT_RC || !qp.context().accepts_requests() || qp.qpn() == kGsiQpn) return kNoStraightRun;
+  return (masked_bth(pkt.bth) & ~(bth_byte(0, 0xFF) | bth_byte(4, 0xFF))) | bth_byte(0, raw(Opcode::RcWriteOnly));
+}
+
+inline bool Engine::for_us(const Packet& pkt) const {
+  const IpAddress& me = cfg_.path.local.ip;
+  return !cfg_.check_dest_ip ||
+         (pkt.ip_version == me.version &&
+          (me.version == IpVersion::V4 ? same_address(pkt.ipv4.dst, me.v4) : same_address(pkt.ipv6.dst, me.v6)));
+}
+
+// A frame every check of receive_checked would pass on its way to QueuePair::receive_in_run,
+// found with fewer tests: the ICRC checked and good, the BTH the one straight_bth_ expects (this
+// QP's run, in a burst, an RC WRITE ONLY under a P_Key it accepted, the QP taking requests), no
+// CE mark, no IPv4 options, a good IPv4 checksum, for us. Any other frame takes receive_checked,
+// which asks everything again in its own order, so the drops are counted as before.
+inline bool Engine::straight(const Packet& pkt) const {
+  if (masked_bth(pkt.bth) != straight_bth_ || pkt.icrc_status != IcrcStatus::Ok || pkt.ecn() == Ecn::Ce) return false;
+  if (pkt.ip_version == IpVersion::V4 && (pkt.l4_offset - pkt.l3_offset != kIpv4HeaderBytes || !pkt.ipv4_checksum_ok))
+    return false;
+  return for_us(pkt);
+}
+
+// Every other frame, and one the run's straight path refused (`run_tried`: it was offered to
+// receive_in_run already, which changed nothing). Inline, its one caller's: out of line it was a
+// second prologue and call, about 30 instructions a frame at queue depth 1, where no frame
+// continues a run.
+[[gnu::always_inline]] inline void Engine::receive_checked(ByteSpan frame, Nanos now, Packet& pkt, ParseError err, bool run_tried) {
+  const ParseOptions& opts = parse_opts_;
   // Our selective acknowledgement (protocol/sack.hpp): only a QP that agreed to selective
   // repeat takes one; for any other it stays the unknown opcode it is.
   if (err == ParseError::UnknownOpcode && pkt.bth.opcode == kSackOpcode) {
@@ -272,10 +318,7 @@ void Engine::receive(ByteSpan frame, Nanos now) {
     return;
   }
   if (pkt.ip_version == IpVersion::V4 && !pkt.ipv4_checksum_ok) return drop(EngineDrop::Ipv4ChecksumBad);
-  const IpAddress& me = cfg_.path.local.ip;
-  if (cfg_.check_dest_ip && (pkt.ip_version != me.version ||
-                             !(me.version == IpVersion::V4 ? same_address(pkt.ipv4.dst, me.v4) : same_address(pkt.ipv6.dst, me.v6))))
-    return drop(EngineDrop::NotForUs);
+  if (!for_us(pkt)) return drop(EngineDrop::NotForUs);
   // QP1 is no data QP: its MADs go to the CM agent (GsiPort counts what it refuses).
   if (pkt.dest_qp() == kGsiQpn && gsi_.attached()) {
     refresh_deferred();
@@ -292,7 +335,10 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   // once, so none continues a run; asked anyway, as the rule below is the burst's. A frame whose
   // ICRC the parser deferred (1 KiB payloads and more) is the walk's: not offered (4 KiB: 65
   // instructions a packet when it was).
-  if (continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt)) return;
+  if (!run_tried && continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt)) {
+    straight_bth_ = straight_bth(*unrefreshed_, pkt);  // the run's next WRITE ONLYs: Engine::straight
+    return;
+  }
   QueuePair* qp = continues_run ? unrefreshed_ : find_qp(pkt.dest_qp());
   if (qp == nullptr) return drop(EngineDrop::UnknownQp);
   if (!continues_run) refresh_deferred();
@@ -316,8 +362,27 @@ void Engine::receive(ByteSpan frame, Nanos now) {
   // when QPs take turns frame by frame, as 16 QPs do (docs/perf-changes.md section 36).
   const bool timers_may_move = !pkt.info->is_request || pkt.ecn() == Ecn::Ce || qp->state() != before;
   unrefreshed_ = qp;
+  // Only a run's second frame on sets it (a new run's first was reset by refresh_deferred): at
+  // queue depth 1 no frame continues a run, and none pays for it.
+  if (continues_run) straight_bth_ = straight_bth(*qp, pkt);
   unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
   if (!in_burst_) refresh_deferred();
+}
+
+void Engine::receive(ByteSpan frame, Nanos now) {
+  ++received_;
+  // parse_frame resets the packet from a constant first; `Packet pkt;` zeroed it as well (rep
+  // stos over 300 bytes, a third of this function's samples; docs/perf-changes.md section 31).
+  // An array of bytes implicitly creates the (implicit-lifetime, trivially copyable) Packet.
+  static_assert(std::is_trivially_copyable_v<Packet> && std::is_aggregate_v<Packet>);
+  alignas(Packet) std::byte storage[sizeof(Packet)];
+  Packet& pkt = *std::launder(reinterpret_cast<Packet*>(storage));
+  const ParseError err = parse_frame(frame, parse_opts_, pkt);
+  // A WRITE ONLY that continues a run with nothing else to check (most frames of a burst of
+  // 64 B WRITEs): the run takes it here, without the walk's tests (docs/perf-changes.md section 75).
+  const bool run_tried = err == ParseError::None && straight(pkt);
+  if (run_tried && unrefreshed_->receive_write_only_in_run(pkt)) return;
+  receive_checked(frame, now, pkt, err, run_tried);
 }
 
 std::size_t Engine::transmit(std::span<TxFrame> frames, Nanos now, Nanos busy_iteration) {

@@ -202,7 +202,15 @@ class Engine {
     }
     unrefreshed_ = nullptr;
     unrefreshed_timers_ = false;
+    straight_bth_ = kNoStraightRun;
   }
+  // After parse_frame (engine.cpp): the frame, if it needs no check beyond the run's, goes to
+  // the run's WRITE ONLY path; anything else to receive_checked.
+  bool straight(const proto::Packet& pkt) const;
+  void receive_checked(proto::ByteSpan frame, Nanos now, proto::Packet& pkt, proto::ParseError err, bool run_tried);
+  bool for_us(const proto::Packet& pkt) const;
+  // What straight_bth_ becomes once `qp` is the burst's unrefreshed QP, `pkt` its last frame.
+  static std::uint64_t straight_bth(const QueuePair& qp, const proto::Packet& pkt);
   bool owns_srq(const SharedReceiveQueue* srq) const;
   // The send window of the RC QPs toward `qp`'s peer address, made on first use.
   SendWindow* path_window(const QueuePair& qp);
@@ -234,9 +242,20 @@ class Engine {
   std::array<std::uint64_t, static_cast<std::size_t>(proto::ParseError::Count)> parse_drops_{};
   std::array<std::uint64_t, static_cast<std::size_t>(EngineDrop::Count)> drops_{};
   std::uint64_t received_ = 0;
+  // parse_frame's options, the same for every frame (a ParseOptions built per frame was 9
+  // instructions of a 64 B WRITE's; docs/perf-changes.md section 75).
+  proto::ParseOptions parse_opts_;
   bool in_burst_ = false;
   QueuePair* unrefreshed_ = nullptr;  // received into during a burst, not refreshed since
   bool unrefreshed_timers_ = false;   // ... by a frame that may have moved its timers
+  // The first 8 bytes of the BTH (the flags byte, SE | M | PadCnt | TVer, masked to zero) of a
+  // frame that continues unrefreshed_'s run as an RC WRITE ONLY with nothing else to check at
+  // the QP: its QPN, a P_Key it accepted, the reserved byte clear; set by a frame that continued
+  // the run, only while the QP is RC, takes requests and is no GSI QP, and reset with
+  // unrefreshed_ (refresh_deferred) and at QP modify. One compare of the frame's bytes then stands for the run test, the GSI test, the
+  // P_Key's and the QP state's (engine.cpp, straight). kNoStraightRun matches no masked BTH.
+  static constexpr std::uint64_t kNoStraightRun = ~std::uint64_t{0};
+  std::uint64_t straight_bth_ = kNoStraightRun;
   OwnStall own_stall_{};              // note_stall's latest stall (QpContext::own_stall points here)
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }

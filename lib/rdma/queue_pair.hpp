@@ -77,17 +77,19 @@ class QueuePair {
   bool on_packet(const proto::Packet& pkt, proto::ByteSpan frame, Nanos now, bool continues_run = false);
   // A frame that continues this QP's run in an RX burst (Engine::receive, after the frame's own
   // checks), taken on the run's straight path: a WRITE the responder's run takes whole
-  // (Responder::take_run_write) and what on_packet and the engine would do after it (RcvdPkts;
-  // nothing else changes: no state, no timer). False, with nothing changed, for any frame that
-  // needs more (a CE mark, another P_Key, a state that takes no requests, anything the run
-  // refuses, a CNP or another transport among them): on_packet then takes it.
+  // (Responder::take_run_write) and what on_packet and the engine would do after it (RcvdPkts,
+  // which the responder counts, so that no value here lives across its call; nothing else
+  // changes: no state, no timer). False, with nothing changed, for any frame that needs more (a
+  // CE mark, another P_Key, a state that takes no requests, anything the run refuses, a CNP or
+  // another transport among them): on_packet then takes it.
   bool receive_in_run(const proto::Packet& pkt) {
-    if (pkt.ecn() == proto::Ecn::Ce || !proto::pkey_matches(pkt.bth.pkey.get(), ctx_.cfg.pkey) || !ctx_.accepts_requests() ||
-        !resp_.take_run_write(ctx_, pkt))
-      return false;
-    ctx_.counters.inc(Counter::RcvdPkts);
-    return true;
+    return pkt.ecn() != proto::Ecn::Ce && proto::pkey_matches(pkt.bth.pkey.get(), ctx_.cfg.pkey) && ctx_.accepts_requests() &&
+           resp_.take_run_write(ctx_, pkt);
   }
+  // An RC WRITE ONLY that Engine::receive found to continue this QP's run with nothing else to
+  // check at the QP (Engine::straight: no CE mark, a P_Key this QP accepted, a state that takes
+  // requests): receive_in_run without those tests.
+  bool receive_write_only_in_run(const proto::Packet& pkt) { return resp_.take_run_write_only(ctx_, pkt); }
   // The run of this QP's frames in an RX burst ended (Engine): what the responder kept for the
   // run's end is settled (Responder::end_run).
   void end_receive_run() { resp_.end_run(ctx_); }

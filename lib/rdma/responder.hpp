@@ -53,9 +53,11 @@ class Responder {
   ResponderOutcome on_request(QpContext& qp, const proto::Packet& pkt, proto::ByteSpan frame, bool continues_run = false);
   // A request that continues the run (QueuePair::receive_in_run: the frame before it in this
   // burst was the QP's, which takes requests): an in-sequence WRITE the run's straight path takes
-  // whole, executed and acknowledged as on_request would; false, with nothing changed, for
-  // anything else, which on_request then takes.
+  // whole, executed, acknowledged and counted (RcvdPkts) as on_request and on_packet would;
+  // false, with nothing changed, for anything else, which on_request then takes.
   bool take_run_write(QpContext& qp, const proto::Packet& pkt);
+  // The same for an RC WRITE ONLY (the caller knows the opcode: Engine::straight).
+  bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);
   // The QP's attributes changed (QP modify): the next request starts a run. `writes` too, so
   // that it alone says the run is known and takes WRITEs (take_run_write's one test).
   void forget_run() {
@@ -184,10 +186,10 @@ class Responder {
   // `placed` (the full version only): a held MIDDLE's payload is there already (the drain's).
   template <bool kLean>
   RunStep write_in_run(QpContext& qp, const proto::Packet& pkt, const std::byte* placed = nullptr);
-  RunStep write_only_in_run(const proto::Packet& pkt);  // the lean one for an RC WRITE ONLY
+  // The lean one for an RC WRITE ONLY; on Done the payload is still to be copied to `dst`.
+  RunStep write_only_in_run(QpContext& qp, const proto::Packet& pkt, std::byte*& dst);
   void owe_run_ack(QpContext& qp, std::uint32_t psn);
   void defer_run_ack(std::uint32_t psn);  // a later WRITE's ACK folded into the run's queued one
-  bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);   // an RC WRITE ONLY
   bool take_run_write_other(QpContext& qp, const proto::Packet& pkt);  // any other opcode
   bool take_run_write_whole(QpContext& qp, const proto::Packet& pkt);
   bool take_held_write(QpContext& qp, const proto::Packet& pkt, const std::byte* placed);

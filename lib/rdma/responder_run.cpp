@@ -12,14 +12,38 @@
 // which finds the same answer as frame by frame (docs/perf-changes.md sections 42 and 51;
 // tests/lib/rdma/responder_run_test.cpp compares the two).
 #include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "lib/rdma/responder.hpp"
+#include "lib/rdma/short_copy.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce::rdma {
 
 using namespace roce::proto;
+
+namespace {
+
+// The PSN from one 4-byte load (the A bit's byte and the PSN) where Be24's get is three loads
+// and shifts: the BTH's last word, inside the header's own bytes.
+[[gnu::always_inline]] inline std::uint32_t bth_psn(const Bth& bth) {
+  static_assert(offsetof(Bth, psn) == offsetof(Bth, ack_req) + 1 && sizeof(Bth) == offsetof(Bth, ack_req) + 4);
+  std::uint32_t word;
+  std::memcpy(&word, reinterpret_cast<const std::byte*>(&bth) + offsetof(Bth, ack_req), sizeof word);
+  if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap32(word);
+  return word & 0xFFFFFF;
+}
+
+// A payload above kShortCopyMax, copied by libc as the run's last act (a tail call from
+// take_run_write_only, which then needs no register of its own kept across a call).
+[[gnu::noinline]] bool copy_taken(std::byte* dst, const std::byte* src, std::size_t len) {
+  std::memcpy(dst, src, len);
+  return true;
+}
+
+}  // namespace
 
 // The last run ended (end_run): the engine ends each before the next frame of another QP, any
 // other call, and the next burst. The region the last run found is kept if its key still names
@@ -139,10 +163,10 @@ template <bool kLean>
 // known, the same checks in the same order with the same answers. The RETH carries the whole
 // message: no message may be open, the payload is the RETH's length (so within 2^31 bytes: it
 // fits the path MTU) and its range, and none stays open (advance_write_only). No position tests
-// and no open-message arithmetic; gcc saves two registers for it (dst and len around the copy's
-// call), where the general lean path saves six.
-[[gnu::always_inline]] inline Responder::RunStep Responder::write_only_in_run(const Packet& pkt) {
-  const std::uint32_t psn = pkt.psn();
+// and no open-message arithmetic; the copy is the caller's (take_run_write_only), which saves no
+// register, where the general lean path saves six.
+[[gnu::always_inline]] inline Responder::RunStep Responder::write_only_in_run(QpContext& qp, const Packet& pkt, std::byte*& dst) {
+  const std::uint32_t psn = bth_psn(pkt.bth);
   if (output_full() || psn != epsn_ || msg_ != OpenMessage::None) return RunStep::Walk;
   const std::uint32_t len = pkt.payload_length;
   if (len > run_.pmtu || pkt.ext.reth.dma_length.get() != len) return RunStep::Walk;
@@ -153,7 +177,6 @@ template <bool kLean>
   // first frame, on_request's, asks for it whenever the requester asks at every WRITE).
   const bool ack = pkt.bth.ack_requested();
   if (pkt.icrc_status == IcrcStatus::Deferred || (ack && !run_.ack_tail)) return RunStep::Again;
-  std::byte* dst = nullptr;
   if (len != 0) {
     if (!run_.region.holds(rkey)) return RunStep::Again;
     if ((dst = run_.region.translate(va, len)) == nullptr) return RunStep::Walk;
@@ -165,8 +188,8 @@ template <bool kLean>
   seq_ = SequenceState::Normal;
   if (ack) defer_run_ack(psn);  // owe_run_ack with the run's ACK queued
   ++run_writes_;
-  if (len != 0) std::memcpy(dst, pkt.payload.data(), len);
-  return RunStep::Done;
+  qp.counters.inc(Counter::RcvdPkts);  // (take_run_write's)
+  return RunStep::Done;  // the caller copies the payload to dst
 }
 
 // The run is known only if a frame of it went through on_request since the QP last changed
@@ -175,26 +198,39 @@ template <bool kLean>
 // A WRITE ONLY takes its own lean path, any other opcode the general one, each out of line: with
 // both inline in one function gcc saved six registers at every call, whichever path it took.
 bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
-  if (!run_.writes) return false;  // (forget_run clears it with `known`)
-  return pkt.bth.opcode == raw(Opcode::RcWriteOnly) ? take_run_write_only(qp, pkt) : take_run_write_other(qp, pkt);
+  if (pkt.bth.opcode == raw(Opcode::RcWriteOnly)) return take_run_write_only(qp, pkt);
+  return run_.writes && take_run_write_other(qp, pkt);  // (forget_run clears `writes` with `known`)
 }
 
+// The payload's copy is its last act. Every call in it is a tail call (a short payload's copy is
+// inline), so that it saves no register: a call after which it still returned a value made gcc
+// save four.
 [[gnu::noinline]] bool Responder::take_run_write_only(QpContext& qp, const Packet& pkt) {
-  const RunStep step = write_only_in_run(pkt);
+  if (!run_.writes) return false;
+  std::byte* dst = nullptr;
+  const RunStep step = write_only_in_run(qp, pkt, dst);
   if (step == RunStep::Again) return take_run_write_whole(qp, pkt);
-  return step == RunStep::Done;
+  if (step != RunStep::Done) return false;
+  const std::uint32_t len = pkt.payload_length;
+  if (len > kShortCopyMax) return copy_taken(dst, pkt.payload.data(), len);
+  copy_short(dst, pkt.payload.data(), len);
+  return true;
 }
 
 [[gnu::noinline]] bool Responder::take_run_write_other(QpContext& qp, const Packet& pkt) {
   const RunStep step = write_in_run<true>(qp, pkt);
   if (step == RunStep::Again) return take_run_write_whole(qp, pkt);
-  return step == RunStep::Done;
+  if (step != RunStep::Done) return false;
+  qp.counters.inc(Counter::RcvdPkts);
+  return true;
 }
 
 // The lean version's Again (nothing changed): the same frame with the full checks. Out of line,
 // so that its calls do not make take_run_write save registers.
 [[gnu::noinline]] bool Responder::take_run_write_whole(QpContext& qp, const Packet& pkt) {
-  return write_in_run<false>(qp, pkt) == RunStep::Done;
+  if (write_in_run<false>(qp, pkt) != RunStep::Done) return false;
+  qp.counters.inc(Counter::RcvdPkts);
+  return true;
 }
 
 // The drain's (responder_reorder.cpp): a held request in its turn, as parsed when it arrived

@@ -12,6 +12,7 @@
 
 #include "lib/rdma/payload.hpp"
 #include "protocol/psn.hpp"
+#include "tests/support/frame_edit.hpp"
 #include "tests/support/raw_peer.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -55,6 +56,10 @@ struct Step {
   int corrupt = -1;  // a payload byte flipped after the ICRC was sealed (its index), or none
   Ecn ecn = Ecn::Ect0;
   std::uint16_t pkey = 0xFFFF;  // the QPs' partition
+  // The built frame changed as a broken or hostile sender (or a bad link) would, the ICRC made
+  // right again: its IPv4 checksum wrong, another destination address, a QPN no QP has, the
+  // FECN bit or SE set (BTH bytes the run's straight test masks or compares).
+  enum class Edit { None, IpChecksum, DestIp, UnknownQp, Fecn, Se } edit = Edit::None;
 };
 
 Step only(std::uint32_t psn, unsigned region, std::uint64_t offset, unsigned qp = 0) {
@@ -177,6 +182,7 @@ class World {
                                      : ExtHeaders{};
           peers_[s.qp]->set_pkey(s.pkey);
           std::vector<std::byte> f = peers_[s.qp]->frame(s.op, s.psn, ext, payload, s.ack_req, s.ecn);
+          edit(f, s.edit);
           if (s.corrupt >= 0) {
             const std::size_t pad = (4 - s.payload % 4) % 4;
             f[f.size() - 4 - pad - s.payload + static_cast<std::size_t>(s.corrupt)] ^= std::byte{0x20};
@@ -206,6 +212,25 @@ class World {
     for (std::size_t d = 0; d < static_cast<std::size_t>(rdma::EngineDrop::Count); ++d)
       o.drops.push_back(engine_->drops(static_cast<rdma::EngineDrop>(d)));
     return o;
+  }
+
+  static void edit(std::vector<std::byte>& f, Step::Edit e) {
+    using namespace frame_edit;
+    if (e == Step::Edit::None) return;
+    auto ip = read_header<Ipv4Header>(f, kIpOffset);
+    auto bth = read_header<Bth>(f, kBthOffset);
+    switch (e) {
+      case Step::Edit::None: break;
+      case Step::Edit::IpChecksum: ip.checksum.set(static_cast<std::uint16_t>(ip.checksum.get() ^ 0x0101)); break;
+      case Step::Edit::DestIp: ip.dst[3] = static_cast<std::uint8_t>(ip.dst[3] ^ 0x40); break;
+      case Step::Edit::UnknownQp: bth.dest_qp.set(0x7777); break;
+      case Step::Edit::Fecn: bth.resv8a = static_cast<std::uint8_t>(bth.resv8a | Bth::kFecn); break;
+      case Step::Edit::Se: bth.flags = static_cast<std::uint8_t>(bth.flags | Bth::kSe); break;
+    }
+    write_header(f, kIpOffset, ip);
+    if (e == Step::Edit::DestIp) fix_ipv4_checksum(f);
+    write_header(f, kBthOffset, bth);
+    reseal(f);
   }
 
   const std::vector<std::byte>& memory(unsigned region) const { return mem_[region]; }
@@ -373,6 +398,48 @@ TEST(ResponderRun, PacketsTheParserDefersTakeTheWalkInTheSameRun) {
 Step corrupted(Step s, int at) {
   s.corrupt = at;
   return s;
+}
+
+Step edited(Step s, Step::Edit e) {
+  s.edit = e;
+  return s;
+}
+
+TEST(ResponderRun, FramesTheEnginesStraightTestMustNotPassAreDroppedOrTakenAsByTheWalk) {
+  // Engine::straight lets a WRITE ONLY that continues the run go to the run with one compare of
+  // its BTH and a few of its IP header; every frame below sits mid-run after WRITE ONLYs it took,
+  // and each must be counted (a drop, a NAK, a CE mark) as the walk counts it: a bad ICRC, a bad
+  // IPv4 checksum, another destination address, a QPN no QP has, a P_Key not ours, a CE mark;
+  // and taken as by the walk: a limited member's P_Key (accepted, other bytes), FECN, SE set.
+  Step ce = only(psn(3), 0, 192);
+  ce.ecn = Ecn::Ce;
+  Step foreign = only(psn(4), 0, 256);
+  foreign.pkey = 0x1234;
+  Step limited = only(psn(4), 0, 256);
+  limited.pkey = 0x7FFF;
+  const Step after_limited = only(psn(5), 0, 320);  // the full member's P_Key again
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), corrupted(only(psn(2), 0, 128), 5),
+                            edited(only(psn(2), 0, 128), Step::Edit::IpChecksum), edited(only(psn(2), 0, 128), Step::Edit::DestIp),
+                            edited(only(psn(2), 0, 128), Step::Edit::UnknownQp), only(psn(2), 0, 128), ce, foreign, limited,
+                            after_limited, edited(only(psn(6), 0, 384), Step::Edit::Fecn), edited(only(psn(7), 0, 448), Step::Edit::Se),
+                            only(psn(8), 0, 512), check(), only(psn(9), 0, 576), corrupted(only(psn(10), 0, 640), 0),
+                            only(psn(10), 0, 640)},
+                           8);
+}
+
+TEST(ResponderRun, WriteOnlysOfEveryShortLengthAreCopiedAsByTheWalk) {
+  // The run's WRITE ONLY copies payloads up to 64 bytes inline (copy_short), longer ones with
+  // memcpy: every length from 0 to 70 mid-run, each to its own place in region 0.
+  std::vector<Step> steps = {only(psn(0), 0, 0)};
+  std::uint64_t at = 64;
+  for (std::uint32_t len = 0; len <= 70; ++len) {
+    Step s = only(psn(static_cast<std::int32_t>(len) + 1), 0, at);
+    s.payload = len;
+    s.dma_length = len;
+    steps.push_back(s);
+    at += len + 1;
+  }
+  expect_as_frame_by_frame(steps, 60);
 }
 
 TEST(ResponderRun, DeferredPacketsWithAFailingIcrcAreDroppedAsByTheWalk) {
