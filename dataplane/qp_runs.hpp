@@ -23,32 +23,41 @@ inline constexpr std::uint32_t kNoQpRun = 0xFFFFFFFFu;
 // it, or one key is kNoQpRun): the burst stays as it is.
 inline bool group_qp_runs(const std::uint32_t* keys, unsigned n, std::uint8_t* order) noexcept {
   if (n < 3 || n > 32) return false;
-  // Scattered: some key comes back after another key came between. Found by a pass that asks,
-  // at each change of key, whether the new key was already seen (a compare per earlier change).
-  bool scattered = false;
-  std::uint32_t starts[32];
-  unsigned runs = 0;
+  // Each key's group number, by first appearance, from a 64-slot open-addressed table (at most
+  // 32 keys: never full); with the groups counted and the burst's runs (changes of key) counted,
+  // runs above groups means some key came back after another: scattered.
+  std::uint32_t slot_key[64];
+  std::uint8_t slot_group[64];
+  std::uint64_t used = 0;
+  std::uint8_t group[32];
+  std::uint8_t size[32] = {};
+  unsigned groups = 0, runs = 0;
   for (unsigned i = 0; i < n; ++i) {
     const std::uint32_t k = keys[i];
     if (k == kNoQpRun) return false;
-    if (i != 0 && k == keys[i - 1]) continue;
-    for (unsigned r = 0; r < runs && !scattered; ++r) scattered = starts[r] == k;
-    starts[runs++] = k;
-  }
-  if (!scattered) return false;
-  std::uint32_t left = n == 32 ? 0xFFFFFFFFu : (1u << n) - 1;  // indices not yet placed
-  unsigned out = 0;
-  while (left != 0) {
-    const unsigned first = static_cast<unsigned>(__builtin_ctz(left));
-    const std::uint32_t k = keys[first];
-    for (std::uint32_t m = left; m != 0; m &= m - 1) {
-      const unsigned i = static_cast<unsigned>(__builtin_ctz(m));
-      if (keys[i] == k) {
-        order[out++] = static_cast<std::uint8_t>(i);
-        left &= ~(1u << i);
+    if (i != 0 && k == keys[i - 1]) {
+      group[i] = group[i - 1];
+    } else {
+      ++runs;
+      unsigned h = (k * 0x9E3779B1u) >> 26;
+      while (((used >> h) & 1) != 0 && slot_key[h] != k) h = (h + 1) & 63;
+      if (((used >> h) & 1) == 0) {
+        used |= std::uint64_t{1} << h;
+        slot_key[h] = k;
+        slot_group[h] = static_cast<std::uint8_t>(groups++);
       }
+      group[i] = slot_group[h];
     }
+    ++size[group[i]];
   }
+  if (runs == groups) return false;
+  // A counting sort by group number: stable, so each key's frames keep their order.
+  std::uint8_t at[32];
+  for (unsigned g = 0, sum = 0; g < groups; ++g) {
+    at[g] = static_cast<std::uint8_t>(sum);
+    sum += size[g];
+  }
+  for (unsigned i = 0; i < n; ++i) order[at[group[i]]++] = static_cast<std::uint8_t>(i);
   return true;
 }
 

@@ -372,7 +372,7 @@ static std::uint32_t run_key(const rte_mbuf* m) {
 // Every head is read before the first frame is handled: asked for all at once (cold frames
 // arrive together, one memory latency for the burst), and found in cache by the loop after.
 bool Worker::group_runs(rte_mbuf** rx, unsigned n) {
-  std::array<std::uint32_t, kBurst> keys;
+  std::array<std::uint32_t, kBurst> keys{};  // (gcc cannot see that n <= kBurst)
   for (unsigned i = 0; i < n; ++i) rte_prefetch0(rte_pktmbuf_mtod(rx[i], void*));
   for (unsigned i = 0; i < n; ++i) keys[i] = run_key(rx[i]);
   std::array<std::uint8_t, kBurst> order;

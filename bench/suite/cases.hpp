@@ -24,8 +24,9 @@ struct SuiteConfig {
   // scaling: frames left in the loader's cache instead of evicted as a NIC's DMA leaves them.
   bool scaling_warm_feed = false;
   // scaling: a worker's queue loaded with mbufs taken from the pool on that worker's lcore after
-  // its round (a NIC's RX refill), or (false, --scaling-refill loader) on the loader's.
-  bool scaling_lane_refill = true;
+  // its round (--scaling-refill lane: a NIC's RX refill), or (false, the default until measured on
+  // an idle host) on the loader's.
+  bool scaling_lane_refill = false;
   // fanout: only these QP counts, each with an ACK asked for on every message (--fanout-qps
   // 1,16: one profile per count); empty: 1, 2, 4, 8, 16 with ACK requests, 1 and 16 without.
   std::vector<std::uint32_t> fanout_qps;

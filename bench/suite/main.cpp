@@ -44,7 +44,7 @@
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
-//              [--scaling-refill lane|loader] (scaling: a worker's next round loaded into mbufs taken on its lcore, the default, or on the loader's)
+//              [--scaling-refill lane|loader] (scaling: a worker's next round loaded into mbufs taken on its lcore, or on the loader's, the default)
 //              [--fanout-qps a,b] (fanout: only these QP counts, ACKs asked for on every message)
 //              [--qp-runs on|off] (scaling, fanout, responder: each worker's RX bursts grouped by destination QP, or as they came)
 // Cases: baselines, protocol, responder, scaling, fanout, goodput, rate, rtt, loss, cycles, zerocopy (rate: goodput's

@@ -115,13 +115,13 @@ struct Lane {
   // The mbufs the next round's frames on this worker's queue are loaded into, taken from the
   // feed pool on the worker's lcore after its round (untimed), as a NIC's RX queue is refilled
   // from the polling lcore's mempool cache (--scaling-refill lane). Empty: the loader takes them
-  // on its own lcore (--scaling-refill loader, and the first round).
+  // on its own lcore (--scaling-refill loader, the default, and the first round).
   rte_mempool* refill_pool = nullptr;
   std::vector<rte_mbuf*> refill;
   std::atomic<int> done{-1};
 };
 
-bool g_lane_refill = true;  // --scaling-refill lane (the default) or loader
+bool g_lane_refill = false;  // --scaling-refill lane, or loader (the default)
 
 void refill(Lane& l) {
   if (!g_lane_refill || !l.refill.empty() || l.refill_pool == nullptr) return;
