@@ -78,6 +78,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(const DataplaneOptions& o) 
     if (w == 0 && o.mode == Mode::RunToCompletion) wc.port_drops = port_drops;
     wc.overrun = o.overrun;
     wc.backlog = o.backlog;
+    wc.group_qp_runs = o.group_qp_runs;
     wc.engine = o.engine;
     wc.engine.path.local = dp->local_;
     wc.engine.qpns = dp->shards_;

@@ -53,6 +53,8 @@ struct DataplaneOptions {
   PortDropReader port_drops;
   // Marks from the RX queues' backlog, before they overflow (rx_backlog.hpp); off by default.
   BacklogConfig backlog{};
+  // Each worker's RX bursts grouped by destination QP (WorkerConfig::group_qp_runs, qp_runs.hpp).
+  bool group_qp_runs = true;
 };
 
 class Dataplane {

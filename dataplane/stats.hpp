@@ -46,6 +46,7 @@ struct WorkerStats {
   std::uint64_t rx_backlog_bursts = 0;     // RX bursts read with the queue's backlog above Kmin (rx_backlog.hpp)
   std::uint64_t rx_backlog_ce_marks = 0;   // frames marked CE for the backlog
   std::uint64_t rx_backlog_max_frames = 0; // the deepest backlog seen (frames), while backlog marking is on
+  std::uint64_t rx_bursts_grouped = 0;     // RX bursts whose frames were put in runs by QP (qp_runs.hpp)
 };
 
 struct IoStats {

@@ -122,6 +122,7 @@ void worker_stats(Sink& s, const WorkerStats& w) {
   s.u64("rx_backlog_bursts", w.rx_backlog_bursts);
   s.u64("rx_backlog_ce_marks", w.rx_backlog_ce_marks);
   s.u64("rx_backlog_max_frames", w.rx_backlog_max_frames);
+  s.u64("rx_bursts_grouped", w.rx_bursts_grouped);
 }
 
 template <typename Sink>

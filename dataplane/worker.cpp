@@ -3,6 +3,7 @@
 #include <rte_prefetch.h>
 
 #include "dataplane/mbuf_burst.hpp"
+#include "dataplane/qp_runs.hpp"
 #include "dataplane/ring_port.hpp"
 #include "dataplane/write_prefetch.hpp"
 
@@ -348,11 +349,50 @@ unsigned Worker::hand_off_foreign(rte_mbuf** rx, unsigned n) {
   recycle(m);
 }
 
+// A frame's destination QP as group_qp_runs wants it: read at fixed offsets over IPv4 without
+// VLAN tag or IP options (every frame of such an endpoint), else by the parser's peek; kNoQpRun
+// for QP1 and for anything that is not RoCEv2 (or not in one segment).
+static std::uint32_t run_key(const rte_mbuf* m) {
+  if (m->nb_segs != 1) return kNoQpRun;
+  const std::span<const std::byte> f{rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
+  constexpr std::size_t ip = sizeof(EthernetHeader), udp = ip + sizeof(Ipv4Header), bth = udp + sizeof(UdpHeader);
+  std::uint32_t qpn;
+  if (f.size() >= bth + sizeof(Bth) && load_header<Be16>(f, offsetof(EthernetHeader, ether_type)).get() == kEtherTypeIpv4 &&
+      f[ip] == std::byte{0x45} && f[ip + offsetof(Ipv4Header, protocol)] == std::byte{kIpProtoUdp} &&
+      load_header<Be16>(f, udp + offsetof(UdpHeader, dst_port)).get() == kRoceV2Port) {
+    qpn = load_header<Bth>(f, bth).dest_qp.get();
+  } else {
+    const auto q = peek_dest_qp(f);
+    if (!q) return kNoQpRun;
+    qpn = *q;
+  }
+  return qpn == kGsiQpn ? kNoQpRun : qpn;
+}
+
+// Every head is read before the first frame is handled: asked for all at once (cold frames
+// arrive together, one memory latency for the burst), and found in cache by the loop after.
+bool Worker::group_runs(rte_mbuf** rx, unsigned n) {
+  std::array<std::uint32_t, kBurst> keys{};  // (gcc cannot see that n <= kBurst)
+  for (unsigned i = 0; i < n; ++i) rte_prefetch0(rte_pktmbuf_mtod(rx[i], void*));
+  for (unsigned i = 0; i < n; ++i) keys[i] = run_key(rx[i]);
+  std::array<std::uint8_t, kBurst> order;
+  if (!group_qp_runs(keys.data(), n, order.data())) return false;
+  std::copy(rx, rx + n, arrival_.begin());
+  for (unsigned i = 0; i < n; ++i) rx[i] = arrival_[order[i]];
+  ++stats_.rx_bursts_grouped;
+  return true;
+}
+
 // Frames this worker handles (its own queue's, less what went to other owners, or its inbox,
 // whose frames the receiving worker counted): headers a few frames ahead and the rest of the
 // next frame are prefetched while one is handled.
 void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   if (n == 1) return receive_one(rx[0], now, count);
+  bool grouped = false;
+  if (cfg_.group_qp_runs && (rx_interleaved_ || --rx_check_in_ == 0)) {
+    rx_check_in_ = 16;
+    grouped = rx_interleaved_ = group_runs(rx, n);
+  }
   constexpr unsigned kPrefetchAhead = 3;
   for (unsigned i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_head(rx[i]);
   if (n) prefetch_rest(rx[0]);
@@ -381,7 +421,11 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
     stats_.rx_bytes += bytes;
   }
   engine_.end_receive_burst();
-  recycle_burst(rx, n);
+  // A grouped burst goes back in the order it came: freed in the grouped order, the pool handed
+  // the next frames' mbufs out scattered, and the hardware prefetcher, which follows the
+  // arrival order's addresses, lost them (the fanout case's 1 QP, after a case of 16 QPs
+  // grouped on the same pool: 6.4 Mpps against 12).
+  recycle_burst(grouped ? arrival_.data() : rx, n);
 }
 
 void Worker::publish_stats(Nanos now) {

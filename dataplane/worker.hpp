@@ -57,6 +57,9 @@ struct WorkerConfig {
   // Marks from the RX queue's backlog (rx_backlog.hpp), on every worker that reads a port queue.
   BacklogConfig backlog{};
   bool ipv4_checksum_offload = false;
+  // A burst's frames grouped by destination QP before the engine takes them (qp_runs.hpp), so
+  // that each QP's frames make one run; false: as they came (perf_suite --qp-runs off).
+  bool group_qp_runs = true;
 };
 
 class Worker {
@@ -117,6 +120,9 @@ class Worker {
   unsigned hand_off_foreign(rte_mbuf** rx, unsigned n);
   // Handles and frees frames this worker owns; `count`: they came from its queue (not its inbox).
   void receive(rte_mbuf** rx, unsigned n, Nanos now, bool count);
+  // receive()'s grouping of `rx` by destination QP (group_qp_runs); the burst's heads read.
+  // Returns whether the burst interleaved QPs (then it was grouped).
+  bool group_runs(rte_mbuf** rx, unsigned n);
   void receive_one(rte_mbuf* m, Nanos now, bool count);  // receive() of a burst of one
   // One single-segment frame this worker owns: IPv4 to the engine, the rest to deliver().
   void receive_frame(std::span<const std::byte> frame, Nanos now);
@@ -181,6 +187,12 @@ class Worker {
   // workers' frames (set_rx_burst).
   bool plain_rx_ = false;
   unsigned timers_held_ = 0;  // iterations left before the transport's timers run regardless
+  // Grouping reads every head of a burst before its first frame is handled, a wait the frame by
+  // frame prefetches otherwise hide: it is done while bursts interleave QPs, and on every 16th
+  // burst to find out whether they have begun to (group_qp_runs).
+  bool rx_interleaved_ = false;
+  unsigned rx_check_in_ = 1;  // bursts until the next check (the first burst is checked)
+  std::array<rte_mbuf*, kBurst> arrival_{};  // a grouped burst in the order it came
   // Fresh mbufs, refilled a burst at a time (or one received mbuf at a time: recycle); the live
   // ones are [stash_at_, end), taken from the front. stash_frames_[i] is stash_[i]'s data room as Engine::transmit wants it, written once
   // when the mbuf came from the pool: the engine is offered the front entries where they lie and

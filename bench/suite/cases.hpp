@@ -23,9 +23,16 @@ struct SuiteConfig {
   bool smoke = false;
   // scaling: frames left in the loader's cache instead of evicted as a NIC's DMA leaves them.
   bool scaling_warm_feed = false;
+  // scaling: a worker's queue loaded with mbufs taken from the pool on that worker's lcore after
+  // its round (--scaling-refill lane: a NIC's RX refill), or (false, the default until measured on
+  // an idle host) on the loader's.
+  bool scaling_lane_refill = false;
   // fanout: only these QP counts, each with an ACK asked for on every message (--fanout-qps
   // 1,16: one profile per count); empty: 1, 2, 4, 8, 16 with ACK requests, 1 and 16 without.
   std::vector<std::uint32_t> fanout_qps;
+  // scaling, fanout, responder: the workers' RX bursts grouped by destination QP (--qp-runs on|off,
+  // DataplaneOptions::group_qp_runs).
+  bool qp_runs = true;
   rdma::TransportTuning tuning{};          // of every engine the suite creates
   // The loss case runs go-back-N with this tuning in place of selective repeat (a same-run
   // baseline for a go-back-N change: --loss-baseline).

@@ -47,7 +47,9 @@
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
+//              [--scaling-refill lane|loader] (scaling: a worker's next round loaded into mbufs taken on its lcore, or on the loader's, the default)
 //              [--fanout-qps a,b] (fanout: only these QP counts, ACKs asked for on every message)
+//              [--qp-runs on|off] (scaling, fanout, responder: each worker's RX bursts grouped by destination QP, or as they came)
 // Cases: baselines, protocol, responder, scaling, fanout, goodput, rate, rtt, loss, cycles, zerocopy (rate: goodput's
 // 64 B WRITE message-rate shape alone, 1 QP, 1 KiB MTU; run with goodput it adds nothing; zerocopy: the
 // sender's work per 4 KiB WRITE packet, payload copied against referenced by an extbuf mbuf; scaling: --sizes
@@ -266,6 +268,12 @@ int main(int argc, char** argv) {
       } else if (a == "--congestion-window" && has) {
         // The congestion-only windows of go-back-N and selective repeat QPs (on by default).
         c.tuning.window.go_back_n_congestion = c.tuning.window.selective_repeat = on_off(args.app[++i]);
+      } else if (a == "--qp-runs" && has) {
+        c.qp_runs = on_off(args.app[++i]);
+      } else if (a == "--scaling-refill" && has) {
+        const std::string v = args.app[++i];
+        if (v != "lane" && v != "loader") throw std::invalid_argument("lane or loader");
+        c.scaling_lane_refill = v == "lane";
       } else if (a == "--scaling-feed" && has) {
         c.scaling_warm_feed = args.app[++i] == "warm";
       } else if (a == "--ack-template" && has) {

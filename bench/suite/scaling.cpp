@@ -83,6 +83,7 @@ struct ScaleDut {
   Figure fig{"scaling", {}, "Gbit/s", {}, {}};
   unsigned rounds = 0, disturbed = 0;  // over the timed samples
   std::vector<double> balance;         // per sample: slowest lane's round time / fastest's
+  std::vector<std::vector<double>> lane_us;  // per lane (worker), per sample: its median round time
   ~ScaleDut() {
     if (dp) {
       for (unsigned w = 0; w < dp->worker_count(); ++w) dp->worker(w).release_stash();
@@ -111,8 +112,22 @@ struct Lane {
   // the pool on the worker's own lcore, hot in its mempool cache.
   std::uint16_t ack_port = 0, ack_queue = 0;
   rte_ring* ack_ring = nullptr;
+  // The mbufs the next round's frames on this worker's queue are loaded into, taken from the
+  // feed pool on the worker's lcore after its round (untimed), as a NIC's RX queue is refilled
+  // from the polling lcore's mempool cache (--scaling-refill lane). Empty: the loader takes them
+  // on its own lcore (--scaling-refill loader, the default, and the first round).
+  rte_mempool* refill_pool = nullptr;
+  std::vector<rte_mbuf*> refill;
   std::atomic<int> done{-1};
 };
+
+bool g_lane_refill = false;  // --scaling-refill lane, or loader (the default)
+
+void refill(Lane& l) {
+  if (!g_lane_refill || !l.refill.empty() || l.refill_pool == nullptr) return;
+  l.refill.resize(kPerQueue);
+  if (rte_pktmbuf_alloc_bulk(l.refill_pool, l.refill.data(), kPerQueue) != 0) l.refill.clear();  // the loader's then
+}
 
 void reclaim(Lane& l) {
   std::array<rte_mbuf*, kBurst> m;
@@ -146,6 +161,7 @@ int lane_main(void* arg) {
     while ((g = l.ctl->go.load(std::memory_order_acquire)) < r && !l.ctl->quit.load(std::memory_order_acquire)) rte_pause();
     if (g < r) return 0;
     run_round(l);
+    refill(l);
     l.done.store(r, std::memory_order_release);
   }
 }
@@ -178,6 +194,7 @@ std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigne
   o.mode = mode == ScaleMode::Pipeline ? Mode::Pipeline : Mode::RunToCompletion;
   o.ring_size = kRingSize;
   o.engine.tuning = c.tuning;
+  o.group_qp_runs = c.qp_runs;
   auto dp = Dataplane::create(o);
   if (!dp.ok()) {
     std::fprintf(stderr, "scaling: %s\n", dp.error().message.c_str());
@@ -231,7 +248,7 @@ void evict(const rte_mbuf* m) {
 bool g_warm_feed = false;  // --scaling-feed warm: frames left in the loader's cache (before)
 
 // Loads one round: kPerQueue frames on every queue, the QPs of a queue interleaved frame by frame.
-bool load_round(ScaleDut& d, rte_mempool* pool) {
+bool load_round(ScaleDut& d, rte_mempool* pool, std::vector<Lane>& lanes) {
   const unsigned queues = static_cast<unsigned>(d.queue_frames.size());
   std::vector<std::uint64_t> owned(d.workers, 0);
   std::vector<std::uint64_t> foreign(d.workers, 0);
@@ -241,7 +258,10 @@ bool load_round(ScaleDut& d, rte_mempool* pool) {
     for (auto& s : d.qps)
       if (s.queue == q) mine.push_back(&s);
     if (mine.empty()) continue;
-    if (rte_pktmbuf_alloc_bulk(pool, m.data(), kPerQueue) != 0) {
+    if (q < lanes.size() && lanes[q].refill.size() == kPerQueue) {
+      std::copy(lanes[q].refill.begin(), lanes[q].refill.end(), m.begin());
+      lanes[q].refill.clear();
+    } else if (rte_pktmbuf_alloc_bulk(pool, m.data(), kPerQueue) != 0) {
       std::fprintf(stderr, "scaling: feeder pool exhausted\n");
       return false;
     }
@@ -310,6 +330,7 @@ struct SampleOut {
   double gbits = -1;       // median over undisturbed rounds (all rounds if none was)
   double gbits_all = -1;   // median over every round
   double balance = 0;      // median over rounds of the slowest lane's time / the fastest's
+  std::vector<double> lane_us;  // per lane (worker): its median round time, microseconds
   unsigned rounds = 0, disturbed = 0;
 };
 
@@ -348,6 +369,7 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
     lanes[w].ack_port = d.ports.a;
     lanes[w].ack_queue = static_cast<std::uint16_t>(w);
     lanes[w].ack_ring = d.mode == ScaleMode::Pipeline ? d.dp->worker(w).config().tx_ring : nullptr;
+    lanes[w].refill_pool = pool;
   }
   for (unsigned w = 1; w < d.workers; ++w) {
     if (rte_eal_remote_launch(lane_main, &lanes[w], lcores[w - 1]) != 0) {
@@ -361,15 +383,17 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
   const auto disturbed_gap = static_cast<std::uint64_t>(kDisturbedGapUs * 1e-6 * hz);
   double busy = 0;
   std::vector<double> rates, clean, balance;  // per round
+  std::vector<std::vector<double>> lane_us(d.workers);  // per lane, per round
   bool ok = true;
   for (int r = 0; busy < window; ++r) {
-    if (!load_round(d, pool)) {
+    if (!load_round(d, pool, lanes)) {
       ok = false;
       break;
     }
     aim(d, lanes);
     ctl.go.store(r, std::memory_order_release);
     run_round(lanes[0]);
+    refill(lanes[0]);
     std::uint64_t t0 = lanes[0].t0, t1 = lanes[0].t1, gap = lanes[0].max_gap;
     std::uint64_t fastest = lanes[0].t1 - lanes[0].t0, slowest = fastest;
     for (unsigned w = 1; w < d.workers; ++w) {
@@ -388,16 +412,20 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
     rates.push_back(rate);
     if (gap <= disturbed_gap) clean.push_back(rate);
     balance.push_back(static_cast<double>(slowest) / static_cast<double>(fastest));
+    for (unsigned w = 0; w < d.workers; ++w) lane_us[w].push_back(static_cast<double>(lanes[w].t1 - lanes[w].t0) / hz * 1e6);
     drain_acks(d);
   }
   ctl.quit.store(true, std::memory_order_release);
   for (unsigned w = 1; w < d.workers; ++w) rte_eal_wait_lcore(lcores[w - 1]);
+  for (Lane& l : lanes)
+    if (!l.refill.empty()) rte_pktmbuf_free_bulk(l.refill.data(), static_cast<unsigned>(l.refill.size()));
   if (!ok || rates.empty()) return out;
   out.rounds = static_cast<unsigned>(rates.size());
   out.disturbed = static_cast<unsigned>(rates.size() - clean.size());
   out.gbits_all = median_of(rates);
   out.gbits = clean.empty() ? out.gbits_all : median_of(clean);
   out.balance = median_of(balance);
+  for (auto& l : lane_us) out.lane_us.push_back(median_of(std::move(l)));
   return out;
 }
 
@@ -615,6 +643,7 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
   }
   const double load0 = load_average();
   g_warm_feed = c.scaling_warm_feed;
+  g_lane_refill = c.scaling_lane_refill;
   struct Shape {
     std::uint32_t payload, message;
   };
@@ -624,7 +653,9 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
     if (std::find(c.sizes.begin(), c.sizes.end(), sh.payload) == c.sizes.end()) continue;
     // Frames in mbufs of a NIC's usual size (2 KiB, or 4.5 KiB for 4 KiB frames).
     const std::uint16_t room = sh.payload <= 1024 ? RTE_MBUF_DEFAULT_BUF_SIZE : 4096 + 512 + RTE_PKTMBUF_HEADROOM;
-    rte_mempool* pool = rte_pktmbuf_pool_create(("bkfeed" + std::to_string(g_scale_tag++)).c_str(), 2 * kPerQueue + 1023,
+    // A round's frames on both queues, a lane's refill taken while the other lane's frames (and in
+    // spread mode those it handed over) are still queued, and the lcores' mempool caches.
+    rte_mempool* pool = rte_pktmbuf_pool_create(("bkfeed" + std::to_string(g_scale_tag++)).c_str(), 3 * kPerQueue + 1023,
                                                 256, 0, room, SOCKET_ID_ANY);
     if (!pool) return false;
     std::vector<std::unique_ptr<ScaleDut>> duts;
@@ -666,6 +697,8 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
         d->rounds += g.rounds;
         d->disturbed += g.disturbed;
         d->balance.push_back(g.balance);
+        d->lane_us.resize(g.lane_us.size());
+        for (std::size_t w = 0; w < g.lane_us.size(); ++w) d->lane_us[w].push_back(g.lane_us[w]);
       }
       // Short windows taking turns, medians of each: a window the guest took a vCPU away from
       // is an outlier, not a third of the figure.
@@ -713,9 +746,18 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
         d->fig.note("handed_off", static_cast<double>(handed));
         d->fig.note("rounds", d->rounds).note("disturbed_rounds", d->disturbed).note("lane_balance", median_of(d->balance));
         d->fig.note("load_before", load0).note("load_after", load_average());
-        std::fprintf(stderr, "  scaling %-8s x%u, %2zu QPs, %4u B: %s Gbit/s, %u of %u rounds disturbed, slowest / fastest lane %.3f\n",
+        // Each lane's own round time (which worker the balance above waits for).
+        std::string lanes;
+        for (std::size_t w = 0; w < d->lane_us.size(); ++w) {
+          const double us = median_of(d->lane_us[w]);
+          d->fig.note("lane" + std::to_string(w) + "_round_us", us);
+          char b[48];
+          std::snprintf(b, sizeof b, "%s%.1f", w ? " / " : ", lane round us ", us);
+          lanes += b;
+        }
+        std::fprintf(stderr, "  scaling %-8s x%u, %2zu QPs, %4u B: %s Gbit/s, %u of %u rounds disturbed, slowest / fastest lane %.3f%s\n",
                      to_string(d->mode), d->workers, d->qps.size(), sh.payload, spread_of(d->fig).c_str(), d->disturbed, d->rounds,
-                     median_of(d->balance));
+                     median_of(d->balance), lanes.c_str());
       }
       std::fprintf(stderr, "  scaling %4u B: 2/1 workers steered %s, spread %s, pipeline %s; steered over one worker with 8 QPs %s\n",
                    sh.payload, spread_of(r_steered).c_str(), spread_of(r_spread).c_str(), spread_of(r_pipe).c_str(),

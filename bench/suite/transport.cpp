@@ -83,6 +83,7 @@ bool responder_worker(const SuiteConfig& c, std::uint32_t payload, std::uint32_t
   o.ip = rdma::IpAddress::ipv4(kDutIp);
   o.mbufs = 3 * kRound - 1;
   o.engine.tuning = c.tuning;
+  o.group_qp_runs = c.qp_runs;
   auto dp = Dataplane::create(o);
   if (!dp.ok()) return false;
   Dataplane& dut = **dp;

@@ -22,6 +22,7 @@ struct PairOptions {
   // Both dataplanes on one mbuf pool (DataplaneOptions::pool), which the pair frees after them:
   // each receives the other's frames in mbufs of its own pool (Worker::recycle).
   bool shared_pool = false;
+  bool group_qp_runs = true;  // DataplaneOptions::group_qp_runs of both
 };
 
 class DataplanePair {
@@ -106,6 +107,7 @@ class DataplanePair {
     o.engine = po.engine;
     o.stats_interval_ns = po.stats_interval_ns;
     o.tx_flush_ns = po.tx_flush_ns;
+    o.group_qp_runs = po.group_qp_runs;
     auto d = dp::Dataplane::create(o);
     if (!d.ok()) {
       ADD_FAILURE() << d.error().message;
