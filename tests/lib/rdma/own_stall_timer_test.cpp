@@ -10,8 +10,7 @@
 
 #include "protocol/aeth.hpp"
 #include "protocol/psn.hpp"
-#include "tests/support/raw_peer.hpp"
-#include "tests/support/verbs_helpers.hpp"
+#include "tests/support/raw_peer_test.hpp"
 
 namespace roce::test::own_stall_timer_test {
 namespace {
@@ -28,14 +27,17 @@ constexpr Nanos kRto = Nanos{4096} << 14;  // timeout 14 (perftest's): 67.1 ms
 constexpr std::uint8_t kRetries = 7;       // retry_cnt (perftest's)
 constexpr Nanos kRtt = 4 * kMicro;
 
-class OwnStallTimer : public ::testing::Test {
+class OwnStallTimer : public RawPeerTest {
  protected:
   void SetUp() override {
-    engine_ = std::make_unique<rdma::Engine>(raw_peer_target(kPeerMac), mrs_);
-    ep_ = make_endpoint(*engine_, QpOptions{});
-    to_rtr(*engine_, ep_.qp, RawPeerPath{kPeerIp, kPeerQpn, 0, 0, 4, 14, IBV_MTU_1024});
-    to_rts(*engine_, ep_.qp, kS, 4);
-    peer_ = std::make_unique<RawPeer>(*engine_, kPeerMac, kPeerIp, kPeerQpn, ep_.qp->qpn());
+    RawPeerSetup s;
+    s.peer_mac = kPeerMac;
+    s.peer_ip = kPeerIp;
+    s.peer_qpn = kPeerQpn;
+    s.rts = true;
+    s.sq_psn = kS;
+    s.max_rd_atomic = 4;
+    bring_up(s);
     buf_.assign(4096, std::byte{6});
     mr_ = reg(*engine_, ep_.pd, buf_, IBV_ACCESS_LOCAL_WRITE);
     // A few exchanges at a 4 us round trip: an RTT sample, so the early timer and probes run.
@@ -79,16 +81,11 @@ class OwnStallTimer : public ::testing::Test {
     for (const ibv_wc& wc : drain(ep_)) wcs_.push_back(wc);
   }
   Nanos due() const { return ep_.qp->completer().deadline(); }
-  std::uint64_t count(rdma::Counter c) const { return ep_.qp->counters().get(c); }
 
   Nanos now_ = 0;
   std::uint32_t next_psn_ = 0;
   std::size_t resent_after_ack_ = 0;
   std::vector<ibv_wc> wcs_;
-  rdma::MrTable mrs_;
-  std::unique_ptr<rdma::Engine> engine_;
-  Endpoint ep_;
-  std::unique_ptr<RawPeer> peer_;
   std::vector<std::byte> buf_;
   const rdma::MemoryRegion* mr_ = nullptr;
 };
