@@ -7,6 +7,7 @@
 #include <new>
 #include <type_traits>
 
+#include "lib/rdma/responder_write_only.hpp"
 #include "protocol/gsi.hpp"
 #include "protocol/icrc_deferred.hpp"
 #include "protocol/pkey.hpp"
