@@ -386,10 +386,11 @@ bool Worker::group_runs(rte_mbuf** rx, unsigned n) {
 // A burst not grouped (one QP's frames, or QPs that do not interleave) goes to the engine in one
 // call (Engine::receive_frames, which prefetches each frame's lines as the loop below does), not
 // frame by frame: one call and prologue a burst (docs/perf-changes.md section 77). Its
-// destinations are not prefetched: one stream of WRITEs the hardware prefetcher follows (no
-// time effect in the responder case, section 71); interleaved QPs' bursts are grouped and take
-// the loop below, which does (as does every burst with the grouping off: the old path, for
-// comparisons). The engine stops at a frame that is not IPv4: receive_frame's.
+// destinations are not prefetched: one stream of WRITEs the hardware prefetcher follows (the
+// responder case read no time difference against the loop below, section 77); interleaved QPs'
+// bursts are grouped and take the loop below, which does (as does every burst with the grouping
+// off: the old path, for comparisons). The engine stops at a frame that is not IPv4:
+// receive_frame's.
 void Worker::receive_whole(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   std::array<ByteSpan, kBurst> frames;  // (n <= kBurst)
   unsigned k = 0;
