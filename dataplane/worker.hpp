@@ -124,6 +124,7 @@ class Worker {
   // Returns whether the burst interleaved QPs (then it was grouped).
   bool group_runs(rte_mbuf** rx, unsigned n);
   void receive_one(rte_mbuf* m, Nanos now, bool count);  // receive() of a burst of one
+  void receive_whole(rte_mbuf** rx, unsigned n, Nanos now, bool count);  // ... of one not grouped
   // One single-segment frame this worker owns: IPv4 to the engine, the rest to deliver().
   void receive_frame(std::span<const std::byte> frame, Nanos now);
   // poll()'s RX step when the worker is not plain_rx_; returns the frames read from its queue.

@@ -136,6 +136,12 @@ class Engine {
 
   // Packet path.
   void receive(proto::ByteSpan frame, Nanos now);
+  // receive() for each of `frames` in order, in one call (a worker's RX burst, between
+  // begin_receive_burst and end_receive_burst): one prologue for the burst, not one a frame, and
+  // each frame's lines asked for a few frames ahead (docs/perf-changes.md section 77). Stops at
+  // the first frame that is not IPv4 over Ethernet (an ARP or NDP frame is the caller's; an IPv6
+  // one goes to receive() after the caller's look): returns how many it took.
+  std::size_t receive_frames(std::span<const proto::ByteSpan> frames, Nanos now);
   // The frames of one RX burst go to receive() between these two: the refresh after each frame
   // (the QP's timer, the active ring) is then done once per run of frames for one QP, when the
   // next frame is another QP's or at end_receive_burst, which must come before any other call.
@@ -208,6 +214,7 @@ class Engine {
   // the run's WRITE ONLY path; anything else to receive_checked.
   bool straight(const proto::Packet& pkt) const;
   void receive_checked(proto::ByteSpan frame, Nanos now, proto::Packet& pkt, proto::ParseError err, bool run_tried);
+  void receive_inline(proto::ByteSpan frame, Nanos now);  // receive()'s body (receive_frames' too)
   bool for_us(const proto::Packet& pkt) const;
   // What straight_bth_ becomes once `qp` is the burst's unrefreshed QP, `pkt` its last frame.
   static std::uint64_t straight_bth(const QueuePair& qp, const proto::Packet& pkt);

@@ -88,8 +88,9 @@ class QueuePair {
   }
   // An RC WRITE ONLY that Engine::receive found to continue this QP's run with nothing else to
   // check at the QP (Engine::straight: no CE mark, a P_Key this QP accepted, a state that takes
-  // requests): receive_in_run without those tests.
-  bool receive_write_only_in_run(const proto::Packet& pkt) { return resp_.take_run_write_only(ctx_, pkt); }
+  // requests): receive_in_run without those tests, the responder's code inline (its caller
+  // includes lib/rdma/responder_write_only.hpp).
+  [[gnu::always_inline]] bool receive_write_only_in_run(const proto::Packet& pkt) { return resp_.take_straight_write_only(ctx_, pkt); }
   // The run of this QP's frames in an RX burst ended (Engine): what the responder kept for the
   // run's end is settled (Responder::end_run).
   void end_receive_run() { resp_.end_run(ctx_); }

@@ -58,6 +58,10 @@ class Responder {
   bool take_run_write(QpContext& qp, const proto::Packet& pkt);
   // The same for an RC WRITE ONLY (the caller knows the opcode: Engine::straight).
   bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);
+  // take_run_write_only inline, for Engine::receive's straight path (defined in
+  // responder_write_only.hpp, which its caller includes; no out-of-line copy exists, so a caller
+  // without it fails to link).
+  bool take_straight_write_only(QpContext& qp, const proto::Packet& pkt);
   // The QP's attributes changed (QP modify): the next request starts a run. `writes` too, so
   // that it alone says the run is known and takes WRITEs (take_run_write's one test).
   void forget_run() {

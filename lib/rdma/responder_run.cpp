@@ -17,33 +17,21 @@
 #include <cstring>
 
 #include "lib/rdma/responder.hpp"
-#include "lib/rdma/short_copy.hpp"
+#include "lib/rdma/responder_write_only.hpp"
 #include "protocol/psn.hpp"
 
 namespace roce::rdma {
 
 using namespace roce::proto;
 
-namespace {
+namespace detail {
 
-// The PSN from one 4-byte load (the A bit's byte and the PSN) where Be24's get is three loads
-// and shifts: the BTH's last word, inside the header's own bytes.
-[[gnu::always_inline]] inline std::uint32_t bth_psn(const Bth& bth) {
-  static_assert(offsetof(Bth, psn) == offsetof(Bth, ack_req) + 1 && sizeof(Bth) == offsetof(Bth, ack_req) + 4);
-  std::uint32_t word;
-  std::memcpy(&word, reinterpret_cast<const std::byte*>(&bth) + offsetof(Bth, ack_req), sizeof word);
-  if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap32(word);
-  return word & 0xFFFFFF;
-}
-
-// A payload above kShortCopyMax, copied by libc as the run's last act (a tail call from
-// take_run_write_only, which then needs no register of its own kept across a call).
-[[gnu::noinline]] bool copy_taken(std::byte* dst, const std::byte* src, std::size_t len) {
+[[gnu::noinline]] bool copy_run_payload(std::byte* dst, const std::byte* src, std::size_t len) {
   std::memcpy(dst, src, len);
   return true;
 }
 
-}  // namespace
+}  // namespace detail
 
 // The last run ended (end_run): the engine ends each before the next frame of another QP, any
 // other call, and the next burst. The region the last run found is kept if its key still names
@@ -92,12 +80,6 @@ std::byte* Responder::run_target_checked(const QpContext& qp, std::uint32_t rkey
 // first ACK and again at the run's end, settle_run_ack). Once it is this run's
 // (the output's last item), coalesce_ack's work waits for the run's end: the ACK goes out after
 // it (Engine::transmit ends the run first), and only its last PSN and MSN count.
-[[gnu::always_inline]] inline void Responder::defer_run_ack(std::uint32_t psn) {
-  run_.ack_psn = psn;
-  run_.ack_msn = msn_;
-  ++run_.acks_deferred;
-}
-
 [[gnu::always_inline]] inline void Responder::owe_run_ack(QpContext& qp, std::uint32_t psn) {
   if (run_.ack_tail) {
     defer_run_ack(psn);
@@ -159,39 +141,6 @@ template <bool kLean>
   return RunStep::Done;
 }
 
-// An RC WRITE ONLY without immediate (every 64 B WRITE): write_in_run<true> with the opcode
-// known, the same checks in the same order with the same answers. The RETH carries the whole
-// message: no message may be open, the payload is the RETH's length (so within 2^31 bytes: it
-// fits the path MTU) and its range, and none stays open (advance_write_only). No position tests
-// and no open-message arithmetic; the copy is the caller's (take_run_write_only), which saves no
-// register, where the general lean path saves six.
-[[gnu::always_inline]] inline Responder::RunStep Responder::write_only_in_run(QpContext& qp, const Packet& pkt, std::byte*& dst) {
-  const std::uint32_t psn = bth_psn(pkt.bth);
-  if (output_full() || psn != epsn_ || msg_ != OpenMessage::None) return RunStep::Walk;
-  const std::uint32_t len = pkt.payload_length;
-  if (len > run_.pmtu || pkt.ext.reth.dma_length.get() != len) return RunStep::Walk;
-  const std::uint64_t va = pkt.ext.reth.va.get();
-  const std::uint32_t rkey = pkt.ext.reth.rkey.get();
-  // The run's first ACK (none of its WRITEs asked for one yet) is queued by the full version:
-  // its calls and the queue's slot would make this one save registers (and it is rare: the run's
-  // first frame, on_request's, asks for it whenever the requester asks at every WRITE).
-  const bool ack = pkt.bth.ack_requested();
-  if (pkt.icrc_status == IcrcStatus::Deferred || (ack && !run_.ack_tail)) return RunStep::Again;
-  if (len != 0) {
-    if (!run_.region.holds(rkey)) return RunStep::Again;
-    if ((dst = run_.region.translate(va, len)) == nullptr) return RunStep::Walk;
-  }
-  // Nothing refused it: from here on it acts (its ICRC was checked by the parser).
-  drop_msg_ = false;
-  advance_write_only(va, rkey, len);
-  epsn_ = psn_next(psn);
-  seq_ = SequenceState::Normal;
-  if (ack) defer_run_ack(psn);  // owe_run_ack with the run's ACK queued
-  ++run_writes_;
-  qp.counters.inc(Counter::RcvdPkts);  // (take_run_write's)
-  return RunStep::Done;  // the caller copies the payload to dst
-}
-
 // The run is known only if a frame of it went through on_request since the QP last changed
 // (begin_run; forget_run at QP modify). Engine::receive offers only frames whose ICRC the parser
 // checked, so Corrupted does not come here; were it to, on_packet's walk drops the frame again.
@@ -202,20 +151,11 @@ bool Responder::take_run_write(QpContext& qp, const Packet& pkt) {
   return run_.writes && take_run_write_other(qp, pkt);  // (forget_run clears `writes` with `known`)
 }
 
-// The payload's copy is its last act. Every call in it is a tail call (a short payload's copy is
-// inline), so that it saves no register: a call after which it still returned a value made gcc
-// save four.
-[[gnu::noinline]] bool Responder::take_run_write_only(QpContext& qp, const Packet& pkt) {
-  if (!run_.writes) return false;
-  std::byte* dst = nullptr;
-  const RunStep step = write_only_in_run(qp, pkt, dst);
-  if (step == RunStep::Again) return take_run_write_whole(qp, pkt);
-  if (step != RunStep::Done) return false;
-  const std::uint32_t len = pkt.payload_length;
-  if (len > kShortCopyMax) return copy_taken(dst, pkt.payload.data(), len);
-  copy_short(dst, pkt.payload.data(), len);
-  return true;
-}
+// Out of line for take_run_write (the walk's side of the run); Engine::receive's straight path
+// has the same code inline (responder_write_only.hpp). Every call in it is a tail call (a short
+// payload's copy is inline), so that it saves fewer registers: a call after which it still
+// returned a value made gcc save four.
+[[gnu::noinline]] bool Responder::take_run_write_only(QpContext& qp, const Packet& pkt) { return take_straight_write_only(qp, pkt); }
 
 [[gnu::noinline]] bool Responder::take_run_write_other(QpContext& qp, const Packet& pkt) {
   const RunStep step = write_in_run<true>(qp, pkt);

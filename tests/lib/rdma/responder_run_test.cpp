@@ -1,9 +1,10 @@
 // A responder's run of WRITEs (lib/rdma/responder_run.cpp): one QP's frames in one RX burst take
 // the straight path with the QP's own checks made once, and must do exactly what the walk does
-// frame by frame. Each scenario is played three times on engines built alike: the reference
+// frame by frame. Each scenario is played four times on engines built alike: the reference
 // (TransportTuning::write_runs off, every frame received on its own), the same frames in one
-// burst with runs on, and frame by frame with runs on; what each engine then sends (byte for
-// byte), its QPs' counters, states, PSNs and completions, the memory and the engine's drops
+// burst with runs on (receive() per frame, and handed over together: Engine::receive_frames, as
+// a worker hands a burst), and frame by frame with runs on; what each engine then sends (byte
+// for byte), its QPs' counters, states, PSNs and completions, the memory and the engine's drops
 // must be the same.
 #include <gtest/gtest.h>
 
@@ -35,7 +36,7 @@ constexpr std::uint32_t kRegionBytes = 4096;
 constexpr std::uint64_t kIova[4] = {0x100000, 0x200000, 0x300000, 0x100000};
 constexpr unsigned kRegions = 4;
 
-enum class Mode { Reference, Burst, FrameByFrame };
+enum class Mode { Reference, Burst, Frames, FrameByFrame };
 
 // One thing the scenario does: a WRITE packet from peer `qp`, a change to a region between
 // two packets (during the burst, as another thread's deregistration or a peer's invalidation
@@ -59,7 +60,9 @@ struct Step {
   // The built frame changed as a broken or hostile sender (or a bad link) would, the ICRC made
   // right again: its IPv4 checksum wrong, another destination address, a QPN no QP has, the
   // FECN bit or SE set (BTH bytes the run's straight test masks or compares).
-  enum class Edit { None, IpChecksum, DestIp, UnknownQp, Fecn, Se } edit = Edit::None;
+  // NotIpv4: the EtherType made ARP's (Engine::receive_frames stops there; the caller hands it
+  // to receive(), as a worker's receive_frame does with what is not ARP or NDP, and goes on).
+  enum class Edit { None, IpChecksum, DestIp, UnknownQp, Fecn, Se, NotIpv4 } edit = Edit::None;
 };
 
 Step only(std::uint32_t psn, unsigned region, std::uint64_t offset, unsigned qp = 0) {
@@ -102,6 +105,8 @@ struct Observed {
   std::vector<std::uint32_t> epsn, msn;
   std::vector<std::vector<std::byte>> memory;
   std::vector<std::uint64_t> drops;
+  std::vector<std::uint64_t> parse_drops;
+  std::uint64_t received = 0;
   std::vector<std::uint32_t> completions;  // status, opcode, byte_len of each
   bool operator==(const Observed&) const = default;
 };
@@ -132,23 +137,25 @@ class World {
   // Plays `steps`; what each Check found, in order.
   std::vector<Observed> play(const std::vector<Step>& steps) {
     std::vector<Observed> checks;
-    if (mode_ == Mode::Burst) engine_->begin_receive_burst();
+    const bool burst = mode_ == Mode::Burst || mode_ == Mode::Frames;
+    if (burst) engine_->begin_receive_burst();
     std::uint8_t fill = 1;
     for (const Step& s : steps) {
+      if (s.kind != Step::Kind::Packet) hand_over();  // the frames before it first
       switch (s.kind) {
         case Step::Kind::Check:
-          if (mode_ == Mode::Burst) engine_->end_receive_burst();
+          if (burst) engine_->end_receive_burst();
           checks.push_back(observe());
-          if (mode_ == Mode::Burst) engine_->begin_receive_burst();
+          if (burst) engine_->begin_receive_burst();
           break;
         case Step::Kind::Deregister: EXPECT_TRUE(mrs_.deregister(keys_[s.region]).ok()); break;
         case Step::Kind::Invalidate: EXPECT_TRUE(mrs_.invalidate(keys_[s.region], eps_[0].pd).ok()); break;
         case Step::Kind::RevokeRemoteWrite: {
-          if (mode_ == Mode::Burst) engine_->end_receive_burst();  // a control call: the burst ends first
+          if (burst) engine_->end_receive_burst();  // a control call: the burst ends first
           ibv_qp_attr a{};
           a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
           EXPECT_TRUE(engine_->modify_qp(eps_[s.qp].qp, a, IBV_QP_ACCESS_FLAGS).ok());
-          if (mode_ == Mode::Burst) engine_->begin_receive_burst();
+          if (burst) engine_->begin_receive_burst();
           break;
         }
         case Step::Kind::RegisterAgain: {
@@ -187,14 +194,37 @@ class World {
             const std::size_t pad = (4 - s.payload % 4) % 4;
             f[f.size() - 4 - pad - s.payload + static_cast<std::size_t>(s.corrupt)] ^= std::byte{0x20};
           }
-          peers_[s.qp]->send(f, 0);
+          if (mode_ == Mode::Frames) {
+            pending_.push_back(std::move(f));
+          } else {
+            peers_[s.qp]->send(f, 0);
+          }
           break;
         }
       }
     }
-    if (mode_ == Mode::Burst) engine_->end_receive_burst();
+    hand_over();
+    if (burst) engine_->end_receive_burst();
     return checks;
   }
+
+  // Mode::Frames: the packets since the last step of another kind, in one receive_frames call
+  // (again after a frame it left to the caller, which receive() takes).
+  void hand_over() {
+    std::vector<ByteSpan> frames(pending_.begin(), pending_.end());
+    for (std::size_t at = 0; at < frames.size();) {
+      const std::size_t took = engine_->receive_frames(std::span{frames}.subspan(at), 0);
+      EXPECT_LE(took, frames.size() - at);
+      at += took;
+      if (at < frames.size()) {
+        EXPECT_NE(load_header<EthernetHeader>(frames[at], 0).ether_type.get(), kEtherTypeIpv4) << "frame " << at << " stopped it";
+        engine_->receive(frames[at++], 0);
+        ++left_to_caller_;
+      }
+    }
+    pending_.clear();
+  }
+  std::uint64_t left_to_caller() const { return left_to_caller_; }
 
   Observed observe() {
     Observed o;
@@ -211,6 +241,9 @@ class World {
     for (const auto& m : mem_) o.memory.push_back(m);
     for (std::size_t d = 0; d < static_cast<std::size_t>(rdma::EngineDrop::Count); ++d)
       o.drops.push_back(engine_->drops(static_cast<rdma::EngineDrop>(d)));
+    for (std::size_t e = 0; e < static_cast<std::size_t>(ParseError::Count); ++e)
+      o.parse_drops.push_back(engine_->parse_drops(static_cast<ParseError>(e)));
+    o.received = engine_->received();
     return o;
   }
 
@@ -226,6 +259,12 @@ class World {
       case Step::Edit::UnknownQp: bth.dest_qp.set(0x7777); break;
       case Step::Edit::Fecn: bth.resv8a = static_cast<std::uint8_t>(bth.resv8a | Bth::kFecn); break;
       case Step::Edit::Se: bth.flags = static_cast<std::uint8_t>(bth.flags | Bth::kSe); break;
+      case Step::Edit::NotIpv4: {
+        auto eth = read_header<EthernetHeader>(f, 0);
+        eth.ether_type.set(kEtherTypeArp);
+        write_header(f, 0, eth);
+        return;
+      }
     }
     write_header(f, kIpOffset, ip);
     if (e == Step::Edit::DestIp) fix_ipv4_checksum(f);
@@ -248,24 +287,30 @@ class World {
   std::vector<std::unique_ptr<RawPeer>> peers_;
   std::vector<std::byte> mem_[kRegions];
   std::uint32_t keys_[kRegions] = {};
+  std::vector<std::vector<std::byte>> pending_;  // Mode::Frames: packets not yet handed over
+  std::uint64_t left_to_caller_ = 0;
 };
 
 // Plays `steps` in the three modes and compares; `runs_at_least`: WRITEs the burst must have put
 // on the run's path (the comparison would prove nothing if none took it).
 void expect_as_frame_by_frame(const std::vector<Step>& steps, std::uint64_t runs_at_least, ibv_mtu mtu = IBV_MTU_1024) {
-  World ref(Mode::Reference, mtu), burst(Mode::Burst, mtu), single(Mode::FrameByFrame, mtu);
+  World ref(Mode::Reference, mtu), burst(Mode::Burst, mtu), frames(Mode::Frames, mtu), single(Mode::FrameByFrame, mtu);
   const std::vector<Observed> want_checks = ref.play(steps);
   const std::vector<Observed> burst_checks = burst.play(steps);
+  const std::vector<Observed> frames_checks = frames.play(steps);
   const std::vector<Observed> single_checks = single.play(steps);
   ASSERT_EQ(burst_checks.size(), want_checks.size());
+  ASSERT_EQ(frames_checks.size(), want_checks.size());
   for (std::size_t i = 0; i < want_checks.size(); ++i) {
     EXPECT_EQ(burst_checks[i].sent, want_checks[i].sent) << "sent frames by check " << i;
     EXPECT_EQ(burst_checks[i].counters, want_checks[i].counters) << "counters at check " << i;
     EXPECT_EQ(burst_checks[i], want_checks[i]) << "check " << i;
+    EXPECT_EQ(frames_checks[i], want_checks[i]) << "check " << i << ", handed over by receive_frames";
     EXPECT_EQ(single_checks[i], want_checks[i]) << "check " << i << ", runs on, frame by frame";
   }
   EXPECT_EQ(ref.run_writes(), 0u);
   EXPECT_GE(burst.run_writes(), runs_at_least);
+  EXPECT_EQ(frames.run_writes(), burst.run_writes()) << "receive_frames takes what receive() takes";
   const Observed want = ref.observe();
   const Observed got_burst = burst.observe(), got_single = single.observe();
   EXPECT_FALSE(want.sent.empty()) << "the scenario answers something";
@@ -278,6 +323,10 @@ void expect_as_frame_by_frame(const std::vector<Step>& steps, std::uint64_t runs
   EXPECT_EQ(got_burst.drops, want.drops);
   EXPECT_EQ(got_burst.completions, want.completions);
   EXPECT_EQ(got_single, want) << "runs on, frame by frame";
+  EXPECT_EQ(frames.observe(), want) << "handed over by receive_frames";
+  std::size_t not_ipv4 = 0;
+  for (const Step& s : steps) not_ipv4 += s.kind == Step::Kind::Packet && s.edit == Step::Edit::NotIpv4;
+  EXPECT_EQ(frames.left_to_caller(), not_ipv4) << "receive_frames leaves the frames that are not IPv4, and only those";
 }
 
 TEST(ResponderRun, RkeyChangesMidRun) {
@@ -425,6 +474,30 @@ TEST(ResponderRun, FramesTheEnginesStraightTestMustNotPassAreDroppedOrTakenAsByT
                             only(psn(8), 0, 512), check(), only(psn(9), 0, 576), corrupted(only(psn(10), 0, 640), 0),
                             only(psn(10), 0, 640)},
                            8);
+}
+
+TEST(ResponderRun, FramesThatAreNotIpv4MidBurstAreLeftToTheCallerAndTheRestTaken) {
+  // Engine::receive_frames stops at a frame that is not IPv4 over Ethernet (a worker's ARP or
+  // NDP frame, or IPv6 for receive()); handed over again after it, the run goes on: a lone one,
+  // two in a row, one first and one last, among WRITE ONLYs the run takes and frames it drops.
+  const auto not_ipv4 = [](std::int32_t i, std::uint64_t at) { return edited(only(psn(i), 0, at), Step::Edit::NotIpv4); };
+  expect_as_frame_by_frame({not_ipv4(0, 0), only(psn(0), 0, 0), only(psn(1), 0, 64), not_ipv4(2, 128), only(psn(2), 0, 128),
+                            only(psn(3), 0, 192), not_ipv4(4, 256), not_ipv4(4, 256), corrupted(only(psn(4), 0, 256), 3),
+                            only(psn(4), 0, 256), edited(only(psn(5), 0, 320), Step::Edit::UnknownQp), only(psn(5), 0, 320),
+                            not_ipv4(6, 384)},
+                           4);
+}
+
+TEST(ResponderRun, AFrameTheRunMustNotTakeAmongTheBurstsFramesLeavesTheOthersPlacedExactly) {
+  // One burst handed over whole (receive_frames): a duplicate, an old duplicate, a PSN ahead
+  // (a NAK, then silence until the resend), a bad ICRC, a QPN no QP has, each between WRITE
+  // ONLYs the run takes; every byte, ACK and counter as the walk's.
+  expect_as_frame_by_frame({only(psn(0), 0, 0), only(psn(1), 0, 64), only(psn(2), 0, 128), only(psn(2), 0, 128),
+                            only(psn(3), 0, 192), only(psn(0), 0, 0), only(psn(4), 0, 256),
+                            corrupted(only(psn(5), 0, 320), 1), only(psn(5), 0, 320),
+                            edited(only(psn(6), 0, 384), Step::Edit::UnknownQp), only(psn(7), 0, 448), only(psn(8), 0, 512),
+                            only(psn(6), 0, 384), only(psn(7), 0, 448), only(psn(8), 0, 512), only(psn(9), 0, 576)},
+                           9);
 }
 
 TEST(ResponderRun, WriteOnlysOfEveryShortLengthAreCopiedAsByTheWalk) {
