@@ -580,12 +580,14 @@ unsigned Worker::poll(Nanos now, bool send) {
   // for what arrived meanwhile go at once.
   if (engine_.has_tx_work() && pending_count_ < kBurst)
     transmit(now, n == kBurst && last != 0 && now > last ? now - last : kNever);
-  // A short RX burst means the link is not busy: batching the rest would only add latency
-  // (an ACK or a lone WRITE would wait for the next iteration). A full burst means more is
-  // waiting, so partial TX bursts keep collecting until the flush timer.
+  // What this iteration built goes now, after a full RX burst too: kept, it went at the next
+  // iteration's push_out above, before anything else was built, so keeping it batched nothing
+  // (one hand-over an iteration either way) and only delayed it by an iteration: the ACK after
+  // a full burst then reached the requester a loop turn late and left it at its in-flight cap
+  // for that turn (docs/loss.md, part 2, "Session 20 (sr20)" and "Session 21 (gbn21)").
   // Inline here (not push_out's call): at queue depth 1 every poll that builds a frame hands it
   // over here, and the call's register saves cost as much as the handing.
-  if (n < kBurst && pending_count_ != 0) hand_to_port();
+  if (pending_count_ != 0) hand_to_port();
   if (now >= housekeeping_at_) housekeep(now);
   return n;
 }

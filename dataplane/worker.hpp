@@ -1,9 +1,9 @@
 // A transport worker: one lcore, one Engine, one RX/TX queue pair. Each iteration receives a
 // burst, hands RoCEv2 frames to the engine (ARP and NDP to their responders), runs the application
 // hook and the timers, then fills at most one burst of fresh mbufs with whatever the engine has
-// to send. Built frames go out a full burst at once, a partial one at the end of an iteration
-// whose RX burst was short (idle link: latency first), else on a short timer. A port that takes
-// fewer frames than offered holds the engine back (backpressure) instead of losing them.
+// to send. Built frames go out a full burst at once, a partial one at the end of the iteration
+// that built it. A port that takes fewer frames than offered holds the engine back
+// (backpressure) instead of losing them.
 #pragma once
 
 #include <rte_ethdev.h>

@@ -463,6 +463,7 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
       const rdma::SendWindow& w = k->qp->completer().window();
       k->fig.note("bdp_trials_free", static_cast<double>(w.bdp_trials_free())).note("bdp_trials_costly", static_cast<double>(w.bdp_trials_costly()));
       k->fig.note("bdp_free", w.bdp_free() ? 1.0 : 0.0).note("bdp_last_ratio", w.bdp_last_ratio());
+      k->fig.note("bdp_trials_unjudged", static_cast<double>(w.bdp_trials_unjudged()));
     }
     // Selective repeat: requests the responder held behind a hole, over the packets the
     // requester sent; and of those, the WRITE MIDDLEs placed at once (the rest were copied

@@ -143,8 +143,9 @@ struct WindowTuning {
   // the cap costs a quarter of the rate, and only frequent losses hold it (docs/loss.md, part 1,
   // "Session 10"). Told by trial: after a loss that the interval alone would not cap, the cap
   // holds until a decision (by goodput by default, bdp_cap_judge below; with
-  // BdpJudge::SampleRates: for bdp_cap_trial_samples RTT samples; their median rate against the median of as many
-  // samples taken without the cap (fewer if there were fewer, at least 4) decides (medians: a
+  // BdpJudge::SampleRates: for bdp_cap_trial_samples RTT samples; their median rate against the median of the
+  // latest as many samples taken without the cap decides; with fewer such samples, the QP's
+  // start-up, there is no verdict and the cap lets go untried (medians: a
   // descheduled poller's sample is an outlier, and the best of a few noisy samples found the cap
   // free on the one-thread rig in a quarter of the trials)). A costly verdict is not tried again for 1, 2, 4 .. 64 loss events (the backoff
   // is never reset); while free, every bdp_cap_trial_samples samples decide again against the
@@ -219,6 +220,9 @@ class SendWindow {
   }
   std::uint32_t bdp_trials_free() const { return trials_free_; }
   std::uint32_t bdp_trials_costly() const { return trials_costly_; }
+  // Trials (BdpJudge::SampleRates) that ended with fewer than bdp_cap_trial_samples samples
+  // without the cap to judge them against: no verdict, the cap let go untried.
+  std::uint32_t bdp_trials_unjudged() const { return trials_unjudged_; }
   // The cap's multiple of rate x min RTT (WindowTuning::bdp_cap_growth).
   double bdp_growth() const { return growth_; }
   // WindowTuning::bdp_cap_shrink: tries of a smaller cap that were kept, and that cost rate.
@@ -345,7 +349,7 @@ class SendWindow {
   double trial_[kTrialSamples] = {};     // rates of this trial's samples, which the cap bounded
   std::uint32_t trial_samples_ = 0;
   std::uint32_t trial_skip_ = 0, trial_backoff_ = 0;  // loss events until the next trial after a costly one
-  std::uint32_t trials_free_ = 0, trials_costly_ = 0;
+  std::uint32_t trials_free_ = 0, trials_costly_ = 0, trials_unjudged_ = 0;
   double growth_ = 1;  // the cap's multiple of rate x min RTT (grown by costly verdicts)
   // WindowTuning::bdp_cap_shrink: the free growth a smaller try came from (0: none running),
   // free decisions until the next try, and the backoff after a costly one.

@@ -3,6 +3,9 @@
 // (the link not busy: a round trip is being timed) gets its ACK in the same iteration.
 #include <gtest/gtest.h>
 
+#include <rte_ring.h>
+
+#include "dataplane/ring_port.hpp"
 #include "tests/dataplane/dataplane_pair.hpp"
 #include "tests/support/verbs_helpers.hpp"
 
@@ -88,6 +91,35 @@ TEST_P(WorkerAckHold, FullBurstsShareAnAckAShortOneIsAnsweredAtOnce) {
   requester.flush();
   ASSERT_EQ(responder.poll(pair_->b->now()), 1u);
   EXPECT_EQ(acks() - acks1, 1u);
+}
+
+// An ACK built in an iteration whose RX burst was full reaches the port in that iteration, held
+// or not: kept for the next iteration's hand-over it batched nothing and reached the requester
+// a loop turn late (docs/loss.md, part 2, "Session 21 (gbn21)"). Nothing polls the requester
+// in between, so every ACK frame the responder built is on the requester's RX ring.
+TEST_P(WorkerAckHold, AnAckBuiltAfterAFullBurstIsHandedToThePortInThatIteration) {
+  post_writes(kMessages);
+  dp::Worker& requester = pair_->a->worker(0);
+  dp::Worker& responder = pair_->b->worker(0);
+  for (int i = 0; i < 4; ++i) requester.poll(pair_->a->now());
+  requester.flush();
+  rte_ring* to_a = dp::ring_port_rx_ring(pair_->ports.a, 0);
+  ASSERT_NE(to_a, nullptr);
+  const std::uint64_t acks0 = acks();
+  const unsigned on_ring0 = rte_ring_count(to_a);
+  std::uint64_t built = 0;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(responder.poll(pair_->b->now()), dp::kBurst);
+    EXPECT_EQ(rte_ring_count(to_a) - on_ring0, acks() - acks0) << "full burst " << i;
+    built = acks() - acks0;
+  }
+  // An ACK goes every turns + 1 full bursts: within the four unless the hold is 4 turns.
+  if (GetParam() + 1 <= 4) {
+    EXPECT_GT(built, 0u);
+  }
+  ASSERT_EQ(responder.poll(pair_->b->now()), 0u);
+  EXPECT_EQ(rte_ring_count(to_a) - on_ring0, acks() - acks0);
+  ASSERT_TRUE(pair_->step_until([&] { return !drain(a_).empty(); }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Turns, WorkerAckHold, ::testing::Values(0u, 1u, 2u, 4u));

@@ -84,6 +84,50 @@ TEST(BdpCapWhenFree, ATrialsReferenceIsTheLatestUncappedSamples) {
   }
 }
 
+// The QP's start-up is no reference (docs/loss.md, part 1, "Session 20 (gbn20)" and "Session 21
+// (gbn21)"): its first round trips run at 0.6 of the rate it runs at later (the one-thread rig:
+// 33-46 Gbit/s against 45-82), and a first loss within them used to judge a trial at 0.8 of the
+// full rate free (0.8 / 0.6), a cap the reference, frozen while it held, could not overturn.
+// Now that trial has no verdict and the cap lets go untried (no growth, no backoff); the next
+// rare loss, with bdp_cap_trial_samples samples at the full rate behind it, finds 0.8 costly.
+TEST(BdpCapWhenFree, AFirstLossAmongTheStartUpSamplesGivesNoVerdict) {
+  SendWindow w;
+  w.start(session14(), kStaticCap, false);
+  w.join();
+  Nanos now = kMilli;
+  const auto sample = [&](Nanos rtt, std::uint32_t packets) {
+    now += rtt;
+    w.on_progress(now, packets);
+    w.on_rtt_sample(now, rtt, packets, rtt, kPmtu);
+  };
+  const std::uint32_t n = WindowTuning{}.bdp_cap_trial_samples;
+  sample(2 * kMicro, 1);  // a lone packet's round trip: rate x min RTT under the floor of 6
+  // The start-up: fewer samples than a trial's, each over a deep window (5 round trips' worth of
+  // packets at 0.6 of the rate), so the first loss is rare by the interval (600 packets > 256).
+  for (std::uint32_t i = 0; i < n / 2 + 2; ++i) sample(5 * kRtt, 5 * kPerRtt * 6 / 10);
+  w.on_loss(now, kRtt, false);
+  ASSERT_GT(w.loss_interval(), session14().bdp_cap_loss_interval);
+  ASSERT_TRUE(w.bdp_engaged());  // the trial
+  EXPECT_EQ(w.limit(), 6u);
+  for (std::uint32_t i = 0; i < n; ++i) sample(kRtt, kPerRtt * 8 / 10);
+  EXPECT_EQ(w.bdp_trials_free() + w.bdp_trials_costly(), 0u);
+  EXPECT_EQ(w.bdp_trials_unjudged(), 1u);
+  EXPECT_FALSE(w.bdp_free());
+  EXPECT_FALSE(w.bdp_engaged());  // let go: the static cap again
+  EXPECT_EQ(w.limit(), static_cast<std::uint32_t>(kStaticCap));
+  EXPECT_DOUBLE_EQ(w.bdp_growth(), 1);  // untried, not grown as after a costly verdict
+  // A rare loss later, the reference full of samples at the rate the QP runs at.
+  for (std::uint32_t i = 0; i < 100; ++i) sample(kRtt, kPerRtt);
+  w.on_loss(now, kRtt, false);
+  ASSERT_TRUE(w.bdp_engaged());
+  EXPECT_EQ(w.limit(), 6u);  // the first try, at 1 x (the floor)
+  for (std::uint32_t i = 0; i < n; ++i) sample(kRtt, kPerRtt * 8 / 10);
+  EXPECT_EQ(w.bdp_trials_costly(), 1u);
+  EXPECT_EQ(w.bdp_trials_free(), 0u);
+  EXPECT_DOUBLE_EQ(w.bdp_last_ratio(), 0.8);
+  EXPECT_FALSE(w.bdp_free());
+}
+
 TEST(BdpCapWhenFree, APathThatNeverLosesKeepsTheStaticCap) {
   Path p;
   EXPECT_FALSE(p.w.bdp_engaged());

@@ -29,6 +29,7 @@ struct LossRun {
   std::uint64_t completed = 0, failed = 0, corrupt = 0;
   std::uint64_t early = 0, timeouts = 0, cuts = 0, probes = 0, oldest = 0, holes = 0;
   std::uint32_t trials_free = 0, trials_costly = 0;  // of the BDP cap where it is free
+  std::uint32_t trials_unjudged = 0;  // ended before a full reference (the QP's start-up): no verdict
   Nanos elapsed = 0;
   double loss_interval = 0;  // the window's average packets between loss events at the end
   double ratio() const { return lost ? static_cast<double>(resent) / static_cast<double>(lost) : 0; }
@@ -76,6 +77,7 @@ LossRun run(double loss, Tuning t, std::uint64_t seed) {
   r.elapsed = net.now();
   r.loss_interval = a.qp->completer().window().loss_interval();
   r.trials_free = a.qp->completer().window().bdp_trials_free();
+  r.trials_unjudged = a.qp->completer().window().bdp_trials_unjudged();
   r.trials_costly = a.qp->completer().window().bdp_trials_costly();
   return r;
 }
@@ -83,10 +85,10 @@ LossRun run(double loss, Tuning t, std::uint64_t seed) {
 void print(const char* name, double loss, const LossRun& r) {
   const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf("[%s] loss %.1f %%: lost %llu, resent %llu (%.2f per lost), early %llu, tail probes %llu (then oldest %llu, holes %llu), timeouts %llu, window cuts %llu, "
-              "WRITEs %llu (failed %llu, corrupt %llu) in %.1f ms, loss interval %.0f packets, BDP cap trials %u free %u costly\n",
+              "WRITEs %llu (failed %llu, corrupt %llu) in %.1f ms, loss interval %.0f packets, BDP cap trials %u free %u costly %u unjudged\n",
               name, loss * 100, u(r.lost), u(r.resent), r.ratio(), u(r.early), u(r.probes), u(r.oldest), u(r.holes), u(r.timeouts), u(r.cuts),
               u(r.completed), u(r.failed), u(r.corrupt), static_cast<double>(r.elapsed) / 1e6, r.loss_interval, r.trials_free,
-              r.trials_costly);
+              r.trials_costly, r.trials_unjudged);
 }
 
 class RandomLoss : public ::testing::TestWithParam<double> {};
@@ -113,6 +115,7 @@ TEST_P(RandomLoss, GoBackNResendsAtMostFourPacketsPerLostFrame) {
     def.loss_interval = std::max(def.loss_interval, r.loss_interval);  // the cap's decision: the least frequent
     def.trials_free += r.trials_free;
     def.trials_costly += r.trials_costly;
+    def.trials_unjudged += r.trials_unjudged;
     if (frequent) {
       EXPECT_LT(r.loss_interval, defaults.bdp_cap_loss_interval) << "seed " << seed;
     } else {
