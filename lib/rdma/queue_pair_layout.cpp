@@ -57,11 +57,15 @@ struct QueuePairLayout {
   static_assert(offsetof(Completer, early_at_) + sizeof(Nanos) <= kLine && offsetof(Completer, early_rearm_) < kLine &&
                 offsetof(Completer, rnr_at_) < kLine && offsetof(Completer, retransmit_at_) < kLine);
   static_assert(offsetof(Completer, own_window_) <= 3 * kLine);
-  // The requester's: can_send, nothing_left and set_una's fields in two lines, before the
-  // run's seal batch and the PSN rings.
+  // The requester's: can_send's and nothing_left's fields in its first line (a responder's QP
+  // asks them at every transmit turn), set_una's in the next, before the run's seal batch and
+  // the PSN rings.
   static_assert(offsetof(QueuePair, req_) % kLine == 0);
-  static_assert(offsetof(Requester, sack_held_) <= 2 * kLine && offsetof(Requester, held_ahead_) < offsetof(Requester, sack_held_) &&
-                offsetof(Requester, rd_pending_) < offsetof(Requester, sack_held_));
+  static_assert(offsetof(Requester, sr_pending_) < kLine && offsetof(Requester, rd_pending_) < kLine &&
+                offsetof(Requester, cursor_) < kLine && offsetof(Requester, next_psn_) < kLine &&
+                offsetof(Requester, una_hint_) < kLine && offsetof(Requester, inflight_rd_atomic_) < kLine &&
+                offsetof(Requester, state_) < kLine);
+  static_assert(offsetof(Requester, sack_held_) <= 2 * kLine && offsetof(Requester, held_ahead_) < offsetof(Requester, sack_held_));
 };
 
 #pragma GCC diagnostic pop

@@ -245,10 +245,13 @@ class Requester {
   // and an ACK (set_una) read in two cache lines, before the run's seal batch and the PSN rings.
   // queue_pair_layout.cpp pins it.
   State state_ = State::Ready;
-  Nanos rnr_until_ = kNever;
+  // Selective repeat's resends pending (below, at sr_window_), and rd_'s PSNs marked kAskPending:
+  // here, in can_send's and nothing_left's line.
+  std::uint32_t sr_pending_ = 0;
   std::uint32_t next_psn_ = 0;     // PSN the next new WQE starts at
   std::uint32_t sent_end_psn_ = 0; // one past the highest PSN ever transmitted
   std::uint32_t una_hint_ = 0;     // oldest unacknowledged PSN, kept by the completer (set_una)
+  std::uint32_t rd_pending_ = 0;
   std::uint64_t cursor_ = 0;       // SQ index of the WQE transmitting next
   std::uint32_t inflight_rd_atomic_ = 0;
   std::uint32_t packets_since_ack_req_ = 0;
@@ -256,6 +259,7 @@ class Requester {
   std::uint32_t last_end_psn_ = 0;
   bool local_done_ = false;
   std::uint32_t send_pos_ = 0;
+  Nanos rnr_until_ = kNever;
   const SendWindow* window_ = nullptr;  // the completer's send window
   // WindowTuning::bdp_cap_split_adaptive: turns in a row that began with nothing in flight while
   // the BDP cap was split into parts, whole turns since the parts stopped, and whether they did.
@@ -263,15 +267,14 @@ class Requester {
   std::uint16_t whole_turns_ = 0;
   bool parts_idle_ = false;
   // Selective repeat: the responder's reorder window (0: go-back-N), and per PSN in flight
-  // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it.
+  // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it (sr_pending_
+  // above).
   std::uint32_t sr_window_ = 0;
-  std::uint32_t sr_pending_ = 0;
   bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)
   bool probing_ = false;       // the next packet is go-back-N's tail probe (it asks for an ACK)
   bool probed_ = false;        // the last timer sent probe_psn_ alone
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
-  std::uint32_t rd_pending_ = 0;  // rd_'s PSNs marked kAskPending (below)
   // The latest SACK: its expected PSN and what it held after it, and of that what is at or
   // after una (held_ahead()).
   std::uint32_t sack_epsn_ = 0;
