@@ -162,15 +162,24 @@ class Completer {
   Nanos short_wait(const QpContext& qp) const;
   Nanos rto() const { return rto_; }
 
+  // Declared in the order of use (docs/perf-changes.md section 77): the timers every transmit
+  // turn and refresh read (deadline, end_send_turn) in the first cache line, what an ACK reads or
+  // changes in the next two, the send window (1272 bytes) last. queue_pair_layout.cpp pins it.
   std::uint32_t una_ = 0;
   std::uint8_t retry_left_ = 7;
   std::uint8_t rnr_retry_left_ = 7;
+  bool early_rearm_ = false;          // a packet of this send turn asked for an ACK: end_send_turn arms
+  bool retrying_ = false;  // a go-back-N is under way and has made no progress yet
   std::uint32_t consecutive_rnr_ = 0;
+  bool ack_timer_moved_ = false;  // defer_past_own_stall moved the local ACK timer since its start
+  // With timer_probes, the doublings of probes that went unanswered are kept over progress until
+  // an RTT sample (an ACK of a PSN sent once; Karn's rule for TCP's RTO): a peer back from a
+  // stall answers its backlog an ACK at a time, each gap longer than the short wait, and every
+  // gap drew a probe (tests/lib/rdma/timer_probe_test.cpp).
+  bool backoff_held_ = false;
   Nanos rto_ = kNever;
   Nanos retransmit_at_ = kNever;
-  bool ack_timer_moved_ = false;  // defer_past_own_stall moved the local ACK timer since its start
   Nanos rnr_at_ = kNever;
-  bool retrying_ = false;  // a go-back-N is under way and has made no progress yet
 
   // Early retransmission: RTT smoothed as in RFC 6298, sampled by Karn's rule (only PSNs sent
   // once: a retransmission drops the pending sample), but for one case: an ACK that comes back
@@ -178,33 +187,26 @@ class Completer {
   // copy got through and the sample stands. Dropping it there froze srtt below a round trip
   // grown by queueing, and every window after was resent.
   Nanos early_at_ = kNever;
-  std::uint32_t early_backoff_ = 0;   // doublings since the last progress (kept over one that answered a first copy)
-  // With timer_probes, the doublings of probes that went unanswered are kept over progress until
-  // an RTT sample (an ACK of a PSN sent once; Karn's rule for TCP's RTO): a peer back from a
-  // stall answers its backlog an ACK at a time, each gap longer than the short wait, and every
-  // gap drew a probe (tests/lib/rdma/timer_probe_test.cpp).
-  bool backoff_held_ = false;
   Nanos early_sent_at_ = kNever;      // the latest early retransmission since the last progress
   Nanos srtt_ = 0, rttvar_ = 0;
+  std::uint32_t early_backoff_ = 0;   // doublings since the last progress (kept over one that answered a first copy)
   std::uint32_t sample_end_ = 0;      // the sample completes once una reaches this PSN
   std::uint32_t sample_from_ = 0;     // samples start only above: PSNs below were sampled or resent
+  std::uint32_t probed_psn_ = 0;      // go-back-N: the packet the tail probe (probed_) resent
   Nanos sample_sent_at_ = kNever;     // kNever: no sample pending
   bool sample_resent_ = false;        // an early retransmission resent the sampled PSN
-  bool early_rearm_ = false;          // a packet of this send turn asked for an ACK: end_send_turn arms
-  std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
-  double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
   bool probed_ = false;               // go-back-N: the early timer sent its tail probe since the last progress
-  std::uint32_t probed_psn_ = 0;      // ... the packet it resent
-  Nanos probe_sample_at_ = kNever;    // ... and, once its answer left the RTT sample ambiguous, the sample's send time
   bool oldest_probed_ = false;        // ... and then probed the oldest packet, oldest_probe_psn_ (both modes)
   bool timeout_probed_ = false;       // ... on a local ACK timeout, since the last progress
   std::uint32_t oldest_probe_psn_ = 0;
+  std::uint64_t sr_loss_at_ = 0;      // selective repeat: delivered_ at the latest SACK-reported loss
+  double sr_loss_interval_ = 0;       // ... and the average interval between them (0: none yet)
+  Nanos probe_sample_at_ = kNever;    // once the tail probe's answer left the RTT sample ambiguous, the sample's send time
   std::uint32_t ack_req_end_ = 0;     // one past the latest packet sent with AckReq
   std::uint32_t acked_end_ = 0;       // one past the highest PSN a response acknowledged (implicitly or not)
 
   // Send window (AIMD + BDP cap). A loss event covers what was sent when it started: until una
   // passes recovery_end_, further losses in that range neither cut again nor resend twice.
-  SendWindow own_window_;
   SendWindow* shared_window_ = nullptr;  // owned by the engine
   std::uint32_t recovery_end_ = 0;
   bool recovering_ = false;
@@ -213,6 +215,9 @@ class Completer {
   std::uint64_t delivered_ = 0;       // packets acknowledged since start
   Nanos rate_since_ = kNever;         // the delivery rate is measured from here ...
   std::uint64_t rate_delivered_ = 0;  // ... and delivered_ then
+  SendWindow own_window_;
+
+  friend struct QueuePairLayout;  // queue_pair_layout.cpp
 };
 
 std::string to_string(CompleterOutcome o);

@@ -175,6 +175,11 @@ class Engine {
   const GsiPort& gsi() const { return gsi_; }
 
   QueuePair* find_qp(std::uint32_t qpn) const;
+  // The per-QP state a frame to `qpn` will read, asked for ahead of it (a worker that knows the
+  // QPN of a later run in its RX burst); nothing for a QPN no QP of this engine has. Changes nothing.
+  void prefetch_receive_state(std::uint32_t qpn) const {
+    if (const QueuePair* qp = find_qp(qpn)) qp->prefetch_receive_state();
+  }
   const EngineConfig& config() const { return cfg_; }
   // How often the ICRC's header share needed a new flow template (0 with icrc_linear off).
   std::uint64_t icrc_template_misses() const { return icrc_cache_ ? icrc_cache_->misses() : 0; }

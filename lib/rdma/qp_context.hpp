@@ -30,25 +30,26 @@ struct TxFrame {
   std::uint32_t length = 0;
 };
 
+// Declared in the order of use: what a received frame or an ACK reads (the QP's type and
+// number, P_Key, path MTU, access flags, the retry counts the completer restores) in the first
+// 32 bytes, which share one cache line of the QP (queue_pair_layout.cpp pins it).
 struct QpConfig {
   ibv_qp_type type = IBV_QPT_RC;
   std::uint32_t qpn = 0;
   PdHandle pd = 0;
-  bool sq_sig_all = false;
-  ibv_qp_cap cap{};
-
   // Set by modify_qp.
   std::uint32_t pmtu = 1024;
-  std::uint32_t dest_qpn = 0;
-  std::uint32_t qkey = 0;
   int access = 0;  // IBV_ACCESS_REMOTE_* the QP permits as responder
+  std::uint16_t pkey = 0xFFFF;
   std::uint8_t timeout = 14;
   std::uint8_t retry_cnt = 7;
   std::uint8_t rnr_retry = 7;
   std::uint8_t min_rnr_timer = 12;
   std::uint8_t max_rd_atomic = 1;
   std::uint8_t max_dest_rd_atomic = 1;
-  std::uint16_t pkey = 0xFFFF;
+  bool sq_sig_all = false;
+  std::uint32_t dest_qpn = 0;
+  std::uint32_t qkey = 0;
   std::uint32_t sq_psn = 0;
   std::uint32_t rq_psn = 0;
 
@@ -56,6 +57,7 @@ struct QpConfig {
   // most proto::kSackSpan), or 0 for go-back-N. Set before RTR, on both ends, only when both
   // agreed at connection set-up: a standard peer never gets a SACK.
   std::uint32_t selective_repeat = 0;
+  ibv_qp_cap cap{};
 };
 
 // How long the engine may pass over a QP whose only send work is a plain ACK while the
@@ -187,22 +189,26 @@ struct OwnStall {
   Nanos end = 0;
 };
 
+// Declared in the order of use (docs/perf-changes.md section 77): state, tuning and mrs share the
+// QP's first cache line with its scheduler flags; then the configuration, the send queue's
+// indices, the CQs, and the counters on a line boundary; what only the control path, the
+// requester's build or selective repeat reads after them. queue_pair_layout.cpp pins it.
 struct QpContext {
-  QpConfig cfg;
   QpState state = QpState::Reset;
   const TransportTuning* tuning = nullptr;
-  proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
+  MrTable* mrs = nullptr;
   // The engine's worker's latest stall of its own (Engine::note_stall; null: none is ever told):
   // a round trip that began before its end measured the stall too (Completer::take_rtt_sample),
   // and a local ACK timer that ran through it was not waiting for the path (Completer::on_timer).
   const OwnStall* own_stall = nullptr;
-  MrTable* mrs = nullptr;
+  QpConfig cfg;
+  WorkQueue<SendWqe> sq;
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
+  WorkQueue<RecvWqe> rq;
   Counters counters;
 
-  WorkQueue<SendWqe> sq;
-  WorkQueue<RecvWqe> rq;
+  proto::IcrcHeaderCache* icrc_cache = nullptr;  // the engine's flow templates for sealing (icrc_linear.hpp)
   // With a shared receive queue the QP has no receive queue of its own: a message takes the
   // SRQ's head when it starts and holds a copy of it until it ends.
   SharedReceiveQueue* srq = nullptr;

@@ -94,6 +94,17 @@ class QueuePair {
   // The run of this QP's frames in an RX burst ended (Engine): what the responder kept for the
   // run's end is settled (Responder::end_run).
   void end_receive_run() { resp_.end_run(ctx_); }
+  // Asks for the cache lines a received frame of this QP reads (a request's, the ACK it owes, an
+  // ACK's: the lines queue_pair_layout.cpp pins), ahead of the frame (Engine::
+  // prefetch_receive_state). Changes nothing.
+  void prefetch_receive_state() const {
+    const auto* at = reinterpret_cast<const char*>(this);
+    for (unsigned l = 0; l < 3; ++l) __builtin_prefetch(at + 64 * l, 1, 3);  // flags, state, config, send queue
+    __builtin_prefetch(&ctx_.counters, 1, 3);  // SentPkts, RcvdPkts, AckDeferred
+    const auto* resp = reinterpret_cast<const char*>(&resp_);
+    for (unsigned l = 0; l < 3; ++l) __builtin_prefetch(resp + 64 * l, 1, 3);
+    __builtin_prefetch(&comp_, 1, 3);  // the timers: deadline
+  }
   // Where the payload of `pkt` would be placed if it came now (a request's per the responder's
   // checks, a READ response's if it is the one the oldest READ expects): for tests.
   PayloadDest payload_dest(const proto::Packet& pkt) const;
@@ -156,6 +167,10 @@ class QueuePair {
     return true;
   }
 
+  // The QP's state is declared in the order of use (docs/perf-changes.md section 77): the
+  // scheduler's flags, the pacer, and the context's state, tuning and memory table in the first
+  // cache line; each of the responder, completer and requester from a line of its own, its hot
+  // fields first. queue_pair_layout.cpp pins the lines a received frame and an ACK touch.
   bool in_active_list = false;  // owned by the engine's scheduler
   std::uint32_t slot = 0;       // index in the engine's QP table
 
@@ -184,25 +199,24 @@ class QueuePair {
   void repace(Nanos now);
   std::uint32_t max_frame_bytes() const;
 
-  QpContext ctx_;
-  Requester req_;
-  Responder resp_;
-  Completer comp_;
-  std::unique_ptr<QpCongestion> cc_;
   bool cnp_pending_ = false;
+  bool window_joined_ = false;
   Nanos pacer_wake_ = kNever;  // set while the pacer (or the send window) holds the QP back
+  std::unique_ptr<QpCongestion> cc_;
+  // An RC QP's ACK on ctx_.path, built with it (protocol/ack_template.hpp); null for other QPs
+  // and with TransportTuning::ack_template off.
+  std::unique_ptr<proto::AckTemplate> ack_frame_;
+  QpContext ctx_;
+  alignas(64) Responder resp_;
+  alignas(64) Completer comp_;
+  alignas(64) Requester req_;
   bool last_wqe_reached_ = false;
   Nanos last_request_at_ = kNever;
   SendWindow* shared_window_ = nullptr;
-  bool window_joined_ = false;
-  // An RC QP's ACK on ctx_.path, built with it (protocol/ack_template.hpp); null for other QPs
-  // and with TransportTuning::ack_template off. Held apart, by the last member: the context's and
-  // the QP's layout stay as they were (docs/perf-changes.md 39: the 64 B fanout case's 1-QP rate
-  // moves by 10-20 % with the layout alone).
-  std::unique_ptr<proto::AckTemplate> ack_frame_;
   // The region post_send's last SGE named (post_send tests that it still holds at each call).
-  // After the last member, as ack_frame_ is, for the same reason.
   LocalKeyCache post_lkeys_;
+
+  friend struct QueuePairLayout;  // queue_pair_layout.cpp
 };
 
 }  // namespace roce::rdma

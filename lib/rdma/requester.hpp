@@ -241,12 +241,17 @@ class Requester {
   PsnSlot& rd_slot(std::uint32_t psn) { return slot_of(rd_, psn); }
   std::uint8_t rd_flags(std::uint32_t psn) const { return flags_of(rd_, psn); }
 
-  proto::IcrcSealBatch run_seal_;  // a run's frames written and not sealed yet (seal_run)
+  // Declared in the order of use (docs/perf-changes.md section 77): what can_send, nothing_left
+  // and an ACK (set_una) read in two cache lines, before the run's seal batch and the PSN rings.
+  // queue_pair_layout.cpp pins it.
   State state_ = State::Ready;
-  Nanos rnr_until_ = kNever;
+  // Selective repeat's resends pending (below, at sr_window_), and rd_'s PSNs marked kAskPending:
+  // here, in can_send's and nothing_left's line.
+  std::uint32_t sr_pending_ = 0;
   std::uint32_t next_psn_ = 0;     // PSN the next new WQE starts at
   std::uint32_t sent_end_psn_ = 0; // one past the highest PSN ever transmitted
   std::uint32_t una_hint_ = 0;     // oldest unacknowledged PSN, kept by the completer (set_una)
+  std::uint32_t rd_pending_ = 0;
   std::uint64_t cursor_ = 0;       // SQ index of the WQE transmitting next
   std::uint32_t inflight_rd_atomic_ = 0;
   std::uint32_t packets_since_ack_req_ = 0;
@@ -254,6 +259,7 @@ class Requester {
   std::uint32_t last_end_psn_ = 0;
   bool local_done_ = false;
   std::uint32_t send_pos_ = 0;
+  Nanos rnr_until_ = kNever;
   const SendWindow* window_ = nullptr;  // the completer's send window
   // WindowTuning::bdp_cap_split_adaptive: turns in a row that began with nothing in flight while
   // the BDP cap was split into parts, whole turns since the parts stopped, and whether they did.
@@ -261,33 +267,36 @@ class Requester {
   std::uint16_t whole_turns_ = 0;
   bool parts_idle_ = false;
   // Selective repeat: the responder's reorder window (0: go-back-N), and per PSN in flight
-  // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it.
+  // (PSN mod kSackSpan, at most that many in flight) what SACKs and timers said of it (sr_pending_
+  // above).
   std::uint32_t sr_window_ = 0;
-  std::uint32_t sr_pending_ = 0;
   bool sr_resending_ = false;  // write_packet builds a selective resend (it asks for an ACK)
   bool probing_ = false;       // the next packet is go-back-N's tail probe (it asks for an ACK)
   bool probed_ = false;        // the last timer sent probe_psn_ alone
   std::uint32_t probe_psn_ = 0;  // marked kPending (some may have been acknowledged since)
   std::uint32_t tx_seq_ = 0;      // request packets sent, first copies and resends
-  PsnSlots sr_{};
   // The latest SACK: its expected PSN and what it held after it, and of that what is at or
   // after una (held_ahead()).
   std::uint32_t sack_epsn_ = 0;
-  proto::SackBitmap sack_held_{};
   std::uint32_t held_ahead_ = 0;
+  proto::SackBitmap sack_held_{};
+  proto::IcrcSealBatch run_seal_;  // a run's frames written and not sealed yet (seal_run)
+  PsnSlots sr_{};
   // The completer's una moved (una never moves back while the QP lives: held_ahead_ counted
   // from a later una is never more, so once 0 it stays 0 until the next SACK).
   void set_una(std::uint32_t una) {
     una_hint_ = una;
     if (held_ahead_ != 0) held_ahead_ = held_ahead_counted();
   }
-  // Tracked READs' response PSNs (all within kSackSpan of una: window_allows), and how many
-  // are marked kAskPending. A hole READ request covers [read_hole_first_, + read_hole_count_).
+  // Tracked READs' response PSNs (all within kSackSpan of una: window_allows; how many are
+  // marked kAskPending: rd_pending_, above). A hole READ request covers [read_hole_first_, +
+  // read_hole_count_).
   PsnSlots rd_{};
-  std::uint32_t rd_pending_ = 0;
   std::uint32_t read_hole_first_ = 0, read_hole_count_ = 0;
 
   friend class Completer;
+
+  friend struct QueuePairLayout;  // queue_pair_layout.cpp
 };
 
 std::string to_string(Requester::State s);

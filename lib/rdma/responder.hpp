@@ -322,6 +322,10 @@ class Responder {
   // to a request for its rest), if any.
   Item* find_read_stream(const Resource& r);
 
+  // Declared in the order of use (docs/perf-changes.md section 77): what a request, a run's WRITE
+  // and the ACK it queues read or change comes first, up to reorder_'s window (ack_due), in three
+  // cache lines (queue_pair_layout.cpp pins them); what a SEND, a READ, an atomic or the reorder
+  // buffer's slots need comes after.
   std::uint32_t epsn_ = 0;
   // Selective repeat: the PSN the last ACK or SACK sent acknowledged (queue_ack's prompt rule).
   std::uint32_t acked_out_ = 0;
@@ -329,28 +333,30 @@ class Responder {
   SequenceState seq_ = SequenceState::Normal;
   OpenMessage msg_ = OpenMessage::None;
   bool drop_msg_ = false;         // UC: a packet of the current message was lost; skip to the next FIRST/ONLY
-  std::uint32_t msg_offset_ = 0;  // SEND: bytes placed in the receive WQE so far
+  bool fatal_ = false;
   // WRITE: where the next payload byte goes. Every packet's range is checked against the R_Key
   // again, so a region deregistered or invalidated in the middle of a message is never written.
   std::uint64_t write_va_ = 0;
   std::uint32_t write_rkey_ = 0;
   std::uint32_t write_remaining_ = 0;
   std::uint32_t write_length_ = 0;
-  bool fatal_ = false;
-  Run run_;
-  std::uint64_t run_writes_ = 0;
-  ReorderBuffer reorder_;
-
-  std::vector<Resource> resources_;
-  std::size_t next_resource_ = 0;
-  std::vector<Item> out_;
+  bool replays_queued_ = false;  // some queued item was re-executed for a duplicate (until the queue empties)
   std::size_t out_head_ = 0;
   std::size_t out_count_ = 0;
   std::size_t out_capacity_ = 0;
-  bool replays_queued_ = false;  // some queued item was re-executed for a duplicate (until the queue empties)
   // out_.size() - 1, kept: a vector's size is a division by sizeof(Item) (56), at every slot.
   std::size_t out_mask_ = 0;
+  std::vector<Item> out_;
+  Run run_;
+  std::uint64_t run_writes_ = 0;
+  ReorderBuffer reorder_;  // its window (first) is the last of the hot lines: ack_due
+
+  std::uint32_t msg_offset_ = 0;  // SEND: bytes placed in the receive WQE so far
+  std::vector<Resource> resources_;
+  std::size_t next_resource_ = 0;
   std::size_t slot(std::size_t i) const { return (out_head_ + i) & out_mask_; }
+
+  friend struct QueuePairLayout;  // queue_pair_layout.cpp
 };
 
 std::string to_string(ResponderOutcome o);

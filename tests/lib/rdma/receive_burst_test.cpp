@@ -110,5 +110,30 @@ TEST(ReceiveBurst, TransmitAfterABurstLeftOpenRefreshesFirst) {
   EXPECT_EQ(sent[0].psn, kPsn);
 }
 
+// Engine::prefetch_receive_state (a worker asks for a later run's QP state ahead of its frames):
+// a QPN no QP of the engine has (the GSI's, one below the first, one past the table, one of the
+// 24-bit space's last) is passed over; a known one changes nothing either, in the middle of an open
+// run whose refresh is still owed.
+TEST(ReceiveBurst, PrefetchingAQpsStateChangesNothingAndPassesOverUnknownQpns) {
+  World w;
+  w.engine_->begin_receive_burst();
+  w.write(0, kPsn);
+  const rdma::Counters before = w.engine_->total_counters();
+  const std::uint32_t known = w.eps_[1].qp->qpn();
+  for (const std::uint32_t qpn : {0u, 1u, known - 2, known + 1, known + 1000, 0xFFFFFFu, 0xFFFFFFFFu}) {
+    ASSERT_EQ(w.engine_->find_qp(qpn), nullptr) << qpn;
+    w.engine_->prefetch_receive_state(qpn);
+  }
+  w.engine_->prefetch_receive_state(known);
+  w.engine_->prefetch_receive_state(w.eps_[0].qp->qpn());
+  EXPECT_EQ(w.engine_->total_counters().values(), before.values());
+  EXPECT_FALSE(w.engine_->has_tx_work()) << "the run's refresh is still owed: nothing moved it";
+  w.write(0, kPsn + 1);
+  w.engine_->end_receive_burst();
+  const auto sent = w.transmit();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0], (Sent{kPeerQpn, kPsn + 1, Syndrome::ack().raw})) << "the run went on as if nothing was asked";
+}
+
 }  // namespace
 }  // namespace roce::test::receive_burst_test
