@@ -168,15 +168,17 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   }
 }
 
-// Inline: progressed() is its only caller, once per ACK that moves una.
-[[gnu::always_inline]] inline void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
-  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
+// Inline: progressed() is its only caller, once per ACK that moves una. The window's part is
+// the caller's (SendWindow::on_ack, with the ACK's progress): what it returns, rtt 0 if no sample.
+[[gnu::always_inline]] inline Completer::WindowSample Completer::take_rtt_sample(const QpContext& qp, Nanos now,
+                                                                                 bool first_copy_answered) {
+  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return {};
   const Nanos sent_at = sample_sent_at_;
   const Nanos r = std::max<Nanos>(now - sent_at, 1);  // srtt_ 0 means "no sample"
   sample_sent_at_ = kNever;
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
-  if (ambiguous) return;
+  if (ambiguous) return {};
   if (backoff_held_) {
     backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
     early_backoff_ = 0;
@@ -190,15 +192,15 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   if (srtt_ != 0 && qp.own_stall != nullptr && qp.own_stall->end > sent_at) {
     rate_since_ = now;
     rate_delivered_ = delivered_;
-    return;
+    return {};
   }
   // The delivery rate over the time since the previous sample (at least this round trip): over
   // one short RTT, an ACK covering a whole message would count as delivered in an instant.
-  const Nanos interval = std::max(r, now - rate_since_);
-  window().on_rtt_sample(now, r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), interval, qp.cfg.pmtu);
+  const WindowSample sample{r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), std::max(r, now - rate_since_)};
   rate_since_ = now;
   rate_delivered_ = delivered_;
   smooth_rtt(r);
+  return sample;
 }
 
 // Inline in straight_ack, where the call's saves and restores were a sixth of its cost
@@ -229,11 +231,11 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
     early_backoff_ = 0;
   }
   early_sent_at_ = kNever;
+  // The window hears of the progress and then of the RTT sample, in one call below (nothing
+  // between reads it).
   const std::int32_t acked = psn_diff(una_, progress_una_);
-  if (acked > 0) {
-    delivered_ += static_cast<std::uint32_t>(acked);
-    window().on_progress(now, static_cast<std::uint32_t>(acked));
-  }
+  const std::uint32_t progress = acked > 0 ? static_cast<std::uint32_t>(acked) : 0;
+  delivered_ += progress;
   progress_una_ = una_;
   if (recovering_ && !psn_before(una_, recovery_end_)) recovering_ = false;
   // Later than that the answer is ambiguous (Karn) and no sample is taken; a second ACK of the
@@ -242,7 +244,8 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   const bool watch = tail_answered && !first_copy_answered && sample_sent_at_ != kNever && sample_resent_ &&
                      !psn_before(una_, sample_end_) && !psn_before(una_, psn_next(probed_psn_));
   const Nanos watch_from = sample_sent_at_;
-  take_rtt_sample(qp, now, first_copy_answered);
+  const WindowSample sample = take_rtt_sample(qp, now, first_copy_answered);
+  window().on_ack(now, progress, sample.rtt, sample.delivered, sample.interval, qp.cfg.pmtu);
   probe_sample_at_ = watch ? watch_from : kNever;
   if (psn_before(una_, req.sent_end_psn())) {
     arm_timers(qp, now);

@@ -47,6 +47,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   t_.enabled = t.enabled || (selective ? t.selective_repeat : t.go_back_n_congestion);
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
+  set_sharers(sharers_);
   cwnd_ = ssthresh_ = cap_clip_ = sample_total_ = static_total();
   per_ns_ = 0;
   sample_growth_ = 1;
@@ -223,7 +224,8 @@ std::uint32_t SendWindow::ack_spacing() const {
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
-void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
+// Inline: on_ack's (every ACK that moves una) and on_progress's.
+[[gnu::always_inline]] inline void SendWindow::progress_inline(Nanos now, std::uint32_t packets) {
   if (!t_.enabled || packets == 0) return;
   delivered_ += packets;
   expire(now);
@@ -244,6 +246,8 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
     grow_one();
   clamp();
 }
+
+void SendWindow::on_progress(Nanos now, std::uint32_t packets) { progress_inline(now, packets); }
 
 bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   if (!t_.enabled) return false;
@@ -306,7 +310,9 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   queue_high_ = high;
 }
 
-void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
+// Inline: on_ack's and on_rtt_sample's.
+[[gnu::always_inline]] inline void SendWindow::sample_inline(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval,
+                                                             std::uint32_t pmtu) {
   if (rtt <= 0) return;
   expire(now);
   // One QP's rate; its share of the path's, so times the sharers.
@@ -346,6 +352,16 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
     ssthresh_ = std::max(cwnd_, t_.min_packets * sharers_);
   }
   clamp();
+}
+
+void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
+  sample_inline(now, rtt, delivered_packets, interval, pmtu);
+}
+
+void SendWindow::on_ack(Nanos now, std::uint32_t packets, Nanos rtt, std::uint32_t delivered_packets, Nanos interval,
+                        std::uint32_t pmtu) {
+  progress_inline(now, packets);
+  sample_inline(now, rtt, delivered_packets, interval, pmtu);
 }
 
 // The caps, each the expression the sample used to compute, in the same order of operations.
