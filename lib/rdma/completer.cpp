@@ -168,17 +168,15 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   }
 }
 
-// Inline: progressed() is its only caller, once per ACK that moves una. The window's part is
-// the caller's (SendWindow::on_ack, with the ACK's progress): what it returns, rtt 0 if no sample.
-[[gnu::always_inline]] inline Completer::WindowSample Completer::take_rtt_sample(const QpContext& qp, Nanos now,
-                                                                                 bool first_copy_answered) {
-  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return {};
+// Inline: progressed() is its only caller, once per ACK that moves una.
+[[gnu::always_inline]] inline void Completer::take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered) {
+  if (sample_sent_at_ == kNever || psn_before(una_, sample_end_)) return;
   const Nanos sent_at = sample_sent_at_;
   const Nanos r = std::max<Nanos>(now - sent_at, 1);  // srtt_ 0 means "no sample"
   sample_sent_at_ = kNever;
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
-  if (ambiguous) return {};
+  if (ambiguous) return;
   if (backoff_held_) {
     backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
     early_backoff_ = 0;
@@ -192,15 +190,15 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   if (srtt_ != 0 && qp.own_stall != nullptr && qp.own_stall->end > sent_at) {
     rate_since_ = now;
     rate_delivered_ = delivered_;
-    return {};
+    return;
   }
   // The delivery rate over the time since the previous sample (at least this round trip): over
   // one short RTT, an ACK covering a whole message would count as delivered in an instant.
-  const WindowSample sample{r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), std::max(r, now - rate_since_)};
+  const Nanos interval = std::max(r, now - rate_since_);
+  window().on_rtt_sample(now, r, static_cast<std::uint32_t>(delivered_ - rate_delivered_), interval, qp.cfg.pmtu);
   rate_since_ = now;
   rate_delivered_ = delivered_;
   smooth_rtt(r);
-  return sample;
 }
 
 // Inline in straight_ack, where the call's saves and restores were a sixth of its cost
@@ -231,11 +229,11 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
     early_backoff_ = 0;
   }
   early_sent_at_ = kNever;
-  // The window hears of the progress and then of the RTT sample, in one call below (nothing
-  // between reads it).
   const std::int32_t acked = psn_diff(una_, progress_una_);
-  const std::uint32_t progress = acked > 0 ? static_cast<std::uint32_t>(acked) : 0;
-  delivered_ += progress;
+  if (acked > 0) {
+    delivered_ += static_cast<std::uint32_t>(acked);
+    window().on_progress(now, static_cast<std::uint32_t>(acked));
+  }
   progress_una_ = una_;
   if (recovering_ && !psn_before(una_, recovery_end_)) recovering_ = false;
   // Later than that the answer is ambiguous (Karn) and no sample is taken; a second ACK of the
@@ -244,8 +242,7 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   const bool watch = tail_answered && !first_copy_answered && sample_sent_at_ != kNever && sample_resent_ &&
                      !psn_before(una_, sample_end_) && !psn_before(una_, psn_next(probed_psn_));
   const Nanos watch_from = sample_sent_at_;
-  const WindowSample sample = take_rtt_sample(qp, now, first_copy_answered);
-  window().on_ack(now, progress, sample.rtt, sample.delivered, sample.interval, qp.cfg.pmtu);
+  take_rtt_sample(qp, now, first_copy_answered);
   probe_sample_at_ = watch ? watch_from : kNever;
   if (psn_before(una_, req.sent_end_psn())) {
     arm_timers(qp, now);
@@ -334,9 +331,7 @@ void Completer::arm_early(const QpContext& qp, Nanos now) {
   if (now + wait < retransmit_at_) early_at_ = now + wait;
 }
 
-// Inline: arm_early's, at every send turn that asked for an ACK (a call and its saves were a
-// third of its cost at queue depth 1).
-[[gnu::always_inline]] inline Nanos Completer::short_wait(const QpContext& qp) const {
+Nanos Completer::short_wait(const QpContext& qp) const {
   const TransportTuning& t = *qp.tuning;
   if (qp.cfg.selective_repeat != 0 || t.tail_probe_floor <= 0) return std::max(t.tail_probe_min, 2 * srtt_);
   // The rttvar term at most 4 srtt and the early timer's floor: samples that include scheduling

@@ -144,12 +144,7 @@ class Completer {
   // start. True if that left it in the future: no timeout, no retry used.
   bool defer_past_own_stall(QpContext& qp, Nanos now);
   void arm_early(const QpContext& qp, Nanos now);   // early timer only, never past the other
-  struct WindowSample {
-    Nanos rtt = 0;  // 0: no sample
-    std::uint32_t delivered = 0;
-    Nanos interval = 0;
-  };
-  WindowSample take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);
+  void take_rtt_sample(const QpContext& qp, Nanos now, bool first_copy_answered);
   void smooth_rtt(Nanos r);  // RFC 6298's srtt and rttvar
   // A response while a tail probe's ambiguous answer is watched (probe_sample_at_): a second
   // ACK of the probed packet makes the round trip a sample after all.

@@ -224,8 +224,7 @@ std::uint32_t SendWindow::ack_spacing() const {
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
-// Inline: on_ack's (every ACK that moves una) and on_progress's.
-[[gnu::always_inline]] inline void SendWindow::progress_inline(Nanos now, std::uint32_t packets) {
+void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
   if (!t_.enabled || packets == 0) return;
   delivered_ += packets;
   expire(now);
@@ -246,8 +245,6 @@ std::uint32_t SendWindow::ack_spacing() const {
     grow_one();
   clamp();
 }
-
-void SendWindow::on_progress(Nanos now, std::uint32_t packets) { progress_inline(now, packets); }
 
 bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   if (!t_.enabled) return false;
@@ -310,9 +307,7 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   queue_high_ = high;
 }
 
-// Inline: on_ack's and on_rtt_sample's.
-[[gnu::always_inline]] inline void SendWindow::sample_inline(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval,
-                                                             std::uint32_t pmtu) {
+void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
   if (rtt <= 0) return;
   expire(now);
   // One QP's rate; its share of the path's, so times the sharers.
@@ -352,16 +347,6 @@ bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
     ssthresh_ = std::max(cwnd_, t_.min_packets * sharers_);
   }
   clamp();
-}
-
-void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu) {
-  sample_inline(now, rtt, delivered_packets, interval, pmtu);
-}
-
-void SendWindow::on_ack(Nanos now, std::uint32_t packets, Nanos rtt, std::uint32_t delivered_packets, Nanos interval,
-                        std::uint32_t pmtu) {
-  progress_inline(now, packets);
-  sample_inline(now, rtt, delivered_packets, interval, pmtu);
 }
 
 // The caps, each the expression the sample used to compute, in the same order of operations.

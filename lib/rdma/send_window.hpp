@@ -283,14 +283,9 @@ class SendWindow {
   bool on_loss(Nanos now, Nanos rtt, bool timeout);
   // An RTT sample `rtt`; one QP had `delivered_packets` of `pmtu` bytes acknowledged in the last `interval`.
   void on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu);
-  // An ACK's on_progress(now, packets) and then, if `rtt` > 0, its on_rtt_sample: one call where
-  // the completer has both (every ACK at queue depth 1), the same two steps in the same order.
-  void on_ack(Nanos now, std::uint32_t packets, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu);
 
  private:
   double share() const { return cwnd_ / sharers_; }
-  void progress_inline(Nanos now, std::uint32_t packets);  // on_progress's body
-  void sample_inline(Nanos now, Nanos rtt, std::uint32_t delivered_packets, Nanos interval, std::uint32_t pmtu);  // on_rtt_sample's
   // static_cap_ x sharers_, kept by the only two places that change either (start, set_sharers):
   // asked at every join, leave, ACK and RTT sample.
   double static_total() const { return total_; }
