@@ -47,6 +47,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   t_.enabled = t.enabled || (selective ? t.selective_repeat : t.go_back_n_congestion);
   ecn_feedback_ = ecn_feedback;
   static_cap_ = std::max(static_cap, 1.0);
+  set_sharers(sharers_);
   cwnd_ = ssthresh_ = cap_clip_ = sample_total_ = static_total();
   per_ns_ = 0;
   sample_growth_ = 1;

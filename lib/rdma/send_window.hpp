@@ -264,19 +264,19 @@ class SendWindow {
   }
 
   // A QP gained send work (join) or ran out of it (leave). Inline: a QP at queue depth 1 leaves
-  // at every ACK and joins at every post.
+  // at every ACK and joins at every post. The first to join and the last to leave change no
+  // sharer count, so the static total stays the one kept (total_), not a product again.
   void join() {
-    if (++joined_ > 1) ++sharers_;
-    if (joined_ == 1) goodput_.on_idle();  // the wait for this work is not the path's goodput
-    // Before any loss the window is what the static caps allow together.
-    if (!lost_) cwnd_ = ssthresh_ = static_total();
-    if (congestion_only_ && !congested_) ssthresh_ = static_total();  // slow start toward them
+    if (joined_++ == 0)
+      goodput_.on_idle();  // the wait for this work is not the path's goodput
+    else
+      set_sharers(sharers_ + 1);
+    follow_total();
   }
   void leave() {
     if (joined_ == 0) return;
-    if (--joined_ > 0) --sharers_;
-    if (!lost_) cwnd_ = ssthresh_ = static_total();
-    if (congestion_only_ && !congested_) ssthresh_ = static_total();
+    if (--joined_ > 0) set_sharers(sharers_ - 1);
+    follow_total();
   }
 
   // `packets` newly acknowledged at `now`.
@@ -290,7 +290,20 @@ class SendWindow {
 
  private:
   double share() const { return cwnd_ / sharers_; }
-  double static_total() const { return static_cap_ * sharers_; }
+  // static_cap_ x sharers_, kept by the only two places that change either (start, set_sharers):
+  // asked at every join, leave, ACK and RTT sample.
+  double static_total() const { return total_; }
+  void set_sharers(std::uint32_t n) {
+    sharers_ = n;
+    total_ = static_cap_ * sharers_;
+  }
+  // After a join or leave: before any loss the window is what the static caps allow together;
+  // a window cut by congestion only slow-starts toward them while no congestion holds.
+  void follow_total() {
+    const double total = total_;
+    if (!lost_) cwnd_ = ssthresh_ = total;
+    if (congestion_only_ && !congested_) ssthresh_ = total;
+  }
   // After a loss the window never needs more than the path's need (congested: the cap).
   // Selective repeat has no random-loss cap: a random loss costs it one packet at any window.
   // One QP's BDP cap: the path's whole BDP, as IRN caps each flow (what one loss costs a
@@ -377,7 +390,8 @@ class SendWindow {
   Nanos recent_[kRecent] = {};
   std::uint32_t recent_count_ = 0;
   double max_rate_bps_ = 0;    // highest delivery rate measured, decaying slowly
-  std::uint32_t sharers_ = 1;  // QPs with send work (at least one)
+  std::uint32_t sharers_ = 1;  // QPs with send work (at least one); set_sharers changes it
+  double total_ = 1;           // static_total()
   std::uint32_t joined_ = 0;
   Nanos next_cut_at_ = 0;      // one loss cut per round trip across the sharing QPs
   Nanos next_delay_cut_at_ = 0;
