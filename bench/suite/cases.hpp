@@ -27,6 +27,13 @@ struct SuiteConfig {
   // its round (--scaling-refill lane: a NIC's RX refill), or (false, the default until measured on
   // an idle host) on the loader's.
   bool scaling_lane_refill = false;
+  // scaling: the queues' ring slots a round was loaded into left in the loader's cache (warm, the
+  // harness before docs/perf-changes.md section 77) instead of evicted with the frames (cold).
+  bool scaling_warm_slots = false;
+  // scaling: a lane frees its worker's ACKs through the feeder port's rx_burst (port, before
+  // section 77), whose per-queue counters share one line for all queues, instead of straight
+  // from the queue's ring (ring, the default).
+  bool scaling_reclaim_port = false;
   // fanout: only these QP counts, each with an ACK asked for on every message (--fanout-qps
   // 1,16: one profile per count); empty: 1, 2, 4, 8, 16 with ACK requests, 1 and 16 without.
   std::vector<std::uint32_t> fanout_qps;

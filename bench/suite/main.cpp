@@ -48,6 +48,8 @@
 //              (TransportTuning of every engine)
 //              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
 //              [--scaling-refill lane|loader] (scaling: a worker's next round loaded into mbufs taken on its lcore, or on the loader's, the default)
+//              [--scaling-slots cold|warm] (scaling: the queues' ring slots evicted after loading, the default, or left in the loader's cache)
+//              [--scaling-reclaim ring|port] (scaling: a lane frees its worker's ACKs from the queue's ring, the default, or by the feeder port's rx_burst)
 //              [--fanout-qps a,b] (fanout: only these QP counts, ACKs asked for on every message)
 //              [--qp-runs on|off] (scaling, fanout, responder: each worker's RX bursts grouped by destination QP, or as they came)
 // Cases: baselines, protocol, responder, scaling, fanout, goodput, rate, rtt, loss, cycles, zerocopy (rate: goodput's
@@ -274,6 +276,14 @@ int main(int argc, char** argv) {
         const std::string v = args.app[++i];
         if (v != "lane" && v != "loader") throw std::invalid_argument("lane or loader");
         c.scaling_lane_refill = v == "lane";
+      } else if (a == "--scaling-slots" && has) {
+        const std::string v = args.app[++i];
+        if (v != "warm" && v != "cold") throw std::invalid_argument("warm or cold");
+        c.scaling_warm_slots = v == "warm";
+      } else if (a == "--scaling-reclaim" && has) {
+        const std::string v = args.app[++i];
+        if (v != "port" && v != "ring") throw std::invalid_argument("port or ring");
+        c.scaling_reclaim_port = v == "port";
       } else if (a == "--scaling-feed" && has) {
         c.scaling_warm_feed = args.app[++i] == "warm";
       } else if (a == "--ack-template" && has) {

@@ -34,6 +34,7 @@
 #include "bench/suite/rig.hpp"
 #include "dataplane/io_loop.hpp"
 #include "dataplane/port.hpp"
+#include "dataplane/ring_port.hpp"
 #include "lib/rdma/qp_bring_up.hpp"
 
 namespace roce::bench {
@@ -80,6 +81,7 @@ struct ScaleDut {
   std::vector<std::uint64_t> queue_frames;  // per worker queue (pipeline: per worker ring) per round
   std::vector<std::uint64_t> owned_frames;  // per worker per round
   std::vector<std::uint64_t> inbox_frames;  // per worker per round: its frames on another queue
+  std::vector<rte_ring*> queue_rings;       // per queue: the ring its frames are loaded into
   Figure fig{"scaling", {}, "Gbit/s", {}, {}};
   unsigned rounds = 0, disturbed = 0;  // over the timed samples
   std::vector<double> balance;         // per sample: slowest lane's round time / fastest's
@@ -96,7 +98,8 @@ struct ScaleDut {
 // A worker's side of a sample: it stays on its lcore for the whole sample, spinning between
 // rounds, so a round never waits for a sleeping thread (or a halted vCPU) to wake up.
 struct Control {
-  std::atomic<int> go{-1};  // the round the lanes may start
+  std::uint64_t go_tsc = 0;  // when the loader gave the round's go (written before `go`)
+  std::atomic<int> go{-1};   // the round the lanes may start
   std::atomic<bool> quit{false};
 };
 
@@ -121,7 +124,8 @@ struct Lane {
   std::atomic<int> done{-1};
 };
 
-bool g_lane_refill = false;  // --scaling-refill lane, or loader (the default)
+bool g_lane_refill = false;    // --scaling-refill lane, or loader (the default)
+bool g_reclaim_port = false;   // --scaling-reclaim port: ACKs freed through the feeder port's rx_burst (before section 77)
 
 void refill(Lane& l) {
   if (!g_lane_refill || !l.refill.empty() || l.refill_pool == nullptr) return;
@@ -226,6 +230,9 @@ std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigne
     q.frames->set_ack_requests(ack_requests);
     d->qps.push_back(std::move(q));
   }
+  for (unsigned q = 0; q < queues; ++q)
+    d->queue_rings.push_back(mode == ScaleMode::Pipeline ? d->dp->worker(q).config().rx_ring
+                                                         : ring_port_rx_ring(d->ports.b, static_cast<std::uint16_t>(q)));
   // Each queue gets kPerQueue frames a round, dealt one frame per QP in turn (whole messages
   // per QP so every round starts at a message boundary: kPerQueue / QPs on the queue is a
   // multiple of the packets per message).
@@ -245,7 +252,26 @@ void evict(const rte_mbuf* m) {
     _mm_clflush(reinterpret_cast<const void*>(at));
 }
 
-bool g_warm_feed = false;  // --scaling-feed warm: frames left in the loader's cache (before)
+bool g_warm_feed = false;   // --scaling-feed warm: frames left in the loader's cache (before)
+bool g_warm_slots = false;  // --scaling-slots warm: ring slots left in the loader's cache (before section 77)
+
+// The ring slots the last `n` frames were enqueued into, and the producer's index line, written
+// back and dropped from the caches as the frames are. A NIC writes its descriptors into memory for
+// every queue alike; left in the loader's cache, worker 0 (on the loader's lcore) read its queue's
+// 256 slot lines a round from its own cache and worker 1 from the other core's.
+void evict_slots(const rte_ring* r, unsigned n) {
+  if (g_warm_feed || g_warm_slots || r == nullptr || n == 0) return;
+  const auto* slots = reinterpret_cast<void* const*>(r + 1);  // rte_ring's objects follow its header
+  const std::uint32_t tail = r->prod.tail;
+  const void* last = nullptr;
+  for (std::uint32_t i = tail - n; i != tail; ++i) {
+    const void* line = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(&slots[i & r->mask]) &
+                                                     ~std::uintptr_t{RTE_CACHE_LINE_SIZE - 1});
+    if (line != last) _mm_clflush(line);
+    last = line;
+  }
+  _mm_clflush(&r->prod);
+}
 
 // Loads one round: kPerQueue frames on every queue, the QPs of a queue interleaved frame by frame.
 bool load_round(ScaleDut& d, rte_mempool* pool, std::vector<Lane>& lanes) {
@@ -284,6 +310,7 @@ bool load_round(ScaleDut& d, rte_mempool* pool, std::vector<Lane>& lanes) {
         sent += rte_eth_tx_burst(d.ports.a, static_cast<std::uint16_t>(q), m.data() + sent,
                                  static_cast<std::uint16_t>(kPerQueue - sent));
     }
+    evict_slots(q < d.queue_rings.size() ? d.queue_rings[q] : nullptr, sent);
     if (sent < kPerQueue) {
       std::fprintf(stderr, "scaling: queue %u took %u of %u frames\n", q, sent, kPerQueue);
       rte_pktmbuf_free_bulk(m.data() + sent, kPerQueue - sent);
@@ -329,8 +356,8 @@ void aim(ScaleDut& d, std::vector<Lane>& lanes) {
 struct SampleOut {
   double gbits = -1;       // median over undisturbed rounds (all rounds if none was)
   double gbits_all = -1;   // median over every round
-  double balance = 0;      // median over rounds of the slowest lane's time / the fastest's
-  std::vector<double> lane_us;  // per lane (worker): its median round time, microseconds
+  double balance = 0;      // median over undisturbed rounds (all if none was) of the slowest lane's time / the fastest's
+  std::vector<double> lane_us;  // per lane (worker): its median round time over the same rounds, microseconds
   unsigned rounds = 0, disturbed = 0;
 };
 
@@ -368,7 +395,12 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
     lanes[w].ctl = &ctl;
     lanes[w].ack_port = d.ports.a;
     lanes[w].ack_queue = static_cast<std::uint16_t>(w);
-    lanes[w].ack_ring = d.mode == ScaleMode::Pipeline ? d.dp->worker(w).config().tx_ring : nullptr;
+    // A lane takes its worker's ACKs straight from the queue's ring: the feeder port's rx_burst
+    // adds to a per-queue counter that net_ring keeps beside every other queue's in one line, which
+    // both lanes then wrote on every poll (a NIC's TX completions share no line across queues).
+    lanes[w].ack_ring = d.mode == ScaleMode::Pipeline ? d.dp->worker(w).config().tx_ring
+                        : g_reclaim_port               ? nullptr
+                                                       : ring_port_rx_ring(d.ports.a, static_cast<std::uint16_t>(w));
     lanes[w].refill_pool = pool;
   }
   for (unsigned w = 1; w < d.workers; ++w) {
@@ -391,6 +423,10 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
       break;
     }
     aim(d, lanes);
+    // The evictions done before the go: CLFLUSH is ordered with stores but may still be under
+    // way when the store is seen, and queue 1, loaded last, was flushed last.
+    if (!g_warm_feed) _mm_mfence();
+    ctl.go_tsc = rte_rdtsc();
     ctl.go.store(r, std::memory_order_release);
     run_round(lanes[0]);
     refill(lanes[0]);
@@ -398,6 +434,9 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
     std::uint64_t fastest = lanes[0].t1 - lanes[0].t0, slowest = fastest;
     for (unsigned w = 1; w < d.workers; ++w) {
       while (lanes[w].done.load(std::memory_order_acquire) < r) rte_pause();
+      // A lane that saw the go late (its lcore's thread was descheduled while it spun) ran
+      // after the others, not beside them: the round counts as disturbed as a long iteration does.
+      gap = std::max(gap, lanes[w].t0 > ctl.go_tsc ? lanes[w].t0 - ctl.go_tsc : 0);
       t0 = std::min(t0, lanes[w].t0);
       t1 = std::max(t1, lanes[w].t1);
       gap = std::max(gap, lanes[w].max_gap);
@@ -410,9 +449,20 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
     for (std::uint64_t n : d.queue_frames) frames += n;
     const double rate = static_cast<double>(frames) * payload * 8 / secs / 1e9;
     rates.push_back(rate);
-    if (gap <= disturbed_gap) clean.push_back(rate);
-    balance.push_back(static_cast<double>(slowest) / static_cast<double>(fastest));
-    for (unsigned w = 0; w < d.workers; ++w) lane_us[w].push_back(static_cast<double>(lanes[w].t1 - lanes[w].t0) / hz * 1e6);
+    // The lanes' figures over undisturbed rounds (all rounds while none was): a lane whose lcore
+    // was taken away for a millisecond says nothing about the worker on it.
+    const bool undisturbed = gap <= disturbed_gap;
+    if (undisturbed) {
+      if (clean.empty()) {
+        balance.clear();
+        for (auto& l : lane_us) l.clear();
+      }
+      clean.push_back(rate);
+    }
+    if (undisturbed || clean.empty()) {
+      balance.push_back(static_cast<double>(slowest) / static_cast<double>(fastest));
+      for (unsigned w = 0; w < d.workers; ++w) lane_us[w].push_back(static_cast<double>(lanes[w].t1 - lanes[w].t0) / hz * 1e6);
+    }
     drain_acks(d);
   }
   ctl.quit.store(true, std::memory_order_release);
@@ -563,6 +613,21 @@ double ceiling_on(unsigned lanes, std::span<std::byte> big, std::uint32_t payloa
   return sum;
 }
 
+// The ceiling on `lcore` alone (another than this one), into the first half of `big` as a lane 0
+// alone writes: the same work on the second lcore as on the first, to tell a slower vCPU (a busy
+// SMT sibling on the host) from anything the transport or the harness does on it.
+double ceiling_alone_on(unsigned lcore, std::span<std::byte> big, std::uint32_t payload, double seconds) {
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  static std::size_t cursor = 0;
+  CeilingLane l{big.subspan(0, big.size() / 2), payload, seconds, 0, &cursor, &ready, &go};
+  if (rte_eal_remote_launch(ceiling_main, &l, lcore) != 0) return -1;
+  while (ready.load(std::memory_order_acquire) < 1) rte_pause();
+  go.store(true, std::memory_order_release);
+  rte_eal_wait_lcore(lcore);
+  return l.gbits;
+}
+
 }  // namespace
 
 // Issue 26's second item: one worker on one lcore taking 64 B WRITE_ONLYs (an ACK asked for on
@@ -644,6 +709,8 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
   const double load0 = load_average();
   g_warm_feed = c.scaling_warm_feed;
   g_lane_refill = c.scaling_lane_refill;
+  g_warm_slots = c.scaling_warm_slots;
+  g_reclaim_port = c.scaling_reclaim_port;
   struct Shape {
     std::uint32_t payload, message;
   };
@@ -684,6 +751,9 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
     // measured in (this guest's second vCPU is sometimes slower for seconds at a time).
     Figure ceiling{"scaling_ceiling_ratio", {}, "ratio", {}, {}};
     ceiling.with("payload", sh.payload).with("workers", 2);
+    // The second lcore alone over the first alone, same work (ceiling_alone_on).
+    Figure lcore_ratio{"scaling_lcore_ratio", {}, "ratio", {}, {}};
+    lcore_ratio.with("payload", sh.payload).with("lcore", lcores[0]);
     for (unsigned run = 0; run <= c.runs && ok; ++run) {
       for (auto& d : duts) {
         const SampleOut g = sample(*d, pool, sh.payload, c.window, lcores);
@@ -702,19 +772,25 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
       }
       // Short windows taking turns, medians of each: a window the guest took a vCPU away from
       // is an outlier, not a third of the figure.
-      std::vector<double> ones, twos;
+      std::vector<double> ones, twos, others;
       for (int k = 0; k < kCeilingWindows && ok; ++k) {
         const double one = ceiling_on(1, big_buffers(c.big_bytes).a, sh.payload, c.window / 2 / kCeilingWindows, lcores);
         const double two = ceiling_on(2, big_buffers(c.big_bytes).a, sh.payload, c.window / 2 / kCeilingWindows, lcores);
-        if (one <= 0 || two <= 0) {
-          std::fprintf(stderr, "scaling: the memcpy + ICRC ceiling measured nothing (%.3f on one lane, %.3f on two)\n", one, two);
+        const double other = ceiling_alone_on(lcores[0], big_buffers(c.big_bytes).a, sh.payload, c.window / 2 / kCeilingWindows);
+        if (one <= 0 || two <= 0 || other <= 0) {
+          std::fprintf(stderr, "scaling: the memcpy + ICRC ceiling measured nothing (%.3f on one lane, %.3f on two, %.3f on lcore %u alone)\n",
+                       one, two, other, lcores[0]);
           ok = false;
         }
         ones.push_back(one);
         twos.push_back(two);
+        others.push_back(other);
       }
       const double one = median_of(ones), two = median_of(twos);
-      if (ok && run > 0) ceiling.samples.push_back(two / one);
+      if (ok && run > 0) {
+        ceiling.samples.push_back(two / one);
+        lcore_ratio.samples.push_back(median_of(others) / one);
+      }
     }
     // Paired ratios: N workers over one worker of the same mode family, window by window.
     auto ratio = [&](ScaleDut& n, ScaleDut& one) {
@@ -763,14 +839,16 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
                    sh.payload, spread_of(r_steered).c_str(), spread_of(r_spread).c_str(), spread_of(r_pipe).c_str(),
                    spread_of(r_equal).c_str());
       Figure v_steered = per_ceiling(r_steered);
-      std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %s; steered / ceiling, paired by run: %s\n",
-                   sh.payload, spread_of(ceiling).c_str(), spread_of(v_steered).c_str());
+      std::fprintf(stderr, "  scaling %4u B: memcpy + ICRC ceiling, 2 lcores / 1: %s; steered / ceiling, paired by run: %s; lcore %u alone / lcore %u alone: %s\n",
+                   sh.payload, spread_of(ceiling).c_str(), spread_of(v_steered).c_str(), lcores[0], rte_get_main_lcore(),
+                   spread_of(lcore_ratio).c_str());
       for (auto& d : duts) out.add(std::move(d->fig));
       out.add(std::move(r_steered));
       out.add(std::move(r_spread));
       out.add(std::move(r_pipe));
       out.add(std::move(r_equal));
       out.add(std::move(ceiling));
+      out.add(std::move(lcore_ratio));
       out.add(std::move(v_steered));
     }
     duts.clear();

@@ -30,6 +30,8 @@ check --bdp-growth 2
 check --ack-hold 1
 check --bdp-judge maybe
 check --write-runs maybe
+check --scaling-slots maybe
+check --scaling-reclaim maybe
 check --straight-acks maybe
 check --seal-runs maybe
 check --seal-clmul maybe
