@@ -28,10 +28,10 @@ struct SuiteConfig {
   // an idle host) on the loader's.
   bool scaling_lane_refill = false;
   // scaling: the queues' ring slots a round was loaded into left in the loader's cache (warm, the
-  // harness before docs/perf-changes.md section 77) instead of evicted with the frames (cold).
+  // harness before docs/perf-changes.md section 80) instead of evicted with the frames (cold).
   bool scaling_warm_slots = false;
   // scaling: a lane frees its worker's ACKs through the feeder port's rx_burst (port, before
-  // section 77), whose per-queue counters share one line for all queues, instead of straight
+  // section 80), whose per-queue counters share one line for all queues, instead of straight
   // from the queue's ring (ring, the default).
   bool scaling_reclaim_port = false;
   // fanout: only these QP counts, each with an ACK asked for on every message (--fanout-qps

@@ -125,7 +125,7 @@ struct Lane {
 };
 
 bool g_lane_refill = false;    // --scaling-refill lane, or loader (the default)
-bool g_reclaim_port = false;   // --scaling-reclaim port: ACKs freed through the feeder port's rx_burst (before section 77)
+bool g_reclaim_port = false;   // --scaling-reclaim port: ACKs freed through the feeder port's rx_burst (before section 80)
 
 void refill(Lane& l) {
   if (!g_lane_refill || !l.refill.empty() || l.refill_pool == nullptr) return;
@@ -253,7 +253,7 @@ void evict(const rte_mbuf* m) {
 }
 
 bool g_warm_feed = false;   // --scaling-feed warm: frames left in the loader's cache (before)
-bool g_warm_slots = false;  // --scaling-slots warm: ring slots left in the loader's cache (before section 77)
+bool g_warm_slots = false;  // --scaling-slots warm: ring slots left in the loader's cache (before section 80)
 
 // The ring slots the last `n` frames were enqueued into, and the producer's index line, written
 // back and dropped from the caches as the frames are. A NIC writes its descriptors into memory for

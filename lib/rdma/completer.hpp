@@ -162,7 +162,7 @@ class Completer {
   Nanos short_wait(const QpContext& qp) const;
   Nanos rto() const { return rto_; }
 
-  // Declared in the order of use (docs/perf-changes.md section 77): the timers every transmit
+  // Declared in the order of use (docs/perf-changes.md section 78): the timers every transmit
   // turn and refresh read (deadline, end_send_turn) in the first cache line, what an ACK reads or
   // changes in the next two, the send window (1272 bytes) last. queue_pair_layout.cpp pins it.
   std::uint32_t una_ = 0;

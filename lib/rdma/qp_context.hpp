@@ -189,7 +189,7 @@ struct OwnStall {
   Nanos end = 0;
 };
 
-// Declared in the order of use (docs/perf-changes.md section 77): state, tuning and mrs share the
+// Declared in the order of use (docs/perf-changes.md section 78): state, tuning and mrs share the
 // QP's first cache line with its scheduler flags; then the configuration, the send queue's
 // indices, the CQs, and the counters on a line boundary; what only the control path, the
 // requester's build or selective repeat reads after them. queue_pair_layout.cpp pins it.

@@ -167,7 +167,7 @@ class QueuePair {
     return true;
   }
 
-  // The QP's state is declared in the order of use (docs/perf-changes.md section 77): the
+  // The QP's state is declared in the order of use (docs/perf-changes.md section 78): the
   // scheduler's flags, the pacer, and the context's state, tuning and memory table in the first
   // cache line; each of the responder, completer and requester from a line of its own, its hot
   // fields first. queue_pair_layout.cpp pins the lines a received frame and an ACK touch.

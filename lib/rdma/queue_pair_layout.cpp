@@ -1,5 +1,5 @@
 // Pins which cache lines of a QueuePair a received frame and an ACK touch (docs/perf-changes.md
-// section 77): a member declared in the wrong place, or one that grows, spreads the hot fields
+// section 78): a member declared in the wrong place, or one that grows, spreads the hot fields
 // over more lines again, and nothing else would say so (the per-QP state is 6.8 KB; with 16 QPs
 // a worker's L1 cannot hold every QP's lines beside the frames). Offsets, not timings: a change
 // that moves a line boundary fails to compile here, and the declarations' comments say why.

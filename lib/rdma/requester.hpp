@@ -241,7 +241,7 @@ class Requester {
   PsnSlot& rd_slot(std::uint32_t psn) { return slot_of(rd_, psn); }
   std::uint8_t rd_flags(std::uint32_t psn) const { return flags_of(rd_, psn); }
 
-  // Declared in the order of use (docs/perf-changes.md section 77): what can_send, nothing_left
+  // Declared in the order of use (docs/perf-changes.md section 78): what can_send, nothing_left
   // and an ACK (set_una) read in two cache lines, before the run's seal batch and the PSN rings.
   // queue_pair_layout.cpp pins it.
   State state_ = State::Ready;

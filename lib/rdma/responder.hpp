@@ -322,7 +322,7 @@ class Responder {
   // to a request for its rest), if any.
   Item* find_read_stream(const Resource& r);
 
-  // Declared in the order of use (docs/perf-changes.md section 77): what a request, a run's WRITE
+  // Declared in the order of use (docs/perf-changes.md section 78): what a request, a run's WRITE
   // and the ACK it queues read or change comes first, up to reorder_'s window (ack_due), in three
   // cache lines (queue_pair_layout.cpp pins them); what a SEND, a READ, an atomic or the reorder
   // buffer's slots need comes after.
