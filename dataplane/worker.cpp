@@ -56,6 +56,16 @@ void prefetch_destination(const rte_mbuf* m, WriteDestinations& destinations, co
 // are folded into one deadline. kNever past the range, where no t can be that late.
 constexpr Nanos due_after(Nanos last, Nanos period) { return period > 0 && last > kNever - period ? kNever : last + period; }
 
+// A received mbuf's bytes counted, its `next` asked for (free_burst reads it at the end of the
+// burst); false for a chained mbuf, counted and left out: the engine takes flat frames.
+inline bool flat_frame(rte_mbuf* m, std::uint64_t& bytes, WorkerStats& stats) {
+  rte_mbuf_prefetch_part2(m);
+  bytes += m->pkt_len;
+  if (m->nb_segs == 1) return true;
+  ++stats.rx_multi_segment;
+  return false;
+}
+
 }  // namespace
 
 Worker::Worker(WorkerConfig cfg, rdma::MrTable& mrs, ArpCache& arp, NeighborCache& neighbors)
@@ -397,13 +407,7 @@ void Worker::receive_whole(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
   std::uint64_t bytes = 0;
   for (unsigned i = 0; i < n; ++i) {
     rte_mbuf* m = rx[i];
-    rte_mbuf_prefetch_part2(m);  // its `next`, which free_burst reads at the end of the burst
-    bytes += m->pkt_len;
-    if (m->nb_segs != 1) {
-      ++stats_.rx_multi_segment;
-      continue;
-    }
-    frames[k++] = {rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
+    if (flat_frame(m, bytes, stats_)) frames[k++] = {rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
   }
   if (count) {
     stats_.rx_packets += n;
@@ -444,13 +448,7 @@ void Worker::receive(rte_mbuf** rx, unsigned n, Nanos now, bool count) {
     if (i + kDestinationAhead < n) prefetch_destination(rx[i + kDestinationAhead], destinations_, engine_.memory());
     if (i + 1 < n) prefetch_rest(rx[i + 1]);
     rte_mbuf* m = rx[i];
-    rte_mbuf_prefetch_part2(m);  // its `next`, which free_burst reads at the end of the burst
-    bytes += m->pkt_len;
-    if (m->nb_segs != 1) {
-      ++stats_.rx_multi_segment;
-      continue;
-    }
-    receive_frame({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, now);
+    if (flat_frame(m, bytes, stats_)) receive_frame({rte_pktmbuf_mtod(m, const std::byte*), m->data_len}, now);
   }
   if (count) {
     stats_.rx_packets += n;
