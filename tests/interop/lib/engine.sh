@@ -25,6 +25,8 @@ gen_run() {
       --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "${ENGINE_ROCE_IP:-$NET_ENGINE_IP}" > "$log" 2>&1
     return
   fi
+  # The log exists before the watch below reads it: the background job's redirect may open it later.
+  : > "$log"
   # shellcheck disable=SC2046
   ip netns exec "$NETNS" "$BUILD_DIR/apps/gen/roce-gen" $(engine_eal gen) -- "$@" \
     --vdev "$ENGINE_VDEV" --dev net_af_packet0 --ip "${ENGINE_ROCE_IP:-$NET_ENGINE_IP}" > "$log" 2>&1 &
