@@ -270,7 +270,7 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   if (!mrs.still_holds(lkeys)) lkeys = LocalKeyCache{};
   // A drained send queue (queue depth 1: every post) starts again at its first slot: the WQE and
   // its segments go where the last lone post wrote them, lines still in cache, instead of into
-  // the next of a ring the post had left (64 WQEs of about 190 bytes: four D1 write misses a
+  // the next of a ring the post had left (64 WQEs of 176 bytes: four D1 write misses a
   // post, callgrind; docs/perf-changes.md section 83). The cursor stands at the tail of an empty
   // queue (retire moves it past every WQE it pops); only then.
   if (ctx_.sq.empty() && req_.cursor() == ctx_.sq.tail()) {
