@@ -18,11 +18,16 @@ class CompletionQueue {
   // then written once, not built on the stack and copied); nullptr on overrun (counted).
   // The ring wraps by a compare: `% size` was a 64-bit division per push and per poll, two on
   // every round trip of a WRITE (docs/perf-changes.md section 46).
+  // An empty ring starts again at its first entry: a CQ polled empty between completions (queue
+  // depth 1: every one) writes and reads the same line each time instead of walking its whole
+  // ring (a 48-byte entry a completion: a new line, out of cache, every 4 of them; section 83).
+  // No entry is in the ring then, so where the next one goes is the ring's own business.
   ibv_wc* emplace() noexcept {
     if (count_ == depth_) {
       ++overruns_;
       return nullptr;
     }
+    if (count_ == 0) head_ = 0;
     std::uint32_t at = head_ + count_;
     if (at >= depth_) at -= depth_;
     ++count_;

@@ -268,6 +268,15 @@ int QueuePair::post_send(const ibv_send_wr* wr, ibv_send_wr** bad) {
   // last one did, and its look-up was a sixth of a lone post's instructions.
   LocalKeyCache& lkeys = post_lkeys_;
   if (!mrs.still_holds(lkeys)) lkeys = LocalKeyCache{};
+  // A drained send queue (queue depth 1: every post) starts again at its first slot: the WQE and
+  // its segments go where the last lone post wrote them, lines still in cache, instead of into
+  // the next of a ring the post had left (64 WQEs of 176 bytes: four D1 write misses a
+  // post, callgrind; docs/perf-changes.md section 83). The cursor stands at the tail of an empty
+  // queue (retire moves it past every WQE it pops); only then.
+  if (ctx_.sq.empty() && req_.cursor() == ctx_.sq.tail()) {
+    ctx_.sq.restart_at_first_slot();
+    req_.follow_restarted_queue(ctx_);
+  }
   // The send queue's free slots, counted here: the queue's indices are read once, not again
   // after each WQE's stores. Only the flush of a QP in error (below) gives slots back.
   std::uint64_t room = ctx_.sq.depth() - ctx_.sq.size();

@@ -90,6 +90,9 @@ class Requester {
   std::uint32_t next_psn() const { return next_psn_; }
   std::uint32_t sent_end_psn() const { return sent_end_psn_; }
   std::uint64_t cursor() const { return cursor_; }
+  // The send queue, empty, moved its indices on (WorkQueue::restart_at_first_slot): the cursor,
+  // which stood at its tail, stands there again.
+  void follow_restarted_queue(const QpContext& qp) { cursor_ = qp.sq.tail(); }
   // The packet build_next() wrote last: whether it set AckReq, and one past its PSNs.
   bool last_asked_ack() const { return last_asked_ack_; }
   std::uint32_t last_end_psn() const { return last_end_psn_; }

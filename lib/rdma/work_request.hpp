@@ -129,6 +129,13 @@ class WorkQueue {
     return slots_[*slot];
   }
   void pop() { ++head_; }
+  // An empty queue's indices moved on to the next multiple of the slot count, so that the next
+  // push takes slot 0 (QueuePair::post_send; docs/perf-changes.md section 83). Indices still only
+  // grow; no entry is in the queue, so none changes slot. Whoever keeps an index of the queue
+  // (the requester's cursor) follows.
+  void restart_at_first_slot() {
+    if (tail_ == head_) head_ = tail_ = (tail_ + mask_) & ~std::uint64_t{mask_};
+  }
   std::uint64_t size() const { return tail_ - head_; }
 
  private:

@@ -631,6 +631,126 @@ TEST(PostSendList, AQueueOfDepthThreeGoesRoundItsSlots) {
   }
 }
 
+// An empty queue restarted at its first slot: its indices move on to the next multiple of the
+// slot count (still growing), and the next push takes slot 0; a queue that holds entries is left
+// as it is, and so is one already at such a multiple.
+TEST(PostSendList, AnEmptyQueueRestartsAtItsFirstSlot) {
+  rdma::WorkQueue<rdma::SendWqe> q(3);  // 4 slots
+  std::vector<std::uint32_t> taken;
+  const auto push = [&](std::uint64_t wr_id) {
+    std::uint32_t slot = 99;
+    q.push(&slot).wr_id = wr_id;
+    taken.push_back(slot);
+  };
+  push(1);
+  push(2);
+  q.pop();
+  push(3);
+  q.restart_at_first_slot();  // holds 2 and 3: left alone
+  EXPECT_EQ(q.head(), 1u);
+  EXPECT_EQ(q.tail(), 3u);
+  EXPECT_EQ(q.at(q.head()).wr_id, 2u);
+  EXPECT_EQ(q.at(q.head() + 1).wr_id, 3u);
+  q.pop();
+  q.pop();
+  q.restart_at_first_slot();
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.head(), 4u);
+  EXPECT_EQ(q.tail(), 4u);
+  push(4);
+  push(5);
+  push(6);
+  EXPECT_TRUE(q.full());
+  for (std::uint64_t i = q.head(), want = 4; i < q.tail(); ++i, ++want) EXPECT_EQ(q.at(i).wr_id, want);
+  q.pop();
+  q.pop();
+  q.pop();
+  q.restart_at_first_slot();  // empty at 7: on to 8
+  EXPECT_EQ(q.tail(), 8u);
+  q.restart_at_first_slot();  // at a multiple already: stays
+  EXPECT_EQ(q.head(), 8u);
+  push(7);
+  EXPECT_EQ(taken, (std::vector<std::uint32_t>{0, 1, 2, 0, 1, 2, 0}));
+}
+
+// A completion into an empty CQ goes into the ring's first entry (the one the last lone
+// completion used); completions queued behind others still wrap round the ring in order, and a
+// full ring still overruns.
+TEST(CompletionRing, AnEmptyRingStartsAgainAtItsFirstEntry) {
+  rdma::CompletionQueue cq(4);
+  std::uint64_t next_id = 1;
+  const auto add = [&]() {
+    ibv_wc* wc = cq.emplace();
+    if (wc != nullptr) wc->wr_id = next_id++;
+    return wc;
+  };
+  const auto take = [&](int n) {
+    std::vector<std::uint64_t> ids;
+    std::array<ibv_wc, 8> out{};
+    const int got = cq.poll(n, out.data());
+    for (int i = 0; i < got; ++i) ids.push_back(out[static_cast<std::size_t>(i)].wr_id);
+    return ids;
+  };
+  ibv_wc* first = add();
+  EXPECT_EQ(take(1), (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(add(), first) << "empty: the first entry again";
+  EXPECT_EQ(take(1), (std::vector<std::uint64_t>{2}));
+  add();
+  add();
+  add();
+  EXPECT_EQ(take(2), (std::vector<std::uint64_t>{3, 4}));
+  add();
+  add();  // behind 5: the ring wraps
+  EXPECT_EQ(take(3), (std::vector<std::uint64_t>{5, 6, 7}));
+  for (int i = 0; i < 4; ++i) add();
+  EXPECT_EQ(cq.size(), 4u);
+  EXPECT_EQ(add(), nullptr) << "full: an overrun";
+  EXPECT_EQ(cq.overruns(), 1u);
+  std::array<ibv_wc, 8> out{};
+  EXPECT_EQ(cq.poll(8, out.data()), -1);
+}
+
+// At queue depth 1 every WRITE is posted into a drained send queue: each goes into the same WQE
+// slot (whose lines are still in cache) and out with its own bytes, key, address and PSN, and
+// completes.
+TEST(PostSendList, OneWriteAtATimeReusesTheFirstSlot) {
+  Side side(true, {.depth = 8});
+  const rdma::WorkQueue<rdma::SendWqe>& sq = side.qp().context().sq;
+  std::uint32_t psn = kS;
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    ibv_sge g = sge(side.src().data() + 64 * k, 32, side.mr());
+    ibv_send_wr wr{};
+    wr.wr_id = 900 + k;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &g;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = 0x50000 + 0x40 * k;
+    wr.wr.rdma.rkey = 0x900 + k;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(side.ep().engine->post_send(side.ep().qp, &wr, &bad), 0) << k;
+    ASSERT_EQ(sq.size(), 1u) << k;
+    EXPECT_EQ(sq.slot_of(sq.head()), 0u) << k;
+    EXPECT_EQ(&sq.at(sq.head()), &sq.at(0)) << k;
+    const auto calls = side.transmit();
+    ASSERT_EQ(calls.size(), 1u) << k;
+    ASSERT_EQ(calls[0].size(), 1u) << k;
+    Packet pkt;
+    ASSERT_EQ(parse_frame(calls[0][0], {}, pkt), ParseError::None) << k;
+    EXPECT_EQ(pkt.psn(), psn & kPsnMask) << k;
+    EXPECT_EQ(pkt.ext.reth.va.get(), 0x50000u + 0x40 * k) << k;
+    EXPECT_EQ(pkt.ext.reth.rkey.get(), 0x900u + k) << k;
+    ASSERT_EQ(pkt.payload.size(), 32u) << k;
+    EXPECT_TRUE(std::equal(pkt.payload.begin(), pkt.payload.end(), side.src().begin() + 64 * k)) << k;
+    side.ack(psn);
+    const auto wcs = drain(side.ep());
+    ASSERT_EQ(wcs.size(), 1u) << k;
+    EXPECT_EQ(wcs[0].wr_id, 900u + k);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << describe(wcs[0]);
+    ++psn;
+  }
+}
+
 // The lkey check remembered within a list (one region validated, the next SGE under the same
 // lkey) still checks each SGE: one past the region's end and a READ into a region without local
 // write fail with a local protection error, the WRs around them succeed.
