@@ -41,6 +41,10 @@
 //              single frames', runs' and the protocol floor's, by ISA-L as on a CPU without AVX-512)
 //              [--shared-pool on|off] (on, the default: a rig's two sides share one mbuf pool, each reuses
 //              a received mbuf for its next frame; off: a pool each, every received mbuf goes back to the peer's)
+//              [--emulator-polls direction|both] (direction, the default: a one-thread rig polls its link
+//              emulator one direction at a time, each frame delivered at the same step; both: twice a step whole)
+//              [--loss-step-parts on|off] (off: the loss case's one-thread steps timed in parts, A's poll, the
+//              link emulator, B's poll: five TSC reads a step more)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -234,6 +238,12 @@ int main(int argc, char** argv) {
         loss_baseline = true;
       } else if (a == "--shared-pool" && has) {
         rig_share_pool(on_off(args.app[++i]));
+      } else if (a == "--emulator-polls" && has) {
+        const std::string v = args.app[++i];
+        if (v != "direction" && v != "both") throw std::invalid_argument("--emulator-polls: direction or both");
+        rig_per_direction_polls(v == "direction");
+      } else if (a == "--loss-step-parts" && has) {
+        rig_time_parts(on_off(args.app[++i]));
       } else if (a == "--paired-floor" && has) {
         c.paired_floor = on_off(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-free" && has) {
