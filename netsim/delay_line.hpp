@@ -18,7 +18,7 @@ class DelayLine {
   bool push(Handle h, Nanos release) {
     if (count_ == slots_.size()) return false;
     // A compare instead of a modulo (a 64-bit division) per frame, here and in pop(): on the
-    // one-thread rig the emulator's work is part of every round trip (docs/loss.md, "Session 22").
+    // one-thread rig the emulator's work is part of every round trip (docs/loss.md, "Session 22 (loop22)").
     std::size_t at = head_ + count_;
     if (at >= slots_.size()) at -= slots_.size();
     slots_[at] = Slot{h, release};

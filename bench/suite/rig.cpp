@@ -183,42 +183,35 @@ std::vector<QpPair> Rig::connect(const QpSetOptions& o) {
   return out;
 }
 
+// Without a bottleneck queue the emulator is polled one direction at a time: A's frames after
+// A's poll, B's after B's, each reaching its receiver at the same step as with two full polls
+// (LinkEmulator::poll(Direction)), for half the emulator's bursts: a real link costs the hosts'
+// loop nothing, and here the emulator's work is a part of every round trip (docs/loss.md,
+// "Session 22 (loop22)").
+void Rig::poll_link(Direction d) {
+  if (!emu_) return;
+  if (per_direction_) emu_->poll(d, emu_->now());
+  else emu_->poll(emu_->now());
+}
+
 void Rig::step() {
-  if (time_parts_ && !b_remote()) {
-    const std::uint64_t t0 = rte_rdtsc();
-    a_->poll_once();
-    const std::uint64_t t1 = rte_rdtsc();
-    if (emu_ && per_direction_) emu_->poll(Direction::XtoY, emu_->now());
-    else if (emu_) emu_->poll(emu_->now());
-    const std::uint64_t t2 = rte_rdtsc();
-    b_->poll_once();
-    const std::uint64_t t3 = rte_rdtsc();
-    if (emu_ && per_direction_) emu_->poll(Direction::YtoX, emu_->now());
-    else if (emu_) emu_->poll(emu_->now());
-    const std::uint64_t t4 = rte_rdtsc();
-    if (t4 - t0 > LoopCount::kPreempted) return;
-    parts_.a += t1 - t0;
-    parts_.link += (t2 - t1) + (t4 - t3);
-    parts_.b += t3 - t2;
-    ++parts_.steps;
-    return;
-  }
+  const bool timed = time_parts_ && !b_remote();
+  const std::uint64_t t0 = timed ? rte_rdtsc() : 0;
   a_->poll_once();
   if (b_remote()) return;
-  // Without a bottleneck queue the emulator is polled one direction at a time: A's frames after
-  // A's poll, B's after B's, each reaching its receiver at the same step as with two full polls
-  // (LinkEmulator::poll(Direction)), for half the emulator's bursts: a real link costs the hosts'
-  // loop nothing, and here the emulator's work is a part of every round trip (docs/loss.md,
-  // part 1, "Session 22 (loop22)").
-  if (emu_ && per_direction_) {
-    emu_->poll(Direction::XtoY, emu_->now());
-    b_->poll_once();
-    emu_->poll(Direction::YtoX, emu_->now());
-    return;
-  }
-  if (emu_) emu_->poll(emu_->now());
+  const std::uint64_t t1 = timed ? rte_rdtsc() : 0;
+  poll_link(Direction::XtoY);
+  const std::uint64_t t2 = timed ? rte_rdtsc() : 0;
   b_->poll_once();
-  if (emu_) emu_->poll(emu_->now());
+  const std::uint64_t t3 = timed ? rte_rdtsc() : 0;
+  poll_link(Direction::YtoX);
+  if (!timed) return;
+  const std::uint64_t t4 = rte_rdtsc();
+  if (t4 - t0 > LoopCount::kPreempted) return;
+  parts_.a += t1 - t0;
+  parts_.link += (t2 - t1) + (t4 - t3);
+  parts_.b += t3 - t2;
+  ++parts_.steps;
 }
 
 namespace {

@@ -115,7 +115,7 @@ class Rig {
   void settle();
   // The TSC cycles of each part of step() on one thread, summed over the steps made while
   // rig_time_parts(true) was in force (steps of over LoopCount::kPreempted left out): where an
-  // iteration's time goes, the link emulator's share apart (docs/loss.md, "Session 22").
+  // iteration's time goes, the link emulator's share apart (docs/loss.md, "Session 22 (loop22)").
   struct StepParts {
     std::uint64_t a = 0, link = 0, b = 0, steps = 0;
   };
@@ -137,6 +137,7 @@ class Rig {
   std::atomic<bool> b_quit_{false};
   LoopCount b_loop_;
   static int b_main(void* rig);
+  void poll_link(netsim::Direction d);
 };
 
 // RESET -> RTS towards `peer_qpn` at `peer_ip` (WRITE and READ allowed), and a QP on one CQ.
