@@ -111,6 +111,18 @@ unsigned LinkEmulator::poll(Nanos now) {
   return n;
 }
 
+unsigned LinkEmulator::poll(Direction d, Nanos now) { return poll_path(*paths_[static_cast<std::size_t>(d)], now); }
+
+unsigned LinkEmulator::poll_path(Path& p, Nanos now) {
+  const unsigned n = receive(p, now);
+  if (p.queue) service_queue(p, now);
+  release(p, now);
+  const std::size_t queued = p.queue ? p.queue->size() : 0;
+  p.counters.set(LinkCounter::Held, queued + p.wire.size() + p.held.size() + p.pending_count);
+  if (p.queue) p.counters.set(LinkCounter::QueueMaxBytes, p.queue->counters().max_occupancy_bytes);
+  return n;
+}
+
 unsigned LinkEmulator::receive(Path& p, Nanos now) {
   unsigned total = 0;
   std::array<rte_mbuf*, kBurstFrames> rx;

@@ -58,6 +58,18 @@ class LinkEmulator {
   // One iteration: receive on both sides, run the queues, send what is due. `now` must not go
   // backwards. Returns frames received.
   unsigned poll(Nanos now);
+  // One direction's share of poll(): receive what came in on its side, run its queue, send what
+  // is due. For a caller that steps the emulator between its two ends on one thread (bench/suite
+  // Rig::step: side X's poll, the emulator, side Y's poll, the emulator): after X's poll only
+  // X -> Y has new frames, and what Y -> X would release then, X reads no earlier than after
+  // Y's poll anyway; so polling X -> Y after X and Y -> X after Y delivers every frame at the
+  // same step, in the same order, with the same fate (each direction draws from its own
+  // generator, in its frames' order), at half the bursts and clock work of two full polls. Exact
+  // only without a bottleneck queue (per_direction_exact()): a queue's tail-drop and RED
+  // decisions see its occupancy, which a service of the other direction's queue in between
+  // does not change but the caller then would have to prove; with one, call poll().
+  unsigned poll(Direction d, Nanos now);
+  bool per_direction_exact() const { return !paths_[0]->queue && !paths_[1]->queue; }
   Nanos now() const { return clock_.now(); }
 
   // On an lcore of its own: polls with the TSC clock until stop().
@@ -114,6 +126,7 @@ class LinkEmulator {
 
   LinkEmulator() = default;
   static int loop_main(void* arg);
+  unsigned poll_path(Path& p, Nanos now);
   unsigned receive(Path& p, Nanos now);
   void admit(Path& p, rte_mbuf* m, Nanos now);
   void service_queue(Path& p, Nanos now);

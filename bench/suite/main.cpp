@@ -22,7 +22,7 @@
 //              [--loss-baseline] (loss: go-back-N before the BDP cap and tail probe in selective repeat's place)
 //              [--loss-baseline-bdp-interval N] [--loss-baseline-bdp-free on|off] [--loss-baseline-bdp-growth G,MAX]
 //              [--loss-baseline-bdp-shrink on|off] [--loss-baseline-bdp-judge goodput|samples]
-//              [--loss-baseline-bdp-floor P] [--loss-baseline-bdp-parts N] [--loss-baseline-bdp-split adaptive|on|off] [--loss-baseline-max-inflight PSNs] (loss: the
+//              [--loss-baseline-bdp-floor P] [--loss-baseline-bdp-parts N] [--loss-baseline-bdp-split adaptive|on|off] [--loss-baseline-max-inflight PSNs] [--loss-baseline-bdp-cap on|off] (loss: the
 //              same, with go-back-N's BDP cap at loss interval N (0: after any loss), with the cap where it is free on or off,
 //              grown otherwise, with the grown cap shrinking or not, with the trial judged otherwise, with
 //              another static in-flight cap: what a fixed cap costs, counted in the same turns)
@@ -41,6 +41,10 @@
 //              single frames', runs' and the protocol floor's, by ISA-L as on a CPU without AVX-512)
 //              [--shared-pool on|off] (on, the default: a rig's two sides share one mbuf pool, each reuses
 //              a received mbuf for its next frame; off: a pool each, every received mbuf goes back to the peer's)
+//              [--emulator-polls direction|both] (direction, the default: a one-thread rig polls its link
+//              emulator one direction at a time, each frame delivered at the same step; both: twice a step whole)
+//              [--loss-step-parts on|off] (off: the loss case's one-thread steps timed in parts, A's poll, the
+//              link emulator, B's poll: five TSC reads a step more)
 //              [--paired-floor on|off] (off: no protocol floor before each 64 B rate, responder and RTT
 //              window, so that a profile holds the transport's work only; the paired ratios are left out)
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   int bdp_baseline_shrink = -1;
   std::optional<rdma::BdpJudge> bdp_baseline_judge;
   std::uint32_t baseline_inflight = 0;
+  int baseline_bdp_cap = -1;  // --loss-baseline-bdp-cap (-1: on, as the gated baseline always was)
   int baseline_split = -1;  // --loss-baseline-split-small-window: -1 as the main tuning
   int baseline_bdp_split = -1;  // --loss-baseline-bdp-split given
   std::string baseline_bdp_split_mode;
@@ -207,6 +212,8 @@ int main(int argc, char** argv) {
         c.tuning.window.bdp_cap_shrink = on_off(args.app[++i]);
       } else if (a == "--bdp-judge" && has) {
         c.tuning.window.bdp_cap_judge = bdp_judge(args.app[++i]);
+      } else if (a == "--loss-baseline-bdp-cap" && has) {
+        baseline_bdp_cap = on_off(args.app[++i]) ? 1 : 0;
       } else if (a == "--loss-baseline-max-inflight" && has) {
         baseline_inflight = u32(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-judge" && has) {
@@ -234,6 +241,12 @@ int main(int argc, char** argv) {
         loss_baseline = true;
       } else if (a == "--shared-pool" && has) {
         rig_share_pool(on_off(args.app[++i]));
+      } else if (a == "--emulator-polls" && has) {
+        const std::string v = args.app[++i];
+        if (v != "direction" && v != "both") throw std::invalid_argument("--emulator-polls: direction or both");
+        rig_per_direction_polls(v == "direction");
+      } else if (a == "--loss-step-parts" && has) {
+        rig_time_parts(on_off(args.app[++i]));
       } else if (a == "--paired-floor" && has) {
         c.paired_floor = on_off(args.app[++i]);
       } else if (a == "--loss-baseline-bdp-free" && has) {
@@ -347,11 +360,11 @@ int main(int argc, char** argv) {
   }
   if (bdp_baseline_interval >= 0 || bdp_baseline_free >= 0 || !bdp_baseline_growth.empty() || bdp_baseline_shrink >= 0 ||
       bdp_baseline_judge || baseline_inflight > 0 || baseline_split >= 0 || baseline_bdp_split >= 0 || baseline_bdp_floor >= 0 ||
-      baseline_bdp_parts > 0) {
+      baseline_bdp_parts > 0 || baseline_bdp_cap >= 0) {
     // The same tuning with the BDP cap gated otherwise: at another loss interval (0: held after
     // any loss), with or without the cap where it is free.
     rdma::TransportTuning b = c.tuning;
-    b.window.bdp_cap = true;
+    b.window.bdp_cap = baseline_bdp_cap != 0;
     if (bdp_baseline_interval >= 0) b.window.bdp_cap_loss_interval = bdp_baseline_interval;
     if (bdp_baseline_free >= 0) b.window.bdp_cap_when_free = bdp_baseline_free == 1;
     if (!bdp_baseline_growth.empty() && !parse_growth(bdp_baseline_growth, b.window)) return 2;

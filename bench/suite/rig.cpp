@@ -25,6 +25,8 @@ constexpr proto::Ipv4Addr kIpA{10, 0, 12, 1};
 constexpr proto::Ipv4Addr kIpB{10, 0, 12, 2};
 
 bool share_pool = true;
+bool per_direction_polls = true;
+bool time_parts = false;
 
 std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port, proto::MacAddr mac, proto::Ipv4Addr ip,
                                      std::uint32_t mbufs, rte_mempool* pool, const rdma::TransportTuning& tuning) {
@@ -47,6 +49,8 @@ std::unique_ptr<Dataplane> make_side(const std::string& name, std::uint16_t port
 }  // namespace
 
 void rig_share_pool(bool on) { share_pool = on; }
+void rig_per_direction_polls(bool on) { per_direction_polls = on; }
+void rig_time_parts(bool on) { time_parts = on; }
 
 bool bring_up(rdma::Engine& e, rdma::QueuePair* qp, std::uint32_t peer_qpn, proto::Ipv4Addr peer_ip, const QpSetOptions& o,
               std::uint32_t rq_psn, std::uint32_t sq_psn) {
@@ -100,6 +104,7 @@ rdma::QueuePair* make_write_target_qp(rdma::Engine& e, rdma::PdHandle pd, std::u
 
 std::unique_ptr<Rig> Rig::create(const RigOptions& o) {
   std::unique_ptr<Rig> r(new Rig);
+  r->time_parts_ = time_parts;
   auto p1 = make_ring_pair("bsa" + o.tag, "bsb" + o.tag);
   if (!p1.ok()) return nullptr;
   std::uint16_t port_b = p1->b;
@@ -123,6 +128,7 @@ std::unique_ptr<Rig> Rig::create(const RigOptions& o) {
       return nullptr;
     }
     r->emu_ = std::move(*emu);
+    r->per_direction_ = per_direction_polls && r->emu_->per_direction_exact();
     port_b = p2->b;
   }
   if (share_pool) {
@@ -177,12 +183,35 @@ std::vector<QpPair> Rig::connect(const QpSetOptions& o) {
   return out;
 }
 
+// Without a bottleneck queue the emulator is polled one direction at a time: A's frames after
+// A's poll, B's after B's, each reaching its receiver at the same step as with two full polls
+// (LinkEmulator::poll(Direction)), for half the emulator's bursts: a real link costs the hosts'
+// loop nothing, and here the emulator's work is a part of every round trip (docs/loss.md,
+// "Session 22 (loop22)").
+void Rig::poll_link(Direction d) {
+  if (!emu_) return;
+  if (per_direction_) emu_->poll(d, emu_->now());
+  else emu_->poll(emu_->now());
+}
+
 void Rig::step() {
+  const bool timed = time_parts_ && !b_remote();
+  const std::uint64_t t0 = timed ? rte_rdtsc() : 0;
   a_->poll_once();
   if (b_remote()) return;
-  if (emu_) emu_->poll(emu_->now());
+  const std::uint64_t t1 = timed ? rte_rdtsc() : 0;
+  poll_link(Direction::XtoY);
+  const std::uint64_t t2 = timed ? rte_rdtsc() : 0;
   b_->poll_once();
-  if (emu_) emu_->poll(emu_->now());
+  const std::uint64_t t3 = timed ? rte_rdtsc() : 0;
+  poll_link(Direction::YtoX);
+  if (!timed) return;
+  const std::uint64_t t4 = rte_rdtsc();
+  if (t4 - t0 > LoopCount::kPreempted) return;
+  parts_.a += t1 - t0;
+  parts_.link += (t2 - t1) + (t4 - t3);
+  parts_.b += t3 - t2;
+  ++parts_.steps;
 }
 
 namespace {

@@ -38,6 +38,15 @@ struct RigOptions {
 // and goes back to its pool). Before any rig is made (perf_suite's --shared-pool).
 void rig_share_pool(bool on);
 
+// Rigs made after this call that step the link emulator on one thread poll it one direction at
+// a time where that is exact (on, the default: LinkEmulator::poll(Direction)) or both
+// directions twice a step (off: sessions up to 21). Before any rig is made (perf_suite's
+// --emulator-polls).
+void rig_per_direction_polls(bool on);
+// Rigs made after this call time the parts of each one-thread step (Rig::parts(); perf_suite's
+// --loss-step-parts): five TSC reads a step more, so off by default.
+void rig_time_parts(bool on);
+
 // Side B's loop on its own lcore (start_b .. stop_b), summed over every start: iterations in
 // which its worker received or sent a frame (busy) or did not (idle), the TSC cycles of each,
 // and the thread's CPU time. Whether B is the bottleneck of the two-lcore rig, and what a
@@ -104,6 +113,13 @@ class Rig {
   Nanos now() const { return a_->now(); }
   // Steps until both sides have nothing in flight for a while (between cases).
   void settle();
+  // The TSC cycles of each part of step() on one thread, summed over the steps made while
+  // rig_time_parts(true) was in force (steps of over LoopCount::kPreempted left out): where an
+  // iteration's time goes, the link emulator's share apart (docs/loss.md, "Session 22 (loop22)").
+  struct StepParts {
+    std::uint64_t a = 0, link = 0, b = 0, steps = 0;
+  };
+  const StepParts& parts() const { return parts_; }
 
  private:
   Rig() = default;
@@ -114,10 +130,14 @@ class Rig {
   rdma::CompletionQueue* cqb_ = nullptr;
   rdma::PdHandle pda_ = 0, pdb_ = 0;
   std::uint32_t next_psn_ = 0x1000;
+  bool time_parts_ = false;
+  StepParts parts_;
+  bool per_direction_ = false;  // step() polls the emulator one direction at a time
   int b_lcore_ = -1;  // the lcore side B runs on, -1: this thread
   std::atomic<bool> b_quit_{false};
   LoopCount b_loop_;
   static int b_main(void* rig);
+  void poll_link(netsim::Direction d);
 };
 
 // RESET -> RTS towards `peer_qpn` at `peer_ip` (WRITE and READ allowed), and a QP on one CQ.

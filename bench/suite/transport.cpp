@@ -515,6 +515,16 @@ bool loss_goodput(const SuiteConfig& c, Results& out) {
                    static_cast<unsigned long long>(wa.iterations), static_cast<double>(wa.tx_packets) / it,
                    static_cast<double>(wa.rx_packets) / it, static_cast<double>(wb.tx_packets) / it, static_cast<double>(k->cpu) / it);
       k->fig.note("a_iterations", it);
+      // With --loss-step-parts: each part of the one-thread step, per step (TSC time, the
+      // thread's stretches off its core left out).
+      if (const Rig::StepParts& sp = rig.parts(); sp.steps != 0) {
+        const double per = static_cast<double>(sp.steps) * static_cast<double>(rte_get_tsc_hz()) / 1e9;
+        std::fprintf(stderr, "    step parts: %llu steps, ns each: A %.0f, link emulator %.0f, B %.0f\n",
+                     static_cast<unsigned long long>(sp.steps), static_cast<double>(sp.a) / per, static_cast<double>(sp.link) / per,
+                     static_cast<double>(sp.b) / per);
+        k->fig.note("step_ns_a", static_cast<double>(sp.a) / per).note("step_ns_link", static_cast<double>(sp.link) / per);
+        k->fig.note("step_ns_b", static_cast<double>(sp.b) / per);
+      }
     }
     if (c.loss_lcores > 1) {
       // The two-lcore rig counted: what held the requester back while A sent nothing (time,

@@ -398,6 +398,62 @@ TEST(LinkEmulator, TheSameSeedGivesTheSameFates) {
   EXPECT_LT(runs[0].size(), 2000u + 400u);
 }
 
+// bench/suite Rig::step's order on one thread: side X sends, the emulator, side Y reads and
+// answers, the emulator, and X reads at the next step. Polling X -> Y after X and Y -> X after Y
+// (poll(Direction)) must hand every frame to its reader at the same step, in the same order,
+// with the same fate, as two full polls a step: with loss, duplication, delay and jitter both
+// ways, 400 steps, every (step, PSN) each side read compared.
+TEST(LinkEmulator, PollingOneDirectionAtATimeDeliversAtTheSameStepAsTwoFullPolls) {
+  DirectionFaults f;
+  f.loss = 0.05;
+  f.duplicate = 0.02;
+  f.delay = 3 * kMicro;
+  f.jitter = 2 * kMicro;
+  LinkEmulatorOptions o = with(f, 91);
+  o.y_to_x = f;
+  std::vector<std::pair<unsigned, std::uint32_t>> read[2][2];  // [full, by direction][at Y, at X]
+  for (int mode = 0; mode < 2; ++mode) {
+    EmulatorBench b(o);
+    ASSERT_TRUE(b.emu) << b.error();
+    ASSERT_TRUE(b.emu->per_direction_exact());
+    Nanos t = kStart;
+    const auto take = [&](unsigned step, bool at_x, auto&& poll) {
+      b.arrivals.clear();
+      poll();
+      b.collect(t, at_x);
+      for (const Arrival& a : b.arrivals) read[mode][at_x ? 1 : 0].push_back({step, a.psn});
+    };
+    for (unsigned step = 0; step < 400; ++step) {
+      // X reads what the emulator sent it last step (collected below), then sends 1-8 frames.
+      b.inject(step * 16, 1 + step % 8);
+      t += 700;  // X's poll took a while
+      take(step, false, [&] { mode == 0 ? (void)b.emu->poll(t) : (void)b.emu->poll(Direction::XtoY, t); });
+      b.inject(0x100000 + step, 1, {}, true);  // Y answers what it read
+      t += 1100;  // and Y's
+      take(step, true, [&] { mode == 0 ? (void)b.emu->poll(t) : (void)b.emu->poll(Direction::YtoX, t); });
+    }
+    EXPECT_EQ(b.emu->stats(Direction::XtoY).get(LinkCounter::Received), 1800u);  // 50 x (1 + ... + 8)
+    b.drain(t, kMicro);
+    b.collect(t, true);
+    expect_no_leak(b);
+  }
+  EXPECT_EQ(read[0][0], read[1][0]);
+  EXPECT_EQ(read[0][1], read[1][1]);
+  // Something was lost, duplicated and delayed past a step both ways: the comparison covers them.
+  EXPECT_LT(read[0][0].size(), 1800u);
+  EXPECT_GT(read[0][0].size(), 1600u);
+  EXPECT_GT(read[0][1].size(), 300u);
+  EXPECT_LT(read[0][1].size(), 400u);
+}
+
+TEST(LinkEmulator, PollingOneDirectionAtATimeIsNotExactWithABottleneckQueue) {
+  DirectionFaults f;
+  f.rate_bps = 1e9;
+  EmulatorBench b(with(f));
+  ASSERT_TRUE(b.emu) << b.error();
+  EXPECT_FALSE(b.emu->per_direction_exact());
+}
+
 TEST(LinkEmulator, BottleneckSendsAtItsRateAndLaterFramesWaitInTheQueue) {
   DirectionFaults f;
   f.rate_bps = 1e9;
