@@ -40,9 +40,9 @@ static_assert(wo::kReth + sizeof(Reth) == wo::kPayload && wo::kImage <= wo::kPay
 
 bool WriteOnlyTemplate::set(ByteSpan frame, const Packet& pkt, const ParseOptions& opts) noexcept {
   suspend();
-  if (!pkt.has_l2 || pkt.eth.vlan_count != 0 || pkt.ip_version != IpVersion::V4 || pkt.l3_offset != wo::kIp ||
-      pkt.l4_offset != wo::kUdp || pkt.ecn() == Ecn::Ce || frame.size() < wo::kImage || !opts.verify_icrc)
-    return false;
+  // Untagged IPv4 without options: the only frames with UDP at 34 (a tag adds 4 before the IP
+  // header, options 4 or more after it, IPv6 puts UDP at 54 at least; parse_ip's at 20 or 40).
+  if (pkt.l4_offset != wo::kUdp || pkt.ecn() == Ecn::Ce || frame.size() < wo::kImage || !opts.verify_icrc) return false;
   // The largest payload+pad matched: parse_frame's limit for a WRITE ONLY's payload, and below
   // the length from which it defers the ICRC (no frame it defers is matched).
   std::size_t most = kWriteOnlyMatchMaxPayload;

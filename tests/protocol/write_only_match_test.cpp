@@ -18,6 +18,7 @@
 #include "protocol/parser.hpp"
 #include "protocol/write_only_match.hpp"
 #include "tests/support/frame_edit.hpp"
+#include "tests/support/guarded_page.hpp"
 
 namespace roce::proto::write_only_match_test {
 namespace {
@@ -200,6 +201,36 @@ TEST(WriteOnlyMatch, LengthsThatDisagreeAreRefusedAsParsed) {
   // Matched: the tails that keep payload+pad a multiple of 4 (-40, -36, ..., 12: 14), each field
   // left as it was (2), every padded frame (16).
   EXPECT_EQ(m.matched, 14u + 2u + 16u);
+}
+
+TEST(WriteOnlyMatch, AShortFrameAtTheEndOfReadableMemoryIsRefusedWithoutAReadPastIt) {
+  // The 64 compared bytes are read only from a frame that holds them: every cut of the flow's
+  // frame placed against a page nobody may read (a stray read faults).
+  test::GuardedPage page;
+  ASSERT_TRUE(page.ok());
+  const Frame base = build(flow_spec(), 64);
+  Matcher m(base);
+  for (std::size_t len = 0; len <= base.size(); ++len) {
+    std::byte* at = page.data() + page.size() - len;
+    std::memcpy(at, base.data(), len);
+    m.expect_as_parsed(ByteSpan{at, len}, "first " + std::to_string(len) + " bytes at the page's end");
+  }
+  EXPECT_EQ(m.matched, 1u);
+  // A run's frame shorter than the image (an empty SEND ONLY, 58 bytes) makes no template, and
+  // reads nothing past its end trying.
+  FrameSpec send = flow_spec();
+  send.bth.opcode = raw(Opcode::RcSendOnly);
+  Frame f(128);
+  f.resize(build_frame(send, {}, f, CrcBackend::Isal).length);
+  ASSERT_LT(f.size(), write_only_frame::kImage);
+  std::byte* at = page.data() + page.size() - f.size();
+  std::memcpy(at, f.data(), f.size());
+  Packet p;
+  ASSERT_EQ(parse_frame(ByteSpan{at, f.size()}, engine_options(nullptr), p), ParseError::None);
+  WriteOnlyTemplate t;
+  EXPECT_FALSE(t.set(ByteSpan{at, f.size()}, p, engine_options(nullptr)));
+  MatchedWriteOnly out;
+  EXPECT_FALSE(t.match(base, out));
 }
 
 TEST(WriteOnlyMatch, OtherFramesOfTheFlowAreMatchedWithTheirOwnFields) {
