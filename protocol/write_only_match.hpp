@@ -98,7 +98,8 @@ class WriteOnlyTemplate {
   // ICRC. Fills `out` only when it matches.
   [[gnu::always_inline]] bool match(ByteSpan frame, MatchedWriteOnly& out) const noexcept {
     namespace wo = write_only_frame;
-    if (frame.size() < wo::kEmptyTotal + wo::kIp) return false;
+    // Suspended (no run: every frame at queue depth 1) is a byte's test, not the lines' compare.
+    if (!active() || frame.size() < wo::kEmptyTotal + wo::kIp) return false;
     const std::byte* f = frame.data();
     // The invariant bytes: four 16-byte lines, masked, compared at once.
     __m128i diff = _mm_setzero_si128();
