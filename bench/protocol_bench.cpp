@@ -19,6 +19,7 @@
 #include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/request_template.hpp"
+#include "protocol/write_only_match.hpp"
 
 namespace roce::proto {
 namespace {
@@ -326,8 +327,11 @@ BENCHMARK_CAPTURE(BM_SealRun, after_writes, RunSeal::AfterWrites);
 // where it has one: else the same as "isal"); "isal": the kernel turned off (crc32_short_use),
 // the 12 look-ups and ISA-L (or the portable CRC for an ACK's 4 bytes) as before. The WRITE's
 // payload is the argument, 0 the ACK (the floor's frames). The same frames and values either
-// way (checked).
-enum class Single { BuildSeal, ParseVerify, Icrc };
+// way (checked). "match_verify": a responder run's WRITE ONLY recognised by its flow's template
+// instead of parsed (WriteOnlyTemplate::match, write_only_match.hpp: the header bytes compared,
+// lengths, IPv4 checksum and ICRC from the flow's CRC state checked; docs/perf-changes.md
+// section 82), payloads up to its limit, 200 bytes. Issue 26's floor stays "parse_verify".
+enum class Single { BuildSeal, ParseVerify, Icrc, MatchVerify };
 
 void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
   const Fixture f(static_cast<std::size_t>(state.range(0)), true);
@@ -340,6 +344,10 @@ void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
   Packet p;
   std::vector<std::byte> out(f.frame.size());
   const ByteSpan datagram = f.datagram();
+  WriteOnlyTemplate flow;
+  if (step == Single::MatchVerify && (parse_frame(f.frame, po, p) != ParseError::None || !flow.set(f.frame, p, po)))
+    state.SkipWithError("no template");
+  MatchedWriteOnly matched;
   std::uint64_t sink = 0;
   for (auto _ : state) {
     if (step == Single::BuildSeal) {
@@ -350,6 +358,9 @@ void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
     } else if (step == Single::ParseVerify) {
       sink += static_cast<unsigned>(parse_frame(f.frame, po, p));
       sink += static_cast<unsigned>(p.icrc_status);
+    } else if (step == Single::MatchVerify) {
+      sink += flow.match(f.frame, matched);
+      benchmark::DoNotOptimize(matched);
     } else {
       sink += compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, datagram);
     }
@@ -359,6 +370,8 @@ void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
   if (parse_frame(f.frame, po, p) != ParseError::None || p.icrc_status != IcrcStatus::Ok) state.SkipWithError("ICRC not good");
   if (compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, datagram) != read_icrc(ByteSpan(f.frame).last(kIcrcBytes)))
     state.SkipWithError("ICRC differs from the frame's");
+  if (step == Single::MatchVerify && (!flow.match(f.frame, matched) || matched.payload_length() != f.payload.size()))
+    state.SkipWithError("the template did not match its own frame");
   state.counters["kernel"] = crc32_short_has_clmul() ? 1 : 0;
   crc32_short_use(had);
   report(state, f.frame.size());
@@ -369,6 +382,8 @@ BENCHMARK_CAPTURE(BM_SingleFrame, parse_verify_clmul, Single::ParseVerify, true)
 BENCHMARK_CAPTURE(BM_SingleFrame, parse_verify_isal, Single::ParseVerify, false)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
 BENCHMARK_CAPTURE(BM_SingleFrame, icrc_clmul, Single::Icrc, true)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
 BENCHMARK_CAPTURE(BM_SingleFrame, icrc_isal, Single::Icrc, false)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_CAPTURE(BM_SingleFrame, match_verify_clmul, Single::MatchVerify, true)->ArgName("payload")->Arg(64)->Arg(200);
+BENCHMARK_CAPTURE(BM_SingleFrame, match_verify_isal, Single::MatchVerify, false)->ArgName("payload")->Arg(64)->Arg(200);
 
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
 void BM_Memcpy(benchmark::State& state) {

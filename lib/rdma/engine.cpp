@@ -126,7 +126,7 @@ Status Engine::destroy_qp(QueuePair* qp) {
   if (unrefreshed_ == qp) {
     unrefreshed_ = nullptr;
     unrefreshed_timers_ = false;
-    straight_bth_ = kNoStraightRun;
+    stop_straight_run();
   }
   qp->share_window(nullptr);  // no longer among the path's sharers
   // Drop it from the active ring.
@@ -149,7 +149,7 @@ Status Engine::modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask) {
     return make_error(EINVAL, "max_rd_atomic/max_dest_rd_atomic above " + std::to_string(cfg_.max_rd_atomic) +
                                   " outstanding READ/atomic requests");
   }
-  straight_bth_ = kNoStraightRun;  // (a control call ends a burst first; its P_Key or state may change)
+  stop_straight_run();  // (a control call ends a burst first; its P_Key or state may change)
   Status s = qp->modify(attr, mask, cfg_.path);
   if (s && qp->type() == IBV_QPT_RC && qp->state() == QpState::Rts && qp->shared_window() == nullptr)
     qp->share_window(path_window(*qp));
@@ -265,6 +265,17 @@ constexpr std::uint64_t kBthFlagsMask = ~bth_byte(1, 0xFF);
   return (masked_bth(pkt.bth) & ~(bth_byte(0, 0xFF) | bth_byte(4, 0xFF))) | bth_byte(0, raw(Opcode::RcWriteOnly));
 }
 
+// straight_bth_ for the run's next WRITE ONLYs, and the template of their bytes from the frame
+// that set it: the run's flow (its addresses, ports, TOS, TTL, P_Key, QPN), so that a frame that
+// matches it is one `straight` passes (its BTH the one straight_bth_ expects, no CE mark, no IPv4
+// options, for us as this frame was) and parse_frame accepts with a good ICRC. Set at most once a
+// burst for a run (its second frame; again after a frame the straight path left to
+// receive_checked), where a new flow's CRC state is computed (WriteOnlyTemplate::set).
+inline void Engine::start_straight_run(const QueuePair& qp, ByteSpan frame, const Packet& pkt) {
+  straight_bth_ = straight_bth(qp, pkt);
+  if (straight_bth_ == kNoStraightRun || !run_template_.set(frame, pkt, parse_opts_)) run_template_.suspend();
+}
+
 inline bool Engine::for_us(const Packet& pkt) const {
   const IpAddress& me = cfg_.path.local.ip;
   return !cfg_.check_dest_ip ||
@@ -339,7 +350,7 @@ inline bool Engine::straight(const Packet& pkt) const {
   // ICRC the parser deferred (1 KiB payloads and more) is the walk's: not offered (4 KiB: 65
   // instructions a packet when it was).
   if (!run_tried && continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt)) {
-    straight_bth_ = straight_bth(*unrefreshed_, pkt);  // the run's next WRITE ONLYs: Engine::straight
+    start_straight_run(*unrefreshed_, frame, pkt);  // the run's next WRITE ONLYs: Engine::straight
     return;
   }
   QueuePair* qp = continues_run ? unrefreshed_ : find_qp(pkt.dest_qp());
@@ -367,7 +378,7 @@ inline bool Engine::straight(const Packet& pkt) const {
   unrefreshed_ = qp;
   // Only a run's second frame on sets it (a new run's first was reset by refresh_deferred): at
   // queue depth 1 no frame continues a run, and none pays for it.
-  if (continues_run) straight_bth_ = straight_bth(*qp, pkt);
+  if (continues_run) start_straight_run(*qp, frame, pkt);
   unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
   if (!in_burst_) refresh_deferred();
 }
@@ -378,6 +389,14 @@ inline bool Engine::straight(const Packet& pkt) const {
   // stos over 300 bytes, a third of this function's samples; docs/perf-changes.md section 31).
   // An array of bytes implicitly creates the (implicit-lifetime, trivially copyable) Packet.
   static_assert(std::is_trivially_copyable_v<Packet> && std::is_aggregate_v<Packet>);
+  // A WRITE ONLY of the run's flow that its template matches (the header bytes the run's frames
+  // share, the lengths, the IPv4 checksum and the ICRC from the flow's CRC state) needs no parse:
+  // it is a frame `straight` below would pass. The run takes it, or leaves it (nothing changed) to
+  // the parse and the tests below, which find the same answer as without the match
+  // (docs/perf-changes.md section 82). An active template has the run's QP in unrefreshed_.
+  MatchedWriteOnly matched;
+  if (run_template_.match(frame, matched) && unrefreshed_->receive_write_only_in_run(matched)) return;
+  ++parsed_;
   alignas(Packet) std::byte storage[sizeof(Packet)];
   Packet& pkt = *std::launder(reinterpret_cast<Packet*>(storage));
   const ParseError err = parse_frame(frame, parse_opts_, pkt);

@@ -22,6 +22,7 @@
 #include "lib/status.hpp"
 #include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
+#include "protocol/write_only_match.hpp"
 
 namespace roce::rdma {
 
@@ -188,6 +189,9 @@ class Engine {
   std::uint64_t parse_drops(proto::ParseError e) const { return parse_drops_[static_cast<std::size_t>(e)]; }
   std::uint64_t drops(EngineDrop d) const { return drops_[static_cast<std::size_t>(d)]; }
   std::uint64_t received() const { return received_; }
+  // Of those, the frames parse_frame read: all but the run's WRITE ONLYs its template matched and
+  // the run took (engine.cpp, receive_inline; docs/perf-changes.md section 82).
+  std::uint64_t parsed() const { return parsed_; }
   std::uint64_t limit_hits(EngineLimit l) const { return limit_hits_[static_cast<std::size_t>(l)]; }
   // Sum of every QP's counters (including destroyed ones).
   Counters total_counters() const;
@@ -213,8 +217,15 @@ class Engine {
     }
     unrefreshed_ = nullptr;
     unrefreshed_timers_ = false;
-    straight_bth_ = kNoStraightRun;
+    stop_straight_run();
   }
+  // No frame continues a run on the straight path (straight_bth_, run_template_) until a frame
+  // that continued one starts it again (engine.cpp, start_straight_run).
+  void stop_straight_run() {
+    straight_bth_ = kNoStraightRun;
+    run_template_.suspend();
+  }
+  void start_straight_run(const QueuePair& qp, proto::ByteSpan frame, const proto::Packet& pkt);
   // After parse_frame (engine.cpp): the frame, if it needs no check beyond the run's, goes to
   // the run's WRITE ONLY path; anything else to receive_checked.
   bool straight(const proto::Packet& pkt) const;
@@ -254,6 +265,7 @@ class Engine {
   std::array<std::uint64_t, static_cast<std::size_t>(proto::ParseError::Count)> parse_drops_{};
   std::array<std::uint64_t, static_cast<std::size_t>(EngineDrop::Count)> drops_{};
   std::uint64_t received_ = 0;
+  std::uint64_t parsed_ = 0;
   // parse_frame's options, the same for every frame (a ParseOptions built per frame was 9
   // instructions of a 64 B WRITE's; docs/perf-changes.md section 75).
   proto::ParseOptions parse_opts_;
@@ -268,6 +280,11 @@ class Engine {
   // P_Key's and the QP state's (engine.cpp, straight). kNoStraightRun matches no masked BTH.
   static constexpr std::uint64_t kNoStraightRun = ~std::uint64_t{0};
   std::uint64_t straight_bth_ = kNoStraightRun;
+  // The frames straight_bth_ lets through, recognised by their bytes without parse_frame: the run's
+  // flow's header image, taken from the frame that set straight_bth_ (its BTH the one straight_bth_
+  // expects), active exactly while straight_bth_ is set, unless that frame could not stand for the
+  // flow (WriteOnlyTemplate::set). docs/perf-changes.md section 82.
+  proto::WriteOnlyTemplate run_template_;
   OwnStall own_stall_{};              // note_stall's latest stall (QpContext::own_stall points here)
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }

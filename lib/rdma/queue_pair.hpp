@@ -90,7 +90,10 @@ class QueuePair {
   // check at the QP (Engine::straight: no CE mark, a P_Key this QP accepted, a state that takes
   // requests): receive_in_run without those tests, the responder's code inline (its caller
   // includes lib/rdma/responder_write_only.hpp).
-  [[gnu::always_inline]] bool receive_write_only_in_run(const proto::Packet& pkt) { return resp_.take_straight_write_only(ctx_, pkt); }
+  // `Frame`: the parsed packet, or the frame the run's template matched (proto::MatchedWriteOnly;
+  // false then also when the responder needs the frame parsed).
+  template <class Frame>
+  [[gnu::always_inline]] bool receive_write_only_in_run(const Frame& frame) { return resp_.take_straight_write_only(ctx_, frame); }
   // The run of this QP's frames in an RX burst ended (Engine): what the responder kept for the
   // run's end is settled (Responder::end_run).
   void end_receive_run() { resp_.end_run(ctx_); }

@@ -60,8 +60,11 @@ class Responder {
   bool take_run_write_only(QpContext& qp, const proto::Packet& pkt);
   // take_run_write_only inline, for Engine::receive's straight path (defined in
   // responder_write_only.hpp, which its caller includes; no out-of-line copy exists, so a caller
-  // without it fails to link).
-  bool take_straight_write_only(QpContext& qp, const proto::Packet& pkt);
+  // without it fails to link). `Frame`: a proto::Packet, or a proto::MatchedWriteOnly (a frame
+  // the run's template matched, not parsed), for which false also stands for the full version's
+  // turn (Again): the caller parses the frame and offers it again, nothing having changed.
+  template <class Frame>
+  bool take_straight_write_only(QpContext& qp, const Frame& frame);
   // The QP's attributes changed (QP modify): the next request starts a run. `writes` too, so
   // that it alone says the run is known and takes WRITEs (take_run_write's one test).
   void forget_run() {
@@ -191,7 +194,9 @@ class Responder {
   template <bool kLean>
   RunStep write_in_run(QpContext& qp, const proto::Packet& pkt, const std::byte* placed = nullptr);
   // The lean one for an RC WRITE ONLY; on Done the payload is still to be copied to `dst`.
-  RunStep write_only_in_run(QpContext& qp, const proto::Packet& pkt, std::byte*& dst);
+  // `Frame`'s accessors as proto::MatchedWriteOnly's (responder_write_only.hpp).
+  template <class Frame>
+  RunStep write_only_in_run(QpContext& qp, const Frame& frame, std::byte*& dst);
   void owe_run_ack(QpContext& qp, std::uint32_t psn);
   void defer_run_ack(std::uint32_t psn);  // a later WRITE's ACK folded into the run's queued one
   bool take_run_write_other(QpContext& qp, const proto::Packet& pkt);  // any other opcode

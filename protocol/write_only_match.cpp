@@ -1,0 +1,76 @@
+#include "protocol/write_only_match.hpp"
+
+#include <algorithm>
+
+#include "protocol/opcode.hpp"
+#include "protocol/payload_rule.hpp"
+
+namespace roce::proto {
+
+namespace wo = write_only_frame;
+
+// Kept: the Ethernet header; IPv4's version and IHL, TOS (so a CE mark, or any other ECN or
+// DSCP, is another flow's), flags and fragment offset, TTL, protocol, addresses; the UDP ports;
+// the BTH's opcode, TVer, P_Key, reserved byte and destination QP. Left to vary: the IP total
+// length (checked against the UDP length and the frame), ID and checksum (checked as a sum), the
+// UDP length and checksum (the ICRC masks it, the parser reads it for nothing), SE, MigReq and
+// PadCnt (checked against the length), AckReq and the PSN, the RETH (the responder's checks).
+// The ICRC's per-flow bytes (icrc_linear.cpp's Invariant roles) are all among the kept ones.
+constexpr std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::keep_mask() noexcept {
+  std::array<std::uint8_t, wo::kImage> k{};
+  const auto keep = [&k](std::size_t at, std::size_t n, std::uint8_t bits = 0xFF) {
+    for (std::size_t i = 0; i < n; ++i) k[at + i] = bits;
+  };
+  keep(0, sizeof(EthernetHeader));
+  keep(wo::kIp + offsetof(Ipv4Header, version_ihl), 2);  // version, IHL, TOS
+  keep(wo::kIp + offsetof(Ipv4Header, flags_fragment), 4);  // flags, fragment offset, TTL, protocol
+  keep(wo::kIp + offsetof(Ipv4Header, src), 8);  // source and destination addresses
+  keep(wo::kUdp + offsetof(UdpHeader, src_port), 4);
+  keep(wo::kBth + offsetof(Bth, opcode), 1);
+  keep(wo::kBth + offsetof(Bth, flags), 1, Bth::kTVerMask);
+  keep(wo::kBth + offsetof(Bth, pkey), 6);  // P_Key, reserved byte, destination QP
+  return k;
+}
+
+alignas(16) const std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::kKeep = WriteOnlyTemplate::keep_mask();
+
+static_assert(offsetof(Ipv4Header, flags_fragment) == 6 && offsetof(Ipv4Header, src) == 12 && offsetof(Bth, pkey) == 2 &&
+              offsetof(Bth, dest_qp) == 5 && offsetof(UdpHeader, src_port) == 0 && offsetof(UdpHeader, length) == 4);
+static_assert(wo::kReth + sizeof(Reth) == wo::kPayload && wo::kImage <= wo::kPayload);
+
+bool WriteOnlyTemplate::set(ByteSpan frame, const Packet& pkt, const ParseOptions& opts) noexcept {
+  suspend();
+  // Untagged IPv4 without options: the only frames with UDP at 34 (a tag adds 4 before the IP
+  // header, options 4 or more after it, IPv6 puts UDP at 54 at least; parse_ip's at 20 or 40).
+  if (pkt.l4_offset != wo::kUdp || pkt.ecn() == Ecn::Ce || frame.size() < wo::kImage || !opts.verify_icrc) return false;
+  // The largest payload+pad matched: parse_frame's limit for a WRITE ONLY's payload, and below
+  // the length from which it defers the ICRC (no frame it defers is matched).
+  std::size_t most = kWriteOnlyMatchMaxPayload;
+  most = std::min<std::size_t>(most, opts.pmtu != 0 ? opts.pmtu : kMaxPmtuBytes);
+  if (opts.defer_icrc_from != 0) most = std::min<std::size_t>(most, opts.defer_icrc_from - 1);
+  static_assert(opcode_info(Opcode::RcWriteOnly).payload == PayloadRule::ZeroToPmtu);
+  max_payload_and_pad_ = static_cast<std::uint32_t>(most);
+  backend_ = opts.crc;
+
+  std::array<std::uint8_t, wo::kImage> image;
+  for (std::size_t i = 0; i < wo::kImage; ++i) image[i] = static_cast<std::uint8_t>(frame[i]) & kKeep[i];
+  image[wo::kBth + offsetof(Bth, opcode)] = raw(Opcode::RcWriteOnly);
+  image[wo::kBth + offsetof(Bth, resv8a)] = 0;
+  // (a frame parse_frame accepted has IHL 5 here, TVer 0, no fragment, UDP to 4791)
+  image[kSuspendAt] = 1;  // as expect_ now is, so that the same flow compares equal
+  if (!flow_known_ || image != expect_) {
+    expect_ = image;
+    const std::byte* ip = frame.data() + wo::kIp;
+    ip_words_ = 0;
+    for (const std::size_t at : {offsetof(Ipv4Header, version_ihl), offsetof(Ipv4Header, flags_fragment),
+                                 offsetof(Ipv4Header, ttl), offsetof(Ipv4Header, src), offsetof(Ipv4Header, src) + 2,
+                                 offsetof(Ipv4Header, dst), offsetof(Ipv4Header, dst) + 2})
+      ip_words_ += be16(ip + at);
+    flow_.set(backend_, IpVersion::V4, ip);
+    flow_known_ = true;
+  }
+  expect_[kSuspendAt] = 0;
+  return true;
+}
+
+}  // namespace roce::proto
