@@ -76,15 +76,15 @@ def self_costs(path, binary):
 
 
 def symbols(binary):
-    """Text symbols of BINARY with their sizes."""
+    """Text symbols of BINARY: name -> (address, size)."""
     out = subprocess.run(["nm", "-S", "--defined-only", binary], check=True,
                          capture_output=True, text=True).stdout
-    sizes = {}
+    where = {}
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[2] in "tTwW":
-            sizes[parts[3]] = int(parts[1], 16)
-    return sizes
+            where[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
+    return where
 
 
 def section_symbol(line):
@@ -96,13 +96,7 @@ def section_symbol(line):
 
 def check(binary, order):
     """Which listed functions BINARY still has, and whether they lie together in list order."""
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], check=True,
-                         capture_output=True, text=True).stdout
-    where = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in "tTwW":
-            where[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
+    where = symbols(binary)
     listed = [s for s in (section_symbol(l.strip()) for l in open(order)) if s]
     found = [s for s in listed if s in where]
     stale = [s for s in listed if s not in where]
@@ -167,12 +161,21 @@ def main():
         chosen.append(fn)
         covered = [c + p[1][fn] for c, p in zip(covered, profiles)]
 
-    hot_bytes = sum(sizes[fn] for fn in chosen)
+    hot_bytes = sum(sizes[fn][1] for fn in chosen)
     for (path, _, total), c in zip(profiles, covered):
         print(f"hot_text_order.py: {path}: {c / total:.4%} of {total} instructions in the binary",
               file=sys.stderr)
     print(f"hot_text_order.py: {len(chosen)} functions, {hot_bytes} bytes before alignment",
           file=sys.stderr)
+    print("# The hot path's functions, hottest first, as g++ -ffunction-sections names their sections;")
+    print("# gold places them together (meson.build, -Dcode_order). Lines that are not section names")
+    print("# (these comments) and names that match no section (a function renamed or gone) are skipped.")
+    print("# Written by scripts/hot_text_order.py from callgrind profiles (--demangle=no) of:")
+    for path, _, _ in profiles:
+        with open(path) as f:
+            cmd = next((l[4:].split() for l in f if l.startswith("cmd:")), [])
+        print("#   " + " ".join([cmd[0].rsplit("/", 1)[-1]] + cmd[1:]) if cmd else f"#   {path}")
+    print("# (the toggles and the build: docs/perf-changes.md section 85)")
     for fn in chosen:
         m = COLD.match(fn)
         print(f".text.unlikely.{m.group('base')}" if m else f".text.{fn}")
