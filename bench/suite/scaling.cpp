@@ -266,8 +266,9 @@ bool g_dma_feed = true;     // --scaling-feed dma (the default; cold: written th
 // before every round: the dirty destination lines the worker on the loader's lcore (lane 0, and
 // the one-worker case) had left were written back there, untimed, and its round began with empty
 // caches, while lane 1's began full of its own dirty lines, written back inside its timed round as
-// a worker receiving without pause writes back what it placed (section 84). Returns the length, 0
-// if the frame did not fit.
+// a worker receiving without pause writes back what it placed (section 84: the likely cause of
+// lane 1's slower 4 KiB rounds, not yet confirmed on an idle host). Returns the length, 0 if the
+// frame did not fit.
 std::size_t write_as_dma(WriteFrames& frames, std::uint64_t k, rte_mbuf* m) {
   alignas(64) static std::byte stage[8192];
   auto* dst = rte_pktmbuf_mtod(m, std::byte*);
