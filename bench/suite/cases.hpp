@@ -23,10 +23,6 @@ struct SuiteConfig {
   bool smoke = false;
   // scaling: frames left in the loader's cache instead of evicted as a NIC's DMA leaves them.
   bool scaling_warm_feed = false;
-  // scaling, fanout: the frames written with non-temporal stores, as a NIC's DMA writes memory
-  // without going through any core's caches (--scaling-feed dma, the default), or through the
-  // loader's caches and then evicted (cold, before docs/perf-changes.md section 84).
-  bool scaling_dma_feed = true;
   // scaling: a worker's queue loaded with mbufs taken from the pool on that worker's lcore after
   // its round (--scaling-refill lane: a NIC's RX refill), or (false, the default until measured on
   // an idle host) on the loader's.

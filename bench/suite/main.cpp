@@ -46,8 +46,7 @@
 //              [--ack-hold TURNS,US] (a plain ACK waits up to TURNS transmit turns and US microseconds
 //              while RX bursts come back full; 0,0: never)
 //              (TransportTuning of every engine)
-//              [--scaling-feed dma|cold|warm] (scaling, fanout: dma, the default, writes the loaded frames with
-//              non-temporal stores; cold writes them through the loader's caches and evicts them; warm leaves them there)
+//              [--scaling-feed warm|cold] (scaling, fanout: cold, the default, evicts the loaded frames)
 //              [--scaling-refill lane|loader] (scaling: a worker's next round loaded into mbufs taken on its lcore, or on the loader's, the default)
 //              [--scaling-slots cold|warm] (scaling: the queues' ring slots evicted after loading, the default, or left in the loader's cache)
 //              [--scaling-reclaim ring|port] (scaling: a lane frees its worker's ACKs from the queue's ring, the default, or by the feeder port's rx_burst)
@@ -287,9 +286,8 @@ int main(int argc, char** argv) {
         c.scaling_reclaim_port = v == "port";
       } else if (a == "--scaling-feed" && has) {
         const std::string v = args.app[++i];
-        if (v != "dma" && v != "cold" && v != "warm") throw std::invalid_argument("dma, cold or warm");
+        if (v != "cold" && v != "warm") throw std::invalid_argument("cold or warm");
         c.scaling_warm_feed = v == "warm";
-        c.scaling_dma_feed = v == "dma";
       } else if (a == "--ack-template" && has) {
         c.tuning.ack_template = on_off(args.app[++i]);
       } else if (a == "--write-runs" && has) {

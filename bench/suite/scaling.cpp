@@ -243,13 +243,9 @@ std::unique_ptr<ScaleDut> make_dut(const SuiteConfig& c, ScaleMode mode, unsigne
 // cache, as a NIC's DMA into memory leaves a received frame: no worker finds it warm, and none
 // finds it in another core's cache (the loader's), which cost the worker on the other lcore a
 // cross-core transfer per line that the one-worker case on the loader's lcore never paid.
-void evict_header(const rte_mbuf* m) {
+void evict(const rte_mbuf* m) {
   const auto* h = reinterpret_cast<const char*>(m);
   for (unsigned at = 0; at < sizeof(rte_mbuf); at += RTE_CACHE_LINE_SIZE) _mm_clflush(h + at);
-}
-
-void evict(const rte_mbuf* m) {
-  evict_header(m);
   const auto* p = rte_pktmbuf_mtod(m, const char*);
   const auto first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{RTE_CACHE_LINE_SIZE - 1};
   for (std::uintptr_t at = first; at < reinterpret_cast<std::uintptr_t>(p) + m->data_len; at += RTE_CACHE_LINE_SIZE)
@@ -257,30 +253,6 @@ void evict(const rte_mbuf* m) {
 }
 
 bool g_warm_feed = false;   // --scaling-feed warm: frames left in the loader's cache (before)
-bool g_dma_feed = true;     // --scaling-feed dma (the default; cold: written through the loader's caches, then evicted)
-
-// Packet `k` of `frames` into `m` as a NIC's DMA writes it: built in a small staging buffer and
-// copied with non-temporal stores, which go to memory without allocating a line in any cache and
-// drop the line from every cache that held it. Written through the loader's caches and evicted
-// (--scaling-feed cold), a round's 17 MiB of 4 KiB frames swept the loader's whole cache hierarchy
-// before every round: the dirty destination lines the worker on the loader's lcore (lane 0, and
-// the one-worker case) had left were written back there, untimed, and its round began with empty
-// caches, while lane 1's began full of its own dirty lines, written back inside its timed round as
-// a worker receiving without pause writes back what it placed (section 84: the likely cause of
-// lane 1's slower 4 KiB rounds, not yet confirmed on an idle host). Returns the length, 0 if the
-// frame did not fit.
-std::size_t write_as_dma(WriteFrames& frames, std::uint64_t k, rte_mbuf* m) {
-  alignas(64) static std::byte stage[8192];
-  auto* dst = rte_pktmbuf_mtod(m, std::byte*);
-  // Whole 16-byte stores from a 16-byte aligned start (the data room follows the cache-aligned
-  // header and the headroom), rounded up within the tailroom.
-  const std::size_t room = std::min<std::size_t>(rte_pktmbuf_tailroom(m) & ~std::size_t{15}, sizeof stage);
-  if (reinterpret_cast<std::uintptr_t>(dst) % 16 != 0) return 0;
-  const std::size_t len = frames.build(k, {stage, room});
-  for (std::size_t at = 0; at < len; at += 16)
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + at), _mm_load_si128(reinterpret_cast<const __m128i*>(stage + at)));
-  return len;
-}
 bool g_warm_slots = false;  // --scaling-slots warm: ring slots left in the loader's cache (before section 80)
 
 // The ring slots the last `n` frames were enqueued into, and the producer's index line, written
@@ -321,15 +293,11 @@ bool load_round(ScaleDut& d, rte_mempool* pool, std::vector<Lane>& lanes) {
     }
     for (unsigned i = 0; i < kPerQueue; ++i) {
       ScaleQp& s = *mine[i % mine.size()];
-      const bool dma = g_dma_feed && !g_warm_feed;
-      const std::size_t len = dma ? write_as_dma(*s.frames, s.next++, m[i])
-                                  : s.frames->build(s.next++, {rte_pktmbuf_mtod(m[i], std::byte*), rte_pktmbuf_tailroom(m[i])});
+      const std::size_t len = s.frames->build(s.next++, {rte_pktmbuf_mtod(m[i], std::byte*), rte_pktmbuf_tailroom(m[i])});
       if (len == 0) return false;
       m[i]->data_len = static_cast<std::uint16_t>(len);
       m[i]->pkt_len = static_cast<std::uint32_t>(len);
-      // The header's two lines (the allocation reset them on this lcore) are evicted either way.
-      if (dma) evict_header(m[i]);
-      else if (!g_warm_feed) evict(m[i]);
+      if (!g_warm_feed) evict(m[i]);
       if (s.owner == q || d.mode == ScaleMode::Pipeline) ++owned[s.owner];
       else ++foreign[s.owner];
     }
@@ -456,8 +424,7 @@ SampleOut sample(ScaleDut& d, rte_mempool* pool, std::uint32_t payload, double w
     }
     aim(d, lanes);
     // The evictions done before the go: CLFLUSH is ordered with stores but may still be under
-    // way when the store is seen, and queue 1, loaded last, was flushed last; the non-temporal
-    // stores of a DMA feed are weakly ordered and the fence orders them too.
+    // way when the store is seen, and queue 1, loaded last, was flushed last.
     if (!g_warm_feed) _mm_mfence();
     ctl.go_tsc = rte_rdtsc();
     ctl.go.store(r, std::memory_order_release);
@@ -669,7 +636,6 @@ double ceiling_alone_on(unsigned lcore, std::span<std::byte> big, std::uint32_t 
 // (16 QPs) 2-3: this shows what the number of QPs alone costs, and the ACKs each frame brings.
 bool responder_fanout(const SuiteConfig& c, Results& out) {
   g_warm_feed = c.scaling_warm_feed;
-  g_dma_feed = c.scaling_dma_feed;
   const std::vector<unsigned> none;
   std::vector<std::pair<unsigned, bool>> shapes{{1u, true}, {2u, true}, {4u, true}, {8u, true}, {16u, true}, {1u, false}, {16u, false}};
   if (!c.fanout_qps.empty()) {
@@ -742,7 +708,6 @@ bool worker_scaling(const SuiteConfig& c, Results& out) {
   }
   const double load0 = load_average();
   g_warm_feed = c.scaling_warm_feed;
-  g_dma_feed = c.scaling_dma_feed;
   g_lane_refill = c.scaling_lane_refill;
   g_warm_slots = c.scaling_warm_slots;
   g_reclaim_port = c.scaling_reclaim_port;
