@@ -298,7 +298,9 @@ int main(int argc, char** argv) {
         if (v != "port" && v != "ring") throw std::invalid_argument("port or ring");
         c.scaling_reclaim_port = v == "port";
       } else if (a == "--scaling-feed" && has) {
-        c.scaling_warm_feed = args.app[++i] == "warm";
+        const std::string v = args.app[++i];
+        if (v != "cold" && v != "warm") throw std::invalid_argument("cold or warm");
+        c.scaling_warm_feed = v == "warm";
       } else if (a == "--ack-template" && has) {
         c.tuning.ack_template = on_off(args.app[++i]);
       } else if (a == "--write-runs" && has) {

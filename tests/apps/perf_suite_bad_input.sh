@@ -32,6 +32,7 @@ check --bdp-judge maybe
 check --write-runs maybe
 check --scaling-slots maybe
 check --scaling-reclaim maybe
+check --scaling-feed maybe
 check --straight-acks maybe
 check --seal-runs maybe
 check --seal-clmul maybe
