@@ -273,7 +273,11 @@ constexpr std::uint64_t kBthFlagsMask = ~bth_byte(1, 0xFF);
 // receive_checked), where a new flow's CRC state is computed (WriteOnlyTemplate::set).
 inline void Engine::start_straight_run(const QueuePair& qp, ByteSpan frame, const Packet& pkt) {
   straight_bth_ = straight_bth(qp, pkt);
-  if (straight_bth_ == kNoStraightRun || !run_template_.set(frame, pkt, parse_opts_)) run_template_.suspend();
+  // A run of large frames (4 KiB WRITEs come here frame after frame: none passes `straight`) has
+  // nothing the template could match: no call.
+  if (straight_bth_ == kNoStraightRun || pkt.payload_length > proto::kWriteOnlyMatchMaxPayload ||
+      !run_template_.set(frame, pkt, parse_opts_))
+    run_template_.suspend();
 }
 
 inline bool Engine::for_us(const Packet& pkt) const {
