@@ -301,4 +301,9 @@ class Engine {
   std::unique_ptr<ReorderPool> reorder_pool_;
 };
 
+// Whether QueuePair::build_run would surely build nothing and change nothing for `qp` now (the
+// WQE under its requester's cursor is one no run takes): Engine::transmit then does not try it.
+// false: perhaps a run. engine.cpp; docs/perf-changes.md section 89.
+bool no_run_at_cursor(const QueuePair& qp);
+
 }  // namespace roce::rdma

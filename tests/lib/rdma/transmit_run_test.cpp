@@ -129,6 +129,12 @@ class Side {
     e.aeth = Aeth{Syndrome::ack().raw, Be24::of(0)};
     peer_->send(peer_->frame(Opcode::RcAck, psn & kPsnMask, e, {}, false), now);
   }
+  // A NAK (PSN sequence error) at `psn`: go-back-N rewinds to it.
+  void nak(std::uint32_t psn, Nanos now = 0) {
+    ExtHeaders e;
+    e.aeth = Aeth{Syndrome::nak(NakCode::PsnSequenceError).raw, Be24::of(0)};
+    peer_->send(peer_->frame(Opcode::RcAck, psn & kPsnMask, e, {}, false), now);
+  }
   // A READ's one response (its payload at most one MTU), completing it.
   void read_response(std::uint32_t psn, std::uint32_t len) {
     ExtHeaders e;
@@ -360,6 +366,53 @@ TEST_F(TransmitRun, EngineTransmitSendsWhatFrameByFrameSends) {
     ack(kS + acked - 1);
   }
   EXPECT_EQ(drain(runs_->ep()).size(), drain(plain_->ep()).size());
+}
+
+// Engine::transmit does not try QueuePair::build_run where rdma::no_run_at_cursor says no run
+// can start (docs/perf-changes.md section 89): every turn of a multi-packet message paid the
+// run's room and walk to be told so. Where it says so, build_run builds nothing and moves neither
+// the cursor nor the PSN; it says so for a WQE posted longer than a packet, one under way, and
+// one a go-back-N NAK rewound into (a one-packet one too), and not for an empty queue, a WQE a
+// run takes, or a cursor on a WQE all sent (skip_sent passes it; a run may follow).
+TEST_F(TransmitRun, NoRunAtTheCursorOnlyWhereBuildRunBuildsNothing) {
+  start({});
+  Side& s = *runs_;
+  std::vector<std::byte> buf(4096);
+  const auto check = [&](bool no_run, const char* when) {
+    ASSERT_EQ(rdma::no_run_at_cursor(s.qp()), no_run) << when;
+    if (!no_run) return;
+    const std::uint64_t cursor = s.qp().requester().cursor();
+    const std::uint32_t psn = s.qp().requester().next_psn();
+    std::array<rdma::TxFrame, 4> frames{};
+    for (auto& f : frames) f = rdma::TxFrame{buf.data(), 4096, 0};
+    EXPECT_EQ(s.qp().build_run(frames, 0), 0u) << when;
+    EXPECT_EQ(s.qp().requester().cursor(), cursor) << when;
+    EXPECT_EQ(s.qp().requester().next_psn(), psn) << when;
+  };
+  const auto send_one = [&] {
+    rdma::TxFrame f{buf.data(), 4096, 0};
+    ASSERT_TRUE(s.qp().build_next(f, 0));
+  };
+  check(false, "an empty queue");
+  s.post({{IBV_WR_RDMA_WRITE, 3000}});  // three packets at an MTU of 1024: kS .. kS + 2
+  check(true, "a WRITE longer than a packet, not started");
+  send_one();
+  check(true, "its first packet sent");
+  send_one();
+  send_one();
+  check(false, "all three sent: skip_sent passes it");
+  s.nak(kS + 1);
+  check(true, "a NAK rewound into it");
+  send_one();
+  send_one();
+  s.ack(kS + 2);
+  s.post({{IBV_WR_RDMA_WRITE, 64}});
+  check(false, "a one-packet WRITE: a run");
+  std::vector<std::size_t> runs;
+  EXPECT_EQ(s.turn(&runs).size(), 1u);
+  EXPECT_EQ(runs, (std::vector<std::size_t>{1})) << "the run that no_run_at_cursor left to build_run";
+  s.nak(kS + 3);
+  check(true, "a NAK rewound into the one-packet WRITE");
 }
 
 // post_send over a list: the WR with too many SGEs fails with bad_wr at it, the two before it
