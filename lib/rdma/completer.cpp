@@ -176,8 +176,9 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   sample_sent_at_ = kNever;
   const bool ambiguous = sample_resent_ && !first_copy_answered;
   sample_resent_ = false;
-  if (ambiguous) return;
-  if (backoff_held_) {
+  if (ambiguous) [[unlikely]]
+    return;
+  if (backoff_held_) [[unlikely]] {
     backoff_held_ = false;  // a PSN sent once was answered: the round trip is known again
     early_backoff_ = 0;
   }
@@ -187,7 +188,7 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   // ACK timeout: docs/loss.md part 1, "Session 19"). The delivery rate starts again from here.
   // Not the first sample: a loop that polls this worker only now and then (every poll a "stall")
   // would otherwise never have one, and without it no early timer runs.
-  if (srtt_ != 0 && qp.own_stall != nullptr && qp.own_stall->end > sent_at) {
+  if (srtt_ != 0 && qp.own_stall != nullptr && qp.own_stall->end > sent_at) [[unlikely]] {
     rate_since_ = now;
     rate_delivered_ = delivered_;
     return;
@@ -223,19 +224,20 @@ Completer::AckResult Completer::acknowledge_before(QpContext& qp, Requester& req
   const bool first_copy_answered =
       early_sent_at_ != kNever && now - early_sent_at_ < std::max(srtt_ / 2, answer_min) && !selective_probes_short(qp);
   // The timer was early: the next window keeps the doubled wait, the one after starts afresh.
-  if (first_copy_answered) {
+  if (first_copy_answered) [[unlikely]] {
     qp.counters.inc(Counter::SpuriousEarlyRetransmits);
   } else if (!backoff_held_) {
     early_backoff_ = 0;
   }
   early_sent_at_ = kNever;
   const std::int32_t acked = psn_diff(una_, progress_una_);
-  if (acked > 0) {
+  if (acked > 0) [[likely]] {
     delivered_ += static_cast<std::uint32_t>(acked);
     window().on_progress(now, static_cast<std::uint32_t>(acked));
   }
   progress_una_ = una_;
-  if (recovering_ && !psn_before(una_, recovery_end_)) recovering_ = false;
+  if (recovering_ && !psn_before(una_, recovery_end_)) [[unlikely]]
+    recovering_ = false;
   // Later than that the answer is ambiguous (Karn) and no sample is taken; a second ACK of the
   // probed packet (spurious_probe_answer) then shows both copies got through, and the round
   // trip is taken after all, so that the wait learns a late ACK instead of probing it each time.
@@ -601,8 +603,12 @@ CompleterOutcome Completer::on_response(QpContext& qp, Requester& req, const Pac
     spurious_probe_answer(qp, pkt, now);
   // A plain ACK (a SACK has an opcode of its own): the straight path, which tells whether it applies.
   CompleterOutcome straight;
-  if (pkt.bth.opcode == raw(Opcode::RcAck) && qp.tuning->straight_acks && straight_ack(qp, req, pkt, now, &straight))
+  if (pkt.bth.opcode == raw(Opcode::RcAck) && qp.tuning->straight_acks && straight_ack(qp, req, pkt, now, &straight)) [[likely]]
     return straight;
+  return on_other_response(qp, req, pkt, now);
+}
+
+CompleterOutcome Completer::on_other_response(QpContext& qp, Requester& req, const Packet& pkt, Nanos now) {
   // A deferred ICRC is settled before anything acts on the response, but for the READ response
   // MIDDLE the oldest READ expects next: that one is placed while it is settled.
   bool placed = false;
@@ -720,10 +726,11 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
   const std::uint32_t psn = pkt.psn();
   const std::uint32_t sent_end = req.sent_end_psn();
   if (pkt.icrc_status == IcrcStatus::Deferred || !Syndrome{pkt.ext.aeth.syndrome}.is_ack() || oldest_probed_ ||
-      qp.sq.empty() || classify_psn(psn, una_, sent_end) != ResponsePsnClass::Valid || !psn_before(una_, sent_end))
+      qp.sq.empty() || classify_psn(psn, una_, sent_end) != ResponsePsnClass::Valid || !psn_before(una_, sent_end)) [[unlikely]]
     return false;
   SendWqe* w = &qp.sq.at(qp.sq.head());
-  if (w->state != WqeState::InFlight || w->needs_response_data()) return false;
+  if (w->state != WqeState::InFlight || w->needs_response_data()) [[unlikely]]
+    return false;
   peer_answered_ = true;
   qp.counters.inc(Counter::AcksReceived);
   consecutive_rnr_ = 0;
@@ -748,15 +755,17 @@ CompleterOutcome Completer::on_aeth(QpContext& qp, Requester& req, const Packet&
     if (++i == qp.sq.tail()) break;
     w = &qp.sq.at(i);
     if (w->state == WqeState::Posted) break;
-    if (w->state != WqeState::InFlight || w->needs_response_data()) {
+    if (w->state != WqeState::InFlight || w->needs_response_data()) [[unlikely]] {
       r = acknowledge_before(qp, req, end, &retry_psn);
       break;
     }
   }
-  if (una_ != before) progressed_inline(qp, req, now);
-  *out = r == AckResult::ResponseLost ? retry(qp, req, retry_psn, now, false)
-         : una_ != before             ? CompleterOutcome::Progress
-                                      : CompleterOutcome::Nothing;
+  if (una_ != before) [[likely]]
+    progressed_inline(qp, req, now);
+  if (r == AckResult::ResponseLost) [[unlikely]]
+    *out = retry(qp, req, retry_psn, now, false);
+  else
+    *out = una_ != before ? CompleterOutcome::Progress : CompleterOutcome::Nothing;
   req.set_una(una_);
   return true;
 }
@@ -976,7 +985,8 @@ void Completer::retire(QpContext& qp, Requester& req) {
     SendWqe& w = qp.sq.at(qp.sq.head());
     if (w.state != WqeState::Done) break;
     if (w.signaled || w.status != IBV_WC_SUCCESS) {
-      if (w.status != IBV_WC_SUCCESS) qp.counters.inc(Counter::WcErrors);
+      if (w.status != IBV_WC_SUCCESS) [[unlikely]]
+        qp.counters.inc(Counter::WcErrors);
       // Written in place in the CQ's ring (CompletionQueue::emplace): no copy.
       if (ibv_wc* wc = qp.send_cq ? qp.send_cq->emplace() : nullptr) {
         wc->wr_id = w.wr_id;
@@ -986,7 +996,7 @@ void Completer::retire(QpContext& qp, Requester& req) {
         wc->qp_num = qp.cfg.qpn;
       }
     }
-    if (w.rd_credit_held) {
+    if (w.rd_credit_held) [[unlikely]] {
       w.rd_credit_held = false;
       req.release_rd_atomic();
     }

@@ -119,6 +119,10 @@ class Completer {
   }
   CompleterOutcome on_atomic_ack(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   CompleterOutcome on_aeth(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
+  // on_response for every response the straight path (straight_ack) does not take: out of line,
+  // so that the plain ACK's code in on_response is a few adjacent cache lines (docs/perf-changes.md
+  // section 88).
+  [[gnu::noinline]] CompleterOutcome on_other_response(QpContext& qp, Requester& req, const proto::Packet& pkt, Nanos now);
   // An RC ACK (no NAK, no SACK) whose PSN on_response would take, with no probe of the oldest
   // packet awaiting its answer, and an in-flight SEND or WRITE at the head of the SQ:
   // what on_aeth does, without its general walk (TransportTuning::straight_acks). False, with

@@ -23,7 +23,7 @@ class CompletionQueue {
   // ring (a 48-byte entry a completion: a new line, out of cache, every 4 of them; section 83).
   // No entry is in the ring then, so where the next one goes is the ring's own business.
   ibv_wc* emplace() noexcept {
-    if (count_ == depth_) {
+    if (count_ == depth_) [[unlikely]] {
       ++overruns_;
       return nullptr;
     }

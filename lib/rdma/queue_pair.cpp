@@ -426,7 +426,7 @@ int QueuePair::post_recv(const ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 void QueuePair::after_completer(CompleterOutcome o) {
-  if (o == CompleterOutcome::Fatal) {
+  if (o == CompleterOutcome::Fatal) [[unlikely]] {
     enter_error();
     return;
   }
@@ -435,7 +435,7 @@ void QueuePair::after_completer(CompleterOutcome o) {
 
 bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now, bool continues_run) {
   const bool request = pkt.info->is_request;
-  if (request ? !ctx_.accepts_requests() : !ctx_.is_rc() || !ctx_.sends_requests()) {
+  if (request ? !ctx_.accepts_requests() : !ctx_.is_rc() || !ctx_.sends_requests()) [[unlikely]] {
     if (pkt.icrc_status == IcrcStatus::Deferred && !settle_icrc(pkt, ctx_.tuning->crc)) return false;
     ctx_.counters.inc(Counter::RcvdPkts);
     ctx_.counters.inc(Counter::BadStateDrops);
@@ -455,7 +455,8 @@ bool QueuePair::on_packet(const Packet& pkt, ByteSpan frame, Nanos now, bool con
   // it kept from an earlier burst, as every worker iteration must: memory.hpp).
   if (!continues_run) resp_.forget_run();
   const CompleterOutcome o = comp_.on_response(ctx_, req_, pkt, now);
-  if (o == CompleterOutcome::Corrupted) return false;
+  if (o == CompleterOutcome::Corrupted) [[unlikely]]
+    return false;
   ctx_.counters.inc(Counter::RcvdPkts);
   on_ecn(pkt, now);
   after_completer(o);

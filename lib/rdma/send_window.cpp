@@ -55,7 +55,7 @@ void SendWindow::start(const WindowTuning& t, double static_cap, bool ecn_feedba
   bdp_until_ = 0;
   delivered_ = delivered_at_loss_ = loss_interval_ = 0;
   free_cap_ = FreeCap::Unknown;
-  uncapped_count_ = 0;
+  uncapped_count_ = uncapped_next_ = 0;
   trial_n_ = std::clamp<std::uint32_t>(t_.bdp_cap_trial_samples, 1, kTrialSamples);
   trial_samples_ = trial_skip_ = trial_backoff_ = trials_free_ = trials_costly_ = trials_unjudged_ = 0;
   growth_ = 1;
@@ -124,7 +124,7 @@ void SendWindow::on_sample_free_cap(double rate) {
   const bool bounded = bdp_bounded();
   const std::uint32_t n = trial_n_;
   if (!bounded) {
-    uncapped_[uncapped_count_++ % n] = rate;
+    note_uncapped(rate);
     return;
   }
   if (!t_.bdp_cap_when_free || t_.bdp_cap_judge != BdpJudge::SampleRates ||
@@ -234,16 +234,22 @@ std::uint32_t SendWindow::ack_spacing() const {
   return std::max<std::uint32_t>(1, limit() / 2);
 }
 
+// The branch hints and the out-of-line engaged_cap / grow_under_cap keep the path every ACK
+// takes (a congestion-only window, go-back-N's and selective repeat's default, or any window
+// before its first loss) in a few adjacent cache lines (docs/perf-changes.md section 88).
 void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
-  if (!t_.enabled || packets == 0) return;
+  if (!t_.enabled || packets == 0) [[unlikely]]
+    return;
   delivered_ += packets;
   expire(now);
-  if (bdp_on_ && t_.bdp_cap_judge == BdpJudge::Goodput) on_progress_free_cap(now, packets);
-  if (queue_high_ && congested_) return;  // a queue above the target: hold
+  if (bdp_on_ && t_.bdp_cap_judge == BdpJudge::Goodput) [[unlikely]]
+    on_progress_free_cap(now, packets);
+  if (queue_high_ && congested_) [[unlikely]]
+    return;  // a queue above the target: hold
   // Cut by congestion only (go-back-N's default window) or before any loss, the cap is the
   // static total throughout: the same product once for the loop and the clamp, not at every
   // test (docs/perf-changes.md section 73).
-  if (congestion_only_ || !lost_) {
+  if (congestion_only_ || !lost_) [[likely]] {
     const double total = static_total();
     for (std::uint32_t i = 0; i < packets && cwnd_ < total; ++i)
       grow_one();
@@ -251,10 +257,16 @@ void SendWindow::on_progress(Nanos now, std::uint32_t packets) {
     clamp_below(total);
     return;
   }
+  grow_under_cap(packets);
+}
+
+void SendWindow::grow_under_cap(std::uint32_t packets) {
   for (std::uint32_t i = 0; i < packets && cwnd_ < effective_cap(); ++i)
     grow_one();
   clamp();
 }
+
+double SendWindow::engaged_cap() const { return congested_ ? cap() : need(); }
 
 bool SendWindow::on_loss(Nanos now, Nanos rtt, bool timeout) {
   if (!t_.enabled) return false;
@@ -329,8 +341,8 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
     // Before the path's first loss (no loss interval, no recent loss, no trial) bdp_engaged() is
     // false and the cap bounds nothing: the sample only goes into the uncapped ring, without
     // on_sample_free_cap's tests (every ACK at queue depth 1 is a sample).
-    if (loss_interval_ <= 0 && !bdp_engaged_ && free_cap_ == FreeCap::Unknown)
-      uncapped_[uncapped_count_++ % trial_n_] = rate;
+    if (loss_interval_ <= 0 && !bdp_engaged_ && free_cap_ == FreeCap::Unknown) [[likely]]
+      note_uncapped(rate);
     else
       on_sample_free_cap(rate);
   }
@@ -350,13 +362,14 @@ void SendWindow::on_rtt_sample(Nanos now, Nanos rtt, std::uint32_t delivered_pac
   judge_queue(target);
   // The delay cut only after a congestion loss: a software path's round trip varies by far more
   // than the target with the scheduling of its threads, and a lossless QP must send as before.
-  if (t_.enabled && queue_high_ && congested_ && now >= next_delay_cut_at_) {
+  if (t_.enabled && queue_high_ && congested_ && now >= next_delay_cut_at_) [[unlikely]] {
     next_delay_cut_at_ = now + rtt;
     const double excess = static_cast<double>(rtt - target) / static_cast<double>(rtt);
     cwnd_ *= 1 - (1 - t_.decrease) * excess;
     ssthresh_ = std::max(cwnd_, t_.min_packets * sharers_);
   }
-  clamp();
+  // clamp(), whose min of cap_clip_ with the static total is the total just stored in both.
+  clamp_below(!lost_ || congestion_only_ ? sample_total_ : engaged_cap());
 }
 
 // The caps, each the expression the sample used to compute, in the same order of operations.

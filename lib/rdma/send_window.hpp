@@ -330,6 +330,10 @@ class SendWindow {
   // A round trip above this shows a queue (never, before the first sample).
   Nanos queue_target() const;
   void clamp();
+  // Out of line: the window after a loss that cuts it for random losses too (WindowTuning::
+  // enabled): effective_cap()'s engaged part, and on_progress's growth under it.
+  [[gnu::noinline]] double engaged_cap() const;
+  [[gnu::noinline]] void grow_under_cap(std::uint32_t packets);
   void grow_one();
   void clamp_below(double cap);  // clamp's bounds on cwnd_ under a cap already known
   WindowTuning t_{};
@@ -357,7 +361,15 @@ class SendWindow {
   FreeCap free_cap_ = FreeCap::Unknown;
   static constexpr std::uint32_t kTrialSamples = 32;
   double uncapped_[kTrialSamples] = {};  // rates of the latest samples the cap did not bound (a ring)
-  std::uint32_t uncapped_count_ = 0;
+  std::uint32_t uncapped_count_ = 0;     // how many it holds (at most trial_n_)
+  std::uint32_t uncapped_next_ = 0;      // where the next one goes
+  // Into the ring by a compare, not `% trial_n_`: a 32-bit division at every RTT sample, which
+  // at queue depth 1 is every ACK. Only the count up to trial_n_ is ever asked.
+  void note_uncapped(double rate) {
+    uncapped_[uncapped_next_] = rate;
+    if (++uncapped_next_ == trial_n_) uncapped_next_ = 0;
+    if (uncapped_count_ < trial_n_) ++uncapped_count_;
+  }
   std::uint32_t trial_n_ = 16;           // bdp_cap_trial_samples within 1 .. kTrialSamples (start())
   double trial_[kTrialSamples] = {};     // rates of this trial's samples, which the cap bounded
   std::uint32_t trial_samples_ = 0;
