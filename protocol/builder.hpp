@@ -67,6 +67,16 @@ void seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out,
 void place_and_seal(const FrameSpec& spec, const FrameLayout& layout, MutableByteSpan out, CrcBackend crc,
                     const std::byte* payload, IcrcHeaderCache* cache = nullptr) noexcept;
 inline constexpr std::uint32_t kSealCopyingFrom = 2048;
+// place_unsealed() for a payload the caller put in place itself (a requester run's short
+// payload, copied without a call: lib/rdma/short_copy.hpp): the pad zeroed, the datagram
+// returned.
+inline MutableByteSpan pad_unsealed(const FrameLayout& l, MutableByteSpan out) noexcept {
+  // The pad (0-3 bytes) in one 4-byte store: the frame runs pad + 4 bytes past pad_at (the
+  // ICRC), so the store stays inside it.
+  const std::size_t pad_at = l.payload_offset + l.payload_length;
+  std::memset(out.data() + pad_at, 0, kIcrcBytes);
+  return out.subspan(l.l3_offset, pad_at + l.pad - l.l3_offset);
+}
 // place_and_seal() without the seal, for a payload below kSealCopyingFrom: the payload copied
 // and the pad bytes zeroed. Returns the datagram the ICRC covers (IP header to the last pad
 // byte); the ICRC goes in the four bytes after it (IcrcSealBatch, icrc_batch.hpp), whose first
@@ -82,11 +92,7 @@ inline MutableByteSpan place_unsealed(const FrameLayout& l, MutableByteSpan out,
   std::size_t n = l.payload_length;
   asm("" : "+r"(n));
   if (n) std::memcpy(out.data() + l.payload_offset, payload, n);
-  // The pad (0-3 bytes) in one 4-byte store: the frame runs pad + 4 bytes past pad_at (the
-  // ICRC), so the store stays inside it.
-  const std::size_t pad_at = l.payload_offset + l.payload_length;
-  std::memset(out.data() + pad_at, 0, kIcrcBytes);
-  return out.subspan(l.l3_offset, pad_at + l.pad - l.l3_offset);
+  return pad_unsealed(l, out);
 }
 // The same two with the headers' share from one flow's state (a connection's request template:
 // request_template.hpp), for frames of that flow.

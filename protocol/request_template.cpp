@@ -18,6 +18,7 @@ std::uint16_t load_be16(const std::byte* p) noexcept {
 
 bool RequestTemplate::build(const FrameSpec& path, CrcBackend crc, bool linear) noexcept {
   ready_ = false;
+  image_ = Image{};  // made from the old path
   if (path.bth.se() || path.bth.ack_requested()) return false;
   // write_headers() itself lays the headers down: the template cannot drift from the builder.
   // A SEND_ONLY without payload has no extension header, so the frame is the headers, ICRC aside.
@@ -50,23 +51,39 @@ bool RequestTemplate::build(const FrameSpec& path, CrcBackend crc, bool linear) 
 }
 
 FrameLayout RequestTemplate::write_headers(const RequestFields& f, const ExtHeaders& ext, MutableByteSpan out) const noexcept {
-  // layout_frame()'s checks, in its order, on what is known now.
   FrameLayout l;
   const OpcodeInfo& info = opcode_info(f.opcode);
-  if (!info.valid) {
-    l.error = BuildError::UnknownOpcode;
-    return l;
-  }
-  if (validate_) {
-    switch (check_payload_length(info, f.payload_length, pmtu_)) {
-      case PayloadVerdict::Ok: break;
-      case PayloadVerdict::AbovePmtu: l.error = BuildError::PayloadAbovePmtu; return l;
-      case PayloadVerdict::LengthInvalid:
-      case PayloadVerdict::NotAllowed: l.error = BuildError::PayloadLengthInvalid; return l;
-    }
-  }
+  if (!check_opcode_and_payload(info, f.payload_length, l)) return l;
   write_checked(info, f, ext, out, l);
   return l;
+}
+
+bool RequestTemplate::check_opcode_and_payload(const OpcodeInfo& info, std::uint32_t payload, FrameLayout& l) const noexcept {
+  // layout_frame()'s checks, in its order, on what is known now.
+  if (!info.valid) {
+    l.error = BuildError::UnknownOpcode;
+    return false;
+  }
+  if (validate_) {
+    switch (check_payload_length(info, payload, pmtu_)) {
+      case PayloadVerdict::Ok: break;
+      case PayloadVerdict::AbovePmtu: l.error = BuildError::PayloadAbovePmtu; return false;
+      case PayloadVerdict::LengthInvalid:
+      case PayloadVerdict::NotAllowed: l.error = BuildError::PayloadLengthInvalid; return false;
+    }
+  }
+  return true;
+}
+
+void RequestTemplate::make_image(const RequestFields& f, Image& image) const noexcept {
+  image.key_ = Image::key_of(f.opcode, f.solicited, f.ack_requested, f.payload_length);
+  image.layout_ = FrameLayout{};
+  const OpcodeInfo& info = opcode_info(f.opcode);
+  image.info_ = &info;
+  image.ack_ = ack_byte(f);
+  if (!check_opcode_and_payload(info, f.payload_length, image.layout_) || !lay_out(info, f.payload_length, image.layout_))
+    return;
+  write_fixed(f, image.layout_, image.bytes_.data());
 }
 
 }  // namespace roce::proto

@@ -42,6 +42,20 @@ Traffic::Traffic(Rig& rig, std::vector<QpPair> qps, Verb verb, std::uint32_t siz
   batch_ = std::min<std::uint32_t>(16, depth_ / 2 ? depth_ / 2 : 1);
   slots_ = std::max<std::uint64_t>(1, std::min(region_a.bytes.size(), region_b.bytes.size()) / size);
   for (std::size_t i = 0; i < st_.size(); ++i) st_[i].src_offset = (i * std::uint64_t{size}) % (region_a.bytes.size() - size + 1);
+  // The chain of batch_ WRs, made once as an application keeps its WRs: what differs between
+  // posts (the ids and the two addresses) is set per post (post()).
+  const ibv_wr_opcode op = verb == Verb::Write ? IBV_WR_RDMA_WRITE : verb == Verb::Read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
+  for (unsigned k = 0; k < batch_; ++k) {
+    sg_[k] = ibv_sge{0, size_, ra_.mr->lkey()};
+    ibv_send_wr& w = wr_[k];
+    w = ibv_send_wr{};
+    w.opcode = op;
+    w.sg_list = &sg_[k];
+    w.num_sge = 1;
+    w.send_flags = k + 1 == batch_ ? IBV_SEND_SIGNALED : 0;
+    w.wr.rdma.rkey = rb_.mr->rkey();
+    w.next = k + 1 == batch_ ? nullptr : &wr_[k + 1];
+  }
 }
 
 bool Traffic::post(unsigned i) {
@@ -57,6 +71,7 @@ bool Traffic::post(unsigned i) {
         // Receives outlive a case (the QPs carry on with the next size), so each takes the
         // largest message of the suite.
         const std::uint64_t slot = next_slot_++ % recv_slots_;
+        if (++send_slot_ == slots_) send_slot_ = 0;
         sg[k] = ibv_sge{reinterpret_cast<std::uint64_t>(rb_.bytes.data() + slot * size_), recv_len_, rb_.mr->lkey()};
         wr[k].wr_id = i;
         wr[k].sg_list = &sg[k];
@@ -69,10 +84,8 @@ bool Traffic::post(unsigned i) {
     }
   }
   while (posting_ && q.posted - q.completed + batch_ <= depth_) {
-    std::array<ibv_sge, 16> sg;
-    std::array<ibv_send_wr, 16> wr{};
     for (unsigned k = 0; k < batch_; ++k) {
-      const std::uint64_t slot = next_slot_++ % slots_;
+      const std::uint64_t slot = take_slot();
       // The data goes from a hot source to consecutive slots of the far buffer (larger than
       // the LLC); READ moves it the other way.
       std::byte* local = ra_.bytes.data() + q.src_offset;
@@ -81,18 +94,12 @@ bool Traffic::post(unsigned i) {
         local = ra_.bytes.data() + slot * size_;
         remote = rb_.bytes.data() + q.src_offset;
       }
-      sg[k] = ibv_sge{reinterpret_cast<std::uint64_t>(local), size_, ra_.mr->lkey()};
-      wr[k].wr_id = (std::uint64_t{i} << kQpShift) | (q.posted + k + 1);
-      wr[k].opcode = verb_ == Verb::Write ? IBV_WR_RDMA_WRITE : verb_ == Verb::Read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
-      wr[k].sg_list = &sg[k];
-      wr[k].num_sge = 1;
-      wr[k].send_flags = k + 1 == batch_ ? IBV_SEND_SIGNALED : 0;
-      wr[k].wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(remote);
-      wr[k].wr.rdma.rkey = rb_.mr->rkey();
-      wr[k].next = k + 1 == batch_ ? nullptr : &wr[k + 1];
+      sg_[k].addr = reinterpret_cast<std::uint64_t>(local);
+      wr_[k].wr_id = (std::uint64_t{i} << kQpShift) | (q.posted + k + 1);
+      wr_[k].wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(remote);
     }
     ibv_send_wr* bad = nullptr;
-    if (ea.post_send(qps_[i].a, wr.data(), &bad) != 0) return false;
+    if (ea.post_send(qps_[i].a, wr_.data(), &bad) != 0) return false;
     q.posted += batch_;
   }
   return true;

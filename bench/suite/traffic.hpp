@@ -19,6 +19,9 @@ class Traffic {
   // receives outlive a case; each is `recv_len` bytes long (the largest SEND to come).
   Traffic(Rig& rig, std::vector<QpPair> qps, Verb verb, std::uint32_t size, Region& region_a, Region& region_b,
           std::vector<std::uint32_t>& recvs, std::uint32_t recv_len);
+  // The WR chain points into the object itself.
+  Traffic(const Traffic&) = delete;
+  Traffic& operator=(const Traffic&) = delete;
   // Posts what the windows allow, steps the rig once, reaps completions. False on an error
   // completion or a failed post.
   bool step();
@@ -60,6 +63,18 @@ class Traffic {
   std::uint64_t recv_slots_ = 1;
   std::uint32_t depth_, batch_;
   std::uint64_t slots_, next_slot_ = 0;
+  // next_slot_ % slots_, kept in step with next_slot_ (a division per WR less): the slot of the
+  // next WR posted.
+  std::uint64_t send_slot_ = 0;
+  std::uint64_t take_slot() {
+    const std::uint64_t slot = send_slot_;
+    ++next_slot_;
+    if (++send_slot_ == slots_) send_slot_ = 0;
+    return slot;
+  }
+  // The posted chain (at most 16 WRs), made in the constructor.
+  std::array<ibv_sge, 16> sg_{};
+  std::array<ibv_send_wr, 16> wr_{};
   std::uint64_t bytes_ = 0;
   bool posting_ = true;
   Nanos stalled_ = 0, stall_since_ = kNever;

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "lib/rdma/local_ops.hpp"
+#include "lib/rdma/short_copy.hpp"
 #include "protocol/psn.hpp"
 #include "protocol/request_template.hpp"
 
@@ -68,15 +69,9 @@ FrameSpec request_spec(const QpContext& qp, const SendWqe& w, const RequestField
   return spec;
 }
 
-// `kRun`: a run's frame (build_run: an ONLY opcode of at most a path MTU), whose headers the
-// template writes inline (RequestTemplate::write_only_headers).
-template <bool kRun>
-[[gnu::always_inline]] inline FrameLayout write_frame_headers(const RequestTemplate& t, const RequestFields& f, const ExtHeaders& ext,
-                                                              MutableByteSpan out) {
-  if constexpr (kRun) return t.write_only_headers(f, ext, out);
-  else return t.write_headers(f, ext, out);
+FrameLayout write_frame_headers(const RequestTemplate& t, const RequestFields& f, const ExtHeaders& ext, MutableByteSpan out) {
+  return t.write_headers(f, ext, out);
 }
-template <bool kRun>
 FrameLayout write_frame_headers(const FrameSpec& spec, const RequestFields& f, const ExtHeaders&, MutableByteSpan out) {
   return write_headers(spec, f.payload_length, out);
 }
@@ -96,27 +91,19 @@ void seal_frame(const FrameSpec& spec, const QpContext& qp, const FrameLayout& l
 }
 
 // Headers, payload from the WQE's segments, ICRC; `how` is the QP's request template or a
-// FrameSpec for the builder. Inline: a run's every frame (a call cost about 25 instructions).
-// With `seal_later`, a short frame from the template is sealed by it later, with the rest of its
-// run (Requester::seal_run).
-template <bool kRun, typename How>
-[[gnu::always_inline]] inline FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f, const ExtHeaders& ext,
-                 MutableByteSpan out, const How& how, IcrcSealBatch* seal_later) {
-  const FrameLayout l = write_frame_headers<kRun>(how, f, ext, out);
+// FrameSpec for the builder. Inline: a call cost about 25 instructions.
+template <typename How>
+[[gnu::always_inline]] inline FrameLayout emit(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
+                                               const ExtHeaders& ext, MutableByteSpan out, const How& how) {
+  const FrameLayout l = write_frame_headers(how, f, ext, out);
   if (!l.ok()) return l;
   const std::uint32_t payload = f.payload_length;
   const LocalSegment* segs = qp.send_segs(w);
-  // A WR of one SGE (every frame of a run at 64 B) without the segment walk's call.
+  // A WR of one SGE without the segment walk's call.
   const std::byte* src = w.num_seg == 1 && offset < segs[0].length && payload <= segs[0].length - offset
                              ? segs[0].ptr + offset
                              : contiguous_in_segments(segs, w.num_seg, offset, payload);
   if (src || !payload) {
-    if constexpr (std::is_same_v<How, RequestTemplate>) {
-      if (seal_later && payload < kSealCopyingFrom) {
-        seal_later->add(place_unsealed(l, out, src));
-        return l;
-      }
-    }
     place_and_seal_frame(how, qp, l, out, src);
   } else {  // the payload spans segments
     copy_from_segments(qp.send_segs(w), w.num_seg, offset, out.data() + l.payload_offset, payload);
@@ -127,12 +114,46 @@ template <bool kRun, typename How>
 
 // emit() through the QP's request template, or the builder where it has none (which always
 // seals at once).
-template <bool kRun = false>
 [[gnu::always_inline]] inline FrameLayout emit_request(QpContext& qp, const SendWqe& w, std::uint64_t offset, const RequestFields& f,
-                         const ExtHeaders& ext, TxFrame& frame, IcrcSealBatch* seal_later = nullptr) {
+                                                       const ExtHeaders& ext, TxFrame& frame) {
   const MutableByteSpan out{frame.data, frame.capacity};
-  return qp.request_template.ready() ? emit<kRun>(qp, w, offset, f, ext, out, qp.request_template, seal_later)
-                                     : emit<kRun>(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext), nullptr);
+  return qp.request_template.ready() ? emit(qp, w, offset, f, ext, out, qp.request_template)
+                                     : emit(qp, w, offset, f, ext, out, request_spec(qp, w, f, ext));
+}
+
+// A run's frame (build_run: its WQE's one packet, the whole payload at offset 0) with its headers
+// from the request template's image (RequestTemplate::Image; `image` fits the frame's fields),
+// the payload from the WQE's segments, and the ICRC, or with `seal_later` the frame put in the
+// run's batch as emit() does. False where write_headers() refuses the frame (nothing counted).
+[[gnu::always_inline]] inline bool emit_from_image(QpContext& qp, const SendWqe& w, std::uint32_t psn, const ExtHeaders& ext,
+                                                   TxFrame& frame, const RequestTemplate::Image& image,
+                                                   IcrcSealBatch* seal_later) {
+  const RequestTemplate& t = qp.request_template;
+  const MutableByteSpan out{frame.data, frame.capacity};
+  if (t.write_from_image(image, psn, ext, out) != BuildError::None) return false;
+  const FrameLayout& l = image.layout();
+  const std::uint32_t payload = l.payload_length;
+  const LocalSegment* segs = qp.send_segs(w);
+  const std::byte* src =
+      w.num_seg == 1 && payload <= segs[0].length ? segs[0].ptr : contiguous_in_segments(segs, w.num_seg, 0, payload);
+  if (src || !payload) {
+    if (seal_later && payload < kSealCopyingFrom) {
+      // A short payload (64 B: every frame of the rate case) by a few moves, not libc's memcpy,
+      // whose call made the loop save and restore registers around it.
+      if (payload <= kShortCopyMax) {
+        copy_short(out.data() + l.payload_offset, src, payload);
+        seal_later->add(pad_unsealed(l, out));
+      } else {
+        seal_later->add(place_unsealed(l, out, src));
+      }
+      return true;
+    }
+    t.place_and_seal(l, out, qp.tuning->crc, src);
+  } else {  // the payload spans segments
+    copy_from_segments(segs, w.num_seg, 0, out.data() + l.payload_offset, payload);
+    t.seal(l, out, qp.tuning->crc);
+  }
+  return true;
 }
 
 }  // namespace
@@ -333,8 +354,9 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
 }
 
 // Inline: build_run's per frame.
+template <bool kTemplate>
 [[gnu::always_inline]] inline bool Requester::write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame,
-                                                                std::uint32_t psn, ExtHeaders& ext) {
+                                                                std::uint32_t psn, ExtHeaders& ext, IcrcSealBatch* seal) {
   // write_packet() for a WQE run_fits() took: its one packet (index 0, an ONLY opcode, the whole
   // payload at offset 0), the extension headers that opcode has, SE as its flags say.
   Opcode op = Opcode::RcSendOnly;
@@ -358,15 +380,27 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
       break;
     default: break;  // IBV_WR_SEND
   }
-  const RequestFields fields{raw(op), psn, (w.send_flags & IBV_SEND_SOLICITED) != 0, true, w.length};
+  const bool solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
   if (run_seal_.full()) seal_run(qp);
-  const FrameLayout l = emit_request<true>(qp, w, 0, fields, ext, frame, qp.tuning->seal_runs ? &run_seal_ : nullptr);
-  if (!l.ok()) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
+  bool ok;
+  std::size_t length;
+  if constexpr (kTemplate) {
+    // A frame whose opcode, SE or length differs from the last one's has its headers' image made
+    // again (out of line; at 64 B once for the QP's life).
+    const RequestTemplate::Image& image = qp.request_template.image_for(raw(op), solicited, true, w.length);
+    ok = emit_from_image(qp, w, psn, ext, frame, image, seal);
+    length = image.layout().length;
+  } else {
+    const FrameLayout l = emit_request(qp, w, 0, RequestFields{raw(op), psn, solicited, true, w.length}, ext, frame);
+    ok = l.ok();
+    length = l.length;
+  }
+  if (!ok) {  // the engine sizes frames for pmtu + headers; this is a configuration bug
     frame.length = 0;
     qp.counters.inc(Counter::SendErr);
     return false;
   }
-  frame.length = static_cast<std::uint32_t>(l.length);
+  frame.length = static_cast<std::uint32_t>(length);
   return true;
 }
 
@@ -384,11 +418,15 @@ std::uint32_t Requester::run_room(const QpContext& qp) const {
   return !((w.send_flags & IBV_SEND_FENCE) && inflight_rd_atomic_ > 0);
 }
 
-std::size_t Requester::build_run(QpContext& qp, std::span<TxFrame> frames) {
+// The run with the request template inline in build_run (the name the hot path's link order,
+// scripts/hot-text.order, lists), the builder's out of line.
+template <bool kTemplate>
+[[gnu::always_inline]] inline std::size_t Requester::build_run_as(QpContext& qp, std::span<TxFrame> frames) {
   // What write_packet and send_packet decide per frame is the same for every frame of a run: the
   // ONLY opcode asks for an ACK (so does every packet ending a message), a new PSN is never a
   // resend, and nothing in between reads the bookkeeping, which is done once after the last.
   ExtHeaders ext = qp.path.ext;
+  IcrcSealBatch* const seal = kTemplate && qp.tuning->seal_runs ? &run_seal_ : nullptr;
   const std::uint32_t first = next_psn_;
   std::uint32_t sends = 0;
   std::size_t n = 0;
@@ -403,7 +441,7 @@ std::size_t Requester::build_run(QpContext& qp, std::span<TxFrame> frames) {
     w->state = WqeState::InFlight;
     next_psn_ = psn_next(psn);
     ++cursor_;
-    if (!write_run_packet(qp, *w, frames[n], psn, ext)) break;
+    if (!write_run_packet<kTemplate>(qp, *w, frames[n], psn, ext, seal)) break;
     constexpr unsigned kSends = 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | 1u << IBV_WR_SEND_WITH_INV;
     sends += (kSends >> w->opcode) & 1u;  // run_fits: a SEND or WRITE opcode, below 16
     if (sr_window_ != 0) sr_slot(psn).tx = ++tx_seq_;
@@ -422,6 +460,18 @@ std::size_t Requester::build_run(QpContext& qp, std::span<TxFrame> frames) {
     last_end_psn_ = end;
   }
   return n;
+}
+
+[[gnu::noinline]] std::size_t Requester::build_run_with_builder(QpContext& qp, std::span<TxFrame> frames) {
+  return build_run_as<false>(qp, frames);
+}
+
+std::size_t Requester::build_run(QpContext& qp, std::span<TxFrame> frames) {
+  // With the request template (the default), each frame's headers from its image; without, the
+  // builder's, each frame sealed at once.
+  if (!qp.request_template.ready()) [[unlikely]]
+    return build_run_with_builder(qp, frames);
+  return build_run_as<true>(qp, frames);
 }
 
 void Requester::write_packet(QpContext& qp, SendWqe& w, TxFrame& frame) {

@@ -232,7 +232,15 @@ class Requester {
   // build_run does once: the frame at `psn`, asking for an ACK, with `ext` holding the
   // connection's extension headers (each frame stores those of its opcode). False (counted,
   // frame.length 0) where the frame does not fit: a configuration bug.
-  bool write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, std::uint32_t psn, proto::ExtHeaders& ext);
+  // With kTemplate, the headers from the request template's image (RequestTemplate::image_for)
+  // and, with `seal`, the frame sealed later with the run's batch.
+  template <bool kTemplate>
+  bool write_run_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, std::uint32_t psn, proto::ExtHeaders& ext,
+                        proto::IcrcSealBatch* seal);
+  // build_run() with the request template (kTemplate) or the builder (build_run_with_builder).
+  template <bool kTemplate>
+  std::size_t build_run_as(QpContext& qp, std::span<TxFrame> frames);
+  std::size_t build_run_with_builder(QpContext& qp, std::span<TxFrame> frames);
   void send_packet(QpContext& qp, const SendWqe& w, TxFrame& frame, proto::Opcode op, std::uint32_t psn,
                    std::uint64_t offset, std::uint32_t payload, const proto::ExtHeaders& ext, bool solicited,
                    std::uint32_t npsns);

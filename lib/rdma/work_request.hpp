@@ -5,6 +5,7 @@
 #include <infiniband/verbs.h>
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -40,21 +41,46 @@ struct UdDestination {
   std::uint32_t flow_label = 0;
 };
 
-struct SendWqe {
+// Laid out by use (docs/perf-changes.md section 90): what every WQE of a SEND or WRITE has
+// written by post_send, read by the requester's build and by the completer's retire (its id,
+// opcode and flags, segments, length, remote fields, PSNs and progress) in its first cache
+// line, each WQE starting on a line; the fields of READs, atomics, FLUSH, BIND_MW and UD after
+// it. The rate case keeps 256 WQEs in flight (45 KB of a 176-byte WQE, more than the D1): a
+// 64 B WRITE's WQE touched three lines, now one.
+struct alignas(64) SendWqe {
   std::uint64_t wr_id = 0;
   ibv_wr_opcode opcode = IBV_WR_SEND;
   unsigned send_flags = 0;
-  bool signaled = false;
-  bool local_error = false;     // an SGE failed lkey translation at post time
   std::uint32_t seg_begin = 0;  // first LocalSegment of this WQE in the QP's pool
   std::uint32_t num_seg = 0;
   std::uint32_t length = 0;     // total payload bytes (READ: bytes to read; atomics: 8)
   std::uint32_t imm_or_rkey = 0;  // immediate data (network order as verbs gives it) or rkey to invalidate
   std::uint64_t remote_addr = 0;
   std::uint32_t rkey = 0;
+
+  // Progress.
+  std::uint32_t first_psn = 0;
+  std::uint32_t npackets = 1;   // PSNs the WQE consumes
+  std::uint32_t next_packet = 0;  // requester cursor: next packet index to (re)transmit
+  ibv_wc_status status = IBV_WC_SUCCESS;
+  WqeState state = WqeState::Posted;
+  bool signaled = false;
+  bool local_error = false;     // an SGE failed lkey translation at post time
+  // Selective repeat: finished before an older WQE, it keeps its READ/atomic credit until it
+  // retires (the responder's resource for the older one must not be recycled meanwhile).
+  bool rd_credit_held = false;
+
+  // The second line and after: READ progress, then what only some opcodes carry.
+  std::uint32_t read_packets_received = 0;  // READ: response packets placed so far
+  bool read_expect_first = true;            // READ: next response must be FIRST or ONLY
+  // READ: its local buffer overlaps an earlier unfinished READ's, so it is placed in order (an
+  // out-of-order placement would let the earlier one's late bytes land over its own).
+  bool read_in_order = false;
+  // READ with selective repeat (requester_read_holes.cpp): one past the furthest response
+  // placed; between read_packets_received and it, holes asked for by READs of their own.
+  std::uint32_t read_high = 0;
   std::uint64_t compare_add = 0;
   std::uint64_t swap = 0;
-  UdDestination ud{};
   // FLUSH: its FETH (placement type | selectivity << 4); the length to flush is flush_length.
   std::uint8_t flush_feth = 0;
   std::uint32_t flush_length = 0;
@@ -63,24 +89,7 @@ struct SendWqe {
   std::uint32_t bind_mr_key = 0;
   std::uint64_t bind_length = 0;
   int bind_access = 0;
-
-  // Progress.
-  WqeState state = WqeState::Posted;
-  ibv_wc_status status = IBV_WC_SUCCESS;
-  std::uint32_t first_psn = 0;
-  std::uint32_t npackets = 1;   // PSNs the WQE consumes
-  std::uint32_t next_packet = 0;  // requester cursor: next packet index to (re)transmit
-  std::uint32_t read_packets_received = 0;  // READ: response packets placed so far
-  bool read_expect_first = true;            // READ: next response must be FIRST or ONLY
-  // READ with selective repeat (requester_read_holes.cpp): one past the furthest response
-  // placed; between read_packets_received and it, holes asked for by READs of their own.
-  std::uint32_t read_high = 0;
-  // READ: its local buffer overlaps an earlier unfinished READ's, so it is placed in order (an
-  // out-of-order placement would let the earlier one's late bytes land over its own).
-  bool read_in_order = false;
-  // Selective repeat: finished before an older WQE, it keeps its READ/atomic credit until it
-  // retires (the responder's resource for the older one must not be recycled meanwhile).
-  bool rd_credit_held = false;
+  UdDestination ud{};
 
   bool is_read() const { return opcode == IBV_WR_RDMA_READ; }
   bool is_atomic() const { return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD; }
@@ -95,6 +104,7 @@ struct SendWqe {
   // Inline: the completer asks it per WQE an ACK covers.
   std::uint32_t last_psn() const { return proto::psn_add(first_psn, static_cast<std::int64_t>(npackets) - 1); }
 };
+static_assert(offsetof(SendWqe, rd_credit_held) < 64, "a SEND's or WRITE's fields in the WQE's first line");
 
 struct RecvWqe {
   std::uint64_t wr_id = 0;

@@ -233,6 +233,31 @@ TEST_F(TransmitRun, EveryRunOpcodeAsFrameByFrameWithoutTheTemplate) {
   EXPECT_EQ(turn(6), (std::vector<std::size_t>{6}));
 }
 
+// A run's frames share their headers' image while opcode, SE and length agree (the request
+// template's RequestTemplate::Image, Requester::build_run): one of them changed alone, and back,
+// and frames of one image with their own PSNs, immediates, keys and remote addresses, as frame by
+// frame.
+TEST_F(TransmitRun, AFrameDifferingInOneHeaderFieldGetsItsOwnHeaders) {
+  start({});
+  post({{IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_WRITE, 64, IBV_SEND_SOLICITED},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_WRITE, 65},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_SEND, 64},
+        {IBV_WR_RDMA_WRITE, 64},
+        {IBV_WR_RDMA_WRITE_WITH_IMM, 64},
+        {IBV_WR_RDMA_WRITE_WITH_IMM, 64},
+        {IBV_WR_SEND_WITH_IMM, 64, IBV_SEND_SOLICITED},
+        {IBV_WR_SEND_WITH_IMM, 64, IBV_SEND_SOLICITED},
+        {IBV_WR_SEND_WITH_INV, 64},
+        {IBV_WR_SEND_WITH_INV, 64},
+        {IBV_WR_RDMA_WRITE, 0},
+        {IBV_WR_RDMA_WRITE, 0}});
+  EXPECT_EQ(turn(16), (std::vector<std::size_t>{16}));
+}
+
 // Runs of 32 and of 40 frames, the payloads of every pad from 0 to 300 bytes: a run's frames are
 // sealed together after all of them are written (Requester::seal_run, icrc_batch.hpp), 32 at the
 // most at a time, and must be the frames sealed one by one.
