@@ -26,10 +26,10 @@ constexpr std::array<std::uint8_t, wo::kImage> image_of(const std::array<std::ui
 // length (checked against the UDP length and the frame), ID and checksum (checked as a sum), the
 // UDP length and checksum (the ICRC masks it, the parser reads it for nothing), SE, MigReq and
 // PadCnt (checked against the length), AckReq and the PSN, the RETH (the responder's checks) or
-// the AETH (the completer's). An ACKNOWLEDGE's image keeps its IP total and UDP lengths as well
-// (no payload: one length). The ICRC's per-flow bytes (icrc_linear.cpp's Invariant roles) are all
-// among the kept ones.
-constexpr std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::keep_mask(bool ack) noexcept {
+// the AETH (the completer's). (An ACKNOWLEDGE's lengths are left too: with no payload allowed the
+// length checks take one IP total length, 48, and one UDP length; kept, no test could tell.) The
+// ICRC's per-flow bytes (icrc_linear.cpp's Invariant roles) are all among the kept ones.
+constexpr std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::keep_mask() noexcept {
   std::array<std::uint8_t, wo::kCompared> k{};  // by the frame's byte
   const auto keep = [&k](std::size_t at, std::size_t n, std::uint8_t bits = 0xFF) {
     for (std::size_t i = 0; i < n; ++i) k[at + i] = bits;
@@ -42,15 +42,10 @@ constexpr std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::keep_mask(bool
   keep(wo::kBth + offsetof(Bth, opcode), 1);
   keep(wo::kBth + offsetof(Bth, flags), 1, Bth::kTVerMask);
   keep(wo::kBth + offsetof(Bth, pkey), 6);  // P_Key, reserved byte, destination QP
-  if (ack) {
-    keep(wo::kIp + offsetof(Ipv4Header, total_length), 2);
-    keep(wo::kUdp + offsetof(UdpHeader, length), 2);
-  }
   return image_of(k);
 }
 
-alignas(16) const std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::kKeepWriteOnly = WriteOnlyTemplate::keep_mask(false);
-alignas(16) const std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::kKeepAck = WriteOnlyTemplate::keep_mask(true);
+alignas(16) const std::array<std::uint8_t, wo::kImage> WriteOnlyTemplate::kKeep = WriteOnlyTemplate::keep_mask();
 
 static_assert(offsetof(Ipv4Header, flags_fragment) == 6 && offsetof(Ipv4Header, src) == 12 && offsetof(Bth, pkey) == 2 &&
               offsetof(Bth, dest_qp) == 5 && offsetof(UdpHeader, src_port) == 0 && offsetof(UdpHeader, length) == 4);
@@ -90,14 +85,13 @@ bool WriteOnlyTemplate::take(ByteSpan frame, const Packet& pkt, const ParseOptio
   max_payload_and_pad_ = static_cast<std::uint32_t>(most);
   empty_total_ = static_cast<std::uint32_t>(ack ? wo::kAckTotal : wo::kEmptyTotal);
   backend_ = opts.crc;
-  keep_ = ack ? kKeepAck.data() : kKeepWriteOnly.data();
 
   std::array<std::uint8_t, wo::kCompared> bytes;
   for (std::size_t i = 0; i < wo::kCompared; ++i) bytes[i] = static_cast<std::uint8_t>(frame[i]);
   bytes[wo::kBth + offsetof(Bth, opcode)] = raw(as);
   if (clear_resv8a) bytes[wo::kBth + offsetof(Bth, resv8a)] = 0;
   std::array<std::uint8_t, wo::kImage> image = image_of(bytes);
-  for (std::size_t i = 0; i < wo::kImage; ++i) image[i] &= keep_[i];
+  for (std::size_t i = 0; i < wo::kImage; ++i) image[i] &= kKeep[i];
   // (a frame parse_frame accepted has IHL 5 here, TVer 0, no fragment, UDP to 4791)
   image[kSuspendAt] = 1;  // as expect_ now is, so that the same flow compares equal
   if (!flow_known_ || image != expect_) {

@@ -105,8 +105,8 @@ class WriteOnlyTemplate {
   }
   // The same from an RC WRITE ONLY or RC ACKNOWLEDGE that parse_frame accepted with a good ICRC
   // and IPv4 checksum, as it is (its own opcode and reserved byte): the frames of its flow and
-  // opcode. An ACKNOWLEDGE's image holds its IP and UDP lengths too (it has no payload). A frame
-  // refused leaves the template as it was (set() suspends it).
+  // opcode (an ACKNOWLEDGE's lengths are then its one length: no payload). A frame refused leaves
+  // the template as it was (set() suspends it).
   bool learn(ByteSpan frame, const Packet& pkt, const ParseOptions& opts) noexcept;
   // This template as `other` is, with nothing computed (the image and the flow's CRC state).
   void adopt(const WriteOnlyTemplate& other) noexcept { *this = other; }
@@ -131,7 +131,7 @@ class WriteOnlyTemplate {
     __m128i diff = _mm_setzero_si128();
     for (std::size_t i = 0; i < wo::kImage; i += 16) {
       const __m128i line = _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + (i < 48 ? i : wo::kLastLine)));
-      const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(keep_ + i));
+      const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(kKeep.data() + i));
       const __m128i want = _mm_load_si128(reinterpret_cast<const __m128i*>(expect_.data() + i));
       diff = _mm_or_si128(diff, _mm_xor_si128(_mm_and_si128(line, keep), want));
     }
@@ -169,16 +169,13 @@ class WriteOnlyTemplate {
     std::memcpy(&v, p, sizeof v);
     return v.get();
   }
-  // The bits of the image the template holds (the others vary from frame to frame): a WRITE
-  // ONLY's and an ACKNOWLEDGE's (its lengths too).
-  static constexpr std::array<std::uint8_t, write_only_frame::kImage> keep_mask(bool ack) noexcept;
-  alignas(16) static const std::array<std::uint8_t, write_only_frame::kImage> kKeepWriteOnly;
-  alignas(16) static const std::array<std::uint8_t, write_only_frame::kImage> kKeepAck;
+  // The bits of the image the template holds (the others vary from frame to frame).
+  static constexpr std::array<std::uint8_t, write_only_frame::kImage> keep_mask() noexcept;
+  alignas(16) static const std::array<std::uint8_t, write_only_frame::kImage> kKeep;
   // A byte the masks drop (the IP ID's first): nonzero there, no frame matches.
   static constexpr std::size_t kSuspendAt = write_only_frame::kIp + offsetof(Ipv4Header, id);
 
   alignas(16) std::array<std::uint8_t, write_only_frame::kImage> expect_{};  // the image, masked
-  const std::uint8_t* keep_ = kKeepWriteOnly.data();
   std::uint32_t ip_words_ = 0;             // the IPv4 header's kept 16-bit words, summed
   std::uint32_t empty_total_ = write_only_frame::kEmptyTotal;  // the IP total length without payload
   std::uint32_t max_payload_and_pad_ = 0;
