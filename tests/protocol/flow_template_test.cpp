@@ -18,23 +18,15 @@
 #include "protocol/icrc_linear.hpp"
 #include "protocol/parser.hpp"
 #include "protocol/write_only_match.hpp"
-#include "tests/support/frame_edit.hpp"
-#include "tests/support/guarded_page.hpp"
+#include "tests/protocol/match_frames.hpp"
 
 namespace roce::proto::flow_template_test {
 namespace {
 
-using Frame = std::vector<std::byte>;
+using test::match_frames::engine_options;
+using test::match_frames::every_bit;
+using Frame = test::match_frames::Frame;
 namespace fe = test::frame_edit;
-
-// The engine's parse options (lib/rdma/engine.cpp): deferred ICRC from 1 KiB, no MTU rules.
-ParseOptions engine_options(IcrcHeaderCache* cache) {
-  ParseOptions o;
-  o.defer_icrc_from = 1024;
-  o.mtu_rules = false;
-  o.icrc_cache = cache;
-  return o;
-}
 
 // An ACK from the responder at 10.0.0.2 to our QP 0x11 (or, `write`, a WRITE ONLY to it).
 FrameSpec flow_spec(bool write) {
@@ -138,21 +130,6 @@ class Matcher {
   FlowTemplate t_;
 };
 
-void every_bit(Matcher& m, const Frame& base, std::size_t upto) {
-  for (std::size_t at = 0; at < upto && at < base.size(); ++at) {
-    for (int bit = 0; bit < 8; ++bit) {
-      Frame f = base;
-      f[at] ^= static_cast<std::byte>(1u << bit);
-      m.expect_as_parsed(f, "byte " + std::to_string(at) + " bit " + std::to_string(bit) + " as corrupted");
-      if (at >= fe::kIpOffset && at < fe::kIpOffset + kIpv4HeaderBytes && (f[fe::kIpOffset] & std::byte{0xF0}) == std::byte{0x40} &&
-          (f[fe::kIpOffset] & std::byte{0x0F}) == std::byte{5})
-        fe::fix_ipv4_checksum(f);
-      if (at >= fe::kIpOffset && at + kIcrcBytes < f.size()) fe::reseal(f);
-      m.expect_as_parsed(f, "byte " + std::to_string(at) + " bit " + std::to_string(bit) + " resealed");
-    }
-  }
-}
-
 TEST(FlowTemplate, EveryAckHeaderBitFlippedMatchesExactlyWhenParsedAsTheFlowsAckWithTheParsedPacket) {
   for (const bool kernel : {true, false}) {
     crc32_short_use(kernel);
@@ -218,19 +195,9 @@ TEST(FlowTemplate, EveryWriteOnlyLengthAndPadMatchesUpToTheLimitWithTheParsedPac
 TEST(FlowTemplate, AckLengthsThatDisagreeAreRefusedAsParsed) {
   const Frame base = build(flow_spec(false));
   Matcher m(base);
-  // Bytes after the AETH (a payload an ACK may not carry) or the AETH cut, lengths fixed.
-  for (long delta = -8; delta <= 12; ++delta) m.expect_as_parsed(fe::with_tail(base, delta), "tail " + std::to_string(delta));
-  for (const std::size_t field : {fe::kIpOffset + offsetof(Ipv4Header, total_length), fe::kUdpOffset + offsetof(UdpHeader, length)}) {
-    for (int d = -8; d <= 8; ++d) {
-      Frame f = base;
-      Be16 v = fe::read_header<Be16>(f, field);
-      v.set(static_cast<std::uint16_t>(v.get() + d));
-      fe::write_header(f, field, v);
-      fe::fix_ipv4_checksum(f);
-      fe::reseal(f);
-      m.expect_as_parsed(f, "field " + std::to_string(field) + " " + std::to_string(d));
-    }
-  }
+  // Bytes after the AETH (a payload an ACK may not carry) or the AETH cut, lengths fixed; each
+  // length field alone off; every cut; Ethernet padding.
+  test::match_frames::length_edits(m, base, -8, 12);
   // A PadCnt on the ACK (resealed): the parser's PadCntInconsistent.
   for (std::uint8_t pad = 1; pad < 4; ++pad) {
     Frame f = base;
@@ -239,13 +206,6 @@ TEST(FlowTemplate, AckLengthsThatDisagreeAreRefusedAsParsed) {
     fe::write_header(f, fe::kBthOffset, bth);
     fe::reseal(f);
     m.expect_as_parsed(f, "PadCnt " + std::to_string(pad));
-  }
-  for (std::size_t cut = 1; cut <= base.size(); ++cut)
-    m.expect_as_parsed(ByteSpan{base}.first(base.size() - cut), "cut " + std::to_string(cut));
-  for (std::size_t pad = 1; pad <= 16; ++pad) {
-    Frame f = base;
-    f.insert(f.end(), pad, std::byte{0});
-    m.expect_as_parsed(f, "Ethernet padding " + std::to_string(pad));
   }
   // Matched: the tail left as it was (1), each field left as it was (2), every padded frame (16).
   EXPECT_EQ(m.matched, 1u + 2u + 16u);
@@ -257,11 +217,7 @@ TEST(FlowTemplate, AShortAckAtTheEndOfReadableMemoryIsRefusedWithoutAReadPastIt)
   for (const bool write : {false, true}) {
     const Frame base = build(flow_spec(write), write ? 8 : 0);
     Matcher m(base);
-    for (std::size_t len = 0; len <= base.size(); ++len) {
-      std::byte* at = page.data() + page.size() - len;
-      std::memcpy(at, base.data(), len);
-      m.expect_as_parsed(ByteSpan{at, len}, "first " + std::to_string(len) + " bytes at the page's end");
-    }
+    test::match_frames::at_page_end(m, page, base);
     EXPECT_EQ(m.matched, 1u);
   }
 }
