@@ -330,8 +330,11 @@ BENCHMARK_CAPTURE(BM_SealRun, after_writes, RunSeal::AfterWrites);
 // way (checked). "match_verify": a responder run's WRITE ONLY recognised by its flow's template
 // instead of parsed (WriteOnlyTemplate::match, write_only_match.hpp: the header bytes compared,
 // lengths, IPv4 checksum and ICRC from the flow's CRC state checked; docs/perf-changes.md
-// section 82), payloads up to its limit, 200 bytes. Issue 26's floor stays "parse_verify".
-enum class Single { BuildSeal, ParseVerify, Icrc, MatchVerify };
+// section 82), payloads up to its limit, 200 bytes. "match_packet": a QP's flow template
+// (FlowTemplate::match, section 87) making parse_frame's Packet of the ACK (0) or the WRITE ONLY
+// (64) from the flow's image: the match and the Packet's fill, what the engine runs instead of
+// parse_verify for such a frame. Issue 26's floor stays "parse_verify".
+enum class Single { BuildSeal, ParseVerify, Icrc, MatchVerify, MatchPacket };
 
 void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
   const Fixture f(static_cast<std::size_t>(state.range(0)), true);
@@ -347,6 +350,9 @@ void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
   WriteOnlyTemplate flow;
   if (step == Single::MatchVerify && (parse_frame(f.frame, po, p) != ParseError::None || !flow.set(f.frame, p, po)))
     state.SkipWithError("no template");
+  FlowTemplate packets;
+  if (step == Single::MatchPacket && (parse_frame(f.frame, po, p) != ParseError::None || !packets.learn(f.frame, p, po)))
+    state.SkipWithError("no template");
   MatchedWriteOnly matched;
   std::uint64_t sink = 0;
   for (auto _ : state) {
@@ -361,6 +367,10 @@ void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
     } else if (step == Single::MatchVerify) {
       sink += flow.match(f.frame, matched);
       benchmark::DoNotOptimize(matched);
+    } else if (step == Single::MatchPacket) {
+      sink += packets.match(f.frame, p);
+      sink += p.payload_length;
+      benchmark::ClobberMemory();
     } else {
       sink += compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, datagram);
     }
@@ -371,6 +381,8 @@ void BM_SingleFrame(benchmark::State& state, Single step, bool clmul) {
   if (compute_icrc_linear(cache, CrcBackend::Isal, IpVersion::V4, datagram) != read_icrc(ByteSpan(f.frame).last(kIcrcBytes)))
     state.SkipWithError("ICRC differs from the frame's");
   if (step == Single::MatchVerify && (!flow.match(f.frame, matched) || matched.payload_length() != f.payload.size()))
+    state.SkipWithError("the template did not match its own frame");
+  if (step == Single::MatchPacket && (!packets.match(f.frame, p) || p.payload_length != f.payload.size()))
     state.SkipWithError("the template did not match its own frame");
   state.counters["kernel"] = crc32_short_has_clmul() ? 1 : 0;
   crc32_short_use(had);
@@ -384,6 +396,8 @@ BENCHMARK_CAPTURE(BM_SingleFrame, icrc_clmul, Single::Icrc, true)->ArgName("payl
 BENCHMARK_CAPTURE(BM_SingleFrame, icrc_isal, Single::Icrc, false)->ArgName("payload")->Arg(0)->Arg(64)->Arg(256)->Arg(1024);
 BENCHMARK_CAPTURE(BM_SingleFrame, match_verify_clmul, Single::MatchVerify, true)->ArgName("payload")->Arg(64)->Arg(200);
 BENCHMARK_CAPTURE(BM_SingleFrame, match_verify_isal, Single::MatchVerify, false)->ArgName("payload")->Arg(64)->Arg(200);
+BENCHMARK_CAPTURE(BM_SingleFrame, match_packet_clmul, Single::MatchPacket, true)->ArgName("payload")->Arg(0)->Arg(64);
+BENCHMARK_CAPTURE(BM_SingleFrame, match_packet_isal, Single::MatchPacket, false)->ArgName("payload")->Arg(0)->Arg(64);
 
 // Copies exactly the bytes the ICRC reads, so GB/s figures compare one to one.
 void BM_Memcpy(benchmark::State& state) {

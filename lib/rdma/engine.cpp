@@ -40,7 +40,7 @@ bool same_address(const std::array<std::uint8_t, N>& a, const std::array<std::ui
 
 Engine::Engine(EngineConfig cfg, MrTable& mrs)
     : cfg_(std::move(cfg)), mrs_(mrs), qps_(cfg_.max_qps), timers_(cfg_.max_qps), gsi_(cfg_.gsi), active_(cfg_.max_qps),
-      held_acks_(cfg_.max_qps), reorder_pool_(std::make_unique<ReorderPool>(cfg_.reorder_pool_bytes)) {
+      flow_templates_(cfg_.max_qps), held_acks_(cfg_.max_qps), reorder_pool_(std::make_unique<ReorderPool>(cfg_.reorder_pool_bytes)) {
   held_now_.reserve(cfg_.max_qps);
   if (cfg_.tuning.icrc_linear) icrc_cache_ = std::make_unique<proto::IcrcHeaderCache>();
   parse_opts_.crc = cfg_.tuning.crc;
@@ -108,6 +108,7 @@ Result<QueuePair*> Engine::create_qp(PdHandle pd, const QpInit& attr) {
   if (qc.type == IBV_QPT_UD) qc.pmtu = cfg_.ud_mtu;
   *slot_it = std::make_unique<QueuePair>(qc, &cfg_.tuning, &mrs_, attr.send_cq, attr.recv_cq);
   (*slot_it)->slot = slot;
+  if (cfg_.match_flows) flow_templates_[slot] = std::make_unique<FlowTemplates>();
   (*slot_it)->use_icrc_cache(icrc_cache_.get());
   (*slot_it)->use_stall_clock(&own_stall_);
   (*slot_it)->use_reorder_pool(reorder_pool_.get());
@@ -138,6 +139,7 @@ Status Engine::destroy_qp(QueuePair* qp) {
   active_count_ = kept;
   held_acks_[qp->slot] = HeldAck{};
   if (qp->srq()) --qp->srq()->attached_qps;
+  flow_templates_[qp->slot].reset();
   qps_[qp->slot].reset();
   return {};
 }
@@ -150,6 +152,10 @@ Status Engine::modify_qp(QueuePair* qp, const ibv_qp_attr& attr, int mask) {
                                   " outstanding READ/atomic requests");
   }
   stop_straight_run();  // (a control call ends a burst first; its P_Key or state may change)
+  if (FlowTemplates* t = flow_templates_[qp->slot].get()) {  // (its path may change: learnt again)
+    t->ack.suspend();
+    t->write_only.suspend();
+  }
   Status s = qp->modify(attr, mask, cfg_.path);
   if (s && qp->type() == IBV_QPT_RC && qp->state() == QpState::Rts && qp->shared_window() == nullptr)
     qp->share_window(path_window(*qp));
@@ -271,13 +277,24 @@ constexpr std::uint64_t kBthFlagsMask = ~bth_byte(1, 0xFF);
 // options, for us as this frame was) and parse_frame accepts with a good ICRC. Set at most once a
 // burst for a run (its second frame; again after a frame the straight path left to
 // receive_checked), where a new flow's CRC state is computed (WriteOnlyTemplate::set).
-inline void Engine::start_straight_run(const QueuePair& qp, ByteSpan frame, const Packet& pkt) {
+inline void Engine::start_straight_run(const QueuePair& qp, ByteSpan frame, const Packet& pkt, bool of_flow) {
   straight_bth_ = straight_bth(qp, pkt);
   // A run of large frames (4 KiB WRITEs come here frame after frame: none passes `straight`) has
   // nothing the template could match: no call.
-  if (straight_bth_ == kNoStraightRun || pkt.payload_length > proto::kWriteOnlyMatchMaxPayload ||
-      !run_template_.set(frame, pkt, parse_opts_))
+  if (straight_bth_ == kNoStraightRun || pkt.payload_length > proto::kWriteOnlyMatchMaxPayload) {
     run_template_.suspend();
+    return;
+  }
+  // A WRITE ONLY of the flow the QP's template holds, with the reserved byte clear: that
+  // template's image is the one set() would make of this frame (opcode RC WRITE ONLY, the
+  // reserved byte clear, the same options), taken as it is, with its flow's CRC state (16 QPs
+  // taking turns each set a flow's state again; section 87).
+  const FlowTemplates* t = flow_templates_[qp.slot].get();
+  if (of_flow && t != nullptr && pkt.bth.opcode == raw(Opcode::RcWriteOnly) && pkt.bth.resv8a == 0) {
+    run_template_.adopt(t->write_only.image());
+    return;
+  }
+  if (!run_template_.set(frame, pkt, parse_opts_)) run_template_.suspend();
 }
 
 inline bool Engine::for_us(const Packet& pkt) const {
@@ -303,7 +320,8 @@ inline bool Engine::straight(const Packet& pkt) const {
 // receive_in_run already, which changed nothing). Inline, its one caller's: out of line it was a
 // second prologue and call, about 30 instructions a frame at queue depth 1, where no frame
 // continues a run.
-[[gnu::always_inline]] inline void Engine::receive_checked(ByteSpan frame, Nanos now, Packet& pkt, ParseError err, bool run_tried) {
+[[gnu::always_inline]] inline void Engine::receive_checked(ByteSpan frame, Nanos now, Packet& pkt, ParseError err, bool run_tried,
+                                                          bool matched) {
   const ParseOptions& opts = parse_opts_;
   // Our selective acknowledgement (protocol/sack.hpp): only a QP that agreed to selective
   // repeat takes one; for any other it stays the unknown opcode it is.
@@ -354,7 +372,8 @@ inline bool Engine::straight(const Packet& pkt) const {
   // ICRC the parser deferred (1 KiB payloads and more) is the walk's: not offered (4 KiB: 65
   // instructions a packet when it was).
   if (!run_tried && continues_run && in_burst_ && pkt.icrc_status != IcrcStatus::Deferred && unrefreshed_->receive_in_run(pkt)) {
-    start_straight_run(*unrefreshed_, frame, pkt);  // the run's next WRITE ONLYs: Engine::straight
+    // the run's next WRITE ONLYs: Engine::straight
+    start_straight_run(*unrefreshed_, frame, pkt, matched || learn_flow(*unrefreshed_, frame, pkt));
     return;
   }
   QueuePair* qp = continues_run ? unrefreshed_ : find_qp(pkt.dest_qp());
@@ -373,7 +392,9 @@ inline bool Engine::straight(const Packet& pkt) const {
                      (t == Transport::Ud && qp->type() == IBV_QPT_UD);
   if (!match) return drop(EngineDrop::WrongTransport);
   const QpState before = qp->state();
+  bool of_flow = matched;
   if (!qp->on_packet(pkt, frame, now, continues_run)) ++drops_[static_cast<std::size_t>(EngineDrop::IcrcBad)];
+  else if (!matched) of_flow = learn_flow(*qp, frame, pkt);
   // A request moves none of the QP's timers (the completer's, the pacer's; congestion control's
   // only on a CE mark) and leaves its send queue alone, unless it put the QP in error: only what
   // the responder now owes is new. The deferred refresh (section 35) still comes once per frame
@@ -382,9 +403,36 @@ inline bool Engine::straight(const Packet& pkt) const {
   unrefreshed_ = qp;
   // Only a run's second frame on sets it (a new run's first was reset by refresh_deferred): at
   // queue depth 1 no frame continues a run, and none pays for it.
-  if (continues_run) start_straight_run(*qp, frame, pkt);
+  if (continues_run) start_straight_run(*qp, frame, pkt, of_flow);
   unrefreshed_timers_ = unrefreshed_timers_ || timers_may_move;
   if (!in_burst_) refresh_deferred();
+}
+
+// The frame's QP's template of its opcode (an RC ACKNOWLEDGE or RC WRITE ONLY; the QPN and opcode
+// read where an untagged IPv4 frame has them: any other frame's bytes then fail the image's
+// compare), and the Packet it makes.
+[[gnu::always_inline]] inline bool Engine::match_flow(ByteSpan frame, Packet& pkt) const {
+  namespace wo = write_only_frame;
+  if (frame.size() < wo::kCompared) return false;
+  Be24 qpn;
+  std::memcpy(&qpn, frame.data() + wo::kBth + offsetof(Bth, dest_qp), sizeof qpn);
+  const FlowTemplates* t = flow_templates(qpn.get());
+  if (t == nullptr) return false;
+  const auto opcode = static_cast<std::uint8_t>(frame[wo::kBth + offsetof(Bth, opcode)]);
+  return (opcode == raw(Opcode::RcAck) ? t->ack : t->write_only).match(frame, pkt);
+}
+
+// A frame parse_frame accepted and `qp` took (every check of receive_checked passed: for us,
+// its P_Key, its transport) that its template could have matched (an RC ACKNOWLEDGE or RC WRITE
+// ONLY with a good ICRC) but did not: its flow is the QP's now (the first of the flow, or the
+// flow changed). A frame of a flow it refuses (a CE mark, VLAN, IPv6, a payload above
+// kWriteOnlyMatchMaxPayload) leaves the template suspended. Whether the template holds the
+// frame's flow now.
+inline bool Engine::learn_flow(const QueuePair& qp, ByteSpan frame, const Packet& pkt) {
+  const bool ack = pkt.bth.opcode == raw(Opcode::RcAck);
+  if ((!ack && pkt.bth.opcode != raw(Opcode::RcWriteOnly)) || pkt.icrc_status != IcrcStatus::Ok) return false;
+  FlowTemplates* t = flow_templates_[qp.slot].get();
+  return t != nullptr && (ack ? t->ack : t->write_only).learn(frame, pkt, parse_opts_);
 }
 
 [[gnu::always_inline]] inline void Engine::receive_inline(ByteSpan frame, Nanos now) {
@@ -398,17 +446,25 @@ inline bool Engine::straight(const Packet& pkt) const {
   // it is a frame `straight` below would pass. The run takes it, or leaves it (nothing changed) to
   // the parse and the tests below, which find the same answer as without the match
   // (docs/perf-changes.md section 82). An active template has the run's QP in unrefreshed_.
-  MatchedWriteOnly matched;
-  if (run_template_.match(frame, matched) && unrefreshed_->receive_write_only_in_run(matched)) return;
-  ++parsed_;
+  MatchedWriteOnly in_run;
+  if (run_template_.match(frame, in_run) && unrefreshed_->receive_write_only_in_run(in_run)) return;
   alignas(Packet) std::byte storage[sizeof(Packet)];
   Packet& pkt = *std::launder(reinterpret_cast<Packet*>(storage));
-  const ParseError err = parse_frame(frame, parse_opts_, pkt);
+  // An ACK or WRITE ONLY of a flow a QP learnt: the Packet parse_frame would make, from the
+  // flow's image (docs/perf-changes.md section 87). Every other frame is parsed.
+  ParseError err = ParseError::None;
+  const bool matched = match_flow(frame, pkt);
+  if (matched) {
+    ++flow_matched_;
+  } else {
+    ++parsed_;
+    err = parse_frame(frame, parse_opts_, pkt);
+  }
   // A WRITE ONLY that continues a run with nothing else to check (most frames of a burst of
   // 64 B WRITEs): the run takes it here, without the walk's tests (docs/perf-changes.md section 75).
   const bool run_tried = err == ParseError::None && straight(pkt);
   if (run_tried && unrefreshed_->receive_write_only_in_run(pkt)) return;
-  receive_checked(frame, now, pkt, err, run_tried);
+  receive_checked(frame, now, pkt, err, run_tried, matched);
 }
 
 void Engine::receive(ByteSpan frame, Nanos now) { receive_inline(frame, now); }

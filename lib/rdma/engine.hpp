@@ -67,6 +67,10 @@ struct EngineConfig {
   // MTU for 7 QPs with holes at once.
   std::size_t reorder_pool_bytes = 4u << 20;
   GsiConfig gsi;                   // QP1: its P_Key and ring sizes
+  // Each QP's ACKs and WRITE ONLYs matched against its flow's header image instead of parsed
+  // (docs/perf-changes.md section 87): the same Packet either way. false: every frame parsed
+  // (the tests' reference).
+  bool match_flows = true;
 };
 
 // Drops the engine counts before a packet reaches a QP.
@@ -190,8 +194,11 @@ class Engine {
   std::uint64_t drops(EngineDrop d) const { return drops_[static_cast<std::size_t>(d)]; }
   std::uint64_t received() const { return received_; }
   // Of those, the frames parse_frame read: all but the run's WRITE ONLYs its template matched and
-  // the run took (engine.cpp, receive_inline; docs/perf-changes.md section 82).
+  // the run took, and the ACKs and WRITE ONLYs a QP's flow template matched (engine.cpp,
+  // receive_inline; docs/perf-changes.md sections 82 and 87).
   std::uint64_t parsed() const { return parsed_; }
+  // Of those not parsed, the ones a QP's flow template matched (section 87; the rest are the run's).
+  std::uint64_t flow_matched() const { return flow_matched_; }
   std::uint64_t limit_hits(EngineLimit l) const { return limit_hits_[static_cast<std::size_t>(l)]; }
   // Sum of every QP's counters (including destroyed ones).
   Counters total_counters() const;
@@ -225,11 +232,14 @@ class Engine {
     straight_bth_ = kNoStraightRun;
     run_template_.suspend();
   }
-  void start_straight_run(const QueuePair& qp, proto::ByteSpan frame, const proto::Packet& pkt);
+  // `of_flow`: the frame is one of the flow `qp`'s WRITE ONLY template holds (it matched it, or taught it).
+  void start_straight_run(const QueuePair& qp, proto::ByteSpan frame, const proto::Packet& pkt, bool of_flow);
   // After parse_frame (engine.cpp): the frame, if it needs no check beyond the run's, goes to
   // the run's WRITE ONLY path; anything else to receive_checked.
   bool straight(const proto::Packet& pkt) const;
-  void receive_checked(proto::ByteSpan frame, Nanos now, proto::Packet& pkt, proto::ParseError err, bool run_tried);
+  // `matched`: pkt is a flow template's (match_flow), not parse_frame's.
+  void receive_checked(proto::ByteSpan frame, Nanos now, proto::Packet& pkt, proto::ParseError err, bool run_tried,
+                       bool matched);
   void receive_inline(proto::ByteSpan frame, Nanos now);  // receive()'s body (receive_frames' too)
   bool for_us(const proto::Packet& pkt) const;
   // What straight_bth_ becomes once `qp` is the burst's unrefreshed QP, `pkt` its last frame.
@@ -266,6 +276,7 @@ class Engine {
   std::array<std::uint64_t, static_cast<std::size_t>(EngineDrop::Count)> drops_{};
   std::uint64_t received_ = 0;
   std::uint64_t parsed_ = 0;
+  std::uint64_t flow_matched_ = 0;
   // parse_frame's options, the same for every frame (a ParseOptions built per frame was 9
   // instructions of a 64 B WRITE's; docs/perf-changes.md section 75).
   proto::ParseOptions parse_opts_;
@@ -285,6 +296,22 @@ class Engine {
   // expects), active exactly while straight_bth_ is set, unless that frame could not stand for the
   // flow (WriteOnlyTemplate::set). docs/perf-changes.md section 82.
   proto::WriteOnlyTemplate run_template_;
+  // Per QP slot (null: no QP), the flows of the frames it receives most, matched by their header
+  // image instead of parsed (proto::FlowTemplate): its ACKs (a requester's) and its peer's WRITE
+  // ONLYs (a responder's, the frames before a run has its template), each learnt from a frame
+  // parse_frame accepted and kept across bursts; suspended at modify_qp, gone with the QP
+  // (engine.cpp, match_flow and learn_flow; docs/perf-changes.md section 87).
+  struct FlowTemplates {
+    proto::FlowTemplate ack;
+    proto::FlowTemplate write_only;
+  };
+  std::vector<std::unique_ptr<FlowTemplates>> flow_templates_;
+  FlowTemplates* flow_templates(std::uint32_t qpn) const {
+    const auto slot = cfg_.qpns.slot(cfg_.shard, qpn);
+    return slot && *slot < flow_templates_.size() ? flow_templates_[*slot].get() : nullptr;
+  }
+  bool match_flow(proto::ByteSpan frame, proto::Packet& pkt) const;
+  bool learn_flow(const QueuePair& qp, proto::ByteSpan frame, const proto::Packet& pkt);
   OwnStall own_stall_{};              // note_stall's latest stall (QpContext::own_stall points here)
   std::array<std::uint64_t, static_cast<std::size_t>(EngineLimit::Count)> limit_hits_{};
   void hit(EngineLimit l) { ++limit_hits_[static_cast<std::size_t>(l)]; }
