@@ -23,12 +23,18 @@ namespace {
 // prefetch_head's, which both receive paths call for a frame before this (asking here again
 // cost a loop turn per frame longer than a line). The third line apart: a frame of at most
 // three lines (every 64 B WRITE, every ACK) asks for it alone, without the loop's setup.
+// Only up to kRestUpTo: a longer frame's payload has its ICRC deferred (rdma::kDeferIcrcFrom)
+// and is read once, by the copy that places it, which asks for its own lines as it goes; a
+// whole 4 KiB frame asked for at once took the memory's slots from the copy in progress
+// (docs/perf-changes.md section 91).
+constexpr unsigned kRestUpTo = rdma::kDeferIcrcFrom + 2 * RTE_CACHE_LINE_SIZE;  // headers and ICRC of IPv4 or IPv6
 void prefetch_rest(const rte_mbuf* m) {
   const auto* p = rte_pktmbuf_mtod(m, const char*);
   const unsigned len = m->data_len;
   if (len <= 2 * RTE_CACHE_LINE_SIZE) return;
   rte_prefetch0(p + 2 * RTE_CACHE_LINE_SIZE);
-  for (unsigned at = 3 * RTE_CACHE_LINE_SIZE; at < len; at += RTE_CACHE_LINE_SIZE) rte_prefetch0(p + at);
+  const unsigned upto = std::min(len, kRestUpTo);
+  for (unsigned at = 3 * RTE_CACHE_LINE_SIZE; at < upto; at += RTE_CACHE_LINE_SIZE) rte_prefetch0(p + at);
 }
 
 // What a frame's first reads need, a few frames ahead of its turn: its first two lines and its

@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 namespace roce::proto {
@@ -32,6 +31,12 @@ constexpr std::uint64_t kFoldLo = fold_constant(kStrideBits + 32);
 constexpr std::uint64_t kFoldHi = fold_constant(kStrideBits - 32);
 constexpr std::size_t kStride = 256;
 constexpr std::size_t kOnePassFrom = 2 * kStride;  // below this the setup and the final CRC dominate
+// How far ahead of its loads the copy asks for the source: two strides (eight lines). A received
+// frame comes from memory (a NIC's DMA, or the responder case's pool of 30 MB on a host whose L3
+// keeps less of it), and what the receive path asked for a frame ahead has not all come; a few
+// lines in flight at a time keep the loads fed (docs/perf-changes.md section 91: 256 B, 768 B and
+// 1 KiB ahead measured behind 512 B).
+constexpr std::size_t kSourceAhead = 2 * kStride;
 
 bool detect_one_pass() {
   __builtin_cpu_init();
@@ -55,25 +60,28 @@ __attribute__((target("avx512f"))) inline __m512i copy_line(std::byte* dst, cons
   return v;
 }
 
-// `len` is a multiple of kStride and at least kStride.
+// `len` is a multiple of kStride and at least kStride. The destination is not asked for ahead
+// here (crc32_copy's `ahead`): on this host a whole packet's lines for writing, asked a packet
+// ahead, took the memory's slots from the source's loads, and without them the copy with its
+// source asked for ahead ran 20-30 % faster (section 91); the stores' reads for ownership
+// overlap in the store queue as they go.
 __attribute__((target("avx512f,vpclmulqdq"))) std::uint32_t one_pass(std::uint32_t crc, std::byte* dst,
-                                                                      const std::byte* src, std::size_t len,
-                                                                      WriteAhead ahead) {
+                                                                      const std::byte* src, std::size_t len) {
   constexpr auto lo = static_cast<long long>(kFoldLo), hi = static_cast<long long>(kFoldHi);
   const __m512i k = _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);  // [lo | hi] in every 128-bit lane
+  // The lines the loop's own prefetches do not reach: its first two strides after this one.
+  for (std::size_t l = kStride; l < kStride + kSourceAhead && l < len; l += kLine) __builtin_prefetch(src + l, 0, 3);
   // A CRC from state s equals one from state 0 over the data with s in its first four bytes;
   // state 0 is what folding keeps (leading zeros do not change it).
   __m512i a0 = _mm512_xor_si512(copy_line(dst, src, 0), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
   __m512i a1 = copy_line(dst, src, 64);
   __m512i a2 = copy_line(dst, src, 128);
   __m512i a3 = copy_line(dst, src, 192);
-  // The lines `ahead` has at the offset this copy has reached: the reads for ownership run one
-  // packet ahead of the stores, spread over the copy. The first stride of `ahead` is left to the
-  // hardware prefetcher (asking for it before the first loads was slower). The prefetches stay
-  // in this loop: GCC 12 takes a helper made of prefetches alone for one without effects and
-  // drops the call.
+  // The prefetches stay in this loop: GCC 12 takes a helper made of prefetches alone for one
+  // without effects and drops the call.
   for (std::size_t at = kStride; at < len; at += kStride) {
-    for (std::size_t l = at; l < at + kStride && l < ahead.len; l += kLine) __builtin_prefetch(ahead.at + l, 1, 3);
+    if (at + kSourceAhead < len)
+      for (std::size_t l = at + kSourceAhead; l < at + kSourceAhead + kStride; l += kLine) __builtin_prefetch(src + l, 0, 3);
     a0 = fold(a0, k, copy_line(dst, src, at));
     a1 = fold(a1, k, copy_line(dst, src, at + 64));
     a2 = fold(a2, k, copy_line(dst, src, at + 128));
@@ -97,10 +105,8 @@ std::uint32_t crc32_copy(CrcBackend backend, std::uint32_t crc, std::byte* dst, 
   std::size_t done = 0;
   if (backend == CrcBackend::Isal && kOnePass && len >= kOnePassFrom) {
     done = len - len % kStride;
-    crc = one_pass(crc, dst, src, done, ahead);
-    // What is left of `ahead` when it is longer than this copy.
-    ahead.at += std::min(done, ahead.len);
-    ahead.len -= std::min(done, ahead.len);
+    crc = one_pass(crc, dst, src, done);
+    ahead = {};  // not asked for on this path (one_pass)
   }
   std::memcpy(dst + done, src + done, len - done);
   crc = crc32(backend, crc, dst + done, len - done);

@@ -20,9 +20,11 @@ struct WriteAhead {
 };
 
 // Copies `len` bytes from `src` to `dst` (not overlapping) and returns crc32(backend, crc, src,
-// len), asking for `ahead` with write intent on the way. The one-pass path needs AVX-512 and
-// VPCLMULQDQ and is taken for the ISA-L backend; otherwise it is a copy and then the CRC of
-// the copy.
+// len). The one-pass path needs AVX-512 and VPCLMULQDQ and is taken for the ISA-L backend from
+// 512 bytes; it asks for its source a few lines ahead of its loads and leaves `ahead` alone
+// (docs/perf-changes.md section 91: the destination's lines asked for a packet ahead slowed a
+// copy whose source comes from memory). Otherwise it is a copy, the CRC of the copy, and then
+// `ahead` asked for with write intent.
 std::uint32_t crc32_copy(CrcBackend backend, std::uint32_t crc, std::byte* dst, const std::byte* src, std::size_t len,
                          WriteAhead ahead = {}) noexcept;
 

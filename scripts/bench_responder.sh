@@ -76,10 +76,13 @@ for k in range(nbins):
         # parse+verify of a 64 B WRITE timed before each window: the host's state (absent before
         # section 69's build).
         host = figure(doc, "responder_host_floor", payload=4096)
+        # The worker over the ceiling of sessions 1-22 (frames reused every round, in cache),
+        # over CPU time: absent before section 91's build, whose ceiling reads the worker's frames.
+        reused = figure(doc, "responder_vs_ceiling_reused_cpu", payload=4096)
         load = open("{}/{}-{}.load".format(tmp, k, i)).read().strip()
         med = lambda f: statistics.median(f["samples"]) if f and f["samples"] else None
         rows.append((statistics.median(ratio["samples"]), statistics.median(gbit["samples"]), load, med(cpu), med(best),
-                     med(worker_cpu), med(ceiling_cpu), med(host)))
+                     med(worker_cpu), med(ceiling_cpu), med(host), med(reused)))
     per.append(rows)
 label = "AB"[:nbins]
 print("### 4 KiB responder worker over {} runs{}".format(runs, " per binary, alternating" if nbins == 2 else ""))
@@ -98,6 +101,8 @@ print("fastest round of its ceiling window: the rounds the other jobs left alone
 print("The host column is the protocol layer's parse+verify of a 64 B WRITE timed before each window:")
 print("this guest's vCPUs run in a fast state (about 30 ns) and a slow one (about 50 ns) that slows")
 print("compute but not memory bandwidth, so the slow state reads this figure lower (perf-changes.md section 69).")
+print("The ceiling copies the worker's own frames (its pool, its preload) into its buffer; builds before")
+print("section 91 copied frames of their own, read again every round and so in cache, which the worker's are not.")
 print()
 print("| run | " + " | ".join("{0} fraction of ceiling | {0} CPU time | {0} best round | {0} Gbit/s | {0} host ns | load".format(label[k]) for k in range(nbins)) + " |")
 print("|---:|" + "---:|---:|---:|---:|---:|---:|" * nbins)
@@ -120,6 +125,10 @@ for k in range(nbins):
     if worker_cpu and ceiling_cpu:
         print("{}: over CPU time, the responder {} Gbit/s and its paired ceiling {} Gbit/s.".format(
             label[k], mmm(worker_cpu, 1), mmm(ceiling_cpu, 1)))
+    reused = [row[8] for row in per[k] if row[8] is not None]
+    if reused:
+        print("{}: over CPU time against the ceiling whose frames stay in cache (sessions 1-22's): {}.".format(
+            label[k], mmm(reused)))
 if nbins == 2:
     a = statistics.median(row[0] for row in per[0])
     b = statistics.median(row[0] for row in per[1])

@@ -484,12 +484,15 @@ constexpr std::size_t kLine = 64;
 }
 
 // The lines after the first two, one frame ahead: the ICRC's check reads every byte before the
-// payload is placed.
+// payload is placed. Only as far as a frame whose ICRC the parser checks whole reaches: a longer
+// one's payload is read by the copy that places it, which asks for its own lines (crc32_copy;
+// docs/perf-changes.md section 91).
 [[gnu::always_inline]] inline void prefetch_rest(ByteSpan f) {
   if (f.size() <= 2 * kLine) return;
   const std::byte* p = f.data();
   __builtin_prefetch(p + 2 * kLine);
-  for (std::size_t at = 3 * kLine; at < f.size(); at += kLine) __builtin_prefetch(p + at);
+  const std::size_t upto = std::min<std::size_t>(f.size(), kDeferIcrcFrom + 2 * kLine);
+  for (std::size_t at = 3 * kLine; at < upto; at += kLine) __builtin_prefetch(p + at);
 }
 
 // An Ethernet frame carrying IPv4 (no VLAN tag): the engine's without a look by the caller.
