@@ -26,6 +26,7 @@ namespace {
 using test::match_frames::engine_options;
 using test::match_frames::every_bit;
 using Frame = test::match_frames::Frame;
+using test::match_frames::build;
 namespace fe = test::frame_edit;
 
 // An ACK from the responder at 10.0.0.2 to our QP 0x11 (or, `write`, a WRITE ONLY to it).
@@ -53,16 +54,6 @@ FrameSpec flow_spec(bool write) {
     s.ext.aeth.msn.set(7);
   }
   return s;
-}
-
-Frame build(FrameSpec s, std::uint32_t payload_length = 0, std::uint8_t fill = 0x33) {
-  if (s.bth.opcode == raw(Opcode::RcWriteOnly)) s.ext.reth.dma_length.set(payload_length);
-  const std::vector<std::byte> payload(payload_length, std::byte{fill});
-  Frame f(512);
-  const FrameLayout l = build_frame(s, payload, f, CrcBackend::Isal);
-  EXPECT_TRUE(l.ok());
-  f.resize(l.length);
-  return f;
 }
 
 // Every field of two packets; "" when they agree, else the first that differs.

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "protocol/builder.hpp"
 #include "protocol/headers.hpp"
 #include "protocol/parser.hpp"
 #include "tests/support/frame_edit.hpp"
@@ -24,6 +27,18 @@ inline proto::ParseOptions engine_options(proto::IcrcHeaderCache* cache) {
   o.mtu_rules = false;
   o.icrc_cache = cache;
   return o;
+}
+
+// The frame `s` describes with `payload_length` bytes of `fill` (a WRITE's RETH length set to it;
+// other opcodes carry no RETH), sealed with ISA-L's ICRC.
+inline Frame build(proto::FrameSpec s, std::uint32_t payload_length = 0, std::uint8_t fill = 0x33) {
+  s.ext.reth.dma_length.set(payload_length);
+  const std::vector<std::byte> payload(payload_length, std::byte{fill});
+  Frame f(512);
+  const proto::FrameLayout l = proto::build_frame(s, payload, f, proto::CrcBackend::Isal);
+  EXPECT_TRUE(l.ok());
+  f.resize(l.length);
+  return f;
 }
 
 // Every bit of the frame's first `upto` bytes flipped alone: as a bad link leaves it (checksum and

@@ -24,6 +24,7 @@ namespace {
 
 using test::match_frames::engine_options;
 using Frame = test::match_frames::Frame;
+using test::match_frames::build;
 namespace fe = test::frame_edit;
 
 FrameSpec flow_spec() {
@@ -44,16 +45,6 @@ FrameSpec flow_spec() {
   s.ext.reth.va.set(0x100040);
   s.ext.reth.rkey.set(0x2A01);
   return s;
-}
-
-Frame build(FrameSpec s, std::uint32_t payload_length, std::uint8_t fill = 0x33) {
-  s.ext.reth.dma_length.set(payload_length);
-  const std::vector<std::byte> payload(payload_length, std::byte{fill});
-  Frame f(512);
-  const FrameLayout l = build_frame(s, payload, f, CrcBackend::Isal);
-  EXPECT_TRUE(l.ok());
-  f.resize(l.length);
-  return f;
 }
 
 // Whether Engine::straight passes the frame once parse_frame has read it (`flow`: the template's
